@@ -1,0 +1,24 @@
+//! # tracecast-calibrate
+//!
+//! Turns measured traces into a performance model: the hardware catalog
+//! (peak FLOP/s and bandwidths per GPU, as data files users can extend),
+//! FLOP/byte accounting of the ops behind each kernel, kernel-efficiency fits
+//! (t = t0 + W/(η·P)) and link fits (t = α + k·S/B) with their quality
+//! (DESIGN §4).
+//!
+//! It also writes **synthetic traces with known ground truth** ([`synth`]):
+//! Kineto JSON that `ingest` reads like a real trace, produced from stated
+//! efficiencies and link parameters so tests can check that analysis and
+//! calibration recover them.
+//!
+//! ```
+//! use tracecast_calibrate::synth::{JobSpec, render_job};
+//! let spec = JobSpec { ranks: 2, steps: 1, layers: 2, ..JobSpec::default() };
+//! let ranks = render_job(&spec);
+//! assert_eq!(ranks.len(), 2);
+//! assert!(ranks[0].starts_with("{\"schemaVersion\": 1"));
+//! ```
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
+
+pub mod synth;

@@ -1,0 +1,408 @@
+//! Synthetic Kineto traces of a data-parallel transformer training job, made
+//! from known ground truth: GEMM efficiency and launch overhead, memory-bound
+//! efficiency, all-reduce latency α and bus bandwidth, rank skew and noise.
+//!
+//! Each rank runs, per step: an input copy, forward GEMMs and elementwise
+//! kernels per layer, backward GEMMs per layer with one gradient all-reduce
+//! bucket per layer on a separate communication stream (overlapping the
+//! remaining backward work), an optimizer that waits for the last bucket, and
+//! a host synchronisation. A collective instance starts on each rank when that
+//! rank arrives and ends on every rank at the latest arrival plus its transfer
+//! time α + 2(n−1)/n · S / B, so early ranks wait.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Ground truth and shape of a synthetic job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct JobSpec {
+    /// Ranks (one file each). Default: 4.
+    pub ranks: u32,
+    /// Profiler steps. Default: 3.
+    pub steps: u32,
+    /// Transformer layers. Default: 8.
+    pub layers: u32,
+    /// Hidden size. Default: 4096.
+    pub hidden: u64,
+    /// Tokens per step and rank (batch × sequence). Default: 4096.
+    pub tokens: u64,
+    /// Peak dense bf16 FLOP/s of the GPU. Default: 989e12 (H100 SXM).
+    pub peak_flops: f64,
+    /// Peak HBM bandwidth, bytes/s. Default: 3.35e12.
+    pub peak_hbm_bytes_per_s: f64,
+    /// GEMM efficiency η. Default: 0.70.
+    pub gemm_efficiency: f64,
+    /// Fixed per-kernel overhead t0, µs. Default: 4.
+    pub kernel_overhead_us: f64,
+    /// Memory-bound efficiency. Default: 0.80.
+    pub memory_efficiency: f64,
+    /// All-reduce latency α, µs. Default: 15.
+    pub allreduce_alpha_us: f64,
+    /// All-reduce bus bandwidth B, GB/s. Default: 150.
+    pub allreduce_busbw_gbps: f64,
+    /// Relative spread of per-rank compute speed. Default: 0.03.
+    pub rank_skew: f64,
+    /// Relative noise of each kernel duration. Default: 0.02.
+    pub noise: f64,
+    /// Largest clock offset between ranks, µs. Default: 40.
+    pub clock_skew_us: f64,
+    /// Host time spent loading data at the start of each step, µs. Default: 300.
+    pub data_loading_us: f64,
+    /// Random seed. Default: 1.
+    pub seed: u64,
+    /// Write `.json.gz` instead of `.json`. Default: true.
+    pub gzip: bool,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            ranks: 4,
+            steps: 3,
+            layers: 8,
+            hidden: 4096,
+            tokens: 4096,
+            peak_flops: 989e12,
+            peak_hbm_bytes_per_s: 3.35e12,
+            gemm_efficiency: 0.70,
+            kernel_overhead_us: 4.0,
+            memory_efficiency: 0.80,
+            allreduce_alpha_us: 15.0,
+            allreduce_busbw_gbps: 150.0,
+            rank_skew: 0.03,
+            noise: 0.02,
+            clock_skew_us: 40.0,
+            data_loading_us: 300.0,
+            seed: 1,
+            gzip: true,
+        }
+    }
+}
+
+/// Deterministic generator (splitmix64) so the same spec gives the same bytes.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f64 {
+        let u1 = self.uniform().max(1e-12);
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+    /// A factor 1 + spread·N(0,1), kept within ±3 spreads and positive.
+    fn jitter(&mut self, spread: f64) -> f64 {
+        (1.0 + spread * self.normal().clamp(-3.0, 3.0)).max(0.05)
+    }
+}
+
+const CPU_PID: i64 = 4242;
+const CPU_TID: i64 = 4243;
+const COMPUTE_STREAM: i64 = 7;
+const COMM_STREAM: i64 = 20;
+const LAUNCH_US: f64 = 4.0;
+const LAUNCH_LATENCY_US: f64 = 5.0;
+
+/// One rank's events as Kineto JSON rows, in µs relative to the job start.
+struct RankWriter {
+    rank: u32,
+    rows: Vec<String>,
+    next_id: i64,
+    cpu_us: f64,
+    compute_free_us: f64,
+    comm_free_us: f64,
+    speed: f64,
+    clock_offset_us: f64,
+}
+
+fn ts(v: f64) -> String {
+    format!("{:.3}", v.max(0.0))
+}
+
+impl RankWriter {
+    fn x(&mut self, cat: &str, name: &str, pid: i64, tid: i64, start: f64, dur: f64, args: &str) {
+        let start = start + self.clock_offset_us + 1_700_000_000_000_000.0;
+        self.rows.push(format!(
+            "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{{args}}}}}",
+            ts(start),
+            ts(dur)
+        ));
+    }
+
+    /// A CPU op that launches one GPU activity on `stream`; returns (start, end) of the activity.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        op: &str,
+        op_args: &str,
+        kernel_cat: &str,
+        kernel: &str,
+        kernel_args: &str,
+        stream: i64,
+        ready_us: f64,
+        dur_us: f64,
+    ) -> (f64, f64) {
+        let ext = self.next_id;
+        let corr = self.next_id + 1;
+        self.next_id += 2;
+        let op_start = self.cpu_us;
+        let launch_start = op_start + 2.0;
+        let op_dur = LAUNCH_US + 4.0;
+        let sep = if op_args.is_empty() { "" } else { ", " };
+        self.x("cpu_op", op, CPU_PID, CPU_TID, op_start, op_dur, &format!("\"External id\": {ext}{sep}{op_args}"));
+        self.x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            CPU_PID,
+            CPU_TID,
+            launch_start,
+            LAUNCH_US,
+            &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+        );
+        let free = if stream == COMM_STREAM { self.comm_free_us } else { self.compute_free_us };
+        let start = (launch_start + LAUNCH_LATENCY_US).max(free).max(ready_us);
+        let end = start + dur_us;
+        let sep = if kernel_args.is_empty() { "" } else { ", " };
+        self.x(
+            kernel_cat,
+            kernel,
+            0,
+            stream,
+            start,
+            dur_us,
+            &format!("\"device\": 0, \"stream\": {stream}, \"correlation\": {corr}, \"External id\": {ext}{sep}{kernel_args}"),
+        );
+        self.cpu_us = op_start + op_dur + 1.0;
+        if stream == COMM_STREAM {
+            self.comm_free_us = end;
+        } else {
+            self.compute_free_us = end;
+        }
+        (start, end)
+    }
+}
+
+/// GEMM [m,k]×[k,n] on the compute stream.
+fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k: u64, n: u64) {
+    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    let dur = (spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * w.speed * rng.jitter(spec.noise);
+    let args = format!("\"Input Dims\": [[{m}, {k}], [{k}, {n}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
+    w.launch(
+        name,
+        &args,
+        "kernel",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "",
+        COMPUTE_STREAM,
+        0.0,
+        dur,
+    );
+}
+
+/// Elementwise op over `elems` bf16 values (two inputs, one output).
+fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elems: u64) {
+    let bytes = 3.0 * 2.0 * elems as f64;
+    let dur =
+        (spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * w.speed * rng.jitter(spec.noise);
+    let args = format!("\"Input Dims\": [[{elems}], [{elems}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
+    w.launch(
+        op,
+        &args,
+        "kernel",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
+        "",
+        COMPUTE_STREAM,
+        0.0,
+        dur,
+    );
+}
+
+/// The ranks' trace files as JSON text, in rank order.
+pub fn render_job(spec: &JobSpec) -> Vec<String> {
+    let n = spec.ranks.max(1);
+    let mut rng = Rng(spec.seed ^ 0x5EED);
+    let mut ranks: Vec<RankWriter> = (0..n)
+        .map(|rank| RankWriter {
+            rank,
+            rows: Vec::new(),
+            next_id: 1,
+            cpu_us: 0.0,
+            compute_free_us: 0.0,
+            comm_free_us: 0.0,
+            speed: 1.0,
+            clock_offset_us: 0.0,
+        })
+        .collect();
+    for w in ranks.iter_mut() {
+        w.speed = rng.jitter(spec.rank_skew);
+        w.clock_offset_us = if w.rank == 0 { 0.0 } else { (rng.uniform() * 2.0 - 1.0) * spec.clock_skew_us };
+    }
+    let h = spec.hidden;
+    let t = spec.tokens;
+    let grad_elems = 12 * h * h; // qkv 3h², out h², mlp 8h² per layer
+    let ranks_list = (0..n).map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+    for step in 0..spec.steps {
+        let mut step_starts = Vec::new();
+        // Forward and backward compute, recording when each gradient bucket is ready.
+        let mut ready: Vec<Vec<(f64, f64)>> = Vec::new(); // per rank: (cpu launch time, grads ready)
+        for w in ranks.iter_mut() {
+            let start = w.cpu_us;
+            step_starts.push(start);
+            w.x("user_annotation", "DataLoader.__next__", CPU_PID, CPU_TID, start + 1.0, spec.data_loading_us, "");
+            w.cpu_us = start + spec.data_loading_us + 2.0;
+            let bytes = t * 8;
+            let copy = bytes as f64 / 20e9 * 1e6;
+            let ext = w.next_id;
+            let corr = w.next_id + 1;
+            w.next_id += 2;
+            let cpu = w.cpu_us;
+            w.x(
+                "cuda_runtime",
+                "cudaMemcpyAsync",
+                CPU_PID,
+                CPU_TID,
+                cpu,
+                LAUNCH_US,
+                &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+            );
+            let s = (cpu + LAUNCH_LATENCY_US).max(w.compute_free_us);
+            w.x(
+                "gpu_memcpy",
+                "Memcpy HtoD (Pageable -> Device)",
+                0,
+                COMPUTE_STREAM,
+                s,
+                copy,
+                &format!("\"device\": 0, \"stream\": {COMPUTE_STREAM}, \"correlation\": {corr}, \"bytes\": {bytes}"),
+            );
+            w.compute_free_us = s + copy;
+            w.cpu_us = cpu + LAUNCH_US + 1.0;
+            for _ in 0..spec.layers {
+                gemm(w, &mut rng, spec, "aten::mm", t, h, 3 * h);
+                gemm(w, &mut rng, spec, "aten::mm", t, h, h);
+                elementwise(w, &mut rng, spec, "aten::add", t * h);
+                gemm(w, &mut rng, spec, "aten::mm", t, h, 4 * h);
+                gemm(w, &mut rng, spec, "aten::mm", t, 4 * h, h);
+                elementwise(w, &mut rng, spec, "aten::add", t * h);
+            }
+            let mut buckets = Vec::new();
+            for _ in 0..spec.layers {
+                for (k, nn) in [(4 * h, h), (h, 4 * h), (h, h), (3 * h, h)] {
+                    gemm(w, &mut rng, spec, "aten::mm", t, nn, k); // data gradient
+                    gemm(w, &mut rng, spec, "aten::mm", k, t, nn); // weight gradient
+                }
+                elementwise(w, &mut rng, spec, "aten::add", t * h);
+                buckets.push((w.cpu_us, w.compute_free_us));
+                w.cpu_us += 2.0 * LAUNCH_US + 10.0; // the all-reduce launch, written below
+            }
+            ready.push(buckets);
+        }
+        // Gradient all-reduces, one instance at a time across ranks.
+        let bytes = grad_elems * 2;
+        let factor = 2.0 * (n as f64 - 1.0) / n as f64;
+        for b in 0..spec.layers as usize {
+            let transfer =
+                (spec.allreduce_alpha_us + factor * bytes as f64 / (spec.allreduce_busbw_gbps * 1e9) * 1e6) * rng.jitter(spec.noise / 2.0);
+            let arrivals: Vec<f64> = ranks
+                .iter()
+                .zip(&ready)
+                .map(|(w, r)| {
+                    let (cpu, grads) = r.get(b).copied().unwrap_or((0.0, 0.0));
+                    (cpu + 2.0 + LAUNCH_LATENCY_US).max(w.comm_free_us).max(grads)
+                })
+                .collect();
+            let end = arrivals.iter().copied().fold(f64::MIN, f64::max) + transfer;
+            for ((w, r), arrive) in ranks.iter_mut().zip(&ready).zip(&arrivals) {
+                let (cpu, _) = r.get(b).copied().unwrap_or((0.0, 0.0));
+                let saved_cpu = w.cpu_us;
+                w.cpu_us = cpu;
+                let op_args = format!(
+                    "\"Collective name\": \"allreduce\", \"In msg nelems\": {grad_elems}, \"Out msg nelems\": {grad_elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{ranks_list}]\""
+                );
+                w.launch(
+                    "record_param_comms",
+                    &op_args,
+                    "kernel",
+                    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                    &op_args,
+                    COMM_STREAM,
+                    *arrive,
+                    end - arrive,
+                );
+                w.cpu_us = saved_cpu;
+            }
+        }
+        // Optimizer (waits for the last bucket), then the host waits for the GPU.
+        for (i, w) in ranks.iter_mut().enumerate() {
+            w.compute_free_us = w.compute_free_us.max(w.comm_free_us);
+            for _ in 0..4 {
+                elementwise(w, &mut rng, spec, "aten::_foreach_add_", grad_elems * spec.layers as u64 / 4);
+            }
+            let sync_start = w.cpu_us;
+            let sync_end = sync_start.max(w.compute_free_us) + 3.0;
+            w.x("cuda_runtime", "cudaStreamSynchronize", CPU_PID, CPU_TID, sync_start, sync_end - sync_start, "\"correlation\": 0");
+            w.cpu_us = sync_end + 5.0;
+            let start = step_starts.get(i).copied().unwrap_or(0.0);
+            let name = format!("ProfilerStep#{}", step + 1);
+            w.x("user_annotation", &name, CPU_PID, CPU_TID, start, w.cpu_us - start - 1.0, "");
+        }
+    }
+    ranks
+        .into_iter()
+        .map(|w| {
+            let mut s = String::with_capacity(w.rows.iter().map(|r| r.len() + 3).sum::<usize>() + 1024);
+            let _ = write!(
+                s,
+                "{{\"schemaVersion\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85017755648, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}], \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {n}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {n}, \"ranks\": [{ranks_list}]}}]}},\n\"traceEvents\": [\n",
+                w.rank
+            );
+            for (i, row) in w.rows.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(",\n");
+                }
+                s.push_str(row);
+            }
+            s.push_str("\n],\n\"traceName\": \"synthetic\"}\n");
+            s
+        })
+        .collect()
+}
+
+/// Errors of [`write_job`].
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot write: {source}", path.display())]
+pub struct WriteError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The cause.
+    pub source: std::io::Error,
+}
+
+/// Writes `rank-N.json(.gz)` files into `dir` (created) and returns their paths.
+pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
+    std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.to_path_buf(), source })?;
+    let mut written = Vec::new();
+    for (rank, text) in render_job(spec).into_iter().enumerate() {
+        let path = dir.join(if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") });
+        let bytes = if spec.gzip {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9));
+            enc.write_all(text.as_bytes()).and_then(|_| enc.finish()).map_err(|source| WriteError { path: path.clone(), source })?
+        } else {
+            text.into_bytes()
+        };
+        tracecast_ingest::output::write_atomic(&path, &bytes)
+            .map_err(|e| WriteError { path: path.clone(), source: std::io::Error::other(e.to_string()) })?;
+        written.push(path);
+    }
+    Ok(written)
+}

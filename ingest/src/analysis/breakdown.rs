@@ -1,0 +1,150 @@
+//! Windows and the §3 breakdown of one window.
+
+use serde::Serialize;
+
+use super::classify::{ActivityClass, Classifier};
+use super::interval::IntervalSet;
+use crate::rank::RankTrace;
+
+/// How the analysed window is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowMode {
+    /// From the first GPU activity start to the last GPU activity end.
+    All,
+    /// From the GPU start of the first `ProfilerStep#` to the GPU end of the
+    /// last one; falls back to `All` for traces without steps.
+    #[default]
+    Steps,
+}
+
+/// A time window `[start_ns, end_ns)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Start, ns.
+    pub start_ns: i64,
+    /// End, ns.
+    pub end_ns: i64,
+}
+
+impl Window {
+    /// From the first GPU activity start to the last end; `None` without GPU activity.
+    pub fn all(trace: &RankTrace) -> Option<Window> {
+        let ev = &trace.events;
+        let mut w: Option<Window> = None;
+        for i in trace.gpu_activity() {
+            let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+            w = Some(match w {
+                None => Window { start_ns: s, end_ns: e },
+                Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
+            });
+        }
+        w
+    }
+
+    /// Length in ns.
+    pub fn len_ns(&self) -> i64 {
+        (self.end_ns - self.start_ns).max(0)
+    }
+}
+
+/// The unions of one rank's GPU activity by class, built once and measured in any window.
+#[derive(Debug, Clone, Default)]
+pub struct RankSets {
+    /// ∪ all GPU activity.
+    pub all: IntervalSet,
+    /// ∪ compute kernels.
+    pub compute: IntervalSet,
+    /// ∪ communication kernels.
+    pub comm: IntervalSet,
+    /// ∪ memcpy / memset.
+    pub memory: IntervalSet,
+    /// ∪comm ∩ ∪compute.
+    pub overlap: IntervalSet,
+}
+
+impl RankSets {
+    /// Builds the unions from per-row classes (see [`Classifier::classes`]).
+    pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
+        let ev = &trace.events;
+        let (mut all, mut compute, mut comm, mut memory) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, class) in classes.iter().enumerate() {
+            let Some(class) = class else { continue };
+            let iv = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+            all.push(iv);
+            match class {
+                ActivityClass::Compute => compute.push(iv),
+                ActivityClass::Comm => comm.push(iv),
+                ActivityClass::Memory => memory.push(iv),
+            }
+        }
+        let compute = IntervalSet::union(compute);
+        let comm = IntervalSet::union(comm);
+        let overlap = comm.intersect(&compute);
+        RankSets { all: IntervalSet::union(all), compute, comm, memory: IntervalSet::union(memory), overlap }
+    }
+}
+
+/// The §3 breakdown of one window, µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// |W|.
+    pub gpu_span_us: f64,
+    /// |∪ GPU activity ∩ W|.
+    pub busy_us: f64,
+    /// span − busy.
+    pub idle_us: f64,
+    /// |∪ compute ∩ W|.
+    pub compute_us: f64,
+    /// |∪ communication ∩ W|.
+    pub comm_us: f64,
+    /// |∪ memcpy/memset ∩ W|.
+    pub memory_us: f64,
+    /// |∪comm ∩ ∪compute ∩ W|.
+    pub overlap_us: f64,
+    /// comm − overlap: communication with no compute under it.
+    pub exposed_comm_us: f64,
+}
+
+fn us(ns: i64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+impl Breakdown {
+    /// Measures the unions in `w`.
+    pub fn from_sets(sets: &RankSets, w: Window) -> Breakdown {
+        let (lo, hi) = (w.start_ns, w.end_ns);
+        let span = w.len_ns();
+        let busy = sets.all.measure(lo, hi);
+        let comm = sets.comm.measure(lo, hi);
+        let overlap = sets.overlap.measure(lo, hi);
+        Breakdown {
+            gpu_span_us: us(span),
+            busy_us: us(busy),
+            idle_us: us(span - busy),
+            compute_us: us(sets.compute.measure(lo, hi)),
+            comm_us: us(comm),
+            memory_us: us(sets.memory.measure(lo, hi)),
+            overlap_us: us(overlap),
+            exposed_comm_us: us(comm - overlap),
+        }
+    }
+
+    /// Convenience: classify, build the unions and measure `w`.
+    pub fn of_window(trace: &RankTrace, classifier: &Classifier, w: Window) -> Breakdown {
+        let classes = classifier.classes(trace);
+        Breakdown::from_sets(&RankSets::new(trace, &classes), w)
+    }
+
+    /// Adds another breakdown field by field (for totals).
+    pub fn add(&mut self, o: &Breakdown) {
+        self.gpu_span_us += o.gpu_span_us;
+        self.busy_us += o.busy_us;
+        self.idle_us += o.idle_us;
+        self.compute_us += o.compute_us;
+        self.comm_us += o.comm_us;
+        self.memory_us += o.memory_us;
+        self.overlap_us += o.overlap_us;
+        self.exposed_comm_us += o.exposed_comm_us;
+    }
+}

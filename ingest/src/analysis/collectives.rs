@@ -1,0 +1,284 @@
+//! Collectives per rank and process group, and what several ranks of one job
+//! tell about them: transfer vs wait, and the clock offsets between ranks.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::breakdown::Window;
+use super::classify::ActivityClass;
+use crate::collective::{Collective, NcclKernelName};
+use crate::rank::RankTrace;
+
+/// Identifies the same collective on every member rank: operation, process
+/// group (name and member list when known) and its sequence number within
+/// that group on the rank.
+pub(crate) type InstanceKey = (Collective, Option<String>, Option<String>, u32);
+
+/// One communication kernel.
+#[derive(Debug, Clone)]
+pub(crate) struct Instance {
+    pub(crate) collective: Collective,
+    pub(crate) process_group: Option<String>,
+    pub(crate) pg_ranks: Option<String>,
+    pub(crate) group_size: Option<i64>,
+    pub(crate) bytes: Option<u64>,
+    pub(crate) start_ns: i64,
+    pub(crate) end_ns: i64,
+    pub(crate) seq: u32,
+}
+
+impl Instance {
+    pub(crate) fn key(&self) -> InstanceKey {
+        (self.collective, self.process_group.clone(), self.pg_ranks.clone(), self.seq)
+    }
+}
+
+/// The communication kernels of a rank in time order. The operation comes
+/// from the kernel's collective arguments, else its name; sizes only from the
+/// arguments (`In/Out msg nelems` × dtype).
+pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> Vec<Instance> {
+    let ev = &trace.events;
+    let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
+    let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
+    rows.sort_by_key(|&i| (ev.ts_ns.get(i).copied().unwrap_or(0), i));
+    let mut seq: HashMap<(Collective, Option<String>, Option<String>), u32> = HashMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for i in rows {
+        let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
+        let collective = args
+            .and_then(|a| a.collective())
+            .or_else(|| NcclKernelName::parse(trace.name(i)).and_then(|k| k.collective))
+            .unwrap_or(Collective::Unknown);
+        let pg_name = args.and_then(|a| a.pg_name.clone());
+        let process_group = match (pg_name.as_deref(), args.and_then(|a| a.pg_desc.as_deref())) {
+            (Some(n), Some(d)) if !d.is_empty() && d != n => Some(format!("{n} ({d})")),
+            (Some(n), _) => Some(n.to_string()),
+            (None, Some(d)) => Some(d.to_string()),
+            (None, None) => None,
+        };
+        let pg_ranks = args.and_then(|a| a.pg_ranks.clone()).filter(|r| r != "[]");
+        let group_size = args.and_then(|a| a.group_size).or_else(|| {
+            let pg = groups.iter().find(|g| g.name.is_some() && g.name == pg_name)?;
+            pg.size.or(Some(pg.ranks.len() as i64)).filter(|&n| n > 0)
+        });
+        let counter = seq.entry((collective, process_group.clone(), pg_ranks.clone())).or_insert(0);
+        out.push(Instance {
+            collective,
+            process_group,
+            pg_ranks,
+            group_size,
+            bytes: args.and_then(|a| a.message_bytes()),
+            start_ns: ev.ts_ns.get(i).copied().unwrap_or(0),
+            end_ns: ev.end_ns(i),
+            seq: *counter,
+        });
+        *counter += 1;
+    }
+    out
+}
+
+/// Collectives of one type, process group and group size on one rank, inside the window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveStats {
+    /// `all_reduce`, `all_gather`, … (`unknown` when the trace does not say).
+    pub collective: Collective,
+    /// Process group name (and description), when the trace gives it.
+    pub process_group: Option<String>,
+    /// Ranks in the group, when known.
+    pub group_size: Option<i64>,
+    /// Kernels.
+    pub count: u64,
+    /// Σ kernel duration, µs.
+    pub total_us: f64,
+    /// Mean kernel duration, µs.
+    pub mean_us: f64,
+    /// Σ message bytes over the kernels whose size is known.
+    pub bytes: Option<u64>,
+    /// Kernels whose size is known.
+    pub sized_count: u64,
+    /// Algorithm bandwidth Σbytes / Σtime over the sized kernels, GB/s.
+    pub algbw_gbps: Option<f64>,
+    /// Bus bandwidth: algbw × the nccl-tests factor for the group size, GB/s.
+    pub busbw_gbps: Option<f64>,
+    /// Kernels matched with the same collective on other ranks of the job.
+    pub matched: u64,
+    /// Σ transfer time of matched kernels (min duration over the ranks), µs.
+    pub transfer_us: Option<f64>,
+    /// Σ wait time of matched kernels (duration − transfer), µs.
+    pub wait_us: Option<f64>,
+}
+
+/// Aggregates a rank's instances inside `w`. `transfer_ns` gives, for
+/// instances matched across ranks, the minimum duration over the ranks.
+pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &HashMap<InstanceKey, i64>) -> Vec<CollectiveStats> {
+    type Key = (Collective, Option<String>, Option<i64>);
+    #[derive(Default)]
+    struct Acc {
+        count: u64,
+        total: i64,
+        bytes: u64,
+        sized: u64,
+        sized_time: i64,
+        matched: u64,
+        transfer: i64,
+        wait: i64,
+    }
+    let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
+    for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
+        let a = acc.entry((inst.collective, inst.process_group.clone(), inst.group_size)).or_default();
+        let d = inst.end_ns - inst.start_ns;
+        a.count += 1;
+        a.total += d;
+        if let Some(b) = inst.bytes {
+            a.bytes += b;
+            a.sized += 1;
+            a.sized_time += d;
+        }
+        if let Some(&t) = transfer_ns.get(&inst.key()) {
+            a.matched += 1;
+            a.transfer += t;
+            a.wait += d - t;
+        }
+    }
+    acc.into_iter()
+        .map(|((collective, process_group, group_size), a)| {
+            let algbw = (a.sized > 0 && a.sized_time > 0).then(|| a.bytes as f64 / a.sized_time as f64);
+            CollectiveStats {
+                collective,
+                process_group,
+                group_size,
+                count: a.count,
+                total_us: a.total as f64 / 1000.0,
+                mean_us: a.total as f64 / 1000.0 / a.count.max(1) as f64,
+                bytes: (a.sized > 0).then_some(a.bytes),
+                sized_count: a.sized,
+                algbw_gbps: algbw,
+                busbw_gbps: algbw.and_then(|bw| Some(bw * collective.bus_factor(group_size?)?)),
+                matched: a.matched,
+                transfer_us: (a.matched > 0).then(|| a.transfer as f64 / 1000.0),
+                wait_us: (a.matched > 0).then(|| a.wait as f64 / 1000.0),
+            }
+        })
+        .collect()
+}
+
+/// For every instance seen on at least two ranks: the minimum duration (the
+/// transfer time) and the end time on each rank.
+pub(crate) struct Matches {
+    pub(crate) transfer_ns: HashMap<InstanceKey, i64>,
+    /// (instance, rank index, end ns) for every matched instance.
+    pub(crate) ends: Vec<(usize, usize, i64)>,
+}
+
+pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
+    let mut seen: HashMap<InstanceKey, Vec<(usize, i64, i64)>> = HashMap::new();
+    for (r, list) in per_rank.iter().enumerate() {
+        for inst in list {
+            seen.entry(inst.key()).or_default().push((r, inst.end_ns - inst.start_ns, inst.end_ns));
+        }
+    }
+    let mut keys: Vec<&InstanceKey> = seen.iter().filter(|(_, v)| v.len() >= 2).map(|(k, _)| k).collect();
+    keys.sort();
+    let mut transfer_ns = HashMap::new();
+    let mut ends = Vec::new();
+    for (k, key) in keys.into_iter().enumerate() {
+        let v = &seen[key];
+        transfer_ns.insert(key.clone(), v.iter().map(|x| x.1).min().unwrap_or(0));
+        ends.extend(v.iter().map(|&(r, _, e)| (k, r, e)));
+    }
+    Matches { transfer_ns, ends }
+}
+
+/// Clock offsets that make matched collectives end together (least squares).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClockAlignment {
+    /// Offset to add to each rank's clock, µs (the first rank is 0), in rank order.
+    pub offsets_us: Vec<f64>,
+    /// Root-mean-square of the remaining end-time differences, µs.
+    pub residual_us: f64,
+    /// Collective instances used.
+    pub instances: usize,
+}
+
+/// Fits offsets o_r minimising Σ (end_rk + o_r − c_k)² by alternating means
+/// (the problem is a connected least-squares graph; this converges to its
+/// solution), with o_0 = 0. `None` without matched instances.
+pub(crate) fn align_clocks(ends: &[(usize, usize, i64)], ranks: usize) -> Option<ClockAlignment> {
+    if ends.is_empty() || ranks < 2 {
+        return None;
+    }
+    let n_inst = ends.iter().map(|e| e.0).max().map_or(0, |m| m + 1);
+    // Work relative to each instance's first end to keep magnitudes small.
+    let mut reference = vec![i64::MAX; n_inst];
+    for &(k, _, e) in ends {
+        if let Some(r) = reference.get_mut(k) {
+            *r = (*r).min(e);
+        }
+    }
+    let rel: Vec<(usize, usize, f64)> = ends.iter().map(|&(k, r, e)| (k, r, (e - reference.get(k).copied().unwrap_or(e)) as f64)).collect();
+    let mut offset = vec![0.0f64; ranks];
+    let mut center = vec![0.0f64; n_inst];
+    for _ in 0..200 {
+        let mut sum = vec![0.0f64; n_inst];
+        let mut cnt = vec![0usize; n_inst];
+        for &(k, r, e) in &rel {
+            if let (Some(s), Some(c)) = (sum.get_mut(k), cnt.get_mut(k)) {
+                *s += e + offset.get(r).copied().unwrap_or(0.0);
+                *c += 1;
+            }
+        }
+        for (c, (s, n)) in center.iter_mut().zip(sum.iter().zip(&cnt)) {
+            *c = if *n > 0 { s / *n as f64 } else { 0.0 };
+        }
+        let mut osum = vec![0.0f64; ranks];
+        let mut ocnt = vec![0usize; ranks];
+        for &(k, r, e) in &rel {
+            if let (Some(s), Some(c)) = (osum.get_mut(r), ocnt.get_mut(r)) {
+                *s += center.get(k).copied().unwrap_or(0.0) - e;
+                *c += 1;
+            }
+        }
+        let base = if ocnt.first().copied().unwrap_or(0) > 0 { osum[0] / ocnt[0] as f64 } else { 0.0 };
+        let mut change = 0.0f64;
+        for (r, o) in offset.iter_mut().enumerate() {
+            let new = if ocnt[r] > 0 { osum[r] / ocnt[r] as f64 - base } else { 0.0 };
+            change = change.max((new - *o).abs());
+            *o = new;
+        }
+        if change < 0.5 {
+            break;
+        }
+    }
+    let mut sq = 0.0;
+    for &(k, r, e) in &rel {
+        let d = e + offset.get(r).copied().unwrap_or(0.0) - center.get(k).copied().unwrap_or(0.0);
+        sq += d * d;
+    }
+    Some(ClockAlignment {
+        offsets_us: offset.iter().map(|o| o / 1000.0).collect(),
+        residual_us: (sq / rel.len() as f64).sqrt() / 1000.0,
+        instances: n_inst,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::align_clocks;
+
+    #[test]
+    fn recovers_known_offsets() {
+        // Three ranks, clocks shifted by 0, +5 µs, −3 µs; ten collectives.
+        let shifts = [0i64, 5_000, -3_000];
+        let mut ends = Vec::new();
+        for k in 0..10 {
+            for (r, s) in shifts.iter().enumerate() {
+                ends.push((k, r, 1_000_000 * k as i64 + s));
+            }
+        }
+        let a = align_clocks(&ends, 3).unwrap();
+        assert!((a.offsets_us[1] + 5.0).abs() < 0.01, "{a:?}");
+        assert!((a.offsets_us[2] - 3.0).abs() < 0.01, "{a:?}");
+        assert!(a.residual_us < 0.01);
+    }
+}

@@ -1,0 +1,68 @@
+//! Why the GPU was idle: host wait, kernel wait, other.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::breakdown::Window;
+use crate::rank::RankTrace;
+
+/// Idle time of a rank in a window, split by cause (µs). The three parts add
+/// up to `idle_us` of the breakdown.
+///
+/// Each gap in the union of the rank's GPU activity is attributed by the
+/// activity that ends it: **host wait** when that activity was launched
+/// (its runtime call started) after the GPU went idle — the host was late;
+/// otherwise **kernel wait** when the gap is at most `kernel_wait_threshold_us`
+/// (launch overhead between back-to-back kernels); otherwise **other**
+/// (synchronisation, dependencies). The gap after the last activity is other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IdleSplit {
+    /// The host launched the next work only after the GPU went idle.
+    pub host_wait_us: f64,
+    /// Short gaps between queued work.
+    pub kernel_wait_us: f64,
+    /// Everything else.
+    pub other_us: f64,
+    /// The threshold used, µs.
+    pub kernel_wait_threshold_us: f64,
+}
+
+impl IdleSplit {
+    /// Splits the idle time of `trace` in `w`.
+    pub fn compute(trace: &RankTrace, launches: &HashMap<i64, i64>, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
+        let ev = &trace.events;
+        // (start, end, launch) of GPU activity overlapping the window, by start.
+        let mut acts: Vec<(i64, i64, Option<i64>)> = trace
+            .gpu_activity()
+            .map(|i| {
+                let launch = ev.correlation.get(i).and_then(|c| launches.get(c)).copied();
+                (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), launch)
+            })
+            .filter(|&(s, e, _)| e > w.start_ns && s < w.end_ns)
+            .collect();
+        acts.sort_unstable_by_key(|&(s, e, l)| (s, e, l));
+        let threshold_ns = (kernel_wait_threshold_us * 1000.0) as i64;
+        let (mut host, mut kernel, mut other) = (0i64, 0i64, 0i64);
+        let mut busy_until = w.start_ns;
+        for (s, e, launch) in acts {
+            let s = s.max(w.start_ns);
+            if s > busy_until {
+                let gap = s - busy_until;
+                match launch {
+                    Some(l) if l >= busy_until => host += gap,
+                    _ if gap <= threshold_ns => kernel += gap,
+                    _ => other += gap,
+                }
+            }
+            busy_until = busy_until.max(e.min(w.end_ns));
+        }
+        other += (w.end_ns - busy_until).max(0);
+        IdleSplit {
+            host_wait_us: host as f64 / 1000.0,
+            kernel_wait_us: kernel as f64 / 1000.0,
+            other_us: other as f64 / 1000.0,
+            kernel_wait_threshold_us,
+        }
+    }
+}

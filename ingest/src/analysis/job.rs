@@ -1,0 +1,268 @@
+//! Everything `tracecast analyze` reports for one job.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::breakdown::{Breakdown, RankSets, Window, WindowMode};
+use super::classify::Classifier;
+use super::collectives::{self, ClockAlignment, CollectiveStats};
+use super::idle::IdleSplit;
+use super::kernels::{self, KernelStats};
+use super::steps::{self, StepBreakdown};
+use crate::job::{Job, RankSource};
+
+/// Options of [`analyze_job`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AnalyzeOptions {
+    /// Window mode. Default: [`WindowMode::Steps`].
+    pub window: WindowMode,
+    /// Communication classifier. Default: `^nccl.*Kernel` only.
+    pub classifier: Classifier,
+    /// Gaps up to this long between queued work are "kernel wait", µs. Default: 30.
+    pub kernel_wait_threshold_us: f64,
+    /// Kernel names kept per rank in the report, longest first. Default: 20.
+    pub top_kernels: usize,
+    /// GPUs of the whole job, for the GPU-hours extrapolation. Default: none.
+    pub job_gpus: Option<f64>,
+    /// Wall-clock hours of the whole job. Default: none.
+    pub job_hours: Option<f64>,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            window: WindowMode::Steps,
+            classifier: Classifier::default(),
+            kernel_wait_threshold_us: 30.0,
+            top_kernels: 20,
+            job_gpus: None,
+            job_hours: None,
+        }
+    }
+}
+
+/// The analysis of one rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankAnalysis {
+    /// The trace file.
+    pub file: String,
+    /// Global rank.
+    pub rank: u32,
+    /// Where the rank number came from.
+    pub rank_source: RankSource,
+    /// GPU name from `deviceProperties`, when present.
+    pub device: Option<String>,
+    /// The window actually used (`steps` falls back to `all` without steps).
+    pub window: WindowMode,
+    /// Window start relative to the rank's first GPU activity, µs.
+    pub window_start_us: f64,
+    /// The §3 breakdown of the window.
+    #[serde(flatten)]
+    pub breakdown: Breakdown,
+    /// Idle time by cause.
+    pub idle_split: IdleSplit,
+    /// Per-step breakdowns, in time order.
+    pub steps: Vec<StepBreakdown>,
+    /// Collectives by type and process group.
+    pub collectives: Vec<CollectiveStats>,
+    /// The kernels with the most time, longest first.
+    pub top_kernels: Vec<KernelStats>,
+    /// Clock offset fitted from matched collectives, µs (multi-rank jobs only).
+    pub clock_offset_us: Option<f64>,
+    /// Things the user should know (no GPU activity, fallbacks, tolerated oddities).
+    pub notes: Vec<String>,
+    /// All kernel statistics (for table export; not in JSON).
+    #[serde(skip)]
+    pub all_kernels: Vec<KernelStats>,
+}
+
+/// GPU-hours of the whole job, extrapolated from the traced fractions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GpuHours {
+    /// GPUs in the job.
+    pub job_gpus: f64,
+    /// Wall-clock hours.
+    pub job_hours: f64,
+    /// G × H.
+    pub total: f64,
+    /// Exposed-communication fraction × G × H.
+    pub exposed_comm: f64,
+    /// Compute fraction × G × H.
+    pub compute: f64,
+    /// Idle fraction × G × H.
+    pub idle: f64,
+}
+
+/// Sums over ranks and the fractions derived from them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    /// Ranks analysed.
+    pub ranks: usize,
+    /// Field-wise sums over ranks.
+    #[serde(flatten)]
+    pub breakdown: Breakdown,
+    /// Σ exposed_comm / Σ gpu_span.
+    pub exposed_comm_fraction: f64,
+    /// Σ comm / Σ gpu_span.
+    pub comm_fraction: f64,
+    /// Σ compute / Σ gpu_span.
+    pub compute_fraction: f64,
+    /// Σ idle / Σ gpu_span.
+    pub idle_fraction: f64,
+    /// With `job_gpus` and `job_hours`.
+    pub gpu_hours: Option<GpuHours>,
+}
+
+/// A file of the job that could not be analysed.
+#[derive(Debug, Clone, Serialize)]
+pub struct BadFile {
+    /// The file.
+    pub file: String,
+    /// Why, as printed.
+    pub error: String,
+}
+
+/// The analysis of one job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobAnalysis {
+    /// The job's directory or first file.
+    pub path: String,
+    /// Ranks in the run (from `distributedInfo`, else the ranks read).
+    pub world_size: u32,
+    /// Per rank, ascending.
+    pub ranks: Vec<RankAnalysis>,
+    /// Sums and fractions.
+    pub totals: Totals,
+    /// Clock alignment across ranks, when collectives could be matched.
+    pub clock_alignment: Option<ClockAlignment>,
+    /// Files that could not be read.
+    pub bad_files: Vec<BadFile>,
+}
+
+fn fraction(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { part / whole } else { 0.0 }
+}
+
+/// Analyses every rank of `job` (in parallel) and the job as a whole.
+pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
+    struct Partial {
+        analysis: RankAnalysis,
+        instances: Vec<collectives::Instance>,
+        window: Option<Window>,
+    }
+    let partials: Vec<Partial> = job
+        .ranks
+        .par_iter()
+        .map(|rank| {
+            let trace = &rank.trace;
+            let classes = opts.classifier.classes(trace);
+            let sets = RankSets::new(trace, &classes);
+            let launches = trace.launch_times();
+            let steps = steps::find_steps(trace, &launches);
+            let mut notes: Vec<String> = trace.warnings.clone();
+            let all = Window::all(trace);
+            let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
+                (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
+                (WindowMode::Steps, None) => {
+                    if all.is_some() {
+                        notes.push(if steps.is_empty() {
+                            "no ProfilerStep annotations: the whole GPU window is analysed".to_string()
+                        } else {
+                            "no GPU work could be tied to a ProfilerStep: the whole GPU window is analysed".to_string()
+                        });
+                    }
+                    (WindowMode::All, all)
+                }
+                (WindowMode::All, _) => (WindowMode::All, all),
+            };
+            if all.is_none() {
+                notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
+            }
+            let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
+            let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
+            let idle_split = if window.is_some() {
+                IdleSplit::compute(trace, &launches, w, opts.kernel_wait_threshold_us)
+            } else {
+                IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
+            };
+            let step_rows = steps
+                .iter()
+                .map(|s| StepBreakdown {
+                    step: s.number,
+                    cpu_dur_us: (s.cpu_end_ns - s.cpu_start_ns) as f64 / 1000.0,
+                    breakdown: s.gpu.map(|g| Breakdown::from_sets(&sets, g)).unwrap_or_default(),
+                })
+                .collect();
+            let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
+            let instances = collectives::instances(trace, &classes);
+            Partial {
+                analysis: RankAnalysis {
+                    file: trace.path.display().to_string(),
+                    rank: rank.rank,
+                    rank_source: rank.source,
+                    device: trace.device_name().map(str::to_string),
+                    window: mode,
+                    window_start_us: all.map_or(0.0, |a| (w.start_ns - a.start_ns) as f64 / 1000.0),
+                    breakdown,
+                    idle_split,
+                    steps: step_rows,
+                    collectives: Vec::new(),
+                    top_kernels: all_kernels.iter().take(opts.top_kernels).cloned().collect(),
+                    clock_offset_us: None,
+                    notes,
+                    all_kernels,
+                },
+                instances,
+                window,
+            }
+        })
+        .collect();
+
+    let per_rank: Vec<Vec<collectives::Instance>> = partials.iter().map(|p| p.instances.clone()).collect();
+    let matches = collectives::match_ranks(&per_rank);
+    let clock_alignment = collectives::align_clocks(&matches.ends, partials.len());
+    let mut ranks = Vec::with_capacity(partials.len());
+    let mut sum = Breakdown::default();
+    for (r, p) in partials.into_iter().enumerate() {
+        let mut a = p.analysis;
+        if let Some(w) = p.window {
+            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns);
+        }
+        a.clock_offset_us = clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r).copied());
+        sum.add(&a.breakdown);
+        ranks.push(a);
+    }
+    let span = sum.gpu_span_us;
+    let gpu_hours = match (opts.job_gpus, opts.job_hours) {
+        (Some(g), Some(h)) => Some(GpuHours {
+            job_gpus: g,
+            job_hours: h,
+            total: g * h,
+            exposed_comm: fraction(sum.exposed_comm_us, span) * g * h,
+            compute: fraction(sum.compute_us, span) * g * h,
+            idle: fraction(sum.idle_us, span) * g * h,
+        }),
+        _ => None,
+    };
+    JobAnalysis {
+        path: job.path.display().to_string(),
+        world_size: job.world_size(),
+        totals: Totals {
+            ranks: ranks.len(),
+            breakdown: sum,
+            exposed_comm_fraction: fraction(sum.exposed_comm_us, span),
+            comm_fraction: fraction(sum.comm_us, span),
+            compute_fraction: fraction(sum.compute_us, span),
+            idle_fraction: fraction(sum.idle_us, span),
+            gpu_hours,
+        },
+        ranks,
+        clock_alignment,
+        bad_files: job
+            .failures
+            .iter()
+            .map(|e| BadFile { file: e.path().map(|p| p.display().to_string()).unwrap_or_default(), error: e.to_string() })
+            .collect(),
+    }
+}

@@ -1,0 +1,26 @@
+//! The GPU-time breakdown of DESIGN §3 and the analyses `tracecast analyze` reports.
+//!
+//! Definitions (per rank, window W, ∪ = union of intervals clipped to W):
+//! `gpu_span_us` = |W|; `busy_us` = |∪ GPU activity|; `idle_us` = span − busy;
+//! `compute_us`, `comm_us`, `memory_us` = |∪| of each class; `overlap_us` =
+//! |∪comm ∩ ∪compute|; `exposed_comm_us` = comm − overlap. GPU activity is
+//! kernels, memcpy and memset; sync rows and CPU ops carrying a stream are not.
+//! These equal HTA 0.5's temporal breakdown and comm/comp overlap when HTA's
+//! µs rounding is disabled and its extra rows are left out.
+
+mod breakdown;
+mod classify;
+mod collectives;
+mod idle;
+pub mod interval;
+mod job;
+mod kernels;
+mod steps;
+
+pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
+pub use classify::{ActivityClass, Classifier};
+pub use collectives::{ClockAlignment, CollectiveStats};
+pub use idle::IdleSplit;
+pub use job::{AnalyzeOptions, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
+pub use kernels::{KernelStats, kernel_stats};
+pub use steps::{Step, StepBreakdown, find_steps, steps_window};

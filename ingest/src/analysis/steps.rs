@@ -1,0 +1,81 @@
+//! `ProfilerStep#N` annotations and their GPU windows.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::breakdown::{Breakdown, Window};
+use crate::event::EventKind;
+use crate::rank::RankTrace;
+
+/// One profiler step: its CPU annotation and the GPU work launched inside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The number after `#`.
+    pub number: i64,
+    /// CPU annotation start, ns.
+    pub cpu_start_ns: i64,
+    /// CPU annotation end, ns.
+    pub cpu_end_ns: i64,
+    /// From the first GPU activity launched inside the annotation to the last one's end;
+    /// `None` when no GPU activity was launched in it.
+    pub gpu: Option<Window>,
+}
+
+/// A step's breakdown as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepBreakdown {
+    /// The number after `#`.
+    pub step: i64,
+    /// Duration of the CPU annotation, µs.
+    pub cpu_dur_us: f64,
+    /// The §3 breakdown of the step's GPU window (zeros when it launched no GPU work).
+    #[serde(flatten)]
+    pub breakdown: Breakdown,
+}
+
+/// The steps of a trace, in time order. Only CPU `ProfilerStep#` annotations
+/// count (their `gpu_user_annotation` copies are ignored); a repeated number is kept once.
+pub fn find_steps(trace: &RankTrace, launches: &HashMap<i64, i64>) -> Vec<Step> {
+    let ev = &trace.events;
+    let mut steps: Vec<Step> = Vec::new();
+    for i in 0..ev.len() {
+        if ev.kind.get(i) != Some(&EventKind::UserAnnotation) {
+            continue;
+        }
+        let Some(number) = trace.name(i).strip_prefix("ProfilerStep#").and_then(|n| n.trim().parse::<i64>().ok()) else {
+            continue;
+        };
+        if steps.iter().any(|s| s.number == number) {
+            continue;
+        }
+        let start = ev.ts_ns.get(i).copied().unwrap_or(0);
+        steps.push(Step { number, cpu_start_ns: start, cpu_end_ns: ev.end_ns(i), gpu: None });
+    }
+    steps.sort_by_key(|s| (s.cpu_start_ns, s.number));
+    if steps.is_empty() {
+        return steps;
+    }
+    let starts: Vec<i64> = steps.iter().map(|s| s.cpu_start_ns).collect();
+    for i in trace.gpu_activity() {
+        let Some(&launch) = ev.correlation.get(i).and_then(|c| launches.get(c)) else { continue };
+        let k = starts.partition_point(|&s| s <= launch);
+        let Some(step) = k.checked_sub(1).and_then(|k| steps.get_mut(k)) else { continue };
+        if launch > step.cpu_end_ns {
+            continue;
+        }
+        let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+        step.gpu = Some(match step.gpu {
+            None => Window { start_ns: s, end_ns: e },
+            Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
+        });
+    }
+    steps
+}
+
+/// The window spanning every step's GPU window, `None` when no step launched GPU work.
+pub fn steps_window(steps: &[Step]) -> Option<Window> {
+    let mut it = steps.iter().filter_map(|s| s.gpu);
+    let first = it.next()?;
+    Some(it.fold(first, |w, g| Window { start_ns: w.start_ns.min(g.start_ns), end_ns: w.end_ns.max(g.end_ns) }))
+}

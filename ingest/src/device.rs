@@ -1,0 +1,127 @@
+//! Device properties and distributed info: the per-file metadata we read.
+//!
+//! Only these named fields are read from the top level of a trace; free-form
+//! metadata (environment dumps, user and job names) is never parsed or kept.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lenient::{Num, OptText};
+
+/// One entry of `deviceProperties` (or legacy `computeProperties`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeviceProperties {
+    /// Device ordinal as listed (on ROCm not necessarily the kernels' `device`).
+    pub id: Option<i64>,
+    /// Marketing name, e.g. `NVIDIA A100-PG509-200` (may be empty on ROCm).
+    pub name: Option<String>,
+    /// Device memory in bytes.
+    pub total_global_mem: Option<u64>,
+    /// Compute capability major (gfx major on ROCm).
+    pub compute_major: Option<i64>,
+    /// Compute capability minor.
+    pub compute_minor: Option<i64>,
+    /// Streaming multiprocessors (compute units on ROCm).
+    pub num_sms: Option<i64>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawDeviceProperties<'a> {
+    #[serde(default)]
+    id: Num,
+    #[serde(default, borrow)]
+    name: OptText<'a>,
+    #[serde(default, rename = "totalGlobalMem")]
+    total_global_mem: Num,
+    #[serde(default, rename = "computeMajor", alias = "major")]
+    compute_major: Num,
+    #[serde(default, rename = "computeMinor", alias = "minor")]
+    compute_minor: Num,
+    #[serde(default, rename = "numSms", alias = "multiProcessorCount")]
+    num_sms: Num,
+}
+
+impl From<RawDeviceProperties<'_>> for DeviceProperties {
+    fn from(r: RawDeviceProperties<'_>) -> Self {
+        DeviceProperties {
+            id: r.id.as_i64(),
+            name: r.name.into_string(),
+            total_global_mem: r.total_global_mem.as_i64().and_then(|v| u64::try_from(v).ok()),
+            compute_major: r.compute_major.as_i64(),
+            compute_minor: r.compute_minor.as_i64(),
+            num_sms: r.num_sms.as_i64(),
+        }
+    }
+}
+
+/// A process group from `distributedInfo.pg_config`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProcessGroup {
+    /// `pg_name` (a number as text, e.g. `"0"`).
+    pub name: Option<String>,
+    /// `pg_desc` (e.g. `default_pg`), or the 2024 `uid`.
+    pub desc: Option<String>,
+    /// `pg_size`.
+    pub size: Option<i64>,
+    /// Global ranks in the group.
+    pub ranks: Vec<i64>,
+}
+
+/// `distributedInfo`: rank, world size and process groups.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DistributedInfo {
+    /// `nccl`, `gloo`, `mtia:hccl,cpu:gloo`, …
+    pub backend: Option<String>,
+    /// Global rank of this file.
+    pub rank: Option<i64>,
+    /// Number of ranks in the job.
+    pub world_size: Option<i64>,
+    /// Process groups, when the trace lists them.
+    pub process_groups: Vec<ProcessGroup>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawDistributedInfo<'a> {
+    #[serde(default, borrow)]
+    backend: OptText<'a>,
+    #[serde(default)]
+    rank: Num,
+    #[serde(default)]
+    world_size: Num,
+    #[serde(default, borrow)]
+    pg_config: Option<Vec<RawProcessGroup<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct RawProcessGroup<'a> {
+    #[serde(default, borrow)]
+    pg_name: OptText<'a>,
+    #[serde(default, borrow)]
+    pg_desc: OptText<'a>,
+    #[serde(default, borrow)]
+    uid: OptText<'a>,
+    #[serde(default)]
+    pg_size: Num,
+    #[serde(default)]
+    ranks: Option<Vec<Num>>,
+}
+
+impl From<RawDistributedInfo<'_>> for DistributedInfo {
+    fn from(r: RawDistributedInfo<'_>) -> Self {
+        DistributedInfo {
+            backend: r.backend.into_string(),
+            rank: r.rank.as_i64(),
+            world_size: r.world_size.as_i64(),
+            process_groups: r
+                .pg_config
+                .unwrap_or_default()
+                .into_iter()
+                .map(|pg| ProcessGroup {
+                    name: pg.pg_name.into_string(),
+                    desc: pg.pg_desc.into_string().or_else(|| pg.uid.into_string()),
+                    size: pg.pg_size.as_i64(),
+                    ranks: pg.ranks.unwrap_or_default().into_iter().filter_map(|n| n.as_i64()).collect(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The one error type of the ingest crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while reading a trace or assembling a job.
+///
+/// Every variant names the file; variants about content also name the byte
+/// offset (into the decompressed JSON for gzip files) where it is known, and
+/// print as `FILE: byte N: cause`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The trace file.
+        path: PathBuf,
+        /// The underlying cause.
+        source: std::io::Error,
+    },
+    /// The gzip stream is damaged or ends early.
+    #[error("{}: byte {decompressed_offset} (decompressed): gzip stream is damaged or truncated: {source}", path.display())]
+    Gzip {
+        /// The trace file.
+        path: PathBuf,
+        /// How many bytes had been inflated when the stream broke.
+        decompressed_offset: u64,
+        /// The underlying cause.
+        source: std::io::Error,
+    },
+    /// The file is empty (or holds only whitespace).
+    #[error("{}: file is empty", path.display())]
+    Empty {
+        /// The trace file.
+        path: PathBuf,
+    },
+    /// The JSON is invalid, truncated, or has a value of the wrong type.
+    #[error("{}: byte {byte_offset}: {message}", path.display())]
+    Json {
+        /// The trace file.
+        path: PathBuf,
+        /// Offset into the (decompressed) JSON text.
+        byte_offset: u64,
+        /// What was wrong there.
+        message: String,
+    },
+    /// Valid JSON that is not a Kineto trace (no `traceEvents`, not an object, …).
+    #[error("{}: {message}", path.display())]
+    Schema {
+        /// The trace file.
+        path: PathBuf,
+        /// What is missing or unexpected.
+        message: String,
+    },
+    /// Two files of one job claim the same rank.
+    #[error("{}: rank {rank} is also claimed by {}", second.display(), first.display())]
+    DuplicateRank {
+        /// The rank both files claim.
+        rank: u32,
+        /// The file that kept the rank.
+        first: PathBuf,
+        /// The file that was left out.
+        second: PathBuf,
+    },
+    /// A path given as a job holds no trace files.
+    #[error("{}: no trace files (*.json, *.json.gz, *.gz) in this directory", path.display())]
+    NoTraces {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A user-supplied pattern (for example `--comm-pattern`) is not a valid regular expression.
+    #[error("invalid pattern {pattern:?}: {message}")]
+    Pattern {
+        /// The pattern as given.
+        pattern: String,
+        /// Why it was rejected.
+        message: String,
+    },
+    /// An output file could not be written.
+    #[error("{}: cannot write: {source}", path.display())]
+    Write {
+        /// The output file.
+        path: PathBuf,
+        /// The underlying cause.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The trace or output file this error is about, when there is one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::Gzip { path, .. }
+            | Error::Empty { path }
+            | Error::Json { path, .. }
+            | Error::Schema { path, .. }
+            | Error::NoTraces { path }
+            | Error::Write { path, .. } => Some(path),
+            Error::DuplicateRank { second, .. } => Some(second),
+            Error::Pattern { .. } => None,
+        }
+    }
+}
+
+/// Result with the ingest [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,152 @@
+//! A [`Job`]: the rank files of one run, read in parallel, with ranks resolved.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::kineto::{self, ReadOptions};
+use crate::rank::RankTrace;
+
+/// Where a rank number came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankSource {
+    /// `distributedInfo.rank`.
+    DistributedInfo,
+    /// The file name (`rank-N`, `rankN`, `rank_N`, `workerN`).
+    FileName,
+    /// Position in the sorted file list.
+    FileOrder,
+}
+
+/// One rank of a job.
+#[derive(Debug, Clone)]
+pub struct Rank {
+    /// Global rank.
+    pub rank: u32,
+    /// How the rank was determined.
+    pub source: RankSource,
+    /// Its trace.
+    pub trace: RankTrace,
+}
+
+/// The rank traces of one run, sorted by rank, and the files that could not be read.
+#[derive(Debug)]
+pub struct Job {
+    /// The directory, or the first file when files were given.
+    pub path: PathBuf,
+    /// Ranks that were read, ascending.
+    pub ranks: Vec<Rank>,
+    /// Files that failed, with why; they do not stop the others.
+    pub failures: Vec<Error>,
+}
+
+impl Job {
+    /// Number of ranks in the run: the largest `distributedInfo.world_size`, else the ranks read.
+    pub fn world_size(&self) -> u32 {
+        let declared = self.ranks.iter().filter_map(|r| r.trace.distributed.as_ref().and_then(|d| d.world_size)).max();
+        declared.and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0).unwrap_or(self.ranks.len() as u32)
+    }
+
+    /// Reads the files of one job in parallel. `on_file` is called once per
+    /// file as it finishes (for progress display) with its JSON size.
+    pub fn read(path: PathBuf, files: &[PathBuf], opts: &ReadOptions, on_file: &(dyn Fn(&Path) + Sync)) -> Job {
+        let results: Vec<Result<RankTrace>> = files
+            .par_iter()
+            .map(|f| {
+                let r = kineto::read_path(f, opts);
+                on_file(f);
+                r
+            })
+            .collect();
+        Job::from_traces(path, results)
+    }
+
+    /// Assembles a job from read results (in file order), resolving ranks.
+    pub fn from_traces(path: PathBuf, results: Vec<Result<RankTrace>>) -> Job {
+        let mut ranks: Vec<Rank> = Vec::new();
+        let mut failures = Vec::new();
+        for (order, result) in results.into_iter().enumerate() {
+            let trace = match result {
+                Ok(t) => t,
+                Err(e) => {
+                    failures.push(e);
+                    continue;
+                }
+            };
+            let (rank, source) = if let Some(r) = trace.declared_rank().and_then(|r| u32::try_from(r).ok()) {
+                (r, RankSource::DistributedInfo)
+            } else if let Some(r) = rank_from_file_name(&trace.path) {
+                (r, RankSource::FileName)
+            } else {
+                (order as u32, RankSource::FileOrder)
+            };
+            if let Some(first) = ranks.iter().find(|r| r.rank == rank) {
+                failures.push(Error::DuplicateRank { rank, first: first.trace.path.clone(), second: trace.path.clone() });
+                continue;
+            }
+            ranks.push(Rank { rank, source, trace });
+        }
+        ranks.sort_by_key(|r| r.rank);
+        Job { path, ranks, failures }
+    }
+}
+
+/// The trace files a path stands for: the file itself, or the `*.json`,
+/// `*.json.gz` and `*.gz` files of a directory (not recursive), sorted by name.
+pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let p = entry.path();
+        let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+        if p.is_file() && !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".gz")) {
+            files.push(p);
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::NoTraces { path: path.to_path_buf() });
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `rank-3`, `rank3`, `rank_3`, `worker3` in a file name.
+pub fn rank_from_file_name(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    for key in ["rank", "worker"] {
+        let mut from = 0;
+        while let Some(k) = name.get(from..).and_then(|s| s.find(key)) {
+            let rest = name.get(from + k + key.len()..).unwrap_or_default();
+            let rest = rest.strip_prefix(['-', '_']).unwrap_or(rest);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(n) = digits.parse::<u32>() {
+                return Some(n);
+            }
+            from += k + key.len();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_from_file_name;
+    use std::path::Path;
+
+    #[test]
+    fn ranks_from_file_names() {
+        assert_eq!(rank_from_file_name(Path::new("d/rank-34.Jul_15.pt.trace.json.gz")), Some(34));
+        assert_eq!(rank_from_file_name(Path::new("sampled_rank-1.json.gz")), Some(1));
+        assert_eq!(rank_from_file_name(Path::new("graph_capture_rank_0.177.pt.trace.json.gz")), Some(0));
+        assert_eq!(rank_from_file_name(Path::new("worker0.1623143089861.pt.trace.json.gz")), Some(0));
+        assert_eq!(rank_from_file_name(Path::new("trace.json")), None);
+    }
+}

@@ -1,0 +1,125 @@
+//! [`RankTrace`]: everything read from one trace file.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crate::collective::CollectiveArgs;
+use crate::device::{DeviceProperties, DistributedInfo};
+use crate::event::{EventKind, Events, Names};
+
+/// `Input Dims` and `Input type` of a CPU op, kept as their JSON text and
+/// parsed on demand by work accounting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpShapes {
+    /// Row of the CPU op in [`Events`].
+    pub event: u32,
+    /// `Input Dims` as written, e.g. `[[2048, 4096], [4096, 1024]]`.
+    pub input_dims: String,
+    /// `Input type` as written, e.g. `["c10::BFloat16", "c10::BFloat16"]`.
+    pub input_types: String,
+}
+
+/// One trace file: its events as columns plus the metadata we use.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RankTrace {
+    /// The file this came from.
+    pub path: PathBuf,
+    /// Size of the JSON text (after gzip inflation), bytes.
+    pub json_bytes: u64,
+    /// Interned event names.
+    pub names: Names,
+    /// The events, in file order.
+    pub events: Events,
+    /// Collective arguments of NCCL kernels and `record_param_comms` ops, by row, ascending.
+    pub collective_args: Vec<(u32, CollectiveArgs)>,
+    /// CPU-op shapes, by row, ascending.
+    pub op_shapes: Vec<OpShapes>,
+    /// `bytes` of memcpy / memset rows, ascending.
+    pub copy_bytes: Vec<(u32, u64)>,
+    /// `deviceProperties` (or `computeProperties`).
+    pub devices: Vec<DeviceProperties>,
+    /// `distributedInfo`, when present.
+    pub distributed: Option<DistributedInfo>,
+    /// `baseTimeNanoseconds`, when present (already added to every `ts_ns`).
+    pub base_time_ns: Option<i64>,
+    /// Number of `M` (metadata) events skipped.
+    pub metadata_events: u64,
+    /// Oddities that were tolerated (never free-form metadata).
+    pub warnings: Vec<String>,
+}
+
+impl RankTrace {
+    pub(crate) fn new(path: PathBuf) -> RankTrace {
+        RankTrace {
+            path,
+            json_bytes: 0,
+            names: Names::default(),
+            events: Events::default(),
+            collective_args: Vec::new(),
+            op_shapes: Vec::new(),
+            copy_bytes: Vec::new(),
+            devices: Vec::new(),
+            distributed: None,
+            base_time_ns: None,
+            metadata_events: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The name of row `i`.
+    pub fn name(&self, i: usize) -> &str {
+        self.events.name.get(i).map_or("", |&n| self.names.get(n))
+    }
+
+    /// Collective arguments of row `i`, if it has any.
+    pub fn collective_args_of(&self, i: usize) -> Option<&CollectiveArgs> {
+        let i = i as u32;
+        self.collective_args.binary_search_by_key(&i, |(row, _)| *row).ok().and_then(|k| self.collective_args.get(k)).map(|(_, a)| a)
+    }
+
+    /// Shapes of CPU op row `i`, if recorded.
+    pub fn op_shapes_of(&self, i: usize) -> Option<&OpShapes> {
+        let i = i as u32;
+        self.op_shapes.binary_search_by_key(&i, |s| s.event).ok().and_then(|k| self.op_shapes.get(k))
+    }
+
+    /// Bytes moved by memcpy / memset row `i`, if recorded.
+    pub fn copy_bytes_of(&self, i: usize) -> Option<u64> {
+        let i = i as u32;
+        self.copy_bytes.binary_search_by_key(&i, |(row, _)| *row).ok().and_then(|k| self.copy_bytes.get(k)).map(|(_, b)| *b)
+    }
+
+    /// Rows that are GPU activity (kernel, memcpy, memset).
+    pub fn gpu_activity(&self) -> impl Iterator<Item = usize> + '_ {
+        self.events.kind.iter().enumerate().filter(|(_, k)| k.is_gpu_activity()).map(|(i, _)| i)
+    }
+
+    /// The rank from `distributedInfo`, when the trace has it.
+    pub fn declared_rank(&self) -> Option<i64> {
+        self.distributed.as_ref().and_then(|d| d.rank)
+    }
+
+    /// Host-side launch time (ns) of each correlation id: the runtime or
+    /// driver call that carries it. A graph launch maps to many kernels.
+    pub fn launch_times(&self) -> HashMap<i64, i64> {
+        let ev = &self.events;
+        let mut map = HashMap::new();
+        for (i, kind) in ev.kind.iter().enumerate() {
+            if *kind == EventKind::Runtime {
+                if let (Some(&c), Some(&t)) = (ev.correlation.get(i), ev.ts_ns.get(i)) {
+                    if c >= 0 {
+                        map.entry(c).or_insert(t);
+                    }
+                }
+            }
+        }
+        map
+    }
+
+    /// The name of the GPU this rank ran on: the first named device
+    /// (`deviceProperties` lists every GPU of the node, or only the visible one).
+    pub fn device_name(&self) -> Option<&str> {
+        self.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty())
+    }
+}

@@ -1,0 +1,266 @@
+//! The `tracecast` command line: argument parsing and wiring only.
+
+mod export;
+mod summary;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use tracecast_ingest::analysis::{self, AnalyzeOptions, Classifier, JobAnalysis, WindowMode};
+use tracecast_ingest::{Job, ReadOptions, job, output};
+
+/// Trace-calibrated profiling and replay for large GPU training and inference jobs.
+#[derive(Parser)]
+#[command(name = "tracecast", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Where GPU time went, above all exposed communication, per rank, step and collective.
+    Analyze(AnalyzeArgs),
+    /// Write Kineto traces of a synthetic job with known ground truth.
+    Synth(SynthArgs),
+    /// Analyze the bundled demo job (a synthetic 4-rank data-parallel run).
+    Demo,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WindowArg {
+    /// First to last GPU activity.
+    All,
+    /// First to last ProfilerStep (falls back to `all` without steps).
+    Steps,
+}
+
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Analysed window.
+    #[arg(long, value_enum, default_value = "steps")]
+    window: WindowArg,
+    /// Write the analysis as JSON (DESIGN §6 keys).
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Write breakdown, steps, collectives and kernels tables as CSV into DIR.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Write the same tables as Parquet into DIR.
+    #[arg(long, value_name = "DIR")]
+    parquet: Option<PathBuf>,
+    /// GPUs of the whole job, to extrapolate GPU-hours (with --job-hours).
+    #[arg(long, value_name = "G", requires = "job_hours")]
+    job_gpus: Option<f64>,
+    /// Wall-clock hours of the whole job (with --job-gpus).
+    #[arg(long, value_name = "H", requires = "job_gpus")]
+    job_hours: Option<f64>,
+    /// Extra regular expression for communication kernels (repeatable); `^nccl.*Kernel` always applies.
+    #[arg(long, value_name = "RE")]
+    comm_pattern: Vec<String>,
+    /// Gaps up to this many µs between queued GPU work count as kernel wait.
+    #[arg(long, value_name = "US", default_value_t = 30.0)]
+    kernel_wait_us: f64,
+    /// Analyze every file as its own job instead of the ranks of one job.
+    #[arg(long)]
+    each: bool,
+    /// Stop at the first unreadable file instead of reporting it and going on.
+    #[arg(long)]
+    strict: bool,
+    /// Print nothing on stdout (outputs and errors only).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct SynthArgs {
+    /// Output directory (created).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Ranks.
+    #[arg(long, default_value_t = 4)]
+    ranks: u32,
+    /// Training steps per rank.
+    #[arg(long, default_value_t = 3)]
+    steps: u32,
+    /// Transformer-like layers per step.
+    #[arg(long, default_value_t = 8)]
+    layers: u32,
+    /// Random seed (noise and rank skew).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write plain JSON instead of gzip.
+    #[arg(long)]
+    plain: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Analyze(args) => analyze(args),
+        Command::Synth(args) => synth(args),
+        Command::Demo => demo(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// The jobs the paths stand for: each directory is a job; the files together
+/// are one job (or one job each with `--each`).
+fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let mut jobs = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            jobs.push((p.clone(), vec![p.clone()]));
+        } else if each {
+            jobs.push((p.clone(), vec![p.clone()]));
+        } else {
+            files.push(p.clone());
+        }
+    }
+    if let Some(first) = files.first() {
+        jobs.push((first.clone(), files));
+    }
+    jobs
+}
+
+fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    let mut opts = AnalyzeOptions::default();
+    opts.window = match args.window {
+        WindowArg::All => WindowMode::All,
+        WindowArg::Steps => WindowMode::Steps,
+    };
+    opts.classifier = classifier;
+    opts.kernel_wait_threshold_us = args.kernel_wait_us;
+    opts.job_gpus = args.job_gpus;
+    opts.job_hours = args.job_hours;
+    let read = ReadOptions::default();
+
+    let mut analyses = Vec::new();
+    let mut failed = false;
+    for (path, inputs) in jobs_of(&args.paths, args.each) {
+        let mut files = Vec::new();
+        let mut listing_errors = Vec::new();
+        for p in &inputs {
+            match job::trace_files(p) {
+                Ok(f) => files.extend(f),
+                Err(e) => listing_errors.push(e),
+            }
+        }
+        let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+        let bar = progress_bar(files.len(), total_bytes, args.quiet);
+        let mut job = Job::read(path, &files, &read, &|_| bar.inc(1));
+        bar.finish_and_clear();
+        job.failures.extend(listing_errors);
+        for e in &job.failures {
+            eprintln!("error: {e}");
+            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
+                eprintln!("  (files of unrelated runs? analyze them with --each)");
+            }
+        }
+        if !job.failures.is_empty() {
+            failed = true;
+            if args.strict {
+                anyhow::bail!("stopping at the first bad file (--strict)");
+            }
+        }
+        if job.ranks.is_empty() {
+            continue;
+        }
+        analyses.push(analysis::analyze_job(&job, &opts));
+    }
+    emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.quiet)?;
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn emit(analyses: &[JobAnalysis], json: Option<&PathBuf>, csv: Option<&PathBuf>, parquet: Option<&PathBuf>, quiet: bool) -> Result<()> {
+    if !quiet {
+        let mut out = std::io::stdout().lock();
+        for a in analyses {
+            summary::write_job(&mut out, a)?;
+        }
+        out.flush()?;
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            jobs: &'a [JobAnalysis],
+        }
+        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: analyses })?;
+        bytes.push(b'\n');
+        output::write_atomic(path, &bytes)?;
+    }
+    if let Some(dir) = csv {
+        export::write_tables(analyses, dir, export::Format::Csv).with_context(|| format!("writing CSV tables to {}", dir.display()))?;
+    }
+    if let Some(dir) = parquet {
+        export::write_tables(analyses, dir, export::Format::Parquet)
+            .with_context(|| format!("writing Parquet tables to {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || (files < 4 && bytes < 64 << 20) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(files as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading rank traces {pos}/{len} {wide_bar} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn synth(args: SynthArgs) -> Result<ExitCode> {
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = args.ranks;
+    spec.steps = args.steps;
+    spec.layers = args.layers;
+    spec.seed = args.seed;
+    spec.gzip = !args.plain;
+    let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
+    for f in written {
+        println!("{}", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bundled demo job, relative to the crate root so `cargo run` finds it anywhere.
+const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
+
+fn demo() -> Result<ExitCode> {
+    let dir = PathBuf::from(DEMO_DIR);
+    println!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display());
+    println!("(made by `tracecast synth --out fixtures/demo`; point `tracecast analyze` at your own trace directory the same way)\n");
+    let job = Job::read(dir.clone(), &job::trace_files(&dir)?, &ReadOptions::default(), &|_| {});
+    for e in &job.failures {
+        eprintln!("error: {e}");
+    }
+    let mut opts = AnalyzeOptions::default();
+    opts.job_gpus = Some(1024.0);
+    opts.job_hours = Some(24.0);
+    let analysis = analysis::analyze_job(&job, &opts);
+    emit(&[analysis], None, None, None, false)?;
+    println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
+    Ok(if job.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}

@@ -1,0 +1,220 @@
+//! The terminal summary of `tracecast analyze`.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use tracecast_ingest::analysis::JobAnalysis;
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { 100.0 * part / whole } else { 0.0 }
+}
+
+fn short(name: &str, width: usize) -> String {
+    let base = name.split('(').next().unwrap_or(name).trim();
+    if base.chars().count() <= width {
+        return base.to_string();
+    }
+    let mut s: String = base.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Writes one job's summary: per-rank table, totals in words, collectives, steps, top kernels.
+pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
+    let t = &a.totals;
+    let window = a.ranks.first().map_or("all", |r| if r.window == tracecast_ingest::analysis::WindowMode::Steps { "steps" } else { "all" });
+    writeln!(w, "Job {} — {} rank(s) read, world size {}, window: {window}", a.path, a.ranks.len(), a.world_size)?;
+    writeln!(
+        w,
+        "{:>5}  {:<24} {:>11} {:>6} {:>8} {:>6} {:>8} {:>8} {:>7} {:>6}",
+        "rank", "device", "GPU span ms", "busy%", "compute%", "comm%", "overlap%", "exposed%", "memory%", "idle%"
+    )?;
+    let row = |w: &mut dyn Write, label: &str, device: &str, b: &tracecast_ingest::analysis::Breakdown| {
+        let s = b.gpu_span_us;
+        writeln!(
+            w,
+            "{label:>5}  {:<24} {:>11.3} {:>6.1} {:>8.1} {:>6.1} {:>8.1} {:>8.1} {:>7.1} {:>6.1}",
+            short(device, 24),
+            s / 1000.0,
+            pct(b.busy_us, s),
+            pct(b.compute_us, s),
+            pct(b.comm_us, s),
+            pct(b.overlap_us, s),
+            pct(b.exposed_comm_us, s),
+            pct(b.memory_us, s),
+            pct(b.idle_us, s)
+        )
+    };
+    for r in &a.ranks {
+        row(w, &r.rank.to_string(), r.device.as_deref().unwrap_or("-"), &r.breakdown)?;
+    }
+    if a.ranks.len() > 1 {
+        row(w, "all", "", &t.breakdown)?;
+    }
+    writeln!(w)?;
+    if t.breakdown.gpu_span_us <= 0.0 {
+        writeln!(w, "No GPU activity in this job's traces: nothing to break down.")?;
+    } else {
+        writeln!(
+            w,
+            "Exposed communication: {:.1} % of GPU time ({:.3} ms of {:.3} ms over {} rank(s)) was communication with no compute running under it.",
+            100.0 * t.exposed_comm_fraction,
+            t.breakdown.exposed_comm_us / 1000.0,
+            t.breakdown.gpu_span_us / 1000.0,
+            t.ranks
+        )?;
+        writeln!(
+            w,
+            "Communication took {:.1} % of GPU time, {:.1} % of it hidden under compute; compute {:.1} %, idle {:.1} %.",
+            100.0 * t.comm_fraction,
+            pct(t.breakdown.overlap_us, t.breakdown.comm_us),
+            100.0 * t.compute_fraction,
+            100.0 * t.idle_fraction
+        )?;
+        if let Some(h) = &t.gpu_hours {
+            writeln!(
+                w,
+                "On {} GPUs for {} h ({:.0} GPU-hours): {:.0} GPU-hours of exposed communication, {:.0} of compute, {:.0} idle.",
+                h.job_gpus, h.job_hours, h.total, h.exposed_comm, h.compute, h.idle
+            )?;
+        }
+        let (mut host, mut kern, mut other) = (0.0, 0.0, 0.0);
+        for r in &a.ranks {
+            host += r.idle_split.host_wait_us;
+            kern += r.idle_split.kernel_wait_us;
+            other += r.idle_split.other_us;
+        }
+        if host + kern + other > 0.0 {
+            writeln!(
+                w,
+                "Idle: host wait {:.3} ms, kernel wait {:.3} ms (gaps ≤ {} µs), other {:.3} ms.",
+                host / 1000.0,
+                kern / 1000.0,
+                a.ranks.first().map_or(0.0, |r| r.idle_split.kernel_wait_threshold_us),
+                other / 1000.0
+            )?;
+        }
+    }
+    if let Some(c) = &a.clock_alignment {
+        writeln!(w, "Clocks aligned on {} matched collectives; residual {:.1} µs RMS.", c.instances, c.residual_us)?;
+    }
+
+    // Collectives summed over ranks.
+    #[derive(Default)]
+    struct Acc {
+        count: u64,
+        total_us: f64,
+        bytes: u64,
+        sized_us: f64,
+        sized: u64,
+        wait_us: f64,
+        matched_us: f64,
+    }
+    let mut coll: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
+    for r in &a.ranks {
+        for c in &r.collectives {
+            let key = (
+                c.collective.as_str().to_string(),
+                c.process_group.clone().unwrap_or_else(|| "-".into()),
+                c.group_size.map_or("-".into(), |n| n.to_string()),
+            );
+            let e = coll.entry(key).or_default();
+            e.count += c.count;
+            e.total_us += c.total_us;
+            if let Some(b) = c.bytes {
+                e.bytes += b;
+                e.sized += c.sized_count;
+                e.sized_us += c.algbw_gbps.map_or(0.0, |bw| if bw > 0.0 { b as f64 / bw / 1000.0 } else { 0.0 });
+            }
+            if let (Some(wt), Some(tr)) = (c.wait_us, c.transfer_us) {
+                e.wait_us += wt;
+                e.matched_us += wt + tr;
+            }
+        }
+    }
+    if !coll.is_empty() {
+        writeln!(w, "\nCollectives (all ranks):")?;
+        writeln!(
+            w,
+            "  {:<15} {:<18} {:>5} {:>7} {:>11} {:>10} {:>11} {:>11} {:>7}",
+            "collective", "process group", "ranks", "count", "total ms", "GB", "algbw GB/s", "busbw GB/s", "wait%"
+        )?;
+        for ((name, pg, n), e) in &coll {
+            let algbw = (e.sized_us > 0.0).then(|| e.bytes as f64 / e.sized_us / 1000.0);
+            let factor =
+                n.parse::<i64>().ok().and_then(|n| tracecast_ingest::collective::Collective::from_name(name).and_then(|c| c.bus_factor(n)));
+            let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            writeln!(
+                w,
+                "  {:<15} {:<18} {:>5} {:>7} {:>11.3} {:>10} {:>11} {:>11} {:>7}",
+                name,
+                clip(pg, 18),
+                n,
+                e.count,
+                e.total_us / 1000.0,
+                if e.sized > 0 { format!("{:.3}", e.bytes as f64 / 1e9) } else { "-".into() },
+                fmt(algbw),
+                fmt(algbw.zip(factor).map(|(a, f)| a * f)),
+                if e.matched_us > 0.0 { format!("{:.1}", pct(e.wait_us, e.matched_us)) } else { "-".into() }
+            )?;
+        }
+    }
+
+    if let Some(r) = a.ranks.first() {
+        if !r.steps.is_empty() {
+            writeln!(w, "\nSteps (rank {}):", r.rank)?;
+            writeln!(w, "  {:>8} {:>11} {:>11} {:>8} {:>9}", "step", "CPU ms", "GPU ms", "busy%", "exposed%")?;
+            for s in &r.steps {
+                let b = &s.breakdown;
+                writeln!(
+                    w,
+                    "  {:>8} {:>11.3} {:>11.3} {:>8.1} {:>9.1}",
+                    s.step,
+                    s.cpu_dur_us / 1000.0,
+                    b.gpu_span_us / 1000.0,
+                    pct(b.busy_us, b.gpu_span_us),
+                    pct(b.exposed_comm_us, b.gpu_span_us)
+                )?;
+            }
+        }
+        if !r.top_kernels.is_empty() {
+            writeln!(w, "\nTop kernels (rank {}):", r.rank)?;
+            writeln!(w, "  {:>7} {:>11} {:>6}  {:<8} name", "count", "total ms", "busy%", "class")?;
+            for k in r.top_kernels.iter().take(8) {
+                let class = serde_json::to_value(k.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                writeln!(
+                    w,
+                    "  {:>7} {:>11.3} {:>6.1}  {:<8} {}",
+                    k.count,
+                    k.total_us / 1000.0,
+                    pct(k.total_us, r.breakdown.busy_us),
+                    class,
+                    short(&k.name, 70)
+                )?;
+            }
+        }
+    }
+    let mut notes: Vec<(u32, &String)> = Vec::new();
+    for r in &a.ranks {
+        for n in &r.notes {
+            notes.push((r.rank, n));
+        }
+    }
+    if !notes.is_empty() {
+        writeln!(w, "\nNotes:")?;
+        for (rank, n) in notes {
+            writeln!(w, "  rank {rank}: {n}")?;
+        }
+    }
+    writeln!(w)?;
+    Ok(())
+}
