@@ -16,7 +16,8 @@
 //! let spec = JobSpec { ranks: 2, steps: 1, layers: 2, ..JobSpec::default() };
 //! let ranks = render_job(&spec);
 //! assert_eq!(ranks.len(), 2);
-//! assert!(ranks[0].starts_with("{\"schemaVersion\": 1"));
+//! assert!(ranks[0].json.starts_with("{\"schemaVersion\": 1"));
+//! assert_eq!(ranks[0].clock_offset_us, 0.0);
 //! ```
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]

@@ -125,17 +125,22 @@ struct RankWriter {
     clock_offset_us: f64,
 }
 
-fn ts(v: f64) -> String {
-    format!("{:.3}", v.max(0.0))
+/// Job start on the trace clock, ns (2023-11-14, like a real epoch timestamp).
+const EPOCH_NS: i64 = 1_700_000_000_000_000_000;
+
+/// µs with three decimals, computed in integer ns so large epochs lose nothing.
+fn ts(v_us: f64, base_ns: i64) -> String {
+    let ns = base_ns + (v_us * 1000.0).round() as i64;
+    format!("{}.{:03}", ns.div_euclid(1000), ns.rem_euclid(1000))
 }
 
 impl RankWriter {
     fn x(&mut self, cat: &str, name: &str, pid: i64, tid: i64, start: f64, dur: f64, args: &str) {
-        let start = start + self.clock_offset_us + 1_700_000_000_000_000.0;
+        let start = start + self.clock_offset_us;
         self.rows.push(format!(
             "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{{args}}}}}",
-            ts(start),
-            ts(dur)
+            ts(start, EPOCH_NS),
+            ts(dur.max(0.0), 0)
         ));
     }
 
@@ -227,8 +232,19 @@ fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elem
     );
 }
 
-/// The ranks' trace files as JSON text, in rank order.
-pub fn render_job(spec: &JobSpec) -> Vec<String> {
+/// One rank of a synthetic job: its trace and the truth about it.
+#[derive(Debug, Clone)]
+pub struct SynthRank {
+    /// The Kineto JSON text.
+    pub json: String,
+    /// The offset added to this rank's clock, µs (rank 0: 0).
+    pub clock_offset_us: f64,
+    /// The factor applied to this rank's compute durations (rank skew).
+    pub speed: f64,
+}
+
+/// The ranks' trace files as JSON text, in rank order, with their truth.
+pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
     let n = spec.ranks.max(1);
     let mut rng = Rng(spec.seed ^ 0x5EED);
     let mut ranks: Vec<RankWriter> = (0..n)
@@ -373,7 +389,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<String> {
                 s.push_str(row);
             }
             s.push_str("\n],\n\"traceName\": \"synthetic\"}\n");
-            s
+            SynthRank { json: s, clock_offset_us: w.clock_offset_us, speed: w.speed }
         })
         .collect()
 }
@@ -392,7 +408,8 @@ pub struct WriteError {
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
     std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.to_path_buf(), source })?;
     let mut written = Vec::new();
-    for (rank, text) in render_job(spec).into_iter().enumerate() {
+    for (rank, synth) in render_job(spec).into_iter().enumerate() {
+        let text = synth.json;
         let path = dir.join(if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") });
         let bytes = if spec.gzip {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9));

@@ -1,0 +1,347 @@
+//! End-to-end tests of the `tracecast` binary over real traces in
+//! `../shared/traces` (read in place), the bundled fixtures, and bad input.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracecast"))
+}
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces")
+}
+
+/// A fresh, empty directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracecast-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+fn all_shared_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&shared(), &mut out);
+    out.sort();
+    out
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+const KEYS: [&str; 8] = ["gpu_span_us", "busy_us", "idle_us", "compute_us", "comm_us", "memory_us", "overlap_us", "exposed_comm_us"];
+
+#[test]
+fn every_shared_trace_analyzes_with_exit_zero() {
+    let files = all_shared_traces();
+    assert_eq!(files.len(), 50, "the shared corpus has 50 traces");
+    let dir = scratch("all");
+    let out = dir.join("all.json");
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["analyze".as_ref(), "--each".as_ref(), "--window".as_ref(), "all".as_ref(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
+    args.extend(files.iter().map(|f| f.as_os_str()));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 50);
+    let mut no_gpu = 0;
+    for job in jobs {
+        let rank = &job["ranks"][0];
+        for k in KEYS {
+            assert!(rank[k].as_f64().unwrap() >= 0.0, "{k} in {}", rank["file"]);
+        }
+        let b = |k: &str| rank[k].as_f64().unwrap();
+        assert!((b("busy_us") + b("idle_us") - b("gpu_span_us")).abs() < 1e-3);
+        assert!(b("exposed_comm_us") <= b("comm_us") + 1e-9);
+        if b("gpu_span_us") == 0.0 {
+            no_gpu += 1;
+            let notes: Vec<&str> = rank["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+            assert!(notes.iter().any(|n| n.contains("no GPU activity")), "{notes:?}");
+        }
+    }
+    // cpu_only, cupti_profiler (counters only) and distributed_info_unavailable (CPU-only trim).
+    assert_eq!(no_gpu, 3);
+}
+
+#[test]
+fn same_input_gives_byte_identical_json() {
+    let dir = scratch("determinism");
+    let job = shared().join("hta/trace_filter");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    for out in [&a, &b] {
+        let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let doc = json(&a);
+    let job = &doc["jobs"][0];
+    assert_eq!(job["world_size"], 128);
+    assert_eq!(job["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(job["ranks"][1]["rank"], 1);
+    // Two ranks of one job: their collectives are matched and split into transfer and wait.
+    let c = &job["ranks"][0]["collectives"][0];
+    assert!(c["matched"].as_u64().unwrap() > 0, "{c}");
+    let (t, w, total) = (c["transfer_us"].as_f64().unwrap(), c["wait_us"].as_f64().unwrap(), c["total_us"].as_f64().unwrap());
+    assert!(t > 0.0 && w >= 0.0 && t + w <= total + 1e-6, "{c}");
+}
+
+#[test]
+fn tables_match_the_json() {
+    let dir = scratch("tables");
+    let out = dir.join("a.json");
+    let csv = dir.join("csv");
+    let pq = dir.join("pq");
+    let trace = shared().join("hta/nccl_parser_config/nccl_data.json.gz");
+    let o = run(&[
+        "analyze".as_ref(),
+        trace.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+        "--csv".as_ref(),
+        csv.as_os_str(),
+        "--parquet".as_ref(),
+        pq.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let rank = &doc["jobs"][0]["ranks"][0];
+    let text = std::fs::read_to_string(csv.join("breakdown.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |k: &str| row[header.iter().position(|h| *h == k).unwrap()].parse::<f64>().unwrap();
+    for k in KEYS {
+        assert!((col(k) - rank[k].as_f64().unwrap()).abs() < 1e-6, "{k}");
+    }
+    let steps = std::fs::read_to_string(csv.join("steps.csv")).unwrap();
+    assert_eq!(steps.lines().count(), 1 + rank["steps"].as_array().unwrap().len());
+    let coll = std::fs::read_to_string(csv.join("collectives.csv")).unwrap();
+    assert!(coll.contains("all_reduce") && coll.contains("broadcast"), "{coll}");
+    for t in ["breakdown", "steps", "collectives", "kernels"] {
+        let bytes = std::fs::read(pq.join(format!("{t}.parquet"))).unwrap();
+        assert_eq!(&bytes[..4], b"PAR1");
+    }
+}
+
+#[test]
+fn gpu_hours_extrapolation() {
+    let dir = scratch("hours");
+    let out = dir.join("a.json");
+    let trace = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = run(&[
+        "analyze".as_ref(),
+        trace.as_os_str(),
+        "--job-gpus".as_ref(),
+        "8".as_ref(),
+        "--job-hours".as_ref(),
+        "10".as_ref(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("GPU-hours of exposed communication"), "{stdout}");
+    let t = &json(&out)["jobs"][0]["totals"];
+    let f = t["exposed_comm_us"].as_f64().unwrap() / t["gpu_span_us"].as_f64().unwrap();
+    assert!((t["gpu_hours"]["exposed_comm"].as_f64().unwrap() - f * 80.0).abs() < 1e-9);
+    assert!(f > 0.0);
+}
+
+#[test]
+fn demo_runs_on_the_bundled_fixture() {
+    let o = run(&["demo".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Exposed communication:"), "{stdout}");
+    assert!(stdout.contains("all_reduce"), "{stdout}");
+}
+
+#[test]
+fn synthetic_job_clock_offsets_and_waits_are_recovered() {
+    let dir = scratch("synth");
+    let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "--ranks".as_ref(), "4".as_ref(), "--seed".as_ref(), "7".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), dir.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let job = &doc["jobs"][0];
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = 4;
+    spec.seed = 7;
+    let truth = tracecast_calibrate::synth::render_job(&spec);
+    for (r, t) in job["ranks"].as_array().unwrap().iter().zip(&truth) {
+        // All ranks end each collective together in true time, so the fitted
+        // offset undoes the clock skew the generator applied.
+        let fitted = r["clock_offset_us"].as_f64().unwrap();
+        assert!((fitted + t.clock_offset_us).abs() < 0.01, "rank {}: fitted {fitted}, truth {}", r["rank"], t.clock_offset_us);
+        let c = &r["collectives"][0];
+        assert_eq!(c["count"], spec.steps as u64 * spec.layers as u64);
+        assert_eq!(c["group_size"], 4);
+        assert_eq!(c["process_group"], "0 (default_pg)");
+    }
+    // The slowest rank arrives last at every collective, so it waits least.
+    let slowest = truth.iter().enumerate().max_by(|a, b| a.1.speed.total_cmp(&b.1.speed)).unwrap().0;
+    let waits: Vec<f64> = job["ranks"].as_array().unwrap().iter().map(|r| r["collectives"][0]["wait_us"].as_f64().unwrap()).collect();
+    let least = waits.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
+    assert_eq!(least, slowest, "waits {waits:?}");
+}
+
+/// Writes `bytes` as `name` in a fresh directory and runs `analyze` on it.
+fn analyze_bad(name: &str, file: &str, bytes: &[u8]) -> (Output, PathBuf) {
+    let dir = scratch(name);
+    let path = dir.join(file);
+    std::fs::write(&path, bytes).unwrap();
+    let o = run(&["analyze".as_ref(), path.as_os_str(), "-q".as_ref()]);
+    (o, path)
+}
+
+fn assert_clean_failure(o: &Output, path: &Path, offset: Option<&str>) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(&path.display().to_string()), "message must name the file: {err}");
+    if let Some(offset) = offset {
+        assert!(err.contains(offset), "message must give the offset {offset}: {err}");
+    }
+}
+
+fn synthetic_trace() -> String {
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = 1;
+    spec.steps = 1;
+    spec.layers = 1;
+    tracecast_calibrate::synth::render_job(&spec).remove(0).json
+}
+
+#[test]
+fn truncated_gzip_is_a_clean_error() {
+    let full = std::fs::read(shared().join("hta/trace_filter/sampled_rank-0.json.gz")).unwrap();
+    let (o, p) = analyze_bad("trunc-gz", "rank-0.json.gz", &full[..full.len() / 2]);
+    assert_clean_failure(&o, &p, Some("(decompressed)"));
+    assert!(stderr(&o).contains("gzip"));
+}
+
+#[test]
+fn truncated_json_is_a_clean_error_with_offset() {
+    let text = synthetic_trace();
+    let cut = text.find("\"cat\": \"kernel\"").unwrap() + 5;
+    let (o, p) = analyze_bad("trunc-json", "t.json", &text.as_bytes()[..cut]);
+    assert_clean_failure(&o, &p, Some(&format!("byte {cut}")));
+    assert!(stderr(&o).contains("truncated"));
+    // The same bytes gzip-compressed: the offset is into the decompressed text.
+    let (o, p) = analyze_bad("trunc-json-gz", "t.json.gz", &gzip(&text.as_bytes()[..cut]));
+    assert_clean_failure(&o, &p, Some(&format!("byte {cut}")));
+}
+
+#[test]
+fn missing_closing_brackets_are_tolerated_and_reported() {
+    let text = synthetic_trace();
+    let end = text.rfind("\n],").unwrap();
+    let (o, _) = analyze_bad("no-close", "t.json", &text.as_bytes()[..end]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = scratch("no-close-json");
+    let out = dir.join("o.json");
+    let path = std::env::temp_dir().join(format!("tracecast-test-{}-no-close/t.json", std::process::id()));
+    let o = run(&["analyze".as_ref(), path.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success());
+    let notes = json(&out)["jobs"][0]["ranks"][0]["notes"].to_string();
+    assert!(notes.contains("without closing"), "{notes}");
+}
+
+#[test]
+fn invalid_json_is_a_clean_error_with_offset() {
+    let bad = br#"{"traceEvents": [{"ph": "X" "ts": 1}]}"#;
+    let (o, p) = analyze_bad("invalid", "t.json", bad);
+    assert_clean_failure(&o, &p, Some("byte 28"));
+}
+
+#[test]
+fn wrong_types_are_clean_errors() {
+    let bad = br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 1}]}"#;
+    let (o, p) = analyze_bad("wrong-ts", "t.json", bad);
+    assert_clean_failure(&o, &p, Some("byte 85"));
+    let (o, p) = analyze_bad("wrong-name", "t.json", br#"{"traceEvents": [{"ph": "X", "name": 17, "ts": 1}]}"#);
+    assert_clean_failure(&o, &p, Some("byte "));
+    let (o, p) = analyze_bad("wrong-events", "t.json", br#"{"traceEvents": 5}"#);
+    assert_clean_failure(&o, &p, Some("byte 16"));
+    let (o, p) = analyze_bad("not-object", "t.json", b"[1, 2, 3]");
+    assert_clean_failure(&o, &p, Some("byte 0"));
+}
+
+#[test]
+fn empty_and_foreign_files_are_clean_errors() {
+    let (o, p) = analyze_bad("empty", "t.json", b"");
+    assert_clean_failure(&o, &p, None);
+    assert!(stderr(&o).contains("empty"));
+    let (o, p) = analyze_bad("empty-gz", "t.json.gz", &gzip(b""));
+    assert_clean_failure(&o, &p, None);
+    let (o, p) = analyze_bad("no-events", "t.json", br#"{"schemaVersion": 1, "deviceProperties": []}"#);
+    assert_clean_failure(&o, &p, None);
+    assert!(stderr(&o).contains("traceEvents"));
+    let missing = scratch("missing").join("nope.json");
+    let o = run(&["analyze".as_ref(), missing.as_os_str()]);
+    assert_clean_failure(&o, &missing, None);
+}
+
+#[test]
+fn one_bad_rank_does_not_hide_the_others() {
+    let dir = scratch("bad-rank");
+    let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "--ranks".as_ref(), "3".as_ref(), "--steps".as_ref(), "1".as_ref()]);
+    assert!(o.status.success());
+    let bad = dir.join("rank-1.json.gz");
+    let bytes = std::fs::read(&bad).unwrap();
+    std::fs::write(&bad, &bytes[..bytes.len() / 3]).unwrap();
+    let out = dir.join("out").join("a.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let o = run(&["analyze".as_ref(), dir.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert_clean_failure(&o, &bad, Some("(decompressed)"));
+    let doc = json(&out);
+    let ranks: Vec<u64> = doc["jobs"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 2]);
+    assert!(doc["jobs"][0]["bad_files"][0]["error"].as_str().unwrap().contains("rank-1.json.gz"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Exposed communication"));
+    // --strict: nothing is written.
+    let strict_out = dir.join("out").join("strict.json");
+    let o = run(&["analyze".as_ref(), dir.as_os_str(), "--strict".as_ref(), "--json".as_ref(), strict_out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!strict_out.exists());
+}
+
+#[test]
+fn duplicate_ranks_name_both_files() {
+    let dir = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0");
+    let o = run(&["analyze".as_ref(), dir.as_os_str(), "-q".as_ref()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("worker0.1623143089861") && err.contains("worker0.1623143566756") && err.contains("rank 0"), "{err}");
+}
