@@ -13,7 +13,10 @@
 //!
 //! ```
 //! use tracecast_calibrate::synth::{JobSpec, render_job};
-//! let spec = JobSpec { ranks: 2, steps: 1, layers: 2, ..JobSpec::default() };
+//! let mut spec = JobSpec::default();
+//! spec.ranks = 2;
+//! spec.steps = 1;
+//! spec.layers = 2;
 //! let ranks = render_job(&spec);
 //! assert_eq!(ranks.len(), 2);
 //! assert!(ranks[0].json.starts_with("{\"schemaVersion\": 1"));

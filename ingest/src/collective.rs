@@ -48,6 +48,7 @@ impl Collective {
     /// kernel operation (`AllReduce`, `SendRecv`). `None` for bookkeeping (`wait`)
     /// and for names that are not communication.
     pub fn from_name(name: &str) -> Option<Collective> {
+        let name = name.strip_prefix("nccl:").or_else(|| name.strip_prefix("c10d::")).unwrap_or(name);
         let key: String = name.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect();
         let c = if key.contains("allreduce") {
             Collective::AllReduce
@@ -188,7 +189,7 @@ impl CollectiveArgs {
     pub fn message_bytes(&self) -> Option<u64> {
         let elem = dtype_size(self.dtype.as_deref()?)?;
         let n = self.in_nelems.unwrap_or(0).max(self.out_nelems.unwrap_or(0));
-        if n <= 0 { None } else { Some(n as u64 * elem) }
+        if n <= 0 { None } else { (n as u64).checked_mul(elem) }
     }
 }
 

@@ -104,6 +104,12 @@ struct Chunk {
     skipped_metadata: u64,
 }
 
+/// Times are clamped to ranges (years 1933–2116, durations up to 36 years)
+/// in which no sum or difference the analyses form can overflow i64.
+const MIN_TS_NS: i64 = -(1 << 60);
+const MAX_TS_NS: i64 = 1 << 62;
+const MAX_DUR_NS: i64 = 1 << 60;
+
 struct EventError {
     offset: usize,
     message: String,
@@ -214,9 +220,9 @@ impl Chunk {
             }
             return Ok(());
         };
-        let ts_ns = time_ns(ts, text, "ts")?;
+        let ts_ns = time_ns(ts, text, "ts")?.clamp(MIN_TS_NS, MAX_TS_NS);
         let dur_ns = match raw.dur {
-            Some(d) => time_ns(d, text, "dur")?.max(0),
+            Some(d) => time_ns(d, text, "dur")?.clamp(0, MAX_DUR_NS),
             None => 0,
         };
         let name = raw.name.as_ref().map_or("", |t| &t.0);
@@ -259,7 +265,7 @@ impl Chunk {
                 },
             ));
         }
-        if opts.shapes && kind == EventKind::CpuOp {
+        if opts.shapes && matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation) {
             if let Some(dims) = args.input_dims {
                 self.op_shapes.push(OpShapes {
                     event: index,
@@ -416,7 +422,7 @@ pub fn parse_bytes(text: &[u8], path: &Path, opts: &ReadOptions) -> Result<RankT
     if let Some(base) = trace.base_time_ns {
         // ts is relative to the base; both are integers, so no precision is lost.
         for t in &mut trace.events.ts_ns {
-            *t = t.saturating_add(base);
+            *t = t.saturating_add(base).clamp(MIN_TS_NS, MAX_TS_NS);
         }
     }
     trace.json_bytes = text.len() as u64;

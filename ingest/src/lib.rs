@@ -34,6 +34,7 @@ pub mod event;
 pub mod job;
 pub mod kineto;
 mod lenient;
+pub mod link;
 pub mod output;
 mod rank;
 mod scan;

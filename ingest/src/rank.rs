@@ -19,6 +19,41 @@ pub struct OpShapes {
     pub input_types: String,
 }
 
+impl OpShapes {
+    /// `Input Dims` as one shape per input; inputs that are not a flat list of
+    /// integers (scalars, TensorLists, `[]`) give an empty shape.
+    pub fn dims(&self) -> Vec<Vec<i64>> {
+        let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(&self.input_dims) else { return Vec::new() };
+        inputs
+            .iter()
+            .map(|v| match v.as_array() {
+                Some(a) => a.iter().map(serde_json::Value::as_i64).collect::<Option<Vec<i64>>>().unwrap_or_default(),
+                None => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// `Input type` as one string per input (empty where not a string).
+    pub fn types(&self) -> Vec<String> {
+        let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(&self.input_types) else { return Vec::new() };
+        inputs.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect()
+    }
+
+    /// Bytes of the largest input tensor whose shape and dtype are known.
+    pub fn largest_input_bytes(&self) -> Option<u64> {
+        let types = self.types();
+        self.dims()
+            .iter()
+            .zip(types.iter())
+            .filter(|(d, _)| !d.is_empty())
+            .filter_map(|(d, t)| {
+                let numel = d.iter().try_fold(1u64, |acc, &x| acc.checked_mul(u64::try_from(x).ok()?))?;
+                numel.checked_mul(crate::collective::dtype_size(t)?)
+            })
+            .max()
+    }
+}
+
 /// One trace file: its events as columns plus the metadata we use.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

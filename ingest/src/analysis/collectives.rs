@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::breakdown::Window;
 use super::classify::ActivityClass;
 use crate::collective::{Collective, NcclKernelName};
+use crate::link::Links;
 use crate::rank::RankTrace;
 
 /// Identifies the same collective on every member rank: operation, process
@@ -34,10 +35,30 @@ impl Instance {
     }
 }
 
+/// What the CPU ops around a communication kernel's launch say (traces
+/// before May 2024 carry no collective arguments on kernels): the operation
+/// from an enclosing `nccl:*` / `c10d::*` op name, the size from its largest
+/// input tensor.
+fn from_launching_ops(trace: &RankTrace, links: &Links, row: usize) -> (Option<Collective>, Option<u64>) {
+    let Some(&op) = links.launch_op.get(row) else { return (None, None) };
+    for r in links.ancestors(op, 4) {
+        let name = trace.name(r);
+        if name.starts_with("nccl:") || name.starts_with("c10d::") {
+            let bytes = trace.op_shapes_of(r).and_then(|s| s.largest_input_bytes());
+            let collective = Collective::from_name(name);
+            if collective.is_some() || bytes.is_some() {
+                return (collective, bytes);
+            }
+        }
+    }
+    (None, None)
+}
+
 /// The communication kernels of a rank in time order. The operation comes
-/// from the kernel's collective arguments, else its name; sizes only from the
-/// arguments (`In/Out msg nelems` × dtype).
-pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> Vec<Instance> {
+/// from the kernel's collective arguments, else its name, else the CPU op
+/// that launched it; the size from the arguments (`In/Out msg nelems` ×
+/// dtype), else from that op's input shapes.
+pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], links: &Links) -> Vec<Instance> {
     let ev = &trace.events;
     let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
     let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
@@ -46,10 +67,14 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>]) ->
     let mut out = Vec::with_capacity(rows.len());
     for i in rows {
         let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
-        let collective = args
-            .and_then(|a| a.collective())
-            .or_else(|| NcclKernelName::parse(trace.name(i)).and_then(|k| k.collective))
-            .unwrap_or(Collective::Unknown);
+        let from_args = args.and_then(|a| a.collective());
+        let kernel = NcclKernelName::parse(trace.name(i)).and_then(|k| k.collective);
+        let bytes = args.and_then(|a| a.message_bytes());
+        let (op_collective, op_bytes) =
+            if from_args.is_none() || bytes.is_none() { from_launching_ops(trace, links, i) } else { (None, None) };
+        // All-to-all runs as SendRecv kernels; the op that launched them names it.
+        let kernel_first = kernel.filter(|c| !matches!(c, Collective::Unknown | Collective::SendRecv));
+        let collective = from_args.or(kernel_first).or(op_collective).or(kernel).unwrap_or(Collective::Unknown);
         let pg_name = args.and_then(|a| a.pg_name.clone());
         let process_group = match (pg_name.as_deref(), args.and_then(|a| a.pg_desc.as_deref())) {
             (Some(n), Some(d)) if !d.is_empty() && d != n => Some(format!("{n} ({d})")),
@@ -68,7 +93,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>]) ->
             process_group,
             pg_ranks,
             group_size,
-            bytes: args.and_then(|a| a.message_bytes()),
+            bytes: bytes.or(op_bytes),
             start_ns: ev.ts_ns.get(i).copied().unwrap_or(0),
             end_ns: ev.end_ns(i),
             seq: *counter,
@@ -129,16 +154,16 @@ pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &
         let a = acc.entry((inst.collective, inst.process_group.clone(), inst.group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
         a.count += 1;
-        a.total += d;
+        a.total = a.total.saturating_add(d);
         if let Some(b) = inst.bytes {
-            a.bytes += b;
+            a.bytes = a.bytes.saturating_add(b);
             a.sized += 1;
-            a.sized_time += d;
+            a.sized_time = a.sized_time.saturating_add(d);
         }
         if let Some(&t) = transfer_ns.get(&inst.key()) {
             a.matched += 1;
-            a.transfer += t;
-            a.wait += d - t;
+            a.transfer = a.transfer.saturating_add(t);
+            a.wait = a.wait.saturating_add(d - t);
         }
     }
     acc.into_iter()
@@ -154,7 +179,13 @@ pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &
                 bytes: (a.sized > 0).then_some(a.bytes),
                 sized_count: a.sized,
                 algbw_gbps: algbw,
-                busbw_gbps: algbw.and_then(|bw| Some(bw * collective.bus_factor(group_size?)?)),
+                busbw_gbps: algbw.and_then(|bw| {
+                    let factor = match collective {
+                        Collective::SendRecv | Collective::Broadcast | Collective::Reduce => Some(1.0),
+                        _ => collective.bus_factor(group_size?),
+                    };
+                    Some(bw * factor?)
+                }),
                 matched: a.matched,
                 transfer_us: (a.matched > 0).then(|| a.transfer as f64 / 1000.0),
                 wait_us: (a.matched > 0).then(|| a.wait as f64 / 1000.0),

@@ -195,7 +195,8 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 })
                 .collect();
             let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
-            let instances = collectives::instances(trace, &classes);
+            let links = crate::link::Links::new(trace);
+            let instances = collectives::instances(trace, &classes, &links);
             Partial {
                 analysis: RankAnalysis {
                     file: trace.path.display().to_string(),

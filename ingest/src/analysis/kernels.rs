@@ -38,7 +38,7 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
         let d = e.min(w.end_ns) - s.max(w.start_ns);
         let entry = by_name.entry(ev.name.get(i).copied().unwrap_or(0)).or_insert((class, 0, 0, 0));
         entry.1 += 1;
-        entry.2 += d.max(0);
+        entry.2 = entry.2.saturating_add(d.max(0));
         entry.3 = entry.3.max(d);
     }
     let mut out: Vec<KernelStats> = by_name
