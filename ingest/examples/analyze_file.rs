@@ -16,6 +16,16 @@ fn main() {
         eprintln!("usage: analyze_file FILE...");
         std::process::exit(2);
     }
+    if std::env::var_os("TRACECAST_PHASES").is_some() {
+        for f in &files {
+            let a = Instant::now();
+            let text = tracecast_ingest::kineto::read_text(f).unwrap();
+            let b = Instant::now();
+            let t = tracecast_ingest::kineto::parse_bytes(&text, f, &ReadOptions::default()).unwrap();
+            let c = Instant::now();
+            eprintln!("inflate {:.3}s parse {:.3}s events {}", (b - a).as_secs_f64(), (c - b).as_secs_f64(), t.events.len());
+        }
+    }
     let t0 = Instant::now();
     let job = Job::read(files[0].clone(), &files, &ReadOptions::default(), &|_| {});
     let t1 = Instant::now();

@@ -1,6 +1,6 @@
 //! The columnar event model of one rank: interned names and a struct of arrays.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// What an event is, independent of the category spelling of its era.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,7 +73,7 @@ pub type NameId = u32;
 #[derive(Debug, Default, Clone)]
 pub struct Names {
     strings: Vec<Box<str>>,
-    index: HashMap<Box<str>, NameId>,
+    index: FxHashMap<Box<str>, NameId>,
 }
 
 impl Names {
@@ -164,6 +164,17 @@ impl Events {
     /// End of event `i` in ns.
     pub fn end_ns(&self, i: usize) -> i64 {
         self.ts_ns.get(i).copied().unwrap_or(0) + self.dur_ns.get(i).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.kind.reserve(n);
+        self.name.reserve(n);
+        self.ts_ns.reserve(n);
+        self.dur_ns.reserve(n);
+        self.pid.reserve(n);
+        self.tid.reserve(n);
+        self.correlation.reserve(n);
+        self.external_id.reserve(n);
     }
 
     pub(crate) fn push(&mut self, row: Row) {

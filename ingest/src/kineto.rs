@@ -9,7 +9,6 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -17,6 +16,7 @@ use crate::collective::CollectiveArgs;
 use crate::device::{DeviceProperties, DistributedInfo, RawDeviceProperties, RawDistributedInfo};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, Events, NameId, Names, Row};
+use crate::fast::{ArgFields, Fields};
 use crate::lenient::{Id, Num, OptText, Text};
 use crate::rank::{OpShapes, RankTrace};
 use crate::scan;
@@ -28,7 +28,8 @@ use crate::time::us_text_to_ns;
 pub struct ReadOptions {
     /// Keep `python_function` events (up to 200k per file; the breakdown does not need them). Default: false.
     pub python_functions: bool,
-    /// Keep flow (`s`/`f`) events. Default: true.
+    /// Keep flow (`s`/`f`) events: lossy links that only replay's fallbacks
+    /// use; they are a third of the events of some traces. Default: false.
     pub flows: bool,
     /// Keep CPU-op `Input Dims` / `Input type` for work accounting. Default: true.
     pub shapes: bool,
@@ -36,7 +37,7 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { python_functions: false, flows: true, shapes: true }
+        ReadOptions { python_functions: false, flows: false, shapes: true }
     }
 }
 
@@ -60,6 +61,43 @@ struct RawEvent<'a> {
     id: Option<Id<'a>>,
     #[serde(default, borrow)]
     args: Option<RawArgs<'a>>,
+}
+
+/// An event read through serde (the reference for the fast path).
+#[cfg(test)]
+pub(crate) fn serde_fields(slice: &[u8]) -> serde_json::Result<Fields<'_>> {
+    serde_json::from_slice::<RawEvent<'_>>(slice).map(RawEvent::into_fields)
+}
+
+impl<'a> RawEvent<'a> {
+    fn into_fields(self) -> Fields<'a> {
+        let args = self.args.unwrap_or_default();
+        Fields {
+            ph: self.ph.map(|t| t.0),
+            cat: self.cat.map(|t| t.0),
+            name: self.name.map(|t| t.0),
+            ts: self.ts.map(RawValue::get),
+            dur: self.dur.map(RawValue::get),
+            pid: self.pid,
+            tid: self.tid,
+            id: self.id,
+            args: ArgFields {
+                correlation: args.correlation,
+                external_id: args.external_id,
+                collective_name: args.collective_name,
+                in_nelems: args.in_nelems,
+                out_nelems: args.out_nelems,
+                dtype: args.dtype,
+                group_size: args.group_size,
+                pg_name: args.pg_name,
+                pg_desc: args.pg_desc,
+                pg_ranks: args.pg_ranks,
+                input_dims: args.input_dims.map(RawValue::get),
+                input_type: args.input_type.map(RawValue::get),
+                bytes: args.bytes,
+            },
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -101,7 +139,10 @@ struct Chunk {
     op_shapes: Vec<OpShapes>,
     copy_bytes: Vec<(u32, u64)>,
     unknown_categories: Vec<String>,
-    skipped_metadata: u64,
+    /// Events dropped without being stored (metadata, Python frames, instants).
+    skipped: u64,
+    /// Top-level values we read: (key, offset, text).
+    values: Vec<(&'static str, u64, Vec<u8>)>,
 }
 
 /// Times are clamped to ranges (years 1933–2116, durations up to 36 years)
@@ -158,8 +199,7 @@ fn line_col_offset(slice: &[u8], line: usize, column: usize) -> usize {
     (line_start + column.saturating_sub(1)).min(slice.len())
 }
 
-fn time_ns(raw: &RawValue, base: &[u8], what: &str) -> std::result::Result<i64, EventError> {
-    let text = raw.get();
+fn time_ns(text: &str, base: &[u8], what: &str) -> std::result::Result<i64, EventError> {
     us_text_to_ns(text.as_bytes()).ok_or_else(|| EventError {
         offset: (text.as_ptr() as usize).saturating_sub(base.as_ptr() as usize),
         message: format!("`{what}` is not a number of microseconds: {}", truncate(text, 40)),
@@ -180,22 +220,28 @@ fn truncate(s: &str, n: usize) -> String {
 impl Chunk {
     fn add(&mut self, text: &[u8], span: (usize, usize), opts: &ReadOptions) -> std::result::Result<(), EventError> {
         let slice = text.get(span.0..span.1).unwrap_or_default();
-        let raw: RawEvent<'_> = serde_json::from_slice(slice).map_err(|e| EventError {
-            offset: span.0 + line_col_offset(slice, e.line(), e.column()),
-            message: format!("invalid event: {e}"),
-        })?;
-        let ph = raw.ph.as_ref().map_or("", |t| &t.0);
+        let raw = match crate::fast::event(slice) {
+            Some(fields) => fields,
+            None => {
+                let raw: RawEvent<'_> = serde_json::from_slice(slice).map_err(|e| EventError {
+                    offset: span.0 + line_col_offset(slice, e.line(), e.column()),
+                    message: format!("invalid event: {e}"),
+                })?;
+                raw.into_fields()
+            }
+        };
+        let ph = raw.ph.as_deref().unwrap_or("");
         let kind = match ph {
             "M" => {
-                self.skipped_metadata += 1;
+                self.skipped += 1;
                 return Ok(());
             }
-            "X" => match raw.cat.as_ref() {
-                Some(cat) => match EventKind::from_category(&cat.0) {
+            "X" => match raw.cat.as_deref() {
+                Some(cat) => match EventKind::from_category(cat) {
                     Some(kind) => kind,
                     None => {
-                        if !self.unknown_categories.iter().any(|c| *c == *cat.0) {
-                            self.unknown_categories.push(cat.0.to_string());
+                        if !self.unknown_categories.iter().any(|c| c == cat) {
+                            self.unknown_categories.push(cat.to_string());
                         }
                         EventKind::Other
                     }
@@ -212,6 +258,7 @@ impl Chunk {
             _ => EventKind::Other,
         };
         if kind == EventKind::PythonFunction && !opts.python_functions {
+            self.skipped += 1;
             return Ok(());
         }
         let Some(ts) = raw.ts else {
@@ -225,11 +272,11 @@ impl Chunk {
             Some(d) => time_ns(d, text, "dur")?.clamp(0, MAX_DUR_NS),
             None => 0,
         };
-        let name = raw.name.as_ref().map_or("", |t| &t.0);
+        let name = raw.name.as_deref().unwrap_or("");
         // 2021 traces record ProfilerStep#N as an `Operator`.
         let kind = if kind == EventKind::CpuOp && name.starts_with("ProfilerStep#") { EventKind::UserAnnotation } else { kind };
         let name_id: NameId = self.names.intern(name);
-        let args = raw.args.unwrap_or_default();
+        let args = raw.args;
         let correlation = if kind == EventKind::Flow {
             match raw.id {
                 Some(Id::Int(v)) => v,
@@ -269,8 +316,8 @@ impl Chunk {
             if let Some(dims) = args.input_dims {
                 self.op_shapes.push(OpShapes {
                     event: index,
-                    input_dims: dims.get().to_string(),
-                    input_types: args.input_type.map(|t| t.get().to_string()).unwrap_or_default(),
+                    input_dims: dims.to_string(),
+                    input_types: args.input_type.map(str::to_string).unwrap_or_default(),
                 });
             }
         }
@@ -283,52 +330,46 @@ impl Chunk {
     }
 }
 
-/// Reads one trace file: plain JSON or gzip (by magic bytes, not by name).
+/// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
+/// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
-    let text = read_text(path)?;
-    let mut trace = parse_bytes(&text, path, opts)?;
-    trace.json_bytes = text.len() as u64;
-    Ok(trace)
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(io)?;
+    let mut magic = [0u8; 2];
+    let got = read_full(&mut file, &mut magic).map_err(io)?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    if got == 2 && magic == [0x1f, 0x8b] {
+        let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
+        parse_stream(decoder, path, opts, true)
+    } else {
+        parse_stream(file, path, opts, false)
+    }
 }
 
 /// The JSON text of a trace file, inflated when it is gzip.
 pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
     let mut magic = [0u8; 2];
-    let got = read_up_to(&mut file, &mut magic).map_err(io)?;
+    let got = read_full(&mut file, &mut magic).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut out = Vec::new();
     if got == 2 && magic == [0x1f, 0x8b] {
-        // ISIZE (the last four bytes) is the inflated size mod 2^32: a capacity hint.
-        let mut hint = 0usize;
-        if len >= 18 {
-            let mut isize = [0u8; 4];
-            file.seek(SeekFrom::End(-4)).map_err(io)?;
-            file.read_exact(&mut isize).map_err(io)?;
-            file.seek(SeekFrom::Start(0)).map_err(io)?;
-            let size = u32::from_le_bytes(isize) as u64;
-            if size >= len && size <= len.saturating_mul(1032) {
-                hint = size as usize;
-            }
-        }
-        let mut out = Vec::with_capacity(hint.saturating_add(1));
-        let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, file));
+        let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
         if let Err(source) = decoder.read_to_end(&mut out) {
             return Err(Error::Gzip { path: path.to_path_buf(), decompressed_offset: out.len() as u64, source });
         }
-        Ok(out)
     } else {
-        let mut out = Vec::with_capacity(len as usize + 1);
         file.read_to_end(&mut out).map_err(io)?;
-        Ok(out)
     }
+    Ok(out)
 }
 
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
-        match file.read(&mut buf[n..]) {
+        match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -338,37 +379,168 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Parses the JSON text of one trace. `path` only names the source in errors
-/// and in the result.
+/// Parses the JSON text of one trace held in memory. `path` only names the
+/// source in errors and in the result.
 pub fn parse_bytes(text: &[u8], path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
-    if text.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::Empty { path: path.to_path_buf() });
+    parse_stream(text, path, opts, false)
+}
+
+/// Text is inflated and scanned in blocks of this size; each block's events
+/// are parsed on the thread pool while the next block is inflated.
+const BLOCK: usize = 4 << 20;
+
+/// Events whose category or phase shows, before any parsing, that they will
+/// be dropped: metadata rows, Python stack frames and CPU instants (memory
+/// samples), which are half the bytes of some traces. Only the head of the
+/// event is looked at (Kineto writes `ph` and `cat` first); anything else is
+/// parsed and filtered as usual.
+fn skippable(event: &[u8], opts: &ReadOptions) -> bool {
+    let head = event.get(..event.len().min(96)).unwrap_or(event);
+    static KEYS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> = std::sync::OnceLock::new();
+    let [ph, cat] = KEYS.get_or_init(|| [memchr::memmem::Finder::new(b"\"ph\""), memchr::memmem::Finder::new(b"\"cat\"")]);
+    let value_of = |key: &memchr::memmem::Finder<'_>| -> Option<&[u8]> {
+        let at = key.find(head)?;
+        let rest = head.get(at + key.needle().len()..)?;
+        let colon = rest.iter().position(|c| !c.is_ascii_whitespace())?;
+        if rest.get(colon) != Some(&b':') {
+            return None;
+        }
+        let rest = rest.get(colon + 1..)?;
+        let start = rest.iter().position(|c| !c.is_ascii_whitespace())?;
+        rest.get(start..)
+    };
+    if let Some(v) = value_of(ph) {
+        if v.starts_with(b"\"M\"") || (!opts.flows && (v.starts_with(b"\"s\"") || v.starts_with(b"\"f\"") || v.starts_with(b"\"t\""))) {
+            return true;
+        }
     }
-    let top = scan::scan(text).map_err(|e| Error::Json { path: path.to_path_buf(), byte_offset: e.offset as u64, message: e.message })?;
-    if !top.has_trace_events {
+    match value_of(cat) {
+        Some(v) => (!opts.python_functions && v.starts_with(b"\"python_function\"")) || v.starts_with(b"\"cpu_instant_event\""),
+        None => false,
+    }
+}
+
+/// One block of text with the units the scanner found in it.
+struct Block {
+    index: usize,
+    /// Offset of `text[0]` in the whole JSON text.
+    base: u64,
+    /// The buffer; only `text[..used]` belongs to this block.
+    text: Vec<u8>,
+    used: usize,
+    items: Vec<scan::Item>,
+}
+
+fn parse_block(block: &Block, opts: &ReadOptions) -> std::result::Result<Chunk, EventError> {
+    let mut chunk = Chunk::default();
+    chunk.events.reserve(block.items.len());
+    let text = block.text.get(..block.used).unwrap_or_default();
+    for item in &block.items {
+        match *item {
+            scan::Item::Event(s, e) => {
+                let event = text.get(s..e).unwrap_or_default();
+                if skippable(event, opts) {
+                    chunk.skipped += 1;
+                    continue;
+                }
+                chunk.add(text, (s, e), opts).map_err(|mut err| {
+                    err.offset += block.base as usize;
+                    err
+                })?;
+            }
+            scan::Item::Value(key, s, e) => {
+                chunk.values.push((key, block.base + s as u64, text.get(s..e).unwrap_or_default().to_vec()));
+            }
+        }
+    }
+    Ok(chunk)
+}
+
+fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: bool) -> Result<RankTrace> {
+    let json_err = |offset: u64, message: String| Error::Json { path: path.to_path_buf(), byte_offset: offset, message };
+    let mut scanner = scan::Scanner::new();
+    let results: std::sync::Mutex<Vec<(usize, std::result::Result<Chunk, EventError>)>> = std::sync::Mutex::new(Vec::new());
+    let mut carry: Vec<u8> = Vec::new();
+    let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let mut base: u64 = 0;
+    let mut total: u64 = 0;
+    let mut any_content = false;
+    let outcome: Result<()> = rayon::in_place_scope(|scope| {
+        let mut index = 0;
+        loop {
+            // A block: the carried-over tail, then new text. Buffers come back
+            // from the parsers, so they are allocated and zeroed once: fresh
+            // multi-MiB allocations cost page faults on every block.
+            let want = BLOCK.max(carry.len());
+            let mut text = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+            if text.len() < carry.len() + want {
+                text.resize(carry.len() + want, 0);
+            }
+            let old = carry.len();
+            text[..old].copy_from_slice(&carry);
+            let got = match read_full(&mut input, &mut text[old..old + want]) {
+                Ok(n) => n,
+                Err(source) => {
+                    return Err(if gzip {
+                        Error::Gzip { path: path.to_path_buf(), decompressed_offset: total, source }
+                    } else {
+                        Error::Io { path: path.to_path_buf(), source }
+                    });
+                }
+            };
+            let used = old + got;
+            total += got as u64;
+            let eof = got < want;
+            if !any_content {
+                any_content = text[..used].iter().any(|c| !c.is_ascii_whitespace());
+                if !any_content {
+                    if eof {
+                        return Err(Error::Empty { path: path.to_path_buf() });
+                    }
+                    base += used as u64;
+                    carry.clear();
+                    continue;
+                }
+            }
+            let mut items = Vec::new();
+            let safe = scanner.scan(&text[..used], eof, &mut items).map_err(|e| json_err(base + e.offset as u64, e.message))?;
+            carry.clear();
+            carry.extend_from_slice(&text[safe..used]);
+            let block = Block { index, base, text, used: safe, items };
+            base += safe as u64;
+            index += 1;
+            let results = &results;
+            let pool = &pool;
+            scope.spawn(move |_| {
+                let parsed = parse_block(&block, opts);
+                if let Ok(mut r) = results.lock() {
+                    r.push((block.index, parsed));
+                }
+                if let Ok(mut p) = pool.lock() {
+                    p.push(block.text);
+                }
+            });
+            if eof {
+                return Ok(());
+            }
+        }
+    });
+    outcome?;
+    if !scanner.has_trace_events {
         return Err(Error::Schema {
             path: path.to_path_buf(),
             message: "not a Kineto trace: the top-level object has no `traceEvents`".into(),
         });
     }
-    let chunk_len = (top.events.len() / (rayon::current_num_threads() * 4)).clamp(2048, 65536);
-    let chunks: Vec<std::result::Result<Chunk, EventError>> = top
-        .events
-        .par_chunks(chunk_len)
-        .map(|spans| {
-            let mut chunk = Chunk::default();
-            for &span in spans {
-                chunk.add(text, span, opts)?;
-            }
-            Ok(chunk)
-        })
-        .collect();
+    let mut chunks = results.into_inner().unwrap_or_default();
+    chunks.sort_by_key(|(i, _)| *i);
 
     let mut trace = RankTrace::new(path.to_path_buf());
+    trace.events.reserve(chunks.iter().map(|(_, c)| c.as_ref().map_or(0, |c| c.events.len())).sum());
     let mut unknown: Vec<String> = Vec::new();
-    let mut metadata_events = 0u64;
-    for chunk in chunks {
-        let chunk = chunk.map_err(|e| Error::Json { path: path.to_path_buf(), byte_offset: e.offset as u64, message: e.message })?;
+    let mut values = Vec::new();
+    for (_, chunk) in chunks {
+        let chunk = chunk.map_err(|e| json_err(e.offset as u64, e.message))?;
         let name_map: Vec<NameId> = chunk.names.iter().map(|n| trace.names.intern(n)).collect();
         let offset = trace.events.len() as u32;
         trace.events.append(chunk.events, &name_map);
@@ -383,34 +555,32 @@ pub fn parse_bytes(text: &[u8], path: &Path, opts: &ReadOptions) -> Result<RankT
                 unknown.push(c);
             }
         }
-        metadata_events += chunk.skipped_metadata;
+        trace.skipped_events += chunk.skipped;
+        values.extend(chunk.values);
     }
-    trace.metadata_events = metadata_events;
-    if top.missing_close {
+    if scanner.missing_close {
         trace.warnings.push(format!(
             "the file ends after event {} without closing `traceEvents` (the writer was probably killed); the events read are used",
-            top.events.len()
+            scanner.events
         ));
     }
     unknown.sort();
     for c in unknown {
         trace.warnings.push(format!("unknown event category {c:?} kept as \"other\""));
     }
-
-    for (key, (start, end)) in top.values {
-        let value = text.get(start..end).unwrap_or_default();
+    for (key, start, value) in values {
         match key {
-            "deviceProperties" | "computeProperties" => match serde_json::from_slice::<Vec<RawDeviceProperties<'_>>>(value) {
+            "deviceProperties" | "computeProperties" => match serde_json::from_slice::<Vec<RawDeviceProperties<'_>>>(&value) {
                 Ok(list) if trace.devices.is_empty() => trace.devices = list.into_iter().map(DeviceProperties::from).collect(),
                 Ok(_) => {}
                 Err(e) => trace.warnings.push(format!("`{key}` at byte {start} is unreadable and was ignored: {e}")),
             },
-            "distributedInfo" => match serde_json::from_slice::<RawDistributedInfo<'_>>(value) {
+            "distributedInfo" => match serde_json::from_slice::<RawDistributedInfo<'_>>(&value) {
                 Ok(info) => trace.distributed = Some(DistributedInfo::from(info)),
                 Err(e) => trace.warnings.push(format!("`distributedInfo` at byte {start} is unreadable and was ignored: {e}")),
             },
             "baseTimeNanoseconds" => {
-                let digits = std::str::from_utf8(value).unwrap_or_default().trim_matches('"');
+                let digits = std::str::from_utf8(&value).unwrap_or_default().trim_matches('"');
                 match digits.parse::<i64>() {
                     Ok(base) => trace.base_time_ns = Some(base),
                     Err(_) => trace.warnings.push(format!("`baseTimeNanoseconds` at byte {start} is not an integer and was ignored")),
@@ -425,7 +595,7 @@ pub fn parse_bytes(text: &[u8], path: &Path, opts: &ReadOptions) -> Result<RankT
             *t = t.saturating_add(base).clamp(MIN_TS_NS, MAX_TS_NS);
         }
     }
-    trace.json_bytes = text.len() as u64;
+    trace.json_bytes = total;
     Ok(trace)
 }
 
@@ -456,7 +626,7 @@ mod tests {
         assert_eq!(t.events.correlation[0], 3);
         assert_eq!(t.events.external_id[1], 4);
         assert_eq!(t.op_shapes[0].input_dims, "[[2, 3], [3, 4]]");
-        assert_eq!(t.metadata_events, 1);
+        assert_eq!(t.skipped_events, 1);
         assert!(t.warnings.iter().any(|w| w.contains("weird")));
     }
 

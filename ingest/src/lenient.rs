@@ -114,6 +114,12 @@ impl Num {
     }
 }
 
+impl Num {
+    pub(crate) fn from_text(v: &str) -> Num {
+        num_from_text(v)
+    }
+}
+
 fn num_from_text(v: &str) -> Num {
     let t = v.trim();
     if let Ok(i) = t.parse::<i64>() {

@@ -31,6 +31,7 @@ pub mod collective;
 pub mod device;
 mod error;
 pub mod event;
+mod fast;
 pub mod job;
 pub mod kineto;
 mod lenient;

@@ -6,7 +6,7 @@
 //! is used when the runtime call is missing, and checked against the call
 //! otherwise (before 2024 it often equals the correlation, not an op's id).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::event::EventKind;
 use crate::rank::RankTrace;
@@ -33,7 +33,7 @@ impl Links {
         let n = ev.len();
         let mut parent = vec![NONE; n];
         let is_host = |k: EventKind| matches!(k, EventKind::CpuOp | EventKind::UserAnnotation | EventKind::Runtime);
-        let mut by_thread: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+        let mut by_thread: HashMap<(i64, i64), Vec<usize>> = HashMap::default();
         for i in 0..n {
             if ev.kind.get(i).is_some_and(|&k| is_host(k)) {
                 by_thread.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
@@ -61,8 +61,8 @@ impl Links {
                 }
             }
         }
-        let mut runtime_of: HashMap<i64, usize> = HashMap::new();
-        let mut op_of_external: HashMap<i64, usize> = HashMap::new();
+        let mut runtime_of: HashMap<i64, usize> = HashMap::default();
+        let mut op_of_external: HashMap<i64, usize> = HashMap::default();
         for i in 0..n {
             match ev.kind[i] {
                 EventKind::Runtime if ev.correlation[i] >= 0 => {

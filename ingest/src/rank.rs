@@ -1,6 +1,6 @@
 //! [`RankTrace`]: everything read from one trace file.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
 use crate::collective::CollectiveArgs;
@@ -78,8 +78,9 @@ pub struct RankTrace {
     pub distributed: Option<DistributedInfo>,
     /// `baseTimeNanoseconds`, when present (already added to every `ts_ns`).
     pub base_time_ns: Option<i64>,
-    /// Number of `M` (metadata) events skipped.
-    pub metadata_events: u64,
+    /// Events read but not stored: `M` metadata rows, Python frames (unless
+    /// [`ReadOptions::python_functions`](crate::ReadOptions)) and CPU instants.
+    pub skipped_events: u64,
     /// Oddities that were tolerated (never free-form metadata).
     pub warnings: Vec<String>,
 }
@@ -97,7 +98,7 @@ impl RankTrace {
             devices: Vec::new(),
             distributed: None,
             base_time_ns: None,
-            metadata_events: 0,
+            skipped_events: 0,
             warnings: Vec::new(),
         }
     }
@@ -139,7 +140,7 @@ impl RankTrace {
     /// driver call that carries it. A graph launch maps to many kernels.
     pub fn launch_times(&self) -> HashMap<i64, i64> {
         let ev = &self.events;
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         for (i, kind) in ev.kind.iter().enumerate() {
             if *kind == EventKind::Runtime {
                 if let (Some(&c), Some(&t)) = (ev.correlation.get(i), ev.ts_ns.get(i)) {

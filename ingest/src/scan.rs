@@ -1,12 +1,12 @@
-//! A structural scanner over the top level of a trace: it finds the byte span
-//! of every `traceEvents` element and of the few other top-level values we
-//! read, without parsing them. Events are then parsed independently (and in
-//! parallel), and a file cut off mid-array is told apart from one that only
-//! lost its closing `]}`.
+//! A resumable structural scanner over the top level of a trace. It finds the
+//! byte span of every `traceEvents` element and of the few other top-level
+//! values we read, without parsing them, block by block as the text is
+//! inflated: events are then parsed independently and in parallel, and a
+//! file cut off mid-array is told apart from one that only lost its `]}`.
 
 use memchr::memchr2;
 
-/// Where the scanner stopped and why.
+/// Why scanning stopped; `offset` is relative to the block scanned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScanError {
     pub(crate) offset: usize,
@@ -17,22 +17,43 @@ fn err(offset: usize, message: impl Into<String>) -> ScanError {
     ScanError { offset, message: message.into() }
 }
 
-/// Byte spans of the parts of a trace we read.
-#[derive(Debug, Default)]
-pub(crate) struct TopLevel {
-    /// `[start, end)` of each element of `traceEvents`.
-    pub(crate) events: Vec<(usize, usize)>,
-    /// Whether a `traceEvents` key was found.
+/// A complete unit found in a block (offsets relative to the block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Item {
+    /// One element of `traceEvents`.
+    Event(usize, usize),
+    /// The value of a top-level key we read.
+    Value(&'static str, usize, usize),
+}
+
+/// Where in the top-level grammar the scanner stands between blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Start,
+    TopKey,
+    TopNext,
+    Events,
+    EventsNext,
+    Done,
+}
+
+/// Scanner state carried from one block to the next. Blocks are cut only at
+/// safe points (between top-level values or between events), so an event
+/// never spans two blocks.
+#[derive(Debug)]
+pub(crate) struct Scanner {
+    state: State,
+    /// A `traceEvents` key was found.
     pub(crate) has_trace_events: bool,
-    /// The file ends inside `traceEvents` after a complete element (a killed writer).
+    /// The text ended inside `traceEvents` after a complete element.
     pub(crate) missing_close: bool,
-    /// `(key, value span)` of the other top-level keys we care about.
-    pub(crate) values: Vec<(&'static str, (usize, usize))>,
+    /// Events found so far.
+    pub(crate) events: usize,
 }
 
 const WANTED: [&str; 4] = ["deviceProperties", "computeProperties", "distributedInfo", "baseTimeNanoseconds"];
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(c) = b.get(i) {
         if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
             break;
@@ -42,201 +63,282 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// `i` points at the opening quote; returns the offset just past the closing one.
-fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
+/// `i` points at the opening quote; the offset just past the closing one,
+/// `None` when the block ends first.
+pub(crate) fn skip_string(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let rest = b.get(j..).unwrap_or_default();
-        match memchr2(b'"', b'\\', rest) {
-            None => return Err(err(b.len(), "unexpected end of file inside a string")),
-            Some(k) => {
-                let at = j + k;
-                if b.get(at) == Some(&b'\\') {
-                    j = at + 2;
-                } else {
-                    return Ok(at + 1);
-                }
-            }
+        let at = j + memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b.get(at) == Some(&b'\\') {
+            j = at + 2;
+        } else {
+            return Some(at + 1);
         }
     }
 }
 
-/// Table of the bytes that matter inside a container.
-const SPECIAL: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'"' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b'[' as usize] = true;
-    t[b']' as usize] = true;
-    t
-};
+/// Flags the bytes of `x` equal to `b` (only the lowest flag is exact, which
+/// is all the callers use).
+#[inline(always)]
+fn bytes_equal(x: u64, b: u8) -> u64 {
+    let v = x ^ (0x0101_0101_0101_0101u64 * u64::from(b));
+    v.wrapping_sub(0x0101_0101_0101_0101) & !v & 0x8080_8080_8080_8080
+}
 
-/// `i` points at `{` or `[`; returns the offset just past its matching close.
-/// Mismatched bracket kinds are left for the JSON parser to report.
-fn skip_container(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
+/// `i` points at `{` or `[`; the offset just past its matching close, `None`
+/// when the block ends first. Only the bracket kind that opened is counted:
+/// in valid JSON the other kind is balanced inside, and invalid nesting is
+/// left for the JSON parser to report. Reads eight bytes at a time: events are
+/// short and dense with quotes, where calling a search routine per string costs
+/// more than it saves.
+pub(crate) fn skip_container(b: &[u8], i: usize) -> Option<usize> {
+    let open = *b.get(i)?;
+    let close = if open == b'{' { b'}' } else { b']' };
     let mut depth = 0usize;
-    while let Some(&c) = b.get(i) {
-        if !SPECIAL[c as usize] {
-            i += 1;
-            continue;
-        }
-        match c {
-            b'"' => {
-                i = skip_string(b, i)?;
+    let mut in_string = false;
+    let mut j = i;
+    loop {
+        if let Some(word) = b.get(j..j + 8) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            let x = u64::from_le_bytes(bytes);
+            let m = if in_string {
+                bytes_equal(x, b'"') | bytes_equal(x, b'\\')
+            } else {
+                bytes_equal(x, b'"') | bytes_equal(x, open) | bytes_equal(x, close)
+            };
+            if m == 0 {
+                j += 8;
                 continue;
             }
-            b'{' | b'[' => depth += 1,
-            _ => {
+            j += (m.trailing_zeros() / 8) as usize;
+        }
+        let c = *b.get(j)?;
+        if in_string {
+            match c {
+                b'\\' => j += 2,
+                b'"' => {
+                    in_string = false;
+                    j += 1;
+                }
+                _ => j += 1,
+            }
+        } else {
+            if c == b'"' {
+                in_string = true;
+            } else if c == open {
+                depth += 1;
+            } else if c == close {
                 depth -= 1;
                 if depth == 0 {
-                    return Ok(i + 1);
+                    return Some(j + 1);
                 }
             }
+            j += 1;
         }
-        i += 1;
     }
-    Err(err(b.len(), "unexpected end of file inside a value"))
 }
 
-/// Returns the end of the JSON value starting at `i`.
-fn skip_value(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    match b.get(i) {
-        None => Err(err(i, "unexpected end of file: expected a value")),
-        Some(b'{' | b'[') => skip_container(b, i),
-        Some(b'"') => skip_string(b, i),
-        Some(_) => {
+/// The end of the value starting at `i`; `None` when the block ends first.
+/// A scalar that reaches the end of the block is complete only at end of file.
+pub(crate) fn skip_value(b: &[u8], i: usize, eof: bool) -> Option<usize> {
+    match b.get(i)? {
+        b'{' | b'[' => skip_container(b, i),
+        b'"' => skip_string(b, i),
+        _ => {
             let mut j = i;
             while let Some(c) = b.get(j) {
                 if matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
-                    break;
+                    return Some(j.max(i + 1));
                 }
                 j += 1;
             }
-            if j == i { Err(err(i, "expected a value")) } else { Ok(j) }
+            eof.then_some(j)
         }
     }
 }
 
-/// Scans the top-level object of a trace.
-pub(crate) fn scan(b: &[u8]) -> Result<TopLevel, ScanError> {
-    let mut top = TopLevel::default();
-    let mut i = skip_ws(b, 0);
-    if b.get(i..i + 3) == Some(&[0xEF, 0xBB, 0xBF]) {
-        i = skip_ws(b, i + 3);
+impl Scanner {
+    pub(crate) fn new() -> Scanner {
+        Scanner { state: State::Start, has_trace_events: false, missing_close: false, events: 0 }
     }
-    match b.get(i) {
-        Some(b'{') => i += 1,
-        Some(_) => return Err(err(i, "the top level is not a JSON object (expected '{')")),
-        None => return Err(err(i, "no JSON content")),
-    }
-    loop {
-        i = skip_ws(b, i);
-        match b.get(i) {
-            Some(b'}') => return Ok(top),
-            Some(b'"') => {}
-            Some(_) => return Err(err(i, "expected a key or '}' in the top-level object")),
-            None => {
-                return Err(err(i, "unexpected end of file in the top-level object"));
-            }
-        }
-        let key_end = skip_string(b, i)?;
-        let key = b.get(i + 1..key_end - 1).unwrap_or_default();
-        i = skip_ws(b, key_end);
-        if b.get(i) != Some(&b':') {
-            return Err(err(i, "expected ':' after a key"));
-        }
-        i = skip_ws(b, i + 1);
-        if key == b"traceEvents" {
-            top.has_trace_events = true;
-            match scan_events(b, i, &mut top)? {
-                Some(end) => i = end,
-                None => {
-                    top.missing_close = true;
-                    return Ok(top);
+
+    /// Scans `b` (the carried-over tail of the previous block followed by new
+    /// text), appending complete units to `items`. Returns the offset of the
+    /// last safe point: the bytes after it must be scanned again with more
+    /// text. With `eof`, anything incomplete is an error.
+    pub(crate) fn scan(&mut self, b: &[u8], eof: bool, items: &mut Vec<Item>) -> Result<usize, ScanError> {
+        let mut i = 0;
+        let mut safe = 0;
+        let mut state = self.state;
+        // On running out of text: wait for more, or report what is missing.
+        macro_rules! more {
+            ($msg:expr) => {{
+                if eof {
+                    return Err(err(b.len(), $msg));
                 }
-            }
-        } else {
-            let end = skip_value(b, i)?;
-            if let Some(name) = WANTED.iter().find(|w| w.as_bytes() == key) {
-                top.values.push((name, (i, end)));
-            }
-            i = end;
+                return Ok(safe);
+            }};
         }
-        i = skip_ws(b, i);
-        match b.get(i) {
-            Some(b',') => i += 1,
-            Some(b'}') => return Ok(top),
-            Some(_) => return Err(err(i, "expected ',' or '}' after a top-level value")),
-            None => return Err(err(i, "unexpected end of file: the top-level object is not closed")),
-        }
-    }
-}
-
-/// Scans the `traceEvents` array starting at `i`. Returns the offset after its
-/// `]`, or `None` when the file ends cleanly after a complete element.
-fn scan_events(b: &[u8], mut i: usize, top: &mut TopLevel) -> Result<Option<usize>, ScanError> {
-    match b.get(i) {
-        Some(b'[') => i += 1,
-        Some(_) => return Err(err(i, "`traceEvents` is not an array")),
-        None => return Err(err(i, "unexpected end of file: expected the `traceEvents` array")),
-    }
-    loop {
-        i = skip_ws(b, i);
-        match b.get(i) {
-            Some(b']') => return Ok(Some(i + 1)),
-            None => return Ok(None),
-            Some(_) => {}
-        }
-        let start = i;
-        let end = match skip_value(b, i) {
-            Ok(end) => end,
-            Err(e) => {
-                return Err(err(e.offset, format!("truncated JSON: event {} starting at byte {start} is incomplete", top.events.len())));
+        loop {
+            i = skip_ws(b, i);
+            match state {
+                State::Start => {
+                    if b.get(i..i + 3) == Some(&[0xEF, 0xBB, 0xBF]) {
+                        i += 3;
+                        continue;
+                    }
+                    match b.get(i) {
+                        None => more!("no JSON content"),
+                        Some(b'{') => state = State::TopKey,
+                        Some(_) => return Err(err(i, "the top level is not a JSON object (expected '{')")),
+                    }
+                    i += 1;
+                }
+                State::TopKey => match b.get(i) {
+                    None => more!("unexpected end of file in the top-level object"),
+                    Some(b'}') => {
+                        state = State::Done;
+                        i += 1;
+                    }
+                    Some(b'"') => {
+                        let Some(key_end) = skip_string(b, i) else { more!("unexpected end of file inside a top-level key") };
+                        let key = b.get(i + 1..key_end - 1).unwrap_or_default();
+                        let mut j = skip_ws(b, key_end);
+                        match b.get(j) {
+                            None => more!("unexpected end of file after a top-level key"),
+                            Some(b':') => j = skip_ws(b, j + 1),
+                            Some(_) => return Err(err(j, "expected ':' after a key")),
+                        }
+                        if key == b"traceEvents" {
+                            match b.get(j) {
+                                None => more!("unexpected end of file: expected the `traceEvents` array"),
+                                Some(b'[') => {
+                                    self.has_trace_events = true;
+                                    state = State::Events;
+                                    i = j + 1;
+                                }
+                                Some(_) => return Err(err(j, "`traceEvents` is not an array")),
+                            }
+                        } else {
+                            if b.get(j).is_none() {
+                                more!("unexpected end of file: expected a value");
+                            }
+                            let Some(end) = skip_value(b, j, eof) else { more!("unexpected end of file inside a top-level value") };
+                            if let Some(name) = WANTED.iter().find(|w| w.as_bytes() == key) {
+                                items.push(Item::Value(name, j, end));
+                            }
+                            state = State::TopNext;
+                            i = end;
+                        }
+                    }
+                    Some(_) => return Err(err(i, "expected a key or '}' in the top-level object")),
+                },
+                State::TopNext => {
+                    match b.get(i) {
+                        None => more!("unexpected end of file: the top-level object is not closed"),
+                        Some(b',') => state = State::TopKey,
+                        Some(b'}') => state = State::Done,
+                        Some(_) => return Err(err(i, "expected ',' or '}' after a top-level value")),
+                    }
+                    i += 1;
+                }
+                State::Events | State::EventsNext => match b.get(i) {
+                    None => {
+                        if eof {
+                            self.missing_close = true;
+                            self.state = state;
+                            return Ok(b.len());
+                        }
+                        return Ok(safe);
+                    }
+                    Some(b']') => {
+                        state = State::TopNext;
+                        i += 1;
+                    }
+                    Some(b',') if state == State::EventsNext => {
+                        state = State::Events;
+                        i += 1;
+                    }
+                    Some(_) if state == State::EventsNext => return Err(err(i, "expected ',' or ']' between events")),
+                    Some(_) => {
+                        let Some(end) = skip_value(b, i, eof) else {
+                            more!(format!("truncated JSON: event {} starting at byte {i} is incomplete", self.events))
+                        };
+                        items.push(Item::Event(i, end));
+                        self.events += 1;
+                        state = State::EventsNext;
+                        i = end;
+                    }
+                },
+                State::Done => match b.get(i) {
+                    None => {
+                        self.state = state;
+                        return Ok(b.len());
+                    }
+                    Some(_) => return Err(err(i, "unexpected data after the top-level object")),
+                },
             }
-        };
-        top.events.push((start, end));
-        i = skip_ws(b, end);
-        match b.get(i) {
-            Some(b',') => i += 1,
-            Some(b']') => return Ok(Some(i + 1)),
-            None => return Ok(None),
-            Some(_) => return Err(err(i, "expected ',' or ']' between events")),
+            safe = i;
+            self.state = state;
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::scan;
+    use super::{Item, Scanner};
+
+    fn scan_all(text: &[u8], block: usize) -> Result<(Vec<String>, Scanner), String> {
+        // Feed the text in blocks of `block` bytes, carrying the unsafe tail like the reader does.
+        let mut s = Scanner::new();
+        let mut out = Vec::new();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut pos = 0;
+        loop {
+            let end = (pos + block).min(text.len());
+            buf.extend_from_slice(&text[pos..end]);
+            pos = end;
+            let eof = pos == text.len();
+            let mut items = Vec::new();
+            let safe = s.scan(&buf, eof, &mut items).map_err(|e| e.message)?;
+            for it in items {
+                let (a, b) = match it {
+                    Item::Event(a, b) | Item::Value(_, a, b) => (a, b),
+                };
+                out.push(String::from_utf8(buf[a..b].to_vec()).unwrap());
+            }
+            buf.drain(..safe);
+            if eof {
+                return Ok((out, s));
+            }
+        }
+    }
 
     #[test]
-    fn finds_event_spans_in_any_key_order() {
+    fn finds_event_spans_in_any_key_order_and_block_size() {
         let text = br#"{"metadata": {"x": "]}"}, "traceEvents": [{"a": "}{"}, {"b": [1, {"c": 2}]}], "baseTimeNanoseconds": 5}"#;
-        let top = scan(text).unwrap();
-        assert!(top.has_trace_events && !top.missing_close);
-        let events: Vec<&str> = top.events.iter().map(|&(s, e)| std::str::from_utf8(&text[s..e]).unwrap()).collect();
-        assert_eq!(events, [r#"{"a": "}{"}"#, r#"{"b": [1, {"c": 2}]}"#]);
-        assert_eq!(top.values.len(), 1);
-        let (s, e) = top.values[0].1;
-        assert_eq!(&text[s..e], b"5");
+        for block in [1, 2, 3, 7, 1000] {
+            let (items, s) = scan_all(text, block).unwrap();
+            assert!(s.has_trace_events && !s.missing_close);
+            assert_eq!(items, [r#"{"a": "}{"}"#, r#"{"b": [1, {"c": 2}]}"#, "5"], "block {block}");
+        }
     }
 
     #[test]
     fn tells_missing_close_from_truncation() {
-        let top = scan(br#"{"traceEvents": [{"a": 1}, {"b": 2},"#).unwrap();
-        assert!(top.missing_close);
-        assert_eq!(top.events.len(), 2);
-        let e = scan(br#"{"traceEvents": [{"a": 1}, {"b": "#).unwrap_err();
-        assert!(e.message.contains("truncated"), "{e:?}");
-        assert!(scan(b"[1, 2]").is_err());
-        assert!(scan(b"").is_err());
+        let (items, s) = scan_all(br#"{"traceEvents": [{"a": 1}, {"b": 2},"#, 4).unwrap();
+        assert!(s.missing_close);
+        assert_eq!(items.len(), 2);
+        let e = scan_all(br#"{"traceEvents": [{"a": 1}, {"b": "#, 4).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
+        assert!(scan_all(b"[1, 2]", 100).is_err());
+        assert!(scan_all(br#"{"traceEvents": []} x"#, 100).is_err());
     }
 
     #[test]
     fn escaped_quotes_do_not_end_strings() {
-        let text = br#"{"traceEvents": [{"name": "a\"}\\"}]}"#;
-        let top = scan(text).unwrap();
-        assert_eq!(top.events.len(), 1);
+        let (items, _) = scan_all(br#"{"traceEvents": [{"name": "a\"}\\"}]}"#, 3).unwrap();
+        assert_eq!(items.len(), 1);
     }
 }

@@ -1,7 +1,9 @@
 //! Collectives per rank and process group, and what several ranks of one job
 //! tell about them: transfer vs wait, and the clock offsets between ranks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -63,7 +65,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
     let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
     let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
     rows.sort_by_key(|&i| (ev.ts_ns.get(i).copied().unwrap_or(0), i));
-    let mut seq: HashMap<(Collective, Option<String>, Option<String>), u32> = HashMap::new();
+    let mut seq: HashMap<(Collective, Option<String>, Option<String>), u32> = HashMap::default();
     let mut out = Vec::with_capacity(rows.len());
     for i in rows {
         let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
@@ -203,7 +205,7 @@ pub(crate) struct Matches {
 }
 
 pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
-    let mut seen: HashMap<InstanceKey, Vec<(usize, i64, i64)>> = HashMap::new();
+    let mut seen: HashMap<InstanceKey, Vec<(usize, i64, i64)>> = HashMap::default();
     for (r, list) in per_rank.iter().enumerate() {
         for inst in list {
             seen.entry(inst.key()).or_default().push((r, inst.end_ns - inst.start_ns, inst.end_ns));
@@ -211,7 +213,7 @@ pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
     }
     let mut keys: Vec<&InstanceKey> = seen.iter().filter(|(_, v)| v.len() >= 2).map(|(k, _)| k).collect();
     keys.sort();
-    let mut transfer_ns = HashMap::new();
+    let mut transfer_ns = HashMap::default();
     let mut ends = Vec::new();
     for (k, key) in keys.into_iter().enumerate() {
         let v = &seen[key];

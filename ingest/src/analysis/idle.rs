@@ -1,6 +1,6 @@
 //! Why the GPU was idle: host wait, kernel wait, other.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! Per-kernel-name statistics.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -28,7 +28,7 @@ pub struct KernelStats {
 /// Statistics per name, longest total first (ties by name).
 pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Window) -> Vec<KernelStats> {
     let ev = &trace.events;
-    let mut by_name: HashMap<u32, (ActivityClass, u64, i64, i64)> = HashMap::new();
+    let mut by_name: HashMap<u32, (ActivityClass, u64, i64, i64)> = HashMap::default();
     for (i, class) in classes.iter().enumerate() {
         let Some(class) = *class else { continue };
         let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));

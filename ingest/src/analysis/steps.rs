@@ -1,6 +1,6 @@
 //! `ProfilerStep#N` annotations and their GPU windows.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
