@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Ingest + breakdown throughput and peak memory, next to `gzip -dc` of the same files.
 # Usage: bench/run.sh [FILE...]   (default: the largest traces of ../shared/traces and a generated ~500 MB trace)
+# With HTA_PYTHON set to the python of a venv holding HolisticTraceAnalysis 0.5, HTA is timed on the
+# real traces too (one run each: it takes seconds).
 # Results go to stdout as a Markdown table; BENCHMARKS.md records a run and the method.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,8 +38,8 @@ best() { # best of 3 wall-clock seconds and the peak RSS (MiB) of that run
   done
   echo "$best_s $((best_kb / 1024))"
 }
-echo "| file | JSON MB | gzip -dc s | tracecast s | tracecast MB/s | peak MiB |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| file | JSON MB | gzip -dc s | tracecast s | tracecast MB/s | peak MiB | HTA 0.5 s | HTA peak MiB | speedup |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for f in "${files[@]}"; do
   mb=$("$bin" "$f" | sed 's/.*json_mb=\([0-9.]*\).*/\1/')
   if [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' ')" = "1f8b" ]; then
@@ -47,5 +49,12 @@ for f in "${files[@]}"; do
   fi
   read -r tc_s tc_mib < <(best "$bin" "$f")
   rate=$(awk "BEGIN{printf \"%.0f\", $mb / ($tc_s > 0 ? $tc_s : 0.01)}")
-  echo "| $(basename "$f") | $mb | $gz_s | $tc_s | $rate | $tc_mib |"
+  hta_s="-" hta_mib="-" speedup="-"
+  if [ -n "${HTA_PYTHON:-}" ] && [[ "$f" == ../shared/* ]]; then
+    out=$( { /usr/bin/time -f "%M" "$HTA_PYTHON" bench/hta_baseline.py "$f" 2>/dev/null; } 2>&1 )
+    hta_s=$(echo "$out" | sed -n 's/^hta_s=//p')
+    hta_mib=$(( $(echo "$out" | tail -1) / 1024 ))
+    speedup=$(awk "BEGIN{printf \"%.0f×\", $hta_s / ($tc_s > 0 ? $tc_s : 0.01)}")
+  fi
+  echo "| $(basename "$f") | $mb | $gz_s | $tc_s | $rate | $tc_mib | $hta_s | $hta_mib | $speedup |"
 done

@@ -464,6 +464,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
     let mut base: u64 = 0;
     let mut total: u64 = 0;
+    let mut block_len: usize = 64 << 10;
     let mut any_content = false;
     let outcome: Result<()> = rayon::in_place_scope(|scope| {
         let mut index = 0;
@@ -471,7 +472,9 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             // A block: the carried-over tail, then new text. Buffers come back
             // from the parsers, so they are allocated and zeroed once: fresh
             // multi-MiB allocations cost page faults on every block.
-            let want = BLOCK.max(carry.len());
+            let want = block_len.max(carry.len());
+            // Small first blocks keep small files cheap; large files reach BLOCK quickly.
+            block_len = (block_len * 4).min(BLOCK);
             let mut text = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
             if text.len() < carry.len() + want {
                 text.resize(carry.len() + want, 0);
