@@ -51,9 +51,10 @@ for f in "${files[@]}"; do
   rate=$(awk "BEGIN{printf \"%.0f\", $mb / ($tc_s > 0 ? $tc_s : 0.01)}")
   hta_s="-" hta_mib="-" speedup="-"
   if [ -n "${HTA_PYTHON:-}" ] && [[ "$f" == ../shared/* ]]; then
-    out=$( { /usr/bin/time -f "%M" "$HTA_PYTHON" bench/hta_baseline.py "$f" 2>/dev/null; } 2>&1 )
-    hta_s=$(echo "$out" | sed -n 's/^hta_s=//p')
-    hta_mib=$(( $(echo "$out" | tail -1) / 1024 ))
+    mem=$(mktemp)
+    hta_s=$(/usr/bin/time -f "%M" -o "$mem" "$HTA_PYTHON" bench/hta_baseline.py "$f" 2>/dev/null | sed -n 's/^hta_s=//p')
+    hta_mib=$(( $(tail -1 "$mem") / 1024 ))
+    rm -f "$mem"
     speedup=$(awk "BEGIN{printf \"%.0f×\", $hta_s / ($tc_s > 0 ? $tc_s : 0.01)}")
   fi
   echo "| $(basename "$f") | $mb | $gz_s | $tc_s | $rate | $tc_mib | $hta_s | $hta_mib | $speedup |"

@@ -1,5 +1,6 @@
 //! The `tracecast` command line: argument parsing and wiring only.
 
+mod calibrate_summary;
 mod export;
 mod summary;
 
@@ -24,8 +25,12 @@ struct Cli {
 enum Command {
     /// Where GPU time went, above all exposed communication, per rank, step and collective.
     Analyze(AnalyzeArgs),
+    /// Fit kernel efficiencies and link latency/bandwidth from traces into a profile per device.
+    Calibrate(CalibrateArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),
+    /// The hardware catalog: `hw list`, `hw show ID`.
+    Hw(HwArgs),
     /// Analyze the bundled demo job (a synthetic 4-rank data-parallel run).
     Demo,
 }
@@ -79,6 +84,57 @@ struct AnalyzeArgs {
 }
 
 #[derive(clap::Args)]
+struct CalibrateArgs {
+    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Profile to write (JSON). With traces of several GPUs, one file per device: OUT with the GPU id before `.json`.
+    #[arg(long, value_name = "PROFILE.json")]
+    out: PathBuf,
+    /// Also write a MAD-Max system configuration with the fitted utilization factors.
+    #[arg(long, value_name = "F")]
+    madmax_system: Option<PathBuf>,
+    /// Nodes of the MAD-Max system configuration.
+    #[arg(long, default_value_t = 1)]
+    nodes: u32,
+    /// GPUs per node, to tell intra- from inter-node groups (default: the GPU's node preset, else 8).
+    #[arg(long)]
+    gpus_per_node: Option<u32>,
+    /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
+    /// Extra regular expression for communication kernels (repeatable).
+    #[arg(long, value_name = "RE")]
+    comm_pattern: Vec<String>,
+    /// Treat every file as its own job instead of the ranks of one job.
+    #[arg(long)]
+    each: bool,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct HwArgs {
+    #[command(subcommand)]
+    command: HwCommand,
+    /// Extra hardware catalog file (TOML).
+    #[arg(long, value_name = "FILE", global = true)]
+    hw: Vec<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum HwCommand {
+    /// Every GPU and node preset.
+    List,
+    /// One GPU with its sources.
+    Show {
+        /// GPU id, e.g. `h100-sxm`.
+        id: String,
+    },
+}
+
+#[derive(clap::Args)]
 struct SynthArgs {
     /// Output directory (created).
     #[arg(long, value_name = "DIR")]
@@ -95,6 +151,15 @@ struct SynthArgs {
     /// Random seed (noise and rank skew).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// True all-reduce bus bandwidth, GB/s.
+    #[arg(long, default_value_t = 150.0)]
+    busbw_gbps: f64,
+    /// True all-reduce latency α, µs.
+    #[arg(long, default_value_t = 15.0)]
+    alpha_us: f64,
+    /// True GEMM efficiency η.
+    #[arg(long, default_value_t = 0.70)]
+    gemm_efficiency: f64,
     /// Write plain JSON instead of gzip.
     #[arg(long)]
     plain: bool,
@@ -104,7 +169,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Analyze(args) => analyze(args),
+        Command::Calibrate(args) => calibrate(args),
         Command::Synth(args) => synth(args),
+        Command::Hw(args) => hw(args),
         Command::Demo => demo(),
     };
     match result {
@@ -231,12 +298,101 @@ fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar
     bar
 }
 
+fn catalog_with(files: &[PathBuf]) -> Result<tracecast_calibrate::Catalog> {
+    let mut catalog = tracecast_calibrate::Catalog::builtin();
+    for f in files {
+        catalog.add_file(f)?;
+    }
+    Ok(catalog)
+}
+
+fn hw(args: HwArgs) -> Result<ExitCode> {
+    let catalog = catalog_with(&args.hw)?;
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        HwCommand::List => calibrate_summary::write_catalog(&mut out, &catalog)?,
+        HwCommand::Show { id } => calibrate_summary::write_gpu(&mut out, catalog.gpu(&id)?, &catalog)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the jobs the paths stand for, reporting bad files; `failed` tells whether any was bad.
+fn read_jobs(paths: &[PathBuf], each: bool, quiet: bool) -> (Vec<Job>, bool) {
+    let read = ReadOptions::default();
+    let mut jobs = Vec::new();
+    let mut failed = false;
+    for (path, inputs) in jobs_of(paths, each) {
+        let mut files = Vec::new();
+        let mut listing_errors = Vec::new();
+        for p in &inputs {
+            match job::trace_files(p) {
+                Ok(f) => files.extend(f),
+                Err(e) => listing_errors.push(e),
+            }
+        }
+        let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+        let bar = progress_bar(files.len(), total_bytes, quiet);
+        let mut job = Job::read(path, &files, &read, &|_| bar.inc(1));
+        bar.finish_and_clear();
+        job.failures.extend(listing_errors);
+        for e in &job.failures {
+            eprintln!("error: {e}");
+        }
+        failed |= !job.failures.is_empty();
+        if !job.ranks.is_empty() {
+            jobs.push(job);
+        }
+    }
+    (jobs, failed)
+}
+
+fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    let catalog = catalog_with(&args.hw)?;
+    let mut opts = tracecast_calibrate::CalibrateOptions::default();
+    opts.classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    opts.gpus_per_node = args.gpus_per_node;
+    let (jobs, failed) = read_jobs(&args.paths, args.each, args.quiet);
+    let profiles = tracecast_calibrate::calibrate(&jobs, &catalog, &opts);
+    if profiles.is_empty() {
+        anyhow::bail!("no trace could be read: nothing to calibrate");
+    }
+    let many = profiles.len() > 1;
+    for p in &profiles {
+        let path = if many { per_device(&args.out, p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { args.out.clone() };
+        let mut bytes = serde_json::to_vec_pretty(p)?;
+        bytes.push(b'\n');
+        output::write_atomic(&path, &bytes)?;
+        if let Some(f) = &args.madmax_system {
+            let f = if many { per_device(f, p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { f.clone() };
+            let mut bytes = serde_json::to_vec_pretty(&tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes))?;
+            bytes.push(b'\n');
+            output::write_atomic(&f, &bytes)?;
+        }
+        if !args.quiet {
+            let mut out = std::io::stdout().lock();
+            calibrate_summary::write_profile(&mut out, p)?;
+            writeln!(out, "Profile written to {}", path.display())?;
+        }
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// `profile.json` → `profile.h100-sxm.json`.
+fn per_device(path: &std::path::Path, id: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    path.with_file_name(format!("{stem}.{id}{ext}"))
+}
+
 fn synth(args: SynthArgs) -> Result<ExitCode> {
     let mut spec = tracecast_calibrate::synth::JobSpec::default();
     spec.ranks = args.ranks;
     spec.steps = args.steps;
     spec.layers = args.layers;
     spec.seed = args.seed;
+    spec.allreduce_busbw_gbps = args.busbw_gbps;
+    spec.allreduce_alpha_us = args.alpha_us;
+    spec.gemm_efficiency = args.gemm_efficiency;
     spec.gzip = !args.plain;
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
     for f in written {
@@ -251,7 +407,8 @@ const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
 fn demo() -> Result<ExitCode> {
     let dir = PathBuf::from(DEMO_DIR);
     println!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display());
-    println!("(made by `tracecast synth --out fixtures/demo`; point `tracecast analyze` at your own trace directory the same way)\n");
+    println!("(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;");
+    println!(" point `tracecast analyze` at your own trace directory the same way)\n");
     let job = Job::read(dir.clone(), &job::trace_files(&dir)?, &ReadOptions::default(), &|_| {});
     for e in &job.failures {
         eprintln!("error: {e}");

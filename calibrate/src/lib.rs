@@ -1,10 +1,10 @@
 //! # tracecast-calibrate
 //!
-//! Turns measured traces into a performance model: the hardware catalog
-//! (peak FLOP/s and bandwidths per GPU, as data files users can extend),
-//! FLOP/byte accounting of the ops behind each kernel, kernel-efficiency fits
-//! (t = t0 + W/(η·P)) and link fits (t = α + k·S/B) with their quality
-//! (DESIGN §4).
+//! Turns measured traces into a performance model: the hardware [`catalog`]
+//! (peak FLOP/s and bandwidths per GPU, as TOML data users can extend),
+//! [`work`] accounting of the ops behind each kernel, kernel-efficiency fits
+//! (t = t0 + W/(η·P)) and link fits (t = α + k·S/B) with their quality, in a
+//! [`profile::Profile`] per device (DESIGN §4).
 //!
 //! It also writes **synthetic traces with known ground truth** ([`synth`]):
 //! Kineto JSON that `ingest` reads like a real trace, produced from stated
@@ -25,4 +25,14 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod catalog;
+mod error;
+pub mod fit;
+pub mod madmax;
+pub mod profile;
 pub mod synth;
+pub mod work;
+
+pub use catalog::Catalog;
+pub use error::{Error, Result};
+pub use profile::{CalibrateOptions, Profile, calibrate};

@@ -4,7 +4,7 @@
 //!
 //! Each rank runs, per step: an input copy, forward GEMMs and elementwise
 //! kernels per layer, backward GEMMs per layer with one gradient all-reduce
-//! bucket per layer on a separate communication stream (overlapping the
+//! bucket per layer (sizes spread over five decades) on a separate communication stream (overlapping the
 //! remaining backward work), an optimizer that waits for the last bucket, and
 //! a host synchronisation. A collective instance starts on each rank when that
 //! rank arrives and ends on every rank at the latest arrival plus its transfer
@@ -42,7 +42,10 @@ pub struct JobSpec {
     pub allreduce_alpha_us: f64,
     /// All-reduce bus bandwidth B, GB/s. Default: 150.
     pub allreduce_busbw_gbps: f64,
-    /// Relative spread of per-rank compute speed. Default: 0.03.
+    /// Spread of the per-rank host time before each step (data loading):
+    /// each rank loads for `data_loading_us × (1 + rank_skew · u)`, u uniform
+    /// in [0, 1); stragglers make the other ranks wait at collectives.
+    /// Kernels themselves run at the stated efficiencies on every rank. Default: 0.5.
     pub rank_skew: f64,
     /// Relative noise of each kernel duration. Default: 0.02.
     pub noise: f64,
@@ -71,7 +74,7 @@ impl Default for JobSpec {
             memory_efficiency: 0.80,
             allreduce_alpha_us: 15.0,
             allreduce_busbw_gbps: 150.0,
-            rank_skew: 0.03,
+            rank_skew: 0.5,
             noise: 0.02,
             clock_skew_us: 40.0,
             data_loading_us: 300.0,
@@ -121,7 +124,7 @@ struct RankWriter {
     cpu_us: f64,
     compute_free_us: f64,
     comm_free_us: f64,
-    speed: f64,
+    loading_us: f64,
     clock_offset_us: f64,
 }
 
@@ -200,7 +203,7 @@ impl RankWriter {
 /// GEMM [m,k]×[k,n] on the compute stream.
 fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k: u64, n: u64) {
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    let dur = (spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * w.speed * rng.jitter(spec.noise);
+    let dur = (spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * rng.jitter(spec.noise);
     let args = format!("\"Input Dims\": [[{m}, {k}], [{k}, {n}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         name,
@@ -217,8 +220,7 @@ fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k
 /// Elementwise op over `elems` bf16 values (two inputs, one output).
 fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elems: u64) {
     let bytes = 3.0 * 2.0 * elems as f64;
-    let dur =
-        (spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * w.speed * rng.jitter(spec.noise);
+    let dur = (spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * rng.jitter(spec.noise);
     let args = format!("\"Input Dims\": [[{elems}], [{elems}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         op,
@@ -239,8 +241,8 @@ pub struct SynthRank {
     pub json: String,
     /// The offset added to this rank's clock, µs (rank 0: 0).
     pub clock_offset_us: f64,
-    /// The factor applied to this rank's compute durations (rank skew).
-    pub speed: f64,
+    /// Host time before each step on this rank, µs (rank skew).
+    pub data_loading_us: f64,
 }
 
 /// The ranks' trace files as JSON text, in rank order, with their truth.
@@ -255,12 +257,12 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             cpu_us: 0.0,
             compute_free_us: 0.0,
             comm_free_us: 0.0,
-            speed: 1.0,
+            loading_us: spec.data_loading_us,
             clock_offset_us: 0.0,
         })
         .collect();
     for w in ranks.iter_mut() {
-        w.speed = rng.jitter(spec.rank_skew);
+        w.loading_us = spec.data_loading_us * (1.0 + spec.rank_skew * rng.uniform());
         w.clock_offset_us = if w.rank == 0 { 0.0 } else { (rng.uniform() * 2.0 - 1.0) * spec.clock_skew_us };
     }
     let h = spec.hidden;
@@ -274,8 +276,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         for w in ranks.iter_mut() {
             let start = w.cpu_us;
             step_starts.push(start);
-            w.x("user_annotation", "DataLoader.__next__", CPU_PID, CPU_TID, start + 1.0, spec.data_loading_us, "");
-            w.cpu_us = start + spec.data_loading_us + 2.0;
+            w.x("user_annotation", "DataLoader.__next__", CPU_PID, CPU_TID, start + 1.0, w.loading_us, "");
+            w.cpu_us = start + w.loading_us + 2.0;
             let bytes = t * 8;
             let copy = bytes as f64 / 20e9 * 1e6;
             let ext = w.next_id;
@@ -323,10 +325,13 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             }
             ready.push(buckets);
         }
-        // Gradient all-reduces, one instance at a time across ranks.
-        let bytes = grad_elems * 2;
+        // Gradient all-reduces, one instance at a time across ranks. Bucket
+        // sizes spread over five decades (a layer's gradients down to 1/4^7 of
+        // them) so latency and bandwidth can both be recovered.
         let factor = 2.0 * (n as f64 - 1.0) / n as f64;
         for b in 0..spec.layers as usize {
+            let elems = (grad_elems >> (2 * (b % 8))).max(1);
+            let bytes = elems * 2;
             let transfer =
                 (spec.allreduce_alpha_us + factor * bytes as f64 / (spec.allreduce_busbw_gbps * 1e9) * 1e6) * rng.jitter(spec.noise / 2.0);
             let arrivals: Vec<f64> = ranks
@@ -343,7 +348,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 let saved_cpu = w.cpu_us;
                 w.cpu_us = cpu;
                 let op_args = format!(
-                    "\"Collective name\": \"allreduce\", \"In msg nelems\": {grad_elems}, \"Out msg nelems\": {grad_elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{ranks_list}]\""
+                    "\"Collective name\": \"allreduce\", \"In msg nelems\": {elems}, \"Out msg nelems\": {elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{ranks_list}]\""
                 );
                 w.launch(
                     "record_param_comms",
@@ -362,7 +367,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         for (i, w) in ranks.iter_mut().enumerate() {
             w.compute_free_us = w.compute_free_us.max(w.comm_free_us);
             for _ in 0..4 {
-                elementwise(w, &mut rng, spec, "aten::_foreach_add_", grad_elems * spec.layers as u64 / 4);
+                elementwise(w, &mut rng, spec, "aten::add_", grad_elems * spec.layers as u64 / 4);
             }
             let sync_start = w.cpu_us;
             let sync_end = sync_start.max(w.compute_free_us) + 3.0;
@@ -389,7 +394,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 s.push_str(row);
             }
             s.push_str("\n],\n\"traceName\": \"synthetic\"}\n");
-            SynthRank { json: s, clock_offset_us: w.clock_offset_us, speed: w.speed }
+            SynthRank { json: s, clock_offset_us: w.clock_offset_us, data_loading_us: w.loading_us }
         })
         .collect()
 }

@@ -40,6 +40,7 @@ pub(crate) struct ArgFields<'a> {
     pub(crate) pg_ranks: OptText<'a>,
     pub(crate) input_dims: Option<&'a str>,
     pub(crate) input_type: Option<&'a str>,
+    pub(crate) concrete_inputs: Option<&'a str>,
     pub(crate) bytes: Num,
 }
 
@@ -246,13 +247,13 @@ fn args<'a>(b: &'a [u8], i: usize, a: &mut ArgFields<'a>) -> Option<usize> {
                 a.pg_ranks = v;
                 e
             })?,
-            b"Input Dims" | b"Input type" => {
+            b"Input Dims" | b"Input type" | b"Concrete Inputs" => {
                 let e = skip_any(b, j)?;
                 let raw = std::str::from_utf8(b.get(j..e)?).ok()?;
-                if key == b"Input Dims" {
-                    a.input_dims = Some(raw);
-                } else {
-                    a.input_type = Some(raw);
+                match key {
+                    b"Input Dims" => a.input_dims = Some(raw),
+                    b"Input type" => a.input_type = Some(raw),
+                    _ => a.concrete_inputs = Some(raw),
                 }
                 e
             }

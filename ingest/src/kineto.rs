@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -94,6 +95,7 @@ impl<'a> RawEvent<'a> {
                 pg_ranks: args.pg_ranks,
                 input_dims: args.input_dims.map(RawValue::get),
                 input_type: args.input_type.map(RawValue::get),
+                concrete_inputs: args.concrete_inputs.map(RawValue::get),
                 bytes: args.bytes,
             },
         }
@@ -126,6 +128,8 @@ struct RawArgs<'a> {
     input_dims: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "Input type")]
     input_type: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "Concrete Inputs")]
+    concrete_inputs: Option<&'a RawValue>,
     #[serde(default)]
     bytes: Num,
 }
@@ -318,6 +322,7 @@ impl Chunk {
                     event: index,
                     input_dims: dims.to_string(),
                     input_types: args.input_type.map(str::to_string).unwrap_or_default(),
+                    concrete_inputs: args.concrete_inputs.map(str::to_string).unwrap_or_default(),
                 });
             }
         }
@@ -465,6 +470,8 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let mut base: u64 = 0;
     let mut total: u64 = 0;
     let mut block_len: usize = 64 << 10;
+    let in_flight = AtomicUsize::new(0);
+    let max_in_flight = 2 * rayon::current_num_threads() + 1;
     let mut any_content = false;
     let outcome: Result<()> = rayon::in_place_scope(|scope| {
         let mut index = 0;
@@ -472,6 +479,13 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             // A block: the carried-over tail, then new text. Buffers come back
             // from the parsers, so they are allocated and zeroed once: fresh
             // multi-MiB allocations cost page faults on every block.
+            // Backpressure: a fast inflater must not queue the whole file
+            // ahead of the parsers. Help run their tasks (or wait) instead.
+            while in_flight.load(Ordering::Acquire) >= max_in_flight {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            }
             let want = block_len.max(carry.len());
             // Small first blocks keep small files cheap; large files reach BLOCK quickly.
             block_len = (block_len * 4).min(BLOCK);
@@ -514,6 +528,8 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             index += 1;
             let results = &results;
             let pool = &pool;
+            let in_flight = &in_flight;
+            in_flight.fetch_add(1, Ordering::AcqRel);
             scope.spawn(move |_| {
                 let parsed = parse_block(&block, opts);
                 if let Ok(mut r) = results.lock() {
@@ -522,6 +538,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 if let Ok(mut p) = pool.lock() {
                     p.push(block.text);
                 }
+                in_flight.fetch_sub(1, Ordering::AcqRel);
             });
             if eof {
                 return Ok(());

@@ -17,6 +17,8 @@ pub struct OpShapes {
     pub input_dims: String,
     /// `Input type` as written, e.g. `["c10::BFloat16", "c10::BFloat16"]`.
     pub input_types: String,
+    /// `Concrete Inputs` as written (scalar arguments such as strides), or empty.
+    pub concrete_inputs: String,
 }
 
 impl OpShapes {
@@ -35,8 +37,12 @@ impl OpShapes {
 
     /// `Input type` as one string per input (empty where not a string).
     pub fn types(&self) -> Vec<String> {
-        let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(&self.input_types) else { return Vec::new() };
-        inputs.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect()
+        strings(&self.input_types)
+    }
+
+    /// `Concrete Inputs` as one string per input (empty where not recorded).
+    pub fn concrete(&self) -> Vec<String> {
+        strings(&self.concrete_inputs)
     }
 
     /// Bytes of the largest input tensor whose shape and dtype are known.
@@ -52,6 +58,11 @@ impl OpShapes {
             })
             .max()
     }
+}
+
+fn strings(json: &str) -> Vec<String> {
+    let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(json) else { return Vec::new() };
+    inputs.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect()
 }
 
 /// One trace file: its events as columns plus the metadata we use.

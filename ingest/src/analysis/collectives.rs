@@ -29,6 +29,8 @@ pub(crate) struct Instance {
     pub(crate) start_ns: i64,
     pub(crate) end_ns: i64,
     pub(crate) seq: u32,
+    pub(crate) algo: Option<String>,
+    pub(crate) proto: Option<String>,
 }
 
 impl Instance {
@@ -70,7 +72,8 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
     for i in rows {
         let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
         let from_args = args.and_then(|a| a.collective());
-        let kernel = NcclKernelName::parse(trace.name(i)).and_then(|k| k.collective);
+        let parsed = NcclKernelName::parse(trace.name(i));
+        let kernel = parsed.as_ref().and_then(|k| k.collective);
         let bytes = args.and_then(|a| a.message_bytes());
         let (op_collective, op_bytes) =
             if from_args.is_none() || bytes.is_none() { from_launching_ops(trace, links, i) } else { (None, None) };
@@ -99,6 +102,8 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             start_ns: ev.ts_ns.get(i).copied().unwrap_or(0),
             end_ns: ev.end_ns(i),
             seq: *counter,
+            algo: parsed.as_ref().and_then(|k| k.algo.clone()),
+            proto: parsed.and_then(|k| k.proto),
         });
         *counter += 1;
     }
@@ -314,4 +319,77 @@ mod tests {
         assert!((a.offsets_us[2] - 3.0).abs() < 0.01, "{a:?}");
         assert!(a.residual_us < 0.01);
     }
+}
+
+/// One communication kernel on one rank, with what the other ranks of the job
+/// tell about it: the material of link calibration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveSample {
+    /// Global rank of the kernel.
+    pub rank: u32,
+    /// The operation.
+    pub collective: Collective,
+    /// Process group name (and description), when known.
+    pub process_group: Option<String>,
+    /// Member ranks as written in the trace (`"[0, 1]"`), when known.
+    pub pg_ranks: Option<String>,
+    /// Ranks in the group, when known.
+    pub group_size: Option<i64>,
+    /// Message size in bytes (nccl-tests convention), when known.
+    pub bytes: Option<u64>,
+    /// NCCL algorithm from the kernel name (`RING`, `TREE`, …).
+    pub algo: Option<String>,
+    /// NCCL protocol from the kernel name (`LL`, `LL128`, `SIMPLE`).
+    pub proto: Option<String>,
+    /// Kernel start, ns on the rank's clock.
+    pub start_ns: i64,
+    /// Kernel duration, µs.
+    pub dur_us: f64,
+    /// Shortest duration of this instance over the ranks that have it, µs
+    /// (`None` when no other rank of the job has it).
+    pub transfer_us: Option<f64>,
+    /// Ranks of the job on which this instance was found.
+    pub matched_ranks: usize,
+}
+
+/// Every communication kernel of every rank of `job`, matched across ranks.
+pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<CollectiveSample> {
+    let per_rank: Vec<Vec<Instance>> = job
+        .ranks
+        .iter()
+        .map(|r| {
+            let classes = classifier.classes(&r.trace);
+            let links = Links::new(&r.trace);
+            instances(&r.trace, &classes, &links)
+        })
+        .collect();
+    let mut count: HashMap<InstanceKey, (usize, i64)> = HashMap::default();
+    for list in &per_rank {
+        for inst in list {
+            let e = count.entry(inst.key()).or_insert((0, i64::MAX));
+            e.0 += 1;
+            e.1 = e.1.min(inst.end_ns - inst.start_ns);
+        }
+    }
+    let mut out = Vec::new();
+    for (rank, list) in job.ranks.iter().zip(per_rank) {
+        for inst in list {
+            let (matched, min) = count.get(&inst.key()).copied().unwrap_or((1, 0));
+            out.push(CollectiveSample {
+                rank: rank.rank,
+                collective: inst.collective,
+                process_group: inst.process_group,
+                pg_ranks: inst.pg_ranks,
+                group_size: inst.group_size,
+                bytes: inst.bytes,
+                algo: inst.algo,
+                proto: inst.proto,
+                start_ns: inst.start_ns,
+                dur_us: (inst.end_ns - inst.start_ns) as f64 / 1000.0,
+                transfer_us: (matched >= 2).then(|| min as f64 / 1000.0),
+                matched_ranks: matched,
+            });
+        }
+    }
+    out
 }

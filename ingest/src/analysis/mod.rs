@@ -19,7 +19,7 @@ mod steps;
 
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier};
-pub use collectives::{ClockAlignment, CollectiveStats};
+pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, collective_samples};
 pub use idle::IdleSplit;
 pub use job::{AnalyzeOptions, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
 pub use kernels::{KernelStats, kernel_stats};

@@ -1,0 +1,306 @@
+//! The hardware catalog: GPUs and node presets as TOML data embedded in the
+//! binary (`calibrate/hw/*.toml`), extendable with user files.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tracecast_ingest::device::DeviceProperties;
+
+use crate::error::{Error, Result};
+
+/// A data type whose peak throughput the catalog knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// 64-bit float.
+    Fp64,
+    /// 32-bit float (no tensor-core TF32).
+    Fp32,
+    /// TensorFloat-32.
+    Tf32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE half.
+    Fp16,
+    /// 8-bit float (E4M3/E5M2).
+    Fp8,
+    /// 8-bit integer.
+    Int8,
+}
+
+impl Dtype {
+    /// The dtype of a profiler type name (`float`, `c10::BFloat16`, `c10::Half`, `double`, …).
+    pub fn from_profiler(name: &str) -> Option<Dtype> {
+        let n = name.trim().trim_start_matches("c10::").to_ascii_lowercase();
+        Some(match n.as_str() {
+            "double" | "float64" => Dtype::Fp64,
+            "float" | "float32" => Dtype::Fp32,
+            "bfloat16" => Dtype::Bf16,
+            "half" | "float16" => Dtype::Fp16,
+            "signed char" | "char" | "int8" | "unsigned char" | "uint8" => Dtype::Int8,
+            _ if n.starts_with("float8") => Dtype::Fp8,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name as in the catalog and the profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dtype::Fp64 => "fp64",
+            Dtype::Fp32 => "fp32",
+            Dtype::Tf32 => "tf32",
+            Dtype::Bf16 => "bf16",
+            Dtype::Fp16 => "fp16",
+            Dtype::Fp8 => "fp8",
+            Dtype::Int8 => "int8",
+        }
+    }
+}
+
+/// One GPU of the catalog (units as in `gpus.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Gpu {
+    /// The id users type (`h100-sxm`).
+    pub id: String,
+    /// Full name.
+    pub name: String,
+    /// Where the numbers come from.
+    pub source: String,
+    /// Substrings of `deviceProperties.name` that identify it.
+    #[serde(default, rename = "match")]
+    pub match_names: Vec<String>,
+    /// Compute-unit counts that identify it when the name is empty or generic.
+    #[serde(default)]
+    pub match_cus: Vec<i64>,
+    /// gfx / compute-capability versions (major.minor) that go with `match_cus`.
+    #[serde(default)]
+    pub match_gfx: Vec<f64>,
+    /// Peak dense TFLOP/s.
+    pub fp64: Option<f64>,
+    /// Peak dense TFLOP/s.
+    pub fp32: Option<f64>,
+    /// Peak dense TFLOP/s.
+    pub tf32: Option<f64>,
+    /// Peak dense TFLOP/s.
+    pub bf16: Option<f64>,
+    /// Peak dense TFLOP/s.
+    pub fp16: Option<f64>,
+    /// Peak dense TFLOP/s.
+    pub fp8: Option<f64>,
+    /// Peak dense TOPS.
+    pub int8: Option<f64>,
+    /// HBM capacity, GB.
+    pub memory_gb: f64,
+    /// HBM bandwidth, GB/s.
+    pub hbm_gbps: f64,
+    /// Nominal intra-node GPU-to-GPU bandwidth per direction, GB/s.
+    pub link_gbps: f64,
+}
+
+impl Gpu {
+    /// Peak dense throughput for `dtype`, FLOP/s.
+    pub fn peak_flops(&self, dtype: Dtype) -> Option<f64> {
+        let tflops = match dtype {
+            Dtype::Fp64 => self.fp64,
+            Dtype::Fp32 => self.fp32,
+            Dtype::Tf32 => self.tf32,
+            Dtype::Bf16 => self.bf16,
+            Dtype::Fp16 => self.fp16,
+            Dtype::Fp8 => self.fp8,
+            Dtype::Int8 => self.int8,
+        }?;
+        Some(tflops * 1e12)
+    }
+
+    /// Peak HBM bandwidth, bytes/s.
+    pub fn hbm_bytes_per_s(&self) -> f64 {
+        self.hbm_gbps * 1e9
+    }
+}
+
+/// A node preset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Node {
+    /// The id users type (`dgx-h100`).
+    pub id: String,
+    /// GPU id.
+    pub gpu: String,
+    /// GPUs per node.
+    pub gpus: u32,
+    /// NICs per node.
+    pub nics: u32,
+    /// Bandwidth of one NIC, GB/s.
+    pub nic_gbps: f64,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    gpu: Vec<Gpu>,
+    #[serde(default)]
+    node: Vec<Node>,
+}
+
+/// How a trace's device was matched to a catalog GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchKind {
+    /// A `match` substring of the device name.
+    Name,
+    /// Compute-unit count and gfx version (the name was empty or generic): possibly ambiguous.
+    ComputeUnits,
+}
+
+/// GPUs and node presets.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// GPUs, built-in first; a user entry with a known id replaces it.
+    pub gpus: Vec<Gpu>,
+    /// Node presets.
+    pub nodes: Vec<Node>,
+}
+
+const BUILTIN: [(&str, &str); 2] = [("gpus.toml", include_str!("../hw/gpus.toml")), ("nodes.toml", include_str!("../hw/nodes.toml"))];
+
+impl Catalog {
+    /// The catalog shipped in the binary.
+    pub fn builtin() -> Catalog {
+        let mut c = Catalog::default();
+        for (name, text) in BUILTIN {
+            // The built-in files are tested; a parse failure here is a build defect.
+            if let Err(e) = c.add_toml(text, Path::new(name)) {
+                debug_assert!(false, "{e}");
+            }
+        }
+        c
+    }
+
+    /// Adds (or replaces by id) the entries of a TOML file.
+    pub fn add_file(&mut self, path: &Path) -> Result<()> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        self.add_toml(&text, path)
+    }
+
+    fn add_toml(&mut self, text: &str, path: &Path) -> Result<()> {
+        let file: File = toml::from_str(text).map_err(|e| Error::Catalog { path: path.to_path_buf(), message: e.to_string() })?;
+        for g in file.gpu {
+            match self.gpus.iter_mut().find(|x| x.id == g.id) {
+                Some(x) => *x = g,
+                None => self.gpus.push(g),
+            }
+        }
+        for n in file.node {
+            match self.nodes.iter_mut().find(|x| x.id == n.id) {
+                Some(x) => *x = n,
+                None => self.nodes.push(n),
+            }
+        }
+        Ok(())
+    }
+
+    /// The GPU with this id.
+    pub fn gpu(&self, id: &str) -> Result<&Gpu> {
+        self.gpus.iter().find(|g| g.id.eq_ignore_ascii_case(id)).ok_or_else(|| Error::UnknownHardware { id: id.to_string() })
+    }
+
+    /// The node preset with this id.
+    pub fn node(&self, id: &str) -> Result<&Node> {
+        self.nodes.iter().find(|n| n.id.eq_ignore_ascii_case(id)).ok_or_else(|| Error::UnknownHardware { id: id.to_string() })
+    }
+
+    /// The first node preset built from this GPU.
+    pub fn node_of(&self, gpu_id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.gpu == gpu_id)
+    }
+
+    /// The catalog GPU a trace device is. The longest matching name substring
+    /// wins (`MI250X` over `MI250`); devices with an empty or generic name
+    /// (`""`, `AMD Radeon Graphics`) are matched by compute units and gfx version.
+    pub fn match_device(&self, d: &DeviceProperties) -> Option<(&Gpu, MatchKind)> {
+        let name = d.name.as_deref().unwrap_or("").to_ascii_lowercase();
+        let by_name = self
+            .gpus
+            .iter()
+            .filter_map(|g| {
+                let best = g.match_names.iter().filter(|m| name.contains(&m.to_ascii_lowercase())).map(String::len).max()?;
+                Some((best, g))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, g)| (g, MatchKind::Name));
+        if by_name.is_some() {
+            return by_name;
+        }
+        let generic = name.is_empty() || name.contains("radeon graphics");
+        if !generic {
+            return None;
+        }
+        let cus = d.num_sms?;
+        let gfx = d.compute_major.zip(d.compute_minor).map(|(a, b)| a as f64 + b as f64 / 10.0);
+        self.gpus
+            .iter()
+            .find(|g| {
+                g.match_cus.contains(&cus) && gfx.is_none_or(|v| g.match_gfx.is_empty() || g.match_gfx.iter().any(|x| (x - v).abs() < 1e-6))
+            })
+            .map(|g| (g, MatchKind::ComputeUnits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(name: &str, cus: i64, major: i64, minor: i64) -> DeviceProperties {
+        DeviceProperties {
+            name: Some(name.into()),
+            num_sms: Some(cus),
+            compute_major: Some(major),
+            compute_minor: Some(minor),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn builtin_catalog_covers_the_required_ids() {
+        let c = Catalog::builtin();
+        for id in ["v100", "a100-40gb", "a100-80gb", "h100-sxm", "h800", "h200", "b200", "mi250x", "mi300x"] {
+            let g = c.gpu(id).unwrap();
+            assert!(g.hbm_gbps > 0.0 && g.link_gbps > 0.0 && !g.source.is_empty(), "{id}");
+        }
+        assert!(c.node("dgx-h100").is_ok());
+        assert!(c.gpu("tpu").is_err());
+    }
+
+    #[test]
+    fn trace_device_names_map_onto_the_catalog() {
+        let c = Catalog::builtin();
+        let id = |d: DeviceProperties| c.match_device(&d).map(|(g, _)| g.id.clone());
+        assert_eq!(id(dev("NVIDIA A100-PG509-200", 108, 8, 0)).as_deref(), Some("a100-40gb"));
+        assert_eq!(id(dev("Tesla V100-SXM2-32GB", 80, 7, 0)).as_deref(), Some("v100"));
+        assert_eq!(id(dev("NVIDIA H100 80GB HBM3", 132, 9, 0)).as_deref(), Some("h100-sxm"));
+        assert_eq!(id(dev("NVIDIA B200", 148, 10, 0)).as_deref(), Some("b200"));
+        assert_eq!(id(dev("AMD Instinct MI300X VF", 304, 9, 4)).as_deref(), Some("mi300x"));
+        assert_eq!(id(dev("AMD Instinct MI300X", 304, 9, 4)).as_deref(), Some("mi300x"));
+        assert_eq!(id(dev("", 304, 9, 4)).as_deref(), Some("mi300x"));
+        assert_eq!(id(dev("AMD Radeon Graphics", 104, 9, 0)).as_deref(), Some("mi250"));
+        assert_eq!(id(dev("AMD Instinct MI210", 104, 9, 0)).as_deref(), Some("mi210"));
+        assert_eq!(id(dev("Quadro GP100", 56, 6, 0)), None);
+    }
+
+    #[test]
+    fn user_files_extend_and_override() {
+        let mut c = Catalog::builtin();
+        let n = c.gpus.len();
+        c.add_toml(
+            "[[gpu]]\nid = \"h100-sxm\"\nname = \"x\"\nsource = \"mine\"\nbf16 = 1.0\nmemory_gb = 1.0\nhbm_gbps = 1.0\nlink_gbps = 1.0\n",
+            Path::new("mine.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.gpus.len(), n);
+        assert_eq!(c.gpu("h100-sxm").unwrap().bf16, Some(1.0));
+        assert!(c.add_toml("[[gpu]]\nid = 3\n", Path::new("bad.toml")).is_err());
+    }
+}

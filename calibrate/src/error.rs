@@ -1,0 +1,37 @@
+//! The one error type of the calibrate crate.
+
+use std::path::PathBuf;
+
+/// What can go wrong while calibrating.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A hardware file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A hardware file is not valid catalog TOML.
+    #[error("{}: {message}", path.display())]
+    Catalog {
+        /// The file (or `<built-in>`).
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A GPU or node id is not in the catalog.
+    #[error("unknown hardware {id:?}; `tracecast hw list` shows the known ids")]
+    UnknownHardware {
+        /// The id asked for.
+        id: String,
+    },
+    /// An output could not be written.
+    #[error(transparent)]
+    Ingest(#[from] tracecast_ingest::Error),
+}
+
+/// Result with the calibrate [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,126 @@
+//! Straight-line fits with confidence intervals: weighted least squares on
+//! top of statrs' Student t distribution, and a lower-envelope variant for
+//! durations that waits can only lengthen.
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// y = intercept + slope · x, with 95 % confidence intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LineFit {
+    /// Intercept.
+    pub intercept: f64,
+    /// 95 % interval of the intercept.
+    pub intercept_ci95: [f64; 2],
+    /// Slope.
+    pub slope: f64,
+    /// 95 % interval of the slope.
+    pub slope_ci95: [f64; 2],
+    /// Coefficient of determination of the line on the unweighted points.
+    pub r2: f64,
+    /// Points fitted.
+    pub n: usize,
+    /// Root-mean-square relative residual (y − ŷ)/ŷ.
+    pub residual_spread: f64,
+}
+
+/// Weighted least squares of `y` on `x`. With durations whose noise grows
+/// with their size, weights 1/y² make every point count by its relative
+/// error, so small messages pin the latency and large ones the bandwidth.
+/// `None` with fewer than three points or no spread in `x`.
+pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
+    let n = x.len().min(y.len()).min(w.len());
+    if n < 3 {
+        return None;
+    }
+    let sw: f64 = w.iter().take(n).sum();
+    let xm = x.iter().zip(w).take(n).map(|(x, w)| w * x).sum::<f64>() / sw;
+    let ym = y.iter().zip(w).take(n).map(|(y, w)| w * y).sum::<f64>() / sw;
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for i in 0..n {
+        let dx = x[i] - xm;
+        sxx += w[i] * dx * dx;
+        sxy += w[i] * dx * (y[i] - ym);
+    }
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let intercept = ym - slope * xm;
+    let (mut wss, mut ss_res, mut ss_tot, mut rel) = (0.0, 0.0, 0.0, 0.0);
+    let y_mean = y.iter().take(n).sum::<f64>() / n as f64;
+    for i in 0..n {
+        let fit = intercept + slope * x[i];
+        let r = y[i] - fit;
+        wss += w[i] * r * r;
+        ss_res += r * r;
+        ss_tot += (y[i] - y_mean).powi(2);
+        if fit != 0.0 {
+            rel += (r / fit).powi(2);
+        }
+    }
+    let dof = (n - 2) as f64;
+    let sigma2 = wss / dof;
+    let se_slope = (sigma2 / sxx).sqrt();
+    let se_intercept = (sigma2 * (1.0 / sw + xm * xm / sxx)).sqrt();
+    let t = StudentsT::new(0.0, 1.0, dof).map(|d| d.inverse_cdf(0.975)).unwrap_or(1.96);
+    Some(LineFit {
+        intercept,
+        intercept_ci95: [intercept - t * se_intercept, intercept + t * se_intercept],
+        slope,
+        slope_ci95: [slope - t * se_slope, slope + t * se_slope],
+        r2: if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 },
+        n,
+        residual_spread: (rel / n as f64).sqrt(),
+    })
+}
+
+/// Relative-error weights 1/y².
+pub fn relative_weights(y: &[f64]) -> Vec<f64> {
+    y.iter().map(|v| if *v > 0.0 { 1.0 / (v * v) } else { 0.0 }).collect()
+}
+
+/// The lower envelope of (x, y): per quarter-octave bin of x, the point with
+/// the smallest y. Durations measured on one rank include waits for the
+/// others, which only lengthen them, so the fastest point of each size is
+/// the best estimate of the transfer itself.
+pub fn lower_envelope(x: &[f64], y: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut best: std::collections::BTreeMap<i64, (f64, f64)> = std::collections::BTreeMap::new();
+    for (&xi, &yi) in x.iter().zip(y) {
+        if xi <= 0.0 || !yi.is_finite() {
+            continue;
+        }
+        let bin = (xi.log2() * 4.0).floor() as i64;
+        let e = best.entry(bin).or_insert((xi, yi));
+        if yi < e.1 {
+            *e = (xi, yi);
+        }
+    }
+    best.into_values().unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovers_a_known_line_with_intervals() {
+        let x: Vec<f64> = (1..=50).map(|i| i as f64 * 1000.0).collect();
+        // Deterministic ±1 % multiplicative noise.
+        let y: Vec<f64> =
+            x.iter().enumerate().map(|(i, x)| (15.0 + x / 150.0) * (1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0) / 5.0)).collect();
+        let f = weighted_line(&x, &y, &relative_weights(&y)).unwrap();
+        assert!((f.slope * 150.0 - 1.0).abs() < 0.02, "{f:?}");
+        assert!(f.slope_ci95[0] < f.slope && f.slope < f.slope_ci95[1]);
+        assert!(f.r2 > 0.99);
+        assert!(weighted_line(&[1.0, 2.0], &[1.0, 2.0], &[1.0, 1.0]).is_none());
+        assert!(weighted_line(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0], &[1.0; 3]).is_none());
+    }
+
+    #[test]
+    fn envelope_keeps_the_fastest_point_per_size() {
+        let (x, y) = lower_envelope(&[100.0, 101.0, 1000.0, 1001.0], &[5.0, 3.0, 9.0, 12.0]);
+        assert_eq!(x, [101.0, 1000.0]);
+        assert_eq!(y, [3.0, 9.0]);
+    }
+}

@@ -1,0 +1,83 @@
+//! A MAD-Max system configuration whose utilization factors are the fitted ones.
+//!
+//! MAD-Max (Hsia et al., ISCA 2024) describes a cluster with peak FLOP/s per
+//! dtype, one `flops_util`, HBM bandwidth and `mem_bw_util`, NVLink and NIC
+//! bandwidths with a utilization each. Here the peaks come from the catalog
+//! and the utilizations from a [`Profile`]: `flops_util` = fitted GEMM
+//! efficiency (bf16, else fp16, else any), `mem_bw_util` = elementwise
+//! efficiency, `nvlink_util` / `ibroce_util` = fitted bus bandwidth over
+//! nominal, intra- and inter-node. Missing fits keep MAD-Max's defaults and
+//! are named in `tracecast_notes`.
+
+use serde_json::{Value, json};
+
+use crate::catalog::{Catalog, Dtype};
+use crate::profile::Profile;
+use crate::work::KernelClass;
+
+/// MAD-Max's own hand-set factors, used where the traces support no fit.
+const DEFAULT_FLOPS_UTIL: f64 = 0.705;
+const DEFAULT_MEM_BW_UTIL: f64 = 0.836;
+const DEFAULT_NVLINK_UTIL: f64 = 0.6667;
+const DEFAULT_IB_UTIL: f64 = 0.56;
+
+/// The system configuration for `nodes` nodes of the profile's device.
+pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Value {
+    let mut notes = Vec::new();
+    let gpu = profile.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok());
+    let node = gpu.and_then(|g| catalog.node_of(&g.id));
+    let gpus_per_node = node.map_or(profile.device.gpus_per_node, |n| n.gpus);
+    let gemm = [Dtype::Bf16, Dtype::Fp16, Dtype::Tf32, Dtype::Fp32]
+        .iter()
+        .find_map(|d| profile.kernels.iter().find(|k| k.class == KernelClass::Gemm && k.dtype == Some(*d) && k.efficiency <= 1.0))
+        .map(|k| k.efficiency);
+    let mem = profile
+        .kernels
+        .iter()
+        .filter(|k| k.class == KernelClass::Elementwise && k.efficiency <= 1.0)
+        .map(|k| k.efficiency)
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let link = |domain: &str| {
+        profile
+            .links
+            .iter()
+            .filter(|l| l.domain == domain)
+            .filter_map(|l| l.efficiency)
+            .filter(|e| *e <= 1.0)
+            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
+    };
+    let mut pick = |name: &str, fitted: Option<f64>, default: f64| {
+        fitted.unwrap_or_else(|| {
+            notes.push(format!("{name}: no fit in the traces, MAD-Max default {default}"));
+            default
+        })
+    };
+    let flops_util = pick("flops_util", gemm, DEFAULT_FLOPS_UTIL);
+    let mem_bw_util = pick("mem_bw_util", mem, DEFAULT_MEM_BW_UTIL);
+    let nvlink_util = pick("nvlink_util", link("intra"), DEFAULT_NVLINK_UTIL);
+    let ibroce_util = pick("ibroce_util", link("inter"), DEFAULT_IB_UTIL);
+    let peak = |d: Dtype| gpu.and_then(|g| g.peak_flops(d)).unwrap_or(0.0);
+    json!({
+        "name": format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), nodes * gpus_per_node),
+        "type": "GPU",
+        "num_devices": nodes * gpus_per_node,
+        "num_nodes": nodes,
+        "f64_flops": peak(Dtype::Fp64),
+        // MAD-Max's "f32" is the tensor-core rate (TF32) where one exists.
+        "f32_flops": gpu.and_then(|g| g.peak_flops(Dtype::Tf32).or(g.peak_flops(Dtype::Fp32))).unwrap_or(0.0),
+        "f16_flops": gpu.and_then(|g| g.peak_flops(Dtype::Bf16).or(g.peak_flops(Dtype::Fp16))).unwrap_or(0.0),
+        "i8_ops": peak(Dtype::Int8),
+        "flops_util": flops_util,
+        "mem_cap": gpu.map_or(0.0, |g| g.memory_gb * 1e9),
+        "mem_bw": gpu.map_or(0.0, |g| g.hbm_gbps * 1e9),
+        "mem_bw_util": mem_bw_util,
+        // One logical link per GPU carrying the nominal per-direction bandwidth.
+        "num_nvlinks": 1,
+        "bw_per_nvlink": gpu.map_or(0.0, |g| g.link_gbps * 1e9),
+        "nvlink_util": nvlink_util,
+        "num_ibroce_ports": node.map_or(gpus_per_node, |n| n.nics),
+        "ibroce_bw": node.map_or(0.0, |n| n.nic_gbps * 1e9),
+        "ibroce_util": ibroce_util,
+        "tracecast_notes": notes,
+    })
+}

@@ -1,0 +1,472 @@
+//! The calibration profile of one device: kernel efficiencies and link
+//! parameters fitted from traces, with their quality (DESIGN §4).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{Classifier, collective_samples};
+use tracecast_ingest::collective::Collective;
+
+use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
+use crate::fit::{lower_envelope, relative_weights, weighted_line};
+use crate::work::{self, KernelClass, WorkSample};
+
+/// Options of [`calibrate`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CalibrateOptions {
+    /// Communication classifier. Default: `^nccl.*Kernel`.
+    pub classifier: Classifier,
+    /// GPUs per node, to tell intra- from inter-node groups. Default: the
+    /// matched GPU's node preset, else 8.
+    pub gpus_per_node: Option<u32>,
+    /// Fewest samples for a fit. Default: 5.
+    pub min_samples: usize,
+}
+
+impl Default for CalibrateOptions {
+    fn default() -> Self {
+        CalibrateOptions { classifier: Classifier::default(), gpus_per_node: None, min_samples: 5 }
+    }
+}
+
+/// The device a profile describes.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    /// `deviceProperties.name` as in the traces.
+    pub name: String,
+    /// Catalog id, when the device is in the catalog.
+    pub catalog_id: Option<String>,
+    /// How it was matched.
+    pub matched_by: Option<MatchKind>,
+    /// Catalog peaks, TFLOP/s (TOPS for int8), by dtype.
+    pub peak_tflops: BTreeMap<String, f64>,
+    /// Catalog HBM bandwidth, GB/s.
+    pub hbm_gbps: Option<f64>,
+    /// Catalog intra-node link bandwidth per direction, GB/s.
+    pub link_gbps: Option<f64>,
+    /// Per-GPU share of the node's NIC bandwidth, GB/s.
+    pub nic_gbps_per_gpu: Option<f64>,
+    /// GPUs per node assumed for domains.
+    pub gpus_per_node: u32,
+}
+
+/// One bin of the efficiency-vs-size curve.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeBin {
+    /// Smallest work in the bin (FLOPs or bytes).
+    pub work_min: f64,
+    /// Largest work in the bin.
+    pub work_max: f64,
+    /// Samples.
+    pub samples: usize,
+    /// Median achieved throughput / peak.
+    pub efficiency: f64,
+}
+
+/// A kernel-class fit: t = t0 + W / (η · P).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelFit {
+    /// Kernel class.
+    pub class: KernelClass,
+    /// Dtype of the ops (memory-bound classes are fitted per dtype too).
+    pub dtype: Option<Dtype>,
+    /// `flop` or `byte`.
+    pub unit: &'static str,
+    /// The peak P: TFLOP/s for FLOP classes, GB/s for byte classes.
+    pub peak: f64,
+    /// Which peak was used (`bf16`, `tf32`, `hbm`, …).
+    pub peak_of: String,
+    /// Fitted efficiency η (achieved / peak on large work).
+    pub efficiency: f64,
+    /// 95 % interval of η.
+    pub efficiency_ci95: [f64; 2],
+    /// Fitted fixed overhead t0, µs.
+    pub overhead_us: f64,
+    /// 95 % interval of t0.
+    pub overhead_ci95: [f64; 2],
+    /// R² of the fit.
+    pub r2: f64,
+    /// Op instances fitted.
+    pub samples: usize,
+    /// RMS relative residual.
+    pub residual_spread: f64,
+    /// Efficiency by work size (log-spaced bins).
+    pub size_curve: Vec<SizeBin>,
+    /// (work, µs) of every sample, for plots.
+    #[serde(skip)]
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A link fit: t = α + k · S / B.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkFit {
+    /// Collective.
+    pub collective: Collective,
+    /// Ranks in the group.
+    pub group_size: Option<i64>,
+    /// `intra`, `inter` or `unknown` (node).
+    pub domain: &'static str,
+    /// NCCL algorithm, when the kernel name gives it.
+    pub algo: Option<String>,
+    /// NCCL protocol, when the kernel name gives it.
+    pub proto: Option<String>,
+    /// Latency α, µs.
+    pub alpha_us: f64,
+    /// 95 % interval of α.
+    pub alpha_ci95: [f64; 2],
+    /// Bus bandwidth B, GB/s.
+    pub busbw_gbps: f64,
+    /// 95 % interval of B.
+    pub busbw_ci95: [f64; 2],
+    /// B / nominal bandwidth of the domain.
+    pub efficiency: Option<f64>,
+    /// The nominal bandwidth compared with, GB/s.
+    pub nominal_gbps: Option<f64>,
+    /// R² of the fit.
+    pub r2: f64,
+    /// Points fitted.
+    pub samples: usize,
+    /// `transfer` (min over matched ranks) or `lower_envelope` (one rank).
+    pub fitted_on: &'static str,
+    /// (bus bytes k·S, µs) of every point fitted, for plots.
+    #[serde(skip)]
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Something the traces could not support a fit for, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unfitted {
+    /// What (`gemm/bf16`, `all_reduce/8/intra`, …).
+    pub what: String,
+    /// Samples available.
+    pub samples: usize,
+    /// Σ time of those samples, µs.
+    pub total_us: f64,
+    /// Why there is no fit.
+    pub reason: String,
+}
+
+/// The calibration of one device.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    /// The device.
+    pub device: DeviceInfo,
+    /// Trace files used.
+    pub traces: Vec<String>,
+    /// Kernel-class fits.
+    pub kernels: Vec<KernelFit>,
+    /// Link fits.
+    pub links: Vec<LinkFit>,
+    /// What could not be fitted.
+    pub unfitted: Vec<Unfitted>,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, String)> {
+    let gpu = gpu?;
+    if class.counts_flops() {
+        let d = dtype?;
+        Some((gpu.peak_flops(d)?, d.as_str().to_string()))
+    } else {
+        Some((gpu.hbm_bytes_per_s(), "hbm".to_string()))
+    }
+}
+
+fn kernel_fit(
+    class: KernelClass,
+    dtype: Option<Dtype>,
+    samples: &[&WorkSample],
+    peak: f64,
+    peak_of: String,
+    min: usize,
+) -> Result<KernelFit, String> {
+    let pts: Vec<(f64, f64)> = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0).collect();
+    if pts.len() < min {
+        return Err(format!("{} samples with known work (need {min})", pts.len()));
+    }
+    let (x, y): (Vec<f64>, Vec<f64>) = pts.iter().copied().unzip();
+    let f = weighted_line(&x, &y, &relative_weights(&y))
+        .ok_or("all samples have the same work: efficiency and overhead cannot be separated")?;
+    if f.slope <= 0.0 {
+        return Err("time does not grow with work in these samples".into());
+    }
+    let per_us = peak / 1e6;
+    let eta = 1.0 / (f.slope * per_us);
+    let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
+    let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
+    // Efficiency by size: median achieved throughput per half-decade of work.
+    let mut bins: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+    for &(w, t) in &pts {
+        bins.entry((w.log10() * 2.0).floor() as i64).or_default().push((w, w / t));
+    }
+    let size_curve = bins
+        .into_values()
+        .map(|mut v| {
+            v.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let median = v[v.len() / 2].1;
+            SizeBin {
+                work_min: v.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
+                work_max: v.iter().map(|p| p.0).fold(0.0, f64::max),
+                samples: v.len(),
+                efficiency: median / per_us,
+            }
+        })
+        .collect();
+    let peak_shown = if class.counts_flops() { peak / 1e12 } else { peak / 1e9 };
+    Ok(KernelFit {
+        class,
+        dtype,
+        unit: if class.counts_flops() { "flop" } else { "byte" },
+        peak: peak_shown,
+        peak_of,
+        efficiency: eta,
+        efficiency_ci95: [eta_lo, eta_hi],
+        overhead_us: f.intercept,
+        overhead_ci95: f.intercept_ci95,
+        r2: f.r2,
+        samples: pts.len(),
+        residual_spread: f.residual_spread,
+        size_curve,
+        points: pts,
+    })
+}
+
+/// Ranks listed in a `Process Group Ranks` string such as `"[0, 1, 2]"`.
+fn parse_ranks(s: &str) -> Vec<i64> {
+    s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
+}
+
+/// Calibrates every device found in `jobs`: one profile per device.
+pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
+    // Group ranks by device.
+    struct Group<'a> {
+        name: String,
+        gpu: Option<(&'a Gpu, MatchKind)>,
+        traces: Vec<String>,
+        samples: Vec<WorkSample>,
+        links: Vec<tracecast_ingest::analysis::CollectiveSample>,
+        world: u32,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for job in jobs {
+        let coll = collective_samples(job, &opts.classifier);
+        for rank in &job.ranks {
+            let t = &rank.trace;
+            let name = t.device_name().unwrap_or("").to_string();
+            let gpu = t.devices.iter().find_map(|d| catalog.match_device(d));
+            let key = gpu.map(|(g, _)| g.id.clone()).unwrap_or_else(|| name.clone());
+            let idx = match groups.iter().position(|g| g.gpu.map(|(x, _)| x.id.clone()).unwrap_or_else(|| g.name.clone()) == key) {
+                Some(i) => i,
+                None => {
+                    groups.push(Group { name: name.clone(), gpu, traces: Vec::new(), samples: Vec::new(), links: Vec::new(), world: 1 });
+                    groups.len() - 1
+                }
+            };
+            let g = &mut groups[idx];
+            g.traces.push(t.path.display().to_string());
+            g.samples.extend(work::samples(t, &opts.classifier));
+            g.links.extend(coll.iter().filter(|c| c.rank == rank.rank).cloned());
+            g.world = g.world.max(job.world_size());
+        }
+    }
+
+    groups
+        .into_iter()
+        .map(|g| {
+            let gpu = g.gpu.map(|(x, _)| x);
+            let node = gpu.and_then(|x| catalog.node_of(&x.id));
+            let gpus_per_node = opts.gpus_per_node.or(node.map(|n| n.gpus)).unwrap_or(8).max(1);
+            let mut notes = Vec::new();
+            if gpu.is_none() {
+                notes.push(format!(
+                    "device {:?} is not in the hardware catalog: efficiencies need its peaks (add it with --hw FILE)",
+                    g.name
+                ));
+            }
+            if let Some((x, MatchKind::ComputeUnits)) = g.gpu {
+                notes.push(format!("device name {:?} matched to {} by compute units and gfx version", g.name, x.id));
+            }
+            let mut peak_tflops = BTreeMap::new();
+            if let Some(x) = gpu {
+                for d in [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8] {
+                    if let Some(p) = x.peak_flops(d) {
+                        peak_tflops.insert(d.as_str().to_string(), p / 1e12);
+                    }
+                }
+            }
+            let nic_per_gpu = node.map(|n| n.nic_gbps * n.nics as f64 / n.gpus.max(1) as f64);
+            let device = DeviceInfo {
+                name: g.name.clone(),
+                catalog_id: gpu.map(|x| x.id.clone()),
+                matched_by: g.gpu.map(|(_, m)| m),
+                peak_tflops,
+                hbm_gbps: gpu.map(|x| x.hbm_gbps),
+                link_gbps: gpu.map(|x| x.link_gbps),
+                nic_gbps_per_gpu: nic_per_gpu,
+                gpus_per_node,
+            };
+
+            // Kernel fits per (class, dtype).
+            let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&WorkSample>> = BTreeMap::new();
+            for s in &g.samples {
+                by_class.entry((s.class, s.dtype)).or_default().push(s);
+            }
+            let mut kernels = Vec::new();
+            let mut unfitted = Vec::new();
+            for ((class, dtype), samples) in by_class {
+                let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
+                let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
+                let with_work = samples.iter().filter(|s| s.work.is_some()).count();
+                let reason = if with_work == 0 {
+                    Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
+                } else {
+                    None
+                };
+                let fitted = match (reason, peak_for(gpu, class, dtype)) {
+                    (Some(r), _) => Err(r),
+                    (None, None) => {
+                        Err(if gpu.is_none() { "device peak unknown".into() } else { "the catalog has no peak for this dtype".into() })
+                    }
+                    (None, Some((peak, of))) => {
+                        let fit = kernel_fit(class, dtype, &samples, peak, of, opts.min_samples);
+                        // FP32 GEMMs above the FP32 peak ran on TF32 tensor cores.
+                        match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {
+                            (Ok(f), Some(tf32)) if f.efficiency > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
+                                notes.push(format!(
+                                    "{what}: faster than the FP32 peak, so fitted against the TF32 peak (TF32 tensor cores were allowed)"
+                                ));
+                                kernel_fit(class, dtype, &samples, tf32, "tf32".into(), opts.min_samples)
+                            }
+                            (f, _) => f,
+                        }
+                    }
+                };
+                match fitted {
+                    Ok(f) => {
+                        if f.efficiency > 1.0 {
+                            notes.push(format!(
+                                "{what}: fitted efficiency {:.2} exceeds the peak: check the catalog entry or the dtype",
+                                f.efficiency
+                            ));
+                        }
+                        kernels.push(f);
+                    }
+                    Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
+                }
+            }
+
+            // Link fits per (collective, group size, domain, algo, proto).
+            type LinkKey = (Collective, Option<i64>, &'static str, Option<String>, Option<String>);
+            let mut by_link: BTreeMap<LinkKey, Vec<&tracecast_ingest::analysis::CollectiveSample>> = BTreeMap::new();
+            for s in &g.links {
+                let domain = match s.pg_ranks.as_deref().map(parse_ranks).filter(|r| !r.is_empty()) {
+                    Some(r) => {
+                        let nodes: std::collections::BTreeSet<i64> = r.iter().map(|x| x / gpus_per_node as i64).collect();
+                        if nodes.len() == 1 { "intra" } else { "inter" }
+                    }
+                    None if g.world <= gpus_per_node => "intra",
+                    None => match s.group_size {
+                        Some(n) if n > gpus_per_node as i64 => "inter",
+                        _ => "unknown",
+                    },
+                };
+                by_link.entry((s.collective, s.group_size, domain, s.algo.clone(), s.proto.clone())).or_default().push(s);
+            }
+            let mut links = Vec::new();
+            for ((collective, group_size, domain, algo, proto), samples) in by_link {
+                let what = format!("{}/{}/{domain}", collective.as_str(), group_size.map_or("?".into(), |n| n.to_string()));
+                let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
+                let factor = match (collective.bus_factor(group_size.unwrap_or(0)), collective) {
+                    (Some(f), _) => Some(f),
+                    (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
+                    _ => None,
+                };
+                let Some(factor) = factor.filter(|f| *f > 0.0) else {
+                    unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
+                    continue;
+                };
+                // One point per matched instance: its transfer time; without
+                // other ranks, the lower envelope of the rank's durations.
+                let matched: Vec<(f64, f64)> = samples
+                    .iter()
+                    .filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?)))
+                    .filter(|(x, t)| *x > 0.0 && *t > 0.0)
+                    .collect();
+                let (points, fitted_on) = if matched.len() >= opts.min_samples {
+                    // A matched instance appears once per rank with the same
+                    // transfer time: keep the points of one rank.
+                    let first = samples.iter().filter(|s| s.transfer_us.is_some()).map(|s| s.rank).min();
+                    let one_rank: Vec<(f64, f64)> = samples
+                        .iter()
+                        .filter(|s| Some(s.rank) == first)
+                        .filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?)))
+                        .filter(|(x, t)| *x > 0.0 && *t > 0.0)
+                        .collect();
+                    (one_rank, "transfer")
+                } else {
+                    let raw: Vec<(f64, f64)> = samples
+                        .iter()
+                        .filter_map(|s| Some((s.bytes? as f64 * factor, s.dur_us)))
+                        .filter(|(x, t)| *x > 0.0 && *t > 0.0)
+                        .collect();
+                    let (x, y) = lower_envelope(&raw.iter().map(|p| p.0).collect::<Vec<_>>(), &raw.iter().map(|p| p.1).collect::<Vec<_>>());
+                    (x.into_iter().zip(y).collect(), "lower_envelope")
+                };
+                if points.len() < 3 {
+                    let sized = samples.iter().filter(|s| s.bytes.is_some()).count();
+                    let reason = if sized == 0 {
+                        "no message sizes: the trace has no collective arguments or shapes".to_string()
+                    } else {
+                        format!("{} distinct message sizes (need 3 to separate latency from bandwidth)", points.len())
+                    };
+                    unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
+                    continue;
+                }
+                let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
+                let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope > 0.0) else {
+                    unfitted.push(Unfitted {
+                        what,
+                        samples: samples.len(),
+                        total_us,
+                        reason: "time does not grow with message size".into(),
+                    });
+                    continue;
+                };
+                let bw = |slope: f64| if slope > 0.0 { 1.0 / slope / 1e3 } else { f64::INFINITY };
+                let busbw = bw(f.slope);
+                let nominal = match domain {
+                    "intra" => gpu.map(|x| x.link_gbps),
+                    "inter" => nic_per_gpu,
+                    _ => None,
+                };
+                if f.intercept < 0.0 {
+                    notes.push(format!(
+                        "{what}: fitted latency is negative ({:.1} µs): the sizes do not reach small enough messages",
+                        f.intercept
+                    ));
+                }
+                links.push(LinkFit {
+                    collective,
+                    group_size,
+                    domain,
+                    algo,
+                    proto,
+                    alpha_us: f.intercept,
+                    alpha_ci95: f.intercept_ci95,
+                    busbw_gbps: busbw,
+                    busbw_ci95: [bw(f.slope_ci95[1]), bw(f.slope_ci95[0])],
+                    efficiency: nominal.map(|n| busbw / n),
+                    nominal_gbps: nominal,
+                    r2: f.r2,
+                    samples: points.len(),
+                    fitted_on,
+                    points,
+                });
+            }
+            Profile { device, traces: g.traces, kernels, links, unfitted, notes }
+        })
+        .collect()
+}

@@ -1,0 +1,130 @@
+//! The terminal summary of `tracecast calibrate` and `tracecast hw`.
+
+use std::io::{self, Write};
+
+use tracecast_calibrate::Profile;
+use tracecast_calibrate::catalog::{Catalog, Gpu};
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// Writes one profile: device, kernel fits, link fits, what could not be fitted.
+pub(crate) fn write_profile(w: &mut impl Write, p: &Profile) -> io::Result<()> {
+    let d = &p.device;
+    writeln!(w, "Device {:?} → {} ({} trace file(s))", d.name, d.catalog_id.as_deref().unwrap_or("not in the catalog"), p.traces.len())?;
+    if !p.kernels.is_empty() {
+        writeln!(w, "\nKernel efficiency  t = t0 + W / (η · peak)")?;
+        writeln!(
+            w,
+            "  {:<12} {:<6} {:>10} {:>8} {:>17} {:>9} {:>7} {:>7}",
+            "class", "dtype", "peak", "η", "η 95 % CI", "t0 µs", "R²", "n"
+        )?;
+        for k in &p.kernels {
+            let unit = if k.unit == "flop" { "TF/s" } else { "GB/s" };
+            writeln!(
+                w,
+                "  {:<12} {:<6} {:>5.0} {unit} {:>8.3} {:>8.3}–{:<8.3} {:>9.2} {:>7.3} {:>7}",
+                k.class.as_str(),
+                k.dtype.map_or("-", |d| d.as_str()),
+                k.peak,
+                k.efficiency,
+                k.efficiency_ci95[0],
+                k.efficiency_ci95[1].min(99.0),
+                k.overhead_us,
+                k.r2,
+                k.samples
+            )?;
+        }
+    }
+    if !p.links.is_empty() {
+        writeln!(w, "\nLinks  t = α + k · S / B")?;
+        writeln!(
+            w,
+            "  {:<15} {:>5} {:<7} {:<14} {:>9} {:>10} {:>7} {:>7} {:>5}  fitted on",
+            "collective", "ranks", "domain", "algo/proto", "α µs", "B GB/s", "of nom.", "R²", "n"
+        )?;
+        for l in &p.links {
+            let ap = format!("{}/{}", l.algo.as_deref().unwrap_or("-"), l.proto.as_deref().unwrap_or("-"));
+            writeln!(
+                w,
+                "  {:<15} {:>5} {:<7} {:<14} {:>9.2} {:>10.2} {:>7} {:>7.3} {:>5}  {}",
+                l.collective.as_str(),
+                l.group_size.map_or("-".into(), |n| n.to_string()),
+                l.domain,
+                ap,
+                l.alpha_us,
+                l.busbw_gbps,
+                l.efficiency.map_or("-".into(), |e| format!("{:.0}%", e * 100.0)),
+                l.r2,
+                l.samples,
+                l.fitted_on
+            )?;
+        }
+    }
+    if !p.unfitted.is_empty() {
+        writeln!(w, "\nNot fitted:")?;
+        for u in &p.unfitted {
+            writeln!(w, "  {:<28} {:>6} samples {:>12.1} µs  {}", u.what, u.samples, u.total_us, u.reason)?;
+        }
+    }
+    if !p.notes.is_empty() {
+        writeln!(w, "\nNotes:")?;
+        for n in &p.notes {
+            writeln!(w, "  {n}")?;
+        }
+    }
+    writeln!(w)
+}
+
+/// `tracecast hw list`.
+pub(crate) fn write_catalog(w: &mut impl Write, c: &Catalog) -> io::Result<()> {
+    writeln!(
+        w,
+        "{:<11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}  name",
+        "id", "fp64", "fp32", "tf32", "bf16", "fp8", "HBM GB", "HBM GB/s", "link GB/s"
+    )?;
+    for g in &c.gpus {
+        writeln!(
+            w,
+            "{:<11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.0} {:>9.0} {:>9.0}  {}",
+            g.id,
+            opt(g.fp64, 1),
+            opt(g.fp32, 1),
+            opt(g.tf32, 1),
+            opt(g.bf16, 1),
+            opt(g.fp8, 1),
+            g.memory_gb,
+            g.hbm_gbps,
+            g.link_gbps,
+            g.name
+        )?;
+    }
+    writeln!(w, "(peak dense TFLOP/s; `tracecast hw show ID` for sources)\n")?;
+    writeln!(w, "{:<16} {:<11} {:>5} {:>5} {:>9}", "node", "gpu", "gpus", "nics", "NIC GB/s")?;
+    for n in &c.nodes {
+        writeln!(w, "{:<16} {:<11} {:>5} {:>5} {:>9.1}", n.id, n.gpu, n.gpus, n.nics, n.nic_gbps)?;
+    }
+    Ok(())
+}
+
+/// `tracecast hw show ID`.
+pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
+    writeln!(w, "{} — {}", g.id, g.name)?;
+    for (name, v) in
+        [("fp64", g.fp64), ("fp32", g.fp32), ("tf32", g.tf32), ("bf16", g.bf16), ("fp16", g.fp16), ("fp8", g.fp8), ("int8", g.int8)]
+    {
+        if let Some(v) = v {
+            writeln!(w, "  {name:<5} {v:>8.1} TFLOP/s dense")?;
+        }
+    }
+    writeln!(w, "  HBM   {:.0} GB at {:.0} GB/s", g.memory_gb, g.hbm_gbps)?;
+    writeln!(w, "  link  {:.0} GB/s per direction (intra-node)", g.link_gbps)?;
+    if !g.match_names.is_empty() {
+        writeln!(w, "  matches device names containing {:?}", g.match_names)?;
+    }
+    if let Some(n) = c.node_of(&g.id) {
+        writeln!(w, "  node preset {}: {} GPUs, {} NICs × {:.1} GB/s", n.id, n.gpus, n.nics, n.nic_gbps)?;
+    }
+    writeln!(w, "  source: {}", g.source)
+}
