@@ -90,6 +90,9 @@ pub struct Gpu {
     pub fp8: Option<f64>,
     /// Peak dense TOPS.
     pub int8: Option<f64>,
+    /// Last-level cache, MB (memory-bound work below twice this may not reach HBM).
+    #[serde(default)]
+    pub cache_mb: f64,
     /// HBM capacity, GB.
     pub memory_gb: f64,
     /// HBM bandwidth, GB/s.

@@ -16,7 +16,7 @@ pub struct LineFit {
     pub slope: f64,
     /// 95 % interval of the slope.
     pub slope_ci95: [f64; 2],
-    /// Coefficient of determination of the line on the unweighted points.
+    /// Coefficient of determination, weighted like the fit.
     pub r2: f64,
     /// Points fitted.
     pub n: usize,
@@ -47,14 +47,12 @@ pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
     }
     let slope = sxy / sxx;
     let intercept = ym - slope * xm;
-    let (mut wss, mut ss_res, mut ss_tot, mut rel) = (0.0, 0.0, 0.0, 0.0);
-    let y_mean = y.iter().take(n).sum::<f64>() / n as f64;
+    let (mut wss, mut wss_tot, mut rel) = (0.0, 0.0, 0.0);
     for i in 0..n {
         let fit = intercept + slope * x[i];
         let r = y[i] - fit;
         wss += w[i] * r * r;
-        ss_res += r * r;
-        ss_tot += (y[i] - y_mean).powi(2);
+        wss_tot += w[i] * (y[i] - ym).powi(2);
         if fit != 0.0 {
             rel += (r / fit).powi(2);
         }
@@ -69,7 +67,7 @@ pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
         intercept_ci95: [intercept - t * se_intercept, intercept + t * se_intercept],
         slope,
         slope_ci95: [slope - t * se_slope, slope + t * se_slope],
-        r2: if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 },
+        r2: if wss_tot > 0.0 { 1.0 - wss / wss_tot } else { 1.0 },
         n,
         residual_spread: (rel / n as f64).sqrt(),
     })

@@ -92,6 +92,9 @@ pub struct KernelFit {
     pub samples: usize,
     /// RMS relative residual.
     pub residual_spread: f64,
+    /// Best throughput of one op instance relative to the peak (what the
+    /// hardware demonstrably reached).
+    pub achieved_max: f64,
     /// Efficiency by work size (log-spaced bins).
     pub size_curve: Vec<SizeBin>,
     /// (work, µs) of every sample, for plots.
@@ -179,19 +182,29 @@ fn kernel_fit(
     class: KernelClass,
     dtype: Option<Dtype>,
     samples: &[&WorkSample],
-    peak: f64,
-    peak_of: String,
+    (peak, peak_of): (f64, String),
+    min_work: f64,
     min: usize,
 ) -> Result<KernelFit, String> {
-    let pts: Vec<(f64, f64)> = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0).collect();
+    let all: Vec<(f64, f64)> = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0).collect();
+    let pts: Vec<(f64, f64)> = all.iter().copied().filter(|(w, _)| *w >= min_work).collect();
     if pts.len() < min {
-        return Err(format!("{} samples with known work (need {min})", pts.len()));
+        return Err(if all.len() >= min && min_work > 0.0 {
+            format!(
+                "{} of {} samples move at least {:.0} MB (twice the last-level cache); smaller ones can run from cache and do not measure HBM",
+                pts.len(),
+                all.len(),
+                min_work / 1e6
+            )
+        } else {
+            format!("{} samples with known work (need {min})", pts.len())
+        });
     }
     let (x, y): (Vec<f64>, Vec<f64>) = pts.iter().copied().unzip();
     let f = weighted_line(&x, &y, &relative_weights(&y))
         .ok_or("all samples have the same work: efficiency and overhead cannot be separated")?;
-    if f.slope <= 0.0 {
-        return Err("time does not grow with work in these samples".into());
+    if f.slope_ci95[0] <= 0.0 {
+        return Err("time does not grow significantly with work in these samples (95 % interval of the slope includes 0)".into());
     }
     let per_us = peak / 1e6;
     let eta = 1.0 / (f.slope * per_us);
@@ -229,6 +242,7 @@ fn kernel_fit(
         r2: f.r2,
         samples: pts.len(),
         residual_spread: f.residual_spread,
+        achieved_max: pts.iter().map(|(w, t)| w / t).fold(0.0, f64::max) / per_us,
         size_curve,
         points: pts,
     })
@@ -330,30 +344,37 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
                     (None, None) => {
                         Err(if gpu.is_none() { "device peak unknown".into() } else { "the catalog has no peak for this dtype".into() })
                     }
-                    (None, Some((peak, of))) => {
-                        let fit = kernel_fit(class, dtype, &samples, peak, of, opts.min_samples);
-                        // FP32 GEMMs above the FP32 peak ran on TF32 tensor cores.
+                    (None, Some(peak)) => {
+                        let min_work = if class.counts_flops() { 0.0 } else { gpu.map_or(0.0, |x| 2.0 * x.cache_mb * 1e6) };
+                        let fit = kernel_fit(class, dtype, &samples, peak, min_work, opts.min_samples);
+                        // FP32 GEMMs faster than the FP32 peak ran on TF32 tensor cores.
                         match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {
-                            (Ok(f), Some(tf32)) if f.efficiency > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
+                            (Ok(f), Some(tf32)) if f.achieved_max > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
                                 notes.push(format!(
                                     "{what}: faster than the FP32 peak, so fitted against the TF32 peak (TF32 tensor cores were allowed)"
                                 ));
-                                kernel_fit(class, dtype, &samples, tf32, "tf32".into(), opts.min_samples)
+                                kernel_fit(class, dtype, &samples, (tf32, "tf32".into()), min_work, opts.min_samples)
                             }
                             (f, _) => f,
                         }
                     }
                 };
-                match fitted {
-                    Ok(f) => {
-                        if f.efficiency > 1.0 {
-                            notes.push(format!(
-                                "{what}: fitted efficiency {:.2} exceeds the peak: check the catalog entry or the dtype",
-                                f.efficiency
-                            ));
-                        }
-                        kernels.push(f);
+                // A fit is reported only when it is physically possible: above the
+                // peak, the sizes span too narrow a range to separate overhead from
+                // throughput, or the op's work is not what its shapes say.
+                let fitted = fitted.and_then(|f| {
+                    if f.efficiency > 1.0 || f.achieved_max > 1.0 {
+                        Err(format!(
+                            "the fit gives η = {:.2} (best single op {:.0} % of peak), more than the peak: the sizes span too narrow a range to separate overhead from throughput, or the work model does not hold",
+                            f.efficiency,
+                            100.0 * f.achieved_max
+                        ))
+                    } else {
+                        Ok(f)
                     }
+                });
+                match fitted {
+                    Ok(f) => kernels.push(f),
                     Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
                 }
             }
@@ -426,12 +447,12 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
                     continue;
                 }
                 let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
-                let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope > 0.0) else {
+                let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
                     unfitted.push(Unfitted {
                         what,
                         samples: samples.len(),
                         total_us,
-                        reason: "time does not grow with message size".into(),
+                        reason: "time does not grow significantly with message size (95 % interval of 1/B includes 0)".into(),
                     });
                     continue;
                 };
@@ -442,6 +463,15 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
                     "inter" => nic_per_gpu,
                     _ => None,
                 };
+                if let Some(n) = nominal.filter(|n| busbw > *n) {
+                    unfitted.push(Unfitted {
+                        what,
+                        samples: samples.len(),
+                        total_us,
+                        reason: format!("the fit gives {busbw:.0} GB/s, above the nominal {n:.0} GB/s: the sizes do not separate latency from bandwidth"),
+                    });
+                    continue;
+                }
                 if f.intercept < 0.0 {
                     notes.push(format!(
                         "{what}: fitted latency is negative ({:.1} µs): the sizes do not reach small enough messages",

@@ -213,10 +213,14 @@ fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<(KernelClass, Option
         "sum" | "mean" | "max" | "min" | "amax" | "argmax" | "norm" | "linalg_vector_norm" | "var_mean" | "std" => {
             (KernelClass::Reduction, input_bytes(&dims, &types))
         }
-        "add" | "add_" | "mul" | "mul_" | "sub" | "sub_" | "div" | "div_" | "copy_" | "relu" | "relu_" | "gelu" | "silu" | "silu_"
-        | "sigmoid" | "tanh" | "fill_" | "zero_" | "where" | "clamp" | "clamp_" | "native_dropout" | "dropout" | "cat" | "_to_copy"
-        | "pow" | "rsqrt" | "exp" | "neg" | "addcmul_" | "addcdiv_" | "lerp_" | "sqrt" | "masked_fill" | "masked_fill_"
-        | "gelu_backward" | "threshold_backward" | "silu_backward" | "contiguous" | "clone" => {
+        // Writes only.
+        "fill_" | "zero_" => (KernelClass::Elementwise, numel(dim(0)).zip(types.first().and_then(|t| elem_size(t))).map(|(n, s)| n * s)),
+        // Reads the source, writes the destination: both are inputs.
+        "copy_" => (KernelClass::Elementwise, input_bytes(&dims, &types)),
+        "add" | "add_" | "mul" | "mul_" | "sub" | "sub_" | "div" | "div_" | "relu" | "relu_" | "gelu" | "silu" | "silu_" | "sigmoid"
+        | "tanh" | "where" | "clamp" | "clamp_" | "native_dropout" | "dropout" | "cat" | "_to_copy" | "pow" | "rsqrt" | "exp" | "neg"
+        | "addcmul_" | "addcdiv_" | "lerp_" | "sqrt" | "masked_fill" | "masked_fill_" | "gelu_backward" | "threshold_backward"
+        | "silu_backward" | "contiguous" | "clone" => {
             // Inputs read plus an output the size of the largest input.
             let largest = dims
                 .iter()

@@ -1,0 +1,72 @@
+//! Calibration recovers the ground truth of synthetic traces: GEMM and
+//! memory-bound efficiency, all-reduce latency and bus bandwidth, within 2 %,
+//! over several seeds and truths, with kernel noise, rank skew and clock offsets.
+
+use std::path::PathBuf;
+
+use tracecast_calibrate::Catalog;
+use tracecast_calibrate::profile::{CalibrateOptions, calibrate};
+use tracecast_calibrate::synth::{JobSpec, render_job};
+use tracecast_calibrate::work::KernelClass;
+use tracecast_ingest::{Job, ReadOptions, kineto};
+
+fn job_of(spec: &JobSpec) -> Job {
+    let traces = render_job(spec)
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| kineto::parse_bytes(s.json.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default()))
+        .collect();
+    Job::from_traces(PathBuf::from("synthetic"), traces)
+}
+
+fn within(what: &str, got: f64, want: f64, tol: f64) {
+    assert!(((got - want) / want).abs() <= tol, "{what}: fitted {got}, truth {want}");
+}
+
+#[test]
+fn recovers_efficiencies_latency_and_bandwidth() {
+    let cases = [(1, 0.70, 0.80, 15.0, 150.0), (2, 0.55, 0.65, 25.0, 80.0), (3, 0.82, 0.90, 8.0, 300.0), (4, 0.40, 0.50, 40.0, 12.0)];
+    for (seed, gemm, mem, alpha, busbw) in cases {
+        let mut spec = JobSpec::default();
+        spec.seed = seed;
+        spec.ranks = 4;
+        spec.steps = 2;
+        spec.gemm_efficiency = gemm;
+        spec.memory_efficiency = mem;
+        spec.allreduce_alpha_us = alpha;
+        spec.allreduce_busbw_gbps = busbw;
+        let profiles = calibrate(&[job_of(&spec)], &Catalog::builtin(), &CalibrateOptions::default());
+        assert_eq!(profiles.len(), 1);
+        let p = &profiles[0];
+        assert_eq!(p.device.catalog_id.as_deref(), Some("h100-sxm"));
+        let k = |c: KernelClass| p.kernels.iter().find(|k| k.class == c).unwrap_or_else(|| panic!("no {c:?} fit: {:?}", p.unfitted));
+        within(&format!("seed {seed} gemm η"), k(KernelClass::Gemm).efficiency, gemm, 0.02);
+        within(&format!("seed {seed} elementwise η"), k(KernelClass::Elementwise).efficiency, mem, 0.02);
+        let gemm_fit = k(KernelClass::Gemm);
+        assert!(gemm_fit.efficiency_ci95[0] <= gemm * 1.02 && gemm_fit.efficiency_ci95[1] >= gemm * 0.98, "{:?}", gemm_fit.efficiency_ci95);
+        let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").unwrap_or_else(|| panic!("no link fit: {:?}", p.unfitted));
+        assert_eq!(l.fitted_on, "transfer");
+        assert_eq!(l.group_size, Some(4));
+        assert_eq!(l.domain, "intra");
+        within(&format!("seed {seed} α"), l.alpha_us, alpha, 0.02);
+        within(&format!("seed {seed} bus bandwidth"), l.busbw_gbps, busbw, 0.02);
+        within(&format!("seed {seed} link efficiency"), l.efficiency.unwrap(), busbw / 450.0, 0.02);
+    }
+}
+
+#[test]
+fn one_rank_uses_the_lower_envelope() {
+    // Without the other ranks the waits cannot be separated from the transfers;
+    // the fastest instance of each size still bounds the link from below.
+    let mut spec = JobSpec::default();
+    spec.ranks = 4;
+    spec.steps = 3;
+    let mut job = job_of(&spec);
+    job.ranks.truncate(1);
+    let p = &calibrate(&[job], &Catalog::builtin(), &CalibrateOptions::default())[0];
+    let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").expect("link fit");
+    assert_eq!(l.fitted_on, "lower_envelope");
+    // Waits only lengthen kernels: the bandwidth is not overestimated.
+    assert!(l.busbw_gbps <= 150.0 * 1.02, "{}", l.busbw_gbps);
+    assert!(l.busbw_gbps >= 150.0 * 0.5, "{}", l.busbw_gbps);
+}
