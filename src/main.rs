@@ -60,6 +60,9 @@ struct AnalyzeArgs {
     /// Write the same tables as Parquet into DIR.
     #[arg(long, value_name = "DIR")]
     parquet: Option<PathBuf>,
+    /// Draw the per-rank breakdown of each job (SVG and PNG) into DIR.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
     /// GPUs of the whole job, to extrapolate GPU-hours (with --job-hours).
     #[arg(long, value_name = "G", requires = "job_hours")]
     job_gpus: Option<f64>,
@@ -91,6 +94,9 @@ struct CalibrateArgs {
     /// Profile to write (JSON). With traces of several GPUs, one file per device: OUT with the GPU id before `.json`.
     #[arg(long, value_name = "PROFILE.json")]
     out: PathBuf,
+    /// Draw every fit (measured points and fitted curve, SVG and PNG) into DIR.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
     /// Also write a MAD-Max system configuration with the fitted utilization factors.
     #[arg(long, value_name = "F")]
     madmax_system: Option<PathBuf>,
@@ -257,6 +263,16 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         analyses.push(analysis::analyze_job(&job, &opts));
     }
     emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.quiet)?;
+    if let Some(dir) = &args.plots {
+        for (i, a) in analyses.iter().enumerate() {
+            let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
+            for f in tracecast_plots::breakdown::write_breakdown(a, &stem)? {
+                if !args.quiet {
+                    println!("wrote {}", f.display());
+                }
+            }
+        }
+    }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
@@ -372,6 +388,13 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             calibrate_summary::write_profile(&mut out, p)?;
             writeln!(out, "Profile written to {}", path.display())?;
+        }
+        if let Some(dir) = &args.plots {
+            let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
+            let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
+            if !args.quiet {
+                println!("{} chart file(s) written to {}", files.len(), dir.display());
+            }
         }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })

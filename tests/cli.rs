@@ -347,3 +347,101 @@ fn duplicate_ranks_name_both_files() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("worker0.1623143089861") && err.contains("worker0.1623143566756") && err.contains("rank 0"), "{err}");
 }
+
+#[test]
+fn calibrate_writes_profile_plots_and_madmax_system() {
+    let dir = scratch("calibrate");
+    let traces = dir.join("job");
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = 2;
+    spec.steps = 2;
+    spec.seed = 11;
+    tracecast_calibrate::synth::write_job(&spec, &traces).unwrap();
+    let (profile, plots, system) = (dir.join("profile.json"), dir.join("plots"), dir.join("system.json"));
+    let o = run(&[
+        "calibrate".as_ref(),
+        traces.as_os_str(),
+        "--out".as_ref(),
+        profile.as_os_str(),
+        "--plots".as_ref(),
+        plots.as_os_str(),
+        "--madmax-system".as_ref(),
+        system.as_os_str(),
+        "--nodes".as_ref(),
+        "16".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Kernel efficiency") && stdout.contains("all_reduce"), "{stdout}");
+    let p = json(&profile);
+    assert_eq!(p["device"]["catalog_id"], "h100-sxm");
+    let gemm = p["kernels"].as_array().unwrap().iter().find(|k| k["class"] == "gemm").unwrap();
+    for key in ["dtype", "efficiency", "overhead_us", "r2", "samples", "efficiency_ci95", "size_curve"] {
+        assert!(!gemm[key].is_null(), "{key}");
+    }
+    assert!((gemm["efficiency"].as_f64().unwrap() - 0.70).abs() < 0.014);
+    let link = &p["links"][0];
+    for key in ["collective", "group_size", "domain", "alpha_us", "busbw_gbps", "efficiency", "r2", "samples"] {
+        assert!(!link[key].is_null(), "{key}");
+    }
+    assert_eq!(link["collective"], "all_reduce");
+    for stem in ["kernel-gemm-bf16", "kernel-elementwise-bf16", "link-all_reduce-2-intra"] {
+        let svg = std::fs::read_to_string(plots.join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("measured"), "{stem}");
+        let png = std::fs::read(plots.join(format!("{stem}.png"))).unwrap();
+        assert_eq!(&png[..4], b"\x89PNG", "{stem}");
+    }
+    let s = json(&system);
+    assert_eq!(s["num_devices"], 128);
+    assert!((s["flops_util"].as_f64().unwrap() - 0.70).abs() < 0.014, "{s}");
+    assert!((s["mem_bw_util"].as_f64().unwrap() - 0.80).abs() < 0.016, "{s}");
+    assert!((s["nvlink_util"].as_f64().unwrap() - 150.0 / 450.0).abs() < 0.01, "{s}");
+    // No inter-node fit in a one-node job: MAD-Max's default, and the file says so.
+    assert!(s["tracecast_notes"].to_string().contains("ibroce_util"), "{s}");
+}
+
+#[test]
+fn calibrate_gives_one_profile_per_device() {
+    let dir = scratch("calibrate-devices");
+    let out = dir.join("p.json");
+    let (a, b) = (
+        shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"),
+        shared().join("tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz"),
+    );
+    let o = run(&["calibrate".as_ref(), "--each".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&dir.join("p.h100-sxm.json"))["device"]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(json(&dir.join("p.mi300x.json"))["device"]["catalog_id"], "mi300x");
+}
+
+#[test]
+fn hw_list_and_show() {
+    let o = run(&["hw".as_ref(), "list".as_ref()]);
+    assert!(o.status.success());
+    let list = String::from_utf8_lossy(&o.stdout);
+    for id in ["v100", "a100-40gb", "a100-80gb", "h100-sxm", "h800", "h200", "b200", "mi250x", "mi300x", "dgx-h100"] {
+        assert!(list.contains(id), "{id}");
+    }
+    let o = run(&["hw".as_ref(), "show".as_ref(), "h100-sxm".as_ref()]);
+    let show = String::from_utf8_lossy(&o.stdout);
+    assert!(show.contains("989.4") && show.contains("source: NVIDIA H100"), "{show}");
+    let o = run(&["hw".as_ref(), "show".as_ref(), "tpu-v9".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown hardware"));
+    // A user file adds a GPU.
+    let dir = scratch("hw-file");
+    let f = dir.join("mine.toml");
+    std::fs::write(&f, "[[gpu]]\nid = \"rtx-2080ti\"\nname = \"GeForce RTX 2080 Ti\"\nsource = \"NVIDIA Turing whitepaper\"\nmatch = [\"2080 Ti\"]\nfp32 = 13.4\nfp16 = 53.8\nmemory_gb = 11.0\nhbm_gbps = 616.0\nlink_gbps = 50.0\n").unwrap();
+    let o = run(&["hw".as_ref(), "--hw".as_ref(), f.as_os_str(), "show".as_ref(), "rtx-2080ti".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn analyze_draws_the_breakdown() {
+    let dir = scratch("analyze-plots");
+    let o = run(&["analyze".as_ref(), shared().join("hta/trace_filter").as_os_str(), "--plots".as_ref(), dir.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.join("breakdown.svg")).unwrap();
+    assert!(svg.contains("exposed comm") && svg.contains("26.1 %"), "{}", &svg[..svg.len().min(400)]);
+    assert_eq!(&std::fs::read(dir.join("breakdown.png")).unwrap()[..4], b"\x89PNG");
+}

@@ -1,11 +1,32 @@
 //! # tracecast-plots
 //!
-//! Draws what users would rather look at than read: per-rank breakdown bars,
-//! step timelines, bandwidth-vs-size and efficiency-vs-work curves with their
-//! fits, replay and projection comparisons, as plotters SVG/PNG charts and one
-//! self-contained HTML report per job. It only reads the output types of the
-//! crates below it.
+//! Draws what users would rather look at than read, as SVG (for pages) and
+//! PNG: the calibration fits ([`fits`]: time against work per kernel class
+//! with the fitted line, bus bandwidth against message size per collective
+//! with the fitted α-β curve) and the per-rank GPU-time breakdown
+//! ([`breakdown`]). Text uses an embedded DejaVu Sans, so no system font
+//! libraries are needed. This crate only reads the output types of the crates
+//! below it.
 //!
-//! This crate is a placeholder until the plots issue lands.
+//! ```
+//! let dir = std::env::temp_dir().join(format!("tracecast-plots-doc-{}", std::process::id()));
+//! let chart = tracecast_plots::Scatter {
+//!     title: "gemm bf16".into(),
+//!     x_label: "work (FLOP)".into(),
+//!     y_label: "time (µs)".into(),
+//!     points: vec![(1e9, 5.0), (1e10, 20.0), (1e11, 160.0)],
+//!     curve: vec![(1e9, 5.5), (1e11, 150.0)],
+//!     log_x: true,
+//!     log_y: true,
+//! };
+//! let files = tracecast_plots::write_scatter(&chart, &dir.join("gemm")).unwrap();
+//! assert_eq!(files.len(), 2);
+//! ```
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
+
+pub mod breakdown;
+mod chart;
+pub mod fits;
+
+pub use chart::{Error, Scatter, write_scatter};

@@ -1,0 +1,188 @@
+//! A scatter with an optional fitted curve, written as SVG and PNG.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+/// Errors while drawing or writing a chart.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Drawing failed.
+    #[error("{}: cannot draw: {message}", path.display())]
+    Draw {
+        /// The chart file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Writing failed.
+    #[error(transparent)]
+    Write(#[from] tracecast_ingest::Error),
+}
+
+/// The font every chart uses, embedded so no system font library is needed.
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+pub(crate) fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The embedded font is valid; a failure would only lose the labels.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// Points (x, y) and a fitted curve on linear or log axes.
+#[derive(Debug, Clone)]
+pub struct Scatter {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis label, with its unit.
+    pub x_label: String,
+    /// Y axis label, with its unit.
+    pub y_label: String,
+    /// Measured points.
+    pub points: Vec<(f64, f64)>,
+    /// The fitted curve, drawn as a line through these points.
+    pub curve: Vec<(f64, f64)>,
+    /// Log-scale x.
+    pub log_x: bool,
+    /// Log-scale y.
+    pub log_y: bool,
+}
+
+pub(crate) const SIZE: (u32, u32) = (900, 600);
+
+/// Tick labels with SI prefixes: 1.5k, 20M, 3G; plain below 1000.
+pub(crate) fn si(v: f64) -> String {
+    let a = v.abs();
+    let (x, p) = if a >= 1e15 {
+        (v / 1e15, "P")
+    } else if a >= 1e12 {
+        (v / 1e12, "T")
+    } else if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{p}")
+}
+
+fn range(values: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
+    let v = values.filter(|x| x.is_finite() && (!log || *x > 0.0));
+    let lo = v.clone().fold(f64::INFINITY, f64::min);
+    let hi = v.fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() || !hi.is_finite() {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        (lo / 1.5, hi * 1.5)
+    } else {
+        let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
+        ((lo - pad).min(0.0_f64.max(lo - pad)), hi + pad)
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &Scatter) -> Result<(), String> {
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let xs = c.points.iter().chain(&c.curve).map(|p| p.0);
+    let ys = c.points.iter().chain(&c.curve).map(|p| p.1);
+    let (x0, x1) = range(xs, c.log_x);
+    let (y0, y1) = range(ys, c.log_y);
+    let mut builder = ChartBuilder::on(&root);
+    builder.caption(&c.title, ("sans-serif", 22)).margin(16).x_label_area_size(50).y_label_area_size(80);
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(&c.x_label)
+                .y_desc(&c.y_label)
+                .x_label_formatter(&|v| si(*v))
+                .y_label_formatter(&|v| si(*v))
+                .label_style(("sans-serif", 15))
+                .axis_desc_style(("sans-serif", 17))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            let keep = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!c.log_x || p.0 > 0.0) && (!c.log_y || p.1 > 0.0);
+            chart
+                .draw_series(c.points.iter().filter(keep).map(|&(x, y)| Circle::new((x, y), 3, BLUE.mix(0.5).filled())))
+                .map_err(|e| e.to_string())?
+                .label("measured")
+                .legend(|(x, y)| Circle::new((x, y), 4, BLUE.mix(0.5).filled()));
+            if !c.curve.is_empty() {
+                chart
+                    .draw_series(LineSeries::new(c.curve.iter().filter(keep).copied(), RED.stroke_width(2)))
+                    .map_err(|e| e.to_string())?
+                    .label("fit")
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 15))
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }};
+    }
+    match (c.log_x, c.log_y) {
+        (true, true) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()).map_err(|e| e.to_string())?),
+        (true, false) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(|e| e.to_string())?),
+        (false, true) => body!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()).map_err(|e| e.to_string())?),
+        (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| e.to_string())?),
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+/// Writes `STEM.svg` and `STEM.png` (atomically) and returns their paths.
+pub fn write_scatter(chart: &Scatter, stem: &Path) -> Result<Vec<PathBuf>, Error> {
+    register_font();
+    render(stem, |root| draw(root, chart), |root| draw(root, chart))
+}
+
+/// Renders one drawing into an SVG and a PNG next to each other.
+pub(crate) fn render(
+    stem: &Path,
+    svg: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
+    png: impl FnOnce(DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
+) -> Result<Vec<PathBuf>, Error> {
+    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| tracecast_ingest::Error::Write { path: dir.to_path_buf(), source })?;
+    }
+    let svg_path = stem.with_extension("svg");
+    let mut text = String::new();
+    svg(SVGBackend::with_string(&mut text, SIZE).into_drawing_area()).map_err(|message| Error::Draw { path: svg_path.clone(), message })?;
+    tracecast_ingest::output::write_atomic(&svg_path, text.as_bytes())?;
+
+    // PNG: drawn into a temporary file beside the target, then moved in place.
+    let png_path = stem.with_extension("png");
+    let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = png_path.with_file_name(format!(".{name}.tmp.png"));
+    let drawn = png(BitMapBackend::new(&tmp, SIZE).into_drawing_area());
+    if let Err(message) = drawn {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::Draw { path: png_path, message });
+    }
+    std::fs::rename(&tmp, &png_path).map_err(|source| tracecast_ingest::Error::Write { path: png_path.clone(), source })?;
+    Ok(vec![svg_path, png_path])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn si_labels() {
+        assert_eq!(super::si(100000.0), "100k");
+        assert_eq!(super::si(1.5e9), "1.5G");
+        assert_eq!(super::si(12.0), "12");
+        assert_eq!(super::si(0.25), "0.25");
+    }
+}
