@@ -202,9 +202,7 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
     let mut jobs = Vec::new();
     let mut files = Vec::new();
     for p in paths {
-        if p.is_dir() {
-            jobs.push((p.clone(), vec![p.clone()]));
-        } else if each {
+        if p.is_dir() || each {
             jobs.push((p.clone(), vec![p.clone()]));
         } else {
             files.push(p.clone());
@@ -227,41 +225,8 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     opts.kernel_wait_threshold_us = args.kernel_wait_us;
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
-    let read = ReadOptions::default();
-
     let mut analyses = Vec::new();
-    let mut failed = false;
-    for (path, inputs) in jobs_of(&args.paths, args.each) {
-        let mut files = Vec::new();
-        let mut listing_errors = Vec::new();
-        for p in &inputs {
-            match job::trace_files(p) {
-                Ok(f) => files.extend(f),
-                Err(e) => listing_errors.push(e),
-            }
-        }
-        let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-        let bar = progress_bar(files.len(), total_bytes, args.quiet);
-        let mut job = Job::read(path, &files, &read, &|_| bar.inc(1));
-        bar.finish_and_clear();
-        job.failures.extend(listing_errors);
-        for e in &job.failures {
-            eprintln!("error: {e}");
-            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
-                eprintln!("  (files of unrelated runs? analyze them with --each)");
-            }
-        }
-        if !job.failures.is_empty() {
-            failed = true;
-            if args.strict {
-                anyhow::bail!("stopping at the first bad file (--strict)");
-            }
-        }
-        if job.ranks.is_empty() {
-            continue;
-        }
-        analyses.push(analysis::analyze_job(&job, &opts));
-    }
+    let failed = for_each_job(&args.paths, args.each, args.quiet, args.strict, |job| analyses.push(analysis::analyze_job(&job, &opts)))?;
     emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.quiet)?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
@@ -332,10 +297,11 @@ fn hw(args: HwArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads the jobs the paths stand for, reporting bad files; `failed` tells whether any was bad.
-fn read_jobs(paths: &[PathBuf], each: bool, quiet: bool) -> (Vec<Job>, bool) {
+/// Reads the jobs the paths stand for one at a time (so only one is held in
+/// memory) and hands each to `each_job`; bad files are reported on stderr.
+/// Returns whether any file was bad; with `strict`, the first bad file is an error.
+fn for_each_job(paths: &[PathBuf], each: bool, quiet: bool, strict: bool, mut each_job: impl FnMut(Job)) -> Result<bool> {
     let read = ReadOptions::default();
-    let mut jobs = Vec::new();
     let mut failed = false;
     for (path, inputs) in jobs_of(paths, each) {
         let mut files = Vec::new();
@@ -353,13 +319,21 @@ fn read_jobs(paths: &[PathBuf], each: bool, quiet: bool) -> (Vec<Job>, bool) {
         job.failures.extend(listing_errors);
         for e in &job.failures {
             eprintln!("error: {e}");
+            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
+                eprintln!("  (files of unrelated runs? give them with --each)");
+            }
         }
-        failed |= !job.failures.is_empty();
+        if !job.failures.is_empty() {
+            failed = true;
+            if strict {
+                anyhow::bail!("stopping at the first bad file (--strict)");
+            }
+        }
         if !job.ranks.is_empty() {
-            jobs.push(job);
+            each_job(job);
         }
     }
-    (jobs, failed)
+    Ok(failed)
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
@@ -367,7 +341,8 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
     opts.classifier = Classifier::with_patterns(&args.comm_pattern)?;
     opts.gpus_per_node = args.gpus_per_node;
-    let (jobs, failed) = read_jobs(&args.paths, args.each, args.quiet);
+    let mut jobs = Vec::new();
+    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| jobs.push(job))?;
     let profiles = tracecast_calibrate::calibrate(&jobs, &catalog, &opts);
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");

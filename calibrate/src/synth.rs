@@ -138,6 +138,7 @@ fn ts(v_us: f64, base_ns: i64) -> String {
 }
 
 impl RankWriter {
+    #[allow(clippy::too_many_arguments)] // one argument per Chrome-trace field
     fn x(&mut self, cat: &str, name: &str, pid: i64, tid: i64, start: f64, dur: f64, args: &str) {
         let start = start + self.clock_offset_us;
         self.rows.push(format!(

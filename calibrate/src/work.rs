@@ -97,7 +97,7 @@ fn numel(d: &[i64]) -> Option<f64> {
     if d.is_empty() {
         return None;
     }
-    d.iter().try_fold(1f64, |acc, &x| (x >= 0).then(|| acc * x as f64))
+    d.iter().try_fold(1f64, |acc, &x| (x >= 0).then_some(acc * x as f64))
 }
 
 fn elem_size(t: &str) -> Option<f64> {

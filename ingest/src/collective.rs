@@ -112,21 +112,21 @@ impl NcclKernelName {
         let mut parsed = NcclKernelName { collective: Collective::from_name(op), ..Default::default() };
         let rest: Vec<&str> = parts.collect();
         let mut i = 0;
-        if let Some(first) = rest.first() {
-            if matches!(*first, "RING" | "TREE" | "NVLS" | "NVLSTREE" | "COLLNET" | "PAT") {
-                let mut algo = (*first).to_string();
-                i = 1;
-                while let Some(next) = rest.get(i) {
-                    if matches!(*next, "DIRECT" | "CHAIN") {
-                        algo.push('_');
-                        algo.push_str(next);
-                        i += 1;
-                    } else {
-                        break;
-                    }
+        if let Some(first) = rest.first()
+            && matches!(*first, "RING" | "TREE" | "NVLS" | "NVLSTREE" | "COLLNET" | "PAT")
+        {
+            let mut algo = (*first).to_string();
+            i = 1;
+            while let Some(next) = rest.get(i) {
+                if matches!(*next, "DIRECT" | "CHAIN") {
+                    algo.push('_');
+                    algo.push_str(next);
+                    i += 1;
+                } else {
+                    break;
                 }
-                parsed.algo = Some(algo);
             }
+            parsed.algo = Some(algo);
         }
         if let Some(p) = rest.get(i).filter(|p| matches!(**p, "LL" | "LL128" | "SIMPLE")) {
             parsed.proto = Some((*p).to_string());

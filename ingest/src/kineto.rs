@@ -316,20 +316,21 @@ impl Chunk {
                 },
             ));
         }
-        if opts.shapes && matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation) {
-            if let Some(dims) = args.input_dims {
-                self.op_shapes.push(OpShapes {
-                    event: index,
-                    input_dims: dims.to_string(),
-                    input_types: args.input_type.map(str::to_string).unwrap_or_default(),
-                    concrete_inputs: args.concrete_inputs.map(str::to_string).unwrap_or_default(),
-                });
-            }
+        if opts.shapes
+            && matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation)
+            && let Some(dims) = args.input_dims
+        {
+            self.op_shapes.push(OpShapes {
+                event: index,
+                input_dims: dims.to_string(),
+                input_types: args.input_type.map(str::to_string).unwrap_or_default(),
+                concrete_inputs: args.concrete_inputs.map(str::to_string).unwrap_or_default(),
+            });
         }
-        if matches!(kind, EventKind::Memcpy | EventKind::Memset) {
-            if let Some(b) = args.bytes.as_i64().and_then(|b| u64::try_from(b).ok()) {
-                self.copy_bytes.push((index, b));
-            }
+        if matches!(kind, EventKind::Memcpy | EventKind::Memset)
+            && let Some(b) = args.bytes.as_i64().and_then(|b| u64::try_from(b).ok())
+        {
+            self.copy_bytes.push((index, b));
         }
         Ok(())
     }
@@ -414,10 +415,10 @@ fn skippable(event: &[u8], opts: &ReadOptions) -> bool {
         let start = rest.iter().position(|c| !c.is_ascii_whitespace())?;
         rest.get(start..)
     };
-    if let Some(v) = value_of(ph) {
-        if v.starts_with(b"\"M\"") || (!opts.flows && (v.starts_with(b"\"s\"") || v.starts_with(b"\"f\"") || v.starts_with(b"\"t\""))) {
-            return true;
-        }
+    if let Some(v) = value_of(ph)
+        && (v.starts_with(b"\"M\"") || (!opts.flows && (v.starts_with(b"\"s\"") || v.starts_with(b"\"f\"") || v.starts_with(b"\"t\""))))
+    {
+        return true;
     }
     match value_of(cat) {
         Some(v) => (!opts.python_functions && v.starts_with(b"\"python_function\"")) || v.starts_with(b"\"cpu_instant_event\""),

@@ -153,12 +153,11 @@ impl RankTrace {
         let ev = &self.events;
         let mut map = HashMap::default();
         for (i, kind) in ev.kind.iter().enumerate() {
-            if *kind == EventKind::Runtime {
-                if let (Some(&c), Some(&t)) = (ev.correlation.get(i), ev.ts_ns.get(i)) {
-                    if c >= 0 {
-                        map.entry(c).or_insert(t);
-                    }
-                }
+            if *kind == EventKind::Runtime
+                && let (Some(&c), Some(&t)) = (ev.correlation.get(i), ev.ts_ns.get(i))
+                && c >= 0
+            {
+                map.entry(c).or_insert(t);
             }
         }
         map
