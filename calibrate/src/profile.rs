@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{Classifier, collective_samples};
+use tracecast_ingest::analysis::{Classifier, CollectiveSample, collective_samples};
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
@@ -261,7 +261,7 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
         gpu: Option<(&'a Gpu, MatchKind)>,
         traces: Vec<String>,
         samples: Vec<WorkSample>,
-        links: Vec<tracecast_ingest::analysis::CollectiveSample>,
+        links: Vec<CollectiveSample>,
         world: u32,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
@@ -323,180 +323,203 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
                 gpus_per_node,
             };
 
-            // Kernel fits per (class, dtype).
-            let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&WorkSample>> = BTreeMap::new();
-            for s in &g.samples {
-                by_class.entry((s.class, s.dtype)).or_default().push(s);
-            }
-            let mut kernels = Vec::new();
             let mut unfitted = Vec::new();
-            for ((class, dtype), samples) in by_class {
-                let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
-                let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
-                let with_work = samples.iter().filter(|s| s.work.is_some()).count();
-                let reason = if with_work == 0 {
-                    Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
-                } else {
-                    None
-                };
-                let fitted = match (reason, peak_for(gpu, class, dtype)) {
-                    (Some(r), _) => Err(r),
-                    (None, None) => {
-                        Err(if gpu.is_none() { "device peak unknown".into() } else { "the catalog has no peak for this dtype".into() })
-                    }
-                    (None, Some(peak)) => {
-                        let min_work = if class.counts_flops() { 0.0 } else { gpu.map_or(0.0, |x| 2.0 * x.cache_mb * 1e6) };
-                        let fit = kernel_fit(class, dtype, &samples, peak, min_work, opts.min_samples);
-                        // FP32 GEMMs faster than the FP32 peak ran on TF32 tensor cores.
-                        match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {
-                            (Ok(f), Some(tf32)) if f.achieved_max > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
-                                notes.push(format!(
-                                    "{what}: faster than the FP32 peak, so fitted against the TF32 peak (TF32 tensor cores were allowed)"
-                                ));
-                                kernel_fit(class, dtype, &samples, (tf32, "tf32".into()), min_work, opts.min_samples)
-                            }
-                            (f, _) => f,
-                        }
-                    }
-                };
-                // A fit is reported only when it is physically possible: above the
-                // peak, the sizes span too narrow a range to separate overhead from
-                // throughput, or the op's work is not what its shapes say.
-                let fitted = fitted.and_then(|f| {
-                    if f.efficiency > 1.0 || f.achieved_max > 1.0 {
-                        Err(format!(
-                            "the fit gives η = {:.2} (best single op {:.0} % of peak), more than the peak: the sizes span too narrow a range to separate overhead from throughput, or the work model does not hold",
-                            f.efficiency,
-                            100.0 * f.achieved_max
-                        ))
-                    } else {
-                        Ok(f)
-                    }
-                });
-                match fitted {
-                    Ok(f) => kernels.push(f),
-                    Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
-                }
-            }
-
-            // Link fits per (collective, group size, domain, algo, proto).
-            type LinkKey = (Collective, Option<i64>, &'static str, Option<String>, Option<String>);
-            let mut by_link: BTreeMap<LinkKey, Vec<&tracecast_ingest::analysis::CollectiveSample>> = BTreeMap::new();
-            for s in &g.links {
-                let domain = match s.pg_ranks.as_deref().map(parse_ranks).filter(|r| !r.is_empty()) {
-                    Some(r) => {
-                        let nodes: std::collections::BTreeSet<i64> = r.iter().map(|x| x / gpus_per_node as i64).collect();
-                        if nodes.len() == 1 { "intra" } else { "inter" }
-                    }
-                    None if g.world <= gpus_per_node => "intra",
-                    None => match s.group_size {
-                        Some(n) if n > gpus_per_node as i64 => "inter",
-                        _ => "unknown",
-                    },
-                };
-                by_link.entry((s.collective, s.group_size, domain, s.algo.clone(), s.proto.clone())).or_default().push(s);
-            }
-            let mut links = Vec::new();
-            for ((collective, group_size, domain, algo, proto), samples) in by_link {
-                let what = format!("{}/{}/{domain}", collective.as_str(), group_size.map_or("?".into(), |n| n.to_string()));
-                let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
-                let factor = match (collective.bus_factor(group_size.unwrap_or(0)), collective) {
-                    (Some(f), _) => Some(f),
-                    (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
-                    _ => None,
-                };
-                let Some(factor) = factor.filter(|f| *f > 0.0) else {
-                    unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
-                    continue;
-                };
-                // One point per matched instance: its transfer time; without
-                // other ranks, the lower envelope of the rank's durations.
-                let matched: Vec<(f64, f64)> = samples
-                    .iter()
-                    .filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?)))
-                    .filter(|(x, t)| *x > 0.0 && *t > 0.0)
-                    .collect();
-                let (points, fitted_on) = if matched.len() >= opts.min_samples {
-                    // A matched instance appears once per rank with the same
-                    // transfer time: keep the points of one rank.
-                    let first = samples.iter().filter(|s| s.transfer_us.is_some()).map(|s| s.rank).min();
-                    let one_rank: Vec<(f64, f64)> = samples
-                        .iter()
-                        .filter(|s| Some(s.rank) == first)
-                        .filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?)))
-                        .filter(|(x, t)| *x > 0.0 && *t > 0.0)
-                        .collect();
-                    (one_rank, "transfer")
-                } else {
-                    let raw: Vec<(f64, f64)> = samples
-                        .iter()
-                        .filter_map(|s| Some((s.bytes? as f64 * factor, s.dur_us)))
-                        .filter(|(x, t)| *x > 0.0 && *t > 0.0)
-                        .collect();
-                    let (x, y) = lower_envelope(&raw.iter().map(|p| p.0).collect::<Vec<_>>(), &raw.iter().map(|p| p.1).collect::<Vec<_>>());
-                    (x.into_iter().zip(y).collect(), "lower_envelope")
-                };
-                if points.len() < 3 {
-                    let sized = samples.iter().filter(|s| s.bytes.is_some()).count();
-                    let reason = if sized == 0 {
-                        "no message sizes: the trace has no collective arguments or shapes".to_string()
-                    } else {
-                        format!("{} distinct message sizes (need 3 to separate latency from bandwidth)", points.len())
-                    };
-                    unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
-                    continue;
-                }
-                let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
-                let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
-                    unfitted.push(Unfitted {
-                        what,
-                        samples: samples.len(),
-                        total_us,
-                        reason: "time does not grow significantly with message size (95 % interval of 1/B includes 0)".into(),
-                    });
-                    continue;
-                };
-                let bw = |slope: f64| if slope > 0.0 { 1.0 / slope / 1e3 } else { f64::INFINITY };
-                let busbw = bw(f.slope);
-                let nominal = match domain {
-                    "intra" => gpu.map(|x| x.link_gbps),
-                    "inter" => nic_per_gpu,
-                    _ => None,
-                };
-                if let Some(n) = nominal.filter(|n| busbw > *n) {
-                    unfitted.push(Unfitted {
-                        what,
-                        samples: samples.len(),
-                        total_us,
-                        reason: format!("the fit gives {busbw:.0} GB/s, above the nominal {n:.0} GB/s: the sizes do not separate latency from bandwidth"),
-                    });
-                    continue;
-                }
-                if f.intercept < 0.0 {
-                    notes.push(format!(
-                        "{what}: fitted latency is negative ({:.1} µs): the sizes do not reach small enough messages",
-                        f.intercept
-                    ));
-                }
-                links.push(LinkFit {
-                    collective,
-                    group_size,
-                    domain,
-                    algo,
-                    proto,
-                    alpha_us: f.intercept,
-                    alpha_ci95: f.intercept_ci95,
-                    busbw_gbps: busbw,
-                    busbw_ci95: [bw(f.slope_ci95[1]), bw(f.slope_ci95[0])],
-                    efficiency: nominal.map(|n| busbw / n),
-                    nominal_gbps: nominal,
-                    r2: f.r2,
-                    samples: points.len(),
-                    fitted_on,
-                    points,
-                });
-            }
+            let kernels = kernel_fits(&g.samples, gpu, opts, &mut unfitted, &mut notes);
+            let links = link_fits(&g.links, g.world, gpus_per_node, gpu, nic_per_gpu, opts, &mut unfitted, &mut notes);
             Profile { device, traces: g.traces, kernels, links, unfitted, notes }
         })
         .collect()
+}
+
+/// Kernel fits per (class, dtype); what cannot be fitted goes to `unfitted`.
+fn kernel_fits(
+    samples: &[WorkSample],
+    gpu: Option<&Gpu>,
+    opts: &CalibrateOptions,
+    unfitted: &mut Vec<Unfitted>,
+    notes: &mut Vec<String>,
+) -> Vec<KernelFit> {
+    let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&WorkSample>> = BTreeMap::new();
+    for s in samples {
+        by_class.entry((s.class, s.dtype)).or_default().push(s);
+    }
+    let mut kernels = Vec::new();
+    for ((class, dtype), samples) in by_class {
+        let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
+        let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
+        let with_work = samples.iter().filter(|s| s.work.is_some()).count();
+        let reason = if with_work == 0 {
+            Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
+        } else {
+            None
+        };
+        let fitted = match (reason, peak_for(gpu, class, dtype)) {
+            (Some(r), _) => Err(r),
+            (None, None) => Err(if gpu.is_none() { "device peak unknown".into() } else { "the catalog has no peak for this dtype".into() }),
+            (None, Some(peak)) => {
+                let min_work = if class.counts_flops() { 0.0 } else { gpu.map_or(0.0, |x| 2.0 * x.cache_mb * 1e6) };
+                let fit = kernel_fit(class, dtype, &samples, peak, min_work, opts.min_samples);
+                // FP32 GEMMs faster than the FP32 peak ran on TF32 tensor cores.
+                match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {
+                    (Ok(f), Some(tf32)) if f.achieved_max > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
+                        notes.push(format!(
+                            "{what}: faster than the FP32 peak, so fitted against the TF32 peak (TF32 tensor cores were allowed)"
+                        ));
+                        kernel_fit(class, dtype, &samples, (tf32, "tf32".into()), min_work, opts.min_samples)
+                    }
+                    (f, _) => f,
+                }
+            }
+        };
+        // A fit is reported only when it is physically possible: above the
+        // peak, the sizes span too narrow a range to separate overhead from
+        // throughput, or the op's work is not what its shapes say.
+        let fitted = fitted.and_then(|f| {
+            if f.efficiency > 1.0 || f.achieved_max > 1.0 {
+                Err(format!(
+                    "the fit gives η = {:.2} (best single op {:.0} % of peak), more than the peak: the sizes span too narrow a range to separate overhead from throughput, or the work model does not hold",
+                    f.efficiency,
+                    100.0 * f.achieved_max
+                ))
+            } else {
+                Ok(f)
+            }
+        });
+        match fitted {
+            Ok(f) => kernels.push(f),
+            Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
+        }
+    }
+
+    kernels
+}
+
+/// Where a collective's group lives: one node, several, or unknown.
+fn domain_of(s: &CollectiveSample, world: u32, gpus_per_node: u32) -> &'static str {
+    match s.pg_ranks.as_deref().map(parse_ranks).filter(|r| !r.is_empty()) {
+        Some(r) => {
+            let nodes: std::collections::BTreeSet<i64> = r.iter().map(|x| x / gpus_per_node as i64).collect();
+            if nodes.len() == 1 { "intra" } else { "inter" }
+        }
+        None if world <= gpus_per_node => "intra",
+        None => match s.group_size {
+            Some(n) if n > gpus_per_node as i64 => "inter",
+            _ => "unknown",
+        },
+    }
+}
+
+/// Link fits per (collective, group size, domain, algo, proto); what cannot
+/// be fitted goes to `unfitted`.
+#[allow(clippy::too_many_arguments)]
+fn link_fits(
+    samples: &[CollectiveSample],
+    world: u32,
+    gpus_per_node: u32,
+    gpu: Option<&Gpu>,
+    nic_per_gpu: Option<f64>,
+    opts: &CalibrateOptions,
+    unfitted: &mut Vec<Unfitted>,
+    notes: &mut Vec<String>,
+) -> Vec<LinkFit> {
+    type LinkKey = (Collective, Option<i64>, &'static str, Option<String>, Option<String>);
+    let mut by_link: BTreeMap<LinkKey, Vec<&CollectiveSample>> = BTreeMap::new();
+    for s in samples {
+        let domain = domain_of(s, world, gpus_per_node);
+        by_link.entry((s.collective, s.group_size, domain, s.algo.clone(), s.proto.clone())).or_default().push(s);
+    }
+    let mut links = Vec::new();
+    for ((collective, group_size, domain, algo, proto), samples) in by_link {
+        let what = format!("{}/{}/{domain}", collective.as_str(), group_size.map_or("?".into(), |n| n.to_string()));
+        let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
+        let factor = match (collective.bus_factor(group_size.unwrap_or(0)), collective) {
+            (Some(f), _) => Some(f),
+            (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
+            _ => None,
+        };
+        let Some(factor) = factor.filter(|f| *f > 0.0) else {
+            unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
+            continue;
+        };
+        // One point per matched instance: its transfer time; without
+        // other ranks, the lower envelope of the rank's durations.
+        let matched: Vec<(f64, f64)> =
+            samples.iter().filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?))).filter(|(x, t)| *x > 0.0 && *t > 0.0).collect();
+        let (points, fitted_on) = if matched.len() >= opts.min_samples {
+            // A matched instance appears once per rank with the same
+            // transfer time: keep the points of one rank.
+            let first = samples.iter().filter(|s| s.transfer_us.is_some()).map(|s| s.rank).min();
+            let one_rank: Vec<(f64, f64)> = samples
+                .iter()
+                .filter(|s| Some(s.rank) == first)
+                .filter_map(|s| Some((s.bytes? as f64 * factor, s.transfer_us?)))
+                .filter(|(x, t)| *x > 0.0 && *t > 0.0)
+                .collect();
+            (one_rank, "transfer")
+        } else {
+            let raw: Vec<(f64, f64)> =
+                samples.iter().filter_map(|s| Some((s.bytes? as f64 * factor, s.dur_us))).filter(|(x, t)| *x > 0.0 && *t > 0.0).collect();
+            let (x, y) = lower_envelope(&raw.iter().map(|p| p.0).collect::<Vec<_>>(), &raw.iter().map(|p| p.1).collect::<Vec<_>>());
+            (x.into_iter().zip(y).collect(), "lower_envelope")
+        };
+        if points.len() < 3 {
+            let sized = samples.iter().filter(|s| s.bytes.is_some()).count();
+            let reason = if sized == 0 {
+                "no message sizes: the trace has no collective arguments or shapes".to_string()
+            } else {
+                format!("{} distinct message sizes (need 3 to separate latency from bandwidth)", points.len())
+            };
+            unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
+            continue;
+        }
+        let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
+        let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
+            unfitted.push(Unfitted {
+                what,
+                samples: samples.len(),
+                total_us,
+                reason: "time does not grow significantly with message size (95 % interval of 1/B includes 0)".into(),
+            });
+            continue;
+        };
+        let bw = |slope: f64| if slope > 0.0 { 1.0 / slope / 1e3 } else { f64::INFINITY };
+        let busbw = bw(f.slope);
+        let nominal = match domain {
+            "intra" => gpu.map(|x| x.link_gbps),
+            "inter" => nic_per_gpu,
+            _ => None,
+        };
+        if let Some(n) = nominal.filter(|n| busbw > *n) {
+            unfitted.push(Unfitted {
+                what,
+                samples: samples.len(),
+                total_us,
+                reason: format!(
+                    "the fit gives {busbw:.0} GB/s, above the nominal {n:.0} GB/s: the sizes do not separate latency from bandwidth"
+                ),
+            });
+            continue;
+        }
+        if f.intercept < 0.0 {
+            notes.push(format!("{what}: fitted latency is negative ({:.1} µs): the sizes do not reach small enough messages", f.intercept));
+        }
+        links.push(LinkFit {
+            collective,
+            group_size,
+            domain,
+            algo,
+            proto,
+            alpha_us: f.intercept,
+            alpha_ci95: f.intercept_ci95,
+            busbw_gbps: busbw,
+            busbw_ci95: [bw(f.slope_ci95[1]), bw(f.slope_ci95[0])],
+            efficiency: nominal.map(|n| busbw / n),
+            nominal_gbps: nominal,
+            r2: f.r2,
+            samples: points.len(),
+            fitted_on,
+            points,
+        });
+    }
+    links
 }

@@ -150,120 +150,67 @@ fn members<'a>(b: &'a [u8], i: usize, mut member: impl FnMut(&'a [u8], usize) ->
     }
 }
 
+/// Stores a parsed value in `slot` and returns where the value ends.
+fn store<T>(slot: &mut T, parsed: Option<(T, usize)>) -> Option<usize> {
+    let (value, end) = parsed?;
+    *slot = value;
+    Some(end)
+}
+
+/// A `ts`/`dur` number token (or `null`).
+fn time_value(b: &[u8], i: usize) -> Option<(Option<&str>, usize)> {
+    match b.get(i)? {
+        b'n' => skip_any(b, i).map(|e| (None, e)),
+        _ => number(b, i).map(|(t, e)| (Some(t), e)),
+    }
+}
+
+/// Raw JSON text of any value (`Input Dims` and the like, parsed later).
+fn raw_value(b: &[u8], i: usize) -> Option<(Option<&str>, usize)> {
+    let e = skip_any(b, i)?;
+    Some((Some(std::str::from_utf8(b.get(i..e)?).ok()?), e))
+}
+
 /// The fields of the event object `b`, or `None` to leave it to serde.
 pub(crate) fn event(b: &[u8]) -> Option<Fields<'_>> {
     let mut f = Fields::default();
-    let end = members(b, 0, |key, i| {
-        let (value_end, ok) = match key {
-            b"ph" => text_value(b, i).map(|(v, e)| {
-                f.ph = v;
-                (e, true)
-            })?,
-            b"cat" => text_value(b, i).map(|(v, e)| {
-                f.cat = v;
-                (e, true)
-            })?,
-            b"name" => text_value(b, i).map(|(v, e)| {
-                f.name = v;
-                (e, true)
-            })?,
-            b"ts" | b"dur" => match b.get(i)? {
-                b'n' => (skip_any(b, i)?, true),
-                _ => {
-                    let (t, e) = number(b, i)?;
-                    if key == b"ts" {
-                        f.ts = Some(t);
-                    } else {
-                        f.dur = Some(t);
-                    }
-                    (e, true)
-                }
-            },
-            b"pid" => id_value(b, i).map(|(v, e)| {
-                f.pid = v;
-                (e, true)
-            })?,
-            b"tid" => id_value(b, i).map(|(v, e)| {
-                f.tid = v;
-                (e, true)
-            })?,
-            b"id" => id_value(b, i).map(|(v, e)| {
-                f.id = v;
-                (e, true)
-            })?,
-            b"args" => match b.get(i)? {
-                b'{' => (args(b, i, &mut f.args)?, true),
-                b'n' => (skip_any(b, i)?, true),
-                _ => return None,
-            },
-            _ => (skip_any(b, i)?, true),
-        };
-        ok.then_some(value_end)
+    let end = members(b, 0, |key, i| match key {
+        b"ph" => store(&mut f.ph, text_value(b, i)),
+        b"cat" => store(&mut f.cat, text_value(b, i)),
+        b"name" => store(&mut f.name, text_value(b, i)),
+        b"ts" => store(&mut f.ts, time_value(b, i)),
+        b"dur" => store(&mut f.dur, time_value(b, i)),
+        b"pid" => store(&mut f.pid, id_value(b, i)),
+        b"tid" => store(&mut f.tid, id_value(b, i)),
+        b"id" => store(&mut f.id, id_value(b, i)),
+        b"args" => match b.get(i)? {
+            b'{' => args(b, i, &mut f.args),
+            b'n' => skip_any(b, i),
+            _ => None,
+        },
+        _ => skip_any(b, i),
     })?;
     // Nothing but whitespace may follow the object.
     (skip_ws(b, end) == b.len()).then_some(f)
 }
 
 fn args<'a>(b: &'a [u8], i: usize, a: &mut ArgFields<'a>) -> Option<usize> {
-    members(b, i, |key, j| {
-        let end = match key {
-            b"correlation" => num_value(b, j).map(|(v, e)| {
-                a.correlation = v;
-                e
-            })?,
-            b"External id" | b"external id" => num_value(b, j).map(|(v, e)| {
-                a.external_id = v;
-                e
-            })?,
-            b"Collective name" => opt_text_value(b, j).map(|(v, e)| {
-                a.collective_name = v;
-                e
-            })?,
-            b"In msg nelems" => num_value(b, j).map(|(v, e)| {
-                a.in_nelems = v;
-                e
-            })?,
-            b"Out msg nelems" => num_value(b, j).map(|(v, e)| {
-                a.out_nelems = v;
-                e
-            })?,
-            b"dtype" => opt_text_value(b, j).map(|(v, e)| {
-                a.dtype = v;
-                e
-            })?,
-            b"Group size" => num_value(b, j).map(|(v, e)| {
-                a.group_size = v;
-                e
-            })?,
-            b"Process Group Name" => opt_text_value(b, j).map(|(v, e)| {
-                a.pg_name = v;
-                e
-            })?,
-            b"Process Group Description" => opt_text_value(b, j).map(|(v, e)| {
-                a.pg_desc = v;
-                e
-            })?,
-            b"Process Group Ranks" => opt_text_value(b, j).map(|(v, e)| {
-                a.pg_ranks = v;
-                e
-            })?,
-            b"Input Dims" | b"Input type" | b"Concrete Inputs" => {
-                let e = skip_any(b, j)?;
-                let raw = std::str::from_utf8(b.get(j..e)?).ok()?;
-                match key {
-                    b"Input Dims" => a.input_dims = Some(raw),
-                    b"Input type" => a.input_type = Some(raw),
-                    _ => a.concrete_inputs = Some(raw),
-                }
-                e
-            }
-            b"bytes" => num_value(b, j).map(|(v, e)| {
-                a.bytes = v;
-                e
-            })?,
-            _ => skip_any(b, j)?,
-        };
-        Some(end)
+    members(b, i, |key, j| match key {
+        b"correlation" => store(&mut a.correlation, num_value(b, j)),
+        b"External id" | b"external id" => store(&mut a.external_id, num_value(b, j)),
+        b"Collective name" => store(&mut a.collective_name, opt_text_value(b, j)),
+        b"In msg nelems" => store(&mut a.in_nelems, num_value(b, j)),
+        b"Out msg nelems" => store(&mut a.out_nelems, num_value(b, j)),
+        b"dtype" => store(&mut a.dtype, opt_text_value(b, j)),
+        b"Group size" => store(&mut a.group_size, num_value(b, j)),
+        b"Process Group Name" => store(&mut a.pg_name, opt_text_value(b, j)),
+        b"Process Group Description" => store(&mut a.pg_desc, opt_text_value(b, j)),
+        b"Process Group Ranks" => store(&mut a.pg_ranks, opt_text_value(b, j)),
+        b"Input Dims" => store(&mut a.input_dims, raw_value(b, j)),
+        b"Input type" => store(&mut a.input_type, raw_value(b, j)),
+        b"Concrete Inputs" => store(&mut a.concrete_inputs, raw_value(b, j)),
+        b"bytes" => store(&mut a.bytes, num_value(b, j)),
+        _ => skip_any(b, j),
     })
 }
 

@@ -101,6 +101,12 @@ impl Links {
         Links { parent, launch, launch_op }
     }
 
+    /// Host start (ns) of the runtime call that launched GPU activity `row`.
+    pub fn launch_ns(&self, trace: &RankTrace, row: usize) -> Option<i64> {
+        let call = *self.launch.get(row)?;
+        if call == NONE { None } else { trace.events.ts_ns.get(call as usize).copied() }
+    }
+
     /// `row`, then its enclosing ops outward (at most `depth` of them).
     pub fn ancestors(&self, row: u32, depth: usize) -> impl Iterator<Item = usize> + '_ {
         std::iter::successors(Some(row).filter(|&r| r != NONE), move |&r| self.parent.get(r as usize).copied().filter(|&p| p != NONE))

@@ -1,11 +1,10 @@
 //! [`RankTrace`]: everything read from one trace file.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
 use crate::collective::CollectiveArgs;
 use crate::device::{DeviceProperties, DistributedInfo};
-use crate::event::{EventKind, Events, Names};
+use crate::event::{Events, Names};
 
 /// `Input Dims` and `Input type` of a CPU op, kept as their JSON text and
 /// parsed on demand by work accounting.
@@ -145,22 +144,6 @@ impl RankTrace {
     /// The rank from `distributedInfo`, when the trace has it.
     pub fn declared_rank(&self) -> Option<i64> {
         self.distributed.as_ref().and_then(|d| d.rank)
-    }
-
-    /// Host-side launch time (ns) of each correlation id: the runtime or
-    /// driver call that carries it. A graph launch maps to many kernels.
-    pub fn launch_times(&self) -> HashMap<i64, i64> {
-        let ev = &self.events;
-        let mut map = HashMap::default();
-        for (i, kind) in ev.kind.iter().enumerate() {
-            if *kind == EventKind::Runtime
-                && let (Some(&c), Some(&t)) = (ev.correlation.get(i), ev.ts_ns.get(i))
-                && c >= 0
-            {
-                map.entry(c).or_insert(t);
-            }
-        }
-        map
     }
 
     /// The name of the GPU this rank ran on: the first named device

@@ -1,10 +1,9 @@
 //! Why the GPU was idle: host wait, kernel wait, other.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use serde::Serialize;
 
 use super::breakdown::Window;
+use crate::link::Links;
 use crate::rank::RankTrace;
 
 /// Idle time of a rank in a window, split by cause (µs). The three parts add
@@ -30,13 +29,13 @@ pub struct IdleSplit {
 
 impl IdleSplit {
     /// Splits the idle time of `trace` in `w`.
-    pub fn compute(trace: &RankTrace, launches: &HashMap<i64, i64>, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
+    pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
         let ev = &trace.events;
         // (start, end, launch) of GPU activity overlapping the window, by start.
         let mut acts: Vec<(i64, i64, Option<i64>)> = trace
             .gpu_activity()
             .map(|i| {
-                let launch = ev.correlation.get(i).and_then(|c| launches.get(c)).copied();
+                let launch = links.launch_ns(trace, i);
                 (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), launch)
             })
             .filter(|&(s, e, _)| e > w.start_ns && s < w.end_ns)

@@ -158,8 +158,8 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             let trace = &rank.trace;
             let classes = opts.classifier.classes(trace);
             let sets = RankSets::new(trace, &classes);
-            let launches = trace.launch_times();
-            let steps = steps::find_steps(trace, &launches);
+            let links = crate::link::Links::new(trace);
+            let steps = steps::find_steps(trace, &links);
             let mut notes: Vec<String> = trace.warnings.clone();
             let all = Window::all(trace);
             let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
@@ -182,7 +182,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
             let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
             let idle_split = if window.is_some() {
-                IdleSplit::compute(trace, &launches, w, opts.kernel_wait_threshold_us)
+                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
             } else {
                 IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
             };
@@ -195,7 +195,6 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 })
                 .collect();
             let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
-            let links = crate::link::Links::new(trace);
             let instances = collectives::instances(trace, &classes, &links);
             Partial {
                 analysis: RankAnalysis {

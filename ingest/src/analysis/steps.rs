@@ -1,11 +1,10 @@
 //! `ProfilerStep#N` annotations and their GPU windows.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use serde::Serialize;
 
 use super::breakdown::{Breakdown, Window};
 use crate::event::EventKind;
+use crate::link::Links;
 use crate::rank::RankTrace;
 
 /// One profiler step: its CPU annotation and the GPU work launched inside it.
@@ -36,7 +35,7 @@ pub struct StepBreakdown {
 
 /// The steps of a trace, in time order. Only CPU `ProfilerStep#` annotations
 /// count (their `gpu_user_annotation` copies are ignored); a repeated number is kept once.
-pub fn find_steps(trace: &RankTrace, launches: &HashMap<i64, i64>) -> Vec<Step> {
+pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
     let ev = &trace.events;
     let mut steps: Vec<Step> = Vec::new();
     for i in 0..ev.len() {
@@ -58,7 +57,7 @@ pub fn find_steps(trace: &RankTrace, launches: &HashMap<i64, i64>) -> Vec<Step> 
     }
     let starts: Vec<i64> = steps.iter().map(|s| s.cpu_start_ns).collect();
     for i in trace.gpu_activity() {
-        let Some(&launch) = ev.correlation.get(i).and_then(|c| launches.get(c)) else { continue };
+        let Some(launch) = links.launch_ns(trace, i) else { continue };
         let k = starts.partition_point(|&s| s <= launch);
         let Some(step) = k.checked_sub(1).and_then(|k| steps.get_mut(k)) else { continue };
         if launch > step.cpu_end_ns {
