@@ -27,6 +27,8 @@ enum Command {
     Analyze(AnalyzeArgs),
     /// Fit kernel efficiencies and link latency/bandwidth from traces into a profile per device.
     Calibrate(CalibrateArgs),
+    /// Rebuild the execution graph of measured runs and re-simulate it (identity or what-if speed-ups).
+    Replay(ReplayArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),
     /// The hardware catalog: `hw list`, `hw show ID`.
@@ -121,6 +123,28 @@ struct CalibrateArgs {
 }
 
 #[derive(clap::Args)]
+struct ReplayArgs {
+    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast).
+    #[arg(long, value_name = "K=V,...")]
+    scale: Option<String>,
+    /// Write the replay as JSON.
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Extra regular expression for communication kernels (repeatable).
+    #[arg(long, value_name = "RE")]
+    comm_pattern: Vec<String>,
+    /// Treat every file as its own job instead of the ranks of one job.
+    #[arg(long)]
+    each: bool,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
 struct HwArgs {
     #[command(subcommand)]
     command: HwCommand,
@@ -176,6 +200,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Analyze(args) => analyze(args),
         Command::Calibrate(args) => calibrate(args),
+        Command::Replay(args) => replay(args),
         Command::Synth(args) => synth(args),
         Command::Hw(args) => hw(args),
         Command::Demo => demo(),
@@ -371,6 +396,68 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
                 println!("{} chart file(s) written to {}", files.len(), dir.display());
             }
         }
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
+    let mut scale = tracecast_replay::Scale::default();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').with_context(|| format!("--scale: {part:?} is not KEY=VALUE"))?;
+        let v: f64 = v.trim().parse().with_context(|| format!("--scale: {v:?} is not a number"))?;
+        anyhow::ensure!(v > 0.0 && v.is_finite(), "--scale: {k} must be a positive speed-up, got {v}");
+        match k.trim() {
+            "compute" => scale.compute = v,
+            "memory" => scale.memory = v,
+            "link" | "comm" => scale.link = v,
+            other => anyhow::bail!("--scale: unknown key {other:?} (compute, memory, link)"),
+        }
+    }
+    Ok(scale)
+}
+
+fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let mut opts = tracecast_replay::ReplayOptions::default();
+    opts.classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    if let Some(spec) = &args.scale {
+        opts.scale = parse_scale(spec)?;
+    }
+    let mut replays = Vec::new();
+    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| replays.push(tracecast_replay::replay_job(&job, &opts)))?;
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        for r in &replays {
+            writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
+            let what = if r.scale == tracecast_replay::Scale::default() { "error" } else { "change" };
+            writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
+            for k in &r.ranks {
+                writeln!(
+                    out,
+                    "{:>5} {:>10} {:>16.3} {:>16.3} {:>7.2}%",
+                    k.rank,
+                    k.steps.len(),
+                    k.measured_step_us / 1000.0,
+                    k.replayed_step_us / 1000.0,
+                    100.0 * k.error
+                )?;
+            }
+            if r.scale != tracecast_replay::Scale::default() {
+                writeln!(out, "Speed-up over the measured run: {:.3}×", r.speedup)?;
+            }
+            for n in &r.notes {
+                writeln!(out, "note: {n}")?;
+            }
+            writeln!(out)?;
+        }
+    }
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            jobs: &'a [tracecast_replay::JobReplay],
+        }
+        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: &replays })?;
+        bytes.push(b'\n');
+        output::write_atomic(path, &bytes)?;
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

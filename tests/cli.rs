@@ -445,3 +445,28 @@ fn analyze_draws_the_breakdown() {
     assert!(svg.contains("exposed comm") && svg.contains("26.1 %"), "{}", &svg[..svg.len().min(400)]);
     assert_eq!(&std::fs::read(dir.join("breakdown.png")).unwrap()[..4], b"\x89PNG");
 }
+
+#[test]
+fn replay_reports_identity_and_what_if() {
+    let dir = scratch("replay");
+    let (a, b) = (dir.join("identity.json"), dir.join("link2.json"));
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), job.as_os_str(), "--json".as_ref(), a.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("replayed ms"));
+    let o =
+        run(&["replay".as_ref(), job.as_os_str(), "--scale".as_ref(), "link=2".as_ref(), "--json".as_ref(), b.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (ident, fast) = (json(&a), json(&b));
+    let r0 = &ident["jobs"][0]["ranks"][0];
+    for k in ["measured_step_us", "replayed_step_us", "steps", "replayed", "gpu_span_us", "exposed_comm_us"] {
+        assert!(!r0[k].is_null(), "{k}");
+    }
+    assert!((r0["measured_step_us"].as_f64().unwrap() - r0["replayed_step_us"].as_f64().unwrap()).abs() < 1.0);
+    let f0 = &fast["jobs"][0]["ranks"][0];
+    assert!(f0["replayed"]["exposed_comm_us"].as_f64().unwrap() < r0["replayed"]["exposed_comm_us"].as_f64().unwrap());
+    assert!(fast["jobs"][0]["speedup"].as_f64().unwrap() > 1.05);
+    let o = run(&["replay".as_ref(), job.as_os_str(), "--scale".as_ref(), "gpu=2".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown key"));
+}

@@ -1,14 +1,28 @@
 //! # tracecast-replay
 //!
-//! Rebuilds the execution graph of a measured run (CPU threads, runtime
-//! calls, GPU streams, launch, stream-order, event and cross-rank collective
-//! edges) and re-simulates it with **one** deterministic discrete-event
-//! simulator; then projects it — and analytical workload models (LLM, DLRM,
-//! MoE with DP/FSDP/TP/PP/SP/EP) — onto other GPUs, link speeds, cluster
-//! sizes and parallelism (DESIGN §5). Measured traces and model descriptions
-//! both become graphs for the same simulator.
+//! Rebuilds the execution graph of a measured run (host threads, runtime
+//! calls, GPU streams, launch, stream-order, cross-stream and cross-rank
+//! collective edges — [`graph`]) and re-simulates it with **one**
+//! deterministic discrete-event simulator ([`sim`]); [`replay`] replays a job
+//! with its measured durations (the identity that tests the graph) or with
+//! compute, memory and link speed-ups. Projection onto other GPUs, other
+//! cluster sizes and analytical workload models build on the same simulator
+//! (DESIGN §5).
 //!
-//! This crate is a placeholder until the replay issue lands; it depends on
-//! `tracecast-ingest` only, so the one-way crate order is fixed from the start.
+//! ```
+//! use tracecast_replay::sim::{simulate, At, Graph};
+//! let mut g = Graph::default();
+//! let launch = g.task(5, 0);
+//! let kernel = g.task(100, 0);
+//! g.edge(launch, At::Start, kernel, At::Start, 7);
+//! let s = simulate(&g);
+//! assert_eq!((s.start_ns[1], s.end_ns[1]), (7, 107));
+//! ```
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
+
+pub mod graph;
+pub mod replay;
+pub mod sim;
+
+pub use replay::{JobReplay, ReplayOptions, Scale, replay_job};

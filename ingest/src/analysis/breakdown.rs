@@ -64,24 +64,29 @@ pub struct RankSets {
 }
 
 impl RankSets {
-    /// Builds the unions from per-row classes (see [`Classifier::classes`]).
-    pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
-        let ev = &trace.events;
+    /// Builds the unions from `(start, end, class)` intervals (a replayed timeline, say).
+    pub fn from_intervals(intervals: impl IntoIterator<Item = (i64, i64, ActivityClass)>) -> RankSets {
         let (mut all, mut compute, mut comm, mut memory) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (i, class) in classes.iter().enumerate() {
-            let Some(class) = class else { continue };
-            let iv = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
-            all.push(iv);
+        for (s, e, class) in intervals {
+            all.push((s, e));
             match class {
-                ActivityClass::Compute => compute.push(iv),
-                ActivityClass::Comm => comm.push(iv),
-                ActivityClass::Memory => memory.push(iv),
+                ActivityClass::Compute => compute.push((s, e)),
+                ActivityClass::Comm => comm.push((s, e)),
+                ActivityClass::Memory => memory.push((s, e)),
             }
         }
         let compute = IntervalSet::union(compute);
         let comm = IntervalSet::union(comm);
         let overlap = comm.intersect(&compute);
         RankSets { all: IntervalSet::union(all), compute, comm, memory: IntervalSet::union(memory), overlap }
+    }
+
+    /// Builds the unions from per-row classes (see [`Classifier::classes`]).
+    pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
+        let ev = &trace.events;
+        RankSets::from_intervals(
+            classes.iter().enumerate().filter_map(|(i, c)| Some((ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), (*c)?))),
+        )
     }
 }
 

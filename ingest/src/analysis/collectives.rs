@@ -31,6 +31,7 @@ pub(crate) struct Instance {
     pub(crate) seq: u32,
     pub(crate) algo: Option<String>,
     pub(crate) proto: Option<String>,
+    pub(crate) row: u32,
 }
 
 impl Instance {
@@ -104,6 +105,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             seq: *counter,
             algo: parsed.as_ref().and_then(|k| k.algo.clone()),
             proto: parsed.and_then(|k| k.proto),
+            row: i as u32,
         });
         *counter += 1;
     }
@@ -350,6 +352,11 @@ pub struct CollectiveSample {
     pub transfer_us: Option<f64>,
     /// Ranks of the job on which this instance was found.
     pub matched_ranks: usize,
+    /// The kernel's row in its rank's trace.
+    pub row: u32,
+    /// Job-wide id shared by the samples of one collective instance on
+    /// different ranks (`None` when no other rank has it).
+    pub instance: Option<u32>,
 }
 
 /// Every communication kernel of every rank of `job`, matched across ranks.
@@ -363,10 +370,12 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
             instances(&r.trace, &classes, &links)
         })
         .collect();
-    let mut count: HashMap<InstanceKey, (usize, i64)> = HashMap::default();
+    // key -> (ranks, shortest duration, job-wide id)
+    let mut count: HashMap<InstanceKey, (usize, i64, u32)> = HashMap::default();
     for list in &per_rank {
         for inst in list {
-            let e = count.entry(inst.key()).or_insert((0, i64::MAX));
+            let next = count.len() as u32;
+            let e = count.entry(inst.key()).or_insert((0, i64::MAX, next));
             e.0 += 1;
             e.1 = e.1.min(inst.end_ns - inst.start_ns);
         }
@@ -374,7 +383,7 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
     let mut out = Vec::new();
     for (rank, list) in job.ranks.iter().zip(per_rank) {
         for inst in list {
-            let (matched, min) = count.get(&inst.key()).copied().unwrap_or((1, 0));
+            let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
             out.push(CollectiveSample {
                 rank: rank.rank,
                 collective: inst.collective,
@@ -388,6 +397,8 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
                 dur_us: (inst.end_ns - inst.start_ns) as f64 / 1000.0,
                 transfer_us: (matched >= 2).then(|| min as f64 / 1000.0),
                 matched_ranks: matched,
+                row: inst.row,
+                instance: (matched >= 2).then_some(id),
             });
         }
     }

@@ -23,4 +23,4 @@ pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, collect
 pub use idle::IdleSplit;
 pub use job::{AnalyzeOptions, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
 pub use kernels::{KernelStats, kernel_stats};
-pub use steps::{Step, StepBreakdown, find_steps, steps_window};
+pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};

@@ -55,14 +55,8 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
     if steps.is_empty() {
         return steps;
     }
-    let starts: Vec<i64> = steps.iter().map(|s| s.cpu_start_ns).collect();
-    for i in trace.gpu_activity() {
-        let Some(launch) = links.launch_ns(trace, i) else { continue };
-        let k = starts.partition_point(|&s| s <= launch);
-        let Some(step) = k.checked_sub(1).and_then(|k| steps.get_mut(k)) else { continue };
-        if launch > step.cpu_end_ns {
-            continue;
-        }
+    for (i, k) in step_of_activity(trace, links, &steps).into_iter().enumerate() {
+        let Some(step) = k.and_then(|k| steps.get_mut(k as usize)) else { continue };
         let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
         step.gpu = Some(match step.gpu {
             None => Window { start_ns: s, end_ns: e },
@@ -70,6 +64,23 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
         });
     }
     steps
+}
+
+/// For every row: the index (into `steps`, sorted by start) of the step whose
+/// CPU annotation contains the launch of that GPU activity; `None` for other
+/// rows and for GPU work launched outside every step.
+pub fn step_of_activity(trace: &RankTrace, links: &Links, steps: &[Step]) -> Vec<Option<u32>> {
+    let starts: Vec<i64> = steps.iter().map(|s| s.cpu_start_ns).collect();
+    let mut out = vec![None; trace.events.len()];
+    for i in trace.gpu_activity() {
+        let Some(launch) = links.launch_ns(trace, i) else { continue };
+        let k = starts.partition_point(|&s| s <= launch);
+        let Some(k) = k.checked_sub(1) else { continue };
+        if steps.get(k).is_some_and(|s| launch <= s.cpu_end_ns) {
+            out[i] = Some(k as u32);
+        }
+    }
+    out
 }
 
 /// The window spanning every step's GPU window, `None` when no step launched GPU work.

@@ -1,0 +1,208 @@
+//! Replaying a measured job: identity (measured durations) and what-if
+//! scaling of compute, memory and link speed, with per-step measured and
+//! replayed times and the §3 breakdown of the replayed timeline.
+
+use serde::Serialize;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{
+    self, ActivityClass, Breakdown, Classifier, RankSets, Window, collective_samples, find_steps, step_of_activity,
+};
+use tracecast_ingest::link::Links;
+
+use crate::graph::{TaskKind, build};
+use crate::sim::simulate;
+
+/// Speed-ups applied to the measured durations (1 = as measured, 2 = twice as fast).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Scale {
+    /// Compute kernels.
+    pub compute: f64,
+    /// Memcpy / memset.
+    pub memory: f64,
+    /// Communication (the transfer part of collectives).
+    pub link: f64,
+}
+
+impl Default for Scale {
+    fn default() -> Self {
+        Scale { compute: 1.0, memory: 1.0, link: 1.0 }
+    }
+}
+
+/// Options of [`replay_job`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReplayOptions {
+    /// Communication classifier.
+    pub classifier: Classifier,
+    /// What-if speed-ups. Default: none (identity replay).
+    pub scale: Scale,
+}
+
+/// One step, measured and replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReplay {
+    /// The number after `ProfilerStep#` (`-1` for the whole GPU window of a trace without steps).
+    pub step: i64,
+    /// Measured GPU window of the step, µs.
+    pub measured_step_us: f64,
+    /// Replayed GPU window, µs.
+    pub replayed_step_us: f64,
+    /// (replayed − measured) / measured.
+    pub error: f64,
+}
+
+/// One rank, measured and replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankReplay {
+    /// The trace file.
+    pub file: String,
+    /// Global rank.
+    pub rank: u32,
+    /// The §3 breakdown of the measured trace (as `analyze` reports it).
+    #[serde(flatten)]
+    pub measured: Breakdown,
+    /// Mean measured step time (the whole GPU window without steps), µs.
+    pub measured_step_us: f64,
+    /// Mean replayed step time, µs.
+    pub replayed_step_us: f64,
+    /// (replayed − measured) / measured of the means.
+    pub error: f64,
+    /// Per step.
+    pub steps: Vec<StepReplay>,
+    /// The §3 breakdown of the replayed timeline over the replayed steps.
+    pub replayed: Breakdown,
+}
+
+/// The replay of a job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobReplay {
+    /// The job's directory or first file.
+    pub path: String,
+    /// Ranks in the run.
+    pub world_size: u32,
+    /// The speed-ups applied.
+    pub scale: Scale,
+    /// Per rank.
+    pub ranks: Vec<RankReplay>,
+    /// Measured / replayed mean step time over all ranks (1 for identity).
+    pub speedup: f64,
+    /// Tasks and dependency edges simulated.
+    pub tasks: usize,
+    /// Edges simulated.
+    pub edges: usize,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// Replays `job` with its measured durations scaled by `opts.scale`.
+pub fn replay_job(job: &Job, opts: &ReplayOptions) -> JobReplay {
+    let classes: Vec<Vec<Option<ActivityClass>>> = job.ranks.iter().map(|r| opts.classifier.classes(&r.trace)).collect();
+    let links: Vec<Links> = job.ranks.iter().map(|r| Links::new(&r.trace)).collect();
+    let collectives = collective_samples(job, &opts.classifier);
+    let mut analyze = analysis::AnalyzeOptions::default();
+    analyze.classifier = opts.classifier.clone();
+    let measured_analysis = analysis::analyze_job(job, &analyze);
+    let alignment = measured_analysis.clock_alignment.clone();
+    let mut notes = Vec::new();
+    if let Some(a) = &alignment {
+        if a.residual_us * 1000.0 > 100_000.0 {
+            notes.push(format!(
+                "matched collectives do not end together across ranks (residual {:.0} µs): ranks are replayed without cross-rank joins",
+                a.residual_us
+            ));
+        }
+    }
+    let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
+    let s = opts.scale;
+    for (t, o) in eg.origin.iter().enumerate() {
+        let factor = match o.kind {
+            TaskKind::Host => 1.0,
+            TaskKind::Gpu(ActivityClass::Compute) => s.compute,
+            TaskKind::Gpu(ActivityClass::Memory) => s.memory,
+            TaskKind::Gpu(ActivityClass::Comm) => s.link,
+        };
+        if factor != 1.0 && factor > 0.0 {
+            eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 / factor).round() as i64;
+        }
+    }
+    if s.link != 1.0 && s.link > 0.0 {
+        for &e in &eg.join_edges {
+            if let Some(edge) = eg.graph.edges.get_mut(e) {
+                edge.lag_ns = (edge.lag_ns as f64 / s.link).round() as i64;
+            }
+        }
+    }
+    let schedule = simulate(&eg.graph);
+    if schedule.unscheduled > 0 {
+        notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
+    }
+    // Per rank: task of each row.
+    let mut task_of_row: Vec<rustc_hash::FxHashMap<u32, usize>> = vec![Default::default(); job.ranks.len()];
+    for (t, o) in eg.origin.iter().enumerate() {
+        task_of_row[o.rank].insert(o.row, t);
+    }
+    let mut ranks = Vec::new();
+    let (mut measured_total, mut replayed_total) = (0.0, 0.0);
+    for (r, rank) in job.ranks.iter().enumerate() {
+        let trace = &rank.trace;
+        let steps = find_steps(trace, &links[r]);
+        let assignment = step_of_activity(trace, &links[r], &steps);
+        let nsteps = steps.len().max(1);
+        // Window per step (or one window for the whole trace), measured and replayed.
+        let mut measured: Vec<Option<(i64, i64)>> = vec![None; nsteps];
+        let mut replayed: Vec<Option<(i64, i64)>> = vec![None; nsteps];
+        let widen = |w: &mut Option<(i64, i64)>, s: i64, e: i64| {
+            *w = Some(w.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+        };
+        for i in trace.gpu_activity() {
+            let k = if steps.is_empty() { Some(0) } else { assignment[i].map(|k| k as usize) };
+            let (Some(k), Some(&t)) = (k, task_of_row[r].get(&(i as u32))) else { continue };
+            widen(&mut measured[k], eg.measured_start_ns[t], eg.measured_end_ns[t]);
+            widen(&mut replayed[k], schedule.start_ns[t], schedule.end_ns[t]);
+        }
+        let mut rows = Vec::new();
+        for k in 0..nsteps {
+            let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
+            let (m_us, p_us) = ((m.1 - m.0) as f64 / 1000.0, (p.1 - p.0) as f64 / 1000.0);
+            rows.push(StepReplay {
+                step: steps.get(k).map_or(-1, |s| s.number),
+                measured_step_us: m_us,
+                replayed_step_us: p_us,
+                error: if m_us > 0.0 { (p_us - m_us) / m_us } else { 0.0 },
+            });
+        }
+        let mean = |f: fn(&StepReplay) -> f64| if rows.is_empty() { 0.0 } else { rows.iter().map(f).sum::<f64>() / rows.len() as f64 };
+        let (m, p) = (mean(|s| s.measured_step_us), mean(|s| s.replayed_step_us));
+        measured_total += m;
+        replayed_total += p;
+        // Breakdown of the replayed timeline over the replayed steps.
+        let window =
+            replayed.iter().flatten().fold(None, |w: Option<(i64, i64)>, &(a, b)| Some(w.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
+        let sets = RankSets::from_intervals(eg.origin.iter().enumerate().filter(|(_, o)| o.rank == r).filter_map(|(t, o)| match o.kind {
+            TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
+            TaskKind::Host => None,
+        }));
+        let replayed_breakdown = window.map(|(a, b)| Breakdown::from_sets(&sets, Window { start_ns: a, end_ns: b })).unwrap_or_default();
+        ranks.push(RankReplay {
+            file: trace.path.display().to_string(),
+            rank: rank.rank,
+            measured: measured_analysis.ranks.get(r).map(|a| a.breakdown).unwrap_or_default(),
+            measured_step_us: m,
+            replayed_step_us: p,
+            error: if m > 0.0 { (p - m) / m } else { 0.0 },
+            steps: rows,
+            replayed: replayed_breakdown,
+        });
+    }
+    JobReplay {
+        path: job.path.display().to_string(),
+        world_size: job.world_size(),
+        scale: opts.scale,
+        ranks,
+        speedup: if replayed_total > 0.0 { measured_total / replayed_total } else { 1.0 },
+        tasks: eg.graph.len(),
+        edges: eg.graph.edges.len(),
+        notes,
+    }
+}

@@ -1,0 +1,105 @@
+//! Replaying every real trace with its measured durations reproduces its
+//! measured step times (DESIGN §5: the first test of the graph and the
+//! simulator), and what-if speed-ups move the timeline the right way.
+
+use std::path::{Path, PathBuf};
+
+use tracecast_ingest::{Job, ReadOptions};
+use tracecast_replay::{ReplayOptions, Scale, replay_job};
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
+}
+
+fn all_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&shared(), &mut out);
+    out.sort();
+    out
+}
+
+fn job(path: &Path) -> Job {
+    let files = tracecast_ingest::job::trace_files(path).unwrap();
+    Job::read(path.to_path_buf(), &files, &ReadOptions::default(), &|_| {})
+}
+
+#[test]
+fn identity_replay_reproduces_measured_steps_on_the_corpus() {
+    let mut errors = Vec::new();
+    println!("{:<90} {:>8} {:>14} {:>14} {:>9}", "trace", "step", "measured µs", "replayed µs", "error %");
+    for path in all_traces() {
+        let r = replay_job(&job(&path), &ReplayOptions::default());
+        for rank in &r.ranks {
+            for s in rank.steps.iter().filter(|s| s.step >= 0) {
+                let name = path.strip_prefix(shared()).unwrap().display().to_string();
+                println!("{name:<90} {:>8} {:>14.1} {:>14.1} {:>9.4}", s.step, s.measured_step_us, s.replayed_step_us, 100.0 * s.error);
+                errors.push(s.error.abs());
+            }
+        }
+    }
+    errors.sort_by(f64::total_cmp);
+    assert!(errors.len() >= 50, "{} steps", errors.len());
+    let median = errors[errors.len() / 2];
+    let max = *errors.last().unwrap();
+    println!("{} steps: median |error| {:.4} %, max {:.4} %", errors.len(), 100.0 * median, 100.0 * max);
+    assert!(median <= 0.01, "median {median}");
+    assert!(max <= 0.03, "max {max}");
+}
+
+#[test]
+fn multi_rank_identity_with_collective_joins() {
+    // The synthetic job's ranks are joined at every all-reduce.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo");
+    let r = replay_job(&job(&dir), &ReplayOptions::default());
+    assert_eq!(r.ranks.len(), 4);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    for rank in &r.ranks {
+        assert!(rank.error.abs() < 1e-4, "rank {} error {}", rank.rank, rank.error);
+    }
+}
+
+#[test]
+fn faster_links_lower_exposed_communication_and_never_slow_the_step() {
+    for rel in ["hta/nccl_parser_config/nccl_data.json.gz", "hta/trace_diff/control/control.json.gz", "hta/trace_filter"] {
+        let j = job(&shared().join(rel));
+        let base = replay_job(&j, &ReplayOptions::default());
+        let mut opts = ReplayOptions::default();
+        opts.scale = Scale { link: 2.0, ..Scale::default() };
+        let fast = replay_job(&j, &opts);
+        for (b, f) in base.ranks.iter().zip(&fast.ranks) {
+            assert!(f.replayed.comm_us < b.replayed.comm_us, "{rel}: comm {} -> {}", b.replayed.comm_us, f.replayed.comm_us);
+            assert!(
+                f.replayed.exposed_comm_us <= b.replayed.exposed_comm_us + 1e-6,
+                "{rel}: exposed {} -> {}",
+                b.replayed.exposed_comm_us,
+                f.replayed.exposed_comm_us
+            );
+            for (bs, fs) in b.steps.iter().zip(&f.steps) {
+                assert!(
+                    fs.replayed_step_us <= bs.replayed_step_us + 1e-6,
+                    "{rel} step {}: {} -> {}",
+                    bs.step,
+                    bs.replayed_step_us,
+                    fs.replayed_step_us
+                );
+            }
+        }
+        assert!(fast.speedup >= 1.0, "{rel}: {}", fast.speedup);
+    }
+    // Slower compute can only lengthen steps.
+    let j = job(&shared().join("hta/trace_diff/test/test.json.gz"));
+    let mut opts = ReplayOptions::default();
+    opts.scale = Scale { compute: 0.5, ..Scale::default() };
+    let slow = replay_job(&j, &opts);
+    assert!(slow.speedup < 1.0, "{}", slow.speedup);
+}
