@@ -202,13 +202,12 @@ pub fn build(
                         // Started late for no reason on its own stream: find the
                         // activity on another stream that ended just before.
                         let k = ends_by_time.partition_point(|e| e.0 <= ev.ts_ns[i]);
-                        if let Some(&(end, _, other)) = ends_by_time[..k].iter().rev().find(|e| e.1 != si) {
-                            if ev.ts_ns[i] - end <= 5_000 {
-                                if let Some(&oid) = tasks.get(&(other as u32)) {
-                                    g.graph.edge(oid, At::End, id, At::Start, ev.ts_ns[i] - end);
-                                    latency = typical.min(measured);
-                                }
-                            }
+                        if let Some(&(end, _, other)) = ends_by_time[..k].iter().rev().find(|e| e.1 != si)
+                            && ev.ts_ns[i] - end <= 5_000
+                            && let Some(&oid) = tasks.get(&(other as u32))
+                        {
+                            g.graph.edge(oid, At::End, id, At::Start, ev.ts_ns[i] - end);
+                            latency = typical.min(measured);
                         }
                     }
                     g.graph.edge(call_id, At::Start, id, At::Start, latency.max(0));
@@ -223,12 +222,12 @@ pub fn build(
             for rows in &streams {
                 // The last activity launched on this stream before the call.
                 let last = rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= start));
-                if let Some(&k) = last {
-                    if ev.end_ns(k) <= end + 1_000 {
-                        let tail = (end - ev.end_ns(k)).max(0);
-                        g.graph.edge(tasks[&(k as u32)], At::End, id, At::End, tail);
-                        awaited_end = awaited_end.max(ev.end_ns(k));
-                    }
+                if let Some(&k) = last
+                    && ev.end_ns(k) <= end + 1_000
+                {
+                    let tail = (end - ev.end_ns(k)).max(0);
+                    g.graph.edge(tasks[&(k as u32)], At::End, id, At::End, tail);
+                    awaited_end = awaited_end.max(ev.end_ns(k));
                 }
             }
             if awaited_end > start {

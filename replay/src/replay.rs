@@ -105,13 +105,13 @@ pub fn replay_job(job: &Job, opts: &ReplayOptions) -> JobReplay {
     let measured_analysis = analysis::analyze_job(job, &analyze);
     let alignment = measured_analysis.clock_alignment.clone();
     let mut notes = Vec::new();
-    if let Some(a) = &alignment {
-        if a.residual_us * 1000.0 > 100_000.0 {
-            notes.push(format!(
-                "matched collectives do not end together across ranks (residual {:.0} µs): ranks are replayed without cross-rank joins",
-                a.residual_us
-            ));
-        }
+    if let Some(a) = &alignment
+        && a.residual_us * 1000.0 > 100_000.0
+    {
+        notes.push(format!(
+            "matched collectives do not end together across ranks (residual {:.0} µs): ranks are replayed without cross-rank joins",
+            a.residual_us
+        ));
     }
     let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
     let s = opts.scale;
