@@ -133,6 +133,9 @@ struct ReplayArgs {
     /// Write the replay as JSON.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
+    /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz).
+    #[arg(long, value_name = "F")]
+    perfetto: Option<PathBuf>,
     /// Extra regular expression for communication kernels (repeatable).
     #[arg(long, value_name = "RE")]
     comm_pattern: Vec<String>,
@@ -423,7 +426,22 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         opts.scale = parse_scale(spec)?;
     }
     let mut replays = Vec::new();
-    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| replays.push(tracecast_replay::replay_job(&job, &opts)))?;
+    let mut perfetto_error = None;
+    let mut jobs_seen = 0usize;
+    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| {
+        let replayed = tracecast_replay::replay(&job, &opts);
+        if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
+            let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
+            if let Err(e) = write_perfetto(&path, &job, &replayed) {
+                perfetto_error = Some(e);
+            }
+        }
+        jobs_seen += 1;
+        replays.push(replayed.report);
+    })?;
+    if let Some(e) = perfetto_error {
+        return Err(e);
+    }
     if !args.quiet {
         let mut out = std::io::stdout().lock();
         for r in &replays {
@@ -444,6 +462,20 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
             if r.scale != tracecast_replay::Scale::default() {
                 writeln!(out, "Speed-up over the measured run: {:.3}×", r.speedup)?;
             }
+            let c = &r.critical_path;
+            if c.total_us > 0.0 {
+                let pct = |v: f64| 100.0 * v / c.total_us;
+                writeln!(
+                    out,
+                    "Critical path {:.3} ms: compute {:.1} %, communication {:.1} %, memory {:.1} %, CPU {:.1} %, launch/waits {:.1} %",
+                    c.total_us / 1000.0,
+                    pct(c.compute_us),
+                    pct(c.comm_us),
+                    pct(c.memory_us),
+                    pct(c.cpu_us),
+                    pct(c.launch_us)
+                )?;
+            }
             for n in &r.notes {
                 writeln!(out, "note: {n}")?;
             }
@@ -460,6 +492,21 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         output::write_atomic(path, &bytes)?;
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn write_perfetto(path: &std::path::Path, job: &Job, r: &tracecast_replay::Replayed) -> Result<()> {
+    let mut text = Vec::new();
+    tracecast_replay::perfetto::write(&mut text, job, &r.graph, &r.schedule, &r.critical)?;
+    let bytes = if path.extension().is_some_and(|e| e == "gz") {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&text)?;
+        enc.finish()?
+    } else {
+        text
+    };
+    output::write_atomic(path, &bytes)?;
+    Ok(())
 }
 
 /// `profile.json` → `profile.h100-sxm.json`.

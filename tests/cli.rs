@@ -470,3 +470,74 @@ fn replay_reports_identity_and_what_if() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown key"));
 }
+
+/// Slices on one track must nest strictly for Perfetto: no partial overlap.
+fn assert_perfetto_schema(doc: &serde_json::Value) -> usize {
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut tracks: std::collections::BTreeMap<(i64, i64), Vec<(f64, f64)>> = Default::default();
+    let mut flows: std::collections::BTreeMap<i64, (usize, usize)> = Default::default();
+    for e in events {
+        let ph = e["ph"].as_str().unwrap();
+        let (pid, tid) = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+        match ph {
+            "X" => {
+                let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+                assert!(dur >= 0.0 && e["name"].is_string(), "{e}");
+                tracks.entry((pid, tid)).or_default().push((ts, ts + dur));
+            }
+            "s" | "f" => {
+                let f = flows.entry(e["id"].as_i64().unwrap()).or_default();
+                if ph == "s" {
+                    f.0 += 1
+                } else {
+                    f.1 += 1
+                }
+                assert!(e["ts"].as_f64().is_some());
+            }
+            "M" => assert!(e["args"]["name"].is_string()),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    for ((pid, tid), mut slices) in tracks {
+        slices.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut open: Vec<f64> = Vec::new();
+        for (s, e) in slices {
+            while open.last().is_some_and(|&end| end <= s + 1e-6) {
+                open.pop();
+            }
+            if let Some(&end) = open.last() {
+                assert!(e <= end + 1e-3, "track {pid}/{tid}: slice [{s}, {e}] overlaps its parent ending at {end}");
+            }
+            open.push(e);
+        }
+    }
+    for (id, (s, f)) in &flows {
+        assert_eq!((*s, *f), (1, 1), "flow {id}");
+    }
+    flows.len()
+}
+
+#[test]
+fn replay_writes_a_perfetto_timeline() {
+    let dir = scratch("perfetto");
+    let (plain, gz) = (dir.join("demo.json"), dir.join("control.json.gz"));
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--perfetto".as_ref(), plain.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&plain);
+    assert!(assert_perfetto_schema(&doc) > 10, "the critical path is drawn");
+    let names: Vec<String> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["rank 0", "rank 1", "rank 2", "rank 3"]);
+    let control = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = run(&["replay".as_ref(), control.as_os_str(), "--perfetto".as_ref(), gz.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut text).unwrap();
+    assert_perfetto_schema(&serde_json::from_slice(&text).unwrap());
+}

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use tracecast_replay::sim::{simulate, At, Graph};
+use tracecast_replay::sim::{At, Graph, simulate};
 
 fn main() {
     let tasks: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000_000);

@@ -3,9 +3,10 @@
 //! Rebuilds the execution graph of a measured run (host threads, runtime
 //! calls, GPU streams, launch, stream-order, cross-stream and cross-rank
 //! collective edges — [`graph`]) and re-simulates it with **one**
-//! deterministic discrete-event simulator ([`sim`]); [`replay`] replays a job
+//! deterministic discrete-event simulator ([`sim`]); [`replay()`] replays a job
 //! with its measured durations (the identity that tests the graph) or with
-//! compute, memory and link speed-ups. Projection onto other GPUs, other
+//! compute, memory and link speed-ups, sums up its [`critical`] path and
+//! writes the timeline for Perfetto ([`perfetto`]). Projection onto other GPUs, other
 //! cluster sizes and analytical workload models build on the same simulator
 //! (DESIGN §5).
 //!
@@ -21,8 +22,10 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod critical;
 pub mod graph;
+pub mod perfetto;
 pub mod replay;
 pub mod sim;
 
-pub use replay::{JobReplay, ReplayOptions, Scale, replay_job};
+pub use replay::{JobReplay, ReplayOptions, Replayed, Scale, replay, replay_job};

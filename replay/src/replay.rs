@@ -9,8 +9,9 @@ use tracecast_ingest::analysis::{
 };
 use tracecast_ingest::link::Links;
 
-use crate::graph::{TaskKind, build};
-use crate::sim::simulate;
+use crate::critical::CriticalPath;
+use crate::graph::{ExecGraph, TaskKind, build};
+use crate::sim::{Schedule, simulate};
 
 /// Speed-ups applied to the measured durations (1 = as measured, 2 = twice as fast).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -87,6 +88,8 @@ pub struct JobReplay {
     pub ranks: Vec<RankReplay>,
     /// Measured / replayed mean step time over all ranks (1 for identity).
     pub speedup: f64,
+    /// Where the time on the critical path went.
+    pub critical_path: CriticalPath,
     /// Tasks and dependency edges simulated.
     pub tasks: usize,
     /// Edges simulated.
@@ -95,8 +98,26 @@ pub struct JobReplay {
     pub notes: Vec<String>,
 }
 
+/// A replay with its timeline, for Perfetto output.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// The report.
+    pub report: JobReplay,
+    /// The graph that was simulated.
+    pub graph: ExecGraph,
+    /// Its schedule.
+    pub schedule: Schedule,
+    /// Events of the critical path, latest first.
+    pub critical: Vec<u32>,
+}
+
 /// Replays `job` with its measured durations scaled by `opts.scale`.
 pub fn replay_job(job: &Job, opts: &ReplayOptions) -> JobReplay {
+    replay(job, opts).report
+}
+
+/// Replays `job` and keeps the simulated timeline.
+pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
     let classes: Vec<Vec<Option<ActivityClass>>> = job.ranks.iter().map(|r| opts.classifier.classes(&r.trace)).collect();
     let links: Vec<Links> = job.ranks.iter().map(|r| Links::new(&r.trace)).collect();
     let collectives = collective_samples(job, &opts.classifier);
@@ -195,14 +216,17 @@ pub fn replay_job(job: &Job, opts: &ReplayOptions) -> JobReplay {
             replayed: replayed_breakdown,
         });
     }
-    JobReplay {
+    let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule);
+    let report = JobReplay {
         path: job.path.display().to_string(),
         world_size: job.world_size(),
         scale: opts.scale,
         ranks,
         speedup: if replayed_total > 0.0 { measured_total / replayed_total } else { 1.0 },
+        critical_path,
         tasks: eg.graph.len(),
         edges: eg.graph.edges.len(),
         notes,
-    }
+    };
+    Replayed { report, graph: eg, schedule, critical }
 }

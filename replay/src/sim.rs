@@ -85,6 +85,35 @@ pub struct Schedule {
     pub end_ns: Vec<i64>,
     /// Tasks that could not be scheduled because of a cycle in the constraints.
     pub unscheduled: usize,
+    /// For every event (2·task = start, 2·task + 1 = end): the event that set
+    /// its time, or [`NO_EVENT`] when its release did — the links of the
+    /// critical path.
+    pub binding: Vec<u32>,
+}
+
+/// Marks "no binding event" in [`Schedule::binding`].
+pub const NO_EVENT: u32 = u32::MAX;
+
+impl Schedule {
+    /// The chain of events that determined the time of `event`, latest first.
+    pub fn critical_path(&self, event: u32) -> Vec<u32> {
+        let mut path = vec![event];
+        let mut e = event;
+        while let Some(&b) = self.binding.get(e as usize) {
+            if b == NO_EVENT || path.len() > self.binding.len() {
+                break;
+            }
+            path.push(b);
+            e = b;
+        }
+        path
+    }
+
+    /// Time of an event (2·task = start, 2·task + 1 = end), ns.
+    pub fn event_ns(&self, event: u32) -> i64 {
+        let t = event as usize / 2;
+        if event % 2 == 0 { self.start_ns[t] } else { self.end_ns[t] }
+    }
 }
 
 /// Runs the graph. Events are indexed 2·task (start) and 2·task + 1 (end);
@@ -125,6 +154,7 @@ pub fn simulate(g: &Graph) -> Schedule {
     }
     // Earliest time of each event; starts begin at their release.
     let mut time = vec![i64::MIN; ev];
+    let mut binding = vec![NO_EVENT; ev];
     for t in 0..n {
         time[2 * t] = g.release_ns[t];
     }
@@ -140,7 +170,11 @@ pub fn simulate(g: &Graph) -> Schedule {
         let i = i as usize;
         for &(to, lag) in &out[count[i] as usize..count[i + 1] as usize] {
             let to = to as usize;
-            time[to] = time[to].max(t.saturating_add(lag));
+            let at = t.saturating_add(lag);
+            if at > time[to] || (at == time[to] && binding[to] == NO_EVENT && time[to] == i64::MIN) {
+                time[to] = at;
+                binding[to] = i as u32;
+            }
             indeg[to] -= 1;
             if indeg[to] == 0 {
                 heap.push(Reverse((time[to], to as u32)));
@@ -149,7 +183,7 @@ pub fn simulate(g: &Graph) -> Schedule {
     }
     let start_ns: Vec<i64> = (0..n).map(|t| time[2 * t]).collect();
     let end_ns: Vec<i64> = (0..n).map(|t| time[2 * t + 1].max(start_ns[t])).collect();
-    Schedule { start_ns, end_ns, unscheduled: (ev - fired) / 2 }
+    Schedule { start_ns, end_ns, unscheduled: (ev - fired) / 2, binding }
 }
 
 #[cfg(test)]
@@ -177,6 +211,10 @@ mod tests {
         assert_eq!(s.end_ns[a as usize], 290);
         assert_eq!(s.end_ns[b as usize], 290);
         assert_eq!(s.unscheduled, 0);
+        // k2 ends last: its end <- its start <- k1's end <- k1's start <- the launch.
+        let path = s.critical_path(2 * k2 + 1);
+        assert_eq!(path, [2 * k2 + 1, 2 * k2, 2 * k1 + 1, 2 * k1, 2 * host]);
+        assert_eq!(s.event_ns(2 * k1), 5);
     }
 
     #[test]

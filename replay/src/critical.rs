@@ -1,0 +1,73 @@
+//! The critical path of a replayed job, summarised by what its time was spent
+//! on — "what would speeding this up buy me".
+
+use serde::Serialize;
+use tracecast_ingest::analysis::ActivityClass;
+
+use crate::graph::{ExecGraph, TaskKind};
+use crate::sim::{NO_EVENT, Schedule};
+
+/// Time on the critical path by category, µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CriticalPath {
+    /// From the path's first event to the job's last GPU end.
+    pub total_us: f64,
+    /// Compute kernels on the path.
+    pub compute_us: f64,
+    /// Communication on the path (kernels, transfers of joined collectives):
+    /// communication nothing else hid.
+    pub comm_us: f64,
+    /// Memcpy / memset on the path.
+    pub memory_us: f64,
+    /// Runtime calls and CPU time between them.
+    pub cpu_us: f64,
+    /// Launch latency from a call to its kernel's start.
+    pub launch_us: f64,
+    /// Events on the path.
+    pub events: usize,
+}
+
+/// Follows the binding edges back from the latest GPU end and adds up the time.
+pub fn critical_path(eg: &ExecGraph, s: &Schedule) -> (CriticalPath, Vec<u32>) {
+    let last = eg
+        .origin
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_)))
+        .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
+        .map(|(t, _)| 2 * t as u32 + 1);
+    let Some(last) = last else { return (CriticalPath::default(), Vec::new()) };
+    let path = s.critical_path(last);
+    let mut cp = CriticalPath { events: path.len(), ..Default::default() };
+    for pair in path.windows(2) {
+        let (later, earlier) = (pair[0], pair[1]);
+        if earlier == NO_EVENT {
+            break;
+        }
+        let dt = (s.event_ns(later) - s.event_ns(earlier)).max(0) as f64 / 1000.0;
+        let (lt, et) = (later as usize / 2, earlier as usize / 2);
+        let later_kind = eg.origin[lt].kind;
+        let earlier_kind = eg.origin[et].kind;
+        let same_task = lt == et;
+        let bucket = match (same_task, later_kind, earlier_kind, later % 2) {
+            // A task's own duration.
+            (true, TaskKind::Host, _, _) => &mut cp.cpu_us,
+            (true, TaskKind::Gpu(ActivityClass::Compute), _, _) => &mut cp.compute_us,
+            (true, TaskKind::Gpu(ActivityClass::Comm), _, _) => &mut cp.comm_us,
+            (true, TaskKind::Gpu(ActivityClass::Memory), _, _) => &mut cp.memory_us,
+            // A collective's end set by another member's arrival: the transfer.
+            (false, TaskKind::Gpu(ActivityClass::Comm), _, 1) => &mut cp.comm_us,
+            // Host to GPU: launch latency.
+            (false, TaskKind::Gpu(_), TaskKind::Host, _) => &mut cp.launch_us,
+            // Host chain gaps and synchronising tails.
+            (false, TaskKind::Host, _, _) => &mut cp.cpu_us,
+            // GPU to GPU (stream order, cross-stream waits): lag is 0 or a measured gap.
+            (false, TaskKind::Gpu(_), TaskKind::Gpu(_), _) => &mut cp.launch_us,
+        };
+        *bucket += dt;
+    }
+    if let (Some(&first), Some(&end)) = (path.last(), path.first()) {
+        cp.total_us = (s.event_ns(end) - s.event_ns(first)).max(0) as f64 / 1000.0;
+    }
+    (cp, path)
+}
