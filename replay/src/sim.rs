@@ -112,7 +112,7 @@ impl Schedule {
     /// Time of an event (2·task = start, 2·task + 1 = end), ns.
     pub fn event_ns(&self, event: u32) -> i64 {
         let t = event as usize / 2;
-        if event % 2 == 0 { self.start_ns[t] } else { self.end_ns[t] }
+        if event.is_multiple_of(2) { self.start_ns[t] } else { self.end_ns[t] }
     }
 }
 
