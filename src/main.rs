@@ -136,6 +136,13 @@ struct ReplayArgs {
     /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz).
     #[arg(long, value_name = "F")]
     perfetto: Option<PathBuf>,
+    /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and
+    /// intra/inter-node bandwidth from the hardware catalog follow).
+    #[arg(long, value_name = "N")]
+    world_size: Option<u32>,
+    /// GPUs per node for --world-size (default: the GPU's node preset, else 8).
+    #[arg(long)]
+    gpus_per_node: Option<u32>,
     /// Extra regular expression for communication kernels (repeatable).
     #[arg(long, value_name = "RE")]
     comm_pattern: Vec<String>,
@@ -429,6 +436,21 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
     let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| {
+        let mut opts = opts.clone();
+        opts.world_size = args.world_size;
+        let catalog = tracecast_calibrate::Catalog::builtin();
+        let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+        let node = gpu.and_then(|g| catalog.node_of(&g.id));
+        if let Some(g) = gpu {
+            opts.intra_gbps = g.link_gbps;
+        }
+        if let Some(n) = node {
+            opts.gpus_per_node = n.gpus;
+            opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
+        }
+        if let Some(g) = args.gpus_per_node {
+            opts.gpus_per_node = g;
+        }
         let replayed = tracecast_replay::replay(&job, &opts);
         if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
             let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
@@ -446,7 +468,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
-            let what = if r.scale == tracecast_replay::Scale::default() { "error" } else { "change" };
+            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() { "error" } else { "change" };
             writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
             for k in &r.ranks {
                 writeln!(
@@ -459,8 +481,8 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                     100.0 * k.error
                 )?;
             }
-            if r.scale != tracecast_replay::Scale::default() {
-                writeln!(out, "Speed-up over the measured run: {:.3}×", r.speedup)?;
+            if r.scale != tracecast_replay::Scale::default() || args.world_size.is_some() {
+                writeln!(out, "Speed-up of the step over the measured run: {:.3}×", r.speedup)?;
             }
             let c = &r.critical_path;
             if c.total_us > 0.0 {

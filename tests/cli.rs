@@ -466,6 +466,19 @@ fn replay_reports_identity_and_what_if() {
     let f0 = &fast["jobs"][0]["ranks"][0];
     assert!(f0["replayed"]["exposed_comm_us"].as_f64().unwrap() < r0["replayed"]["exposed_comm_us"].as_f64().unwrap());
     assert!(fast["jobs"][0]["speedup"].as_f64().unwrap() > 1.05);
+    let scaled = dir.join("ws16.json");
+    let o = run(&[
+        "replay".as_ref(),
+        job.as_os_str(),
+        "--world-size".as_ref(),
+        "16".as_ref(),
+        "--json".as_ref(),
+        scaled.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Sixteen ranks span two nodes: the all-reduces leave NVLink for the NICs and the step slows down.
+    assert!(json(&scaled)["jobs"][0]["speedup"].as_f64().unwrap() < 0.9);
     let o = run(&["replay".as_ref(), job.as_os_str(), "--scale".as_ref(), "gpu=2".as_ref()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown key"));

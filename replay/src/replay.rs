@@ -7,6 +7,7 @@ use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{
     self, ActivityClass, Breakdown, Classifier, RankSets, Window, collective_samples, find_steps, step_of_activity,
 };
+use tracecast_ingest::collective::Collective;
 use tracecast_ingest::link::Links;
 
 use crate::critical::CriticalPath;
@@ -31,13 +32,50 @@ impl Default for Scale {
 }
 
 /// Options of [`replay_job`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ReplayOptions {
     /// Communication classifier.
     pub classifier: Classifier,
     /// What-if speed-ups. Default: none (identity replay).
     pub scale: Scale,
+    /// Data-parallel scale-out: the job's world-size groups become this many
+    /// ranks. Default: none (as measured).
+    pub world_size: Option<u32>,
+    /// GPUs per node for the intra/inter-node split of scaled groups.
+    /// Default: 8.
+    pub gpus_per_node: u32,
+    /// Nominal intra-node link bandwidth per GPU, GB/s (catalog `link_gbps`). Default: 450.
+    pub intra_gbps: f64,
+    /// Nominal inter-node bandwidth per GPU, GB/s (NIC share). Default: 50.
+    pub inter_gbps: f64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            classifier: Classifier::default(),
+            scale: Scale::default(),
+            world_size: None,
+            gpus_per_node: 8,
+            intra_gbps: 450.0,
+            inter_gbps: 50.0,
+        }
+    }
+}
+
+/// How much longer a collective's transfer gets when its group grows from
+/// `n` to `to` ranks: the nccl-tests bus factor grows, and a group that no
+/// longer fits in a node moves from the intra-node link to the NICs.
+pub fn scale_out_factor(collective: Collective, n: i64, to: i64, opts: &ReplayOptions) -> f64 {
+    let (Some(k0), Some(k1)) = (collective.bus_factor(n), collective.bus_factor(to)) else { return 1.0 };
+    let bw = |g: i64| if g <= i64::from(opts.gpus_per_node) { opts.intra_gbps } else { opts.inter_gbps };
+    if k0 <= 0.0 {
+        // A group of one moved no data: scale from the smallest real group.
+        let k2 = collective.bus_factor(2).unwrap_or(1.0);
+        return (k1 / k2) * (bw(2) / bw(to));
+    }
+    (k1 / k0) * (bw(n) / bw(to))
 }
 
 /// One step, measured and replayed.
@@ -151,6 +189,35 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         for &e in &eg.join_edges {
             if let Some(edge) = eg.graph.edges.get_mut(e) {
                 edge.lag_ns = (edge.lag_ns as f64 / s.link).round() as i64;
+            }
+        }
+    }
+    if let Some(target) = opts.world_size {
+        let world = i64::from(job.world_size());
+        let mut factor_of_task: rustc_hash::FxHashMap<usize, f64> = Default::default();
+        let mut task_of: rustc_hash::FxHashMap<(usize, u32), usize> = Default::default();
+        for (t, o) in eg.origin.iter().enumerate() {
+            task_of.insert((o.rank, o.row), t);
+        }
+        for c in &collectives {
+            let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
+            let Some(&t) = task_of.get(&(r, c.row)) else { continue };
+            // Only the groups that span the whole job are data-parallel groups that grow.
+            if c.group_size == Some(world) {
+                factor_of_task.insert(t, scale_out_factor(c.collective, world, i64::from(target), opts));
+            }
+        }
+        if factor_of_task.is_empty() {
+            notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
+        }
+        for (&t, &f) in &factor_of_task {
+            eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 * f).round() as i64;
+        }
+        for &e in &eg.join_edges {
+            if let Some(edge) = eg.graph.edges.get_mut(e) {
+                if let Some(&f) = factor_of_task.get(&(edge.to as usize)) {
+                    edge.lag_ns = (edge.lag_ns as f64 * f).round() as i64;
+                }
             }
         }
     }

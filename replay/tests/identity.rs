@@ -103,3 +103,35 @@ fn faster_links_lower_exposed_communication_and_never_slow_the_step() {
     let slow = replay_job(&j, &opts);
     assert!(slow.speedup < 1.0, "{}", slow.speedup);
 }
+
+#[test]
+fn scale_out_is_monotone_in_communication() {
+    // The synthetic 4-rank job all-reduces over the whole job: more ranks,
+    // more bus traffic per byte, and past one node, the slower NICs.
+    let j = job(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo"));
+    let mut last_comm = 0.0;
+    let mut last_step = 0.0;
+    for n in [2u32, 4, 8, 16, 64] {
+        let mut opts = ReplayOptions::default();
+        opts.world_size = Some(n);
+        let r = replay_job(&j, &opts);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let comm: f64 = r.ranks.iter().map(|x| x.replayed.comm_us).sum();
+        let step: f64 = r.ranks.iter().map(|x| x.replayed_step_us).sum();
+        assert!(comm >= last_comm, "{n} ranks: comm {comm} < {last_comm}");
+        assert!(step >= last_step - 1e-6, "{n} ranks: step {step} < {last_step}");
+        if n == 4 {
+            // The measured size: identity.
+            assert!(r.ranks.iter().all(|x| x.error.abs() < 1e-4));
+        }
+        last_comm = comm;
+        last_step = step;
+    }
+    // Crossing the node boundary (8 → 16 GPUs per group) costs the most.
+    let at = |n: u32| {
+        let mut opts = ReplayOptions::default();
+        opts.world_size = Some(n);
+        replay_job(&j, &opts).ranks[0].replayed.comm_us
+    };
+    assert!(at(16) > 2.0 * at(8));
+}
