@@ -214,10 +214,10 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 * f).round() as i64;
         }
         for &e in &eg.join_edges {
-            if let Some(edge) = eg.graph.edges.get_mut(e) {
-                if let Some(&f) = factor_of_task.get(&(edge.to as usize)) {
-                    edge.lag_ns = (edge.lag_ns as f64 * f).round() as i64;
-                }
+            if let Some(edge) = eg.graph.edges.get_mut(e)
+                && let Some(&f) = factor_of_task.get(&(edge.to as usize))
+            {
+                edge.lag_ns = (edge.lag_ns as f64 * f).round() as i64;
             }
         }
     }
