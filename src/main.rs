@@ -45,11 +45,27 @@ enum WindowArg {
     Steps,
 }
 
+/// The traces a command reads, as every command takes them.
 #[derive(clap::Args)]
-struct AnalyzeArgs {
+struct Inputs {
     /// Trace files (`.json` or gzip) of one job, or directories (one job each).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// Treat every file as its own job instead of the ranks of one job.
+    #[arg(long)]
+    each: bool,
+    /// Extra regular expression for communication kernels (repeatable); `^nccl.*Kernel` always applies.
+    #[arg(long, value_name = "RE")]
+    comm_pattern: Vec<String>,
+    /// Print nothing on stdout (outputs and errors only).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    #[command(flatten)]
+    inputs: Inputs,
     /// Analysed window.
     #[arg(long, value_enum, default_value = "steps")]
     window: WindowArg,
@@ -71,28 +87,18 @@ struct AnalyzeArgs {
     /// Wall-clock hours of the whole job (with --job-gpus).
     #[arg(long, value_name = "H", requires = "job_gpus")]
     job_hours: Option<f64>,
-    /// Extra regular expression for communication kernels (repeatable); `^nccl.*Kernel` always applies.
-    #[arg(long, value_name = "RE")]
-    comm_pattern: Vec<String>,
     /// Gaps up to this many µs between queued GPU work count as kernel wait.
     #[arg(long, value_name = "US", default_value_t = 30.0)]
     kernel_wait_us: f64,
-    /// Analyze every file as its own job instead of the ranks of one job.
-    #[arg(long)]
-    each: bool,
     /// Stop at the first unreadable file instead of reporting it and going on.
     #[arg(long)]
     strict: bool,
-    /// Print nothing on stdout (outputs and errors only).
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 #[derive(clap::Args)]
 struct CalibrateArgs {
-    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    inputs: Inputs,
     /// Profile to write (JSON). With traces of several GPUs, one file per device: OUT with the GPU id before `.json`.
     #[arg(long, value_name = "PROFILE.json")]
     out: PathBuf,
@@ -111,22 +117,12 @@ struct CalibrateArgs {
     /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`).
     #[arg(long, value_name = "FILE")]
     hw: Vec<PathBuf>,
-    /// Extra regular expression for communication kernels (repeatable).
-    #[arg(long, value_name = "RE")]
-    comm_pattern: Vec<String>,
-    /// Treat every file as its own job instead of the ranks of one job.
-    #[arg(long)]
-    each: bool,
-    /// Print nothing on stdout.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 #[derive(clap::Args)]
 struct ReplayArgs {
-    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    inputs: Inputs,
     /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast).
     #[arg(long, value_name = "K=V,...")]
     scale: Option<String>,
@@ -143,15 +139,6 @@ struct ReplayArgs {
     /// GPUs per node for --world-size (default: the GPU's node preset, else 8).
     #[arg(long)]
     gpus_per_node: Option<u32>,
-    /// Extra regular expression for communication kernels (repeatable).
-    #[arg(long, value_name = "RE")]
-    comm_pattern: Vec<String>,
-    /// Treat every file as its own job instead of the ranks of one job.
-    #[arg(long)]
-    each: bool,
-    /// Print nothing on stdout.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -250,7 +237,7 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
-    let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    let classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
     let mut opts = AnalyzeOptions::default();
     opts.window = match args.window {
         WindowArg::All => WindowMode::All,
@@ -261,13 +248,15 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
     let mut analyses = Vec::new();
-    let failed = for_each_job(&args.paths, args.each, args.quiet, args.strict, |job| analyses.push(analysis::analyze_job(&job, &opts)))?;
-    emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.quiet)?;
+    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, args.strict, |job| {
+        analyses.push(analysis::analyze_job(&job, &opts))
+    })?;
+    emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.quiet)?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
             for f in tracecast_plots::breakdown::write_breakdown(a, &stem)? {
-                if !args.quiet {
+                if !args.inputs.quiet {
                     println!("wrote {}", f.display());
                 }
             }
@@ -374,10 +363,10 @@ fn for_each_job(paths: &[PathBuf], each: bool, quiet: bool, strict: bool, mut ea
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let catalog = catalog_with(&args.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
-    opts.classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    opts.classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
     opts.gpus_per_node = args.gpus_per_node;
     let mut jobs = Vec::new();
-    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| jobs.push(job))?;
+    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
     let profiles = tracecast_calibrate::calibrate(&jobs, &catalog, &opts);
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
@@ -394,7 +383,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             bytes.push(b'\n');
             output::write_atomic(&f, &bytes)?;
         }
-        if !args.quiet {
+        if !args.inputs.quiet {
             let mut out = std::io::stdout().lock();
             calibrate_summary::write_profile(&mut out, p)?;
             writeln!(out, "Profile written to {}", path.display())?;
@@ -402,7 +391,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         if let Some(dir) = &args.plots {
             let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
             let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
-            if !args.quiet {
+            if !args.inputs.quiet {
                 println!("{} chart file(s) written to {}", files.len(), dir.display());
             }
         }
@@ -428,14 +417,14 @@ fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut opts = tracecast_replay::ReplayOptions::default();
-    opts.classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    opts.classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
     if let Some(spec) = &args.scale {
         opts.scale = parse_scale(spec)?;
     }
     let mut replays = Vec::new();
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
-    let failed = for_each_job(&args.paths, args.each, args.quiet, false, |job| {
+    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| {
         let mut opts = opts.clone();
         opts.world_size = args.world_size;
         let catalog = tracecast_calibrate::Catalog::builtin();
@@ -464,7 +453,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(e) = perfetto_error {
         return Err(e);
     }
-    if !args.quiet {
+    if !args.inputs.quiet {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
