@@ -139,6 +139,16 @@ struct ReplayArgs {
     /// GPUs per node for --world-size (default: the GPU's node preset, else 8).
     #[arg(long)]
     gpus_per_node: Option<u32>,
+    /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
+    #[arg(long, value_name = "GPU")]
+    target: Option<String>,
+    /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there);
+    /// without it, the catalog peaks of both GPUs are used.
+    #[arg(long, value_name = "P.json", requires = "target")]
+    profile: Option<PathBuf>,
+    /// Extra hardware catalog file (TOML).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -421,14 +431,23 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(spec) = &args.scale {
         opts.scale = parse_scale(spec)?;
     }
+    let catalog = catalog_with(&args.hw)?;
+    let target = match (&args.target, &args.profile) {
+        (Some(_), Some(p)) => Some(tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?),
+        (Some(id), None) => Some(tracecast_calibrate::DeviceModel::from_gpu(catalog.gpu(id)?)),
+        _ => None,
+    };
     let mut replays = Vec::new();
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
     let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| {
         let mut opts = opts.clone();
         opts.world_size = args.world_size;
-        let catalog = tracecast_calibrate::Catalog::builtin();
         let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+        if let Some(t) = &target {
+            opts.target =
+                Some(tracecast_replay::Projection { source: gpu.map(tracecast_calibrate::DeviceModel::from_gpu), target: t.clone() });
+        }
         let node = gpu.and_then(|g| catalog.node_of(&g.id));
         if let Some(g) = gpu {
             opts.intra_gbps = g.link_gbps;
@@ -457,7 +476,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
-            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() { "error" } else { "change" };
+            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() && args.target.is_none() {
+                "error"
+            } else {
+                "change"
+            };
             writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
             for k in &r.ranks {
                 writeln!(
@@ -470,8 +493,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                     100.0 * k.error
                 )?;
             }
-            if r.scale != tracecast_replay::Scale::default() || args.world_size.is_some() {
+            if r.scale != tracecast_replay::Scale::default() || args.world_size.is_some() || args.target.is_some() {
                 writeln!(out, "Speed-up of the step over the measured run: {:.3}×", r.speedup)?;
+                let measured: f64 = r.ranks.iter().map(|k| k.measured.busy_us).sum();
+                let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();
+                writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;
             }
             let c = &r.critical_path;
             if c.total_us > 0.0 {

@@ -29,10 +29,12 @@ pub mod catalog;
 mod error;
 pub mod fit;
 pub mod madmax;
+pub mod model;
 pub mod profile;
 pub mod synth;
 pub mod work;
 
 pub use catalog::Catalog;
 pub use error::{Error, Result};
+pub use model::DeviceModel;
 pub use profile::{CalibrateOptions, Profile, calibrate};

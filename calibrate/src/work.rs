@@ -16,7 +16,7 @@ use tracecast_ingest::{OpShapes, RankTrace};
 use crate::catalog::Dtype;
 
 /// A kernel class (DESIGN §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelClass {
     /// Matrix multiplies.
@@ -238,29 +238,70 @@ fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<(KernelClass, Option
     Some((work.0, work.1.filter(|w| *w > 0.0 && w.is_finite()), dtype))
 }
 
-/// The work samples of one rank: one per op instance that launched compute kernels.
-pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
+/// What one compute kernel belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelWork {
+    /// The class.
+    pub class: KernelClass,
+    /// The op's dtype, when known.
+    pub dtype: Option<Dtype>,
+    /// The work of the op that launched it (FLOPs or bytes), when modelled.
+    pub op_work: Option<f64>,
+    /// The op's row, when a modelled op launched it.
+    pub op_row: Option<u32>,
+    /// This kernel's share of its op's kernel time (1 without an op).
+    pub share: f64,
+}
+
+/// For every row: what the compute kernel there belongs to (`None` for other rows).
+pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<KernelWork>> {
     let classes = classifier.classes(trace);
     let links = Links::new(trace);
     let ev = &trace.events;
-    // op row -> (class, work, dtype, Σdur ns, kernels, op name)
-    let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
-    let mut unattributed: Vec<WorkSample> = Vec::new();
+    let mut out: Vec<Option<KernelWork>> = vec![None; ev.len()];
+    let mut op_time: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
     for (i, class) in classes.iter().enumerate() {
         if *class != Some(ActivityClass::Compute) {
             continue;
         }
-        let dur_us = ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1000.0;
         let op = links.launch_op.get(i).copied().unwrap_or(NONE);
         // Innermost op with a model wins; walk out at most a few levels (e.g. from a
         // record_function wrapper inside aten::linear).
         let modelled = links.ancestors(op, 3).find_map(|r| op_work(trace.name(r), trace.op_shapes_of(r)).map(|w| (r as u32, w)));
-        match modelled {
+        out[i] = Some(match modelled {
             Some((row, (class, work, dtype))) => {
+                *op_time.entry(row).or_insert(0) += ev.dur_ns.get(i).copied().unwrap_or(0);
+                KernelWork { class, dtype, op_work: work, op_row: Some(row), share: 1.0 }
+            }
+            None => {
+                KernelWork { class: KernelClass::from_kernel_name(trace.name(i)), dtype: None, op_work: None, op_row: None, share: 1.0 }
+            }
+        });
+    }
+    for (i, k) in out.iter_mut().enumerate() {
+        if let Some(k) = k
+            && let Some(total) = k.op_row.and_then(|r| op_time.get(&r)).filter(|t| **t > 0)
+        {
+            k.share = ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / *total as f64;
+        }
+    }
+    out
+}
+
+/// The work samples of one rank: one per op instance that launched compute kernels.
+pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
+    let ev = &trace.events;
+    let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
+    let mut unattributed: Vec<WorkSample> = Vec::new();
+    for (i, k) in kernel_work(trace, classifier).into_iter().enumerate() {
+        let Some(k) = k else { continue };
+        let dur_us = ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1000.0;
+        match k.op_row {
+            Some(row) => {
                 let s = by_op.entry(row).or_insert_with(|| WorkSample {
-                    class,
-                    dtype,
-                    work,
+                    class: k.class,
+                    dtype: k.dtype,
+                    work: k.op_work,
                     dur_us: 0.0,
                     kernels: 0,
                     op: trace.name(row as usize).to_string(),
@@ -268,14 +309,9 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                 s.dur_us += dur_us;
                 s.kernels += 1;
             }
-            None => unattributed.push(WorkSample {
-                class: KernelClass::from_kernel_name(trace.name(i)),
-                dtype: None,
-                work: None,
-                dur_us,
-                kernels: 1,
-                op: if op == NONE { trace.name(i).to_string() } else { trace.name(op as usize).to_string() },
-            }),
+            None => {
+                unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: trace.name(i).to_string() })
+            }
         }
     }
     let mut out: Vec<WorkSample> = by_op.into_values().collect();

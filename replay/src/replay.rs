@@ -3,6 +3,8 @@
 //! replayed times and the §3 breakdown of the replayed timeline.
 
 use serde::Serialize;
+use tracecast_calibrate::DeviceModel;
+use tracecast_calibrate::work::{KernelWork, kernel_work};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{
     self, ActivityClass, Breakdown, Classifier, RankSets, Window, collective_samples, find_steps, step_of_activity,
@@ -49,6 +51,20 @@ pub struct ReplayOptions {
     pub intra_gbps: f64,
     /// Nominal inter-node bandwidth per GPU, GB/s (NIC share). Default: 50.
     pub inter_gbps: f64,
+    /// Re-cost compute kernels for another GPU. Default: none.
+    pub target: Option<Projection>,
+}
+
+/// Projection onto another GPU: each compute kernel gets the time the
+/// target's calibrated model gives its op's work (split over the op's kernels
+/// as measured); kernels without a work model or without a fit for their class
+/// scale by the ratio of the two GPUs' catalog peaks for their class.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    /// The GPU the trace was recorded on (catalog peaks; fits unused).
+    pub source: Option<DeviceModel>,
+    /// The GPU to project onto.
+    pub target: DeviceModel,
 }
 
 impl Default for ReplayOptions {
@@ -60,6 +76,7 @@ impl Default for ReplayOptions {
             gpus_per_node: 8,
             intra_gbps: 450.0,
             inter_gbps: 50.0,
+            target: None,
         }
     }
 }
@@ -173,6 +190,24 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         ));
     }
     let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
+    if let Some(p) = &opts.target {
+        let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
+        for (t, o) in eg.origin.iter().enumerate() {
+            if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
+                continue;
+            }
+            let Some(Some(k)) = work.get(o.rank).and_then(|w| w.get(o.row as usize)) else { continue };
+            let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
+            let modelled = k.op_work.and_then(|w| p.target.kernel_us(k.class, k.dtype, w)).map(|op_us| op_us * k.share);
+            let projected = modelled.unwrap_or_else(|| {
+                match (p.source.as_ref().and_then(|s| s.peak(k.class, k.dtype)), p.target.peak(k.class, k.dtype)) {
+                    (Some(a), Some(b)) if b > 0.0 => measured_us * a / b,
+                    _ => measured_us,
+                }
+            });
+            eg.graph.dur_ns[t] = (projected * 1000.0).round() as i64;
+        }
+    }
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
