@@ -58,10 +58,10 @@ pub struct ReplayOptions {
 /// Projection onto another GPU: each compute kernel gets the time the
 /// target's calibrated model gives its op's work (split over the op's kernels
 /// as measured); kernels without a work model or without a fit for their class
-/// scale by the ratio of the two GPUs' catalog peaks for their class.
+/// keep their measured time.
 #[derive(Debug, Clone)]
 pub struct Projection {
-    /// The GPU the trace was recorded on (catalog peaks; fits unused).
+    /// The GPU the trace was recorded on (reserved for efficiency ratios; unused so far).
     pub source: Option<DeviceModel>,
     /// The GPU to project onto.
     pub target: DeviceModel,
@@ -198,13 +198,10 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             }
             let Some(Some(k)) = work.get(o.rank).and_then(|w| w.get(o.row as usize)) else { continue };
             let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
-            let modelled = k.op_work.and_then(|w| p.target.kernel_us(k.class, k.dtype, w)).map(|op_us| op_us * k.share);
-            let projected = modelled.unwrap_or_else(|| {
-                match (p.source.as_ref().and_then(|s| s.peak(k.class, k.dtype)), p.target.peak(k.class, k.dtype)) {
-                    (Some(a), Some(b)) if b > 0.0 => measured_us * a / b,
-                    _ => measured_us,
-                }
-            });
+            // Kernels without a work model or a target fit keep their measured time:
+            // scaling them by the ratio of catalog peaks overstated the speed-up of
+            // the small, latency-bound kernels they mostly are (leave-one-out test).
+            let projected = k.op_work.and_then(|w| p.target.kernel_us(k.class, k.dtype, w)).map_or(measured_us, |op_us| op_us * k.share);
             eg.graph.dur_ns[t] = (projected * 1000.0).round() as i64;
         }
     }
