@@ -61,8 +61,6 @@ pub struct ReplayOptions {
 /// keep their measured time.
 #[derive(Debug, Clone)]
 pub struct Projection {
-    /// The GPU the trace was recorded on (reserved for efficiency ratios; unused so far).
-    pub source: Option<DeviceModel>,
     /// The GPU to project onto.
     pub target: DeviceModel,
 }
