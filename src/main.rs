@@ -445,8 +445,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         opts.world_size = args.world_size;
         let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
         if let Some(t) = &target {
-            opts.target =
-                Some(tracecast_replay::Projection { source: gpu.map(tracecast_calibrate::DeviceModel::from_gpu), target: t.clone() });
+            opts.target = Some(tracecast_replay::Projection { target: t.clone() });
         }
         let node = gpu.and_then(|g| catalog.node_of(&g.id));
         if let Some(g) = gpu {

@@ -33,10 +33,10 @@ fn main() {
             g.edge(p, At::End, k, At::Start, 0);
         }
         let other = (s + 1) % streams;
-        if rand() % 8 == 0 {
-            if let Some(o) = last_on_stream[other] {
-                g.edge(o, At::End, k, At::Start, 0);
-            }
+        if rand() % 8 == 0
+            && let Some(o) = last_on_stream[other]
+        {
+            g.edge(o, At::End, k, At::Start, 0);
         }
         last_on_stream[s] = Some(k);
         last_host = Some(host);

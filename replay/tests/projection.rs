@@ -41,10 +41,7 @@ fn leave_one_out_h100_to_mi300x() {
         let h100 = job(&format!("tracelens/h100/{held_out}"));
         let mi300 = job(&format!("tracelens/mi300/{held_out}"));
         let mut opts = ReplayOptions::default();
-        opts.target = Some(Projection {
-            source: Some(DeviceModel::from_gpu(catalog.gpu("h100-sxm").unwrap())),
-            target: DeviceModel::from_profile(&profile, &catalog),
-        });
+        opts.target = Some(Projection { target: DeviceModel::from_profile(&profile, &catalog) });
         let projected: f64 = replay_job(&h100, &opts).ranks.iter().map(|r| r.replayed.busy_us).sum();
         let measured = busy_us(&mi300);
         let as_is = busy_us(&h100);
