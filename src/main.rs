@@ -142,8 +142,7 @@ struct ReplayArgs {
     /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
     #[arg(long, value_name = "GPU")]
     target: Option<String>,
-    /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there);
-    /// without it, the catalog peaks of both GPUs are used.
+    /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there); required with --target.
     #[arg(long, value_name = "P.json", requires = "target")]
     profile: Option<PathBuf>,
     /// Extra hardware catalog file (TOML).
@@ -432,9 +431,21 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         opts.scale = parse_scale(spec)?;
     }
     let catalog = catalog_with(&args.hw)?;
+    // Projection needs the target's calibration: catalog peaks alone overstate small kernels' speed-up.
     let target = match (&args.target, &args.profile) {
-        (Some(_), Some(p)) => Some(tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?),
-        (Some(id), None) => Some(tracecast_calibrate::DeviceModel::from_gpu(catalog.gpu(id)?)),
+        (Some(id), Some(p)) => {
+            let gpu = catalog.gpu(id)?;
+            let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?;
+            anyhow::ensure!(
+                model.gpu.as_ref().is_some_and(|g| g.id == gpu.id),
+                "{}: the profile is not of {} (calibrate traces measured on {} and pass that profile)",
+                p.display(),
+                gpu.id,
+                gpu.id
+            );
+            Some(model)
+        }
+        (Some(id), None) => anyhow::bail!("--target {id} needs --profile: the calibration profile of {id} (`tracecast calibrate`)"),
         _ => None,
     };
     let mut replays = Vec::new();
@@ -444,9 +455,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let mut opts = opts.clone();
         opts.world_size = args.world_size;
         let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
-        if let Some(t) = &target {
-            opts.target = Some(tracecast_replay::Projection { target: t.clone() });
-        }
+        opts.target = target.clone();
         let node = gpu.and_then(|g| catalog.node_of(&g.id));
         if let Some(g) = gpu {
             opts.intra_gbps = g.link_gbps;

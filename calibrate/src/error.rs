@@ -22,6 +22,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A file given as a calibration profile is not one.
+    #[error("{}: {message}", path.display())]
+    Profile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// A GPU or node id is not in the catalog.
     #[error("unknown hardware {id:?}; `tracecast hw list` shows the known ids")]
     UnknownHardware {

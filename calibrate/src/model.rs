@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::catalog::{Catalog, Dtype, Gpu};
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Profile, peak_per_s};
 use crate::work::KernelClass;
 
 /// One fitted kernel class.
@@ -21,7 +21,7 @@ struct Fit {
     peak_per_s: f64,
 }
 
-/// Kernel times on one device: fitted classes from a profile, the catalog's peaks for the rest.
+/// Kernel times on one device, from the kernel classes its calibration profile fitted.
 #[derive(Debug, Clone)]
 pub struct DeviceModel {
     /// The device's catalog entry, when known.
@@ -29,6 +29,7 @@ pub struct DeviceModel {
     fits: Vec<Fit>,
 }
 
+/// The part of a profile file the model needs (the file is `Profile` as serialized).
 #[derive(Deserialize)]
 struct ProfileFile {
     device: DeviceFile,
@@ -52,9 +53,12 @@ struct KernelFile {
 }
 
 impl DeviceModel {
+    fn new(catalog_id: Option<&str>, fits: Vec<Fit>, catalog: &Catalog) -> DeviceModel {
+        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits }
+    }
+
     /// The model of a profile just fitted.
     pub fn from_profile(p: &Profile, catalog: &Catalog) -> DeviceModel {
-        let gpu = p.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok()).cloned();
         let fits = p
             .kernels
             .iter()
@@ -63,18 +67,17 @@ impl DeviceModel {
                 dtype: k.dtype,
                 efficiency: k.efficiency,
                 overhead_us: k.overhead_us,
-                peak_per_s: if k.unit == "flop" { k.peak * 1e12 } else { k.peak * 1e9 },
+                peak_per_s: k.peak_per_s(),
             })
             .collect();
-        DeviceModel { gpu, fits }
+        DeviceModel::new(p.device.catalog_id.as_deref(), fits, catalog)
     }
 
     /// The model of a profile written by `tracecast calibrate`.
     pub fn from_profile_file(path: &Path, catalog: &Catalog) -> Result<DeviceModel> {
         let text = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         let file: ProfileFile = serde_json::from_slice(&text)
-            .map_err(|e| Error::Catalog { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })?;
-        let gpu = file.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok()).cloned();
+            .map_err(|e| Error::Profile { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })?;
         let fits = file
             .kernels
             .into_iter()
@@ -83,15 +86,10 @@ impl DeviceModel {
                 dtype: k.dtype,
                 efficiency: k.efficiency,
                 overhead_us: k.overhead_us,
-                peak_per_s: if k.unit == "flop" { k.peak * 1e12 } else { k.peak * 1e9 },
+                peak_per_s: peak_per_s(&k.unit, k.peak),
             })
             .collect();
-        Ok(DeviceModel { gpu, fits })
-    }
-
-    /// A model with the catalog's peaks only (no fitted classes).
-    pub fn from_gpu(gpu: &Gpu) -> DeviceModel {
-        DeviceModel { gpu: Some(gpu.clone()), fits: Vec::new() }
+        Ok(DeviceModel::new(file.device.catalog_id.as_deref(), fits, catalog))
     }
 
     /// Time of an op's kernels, µs, from a fit of its class (same dtype first).
@@ -99,12 +97,5 @@ impl DeviceModel {
         let fit =
             self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
         (fit.efficiency > 0.0).then(|| fit.overhead_us.max(0.0) + work / (fit.efficiency * fit.peak_per_s) * 1e6)
-    }
-
-    /// The catalog peak a class is bound by: FLOP/s at the dtype for
-    /// GEMM-like classes, HBM bytes/s otherwise.
-    pub fn peak(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<f64> {
-        let gpu = self.gpu.as_ref()?;
-        if class.counts_flops() { gpu.peak_flops(dtype.unwrap_or(Dtype::Bf16)) } else { Some(gpu.hbm_bytes_per_s()) }
     }
 }

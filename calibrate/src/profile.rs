@@ -102,6 +102,23 @@ pub struct KernelFit {
     pub points: Vec<(f64, f64)>,
 }
 
+impl KernelFit {
+    /// The peak P in FLOP/s (FLOP classes) or bytes/s (byte classes).
+    pub fn peak_per_s(&self) -> f64 {
+        peak_per_s(self.unit, self.peak)
+    }
+
+    /// The fitted time of an op with `work` FLOPs or bytes, µs.
+    pub fn time_us(&self, work: f64) -> f64 {
+        self.overhead_us + work / (self.efficiency * self.peak_per_s()) * 1e6
+    }
+}
+
+/// A profile's peak (TFLOP/s for `flop`, GB/s for `byte`) in units per second.
+pub(crate) fn peak_per_s(unit: &str, peak: f64) -> f64 {
+    if unit == "flop" { peak * 1e12 } else { peak * 1e9 }
+}
+
 /// A link fit: t = α + k · S / B.
 #[derive(Debug, Clone, Serialize)]
 pub struct LinkFit {

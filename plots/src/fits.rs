@@ -23,8 +23,7 @@ pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf
     for k in &profile.kernels {
         let dtype = k.dtype.map_or("any", |d| d.as_str());
         let (lo, hi) = k.points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-        let per_us = if k.unit == "flop" { k.peak * 1e12 / 1e6 } else { k.peak * 1e9 / 1e6 };
-        let curve = log_grid(lo, hi, 50).into_iter().map(|w| (w, k.overhead_us + w / (k.efficiency * per_us))).collect();
+        let curve = log_grid(lo, hi, 50).into_iter().map(|w| (w, k.time_us(w))).collect();
         let unit = if k.unit == "flop" { "FLOP" } else { "bytes" };
         let chart = Scatter {
             title: format!(

@@ -54,8 +54,6 @@ pub struct ExecGraph {
     pub measured_start_ns: Vec<i64>,
     /// Measured end, ns.
     pub measured_end_ns: Vec<i64>,
-    /// For collective tasks matched across ranks: the transfer time, ns.
-    pub transfer_ns: Vec<Option<i64>>,
     /// The clock offset applied to each rank, ns.
     pub offsets_ns: Vec<i64>,
     /// Indices (into `graph.edges`) of the collective join edges, whose lag is the transfer time.
@@ -85,7 +83,6 @@ pub fn build(
         origin: Vec::new(),
         measured_start_ns: Vec::new(),
         measured_end_ns: Vec::new(),
-        transfer_ns: Vec::new(),
         offsets_ns: Vec::new(),
         join_edges: Vec::new(),
     };
@@ -103,7 +100,6 @@ pub fn build(
             g.origin.push(TaskOrigin { rank: r, row: row as u32, kind });
             g.measured_start_ns.push(ev.ts_ns[row] + off);
             g.measured_end_ns.push(ev.end_ns(row) + off);
-            g.transfer_ns.push(None);
             tasks.insert(row as u32, id);
             id
         };
@@ -252,7 +248,6 @@ pub fn build(
             let transfer = list.iter().map(|m| m.1).min().unwrap_or(0);
             for &(m, _) in &list {
                 g.graph.dur_ns[m as usize] = transfer;
-                g.transfer_ns[m as usize] = Some(transfer);
                 for &(x, _) in &list {
                     g.join_edges.push(g.graph.edges.len());
                     g.graph.edge(x, At::Start, m, At::End, transfer);

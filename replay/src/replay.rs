@@ -51,18 +51,11 @@ pub struct ReplayOptions {
     pub intra_gbps: f64,
     /// Nominal inter-node bandwidth per GPU, GB/s (NIC share). Default: 50.
     pub inter_gbps: f64,
-    /// Re-cost compute kernels for another GPU. Default: none.
-    pub target: Option<Projection>,
-}
-
-/// Projection onto another GPU: each compute kernel gets the time the
-/// target's calibrated model gives its op's work (split over the op's kernels
-/// as measured); kernels without a work model or without a fit for their class
-/// keep their measured time.
-#[derive(Debug, Clone)]
-pub struct Projection {
-    /// The GPU to project onto.
-    pub target: DeviceModel,
+    /// Project onto another GPU: each compute kernel gets the time this
+    /// model gives its op's work (split over the op's kernels as measured);
+    /// kernels without a work model or a fit for their class keep their
+    /// measured time. Default: none.
+    pub target: Option<DeviceModel>,
 }
 
 impl Default for ReplayOptions {
@@ -188,7 +181,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         ));
     }
     let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
-    if let Some(p) = &opts.target {
+    if let Some(target) = &opts.target {
         let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
         for (t, o) in eg.origin.iter().enumerate() {
             if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
@@ -199,7 +192,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             // Kernels without a work model or a target fit keep their measured time:
             // scaling them by the ratio of catalog peaks overstated the speed-up of
             // the small, latency-bound kernels they mostly are (leave-one-out test).
-            let projected = k.op_work.and_then(|w| p.target.kernel_us(k.class, k.dtype, w)).map_or(measured_us, |op_us| op_us * k.share);
+            let projected = k.op_work.and_then(|w| target.kernel_us(k.class, k.dtype, w)).map_or(measured_us, |op_us| op_us * k.share);
             eg.graph.dur_ns[t] = (projected * 1000.0).round() as i64;
         }
     }

@@ -171,7 +171,7 @@ pub fn simulate(g: &Graph) -> Schedule {
         for &(to, lag) in &out[count[i] as usize..count[i + 1] as usize] {
             let to = to as usize;
             let at = t.saturating_add(lag);
-            if at > time[to] || (at == time[to] && binding[to] == NO_EVENT && time[to] == i64::MIN) {
+            if at > time[to] {
                 time[to] = at;
                 binding[to] = i as u32;
             }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tracecast_calibrate::{CalibrateOptions, Catalog, DeviceModel, calibrate};
 use tracecast_ingest::analysis::{AnalyzeOptions, WindowMode, analyze_job};
 use tracecast_ingest::{Job, ReadOptions};
-use tracecast_replay::{Projection, ReplayOptions, replay_job};
+use tracecast_replay::{ReplayOptions, replay_job};
 
 const MODELS: [&str; 4] = [
     "gaunernst_bert-small-uncased__1016001.json.gz",
@@ -41,7 +41,7 @@ fn leave_one_out_h100_to_mi300x() {
         let h100 = job(&format!("tracelens/h100/{held_out}"));
         let mi300 = job(&format!("tracelens/mi300/{held_out}"));
         let mut opts = ReplayOptions::default();
-        opts.target = Some(Projection { target: DeviceModel::from_profile(&profile, &catalog) });
+        opts.target = Some(DeviceModel::from_profile(&profile, &catalog));
         let projected: f64 = replay_job(&h100, &opts).ranks.iter().map(|r| r.replayed.busy_us).sum();
         let measured = busy_us(&mi300);
         let as_is = busy_us(&h100);
