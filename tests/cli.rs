@@ -142,6 +142,14 @@ fn tables_match_the_json() {
     for k in KEYS {
         assert!((col(k) - rank[k].as_f64().unwrap()).abs() < 1e-6, "{k}");
     }
+    // Per-stream idle: each stream is idle at least as long as the GPU as a whole, at most the span.
+    let streams = rank["idle_by_stream"].as_array().unwrap();
+    assert!(streams.len() >= 2, "compute and NCCL streams");
+    let (idle, span) = (rank["idle_us"].as_f64().unwrap(), rank["gpu_span_us"].as_f64().unwrap());
+    for st in streams {
+        let sum = st["host_wait_us"].as_f64().unwrap() + st["kernel_wait_us"].as_f64().unwrap() + st["other_us"].as_f64().unwrap();
+        assert!(sum + 1e-6 >= idle && sum <= span + 1e-6, "{st}");
+    }
     let steps = std::fs::read_to_string(csv.join("steps.csv")).unwrap();
     assert_eq!(steps.lines().count(), 1 + rank["steps"].as_array().unwrap().len());
     let coll = std::fs::read_to_string(csv.join("collectives.csv")).unwrap();

@@ -27,13 +27,43 @@ pub struct IdleSplit {
     pub kernel_wait_threshold_us: f64,
 }
 
+/// The idle split of one GPU stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StreamIdle {
+    /// Device ordinal.
+    pub device: i64,
+    /// Stream id.
+    pub stream: i64,
+    /// Idle time of this stream in the window, by cause.
+    #[serde(flatten)]
+    pub idle: IdleSplit,
+}
+
+impl StreamIdle {
+    /// The split of every stream with GPU activity, by (device, stream).
+    pub fn all(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> Vec<StreamIdle> {
+        let ev = &trace.events;
+        let streams: std::collections::BTreeSet<(i64, i64)> = trace.gpu_activity().map(|i| (ev.pid[i], ev.tid[i])).collect();
+        streams
+            .into_iter()
+            .map(|(device, stream)| StreamIdle {
+                device,
+                stream,
+                idle: IdleSplit::compute(trace, links, w, kernel_wait_threshold_us, Some((device, stream))),
+            })
+            .collect()
+    }
+}
+
 impl IdleSplit {
-    /// Splits the idle time of `trace` in `w`.
-    pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
+    /// Splits the idle time of `trace` in `w`: of the whole GPU (`stream`
+    /// `None`), or of one `(device, stream)` as HTA reports it.
+    pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64, stream: Option<(i64, i64)>) -> IdleSplit {
         let ev = &trace.events;
         // (start, end, launch) of GPU activity overlapping the window, by start.
         let mut acts: Vec<(i64, i64, Option<i64>)> = trace
             .gpu_activity()
+            .filter(|&i| stream.is_none_or(|(d, s)| ev.pid[i] == d && ev.tid[i] == s))
             .map(|i| {
                 let launch = links.launch_ns(trace, i);
                 (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), launch)

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::breakdown::{Breakdown, RankSets, Window, WindowMode};
 use super::classify::Classifier;
 use super::collectives::{self, ClockAlignment, CollectiveStats};
-use super::idle::IdleSplit;
+use super::idle::{IdleSplit, StreamIdle};
 use super::kernels::{self, KernelStats};
 use super::steps::{self, StepBreakdown};
 use crate::job::{Job, RankSource};
@@ -60,8 +60,10 @@ pub struct RankAnalysis {
     /// The §3 breakdown of the window.
     #[serde(flatten)]
     pub breakdown: Breakdown,
-    /// Idle time by cause.
+    /// Idle time of the GPU (the union of its streams) by cause; sums to `idle_us`.
     pub idle_split: IdleSplit,
+    /// Idle time of each stream by cause, as HTA reports it.
+    pub idle_by_stream: Vec<StreamIdle>,
     /// Per-step breakdowns, in time order.
     pub steps: Vec<StepBreakdown>,
     /// Collectives by type and process group.
@@ -182,10 +184,12 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
             let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
             let idle_split = if window.is_some() {
-                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
+                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us, None)
             } else {
                 IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
             };
+            let idle_by_stream =
+                if window.is_some() { StreamIdle::all(trace, &links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
             let step_rows = steps
                 .iter()
                 .map(|s| StepBreakdown {
@@ -206,6 +210,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                     window_start_us: all.map_or(0.0, |a| (w.start_ns - a.start_ns) as f64 / 1000.0),
                     breakdown,
                     idle_split,
+                    idle_by_stream,
                     steps: step_rows,
                     collectives: Vec::new(),
                     top_kernels: all_kernels.iter().take(opts.top_kernels).cloned().collect(),

@@ -20,7 +20,7 @@ mod steps;
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier};
 pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, collective_samples};
-pub use idle::IdleSplit;
+pub use idle::{IdleSplit, StreamIdle};
 pub use job::{AnalyzeOptions, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
 pub use kernels::{KernelStats, kernel_stats};
 pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};
