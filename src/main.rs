@@ -126,6 +126,10 @@ struct ReplayArgs {
     /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast).
     #[arg(long, value_name = "K=V,...")]
     scale: Option<String>,
+    /// Link α-β overrides: `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]`; each collective
+    /// with a known size and group then takes α + bus factor × bytes / busbw (nccl-tests convention).
+    #[arg(long, value_name = "K=V,...")]
+    link: Option<String>,
     /// Write the replay as JSON.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
@@ -408,6 +412,28 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
+fn parse_link(spec: &str) -> Result<tracecast_replay::LinkOverride> {
+    let mut link = tracecast_replay::LinkOverride::default();
+    let mut busbw = None;
+    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part.split_once('=').with_context(|| format!("--link: {part:?} is not KEY=VALUE"))?;
+        let v: f64 = v.trim().parse().with_context(|| format!("--link: {v:?} is not a number"))?;
+        anyhow::ensure!(v >= 0.0 && v.is_finite(), "--link: {k} must be a non-negative number, got {v}");
+        match k.trim() {
+            "alpha" => link.alpha_us = v,
+            "busbw" => busbw = Some(v),
+            "inter-alpha" => link.inter_alpha_us = Some(v),
+            "inter-busbw" => link.inter_busbw_gbps = Some(v),
+            other => anyhow::bail!("--link: unknown key {other:?} (alpha, busbw, inter-alpha, inter-busbw)"),
+        }
+    }
+    // Without a bandwidth the α-β model has nothing to cost the bytes with.
+    link.busbw_gbps = busbw.context("--link needs busbw=GBPS (alpha defaults to 0 µs)")?;
+    anyhow::ensure!(link.busbw_gbps > 0.0, "--link: busbw must be positive");
+    anyhow::ensure!(link.inter_busbw_gbps.is_none_or(|b| b > 0.0), "--link: inter-busbw must be positive");
+    Ok(link)
+}
+
 fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
     let mut scale = tracecast_replay::Scale::default();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -429,6 +455,9 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     opts.classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
     if let Some(spec) = &args.scale {
         opts.scale = parse_scale(spec)?;
+    }
+    if let Some(spec) = &args.link {
+        opts.link = Some(parse_link(spec)?);
     }
     let catalog = catalog_with(&args.hw)?;
     // Projection needs the target's calibration: catalog peaks alone overstate small kernels' speed-up.
@@ -484,7 +513,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
-            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() && args.target.is_none() {
+            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() && args.target.is_none() && args.link.is_none() {
                 "error"
             } else {
                 "change"
@@ -501,7 +530,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                     100.0 * k.error
                 )?;
             }
-            if r.scale != tracecast_replay::Scale::default() || args.world_size.is_some() || args.target.is_some() {
+            if r.scale != tracecast_replay::Scale::default() || args.world_size.is_some() || args.target.is_some() || args.link.is_some() {
                 writeln!(out, "Speed-up of the step over the measured run: {:.3}×", r.speedup)?;
                 let measured: f64 = r.ranks.iter().map(|k| k.measured.busy_us).sum();
                 let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();

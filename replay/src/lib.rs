@@ -28,4 +28,4 @@ pub mod perfetto;
 pub mod replay;
 pub mod sim;
 
-pub use replay::{JobReplay, ReplayOptions, Replayed, Scale, replay, replay_job};
+pub use replay::{JobReplay, LinkOverride, ReplayOptions, Replayed, Scale, replay, replay_job};

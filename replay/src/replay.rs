@@ -27,6 +27,37 @@ pub struct Scale {
     pub link: f64,
 }
 
+/// Link α-β overrides: a collective with a known message size and group
+/// takes `alpha + bus_factor(n) · bytes / busbw` (nccl-tests convention)
+/// instead of its measured transfer time. Groups larger than a node use the
+/// inter-node pair when given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LinkOverride {
+    /// Latency per collective inside a node, µs.
+    pub alpha_us: f64,
+    /// Bus bandwidth inside a node, GB/s.
+    pub busbw_gbps: f64,
+    /// Latency of groups that span nodes, µs (default: `alpha_us`).
+    pub inter_alpha_us: Option<f64>,
+    /// Bus bandwidth of groups that span nodes, GB/s (default: `busbw_gbps`).
+    pub inter_busbw_gbps: Option<f64>,
+}
+
+impl LinkOverride {
+    /// Transfer time of `collective` moving `bytes` in a group of `n` ranks, µs
+    /// (`None` when the bus factor of the collective is unknown).
+    pub fn transfer_us(&self, collective: Collective, bytes: u64, n: i64, gpus_per_node: u32) -> Option<f64> {
+        let k = collective.bus_factor(n)?;
+        let inter = n > i64::from(gpus_per_node);
+        let (alpha, busbw) = if inter {
+            (self.inter_alpha_us.unwrap_or(self.alpha_us), self.inter_busbw_gbps.unwrap_or(self.busbw_gbps))
+        } else {
+            (self.alpha_us, self.busbw_gbps)
+        };
+        (busbw > 0.0).then(|| alpha + k * bytes as f64 / (busbw * 1e3))
+    }
+}
+
 impl Default for Scale {
     fn default() -> Self {
         Scale { compute: 1.0, memory: 1.0, link: 1.0 }
@@ -56,6 +87,8 @@ pub struct ReplayOptions {
     /// kernels without a work model or a fit for their class keep their
     /// measured time. Default: none.
     pub target: Option<DeviceModel>,
+    /// Re-cost collectives with these link parameters. Default: none (measured transfers).
+    pub link: Option<LinkOverride>,
 }
 
 impl Default for ReplayOptions {
@@ -68,6 +101,7 @@ impl Default for ReplayOptions {
             intra_gbps: 450.0,
             inter_gbps: 50.0,
             target: None,
+            link: None,
         }
     }
 }
@@ -215,6 +249,50 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             }
         }
     }
+    let mut relinked: rustc_hash::FxHashSet<usize> = Default::default();
+    if let Some(link) = &opts.link {
+        let world = i64::from(job.world_size());
+        let mut task_of: rustc_hash::FxHashMap<(usize, u32), usize> = Default::default();
+        for (t, o) in eg.origin.iter().enumerate() {
+            task_of.insert((o.rank, o.row), t);
+        }
+        let mut new_ns: rustc_hash::FxHashMap<usize, i64> = Default::default();
+        let mut unknown = 0usize;
+        for c in &collectives {
+            let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
+            let Some(&t) = task_of.get(&(r, c.row)) else { continue };
+            // The data-parallel groups that --world-size grows are costed at their new size.
+            let n = match (c.group_size, opts.world_size) {
+                (Some(g), Some(to)) if g == world => Some(i64::from(to)),
+                (g, _) => g,
+            };
+            match (c.bytes, n) {
+                (Some(bytes), Some(n)) => match link.transfer_us(c.collective, bytes, n, opts.gpus_per_node) {
+                    Some(us) => {
+                        new_ns.insert(t, (us * 1000.0).round() as i64);
+                    }
+                    None => unknown += 1,
+                },
+                _ => unknown += 1,
+            }
+        }
+        for (&t, &ns) in &new_ns {
+            eg.graph.dur_ns[t] = ns;
+        }
+        for &e in &eg.join_edges {
+            if let Some(edge) = eg.graph.edges.get_mut(e)
+                && let Some(&ns) = new_ns.get(&(edge.to as usize))
+            {
+                edge.lag_ns = ns;
+            }
+        }
+        if new_ns.is_empty() {
+            notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
+        } else if unknown > 0 {
+            notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
+        }
+        relinked = new_ns.into_keys().collect();
+    }
     if let Some(target) = opts.world_size {
         let world = i64::from(job.world_size());
         let mut factor_of_task: rustc_hash::FxHashMap<usize, f64> = Default::default();
@@ -226,11 +304,11 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
             let Some(&t) = task_of.get(&(r, c.row)) else { continue };
             // Only the groups that span the whole job are data-parallel groups that grow.
-            if c.group_size == Some(world) {
+            if c.group_size == Some(world) && !relinked.contains(&t) {
                 factor_of_task.insert(t, scale_out_factor(c.collective, world, i64::from(target), opts));
             }
         }
-        if factor_of_task.is_empty() {
+        if factor_of_task.is_empty() && relinked.is_empty() {
             notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
         }
         for (&t, &f) in &factor_of_task {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use tracecast_ingest::{Job, ReadOptions};
-use tracecast_replay::{ReplayOptions, Scale, replay_job};
+use tracecast_replay::{LinkOverride, ReplayOptions, Scale, replay_job};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
@@ -134,4 +134,32 @@ fn scale_out_is_monotone_in_communication() {
         replay_job(&j, &opts).ranks[0].replayed.comm_us
     };
     assert!(at(16) > 2.0 * at(8));
+}
+
+#[test]
+fn link_overrides_at_the_true_parameters_reproduce_the_measured_transfers() {
+    // fixtures/demo was written by `tracecast synth --busbw-gbps 12` with the
+    // default all-reduce α of 15 µs: costing its collectives with those
+    // parameters must give back the measured communication time (up to the
+    // synthetic jitter), and a faster link must lower it.
+    let j = job(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo"));
+    let comm = |link: Option<LinkOverride>| {
+        let mut opts = ReplayOptions::default();
+        opts.link = link;
+        let r = replay_job(&j, &opts);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let comm: f64 = r.ranks.iter().map(|x| x.replayed.comm_us).sum();
+        let step: f64 = r.ranks.iter().map(|x| x.replayed_step_us).sum();
+        (comm, step)
+    };
+    let (measured, measured_step) = comm(None);
+    let truth = LinkOverride { alpha_us: 15.0, busbw_gbps: 12.0, ..LinkOverride::default() };
+    let (at_truth, _) = comm(Some(truth));
+    assert!((at_truth - measured).abs() / measured < 0.03, "truth {at_truth} vs measured {measured}");
+    let (faster, faster_step) = comm(Some(LinkOverride { busbw_gbps: 24.0, ..truth }));
+    assert!(faster < 0.6 * measured, "2× busbw: {faster} vs {measured}");
+    assert!(faster_step <= measured_step + 1e-6);
+    // A large latency dominates small messages: more time than the truth.
+    let (slow_alpha, _) = comm(Some(LinkOverride { alpha_us: 500.0, ..truth }));
+    assert!(slow_alpha > at_truth);
 }
