@@ -2,6 +2,7 @@
 
 mod calibrate_summary;
 mod export;
+mod report;
 mod summary;
 
 use std::io::Write;
@@ -29,6 +30,10 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Rebuild the execution graph of measured runs and re-simulate it (identity or what-if speed-ups).
     Replay(ReplayArgs),
+    /// One self-contained HTML page: summary, charts, tables (and the diff of two jobs).
+    Report(ReportArgs),
+    /// Compare two runs (before / after a change): per kernel class, collective, step and kernel.
+    Diff(DiffArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),
     /// The hardware catalog: `hw list`, `hw show ID`.
@@ -155,6 +160,56 @@ struct ReplayArgs {
 }
 
 #[derive(clap::Args)]
+struct ReportArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// The HTML file to write.
+    #[arg(long, value_name = "report.html")]
+    out: PathBuf,
+    /// Also project each job onto this GPU (catalog id; needs --profile of that GPU).
+    #[arg(long, value_name = "GPU")]
+    target: Option<String>,
+    /// Calibration profile of the --target GPU.
+    #[arg(long, value_name = "P.json", requires = "target")]
+    profile: Option<PathBuf>,
+    /// Also show a what-if with these speed-ups, e.g. `link=2`.
+    #[arg(long, value_name = "K=V,...")]
+    scale: Option<String>,
+    /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
+    #[arg(long, value_name = "G", requires = "job_hours")]
+    job_gpus: Option<f64>,
+    /// Wall-clock hours of the whole job (with --job-gpus).
+    #[arg(long, value_name = "H", requires = "job_gpus")]
+    job_hours: Option<f64>,
+    /// GPUs per node (default: the GPU's node preset, else 8).
+    #[arg(long)]
+    gpus_per_node: Option<u32>,
+    /// Extra hardware catalog file (TOML).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// Run A (before): a trace file or a directory of per-rank files.
+    a: PathBuf,
+    /// Run B (after).
+    b: PathBuf,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Extra regular expression for communication kernels (repeatable).
+    #[arg(long, value_name = "RE")]
+    comm_pattern: Vec<String>,
+    /// Kernels listed in the per-kernel comparison.
+    #[arg(long, default_value_t = 25)]
+    top: usize,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
 struct HwArgs {
     #[command(subcommand)]
     command: HwCommand,
@@ -211,6 +266,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze(args),
         Command::Calibrate(args) => calibrate(args),
         Command::Replay(args) => replay(args),
+        Command::Report(args) => report(args),
+        Command::Diff(args) => diff(args),
         Command::Synth(args) => synth(args),
         Command::Hw(args) => hw(args),
         Command::Demo => demo(),
@@ -412,6 +469,101 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
+fn report(args: ReportArgs) -> Result<ExitCode> {
+    let classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    let catalog = catalog_with(&args.hw)?;
+    let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    let scale = args.scale.as_deref().map(parse_scale).transpose()?.unwrap_or_default();
+    let projection = (target.is_some() || scale != tracecast_replay::Scale::default()).then(|| {
+        let mut o = tracecast_replay::ReplayOptions::default();
+        o.scale = scale;
+        o.target = target.clone();
+        (report::projection_label(args.target.as_deref(), scale), o)
+    });
+    let mut analyze = AnalyzeOptions::default();
+    analyze.classifier = classifier.clone();
+    analyze.job_gpus = args.job_gpus;
+    analyze.job_hours = args.job_hours;
+    let mut jobs = Vec::new();
+    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
+    anyhow::ensure!(!jobs.is_empty(), "no readable trace: nothing to report");
+    let plan =
+        report::ReportPlan { classifier: &classifier, catalog: &catalog, analyze: &analyze, projection, gpus_per_node: args.gpus_per_node };
+    report::write(&jobs, &plan, &args.out)?;
+    if !args.inputs.quiet {
+        println!("wrote {}", args.out.display());
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn diff(args: DiffArgs) -> Result<ExitCode> {
+    let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    let mut analyze = AnalyzeOptions::default();
+    analyze.classifier = classifier.clone();
+    let mut jobs = Vec::new();
+    let mut failed = false;
+    for p in [&args.a, &args.b] {
+        failed |= for_each_job(std::slice::from_ref(p), false, args.quiet, false, |job| jobs.push(job))?;
+    }
+    let [a, b] = jobs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
+    let (aa, ba) = (analysis::analyze_job(a, &analyze), analysis::analyze_job(b, &analyze));
+    let d = tracecast_calibrate::diff::diff_jobs((a, &aa), (b, &ba), &classifier, args.top);
+    if !args.quiet {
+        report::print_diff(&mut std::io::stdout().lock(), &d)?;
+    }
+    if let Some(path) = &args.json {
+        report::write_diff_json(path, &d)?;
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.
+fn replay_options_for(
+    job: &Job,
+    base: &tracecast_replay::ReplayOptions,
+    catalog: &tracecast_calibrate::Catalog,
+    gpus_per_node: Option<u32>,
+) -> tracecast_replay::ReplayOptions {
+    let mut opts = base.clone();
+    let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+    if let Some(g) = gpu {
+        opts.intra_gbps = g.link_gbps;
+    }
+    if let Some(n) = gpu.and_then(|g| catalog.node_of(&g.id)) {
+        opts.gpus_per_node = n.gpus;
+        opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
+    }
+    if let Some(g) = gpus_per_node {
+        opts.gpus_per_node = g;
+    }
+    opts
+}
+
+/// The target GPU's model from `--target` and `--profile` (both or neither).
+fn target_model(
+    target: Option<&String>,
+    profile: Option<&PathBuf>,
+    catalog: &tracecast_calibrate::Catalog,
+) -> Result<Option<tracecast_calibrate::DeviceModel>> {
+    // Projection needs the target's calibration: catalog peaks alone overstate small kernels' speed-up.
+    Ok(match (target, profile) {
+        (Some(id), Some(p)) => {
+            let gpu = catalog.gpu(id)?;
+            let model = tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?;
+            anyhow::ensure!(
+                model.gpu.as_ref().is_some_and(|g| g.id == gpu.id),
+                "{}: the profile is not of {} (calibrate traces measured on {} and pass that profile)",
+                p.display(),
+                gpu.id,
+                gpu.id
+            );
+            Some(model)
+        }
+        (Some(id), None) => anyhow::bail!("--target {id} needs --profile: the calibration profile of {id} (`tracecast calibrate`)"),
+        _ => None,
+    })
+}
+
 fn parse_link(spec: &str) -> Result<tracecast_replay::LinkOverride> {
     let mut link = tracecast_replay::LinkOverride::default();
     let mut busbw = None;
@@ -460,42 +612,14 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         opts.link = Some(parse_link(spec)?);
     }
     let catalog = catalog_with(&args.hw)?;
-    // Projection needs the target's calibration: catalog peaks alone overstate small kernels' speed-up.
-    let target = match (&args.target, &args.profile) {
-        (Some(id), Some(p)) => {
-            let gpu = catalog.gpu(id)?;
-            let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?;
-            anyhow::ensure!(
-                model.gpu.as_ref().is_some_and(|g| g.id == gpu.id),
-                "{}: the profile is not of {} (calibrate traces measured on {} and pass that profile)",
-                p.display(),
-                gpu.id,
-                gpu.id
-            );
-            Some(model)
-        }
-        (Some(id), None) => anyhow::bail!("--target {id} needs --profile: the calibration profile of {id} (`tracecast calibrate`)"),
-        _ => None,
-    };
+    let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let mut replays = Vec::new();
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
     let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| {
-        let mut opts = opts.clone();
+        let mut opts = replay_options_for(&job, &opts, &catalog, args.gpus_per_node);
         opts.world_size = args.world_size;
-        let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
         opts.target = target.clone();
-        let node = gpu.and_then(|g| catalog.node_of(&g.id));
-        if let Some(g) = gpu {
-            opts.intra_gbps = g.link_gbps;
-        }
-        if let Some(n) = node {
-            opts.gpus_per_node = n.gpus;
-            opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
-        }
-        if let Some(g) = args.gpus_per_node {
-            opts.gpus_per_node = g;
-        }
         let replayed = tracecast_replay::replay(&job, &opts);
         if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
             let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
@@ -513,7 +637,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
-            let what = if r.scale == tracecast_replay::Scale::default() && args.world_size.is_none() && args.target.is_none() && args.link.is_none() {
+            let what = if r.scale == tracecast_replay::Scale::default()
+                && args.world_size.is_none()
+                && args.target.is_none()
+                && args.link.is_none()
+            {
                 "error"
             } else {
                 "change"
@@ -610,6 +738,9 @@ fn synth(args: SynthArgs) -> Result<ExitCode> {
 /// The bundled demo job, relative to the crate root so `cargo run` finds it anywhere.
 const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
 
+/// Where `demo` writes its report, relative to the working directory.
+const DEMO_REPORT: &str = "tracecast-demo/report.html";
+
 fn demo() -> Result<ExitCode> {
     let dir = PathBuf::from(DEMO_DIR);
     println!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display());
@@ -625,5 +756,20 @@ fn demo() -> Result<ExitCode> {
     let analysis = analysis::analyze_job(&job, &opts);
     emit(&[analysis], None, None, None, false)?;
     println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
+    // The page: charts, tables, an identity replay and a what-if with links twice as fast.
+    let catalog = tracecast_calibrate::Catalog::builtin();
+    let mut what_if = tracecast_replay::ReplayOptions::default();
+    what_if.scale = tracecast_replay::Scale { link: 2.0, ..Default::default() };
+    let plan = report::ReportPlan {
+        classifier: &opts.classifier,
+        catalog: &catalog,
+        analyze: &opts,
+        projection: Some((report::projection_label(None, what_if.scale), what_if)),
+        gpus_per_node: None,
+    };
+    let out = PathBuf::from(DEMO_REPORT);
+    report::write(std::slice::from_ref(&job), &plan, &out)?;
+    let shown = std::fs::canonicalize(&out).unwrap_or(out);
+    println!("Report (charts, tables, replay and a links-×2 what-if): {}", shown.display());
     Ok(if job.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

@@ -1,56 +1,12 @@
 //! End-to-end tests of the `tracecast` binary over real traces in
 //! `../shared/traces` (read in place), the bundled fixtures, and bad input.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracecast"))
-}
+mod common;
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces")
-}
-
-/// A fresh, empty directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracecast-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(args: &[&std::ffi::OsStr]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
-
-fn all_shared_traces() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.to_string_lossy().ends_with(".json.gz") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&shared(), &mut out);
-    out.sort();
-    out
-}
+use common::*;
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -186,11 +142,18 @@ fn gpu_hours_extrapolation() {
 
 #[test]
 fn demo_runs_on_the_bundled_fixture() {
-    let o = run(&["demo".as_ref()]);
+    let dir = scratch("demo");
+    let o = bin().arg("demo").current_dir(&dir).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("Exposed communication:"), "{stdout}");
     assert!(stdout.contains("all_reduce"), "{stdout}");
+    // It ends by writing the report and saying where.
+    let report = dir.join("tracecast-demo/report.html");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Report") && last.ends_with("tracecast-demo/report.html"), "{last}");
+    let html = std::fs::read_to_string(report).unwrap();
+    assert!(html.contains("Measured and projected onto link ×2"));
 }
 
 #[test]

@@ -26,6 +26,7 @@
 #![warn(unreachable_pub)]
 
 pub mod catalog;
+pub mod diff;
 mod error;
 pub mod fit;
 pub mod madmax;

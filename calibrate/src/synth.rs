@@ -402,29 +402,29 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
 
 /// Errors of [`write_job`].
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write: {source}", path.display())]
+#[error("{}: cannot write: {cause}", path.display())]
 pub struct WriteError {
     /// The file or directory.
     pub path: PathBuf,
-    /// The cause.
-    pub source: std::io::Error,
+    /// The cause (in the message, so not chained a second time).
+    pub cause: std::io::Error,
 }
 
 /// Writes `rank-N.json(.gz)` files into `dir` (created) and returns their paths.
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
     let mut written = Vec::new();
     for (rank, synth) in render_job(spec).into_iter().enumerate() {
         let text = synth.json;
         let path = dir.join(if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") });
         let bytes = if spec.gzip {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9));
-            enc.write_all(text.as_bytes()).and_then(|_| enc.finish()).map_err(|source| WriteError { path: path.clone(), source })?
+            enc.write_all(text.as_bytes()).and_then(|_| enc.finish()).map_err(|cause| WriteError { path: path.clone(), cause })?
         } else {
             text.into_bytes()
         };
         tracecast_ingest::output::write_atomic(&path, &bytes)
-            .map_err(|e| WriteError { path: path.clone(), source: std::io::Error::other(e.to_string()) })?;
+            .map_err(|e| WriteError { path: path.clone(), cause: std::io::Error::other(e.to_string()) })?;
         written.push(path);
     }
     Ok(written)

@@ -77,12 +77,13 @@ pub enum Error {
         message: String,
     },
     /// An output file could not be written.
-    #[error("{}: cannot write: {source}", path.display())]
+    // The cause is in the message, not a `source`: chained, it would print twice.
+    #[error("{}: cannot write: {cause}", path.display())]
     Write {
         /// The output file.
         path: PathBuf,
         /// The underlying cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 

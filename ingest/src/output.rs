@@ -13,12 +13,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Creates `path` atomically from what `fill` writes.
 pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<()> {
-    let fail = |source| Error::Write { path: path.to_path_buf(), source };
+    let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    // A missing output directory is made, as `--plots DIR` does.
+    std::fs::create_dir_all(&dir).map_err(fail)?;
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

@@ -50,6 +50,41 @@ pub struct Scatter {
     pub log_x: bool,
     /// Log-scale y.
     pub log_y: bool,
+    /// A horizontal reference line (value, label), e.g. the device's peak.
+    pub reference: Option<(f64, String)>,
+}
+
+/// Something drawable on any plotters backend: the same drawing becomes the
+/// report's inline SVG and, on request, PNG files.
+pub trait Chart {
+    /// Draws the chart onto `root`.
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String>;
+    /// Pixel size.
+    fn size(&self) -> (u32, u32) {
+        SIZE
+    }
+}
+
+impl Chart for Scatter {
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String> {
+        draw(root, self)
+    }
+}
+
+/// The chart as an SVG document (for inlining into a page).
+pub fn to_svg(chart: &impl Chart) -> Result<String, Error> {
+    register_font();
+    let mut text = String::new();
+    chart
+        .draw_on(SVGBackend::with_string(&mut text, chart.size()).into_drawing_area())
+        .map_err(|message| Error::Draw { path: PathBuf::from("(inline SVG)"), message })?;
+    Ok(text)
+}
+
+/// Writes `STEM.svg` and `STEM.png` (atomically) and returns their paths.
+pub fn write_chart(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, Error> {
+    register_font();
+    render(stem, chart.size(), |root| chart.draw_on(root), |root| chart.draw_on(root))
 }
 
 pub(crate) const SIZE: (u32, u32) = (900, 600);
@@ -83,7 +118,8 @@ fn range(values: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
         return if log { (1.0, 10.0) } else { (0.0, 1.0) };
     }
     if log {
-        (lo / 1.5, hi * 1.5)
+        // Whole decades, so that every axis has labelled ticks however narrow its data.
+        (10f64.powf((lo / 1.2).log10().floor()), 10f64.powf((hi * 1.2).log10().ceil()))
     } else {
         let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
         ((lo - pad).min(0.0_f64.max(lo - pad)), hi + pad)
@@ -93,7 +129,8 @@ fn range(values: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &Scatter) -> Result<(), String> {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let xs = c.points.iter().chain(&c.curve).map(|p| p.0);
-    let ys = c.points.iter().chain(&c.curve).map(|p| p.1);
+    let reference = c.reference.iter().map(|r| r.0);
+    let ys = c.points.iter().chain(&c.curve).map(|p| p.1).chain(reference);
     let (x0, x1) = range(xs, c.log_x);
     let (y0, y1) = range(ys, c.log_y);
     let mut builder = ChartBuilder::on(&root);
@@ -124,6 +161,14 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
                     .label("fit")
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
             }
+            if let Some((v, label)) = &c.reference {
+                let (xa, xb) = (x0, x1);
+                chart
+                    .draw_series(LineSeries::new([(xa, *v), (xb, *v)], BLACK.stroke_width(1)))
+                    .map_err(|e| e.to_string())?
+                    .label(label.as_str())
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+            }
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.8))
@@ -145,34 +190,34 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
 
 /// Writes `STEM.svg` and `STEM.png` (atomically) and returns their paths.
 pub fn write_scatter(chart: &Scatter, stem: &Path) -> Result<Vec<PathBuf>, Error> {
-    register_font();
-    render(stem, |root| draw(root, chart), |root| draw(root, chart))
+    write_chart(chart, stem)
 }
 
 /// Renders one drawing into an SVG and a PNG next to each other.
 pub(crate) fn render(
     stem: &Path,
+    size: (u32, u32),
     svg: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
     png: impl FnOnce(DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
 ) -> Result<Vec<PathBuf>, Error> {
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| tracecast_ingest::Error::Write { path: dir.to_path_buf(), source })?;
+        std::fs::create_dir_all(dir).map_err(|cause| tracecast_ingest::Error::Write { path: dir.to_path_buf(), cause })?;
     }
     let svg_path = stem.with_extension("svg");
     let mut text = String::new();
-    svg(SVGBackend::with_string(&mut text, SIZE).into_drawing_area()).map_err(|message| Error::Draw { path: svg_path.clone(), message })?;
+    svg(SVGBackend::with_string(&mut text, size).into_drawing_area()).map_err(|message| Error::Draw { path: svg_path.clone(), message })?;
     tracecast_ingest::output::write_atomic(&svg_path, text.as_bytes())?;
 
     // PNG: drawn into a temporary file beside the target, then moved in place.
     let png_path = stem.with_extension("png");
     let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = png_path.with_file_name(format!(".{name}.tmp.png"));
-    let drawn = png(BitMapBackend::new(&tmp, SIZE).into_drawing_area());
+    let drawn = png(BitMapBackend::new(&tmp, size).into_drawing_area());
     if let Err(message) = drawn {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::Draw { path: png_path, message });
     }
-    std::fs::rename(&tmp, &png_path).map_err(|source| tracecast_ingest::Error::Write { path: png_path.clone(), source })?;
+    std::fs::rename(&tmp, &png_path).map_err(|cause| tracecast_ingest::Error::Write { path: png_path.clone(), cause })?;
     Ok(vec![svg_path, png_path])
 }
 

@@ -1,12 +1,13 @@
-//! Charts of a calibration profile: for every kernel fit, time against work
-//! with the fitted t0 + W/(η·P); for every link fit, bus bandwidth against
-//! message size with the fitted α-β curve.
+//! Charts of a calibration profile: for every kernel fit, the achieved
+//! throughput (TFLOP/s or GB/s) against work size with the fitted
+//! t0 + W/(η·P) curve and the device's peak; for every link fit, bus
+//! bandwidth against message size with the fitted α-β curve.
 
 use std::path::{Path, PathBuf};
 
 use tracecast_calibrate::Profile;
 
-use crate::chart::{Error, Scatter, write_scatter};
+use crate::chart::{Error, Scatter, write_chart};
 
 fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo) {
@@ -16,15 +17,18 @@ fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     (0..n).map(|i| (a + (b - a) * i as f64 / (n - 1) as f64).exp()).collect()
 }
 
-/// Writes one SVG and one PNG per fit of `profile` into `dir`; returns the files.
-pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf>, Error> {
+/// One chart per kernel fit, with a file stem (`kernel-gemm-bf16`).
+pub fn kernel_charts(profile: &Profile) -> Vec<(String, Scatter)> {
     let device = profile.device.catalog_id.clone().unwrap_or_else(|| "device".into());
-    let mut files = Vec::new();
+    let mut out = Vec::new();
     for k in &profile.kernels {
         let dtype = k.dtype.map_or("any", |d| d.as_str());
         let (lo, hi) = k.points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-        let curve = log_grid(lo, hi, 50).into_iter().map(|w| (w, k.time_us(w))).collect();
-        let unit = if k.unit == "flop" { "FLOP" } else { "bytes" };
+        // Throughput in the unit of the peak: TFLOP/s or GB/s.
+        let scale = if k.unit == "flop" { 1e-12 } else { 1e-9 };
+        let rate = |w: f64, us: f64| w / (us * 1e-6) * scale;
+        let curve = log_grid(lo, hi, 50).into_iter().map(|w| (w, rate(w, k.time_us(w)))).collect();
+        let (unit, rate_unit) = if k.unit == "flop" { ("FLOP", "TFLOP/s") } else { ("bytes", "GB/s") };
         let chart = Scatter {
             title: format!(
                 "{device} {} {dtype}: η = {:.3} [{:.3}, {:.3}], t0 = {:.1} µs, R² = {:.3}, n = {}",
@@ -37,14 +41,22 @@ pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf
                 k.samples
             ),
             x_label: format!("work per op ({unit})"),
-            y_label: "kernel time per op (µs)".into(),
-            points: k.points.clone(),
+            y_label: format!("achieved ({rate_unit})"),
+            points: k.points.iter().map(|&(w, us)| (w, rate(w, us))).collect(),
             curve,
             log_x: true,
             log_y: true,
+            reference: Some((k.peak, format!("peak {} {:.0} {rate_unit}", k.peak_of, k.peak))),
         };
-        files.extend(write_scatter(&chart, &dir.join(format!("kernel-{}-{dtype}", k.class.as_str())))?);
+        out.push((format!("kernel-{}-{dtype}", k.class.as_str()), chart));
     }
+    out
+}
+
+/// One chart per link fit, with a file stem (`link-all_reduce-8-intra`).
+pub fn link_charts(profile: &Profile) -> Vec<(String, Scatter)> {
+    let device = profile.device.catalog_id.clone().unwrap_or_else(|| "device".into());
+    let mut out = Vec::new();
     for l in &profile.links {
         let n = l.group_size.map_or("n".into(), |n| n.to_string());
         // Points are (bus bytes k·S, µs): bus bandwidth = k·S / t.
@@ -67,8 +79,18 @@ pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf
             curve,
             log_x: true,
             log_y: true,
+            reference: l.nominal_gbps.map(|b| (b, format!("nominal {b:.0} GB/s"))),
         };
-        files.extend(write_scatter(&chart, &dir.join(format!("link-{}-{n}-{}", l.collective.as_str(), l.domain)))?);
+        out.push((format!("link-{}-{n}-{}", l.collective.as_str(), l.domain), chart));
+    }
+    out
+}
+
+/// Writes one SVG and one PNG per fit of `profile` into `dir`; returns the files.
+pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    for (stem, chart) in kernel_charts(profile).into_iter().chain(link_charts(profile)) {
+        files.extend(write_chart(&chart, &dir.join(stem))?);
     }
     Ok(files)
 }

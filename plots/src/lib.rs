@@ -18,6 +18,7 @@
 //!     curve: vec![(1e9, 5.5), (1e11, 150.0)],
 //!     log_x: true,
 //!     log_y: true,
+//!     reference: None,
 //! };
 //! let files = tracecast_plots::write_scatter(&chart, &dir.join("gemm")).unwrap();
 //! assert_eq!(files.len(), 2);
@@ -25,8 +26,11 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod bars;
 pub mod breakdown;
 mod chart;
 pub mod fits;
+pub mod report;
+pub mod timeline;
 
-pub use chart::{Error, Scatter, write_scatter};
+pub use chart::{Chart, Error, Scatter, to_svg, write_chart, write_scatter};

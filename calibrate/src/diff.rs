@@ -1,0 +1,177 @@
+//! What changed between two runs (before / after a change): per kernel class
+//! (the calibration's classes for compute kernels, plus communication and
+//! memory), per collective, per step, and the kernels whose time moved most.
+//!
+//! Totals are per rank (summed over a job's ranks, divided by its rank
+//! count) so that runs of different sizes compare; step times are the mean
+//! over ranks, matched by position (first step of A against first of B).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis};
+
+use crate::work::kernel_work;
+
+/// One compared quantity.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Delta {
+    /// What is compared (`gemm`, `all_reduce`, a kernel name, a step).
+    pub name: String,
+    /// Kernels (or steps) per rank in A.
+    pub count_a: f64,
+    /// Kernels per rank in B.
+    pub count_b: f64,
+    /// Time per rank in A, µs.
+    pub time_a_us: f64,
+    /// Time per rank in B, µs.
+    pub time_b_us: f64,
+    /// B − A, µs.
+    pub delta_us: f64,
+    /// (B − A) / A (`None` when A is zero).
+    pub change: Option<f64>,
+}
+
+impl Delta {
+    fn new(name: String, (count_a, time_a_us): (f64, f64), (count_b, time_b_us): (f64, f64)) -> Delta {
+        let delta_us = time_b_us - time_a_us;
+        Delta { name, count_a, count_b, time_a_us, time_b_us, delta_us, change: (time_a_us > 0.0).then(|| delta_us / time_a_us) }
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceDiff {
+    /// Run A (before).
+    pub a: String,
+    /// Run B (after).
+    pub b: String,
+    /// Ranks of A and B.
+    pub ranks: [usize; 2],
+    /// GPU busy time, exposed communication and idle time per rank.
+    pub summary: Vec<Delta>,
+    /// Per kernel class, per rank.
+    pub kernel_classes: Vec<Delta>,
+    /// Per collective type, per rank.
+    pub collectives: Vec<Delta>,
+    /// Step times (mean over ranks), matched by position; `name` is `A#n → B#m`.
+    pub steps: Vec<Delta>,
+    /// The kernels whose time per rank changed most (largest |Δ| first).
+    pub kernels: Vec<Delta>,
+}
+
+/// (count, µs) per rank.
+type Tally = BTreeMap<String, (f64, f64)>;
+
+fn per_rank(mut t: Tally, ranks: usize) -> Tally {
+    let n = ranks.max(1) as f64;
+    for v in t.values_mut() {
+        *v = (v.0 / n, v.1 / n);
+    }
+    t
+}
+
+/// Time per kernel class over every GPU activity of the job, per rank.
+fn class_tally(job: &Job, classifier: &Classifier) -> Tally {
+    let mut t = Tally::new();
+    for r in &job.ranks {
+        let trace = &r.trace;
+        let classes = classifier.classes(trace);
+        let work = kernel_work(trace, classifier);
+        for i in trace.gpu_activity() {
+            let name = match classes[i] {
+                Some(ActivityClass::Compute) => work[i].as_ref().map_or("other", |w| w.class.as_str()).to_string(),
+                Some(ActivityClass::Comm) => "communication".to_string(),
+                Some(ActivityClass::Memory) => "memcpy / memset".to_string(),
+                None => continue,
+            };
+            let e = t.entry(name).or_default();
+            e.0 += 1.0;
+            e.1 += trace.events.dur_us(i);
+        }
+    }
+    per_rank(t, job.ranks.len())
+}
+
+fn join(a: &Tally, b: &Tally) -> Vec<Delta> {
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut out: Vec<Delta> = names
+        .into_iter()
+        .map(|n| Delta::new(n.clone(), a.get(n).copied().unwrap_or_default(), b.get(n).copied().unwrap_or_default()))
+        .collect();
+    out.sort_by(|x, y| y.delta_us.abs().total_cmp(&x.delta_us.abs()).then_with(|| x.name.cmp(&y.name)));
+    out
+}
+
+/// Compares run A with run B; `kernels` limits the per-kernel list.
+pub fn diff_jobs(a: (&Job, &JobAnalysis), b: (&Job, &JobAnalysis), classifier: &Classifier, kernels: usize) -> TraceDiff {
+    let ranks = |j: &JobAnalysis| j.ranks.len().max(1) as f64;
+    let summary_of = |j: &JobAnalysis| {
+        let t = &j.totals.breakdown;
+        let n = ranks(j);
+        [
+            ("GPU busy", t.busy_us / n),
+            ("compute", t.compute_us / n),
+            ("communication", t.comm_us / n),
+            ("exposed communication", t.exposed_comm_us / n),
+            ("idle", t.idle_us / n),
+        ]
+    };
+    let summary = summary_of(a.1)
+        .into_iter()
+        .zip(summary_of(b.1))
+        .map(|((name, x), (_, y))| Delta::new(name.to_string(), (1.0, x), (1.0, y)))
+        .collect();
+
+    let collective_tally = |j: &JobAnalysis| {
+        let mut t = Tally::new();
+        for r in &j.ranks {
+            for c in &r.collectives {
+                let e = t.entry(c.collective.as_str().to_string()).or_default();
+                e.0 += c.count as f64;
+                e.1 += c.total_us;
+            }
+        }
+        per_rank(t, j.ranks.len())
+    };
+    let kernel_tally = |j: &JobAnalysis| {
+        let mut t = Tally::new();
+        for r in &j.ranks {
+            for k in &r.all_kernels {
+                let e = t.entry(k.name.clone()).or_default();
+                e.0 += k.count as f64;
+                e.1 += k.total_us;
+            }
+        }
+        per_rank(t, j.ranks.len())
+    };
+    let steps_of = |j: &JobAnalysis| {
+        let mut by: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+        for r in &j.ranks {
+            for s in &r.steps {
+                let e = by.entry(s.step).or_default();
+                e.0 += 1.0;
+                e.1 += s.breakdown.gpu_span_us;
+            }
+        }
+        by.into_iter().map(|(k, (n, t))| (k, t / n)).collect::<Vec<_>>()
+    };
+    let steps = steps_of(a.1)
+        .into_iter()
+        .zip(steps_of(b.1))
+        .map(|((ka, ta), (kb, tb))| Delta::new(format!("{ka} → {kb}"), (1.0, ta), (1.0, tb)))
+        .collect();
+    let mut kernel_deltas = join(&kernel_tally(a.1), &kernel_tally(b.1));
+    kernel_deltas.truncate(kernels);
+    TraceDiff {
+        a: a.1.path.clone(),
+        b: b.1.path.clone(),
+        ranks: [a.1.ranks.len(), b.1.ranks.len()],
+        summary,
+        kernel_classes: join(&class_tally(a.0, classifier), &class_tally(b.0, classifier)),
+        collectives: join(&collective_tally(a.1), &collective_tally(b.1)),
+        steps,
+        kernels: kernel_deltas,
+    }
+}

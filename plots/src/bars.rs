@@ -1,0 +1,131 @@
+//! Bar charts: stacked (shares of a whole: the breakdowns) or grouped
+//! (measured against replayed), one group per category.
+
+use plotters::prelude::*;
+
+use crate::chart::{Chart, si};
+
+/// One series of bars.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Fill colour (r, g, b).
+    pub color: (u8, u8, u8),
+    /// One value per category.
+    pub values: Vec<f64>,
+}
+
+/// Bars per category, stacked or side by side.
+#[derive(Debug, Clone)]
+pub struct Bars {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label, with its unit.
+    pub y_label: String,
+    /// Category names along x (ranks, steps, runs).
+    pub categories: Vec<String>,
+    /// The series.
+    pub series: Vec<Series>,
+    /// Stack the series (true) or put them side by side.
+    pub stacked: bool,
+}
+
+/// The colours of the §3 breakdown, shared by every chart that shows it.
+pub const COMPUTE: (u8, u8, u8) = (76, 114, 176);
+/// Communication hidden under compute.
+pub const OVERLAPPED: (u8, u8, u8) = (129, 178, 154);
+/// Exposed communication.
+pub const EXPOSED: (u8, u8, u8) = (214, 39, 40);
+/// Memory copies and other busy time.
+pub const MEMORY: (u8, u8, u8) = (221, 170, 51);
+/// Idle.
+pub const IDLE: (u8, u8, u8) = (200, 200, 200);
+
+impl Bars {
+    fn top(&self) -> f64 {
+        let n = self.categories.len();
+        let per = |i: usize| -> f64 {
+            let v = self.series.iter().map(|s| s.values.get(i).copied().unwrap_or(0.0).max(0.0));
+            if self.stacked { v.sum() } else { v.fold(0.0, f64::max) }
+        };
+        let top = (0..n).map(per).fold(0.0, f64::max);
+        // Headroom for the legend box in the upper right.
+        let headroom = 1.1 + 0.07 * self.series.len() as f64;
+        if top > 0.0 { top * headroom } else { 1.0 }
+    }
+}
+
+impl Chart for Bars {
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let n = self.categories.len().max(1) as u32;
+        let top = self.top();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&self.title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d((0u32..n.saturating_sub(1).max(1)).into_segmented(), 0.0..top)
+            .map_err(|e| e.to_string())?;
+        // Many categories: label every k-th so the labels never overlap.
+        let every = (self.categories.len() / 24).max(1);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .x_labels(self.categories.len().clamp(2, 24))
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if (*i as usize).is_multiple_of(every) => {
+                    self.categories.get(*i as usize).cloned().unwrap_or_default()
+                }
+                _ => String::new(),
+            })
+            .y_label_formatter(&|v| si(*v))
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 17))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let groups = self.series.len().max(1) as u32;
+        // Pixels per category (the plot area is the chart less margins and the y labels).
+        let category_px = self.size().0.saturating_sub(130) / n;
+        let gap = (category_px / 10).clamp(1, 12);
+        let slot = category_px.saturating_sub(2 * gap) / groups;
+        for (k, s) in self.series.iter().enumerate() {
+            let color = RGBColor(s.color.0, s.color.1, s.color.2);
+            let bars = s.values.iter().enumerate().map(|(i, &v)| {
+                let v = v.max(0.0);
+                let x0 = SegmentValue::Exact(i as u32);
+                let x1 = SegmentValue::Exact(i as u32 + 1);
+                if self.stacked {
+                    let base: f64 = self.series[..k].iter().map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0)).sum();
+                    let mut bar = Rectangle::new([(x0, base), (x1, base + v)], color.filled());
+                    bar.set_margin(0, 0, gap, gap);
+                    bar
+                } else {
+                    // Side by side: series k takes the k-th slot of the category's width.
+                    let mut bar = Rectangle::new([(x0, 0.0), (x1, v)], color.filled());
+                    bar.set_margin(0, 0, gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot);
+                    bar
+                }
+            });
+            chart
+                .draw_series(bars)
+                .map_err(|e| e.to_string())?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,553 @@
+//! `tracecast report`: one self-contained HTML page per run (or pair of runs)
+//! — the summary in words, every chart as inline SVG, sortable tables, and the
+//! diff of two runs. No network access: no external scripts, styles, fonts or
+//! images; the few lines of script only sort tables.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use tracecast_calibrate::Profile;
+use tracecast_calibrate::diff::{Delta, TraceDiff};
+use tracecast_calibrate::work::{KernelClass, kernel_work};
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, collective_samples, find_steps};
+use tracecast_ingest::link::Links;
+use tracecast_replay::JobReplay;
+
+use crate::bars::{Bars, Series};
+use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
+use crate::chart::{Chart, Error, Scatter, to_svg};
+use crate::fits::{kernel_charts, link_charts};
+use crate::timeline::{Lane, Timeline};
+
+/// Everything the report shows about one job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobReport<'a> {
+    /// The traces.
+    pub job: &'a Job,
+    /// Their analysis (`analyze`).
+    pub analysis: &'a JobAnalysis,
+    /// The communication classifier used.
+    pub classifier: &'a Classifier,
+    /// The calibration of this job's device(s), when computed.
+    pub profile: Option<&'a Profile>,
+    /// Identity replay.
+    pub replay: Option<&'a JobReplay>,
+    /// A projection (label such as `MI300X`, the replay).
+    pub projection: Option<(&'a str, &'a JobReplay)>,
+}
+
+/// The whole page.
+#[derive(Debug, Clone)]
+pub struct Report<'a> {
+    /// One section per job.
+    pub jobs: Vec<JobReport<'a>>,
+    /// The comparison of the first two jobs, when two were given.
+    pub diff: Option<&'a TraceDiff>,
+    /// Line at the foot of the page (tool and version).
+    pub generator: String,
+}
+
+/// Kinds of the timeline, in legend order.
+const KINDS: [(&str, (u8, u8, u8)); 7] = [
+    ("gemm", (76, 114, 176)),
+    ("attention", (100, 60, 160)),
+    ("conv", (23, 190, 207)),
+    ("elementwise / reduction", (140, 160, 200)),
+    ("other compute", (150, 150, 150)),
+    ("communication", (214, 39, 40)),
+    ("memcpy / memset", (221, 170, 51)),
+];
+
+fn kind_of(class: Option<ActivityClass>, kernel: Option<KernelClass>) -> Option<usize> {
+    Some(match class? {
+        ActivityClass::Comm => 5,
+        ActivityClass::Memory => 6,
+        ActivityClass::Compute => match kernel {
+            Some(KernelClass::Gemm) => 0,
+            Some(KernelClass::Attention) => 1,
+            Some(KernelClass::Conv) => 2,
+            Some(KernelClass::Elementwise | KernelClass::Reduction | KernelClass::Embedding) => 3,
+            _ => 4,
+        },
+    })
+}
+
+/// (start µs, end µs, kind).
+type Span = (f64, f64, usize);
+
+/// Lanes beyond this many are left out of the timeline (noted under it).
+const MAX_LANES: usize = 32;
+
+/// The GPU timeline of one step per rank (the step with the median GPU time
+/// of rank 0's steps; the whole GPU window without steps).
+pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, String)> {
+    let mut lanes = Vec::new();
+    let mut chosen = None;
+    let mut left_out = 0usize;
+    for r in &job.ranks {
+        let trace = &r.trace;
+        let links = Links::new(trace);
+        let steps = find_steps(trace, &links);
+        let classes = classifier.classes(trace);
+        let work = kernel_work(trace, classifier);
+        // Same step number on every rank: the median-length step of the first rank with steps.
+        if chosen.is_none() {
+            let mut with_gpu: Vec<_> = steps.iter().filter_map(|s| s.gpu.map(|w| (w.end_ns - w.start_ns, s.number))).collect();
+            with_gpu.sort();
+            chosen = with_gpu.get(with_gpu.len() / 2).map(|x| x.1);
+        }
+        let window = chosen.and_then(|n| steps.iter().find(|s| s.number == n)).and_then(|s| s.gpu);
+        let ev = &trace.events;
+        let mut by_stream: BTreeMap<(i64, i64), Vec<Span>> = BTreeMap::new();
+        for i in trace.gpu_activity() {
+            let (s, e) = (ev.ts_ns[i], ev.end_ns(i));
+            if let Some(w) = window
+                && (e <= w.start_ns || s >= w.end_ns)
+            {
+                continue;
+            }
+            let Some(kind) = kind_of(classes[i], work[i].as_ref().map(|w| w.class)) else { continue };
+            let (s, e) = window.map_or((s, e), |w| (s.max(w.start_ns), e.min(w.end_ns)));
+            by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push((s as f64 / 1e3, e as f64 / 1e3, kind));
+        }
+        for ((_, stream), mut spans) in by_stream {
+            if lanes.len() >= MAX_LANES {
+                left_out += 1;
+                continue;
+            }
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            lanes.push(Lane { label: format!("rank {} · stream {stream}", r.rank), spans });
+        }
+    }
+    if lanes.is_empty() {
+        return None;
+    }
+    // Ranks' clocks differ: each lane is shown from its rank's own step start.
+    let mut by_rank_start: BTreeMap<String, f64> = BTreeMap::new();
+    for l in &lanes {
+        let rank = l.label.split(" · ").next().unwrap_or_default().to_string();
+        let s = l.spans.first().map_or(f64::INFINITY, |s| s.0);
+        let e = by_rank_start.entry(rank).or_insert(f64::INFINITY);
+        *e = e.min(s);
+    }
+    for l in &mut lanes {
+        let rank = l.label.split(" · ").next().unwrap_or_default().to_string();
+        let origin = by_rank_start[&rank];
+        for s in &mut l.spans {
+            s.0 -= origin;
+            s.1 -= origin;
+        }
+    }
+    let what = chosen.map_or("the whole GPU window".to_string(), |n| format!("step {n}"));
+    let mut t =
+        Timeline { title: format!("GPU timeline of {what}"), lanes, kinds: KINDS.iter().map(|(l, c)| ((*l).to_string(), *c)).collect() };
+    let drawn_before = t.spans();
+    t.downsample(1000);
+    let mut note = format!("Each lane is one GPU stream of one rank, from that rank's own start of {what}.");
+    if t.spans() < drawn_before {
+        let _ = write!(note, " {drawn_before} kernels were merged into {} boxes at least one pixel wide.", t.spans());
+    }
+    if left_out > 0 {
+        let _ = write!(note, " {left_out} more streams are not drawn.");
+    }
+    Some((t, note))
+}
+
+/// Bus bandwidth against message size per collective type, with the fitted
+/// α-β curve when the profile has one.
+pub fn collective_charts(job: &Job, classifier: &Classifier, profile: Option<&Profile>) -> Vec<Scatter> {
+    let mut by: BTreeMap<&'static str, Vec<(f64, f64)>> = BTreeMap::new();
+    for c in collective_samples(job, classifier) {
+        let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
+        let Some(k) = c.collective.bus_factor(n).filter(|k| *k > 0.0) else { continue };
+        let t = c.transfer_us.unwrap_or(c.dur_us);
+        if bytes == 0 || t <= 0.0 {
+            continue;
+        }
+        by.entry(c.collective.as_str()).or_default().push((bytes as f64, k * bytes as f64 / t / 1e3));
+    }
+    let fits: Vec<(String, Scatter)> = profile.map(link_charts).unwrap_or_default();
+    by.into_iter()
+        .map(|(name, points)| {
+            // The first fit of this collective gives the curve (x there is k·S: close enough per group size).
+            let fit = fits.iter().find(|(stem, _)| stem.starts_with(&format!("link-{name}-")));
+            Scatter {
+                title: format!("{name}: bus bandwidth by message size ({} kernels)", points.len()),
+                x_label: "message size (bytes)".into(),
+                y_label: "bus bandwidth (GB/s)".into(),
+                curve: fit.map(|f| f.1.curve.clone()).unwrap_or_default(),
+                reference: fit.and_then(|f| f.1.reference.clone()),
+                points,
+                log_x: true,
+                log_y: true,
+            }
+        })
+        .collect()
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Inline SVG: no XML prologue, no namespace URL (HTML5 knows `<svg>`), scaled to the page.
+fn inline_svg(chart: &impl Chart) -> Result<String, Error> {
+    let svg = to_svg(chart)?;
+    let svg = svg.trim_start();
+    let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |x| x.1) } else { svg };
+    Ok(svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1).replacen("<svg ", "<svg class=\"chart\" ", 1))
+}
+
+struct Page {
+    html: String,
+    figures: usize,
+}
+
+impl Page {
+    fn figure(&mut self, title: &str, chart: &impl Chart, note: Option<&str>) -> Result<(), Error> {
+        self.figures += 1;
+        let _ = write!(self.html, "<figure id=\"fig{}\">{}<figcaption>{}", self.figures, inline_svg(chart)?, esc(title));
+        if let Some(n) = note {
+            let _ = write!(self.html, " <span class=\"note\">{}</span>", esc(n));
+        }
+        self.html.push_str("</figcaption></figure>\n");
+        Ok(())
+    }
+
+    fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
+        let _ = write!(self.html, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
+        for h in head {
+            let _ = write!(self.html, "<th>{}</th>", esc(h));
+        }
+        self.html.push_str("</tr></thead><tbody>");
+        for r in rows {
+            self.html.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let class = if i > 0 && c.trim_start_matches(['-', '+']).chars().next().is_some_and(|d| d.is_ascii_digit()) {
+                    " class=\"n\""
+                } else {
+                    ""
+                };
+                let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
+            }
+            self.html.push_str("</tr>");
+        }
+        self.html.push_str("</tbody></table>\n");
+    }
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1000.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", 100.0 * x)
+}
+
+/// The summary of a job in words.
+fn summary_words(a: &JobAnalysis) -> Vec<String> {
+    let t = &a.totals;
+    let b = &t.breakdown;
+    let mut out = Vec::new();
+    let hours = match &t.gpu_hours {
+        Some(h) => format!(
+            ": {:.0} GPU-hours on this job ({:.0} GPUs × {:.1} h, of {:.0} GPU-hours in all)",
+            h.exposed_comm, h.job_gpus, h.job_hours, h.total
+        ),
+        None => format!(
+            " ({:.3} GPU-seconds of the {:.3} traced; give --job-gpus and --job-hours for the whole job's GPU-hours)",
+            b.exposed_comm_us / 1e6,
+            b.gpu_span_us / 1e6
+        ),
+    };
+    out.push(format!("{} % of GPU time was communication with nothing overlapping it{hours}.", pct(t.exposed_comm_fraction)));
+    out.push(format!(
+        "Compute kept the GPUs busy {} % of the time; communication took {} % in all, {} % of it hidden under compute; the GPUs sat idle {} % of the time.",
+        pct(t.compute_fraction),
+        pct(t.comm_fraction),
+        if b.comm_us > 0.0 { pct(b.overlap_us / b.comm_us) } else { "0.0".into() },
+        pct(t.idle_fraction)
+    ));
+    let steps: usize = a.ranks.iter().map(|r| r.steps.len()).max().unwrap_or(0);
+    out.push(format!(
+        "{} rank(s) of a world of {}, {} step(s) per rank, {:.3} ms of GPU span per rank.",
+        a.ranks.len(),
+        a.world_size,
+        steps,
+        b.gpu_span_us / 1000.0 / a.ranks.len().max(1) as f64
+    ));
+    out
+}
+
+fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), Error> {
+    let a = j.analysis;
+    let devices: std::collections::BTreeSet<&str> = a.ranks.iter().filter_map(|r| r.device.as_deref()).collect();
+    let _ = write!(
+        page.html,
+        "<section><h2>Job {}: {}</h2><p class=\"meta\">{}</p>",
+        index + 1,
+        esc(&a.path),
+        esc(&devices.into_iter().collect::<Vec<_>>().join(", "))
+    );
+    page.html.push_str("<div class=\"summary\">");
+    for s in summary_words(a) {
+        let _ = write!(page.html, "<p>{}</p>", esc(&s));
+    }
+    page.html.push_str("</div>");
+
+    page.html.push_str("<h3>Where GPU time goes</h3>");
+    let bars = rank_breakdown(a);
+    page.figure(&bars.title.clone(), &bars, None)?;
+    if let Some(steps) = step_breakdown(a) {
+        page.figure(&steps.title.clone(), &steps, None)?;
+    }
+    if let Some((t, note)) = step_timeline(j.job, j.classifier) {
+        page.figure(&t.title.clone(), &t, Some(&note))?;
+    }
+    let rows: Vec<Vec<String>> = a
+        .ranks
+        .iter()
+        .map(|r| {
+            let b = &r.breakdown;
+            vec![
+                r.rank.to_string(),
+                ms(b.gpu_span_us),
+                ms(b.busy_us),
+                ms(b.compute_us),
+                ms(b.comm_us),
+                ms(b.exposed_comm_us),
+                ms(b.memory_us),
+                ms(b.idle_us),
+                r.steps.len().to_string(),
+            ]
+        })
+        .collect();
+    page.table(
+        "Per rank (ms)",
+        &["rank", "GPU span", "busy", "compute", "communication", "exposed comm", "memory", "idle", "steps"],
+        &rows,
+    );
+
+    page.html.push_str("<h3>Collectives</h3>");
+    let charts = collective_charts(j.job, j.classifier, j.profile);
+    if charts.is_empty() {
+        page.html.push_str("<p>No collective in this job has a known message size and group, so no bandwidth can be shown.</p>");
+    }
+    for c in &charts {
+        page.figure(&c.title, c, None)?;
+    }
+    // (collective, group) → (kernels, time, wait, bus bandwidth)
+    type Row = (u64, f64, f64, Option<f64>);
+    let mut by: BTreeMap<(String, String), Row> = BTreeMap::new();
+    for r in &a.ranks {
+        for c in &r.collectives {
+            let key = (c.collective.as_str().to_string(), c.group_size.map_or("?".into(), |n| n.to_string()));
+            let e = by.entry(key).or_default();
+            e.0 += c.count;
+            e.1 += c.total_us;
+            e.2 += c.wait_us.unwrap_or(0.0);
+            e.3 = c.busbw_gbps.or(e.3);
+        }
+    }
+    if !by.is_empty() {
+        let rows: Vec<Vec<String>> = by
+            .into_iter()
+            .map(|((c, n), (count, total, wait, bw))| {
+                vec![c, n, count.to_string(), ms(total), ms(wait), bw.map_or("–".into(), |b| format!("{b:.1}"))]
+            })
+            .collect();
+        page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
+    }
+
+    page.html.push_str("<h3>Kernels</h3>");
+    let kcharts = j.profile.map(kernel_charts).unwrap_or_default();
+    if kcharts.is_empty() {
+        let why = j
+            .profile
+            .map(|p| p.unfitted.iter().take(4).map(|u| format!("{}: {}", u.what, u.reason)).collect::<Vec<_>>().join("; "))
+            .unwrap_or_default();
+        let _ = write!(page.html, "<p>No kernel class could be fitted on this job. {}</p>", esc(&why));
+    }
+    for (_, c) in &kcharts {
+        page.figure(&c.title, c, None)?;
+    }
+    let mut top: BTreeMap<&str, (ActivityClass, u64, f64, f64)> = BTreeMap::new();
+    for r in &a.ranks {
+        for k in &r.top_kernels {
+            let e = top.entry(k.name.as_str()).or_insert((k.class, 0, 0.0, 0.0));
+            e.1 += k.count;
+            e.2 += k.total_us;
+            e.3 = e.3.max(k.max_us);
+        }
+    }
+    let mut top: Vec<_> = top.into_iter().collect();
+    top.sort_by(|x, y| y.1.2.total_cmp(&x.1.2));
+    let rows: Vec<Vec<String>> = top
+        .iter()
+        .take(25)
+        .map(|(name, (class, count, total, max))| {
+            let class = match class {
+                ActivityClass::Compute => "compute",
+                ActivityClass::Comm => "communication",
+                ActivityClass::Memory => "memory",
+            };
+            vec![
+                (*name).to_string(),
+                class.into(),
+                count.to_string(),
+                ms(*total),
+                format!("{:.1}", total / (*count).max(1) as f64),
+                format!("{max:.1}"),
+            ]
+        })
+        .collect();
+    page.table("Kernels with the most time (all ranks)", &["kernel", "kind", "count", "time ms", "mean µs", "max µs"], &rows);
+
+    if let Some(r) = j.replay {
+        page.html.push_str("<h3>Replay</h3>");
+        let chart = Bars {
+            title: format!("Measured and replayed step time per rank (speed-up {:.3}×)", r.speedup),
+            x_label: "rank".into(),
+            y_label: "mean step time (ms)".into(),
+            categories: r.ranks.iter().map(|k| k.rank.to_string()).collect(),
+            series: vec![
+                Series {
+                    label: "measured".into(),
+                    color: (120, 120, 120),
+                    values: r.ranks.iter().map(|k| k.measured_step_us / 1000.0).collect(),
+                },
+                Series {
+                    label: "replayed".into(),
+                    color: (76, 114, 176),
+                    values: r.ranks.iter().map(|k| k.replayed_step_us / 1000.0).collect(),
+                },
+            ],
+            stacked: false,
+        };
+        let worst = r.ranks.iter().map(|k| k.error.abs()).fold(0.0, f64::max);
+        page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
+    }
+    if let Some((label, p)) = j.projection {
+        let mean = |f: &dyn Fn(&tracecast_replay::replay::RankReplay) -> [f64; 5]| {
+            let n = p.ranks.len().max(1) as f64;
+            p.ranks.iter().map(f).fold([0.0; 5], |acc, x| std::array::from_fn(|i| acc[i] + x[i] / n / 1000.0))
+        };
+        let measured = mean(&|k| segments(&k.measured));
+        let projected = mean(&|k| segments(&k.replayed));
+        let chart = Bars {
+            title: format!("Measured and projected onto {label}: {:.2}× speed-up of the step", p.speedup),
+            x_label: "run".into(),
+            y_label: "GPU time per rank (ms)".into(),
+            categories: vec!["measured".into(), format!("projected: {label}")],
+            series: SEGMENTS
+                .iter()
+                .enumerate()
+                .map(|(k, (l, c))| Series { label: (*l).into(), color: *c, values: vec![measured[k], projected[k]] })
+                .collect(),
+            stacked: true,
+        };
+        page.figure(&chart.title.clone(), &chart, None)?;
+    }
+    page.html.push_str("</section>\n");
+    Ok(())
+}
+
+fn delta_rows(d: &[Delta], limit: usize) -> Vec<Vec<String>> {
+    d.iter()
+        .take(limit)
+        .map(|x| {
+            vec![
+                x.name.clone(),
+                format!("{:.0}", x.count_a),
+                format!("{:.0}", x.count_b),
+                ms(x.time_a_us),
+                ms(x.time_b_us),
+                format!("{:+.3}", x.delta_us / 1000.0),
+                x.change.map_or("new".into(), |c| format!("{:+.1}", 100.0 * c)),
+            ]
+        })
+        .collect()
+}
+
+fn diff_section(page: &mut Page, d: &TraceDiff) -> Result<(), Error> {
+    let _ = write!(page.html, "<section><h2>Diff: {} → {}</h2>", esc(&d.a), esc(&d.b));
+    let busy = d.summary.first();
+    if let Some(b) = busy {
+        let _ = write!(
+            page.html,
+            "<div class=\"summary\"><p>{}</p></div>",
+            esc(&format!(
+                "GPU busy time per rank went from {} ms to {} ms ({}).",
+                ms(b.time_a_us),
+                ms(b.time_b_us),
+                b.change.map_or("new".into(), |c| format!("{:+.1} %", 100.0 * c))
+            ))
+        );
+    }
+    let chart = Bars {
+        title: "Time per rank by kernel class: A against B".into(),
+        x_label: "kernel class".into(),
+        y_label: "time per rank (ms)".into(),
+        categories: d.kernel_classes.iter().map(|x| x.name.clone()).collect(),
+        series: vec![
+            Series { label: "A".into(), color: (120, 120, 120), values: d.kernel_classes.iter().map(|x| x.time_a_us / 1000.0).collect() },
+            Series { label: "B".into(), color: (76, 114, 176), values: d.kernel_classes.iter().map(|x| x.time_b_us / 1000.0).collect() },
+        ],
+        stacked: false,
+    };
+    page.figure(&chart.title.clone(), &chart, None)?;
+    let head = ["name", "count A", "count B", "A ms", "B ms", "Δ ms", "Δ %"];
+    page.table("Summary per rank", &head, &delta_rows(&d.summary, 10));
+    page.table("Per kernel class, per rank", &head, &delta_rows(&d.kernel_classes, 20));
+    if !d.collectives.is_empty() {
+        page.table("Per collective, per rank", &head, &delta_rows(&d.collectives, 20));
+    }
+    if !d.steps.is_empty() {
+        page.table("Step time (mean over ranks)", &head, &delta_rows(&d.steps, 50));
+    }
+    page.table("Kernels that moved most, per rank", &head, &delta_rows(&d.kernels, 25));
+    page.html.push_str("</section>\n");
+    Ok(())
+}
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1150px;color:#222;padding:0 1rem}\
+h1{font-size:1.6rem}h2{border-bottom:2px solid #ddd;padding-bottom:.3rem;margin-top:2.5rem;word-break:break-all}\
+.summary{background:#f5f7fb;border-left:4px solid #d62728;padding:.4rem 1rem;margin:1rem 0}.summary p{margin:.4rem 0}\
+.meta{color:#666}figure{margin:1.5rem 0}figcaption{color:#444;font-size:.9rem;margin-top:.3rem}.note{color:#777}\
+svg.chart{max-width:100%;height:auto;border:1px solid #eee}\
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;width:100%}caption{text-align:left;font-weight:600;padding:.3rem 0}\
+th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .5rem;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+th{cursor:pointer;background:#fafafa;user-select:none}th:hover{background:#eef}td:first-child{word-break:break-all}td{white-space:normal}td.n,th{white-space:nowrap}";
+
+/// Sorts a table by the clicked column: numbers numerically, text otherwise.
+const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach((th,i)=>th.addEventListener('click',()=>{\
+const b=th.closest('table').tBodies[0],d=th.dataset.d==='a'?'d':'a';th.dataset.d=d;\
+const v=r=>{const t=r.cells[i].textContent,n=parseFloat(t);return isNaN(n)?t:n};\
+[...b.rows].sort((x,y)=>{const p=v(x),q=v(y),c=typeof p==='number'&&typeof q==='number'?p-q:String(p).localeCompare(String(q));return d==='a'?c:-c}).forEach(r=>b.appendChild(r))}));";
+
+/// The page as HTML text.
+pub fn render_html(report: &Report<'_>) -> Result<String, Error> {
+    let mut page = Page { html: String::new(), figures: 0 };
+    page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    let title = match report.jobs.as_slice() {
+        [one] => format!("tracecast report — {}", one.analysis.path),
+        jobs => format!("tracecast report — {} jobs", jobs.len()),
+    };
+    let _ = write!(page.html, "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>", esc(&title), esc(&title));
+    if let Some(d) = report.diff {
+        diff_section(&mut page, d)?;
+    }
+    for (i, j) in report.jobs.iter().enumerate() {
+        job_section(&mut page, j, i)?;
+    }
+    let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
+    Ok(page.html)
+}
+
+/// Writes the page to `path` atomically.
+pub fn write_report(report: &Report<'_>, path: &Path) -> Result<(), Error> {
+    let html = render_html(report)?;
+    tracecast_ingest::output::write_atomic(path, html.as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! `tracecast report` and `tracecast diff`: wiring of the plots crate's page
+//! and the calibrate crate's run comparison.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use tracecast_calibrate::diff::{Delta, TraceDiff, diff_jobs};
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, JobAnalysis, analyze_job};
+use tracecast_plots::report::{JobReport, Report, write_report};
+use tracecast_replay::{JobReplay, ReplayOptions, Scale};
+
+/// What a report shows beyond the measured job.
+pub(crate) struct ReportPlan<'a> {
+    pub(crate) classifier: &'a Classifier,
+    pub(crate) catalog: &'a tracecast_calibrate::Catalog,
+    pub(crate) analyze: &'a AnalyzeOptions,
+    /// Replay options of the projection (target and/or speed-ups), with its label.
+    pub(crate) projection: Option<(String, ReplayOptions)>,
+    pub(crate) gpus_per_node: Option<u32>,
+}
+
+/// Everything computed for one job.
+struct Section {
+    analysis: JobAnalysis,
+    profile: Option<tracecast_calibrate::Profile>,
+    replay: JobReplay,
+    projection: Option<JobReplay>,
+}
+
+fn section(job: &Job, plan: &ReportPlan<'_>) -> Section {
+    let analysis = analyze_job(job, plan.analyze);
+    let mut copts = tracecast_calibrate::CalibrateOptions::default();
+    copts.classifier = plan.classifier.clone();
+    copts.gpus_per_node = plan.gpus_per_node;
+    let profile = tracecast_calibrate::calibrate(std::slice::from_ref(job), plan.catalog, &copts).into_iter().next();
+    let mut base = ReplayOptions::default();
+    base.classifier = plan.classifier.clone();
+    let base = crate::replay_options_for(job, &base, plan.catalog, plan.gpus_per_node);
+    let replay = tracecast_replay::replay_job(job, &base);
+    let projection = plan.projection.as_ref().map(|(_, p)| {
+        let mut o = crate::replay_options_for(job, p, plan.catalog, plan.gpus_per_node);
+        o.classifier = plan.classifier.clone();
+        tracecast_replay::replay_job(job, &o)
+    });
+    Section { analysis, profile, replay, projection }
+}
+
+/// Writes the report of `jobs` (the diff of the first two when there are two) to `out`.
+pub(crate) fn write(jobs: &[Job], plan: &ReportPlan<'_>, out: &Path) -> Result<()> {
+    let sections: Vec<Section> = jobs.iter().map(|j| section(j, plan)).collect();
+    let diff = match (jobs, sections.as_slice()) {
+        ([a, b], [sa, sb]) => Some(diff_jobs((a, &sa.analysis), (b, &sb.analysis), plan.classifier, 25)),
+        _ => None,
+    };
+    let label = plan.projection.as_ref().map(|p| p.0.as_str());
+    let report = Report {
+        jobs: jobs
+            .iter()
+            .zip(&sections)
+            .map(|(job, s)| JobReport {
+                job,
+                analysis: &s.analysis,
+                classifier: plan.classifier,
+                profile: s.profile.as_ref(),
+                replay: Some(&s.replay),
+                projection: label.zip(s.projection.as_ref()),
+            })
+            .collect(),
+        diff: diff.as_ref(),
+        generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
+    };
+    write_report(&report, out)?;
+    Ok(())
+}
+
+/// A label for a projection: the target and the speed-ups.
+pub(crate) fn projection_label(target: Option<&str>, scale: Scale) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = target {
+        parts.push(t.to_string());
+    }
+    for (k, v) in [("compute", scale.compute), ("memory", scale.memory), ("link", scale.link)] {
+        if v != 1.0 {
+            parts.push(format!("{k} ×{v}"));
+        }
+    }
+    parts.join(", ")
+}
+
+fn write_rows(out: &mut impl Write, title: &str, rows: &[Delta], limit: usize) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{title}")?;
+    writeln!(out, "  {:<44} {:>9} {:>9} {:>12} {:>12} {:>11} {:>8}", "", "count A", "count B", "A ms", "B ms", "Δ ms", "Δ %")?;
+    for d in rows.iter().take(limit) {
+        let mut name = d.name.clone();
+        if name.chars().count() > 44 {
+            name = name.chars().take(43).collect::<String>() + "…";
+        }
+        writeln!(
+            out,
+            "  {name:<44} {:>9.0} {:>9.0} {:>12.3} {:>12.3} {:>+11.3} {:>8}",
+            d.count_a,
+            d.count_b,
+            d.time_a_us / 1000.0,
+            d.time_b_us / 1000.0,
+            d.delta_us / 1000.0,
+            d.change.map_or("new".into(), |c| format!("{:+.1}", 100.0 * c))
+        )?;
+    }
+    Ok(())
+}
+
+/// The terminal form of a diff.
+pub(crate) fn print_diff(out: &mut impl Write, d: &TraceDiff) -> std::io::Result<()> {
+    writeln!(out, "A: {} ({} rank(s))\nB: {} ({} rank(s))", d.a, d.ranks[0], d.b, d.ranks[1])?;
+    writeln!(out, "Times are per rank; step times are the mean over ranks, steps matched in order.")?;
+    write_rows(out, "Summary", &d.summary, 10)?;
+    write_rows(out, "Per kernel class", &d.kernel_classes, 20)?;
+    write_rows(out, "Per collective", &d.collectives, 20)?;
+    write_rows(out, "Per step", &d.steps, 20)?;
+    write_rows(out, "Kernels that moved most", &d.kernels, 15)
+}
+
+/// Writes the diff as JSON.
+pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(d)?;
+    bytes.push(b'\n');
+    tracecast_ingest::output::write_atomic(path, &bytes)?;
+    Ok(())
+}

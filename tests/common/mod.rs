@@ -1,0 +1,53 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracecast"))
+}
+
+pub fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces")
+}
+
+/// A fresh, empty directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracecast-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn run(args: &[&std::ffi::OsStr]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+pub fn all_shared_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&shared(), &mut out);
+    out.sort();
+    out
+}

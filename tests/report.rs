@@ -1,0 +1,173 @@
+//! `tracecast report` and `tracecast diff` end to end: the page of a real
+//! multi-rank trace and of the synthetic job is self-contained and has every
+//! chart; the diff of two runs adds up; the page renders in headless Chromium.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo")
+}
+
+fn report(inputs: &[&Path], extra: &[&str], out: &Path) -> String {
+    let mut args: Vec<std::ffi::OsString> = vec!["report".into(), "--quiet".into(), "--out".into(), out.into()];
+    args.extend(inputs.iter().map(|p| p.as_os_str().to_owned()));
+    args.extend(extra.iter().map(Into::into));
+    let o = bin().args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Figure captions of a page, in order.
+fn captions(html: &str) -> Vec<String> {
+    html.split("<figcaption>").skip(1).map(|s| s.split(['<']).next().unwrap_or_default().trim().to_string()).collect()
+}
+
+/// Nothing on the page reaches the network.
+fn assert_self_contained(html: &str) {
+    for bad in ["http://", "https://", "//cdn", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(bad), "the page refers to something outside it: {bad}");
+    }
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn report_of_the_synthetic_job_has_every_chart() {
+    let dir = scratch("report-demo");
+    let html = report(&[&demo()], &["--scale", "link=2", "--job-gpus", "1024", "--job-hours", "24"], &dir.join("r.html"));
+    assert_self_contained(&html);
+    let caps = captions(&html);
+    for want in [
+        "GPU time by rank",
+        "GPU time per step",
+        "GPU timeline of step",
+        "all_reduce: bus bandwidth by message size",
+        "gemm bf16: η = 0.70",
+        "elementwise bf16: η",
+        "Measured and replayed step time per rank",
+        "Measured and projected onto link ×2",
+    ] {
+        assert!(caps.iter().any(|c| c.contains(want)), "no chart {want:?} in {caps:?}");
+    }
+    // One inline SVG per figure, and the summary in words with the job's GPU-hours.
+    assert_eq!(html.matches("<svg").count(), caps.len());
+    assert!(html.contains("of GPU time was communication with nothing overlapping it:"));
+    assert!(html.contains("GPU-hours on this job (1024 GPUs"));
+    // Tables can be sorted.
+    assert!(html.contains("class=\"sortable\""));
+}
+
+#[test]
+fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
+    let dir = scratch("report-real");
+    let html = report(&[&shared().join("hta/trace_filter")], &[], &dir.join("r.html"));
+    assert_self_contained(&html);
+    let caps = captions(&html);
+    for want in ["GPU time by rank", "GPU time per step", "GPU timeline of step", "Measured and replayed step time per rank"] {
+        assert!(caps.iter().any(|c| c.contains(want)), "no chart {want:?} in {caps:?}");
+    }
+    assert!(html.contains("rank 0 · stream") || html.contains("Per rank (ms)"));
+    // Two runs: the diff comes first, with its chart and tables.
+    let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
+    let html = report(&[&a, &b], &["--each"], &dir.join("two.html"));
+    assert_self_contained(&html);
+    assert!(html.find("<h2>Diff:").unwrap() < html.find("<h2>Job 1:").unwrap());
+    assert!(captions(&html).iter().any(|c| c.contains("Time per rank by kernel class: A against B")));
+    for table in ["Per kernel class, per rank", "Per collective, per rank", "Step time (mean over ranks)"] {
+        assert!(html.contains(table), "{table}");
+    }
+}
+
+#[test]
+fn diff_of_a_run_with_itself_is_zero_and_deltas_add_up() {
+    let dir = scratch("diff");
+    let a = shared().join("hta/trace_diff/control/control.json.gz");
+    let b = shared().join("hta/trace_diff/test/test.json.gz");
+    let read = |x: &Path, y: &Path, name: &str| {
+        let out = dir.join(name);
+        let o = bin().args(["diff", "--quiet", "--json"]).arg(&out).arg(x).arg(y).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        v
+    };
+    let same = read(&a, &a, "same.json");
+    for section in ["summary", "kernel_classes", "collectives", "steps", "kernels"] {
+        for d in same[section].as_array().unwrap() {
+            assert_eq!(d["delta_us"].as_f64().unwrap(), 0.0, "{section}: {d}");
+        }
+    }
+    let d = read(&a, &b, "ab.json");
+    for d in d["kernel_classes"].as_array().unwrap() {
+        let (ta, tb, delta) = (d["time_a_us"].as_f64().unwrap(), d["time_b_us"].as_f64().unwrap(), d["delta_us"].as_f64().unwrap());
+        assert!((tb - ta - delta).abs() < 1e-6);
+    }
+    // The classes cover every kernel: their time adds up to the GPU activity of
+    // the trace, which `analyze --window all` reports as compute + comm + memory.
+    let classes: f64 = d["kernel_classes"].as_array().unwrap().iter().map(|x| x["time_b_us"].as_f64().unwrap()).sum();
+    let out = dir.join("b.json");
+    let o = bin().args(["analyze", "--quiet", "--window", "all", "--json"]).arg(&out).arg(&b).output().unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let r = &v["jobs"][0]["ranks"][0];
+    let sum = r["compute_us"].as_f64().unwrap() + r["comm_us"].as_f64().unwrap() + r["memory_us"].as_f64().unwrap();
+    assert!(classes >= sum - 1.0, "classes {classes} < union of kinds {sum}");
+    // A trace that is not there: a clear error, non-zero exit.
+    let o = bin().args(["diff"]).arg(&a).arg(dir.join("missing.json")).output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("missing.json"), "{}", stderr(&o));
+}
+
+/// Headless Chromium: the page renders (every chart's title is in the DOM
+/// Chromium built) and a screenshot is taken. `.ci/run` installs Chromium and
+/// sets TRACECAST_REQUIRE_BROWSER=1; elsewhere a missing browser skips the test.
+#[test]
+fn report_renders_in_headless_chromium() {
+    let browser = ["chromium", "chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()));
+    let Some(browser) = browser else {
+        assert!(
+            std::env::var_os("TRACECAST_REQUIRE_BROWSER").is_none(),
+            "Chromium is required (TRACECAST_REQUIRE_BROWSER) but not installed"
+        );
+        eprintln!("skipped: no chromium on this machine (`.ci/run` installs it)");
+        return;
+    };
+    let dir = scratch("browser");
+    let page = dir.join("report.html");
+    let html = report(&[&demo()], &["--scale", "link=2"], &page);
+    let chromium = |extra: &[&std::ffi::OsStr], profile: &str| {
+        std::process::Command::new(&browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+            .args(["--disable-component-update", "--disable-sync", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", dir.join(profile).display()))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let url = format!("file://{}", page.display());
+    let dom = chromium(&["--dump-dom".as_ref(), url.as_ref()], "profile-dom");
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let caps = captions(&html);
+    assert!(caps.len() >= 8, "{caps:?}");
+    for c in &caps {
+        // The DOM as Chromium parsed it: every chart's SVG title text is there.
+        let title = c.split(" Each lane").next().unwrap().replace('&', "&amp;");
+        assert!(dom.contains(&title), "{title:?} not in the rendered DOM");
+    }
+    assert_eq!(dom.matches("<svg").count(), caps.len(), "every chart became an SVG element");
+    let shot = dir.join("shot.png");
+    let o =
+        chromium(&[format!("--screenshot={}", shot.display()).as_ref(), "--window-size=1200,3000".as_ref(), url.as_ref()], "profile-shot");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // A blank page compresses to a few kilobytes; charts and text do not.
+    assert!(png.len() > 50_000, "screenshot of {} bytes: blank page?", png.len());
+}
