@@ -2,11 +2,12 @@
 
 mod calibrate_summary;
 mod export;
+mod project;
 mod report;
 mod summary;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -30,6 +31,10 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Rebuild the execution graph of measured runs and re-simulate it (identity or what-if speed-ups).
     Replay(ReplayArgs),
+    /// Project an iteration from a model, a system and a parallelization plan (MAD-Max's model, calibrated).
+    Project(ProjectArgs),
+    /// Every feasible plan of a model on a system, simulated and ranked; the best against plain FSDP.
+    Search(SearchArgs),
     /// One self-contained HTML page: summary, charts, tables (and the diff of two jobs).
     Report(ReportArgs),
     /// Compare two runs (before / after a change): per kernel class, collective, step and kernel.
@@ -159,6 +164,109 @@ struct ReplayArgs {
     hw: Vec<PathBuf>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AssumptionsArg {
+    /// tracecast's own model: calibrated efficiencies, α-β collectives, attention, SwiGLU, memory.
+    Tracecast,
+    /// MAD-Max's simplifications (reproduces its printed outputs; needs --madmax files).
+    Madmax,
+}
+
+#[derive(clap::Args)]
+struct ProjectArgs {
+    /// Model: a preset (llama2-7b, llama2-70b, llama3-70b, gpt3-175b, mixtral-8x7b, …) or a MAD-Max model file.
+    #[arg(long, value_name = "NAME|F")]
+    model: Option<String>,
+    /// System: a catalog GPU id (with --gpus) or a MAD-Max system file.
+    #[arg(long, value_name = "GPU|F")]
+    system: Option<String>,
+    /// GPUs of the system.
+    #[arg(long, value_name = "N")]
+    gpus: Option<u32>,
+    /// train, prefill, decode, or a MAD-Max task file.
+    #[arg(long, value_name = "TASK|F", default_value = "train")]
+    task: String,
+    /// Sequences per replica (inference).
+    #[arg(long, default_value_t = 1)]
+    batch: u32,
+    /// Prompt tokens (prefill; default: the model's sequence length).
+    #[arg(long)]
+    prompt: Option<u32>,
+    /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
+    #[arg(long)]
+    context: Option<u32>,
+    /// Parallelization: `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`, `ep=8`.
+    #[arg(long, value_name = "SPEC")]
+    parallel: Option<String>,
+    /// Calibration profile of the GPU (`tracecast calibrate`): its efficiencies and link fits.
+    #[arg(long, value_name = "P.json")]
+    profile: Option<PathBuf>,
+    /// MAD-Max model, system and task files.
+    #[arg(long, num_args = 3, value_names = ["MODEL", "SYSTEM", "TASK"])]
+    madmax: Option<Vec<PathBuf>>,
+    /// Whose assumptions.
+    #[arg(long, value_enum, default_value = "tracecast")]
+    assumptions: AssumptionsArg,
+    /// Write the projection as JSON (DESIGN §6 keys).
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Write the simulated timeline for ui.perfetto.dev.
+    #[arg(long, value_name = "F")]
+    perfetto: Option<PathBuf>,
+    /// Extra hardware catalog file (TOML).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct SearchArgs {
+    /// Model: a preset or a MAD-Max model file.
+    #[arg(long, value_name = "NAME|F")]
+    model: String,
+    /// System: a catalog GPU id or a MAD-Max system file.
+    #[arg(long, value_name = "GPU|F")]
+    system: String,
+    /// GPUs.
+    #[arg(long, value_name = "N")]
+    gpus: Option<u32>,
+    /// train, prefill or decode.
+    #[arg(long, default_value = "train")]
+    task: String,
+    /// Sequences per iteration over the system (training; default: one per GPU).
+    #[arg(long, value_name = "N")]
+    gbs: Option<u32>,
+    /// Sequences per replica (inference).
+    #[arg(long, default_value_t = 1)]
+    batch: u32,
+    /// Prompt tokens (prefill).
+    #[arg(long)]
+    prompt: Option<u32>,
+    /// Context tokens (decode).
+    #[arg(long)]
+    context: Option<u32>,
+    /// Calibration profile of the GPU.
+    #[arg(long, value_name = "P.json")]
+    profile: Option<PathBuf>,
+    /// Plans to print.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Write the ranked plans, the baseline and the front as JSON.
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Extra hardware catalog file (TOML).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 #[derive(clap::Args)]
 struct ReportArgs {
     #[command(flatten)]
@@ -266,6 +374,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze(args),
         Command::Calibrate(args) => calibrate(args),
         Command::Replay(args) => replay(args),
+        Command::Project(args) => project_cmd(args),
+        Command::Search(args) => search_cmd(args),
         Command::Report(args) => report(args),
         Command::Diff(args) => diff(args),
         Command::Synth(args) => synth(args),
@@ -467,6 +577,176 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn device_of(profile: Option<&PathBuf>, catalog: &tracecast_calibrate::Catalog) -> Result<Option<tracecast_calibrate::DeviceModel>> {
+    Ok(match profile {
+        Some(p) => Some(tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?),
+        None => None,
+    })
+}
+
+fn project_cmd(args: ProjectArgs) -> Result<ExitCode> {
+    use tracecast_replay::workload::{llm, madmax};
+    let catalog = catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let (projection, timeline) = if let Some(files) = &args.madmax {
+        let (m, s, t) = madmax::read_configs(&files[0], &files[1], &files[2])?;
+        match args.assumptions {
+            AssumptionsArg::Madmax => {
+                let run = madmax::run(&m, &s, &t)?;
+                (run.projection(&m, &s, &t), run.timeline)
+            }
+            AssumptionsArg::Tracecast => {
+                let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files[0].display()))?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let (mut plan, task) = llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files[2].display()))?;
+                if let Some(spec) = &args.parallel {
+                    plan = project::plan(spec)?;
+                }
+                llm::project_timeline(&model, &cluster, &plan, task)?
+            }
+        }
+    } else {
+        anyhow::ensure!(
+            args.assumptions == AssumptionsArg::Tracecast,
+            "--assumptions madmax needs the MAD-Max files: --madmax MODEL SYSTEM TASK"
+        );
+        let (Some(m), Some(sys)) = (&args.model, &args.system) else {
+            anyhow::bail!("give --model and --system (or --madmax MODEL SYSTEM TASK)")
+        };
+        let model = project::model(m)?;
+        let cluster = project::cluster(sys, args.gpus, model.bytes, &catalog, device.as_ref())?;
+        let seq = model.seq as u32;
+        let (plan, task) = if Path::new(&args.task).exists() {
+            let text = std::fs::read(&args.task)?;
+            let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
+            llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
+        } else {
+            let task = project::task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+            let default = if task == llm::Task::Train {
+                format!("fsdp={}", cluster.gpus)
+            } else {
+                let tp = cluster.gpus_per_node.min(cluster.gpus);
+                format!("tp={tp},dp={}", cluster.gpus / tp.max(1))
+            };
+            (project::plan(args.parallel.as_deref().unwrap_or(&default))?, task)
+        };
+        let plan = match &args.parallel {
+            Some(spec) => project::plan(spec)?,
+            None => plan,
+        };
+        llm::project_timeline(&model, &cluster, &plan, task)?
+    };
+    if !args.quiet {
+        project::print(&mut std::io::stdout().lock(), &projection)?;
+    }
+    if let Some(path) = &args.json {
+        project::write_json(path, &projection)?;
+    }
+    if let Some(path) = &args.perfetto {
+        project::write_perfetto(path, &timeline, &format!("{} on {}", projection.model, projection.system))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search_cmd(args: SearchArgs) -> Result<ExitCode> {
+    use tracecast_replay::workload::search;
+    let catalog = catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let model = project::model(&args.model)?;
+    let cluster = project::cluster(&args.system, args.gpus, model.bytes, &catalog, device.as_ref())?;
+    let seq = model.seq as u32;
+    let task = project::task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+    let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    let started = std::time::Instant::now();
+    let result = search::search(&model, &cluster, task, &space);
+    let elapsed = started.elapsed().as_secs_f64();
+    // The front: the best plan at each power-of-two GPU count from one node up.
+    let mut counts = Vec::new();
+    let mut n = cluster.gpus_per_node.min(cluster.gpus).max(1);
+    while n < cluster.gpus {
+        counts.push(n);
+        n *= 2;
+    }
+    counts.push(cluster.gpus);
+    let front =
+        if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "{} on {} — {}: {} plans simulated, {} rejected (degrees that do not divide or memory that does not fit), {:.2} s",
+            model.name,
+            cluster.name,
+            task.as_str(),
+            result.simulated,
+            result.rejected,
+            elapsed
+        )?;
+        writeln!(out, "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10}", "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB")?;
+        for (i, p) in result.ranked.iter().take(args.top).enumerate() {
+            writeln!(
+                out,
+                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1}",
+                i + 1,
+                p.plan,
+                p.times.iteration_ms,
+                p.throughput,
+                100.0 * p.times.exposed_comm_ms / p.times.iteration_ms.max(1e-12),
+                p.memory_gb_per_gpu
+            )?;
+        }
+        match (&result.baseline, result.speedup_over_baseline) {
+            (Some(b), Some(x)) => {
+                writeln!(out, "Baseline plain FSDP ({}): {:.2} samples/s; the best plan is {x:.2}× faster", b.plan, b.throughput)?
+            }
+            _ => writeln!(out, "Baseline plain FSDP (tp=1, pp=1): no such plan fits in memory")?,
+        }
+        if result.ranked.is_empty() {
+            writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;
+        }
+        for p in front.iter().filter(|p| p.pareto) {
+            writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
+        }
+    }
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            simulated: usize,
+            rejected: usize,
+            best: Option<&'a tracecast_replay::workload::Projection>,
+            baseline: &'a Option<tracecast_replay::workload::Projection>,
+            speedup_over_baseline: Option<f64>,
+            ranked: &'a [tracecast_replay::workload::Projection],
+            front: &'a [search::FrontPoint],
+        }
+        let top = &result.ranked[..result.ranked.len().min(args.top.max(1) * 10)];
+        project::write_json(
+            path,
+            &Doc {
+                simulated: result.simulated,
+                rejected: result.rejected,
+                best: result.ranked.first(),
+                baseline: &result.baseline,
+                speedup_over_baseline: result.speedup_over_baseline,
+                ranked: top,
+                front: &front,
+            },
+        )?;
+    }
+    if let Some(dir) = &args.plots {
+        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front);
+        for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
+            if !args.quiet {
+                println!("wrote {}", f.display());
+            }
+        }
+    }
+    Ok(if result.ranked.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode> {

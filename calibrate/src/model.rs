@@ -27,6 +27,20 @@ pub struct DeviceModel {
     /// The device's catalog entry, when known.
     pub gpu: Option<Gpu>,
     fits: Vec<Fit>,
+    links: Vec<LinkParams>,
+}
+
+/// A fitted link: α-β of one collective in one domain.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LinkParams {
+    /// `all_reduce`, `all_gather`, …
+    pub collective: String,
+    /// `intra`, `inter` or `unknown`.
+    pub domain: String,
+    /// Latency, µs.
+    pub alpha_us: f64,
+    /// Bus bandwidth, GB/s.
+    pub busbw_gbps: f64,
 }
 
 /// The part of a profile file the model needs (the file is `Profile` as serialized).
@@ -35,6 +49,8 @@ struct ProfileFile {
     device: DeviceFile,
     #[serde(default)]
     kernels: Vec<KernelFile>,
+    #[serde(default)]
+    links: Vec<LinkParams>,
 }
 
 #[derive(Deserialize)]
@@ -53,8 +69,8 @@ struct KernelFile {
 }
 
 impl DeviceModel {
-    fn new(catalog_id: Option<&str>, fits: Vec<Fit>, catalog: &Catalog) -> DeviceModel {
-        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits }
+    fn new(catalog_id: Option<&str>, fits: Vec<Fit>, links: Vec<LinkParams>, catalog: &Catalog) -> DeviceModel {
+        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits, links }
     }
 
     /// The model of a profile just fitted.
@@ -70,7 +86,17 @@ impl DeviceModel {
                 peak_per_s: k.peak_per_s(),
             })
             .collect();
-        DeviceModel::new(p.device.catalog_id.as_deref(), fits, catalog)
+        let links = p
+            .links
+            .iter()
+            .map(|l| LinkParams {
+                collective: l.collective.as_str().to_string(),
+                domain: l.domain.to_string(),
+                alpha_us: l.alpha_us,
+                busbw_gbps: l.busbw_gbps,
+            })
+            .collect();
+        DeviceModel::new(p.device.catalog_id.as_deref(), fits, links, catalog)
     }
 
     /// The model of a profile written by `tracecast calibrate`.
@@ -89,7 +115,22 @@ impl DeviceModel {
                 peak_per_s: peak_per_s(&k.unit, k.peak),
             })
             .collect();
-        Ok(DeviceModel::new(file.device.catalog_id.as_deref(), fits, catalog))
+        Ok(DeviceModel::new(file.device.catalog_id.as_deref(), fits, file.links, catalog))
+    }
+
+    /// The fitted efficiency η and fixed cost t0 (µs) of a kernel class (same dtype first).
+    pub fn efficiency(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, f64)> {
+        let fit =
+            self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
+        Some((fit.efficiency, fit.overhead_us))
+    }
+
+    /// The fitted α-β of `collective` in `domain` (`intra`, `inter`), else of any collective there.
+    pub fn link(&self, collective: &str, domain: &str) -> Option<&LinkParams> {
+        self.links
+            .iter()
+            .find(|l| l.collective == collective && l.domain == domain)
+            .or_else(|| self.links.iter().find(|l| l.domain == domain))
     }
 
     /// Time of an op's kernels, µs, from a fit of its class (same dtype first).

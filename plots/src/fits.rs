@@ -94,3 +94,17 @@ pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf
     }
     Ok(files)
 }
+
+/// Throughput of the best plan against GPU count; the line joins the Pareto front.
+pub fn pareto_chart(model: &str, points: &[tracecast_replay::workload::search::FrontPoint]) -> Scatter {
+    Scatter {
+        title: format!("{model}: best plan per GPU count (Pareto front)"),
+        x_label: "GPUs".into(),
+        y_label: "throughput (samples/s)".into(),
+        points: points.iter().map(|p| (f64::from(p.gpus), p.throughput)).collect(),
+        curve: points.iter().filter(|p| p.pareto).map(|p| (f64::from(p.gpus), p.throughput)).collect(),
+        log_x: true,
+        log_y: true,
+        reference: None,
+    }
+}

@@ -27,5 +27,6 @@ pub mod graph;
 pub mod perfetto;
 pub mod replay;
 pub mod sim;
+pub mod workload;
 
 pub use replay::{JobReplay, LinkOverride, ReplayOptions, Replayed, Scale, replay, replay_job};

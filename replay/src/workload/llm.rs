@@ -1,0 +1,1004 @@
+//! tracecast's own transformer model: what MAD-Max's LLM model leaves out —
+//! grouped-query attention, SwiGLU, attention's quadratic term (flash
+//! attention), norms and activations as HBM-bound work, a fixed cost per
+//! kernel, α-β collectives placed on the intra- or inter-node links (and
+//! hierarchical when a group spans nodes), pipeline parallelism with 1F1B
+//! bubbles, mixture-of-experts all-to-alls, ZeRO stages, memory per GPU, and
+//! inference prefill and decode. Efficiencies and link parameters come from a
+//! calibration profile when one is given, else from stated defaults.
+//!
+//! Placement follows Megatron-LM: tensor-parallel ranks are adjacent (inside a
+//! node), data-parallel ranks next, pipeline stages outermost.
+
+use serde::Serialize;
+
+use tracecast_calibrate::DeviceModel;
+use tracecast_calibrate::catalog::{Catalog, Dtype};
+use tracecast_calibrate::work::KernelClass;
+
+use super::madmax::{ModelConfig, SystemConfig, TaskConfig};
+use super::{IterationTimes, Key, Label, Lanes, Memory, OpKind, Projection, Timeline};
+
+/// A decoder-only transformer (LLM), dense or mixture-of-experts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transformer {
+    /// Name.
+    pub name: String,
+    /// Layers.
+    pub layers: usize,
+    /// Model width d.
+    pub hidden: f64,
+    /// Attention heads.
+    pub heads: f64,
+    /// Key/value heads (grouped-query attention; = heads without GQA).
+    pub kv_heads: f64,
+    /// FFN width.
+    pub ffn: f64,
+    /// Vocabulary.
+    pub vocab: f64,
+    /// Training sequence length.
+    pub seq: f64,
+    /// SwiGLU FFN (three matrices) instead of two.
+    pub swiglu: bool,
+    /// Experts per MoE layer (1 for a dense model).
+    pub experts: f64,
+    /// Experts each token is routed to.
+    pub top_k: f64,
+    /// Bytes per parameter and activation (2 for BF16).
+    pub bytes: f64,
+}
+
+/// A built-in model (public architecture figures).
+#[derive(Debug, Clone, Copy)]
+struct Preset {
+    name: &'static str,
+    layers: usize,
+    hidden: f64,
+    heads: f64,
+    kv_heads: f64,
+    ffn: f64,
+    vocab: f64,
+    seq: f64,
+    swiglu: bool,
+    experts: f64,
+    top_k: f64,
+}
+
+#[allow(clippy::too_many_arguments)] // one argument per column of the table below
+const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_heads: f64, ffn: f64, vocab: f64, seq: f64) -> Preset {
+    Preset { name, layers, hidden, heads, kv_heads, ffn, vocab, seq, swiglu: true, experts: 1.0, top_k: 1.0 }
+}
+
+/// Built-in models.
+const PRESETS: &[Preset] = &[
+    preset("llama2-7b", 32, 4096.0, 32.0, 32.0, 11008.0, 32000.0, 4096.0),
+    preset("llama2-13b", 40, 5120.0, 40.0, 40.0, 13824.0, 32000.0, 4096.0),
+    preset("llama2-70b", 80, 8192.0, 64.0, 8.0, 28672.0, 32000.0, 4096.0),
+    preset("llama3-8b", 32, 4096.0, 32.0, 8.0, 14336.0, 128256.0, 8192.0),
+    preset("llama3-70b", 80, 8192.0, 64.0, 8.0, 28672.0, 128256.0, 8192.0),
+    preset("llama3-405b", 126, 16384.0, 128.0, 8.0, 53248.0, 128256.0, 8192.0),
+    Preset { swiglu: false, ..preset("gpt3-175b", 96, 12288.0, 96.0, 96.0, 49152.0, 50257.0, 2048.0) },
+    Preset { experts: 8.0, top_k: 2.0, ..preset("mixtral-8x7b", 32, 4096.0, 32.0, 8.0, 14336.0, 32000.0, 4096.0) },
+];
+
+impl Transformer {
+    /// A built-in model by name.
+    pub fn preset(name: &str) -> Option<Transformer> {
+        PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(name)).map(|p| Transformer {
+            name: p.name.to_string(),
+            layers: p.layers,
+            hidden: p.hidden,
+            heads: p.heads,
+            kv_heads: p.kv_heads,
+            ffn: p.ffn,
+            vocab: p.vocab,
+            seq: p.seq,
+            swiglu: p.swiglu,
+            experts: p.experts,
+            top_k: p.top_k,
+            bytes: 2.0,
+        })
+    }
+
+    /// Names of the built-in models.
+    pub fn preset_names() -> Vec<&'static str> {
+        PRESETS.iter().map(|p| p.name).collect()
+    }
+
+    /// Key/value width.
+    fn kv_dim(&self) -> f64 {
+        self.hidden * self.kv_heads / self.heads.max(1.0)
+    }
+
+    /// Attention parameters of one layer (Q, K, V, output projections).
+    pub fn attention_params(&self) -> f64 {
+        let d = self.hidden;
+        d * (d + 2.0 * self.kv_dim()) + d * d
+    }
+
+    /// FFN parameters of one expert of one layer.
+    pub fn ffn_params(&self) -> f64 {
+        (if self.swiglu { 3.0 } else { 2.0 }) * self.hidden * self.ffn
+    }
+
+    /// Parameters of one layer (all experts).
+    pub fn layer_params(&self) -> f64 {
+        self.attention_params() + self.experts * self.ffn_params()
+    }
+
+    /// Embedding and output head (untied).
+    pub fn embedding_params(&self) -> f64 {
+        2.0 * self.vocab * self.hidden
+    }
+
+    /// All parameters.
+    pub fn params(&self) -> f64 {
+        self.layers as f64 * self.layer_params() + self.embedding_params()
+    }
+}
+
+/// One link class: α-β.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Link {
+    /// Latency per collective step, seconds.
+    pub alpha_s: f64,
+    /// Bus bandwidth per GPU, bytes/s.
+    pub busbw: f64,
+}
+
+/// A cluster of one GPU type with its efficiencies.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cluster {
+    /// Name.
+    pub name: String,
+    /// GPUs in all.
+    pub gpus: u32,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// Peak dense FLOP/s of the model's dtype.
+    pub peak_flops: f64,
+    /// HBM bytes/s (peak).
+    pub hbm_bw: f64,
+    /// HBM bytes.
+    pub hbm_bytes: f64,
+    /// GEMM efficiency η (achieved / peak on large GEMMs).
+    pub gemm_efficiency: f64,
+    /// Fixed cost per GEMM kernel, seconds.
+    pub gemm_overhead_s: f64,
+    /// HBM efficiency of memory-bound kernels.
+    pub memory_efficiency: f64,
+    /// Links inside a node.
+    pub intra: Link,
+    /// Links between nodes (per GPU's share of the NICs).
+    pub inter: Link,
+    /// Where the figures come from.
+    pub notes: Vec<String>,
+}
+
+/// Default efficiencies when no calibration profile is given.
+pub const DEFAULT_GEMM_EFFICIENCY: f64 = 0.70;
+/// Default HBM efficiency.
+pub const DEFAULT_MEMORY_EFFICIENCY: f64 = 0.80;
+/// Default fixed cost per GEMM kernel, seconds.
+pub const DEFAULT_GEMM_OVERHEAD_S: f64 = 5e-6;
+/// Default share of the nominal NVLink bandwidth NCCL reaches as bus bandwidth.
+pub const DEFAULT_INTRA_LINK_EFFICIENCY: f64 = 0.80;
+/// Default share of the NIC bandwidth NCCL reaches.
+pub const DEFAULT_INTER_LINK_EFFICIENCY: f64 = 0.90;
+/// Default collective latency inside a node, seconds.
+pub const DEFAULT_INTRA_ALPHA_S: f64 = 10e-6;
+/// Default collective latency across nodes, seconds.
+pub const DEFAULT_INTER_ALPHA_S: f64 = 25e-6;
+
+/// A parallelization plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// Tensor parallel degree.
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// Data parallel degree (replicas, or FSDP shards).
+    pub dp: u32,
+    /// ZeRO stage of the data-parallel dimension: 0 (DDP), 1, 2, 3 (FSDP).
+    pub zero: u8,
+    /// Sequence parallelism with TP (activations sharded; the TP all-reduce becomes reduce-scatter + all-gather).
+    pub sp: bool,
+    /// Expert parallel degree (inside the data-parallel dimension).
+    pub ep: u32,
+    /// Sequences per microbatch.
+    pub microbatch: u32,
+    /// Microbatches per iteration (gradient accumulation; pipeline depth).
+    pub microbatches: u32,
+    /// Recompute activations in the backward pass.
+    pub recompute: bool,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false }
+    }
+}
+
+impl Plan {
+    /// GPUs the plan uses.
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.pp * self.dp
+    }
+
+    /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
+    /// `fsdp=N` is `dp=N` with ZeRO-3; `gbs` sets the microbatches from the global batch.
+    pub fn parse(spec: &str) -> Result<Plan, String> {
+        let mut p = Plan::default();
+        let mut gbs = None;
+        for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = part.split_once('=').map_or((part, None), |(k, v)| (k.trim(), Some(v.trim())));
+            let num = |v: Option<&str>| -> Result<u32, String> {
+                v.ok_or_else(|| format!("{k} needs a value"))?
+                    .parse::<u32>()
+                    .map_err(|_| format!("{k}: {v:?} is not a whole number"))
+                    .and_then(|n| if n == 0 { Err(format!("{k} must be at least 1")) } else { Ok(n) })
+            };
+            match k {
+                "tp" => p.tp = num(v)?,
+                "pp" => p.pp = num(v)?,
+                "dp" | "ddp" => p.dp = num(v)?,
+                "fsdp" => {
+                    p.dp = num(v)?;
+                    p.zero = 3;
+                }
+                "zero" => {
+                    let z = num(v).or_else(|_| if v == Some("0") { Ok(0) } else { Err("zero: 0, 1, 2 or 3".to_string()) })?;
+                    if z > 3 {
+                        return Err("zero: 0, 1, 2 or 3".into());
+                    }
+                    p.zero = z as u8;
+                }
+                "ep" => p.ep = num(v)?,
+                "mb" | "microbatch" => p.microbatch = num(v)?,
+                "microbatches" | "m" => p.microbatches = num(v)?,
+                "gbs" => gbs = Some(num(v)?),
+                "sp" => p.sp = true,
+                "recompute" => p.recompute = true,
+                other => return Err(format!("unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute)")),
+            }
+        }
+        if let Some(g) = gbs {
+            let per = p.dp * p.microbatch;
+            if g % per != 0 {
+                return Err(format!("gbs={g} is not a multiple of dp × mb = {per}"));
+            }
+            p.microbatches = g / per;
+        }
+        Ok(p)
+    }
+
+    /// `tp=8,pp=4,dp=64,zero=3,mb=1,microbatches=16` (only what differs from 1 / off).
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("tp={}", self.tp), format!("pp={}", self.pp)];
+        parts.push(if self.zero == 3 { format!("fsdp={}", self.dp) } else { format!("dp={}", self.dp) });
+        if self.zero > 0 && self.zero < 3 {
+            parts.push(format!("zero={}", self.zero));
+        }
+        if self.ep > 1 {
+            parts.push(format!("ep={}", self.ep));
+        }
+        if self.sp {
+            parts.push("sp".into());
+        }
+        parts.push(format!("mb={}", self.microbatch));
+        parts.push(format!("microbatches={}", self.microbatches));
+        if self.recompute {
+            parts.push("recompute".into());
+        }
+        parts.join(",")
+    }
+}
+
+/// What runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Task {
+    /// Pre-training (fine-tuning costs the same per step): forward, backward, gradient sync.
+    Train,
+    /// Inference prefill of `batch` prompts of `prompt` tokens per replica: time to first token.
+    Prefill {
+        /// Sequences per replica.
+        batch: u32,
+        /// Prompt tokens.
+        prompt: u32,
+    },
+    /// Inference decode of `batch` sequences per replica at `context` tokens: time per output token.
+    Decode {
+        /// Sequences per replica.
+        batch: u32,
+        /// Context (prompt + generated) tokens whose KV cache is read.
+        context: u32,
+    },
+}
+
+impl Task {
+    /// Name in outputs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Task::Train => "pretrain",
+            Task::Prefill { .. } => "prefill",
+            Task::Decode { .. } => "decode",
+        }
+    }
+}
+
+impl Plan {
+    /// The transformer plan and task of a MAD-Max task file: `tp`, `ddp`, `fsdp`
+    /// levels; the local transformer batch is the microbatch; inference is a
+    /// prefill of the model's sequence length.
+    pub fn from_madmax(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), String> {
+        let mut p = Plan::default();
+        for (s, d) in t.transformer_parallel.iter().zip(&t.transformer_parallel_degree) {
+            match s.as_str() {
+                "tp" => p.tp = *d,
+                "ddp" => p.dp *= *d,
+                "fsdp" => {
+                    p.dp *= *d;
+                    p.zero = 3;
+                }
+                "pp" => p.pp = *d,
+                other => return Err(format!("transformer_parallel {other:?} is not modelled")),
+            }
+        }
+        p.microbatch = (t.local_transformer_bs.max(1.0)) as u32;
+        let task = match t.kind.as_str() {
+            "pretrain" | "finetune" => Task::Train,
+            "inference" => Task::Prefill { batch: p.microbatch, prompt: seq as u32 },
+            other => return Err(format!("task type {other:?}")),
+        };
+        Ok((p, task))
+    }
+}
+
+/// Why a plan cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Infeasible(pub String);
+
+/// Where a group of `n` ranks with adjacent members `stride` apart sits:
+/// members per node (1 when every member is on another node).
+fn members_per_node(n: u32, stride: u32, gpus_per_node: u32) -> u32 {
+    if n <= 1 {
+        return 1;
+    }
+    if stride >= gpus_per_node {
+        return 1;
+    }
+    (gpus_per_node / stride).clamp(1, n)
+}
+
+impl Transformer {
+    /// The transformer of a MAD-Max model file (`LLM`, `LLM_MoE`, `ViT`): its
+    /// FC layer has two matrices, attention full multi-head.
+    pub fn from_madmax(m: &ModelConfig) -> Result<Transformer, String> {
+        let (seq, vocab) = match m.kind.as_str() {
+            "LLM" | "LLM_MoE" => (m.transformer_seq_len, m.entries_per_table),
+            "ViT" if m.patch_dim > 0.0 => ((m.image_size / m.patch_dim).ceil().powi(2), m.patch_dim * m.patch_dim * 3.0),
+            other => {
+                return Err(format!(
+                    "tracecast's own model covers transformer models (LLM, LLM_MoE, ViT), not {other}: use --assumptions madmax"
+                ));
+            }
+        };
+        Ok(Transformer {
+            name: m.name.clone(),
+            layers: m.num_transformer_layers,
+            hidden: m.attention_dim,
+            heads: m.num_transformer_heads,
+            kv_heads: m.num_transformer_heads,
+            ffn: m.transformer_fc_dim,
+            vocab,
+            seq,
+            swiglu: false,
+            experts: m.num_experts.max(1.0),
+            top_k: if m.num_experts > 1.0 { m.num_active_experts.max(1.0) } else { 1.0 },
+            bytes: m.bytes_per_nonemb_param,
+        })
+    }
+}
+
+impl Cluster {
+    /// `gpus` GPUs of catalog entry `gpu_id` in nodes of its node preset (8
+    /// per node without one); efficiencies and links from `device` (a
+    /// calibration profile of that GPU) where it has them, else the defaults.
+    pub fn from_catalog(catalog: &Catalog, gpu_id: &str, gpus: u32, dtype: Dtype, device: Option<&DeviceModel>) -> Result<Cluster, String> {
+        let gpu = catalog.gpu(gpu_id).map_err(|e| e.to_string())?;
+        let node = catalog.node_of(&gpu.id);
+        let per_node = node.map_or(8, |n| n.gpus);
+        let peak = gpu.peak_flops(dtype).ok_or_else(|| format!("{}: the catalog has no {} peak", gpu.id, dtype.as_str()))?;
+        let mut notes = Vec::new();
+        let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
+            (DEFAULT_GEMM_EFFICIENCY, DEFAULT_GEMM_OVERHEAD_S, DEFAULT_MEMORY_EFFICIENCY);
+        let nic = node.map_or(gpu.link_gbps / 9.0, |n| n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1)));
+        let mut intra = Link { alpha_s: DEFAULT_INTRA_ALPHA_S, busbw: gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY };
+        let mut inter = Link { alpha_s: DEFAULT_INTER_ALPHA_S, busbw: nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY };
+        let mut from_profile = Vec::new();
+        if let Some(dev) = device {
+            if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
+                gemm_efficiency = eta;
+                gemm_overhead_s = t0.max(0.0) * 1e-6;
+                from_profile.push(format!("GEMM η {eta:.3}, t0 {t0:.1} µs"));
+            }
+            if let Some((eta, _)) = dev.efficiency(KernelClass::Elementwise, Some(dtype)) {
+                memory_efficiency = eta.min(1.0);
+                from_profile.push(format!("HBM η {eta:.3}"));
+            }
+            for (domain, link) in [("intra", &mut intra), ("inter", &mut inter)] {
+                if let Some(l) = dev.link("all_reduce", domain) {
+                    *link = Link { alpha_s: l.alpha_us * 1e-6, busbw: l.busbw_gbps * 1e9 };
+                    from_profile.push(format!("{domain}-node α {:.1} µs, B {:.1} GB/s", l.alpha_us, l.busbw_gbps));
+                }
+            }
+        }
+        if from_profile.is_empty() {
+            notes.push(format!(
+                "no calibration profile: catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
+                DEFAULT_GEMM_OVERHEAD_S * 1e6,
+                DEFAULT_INTRA_LINK_EFFICIENCY * 100.0,
+                DEFAULT_INTER_LINK_EFFICIENCY * 100.0,
+                DEFAULT_INTRA_ALPHA_S * 1e6,
+                DEFAULT_INTER_ALPHA_S * 1e6
+            ));
+        } else {
+            notes.push(format!("from the calibration profile: {}; the rest catalog defaults", from_profile.join(", ")));
+        }
+        Ok(Cluster {
+            name: format!("{} × {gpus}", gpu.id),
+            gpus,
+            gpus_per_node: per_node,
+            peak_flops: peak,
+            hbm_bw: gpu.hbm_bytes_per_s(),
+            hbm_bytes: gpu.memory_gb * 1e9,
+            gemm_efficiency,
+            gemm_overhead_s,
+            memory_efficiency,
+            intra,
+            inter,
+            notes,
+        })
+    }
+
+    /// The cluster of a MAD-Max system file: its utilization factors become
+    /// the efficiencies, its effective link rates the bus bandwidths, with
+    /// the default latencies added.
+    pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, String> {
+        let peak = match bytes_per_param as u32 {
+            8 => s.f64_flops,
+            4 => s.f32_flops,
+            2 => s.f16_flops,
+            1 => s.i8_ops,
+            b => return Err(format!("{b} bytes per parameter: no matching peak")),
+        };
+        let per_node = s.num_devices / s.num_nodes.max(1);
+        Ok(Cluster {
+            name: s.name.clone(),
+            gpus: s.num_devices,
+            gpus_per_node: per_node.max(1),
+            peak_flops: peak,
+            hbm_bw: s.mem_bw,
+            hbm_bytes: s.mem_cap,
+            gemm_efficiency: s.flops_util,
+            gemm_overhead_s: DEFAULT_GEMM_OVERHEAD_S,
+            memory_efficiency: s.mem_bw_util,
+            intra: Link { alpha_s: DEFAULT_INTRA_ALPHA_S, busbw: s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util },
+            inter: Link {
+                alpha_s: DEFAULT_INTER_ALPHA_S,
+                busbw: s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
+            },
+            notes: vec![format!(
+                "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
+                s.name,
+                DEFAULT_INTRA_ALPHA_S * 1e6,
+                DEFAULT_INTER_ALPHA_S * 1e6,
+                DEFAULT_GEMM_OVERHEAD_S * 1e6
+            )],
+        })
+    }
+
+    fn link_time(&self, link: Link, bytes: f64) -> f64 {
+        link.alpha_s + bytes / link.busbw
+    }
+
+    /// All-gather (or reduce-scatter) of a buffer of `bytes` (the full,
+    /// gathered size) over `n` ranks, `g` of them per node: the inter-node
+    /// step moves (k−1)/n of it per GPU over the NICs, the intra-node step
+    /// (g−1)/g over NVLink.
+    pub fn all_gather(&self, bytes: f64, n: u32, g: u32) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let (n, g) = (f64::from(n), f64::from(g.max(1)));
+        let k = (n / g).max(1.0);
+        let mut t = 0.0;
+        if g > 1.0 {
+            t += self.link_time(self.intra, (g - 1.0) / g * bytes);
+        }
+        if k > 1.0 {
+            t += self.link_time(self.inter, (k - 1.0) / n * bytes);
+        }
+        t
+    }
+
+    /// All-reduce: reduce-scatter then all-gather (hierarchical across nodes).
+    pub fn all_reduce(&self, bytes: f64, n: u32, g: u32) -> f64 {
+        2.0 * self.all_gather(bytes, n, g)
+    }
+
+    /// All-to-all of `bytes` per GPU over `n` ranks, `g` per node: the
+    /// intra- and inter-node shares move at the same time.
+    pub fn all_to_all(&self, bytes: f64, n: u32, g: u32) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let (nf, gf) = (f64::from(n), f64::from(g.max(1)));
+        let intra = (gf - 1.0) / nf * bytes;
+        let inter = (nf - gf) / nf * bytes;
+        let ti = if intra > 0.0 { self.link_time(self.intra, intra) } else { 0.0 };
+        let te = if inter > 0.0 { self.link_time(self.inter, inter) } else { 0.0 };
+        ti.max(te)
+    }
+
+    /// A GEMM of `flops` (one kernel).
+    fn gemm(&self, flops: f64) -> f64 {
+        self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
+    }
+
+    /// An HBM-bound pass over `bytes`.
+    fn memory(&self, bytes: f64) -> f64 {
+        bytes / (self.memory_efficiency * self.hbm_bw)
+    }
+}
+
+/// Per-layer costs of one microbatch on one GPU.
+struct LayerCosts {
+    attn_f: f64,
+    mlp_f: f64,
+    attn_core_f: f64,
+    /// Backward GEMM time of the attention block.
+    attn_b: f64,
+    mlp_b: f64,
+    attn_core_b: f64,
+    /// Norms, activations and residuals (HBM-bound), forward.
+    elementwise_f: f64,
+    tp_comm: f64,
+    moe_a2a: f64,
+    attn_gather: f64,
+    mlp_gather: f64,
+    attn_grad: f64,
+    mlp_grad: f64,
+    grad_kind: OpKind,
+}
+
+/// Projects one iteration of `task` for `model` on `cluster` with `plan`.
+pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<Projection, Infeasible> {
+    project_timeline(model, cluster, plan, task).map(|x| x.0)
+}
+
+/// Checks that `plan` can run `model` on `cluster` at all.
+fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infeasible> {
+    let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
+    if plan.gpus() != cluster.gpus {
+        return Err(Infeasible(format!("tp × pp × dp = {} but the cluster has {} GPUs", plan.gpus(), cluster.gpus)));
+    }
+    if tp > cluster.gpus_per_node {
+        return Err(Infeasible(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
+    }
+    // Heads split over TP ranks; fewer KV heads than ranks are replicated.
+    let kv = model.kv_heads as u32;
+    if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
+        return Err(Infeasible(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
+    }
+    if !model.layers.is_multiple_of(pp as usize) {
+        return Err(Infeasible(format!("{} layers do not divide into pp={pp} stages", model.layers)));
+    }
+    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !dp.is_multiple_of(plan.ep)) {
+        return Err(Infeasible(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
+    }
+    Ok(())
+}
+
+/// Memory per GPU of `plan` (the first pipeline stage, which holds the most activations).
+pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
+    let (tpf, dpf, pp) = (f64::from(plan.tp), f64::from(plan.dp), plan.pp);
+    let d = model.hidden;
+    let bytes = model.bytes;
+    let layers_per_stage = (model.layers / pp.max(1) as usize) as f64;
+    let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
+    let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
+    // The first stage holds the input embedding, the last the output head: one of them per stage.
+    let params_gpu = layer_params_gpu + model.vocab * d / tpf;
+    let shard = |stage: u8| if plan.zero >= stage && plan.dp > 1 { dpf } else { 1.0 };
+    let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
+    match task {
+        Task::Train => {
+            m.gradients_gb = params_gpu * bytes / shard(2) / 1e9;
+            // Adam in mixed precision: FP32 master weights, momentum and variance.
+            m.optimizer_gb = params_gpu * 12.0 / shard(1) / 1e9;
+            // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
+            // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
+            let sbd = f64::from(plan.microbatch) * model.seq * d;
+            let per_layer = if plan.recompute {
+                2.0 * sbd
+            } else if plan.sp {
+                sbd * 34.0 / tpf
+            } else {
+                sbd * (10.0 + 24.0 / tpf)
+            };
+            // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
+            let in_flight = f64::from(pp.min(plan.microbatches).max(1));
+            m.activations_gb = per_layer * layers_per_stage * in_flight / 1e9;
+        }
+        Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
+            let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
+            m.kv_cache_gb = 2.0 * f64::from(batch) * f64::from(tokens) * kv_per_gpu * bytes * layers_per_stage / 1e9;
+        }
+    }
+    m
+}
+
+/// [`project`] with the simulated timeline of the last microbatch on the first stage.
+pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), Infeasible> {
+    check(model, cluster, plan)?;
+    let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
+    let d = model.hidden;
+    let bytes = model.bytes;
+    let layers_per_stage = model.layers / pp as usize;
+    let (tokens_per_seq, batch, kv_context, decode) = match task {
+        Task::Train => (model.seq, f64::from(plan.microbatch), model.seq, false),
+        Task::Prefill { batch, prompt } => (f64::from(prompt), f64::from(batch), f64::from(prompt), false),
+        Task::Decode { batch, context } => (1.0, f64::from(batch), f64::from(context), true),
+    };
+    let tokens = batch * tokens_per_seq;
+    let tpf = f64::from(tp);
+    // Members per node of each group: TP adjacent, DP next, PP outermost.
+    let tp_g = members_per_node(tp, 1, cluster.gpus_per_node);
+    let dp_g = members_per_node(dp, tp, cluster.gpus_per_node);
+    let ep_g = members_per_node(plan.ep, tp, cluster.gpus_per_node);
+    let pp_crosses = tp * dp >= cluster.gpus_per_node;
+
+    // Forward FLOPs per microbatch and GPU.
+    let attn_proj_flops = 2.0 * tokens * model.attention_params() / tpf;
+    // Score and context products: 4·s²·d per sequence, half of it under the causal mask.
+    let attn_core_flops =
+        if decode { 4.0 * batch * kv_context * d / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * d * 0.5 / tpf };
+    let active = model.top_k.min(model.experts);
+    let mlp_flops = 2.0 * tokens * model.ffn_params() * active / tpf;
+    // Weights read per step (what bounds decode): attention + the experts the batch touches.
+    let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
+    let attn_weight_bytes = model.attention_params() * bytes / tpf;
+    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / tpf / f64::from(plan.ep);
+    // KV heads split over TP ranks (replicated when fewer than the ranks).
+    let kv_bytes_read = if decode { 2.0 * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
+    // Roofline per block: compute or HBM, whichever is slower.
+    let attn_f = cluster.gemm(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
+    let attn_core_f =
+        (cluster.gemm(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
+    let mlp_f = cluster.gemm(mlp_flops).max(cluster.memory(mlp_weight_bytes));
+    // About 16 bytes per element per layer move through norms, activations and residual adds.
+    let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
+    let elementwise_f = cluster.memory(16.0 * act_elems * bytes);
+    let act_bytes = tokens * d * bytes;
+    let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
+    let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
+    let zero3 = plan.zero == 3 && dp > 1;
+    let attn_gather = if zero3 { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
+    let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
+    let mlp_gather = if zero3 { cluster.all_gather(mlp_params_gpu * bytes, dp, dp_g) } else { 0.0 };
+    // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
+    // (experts: over the replicas of each expert).
+    let (attn_grad, mlp_grad, grad_kind) = if dp > 1 {
+        let mlp_dp = dp / plan.ep;
+        let mlp_g = members_per_node(mlp_dp, tp * plan.ep, cluster.gpus_per_node);
+        if plan.zero >= 2 {
+            (
+                cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g),
+                cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g),
+                OpKind::ReduceScatter,
+            )
+        } else {
+            (
+                cluster.all_reduce(model.attention_params() * bytes / tpf, dp, dp_g),
+                cluster.all_reduce(mlp_params_gpu * bytes, mlp_dp, mlp_g),
+                OpKind::AllReduce,
+            )
+        }
+    } else {
+        (0.0, 0.0, OpKind::AllReduce)
+    };
+    let costs = LayerCosts {
+        attn_f,
+        mlp_f,
+        attn_core_f,
+        attn_b: 2.0 * attn_f,
+        mlp_b: 2.0 * mlp_f,
+        // Flash attention's backward recomputes the scores: 2.5× the forward.
+        attn_core_b: 2.5 * attn_core_f,
+        elementwise_f,
+        tp_comm,
+        moe_a2a,
+        attn_gather,
+        mlp_gather,
+        attn_grad,
+        mlp_grad,
+        grad_kind,
+    };
+    // Pipeline: the activations of one microbatch cross each stage boundary.
+    let p2p = if pp > 1 {
+        let link = if pp_crosses { cluster.inter } else { cluster.intra };
+        // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages).
+        link.alpha_s + act_bytes / tpf / link.busbw
+    } else {
+        0.0
+    };
+    let train = task == Task::Train;
+    // Microbatches before the last have no gradient sync (accumulation); with one microbatch only the last runs.
+    let last = stage_timeline(&costs, layers_per_stage, train, plan.recompute, train, p2p);
+    let t_last = last.times();
+    let t_first = if train && plan.microbatches > 1 {
+        stage_timeline(&costs, layers_per_stage, train, plan.recompute, false, p2p).times()
+    } else {
+        t_last.clone()
+    };
+    let m = if train { f64::from(plan.microbatches) } else { 1.0 };
+    let mut times = IterationTimes::default();
+    for (k, v) in &t_first.by_kind_ms {
+        *times.by_kind_ms.entry(k).or_default() += v * (m - 1.0);
+    }
+    for (k, v) in &t_last.by_kind_ms {
+        *times.by_kind_ms.entry(k).or_default() += v;
+    }
+    times.compute_ms = t_first.compute_ms * (m - 1.0) + t_last.compute_ms;
+    times.comm_ms = t_first.comm_ms * (m - 1.0) + t_last.comm_ms;
+    // 1F1B: the first and last stages wait (pp − 1) microbatch slots each way.
+    let slot_ms = t_first.iteration_ms;
+    times.bubble_ms = if train { f64::from(pp - 1) * slot_ms } else { 0.0 };
+    let stage_latency_ms = t_first.iteration_ms;
+    times.iteration_ms = if train {
+        t_first.iteration_ms * (m - 1.0) + t_last.iteration_ms + times.bubble_ms
+    } else {
+        // Inference: a request passes every stage once.
+        stage_latency_ms * f64::from(pp)
+    };
+    if !train {
+        for v in times.by_kind_ms.values_mut() {
+            *v *= f64::from(pp);
+        }
+        times.compute_ms *= f64::from(pp);
+        times.comm_ms *= f64::from(pp);
+    }
+    times.exposed_comm_ms = (times.iteration_ms - times.compute_ms - times.bubble_ms).max(0.0);
+    times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
+
+    let memory = memory(model, plan, task);
+    let dpf = f64::from(dp);
+    let mut notes = cluster.notes.clone();
+    if task == Task::Train {
+        notes.push("memory: BF16 weights and gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with flash attention".into());
+    }
+    let memory_gb = memory.total_gb();
+    let hbm_gb = cluster.hbm_bytes / 1e9;
+    let global_batch = match task {
+        Task::Train => f64::from(plan.microbatch) * f64::from(plan.microbatches) * dpf,
+        Task::Prefill { batch, .. } | Task::Decode { batch, .. } => f64::from(batch) * dpf,
+    };
+    let throughput = if times.iteration_ms > 0.0 { global_batch / (times.iteration_ms / 1e3) } else { 0.0 };
+    let (ttft_ms, tpot_ms) = match task {
+        Task::Train => (None, None),
+        Task::Prefill { .. } => (Some(times.iteration_ms), None),
+        Task::Decode { .. } => (None, Some(times.iteration_ms)),
+    };
+    notes.push(format!(
+        "{} on {}: {:.1} B parameters, {} layers per stage",
+        model.name,
+        cluster.name,
+        model.params() / 1e9,
+        layers_per_stage
+    ));
+    let projection = Projection {
+        model: model.name.clone(),
+        system: cluster.name.clone(),
+        task: task.as_str().into(),
+        plan: plan.describe(),
+        assumptions: "tracecast",
+        times,
+        throughput,
+        global_batch,
+        memory_gb_per_gpu: memory_gb,
+        memory,
+        hbm_gb,
+        fits_memory: memory_gb <= hbm_gb,
+        ttft_ms,
+        tpot_ms,
+        notes,
+    };
+    Ok((projection, last))
+}
+
+/// One microbatch through one pipeline stage: forward, then (training)
+/// backward; `sync` adds the gradient communication of the last microbatch.
+fn stage_timeline(c: &LayerCosts, layers: usize, train: bool, recompute: bool, sync: bool, p2p: f64) -> Timeline {
+    use OpKind::*;
+    // Blocks are keyed by (what, layer, pass) without building strings: a
+    // search simulates thousands of plans.
+    fn name(what: &'static str, l: usize, pass: &'static str) -> (Key, Label) {
+        let w = what.bytes().fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
+        let p = u64::from(pass.as_bytes().first().copied().unwrap_or(0));
+        ((w << 40) ^ ((l as u64) << 8) ^ p, Label::Layer(what, l as u32, pass))
+    }
+    let k = |what: &'static str, l: usize, pass: &'static str| name(what, l, pass).0;
+    let mut lanes = Lanes::with_capacity(layers * if train { 16 } else { 6 } + 8);
+    let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
+        let (key, label) = name(what, l, pass);
+        lanes.add_keyed(key, label, kind, dur, deps);
+    };
+    let block = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, parts: [(OpKind, f64); 3], deps: &[Key]| {
+        let (key, label) = name(what, l, pass);
+        lanes.add_block(key, label, parts, deps);
+    };
+    // FSDP gathers are issued one block ahead (forward and backward prefetch):
+    // each is queued right after the compute of the block before.
+    let f = "f";
+    let b = "b";
+    if p2p > 0.0 {
+        add(&mut lanes, "recv", 0, f, SendRecv, p2p, &[]);
+    }
+    if c.attn_gather > 0.0 {
+        add(&mut lanes, "attn_ag", 0, f, AllGather, c.attn_gather, &[]);
+    }
+    if c.mlp_gather > 0.0 {
+        add(&mut lanes, "mlp_ag", 0, f, AllGather, c.mlp_gather, &[]);
+    }
+    let mut prev = [k("recv", 0, f), 0, 0];
+    for l in 0..layers {
+        // Projections, attention core and norm run back to back: one block.
+        let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
+        block(&mut lanes, "attn", l, f, parts, &[prev[0], prev[1], prev[2], k("attn_ag", l, f)]);
+        if l + 1 < layers && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l + 1, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
+        }
+        if c.tp_comm > 0.0 {
+            add(&mut lanes, "attn_tp", l, f, AllReduce, c.tp_comm, &[k("attn", l, f)]);
+        }
+        if c.moe_a2a > 0.0 {
+            add(&mut lanes, "dispatch", l, f, AllToAll, c.moe_a2a, &[k("attn_tp", l, f), k("attn", l, f)]);
+        }
+        let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
+        block(&mut lanes, "mlp", l, f, parts, &[k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)]);
+        if l + 1 < layers && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l + 1, f, AllGather, c.mlp_gather, &[k("mlp", l, f)]);
+        }
+        if c.moe_a2a > 0.0 {
+            add(&mut lanes, "combine", l, f, AllToAll, c.moe_a2a, &[k("mlp", l, f)]);
+        }
+        if c.tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tp", l, f, AllReduce, c.tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
+        }
+        prev = [k("mlp", l, f), k("mlp_tp", l, f), k("combine", l, f)];
+    }
+    if p2p > 0.0 {
+        add(&mut lanes, "send", 0, f, SendRecv, p2p, &prev);
+    }
+    if !train {
+        return lanes.simulate();
+    }
+    lanes.barrier();
+    if p2p > 0.0 {
+        add(&mut lanes, "recv", 0, b, SendRecv, p2p, &[]);
+    }
+    let top = layers.saturating_sub(1);
+    if c.mlp_gather > 0.0 {
+        add(&mut lanes, "mlp_ag", top, b, AllGather, c.mlp_gather, &[]);
+    }
+    if c.attn_gather > 0.0 {
+        add(&mut lanes, "attn_ag", top, b, AllGather, c.attn_gather, &[]);
+    }
+    let mut prev = k("recv", 0, b);
+    for l in (0..layers).rev() {
+        if recompute {
+            let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
+            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b)]);
+        }
+        if c.tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
+        }
+        if c.moe_a2a > 0.0 {
+            add(&mut lanes, "combine", l, b, AllToAll, c.moe_a2a, &[prev]);
+        }
+        let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b)];
+        block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_f), (Gemm, 0.0)], &deps);
+        if l > 0 && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
+        }
+        if sync && c.mlp_grad > 0.0 {
+            add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[k("mlp", l, b)]);
+        }
+        if c.moe_a2a > 0.0 {
+            add(&mut lanes, "dispatch", l, b, AllToAll, c.moe_a2a, &[k("mlp", l, b)]);
+        }
+        if c.tp_comm > 0.0 {
+            add(&mut lanes, "attn_tp", l, b, AllReduce, c.tp_comm, &[k("mlp", l, b)]);
+        }
+        let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b)];
+        block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
+        if l > 0 && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l - 1, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
+        }
+        if sync && c.attn_grad > 0.0 {
+            add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[k("attn", l, b)]);
+        }
+        prev = k("attn", l, b);
+    }
+    if p2p > 0.0 {
+        add(&mut lanes, "send", 0, b, SendRecv, p2p, &[prev]);
+    }
+    lanes.simulate()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a100(gpus: u32) -> Cluster {
+        Cluster {
+            name: "test".into(),
+            gpus,
+            gpus_per_node: 8,
+            peak_flops: 312e12,
+            hbm_bw: 2.0e12,
+            hbm_bytes: 80e9,
+            gemm_efficiency: 0.7,
+            gemm_overhead_s: 5e-6,
+            memory_efficiency: 0.8,
+            intra: Link { alpha_s: 10e-6, busbw: 240e9 },
+            inter: Link { alpha_s: 25e-6, busbw: 22.5e9 },
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn parameter_counts_match_the_published_sizes() {
+        let p = |n: &str| Transformer::preset(n).unwrap().params() / 1e9;
+        assert!((p("llama2-7b") - 6.74).abs() < 0.1, "{}", p("llama2-7b"));
+        assert!((p("llama2-70b") - 69.0).abs() < 1.0, "{}", p("llama2-70b"));
+        assert!((p("gpt3-175b") - 175.0).abs() < 2.5, "{}", p("gpt3-175b"));
+        assert!((p("mixtral-8x7b") - 46.7).abs() < 0.5, "{}", p("mixtral-8x7b"));
+    }
+
+    #[test]
+    fn plans_parse_and_describe() {
+        let p = Plan::parse("tp=8,pp=4,fsdp=64,mb=2,gbs=1024,sp").unwrap();
+        assert_eq!((p.tp, p.pp, p.dp, p.zero, p.microbatch, p.microbatches, p.sp), (8, 4, 64, 3, 2, 8, true));
+        assert_eq!(Plan::parse(&p.describe()).unwrap(), p);
+        assert!(Plan::parse("tp=0").is_err());
+        assert!(Plan::parse("tq=2").is_err());
+        assert!(Plan::parse("dp=3,gbs=10").is_err());
+    }
+
+    #[test]
+    fn hierarchical_collectives_cost_more_across_nodes() {
+        let c = a100(64);
+        let inside = c.all_reduce(1e9, 8, 8);
+        let across = c.all_reduce(1e9, 64, 8);
+        let flat = c.all_reduce(1e9, 8, 1);
+        assert!(inside < across && across < flat, "{inside} {across} {flat}");
+        // Bandwidth-bound: twice the bytes, about twice the time.
+        assert!((c.all_reduce(2e9, 8, 8) / inside - 2.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn more_microbatches_shrink_the_bubble_share() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(32);
+        let share = |mb: u32| {
+            let plan = Plan { tp: 8, pp: 4, dp: 1, microbatches: mb, ..Plan::default() };
+            let p = project(&m, &c, &plan, Task::Train).unwrap();
+            p.times.bubble_ms / p.times.iteration_ms
+        };
+        assert!(share(32) < share(4) / 4.0, "{} {}", share(32), share(4));
+    }
+}

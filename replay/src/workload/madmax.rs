@@ -1,0 +1,766 @@
+//! MAD-Max's model / system / task files and its timelines under its own
+//! assumptions (`--assumptions madmax`): one utilization factor for compute
+//! and one for HBM, collectives as bytes ÷ an effective bandwidth with no
+//! latency, a compute lane and a communication lane, FSDP weight gathers one
+//! layer ahead. Re-derived from the paper's definitions and the printed
+//! outputs of the reference implementation (Hsia et al., ISCA 2024), so that
+//! tracecast reproduces them; tracecast's own model is [`super::llm`].
+//!
+//! The rules, in MAD-Max's terms:
+//! - effective FLOP/s = peak of the dense parameters' dtype × `flops_util`;
+//!   effective HBM = `mem_bw` × `mem_bw_util`;
+//! - per GPU, one direction: intra-node = NVLinks × bw/2 × util, inter-node =
+//!   NIC ports × bw/2 × util ÷ GPUs per node; all-to-all runs at the
+//!   intra- or inter-node figure of its level, all-reduce at the `ar_perc_intra`
+//!   blend of the two (the intra figure at the inner level of a 2-D plan), and
+//!   all-gather and reduce-scatter at twice the all-reduce figure;
+//! - a GEMM of F FLOPs takes F ÷ effective FLOP/s (backward twice forward), an
+//!   embedding lookup of B bytes B ÷ effective HBM, a collective of B bytes
+//!   B ÷ its bandwidth;
+//! - exposed communication = iteration − (GEMM + embedding time).
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{Lanes, Memory, OpKind, Projection, Timeline};
+
+/// Errors reading or running MAD-Max configurations.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or parsed.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The combination cannot run under MAD-Max's rules.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+type Result<T> = std::result::Result<T, Error>;
+
+fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text = std::fs::read(path).map_err(|e| Error::File { path: path.to_path_buf(), message: e.to_string() })?;
+    serde_json::from_slice(&text)
+        .map_err(|e| Error::File { path: path.to_path_buf(), message: format!("not a MAD-Max configuration: {e}") })
+}
+
+/// A MAD-Max model description (the fields of every model type).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ModelConfig {
+    /// Name.
+    pub name: String,
+    /// `LLM`, `LLM_MoE`, `DLRM`, `DLRM_MoE`, `DLRM_Transformer`, `ViT`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Bytes per dense parameter (selects the FLOP/s peak).
+    pub bytes_per_nonemb_param: f64,
+    /// Bytes per embedding parameter.
+    pub bytes_per_emb_param: f64,
+    /// Rows per embedding table (vocabulary for LLMs).
+    #[serde(default)]
+    pub entries_per_table: f64,
+    /// Transformer layers.
+    #[serde(default)]
+    pub num_transformer_layers: usize,
+    /// Attention heads.
+    #[serde(default)]
+    pub num_transformer_heads: f64,
+    /// Model width.
+    #[serde(default)]
+    pub attention_dim: f64,
+    /// FFN width.
+    #[serde(default)]
+    pub transformer_fc_dim: f64,
+    /// Sequence length.
+    #[serde(default)]
+    pub transformer_seq_len: f64,
+    /// DLRM bottom MLP layers.
+    #[serde(default)]
+    pub num_bot_mlp_layers: usize,
+    /// DLRM top MLP layers.
+    #[serde(default)]
+    pub num_top_mlp_layers: usize,
+    /// DLRM MLP width.
+    #[serde(default)]
+    pub mlp_dim: f64,
+    /// DLRM embedding tables.
+    #[serde(default)]
+    pub num_tables: f64,
+    /// DLRM embedding dimension.
+    #[serde(default)]
+    pub emb_dim: f64,
+    /// DLRM lookups pooled per table and sample.
+    #[serde(default)]
+    pub pooling_size: f64,
+    /// MoE experts.
+    #[serde(default)]
+    pub num_experts: f64,
+    /// MoE experts active per token.
+    #[serde(default)]
+    pub num_active_experts: f64,
+    /// ViT image side, pixels.
+    #[serde(default)]
+    pub image_size: f64,
+    /// ViT patch side, pixels.
+    #[serde(default)]
+    pub patch_dim: f64,
+}
+
+/// A MAD-Max system description.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SystemConfig {
+    /// Name.
+    pub name: String,
+    /// GPUs.
+    pub num_devices: u32,
+    /// Nodes.
+    pub num_nodes: u32,
+    /// Peak FLOP/s per dtype.
+    pub f64_flops: f64,
+    /// FP32 (TF32) peak.
+    pub f32_flops: f64,
+    /// FP16/BF16 peak.
+    pub f16_flops: f64,
+    /// INT8 peak.
+    pub i8_ops: f64,
+    /// Achieved fraction of peak.
+    pub flops_util: f64,
+    /// HBM bytes.
+    pub mem_cap: f64,
+    /// HBM bytes/s.
+    pub mem_bw: f64,
+    /// Achieved fraction of HBM bandwidth.
+    pub mem_bw_util: f64,
+    /// NVLinks per GPU.
+    pub num_nvlinks: f64,
+    /// Bidirectional bytes/s per NVLink.
+    pub bw_per_nvlink: f64,
+    /// Achieved fraction of NVLink bandwidth.
+    pub nvlink_util: f64,
+    /// NIC ports per node.
+    pub num_ibroce_ports: f64,
+    /// Bidirectional bytes/s per port.
+    pub ibroce_bw: f64,
+    /// Achieved fraction of NIC bandwidth.
+    pub ibroce_util: f64,
+    /// Share of all-reduce traffic inside a node.
+    pub ar_perc_intra: f64,
+}
+
+/// A MAD-Max task: what runs and how it is parallelized.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TaskConfig {
+    /// Name.
+    pub name: String,
+    /// `pretrain`, `finetune` or `inference`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Embedding parallelism per level (`ddp`, `mp`).
+    #[serde(default)]
+    pub emb_parallel: Vec<String>,
+    /// Degrees of the embedding levels.
+    #[serde(default)]
+    pub emb_parallel_degree: Vec<u32>,
+    /// Transformer parallelism per level (`ddp`, `fsdp`, `tp`).
+    #[serde(default)]
+    pub transformer_parallel: Vec<String>,
+    /// Degrees.
+    #[serde(default)]
+    pub transformer_parallel_degree: Vec<u32>,
+    /// DLRM MLP parallelism per level (`ddp`, `fsdp`, `tp`).
+    #[serde(default)]
+    pub mlp_parallel: Vec<String>,
+    /// Degrees.
+    #[serde(default)]
+    pub mlp_parallel_degree: Vec<u32>,
+    /// Per-GPU batch of the embedding part.
+    #[serde(default)]
+    pub local_emb_bs: f64,
+    /// Per-GPU batch of the transformer part.
+    #[serde(default)]
+    pub local_transformer_bs: f64,
+    /// Per-GPU batch of the MLPs.
+    #[serde(default)]
+    pub local_mlp_bs: f64,
+    /// Fine-tuning: frozen parts.
+    #[serde(default)]
+    pub freeze_emb: bool,
+    /// Fine-tuning: transformer frozen.
+    #[serde(default)]
+    pub freeze_transformer: bool,
+    /// Fine-tuning: layers from this one up are frozen.
+    #[serde(default)]
+    pub min_frozen_layer: Option<usize>,
+    /// Fine-tuning: DLRM top MLP frozen.
+    #[serde(default)]
+    pub freeze_top_mlp: bool,
+    /// Fine-tuning: DLRM bottom MLP frozen.
+    #[serde(default)]
+    pub freeze_bot_mlp: bool,
+}
+
+/// Reads the three files.
+pub fn read_configs(model: &Path, system: &Path, task: &Path) -> Result<(ModelConfig, SystemConfig, TaskConfig)> {
+    Ok((read(model)?, read(system)?, read(task)?))
+}
+
+/// The system's effective rates.
+#[derive(Debug, Clone)]
+pub struct Rates {
+    /// FLOP/s of the dense parameters' dtype.
+    pub flops: f64,
+    /// HBM bytes/s.
+    pub hbm: f64,
+    /// All-to-all bytes/s per level (intra, inter; one entry on one node).
+    pub all_to_all: Vec<f64>,
+    /// All-reduce bytes/s per level.
+    pub all_reduce: Vec<f64>,
+    /// All-gather / reduce-scatter bytes/s per level.
+    pub all_gather: Vec<f64>,
+}
+
+impl Rates {
+    /// MAD-Max's effective rates of `system` for dense parameters of `bytes` bytes.
+    pub fn of(system: &SystemConfig, bytes_per_param: f64) -> Result<Rates> {
+        let s = system;
+        let peak = match bytes_per_param as u32 {
+            8 => s.f64_flops,
+            4 => s.f32_flops,
+            2 => s.f16_flops,
+            1 => s.i8_ops,
+            _ => return Err(Error::Invalid(format!("{} bytes per dense parameter: no matching peak", bytes_per_param))),
+        };
+        if s.num_nodes == 0 || !s.num_devices.is_multiple_of(s.num_nodes) {
+            return Err(Error::Invalid(format!("{}: {} GPUs do not divide into {} nodes", s.name, s.num_devices, s.num_nodes)));
+        }
+        let per_node = f64::from(s.num_devices / s.num_nodes);
+        // Per GPU and direction: half the bidirectional link rate.
+        let intra = s.num_nvlinks * (s.bw_per_nvlink / 2.0) * s.nvlink_util;
+        let inter = s.num_ibroce_ports * (s.ibroce_bw / 2.0) * s.ibroce_util / per_node;
+        let blend = (1.0 - s.ar_perc_intra) * inter + s.ar_perc_intra * intra;
+        let (all_to_all, all_reduce) = if s.num_nodes > 1 {
+            (vec![intra, inter], vec![intra, blend])
+        } else {
+            if (s.ar_perc_intra - 1.0).abs() > 1e-12 {
+                return Err(Error::Invalid(format!("{}: one node, so ar_perc_intra must be 1 (intra-node links only)", s.name)));
+            }
+            (vec![intra], vec![blend])
+        };
+        let all_gather = all_reduce.iter().map(|b| 2.0 * b).collect();
+        Ok(Rates { flops: peak * s.flops_util, hbm: s.mem_bw * s.mem_bw_util, all_to_all, all_reduce, all_gather })
+    }
+}
+
+/// The bandwidth of parallelism level `level` of a plan with `levels` levels.
+fn level(bws: &[f64], levels: usize, level: usize) -> Result<f64> {
+    let i = bws.len() as isize - levels as isize + level as isize;
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| bws.get(i).copied())
+        .ok_or_else(|| Error::Invalid(format!("a {levels}-level plan on a system with {} network level(s)", bws.len())))
+}
+
+/// One level of a plan.
+#[derive(Debug, Clone, PartialEq)]
+struct Level {
+    strategy: String,
+    degree: u32,
+}
+
+fn plan(what: &str, strategies: &[String], degrees: &[u32], devices: u32, per_node: u32, allowed: &[&str]) -> Result<Vec<Level>> {
+    if strategies.len() != degrees.len() {
+        return Err(Error::Invalid(format!("{what}: {} strategies but {} degrees", strategies.len(), degrees.len())));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut product = 1u64;
+    for (i, (s, d)) in strategies.iter().zip(degrees).enumerate() {
+        if !allowed.contains(&s.as_str()) {
+            return Err(Error::Invalid(format!("{what}: unknown strategy {s:?} ({})", allowed.join(", "))));
+        }
+        if !seen.insert(s.as_str()) {
+            return Err(Error::Invalid(format!("{what}: {s} appears twice")));
+        }
+        if s == "fsdp" && i > 0 {
+            return Err(Error::Invalid(format!("{what}: FSDP must be the first level")));
+        }
+        if *d <= 1 {
+            return Err(Error::Invalid(format!("{what}: a degree of {d} is redundant")));
+        }
+        product *= u64::from(*d);
+    }
+    if product != u64::from(devices) {
+        return Err(Error::Invalid(format!("{what}: degrees multiply to {product}, the system has {devices} GPUs")));
+    }
+    // MAD-Max models up to 2-D plans whose first level is a node or the whole system.
+    if strategies.len() > 2 {
+        return Err(Error::Invalid(format!("{what}: MAD-Max models up to two levels of parallelism")));
+    }
+    if let Some(d) = degrees.first()
+        && *d != per_node
+        && *d != devices
+    {
+        return Err(Error::Invalid(format!("{what}: the first level ({d}) must span a node ({per_node}) or the system ({devices})")));
+    }
+    Ok(strategies.iter().zip(degrees).map(|(s, d)| Level { strategy: s.clone(), degree: *d }).collect())
+}
+
+/// Products of the degrees by role: replicas (data parallel) and shards.
+fn factors(levels: &[Level]) -> (f64, f64) {
+    let (mut duplicate, mut shard) = (1.0, 1.0);
+    for l in levels {
+        let d = f64::from(l.degree);
+        match l.strategy.as_str() {
+            "ddp" => duplicate *= d,
+            "mp" | "tp" | "pp" => shard *= d,
+            "fsdp" => {
+                duplicate *= d;
+                shard *= d;
+            }
+            _ => {}
+        }
+    }
+    (duplicate, shard)
+}
+
+/// What a MAD-Max run reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MadmaxRun {
+    /// The simulated lanes.
+    #[serde(skip)]
+    pub timeline: Timeline,
+    /// Samples per iteration over the whole system.
+    pub global_batch: f64,
+    /// Model weights per GPU, bytes (MAD-Max counts weights only).
+    pub weight_bytes_per_gpu: f64,
+    /// HBM per GPU, bytes.
+    pub hbm_bytes: f64,
+}
+
+impl MadmaxRun {
+    /// The run as a [`Projection`].
+    pub fn projection(&self, model: &ModelConfig, system: &SystemConfig, task: &TaskConfig) -> Projection {
+        let times = self.timeline.times();
+        let weights_gb = self.weight_bytes_per_gpu / 1e9;
+        let hbm_gb = self.hbm_bytes / 1e9;
+        let levels = |name: &str, s: &[String], d: &[u32]| -> Option<String> {
+            (!s.is_empty()).then(|| format!("{name}: {}", s.iter().zip(d).map(|(s, d)| format!("{s}={d}")).collect::<Vec<_>>().join("×")))
+        };
+        let plan = [
+            levels("emb", &task.emb_parallel, &task.emb_parallel_degree),
+            levels("transformer", &task.transformer_parallel, &task.transformer_parallel_degree),
+            levels("mlp", &task.mlp_parallel, &task.mlp_parallel_degree),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        Projection {
+            model: model.name.clone(),
+            system: system.name.clone(),
+            task: task.kind.clone(),
+            plan,
+            assumptions: "madmax",
+            throughput: if times.iteration_ms > 0.0 { self.global_batch / (times.iteration_ms / 1e3) } else { 0.0 },
+            times,
+            global_batch: self.global_batch,
+            memory_gb_per_gpu: weights_gb,
+            memory: Memory { weights_gb, ..Memory::default() },
+            hbm_gb,
+            fits_memory: weights_gb <= hbm_gb,
+            ttft_ms: None,
+            tpot_ms: None,
+            notes: vec![
+                "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
+            ],
+        }
+    }
+}
+
+/// Builds and simulates the task under MAD-Max's assumptions.
+pub fn run(model: &ModelConfig, system: &SystemConfig, task: &TaskConfig) -> Result<MadmaxRun> {
+    let rates = Rates::of(system, model.bytes_per_nonemb_param)?;
+    if !matches!(task.kind.as_str(), "pretrain" | "finetune" | "inference") {
+        return Err(Error::Invalid(format!("task type {:?} (pretrain, finetune, inference)", task.kind)));
+    }
+    match model.kind.as_str() {
+        "LLM" => transformer(model, system, task, &rates, Backward::GatherAfterLayerAbove),
+        // MAD-Max's ViT task is its "post-optimized" transformer: the backward gathers are not
+        // held behind the layer above. Patches are its tokens.
+        "ViT" => transformer(model, system, task, &rates, Backward::Prefetch),
+        "DLRM" => dlrm(model, system, task, &rates),
+        other => Err(Error::Invalid(format!("model type {other}: read, but its MAD-Max timeline is not modelled yet (LLM and DLRM are)"))),
+    }
+}
+
+fn per_node(system: &SystemConfig) -> u32 {
+    system.num_devices / system.num_nodes.max(1)
+}
+
+/// Names an operation `{prefix}{layer}{suffix}` (no operation for negative layers).
+fn at(prefix: &str, layer: isize, suffix: &str) -> String {
+    format!("{prefix}{layer}{suffix}")
+}
+
+/// The embedding's communication in one pass, named `{pass}_c_…`; returns the names.
+fn embedding_comm(
+    lanes: &mut Lanes,
+    emb: &[Level],
+    lookup_bytes: f64,
+    rates: &Rates,
+    pass: &str,
+    backward: bool,
+    deps: &[String],
+) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for (i, l) in emb.iter().enumerate() {
+        if l.strategy == "mp" {
+            let t = 2.0 * (lookup_bytes / f64::from(l.degree)) / level(&rates.all_to_all, emb.len(), i)?;
+            let name = format!("{pass}_c_all2all{i}");
+            lanes.add(name.clone(), OpKind::AllToAll, t, deps);
+            names.push(name);
+        } else if backward && emb[0].strategy == "ddp" {
+            // Replicated tables: their gradients are all-reduced after the backward pass.
+            let t = lookup_bytes / level(&rates.all_reduce, emb.len(), i)?;
+            let name = format!("{pass}_c_ar{i}");
+            lanes.add(name.clone(), OpKind::AllReduce, t, deps);
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// How the backward pass orders FSDP weight gathers (MAD-Max has two task
+/// versions: LLM runs the first, ViT the second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backward {
+    /// A layer's gathers wait for the backward of the layer above and queue
+    /// behind its gradient reduce-scatters.
+    GatherAfterLayerAbove,
+    /// The last layer's FC weights are prefetched (whatever the plan); the
+    /// other gathers have no dependency and only queue on the lane.
+    Prefetch,
+}
+
+fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates, backward: Backward) -> Result<MadmaxRun> {
+    let node = per_node(system);
+    let emb = plan("emb_parallel", &task.emb_parallel, &task.emb_parallel_degree, system.num_devices, node, &["ddp", "mp"])?;
+    let tf = plan(
+        "transformer_parallel",
+        &task.transformer_parallel,
+        &task.transformer_parallel_degree,
+        system.num_devices,
+        node,
+        &["ddp", "fsdp", "tp"],
+    )?;
+    let (emb_dup, emb_shard) = factors(&emb);
+    let (tf_dup, tf_shard) = factors(&tf);
+    let global_batch = task.local_emb_bs * emb_dup;
+    if (global_batch - task.local_transformer_bs * tf_dup).abs() > 1e-9 {
+        return Err(Error::Invalid(format!(
+            "global batch of the embedding ({global_batch}) and of the transformer ({}) differ",
+            task.local_transformer_bs * tf_dup
+        )));
+    }
+    // A ViT's tokens are its patches, its "vocabulary" one patch of RGB pixels.
+    let (seq, entries) = if m.kind == "ViT" {
+        if m.patch_dim <= 0.0 {
+            return Err(Error::Invalid("ViT: patch_dim must be positive".into()));
+        }
+        ((m.image_size / m.patch_dim).ceil().powi(2), m.patch_dim * m.patch_dim * 3.0)
+    } else {
+        (m.transformer_seq_len, m.entries_per_table)
+    };
+    let (d, layers) = (m.attention_dim, m.num_transformer_layers);
+    let attn_params = 4.0 * d * d;
+    let fc_params = 2.0 * d * m.transformer_fc_dim;
+    let tp = tf.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
+    let attn_flops = 2.0 * attn_params * seq * task.local_transformer_bs / tp;
+    let fc_flops = 2.0 * fc_params * seq * task.local_transformer_bs / tp;
+    let lookup = 2.0 * seq * d * m.bytes_per_emb_param * task.local_emb_bs / emb_shard;
+    let bytes = m.bytes_per_nonemb_param;
+    let fsdp = tf[0].strategy == "fsdp";
+    let first_degree = f64::from(tf[0].degree);
+    let gather_bw = level(&rates.all_gather, tf.len(), 0)?;
+    let attn_gather = attn_params / tf_shard * first_degree * bytes / gather_bw;
+    let fc_gather = fc_params / tf_shard * first_degree * bytes / gather_bw;
+    let act_bytes = task.local_transformer_bs * seq * d * bytes;
+    let v: fn(&[&str]) -> Vec<String> = |x| x.iter().map(|s| (*s).to_string()).collect();
+
+    let mut lanes = Lanes::default();
+    // Forward.
+    lanes.add("EMB_f", OpKind::Embedding, lookup / rates.hbm, &[]);
+    let emb_f_c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_f", false, &v(&["EMB_f"]))?;
+    for l in 0..layers as isize {
+        if fsdp {
+            lanes.add(at("Attn", l, "_f_c_wgt_ag"), OpKind::AllGather, attn_gather, &[at("Attn", l - 1, "_f")]);
+        }
+        let mut deps = vec![at("Attn", l, "_f_c_wgt_ag")];
+        if l == 0 {
+            deps.extend(emb_f_c.iter().cloned());
+        } else {
+            deps.extend([at("TransformerFC", l - 1, "_f"), at("TransformerFC", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("Attn", l, "_f"), OpKind::Gemm, attn_flops / rates.flops, &deps);
+        for (i, lv) in tf.iter().enumerate() {
+            if lv.strategy == "tp" {
+                let t = act_bytes / level(&rates.all_reduce, tf.len(), i)?;
+                lanes.add(at("Attn", l, "_f_c_act_ar"), OpKind::AllReduce, t, &[at("Attn", l, "_f")]);
+            }
+        }
+        if fsdp {
+            lanes.add(at("TransformerFC", l, "_f_c_wgt_ag"), OpKind::AllGather, fc_gather, &[at("TransformerFC", l - 1, "_f")]);
+        }
+        let deps = [at("Attn", l, "_f"), at("Attn", l, "_f_c_act_ar"), at("TransformerFC", l, "_f_c_wgt_ag")];
+        lanes.add(at("TransformerFC", l, "_f"), OpKind::Gemm, fc_flops / rates.flops, &deps);
+        for (i, lv) in tf.iter().enumerate() {
+            if lv.strategy == "tp" {
+                let t = act_bytes / level(&rates.all_reduce, tf.len(), i)?;
+                lanes.add(at("TransformerFC", l, "_f_c_act_ar"), OpKind::AllReduce, t, &[at("TransformerFC", l, "_f")]);
+            }
+        }
+    }
+    if task.kind != "inference" {
+        let (freeze_emb, freeze_tf, min_frozen) = if task.kind == "finetune" {
+            (task.freeze_emb, task.freeze_transformer, task.min_frozen_layer.unwrap_or(layers))
+        } else {
+            (false, false, layers)
+        };
+        if freeze_emb && freeze_tf {
+            return Err(Error::Invalid("fine-tuning with everything frozen trains nothing".into()));
+        }
+        lanes.barrier();
+        // Backward: each layer's weights are gathered once the layer above
+        // has finished its backward; gradients are reduce-scattered (FSDP) or
+        // all-reduced (DDP) after each layer; activations all-reduced under TP.
+        // The gathers queue behind the gradient traffic on the one
+        // communication lane, which is where MAD-Max's FSDP exposure comes from.
+        for l in (0..layers as isize).rev() {
+            let top = l == layers as isize - 1;
+            match backward {
+                Backward::GatherAfterLayerAbove if fsdp => {
+                    lanes.add(at("TransformerFC", l, "_b_c_wgt_ag"), OpKind::AllGather, fc_gather, &[at("TransformerFC", l + 1, "_b")]);
+                }
+                Backward::Prefetch => {
+                    if top {
+                        lanes.add(at("TransformerFC", l, "_b_c_wgt_ag"), OpKind::AllGather, fc_gather, &[]);
+                    }
+                    if fsdp {
+                        lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[]);
+                    }
+                }
+                _ => {}
+            }
+            let deps = [at("Attn", l + 1, "_b"), at("Attn", l + 1, "_b_c_act_ar"), at("TransformerFC", l, "_b_c_wgt_ag")];
+            lanes.add(at("TransformerFC", l, "_b"), OpKind::Gemm, 2.0 * fc_flops / rates.flops, &deps);
+            let trains = !freeze_tf && (l as usize) < min_frozen;
+            gradient_comm(&mut lanes, &tf, fc_params, bytes, tf_shard, rates, trains, &at("TransformerFC", l, "_b"), act_bytes, None)?;
+            match backward {
+                Backward::GatherAfterLayerAbove if fsdp => {
+                    lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[at("Attn", l + 1, "_b")]);
+                }
+                Backward::Prefetch if fsdp && l > 0 => {
+                    lanes.add(at("TransformerFC", l - 1, "_b_c_wgt_ag"), OpKind::AllGather, fc_gather, &[]);
+                }
+                _ => {}
+            }
+            let deps = [at("TransformerFC", l, "_b"), at("TransformerFC", l, "_b_c_act_ar"), at("Attn", l, "_b_c_wgt_ag")];
+            lanes.add(at("Attn", l, "_b"), OpKind::Gemm, 2.0 * attn_flops / rates.flops, &deps);
+            gradient_comm(&mut lanes, &tf, attn_params, bytes, tf_shard, rates, trains, &at("Attn", l, "_b"), act_bytes, None)?;
+        }
+        if !freeze_emb {
+            let c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &v(&["Attn0_b", "Attn0_b_c_act_ar"]))?;
+            lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &c);
+        }
+    }
+    let weights = entries * d + seq * d;
+    let weight_bytes = weights * m.bytes_per_emb_param / emb_shard + layers as f64 * (attn_params + fc_params) * bytes / tf_shard;
+    Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
+}
+
+/// The gradient (and TP activation) communication after the backward of
+/// `op`, a layer of `params` parameters. `tp_every` limits the activation
+/// all-reduce to the layers it returns true for (DLRM: every other layer).
+#[allow(clippy::too_many_arguments)]
+fn gradient_comm(
+    lanes: &mut Lanes,
+    levels: &[Level],
+    params: f64,
+    bytes: f64,
+    shard_factor: f64,
+    rates: &Rates,
+    trains: bool,
+    op: &str,
+    act_bytes: f64,
+    tp_here: Option<bool>,
+) -> Result<()> {
+    let mut shard = shard_factor;
+    let deps = [op.to_string()];
+    for (i, l) in levels.iter().enumerate() {
+        match l.strategy.as_str() {
+            "ddp" if trains => {
+                let t = params / shard * bytes / level(&rates.all_reduce, levels.len(), i)?;
+                lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, &deps);
+            }
+            "fsdp" => {
+                shard /= f64::from(l.degree);
+                if trains {
+                    let t = params / shard * bytes / level(&rates.all_gather, levels.len(), 0)?;
+                    lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, &deps);
+                }
+            }
+            "tp" => {
+                shard /= f64::from(l.degree);
+                if tp_here.unwrap_or(true) {
+                    let t = act_bytes / level(&rates.all_reduce, levels.len(), i)?;
+                    lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, &deps);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates) -> Result<MadmaxRun> {
+    let node = per_node(system);
+    let mlp = plan("mlp_parallel", &task.mlp_parallel, &task.mlp_parallel_degree, system.num_devices, node, &["ddp", "fsdp", "tp"])?;
+    let emb = plan("emb_parallel", &task.emb_parallel, &task.emb_parallel_degree, system.num_devices, node, &["ddp", "mp"])?;
+    if mlp.iter().any(|l| l.strategy == "tp") && (!m.num_bot_mlp_layers.is_multiple_of(2) || !m.num_top_mlp_layers.is_multiple_of(2)) {
+        return Err(Error::Invalid("tensor-parallel MLPs need an even number of layers".into()));
+    }
+    let (mlp_dup, mlp_shard) = factors(&mlp);
+    let (emb_dup, emb_shard) = factors(&emb);
+    let global_batch = task.local_mlp_bs * mlp_dup;
+    if (global_batch - task.local_emb_bs * emb_dup).abs() > 1e-9 {
+        return Err(Error::Invalid(format!(
+            "global batch of the MLPs ({global_batch}) and of the embeddings ({}) differ",
+            task.local_emb_bs * emb_dup
+        )));
+    }
+    let layer_params = m.mlp_dim * m.mlp_dim;
+    let tp = mlp.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
+    let layer_flops = 2.0 * layer_params * task.local_mlp_bs / tp;
+    let lookup = m.num_tables * m.pooling_size * m.emb_dim * m.bytes_per_emb_param * task.local_emb_bs / emb_shard;
+    let bytes = m.bytes_per_nonemb_param;
+    let fsdp = mlp[0].strategy == "fsdp";
+    let gather = layer_params / mlp_shard * f64::from(mlp[0].degree) * bytes / level(&rates.all_gather, mlp.len(), 0)?;
+    let act_bytes = task.local_mlp_bs * m.mlp_dim * bytes;
+    let t_layer = layer_flops / rates.flops;
+    let (nb, nt) = (m.num_bot_mlp_layers as isize, m.num_top_mlp_layers as isize);
+    let tp_ar = |lanes: &mut Lanes, name: &str, here: bool| -> Result<()> {
+        for (i, l) in mlp.iter().enumerate() {
+            if l.strategy == "tp" && here {
+                let t = act_bytes / level(&rates.all_reduce, mlp.len(), i)?;
+                lanes.add(format!("{name}_c_act_ar"), OpKind::AllReduce, t, &[name.to_string()]);
+            }
+        }
+        Ok(())
+    };
+
+    let mut lanes = Lanes::default();
+    lanes.add("EMB_f", OpKind::Embedding, lookup / rates.hbm, &[]);
+    let emb_f_c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_f", false, &["EMB_f".to_string()])?;
+    for l in 0..nb {
+        if fsdp {
+            lanes.add(at("MLPBot", l, "_f_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPBot", l - 2, "_f")]);
+        }
+        let mut deps = vec![at("MLPBot", l, "_f_c_wgt_ag")];
+        if l > 0 {
+            deps.extend([at("MLPBot", l - 1, "_f"), at("MLPBot", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("MLPBot", l, "_f"), OpKind::Gemm, t_layer, &deps);
+        tp_ar(&mut lanes, &at("MLPBot", l, "_f"), l % 2 == 1)?;
+    }
+    for l in 0..nt {
+        if fsdp {
+            let dep = match l {
+                0 => at("MLPBot", nb - 2, "_f"),
+                1 => at("MLPBot", nb - 1, "_f"),
+                _ => at("MLPTop", l - 2, "_f"),
+            };
+            lanes.add(at("MLPTop", l, "_f_c_wgt_ag"), OpKind::AllGather, gather, &[dep]);
+        }
+        let mut deps = vec![at("MLPTop", l, "_f_c_wgt_ag")];
+        if l == 0 {
+            deps.extend(emb_f_c.iter().cloned());
+            deps.extend([at("MLPBot", nb - 1, "_f"), at("MLPBot", nb - 1, "_f_c_act_ar")]);
+        } else {
+            deps.extend([at("MLPTop", l - 1, "_f"), at("MLPTop", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("MLPTop", l, "_f"), OpKind::Gemm, t_layer, &deps);
+        tp_ar(&mut lanes, &at("MLPTop", l, "_f"), l % 2 == 1)?;
+    }
+    if task.kind != "inference" {
+        let (freeze_top, freeze_bot, freeze_emb) =
+            if task.kind == "finetune" { (task.freeze_top_mlp, task.freeze_bot_mlp, task.freeze_emb) } else { (false, false, false) };
+        if freeze_top && freeze_bot && freeze_emb {
+            return Err(Error::Invalid("fine-tuning with everything frozen trains nothing".into()));
+        }
+        lanes.barrier();
+        for l in (0..nt).rev() {
+            if fsdp {
+                lanes.add(at("MLPTop", l, "_b_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPTop", l + 2, "_b")]);
+            }
+            let mut deps = vec![at("MLPTop", l, "_b_c_wgt_ag")];
+            if l < nt - 1 {
+                deps.extend([at("MLPTop", l + 1, "_b"), at("MLPTop", l + 1, "_b_c_act_ar")]);
+            }
+            lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
+            gradient_comm(
+                &mut lanes,
+                &mlp,
+                layer_params,
+                bytes,
+                mlp_shard,
+                rates,
+                !freeze_top,
+                &at("MLPTop", l, "_b"),
+                act_bytes,
+                Some(l % 2 == 0),
+            )?;
+        }
+        let mut emb_b_c = Vec::new();
+        if !freeze_emb {
+            emb_b_c =
+                embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &[at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")])?;
+        }
+        if !freeze_bot {
+            for l in (0..nb).rev() {
+                if fsdp {
+                    lanes.add(at("MLPBot", l, "_b_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPBot", l + 2, "_b")]);
+                }
+                let mut deps = vec![at("MLPBot", l, "_b_c_wgt_ag")];
+                if l == nb - 1 {
+                    deps.extend([at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")]);
+                } else {
+                    deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
+                }
+                lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
+                gradient_comm(
+                    &mut lanes,
+                    &mlp,
+                    layer_params,
+                    bytes,
+                    mlp_shard,
+                    rates,
+                    true,
+                    &at("MLPBot", l, "_b"),
+                    act_bytes,
+                    Some(l % 2 == 0),
+                )?;
+            }
+        }
+        if !freeze_emb {
+            lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
+        }
+    }
+    let mlp_params = (m.num_bot_mlp_layers + m.num_top_mlp_layers) as f64 * layer_params;
+    let emb_params = m.num_tables * m.entries_per_table * m.emb_dim;
+    let weight_bytes = mlp_params * bytes / mlp_shard + emb_params * m.bytes_per_emb_param / emb_shard;
+    Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
+}

@@ -1,0 +1,365 @@
+//! Analytical workloads (MAD-Max's role, DESIGN §5): a model, a
+//! parallelization plan and a system become a compute lane and a
+//! communication lane of timed operations with dependencies between them —
+//! a [`Graph`] for the same simulator that replays measured traces.
+//!
+//! [`madmax`] reads MAD-Max's model / system / task files and builds their
+//! timelines with that model's simplifications; [`llm`] is tracecast's own
+//! transformer model (attention's quadratic term, SwiGLU, α-β collectives,
+//! calibrated efficiencies, memory per GPU, inference); [`search`] ranks
+//! plans.
+
+pub mod llm;
+pub mod madmax;
+pub mod search;
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::sim::{At, Graph, Schedule, TaskId, simulate};
+
+/// Which lane an operation runs on: MAD-Max's two streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// GEMMs, embedding lookups, attention: the compute stream.
+    Compute,
+    /// Collectives and point-to-point transfers: the communication stream.
+    Comm,
+}
+
+/// What an operation is, for the totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// Matrix multiplies (and attention's score / context products).
+    Gemm,
+    /// Embedding lookups.
+    Embedding,
+    /// Norms, activations, residuals, KV-cache reads: HBM-bound work.
+    MemoryBound,
+    /// Attention's score and context products (flash attention).
+    Attention,
+    /// All-to-all.
+    AllToAll,
+    /// All-reduce.
+    AllReduce,
+    /// All-gather.
+    AllGather,
+    /// Reduce-scatter.
+    ReduceScatter,
+    /// Pipeline point-to-point transfers.
+    SendRecv,
+}
+
+/// Every kind, in declaration order (`kind as usize` indexes it).
+const KINDS: [OpKind; 9] = [
+    OpKind::Gemm,
+    OpKind::Embedding,
+    OpKind::MemoryBound,
+    OpKind::Attention,
+    OpKind::AllToAll,
+    OpKind::AllReduce,
+    OpKind::AllGather,
+    OpKind::ReduceScatter,
+    OpKind::SendRecv,
+];
+
+impl OpKind {
+    /// Stable name in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Gemm => "gemm",
+            OpKind::Embedding => "embedding",
+            OpKind::MemoryBound => "memory_bound",
+            OpKind::Attention => "attention",
+            OpKind::AllToAll => "all_to_all",
+            OpKind::AllReduce => "all_reduce",
+            OpKind::AllGather => "all_gather",
+            OpKind::ReduceScatter => "reduce_scatter",
+            OpKind::SendRecv => "send_recv",
+        }
+    }
+
+    /// Whether this runs on the compute lane.
+    pub fn is_compute(self) -> bool {
+        matches!(self, OpKind::Gemm | OpKind::Embedding | OpKind::MemoryBound | OpKind::Attention)
+    }
+}
+
+/// An operation's name: text, or a block of a layer (formatted only when shown,
+/// so that a search over thousands of plans allocates no strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    /// A name.
+    Text(String),
+    /// `{what}{layer}_{pass}`.
+    Layer(&'static str, u32, &'static str),
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Label::Text(s) => f.write_str(s),
+            Label::Layer(what, l, pass) => write!(f, "{what}{l}_{pass}"),
+        }
+    }
+}
+
+/// Identifies an operation for dependencies.
+pub type Key = u64;
+
+/// The key of a name.
+pub fn key(name: &str) -> Key {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
+}
+
+/// One timed operation.
+#[derive(Debug, Clone)]
+pub struct Op {
+    /// Name (`Attn3_f`, `TransformerFC3_b_c_wg_rs`, …).
+    pub name: Label,
+    /// Its kind (of the first part).
+    pub kind: OpKind,
+    /// Duration, seconds.
+    pub dur_s: f64,
+    /// A block of several kinds run back to back (GEMM, attention, norm):
+    /// the time of each, for the totals. Unused slots have zero time.
+    pub parts: [(OpKind, f64); 3],
+}
+
+/// The two lanes being built: operations are appended in program order; each
+/// waits for the previous one on its lane and for its named dependencies
+/// among the operations already added.
+#[derive(Debug, Clone, Default)]
+pub struct Lanes {
+    ops: Vec<Op>,
+    graph: Graph,
+    by_key: FxHashMap<Key, TaskId>,
+    last: [Option<TaskId>; 2],
+    /// Tasks every next operation waits for (a barrier between passes).
+    barrier: Vec<TaskId>,
+    barrier_used: [bool; 2],
+}
+
+fn lane_index(kind: OpKind) -> usize {
+    if kind.is_compute() { 0 } else { 1 }
+}
+
+impl Lanes {
+    /// Room for `ops` operations.
+    pub fn with_capacity(ops: usize) -> Lanes {
+        let mut l = Lanes::default();
+        l.ops.reserve(ops);
+        l.graph.dur_ns.reserve(ops);
+        l.graph.release_ns.reserve(ops);
+        l.graph.edges.reserve(3 * ops);
+        l.by_key.reserve(ops);
+        l
+    }
+
+    /// Appends an operation; `deps` that name no earlier operation are ignored.
+    pub fn add(&mut self, name: impl Into<String>, kind: OpKind, dur_s: f64, deps: &[String]) -> TaskId {
+        let name = name.into();
+        let deps: Vec<Key> = deps.iter().map(|d| key(d)).collect();
+        self.add_keyed(key(&name), Label::Text(name), kind, dur_s, &deps)
+    }
+
+    /// [`Lanes::add`] with keys instead of names.
+    pub fn add_keyed(&mut self, k: Key, name: Label, kind: OpKind, dur_s: f64, deps: &[Key]) -> TaskId {
+        let id = self.graph.task((dur_s * 1e9).round() as i64, 0);
+        let lane = lane_index(kind);
+        if let Some(prev) = self.last[lane] {
+            self.graph.edge(prev, At::End, id, At::Start, 0);
+        }
+        if !self.barrier_used[lane] {
+            for &b in &self.barrier {
+                self.graph.edge(b, At::End, id, At::Start, 0);
+            }
+            self.barrier_used[lane] = true;
+        }
+        for d in deps {
+            if let Some(&from) = self.by_key.get(d) {
+                self.graph.edge(from, At::End, id, At::Start, 0);
+            }
+        }
+        self.last[lane] = Some(id);
+        self.by_key.insert(k, id);
+        self.ops.push(Op { name, kind, dur_s, parts: [(kind, dur_s), (kind, 0.0), (kind, 0.0)] });
+        id
+    }
+
+    /// A block of up to three kinds of work run back to back on one lane
+    /// (they must share the lane).
+    pub fn add_block(&mut self, k: Key, name: Label, parts: [(OpKind, f64); 3], deps: &[Key]) -> TaskId {
+        let total = parts.iter().map(|p| p.1).sum();
+        let id = self.add_keyed(k, name, parts[0].0, total, deps);
+        if let Some(op) = self.ops.last_mut() {
+            op.parts = parts;
+        }
+        id
+    }
+
+    /// The next operation on each lane starts after everything so far has
+    /// ended (forward pass, then backward pass).
+    pub fn barrier(&mut self) {
+        self.barrier = self.last.iter().flatten().copied().collect();
+        self.barrier_used = [false; 2];
+    }
+
+    /// Whether an operation of this name was added.
+    pub fn has(&self, name: &str) -> bool {
+        self.by_key.contains_key(&key(name))
+    }
+
+    /// Runs the simulator over the lanes.
+    pub fn simulate(self) -> Timeline {
+        let schedule = simulate(&self.graph);
+        Timeline { ops: self.ops, schedule }
+    }
+}
+
+/// Operations with their simulated start and end.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    /// The operations, in program order.
+    pub ops: Vec<Op>,
+    /// Their schedule (task i is `ops[i]`).
+    pub schedule: Schedule,
+}
+
+/// Times of an iteration, the MAD-Max way: compute is the compute lane's
+/// busy time, exposed communication is what the iteration adds on top of it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IterationTimes {
+    /// Iteration (step) time, ms.
+    pub iteration_ms: f64,
+    /// Compute lane busy time, ms.
+    pub compute_ms: f64,
+    /// Communication lane busy time, ms.
+    pub comm_ms: f64,
+    /// Iteration − compute − pipeline bubble, ms.
+    pub exposed_comm_ms: f64,
+    /// Pipeline bubble (stages idle at the start and end of a 1F1B schedule), ms.
+    pub bubble_ms: f64,
+    /// Communication hidden under compute, ms.
+    pub overlapped_comm_ms: f64,
+    /// Time per kind (`gemm`, `embedding`, `all_gather`, …), ms.
+    pub by_kind_ms: BTreeMap<&'static str, f64>,
+}
+
+impl Timeline {
+    /// Totals of the simulated iteration.
+    pub fn times(&self) -> IterationTimes {
+        let end = self.schedule.end_ns.iter().copied().max().unwrap_or(0) as f64 / 1e6;
+        let mut t = IterationTimes { iteration_ms: end, ..Default::default() };
+        // Summed per kind in an array (a search calls this thousands of times), then named.
+        let mut per_kind = [0.0f64; KINDS.len()];
+        for op in &self.ops {
+            for &(kind, dur) in op.parts.iter().filter(|p| p.1 > 0.0) {
+                per_kind[kind as usize] += dur * 1e3;
+            }
+        }
+        for (kind, ms) in KINDS.iter().zip(per_kind) {
+            if ms > 0.0 {
+                t.by_kind_ms.insert(kind.as_str(), ms);
+                if kind.is_compute() {
+                    t.compute_ms += ms;
+                } else {
+                    t.comm_ms += ms;
+                }
+            }
+        }
+        t.exposed_comm_ms = (t.iteration_ms - t.compute_ms).max(0.0);
+        t.overlapped_comm_ms = (t.comm_ms - t.exposed_comm_ms).max(0.0);
+        t
+    }
+
+    /// Chrome-trace JSON of the two lanes (one process, a track per lane), for ui.perfetto.dev.
+    pub fn write_perfetto(&self, w: &mut impl std::io::Write, title: &str) -> std::io::Result<()> {
+        write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
+        let name = serde_json::to_string(title).unwrap_or_else(|_| "\"projection\"".into());
+        write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{{\"name\":{name}}}}}")?;
+        for (tid, lane) in [(0, "compute"), (1, "communication")] {
+            write!(w, ",{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}")?;
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            let (s, e) = (self.schedule.start_ns[i], self.schedule.end_ns[i]);
+            let name = serde_json::to_string(&op.name.to_string()).unwrap_or_default();
+            write!(
+                w,
+                ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
+                lane_index(op.kind),
+                op.kind.as_str(),
+                s as f64 / 1e3,
+                (e - s) as f64 / 1e3
+            )?;
+        }
+        writeln!(w, "]}}")
+    }
+}
+
+/// Memory per GPU, GB (1e9 bytes).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Memory {
+    /// Weights.
+    pub weights_gb: f64,
+    /// Gradients.
+    pub gradients_gb: f64,
+    /// Optimizer state.
+    pub optimizer_gb: f64,
+    /// Activations kept for the backward pass.
+    pub activations_gb: f64,
+    /// KV cache (inference).
+    pub kv_cache_gb: f64,
+}
+
+impl Memory {
+    /// Sum.
+    pub fn total_gb(&self) -> f64 {
+        self.weights_gb + self.gradients_gb + self.optimizer_gb + self.activations_gb + self.kv_cache_gb
+    }
+}
+
+/// A projected iteration (DESIGN §6 `project --json` keys plus detail).
+#[derive(Debug, Clone, Serialize)]
+pub struct Projection {
+    /// Model name.
+    pub model: String,
+    /// System name.
+    pub system: String,
+    /// Task (`pretrain`, `finetune`, `inference`, `prefill`, `decode`).
+    pub task: String,
+    /// The parallelization plan, as `tp=8,pp=4,dp=64` or MAD-Max's levels.
+    pub plan: String,
+    /// `madmax` or `tracecast`.
+    pub assumptions: &'static str,
+    /// Times of the iteration.
+    #[serde(flatten)]
+    pub times: IterationTimes,
+    /// Samples (sequences, queries, images) per second over the whole system.
+    pub throughput: f64,
+    /// Samples per iteration over the whole system.
+    pub global_batch: f64,
+    /// Memory per GPU, GB.
+    pub memory_gb_per_gpu: f64,
+    /// Its parts (tracecast's model; MAD-Max counts weights only).
+    pub memory: Memory,
+    /// HBM per GPU, GB.
+    pub hbm_gb: f64,
+    /// Whether the plan fits in HBM.
+    pub fits_memory: bool,
+    /// Inference prefill: time to first token, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Inference decode: time per output token, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// Where the numbers come from, and what was assumed.
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,153 @@
+//! Strategy search: every feasible plan of a model on a cluster (degrees
+//! that divide, memory that fits), each simulated, ranked by throughput;
+//! the best against a named baseline, and the Pareto front of throughput
+//! against GPU count.
+
+use serde::Serialize;
+
+use super::Projection;
+use super::llm::{Cluster, Plan, Task, Transformer, memory, project};
+
+/// What to search.
+#[derive(Debug, Clone)]
+pub struct SearchSpace {
+    /// Sequences per iteration over the whole cluster (training).
+    pub global_batch: u32,
+    /// Microbatch sizes to try.
+    pub microbatch_sizes: Vec<u32>,
+    /// Try activation recomputation.
+    pub recompute: bool,
+    /// Try sequence parallelism.
+    pub sequence_parallel: bool,
+}
+
+impl Default for SearchSpace {
+    fn default() -> Self {
+        SearchSpace { global_batch: 0, microbatch_sizes: vec![1, 2, 4], recompute: true, sequence_parallel: true }
+    }
+}
+
+/// Outcome of a search.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Plans simulated (they fit in memory).
+    pub simulated: usize,
+    /// Plans rejected before simulation (degrees that do not divide, memory that does not fit).
+    pub rejected: usize,
+    /// The feasible plans, best first.
+    pub ranked: Vec<Projection>,
+    /// The best plain-FSDP plan (tp=1, pp=1, ZeRO-3), when one fits.
+    pub baseline: Option<Projection>,
+    /// Throughput of the best plan over the baseline's.
+    pub speedup_over_baseline: Option<f64>,
+}
+
+fn divisors(n: u32) -> Vec<u32> {
+    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
+}
+
+/// Every plan of `model` on `cluster` for `task`, simulated and ranked.
+pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &SearchSpace) -> SearchResult {
+    let gpus = cluster.gpus;
+    let gbs = if space.global_batch > 0 { space.global_batch } else { gpus };
+    let mut ranked = Vec::new();
+    let (mut simulated, mut rejected) = (0usize, 0usize);
+    let tps: Vec<u32> = divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t)).collect();
+    let experts = model.experts as u32;
+    for &tp in &tps {
+        for pp in divisors(gpus / tp).into_iter().filter(|p| model.layers.is_multiple_of(*p as usize)) {
+            let dp = gpus / (tp * pp);
+            let eps: Vec<u32> =
+                if experts > 1 { divisors(dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
+            let zeros: &[u8] = if dp > 1 && task == Task::Train { &[0, 1, 2, 3] } else { &[0] };
+            let mbs: Vec<u32> = if task == Task::Train { space.microbatch_sizes.clone() } else { vec![1] };
+            let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
+            let rcs: &[bool] = if space.recompute && task == Task::Train { &[false, true] } else { &[false] };
+            for &ep in &eps {
+                for &zero in zeros {
+                    for &mb in &mbs {
+                        let microbatches = if task == Task::Train {
+                            if !gbs.is_multiple_of(dp * mb) {
+                                rejected += 1;
+                                continue;
+                            }
+                            gbs / (dp * mb)
+                        } else {
+                            1
+                        };
+                        for &sp in sps {
+                            for &recompute in rcs {
+                                let plan = Plan { tp, pp, dp, zero, sp, ep, microbatch: mb, microbatches, recompute };
+                                // Memory first: a plan that cannot fit is not simulated.
+                                if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
+                                    rejected += 1;
+                                    continue;
+                                }
+                                match project(model, cluster, &plan, task) {
+                                    Ok(p) if p.fits_memory => {
+                                        simulated += 1;
+                                        ranked.push(p);
+                                    }
+                                    Ok(_) => {
+                                        simulated += 1;
+                                        rejected += 1;
+                                    }
+                                    Err(_) => rejected += 1,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    ranked.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.cmp(&b.plan)));
+    let baseline =
+        ranked.iter().find(|p| p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"))).cloned();
+    let speedup_over_baseline = match (ranked.first(), &baseline) {
+        (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
+        _ => None,
+    };
+    SearchResult { simulated, rejected, ranked, baseline, speedup_over_baseline }
+}
+
+/// One point of the front: the best plan at a GPU count.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrontPoint {
+    /// GPUs.
+    pub gpus: u32,
+    /// Best throughput, samples/s.
+    pub throughput: f64,
+    /// Its plan.
+    pub plan: String,
+    /// Whether no smaller GPU count reaches this throughput (on the Pareto front).
+    pub pareto: bool,
+}
+
+/// The best plan at each GPU count (`cluster` resized, nodes kept whole), and
+/// which counts are on the Pareto front of throughput against GPUs.
+pub fn front(model: &Transformer, cluster: &Cluster, task: Task, space: &SearchSpace, counts: &[u32]) -> Vec<FrontPoint> {
+    let mut points: Vec<FrontPoint> = counts
+        .iter()
+        .filter_map(|&n| {
+            let mut c = cluster.clone();
+            c.gpus = n;
+            // The global batch scales with the cluster (same batch per GPU).
+            let mut s = space.clone();
+            if s.global_batch > 0 {
+                s.global_batch = (u64::from(s.global_batch) * u64::from(n) / u64::from(cluster.gpus.max(1))).max(1) as u32;
+            }
+            let r = search(model, &c, task, &s);
+            r.ranked.first().map(|b| FrontPoint { gpus: n, throughput: b.throughput, plan: b.plan.clone(), pareto: false })
+        })
+        .collect();
+    points.sort_by_key(|p| p.gpus);
+    let mut best = 0.0;
+    for p in &mut points {
+        if p.throughput > best {
+            p.pareto = true;
+            best = p.throughput;
+        }
+    }
+    points
+}
