@@ -366,6 +366,15 @@ struct SynthArgs {
     /// Write plain JSON instead of gzip.
     #[arg(long)]
     plain: bool,
+    /// Layers shaped like this model (a preset or MAD-Max model file): its per-layer GEMMs.
+    #[arg(long, value_name = "NAME|F")]
+    model: Option<String>,
+    /// Tokens per step and rank (with --model).
+    #[arg(long, default_value_t = 4096)]
+    tokens: u64,
+    /// Take the ground truth from this calibration profile: its GEMM η and t0, HBM η, peaks and link α-β.
+    #[arg(long, value_name = "P.json")]
+    profile: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -1008,6 +1017,31 @@ fn synth(args: SynthArgs) -> Result<ExitCode> {
     spec.allreduce_alpha_us = args.alpha_us;
     spec.gemm_efficiency = args.gemm_efficiency;
     spec.gzip = !args.plain;
+    if let Some(m) = &args.model {
+        let model = project::model(m)?;
+        spec.hidden = model.hidden as u64;
+        spec.tokens = args.tokens;
+        spec.layer_gemms = model.layer_gemms(args.tokens);
+    }
+    if let Some(p) = &args.profile {
+        use tracecast_calibrate::work::KernelClass;
+        let catalog = tracecast_calibrate::Catalog::builtin();
+        let device = tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?;
+        let bf16 = Some(tracecast_calibrate::catalog::Dtype::Bf16);
+        let (eta, t0, peak) =
+            device.fit(KernelClass::Gemm, bf16).with_context(|| format!("{}: no GEMM fit to take as truth", p.display()))?;
+        spec.gemm_efficiency = eta;
+        spec.kernel_overhead_us = t0.max(0.0);
+        spec.peak_flops = peak;
+        if let Some((eta, _, peak)) = device.fit(KernelClass::Elementwise, bf16) {
+            spec.memory_efficiency = eta;
+            spec.peak_hbm_bytes_per_s = peak;
+        }
+        if let Some(l) = device.link("all_reduce", "intra") {
+            spec.allreduce_alpha_us = l.alpha_us;
+            spec.allreduce_busbw_gbps = l.busbw_gbps;
+        }
+    }
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
     for f in written {
         println!("{}", f.display());

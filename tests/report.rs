@@ -171,3 +171,63 @@ fn report_renders_in_headless_chromium() {
     // A blank page compresses to a few kilobytes; charts and text do not.
     assert!(png.len() > 50_000, "screenshot of {} bytes: blank page?", png.len());
 }
+
+/// Closing the loop: traces written from a workload model (LLaMA-2 7B's layer
+/// GEMMs) with the ground truth of a calibration profile calibrate back to
+/// that profile.
+#[test]
+fn synth_from_a_workload_model_and_profile_calibrates_back_to_the_profile() {
+    let dir = scratch("roundtrip");
+    let ok = |args: &[&std::ffi::OsStr]| {
+        let o = bin().args(args).output().unwrap();
+        assert!(o.status.success(), "{:?}: {}", args, stderr(&o));
+    };
+    let p1 = dir.join("p1.json");
+    ok(&["calibrate".as_ref(), "-q".as_ref(), "--out".as_ref(), p1.as_os_str(), demo().as_os_str()]);
+    let fits = |p: &Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let kernel = |v: &serde_json::Value, class: &str| -> Option<(f64, f64)> {
+        v["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["class"] == class)
+            .map(|k| (k["efficiency"].as_f64().unwrap(), k["overhead_us"].as_f64().unwrap()))
+    };
+    let truth = fits(&p1);
+    let (eta, t0) = kernel(&truth, "gemm").unwrap();
+    let (mem_eta, _) = kernel(&truth, "elementwise").unwrap();
+    let link = |v: &serde_json::Value| (v["links"][0]["alpha_us"].as_f64().unwrap(), v["links"][0]["busbw_gbps"].as_f64().unwrap());
+    let (alpha, busbw) = link(&truth);
+    // Small GEMMs (1024 tokens) pin the fixed cost; large ones (4096) give memory-bound ops past the cache.
+    for tokens in ["1024", "4096"] {
+        let job = dir.join(format!("job-{tokens}"));
+        let p2 = dir.join(format!("p2-{tokens}.json"));
+        ok(&[
+            "synth".as_ref(),
+            "--model".as_ref(),
+            "llama2-7b".as_ref(),
+            "--tokens".as_ref(),
+            tokens.as_ref(),
+            "--profile".as_ref(),
+            p1.as_os_str(),
+            "--seed".as_ref(),
+            "3".as_ref(),
+            "--out".as_ref(),
+            job.as_os_str(),
+        ]);
+        ok(&["calibrate".as_ref(), "-q".as_ref(), "--out".as_ref(), p2.as_os_str(), job.as_os_str()]);
+        let got = fits(&p2);
+        let (e, t) = kernel(&got, "gemm").unwrap();
+        println!("tokens {tokens}: GEMM η {e:.4} (truth {eta:.4}), t0 {t:.3} µs (truth {t0:.3})");
+        assert!((e - eta).abs() / eta < 0.02);
+        let (a, b) = link(&got);
+        assert!((b - busbw).abs() / busbw < 0.02, "B {b} vs {busbw}");
+        assert!((a - alpha).abs() / alpha < 0.05, "α {a} vs {alpha}");
+        if tokens == "1024" {
+            assert!((t - t0).abs() / t0 < 0.05, "t0 {t} vs {t0}");
+        } else {
+            let (m, _) = kernel(&got, "elementwise").expect("memory-bound ops past the cache");
+            assert!((m - mem_eta).abs() / mem_eta < 0.02, "HBM η {m} vs {mem_eta}");
+        }
+    }
+}

@@ -125,6 +125,13 @@ impl DeviceModel {
         Some((fit.efficiency, fit.overhead_us))
     }
 
+    /// The fitted η, t0 (µs) and the peak it is relative to (per second) of a kernel class.
+    pub fn fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, f64, f64)> {
+        let fit =
+            self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
+        Some((fit.efficiency, fit.overhead_us, fit.peak_per_s))
+    }
+
     /// The fitted α-β of `collective` in `domain` (`intra`, `inter`), else of any collective there.
     pub fn link(&self, collective: &str, domain: &str) -> Option<&LinkParams> {
         self.links

@@ -57,6 +57,10 @@ pub struct JobSpec {
     pub seed: u64,
     /// Write `.json.gz` instead of `.json`. Default: true.
     pub gzip: bool,
+    /// Forward GEMMs of one layer as (m, k, n), from a workload model; the
+    /// backward runs each as a data-gradient and a weight-gradient GEMM.
+    /// Default: empty, a GPT-style layer of `hidden` (QKV, output, 4h MLP).
+    pub layer_gemms: Vec<(u64, u64, u64)>,
 }
 
 impl Default for JobSpec {
@@ -80,6 +84,7 @@ impl Default for JobSpec {
             data_loading_us: 300.0,
             seed: 1,
             gzip: true,
+            layer_gemms: Vec::new(),
         }
     }
 }
@@ -268,7 +273,9 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
     }
     let h = spec.hidden;
     let t = spec.tokens;
-    let grad_elems = 12 * h * h; // qkv 3h², out h², mlp 8h² per layer
+    let custom = !spec.layer_gemms.is_empty();
+    // qkv 3h², out h², mlp 8h² per layer, or the workload's weights.
+    let grad_elems = if custom { spec.layer_gemms.iter().map(|g| g.1 * g.2).sum() } else { 12 * h * h };
     let ranks_list = (0..n).map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
     for step in 0..spec.steps {
         let mut step_starts = Vec::new();
@@ -307,6 +314,15 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             w.compute_free_us = s + copy;
             w.cpu_us = cpu + LAUNCH_US + 1.0;
             for _ in 0..spec.layers {
+                if custom {
+                    for (i, &(m, k, n)) in spec.layer_gemms.iter().enumerate() {
+                        gemm(w, &mut rng, spec, "aten::mm", m, k, n);
+                        if i % 2 == 1 {
+                            elementwise(w, &mut rng, spec, "aten::add", t * h);
+                        }
+                    }
+                    continue;
+                }
                 gemm(w, &mut rng, spec, "aten::mm", t, h, 3 * h);
                 gemm(w, &mut rng, spec, "aten::mm", t, h, h);
                 elementwise(w, &mut rng, spec, "aten::add", t * h);
@@ -316,7 +332,13 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             }
             let mut buckets = Vec::new();
             for _ in 0..spec.layers {
-                for (k, nn) in [(4 * h, h), (h, 4 * h), (h, h), (3 * h, h)] {
+                if custom {
+                    for &(m, k, n) in spec.layer_gemms.iter().rev() {
+                        gemm(w, &mut rng, spec, "aten::mm", m, n, k); // data gradient
+                        gemm(w, &mut rng, spec, "aten::mm", k, m, n); // weight gradient
+                    }
+                }
+                for (k, nn) in if custom { vec![] } else { vec![(4 * h, h), (h, 4 * h), (h, h), (3 * h, h)] } {
                     gemm(w, &mut rng, spec, "aten::mm", t, nn, k); // data gradient
                     gemm(w, &mut rng, spec, "aten::mm", k, t, nn); // weight gradient
                 }

@@ -52,6 +52,8 @@ pub struct Scatter {
     pub log_y: bool,
     /// A horizontal reference line (value, label), e.g. the device's peak.
     pub reference: Option<(f64, String)>,
+    /// Legend of the points and of the curve.
+    pub legend: [String; 2],
 }
 
 /// Something drawable on any plotters backend: the same drawing becomes the
@@ -152,13 +154,13 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
             chart
                 .draw_series(c.points.iter().filter(keep).map(|&(x, y)| Circle::new((x, y), 3, BLUE.mix(0.5).filled())))
                 .map_err(|e| e.to_string())?
-                .label("measured")
+                .label(c.legend[0].as_str())
                 .legend(|(x, y)| Circle::new((x, y), 4, BLUE.mix(0.5).filled()));
             if !c.curve.is_empty() {
                 chart
                     .draw_series(LineSeries::new(c.curve.iter().filter(keep).copied(), RED.stroke_width(2)))
                     .map_err(|e| e.to_string())?
-                    .label("fit")
+                    .label(c.legend[1].as_str())
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
             }
             if let Some((v, label)) = &c.reference {

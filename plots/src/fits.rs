@@ -47,6 +47,7 @@ pub fn kernel_charts(profile: &Profile) -> Vec<(String, Scatter)> {
             log_x: true,
             log_y: true,
             reference: Some((k.peak, format!("peak {} {:.0} {rate_unit}", k.peak_of, k.peak))),
+            legend: ["measured".into(), "fit".into()],
         };
         out.push((format!("kernel-{}-{dtype}", k.class.as_str()), chart));
     }
@@ -80,6 +81,7 @@ pub fn link_charts(profile: &Profile) -> Vec<(String, Scatter)> {
             log_x: true,
             log_y: true,
             reference: l.nominal_gbps.map(|b| (b, format!("nominal {b:.0} GB/s"))),
+            legend: ["measured".into(), "fit".into()],
         };
         out.push((format!("link-{}-{n}-{}", l.collective.as_str(), l.domain), chart));
     }
@@ -106,5 +108,6 @@ pub fn pareto_chart(model: &str, points: &[tracecast_replay::workload::search::F
         log_x: true,
         log_y: true,
         reference: None,
+        legend: ["best plan at this GPU count".into(), "Pareto front".into()],
     }
 }

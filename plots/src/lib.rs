@@ -19,6 +19,7 @@
 //!     log_x: true,
 //!     log_y: true,
 //!     reference: None,
+//!     legend: ["measured".into(), "fit".into()],
 //! };
 //! let files = tracecast_plots::write_scatter(&chart, &dir.join("gemm")).unwrap();
 //! assert_eq!(files.len(), 2);

@@ -179,6 +179,7 @@ pub fn collective_charts(job: &Job, classifier: &Classifier, profile: Option<&Pr
                 y_label: "bus bandwidth (GB/s)".into(),
                 curve: fit.map(|f| f.1.curve.clone()).unwrap_or_default(),
                 reference: fit.and_then(|f| f.1.reference.clone()),
+                legend: ["measured".into(), "calibrated α-β".into()],
                 points,
                 log_x: true,
                 log_y: true,

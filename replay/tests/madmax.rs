@@ -65,3 +65,143 @@ fn llama2_70b_on_dc_a_2048() {
         throughput: 281.48,
     });
 }
+
+/// Every model of the shared configurations with every task of its type on
+/// every system: MAD-Max's rules either reject the combination with a reason
+/// or give totals that follow its definitions.
+#[test]
+fn every_shared_configuration_runs_or_is_rejected_with_a_reason() {
+    use tracecast_replay::workload::madmax::{Error, Rates};
+    let c = configs();
+    let list = |dir: &str| {
+        let mut out = Vec::new();
+        for sub in std::fs::read_dir(c.join(dir)).unwrap() {
+            let sub = sub.unwrap().path();
+            for f in std::fs::read_dir(&sub).unwrap() {
+                out.push(f.unwrap().path());
+            }
+        }
+        out.sort();
+        out
+    };
+    let (models, systems, tasks) = (list("model_cfgs"), list("system_cfgs"), list("task_cfgs"));
+    let (mut ran, mut rejected, mut unmodelled) = (0, 0, 0);
+    for m in &models {
+        for t in &tasks {
+            for s in &systems {
+                let (model, system, task) = read_configs(m, s, t).unwrap();
+                // Tasks are written for one model type: DLRM tasks name MLP parallelism, LLM tasks transformer parallelism.
+                // Tasks are per model type: DLRM tasks have MLP parallelism, transformer DLRMs both.
+                let dlrm_task = !task.mlp_parallel.is_empty();
+                let transformer_task = !task.transformer_parallel.is_empty();
+                let fits = match model.kind.as_str() {
+                    "DLRM" | "DLRM_MoE" => dlrm_task && !transformer_task,
+                    "DLRM_Transformer" => dlrm_task && transformer_task,
+                    _ => !dlrm_task,
+                };
+                if !fits {
+                    continue;
+                }
+                match run(&model, &system, &task) {
+                    Ok(out) => {
+                        ran += 1;
+                        let times = out.timeline.times();
+                        let rates = Rates::of(&system, model.bytes_per_nonemb_param).unwrap();
+                        assert!(times.iteration_ms + 1e-9 >= times.compute_ms);
+                        assert!(
+                            times.exposed_comm_ms <= times.comm_ms + 1e-3,
+                            "{} {} {}: exposed {} comm {} iteration {} compute {}",
+                            m.display(),
+                            s.display(),
+                            t.display(),
+                            times.exposed_comm_ms,
+                            times.comm_ms,
+                            times.iteration_ms,
+                            times.compute_ms
+                        );
+                        // Backward GEMMs cost twice the forward: the total is 3× (training) or 1× (inference)
+                        // the forward, and the forward is one GEMM per layer block at the effective FLOP/s.
+                        let passes = if task.kind == "inference" { 1.0 } else { 3.0 };
+                        let gemm = times.by_kind_ms.get("gemm").copied().unwrap_or(0.0);
+                        let forward_ms = match model.kind.as_str() {
+                            "DLRM" | "DLRM_MoE" => {
+                                // A sample runs through its active experts of every top layer.
+                                let active = if model.kind == "DLRM_MoE" { model.num_active_experts } else { 1.0 };
+                                let layers = model.num_bot_mlp_layers as f64 + active * model.num_top_mlp_layers as f64;
+                                let tp = task
+                                    .mlp_parallel
+                                    .iter()
+                                    .zip(&task.mlp_parallel_degree)
+                                    .find(|x| x.0 == "tp")
+                                    .map_or(1.0, |x| f64::from(*x.1));
+                                layers * 2.0 * model.mlp_dim * model.mlp_dim * task.local_mlp_bs / tp / rates.flops * 1e3
+                            }
+                            "DLRM_Transformer" => {
+                                let layers = (model.num_bot_mlp_layers + model.num_top_mlp_layers) as f64;
+                                let tp_m = task
+                                    .mlp_parallel
+                                    .iter()
+                                    .zip(&task.mlp_parallel_degree)
+                                    .find(|x| x.0 == "tp")
+                                    .map_or(1.0, |x| f64::from(*x.1));
+                                let tp_t = task
+                                    .transformer_parallel
+                                    .iter()
+                                    .zip(&task.transformer_parallel_degree)
+                                    .find(|x| x.0 == "tp")
+                                    .map_or(1.0, |x| f64::from(*x.1));
+                                let d = model.attention_dim;
+                                let mlp = layers * 2.0 * model.mlp_dim * model.mlp_dim * task.local_mlp_bs / tp_m;
+                                let tf = model.num_transformer_layers as f64
+                                    * 2.0
+                                    * (4.0 * d * d + 2.0 * d * model.transformer_fc_dim)
+                                    * model.transformer_seq_len
+                                    * task.local_transformer_bs
+                                    / tp_t;
+                                (mlp + tf) / rates.flops * 1e3
+                            }
+                            _ => {
+                                let seq = if model.kind == "ViT" {
+                                    (model.image_size / model.patch_dim).ceil().powi(2)
+                                } else {
+                                    model.transformer_seq_len
+                                };
+                                let d = model.attention_dim;
+                                let tp = task
+                                    .transformer_parallel
+                                    .iter()
+                                    .zip(&task.transformer_parallel_degree)
+                                    .find(|x| x.0 == "tp")
+                                    .map_or(1.0, |x| f64::from(*x.1));
+                                // A token runs through its active experts' FC layers.
+                                let active = if model.kind == "LLM_MoE" { model.num_active_experts } else { 1.0 };
+                                model.num_transformer_layers as f64
+                                    * 2.0
+                                    * (4.0 * d * d + 2.0 * d * model.transformer_fc_dim * active)
+                                    * seq
+                                    * task.local_transformer_bs
+                                    / tp
+                                    / rates.flops
+                                    * 1e3
+                            }
+                        };
+                        assert!(
+                            (gemm - passes * forward_ms).abs() <= 1e-6 * gemm.max(1.0),
+                            "{}: gemm {gemm} vs {}",
+                            m.display(),
+                            passes * forward_ms
+                        );
+                    }
+                    Err(Error::Invalid(why)) if why.contains("not a MAD-Max model type") => unmodelled += 1,
+                    Err(Error::Invalid(why)) => {
+                        assert!(!why.is_empty());
+                        rejected += 1;
+                    }
+                    Err(e) => panic!("{}: {e}", m.display()),
+                }
+            }
+        }
+    }
+    println!("{ran} combinations ran, {rejected} rejected by MAD-Max's rules, {unmodelled} of model types not modelled");
+    assert!(ran >= 20, "{ran}");
+}

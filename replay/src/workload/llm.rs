@@ -131,6 +131,16 @@ impl Transformer {
         2.0 * self.vocab * self.hidden
     }
 
+    /// The forward GEMMs of one layer for `tokens` tokens, as (m, k, n):
+    /// QKV, output projection, FFN up (and gate, fused) and down.
+    pub fn layer_gemms(&self, tokens: u64) -> Vec<(u64, u64, u64)> {
+        let d = self.hidden as u64;
+        let kv = self.kv_dim() as u64;
+        let ffn = self.ffn as u64;
+        let up = if self.swiglu { 2 * ffn } else { ffn };
+        vec![(tokens, d, d + 2 * kv), (tokens, d, d), (tokens, d, up), (tokens, ffn, d)]
+    }
+
     /// All parameters.
     pub fn params(&self) -> f64 {
         self.layers as f64 * self.layer_params() + self.embedding_params()

@@ -388,12 +388,15 @@ pub fn run(model: &ModelConfig, system: &SystemConfig, task: &TaskConfig) -> Res
         return Err(Error::Invalid(format!("task type {:?} (pretrain, finetune, inference)", task.kind)));
     }
     match model.kind.as_str() {
-        "LLM" => transformer(model, system, task, &rates, Backward::GatherAfterLayerAbove),
+        "LLM" | "LLM_MoE" => transformer(model, system, task, &rates, Backward::GatherAfterLayerAbove),
         // MAD-Max's ViT task is its "post-optimized" transformer: the backward gathers are not
         // held behind the layer above. Patches are its tokens.
         "ViT" => transformer(model, system, task, &rates, Backward::Prefetch),
-        "DLRM" => dlrm(model, system, task, &rates),
-        other => Err(Error::Invalid(format!("model type {other}: read, but its MAD-Max timeline is not modelled yet (LLM and DLRM are)"))),
+        "DLRM" | "DLRM_MoE" => dlrm(model, system, task, &rates),
+        "DLRM_Transformer" => dlrm_transformer(model, system, task, &rates),
+        other => Err(Error::Invalid(format!(
+            "model type {other}: not a MAD-Max model type (LLM, LLM_MoE, ViT, DLRM, DLRM_MoE, DLRM_Transformer)"
+        ))),
     }
 }
 
@@ -477,10 +480,17 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
     };
     let (d, layers) = (m.attention_dim, m.num_transformer_layers);
     let attn_params = 4.0 * d * d;
-    let fc_params = 2.0 * d * m.transformer_fc_dim;
+    // MoE: every expert's FC weights are gathered and reduced; a token's FLOPs go through its active experts;
+    // under TP the experts are spread over the ranks, and tokens are dispatched to them and back (all-to-all).
+    let moe = m.kind == "LLM_MoE";
+    if moe && m.num_active_experts > m.num_experts {
+        return Err(Error::Invalid(format!("{} active experts of {}", m.num_active_experts, m.num_experts)));
+    }
+    let (experts, active) = if moe { (m.num_experts, m.num_active_experts) } else { (1.0, 1.0) };
+    let fc_params = 2.0 * d * m.transformer_fc_dim * experts;
     let tp = tf.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
     let attn_flops = 2.0 * attn_params * seq * task.local_transformer_bs / tp;
-    let fc_flops = 2.0 * fc_params * seq * task.local_transformer_bs / tp;
+    let fc_flops = 2.0 * (fc_params / experts) * active * seq * task.local_transformer_bs / tp;
     let lookup = 2.0 * seq * d * m.bytes_per_emb_param * task.local_emb_bs / emb_shard;
     let bytes = m.bytes_per_nonemb_param;
     let fsdp = tf[0].strategy == "fsdp";
@@ -489,6 +499,18 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
     let attn_gather = attn_params / tf_shard * first_degree * bytes / gather_bw;
     let fc_gather = fc_params / tf_shard * first_degree * bytes / gather_bw;
     let act_bytes = task.local_transformer_bs * seq * d * bytes;
+    // The tokens a rank exchanges with the experts of the others.
+    let dispatch = |lanes: &mut Lanes, name: String, dep: Vec<String>| -> Result<()> {
+        if moe {
+            for (i, lv) in tf.iter().enumerate() {
+                if lv.strategy == "tp" {
+                    let t = act_bytes / experts / level(&rates.all_to_all, tf.len(), i)?;
+                    lanes.add(name.clone(), OpKind::AllToAll, t, &dep);
+                }
+            }
+        }
+        Ok(())
+    };
     let v: fn(&[&str]) -> Vec<String> = |x| x.iter().map(|s| (*s).to_string()).collect();
 
     let mut lanes = Lanes::default();
@@ -503,7 +525,11 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
         if l == 0 {
             deps.extend(emb_f_c.iter().cloned());
         } else {
-            deps.extend([at("TransformerFC", l - 1, "_f"), at("TransformerFC", l - 1, "_f_c_act_ar")]);
+            deps.extend([
+                at("TransformerFC", l - 1, "_f"),
+                at("TransformerFC", l - 1, "_f_c_act_ar"),
+                at("MoE", l - 1, "_f_c_act_all2all2"),
+            ]);
         }
         lanes.add(at("Attn", l, "_f"), OpKind::Gemm, attn_flops / rates.flops, &deps);
         for (i, lv) in tf.iter().enumerate() {
@@ -515,12 +541,19 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
         if fsdp {
             lanes.add(at("TransformerFC", l, "_f_c_wgt_ag"), OpKind::AllGather, fc_gather, &[at("TransformerFC", l - 1, "_f")]);
         }
-        let deps = [at("Attn", l, "_f"), at("Attn", l, "_f_c_act_ar"), at("TransformerFC", l, "_f_c_wgt_ag")];
+        dispatch(&mut lanes, at("MoE", l, "_f_c_act_all2all1"), vec![at("Attn", l, "_f_c_act_ar")])?;
+        let deps =
+            [at("Attn", l, "_f"), at("Attn", l, "_f_c_act_ar"), at("TransformerFC", l, "_f_c_wgt_ag"), at("MoE", l, "_f_c_act_all2all1")];
         lanes.add(at("TransformerFC", l, "_f"), OpKind::Gemm, fc_flops / rates.flops, &deps);
         for (i, lv) in tf.iter().enumerate() {
             if lv.strategy == "tp" {
                 let t = act_bytes / level(&rates.all_reduce, tf.len(), i)?;
                 lanes.add(at("TransformerFC", l, "_f_c_act_ar"), OpKind::AllReduce, t, &[at("TransformerFC", l, "_f")]);
+                if moe {
+                    let t = act_bytes / experts / level(&rates.all_to_all, tf.len(), i)?;
+                    let deps = [at("TransformerFC", l, "_f"), at("TransformerFC", l, "_f_c_act_ar")];
+                    lanes.add(at("MoE", l, "_f_c_act_all2all2"), OpKind::AllToAll, t, &deps);
+                }
             }
         }
     }
@@ -555,10 +588,29 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
                 }
                 _ => {}
             }
-            let deps = [at("Attn", l + 1, "_b"), at("Attn", l + 1, "_b_c_act_ar"), at("TransformerFC", l, "_b_c_wgt_ag")];
+            dispatch(&mut lanes, at("MoE", l, "_b_c_act_all2all1"), vec![at("Attn", l + 1, "_b_c_act_ar")])?;
+            let deps = [
+                at("Attn", l + 1, "_b"),
+                at("Attn", l + 1, "_b_c_act_ar"),
+                at("TransformerFC", l, "_b_c_wgt_ag"),
+                at("MoE", l, "_b_c_act_all2all1"),
+            ];
             lanes.add(at("TransformerFC", l, "_b"), OpKind::Gemm, 2.0 * fc_flops / rates.flops, &deps);
             let trains = !freeze_tf && (l as usize) < min_frozen;
-            gradient_comm(&mut lanes, &tf, fc_params, bytes, tf_shard, rates, trains, &at("TransformerFC", l, "_b"), act_bytes, None)?;
+            let combine = moe.then(|| (at("MoE", l, "_b_c_act_all2all2"), act_bytes / experts));
+            gradient_comm(
+                &mut lanes,
+                &tf,
+                fc_params,
+                bytes,
+                tf_shard,
+                rates,
+                trains,
+                &at("TransformerFC", l, "_b"),
+                act_bytes,
+                None,
+                combine,
+            )?;
             match backward {
                 Backward::GatherAfterLayerAbove if fsdp => {
                     lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[at("Attn", l + 1, "_b")]);
@@ -568,9 +620,14 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
                 }
                 _ => {}
             }
-            let deps = [at("TransformerFC", l, "_b"), at("TransformerFC", l, "_b_c_act_ar"), at("Attn", l, "_b_c_wgt_ag")];
+            let deps = [
+                at("TransformerFC", l, "_b"),
+                at("TransformerFC", l, "_b_c_act_ar"),
+                at("MoE", l, "_b_c_act_all2all2"),
+                at("Attn", l, "_b_c_wgt_ag"),
+            ];
             lanes.add(at("Attn", l, "_b"), OpKind::Gemm, 2.0 * attn_flops / rates.flops, &deps);
-            gradient_comm(&mut lanes, &tf, attn_params, bytes, tf_shard, rates, trains, &at("Attn", l, "_b"), act_bytes, None)?;
+            gradient_comm(&mut lanes, &tf, attn_params, bytes, tf_shard, rates, trains, &at("Attn", l, "_b"), act_bytes, None, None)?;
         }
         if !freeze_emb {
             let c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &v(&["Attn0_b", "Attn0_b_c_act_ar"]))?;
@@ -597,6 +654,7 @@ fn gradient_comm(
     op: &str,
     act_bytes: f64,
     tp_here: Option<bool>,
+    combine: Option<(String, f64)>,
 ) -> Result<()> {
     let mut shard = shard_factor;
     let deps = [op.to_string()];
@@ -618,6 +676,11 @@ fn gradient_comm(
                 if tp_here.unwrap_or(true) {
                     let t = act_bytes / level(&rates.all_reduce, levels.len(), i)?;
                     lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, &deps);
+                }
+                // MoE: the tokens return from the experts after the activation all-reduce.
+                if let Some((name, bytes)) = &combine {
+                    let t = bytes / level(&rates.all_to_all, levels.len(), i)?;
+                    lanes.add(name.clone(), OpKind::AllToAll, t, &[op.to_string(), format!("{op}_c_act_ar")]);
                 }
             }
             _ => {}
@@ -651,6 +714,28 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
     let gather = layer_params / mlp_shard * f64::from(mlp[0].degree) * bytes / level(&rates.all_gather, mlp.len(), 0)?;
     let act_bytes = task.local_mlp_bs * m.mlp_dim * bytes;
     let t_layer = layer_flops / rates.flops;
+    // DLRM-MoE: every top-MLP layer is a set of experts — their weights are all
+    // gathered and reduced, a sample runs through its active ones, and under TP
+    // samples go to the experts and back (all-to-all) around each layer.
+    let moe = m.kind == "DLRM_MoE";
+    if moe && m.num_active_experts > m.num_experts {
+        return Err(Error::Invalid(format!("{} active experts of {}", m.num_active_experts, m.num_experts)));
+    }
+    let (experts, active) = if moe { (m.num_experts, m.num_active_experts) } else { (1.0, 1.0) };
+    let top_params = experts * layer_params;
+    let top_gather = experts * gather;
+    let t_top = active * t_layer;
+    let exchange = |lanes: &mut Lanes, name: String, deps: &[String]| -> Result<()> {
+        if moe {
+            for (i, l) in mlp.iter().enumerate() {
+                if l.strategy == "tp" {
+                    let t = act_bytes / experts / level(&rates.all_to_all, mlp.len(), i)?;
+                    lanes.add(name.clone(), OpKind::AllToAll, t, deps);
+                }
+            }
+        }
+        Ok(())
+    };
     let (nb, nt) = (m.num_bot_mlp_layers as isize, m.num_top_mlp_layers as isize);
     let tp_ar = |lanes: &mut Lanes, name: &str, here: bool| -> Result<()> {
         for (i, l) in mlp.iter().enumerate() {
@@ -683,17 +768,31 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
                 1 => at("MLPBot", nb - 1, "_f"),
                 _ => at("MLPTop", l - 2, "_f"),
             };
-            lanes.add(at("MLPTop", l, "_f_c_wgt_ag"), OpKind::AllGather, gather, &[dep]);
+            lanes.add(at("MLPTop", l, "_f_c_wgt_ag"), OpKind::AllGather, top_gather, &[dep]);
         }
-        let mut deps = vec![at("MLPTop", l, "_f_c_wgt_ag")];
+        exchange(&mut lanes, at("MoE", l, "_f_c_act_all2all1"), &[at("MoE", l - 1, "_f_c_act_all2all2")])?;
+        let mut deps = vec![at("MLPTop", l, "_f_c_wgt_ag"), at("MoE", l, "_f_c_act_all2all1")];
         if l == 0 {
             deps.extend(emb_f_c.iter().cloned());
             deps.extend([at("MLPBot", nb - 1, "_f"), at("MLPBot", nb - 1, "_f_c_act_ar")]);
         } else {
             deps.extend([at("MLPTop", l - 1, "_f"), at("MLPTop", l - 1, "_f_c_act_ar")]);
         }
-        lanes.add(at("MLPTop", l, "_f"), OpKind::Gemm, t_layer, &deps);
-        tp_ar(&mut lanes, &at("MLPTop", l, "_f"), l % 2 == 1)?;
+        lanes.add(at("MLPTop", l, "_f"), OpKind::Gemm, t_top, &deps);
+        // Per TP level: the activation all-reduce (odd layers), then the return all-to-all.
+        for (i, lv) in mlp.iter().enumerate() {
+            if lv.strategy == "tp" {
+                if l % 2 == 1 {
+                    let t = act_bytes / level(&rates.all_reduce, mlp.len(), i)?;
+                    lanes.add(at("MLPTop", l, "_f_c_act_ar"), OpKind::AllReduce, t, &[at("MLPTop", l, "_f")]);
+                }
+                if moe {
+                    let t = act_bytes / experts / level(&rates.all_to_all, mlp.len(), i)?;
+                    let deps = [at("MLPTop", l, "_f"), at("MLPTop", l, "_f_c_act_ar")];
+                    lanes.add(at("MoE", l, "_f_c_act_all2all2"), OpKind::AllToAll, t, &deps);
+                }
+            }
+        }
     }
     if task.kind != "inference" {
         let (freeze_top, freeze_bot, freeze_emb) =
@@ -704,17 +803,19 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
         lanes.barrier();
         for l in (0..nt).rev() {
             if fsdp {
-                lanes.add(at("MLPTop", l, "_b_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPTop", l + 2, "_b")]);
+                lanes.add(at("MLPTop", l, "_b_c_wgt_ag"), OpKind::AllGather, top_gather, &[at("MLPTop", l + 2, "_b")]);
             }
-            let mut deps = vec![at("MLPTop", l, "_b_c_wgt_ag")];
+            exchange(&mut lanes, at("MoE", l, "_b_c_act_all2all1"), &[at("MoE", l + 1, "_b_c_act_all2all2")])?;
+            let mut deps = vec![at("MLPTop", l, "_b_c_wgt_ag"), at("MoE", l, "_b_c_act_all2all1")];
             if l < nt - 1 {
                 deps.extend([at("MLPTop", l + 1, "_b"), at("MLPTop", l + 1, "_b_c_act_ar")]);
             }
-            lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
+            lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_top, &deps);
+            let combine = moe.then(|| (at("MoE", l, "_b_c_act_all2all2"), act_bytes / experts));
             gradient_comm(
                 &mut lanes,
                 &mlp,
-                layer_params,
+                top_params,
                 bytes,
                 mlp_shard,
                 rates,
@@ -722,6 +823,7 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
                 &at("MLPTop", l, "_b"),
                 act_bytes,
                 Some(l % 2 == 0),
+                combine,
             )?;
         }
         let mut emb_b_c = Vec::new();
@@ -752,6 +854,7 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
                     &at("MLPBot", l, "_b"),
                     act_bytes,
                     Some(l % 2 == 0),
+                    None,
                 )?;
             }
         }
@@ -759,8 +862,276 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
             lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
         }
     }
-    let mlp_params = (m.num_bot_mlp_layers + m.num_top_mlp_layers) as f64 * layer_params;
+    let mlp_params = m.num_bot_mlp_layers as f64 * layer_params + m.num_top_mlp_layers as f64 * top_params;
     let emb_params = m.num_tables * m.entries_per_table * m.emb_dim;
     let weight_bytes = mlp_params * bytes / mlp_shard + emb_params * m.bytes_per_emb_param / emb_shard;
+    Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
+}
+
+/// DLRM with transformer layers over the bottom MLP's output and the
+/// pooled embeddings (feature interaction), then the top MLP.
+fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates) -> Result<MadmaxRun> {
+    let node = per_node(system);
+    let mlp = plan("mlp_parallel", &task.mlp_parallel, &task.mlp_parallel_degree, system.num_devices, node, &["ddp", "fsdp", "tp"])?;
+    let emb = plan("emb_parallel", &task.emb_parallel, &task.emb_parallel_degree, system.num_devices, node, &["ddp", "mp"])?;
+    let tf = plan(
+        "transformer_parallel",
+        &task.transformer_parallel,
+        &task.transformer_parallel_degree,
+        system.num_devices,
+        node,
+        &["ddp", "fsdp", "tp"],
+    )?;
+    let (mlp_dup, mlp_shard) = factors(&mlp);
+    let (emb_dup, emb_shard) = factors(&emb);
+    let (tf_dup, tf_shard) = factors(&tf);
+    let global_batch = task.local_mlp_bs * mlp_dup;
+    if (global_batch - task.local_emb_bs * emb_dup).abs() > 1e-9 || (global_batch - task.local_transformer_bs * tf_dup).abs() > 1e-9 {
+        return Err(Error::Invalid("global batches of the MLPs, embeddings and transformer differ".into()));
+    }
+    let bytes = m.bytes_per_nonemb_param;
+    let tp_of = |levels: &[Level]| levels.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
+    // MLPs.
+    let layer_params = m.mlp_dim * m.mlp_dim;
+    let t_layer = 2.0 * layer_params * task.local_mlp_bs / tp_of(&mlp) / rates.flops;
+    let mlp_fsdp = mlp[0].strategy == "fsdp";
+    let mlp_gather = layer_params / mlp_shard * f64::from(mlp[0].degree) * bytes / level(&rates.all_gather, mlp.len(), 0)?;
+    let mlp_act = task.local_mlp_bs * m.mlp_dim * bytes;
+    // Transformer.
+    let (d, seq) = (m.attention_dim, m.transformer_seq_len);
+    let attn_params = 4.0 * d * d;
+    let fc_params = 2.0 * d * m.transformer_fc_dim;
+    let t_attn = 2.0 * attn_params * seq * task.local_transformer_bs / tp_of(&tf) / rates.flops;
+    let t_fc = 2.0 * fc_params * seq * task.local_transformer_bs / tp_of(&tf) / rates.flops;
+    let tf_fsdp = tf[0].strategy == "fsdp";
+    let tf_gather_bw = level(&rates.all_gather, tf.len(), 0)?;
+    let attn_gather = attn_params / tf_shard * f64::from(tf[0].degree) * bytes / tf_gather_bw;
+    let fc_gather = fc_params / tf_shard * f64::from(tf[0].degree) * bytes / tf_gather_bw;
+    let tf_act = task.local_transformer_bs * seq * d * bytes;
+    let lookup = m.num_tables * m.pooling_size * m.emb_dim * m.bytes_per_emb_param * task.local_emb_bs / emb_shard;
+    let (nb, nt, layers) = (m.num_bot_mlp_layers as isize, m.num_top_mlp_layers as isize, m.num_transformer_layers as isize);
+    // An activation all-reduce per TP level; `levels` picks the bandwidth list
+    // length (MAD-Max uses the other component's in two places).
+    let act_ar = |lanes: &mut Lanes, name: &str, owner: &[Level], levels: usize, bytes: f64| -> Result<()> {
+        for (i, l) in owner.iter().enumerate() {
+            if l.strategy == "tp" {
+                let t = bytes / level(&rates.all_reduce, levels, i)?;
+                lanes.add(format!("{name}_c_act_ar"), OpKind::AllReduce, t, &[name.to_string()]);
+            }
+        }
+        Ok(())
+    };
+
+    let mut lanes = Lanes::default();
+    lanes.add("EMB_f", OpKind::Embedding, lookup / rates.hbm, &[]);
+    let emb_f_c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_f", false, &["EMB_f".to_string()])?;
+    for l in 0..nb {
+        if mlp_fsdp {
+            lanes.add(at("MLPBot", l, "_f_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[at("MLPBot", l - 2, "_f")]);
+        }
+        let mut deps = vec![at("MLPBot", l, "_f_c_wgt_ag")];
+        if l > 0 {
+            deps.extend([at("MLPBot", l - 1, "_f"), at("MLPBot", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("MLPBot", l, "_f"), OpKind::Gemm, t_layer, &deps);
+        if l % 2 == 1 {
+            act_ar(&mut lanes, &at("MLPBot", l, "_f"), &mlp, mlp.len(), mlp_act)?;
+        }
+    }
+    for l in 0..layers {
+        if tf_fsdp {
+            let dep = if l == 0 { at("MLPBot", nb - 2, "_f") } else { at("Attn", l - 1, "_f") };
+            lanes.add(at("Attn", l, "_f_c_wgt_ag"), OpKind::AllGather, attn_gather, &[dep]);
+        }
+        let mut deps = vec![at("Attn", l, "_f_c_wgt_ag")];
+        if l == 0 {
+            deps.extend(emb_f_c.iter().cloned());
+            deps.extend([at("MLPBot", nb - 1, "_f"), at("MLPBot", nb - 1, "_f_c_act_ar")]);
+        } else {
+            deps.extend([at("TransformerFC", l - 1, "_f"), at("TransformerFC", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("Attn", l, "_f"), OpKind::Gemm, t_attn, &deps);
+        act_ar(&mut lanes, &at("Attn", l, "_f"), &tf, tf.len(), tf_act)?;
+        if tf_fsdp {
+            let dep = if l == 0 { at("MLPBot", nb - 1, "_f") } else { at("TransformerFC", l - 1, "_f") };
+            lanes.add(at("TransformerFC", l, "_f_c_wgt_ag"), OpKind::AllGather, fc_gather, &[dep]);
+        }
+        let deps = [at("Attn", l, "_f"), at("Attn", l, "_f_c_act_ar"), at("TransformerFC", l, "_f_c_wgt_ag")];
+        lanes.add(at("TransformerFC", l, "_f"), OpKind::Gemm, t_fc, &deps);
+        act_ar(&mut lanes, &at("TransformerFC", l, "_f"), &tf, tf.len(), tf_act)?;
+    }
+    let last = layers - 1;
+    for l in 0..nt {
+        if mlp_fsdp {
+            let dep = match l {
+                0 => at("Attn", last, "_f"),
+                1 => at("TransformerFC", last, "_f"),
+                _ => at("MLPTop", l - 2, "_f"),
+            };
+            lanes.add(at("MLPTop", l, "_f_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[dep]);
+        }
+        let mut deps = vec![at("MLPTop", l, "_f_c_wgt_ag")];
+        if l == 0 {
+            deps.extend([at("TransformerFC", last, "_f"), at("TransformerFC", last, "_f_c_act_ar")]);
+        } else {
+            deps.extend([at("MLPTop", l - 1, "_f"), at("MLPTop", l - 1, "_f_c_act_ar")]);
+        }
+        lanes.add(at("MLPTop", l, "_f"), OpKind::Gemm, t_layer, &deps);
+        if l % 2 == 1 {
+            act_ar(&mut lanes, &at("MLPTop", l, "_f"), &mlp, mlp.len(), mlp_act)?;
+        }
+    }
+    if task.kind != "inference" {
+        let finetune = task.kind == "finetune";
+        let freeze_top = finetune && task.freeze_top_mlp;
+        let freeze_bot = finetune && task.freeze_bot_mlp;
+        let freeze_emb = finetune && task.freeze_emb;
+        let freeze_tf = finetune && task.freeze_transformer;
+        if freeze_top && freeze_bot && freeze_emb && freeze_tf {
+            return Err(Error::Invalid("fine-tuning with everything frozen trains nothing".into()));
+        }
+        lanes.barrier();
+        for l in (0..nt).rev() {
+            if mlp_fsdp {
+                lanes.add(at("MLPTop", l, "_b_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[at("MLPTop", l + 2, "_b")]);
+            }
+            let mut deps = vec![at("MLPTop", l, "_b_c_wgt_ag")];
+            if l < nt - 1 {
+                deps.extend([at("MLPTop", l + 1, "_b"), at("MLPTop", l + 1, "_b_c_act_ar")]);
+            }
+            lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
+            // MAD-Max sizes this level by the transformer plan's depth.
+            let mut shard = mlp_shard;
+            for (i, lv) in mlp.iter().enumerate() {
+                let op = at("MLPTop", l, "_b");
+                match lv.strategy.as_str() {
+                    "ddp" if !freeze_top => {
+                        let t = layer_params / shard * bytes / level(&rates.all_reduce, mlp.len(), i)?;
+                        lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
+                    }
+                    "fsdp" => {
+                        shard /= f64::from(lv.degree);
+                        if !freeze_top {
+                            let t = layer_params / shard * bytes / level(&rates.all_gather, mlp.len(), 0)?;
+                            lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, std::slice::from_ref(&op));
+                        }
+                    }
+                    "tp" => {
+                        shard /= f64::from(lv.degree);
+                        if l % 2 == 0 {
+                            let t = mlp_act / level(&rates.all_reduce, tf.len(), i)?;
+                            lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !(freeze_bot && freeze_emb && freeze_tf) {
+            for l in (0..layers).rev() {
+                if tf_fsdp {
+                    let dep = if l == last { "MLPTop1_b".to_string() } else { at("TransformerFC", l + 1, "_b") };
+                    lanes.add(at("TransformerFC", l, "_b_c_wgt_ag"), OpKind::AllGather, fc_gather, &[dep]);
+                }
+                let mut deps = vec![at("TransformerFC", l, "_b_c_wgt_ag")];
+                if l == last {
+                    deps.extend(["MLPTop0_b".to_string(), "MLPTop0_b_c_act_ar".to_string()]);
+                } else {
+                    deps.extend([at("Attn", l + 1, "_b"), at("Attn", l + 1, "_b_c_act_ar")]);
+                }
+                lanes.add(at("TransformerFC", l, "_b"), OpKind::Gemm, 2.0 * t_fc, &deps);
+                gradient_comm(
+                    &mut lanes,
+                    &tf,
+                    fc_params,
+                    bytes,
+                    tf_shard,
+                    rates,
+                    !freeze_tf,
+                    &at("TransformerFC", l, "_b"),
+                    tf_act,
+                    None,
+                    None,
+                )?;
+                if tf_fsdp {
+                    let dep = if l == last { "MLPTop0_b".to_string() } else { at("Attn", l + 1, "_b") };
+                    lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[dep]);
+                }
+                // As in MAD-Max: the attention waits for the FC of the layer above, not its own.
+                let deps = [at("TransformerFC", l + 1, "_b"), at("TransformerFC", l + 1, "_b_c_act_ar"), at("Attn", l, "_b_c_wgt_ag")];
+                lanes.add(at("Attn", l, "_b"), OpKind::Gemm, 2.0 * t_attn, &deps);
+                // Its TP all-reduce is sized by the MLP plan's depth (MAD-Max).
+                let mut shard = tf_shard;
+                for (i, lv) in tf.iter().enumerate() {
+                    let op = at("Attn", l, "_b");
+                    match lv.strategy.as_str() {
+                        "ddp" if !freeze_tf => {
+                            let t = attn_params / shard * bytes / level(&rates.all_reduce, tf.len(), i)?;
+                            lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
+                        }
+                        "fsdp" => {
+                            shard /= f64::from(lv.degree);
+                            if !freeze_tf {
+                                let t = attn_params / shard * bytes / level(&rates.all_gather, tf.len(), 0)?;
+                                lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, std::slice::from_ref(&op));
+                            }
+                        }
+                        "tp" => {
+                            shard /= f64::from(lv.degree);
+                            let t = tf_act / level(&rates.all_reduce, mlp.len(), i)?;
+                            lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let mut emb_b_c = Vec::new();
+        if !freeze_emb {
+            emb_b_c =
+                embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &["Attn0_b".to_string(), "Attn0_b_c_act_ar".to_string()])?;
+        }
+        if !freeze_bot {
+            for l in (0..nb).rev() {
+                if mlp_fsdp {
+                    // MAD-Max's choice of what the gather waits for (a loop variable carried over).
+                    let dep = if l == nb - 1 {
+                        "TransformerFC0_b".to_string()
+                    } else if l == nb - 2 {
+                        if nb == 2 { "Attn0_b".to_string() } else { "MLPTop0_b".to_string() }
+                    } else {
+                        at("MLPBot", l + 2, "_b")
+                    };
+                    lanes.add(at("MLPBot", l, "_b_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[dep]);
+                }
+                let mut deps = vec![at("MLPBot", l, "_b_c_wgt_ag")];
+                if l == nb - 1 {
+                    deps.extend(["MLPTop0_b".to_string(), "MLPTop0_b_c_act_ar".to_string()]);
+                } else {
+                    deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
+                }
+                lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
+                gradient_comm(
+                    &mut lanes,
+                    &mlp,
+                    layer_params,
+                    bytes,
+                    mlp_shard,
+                    rates,
+                    true,
+                    &at("MLPBot", l, "_b"),
+                    mlp_act,
+                    Some(l % 2 == 0),
+                    None,
+                )?;
+            }
+        }
+        if !freeze_emb {
+            lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
+        }
+    }
+    let weight_bytes = (m.num_bot_mlp_layers + m.num_top_mlp_layers) as f64 * layer_params * bytes / mlp_shard
+        + m.num_tables * m.entries_per_table * m.emb_dim * m.bytes_per_emb_param / emb_shard
+        + layers as f64 * (attn_params + fc_params) * bytes / tf_shard;
     Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
 }

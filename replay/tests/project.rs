@@ -1,0 +1,108 @@
+//! Analytical projection and strategy search: inference bounded by memory
+//! traffic, a search over a large cluster that respects memory, and the
+//! projection's internal consistency.
+
+use tracecast_calibrate::Catalog;
+use tracecast_calibrate::catalog::Dtype;
+use tracecast_replay::workload::llm::{Cluster, Plan, Task, Transformer, project};
+use tracecast_replay::workload::search::{SearchSpace, front, search};
+
+fn cluster(gpu: &str, gpus: u32) -> Cluster {
+    Cluster::from_catalog(&Catalog::builtin(), gpu, gpus, Dtype::Bf16, None).unwrap()
+}
+
+#[test]
+fn decode_is_bounded_below_by_weights_and_kv_cache_over_hbm_bandwidth() {
+    let model = Transformer::preset("llama2-70b").unwrap();
+    let c = cluster("h100-sxm", 8);
+    let plan = Plan::parse("tp=8").unwrap();
+    let prefill = project(&model, &c, &plan, Task::Prefill { batch: 8, prompt: 2048 }).unwrap();
+    let ttft = prefill.ttft_ms.unwrap();
+    assert!(prefill.fits_memory, "{prefill:?}");
+    let mut last_tpot = 0.0;
+    for context in [512u32, 2048, 8192] {
+        for batch in [1u32, 16, 64] {
+            let d = project(&model, &c, &plan, Task::Decode { batch, context }).unwrap();
+            let tpot = d.tpot_ms.unwrap();
+            // Every step reads this GPU's weights and its share of the KV cache from HBM.
+            let bytes = (d.memory.weights_gb + d.memory.kv_cache_gb) * 1e9;
+            let bound_ms = bytes / c.hbm_bw * 1e3;
+            println!("context {context:>5} batch {batch:>3}: TPOT {tpot:.3} ms, bound {bound_ms:.3} ms, TTFT(8×2048) {ttft:.1} ms");
+            assert!(tpot >= bound_ms, "TPOT {tpot} below the memory bound {bound_ms}");
+            // Within a small factor of it: decode is memory-bound at these batches.
+            assert!(tpot < 3.0 * bound_ms + 1.0, "TPOT {tpot} far above the bound {bound_ms}");
+            if batch == 16 {
+                assert!(tpot > last_tpot, "longer contexts read more KV cache");
+                last_tpot = tpot;
+            }
+        }
+    }
+    // A step of one token per sequence is far cheaper than a prefill of 2048.
+    assert!(ttft > 20.0 * last_tpot / 4.0);
+    // Prefill time grows with the prompt (superlinearly, through attention).
+    let p = |prompt| project(&model, &c, &plan, Task::Prefill { batch: 1, prompt }).unwrap().ttft_ms.unwrap();
+    assert!(p(8192) > 4.0 * p(2048) * 0.95, "{} {}", p(8192), p(2048));
+}
+
+#[test]
+fn search_on_llama2_70b_over_2048_a100s_fits_memory_and_beats_plain_fsdp() {
+    let model = Transformer::preset("llama2-70b").unwrap();
+    let c = cluster("a100-80gb", 2048);
+    let r = search(&model, &c, Task::Train, &SearchSpace::default());
+    assert!(r.simulated > 100, "{} plans", r.simulated);
+    assert!(!r.ranked.is_empty());
+    for p in &r.ranked {
+        assert!(p.fits_memory && p.memory_gb_per_gpu <= 80.0, "{} needs {} GB", p.plan, p.memory_gb_per_gpu);
+        assert!(p.throughput > 0.0 && p.times.iteration_ms > 0.0);
+    }
+    // Ranked best first.
+    assert!(r.ranked.windows(2).all(|w| w[0].throughput >= w[1].throughput));
+    let base = r.baseline.as_ref().expect("a plain FSDP plan fits (with recomputation)");
+    assert!(base.plan.starts_with("tp=1,pp=1,fsdp=2048"), "{}", base.plan);
+    let x = r.speedup_over_baseline.unwrap();
+    println!(
+        "best {} at {:.1} samples/s; plain FSDP {} at {:.1}: {x:.2}×",
+        r.ranked[0].plan, r.ranked[0].throughput, base.plan, base.throughput
+    );
+    assert!(x >= 1.0);
+    // Every plan at this batch trains on 2048 sequences.
+    assert!(r.ranked.iter().all(|p| (p.global_batch - 2048.0).abs() < 1e-9));
+}
+
+#[test]
+fn pareto_front_is_monotone_and_starts_where_the_model_fits() {
+    let model = Transformer::preset("llama2-13b").unwrap();
+    let c = cluster("h100-sxm", 256);
+    let counts = [8, 16, 32, 64, 128, 256];
+    let points = front(&model, &c, Task::Train, &SearchSpace::default(), &counts);
+    assert!(!points.is_empty());
+    let on_front: Vec<_> = points.iter().filter(|p| p.pareto).collect();
+    assert!(on_front.windows(2).all(|w| w[1].throughput > w[0].throughput && w[1].gpus > w[0].gpus));
+    // More GPUs at the same batch per GPU: more throughput.
+    assert!(points.last().unwrap().throughput > points[0].throughput * 4.0);
+}
+
+#[test]
+fn projection_totals_are_consistent() {
+    let model = Transformer::preset("llama3-8b").unwrap();
+    let c = cluster("h100-sxm", 64);
+    for spec in ["fsdp=64", "tp=8,dp=8", "tp=4,pp=2,dp=8,gbs=256", "tp=8,pp=8,gbs=64,sp,recompute", "dp=64,zero=1"] {
+        let plan = Plan::parse(spec).unwrap();
+        let p = project(&model, &c, &plan, Task::Train).unwrap();
+        let t = &p.times;
+        let kinds: f64 = t.by_kind_ms.values().sum();
+        assert!((kinds - t.compute_ms - t.comm_ms).abs() < 1e-6 * kinds, "{spec}");
+        // The iteration covers the compute, and the exposed communication is the rest (less the bubble).
+        assert!(t.iteration_ms + 1e-9 >= t.compute_ms + t.bubble_ms, "{spec}: {t:?}");
+        assert!((t.iteration_ms - t.compute_ms - t.bubble_ms - t.exposed_comm_ms).abs() < 1e-6 * t.iteration_ms, "{spec}");
+        assert!(p.throughput > 0.0 && p.fits_memory, "{spec}: {} GB", p.memory_gb_per_gpu);
+    }
+    // Faster links never slow an iteration down.
+    let plan = Plan::parse("fsdp=64").unwrap();
+    let slow = project(&model, &c, &plan, Task::Train).unwrap();
+    let mut fast_c = c.clone();
+    fast_c.inter.busbw *= 4.0;
+    let fast = project(&model, &fast_c, &plan, Task::Train).unwrap();
+    assert!(fast.times.iteration_ms <= slow.times.iteration_ms);
+    assert!(fast.times.exposed_comm_ms < slow.times.exposed_comm_ms);
+}

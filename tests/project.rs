@@ -1,0 +1,128 @@
+//! `tracecast project` and `tracecast search` end to end: the MAD-Max
+//! reference reproduced through the CLI, DESIGN §6 JSON keys, default mode
+//! beside MAD-Max's, inference, search with its Pareto chart, bad input.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+
+fn madmax(rel: &str) -> PathBuf {
+    shared().join("../madmax-configs").join(rel)
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn project_reproduces_madmax_and_models_more_by_default() {
+    let dir = scratch("project");
+    let files =
+        [madmax("model_cfgs/llm/llama2_70b.json"), madmax("system_cfgs/dc_A/dc_A_2048.json"), madmax("task_cfgs/llm/llm_train.json")];
+    let run = |assumptions: &str, out: &str| {
+        let out = dir.join(out);
+        let o = bin().args(["project", "--assumptions", assumptions, "--json"]).arg(&out).arg("--madmax").args(&files).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        (String::from_utf8_lossy(&o.stdout).into_owned(), json(&out))
+    };
+    let (text, m) = run("madmax", "madmax.json");
+    for key in ["iteration_ms", "compute_ms", "comm_ms", "exposed_comm_ms", "throughput", "memory_gb_per_gpu", "fits_memory"] {
+        assert!(!m[key].is_null(), "{key} missing");
+    }
+    assert!((m["iteration_ms"].as_f64().unwrap() - 7275.72).abs() / 7275.72 < 0.01);
+    assert!((m["exposed_comm_ms"].as_f64().unwrap() - 1676.89).abs() / 1676.89 < 0.01);
+    assert!((m["throughput"].as_f64().unwrap() - 281.48).abs() / 281.48 < 0.01);
+    assert!(text.contains("Iteration 7275.72 ms"), "{text}");
+    // tracecast's own model of the same files: same GEMM work, plus what MAD-Max leaves out.
+    let (_, t) = run("tracecast", "tracecast.json");
+    assert_eq!(t["assumptions"], "tracecast");
+    let gemm = |v: &serde_json::Value| v["by_kind_ms"]["gemm"].as_f64().unwrap();
+    assert!((gemm(&t) - gemm(&m)).abs() / gemm(&m) < 0.02, "GEMM {} vs {}", gemm(&t), gemm(&m));
+    assert!(t["by_kind_ms"]["attention"].as_f64().unwrap() > 0.0);
+    assert!(t["memory"]["activations_gb"].as_f64().unwrap() > 0.0);
+    // Deterministic.
+    let (_, again) = run("madmax", "madmax2.json");
+    assert_eq!(m, again);
+}
+
+#[test]
+fn project_presets_inference_perfetto_and_errors() {
+    let dir = scratch("project-presets");
+    let out = dir.join("decode.json");
+    let perfetto = dir.join("decode.trace.json.gz");
+    let o = bin()
+        .args([
+            "project",
+            "--model",
+            "llama2-70b",
+            "--system",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--task",
+            "decode",
+            "--batch",
+            "16",
+            "--context",
+            "4096",
+        ])
+        .args(["--parallel", "tp=8", "--json"])
+        .arg(&out)
+        .arg("--perfetto")
+        .arg(&perfetto)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&out);
+    assert!(v["tpot_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["task"], "decode");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Time per output token"), "{stdout}");
+    assert!(stdout.contains("no calibration profile"), "defaults are stated: {stdout}");
+    // The timeline opens as Chrome-trace JSON.
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&perfetto).unwrap()), &mut text).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(trace["traceEvents"].as_array().unwrap().len() > 80);
+    // Bad input: a clear message and a non-zero exit, never a panic.
+    for (args, want) in [
+        (vec!["project", "--model", "nope-1b", "--system", "h100-sxm", "--gpus", "8"], "neither a preset"),
+        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "6", "--parallel", "tp=3,dp=2"], "do not divide"),
+        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=16"], "tp × pp × dp"),
+        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm"], "--gpus"),
+        (vec!["project", "--assumptions", "madmax", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"], "--madmax"),
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"));
+    }
+}
+
+#[test]
+fn search_ranks_plans_and_draws_the_front() {
+    let dir = scratch("search");
+    let out = dir.join("search.json");
+    let o = bin()
+        .args(["search", "--model", "llama2-13b", "--system", "a100-80gb", "--gpus", "64", "--top", "5", "--json"])
+        .arg(&out)
+        .arg("--plots")
+        .arg(dir.join("plots"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("plans simulated"), "{stdout}");
+    assert!(stdout.contains("Baseline plain FSDP"), "{stdout}");
+    let v = json(&out);
+    let ranked = v["ranked"].as_array().unwrap();
+    assert!(!ranked.is_empty());
+    assert!(ranked.iter().all(|p| p["fits_memory"] == true));
+    assert_eq!(v["best"], ranked[0]);
+    assert!(v["front"].as_array().unwrap().iter().any(|p| p["pareto"] == true));
+    for f in ["pareto.svg", "pareto.png"] {
+        assert!(dir.join("plots").join(f).metadata().unwrap().len() > 1000, "{f}");
+    }
+}
