@@ -204,6 +204,9 @@ struct ProjectArgs {
     /// MAD-Max model, system and task files.
     #[arg(long, num_args = 3, value_names = ["MODEL", "SYSTEM", "TASK"])]
     madmax: Option<Vec<PathBuf>>,
+    /// DLRM embedding sharding: tw (table-wise), rw (row-wise), cw (column-wise), dp (replicated).
+    #[arg(long, value_name = "tw|rw|cw|dp")]
+    sharding: Option<String>,
     /// Whose assumptions.
     #[arg(long, value_enum, default_value = "tracecast")]
     assumptions: AssumptionsArg,
@@ -605,6 +608,19 @@ fn project_cmd(args: ProjectArgs) -> Result<ExitCode> {
             AssumptionsArg::Madmax => {
                 let run = madmax::run(&m, &s, &t)?;
                 (run.projection(&m, &s, &t), run.timeline)
+            }
+            AssumptionsArg::Tracecast if m.kind == "DLRM" => {
+                use tracecast_replay::workload::dlrm;
+                let model = dlrm::Dlrm::from_madmax(&m).map_err(anyhow::Error::msg)?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let mut plan = dlrm::DlrmPlan::from_madmax(&t).map_err(|e| anyhow::anyhow!("{}: {e}", files[2].display()))?;
+                if let Some(sh) = &args.sharding {
+                    plan.sharding = dlrm::Sharding::parse(sh).map_err(anyhow::Error::msg)?;
+                }
+                dlrm::project(&model, &cluster, &plan, t.kind != "inference")?
             }
             AssumptionsArg::Tracecast => {
                 let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files[0].display()))?;

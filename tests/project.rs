@@ -126,3 +126,29 @@ fn search_ranks_plans_and_draws_the_front() {
         assert!(dir.join("plots").join(f).metadata().unwrap().len() > 1000, "{f}");
     }
 }
+
+#[test]
+fn dlrm_in_tracecast_mode_with_embedding_sharding() {
+    let dir = scratch("dlrm");
+    let files = [
+        madmax("model_cfgs/dlrm/dlrm_a.json"),
+        madmax("system_cfgs/zionex/zionex_128.json"),
+        madmax("task_cfgs/val/dlrm_train_val_128.json"),
+    ];
+    let run = |sharding: &str| {
+        let out = dir.join(format!("{sharding}.json"));
+        let o = bin().args(["project", "-q", "--sharding", sharding, "--json"]).arg(&out).arg("--madmax").args(&files).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)
+    };
+    let (tw, rw, dp) = (run("tw"), run("rw"), run("dp"));
+    assert_eq!(tw["plan"], "mlp=ddp=128,tables=tw");
+    // Row-wise sends every table's partial sums; replicated tables cannot fit 1.6 TB.
+    assert!(rw["comm_ms"].as_f64().unwrap() > tw["comm_ms"].as_f64().unwrap());
+    assert_eq!(dp["fits_memory"], false);
+    assert_eq!(tw["fits_memory"], true);
+    // Same global batch as MAD-Max's task, same GEMM work give or take the per-kernel cost.
+    assert_eq!(tw["global_batch"].as_f64().unwrap(), 65536.0);
+    let gemm = tw["by_kind_ms"]["gemm"].as_f64().unwrap();
+    assert!((gemm - 8.91).abs() / 8.91 < 0.05, "{gemm}");
+}

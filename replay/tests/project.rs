@@ -106,3 +106,17 @@ fn projection_totals_are_consistent() {
     assert!(fast.times.iteration_ms <= slow.times.iteration_ms);
     assert!(fast.times.exposed_comm_ms < slow.times.exposed_comm_ms);
 }
+
+#[test]
+fn fine_tuning_with_frozen_layers_is_cheaper_in_time_and_memory() {
+    let model = Transformer::preset("llama2-7b").unwrap();
+    let c = cluster("a100-80gb", 8);
+    let full = project(&model, &c, &Plan::parse("fsdp=8").unwrap(), Task::Train).unwrap();
+    let half = project(&model, &c, &Plan::parse("fsdp=8,frozen=16").unwrap(), Task::Train).unwrap();
+    let most = project(&model, &c, &Plan::parse("fsdp=8,frozen=30").unwrap(), Task::Train).unwrap();
+    assert!(half.times.iteration_ms < full.times.iteration_ms && most.times.iteration_ms < half.times.iteration_ms);
+    assert!(half.memory.optimizer_gb < full.memory.optimizer_gb && half.memory.activations_gb < full.memory.activations_gb);
+    // The forward pass is the same: a step never gets cheaper than a third of the full one.
+    assert!(most.times.iteration_ms > full.times.iteration_ms / 3.0);
+    assert!(project(&model, &c, &Plan::parse("fsdp=8,frozen=32").unwrap(), Task::Train).is_err());
+}

@@ -46,6 +46,8 @@ pub struct Transformer {
     pub top_k: f64,
     /// Bytes per parameter and activation (2 for BF16).
     pub bytes: f64,
+    /// Causal attention (decoders); a ViT attends to every patch.
+    pub causal: bool,
 }
 
 /// A built-in model (public architecture figures).
@@ -97,6 +99,7 @@ impl Transformer {
             experts: p.experts,
             top_k: p.top_k,
             bytes: 2.0,
+            causal: true,
         })
     }
 
@@ -221,11 +224,14 @@ pub struct Plan {
     pub microbatches: u32,
     /// Recompute activations in the backward pass.
     pub recompute: bool,
+    /// Fine-tuning: this many bottom layers are frozen (no backward, no
+    /// gradients, no optimizer state). 0 for pre-training.
+    pub frozen: u32,
 }
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false }
+        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false, frozen: 0 }
     }
 }
 
@@ -269,7 +275,10 @@ impl Plan {
                 "gbs" => gbs = Some(num(v)?),
                 "sp" => p.sp = true,
                 "recompute" => p.recompute = true,
-                other => return Err(format!("unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute)")),
+                "frozen" => p.frozen = num(v)?,
+                other => {
+                    return Err(format!("unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen)"));
+                }
             }
         }
         if let Some(g) = gbs {
@@ -299,6 +308,9 @@ impl Plan {
         parts.push(format!("microbatches={}", self.microbatches));
         if self.recompute {
             parts.push("recompute".into());
+        }
+        if self.frozen > 0 {
+            parts.push(format!("frozen={}", self.frozen));
         }
         parts.join(",")
     }
@@ -408,6 +420,7 @@ impl Transformer {
             experts: m.num_experts.max(1.0),
             top_k: if m.num_experts > 1.0 { m.num_active_experts.max(1.0) } else { 1.0 },
             bytes: m.bytes_per_nonemb_param,
+            causal: m.kind != "ViT",
         })
     }
 }
@@ -554,7 +567,7 @@ impl Cluster {
     }
 
     /// A GEMM of `flops` (one kernel).
-    fn gemm(&self, flops: f64) -> f64 {
+    pub(crate) fn gemm(&self, flops: f64) -> f64 {
         self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
     }
 
@@ -606,6 +619,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     if !model.layers.is_multiple_of(pp as usize) {
         return Err(Infeasible(format!("{} layers do not divide into pp={pp} stages", model.layers)));
     }
+    if plan.frozen as usize >= model.layers {
+        return Err(Infeasible(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
+    }
+    if plan.frozen > 0 && plan.pp > 1 {
+        return Err(Infeasible("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
+    }
     if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !dp.is_multiple_of(plan.ep)) {
         return Err(Infeasible(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
     }
@@ -624,11 +643,14 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let params_gpu = layer_params_gpu + model.vocab * d / tpf;
     let shard = |stage: u8| if plan.zero >= stage && plan.dp > 1 { dpf } else { 1.0 };
     let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
+    // Frozen bottom layers keep weights only.
+    let trainable_layers = layers_per_stage - f64::from(plan.frozen);
+    let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * f64::from(plan.frozen);
     match task {
         Task::Train => {
-            m.gradients_gb = params_gpu * bytes / shard(2) / 1e9;
+            m.gradients_gb = trainable * bytes / shard(2) / 1e9;
             // Adam in mixed precision: FP32 master weights, momentum and variance.
-            m.optimizer_gb = params_gpu * 12.0 / shard(1) / 1e9;
+            m.optimizer_gb = trainable * 12.0 / shard(1) / 1e9;
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
             // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
             let sbd = f64::from(plan.microbatch) * model.seq * d;
@@ -641,7 +663,7 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
             };
             // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
             let in_flight = f64::from(pp.min(plan.microbatches).max(1));
-            m.activations_gb = per_layer * layers_per_stage * in_flight / 1e9;
+            m.activations_gb = per_layer * trainable_layers * in_flight / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
@@ -747,10 +769,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     let train = task == Task::Train;
     // Microbatches before the last have no gradient sync (accumulation); with one microbatch only the last runs.
-    let last = stage_timeline(&costs, layers_per_stage, train, plan.recompute, train, p2p);
+    let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
     let t_first = if train && plan.microbatches > 1 {
-        stage_timeline(&costs, layers_per_stage, train, plan.recompute, false, p2p).times()
+        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, train, plan.recompute, false, p2p).times()
     } else {
         t_last.clone()
     };
@@ -812,7 +834,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
-        task: task.as_str().into(),
+        task: if plan.frozen > 0 { "finetune".into() } else { task.as_str().into() },
         plan: plan.describe(),
         assumptions: "tracecast",
         times,
@@ -831,7 +853,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
 
 /// One microbatch through one pipeline stage: forward, then (training)
 /// backward; `sync` adds the gradient communication of the last microbatch.
-fn stage_timeline(c: &LayerCosts, layers: usize, train: bool, recompute: bool, sync: bool, p2p: f64) -> Timeline {
+fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, recompute: bool, sync: bool, p2p: f64) -> Timeline {
     use OpKind::*;
     // Blocks are keyed by (what, layer, pass) without building strings: a
     // search simulates thousands of plans.
@@ -908,7 +930,8 @@ fn stage_timeline(c: &LayerCosts, layers: usize, train: bool, recompute: bool, s
         add(&mut lanes, "attn_ag", top, b, AllGather, c.attn_gather, &[]);
     }
     let mut prev = k("recv", 0, b);
-    for l in (0..layers).rev() {
+    // Frozen bottom layers need no backward: nothing below them wants a gradient.
+    for l in (frozen..layers).rev() {
         if recompute {
             let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
             block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b)]);
@@ -921,7 +944,7 @@ fn stage_timeline(c: &LayerCosts, layers: usize, train: bool, recompute: bool, s
         }
         let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b)];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_f), (Gemm, 0.0)], &deps);
-        if l > 0 && c.mlp_gather > 0.0 {
+        if l > frozen && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
         }
         if sync && c.mlp_grad > 0.0 {
@@ -935,7 +958,7 @@ fn stage_timeline(c: &LayerCosts, layers: usize, train: bool, recompute: bool, s
         }
         let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b)];
         block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
-        if l > 0 && c.attn_gather > 0.0 {
+        if l > frozen && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l - 1, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
         }
         if sync && c.attn_grad > 0.0 {

@@ -9,6 +9,7 @@
 //! calibrated efficiencies, memory per GPU, inference); [`search`] ranks
 //! plans.
 
+pub mod dlrm;
 pub mod llm;
 pub mod madmax;
 pub mod search;

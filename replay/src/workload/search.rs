@@ -77,7 +77,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                         };
                         for &sp in sps {
                             for &recompute in rcs {
-                                let plan = Plan { tp, pp, dp, zero, sp, ep, microbatch: mb, microbatches, recompute };
+                                let plan = Plan { tp, pp, dp, zero, sp, ep, microbatch: mb, microbatches, recompute, frozen: 0 };
                                 // Memory first: a plan that cannot fit is not simulated.
                                 if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
                                     rejected += 1;

@@ -1,0 +1,321 @@
+//! tracecast's own DLRM model: bottom and top MLPs on every GPU (data
+//! parallel or FSDP), embedding tables sharded table-wise, row-wise or
+//! column-wise (or replicated), pooled lookups as HBM-bound work, and the
+//! exchange each sharding needs — all-to-all of pooled embeddings (table- and
+//! column-wise), reduce-scatter of partial sums (row-wise), all-reduce of
+//! table gradients (replicated) — costed with the cluster's α-β links.
+
+use serde::Serialize;
+
+use super::llm::{Cluster, Infeasible};
+use super::madmax::{ModelConfig, TaskConfig};
+use super::{IterationTimes, Key, Label, Lanes, Memory, OpKind, Projection, Timeline};
+
+/// A DLRM: MLPs and pooled embedding tables.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dlrm {
+    /// Name.
+    pub name: String,
+    /// Bottom MLP layers.
+    pub bottom_layers: usize,
+    /// Top MLP layers.
+    pub top_layers: usize,
+    /// MLP width.
+    pub mlp_dim: f64,
+    /// Embedding tables.
+    pub tables: f64,
+    /// Rows per table.
+    pub rows: f64,
+    /// Embedding dimension.
+    pub dim: f64,
+    /// Lookups pooled per table and sample.
+    pub pooling: f64,
+    /// Bytes per dense parameter.
+    pub dense_bytes: f64,
+    /// Bytes per embedding parameter.
+    pub emb_bytes: f64,
+}
+
+impl Dlrm {
+    /// The DLRM of a MAD-Max model file (type `DLRM`).
+    pub fn from_madmax(m: &ModelConfig) -> Result<Dlrm, String> {
+        if m.kind != "DLRM" {
+            return Err(format!("{} is not a DLRM", m.kind));
+        }
+        Ok(Dlrm {
+            name: m.name.clone(),
+            bottom_layers: m.num_bot_mlp_layers,
+            top_layers: m.num_top_mlp_layers,
+            mlp_dim: m.mlp_dim,
+            tables: m.num_tables,
+            rows: m.entries_per_table,
+            dim: m.emb_dim,
+            pooling: m.pooling_size,
+            dense_bytes: m.bytes_per_nonemb_param,
+            emb_bytes: m.bytes_per_emb_param,
+        })
+    }
+}
+
+/// How the embedding tables are spread over the GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharding {
+    /// Whole tables per GPU; pooled embeddings exchanged all-to-all.
+    TableWise,
+    /// Every table split by rows over all GPUs; partial pooled sums reduce-scattered.
+    RowWise,
+    /// Every table split by columns; slices of the pooled embeddings exchanged all-to-all.
+    ColumnWise,
+    /// Tables replicated; their gradients all-reduced.
+    DataParallel,
+}
+
+impl Sharding {
+    /// Parses `tw`, `rw`, `cw`, `dp`.
+    pub fn parse(s: &str) -> Result<Sharding, String> {
+        Ok(match s {
+            "tw" | "table" | "table-wise" => Sharding::TableWise,
+            "rw" | "row" | "row-wise" => Sharding::RowWise,
+            "cw" | "column" | "column-wise" => Sharding::ColumnWise,
+            "dp" | "data-parallel" => Sharding::DataParallel,
+            other => return Err(format!("embedding sharding {other:?}: tw, rw, cw or dp")),
+        })
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Sharding::TableWise => "tw",
+            Sharding::RowWise => "rw",
+            Sharding::ColumnWise => "cw",
+            Sharding::DataParallel => "dp",
+        }
+    }
+}
+
+/// A DLRM plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DlrmPlan {
+    /// Samples per GPU and iteration.
+    pub batch_per_gpu: u32,
+    /// MLP weights sharded (FSDP) instead of replicated (DDP).
+    pub fsdp: bool,
+    /// Embedding sharding.
+    pub sharding: Sharding,
+}
+
+impl DlrmPlan {
+    /// The plan of a MAD-Max DLRM task: MLPs `ddp` or `fsdp`, tables `mp`
+    /// (table-wise) or `ddp` (replicated).
+    pub fn from_madmax(t: &TaskConfig) -> Result<DlrmPlan, String> {
+        let fsdp = t.mlp_parallel.first().is_some_and(|s| s == "fsdp");
+        if t.mlp_parallel.iter().any(|s| s == "tp") {
+            return Err("tensor-parallel MLPs are not in tracecast's DLRM model (use --assumptions madmax)".into());
+        }
+        let sharding = match t.emb_parallel.first().map(String::as_str) {
+            Some("mp") | None => Sharding::TableWise,
+            Some("ddp") => Sharding::DataParallel,
+            Some(other) => return Err(format!("emb_parallel {other:?}")),
+        };
+        Ok(DlrmPlan { batch_per_gpu: t.local_mlp_bs.max(1.0) as u32, fsdp, sharding })
+    }
+}
+
+/// Projects one iteration (training, or a forward pass for inference).
+pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) -> Result<(Projection, Timeline), Infeasible> {
+    let n = cluster.gpus.max(1);
+    let nf = f64::from(n);
+    let g = cluster.gpus_per_node.min(n).max(1);
+    if plan.sharding == Sharding::TableWise && model.tables < nf {
+        return Err(Infeasible(format!("{} tables cannot be spread table-wise over {n} GPUs", model.tables)));
+    }
+    let b = f64::from(plan.batch_per_gpu);
+    let global = b * nf;
+    let eb = model.emb_bytes;
+    let pooled_row = model.dim * eb;
+    // Lookups (HBM reads) per GPU, and the pooled output each GPU sends in the forward exchange.
+    let (lookup_bytes, exchanged) = match plan.sharding {
+        Sharding::TableWise => (global * model.tables / nf * model.pooling * pooled_row, global * model.tables / nf * pooled_row),
+        Sharding::RowWise => (global * model.tables * model.pooling * pooled_row / nf, global * model.tables * pooled_row),
+        Sharding::ColumnWise => (global * model.tables * model.pooling * pooled_row / nf, global * model.tables * pooled_row / nf),
+        Sharding::DataParallel => (b * model.tables * model.pooling * pooled_row, 0.0),
+    };
+    let lookup = lookup_bytes / (cluster.memory_efficiency * cluster.hbm_bw);
+    let emb_fwd_comm = match plan.sharding {
+        Sharding::TableWise | Sharding::ColumnWise => cluster.all_to_all(exchanged, n, g),
+        Sharding::RowWise => cluster.all_gather(exchanged, n, g),
+        Sharding::DataParallel => 0.0,
+    };
+    let table_bytes = model.tables * model.rows * model.dim * eb;
+    let emb_bwd_comm = match plan.sharding {
+        Sharding::DataParallel => cluster.all_reduce(table_bytes, n, g),
+        _ => emb_fwd_comm,
+    };
+    // The optimizer reads the gradient rows and writes the updated rows: twice the lookup traffic.
+    let update = 2.0 * lookup;
+    let layer_params = model.mlp_dim * model.mlp_dim;
+    let gemm = cluster.gemm_overhead_s + 2.0 * b * layer_params / (cluster.gemm_efficiency * cluster.peak_flops);
+    let layer_bytes = layer_params * model.dense_bytes;
+    let gather = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { 0.0 };
+    let grad = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { cluster.all_reduce(layer_bytes, n, g) };
+    let grad_kind = if plan.fsdp { OpKind::ReduceScatter } else { OpKind::AllReduce };
+    // Feature interaction: pairwise dot products of the pooled features, HBM-bound.
+    let interaction = b * (model.tables + 1.0) * model.dim * model.dense_bytes * 2.0 / (cluster.memory_efficiency * cluster.hbm_bw);
+
+    fn name(what: &'static str, l: usize, pass: &'static str) -> (Key, Label) {
+        let w = what.bytes().fold(0u64, |h, c| h.wrapping_mul(131).wrapping_add(u64::from(c)));
+        ((w << 40) ^ ((l as u64) << 8) ^ u64::from(pass.as_bytes()[0]), Label::Layer(what, l as u32, pass))
+    }
+    let k = |what: &'static str, l: usize, pass: &'static str| name(what, l, pass).0;
+    let mut lanes = Lanes::with_capacity(4 * (model.bottom_layers + model.top_layers) + 16);
+    let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
+        let (key, label) = name(what, l, pass);
+        lanes.add_keyed(key, label, kind, dur, deps);
+    };
+    use OpKind::*;
+    let (f, bw) = ("f", "b");
+    add(&mut lanes, "emb", 0, f, Embedding, lookup, &[]);
+    if emb_fwd_comm > 0.0 {
+        let kind = if plan.sharding == Sharding::RowWise { ReduceScatter } else { AllToAll };
+        add(&mut lanes, "emb_x", 0, f, kind, emb_fwd_comm, &[k("emb", 0, f)]);
+    }
+    for l in 0..model.bottom_layers {
+        if gather > 0.0 {
+            add(&mut lanes, "bot_ag", l, f, AllGather, gather, &[]);
+        }
+        add(&mut lanes, "bot", l, f, Gemm, gemm, &[k("bot_ag", l, f)]);
+    }
+    add(&mut lanes, "interact", 0, f, MemoryBound, interaction, &[k("emb_x", 0, f)]);
+    for l in 0..model.top_layers {
+        if gather > 0.0 {
+            add(&mut lanes, "top_ag", l, f, AllGather, gather, &[]);
+        }
+        add(&mut lanes, "top", l, f, Gemm, gemm, &[k("top_ag", l, f)]);
+    }
+    if train {
+        lanes.barrier();
+        for l in (0..model.top_layers).rev() {
+            if gather > 0.0 {
+                add(&mut lanes, "top_ag", l, bw, AllGather, gather, &[]);
+            }
+            add(&mut lanes, "top", l, bw, Gemm, 2.0 * gemm, &[k("top_ag", l, bw)]);
+            add(&mut lanes, "top_grad", l, bw, grad_kind, grad, &[k("top", l, bw)]);
+        }
+        add(&mut lanes, "interact", 0, bw, MemoryBound, interaction, &[]);
+        // Gradients of the pooled embeddings go back to the shards that own them.
+        if emb_bwd_comm > 0.0 && plan.sharding != Sharding::DataParallel {
+            let kind = if plan.sharding == Sharding::RowWise { AllGather } else { AllToAll };
+            add(&mut lanes, "emb_x", 0, bw, kind, emb_bwd_comm, &[k("interact", 0, bw)]);
+        }
+        for l in (0..model.bottom_layers).rev() {
+            if gather > 0.0 {
+                add(&mut lanes, "bot_ag", l, bw, AllGather, gather, &[]);
+            }
+            add(&mut lanes, "bot", l, bw, Gemm, 2.0 * gemm, &[k("bot_ag", l, bw), k("interact", 0, bw)]);
+            add(&mut lanes, "bot_grad", l, bw, grad_kind, grad, &[k("bot", l, bw)]);
+        }
+        if plan.sharding == Sharding::DataParallel {
+            add(&mut lanes, "emb_x", 0, bw, AllReduce, emb_bwd_comm, &[k("interact", 0, bw)]);
+        }
+        add(&mut lanes, "emb", 0, bw, Embedding, update, &[k("emb_x", 0, bw)]);
+    }
+    let timeline = lanes.simulate();
+    let times: IterationTimes = timeline.times();
+    // Memory per GPU: shards of the tables (with a row-wise Adagrad state), the MLPs (Adam), activations.
+    let table_share = if plan.sharding == Sharding::DataParallel { 1.0 } else { 1.0 / nf };
+    let mlp_params = (model.bottom_layers + model.top_layers) as f64 * layer_params;
+    let mlp_share = if plan.fsdp { 1.0 / nf } else { 1.0 };
+    let memory = Memory {
+        weights_gb: (table_bytes * table_share + mlp_params * model.dense_bytes * mlp_share) / 1e9,
+        gradients_gb: if train { mlp_params * model.dense_bytes * mlp_share / 1e9 } else { 0.0 },
+        optimizer_gb: if train { (model.tables * model.rows * 4.0 * table_share + mlp_params * 8.0 * mlp_share) / 1e9 } else { 0.0 },
+        activations_gb: if train {
+            b * (model.mlp_dim * (model.bottom_layers + model.top_layers) as f64 + model.tables * model.dim) * model.dense_bytes / 1e9
+        } else {
+            0.0
+        },
+        kv_cache_gb: 0.0,
+    };
+    let memory_gb = memory.total_gb();
+    let hbm_gb = cluster.hbm_bytes / 1e9;
+    let mut notes = cluster.notes.clone();
+    notes.push(
+        "embedding tables: row-wise Adagrad state (4 bytes per row); MLPs: Adam (8 bytes per parameter) beside the weights and gradients"
+            .into(),
+    );
+    let projection = Projection {
+        model: model.name.clone(),
+        system: cluster.name.clone(),
+        task: if train { "pretrain".into() } else { "inference".into() },
+        plan: format!("mlp={}{n},tables={}", if plan.fsdp { "fsdp=" } else { "ddp=" }, plan.sharding.as_str()),
+        assumptions: "tracecast",
+        throughput: if times.iteration_ms > 0.0 { global / (times.iteration_ms / 1e3) } else { 0.0 },
+        times,
+        global_batch: global,
+        memory_gb_per_gpu: memory_gb,
+        memory,
+        hbm_gb,
+        fits_memory: memory_gb <= hbm_gb,
+        ttft_ms: None,
+        tpot_ms: None,
+        notes,
+    };
+    Ok((projection, timeline))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::llm::Link;
+
+    fn cluster(gpus: u32) -> Cluster {
+        Cluster {
+            name: "test".into(),
+            gpus,
+            gpus_per_node: 8,
+            peak_flops: 156e12,
+            hbm_bw: 1.555e12,
+            hbm_bytes: 80e9,
+            gemm_efficiency: 0.7,
+            gemm_overhead_s: 5e-6,
+            memory_efficiency: 0.8,
+            intra: Link { alpha_s: 10e-6, busbw: 200e9 },
+            inter: Link { alpha_s: 25e-6, busbw: 7e9 },
+            notes: vec![],
+        }
+    }
+
+    fn model() -> Dlrm {
+        Dlrm {
+            name: "dlrm".into(),
+            bottom_layers: 4,
+            top_layers: 4,
+            mlp_dim: 1024.0,
+            tables: 512.0,
+            rows: 1e6,
+            dim: 128.0,
+            pooling: 20.0,
+            dense_bytes: 4.0,
+            emb_bytes: 2.0,
+        }
+    }
+
+    #[test]
+    fn shardings_trade_lookups_for_exchange() {
+        let c = cluster(64);
+        let run = |s| project(&model(), &c, &DlrmPlan { batch_per_gpu: 512, fsdp: false, sharding: s }, true).unwrap().0;
+        let tw = run(Sharding::TableWise);
+        let rw = run(Sharding::RowWise);
+        let cw = run(Sharding::ColumnWise);
+        let dp = run(Sharding::DataParallel);
+        // Same lookups in all, up to how they are spread; the replicated tables do not fit.
+        assert!(!dp.fits_memory && tw.fits_memory && rw.fits_memory && cw.fits_memory);
+        // Row-wise moves unpooled partial sums of every table: more bytes than table-wise.
+        let comm = |p: &Projection| p.times.comm_ms;
+        assert!(comm(&rw) > comm(&tw), "{} {}", comm(&rw), comm(&tw));
+        assert!(tw.throughput > 0.0 && cw.throughput > 0.0);
+        // Inference is cheaper than training.
+        let inf = project(&model(), &c, &DlrmPlan { batch_per_gpu: 512, fsdp: false, sharding: Sharding::TableWise }, false).unwrap().0;
+        assert!(inf.times.iteration_ms < tw.times.iteration_ms);
+    }
+}
