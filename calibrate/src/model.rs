@@ -28,6 +28,8 @@ pub struct DeviceModel {
     pub gpu: Option<Gpu>,
     fits: Vec<Fit>,
     links: Vec<LinkParams>,
+    /// The profile's short-kernel time, µs.
+    pub kernel_floor_us: Option<f64>,
 }
 
 /// A fitted link: α-β of one collective in one domain.
@@ -51,6 +53,8 @@ struct ProfileFile {
     kernels: Vec<KernelFile>,
     #[serde(default)]
     links: Vec<LinkParams>,
+    #[serde(default)]
+    kernel_floor_us: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -70,7 +74,7 @@ struct KernelFile {
 
 impl DeviceModel {
     fn new(catalog_id: Option<&str>, fits: Vec<Fit>, links: Vec<LinkParams>, catalog: &Catalog) -> DeviceModel {
-        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits, links }
+        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits, links, kernel_floor_us: None }
     }
 
     /// The model of a profile just fitted.
@@ -96,7 +100,9 @@ impl DeviceModel {
                 busbw_gbps: l.busbw_gbps,
             })
             .collect();
-        DeviceModel::new(p.device.catalog_id.as_deref(), fits, links, catalog)
+        let mut m = DeviceModel::new(p.device.catalog_id.as_deref(), fits, links, catalog);
+        m.kernel_floor_us = p.kernel_floor_us;
+        m
     }
 
     /// The model of a profile written by `tracecast calibrate`.
@@ -115,7 +121,9 @@ impl DeviceModel {
                 peak_per_s: peak_per_s(&k.unit, k.peak),
             })
             .collect();
-        Ok(DeviceModel::new(file.device.catalog_id.as_deref(), fits, file.links, catalog))
+        let mut m = DeviceModel::new(file.device.catalog_id.as_deref(), fits, file.links, catalog);
+        m.kernel_floor_us = file.kernel_floor_us;
+        Ok(m)
     }
 
     /// The fitted efficiency η and fixed cost t0 (µs) of a kernel class (same dtype first).

@@ -181,8 +181,31 @@ pub struct Profile {
     pub links: Vec<LinkFit>,
     /// What could not be fitted.
     pub unfitted: Vec<Unfitted>,
+    /// The 10th percentile of compute-kernel durations, µs: what the short,
+    /// latency-bound kernels take on this device (projection scales kernels
+    /// without a fitted class by it).
+    pub kernel_floor_us: Option<f64>,
     /// Remarks.
     pub notes: Vec<String>,
+}
+
+/// Durations (µs) of the compute kernels of a trace.
+pub fn compute_kernel_durations(trace: &tracecast_ingest::RankTrace, classifier: &tracecast_ingest::analysis::Classifier) -> Vec<f64> {
+    let classes = classifier.classes(trace);
+    trace
+        .gpu_activity()
+        .filter(|&i| classes[i] == Some(tracecast_ingest::analysis::ActivityClass::Compute))
+        .map(|i| trace.events.dur_us(i))
+        .collect()
+}
+
+/// The 10th percentile of `durations` (None when empty).
+pub fn kernel_floor_us(durations: &mut [f64]) -> Option<f64> {
+    if durations.is_empty() {
+        return None;
+    }
+    durations.sort_by(f64::total_cmp);
+    Some(durations[durations.len() / 10])
 }
 
 fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, String)> {
@@ -280,6 +303,7 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
         samples: Vec<WorkSample>,
         links: Vec<CollectiveSample>,
         world: u32,
+        durations: Vec<f64>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
     for job in jobs {
@@ -292,7 +316,15 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
             let idx = match groups.iter().position(|g| g.gpu.map(|(x, _)| x.id.clone()).unwrap_or_else(|| g.name.clone()) == key) {
                 Some(i) => i,
                 None => {
-                    groups.push(Group { name: name.clone(), gpu, traces: Vec::new(), samples: Vec::new(), links: Vec::new(), world: 1 });
+                    groups.push(Group {
+                        name: name.clone(),
+                        gpu,
+                        traces: Vec::new(),
+                        samples: Vec::new(),
+                        links: Vec::new(),
+                        world: 1,
+                        durations: Vec::new(),
+                    });
                     groups.len() - 1
                 }
             };
@@ -301,12 +333,13 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
             g.samples.extend(work::samples(t, &opts.classifier));
             g.links.extend(coll.iter().filter(|c| c.rank == rank.rank).cloned());
             g.world = g.world.max(job.world_size());
+            g.durations.extend(compute_kernel_durations(t, &opts.classifier));
         }
     }
 
     groups
         .into_iter()
-        .map(|g| {
+        .map(|mut g| {
             let gpu = g.gpu.map(|(x, _)| x);
             let node = gpu.and_then(|x| catalog.node_of(&x.id));
             let gpus_per_node = opts.gpus_per_node.or(node.map(|n| n.gpus)).unwrap_or(8).max(1);
@@ -343,7 +376,8 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
             let mut unfitted = Vec::new();
             let kernels = kernel_fits(&g.samples, gpu, opts, &mut unfitted, &mut notes);
             let links = link_fits(&g.links, g.world, gpus_per_node, gpu, nic_per_gpu, opts, &mut unfitted, &mut notes);
-            Profile { device, traces: g.traces, kernels, links, unfitted, notes }
+            let kernel_floor_us = kernel_floor_us(&mut g.durations);
+            Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes }
         })
         .collect()
 }

@@ -120,6 +120,9 @@ pub fn scale_out_factor(collective: Collective, n: i64, to: i64, opts: &ReplayOp
     (k1 / k0) * (bw(n) / bw(to))
 }
 
+/// Kernels up to this many short-kernel times count as latency-bound.
+const SHORT_KERNEL_FLOORS: f64 = 4.0;
+
 /// One step, measured and replayed.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepReplay {
@@ -217,6 +220,16 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
     let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
     if let Some(target) = &opts.target {
         let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
+        // Short kernels without a fitted class are latency-bound: they take
+        // the target's short-kernel time where this trace's short kernels took
+        // its own (10th percentiles of compute-kernel durations).
+        let mut durations: Vec<f64> =
+            job.ranks.iter().flat_map(|r| tracecast_calibrate::profile::compute_kernel_durations(&r.trace, &opts.classifier)).collect();
+        let source_floor = tracecast_calibrate::profile::kernel_floor_us(&mut durations);
+        let latency_ratio = match (source_floor, target.kernel_floor_us) {
+            (Some(s), Some(t)) if s > 0.0 && t > 0.0 => Some((s, t / s)),
+            _ => None,
+        };
         for (t, o) in eg.origin.iter().enumerate() {
             if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
                 continue;
@@ -226,7 +239,14 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             // Kernels without a work model or a target fit keep their measured time:
             // scaling them by the ratio of catalog peaks overstated the speed-up of
             // the small, latency-bound kernels they mostly are (leave-one-out test).
-            let projected = k.op_work.and_then(|w| target.kernel_us(k.class, k.dtype, w)).map_or(measured_us, |op_us| op_us * k.share);
+            let latency_bound = |us: f64| match latency_ratio {
+                Some((floor, ratio)) if us <= SHORT_KERNEL_FLOORS * floor => us * ratio,
+                _ => us,
+            };
+            let projected = k
+                .op_work
+                .and_then(|w| target.kernel_us(k.class, k.dtype, w))
+                .map_or_else(|| latency_bound(measured_us), |op_us| op_us * k.share);
             eg.graph.dur_ns[t] = (projected * 1000.0).round() as i64;
         }
     }

@@ -60,6 +60,8 @@ fn leave_one_out_h100_to_mi300x() {
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     let mean_naive = naive.iter().sum::<f64>() / naive.len() as f64;
     println!("mean |error| {:.1} % (taking the H100 time as is: {:.1} %)", 100.0 * mean, 100.0 * mean_naive);
-    // The projection must at least beat taking the H100 time as the MI300X time.
+    // The projection must beat taking the H100 time as the MI300X time, and
+    // hold the accuracy it reached (12.7 % mean; the issue aims at 10 %).
     assert!(mean < mean_naive, "projection {mean} vs as-is {mean_naive}");
+    assert!(mean < 0.15, "mean |error| {mean}");
 }

@@ -277,7 +277,9 @@ impl Plan {
                 "recompute" => p.recompute = true,
                 "frozen" => p.frozen = num(v)?,
                 other => {
-                    return Err(format!("unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen)"));
+                    return Err(format!(
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen)"
+                    ));
                 }
             }
         }
