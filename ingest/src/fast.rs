@@ -42,6 +42,8 @@ pub(crate) struct ArgFields<'a> {
     pub(crate) input_type: Option<&'a str>,
     pub(crate) concrete_inputs: Option<&'a str>,
     pub(crate) bytes: Num,
+    pub(crate) wait_on_stream: Num,
+    pub(crate) wait_on_record: Num,
 }
 
 /// A string without escapes at `i` (the opening quote): its text and the end.
@@ -210,6 +212,8 @@ fn args<'a>(b: &'a [u8], i: usize, a: &mut ArgFields<'a>) -> Option<usize> {
         b"Input type" => store(&mut a.input_type, raw_value(b, j)),
         b"Concrete Inputs" => store(&mut a.concrete_inputs, raw_value(b, j)),
         b"bytes" => store(&mut a.bytes, num_value(b, j)),
+        b"wait_on_stream" => store(&mut a.wait_on_stream, num_value(b, j)),
+        b"wait_on_cuda_event_record_corr_id" => store(&mut a.wait_on_record, num_value(b, j)),
         _ => skip_any(b, j),
     })
 }

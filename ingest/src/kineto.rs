@@ -97,6 +97,8 @@ impl<'a> RawEvent<'a> {
                 input_type: args.input_type.map(RawValue::get),
                 concrete_inputs: args.concrete_inputs.map(RawValue::get),
                 bytes: args.bytes,
+                wait_on_stream: args.wait_on_stream,
+                wait_on_record: args.wait_on_record,
             },
         }
     }
@@ -132,6 +134,10 @@ struct RawArgs<'a> {
     concrete_inputs: Option<&'a RawValue>,
     #[serde(default)]
     bytes: Num,
+    #[serde(default)]
+    wait_on_stream: Num,
+    #[serde(default, rename = "wait_on_cuda_event_record_corr_id")]
+    wait_on_record: Num,
 }
 
 /// Rows and side tables of one chunk of events, merged in file order.
@@ -142,6 +148,7 @@ struct Chunk {
     collective_args: Vec<(u32, CollectiveArgs)>,
     op_shapes: Vec<OpShapes>,
     copy_bytes: Vec<(u32, u64)>,
+    sync_waits: Vec<(u32, crate::rank::SyncWait)>,
     unknown_categories: Vec<String>,
     /// Events dropped without being stored (metadata, Python frames, instants).
     skipped: u64,
@@ -331,6 +338,11 @@ impl Chunk {
             && let Some(b) = args.bytes.as_i64().and_then(|b| u64::try_from(b).ok())
         {
             self.copy_bytes.push((index, b));
+        }
+        if kind == EventKind::GpuSync
+            && let (Some(stream), Some(record)) = (args.wait_on_stream.as_i64(), args.wait_on_record.as_i64())
+        {
+            self.sync_waits.push((index, crate::rank::SyncWait { wait_on_stream: stream, record_correlation: record }));
         }
         Ok(())
     }
@@ -571,6 +583,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             s
         }));
         trace.copy_bytes.extend(chunk.copy_bytes.into_iter().map(|(i, b)| (i + offset, b)));
+        trace.sync_waits.extend(chunk.sync_waits.into_iter().map(|(i, w)| (i + offset, w)));
         for c in chunk.unknown_categories {
             if !unknown.contains(&c) {
                 unknown.push(c);

@@ -45,4 +45,4 @@ pub use error::{Error, Result};
 pub use event::{EventKind, Events, NameId, Names};
 pub use job::Job;
 pub use kineto::ReadOptions;
-pub use rank::{OpShapes, RankTrace};
+pub use rank::{OpShapes, RankTrace, SyncWait};

@@ -64,6 +64,16 @@ fn strings(json: &str) -> Vec<String> {
     inputs.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect()
 }
 
+/// The event a `cuda_sync` row waited on: recorded on `wait_on_stream` by
+/// the `cudaEventRecord` call with correlation `record_correlation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncWait {
+    /// Stream the event was recorded on.
+    pub wait_on_stream: i64,
+    /// Correlation of the `cudaEventRecord` call.
+    pub record_correlation: i64,
+}
+
 /// One trace file: its events as columns plus the metadata we use.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -82,6 +92,8 @@ pub struct RankTrace {
     pub op_shapes: Vec<OpShapes>,
     /// `bytes` of memcpy / memset rows, ascending.
     pub copy_bytes: Vec<(u32, u64)>,
+    /// What `cuda_sync` rows (`Event Sync`, `Stream Wait Event`) waited on, by row, ascending.
+    pub sync_waits: Vec<(u32, SyncWait)>,
     /// `deviceProperties` (or `computeProperties`).
     pub devices: Vec<DeviceProperties>,
     /// `distributedInfo`, when present.
@@ -105,6 +117,7 @@ impl RankTrace {
             collective_args: Vec::new(),
             op_shapes: Vec::new(),
             copy_bytes: Vec::new(),
+            sync_waits: Vec::new(),
             devices: Vec::new(),
             distributed: None,
             base_time_ns: None,

@@ -8,7 +8,9 @@
 //!   plus the launch latency (measured when the stream was free, else the
 //!   rank's typical latency).
 //! - Stream order: an activity starts after the previous one on its stream ends.
-//! - Cross-stream: an activity that started later than both its launch and its
+//! - Cross-stream: from the trace's `cuda_sync` rows when it has them (a
+//!   `Stream Wait Event` names the `cudaEventRecord` it waits on); otherwise
+//!   inferred: an activity that started later than both its launch and its
 //!   stream allowed, right when an activity on another stream ended, waits for it.
 //! - Synchronising calls (`*Synchronize`, blocking `cudaMemcpy`) end after the
 //!   GPU work they waited for, plus their measured tail.
@@ -228,6 +230,47 @@ pub fn build(
             }
             if awaited_end > start {
                 g.graph.dur_ns[id as usize] = (end - awaited_end).max(0);
+            }
+        }
+        // What `cuda_sync` rows say they waited on, when the trace records it:
+        // the last activity launched on the recorded stream before the
+        // `cudaEventRecord` call. A `Stream Wait Event` holds the next activity
+        // launched on the waiting stream; an `Event Sync` holds the host call.
+        if !t.sync_waits.is_empty() {
+            let mut call_of: FxHashMap<i64, usize> = FxHashMap::default();
+            for i in 0..ev.len() {
+                if ev.kind[i] == EventKind::Runtime && ev.correlation[i] >= 0 {
+                    call_of.insert(ev.correlation[i], i);
+                }
+            }
+            let on_stream = |stream: i64| streams.iter().find(|rows| rows.first().is_some_and(|&k| ev.tid[k] == stream));
+            for &(row, wait) in &t.sync_waits {
+                let row = row as usize;
+                let Some(&record) = call_of.get(&wait.record_correlation) else { continue };
+                let recorded_at = ev.ts_ns[record];
+                let Some(&awaited) = on_stream(wait.wait_on_stream)
+                    .and_then(|rows| rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= recorded_at)))
+                else {
+                    continue;
+                };
+                let Some(&awaited_id) = tasks.get(&(awaited as u32)) else { continue };
+                let waiter = call_of.get(&ev.correlation[row]).copied();
+                if t.name(row) == "Stream Wait Event" {
+                    let after = waiter.map_or(ev.ts_ns[row], |c| ev.ts_ns[c]);
+                    let next =
+                        on_stream(ev.tid[row]).and_then(|rows| rows.iter().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l >= after)));
+                    if let Some(&next) = next
+                        && ev.ts_ns[next] >= ev.end_ns(awaited)
+                        && let Some(&next_id) = tasks.get(&(next as u32))
+                    {
+                        g.graph.edge(awaited_id, At::End, next_id, At::Start, 0);
+                    }
+                } else if let Some(c) = waiter
+                    && ev.end_ns(c) >= ev.end_ns(awaited)
+                    && let Some(&call_id) = tasks.get(&(c as u32))
+                {
+                    g.graph.edge(awaited_id, At::End, call_id, At::End, ev.end_ns(c) - ev.end_ns(awaited));
+                }
             }
         }
         task_of.push(tasks);

@@ -163,3 +163,44 @@ fn link_overrides_at_the_true_parameters_reproduce_the_measured_transfers() {
     let (slow_alpha, _) = comm(Some(LinkOverride { alpha_us: 500.0, ..truth }));
     assert!(slow_alpha > at_truth);
 }
+
+#[test]
+fn stream_wait_events_from_the_trace_hold_the_waiting_stream() {
+    // Stream 13 waits (cudaStreamWaitEvent) on an event recorded on stream 7
+    // after kernel A. Kernel B on stream 13 started 40 µs after A ended — too
+    // late for the inference to see the wait — but the sync row names it.
+    let x = |cat: &str, name: &str, tid: i64, ts: f64, dur: f64, args: &str| {
+        format!(r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#)
+    };
+    let events = [
+        x("cuda_runtime", "cudaLaunchKernel", 100, 0.0, 5.0, r#""correlation": 1"#),
+        x("kernel", "kernel_a", 7, 10.0, 100.0, r#""stream": 7, "correlation": 1"#),
+        x("cuda_runtime", "cudaEventRecord", 100, 6.0, 2.0, r#""correlation": 2"#),
+        x("cuda_runtime", "cudaStreamWaitEvent", 100, 9.0, 2.0, r#""correlation": 3"#),
+        x(
+            "cuda_sync",
+            "Stream Wait Event",
+            13,
+            10.0,
+            1.0,
+            r#""cuda_sync_kind": "Stream Wait Event", "stream": 13, "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2, "correlation": 3"#,
+        ),
+        x("cuda_runtime", "cudaLaunchKernel", 100, 12.0, 5.0, r#""correlation": 4"#),
+        x("kernel", "kernel_b", 13, 150.0, 50.0, r#""stream": 13, "correlation": 4"#),
+    ];
+    let dir = std::env::temp_dir().join(format!("tracecast-sync-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rank-0.json");
+    std::fs::write(&file, format!(r#"{{"traceEvents": [{}]}}"#, events.join(","))).unwrap();
+    let j = Job::read(dir.clone(), &[file], &ReadOptions::default(), &|_| {});
+    assert_eq!(j.ranks[0].trace.sync_waits.len(), 1);
+    let identity = replay_job(&j, &ReplayOptions::default());
+    assert!(identity.ranks[0].error.abs() < 1e-9, "{}", identity.ranks[0].error);
+    // Kernels three times slower: A ends at 10 + 300; B cannot start before.
+    let mut opts = ReplayOptions::default();
+    opts.scale = Scale { compute: 1.0 / 3.0, ..Scale::default() };
+    let r = replay_job(&j, &opts);
+    let window = r.ranks[0].replayed_step_us;
+    // A alone spans 300 µs, then B 150 µs after it: at least 450 µs of window.
+    assert!(window >= 450.0 - 1e-6, "B did not wait for A: window {window} µs");
+}
