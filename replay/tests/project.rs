@@ -120,3 +120,18 @@ fn fine_tuning_with_frozen_layers_is_cheaper_in_time_and_memory() {
     assert!(most.times.iteration_ms > full.times.iteration_ms / 3.0);
     assert!(project(&model, &c, &Plan::parse("fsdp=8,frozen=32").unwrap(), Task::Train).is_err());
 }
+
+#[test]
+fn fsdp_prefetch_hides_gathers_and_costs_memory() {
+    let model = Transformer::preset("llama2-13b").unwrap();
+    let c = cluster("a100-80gb", 64);
+    let at = |depth: u32| project(&model, &c, &Plan::parse(&format!("fsdp=64,prefetch={depth},recompute")).unwrap(), Task::Train).unwrap();
+    let (none, one, two) = (at(0), at(1), at(2));
+    // Same gathers in all; prefetching overlaps them with compute.
+    assert!((none.times.by_kind_ms["all_gather"] - one.times.by_kind_ms["all_gather"]).abs() < 1e-6);
+    assert!(none.times.exposed_comm_ms > one.times.exposed_comm_ms, "{} vs {}", none.times.exposed_comm_ms, one.times.exposed_comm_ms);
+    assert!(two.times.iteration_ms <= one.times.iteration_ms + 1e-6);
+    // Each layer prefetched is held gathered.
+    assert!(two.memory.weights_gb > one.memory.weights_gb && one.memory.weights_gb > none.memory.weights_gb);
+    assert!(two.plan.contains("prefetch=2"));
+}

@@ -227,11 +227,14 @@ pub struct Plan {
     /// Fine-tuning: this many bottom layers are frozen (no backward, no
     /// gradients, no optimizer state). 0 for pre-training.
     pub frozen: u32,
+    /// FSDP (ZeRO-3) prefetch depth: weights are gathered this many layers
+    /// ahead of the compute that needs them (0: just in time). Default 1.
+    pub prefetch: u32,
 }
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false, frozen: 0 }
+        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false, frozen: 0, prefetch: 1 }
     }
 }
 
@@ -276,9 +279,10 @@ impl Plan {
                 "sp" => p.sp = true,
                 "recompute" => p.recompute = true,
                 "frozen" => p.frozen = num(v)?,
+                "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen, prefetch)"
                     ));
                 }
             }
@@ -313,6 +317,9 @@ impl Plan {
         }
         if self.frozen > 0 {
             parts.push(format!("frozen={}", self.frozen));
+        }
+        if self.zero == 3 && self.prefetch != 1 {
+            parts.push(format!("prefetch={}", self.prefetch));
         }
         parts.join(",")
     }
@@ -645,6 +652,10 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let params_gpu = layer_params_gpu + model.vocab * d / tpf;
     let shard = |stage: u8| if plan.zero >= stage && plan.dp > 1 { dpf } else { 1.0 };
     let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
+    if plan.zero >= 3 && plan.dp > 1 {
+        // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
+        m.weights_gb += f64::from(plan.prefetch + 1) * (model.attention_params() / tpf + mlp_params_gpu) * bytes / 1e9;
+    }
     // Frozen bottom layers keep weights only.
     let trainable_layers = layers_per_stage - f64::from(plan.frozen);
     let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * f64::from(plan.frozen);
@@ -771,10 +782,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     let train = task == Task::Train;
     // Microbatches before the last have no gradient sync (accumulation); with one microbatch only the last runs.
-    let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, train, plan.recompute, train, p2p);
+    let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
     let t_first = if train && plan.microbatches > 1 {
-        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, train, plan.recompute, false, p2p).times()
+        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, false, p2p).times()
     } else {
         t_last.clone()
     };
@@ -855,7 +866,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
 
 /// One microbatch through one pipeline stage: forward, then (training)
 /// backward; `sync` adds the gradient communication of the last microbatch.
-fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, recompute: bool, sync: bool, p2p: f64) -> Timeline {
+#[allow(clippy::too_many_arguments)]
+fn stage_timeline(
+    c: &LayerCosts,
+    layers: usize,
+    frozen: usize,
+    prefetch: usize,
+    train: bool,
+    recompute: bool,
+    sync: bool,
+    p2p: f64,
+) -> Timeline {
     use OpKind::*;
     // Blocks are keyed by (what, layer, pass) without building strings: a
     // search simulates thousands of plans.
@@ -881,19 +902,26 @@ fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, rec
     if p2p > 0.0 {
         add(&mut lanes, "recv", 0, f, SendRecv, p2p, &[]);
     }
-    if c.attn_gather > 0.0 {
-        add(&mut lanes, "attn_ag", 0, f, AllGather, c.attn_gather, &[]);
-    }
-    if c.mlp_gather > 0.0 {
-        add(&mut lanes, "mlp_ag", 0, f, AllGather, c.mlp_gather, &[]);
+    // The first layers' weights (as deep as the prefetch reaches) before anything runs.
+    for l in 0..prefetch.max(1).min(layers) {
+        if c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l, f, AllGather, c.attn_gather, &[]);
+        }
+        if c.mlp_gather > 0.0 && prefetch > 0 {
+            add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[]);
+        }
     }
     let mut prev = [k("recv", 0, f), 0, 0];
     for l in 0..layers {
         // Projections, attention core and norm run back to back: one block.
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
         block(&mut lanes, "attn", l, f, parts, &[prev[0], prev[1], prev[2], k("attn_ag", l, f)]);
-        if l + 1 < layers && c.attn_gather > 0.0 {
-            add(&mut lanes, "attn_ag", l + 1, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
+        // Prefetch: the gather `prefetch` layers ahead; just in time (0): this layer's MLP weights now.
+        if prefetch == 0 && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[k("attn", l, f)]);
+        }
+        if prefetch > 0 && l + prefetch < layers && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l + prefetch, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
         }
         if c.tp_comm > 0.0 {
             add(&mut lanes, "attn_tp", l, f, AllReduce, c.tp_comm, &[k("attn", l, f)]);
@@ -903,8 +931,11 @@ fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, rec
         }
         let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
         block(&mut lanes, "mlp", l, f, parts, &[k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)]);
-        if l + 1 < layers && c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l + 1, f, AllGather, c.mlp_gather, &[k("mlp", l, f)]);
+        if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l + 1, f, AllGather, c.attn_gather, &[k("mlp", l, f)]);
+        }
+        if prefetch > 0 && l + prefetch < layers && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l + prefetch, f, AllGather, c.mlp_gather, &[k("mlp", l, f)]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, f, AllToAll, c.moe_a2a, &[k("mlp", l, f)]);
@@ -924,12 +955,14 @@ fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, rec
     if p2p > 0.0 {
         add(&mut lanes, "recv", 0, b, SendRecv, p2p, &[]);
     }
-    let top = layers.saturating_sub(1);
-    if c.mlp_gather > 0.0 {
-        add(&mut lanes, "mlp_ag", top, b, AllGather, c.mlp_gather, &[]);
-    }
-    if c.attn_gather > 0.0 {
-        add(&mut lanes, "attn_ag", top, b, AllGather, c.attn_gather, &[]);
+    for depth in 0..prefetch.max(1) {
+        let Some(l) = (layers - 1).checked_sub(depth).filter(|l| *l >= frozen) else { break };
+        if c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l, b, AllGather, c.mlp_gather, &[]);
+        }
+        if c.attn_gather > 0.0 && (prefetch > 0 || depth > 0) {
+            add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[]);
+        }
     }
     let mut prev = k("recv", 0, b);
     // Frozen bottom layers need no backward: nothing below them wants a gradient.
@@ -946,8 +979,11 @@ fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, rec
         }
         let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b)];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_f), (Gemm, 0.0)], &deps);
-        if l > frozen && c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
+        if prefetch == 0 && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
+        }
+        if prefetch > 0 && l >= frozen + prefetch && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
         }
         if sync && c.mlp_grad > 0.0 {
             add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[k("mlp", l, b)]);
@@ -960,8 +996,11 @@ fn stage_timeline(c: &LayerCosts, layers: usize, frozen: usize, train: bool, rec
         }
         let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b)];
         block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
-        if l > frozen && c.attn_gather > 0.0 {
-            add(&mut lanes, "attn_ag", l - 1, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
+        if prefetch == 0 && l > frozen && c.mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("attn", l, b)]);
+        }
+        if prefetch > 0 && l >= frozen + prefetch && c.attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l - prefetch, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
         }
         if sync && c.attn_grad > 0.0 {
             add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[k("attn", l, b)]);
