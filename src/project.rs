@@ -2,7 +2,8 @@
 //! and their terminal summaries.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use tracecast_calibrate::catalog::Dtype;
@@ -132,6 +133,189 @@ pub(crate) fn write_perfetto(path: &Path, timeline: &tracecast_replay::workload:
 }
 
 /// A plan from `--parallel`.
-pub(crate) fn plan(spec: &str) -> Result<Plan> {
+pub(crate) fn parse_plan(spec: &str) -> Result<Plan> {
     Plan::parse(spec).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))
+}
+
+fn device_of(profile: Option<&PathBuf>, catalog: &tracecast_calibrate::Catalog) -> Result<Option<tracecast_calibrate::DeviceModel>> {
+    Ok(match profile {
+        Some(p) => Some(tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?),
+        None => None,
+    })
+}
+
+pub(crate) fn run_project(args: crate::ProjectArgs) -> Result<ExitCode> {
+    use tracecast_replay::workload::{llm, madmax};
+    let catalog = crate::catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let (projection, timeline) = if let Some(files) = &args.madmax {
+        let (m, s, t) = madmax::read_configs(&files[0], &files[1], &files[2])?;
+        match args.assumptions {
+            crate::AssumptionsArg::Madmax => {
+                let run = madmax::run(&m, &s, &t)?;
+                (run.projection(&m, &s, &t), run.timeline)
+            }
+            crate::AssumptionsArg::Tracecast if m.kind == "DLRM" => {
+                use tracecast_replay::workload::dlrm;
+                let model = dlrm::Dlrm::from_madmax(&m).map_err(anyhow::Error::msg)?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let mut plan = dlrm::DlrmPlan::from_madmax(&t).map_err(|e| anyhow::anyhow!("{}: {e}", files[2].display()))?;
+                if let Some(sh) = &args.sharding {
+                    plan.sharding = dlrm::Sharding::parse(sh).map_err(anyhow::Error::msg)?;
+                }
+                dlrm::project(&model, &cluster, &plan, t.kind != "inference")?
+            }
+            crate::AssumptionsArg::Tracecast => {
+                let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files[0].display()))?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let (mut plan, task) = llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files[2].display()))?;
+                if let Some(spec) = &args.parallel {
+                    plan = parse_plan(spec)?;
+                }
+                llm::project_timeline(&model, &cluster, &plan, task)?
+            }
+        }
+    } else {
+        anyhow::ensure!(
+            args.assumptions == crate::AssumptionsArg::Tracecast,
+            "--assumptions madmax needs the MAD-Max files: --madmax MODEL SYSTEM TASK"
+        );
+        let (Some(m), Some(sys)) = (&args.model, &args.system) else {
+            anyhow::bail!("give --model and --system (or --madmax MODEL SYSTEM TASK)")
+        };
+        let model = model(m)?;
+        let cluster = cluster(sys, args.gpus, model.bytes, &catalog, device.as_ref())?;
+        let seq = model.seq as u32;
+        let (plan, task) = if Path::new(&args.task).exists() {
+            let text = std::fs::read(&args.task)?;
+            let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
+            llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
+        } else {
+            let task = task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+            let default = if task == llm::Task::Train {
+                format!("fsdp={}", cluster.gpus)
+            } else {
+                let tp = cluster.gpus_per_node.min(cluster.gpus);
+                format!("tp={tp},dp={}", cluster.gpus / tp.max(1))
+            };
+            (parse_plan(args.parallel.as_deref().unwrap_or(&default))?, task)
+        };
+        let plan = match &args.parallel {
+            Some(spec) => parse_plan(spec)?,
+            None => plan,
+        };
+        llm::project_timeline(&model, &cluster, &plan, task)?
+    };
+    if !args.quiet {
+        print(&mut std::io::stdout().lock(), &projection)?;
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &projection)?;
+    }
+    if let Some(path) = &args.perfetto {
+        write_perfetto(path, &timeline, &format!("{} on {}", projection.model, projection.system))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
+    use tracecast_replay::workload::search;
+    let catalog = crate::catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let model = model(&args.model)?;
+    let cluster = cluster(&args.system, args.gpus, model.bytes, &catalog, device.as_ref())?;
+    let seq = model.seq as u32;
+    let task = task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+    let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    let started = std::time::Instant::now();
+    let result = search::search(&model, &cluster, task, &space);
+    let elapsed = started.elapsed().as_secs_f64();
+    // The front: the best plan at each power-of-two GPU count from one node up.
+    let mut counts = Vec::new();
+    let mut n = cluster.gpus_per_node.min(cluster.gpus).max(1);
+    while n < cluster.gpus {
+        counts.push(n);
+        n *= 2;
+    }
+    counts.push(cluster.gpus);
+    let front =
+        if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "{} on {} — {}: {} plans simulated, {} rejected (degrees that do not divide or memory that does not fit), {:.2} s",
+            model.name,
+            cluster.name,
+            task.as_str(),
+            result.simulated,
+            result.rejected,
+            elapsed
+        )?;
+        writeln!(out, "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10}", "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB")?;
+        for (i, p) in result.ranked.iter().take(args.top).enumerate() {
+            writeln!(
+                out,
+                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1}",
+                i + 1,
+                p.plan,
+                p.times.iteration_ms,
+                p.throughput,
+                100.0 * p.times.exposed_comm_ms / p.times.iteration_ms.max(1e-12),
+                p.memory_gb_per_gpu
+            )?;
+        }
+        match (&result.baseline, result.speedup_over_baseline) {
+            (Some(b), Some(x)) => {
+                writeln!(out, "Baseline plain FSDP ({}): {:.2} samples/s; the best plan is {x:.2}× faster", b.plan, b.throughput)?
+            }
+            _ => writeln!(out, "Baseline plain FSDP (tp=1, pp=1): no such plan fits in memory")?,
+        }
+        if result.ranked.is_empty() {
+            writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;
+        }
+        for p in front.iter().filter(|p| p.pareto) {
+            writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
+        }
+    }
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            simulated: usize,
+            rejected: usize,
+            best: Option<&'a tracecast_replay::workload::Projection>,
+            baseline: &'a Option<tracecast_replay::workload::Projection>,
+            speedup_over_baseline: Option<f64>,
+            ranked: &'a [tracecast_replay::workload::Projection],
+            front: &'a [search::FrontPoint],
+        }
+        let top = &result.ranked[..result.ranked.len().min(args.top.max(1) * 10)];
+        write_json(
+            path,
+            &Doc {
+                simulated: result.simulated,
+                rejected: result.rejected,
+                best: result.ranked.first(),
+                baseline: &result.baseline,
+                speedup_over_baseline: result.speedup_over_baseline,
+                ranked: top,
+                front: &front,
+            },
+        )?;
+    }
+    if let Some(dir) = &args.plots {
+        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front);
+        for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
+            if !args.quiet {
+                println!("wrote {}", f.display());
+            }
+        }
+    }
+    Ok(if result.ranked.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::Result;
 use tracecast_calibrate::diff::{Delta, TraceDiff, diff_jobs};
@@ -131,4 +132,51 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
     bytes.push(b'\n');
     tracecast_ingest::output::write_atomic(path, &bytes)?;
     Ok(())
+}
+
+pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
+    let classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    let catalog = crate::catalog_with(&args.hw)?;
+    let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
+    let projection = (target.is_some() || scale != tracecast_replay::Scale::default()).then(|| {
+        let mut o = tracecast_replay::ReplayOptions::default();
+        o.scale = scale;
+        o.target = target.clone();
+        (projection_label(args.target.as_deref(), scale), o)
+    });
+    let mut analyze = AnalyzeOptions::default();
+    analyze.classifier = classifier.clone();
+    analyze.job_gpus = args.job_gpus;
+    analyze.job_hours = args.job_hours;
+    let mut jobs = Vec::new();
+    let failed = crate::for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
+    anyhow::ensure!(!jobs.is_empty(), "no readable trace: nothing to report");
+    let plan = ReportPlan { classifier: &classifier, catalog: &catalog, analyze: &analyze, projection, gpus_per_node: args.gpus_per_node };
+    write(&jobs, &plan, &args.out)?;
+    if !args.inputs.quiet {
+        println!("wrote {}", args.out.display());
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
+    let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    let mut analyze = AnalyzeOptions::default();
+    analyze.classifier = classifier.clone();
+    let mut jobs = Vec::new();
+    let mut failed = false;
+    for p in [&args.a, &args.b] {
+        failed |= crate::for_each_job(std::slice::from_ref(p), false, args.quiet, false, |job| jobs.push(job))?;
+    }
+    let [a, b] = jobs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
+    let (aa, ba) = (analyze_job(a, &analyze), analyze_job(b, &analyze));
+    let d = tracecast_calibrate::diff::diff_jobs((a, &aa), (b, &ba), &classifier, args.top);
+    if !args.quiet {
+        print_diff(&mut std::io::stdout().lock(), &d)?;
+    }
+    if let Some(path) = &args.json {
+        write_diff_json(path, &d)?;
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
