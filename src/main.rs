@@ -43,7 +43,7 @@ enum Command {
     Synth(SynthArgs),
     /// The hardware catalog: `hw list`, `hw show ID`.
     Hw(HwArgs),
-    /// Analyze the bundled demo job (a synthetic 4-rank data-parallel run).
+    /// Analyze the bundled demo job (a synthetic 4-rank data-parallel run) and write its HTML report.
     Demo,
 }
 

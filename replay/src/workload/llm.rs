@@ -412,7 +412,7 @@ impl Transformer {
             "ViT" if m.patch_dim > 0.0 => ((m.image_size / m.patch_dim).ceil().powi(2), m.patch_dim * m.patch_dim * 3.0),
             other => {
                 return Err(format!(
-                    "tracecast's own model covers transformer models (LLM, LLM_MoE, ViT), not {other}: use --assumptions madmax"
+                    "tracecast's own models cover transformers (LLM, LLM_MoE, ViT) and plain DLRMs, not {other}: use --assumptions madmax"
                 ));
             }
         };
