@@ -231,3 +231,17 @@ fn synth_from_a_workload_model_and_profile_calibrates_back_to_the_profile() {
         }
     }
 }
+
+#[test]
+fn every_shared_trace_gets_a_report() {
+    // One page with a section per trace: whatever the trace holds (no GPU,
+    // no steps, no collectives, MTIA, ROCm), the page is written, never a panic.
+    let dir = scratch("report-all");
+    let traces = all_shared_traces();
+    let out = dir.join("all.html");
+    let o = bin().args(["report", "--quiet", "--each", "--out"]).arg(&out).args(&traces).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<h2>Job ").count(), traces.len());
+}
