@@ -295,6 +295,9 @@ struct ReportArgs {
     /// GPUs per node (default: the GPU's node preset, else 8).
     #[arg(long)]
     gpus_per_node: Option<u32>,
+    /// Also write every chart of the page as SVG and PNG files into DIR.
+    #[arg(long, value_name = "DIR")]
+    png: Option<PathBuf>,
     /// Extra hardware catalog file (TOML).
     #[arg(long, value_name = "FILE")]
     hw: Vec<PathBuf>,
@@ -865,6 +868,7 @@ fn demo() -> Result<ExitCode> {
         analyze: &opts,
         projection: Some((report::projection_label(None, what_if.scale), what_if)),
         gpus_per_node: None,
+        png_dir: None,
     };
     let out = PathBuf::from(DEMO_REPORT);
     report::write(std::slice::from_ref(&job), &plan, &out)?;

@@ -20,6 +20,8 @@ pub(crate) struct ReportPlan<'a> {
     /// Replay options of the projection (target and/or speed-ups), with its label.
     pub(crate) projection: Option<(String, ReplayOptions)>,
     pub(crate) gpus_per_node: Option<u32>,
+    /// Also write every chart as SVG and PNG here.
+    pub(crate) png_dir: Option<std::path::PathBuf>,
 }
 
 /// Everything computed for one job.
@@ -49,7 +51,7 @@ fn section(job: &Job, plan: &ReportPlan<'_>) -> Section {
 }
 
 /// Writes the report of `jobs` (the diff of the first two when there are two) to `out`.
-pub(crate) fn write(jobs: &[Job], plan: &ReportPlan<'_>, out: &Path) -> Result<()> {
+pub(crate) fn write(jobs: &[Job], plan: &ReportPlan<'_>, out: &Path) -> Result<Vec<std::path::PathBuf>> {
     let sections: Vec<Section> = jobs.iter().map(|j| section(j, plan)).collect();
     let diff = match (jobs, sections.as_slice()) {
         ([a, b], [sa, sb]) => Some(diff_jobs((a, &sa.analysis), (b, &sb.analysis), plan.classifier, 25)),
@@ -71,9 +73,9 @@ pub(crate) fn write(jobs: &[Job], plan: &ReportPlan<'_>, out: &Path) -> Result<(
             .collect(),
         diff: diff.as_ref(),
         generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
+        png_dir: plan.png_dir.clone(),
     };
-    write_report(&report, out)?;
-    Ok(())
+    Ok(write_report(&report, out)?)
 }
 
 /// A label for a projection: the target and the speed-ups.
@@ -152,10 +154,20 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     let mut jobs = Vec::new();
     let failed = crate::for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
     anyhow::ensure!(!jobs.is_empty(), "no readable trace: nothing to report");
-    let plan = ReportPlan { classifier: &classifier, catalog: &catalog, analyze: &analyze, projection, gpus_per_node: args.gpus_per_node };
-    write(&jobs, &plan, &args.out)?;
+    let plan = ReportPlan {
+        classifier: &classifier,
+        catalog: &catalog,
+        analyze: &analyze,
+        projection,
+        gpus_per_node: args.gpus_per_node,
+        png_dir: args.png.clone(),
+    };
+    let charts = write(&jobs, &plan, &args.out)?;
     if !args.inputs.quiet {
         println!("wrote {}", args.out.display());
+        for f in charts {
+            println!("wrote {}", f.display());
+        }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

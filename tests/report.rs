@@ -38,9 +38,18 @@ fn assert_self_contained(html: &str) {
 #[test]
 fn report_of_the_synthetic_job_has_every_chart() {
     let dir = scratch("report-demo");
-    let html = report(&[&demo()], &["--scale", "link=2", "--job-gpus", "1024", "--job-hours", "24"], &dir.join("r.html"));
+    let charts = dir.join("charts");
+    let html = report(
+        &[&demo()],
+        &["--scale", "link=2", "--job-gpus", "1024", "--job-hours", "24", "--png", charts.to_str().unwrap()],
+        &dir.join("r.html"),
+    );
     assert_self_contained(&html);
     let caps = captions(&html);
+    // On request, every chart also as SVG and PNG files.
+    let files: Vec<_> = std::fs::read_dir(&charts).unwrap().map(|e| e.unwrap().path()).collect();
+    let count = |ext: &str| files.iter().filter(|f| f.extension().is_some_and(|e| e == ext)).count();
+    assert_eq!((count("svg"), count("png")), (caps.len(), caps.len()));
     for want in [
         "GPU time by rank",
         "GPU time per step",

@@ -47,6 +47,8 @@ pub struct Report<'a> {
     pub diff: Option<&'a TraceDiff>,
     /// Line at the foot of the page (tool and version).
     pub generator: String,
+    /// Also write every chart as SVG and PNG files into this directory.
+    pub png_dir: Option<std::path::PathBuf>,
 }
 
 /// Kinds of the timeline, in legend order.
@@ -203,11 +205,27 @@ fn inline_svg(chart: &impl Chart) -> Result<String, Error> {
 struct Page {
     html: String,
     figures: usize,
+    png_dir: Option<std::path::PathBuf>,
+    files: Vec<std::path::PathBuf>,
 }
 
 impl Page {
     fn figure(&mut self, title: &str, chart: &impl Chart, note: Option<&str>) -> Result<(), Error> {
         self.figures += 1;
+        if let Some(dir) = &self.png_dir {
+            // fig03-gpu-time-by-rank: numbered in page order, named after the title.
+            let slug: String = title
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+                .collect::<String>()
+                .split('-')
+                .filter(|w| !w.is_empty())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join("-");
+            let files = crate::chart::write_chart(chart, &dir.join(format!("fig{:02}-{slug}", self.figures)))?;
+            self.files.extend(files);
+        }
         let _ = write!(self.html, "<figure id=\"fig{}\">{}<figcaption>{}", self.figures, inline_svg(chart)?, esc(title));
         if let Some(n) = note {
             let _ = write!(self.html, " <span class=\"note\">{}</span>", esc(n));
@@ -529,7 +547,12 @@ const v=r=>{const t=r.cells[i].textContent,n=parseFloat(t);return isNaN(n)?t:n};
 
 /// The page as HTML text.
 pub fn render_html(report: &Report<'_>) -> Result<String, Error> {
-    let mut page = Page { html: String::new(), figures: 0 };
+    render(report).map(|p| p.0)
+}
+
+/// The page and the chart files written beside it (with `png_dir`).
+fn render(report: &Report<'_>) -> Result<(String, Vec<std::path::PathBuf>), Error> {
+    let mut page = Page { html: String::new(), figures: 0, png_dir: report.png_dir.clone(), files: Vec::new() };
     page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let title = match report.jobs.as_slice() {
         [one] => format!("tracecast report — {}", one.analysis.path),
@@ -543,12 +566,13 @@ pub fn render_html(report: &Report<'_>) -> Result<String, Error> {
         job_section(&mut page, j, i)?;
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
-    Ok(page.html)
+    Ok((page.html, page.files))
 }
 
-/// Writes the page to `path` atomically.
-pub fn write_report(report: &Report<'_>, path: &Path) -> Result<(), Error> {
-    let html = render_html(report)?;
+/// Writes the page to `path` atomically; returns the chart files written
+/// beside it (SVG and PNG, with `png_dir`).
+pub fn write_report(report: &Report<'_>, path: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
+    let (html, files) = render(report)?;
     tracecast_ingest::output::write_atomic(path, html.as_bytes())?;
-    Ok(())
+    Ok(files)
 }
