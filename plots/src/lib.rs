@@ -1,12 +1,15 @@
 //! # tracecast-plots
 //!
 //! Draws what users would rather look at than read, as SVG (for pages) and
-//! PNG: the calibration fits ([`fits`]: time against work per kernel class
-//! with the fitted line, bus bandwidth against message size per collective
-//! with the fitted α-β curve) and the per-rank GPU-time breakdown
-//! ([`breakdown`]). Text uses an embedded DejaVu Sans, so no system font
-//! libraries are needed. This crate only reads the output types of the crates
-//! below it.
+//! PNG: the calibration fits ([`fits`]: achieved throughput against work per
+//! kernel class with the fitted curve and the peak, bus bandwidth against
+//! message size per collective with the fitted α-β curve, the Pareto front of
+//! a plan search), the GPU-time breakdown per rank and per step
+//! ([`breakdown`], on [`bars`]), the GPU timeline of a step ([`timeline`]),
+//! and the self-contained HTML page that gathers them with tables and a diff
+//! of two runs ([`report`]). Text uses an embedded DejaVu Sans, so no system
+//! font libraries are needed. This crate only reads the output types of the
+//! crates below it.
 //!
 //! ```
 //! let dir = std::env::temp_dir().join(format!("tracecast-plots-doc-{}", std::process::id()));

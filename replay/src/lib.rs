@@ -6,9 +6,11 @@
 //! deterministic discrete-event simulator ([`sim`]); [`replay()`] replays a job
 //! with its measured durations (the identity that tests the graph) or with
 //! compute, memory and link speed-ups, sums up its [`critical`] path and
-//! writes the timeline for Perfetto ([`perfetto`]). Projection onto other GPUs, other
-//! cluster sizes and analytical workload models build on the same simulator
-//! (DESIGN §5).
+//! writes the timeline for Perfetto ([`perfetto`]); it also projects a trace
+//! onto another GPU (a calibration profile's fits), other link α-β and other
+//! data-parallel sizes. The analytical [`workload`] models (MAD-Max's, and
+//! tracecast's own transformer and DLRM models) and the plan search turn model
+//! descriptions into graphs for the same simulator (DESIGN §5).
 //!
 //! ```
 //! use tracecast_replay::sim::{simulate, At, Graph};
