@@ -181,19 +181,19 @@ struct ProjectArgs {
     #[arg(long, value_name = "GPU|F")]
     system: Option<String>,
     /// GPUs of the system.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     gpus: Option<u32>,
     /// train, prefill, decode, or a MAD-Max task file.
     #[arg(long, value_name = "TASK|F", default_value = "train")]
     task: String,
     /// Sequences per replica (inference).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
     /// Prompt tokens (prefill; default: the model's sequence length).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     prompt: Option<u32>,
     /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     context: Option<u32>,
     /// Parallelization: `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`, `ep=8`.
     #[arg(long, value_name = "SPEC")]
@@ -233,7 +233,7 @@ struct SearchArgs {
     #[arg(long, value_name = "GPU|F")]
     system: String,
     /// GPUs.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     gpus: Option<u32>,
     /// train, prefill or decode.
     #[arg(long, default_value = "train")]
@@ -242,13 +242,13 @@ struct SearchArgs {
     #[arg(long, value_name = "N")]
     gbs: Option<u32>,
     /// Sequences per replica (inference).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
     /// Prompt tokens (prefill).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     prompt: Option<u32>,
     /// Context tokens (decode).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     context: Option<u32>,
     /// Calibration profile of the GPU.
     #[arg(long, value_name = "P.json")]

@@ -42,9 +42,17 @@ pub(crate) fn cluster(
         }
         return Ok(c);
     }
-    let dtype = if bytes_per_param >= 4.0 { Dtype::Tf32 } else { Dtype::Bf16 };
     let n = gpus.context("--system GPU needs --gpus N (how many)")?;
-    Cluster::from_catalog(catalog, spec, n, dtype, device).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
+    // 16-bit models run in BF16 where the GPU has it, else FP16 (V100); 32-bit in TF32, else FP32.
+    let dtypes: &[Dtype] = if bytes_per_param >= 4.0 { &[Dtype::Tf32, Dtype::Fp32] } else { &[Dtype::Bf16, Dtype::Fp16] };
+    let mut last = None;
+    for &dtype in dtypes {
+        match Cluster::from_catalog(catalog, spec, n, dtype, device) {
+            Ok(c) => return Ok(c),
+            Err(e) => last = Some(e),
+        }
+    }
+    anyhow::bail!("--system {spec}: {}", last.unwrap_or_default())
 }
 
 /// The task from `--task` (train, prefill, decode, or a MAD-Max task file).
@@ -272,10 +280,12 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
             )?;
         }
         match (&result.baseline, result.speedup_over_baseline) {
-            (Some(b), Some(x)) => {
-                writeln!(out, "Baseline plain FSDP ({}): {:.2} samples/s; the best plan is {x:.2}× faster", b.plan, b.throughput)?
-            }
-            _ => writeln!(out, "Baseline plain FSDP (tp=1, pp=1): no such plan fits in memory")?,
+            (Some(b), Some(x)) => writeln!(
+                out,
+                "Baseline {} ({}): {:.2} samples/s; the best plan is {x:.2}× faster",
+                result.baseline_name, b.plan, b.throughput
+            )?,
+            _ => writeln!(out, "Baseline {} (tp=1, pp=1): no such plan fits in memory", result.baseline_name)?,
         }
         if result.ranked.is_empty() {
             writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;

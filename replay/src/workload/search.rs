@@ -36,7 +36,10 @@ pub struct SearchResult {
     pub rejected: usize,
     /// The feasible plans, best first.
     pub ranked: Vec<Projection>,
-    /// The best plain-FSDP plan (tp=1, pp=1, ZeRO-3), when one fits.
+    /// What the baseline is: plain FSDP (training) or plain data parallelism (inference).
+    pub baseline_name: &'static str,
+    /// The best baseline plan (tp=1, pp=1; ZeRO-3 for training, replicas without
+    /// expert parallelism for inference), when one fits.
     pub baseline: Option<Projection>,
     /// Throughput of the best plan over the baseline's.
     pub speedup_over_baseline: Option<f64>,
@@ -103,13 +106,23 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         }
     }
     ranked.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.cmp(&b.plan)));
-    let baseline =
-        ranked.iter().find(|p| p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"))).cloned();
+    let train = task == Task::Train;
+    let baseline_name = if train { "plain FSDP" } else { "plain data parallelism" };
+    let baseline = ranked
+        .iter()
+        .find(|p| {
+            if train {
+                p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"))
+            } else {
+                p.plan.starts_with("tp=1,pp=1,dp=") && !p.plan.contains("ep=")
+            }
+        })
+        .cloned();
     let speedup_over_baseline = match (ranked.first(), &baseline) {
         (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
         _ => None,
     };
-    SearchResult { simulated, rejected, ranked, baseline, speedup_over_baseline }
+    SearchResult { simulated, rejected, ranked, baseline_name, baseline, speedup_over_baseline }
 }
 
 /// One point of the front: the best plan at a GPU count.
