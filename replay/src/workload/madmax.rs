@@ -832,31 +832,8 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
                 embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &[at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")])?;
         }
         if !freeze_bot {
-            for l in (0..nb).rev() {
-                if fsdp {
-                    lanes.add(at("MLPBot", l, "_b_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPBot", l + 2, "_b")]);
-                }
-                let mut deps = vec![at("MLPBot", l, "_b_c_wgt_ag")];
-                if l == nb - 1 {
-                    deps.extend([at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")]);
-                } else {
-                    deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
-                }
-                lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
-                gradient_comm(
-                    &mut lanes,
-                    &mlp,
-                    layer_params,
-                    bytes,
-                    mlp_shard,
-                    rates,
-                    true,
-                    &at("MLPBot", l, "_b"),
-                    act_bytes,
-                    Some(l % 2 == 0),
-                    None,
-                )?;
-            }
+            let mlp_b = BottomMlp { levels: &mlp, layers: nb, fsdp, gather, t_layer, layer_params, bytes, shard: mlp_shard, act_bytes };
+            mlp_b.backward(&mut lanes, rates, |l| at("MLPBot", l + 2, "_b"))?;
         }
         if !freeze_emb {
             lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
@@ -866,6 +843,54 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
     let emb_params = m.num_tables * m.entries_per_table * m.emb_dim;
     let weight_bytes = mlp_params * bytes / mlp_shard + emb_params * m.bytes_per_emb_param / emb_shard;
     Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
+}
+
+/// A DLRM's bottom MLP, for its backward pass.
+struct BottomMlp<'a> {
+    levels: &'a [Level],
+    layers: isize,
+    fsdp: bool,
+    gather: f64,
+    t_layer: f64,
+    layer_params: f64,
+    bytes: f64,
+    shard: f64,
+    act_bytes: f64,
+}
+
+impl BottomMlp<'_> {
+    /// Layers top-down after the top MLP's backward: each one's FSDP weight
+    /// gather (waiting for `gather_after(layer)`), its GEMMs, its gradient and
+    /// TP traffic.
+    fn backward(&self, lanes: &mut Lanes, rates: &Rates, gather_after: impl Fn(isize) -> String) -> Result<()> {
+        for l in (0..self.layers).rev() {
+            if self.fsdp {
+                lanes.add(at("MLPBot", l, "_b_c_wgt_ag"), OpKind::AllGather, self.gather, &[gather_after(l)]);
+            }
+            let mut deps = vec![at("MLPBot", l, "_b_c_wgt_ag")];
+            if l == self.layers - 1 {
+                deps.extend([at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")]);
+            } else {
+                deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
+            }
+            lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * self.t_layer, &deps);
+            let op = at("MLPBot", l, "_b");
+            gradient_comm(
+                lanes,
+                self.levels,
+                self.layer_params,
+                self.bytes,
+                self.shard,
+                rates,
+                true,
+                &op,
+                self.act_bytes,
+                Some(l % 2 == 0),
+                None,
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// DLRM with transformer layers over the bottom MLP's output and the
@@ -1092,39 +1117,27 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
                 embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &["Attn0_b".to_string(), "Attn0_b_c_act_ar".to_string()])?;
         }
         if !freeze_bot {
-            for l in (0..nb).rev() {
-                if mlp_fsdp {
-                    // MAD-Max's choice of what the gather waits for (a loop variable carried over).
-                    let dep = if l == nb - 1 {
-                        "TransformerFC0_b".to_string()
-                    } else if l == nb - 2 {
-                        if nb == 2 { "Attn0_b".to_string() } else { "MLPTop0_b".to_string() }
-                    } else {
-                        at("MLPBot", l + 2, "_b")
-                    };
-                    lanes.add(at("MLPBot", l, "_b_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[dep]);
-                }
-                let mut deps = vec![at("MLPBot", l, "_b_c_wgt_ag")];
+            let mlp_b = BottomMlp {
+                levels: &mlp,
+                layers: nb,
+                fsdp: mlp_fsdp,
+                gather: mlp_gather,
+                t_layer,
+                layer_params,
+                bytes,
+                shard: mlp_shard,
+                act_bytes: mlp_act,
+            };
+            // MAD-Max's choice of what each gather waits for (a loop variable carried over).
+            mlp_b.backward(&mut lanes, rates, |l| {
                 if l == nb - 1 {
-                    deps.extend(["MLPTop0_b".to_string(), "MLPTop0_b_c_act_ar".to_string()]);
+                    "TransformerFC0_b".to_string()
+                } else if l == nb - 2 {
+                    if nb == 2 { "Attn0_b".to_string() } else { "MLPTop0_b".to_string() }
                 } else {
-                    deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
+                    at("MLPBot", l + 2, "_b")
                 }
-                lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
-                gradient_comm(
-                    &mut lanes,
-                    &mlp,
-                    layer_params,
-                    bytes,
-                    mlp_shard,
-                    rates,
-                    true,
-                    &at("MLPBot", l, "_b"),
-                    mlp_act,
-                    Some(l % 2 == 0),
-                    None,
-                )?;
-            }
+            })?;
         }
         if !freeze_emb {
             lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
