@@ -66,8 +66,9 @@ fn report_of_the_synthetic_job_has_every_chart() {
     assert_eq!(html.matches("<svg").count(), caps.len());
     assert!(html.contains("of GPU time was communication with nothing overlapping it:"));
     assert!(html.contains("GPU-hours on this job (1024 GPUs"));
-    // Tables can be sorted.
+    // Tables can be sorted; the replay says what bounds the step.
     assert!(html.contains("class=\"sortable\""));
+    assert!(html.contains("The critical path (the chain of dependencies that sets the last GPU end) is"));
 }
 
 #[test]

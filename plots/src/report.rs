@@ -425,6 +425,21 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
 
     if let Some(r) = j.replay {
         page.html.push_str("<h3>Replay</h3>");
+        // What bounds the step: the chain of dependencies that ends last.
+        let c = &r.critical_path;
+        if c.total_us > 0.0 {
+            let pct = |v: f64| 100.0 * v / c.total_us;
+            let words = format!(
+                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {:.1} %, communication {:.1} %, memory copies {:.1} %, CPU {:.1} %, launch latency and waits {:.1} %. Speeding up what is not on it does not shorten the step.",
+                c.total_us / 1000.0,
+                pct(c.compute_us),
+                pct(c.comm_us),
+                pct(c.memory_us),
+                pct(c.cpu_us),
+                pct(c.launch_us)
+            );
+            let _ = write!(page.html, "<p>{}</p>", esc(&words));
+        }
         let chart = Bars {
             title: format!("Measured and replayed step time per rank (speed-up {:.3}×)", r.speedup),
             x_label: "rank".into(),
