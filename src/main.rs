@@ -743,16 +743,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
             }
             let c = &r.critical_path;
             if c.total_us > 0.0 {
-                let pct = |v: f64| 100.0 * v / c.total_us;
+                let [compute, comm, memory, cpu, launch] = c.percent();
                 writeln!(
                     out,
-                    "Critical path {:.3} ms: compute {:.1} %, communication {:.1} %, memory {:.1} %, CPU {:.1} %, launch/waits {:.1} %",
-                    c.total_us / 1000.0,
-                    pct(c.compute_us),
-                    pct(c.comm_us),
-                    pct(c.memory_us),
-                    pct(c.cpu_us),
-                    pct(c.launch_us)
+                    "Critical path {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory {memory:.1} %, CPU {cpu:.1} %, launch/waits {launch:.1} %",
+                    c.total_us / 1000.0
                 )?;
             }
             for n in &r.notes {

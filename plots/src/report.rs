@@ -114,33 +114,23 @@ pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, St
             let (s, e) = window.map_or((s, e), |w| (s.max(w.start_ns), e.min(w.end_ns)));
             by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push((s as f64 / 1e3, e as f64 / 1e3, kind));
         }
+        // Ranks' clocks differ: each lane is shown from its rank's own step start.
+        let origin = by_stream.values().flatten().map(|s| s.0).fold(f64::INFINITY, f64::min);
         for ((_, stream), mut spans) in by_stream {
             if lanes.len() >= MAX_LANES {
                 left_out += 1;
                 continue;
             }
             spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for s in &mut spans {
+                s.0 -= origin;
+                s.1 -= origin;
+            }
             lanes.push(Lane { label: format!("rank {} · stream {stream}", r.rank), spans });
         }
     }
     if lanes.is_empty() {
         return None;
-    }
-    // Ranks' clocks differ: each lane is shown from its rank's own step start.
-    let mut by_rank_start: BTreeMap<String, f64> = BTreeMap::new();
-    for l in &lanes {
-        let rank = l.label.split(" · ").next().unwrap_or_default().to_string();
-        let s = l.spans.first().map_or(f64::INFINITY, |s| s.0);
-        let e = by_rank_start.entry(rank).or_insert(f64::INFINITY);
-        *e = e.min(s);
-    }
-    for l in &mut lanes {
-        let rank = l.label.split(" · ").next().unwrap_or_default().to_string();
-        let origin = by_rank_start[&rank];
-        for s in &mut l.spans {
-            s.0 -= origin;
-            s.1 -= origin;
-        }
     }
     let what = chosen.map_or("the whole GPU window".to_string(), |n| format!("step {n}"));
     let mut t =
@@ -428,15 +418,10 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
         // What bounds the step: the chain of dependencies that ends last.
         let c = &r.critical_path;
         if c.total_us > 0.0 {
-            let pct = |v: f64| 100.0 * v / c.total_us;
+            let [compute, comm, memory, cpu, launch] = c.percent();
             let words = format!(
-                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {:.1} %, communication {:.1} %, memory copies {:.1} %, CPU {:.1} %, launch latency and waits {:.1} %. Speeding up what is not on it does not shorten the step.",
-                c.total_us / 1000.0,
-                pct(c.compute_us),
-                pct(c.comm_us),
-                pct(c.memory_us),
-                pct(c.cpu_us),
-                pct(c.launch_us)
+                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency and waits {launch:.1} %. Speeding up what is not on it does not shorten the step.",
+                c.total_us / 1000.0
             );
             let _ = write!(page.html, "<p>{}</p>", esc(&words));
         }

@@ -27,6 +27,15 @@ pub struct CriticalPath {
     pub events: usize,
 }
 
+impl CriticalPath {
+    /// Shares of the path, percent: compute, communication, memory, CPU,
+    /// launch latency and waits (zeros for an empty path).
+    pub fn percent(&self) -> [f64; 5] {
+        let pct = |v: f64| if self.total_us > 0.0 { 100.0 * v / self.total_us } else { 0.0 };
+        [pct(self.compute_us), pct(self.comm_us), pct(self.memory_us), pct(self.cpu_us), pct(self.launch_us)]
+    }
+}
+
 /// Follows the binding edges back from the latest GPU end and adds up the time.
 pub fn critical_path(eg: &ExecGraph, s: &Schedule) -> (CriticalPath, Vec<u32>) {
     let last = eg

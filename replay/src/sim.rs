@@ -95,6 +95,13 @@ pub struct Schedule {
 pub const NO_EVENT: u32 = u32::MAX;
 
 impl Schedule {
+    /// Task starts and ends from the times of events 2·t (start) and 2·t + 1 (end).
+    fn from_events(time: &[i64], binding: Vec<u32>, unscheduled: usize) -> Schedule {
+        let start_ns: Vec<i64> = time.iter().step_by(2).copied().collect();
+        let end_ns: Vec<i64> = time.iter().skip(1).step_by(2).zip(&start_ns).map(|(e, s)| (*e).max(*s)).collect();
+        Schedule { start_ns, end_ns, unscheduled, binding }
+    }
+
     /// The chain of events that determined the time of `event`, latest first.
     pub fn critical_path(&self, event: u32) -> Vec<u32> {
         let mut path = vec![event];
@@ -166,25 +173,6 @@ pub fn simulate(g: &Graph) -> Schedule {
     for t in 0..n {
         time[2 * t] = g.release_ns[t];
     }
-    // A graph whose every edge runs forward in event order (generated
-    // workloads, built in program order) is already topologically sorted:
-    // its events fire in index order without a queue, O(E).
-    if g.edges.iter().all(|e| idx(e.from, e.from_at) < idx(e.to, e.to_at)) {
-        for i in 0..ev {
-            let t = time[i];
-            for &(to, lag) in &out[count[i] as usize..count[i + 1] as usize] {
-                let to = to as usize;
-                let at = t.saturating_add(lag);
-                if at > time[to] {
-                    time[to] = at;
-                    binding[to] = i as u32;
-                }
-            }
-        }
-        let start_ns: Vec<i64> = (0..n).map(|t| time[2 * t]).collect();
-        let end_ns: Vec<i64> = (0..n).map(|t| time[2 * t + 1].max(start_ns[t])).collect();
-        return Schedule { start_ns, end_ns, unscheduled: 0, binding };
-    }
     let mut heap: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
     for (i, d) in indeg.iter().enumerate() {
         if *d == 0 {
@@ -208,9 +196,7 @@ pub fn simulate(g: &Graph) -> Schedule {
             }
         }
     }
-    let start_ns: Vec<i64> = (0..n).map(|t| time[2 * t]).collect();
-    let end_ns: Vec<i64> = (0..n).map(|t| time[2 * t + 1].max(start_ns[t])).collect();
-    Schedule { start_ns, end_ns, unscheduled: (ev - fired) / 2, binding }
+    Schedule::from_events(&time, binding, (ev - fired) / 2)
 }
 
 /// [`simulate`] for a graph whose edges all point forward in event order and
@@ -240,9 +226,7 @@ fn sweep(g: &Graph) -> Schedule {
             }
         }
     }
-    let start_ns: Vec<i64> = (0..n).map(|t| time[2 * t]).collect();
-    let end_ns: Vec<i64> = (0..n).map(|t| time[2 * t + 1].max(start_ns[t])).collect();
-    Schedule { start_ns, end_ns, unscheduled: 0, binding }
+    Schedule::from_events(&time, binding, 0)
 }
 
 #[cfg(test)]

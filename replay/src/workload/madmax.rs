@@ -598,19 +598,8 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
             lanes.add(at("TransformerFC", l, "_b"), OpKind::Gemm, 2.0 * fc_flops / rates.flops, &deps);
             let trains = !freeze_tf && (l as usize) < min_frozen;
             let combine = moe.then(|| (at("MoE", l, "_b_c_act_all2all2"), act_bytes / experts));
-            gradient_comm(
-                &mut lanes,
-                &tf,
-                fc_params,
-                bytes,
-                tf_shard,
-                rates,
-                trains,
-                &at("TransformerFC", l, "_b"),
-                act_bytes,
-                None,
-                combine,
-            )?;
+            let fc = Gradients { trains, combine, ..Gradients::new(&tf, fc_params, bytes, tf_shard, act_bytes) };
+            fc.add(&mut lanes, rates, &at("TransformerFC", l, "_b"))?;
             match backward {
                 Backward::GatherAfterLayerAbove if fsdp => {
                     lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[at("Attn", l + 1, "_b")]);
@@ -627,7 +616,8 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
                 at("Attn", l, "_b_c_wgt_ag"),
             ];
             lanes.add(at("Attn", l, "_b"), OpKind::Gemm, 2.0 * attn_flops / rates.flops, &deps);
-            gradient_comm(&mut lanes, &tf, attn_params, bytes, tf_shard, rates, trains, &at("Attn", l, "_b"), act_bytes, None, None)?;
+            let attn = Gradients { trains, ..Gradients::new(&tf, attn_params, bytes, tf_shard, act_bytes) };
+            attn.add(&mut lanes, rates, &at("Attn", l, "_b"))?;
         }
         if !freeze_emb {
             let c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &v(&["Attn0_b", "Attn0_b_c_act_ar"]))?;
@@ -639,54 +629,66 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
     Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
 }
 
-/// The gradient (and TP activation) communication after the backward of
-/// `op`, a layer of `params` parameters. `tp_every` limits the activation
-/// all-reduce to the layers it returns true for (DLRM: every other layer).
-#[allow(clippy::too_many_arguments)]
-fn gradient_comm(
-    lanes: &mut Lanes,
-    levels: &[Level],
+/// The communication after the backward of a layer of `params` parameters:
+/// its gradients all-reduced (DDP) or reduce-scattered (FSDP), its
+/// activations all-reduced under TP and, for MoE, the tokens' return from the
+/// experts — per level of the plan, in the plan's order.
+struct Gradients<'a> {
+    levels: &'a [Level],
     params: f64,
     bytes: f64,
-    shard_factor: f64,
-    rates: &Rates,
-    trains: bool,
-    op: &str,
+    shard: f64,
     act_bytes: f64,
-    tp_here: Option<bool>,
+    /// Whether the gradients are reduced (not for frozen parts).
+    trains: bool,
+    /// Whether this layer all-reduces its activations under TP (DLRM: every other layer).
+    tp_here: bool,
+    /// How many plan levels index the TP all-reduce's bandwidth (MAD-Max takes
+    /// the other component's plan in two places of its DLRM-Transformer).
+    tp_levels: usize,
+    /// MoE: the return all-to-all (name, bytes) after the activation all-reduce.
     combine: Option<(String, f64)>,
-) -> Result<()> {
-    let mut shard = shard_factor;
-    let deps = [op.to_string()];
-    for (i, l) in levels.iter().enumerate() {
-        match l.strategy.as_str() {
-            "ddp" if trains => {
-                let t = params / shard * bytes / level(&rates.all_reduce, levels.len(), i)?;
-                lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, &deps);
-            }
-            "fsdp" => {
-                shard /= f64::from(l.degree);
-                if trains {
-                    let t = params / shard * bytes / level(&rates.all_gather, levels.len(), 0)?;
-                    lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, &deps);
-                }
-            }
-            "tp" => {
-                shard /= f64::from(l.degree);
-                if tp_here.unwrap_or(true) {
-                    let t = act_bytes / level(&rates.all_reduce, levels.len(), i)?;
-                    lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, &deps);
-                }
-                // MoE: the tokens return from the experts after the activation all-reduce.
-                if let Some((name, bytes)) = &combine {
-                    let t = bytes / level(&rates.all_to_all, levels.len(), i)?;
-                    lanes.add(name.clone(), OpKind::AllToAll, t, &[op.to_string(), format!("{op}_c_act_ar")]);
-                }
-            }
-            _ => {}
-        }
+}
+
+impl<'a> Gradients<'a> {
+    fn new(levels: &'a [Level], params: f64, bytes: f64, shard: f64, act_bytes: f64) -> Gradients<'a> {
+        Gradients { levels, params, bytes, shard, act_bytes, trains: true, tp_here: true, tp_levels: levels.len(), combine: None }
     }
-    Ok(())
+
+    /// Appends the operations after `op`.
+    fn add(&self, lanes: &mut Lanes, rates: &Rates, op: &str) -> Result<()> {
+        let mut shard = self.shard;
+        let deps = [op.to_string()];
+        let n = self.levels.len();
+        for (i, l) in self.levels.iter().enumerate() {
+            match l.strategy.as_str() {
+                "ddp" if self.trains => {
+                    let t = self.params / shard * self.bytes / level(&rates.all_reduce, n, i)?;
+                    lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, &deps);
+                }
+                "fsdp" => {
+                    shard /= f64::from(l.degree);
+                    if self.trains {
+                        let t = self.params / shard * self.bytes / level(&rates.all_gather, n, 0)?;
+                        lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, &deps);
+                    }
+                }
+                "tp" => {
+                    shard /= f64::from(l.degree);
+                    if self.tp_here {
+                        let t = self.act_bytes / level(&rates.all_reduce, self.tp_levels, i)?;
+                        lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, &deps);
+                    }
+                    if let Some((name, bytes)) = &self.combine {
+                        let t = bytes / level(&rates.all_to_all, n, i)?;
+                        lanes.add(name.clone(), OpKind::AllToAll, t, &[op.to_string(), format!("{op}_c_act_ar")]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates) -> Result<MadmaxRun> {
@@ -812,19 +814,13 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
             }
             lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_top, &deps);
             let combine = moe.then(|| (at("MoE", l, "_b_c_act_all2all2"), act_bytes / experts));
-            gradient_comm(
-                &mut lanes,
-                &mlp,
-                top_params,
-                bytes,
-                mlp_shard,
-                rates,
-                !freeze_top,
-                &at("MLPTop", l, "_b"),
-                act_bytes,
-                Some(l % 2 == 0),
+            let top = Gradients {
+                trains: !freeze_top,
+                tp_here: l % 2 == 0,
                 combine,
-            )?;
+                ..Gradients::new(&mlp, top_params, bytes, mlp_shard, act_bytes)
+            };
+            top.add(&mut lanes, rates, &at("MLPTop", l, "_b"))?;
         }
         let mut emb_b_c = Vec::new();
         if !freeze_emb {
@@ -874,20 +870,9 @@ impl BottomMlp<'_> {
                 deps.extend([at("MLPBot", l + 1, "_b"), at("MLPBot", l + 1, "_b_c_act_ar")]);
             }
             lanes.add(at("MLPBot", l, "_b"), OpKind::Gemm, 2.0 * self.t_layer, &deps);
-            let op = at("MLPBot", l, "_b");
-            gradient_comm(
-                lanes,
-                self.levels,
-                self.layer_params,
-                self.bytes,
-                self.shard,
-                rates,
-                true,
-                &op,
-                self.act_bytes,
-                Some(l % 2 == 0),
-                None,
-            )?;
+            let grads =
+                Gradients { tp_here: l % 2 == 0, ..Gradients::new(self.levels, self.layer_params, self.bytes, self.shard, self.act_bytes) };
+            grads.add(lanes, rates, &at("MLPBot", l, "_b"))?;
         }
         Ok(())
     }
@@ -1025,32 +1010,14 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
                 deps.extend([at("MLPTop", l + 1, "_b"), at("MLPTop", l + 1, "_b_c_act_ar")]);
             }
             lanes.add(at("MLPTop", l, "_b"), OpKind::Gemm, 2.0 * t_layer, &deps);
-            // MAD-Max sizes this level by the transformer plan's depth.
-            let mut shard = mlp_shard;
-            for (i, lv) in mlp.iter().enumerate() {
-                let op = at("MLPTop", l, "_b");
-                match lv.strategy.as_str() {
-                    "ddp" if !freeze_top => {
-                        let t = layer_params / shard * bytes / level(&rates.all_reduce, mlp.len(), i)?;
-                        lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
-                    }
-                    "fsdp" => {
-                        shard /= f64::from(lv.degree);
-                        if !freeze_top {
-                            let t = layer_params / shard * bytes / level(&rates.all_gather, mlp.len(), 0)?;
-                            lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, std::slice::from_ref(&op));
-                        }
-                    }
-                    "tp" => {
-                        shard /= f64::from(lv.degree);
-                        if l % 2 == 0 {
-                            let t = mlp_act / level(&rates.all_reduce, tf.len(), i)?;
-                            lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            // MAD-Max sizes this TP all-reduce by the transformer plan's depth.
+            let top = Gradients {
+                trains: !freeze_top,
+                tp_here: l % 2 == 0,
+                tp_levels: tf.len(),
+                ..Gradients::new(&mlp, layer_params, bytes, mlp_shard, mlp_act)
+            };
+            top.add(&mut lanes, rates, &at("MLPTop", l, "_b"))?;
         }
         if !(freeze_bot && freeze_emb && freeze_tf) {
             for l in (0..layers).rev() {
@@ -1065,19 +1032,8 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
                     deps.extend([at("Attn", l + 1, "_b"), at("Attn", l + 1, "_b_c_act_ar")]);
                 }
                 lanes.add(at("TransformerFC", l, "_b"), OpKind::Gemm, 2.0 * t_fc, &deps);
-                gradient_comm(
-                    &mut lanes,
-                    &tf,
-                    fc_params,
-                    bytes,
-                    tf_shard,
-                    rates,
-                    !freeze_tf,
-                    &at("TransformerFC", l, "_b"),
-                    tf_act,
-                    None,
-                    None,
-                )?;
+                let fc = Gradients { trains: !freeze_tf, ..Gradients::new(&tf, fc_params, bytes, tf_shard, tf_act) };
+                fc.add(&mut lanes, rates, &at("TransformerFC", l, "_b"))?;
                 if tf_fsdp {
                     let dep = if l == last { "MLPTop0_b".to_string() } else { at("Attn", l + 1, "_b") };
                     lanes.add(at("Attn", l, "_b_c_wgt_ag"), OpKind::AllGather, attn_gather, &[dep]);
@@ -1086,29 +1042,9 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
                 let deps = [at("TransformerFC", l + 1, "_b"), at("TransformerFC", l + 1, "_b_c_act_ar"), at("Attn", l, "_b_c_wgt_ag")];
                 lanes.add(at("Attn", l, "_b"), OpKind::Gemm, 2.0 * t_attn, &deps);
                 // Its TP all-reduce is sized by the MLP plan's depth (MAD-Max).
-                let mut shard = tf_shard;
-                for (i, lv) in tf.iter().enumerate() {
-                    let op = at("Attn", l, "_b");
-                    match lv.strategy.as_str() {
-                        "ddp" if !freeze_tf => {
-                            let t = attn_params / shard * bytes / level(&rates.all_reduce, tf.len(), i)?;
-                            lanes.add(format!("{op}_c_wg_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
-                        }
-                        "fsdp" => {
-                            shard /= f64::from(lv.degree);
-                            if !freeze_tf {
-                                let t = attn_params / shard * bytes / level(&rates.all_gather, tf.len(), 0)?;
-                                lanes.add(format!("{op}_c_wg_rs"), OpKind::ReduceScatter, t, std::slice::from_ref(&op));
-                            }
-                        }
-                        "tp" => {
-                            shard /= f64::from(lv.degree);
-                            let t = tf_act / level(&rates.all_reduce, mlp.len(), i)?;
-                            lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
-                        }
-                        _ => {}
-                    }
-                }
+                let attn =
+                    Gradients { trains: !freeze_tf, tp_levels: mlp.len(), ..Gradients::new(&tf, attn_params, bytes, tf_shard, tf_act) };
+                attn.add(&mut lanes, rates, &at("Attn", l, "_b"))?;
             }
         }
         let mut emb_b_c = Vec::new();
