@@ -172,6 +172,20 @@ enum AssumptionsArg {
     Madmax,
 }
 
+/// The shape of an inference task, as `project` and `search` take it.
+#[derive(clap::Args)]
+struct InferenceArgs {
+    /// Sequences per replica (inference).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Prompt tokens (prefill; default: the model's sequence length).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    prompt: Option<u32>,
+    /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    context: Option<u32>,
+}
+
 #[derive(clap::Args)]
 struct ProjectArgs {
     /// Model: a preset (llama2-7b, llama2-70b, llama3-70b, gpt3-175b, mixtral-8x7b, …) or a MAD-Max model file.
@@ -186,15 +200,8 @@ struct ProjectArgs {
     /// train, prefill, decode, or a MAD-Max task file.
     #[arg(long, value_name = "TASK|F", default_value = "train")]
     task: String,
-    /// Sequences per replica (inference).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    batch: u32,
-    /// Prompt tokens (prefill; default: the model's sequence length).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    prompt: Option<u32>,
-    /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    context: Option<u32>,
+    #[command(flatten)]
+    inference: InferenceArgs,
     /// Parallelization: `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`, `ep=8`.
     #[arg(long, value_name = "SPEC")]
     parallel: Option<String>,
@@ -241,15 +248,8 @@ struct SearchArgs {
     /// Sequences per iteration over the system (training; default: one per GPU).
     #[arg(long, value_name = "N")]
     gbs: Option<u32>,
-    /// Sequences per replica (inference).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    batch: u32,
-    /// Prompt tokens (prefill).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    prompt: Option<u32>,
-    /// Context tokens (decode).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    context: Option<u32>,
+    #[command(flatten)]
+    inference: InferenceArgs,
     /// Calibration profile of the GPU.
     #[arg(long, value_name = "P.json")]
     profile: Option<PathBuf>,

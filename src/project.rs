@@ -55,12 +55,13 @@ pub(crate) fn cluster(
     anyhow::bail!("--system {spec}: {}", last.unwrap_or_default())
 }
 
-/// The task from `--task` (train, prefill, decode, or a MAD-Max task file).
-pub(crate) fn task(spec: &str, batch: u32, prompt: u32, context: u32) -> Result<Task> {
+/// The task from `--task` (train, prefill, decode); `seq` is the model's sequence length.
+pub(crate) fn task(spec: &str, shape: &crate::InferenceArgs, seq: u32) -> Result<Task> {
+    let batch = shape.batch;
     Ok(match spec {
         "train" | "pretrain" | "finetune" => Task::Train,
-        "prefill" => Task::Prefill { batch, prompt },
-        "decode" => Task::Decode { batch, context },
+        "prefill" => Task::Prefill { batch, prompt: shape.prompt.unwrap_or(seq) },
+        "decode" => Task::Decode { batch, context: shape.context.unwrap_or(seq) },
         other => anyhow::bail!("--task {other}: train, prefill, decode, or a MAD-Max task file"),
     })
 }
@@ -205,7 +206,7 @@ pub(crate) fn run_project(args: crate::ProjectArgs) -> Result<ExitCode> {
             let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
             llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
         } else {
-            let task = task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+            let task = task(&args.task, &args.inference, seq)?;
             let default = if task == llm::Task::Train {
                 format!("fsdp={}", cluster.gpus)
             } else {
@@ -239,7 +240,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     let model = model(&args.model)?;
     let cluster = cluster(&args.system, args.gpus, model.bytes, &catalog, device.as_ref())?;
     let seq = model.seq as u32;
-    let task = task(&args.task, args.batch, args.prompt.unwrap_or(seq), args.context.unwrap_or(seq))?;
+    let task = task(&args.task, &args.inference, seq)?;
     let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
     let started = std::time::Instant::now();
     let result = search::search(&model, &cluster, task, &space);

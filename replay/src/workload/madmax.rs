@@ -739,30 +739,12 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
         Ok(())
     };
     let (nb, nt) = (m.num_bot_mlp_layers as isize, m.num_top_mlp_layers as isize);
-    let tp_ar = |lanes: &mut Lanes, name: &str, here: bool| -> Result<()> {
-        for (i, l) in mlp.iter().enumerate() {
-            if l.strategy == "tp" && here {
-                let t = act_bytes / level(&rates.all_reduce, mlp.len(), i)?;
-                lanes.add(format!("{name}_c_act_ar"), OpKind::AllReduce, t, &[name.to_string()]);
-            }
-        }
-        Ok(())
-    };
+    let bottom = BottomMlp { levels: &mlp, layers: nb, fsdp, gather, t_layer, layer_params, bytes, shard: mlp_shard, act_bytes };
 
     let mut lanes = Lanes::default();
     lanes.add("EMB_f", OpKind::Embedding, lookup / rates.hbm, &[]);
     let emb_f_c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_f", false, &["EMB_f".to_string()])?;
-    for l in 0..nb {
-        if fsdp {
-            lanes.add(at("MLPBot", l, "_f_c_wgt_ag"), OpKind::AllGather, gather, &[at("MLPBot", l - 2, "_f")]);
-        }
-        let mut deps = vec![at("MLPBot", l, "_f_c_wgt_ag")];
-        if l > 0 {
-            deps.extend([at("MLPBot", l - 1, "_f"), at("MLPBot", l - 1, "_f_c_act_ar")]);
-        }
-        lanes.add(at("MLPBot", l, "_f"), OpKind::Gemm, t_layer, &deps);
-        tp_ar(&mut lanes, &at("MLPBot", l, "_f"), l % 2 == 1)?;
-    }
+    bottom.forward(&mut lanes, rates)?;
     for l in 0..nt {
         if fsdp {
             let dep = match l {
@@ -828,8 +810,7 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
                 embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &[at("MLPTop", 0, "_b"), at("MLPTop", 0, "_b_c_act_ar")])?;
         }
         if !freeze_bot {
-            let mlp_b = BottomMlp { levels: &mlp, layers: nb, fsdp, gather, t_layer, layer_params, bytes, shard: mlp_shard, act_bytes };
-            mlp_b.backward(&mut lanes, rates, |l| at("MLPBot", l + 2, "_b"))?;
+            bottom.backward(&mut lanes, rates, |l| at("MLPBot", l + 2, "_b"))?;
         }
         if !freeze_emb {
             lanes.add("EMB_b", OpKind::Embedding, lookup / rates.hbm, &emb_b_c);
@@ -841,7 +822,7 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
     Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
 }
 
-/// A DLRM's bottom MLP, for its backward pass.
+/// A DLRM's bottom MLP, for its forward and backward passes.
 struct BottomMlp<'a> {
     levels: &'a [Level],
     layers: isize,
@@ -855,6 +836,29 @@ struct BottomMlp<'a> {
 }
 
 impl BottomMlp<'_> {
+    /// Layers bottom-up: each one's FSDP weight gather (two layers ahead), its
+    /// GEMM, and under TP an activation all-reduce after every other layer.
+    fn forward(&self, lanes: &mut Lanes, rates: &Rates) -> Result<()> {
+        for l in 0..self.layers {
+            if self.fsdp {
+                lanes.add(at("MLPBot", l, "_f_c_wgt_ag"), OpKind::AllGather, self.gather, &[at("MLPBot", l - 2, "_f")]);
+            }
+            let mut deps = vec![at("MLPBot", l, "_f_c_wgt_ag")];
+            if l > 0 {
+                deps.extend([at("MLPBot", l - 1, "_f"), at("MLPBot", l - 1, "_f_c_act_ar")]);
+            }
+            let op = at("MLPBot", l, "_f");
+            lanes.add(op.clone(), OpKind::Gemm, self.t_layer, &deps);
+            for (i, lv) in self.levels.iter().enumerate() {
+                if lv.strategy == "tp" && l % 2 == 1 {
+                    let t = self.act_bytes / level(&rates.all_reduce, self.levels.len(), i)?;
+                    lanes.add(format!("{op}_c_act_ar"), OpKind::AllReduce, t, std::slice::from_ref(&op));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Layers top-down after the top MLP's backward: each one's FSDP weight
     /// gather (waiting for `gather_after(layer)`), its GEMMs, its gradient and
     /// TP traffic.
@@ -935,19 +939,18 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
     let mut lanes = Lanes::default();
     lanes.add("EMB_f", OpKind::Embedding, lookup / rates.hbm, &[]);
     let emb_f_c = embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_f", false, &["EMB_f".to_string()])?;
-    for l in 0..nb {
-        if mlp_fsdp {
-            lanes.add(at("MLPBot", l, "_f_c_wgt_ag"), OpKind::AllGather, mlp_gather, &[at("MLPBot", l - 2, "_f")]);
-        }
-        let mut deps = vec![at("MLPBot", l, "_f_c_wgt_ag")];
-        if l > 0 {
-            deps.extend([at("MLPBot", l - 1, "_f"), at("MLPBot", l - 1, "_f_c_act_ar")]);
-        }
-        lanes.add(at("MLPBot", l, "_f"), OpKind::Gemm, t_layer, &deps);
-        if l % 2 == 1 {
-            act_ar(&mut lanes, &at("MLPBot", l, "_f"), &mlp, mlp.len(), mlp_act)?;
-        }
-    }
+    let bottom = BottomMlp {
+        levels: &mlp,
+        layers: nb,
+        fsdp: mlp_fsdp,
+        gather: mlp_gather,
+        t_layer,
+        layer_params,
+        bytes,
+        shard: mlp_shard,
+        act_bytes: mlp_act,
+    };
+    bottom.forward(&mut lanes, rates)?;
     for l in 0..layers {
         if tf_fsdp {
             let dep = if l == 0 { at("MLPBot", nb - 2, "_f") } else { at("Attn", l - 1, "_f") };
@@ -1053,19 +1056,8 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
                 embedding_comm(&mut lanes, &emb, lookup, rates, "EMB_b", true, &["Attn0_b".to_string(), "Attn0_b_c_act_ar".to_string()])?;
         }
         if !freeze_bot {
-            let mlp_b = BottomMlp {
-                levels: &mlp,
-                layers: nb,
-                fsdp: mlp_fsdp,
-                gather: mlp_gather,
-                t_layer,
-                layer_params,
-                bytes,
-                shard: mlp_shard,
-                act_bytes: mlp_act,
-            };
             // MAD-Max's choice of what each gather waits for (a loop variable carried over).
-            mlp_b.backward(&mut lanes, rates, |l| {
+            bottom.backward(&mut lanes, rates, |l| {
                 if l == nb - 1 {
                     "TransformerFC0_b".to_string()
                 } else if l == nb - 2 {
