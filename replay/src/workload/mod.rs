@@ -213,11 +213,6 @@ impl Lanes {
         self.barrier_used = [false; 2];
     }
 
-    /// Whether an operation of this name was added.
-    pub fn has(&self, name: &str) -> bool {
-        self.by_key.contains_key(&key(name))
-    }
-
     /// Runs the simulator over the lanes.
     pub fn simulate(self) -> Timeline {
         let schedule = simulate(&self.graph);
