@@ -743,11 +743,28 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
             }
             let c = &r.critical_path;
             if c.total_us > 0.0 {
-                let [compute, comm, memory, cpu, launch] = c.percent();
+                let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
                 writeln!(
                     out,
-                    "Critical path {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory {memory:.1} %, CPU {cpu:.1} %, launch/waits {launch:.1} %",
+                    "Critical path {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory {memory:.1} %, CPU {cpu:.1} %, launch/queue {launch:.1} %, unexplained waits {unexplained:.1} %",
                     c.total_us / 1000.0
+                )?;
+            }
+            for k in r.ranks.iter().take(if r.ranks.len() <= 8 { usize::MAX } else { 1 }) {
+                let (tm, st) = (&k.graph.timings, &k.graph.starts);
+                writeln!(
+                    out,
+                    "Graph of rank {}: queue gap {:.1} µs, launch latency {:.1} µs (measured); GPU starts by stream {}, launch {}, cross-stream {} recorded + {} inferred, unexplained {} ({:.3} ms), anchored {}",
+                    k.rank,
+                    tm.queue_gap_us,
+                    tm.launch_latency_us,
+                    st.stream,
+                    st.launch,
+                    st.cross_stream_recorded,
+                    st.cross_stream_inferred,
+                    st.unexplained,
+                    st.unexplained_us / 1000.0,
+                    st.anchored
                 )?;
             }
             for n in &r.notes {

@@ -9,6 +9,17 @@
 //! a host synchronisation. A collective instance starts on each rank when that
 //! rank arrives and ends on every rank at the latest arrival plus its transfer
 //! time α + 2(n−1)/n · S / B, so early ranks wait.
+//!
+//! The timing is that of a real stack: the host runs ahead of the GPU;
+//! back-to-back queued kernels are separated by a queue gap drawn from
+//! `queue_gap_us` (1–3 µs on NVIDIA GPUs); the communication stream waits for
+//! each gradient bucket through `cudaEventRecord` + `cudaStreamWaitEvent`
+//! (and the optimizer for the last bucket the same way), with an event
+//! latency of the same size; the host synchronises with the GPU once per step.
+//! With `sync_rows` the trace also carries the `cuda_sync` rows newer Kineto
+//! versions write for those waits. The random draws do not depend on the
+//! truth, so two specs that differ in one parameter give traces that differ
+//! only where that parameter acts.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -57,6 +68,11 @@ pub struct JobSpec {
     pub seed: u64,
     /// Write `.json.gz` instead of `.json`. Default: true.
     pub gzip: bool,
+    /// Range of the gap between back-to-back queued kernels on a stream, and
+    /// of the latency of a cross-stream event wait, µs (uniform). Default: 1–3.
+    pub queue_gap_us: (f64, f64),
+    /// Write `cuda_sync` rows (`Stream Wait Event`) for the event waits. Default: true.
+    pub sync_rows: bool,
     /// Forward GEMMs of one layer as (m, k, n), from a workload model; the
     /// backward runs each as a data-gradient and a weight-gradient GEMM.
     /// Default: empty, a GPT-style layer of `hidden` (QKV, output, 4h MLP).
@@ -84,6 +100,8 @@ impl Default for JobSpec {
             data_loading_us: 300.0,
             seed: 1,
             gzip: true,
+            queue_gap_us: (1.0, 3.0),
+            sync_rows: true,
             layer_gemms: Vec::new(),
         }
     }
@@ -131,6 +149,12 @@ struct RankWriter {
     comm_free_us: f64,
     loading_us: f64,
     clock_offset_us: f64,
+    /// Queue gap / event latency range, µs.
+    gap_us: (f64, f64),
+    /// The next queue gap, drawn before each launch so the draws never depend on the truth.
+    next_gap_us: f64,
+    /// The next launch also waits for this time (an event wait), µs.
+    hold_us: f64,
 }
 
 /// Job start on the trace clock, ns (2023-11-14, like a real epoch timestamp).
@@ -184,7 +208,8 @@ impl RankWriter {
             &format!("\"External id\": {ext}, \"correlation\": {corr}"),
         );
         let free = if stream == COMM_STREAM { self.comm_free_us } else { self.compute_free_us };
-        let start = (launch_start + LAUNCH_LATENCY_US).max(free).max(ready_us);
+        let start = (launch_start + LAUNCH_LATENCY_US).max(free + self.next_gap_us).max(ready_us).max(self.hold_us);
+        self.hold_us = 0.0;
         let end = start + dur_us;
         let sep = if kernel_args.is_empty() { "" } else { ", " };
         self.x(
@@ -206,8 +231,44 @@ impl RankWriter {
     }
 }
 
+impl RankWriter {
+    /// Draws the queue gap of the next launch.
+    fn draw_gap(&mut self, rng: &mut Rng) -> f64 {
+        let (lo, hi) = self.gap_us;
+        self.next_gap_us = lo + (hi - lo).max(0.0) * rng.uniform();
+        self.next_gap_us
+    }
+
+    /// `cudaEventRecord` on `stream` then `cudaStreamWaitEvent` on `waiting`
+    /// at the host's current time,
+    /// and writes the `cuda_sync` row at `gpu_at_us` when `sync_rows`.
+    fn event_wait(&mut self, stream: i64, waiting: i64, gpu_at_us: f64, sync_rows: bool) {
+        let record = self.next_id;
+        let wait = self.next_id + 1;
+        self.next_id += 2;
+        let cpu = self.cpu_us;
+        self.x("cuda_runtime", "cudaEventRecord", CPU_PID, CPU_TID, cpu, 2.0, &format!("\"correlation\": {record}"));
+        self.x("cuda_runtime", "cudaStreamWaitEvent", CPU_PID, CPU_TID, cpu + 3.0, 2.0, &format!("\"correlation\": {wait}"));
+        if sync_rows {
+            self.x(
+                "cuda_sync",
+                "Stream Wait Event",
+                0,
+                waiting,
+                gpu_at_us,
+                0.0,
+                &format!(
+                    "\"cuda_sync_kind\": \"Stream Wait Event\", \"device\": 0, \"stream\": {waiting}, \"wait_on_stream\": {stream}, \"wait_on_cuda_event_record_corr_id\": {record}, \"correlation\": {wait}"
+                ),
+            );
+        }
+        self.cpu_us = cpu + 6.0;
+    }
+}
+
 /// GEMM [m,k]×[k,n] on the compute stream.
 fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k: u64, n: u64) {
+    w.draw_gap(rng);
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     let dur = (spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * rng.jitter(spec.noise);
     let args = format!("\"Input Dims\": [[{m}, {k}], [{k}, {n}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
@@ -225,6 +286,7 @@ fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k
 
 /// Elementwise op over `elems` bf16 values (two inputs, one output).
 fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elems: u64) {
+    w.draw_gap(rng);
     let bytes = 3.0 * 2.0 * elems as f64;
     let dur = (spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * rng.jitter(spec.noise);
     let args = format!("\"Input Dims\": [[{elems}], [{elems}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
@@ -238,6 +300,12 @@ fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elem
         0.0,
         dur,
     );
+}
+
+/// A queue gap or event latency from the spec's range.
+fn gap(rng: &mut Rng, spec: &JobSpec) -> f64 {
+    let (lo, hi) = spec.queue_gap_us;
+    lo + (hi - lo).max(0.0) * rng.uniform()
 }
 
 /// One rank of a synthetic job: its trace and the truth about it.
@@ -265,6 +333,9 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             comm_free_us: 0.0,
             loading_us: spec.data_loading_us,
             clock_offset_us: 0.0,
+            gap_us: spec.queue_gap_us,
+            next_gap_us: 0.0,
+            hold_us: 0.0,
         })
         .collect();
     for w in ranks.iter_mut() {
@@ -301,7 +372,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 LAUNCH_US,
                 &format!("\"External id\": {ext}, \"correlation\": {corr}"),
             );
-            let s = (cpu + LAUNCH_LATENCY_US).max(w.compute_free_us);
+            let gap = w.draw_gap(&mut rng);
+            let s = (cpu + LAUNCH_LATENCY_US).max(w.compute_free_us + gap);
             w.x(
                 "gpu_memcpy",
                 "Memcpy HtoD (Pageable -> Device)",
@@ -344,7 +416,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 }
                 elementwise(w, &mut rng, spec, "aten::add", t * h);
                 buckets.push((w.cpu_us, w.compute_free_us));
-                w.cpu_us += 2.0 * LAUNCH_US + 10.0; // the all-reduce launch, written below
+                w.cpu_us += 2.0 * LAUNCH_US + 16.0; // the event wait and the all-reduce launch, written below
             }
             ready.push(buckets);
         }
@@ -362,7 +434,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 .zip(&ready)
                 .map(|(w, r)| {
                     let (cpu, grads) = r.get(b).copied().unwrap_or((0.0, 0.0));
-                    (cpu + 2.0 + LAUNCH_LATENCY_US).max(w.comm_free_us).max(grads)
+                    let (queue, event) = (gap(&mut rng, spec), gap(&mut rng, spec));
+                    (cpu + 8.0 + LAUNCH_LATENCY_US).max(w.comm_free_us + queue).max(grads + event)
                 })
                 .collect();
             let end = arrivals.iter().copied().fold(f64::MIN, f64::max) + transfer;
@@ -370,6 +443,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 let (cpu, _) = r.get(b).copied().unwrap_or((0.0, 0.0));
                 let saved_cpu = w.cpu_us;
                 w.cpu_us = cpu;
+                w.event_wait(COMPUTE_STREAM, COMM_STREAM, *arrive, spec.sync_rows);
+                w.next_gap_us = 0.0; // the arrival already holds the queue gap
                 let op_args = format!(
                     "\"Collective name\": \"allreduce\", \"In msg nelems\": {elems}, \"Out msg nelems\": {elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{ranks_list}]\""
                 );
@@ -388,7 +463,10 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         }
         // Optimizer (waits for the last bucket), then the host waits for the GPU.
         for (i, w) in ranks.iter_mut().enumerate() {
-            w.compute_free_us = w.compute_free_us.max(w.comm_free_us);
+            let event = gap(&mut rng, spec);
+            let last_bucket = w.comm_free_us + event;
+            w.event_wait(COMM_STREAM, COMPUTE_STREAM, last_bucket.max(w.compute_free_us), spec.sync_rows);
+            w.hold_us = last_bucket;
             for _ in 0..4 {
                 elementwise(w, &mut rng, spec, "aten::add_", grad_elems * spec.layers as u64 / 4);
             }

@@ -418,10 +418,23 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
         // What bounds the step: the chain of dependencies that ends last.
         let c = &r.critical_path;
         if c.total_us > 0.0 {
-            let [compute, comm, memory, cpu, launch] = c.percent();
+            let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
             let words = format!(
-                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency and waits {launch:.1} %. Speeding up what is not on it does not shorten the step.",
+                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency, queue gaps and event waits {launch:.1} %, waits the trace does not explain {unexplained:.1} %. Speeding up what is not on it does not shorten the step.",
                 c.total_us / 1000.0
+            );
+            let _ = write!(page.html, "<p>{}</p>", esc(&words));
+        }
+        let unexplained: Vec<String> = r
+            .ranks
+            .iter()
+            .filter(|k| k.graph.starts.unexplained > 0)
+            .map(|k| format!("rank {}: {} ({:.3} ms)", k.rank, k.graph.starts.unexplained, k.graph.starts.unexplained_us / 1000.0))
+            .collect();
+        if !unexplained.is_empty() {
+            let words = format!(
+                "GPU starts that nothing in the trace explains (no launch, queue, event or peer accounts for the delay), replayed as explicit waits: {}.",
+                unexplained.join(", ")
             );
             let _ = write!(page.html, "<p>{}</p>", esc(&words));
         }

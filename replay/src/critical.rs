@@ -21,23 +21,35 @@ pub struct CriticalPath {
     pub memory_us: f64,
     /// Runtime calls and CPU time between them.
     pub cpu_us: f64,
-    /// Launch latency from a call to its kernel's start.
+    /// Launch latency from a call to its kernel's start, queue gaps between
+    /// back-to-back kernels and event-wait latencies.
     pub launch_us: f64,
+    /// Delays before GPU activities that nothing in the trace explains.
+    pub unexplained_us: f64,
     /// Events on the path.
     pub events: usize,
 }
 
 impl CriticalPath {
     /// Shares of the path, percent: compute, communication, memory, CPU,
-    /// launch latency and waits (zeros for an empty path).
-    pub fn percent(&self) -> [f64; 5] {
+    /// launch latency and queue gaps, unexplained waits (zeros for an empty path).
+    pub fn percent(&self) -> [f64; 6] {
         let pct = |v: f64| if self.total_us > 0.0 { 100.0 * v / self.total_us } else { 0.0 };
-        [pct(self.compute_us), pct(self.comm_us), pct(self.memory_us), pct(self.cpu_us), pct(self.launch_us)]
+        [pct(self.compute_us), pct(self.comm_us), pct(self.memory_us), pct(self.cpu_us), pct(self.launch_us), pct(self.unexplained_us)]
+    }
+
+    /// Whether the host, not the GPU, bounds the path: CPU time and launch
+    /// latency make up more than half of it.
+    pub fn host_bound(&self) -> bool {
+        self.total_us > 0.0 && self.cpu_us + self.launch_us > 0.5 * self.total_us
     }
 }
 
-/// Follows the binding edges back from the latest GPU end and adds up the time.
-pub fn critical_path(eg: &ExecGraph, s: &Schedule) -> (CriticalPath, Vec<u32>) {
+/// Follows the binding edges back from the latest GPU end and adds up the
+/// time from `from_ns` on (the start of the replayed steps: host time before
+/// the first step's GPU work bounds nothing the user measures); `i64::MIN`
+/// for the whole path.
+pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPath, Vec<u32>) {
     let last = eg
         .origin
         .iter()
@@ -53,7 +65,10 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule) -> (CriticalPath, Vec<u32>) {
         if earlier == NO_EVENT {
             break;
         }
-        let dt = (s.event_ns(later) - s.event_ns(earlier)).max(0) as f64 / 1000.0;
+        if s.event_ns(later) <= from_ns {
+            break;
+        }
+        let dt = (s.event_ns(later) - s.event_ns(earlier).max(from_ns)).max(0) as f64 / 1000.0;
         let (lt, et) = (later as usize / 2, earlier as usize / 2);
         let later_kind = eg.origin[lt].kind;
         let earlier_kind = eg.origin[et].kind;
@@ -64,19 +79,20 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule) -> (CriticalPath, Vec<u32>) {
             (true, TaskKind::Gpu(ActivityClass::Compute), _, _) => &mut cp.compute_us,
             (true, TaskKind::Gpu(ActivityClass::Comm), _, _) => &mut cp.comm_us,
             (true, TaskKind::Gpu(ActivityClass::Memory), _, _) => &mut cp.memory_us,
+            (true, TaskKind::Wait, _, _) => &mut cp.unexplained_us,
             // A collective's end set by another member's arrival: the transfer.
             (false, TaskKind::Gpu(ActivityClass::Comm), _, 1) => &mut cp.comm_us,
             // Host to GPU: launch latency.
-            (false, TaskKind::Gpu(_), TaskKind::Host, _) => &mut cp.launch_us,
+            (false, TaskKind::Gpu(_) | TaskKind::Wait, TaskKind::Host, _) => &mut cp.launch_us,
             // Host chain gaps and synchronising tails.
             (false, TaskKind::Host, _, _) => &mut cp.cpu_us,
-            // GPU to GPU (stream order, cross-stream waits): lag is 0 or a measured gap.
-            (false, TaskKind::Gpu(_), TaskKind::Gpu(_), _) => &mut cp.launch_us,
+            // GPU to GPU (stream order, cross-stream waits): a queue gap or event latency.
+            (false, TaskKind::Gpu(_) | TaskKind::Wait, _, _) => &mut cp.launch_us,
         };
         *bucket += dt;
     }
     if let (Some(&first), Some(&end)) = (path.last(), path.first()) {
-        cp.total_us = (s.event_ns(end) - s.event_ns(first)).max(0) as f64 / 1000.0;
+        cp.total_us = (s.event_ns(end) - s.event_ns(first).max(from_ns)).max(0) as f64 / 1000.0;
     }
     (cp, path)
 }

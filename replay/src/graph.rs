@@ -2,26 +2,35 @@
 //! synchronising calls, cross-stream waits and cross-rank collectives, as
 //! tasks and edges for the simulator (DESIGN §5).
 //!
+//! Edges are *causes*, never measured start times, so a what-if moves every
+//! operation that depends on what it changed:
 //! - Host: each thread's runtime/driver calls in order; the measured gap
-//!   between consecutive calls (CPU work) is kept.
-//! - Launch: a GPU activity starts no earlier than its launching call's start
-//!   plus the launch latency (measured when the stream was free, else the
-//!   rank's typical latency).
-//! - Stream order: an activity starts after the previous one on its stream ends.
-//! - Cross-stream: from the trace's `cuda_sync` rows when it has them (a
-//!   `Stream Wait Event` names the `cudaEventRecord` it waits on); otherwise
-//!   inferred: an activity that started later than both its launch and its
-//!   stream allowed, right when an activity on another stream ended, waits for it.
-//! - Synchronising calls (`*Synchronize`, blocking `cudaMemcpy`) end after the
+//!   between consecutive calls (CPU work) is kept. The host blocks only on
+//!   synchronising calls (`*Synchronize`, blocking copies such as `cudaMemcpy`
+//!   or `hipMemcpyWithStream`, `cuda_sync` event syncs): their end follows the
 //!   GPU work they waited for, plus their measured tail.
+//! - A GPU activity starts at the latest of: its launch call plus the launch
+//!   latency, the previous activity on its stream plus the queue gap, the
+//!   events it waits on, and (collectives) its peers. The queue gap and the
+//!   launch latency are measured per trace ([`Timings`]): the median gap
+//!   between back-to-back queued activities and the median launch-to-start
+//!   latency of activities launched onto an idle stream.
+//! - Which of those causes explains each measured start decides which edge
+//!   carries the measured lag (so identity replay is exact); the others get the
+//!   trace's typical lag. A start that none explains within the trace's
+//!   tolerances first looks for a cross-stream wait (`cuda_sync` rows when the
+//!   trace records them, else the activity on another stream that ended just
+//!   before); failing that it gets an explicit *unexplained wait* task after
+//!   its binding cause, which the replay reports ([`StartRules`]).
 //! - Collectives matched across ranks end on every rank at the latest arrival
 //!   plus the transfer time (the shortest measured duration), on clocks aligned
 //!   so matched collectives end together.
 
 use rustc_hash::FxHashMap;
+use serde::Serialize;
 use tracecast_ingest::analysis::{ActivityClass, ClockAlignment, CollectiveSample};
 use tracecast_ingest::link::{Links, NONE};
-use tracecast_ingest::{EventKind, Job};
+use tracecast_ingest::{EventKind, Job, RankTrace};
 
 use crate::sim::{At, Graph, TaskId};
 
@@ -32,6 +41,9 @@ pub enum TaskKind {
     Host,
     /// A GPU activity of the given class.
     Gpu(ActivityClass),
+    /// A delay before a GPU activity that nothing in the trace explains
+    /// (its origin row is that activity's).
+    Wait,
 }
 
 /// One task: which rank and trace row it came from.
@@ -43,6 +55,66 @@ pub struct TaskOrigin {
     pub row: u32,
     /// Kind.
     pub kind: TaskKind,
+}
+
+/// The per-trace timings the graph's rules use, measured on the trace, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Timings {
+    /// Median gap between back-to-back activities on a stream whose launch
+    /// came well before the previous one ended (the device's queue gap).
+    pub queue_gap_us: f64,
+    /// Gaps up to this still count as "queued behind the previous activity"
+    /// (99th percentile of the queued gaps, within 2–20 µs: 2–15 µs on the
+    /// corpus's NVIDIA traces).
+    pub queue_tolerance_us: f64,
+    /// Queued gaps the two numbers above were measured on.
+    pub queue_samples: usize,
+    /// Median launch-to-start latency of activities launched onto an idle stream.
+    pub launch_latency_us: f64,
+    /// Latencies up to this still count as "started by its launch" (90th
+    /// percentile, at most twice the median plus 5 µs).
+    pub launch_tolerance_us: f64,
+    /// Launches the two numbers above were measured on (0: 5 µs assumed).
+    pub launch_samples: usize,
+}
+
+/// Which cause explained the measured start of each GPU activity of a rank.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct StartRules {
+    /// Queued behind the previous activity on its stream.
+    pub stream: usize,
+    /// Started by its launch call.
+    pub launch: usize,
+    /// Waited for another stream, as the trace's `cuda_sync` rows record.
+    pub cross_stream_recorded: usize,
+    /// Waited for another stream, inferred (started right after an activity
+    /// on another stream ended, later than its launch and stream allowed).
+    pub cross_stream_inferred: usize,
+    /// Started later than any cause explains: an unexplained-wait task holds it.
+    pub unexplained: usize,
+    /// Total time of those unexplained waits, µs.
+    pub unexplained_us: f64,
+    /// Neither launch call nor predecessor: held at its measured start.
+    pub anchored: usize,
+}
+
+/// The rules and timings of one rank's graph.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct RankGraph {
+    /// Measured timings.
+    pub timings: Timings,
+    /// What explained each GPU start.
+    pub starts: StartRules,
+    /// Host calls that block on the GPU (syncs, blocking copies).
+    pub host_syncs: usize,
+    /// Launches queued but not started when the launch queue was full (the
+    /// most the trace shows; 0 when it never filled).
+    pub launch_queue_depth: usize,
+    /// Launch calls that blocked on a full launch queue: each returns when
+    /// the GPU starts the activity that frees a slot.
+    pub queue_full_launches: usize,
+    /// Host calls that resumed an idle thread after a call on another thread.
+    pub thread_handoffs: usize,
 }
 
 /// A graph with the measured schedule it was built from.
@@ -60,15 +132,83 @@ pub struct ExecGraph {
     pub offsets_ns: Vec<i64>,
     /// Indices (into `graph.edges`) of the collective join edges, whose lag is the transfer time.
     pub join_edges: Vec<usize>,
+    /// Per rank: the rules that built its graph.
+    pub ranks: Vec<RankGraph>,
 }
 
-fn is_sync_call(name: &str) -> bool {
-    name.contains("Synchronize") || name == "cudaMemcpy" || name == "hipMemcpy" || name == "cuMemcpy"
+/// Host calls that block until GPU work is done: syncs, and copies without
+/// `Async` (`cudaMemcpy`, `hipMemcpyWithStream`, `cuMemcpyDtoH_v2`, …).
+pub fn is_blocking_call(name: &str) -> bool {
+    name.contains("Synchronize") || (name.contains("Memcpy") && !name.contains("Async"))
 }
 
 /// Residual above which matched collectives are not joined across ranks: the
 /// instances do not end together, so the matching cannot be trusted.
 const JOIN_RESIDUAL_NS: i64 = 100_000;
+
+/// A host thread idle for longer than this (and 100× its median gap between
+/// calls) was waiting for another thread: the autograd thread idles through
+/// the forward pass (tens of ms in the corpus's V100 trace) while its working
+/// gaps are a few µs.
+const IDLE_GAP_NS: i64 = 100_000;
+
+/// Launch latency assumed when a trace has no launch onto an idle stream.
+const DEFAULT_LAUNCH_NS: i64 = 5_000;
+
+/// Value at quantile `p` of `v` (sorted in place), or `None` when empty.
+fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    v.get(((v.len() - 1) as f64 * p).round() as usize).copied()
+}
+
+/// The measured timings of one rank (see [`Timings`]), in ns: (queue gap,
+/// queue tolerance, launch latency, launch tolerance) and the report.
+fn measure(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> ([i64; 4], Timings) {
+    let ev = &t.events;
+    let mut idle_launch = Vec::new();
+    let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
+    for rows in streams {
+        for (k, &i) in rows.iter().enumerate() {
+            let prev_end = k.checked_sub(1).and_then(|p| rows.get(p)).map(|&p| ev.end_ns(p));
+            let l = links.launch_ns(t, i);
+            if let Some(e) = prev_end {
+                gaps.push((ev.ts_ns[i] - e, l, e));
+            }
+            if let Some(l) = l
+                && prev_end.is_none_or(|e| e < l)
+                && ev.ts_ns[i] >= l
+            {
+                idle_launch.push(ev.ts_ns[i] - l);
+            }
+        }
+    }
+    let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
+    let launch_tol = quantile(&mut idle_launch, 0.9).unwrap_or(launch).clamp(launch, 2 * launch + 5_000);
+    // Queued: launched at least a launch latency before the previous one ended.
+    let mut queued: Vec<i64> = gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect();
+    // Without launch calls every back-to-back pair counts; keep the lower half
+    // (a stream that went idle was not queued).
+    if links.launch.iter().all(|&c| c == NONE) {
+        queued = gaps.iter().map(|g| g.0).collect();
+        queued.sort_unstable();
+        queued.truncate(queued.len().div_ceil(2));
+    }
+    let queue = quantile(&mut queued, 0.5).unwrap_or(0).max(0);
+    let queue_tol = quantile(&mut queued, 0.99).unwrap_or(0).clamp(2_000, 20_000);
+    let us = |ns: i64| ns as f64 / 1000.0;
+    let report = Timings {
+        queue_gap_us: us(queue),
+        queue_tolerance_us: us(queue_tol),
+        queue_samples: queued.len(),
+        launch_latency_us: us(launch),
+        launch_tolerance_us: us(launch_tol),
+        launch_samples: idle_launch.len(),
+    };
+    ([queue, queue_tol, launch, launch_tol], report)
+}
 
 /// Builds the graph of `job`. `classes[r]` are the activity classes of rank
 /// `r`'s rows, `links[r]` its launch links, `collectives` the job's matched
@@ -87,192 +227,16 @@ pub fn build(
         measured_end_ns: Vec::new(),
         offsets_ns: Vec::new(),
         join_edges: Vec::new(),
+        ranks: Vec::new(),
     };
     let join = alignment.is_some_and(|a| (a.residual_us * 1000.0) as i64 <= JOIN_RESIDUAL_NS);
     // (rank, row) -> task
     let mut task_of: Vec<FxHashMap<u32, TaskId>> = Vec::with_capacity(job.ranks.len());
     for (r, rank) in job.ranks.iter().enumerate() {
-        let t = &rank.trace;
-        let ev = &t.events;
         let off = alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
         g.offsets_ns.push(off);
-        let mut tasks: FxHashMap<u32, TaskId> = FxHashMap::default();
-        let add = |g: &mut ExecGraph, tasks: &mut FxHashMap<u32, TaskId>, row: usize, kind: TaskKind, dur: i64, release: i64| -> TaskId {
-            let id = g.graph.task(dur, release);
-            g.origin.push(TaskOrigin { rank: r, row: row as u32, kind });
-            g.measured_start_ns.push(ev.ts_ns[row] + off);
-            g.measured_end_ns.push(ev.end_ns(row) + off);
-            tasks.insert(row as u32, id);
-            id
-        };
-        let classes = &classes[r];
-        let links = &links[r];
-
-        // GPU activities, per stream in start order.
-        let mut streams: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
-        for i in t.gpu_activity() {
-            streams.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-        }
-        let mut streams: Vec<Vec<usize>> = streams.into_values().collect();
-        streams.sort_by_key(|rows| rows.first().copied());
-        for rows in &mut streams {
-            rows.sort_by_key(|&i| (ev.ts_ns[i], i));
-        }
-        // The rank's typical launch latency: a low percentile of start − launch
-        // over activities their stream did not hold back.
-        let mut lat: Vec<i64> = Vec::new();
-        for rows in &streams {
-            for (k, &i) in rows.iter().enumerate() {
-                let free = k.checked_sub(1).is_none_or(|p| ev.ts_ns[i] > ev.end_ns(rows[p]) + 1_000);
-                if let (true, Some(l)) = (free, links.launch_ns(t, i)) {
-                    lat.push(ev.ts_ns[i] - l);
-                }
-            }
-        }
-        lat.retain(|l| *l >= 0);
-        lat.sort_unstable();
-        let typical = lat.get(lat.len() / 10).copied().unwrap_or(5_000);
-
-        // Host calls first (launch edges need them), per thread in order.
-        let mut threads: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
-        for i in 0..ev.len() {
-            if ev.kind[i] == EventKind::Runtime {
-                threads.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-            }
-        }
-        let mut threads: Vec<Vec<usize>> = threads.into_values().collect();
-        threads.sort_by_key(|rows| rows.first().copied());
-        let mut syncs: Vec<(usize, TaskId)> = Vec::new();
-        for rows in &mut threads {
-            rows.sort_by_key(|&i| (ev.ts_ns[i], i));
-            let mut prev: Option<usize> = None;
-            for &i in rows.iter() {
-                let id = add(&mut g, &mut tasks, i, TaskKind::Host, ev.dur_ns[i], ev.ts_ns[i] + off);
-                if let Some(p) = prev {
-                    let pid = tasks[&(p as u32)];
-                    if ev.ts_ns[i] >= ev.end_ns(p) {
-                        g.graph.edge(pid, At::End, id, At::Start, ev.ts_ns[i] - ev.end_ns(p));
-                    } else {
-                        g.graph.edge(pid, At::Start, id, At::Start, ev.ts_ns[i] - ev.ts_ns[p]);
-                    }
-                    // Only the first call of a thread is anchored to the clock.
-                    g.graph.release_ns[id as usize] = i64::MIN;
-                }
-                if is_sync_call(t.name(i)) {
-                    syncs.push((i, id));
-                }
-                prev = Some(i);
-            }
-        }
-        // GPU activities.
-        let mut ends_by_time: Vec<(i64, usize, usize)> = Vec::new(); // (end, stream index, row)
-        for (si, rows) in streams.iter().enumerate() {
-            for &i in rows {
-                ends_by_time.push((ev.end_ns(i), si, i));
-            }
-        }
-        ends_by_time.sort_unstable();
-        // All GPU tasks first: cross-stream edges may point at any stream.
-        for rows in &streams {
-            for &i in rows {
-                let class = classes.get(i).copied().flatten().unwrap_or(ActivityClass::Compute);
-                let call = links.launch.get(i).copied().unwrap_or(NONE);
-                let anchored = call == NONE || !tasks.contains_key(&call);
-                let release = if anchored { ev.ts_ns[i] + off } else { i64::MIN };
-                add(&mut g, &mut tasks, i, TaskKind::Gpu(class), ev.dur_ns[i], release);
-            }
-        }
-        for (si, rows) in streams.iter().enumerate() {
-            let mut prev: Option<usize> = None;
-            for &i in rows {
-                let id = tasks[&(i as u32)];
-                let call = links.launch.get(i).copied().unwrap_or(NONE);
-                let anchored = call == NONE || !tasks.contains_key(&call) || g.origin[tasks[&call] as usize].kind != TaskKind::Host;
-                let blocked = prev.is_some_and(|p| ev.ts_ns[i] <= ev.end_ns(p) + 1_000);
-                if let Some(p) = prev {
-                    g.graph.edge(tasks[&(p as u32)], At::End, id, At::Start, 0);
-                }
-                if !anchored {
-                    let call_id = tasks[&call];
-                    let measured = ev.ts_ns[i] - ev.ts_ns[call as usize];
-                    let mut latency = if blocked { measured.min(typical) } else { measured };
-                    if !blocked && measured > typical + 20_000 {
-                        // Started late for no reason on its own stream: find the
-                        // activity on another stream that ended just before.
-                        let k = ends_by_time.partition_point(|e| e.0 <= ev.ts_ns[i]);
-                        if let Some(&(end, _, other)) = ends_by_time[..k].iter().rev().find(|e| e.1 != si)
-                            && ev.ts_ns[i] - end <= 5_000
-                            && let Some(&oid) = tasks.get(&(other as u32))
-                        {
-                            g.graph.edge(oid, At::End, id, At::Start, ev.ts_ns[i] - end);
-                            latency = typical.min(measured);
-                        }
-                    }
-                    g.graph.edge(call_id, At::Start, id, At::Start, latency.max(0));
-                }
-                prev = Some(i);
-            }
-        }
-        // Synchronising calls end after the GPU work they waited for.
-        for (i, id) in syncs {
-            let (start, end) = (ev.ts_ns[i], ev.end_ns(i));
-            let mut awaited_end = i64::MIN;
-            for rows in &streams {
-                // The last activity launched on this stream before the call.
-                let last = rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= start));
-                if let Some(&k) = last
-                    && ev.end_ns(k) <= end + 1_000
-                {
-                    let tail = (end - ev.end_ns(k)).max(0);
-                    g.graph.edge(tasks[&(k as u32)], At::End, id, At::End, tail);
-                    awaited_end = awaited_end.max(ev.end_ns(k));
-                }
-            }
-            if awaited_end > start {
-                g.graph.dur_ns[id as usize] = (end - awaited_end).max(0);
-            }
-        }
-        // What `cuda_sync` rows say they waited on, when the trace records it:
-        // the last activity launched on the recorded stream before the
-        // `cudaEventRecord` call. A `Stream Wait Event` holds the next activity
-        // launched on the waiting stream; an `Event Sync` holds the host call.
-        if !t.sync_waits.is_empty() {
-            let mut call_of: FxHashMap<i64, usize> = FxHashMap::default();
-            for i in 0..ev.len() {
-                if ev.kind[i] == EventKind::Runtime && ev.correlation[i] >= 0 {
-                    call_of.insert(ev.correlation[i], i);
-                }
-            }
-            let on_stream = |stream: i64| streams.iter().find(|rows| rows.first().is_some_and(|&k| ev.tid[k] == stream));
-            for &(row, wait) in &t.sync_waits {
-                let row = row as usize;
-                let Some(&record) = call_of.get(&wait.record_correlation) else { continue };
-                let recorded_at = ev.ts_ns[record];
-                let Some(&awaited) = on_stream(wait.wait_on_stream)
-                    .and_then(|rows| rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= recorded_at)))
-                else {
-                    continue;
-                };
-                let Some(&awaited_id) = tasks.get(&(awaited as u32)) else { continue };
-                let waiter = call_of.get(&ev.correlation[row]).copied();
-                if t.name(row) == "Stream Wait Event" {
-                    let after = waiter.map_or(ev.ts_ns[row], |c| ev.ts_ns[c]);
-                    let next =
-                        on_stream(ev.tid[row]).and_then(|rows| rows.iter().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l >= after)));
-                    if let Some(&next) = next
-                        && ev.ts_ns[next] >= ev.end_ns(awaited)
-                        && let Some(&next_id) = tasks.get(&(next as u32))
-                    {
-                        g.graph.edge(awaited_id, At::End, next_id, At::Start, 0);
-                    }
-                } else if let Some(c) = waiter
-                    && ev.end_ns(c) >= ev.end_ns(awaited)
-                    && let Some(&call_id) = tasks.get(&(c as u32))
-                {
-                    g.graph.edge(awaited_id, At::End, call_id, At::End, ev.end_ns(c) - ev.end_ns(awaited));
-                }
-            }
-        }
+        let (tasks, rules) = build_rank(&mut g, r, &rank.trace, &classes[r], &links[r], off);
+        g.ranks.push(rules);
         task_of.push(tasks);
     }
     // Collectives: every member ends at the latest arrival plus the transfer.
@@ -299,4 +263,367 @@ pub fn build(
         }
     }
     g
+}
+
+/// Adds one rank's tasks and edges; returns row → task and the rules used.
+fn build_rank(
+    g: &mut ExecGraph,
+    r: usize,
+    t: &RankTrace,
+    classes: &[Option<ActivityClass>],
+    links: &Links,
+    off: i64,
+) -> (FxHashMap<u32, TaskId>, RankGraph) {
+    let ev = &t.events;
+    let mut tasks: FxHashMap<u32, TaskId> = FxHashMap::default();
+    let add = |g: &mut ExecGraph, tasks: &mut FxHashMap<u32, TaskId>, row: usize, kind: TaskKind, dur: i64, release: i64| -> TaskId {
+        let id = g.graph.task(dur, release);
+        g.origin.push(TaskOrigin { rank: r, row: row as u32, kind });
+        g.measured_start_ns.push(ev.ts_ns[row] + off);
+        g.measured_end_ns.push(ev.end_ns(row) + off);
+        if kind != TaskKind::Wait {
+            tasks.insert(row as u32, id);
+        }
+        id
+    };
+    let mut out = RankGraph::default();
+
+    // GPU activities, per stream in start order.
+    let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
+    for i in t.gpu_activity() {
+        by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
+    }
+    let mut streams: Vec<Vec<usize>> = by_stream.into_values().collect();
+    streams.sort_by_key(|rows| rows.first().copied());
+    for rows in &mut streams {
+        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
+    }
+    let ([queue, queue_tol, launch, launch_tol], timings) = measure(t, links, &streams);
+    out.timings = timings;
+
+    // Host calls first (launch edges need them), per thread in order.
+    let mut by_thread: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
+    for i in 0..ev.len() {
+        if ev.kind[i] == EventKind::Runtime {
+            by_thread.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
+        }
+    }
+    let mut threads: Vec<Vec<usize>> = by_thread.into_values().collect();
+    threads.sort_by_key(|rows| rows.first().copied());
+    let mut syncs: Vec<(usize, TaskId)> = Vec::new();
+    for rows in &mut threads {
+        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
+        for &i in rows.iter() {
+            let id = add(g, &mut tasks, i, TaskKind::Host, ev.dur_ns[i], i64::MIN);
+            if is_blocking_call(t.name(i)) {
+                syncs.push((i, id));
+            }
+        }
+    }
+    // Every host call's end, for hand-offs between threads: (end, thread, row).
+    let mut ends: Vec<(i64, usize, usize)> =
+        threads.iter().enumerate().flat_map(|(k, rows)| rows.iter().map(move |&i| (ev.end_ns(i), k, i))).collect();
+    ends.sort_unstable();
+    let handoff_from = |k: usize, i: usize| -> Option<usize> {
+        let j = ends.partition_point(|e| e.0 <= ev.ts_ns[i]);
+        ends[..j].iter().rev().find(|e| e.1 != k && ev.pid[e.2] == ev.pid[i]).map(|e| e.2)
+    };
+    for (k, rows) in threads.iter().enumerate() {
+        let mut gaps: Vec<i64> = rows.windows(2).map(|w| ev.ts_ns[w[1]] - ev.end_ns(w[0])).collect();
+        let median_gap = quantile(&mut gaps, 0.5).unwrap_or(0).max(0);
+        let idle_gap = (100 * median_gap).max(IDLE_GAP_NS);
+        for (n, &i) in rows.iter().enumerate() {
+            let id = tasks[&(i as u32)];
+            let prev = n.checked_sub(1).and_then(|p| rows.get(p)).copied();
+            let gap = prev.map(|p| ev.ts_ns[i] - ev.end_ns(p));
+            // A thread that was idle (or had not started) resumes when another
+            // thread hands it work: the latest call that ended on another thread.
+            let idle = gap.is_none_or(|gp| gp > idle_gap);
+            let from = if idle { handoff_from(k, i) } else { None };
+            if let Some(o) = from {
+                g.graph.edge(tasks[&(o as u32)], At::End, id, At::Start, ev.ts_ns[i] - ev.end_ns(o));
+                out.thread_handoffs += 1;
+            }
+            match (prev, gap) {
+                (Some(p), Some(gp)) if gp >= 0 => {
+                    let lag = if from.is_some() { median_gap.min(gp) } else { gp };
+                    g.graph.edge(tasks[&(p as u32)], At::End, id, At::Start, lag);
+                }
+                (Some(p), _) => g.graph.edge(tasks[&(p as u32)], At::Start, id, At::Start, ev.ts_ns[i] - ev.ts_ns[p]),
+                // The process's first call: the only host anchor to the clock.
+                (None, _) if from.is_none() => g.graph.release_ns[id as usize] = ev.ts_ns[i] + off,
+                (None, _) => {}
+            }
+        }
+    }
+    // All GPU tasks first: cross-stream edges may point at any stream.
+    let call_of = |i: usize| -> Option<usize> {
+        let c = links.launch.get(i).copied().unwrap_or(NONE);
+        (c != NONE && tasks.contains_key(&c)).then_some(c as usize)
+    };
+    let calls: Vec<Vec<Option<usize>>> = streams.iter().map(|rows| rows.iter().map(|&i| call_of(i)).collect()).collect();
+    for (si, rows) in streams.iter().enumerate() {
+        for (k, &i) in rows.iter().enumerate() {
+            let class = classes.get(i).copied().flatten().unwrap_or(ActivityClass::Compute);
+            // Nothing to hold it but the clock: neither a launch nor a predecessor.
+            let anchored = calls[si][k].is_none() && k == 0;
+            let release = if anchored { ev.ts_ns[i] + off } else { i64::MIN };
+            add(g, &mut tasks, i, TaskKind::Gpu(class), ev.dur_ns[i], release);
+            if anchored {
+                out.starts.anchored += 1;
+            }
+        }
+    }
+    let recorded = recorded_waits(t, links, &streams);
+    // Ends on every stream in time order, for the cross-stream inference.
+    let mut ends_by_time: Vec<(i64, usize, usize)> = Vec::new(); // (end, stream index, row)
+    for (si, rows) in streams.iter().enumerate() {
+        for &i in rows {
+            ends_by_time.push((ev.end_ns(i), si, i));
+        }
+    }
+    ends_by_time.sort_unstable();
+    let cross_tol = queue_tol + 3_000;
+    for (si, rows) in streams.iter().enumerate() {
+        for (k, &i) in rows.iter().enumerate() {
+            let id = tasks[&(i as u32)];
+            let s = ev.ts_ns[i];
+            let prev = k.checked_sub(1).and_then(|p| rows.get(p)).copied();
+            let call = calls[si][k];
+            let stream_gap = prev.map(|p| s - ev.end_ns(p));
+            let latency = call.map(|c| s - ev.ts_ns[c]);
+            let by_stream = stream_gap.is_some_and(|gap| gap <= queue_tol);
+            let by_launch = latency.is_some_and(|l| l <= launch_tol);
+            // Recorded waits always hold; the latest one may explain the start.
+            let mut by_recorded = false;
+            for &a in recorded.get(&i).map_or(&[][..], |v| v.as_slice()) {
+                let lag = s - ev.end_ns(a);
+                if lag < 0 {
+                    continue;
+                }
+                let explains = lag <= cross_tol && !by_stream && !by_launch;
+                g.graph.edge(tasks[&(a as u32)], At::End, id, At::Start, if explains { lag } else { 0 });
+                by_recorded |= explains;
+            }
+            let inferred = if by_stream || by_launch || by_recorded || (prev.is_none() && call.is_none()) {
+                None
+            } else {
+                let j = ends_by_time.partition_point(|e| e.0 <= s);
+                ends_by_time[..j].iter().rev().find(|e| e.1 != si).filter(|e| s - e.0 <= cross_tol).map(|e| (e.0, e.2))
+            };
+            if let Some((end, other)) = inferred {
+                g.graph.edge(tasks[&(other as u32)], At::End, id, At::Start, s - end);
+            }
+            // The stream and launch edges: the measured lag on the one that
+            // explains the start, the typical lag (never more than measured) otherwise.
+            let explained = by_stream || by_launch || by_recorded || inferred.is_some();
+            let stream_binds = by_stream && !(by_launch && latency.zip(stream_gap).is_some_and(|(l, gp)| l - launch < gp - queue));
+            let mut wait: Option<(TaskId, At, i64)> = None; // unexplained: after this event + lag
+            if let (Some(p), Some(gap)) = (prev, stream_gap) {
+                let pid = tasks[&(p as u32)];
+                let lag = if stream_binds { gap } else { queue.min(gap) };
+                g.graph.edge(pid, At::End, id, At::Start, lag);
+                if !explained {
+                    wait = Some((pid, At::End, queue.min(gap)));
+                }
+            }
+            if let (Some(c), Some(l)) = (call, latency) {
+                let cid = tasks[&(c as u32)];
+                let lag = if by_launch && !stream_binds { l } else { launch.min(l) };
+                g.graph.edge(cid, At::Start, id, At::Start, lag);
+                // The later of the two typical readiness times binds the wait.
+                let ready_launch = ev.ts_ns[c] + launch.min(l);
+                let ready_stream = prev.map_or(i64::MIN, |p| ev.end_ns(p) + queue.min(stream_gap.unwrap_or(0)));
+                if !explained && ready_launch >= ready_stream {
+                    wait = Some((cid, At::Start, launch.min(l)));
+                }
+            }
+            match wait {
+                Some((from, at, lag)) if !(prev.is_none() && call.is_none()) => {
+                    let ready = match at {
+                        At::Start => g.measured_start_ns[from as usize] - off,
+                        At::End => g.measured_end_ns[from as usize] - off,
+                    } + lag;
+                    let dur = (s - ready).max(0);
+                    let w = add(g, &mut tasks, i, TaskKind::Wait, dur, i64::MIN);
+                    g.measured_start_ns[w as usize] = ready + off;
+                    g.measured_end_ns[w as usize] = s + off;
+                    g.graph.edge(from, at, w, At::Start, lag);
+                    g.graph.edge(w, At::End, id, At::Start, 0);
+                    out.starts.unexplained += 1;
+                    out.starts.unexplained_us += dur as f64 / 1000.0;
+                }
+                _ if by_recorded && !by_stream && !by_launch => out.starts.cross_stream_recorded += 1,
+                _ if inferred.is_some() => out.starts.cross_stream_inferred += 1,
+                _ if stream_binds => out.starts.stream += 1,
+                _ if by_launch => out.starts.launch += 1,
+                _ => {}
+            }
+        }
+    }
+    launch_queue(g, t, links, &streams, &tasks, &mut out);
+    // Synchronising calls end after the GPU work they waited for.
+    for (i, id) in syncs {
+        let (start, end) = (ev.ts_ns[i], ev.end_ns(i));
+        let device_wide = t.name(i).contains("DeviceSynchronize") || t.name(i).contains("CtxSynchronize");
+        let mut awaited_end = i64::MIN;
+        for rows in &streams {
+            // The last activity launched on this stream before the call ended.
+            let last = rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= end));
+            let Some(&k) = last else { continue };
+            let k_end = ev.end_ns(k);
+            // A device sync waits for every stream; other syncs for the
+            // streams whose work ended while the host waited.
+            if k_end <= end + 1_000 && (device_wide || k_end > start) {
+                let tail = (end - k_end).max(0);
+                g.graph.edge(tasks[&(k as u32)], At::End, id, At::End, tail);
+                awaited_end = awaited_end.max(k_end);
+            }
+        }
+        if awaited_end > start {
+            g.graph.dur_ns[id as usize] = (end - awaited_end).max(0);
+            out.host_syncs += 1;
+        }
+    }
+    // `Event Sync` rows: the host call waited for the recorded activity.
+    event_syncs(g, t, links, &streams, &tasks);
+    (tasks, out)
+}
+
+/// Smallest queue that counts as a launch queue filling up: CUDA's holds
+/// about 1024 launches (the corpus's V100 trace blocks at 1020–1021 queued).
+const MIN_LAUNCH_QUEUE: usize = 256;
+
+/// Launch calls blocked by a full launch queue. The queue's occupancy at a
+/// call's return is the number of activities launched but not yet started;
+/// where it reaches the trace's maximum (and that is a real queue), the call
+/// returned because the GPU started the activity that freed a slot — the one
+/// that started last before the return. The call keeps the thread's median
+/// launch-call time as its own and waits for that start for the rest, so a
+/// faster GPU frees slots sooner and the host runs ahead sooner.
+fn launch_queue(
+    g: &mut ExecGraph,
+    t: &RankTrace,
+    links: &Links,
+    streams: &[Vec<usize>],
+    tasks: &FxHashMap<u32, TaskId>,
+    out: &mut RankGraph,
+) {
+    let ev = &t.events;
+    let mut launched: Vec<i64> = Vec::new();
+    let mut started: Vec<(i64, usize)> = Vec::new();
+    for rows in streams {
+        for &i in rows {
+            if let Some(l) = links.launch_ns(t, i) {
+                launched.push(l);
+                started.push((ev.ts_ns[i], i));
+            }
+        }
+    }
+    if launched.len() < MIN_LAUNCH_QUEUE {
+        return;
+    }
+    launched.sort_unstable();
+    started.sort_unstable();
+    let mut calls: Vec<usize> = links.launch.iter().filter(|&&c| c != NONE).map(|&c| c as usize).collect();
+    calls.sort_unstable();
+    calls.dedup();
+    let occupancy = |at: i64| launched.partition_point(|&l| l < at).saturating_sub(started.partition_point(|s| s.0 <= at));
+    let depth = calls.iter().map(|&c| occupancy(ev.end_ns(c))).max().unwrap_or(0);
+    if depth < MIN_LAUNCH_QUEUE {
+        return;
+    }
+    out.launch_queue_depth = depth;
+    let mut durations: Vec<i64> = calls.iter().map(|&c| ev.dur_ns[c]).collect();
+    let typical = quantile(&mut durations, 0.5).unwrap_or(0);
+    for &c in &calls {
+        let end = ev.end_ns(c);
+        if occupancy(end) * 50 < depth * 49 || ev.dur_ns[c] <= typical {
+            continue;
+        }
+        // The activity that started last before the call returned, launched before the call.
+        let k = started.partition_point(|s| s.0 <= end);
+        let freed = started[..k].iter().rev().take(64).find(|s| links.launch_ns(t, s.1).is_some_and(|l| l < ev.ts_ns[c]));
+        let (Some(&(start, row)), Some(&call_id)) = (freed, tasks.get(&(c as u32))) else { continue };
+        let Some(&freed_id) = tasks.get(&(row as u32)) else { continue };
+        g.graph.edge(freed_id, At::Start, call_id, At::End, end - start);
+        g.graph.dur_ns[call_id as usize] = typical;
+        out.queue_full_launches += 1;
+    }
+}
+
+/// Correlation → runtime call row.
+fn runtime_calls(t: &RankTrace) -> FxHashMap<i64, usize> {
+    let ev = &t.events;
+    let mut call_of: FxHashMap<i64, usize> = FxHashMap::default();
+    for i in 0..ev.len() {
+        if ev.kind[i] == EventKind::Runtime && ev.correlation[i] >= 0 {
+            call_of.insert(ev.correlation[i], i);
+        }
+    }
+    call_of
+}
+
+/// The last activity launched on `stream` no later than `at`.
+fn last_launched_on(t: &RankTrace, links: &Links, streams: &[Vec<usize>], stream: i64, at: i64) -> Option<usize> {
+    let ev = &t.events;
+    streams
+        .iter()
+        .find(|rows| rows.first().is_some_and(|&k| ev.tid[k] == stream))
+        .and_then(|rows| rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= at)).copied())
+}
+
+/// What `Stream Wait Event` rows say: waiting activity row → awaited rows
+/// (the last activity launched on the recorded stream before the
+/// `cudaEventRecord` call holds the next activity launched on the waiting stream).
+fn recorded_waits(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> FxHashMap<usize, Vec<usize>> {
+    let ev = &t.events;
+    let mut out: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+    if t.sync_waits.is_empty() {
+        return out;
+    }
+    let call_of = runtime_calls(t);
+    for &(row, wait) in &t.sync_waits {
+        let row = row as usize;
+        if t.name(row) != "Stream Wait Event" {
+            continue;
+        }
+        let Some(&record) = call_of.get(&wait.record_correlation) else { continue };
+        let Some(awaited) = last_launched_on(t, links, streams, wait.wait_on_stream, ev.ts_ns[record]) else { continue };
+        let after = call_of.get(&ev.correlation[row]).map_or(ev.ts_ns[row], |&c| ev.ts_ns[c]);
+        let next = streams
+            .iter()
+            .find(|rows| rows.first().is_some_and(|&k| ev.tid[k] == ev.tid[row]))
+            .and_then(|rows| rows.iter().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l >= after)).copied());
+        if let Some(next) = next
+            && next != awaited
+        {
+            out.entry(next).or_default().push(awaited);
+        }
+    }
+    out
+}
+
+/// `Event Sync` rows: the host call ends after the recorded activity ends.
+fn event_syncs(g: &mut ExecGraph, t: &RankTrace, links: &Links, streams: &[Vec<usize>], tasks: &FxHashMap<u32, TaskId>) {
+    let ev = &t.events;
+    if t.sync_waits.is_empty() {
+        return;
+    }
+    let call_of = runtime_calls(t);
+    for &(row, wait) in &t.sync_waits {
+        let row = row as usize;
+        if t.name(row) == "Stream Wait Event" {
+            continue;
+        }
+        let Some(&record) = call_of.get(&wait.record_correlation) else { continue };
+        let Some(awaited) = last_launched_on(t, links, streams, wait.wait_on_stream, ev.ts_ns[record]) else { continue };
+        let Some(&awaited_id) = tasks.get(&(awaited as u32)) else { continue };
+        if let Some(&c) = call_of.get(&ev.correlation[row])
+            && ev.end_ns(c) >= ev.end_ns(awaited)
+            && let Some(&call_id) = tasks.get(&(c as u32))
+        {
+            g.graph.edge(awaited_id, At::End, call_id, At::End, ev.end_ns(c) - ev.end_ns(awaited));
+        }
+    }
 }

@@ -34,7 +34,8 @@ fn us(ns: i64, t0: i64) -> String {
 pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critical: &[u32]) -> std::io::Result<()> {
     let t0 = s.start_ns.iter().copied().filter(|t| *t > i64::MIN).min().unwrap_or(0);
     // Track of each task: (rank, host thread or GPU stream), then a lane that keeps slices nested.
-    let mut order: Vec<usize> = (0..eg.origin.len()).collect();
+    // Unexplained waits are gaps on the GPU track, not slices.
+    let mut order: Vec<usize> = (0..eg.origin.len()).filter(|&t| eg.origin[t].kind != TaskKind::Wait).collect();
     order.sort_by_key(|&t| (eg.origin[t].rank, s.start_ns[t], std::cmp::Reverse(s.end_ns[t]), t));
     let mut lanes: FxHashMap<(usize, bool, i64, i64), Vec<i64>> = FxHashMap::default(); // lane ends
     let mut track_ids: FxHashMap<(usize, bool, i64, i64, usize), i64> = FxHashMap::default();
@@ -93,7 +94,7 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
         let o = eg.origin[t];
         let name = job.ranks[o.rank].trace.name(o.row as usize);
         let cat = match o.kind {
-            TaskKind::Host => "runtime",
+            TaskKind::Host | TaskKind::Wait => "runtime",
             TaskKind::Gpu(ActivityClass::Compute) => "compute",
             TaskKind::Gpu(ActivityClass::Comm) => "communication",
             TaskKind::Gpu(ActivityClass::Memory) => "memory",
@@ -110,7 +111,7 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
         )?;
     }
     // Flow arrows between consecutive tasks on the critical path (earliest first).
-    let mut tasks: Vec<usize> = critical.iter().rev().map(|e| *e as usize / 2).collect();
+    let mut tasks: Vec<usize> = critical.iter().rev().map(|e| *e as usize / 2).filter(|&t| eg.origin[t].kind != TaskKind::Wait).collect();
     tasks.dedup();
     for (id, pair) in tasks.windows(2).enumerate() {
         let (a, b) = (pair[0], pair[1]);

@@ -2,10 +2,12 @@
 //! scaling of compute, memory and link speed, with per-step measured and
 //! replayed times and the §3 breakdown of the replayed timeline.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::work::{KernelWork, kernel_work};
 use tracecast_ingest::Job;
+use tracecast_ingest::analysis::CollectiveSample;
 use tracecast_ingest::analysis::{
     self, ActivityClass, Breakdown, Classifier, RankSets, Window, collective_samples, find_steps, step_of_activity,
 };
@@ -13,7 +15,7 @@ use tracecast_ingest::collective::Collective;
 use tracecast_ingest::link::Links;
 
 use crate::critical::CriticalPath;
-use crate::graph::{ExecGraph, TaskKind, build};
+use crate::graph::{ExecGraph, RankGraph, TaskKind, build};
 use crate::sim::{Schedule, simulate};
 
 /// Speed-ups applied to the measured durations (1 = as measured, 2 = twice as fast).
@@ -156,6 +158,8 @@ pub struct RankReplay {
     pub steps: Vec<StepReplay>,
     /// The §3 breakdown of the replayed timeline over the replayed steps.
     pub replayed: Breakdown,
+    /// The graph's measured timings and what explained each GPU start.
+    pub graph: RankGraph,
 }
 
 /// The replay of a job.
@@ -253,106 +257,27 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
-            TaskKind::Host => 1.0,
+            TaskKind::Host | TaskKind::Wait | TaskKind::Gpu(ActivityClass::Comm) => 1.0,
             TaskKind::Gpu(ActivityClass::Compute) => s.compute,
             TaskKind::Gpu(ActivityClass::Memory) => s.memory,
-            TaskKind::Gpu(ActivityClass::Comm) => s.link,
         };
         if factor != 1.0 && factor > 0.0 {
             eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 / factor).round() as i64;
         }
     }
-    if s.link != 1.0 && s.link > 0.0 {
-        for &e in &eg.join_edges {
-            if let Some(edge) = eg.graph.edges.get_mut(e) {
-                edge.lag_ns = (edge.lag_ns as f64 / s.link).round() as i64;
-            }
-        }
-    }
-    let mut relinked: rustc_hash::FxHashSet<usize> = Default::default();
-    if let Some(link) = &opts.link {
-        let world = i64::from(job.world_size());
-        let mut task_of: rustc_hash::FxHashMap<(usize, u32), usize> = Default::default();
-        for (t, o) in eg.origin.iter().enumerate() {
-            task_of.insert((o.rank, o.row), t);
-        }
-        let mut new_ns: rustc_hash::FxHashMap<usize, i64> = Default::default();
-        let mut unknown = 0usize;
-        for c in &collectives {
-            let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
-            let Some(&t) = task_of.get(&(r, c.row)) else { continue };
-            // The data-parallel groups that --world-size grows are costed at their new size.
-            let n = match (c.group_size, opts.world_size) {
-                (Some(g), Some(to)) if g == world => Some(i64::from(to)),
-                (g, _) => g,
-            };
-            match (c.bytes, n) {
-                (Some(bytes), Some(n)) => match link.transfer_us(c.collective, bytes, n, opts.gpus_per_node) {
-                    Some(us) => {
-                        new_ns.insert(t, (us * 1000.0).round() as i64);
-                    }
-                    None => unknown += 1,
-                },
-                _ => unknown += 1,
-            }
-        }
-        for (&t, &ns) in &new_ns {
-            eg.graph.dur_ns[t] = ns;
-        }
-        for &e in &eg.join_edges {
-            if let Some(edge) = eg.graph.edges.get_mut(e)
-                && let Some(&ns) = new_ns.get(&(edge.to as usize))
-            {
-                edge.lag_ns = ns;
-            }
-        }
-        if new_ns.is_empty() {
-            notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
-        } else if unknown > 0 {
-            notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
-        }
-        relinked = new_ns.into_keys().collect();
-    }
-    if let Some(target) = opts.world_size {
-        let world = i64::from(job.world_size());
-        let mut factor_of_task: rustc_hash::FxHashMap<usize, f64> = Default::default();
-        let mut task_of: rustc_hash::FxHashMap<(usize, u32), usize> = Default::default();
-        for (t, o) in eg.origin.iter().enumerate() {
-            task_of.insert((o.rank, o.row), t);
-        }
-        for c in &collectives {
-            let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
-            let Some(&t) = task_of.get(&(r, c.row)) else { continue };
-            // Only the groups that span the whole job are data-parallel groups that grow.
-            if c.group_size == Some(world) && !relinked.contains(&t) {
-                factor_of_task.insert(t, scale_out_factor(c.collective, world, i64::from(target), opts));
-            }
-        }
-        if factor_of_task.is_empty() && relinked.is_empty() {
-            notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
-        }
-        for (&t, &f) in &factor_of_task {
-            eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 * f).round() as i64;
-        }
-        for &e in &eg.join_edges {
-            if let Some(edge) = eg.graph.edges.get_mut(e)
-                && let Some(&f) = factor_of_task.get(&(edge.to as usize))
-            {
-                edge.lag_ns = (edge.lag_ns as f64 * f).round() as i64;
-            }
-        }
-    }
+    recost_communication(job, &mut eg, &collectives, opts, &mut notes);
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
     }
-    // Per rank: task of each row.
-    let mut task_of_row: Vec<rustc_hash::FxHashMap<u32, usize>> = vec![Default::default(); job.ranks.len()];
-    for (t, o) in eg.origin.iter().enumerate() {
+    // Per rank: task of each GPU row (an unexplained wait shares its activity's row).
+    let mut task_of_row: Vec<FxHashMap<u32, usize>> = vec![Default::default(); job.ranks.len()];
+    for (t, o) in eg.origin.iter().enumerate().filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_))) {
         task_of_row[o.rank].insert(o.row, t);
     }
     let mut ranks = Vec::new();
     let (mut measured_total, mut replayed_total) = (0.0, 0.0);
+    let mut steps_from_ns = i64::MAX;
     for (r, rank) in job.ranks.iter().enumerate() {
         let trace = &rank.trace;
         let steps = find_steps(trace, &links[r]);
@@ -388,9 +313,12 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         // Breakdown of the replayed timeline over the replayed steps.
         let window =
             replayed.iter().flatten().fold(None, |w: Option<(i64, i64)>, &(a, b)| Some(w.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
+        if let Some((a, _)) = window {
+            steps_from_ns = steps_from_ns.min(a);
+        }
         let sets = RankSets::from_intervals(eg.origin.iter().enumerate().filter(|(_, o)| o.rank == r).filter_map(|(t, o)| match o.kind {
             TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
-            TaskKind::Host => None,
+            TaskKind::Host | TaskKind::Wait => None,
         }));
         let replayed_breakdown = window.map(|(a, b)| Breakdown::from_sets(&sets, Window { start_ns: a, end_ns: b })).unwrap_or_default();
         ranks.push(RankReplay {
@@ -402,9 +330,18 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             error: if m > 0.0 { (p - m) / m } else { 0.0 },
             steps: rows,
             replayed: replayed_breakdown,
+            graph: eg.ranks.get(r).copied().unwrap_or_default(),
         });
     }
-    let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule);
+    let (critical_path, critical) =
+        crate::critical::critical_path(&eg, &schedule, if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns });
+    if critical_path.host_bound() {
+        let [.., cpu, launch, _] = critical_path.percent();
+        notes.push(format!(
+            "the host bounds the step: {:.0} % of the critical path is CPU time and launch latency, so faster GPU work shortens it little",
+            cpu + launch
+        ));
+    }
     let report = JobReplay {
         path: job.path.display().to_string(),
         world_size: job.world_size(),
@@ -417,4 +354,105 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         notes,
     };
     Replayed { report, graph: eg, schedule, critical }
+}
+
+/// Re-costs every communication kernel's transfer for `--scale link`,
+/// `--link` and `--world-size`. A collective joined across ranks is all
+/// transfer (its waits come from the join); one seen on a single rank is
+/// split into transfer — the lower envelope of that rank's durations for the
+/// same collective, group and message size, since waits only lengthen
+/// kernels — and the wait for peers, which is kept as measured.
+fn recost_communication(job: &Job, eg: &mut ExecGraph, collectives: &[CollectiveSample], opts: &ReplayOptions, notes: &mut Vec<String>) {
+    let s = opts.scale;
+    let rescale = s.link != 1.0 && s.link > 0.0;
+    if !rescale && opts.link.is_none() && opts.world_size.is_none() {
+        return;
+    }
+    let joined: FxHashSet<usize> = eg.join_edges.iter().filter_map(|&e| eg.graph.edges.get(e)).map(|e| e.to as usize).collect();
+    let mut task_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
+    for (t, o) in eg.origin.iter().enumerate() {
+        if matches!(o.kind, TaskKind::Gpu(_)) {
+            task_of.insert((o.rank, o.row), t);
+        }
+    }
+    let rank_index: FxHashMap<u32, usize> = job.ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
+    let sample_task = |c: &CollectiveSample| rank_index.get(&c.rank).and_then(|&r| task_of.get(&(r, c.row)).copied());
+    // The lower envelope per (rank, collective, group, size) of the unjoined kernels.
+    let mut envelope: FxHashMap<(u32, Collective, Option<i64>, Option<u64>), i64> = FxHashMap::default();
+    for c in collectives {
+        if let Some(t) = sample_task(c)
+            && !joined.contains(&t)
+        {
+            let e = envelope.entry((c.rank, c.collective, c.group_size, c.bytes)).or_insert(i64::MAX);
+            *e = (*e).min(eg.graph.dur_ns[t]);
+        }
+    }
+    let world = i64::from(job.world_size());
+    let mut new_transfer: FxHashMap<usize, i64> = FxHashMap::default();
+    let (mut unknown, mut relinked, mut grown, mut split) = (0usize, 0usize, 0usize, 0usize);
+    for c in collectives {
+        let Some(t) = sample_task(c) else { continue };
+        let is_joined = joined.contains(&t);
+        let dur = eg.graph.dur_ns[t];
+        let transfer =
+            if is_joined { dur } else { envelope.get(&(c.rank, c.collective, c.group_size, c.bytes)).copied().unwrap_or(dur).min(dur) };
+        // The data-parallel groups that --world-size grows are costed at their new size.
+        let grows = opts.world_size.is_some() && c.group_size == Some(world);
+        let n = match (c.group_size, opts.world_size) {
+            (Some(g), Some(to)) if g == world => Some(i64::from(to)),
+            (g, _) => g,
+        };
+        let overridden = match (&opts.link, c.bytes, n) {
+            (Some(link), Some(bytes), Some(n)) => {
+                link.transfer_us(c.collective, bytes, n, opts.gpus_per_node).map(|us| (us * 1000.0).round() as i64)
+            }
+            _ => None,
+        };
+        if opts.link.is_some() && overridden.is_none() {
+            unknown += 1;
+        }
+        let mut tr = match overridden {
+            Some(ns) => {
+                relinked += 1;
+                ns as f64
+            }
+            None if grows => {
+                grown += 1;
+                transfer as f64 * scale_out_factor(c.collective, world, i64::from(opts.world_size.unwrap_or(1)), opts)
+            }
+            None => transfer as f64,
+        };
+        if rescale && overridden.is_none() {
+            tr /= s.link;
+        }
+        if !is_joined && (overridden.is_some() || grows || rescale) {
+            split += 1;
+        }
+        new_transfer.insert(t, (dur - transfer) + tr.round() as i64);
+    }
+    for (&t, &ns) in &new_transfer {
+        eg.graph.dur_ns[t] = ns;
+    }
+    for &e in &eg.join_edges {
+        if let Some(edge) = eg.graph.edges.get_mut(e)
+            && let Some(&ns) = new_transfer.get(&(edge.to as usize))
+        {
+            edge.lag_ns = ns;
+        }
+    }
+    if opts.link.is_some() {
+        if relinked == 0 {
+            notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
+        } else if unknown > 0 {
+            notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
+        }
+    }
+    if opts.world_size.is_some() && grown == 0 && relinked == 0 {
+        notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
+    }
+    if split > 0 {
+        notes.push(format!(
+            "{split} collective kernel(s) not matched across ranks: only their transfer (the fastest of this rank's kernels of the same collective, group and size) was re-costed; their wait for peers is kept as measured"
+        ));
+    }
 }

@@ -204,3 +204,115 @@ fn stream_wait_events_from_the_trace_hold_the_waiting_stream() {
     // A alone spans 300 µs, then B 150 µs after it: at least 450 µs of window.
     assert!(window >= 450.0 - 1e-6, "B did not wait for A: window {window} µs");
 }
+
+#[test]
+fn compute_speed_ups_reach_the_step_where_the_gpu_bounds_it() {
+    // What bounds a measured step decides what a faster GPU buys: on traces
+    // whose identity critical path is GPU work, twice the compute speed
+    // nearly halves the step; where the host bounds it, the step barely moves
+    // and the replay says why.
+    let (mut gpu_bound, mut host_bound) = (0, 0);
+    println!("{:<90} {:>8} {:>8} {:>9}", "trace", "GPU %", "host %", "speed-up");
+    for path in all_traces() {
+        let j = job(&path);
+        let base = replay_job(&j, &ReplayOptions::default());
+        let measured = &base.ranks;
+        let compute: f64 = measured.iter().map(|r| r.measured.compute_us).sum();
+        let busy: f64 = measured.iter().map(|r| r.measured.busy_us).sum();
+        let [c, m, mem, cpu, launch, _] = base.critical_path.percent();
+        let mut opts = ReplayOptions::default();
+        opts.scale = Scale { compute: 2.0, ..Scale::default() };
+        let fast = replay_job(&j, &opts);
+        let name = path.strip_prefix(shared()).unwrap().display().to_string();
+        println!("{name:<90} {:>8.1} {:>8.1} {:>8.3}×", c + m + mem, cpu + launch, fast.speedup);
+        assert!(fast.speedup >= 1.0 - 1e-9, "{name}: a faster GPU slowed the step: {}", fast.speedup);
+        if c + m + mem >= 90.0 && compute >= 0.9 * busy && busy > 0.0 {
+            gpu_bound += 1;
+            assert!(fast.speedup >= 1.8, "{name}: GPU-bound, yet compute=2 gives {}", fast.speedup);
+        }
+        if cpu + launch >= 80.0 {
+            host_bound += 1;
+            assert!(fast.speedup <= 1.2, "{name}: host-bound, yet compute=2 gives {}", fast.speedup);
+            assert!(fast.notes.iter().any(|n| n.contains("the host bounds the step")), "{name}: {:?}", fast.notes);
+        }
+    }
+    assert!(gpu_bound >= 6 && host_bound >= 15, "{gpu_bound} GPU-bound, {host_bound} host-bound traces");
+    // The xDiT profiles are GPU-bound once the host has queued the step (after
+    // its last blocking copy); before that the GPU waits for launches, so the
+    // step shrinks by well over 1.5× but not 2×.
+    for rel in [
+        "tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz",
+        "tracelens/inference/xdit_flux.1/split_traces/profile_trace_rank_0_annotation_iteration_0_execute_diffusion_1_256x256.json.gz",
+    ] {
+        let mut opts = ReplayOptions::default();
+        opts.scale = Scale { compute: 2.0, ..Scale::default() };
+        let r = replay_job(&job(&shared().join(rel)), &opts);
+        assert!(r.speedup >= 1.5, "{rel}: {}", r.speedup);
+    }
+}
+
+#[test]
+fn a_full_launch_queue_and_an_idle_thread_follow_the_gpu() {
+    // The V100 trace's host blocks on a full launch queue (1020–1021 queued
+    // launches whenever a launch call takes long) and its autograd thread
+    // idles through each forward pass: both must follow a faster GPU.
+    let j = job(&shared().join("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"));
+    let base = replay_job(&j, &ReplayOptions::default());
+    let g = &base.ranks[0].graph;
+    assert!((1000..=1030).contains(&g.launch_queue_depth), "{}", g.launch_queue_depth);
+    assert!(g.queue_full_launches > 1000, "{}", g.queue_full_launches);
+    assert!(g.thread_handoffs > 0);
+    let mut opts = ReplayOptions::default();
+    opts.scale = Scale { compute: 2.0, ..Scale::default() };
+    let fast = replay_job(&j, &opts);
+    for s in fast.ranks[0].steps.iter().skip(1) {
+        assert!(s.replayed_step_us < 0.55 * s.measured_step_us, "step {}: {} of {}", s.step, s.replayed_step_us, s.measured_step_us);
+    }
+}
+
+#[test]
+fn world_size_on_a_single_rank_recosts_the_transfer_only() {
+    // One rank of the synthetic 4-rank job, alone: its all-reduces are not
+    // matched, so their duration is split into transfer (the fastest of the
+    // rank's kernels of that size) and waiting for peers. The slowest rank
+    // never waits, so its transfer is the truth α + 2(n−1)/n·S/B.
+    use tracecast_calibrate::synth::{JobSpec, render_job};
+    let spec = JobSpec::default();
+    let ranks = render_job(&spec);
+    let slowest = (0..ranks.len()).max_by(|&a, &b| ranks[a].data_loading_us.total_cmp(&ranks[b].data_loading_us)).unwrap();
+    let fastest = (0..ranks.len()).min_by(|&a, &b| ranks[a].data_loading_us.total_cmp(&ranks[b].data_loading_us)).unwrap();
+    let alone = |r: usize| {
+        let t = tracecast_ingest::kineto::parse_bytes(ranks[r].json.as_bytes(), &PathBuf::from("rank.json"), &ReadOptions::default());
+        Job::from_traces(PathBuf::from("one-rank"), vec![t])
+    };
+    let comm = |j: &Job, world: Option<u32>| {
+        let mut opts = ReplayOptions::default();
+        opts.world_size = world;
+        let r = replay_job(j, &opts);
+        (r.ranks[0].replayed.comm_us, r.notes)
+    };
+    // Group of 4 → 8 inside a node: the bus factor grows from 1.5 to 1.75.
+    let growth = 1.75 / 1.5 - 1.0;
+    let j = alone(slowest);
+    let (base, _) = comm(&j, None);
+    let (grown, notes) = comm(&j, Some(8));
+    assert!(notes.iter().any(|n| n.contains("only their transfer")), "{notes:?}");
+    let truth_transfer: f64 = {
+        let mut t = 0.0;
+        let grad = 12 * spec.hidden * spec.hidden;
+        for _ in 0..spec.steps {
+            for b in 0..spec.layers as u64 {
+                let bytes = 2 * (grad >> (2 * (b % 8))).max(1);
+                t += spec.allreduce_alpha_us + 1.5 * bytes as f64 / (spec.allreduce_busbw_gbps * 1e3);
+            }
+        }
+        t
+    };
+    let want = truth_transfer * growth;
+    assert!(((grown - base) - want).abs() <= 0.05 * want, "comm grew {} µs, truth {want} µs", grown - base);
+    // A rank that waits for its peers: its waits are not scaled.
+    let j = alone(fastest);
+    let (base, _) = comm(&j, None);
+    let (grown, _) = comm(&j, Some(8));
+    assert!(grown - base < base * growth * 0.9, "waits were scaled: {base} -> {grown}");
+}
