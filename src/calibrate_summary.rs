@@ -126,5 +126,22 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
     if let Some(n) = c.node_of(&g.id) {
         writeln!(w, "  node preset {}: {} GPUs, {} NICs × {:.1} GB/s", n.id, n.gpus, n.nics, n.nic_gbps)?;
     }
-    writeln!(w, "  source: {}", g.source)
+    if let Some(sms) = g.sms {
+        writeln!(w, "  {sms} SMs/CUs{}", g.clock_mhz.map_or(String::new(), |c| format!(", {c:.0} MHz boost")))?;
+    }
+    writeln!(w, "  source: {}", g.source)?;
+    if let Some(s) = &g.sms_source {
+        writeln!(w, "  SMs and clock: {s}")?;
+    }
+    match tracecast_calibrate::shipped::profile(&g.id) {
+        Some(p) => {
+            writeln!(w, "\nShipped calibration profile ({} corpus traces; calibrate/profiles/regenerate.sh):", p.traces.len())?;
+            write_profile(w, &p)
+        }
+        None => writeln!(
+            w,
+            "\nNo shipped calibration profile (no trace of it in the corpus): `replay --target {}` uses the efficiencies of the most similar traced GPU, else carries the trace's own",
+            g.id
+        ),
+    }
 }

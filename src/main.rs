@@ -613,32 +613,51 @@ fn replay_options_for(
     if let Some(g) = gpus_per_node {
         opts.gpus_per_node = g;
     }
+    // Projection prices the source side with the GPU's shipped profile, so
+    // both sides' efficiencies come from comparable ops (else the trace's own calibration).
+    opts.source = gpu.and_then(|g| tracecast_calibrate::shipped::model(&g.id, catalog));
+    opts.catalog = Some(catalog.clone());
     opts
 }
 
-/// The target GPU's model from `--target` and `--profile` (both or neither).
+/// The target GPU's model from `--target` and `--profile`: the profile
+/// given (it must be of that GPU), else the GPU's shipped profile, else its
+/// catalog specs alone (the trace's efficiencies are then carried to them).
 fn target_model(
     target: Option<&String>,
     profile: Option<&PathBuf>,
     catalog: &tracecast_calibrate::Catalog,
 ) -> Result<Option<tracecast_calibrate::DeviceModel>> {
-    // Projection needs the target's calibration: catalog peaks alone overstate small kernels' speed-up.
     Ok(match (target, profile) {
         (Some(id), Some(p)) => {
             let gpu = catalog.gpu(id)?;
             let model = tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?;
-            anyhow::ensure!(
-                model.gpu.as_ref().is_some_and(|g| g.id == gpu.id),
-                "{}: the profile is not of {} (calibrate traces measured on {} and pass that profile)",
-                p.display(),
-                gpu.id,
-                gpu.id
-            );
+            ensure_profile_of(&model, &gpu.id, p)?;
             Some(model)
         }
-        (Some(id), None) => anyhow::bail!("--target {id} needs --profile: the calibration profile of {id} (`tracecast calibrate`)"),
-        _ => None,
+        (Some(id), None) => {
+            let gpu = catalog.gpu(id)?;
+            Some(
+                tracecast_calibrate::shipped::model(&gpu.id, catalog)
+                    .or_else(|| tracecast_calibrate::shipped::similar(gpu, catalog))
+                    .unwrap_or_else(|| tracecast_calibrate::DeviceModel::from_gpu(gpu)),
+            )
+        }
+        (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),
+        (None, None) => None,
     })
+}
+
+/// A profile of another GPU than the one it is used for is an error.
+pub(crate) fn ensure_profile_of(model: &tracecast_calibrate::DeviceModel, gpu_id: &str, path: &std::path::Path) -> Result<()> {
+    let of = model.gpu.as_ref().map(|g| g.id.clone());
+    anyhow::ensure!(
+        of.as_deref() == Some(gpu_id),
+        "{}: the profile is of {}, not {gpu_id} (calibrate traces measured on {gpu_id} and pass that profile)",
+        path.display(),
+        of.as_deref().unwrap_or("a GPU the catalog does not know")
+    );
+    Ok(())
 }
 
 fn parse_link(spec: &str) -> Result<tracecast_replay::LinkOverride> {
@@ -741,6 +760,35 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                 let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();
                 writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;
             }
+            if let Some(p) = &r.projection {
+                let gpu = |g: &Option<String>| g.clone().unwrap_or_else(|| "an unknown GPU".into());
+                writeln!(
+                    out,
+                    "Compute kernels priced from {} ({}) onto {} ({}):",
+                    gpu(&p.source_gpu),
+                    p.source_fits,
+                    gpu(&p.target_gpu),
+                    p.target_fits
+                )?;
+                for s in &p.rules {
+                    writeln!(
+                        out,
+                        "  {:>6} kernels {:>12.3} ms → {:>12.3} ms  {}",
+                        s.kernels,
+                        s.measured_us / 1000.0,
+                        s.projected_us / 1000.0,
+                        s.description
+                    )?;
+                }
+                let total: f64 = p.rules.iter().map(|s| s.projected_us).sum();
+                writeln!(
+                    out,
+                    "  projected kernel time {:.3} ms (95 % band of the efficiencies: {:.3}–{:.3} ms)",
+                    total / 1000.0,
+                    p.projected_band_us[0] / 1000.0,
+                    p.projected_band_us[1] / 1000.0
+                )?;
+            }
             let c = &r.critical_path;
             if c.total_us > 0.0 {
                 let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
@@ -837,9 +885,9 @@ fn synth(args: SynthArgs) -> Result<ExitCode> {
             spec.memory_efficiency = eta;
             spec.peak_hbm_bytes_per_s = peak;
         }
-        if let Some(l) = device.link("all_reduce", "intra") {
-            spec.allreduce_alpha_us = l.alpha_us;
-            spec.allreduce_busbw_gbps = l.busbw_gbps;
+        if let Some(m) = device.link(tracecast_ingest::collective::Collective::AllReduce, None, "intra") {
+            spec.allreduce_alpha_us = m.fit.alpha_us;
+            spec.allreduce_busbw_gbps = m.fit.busbw_gbps;
         }
     }
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;

@@ -43,6 +43,27 @@ pub(crate) fn cluster(
         return Ok(c);
     }
     let n = gpus.context("--system GPU needs --gpus N (how many)")?;
+    // A profile must be of the system's GPU; without one, the GPU's shipped profile.
+    let gpu = catalog.gpu(spec)?;
+    let shipped;
+    let device = match device {
+        Some(d) => {
+            let of = d.gpu.as_ref().map(|g| g.id.clone());
+            anyhow::ensure!(
+                of.as_deref() == Some(gpu.id.as_str()),
+                "--profile ({}) is of {}, not of --system {} (calibrate traces measured on {} and pass that profile)",
+                d.source,
+                of.as_deref().unwrap_or("a GPU the catalog does not know"),
+                gpu.id,
+                gpu.id
+            );
+            Some(d)
+        }
+        None => {
+            shipped = tracecast_calibrate::shipped::model(&gpu.id, catalog);
+            shipped.as_ref()
+        }
+    };
     // 16-bit models run in BF16 where the GPU has it, else FP16 (V100); 32-bit in TF32, else FP32.
     let dtypes: &[Dtype] = if bytes_per_param >= 4.0 { &[Dtype::Tf32, Dtype::Fp32] } else { &[Dtype::Bf16, Dtype::Fp16] };
     let mut last = None;

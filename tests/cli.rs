@@ -525,3 +525,49 @@ fn replay_writes_a_perfetto_timeline() {
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut text).unwrap();
     assert_perfetto_schema(&serde_json::from_slice(&text).unwrap());
 }
+
+#[test]
+fn target_without_a_profile_uses_the_shipped_one_and_a_profile_of_another_gpu_is_an_error() {
+    let h100 = shared().join("tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    // No --profile: MI300X's shipped calibration prices the kernels, and the output says which rules did.
+    let o = run(&["replay".as_ref(), h100.as_os_str(), "--target".as_ref(), "mi300x".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("shipped profile of mi300x"), "{out}");
+    assert!(out.contains("roofline of the op's FLOPs and bytes"), "{out}");
+    // A profile of another GPU than the target: an error in replay and in project.
+    let dir = scratch("wrong-profile");
+    let profile = dir.join("h100.json");
+    let o = run(&["calibrate".as_ref(), h100.as_os_str(), "--out".as_ref(), profile.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["replay".as_ref(), h100.as_os_str(), "--target".as_ref(), "mi300x".as_ref(), "--profile".as_ref(), profile.as_os_str()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is of h100-sxm, not mi300x"), "{}", stderr(&o));
+    let o = run(&[
+        "project".as_ref(),
+        "--model".as_ref(),
+        "llama2-7b".as_ref(),
+        "--system".as_ref(),
+        "mi300x".as_ref(),
+        "--gpus".as_ref(),
+        "8".as_ref(),
+        "--profile".as_ref(),
+        profile.as_os_str(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not of --system mi300x"), "{}", stderr(&o));
+    // --profile alone names no target.
+    let o = run(&["replay".as_ref(), h100.as_os_str(), "--profile".as_ref(), profile.as_os_str()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--target"), "{}", stderr(&o));
+}
+
+#[test]
+fn hw_show_prints_the_shipped_calibration() {
+    let o = run(&["hw".as_ref(), "show".as_ref(), "h100-sxm".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("132 SMs/CUs"), "{out}");
+    assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
+    assert!(out.contains("gemm"), "{out}");
+}

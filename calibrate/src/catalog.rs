@@ -99,6 +99,15 @@ pub struct Gpu {
     pub hbm_gbps: f64,
     /// Nominal intra-node GPU-to-GPU bandwidth per direction, GB/s.
     pub link_gbps: f64,
+    /// Streaming multiprocessors (NVIDIA) or compute units (AMD).
+    #[serde(default)]
+    pub sms: Option<u32>,
+    /// Boost clock, MHz.
+    #[serde(default)]
+    pub clock_mhz: Option<f64>,
+    /// Where `sms` and `clock_mhz` come from.
+    #[serde(default)]
+    pub sms_source: Option<String>,
 }
 
 impl Gpu {
@@ -149,7 +158,7 @@ struct File {
 }
 
 /// How a trace's device was matched to a catalog GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchKind {
     /// A `match` substring of the device name.

@@ -47,16 +47,7 @@ pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
     }
     let slope = sxy / sxx;
     let intercept = ym - slope * xm;
-    let (mut wss, mut wss_tot, mut rel) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let fit = intercept + slope * x[i];
-        let r = y[i] - fit;
-        wss += w[i] * r * r;
-        wss_tot += w[i] * (y[i] - ym).powi(2);
-        if fit != 0.0 {
-            rel += (r / fit).powi(2);
-        }
-    }
+    let (wss, wss_tot, rel) = residuals(x, y, w, n, intercept, slope, ym);
     let dof = (n - 2) as f64;
     let sigma2 = wss / dof;
     let se_slope = (sigma2 / sxx).sqrt();
@@ -71,6 +62,54 @@ pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
         n,
         residual_spread: (rel / n as f64).sqrt(),
     })
+}
+
+/// [`weighted_line`] constrained to a non-negative intercept: where the free
+/// fit's intercept is negative (a fixed cost below zero, which no kernel or
+/// link has), the line through the origin (weighted least squares of y = s·x).
+pub fn weighted_line_nonneg(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
+    let free = weighted_line(x, y, w)?;
+    if free.intercept >= 0.0 {
+        return Some(free);
+    }
+    let n = free.n;
+    let sxx: f64 = (0..n).map(|i| w[i] * x[i] * x[i]).sum();
+    let sxy: f64 = (0..n).map(|i| w[i] * x[i] * y[i]).sum();
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let sw: f64 = w.iter().take(n).sum();
+    let ym = (0..n).map(|i| w[i] * y[i]).sum::<f64>() / sw;
+    let (wss, wss_tot, rel) = residuals(x, y, w, n, 0.0, slope, ym);
+    let dof = (n - 1) as f64;
+    let se_slope = (wss / dof / sxx).sqrt();
+    let t = StudentsT::new(0.0, 1.0, dof).map(|d| d.inverse_cdf(0.975)).unwrap_or(1.96);
+    Some(LineFit {
+        intercept: 0.0,
+        intercept_ci95: [0.0, 0.0],
+        slope,
+        slope_ci95: [slope - t * se_slope, slope + t * se_slope],
+        r2: if wss_tot > 0.0 { 1.0 - wss / wss_tot } else { 1.0 },
+        n,
+        residual_spread: (rel / n as f64).sqrt(),
+    })
+}
+
+/// Weighted residual and total sums of squares and the summed squared
+/// relative residual of the line `intercept + slope · x` over the first `n` points.
+fn residuals(x: &[f64], y: &[f64], w: &[f64], n: usize, intercept: f64, slope: f64, ym: f64) -> (f64, f64, f64) {
+    let (mut wss, mut wss_tot, mut rel) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let fit = intercept + slope * x[i];
+        let r = y[i] - fit;
+        wss += w[i] * r * r;
+        wss_tot += w[i] * (y[i] - ym).powi(2);
+        if fit != 0.0 {
+            rel += (r / fit).powi(2);
+        }
+    }
+    (wss, wss_tot, rel)
 }
 
 /// Relative-error weights 1/y².
@@ -113,6 +152,21 @@ mod tests {
         assert!(f.r2 > 0.99);
         assert!(weighted_line(&[1.0, 2.0], &[1.0, 2.0], &[1.0, 1.0]).is_none());
         assert!(weighted_line(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0], &[1.0; 3]).is_none());
+    }
+
+    #[test]
+    fn a_negative_intercept_is_refitted_through_the_origin() {
+        // Points on y = 2x − 5: the free fit says t0 = −5; constrained, t0 = 0.
+        let x = [10.0, 20.0, 40.0, 80.0];
+        let y: Vec<f64> = x.iter().map(|x| 2.0 * x - 5.0).collect();
+        let w = vec![1.0; 4];
+        assert!(weighted_line(&x, &y, &w).unwrap().intercept < -4.9);
+        let c = weighted_line_nonneg(&x, &y, &w).unwrap();
+        assert_eq!(c.intercept, 0.0);
+        assert!(c.slope > 1.8 && c.slope < 2.0, "{}", c.slope);
+        // A positive intercept is left alone.
+        let y: Vec<f64> = x.iter().map(|x| 2.0 * x + 5.0).collect();
+        assert!((weighted_line_nonneg(&x, &y, &w).unwrap().intercept - 5.0).abs() < 1e-9);
     }
 
     #[test]

@@ -26,12 +26,14 @@
 #![warn(unreachable_pub)]
 
 pub mod catalog;
+pub mod cost;
 pub mod diff;
 mod error;
 pub mod fit;
 pub mod madmax;
 pub mod model;
 pub mod profile;
+pub mod shipped;
 pub mod synth;
 pub mod work;
 

@@ -1,157 +1,145 @@
-//! A device's kernel cost model from its calibration profile: the time of an
-//! op's kernels from its work, t = t0 + W / (η · P), for projecting a trace
-//! recorded on one GPU onto another.
+//! One device as the cost model sees it: its catalog specs and, when it was
+//! calibrated, the fits of its [`Profile`] (the one profile type, read and
+//! written by the same serde code).
 
 use std::path::Path;
 
-use serde::Deserialize;
+use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu};
 use crate::error::{Error, Result};
-use crate::profile::{Profile, peak_per_s};
+use crate::profile::{KernelFit, LinkFit, Profile};
 use crate::work::KernelClass;
 
-/// One fitted kernel class.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Fit {
-    class: KernelClass,
-    dtype: Option<Dtype>,
-    efficiency: f64,
-    overhead_us: f64,
-    peak_per_s: f64,
-}
+/// Efficiencies a fit may have and still feed a projection: above the peak is
+/// impossible, and below 1 % of it the fit measured something else (launch
+/// overhead, a mis-counted op) — a user-added B300 fitted from MoE
+/// micro-benchmarks gave GEMM η 0.003.
+pub const PHYSICAL_EFFICIENCY: [f64; 2] = [0.01, 1.0];
 
-/// Kernel times on one device, from the kernel classes its calibration profile fitted.
+/// A device: catalog specs plus the fits of its calibration profile.
 #[derive(Debug, Clone)]
 pub struct DeviceModel {
     /// The device's catalog entry, when known.
     pub gpu: Option<Gpu>,
-    fits: Vec<Fit>,
-    links: Vec<LinkParams>,
+    /// The calibration, when there is one.
+    pub profile: Option<Profile>,
+    /// Where the fits come from (`profile FILE`, `shipped profile`, `catalog specs only`).
+    pub source: String,
     /// The profile's short-kernel time, µs.
     pub kernel_floor_us: Option<f64>,
 }
 
-/// A fitted link: α-β of one collective in one domain.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct LinkParams {
-    /// `all_reduce`, `all_gather`, …
-    pub collective: String,
-    /// `intra`, `inter` or `unknown`.
-    pub domain: String,
-    /// Latency, µs.
-    pub alpha_us: f64,
-    /// Bus bandwidth, GB/s.
-    pub busbw_gbps: f64,
+/// How a link fit was found for a collective.
+#[derive(Debug, Clone)]
+pub struct LinkMatch<'a> {
+    /// The fit used.
+    pub fit: &'a LinkFit,
+    /// `None` when it is the fit for exactly this collective, group size and
+    /// domain; otherwise what was substituted, in words.
+    pub substitution: Option<String>,
 }
 
-/// The part of a profile file the model needs (the file is `Profile` as serialized).
-#[derive(Deserialize)]
-struct ProfileFile {
-    device: DeviceFile,
-    #[serde(default)]
-    kernels: Vec<KernelFile>,
-    #[serde(default)]
-    links: Vec<LinkParams>,
-    #[serde(default)]
-    kernel_floor_us: Option<f64>,
-}
+impl Profile {
+    /// Reads a profile written by `tracecast calibrate` (the same type, deserialized).
+    pub fn read(path: &Path) -> Result<Profile> {
+        let text = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        Profile::from_json(&text, path)
+    }
 
-#[derive(Deserialize)]
-struct DeviceFile {
-    catalog_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct KernelFile {
-    class: KernelClass,
-    dtype: Option<Dtype>,
-    efficiency: f64,
-    overhead_us: f64,
-    peak: f64,
-    unit: String,
+    /// Parses a profile; `path` names it in errors.
+    pub fn from_json(text: &[u8], path: &Path) -> Result<Profile> {
+        serde_json::from_slice(text)
+            .map_err(|e| Error::Profile { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })
+    }
 }
 
 impl DeviceModel {
-    fn new(catalog_id: Option<&str>, fits: Vec<Fit>, links: Vec<LinkParams>, catalog: &Catalog) -> DeviceModel {
-        DeviceModel { gpu: catalog_id.and_then(|id| catalog.gpu(id).ok()).cloned(), fits, links, kernel_floor_us: None }
-    }
-
-    /// The model of a profile just fitted.
+    /// The model of a calibration profile.
     pub fn from_profile(p: &Profile, catalog: &Catalog) -> DeviceModel {
-        let fits = p
-            .kernels
-            .iter()
-            .map(|k| Fit {
-                class: k.class,
-                dtype: k.dtype,
-                efficiency: k.efficiency,
-                overhead_us: k.overhead_us,
-                peak_per_s: k.peak_per_s(),
-            })
-            .collect();
-        let links = p
-            .links
-            .iter()
-            .map(|l| LinkParams {
-                collective: l.collective.as_str().to_string(),
-                domain: l.domain.to_string(),
-                alpha_us: l.alpha_us,
-                busbw_gbps: l.busbw_gbps,
-            })
-            .collect();
-        let mut m = DeviceModel::new(p.device.catalog_id.as_deref(), fits, links, catalog);
-        m.kernel_floor_us = p.kernel_floor_us;
-        m
+        DeviceModel {
+            gpu: p.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok()).cloned(),
+            profile: Some(p.clone()),
+            source: "calibration profile".into(),
+            kernel_floor_us: p.kernel_floor_us,
+        }
     }
 
-    /// The model of a profile written by `tracecast calibrate`.
+    /// The model of a profile file written by `tracecast calibrate`.
     pub fn from_profile_file(path: &Path, catalog: &Catalog) -> Result<DeviceModel> {
-        let text = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        let file: ProfileFile = serde_json::from_slice(&text)
-            .map_err(|e| Error::Profile { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })?;
-        let fits = file
-            .kernels
-            .into_iter()
-            .map(|k| Fit {
-                class: k.class,
-                dtype: k.dtype,
-                efficiency: k.efficiency,
-                overhead_us: k.overhead_us,
-                peak_per_s: peak_per_s(&k.unit, k.peak),
-            })
-            .collect();
-        let mut m = DeviceModel::new(file.device.catalog_id.as_deref(), fits, file.links, catalog);
-        m.kernel_floor_us = file.kernel_floor_us;
+        let mut m = DeviceModel::from_profile(&Profile::read(path)?, catalog);
+        m.source = format!("profile {}", path.display());
         Ok(m)
     }
 
-    /// The fitted efficiency η and fixed cost t0 (µs) of a kernel class (same dtype first).
+    /// A GPU known only by its catalog specs (nobody has traced it yet).
+    pub fn from_gpu(gpu: &Gpu) -> DeviceModel {
+        DeviceModel { gpu: Some(gpu.clone()), profile: None, source: "catalog specs only".into(), kernel_floor_us: None }
+    }
+
+    /// The valid fit of `class` for exactly `dtype`: one inside the physical
+    /// bounds ([`PHYSICAL_EFFICIENCY`], t0 ≥ 0).
+    pub fn kernel_fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<&KernelFit> {
+        self.profile.as_ref()?.kernels.iter().find(|f| f.class == class && f.dtype == dtype && physical(f))
+    }
+
+    /// The fitted η and t0 (µs) of a class for `dtype`, when valid.
     pub fn efficiency(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, f64)> {
-        let fit =
-            self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
-        Some((fit.efficiency, fit.overhead_us))
+        self.kernel_fit(class, dtype).map(|f| (f.efficiency, f.overhead_us))
     }
 
-    /// The fitted η, t0 (µs) and the peak it is relative to (per second) of a kernel class.
+    /// The fitted η, t0 (µs) and the peak it is relative to (per second) of a class for `dtype`.
     pub fn fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, f64, f64)> {
-        let fit =
-            self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
-        Some((fit.efficiency, fit.overhead_us, fit.peak_per_s))
+        self.kernel_fit(class, dtype).map(|f| (f.efficiency, f.overhead_us, f.peak_per_s()))
     }
 
-    /// The fitted α-β of `collective` in `domain` (`intra`, `inter`), else of any collective there.
-    pub fn link(&self, collective: &str, domain: &str) -> Option<&LinkParams> {
-        self.links
+    /// Fits of the profile that fall outside the physical bounds, in words.
+    pub fn rejected_fits(&self) -> Vec<String> {
+        self.profile
             .iter()
-            .find(|l| l.collective == collective && l.domain == domain)
-            .or_else(|| self.links.iter().find(|l| l.domain == domain))
+            .flat_map(|p| &p.kernels)
+            .filter(|f| !physical(f))
+            .map(|f| {
+                format!(
+                    "{}/{}: η {:.3}, t0 {:.1} µs is outside the physical bounds (η {}–{}, t0 ≥ 0) and is not used",
+                    f.class.as_str(),
+                    f.dtype.map_or("unknown", Dtype::as_str),
+                    f.efficiency,
+                    f.overhead_us,
+                    PHYSICAL_EFFICIENCY[0],
+                    PHYSICAL_EFFICIENCY[1]
+                )
+            })
+            .collect()
     }
 
-    /// Time of an op's kernels, µs, from a fit of its class (same dtype first).
-    pub fn kernel_us(&self, class: KernelClass, dtype: Option<Dtype>, work: f64) -> Option<f64> {
-        let fit =
-            self.fits.iter().find(|f| f.class == class && f.dtype == dtype).or_else(|| self.fits.iter().find(|f| f.class == class))?;
-        (fit.efficiency > 0.0).then(|| fit.overhead_us.max(0.0) + work / (fit.efficiency * fit.peak_per_s) * 1e6)
+    /// The link fit for `collective` over `group_size` ranks in `domain`
+    /// (`intra`, `inter`): the exact key first, then the same collective and
+    /// domain at the nearest group size, saying so; never another collective
+    /// or domain.
+    pub fn link(&self, collective: Collective, group_size: Option<i64>, domain: &str) -> Option<LinkMatch<'_>> {
+        let links = &self.profile.as_ref()?.links;
+        let same: Vec<&LinkFit> = links.iter().filter(|l| l.collective == collective && l.domain == domain).collect();
+        if let Some(fit) = same.iter().find(|l| group_size.is_some() && l.group_size == group_size) {
+            return Some(LinkMatch { fit, substitution: None });
+        }
+        let distance = |l: &&&LinkFit| match (l.group_size, group_size) {
+            (Some(a), Some(b)) => (a - b).abs(),
+            _ => i64::MAX,
+        };
+        let fit = same.iter().min_by_key(distance)?;
+        Some(LinkMatch {
+            fit,
+            substitution: Some(format!(
+                "{} over {} ranks ({domain}) priced with the fit for {} ranks",
+                collective.as_str(),
+                group_size.map_or("?".into(), |n| n.to_string()),
+                fit.group_size.map_or("?".into(), |n| n.to_string())
+            )),
+        })
     }
+}
+
+fn physical(f: &KernelFit) -> bool {
+    f.efficiency >= PHYSICAL_EFFICIENCY[0] && f.efficiency <= PHYSICAL_EFFICIENCY[1] && f.overhead_us >= 0.0 && f.efficiency.is_finite()
 }

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{Classifier, CollectiveSample, collective_samples};
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
-use crate::fit::{lower_envelope, relative_weights, weighted_line};
+use crate::fit::{lower_envelope, relative_weights, weighted_line_nonneg};
 use crate::work::{self, KernelClass, WorkSample};
 
 /// Options of [`calibrate`].
@@ -32,7 +32,7 @@ impl Default for CalibrateOptions {
 }
 
 /// The device a profile describes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// `deviceProperties.name` as in the traces.
     pub name: String,
@@ -53,7 +53,7 @@ pub struct DeviceInfo {
 }
 
 /// One bin of the efficiency-vs-size curve.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SizeBin {
     /// Smallest work in the bin (FLOPs or bytes).
     pub work_min: f64,
@@ -66,14 +66,14 @@ pub struct SizeBin {
 }
 
 /// A kernel-class fit: t = t0 + W / (η · P).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelFit {
     /// Kernel class.
     pub class: KernelClass,
     /// Dtype of the ops (memory-bound classes are fitted per dtype too).
     pub dtype: Option<Dtype>,
     /// `flop` or `byte`.
-    pub unit: &'static str,
+    pub unit: String,
     /// The peak P: TFLOP/s for FLOP classes, GB/s for byte classes.
     pub peak: f64,
     /// Which peak was used (`bf16`, `tf32`, `hbm`, …).
@@ -97,6 +97,12 @@ pub struct KernelFit {
     pub achieved_max: f64,
     /// Efficiency by work size (log-spaced bins).
     pub size_curve: Vec<SizeBin>,
+    /// Smallest and largest work fitted (at least 4× apart).
+    #[serde(default)]
+    pub work_range: [f64; 2],
+    /// How the fit was constrained.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// (work, µs) of every sample, for plots.
     #[serde(skip)]
     pub points: Vec<(f64, f64)>,
@@ -105,7 +111,7 @@ pub struct KernelFit {
 impl KernelFit {
     /// The peak P in FLOP/s (FLOP classes) or bytes/s (byte classes).
     pub fn peak_per_s(&self) -> f64 {
-        peak_per_s(self.unit, self.peak)
+        peak_per_s(&self.unit, self.peak)
     }
 
     /// The fitted time of an op with `work` FLOPs or bytes, µs.
@@ -120,14 +126,14 @@ pub(crate) fn peak_per_s(unit: &str, peak: f64) -> f64 {
 }
 
 /// A link fit: t = α + k · S / B.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkFit {
     /// Collective.
     pub collective: Collective,
     /// Ranks in the group.
     pub group_size: Option<i64>,
     /// `intra`, `inter` or `unknown` (node).
-    pub domain: &'static str,
+    pub domain: String,
     /// NCCL algorithm, when the kernel name gives it.
     pub algo: Option<String>,
     /// NCCL protocol, when the kernel name gives it.
@@ -149,14 +155,14 @@ pub struct LinkFit {
     /// Points fitted.
     pub samples: usize,
     /// `transfer` (min over matched ranks) or `lower_envelope` (one rank).
-    pub fitted_on: &'static str,
+    pub fitted_on: String,
     /// (bus bytes k·S, µs) of every point fitted, for plots.
     #[serde(skip)]
     pub points: Vec<(f64, f64)>,
 }
 
 /// Something the traces could not support a fit for, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Unfitted {
     /// What (`gemm/bf16`, `all_reduce/8/intra`, …).
     pub what: String,
@@ -169,7 +175,7 @@ pub struct Unfitted {
 }
 
 /// The calibration of one device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     /// The device.
     pub device: DeviceInfo,
@@ -226,6 +232,7 @@ fn kernel_fit(
     min_work: f64,
     min: usize,
 ) -> Result<KernelFit, String> {
+    let mut notes_of_fit = Vec::new();
     let all: Vec<(f64, f64)> = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0).collect();
     let pts: Vec<(f64, f64)> = all.iter().copied().filter(|(w, _)| *w >= min_work).collect();
     if pts.len() < min {
@@ -241,10 +248,24 @@ fn kernel_fit(
         });
     }
     let (x, y): (Vec<f64>, Vec<f64>) = pts.iter().copied().unzip();
-    let f = weighted_line(&x, &y, &relative_weights(&y))
+    let (lo, hi) = x.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &w| (a.min(w), b.max(w)));
+    if hi < MIN_WORK_SPAN * lo {
+        let mut d: Vec<f64> = y.clone();
+        d.sort_by(f64::total_cmp);
+        return Err(format!(
+            "latency-bound or too narrow: the work spans {:.1}× (a fit needs {MIN_WORK_SPAN}×); measured time median {:.1} µs, 90th percentile {:.1} µs",
+            hi / lo.max(f64::MIN_POSITIVE),
+            d[d.len() / 2],
+            d[(d.len() * 9 / 10).min(d.len() - 1)]
+        ));
+    }
+    let f = weighted_line_nonneg(&x, &y, &relative_weights(&y))
         .ok_or("all samples have the same work: efficiency and overhead cannot be separated")?;
     if f.slope_ci95[0] <= 0.0 {
         return Err("time does not grow significantly with work in these samples (95 % interval of the slope includes 0)".into());
+    }
+    if f.intercept == 0.0 {
+        notes_of_fit.push("t0 constrained to 0 (the free fit was negative)".to_string());
     }
     let per_us = peak / 1e6;
     let eta = 1.0 / (f.slope * per_us);
@@ -272,7 +293,7 @@ fn kernel_fit(
     Ok(KernelFit {
         class,
         dtype,
-        unit: if class.counts_flops() { "flop" } else { "byte" },
+        unit: if class.counts_flops() { "flop" } else { "byte" }.to_string(),
         peak: peak_shown,
         peak_of,
         efficiency: eta,
@@ -284,9 +305,16 @@ fn kernel_fit(
         residual_spread: f.residual_spread,
         achieved_max: pts.iter().map(|(w, t)| w / t).fold(0.0, f64::max) / per_us,
         size_curve,
+        work_range: [lo, hi],
+        notes: notes_of_fit,
         points: pts,
     })
 }
+
+/// A kernel fit needs samples whose work spans at least this ratio: over a
+/// narrower range a line cannot separate the fixed cost t0 from the
+/// throughput (the corpus's H100 reductions, 2.2× apart, gave t0 = −774 µs).
+pub const MIN_WORK_SPAN: f64 = 4.0;
 
 /// Ranks listed in a `Process Group Ranks` string such as `"[0, 1, 2]"`.
 fn parse_ranks(s: &str) -> Vec<i64> {
@@ -295,6 +323,11 @@ fn parse_ranks(s: &str) -> Vec<i64> {
 
 /// Calibrates every device found in `jobs`: one profile per device.
 pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
+    calibrate_jobs(jobs.iter(), catalog, opts)
+}
+
+/// [`calibrate`] over borrowed jobs.
+pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
     // Group ranks by device.
     struct Group<'a> {
         name: String,
@@ -482,6 +515,9 @@ fn link_fits(
     let mut links = Vec::new();
     for ((collective, group_size, domain, algo, proto), samples) in by_link {
         let what = format!("{}/{}/{domain}", collective.as_str(), group_size.map_or("?".into(), |n| n.to_string()));
+        if samples.iter().any(|s| s.group_size_inferred) {
+            notes.push(format!("{what}: group size taken from the job (the kernels carry no Group size args)"));
+        }
         let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
         let factor = match (collective.bus_factor(group_size.unwrap_or(0)), collective) {
             (Some(f), _) => Some(f),
@@ -524,7 +560,7 @@ fn link_fits(
             continue;
         }
         let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
-        let Some(f) = weighted_line(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
+        let Some(f) = weighted_line_nonneg(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
             unfitted.push(Unfitted {
                 what,
                 samples: samples.len(),
@@ -551,13 +587,15 @@ fn link_fits(
             });
             continue;
         }
-        if f.intercept < 0.0 {
-            notes.push(format!("{what}: fitted latency is negative ({:.1} µs): the sizes do not reach small enough messages", f.intercept));
+        if f.intercept == 0.0 {
+            notes.push(format!(
+                "{what}: latency constrained to 0 (the free fit was negative: the sizes do not reach small enough messages)"
+            ));
         }
         links.push(LinkFit {
             collective,
             group_size,
-            domain,
+            domain: domain.to_string(),
             algo,
             proto,
             alpha_us: f.intercept,
@@ -568,7 +606,7 @@ fn link_fits(
             nominal_gbps: nominal,
             r2: f.r2,
             samples: points.len(),
-            fitted_on,
+            fitted_on: fitted_on.to_string(),
             points,
         });
     }

@@ -122,74 +122,164 @@ fn ints(s: &str) -> Vec<i64> {
     s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
 }
 
+/// What an op does: its class, FLOPs and bytes (each when its shapes give
+/// it), dtype. All arithmetic is in f64, so trace-supplied dims never overflow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpWork {
+    /// The class.
+    pub class: KernelClass,
+    /// Floating-point operations (GEMM-like classes).
+    pub flops: Option<f64>,
+    /// Bytes read and written at least once (every class where shapes give them).
+    pub bytes: Option<f64>,
+    /// Dtype of the first typed input.
+    pub dtype: Option<Dtype>,
+    /// Output tiles of 128 × 128 (GEMM-like ops), for wave quantization over the SMs.
+    pub tiles: Option<f64>,
+}
+
+impl OpWork {
+    /// The work a class is fitted on: FLOPs for GEMM-like classes, bytes otherwise.
+    pub fn work(&self) -> Option<f64> {
+        if self.class.counts_flops() { self.flops } else { self.bytes }
+    }
+}
+
+/// Product of dims in f64 (`None` for an empty or negative shape).
+fn prod(d: &[i64]) -> Option<f64> {
+    numel(d)
+}
+
+/// Position of `is_causal` (or Dao's `causal`) among an attention op's
+/// arguments, from the ATen and flash-attn signatures.
+fn causal_arg(base: &str) -> Option<usize> {
+    Some(match base {
+        "scaled_dot_product_attention" => 5,
+        "_scaled_dot_product_flash_attention" | "_scaled_dot_product_flash_attention_for_cpu" => 4,
+        "_scaled_dot_product_efficient_attention" | "_scaled_dot_product_cudnn_attention" => 6,
+        "_flash_attention_forward" => 8,
+        "_scaled_dot_product_flash_attention_backward" | "_scaled_dot_product_efficient_attention_backward" => 11,
+        "_flash_attention_backward" => 11,
+        _ if base.ends_with("_flash_attn_forward") => 5,
+        _ if base.ends_with("_flash_attn_backward") => 11,
+        _ => return None,
+    })
+}
+
 /// Class and work of an op from its name and shapes; `None` when the op is not one we model.
-fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<(KernelClass, Option<f64>, Option<Dtype>)> {
+pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
     let base = name.strip_prefix("aten::").unwrap_or(name);
     let dims = shapes.map(OpShapes::dims).unwrap_or_default();
     let types = shapes.map(OpShapes::types).unwrap_or_default();
     let dtype = types.iter().find_map(|t| Dtype::from_profiler(t));
+    let elem = types.iter().find_map(|t| elem_size(t)).unwrap_or(2.0);
     let dim = |i: usize| dims.get(i).map(Vec::as_slice).unwrap_or_default();
-    let gemm = |m: i64, k: i64, n: i64, b: i64| Some(2.0 * b as f64 * m as f64 * k as f64 * n as f64);
-    let work = match base {
-        "mm" => match (dim(0), dim(1)) {
-            ([m, k], [_, n]) => (KernelClass::Gemm, gemm(*m, *k, *n, 1)),
-            _ => (KernelClass::Gemm, None),
+    let f = |x: &i64| *x as f64;
+    // FLOPs and bytes of b GEMMs [m,k]×[k,n]: both operands and the output once.
+    let gemm = |m: f64, k: f64, n: f64, b: f64| (Some(2.0 * b * m * k * n), Some(b * (m * k + k * n + m * n) * elem));
+    let tile = |x: f64| (x / crate::cost::TILE).ceil().max(1.0);
+    let mut tiles = None;
+    let (class, flops, bytes) = match base {
+        "mm" | "matmul" => match (dim(0), dim(1)) {
+            ([m, k], [_, n]) => {
+                tiles = Some(tile(f(m)) * tile(f(n)));
+                let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
+                (KernelClass::Gemm, fl, by)
+            }
+            _ => (KernelClass::Gemm, None, None),
         },
         "addmm" => match (dim(1), dim(2)) {
-            ([m, k], [_, n]) => (KernelClass::Gemm, gemm(*m, *k, *n, 1)),
-            _ => (KernelClass::Gemm, None),
+            ([m, k], [_, n]) => {
+                tiles = Some(tile(f(m)) * tile(f(n)));
+                let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
+                (KernelClass::Gemm, fl, by)
+            }
+            _ => (KernelClass::Gemm, None, None),
         },
         "bmm" => match (dim(0), dim(1)) {
-            ([b, m, k], [_, _, n]) => (KernelClass::Gemm, gemm(*m, *k, *n, *b)),
-            _ => (KernelClass::Gemm, None),
+            ([b, m, k], [_, _, n]) => {
+                tiles = Some(f(b) * tile(f(m)) * tile(f(n)));
+                let (fl, by) = gemm(f(m), f(k), f(n), f(b));
+                (KernelClass::Gemm, fl, by)
+            }
+            _ => (KernelClass::Gemm, None, None),
         },
         "baddbmm" => match (dim(1), dim(2)) {
-            ([b, m, k], [_, _, n]) => (KernelClass::Gemm, gemm(*m, *k, *n, *b)),
-            _ => (KernelClass::Gemm, None),
+            ([b, m, k], [_, _, n]) => {
+                tiles = Some(f(b) * tile(f(m)) * tile(f(n)));
+                let (fl, by) = gemm(f(m), f(k), f(n), f(b));
+                (KernelClass::Gemm, fl, by)
+            }
+            _ => (KernelClass::Gemm, None, None),
         },
         "linear" => {
             let (x, w) = (dim(0), dim(1));
             match (x.split_last(), w) {
-                (Some((k, rows)), [n, _]) => (KernelClass::Gemm, gemm(rows.iter().product(), *k, *n, 1)),
-                _ => (KernelClass::Gemm, None),
+                (Some((k, rows)), [n, _]) => {
+                    let m: f64 = rows.iter().map(f).product();
+                    tiles = Some(tile(m) * tile(f(n)));
+                    let (fl, by) = gemm(m, f(k), f(n), 1.0);
+                    (KernelClass::Gemm, fl, by)
+                }
+                _ => (KernelClass::Gemm, None, None),
             }
         }
         "convolution" | "_convolution" | "cudnn_convolution" | "conv2d" | "miopen_convolution" => {
             let concrete = shapes.map(OpShapes::concrete).unwrap_or_default();
             let (x, w) = (dim(0), dim(1));
-            let flops = match (x, w) {
+            let work = match (x, w) {
                 ([n, _cin, h, wd], [cout, cin_g, kh, kw]) if concrete.len() >= 6 => {
                     let stride = ints(concrete.get(3).map_or("", String::as_str));
                     let pad = ints(concrete.get(4).map_or("", String::as_str));
                     let dil = ints(concrete.get(5).map_or("", String::as_str));
-                    let get = |v: &[i64], i: usize, d: i64| v.get(i).or(v.first()).copied().unwrap_or(d);
-                    let out = |size: i64, k: i64, i: usize| {
-                        (size + 2 * get(&pad, i, 0) - get(&dil, i, 1) * (k - 1) - 1) / get(&stride, i, 1).max(1) + 1
+                    let get = |v: &[i64], i: usize, d: i64| v.get(i).or(v.first()).copied().unwrap_or(d) as f64;
+                    let out = |size: f64, k: f64, i: usize| {
+                        ((size + 2.0 * get(&pad, i, 0) - get(&dil, i, 1) * (k - 1.0) - 1.0) / get(&stride, i, 1).max(1.0)).floor() + 1.0
                     };
-                    let (ho, wo) = (out(*h, *kh, 0), out(*wd, *kw, 1));
-                    (ho > 0 && wo > 0).then(|| 2.0 * (*n * *cout * ho * wo * *cin_g * *kh * *kw) as f64)
+                    let (ho, wo) = (out(f(h), f(kh), 0), out(f(wd), f(kw), 1));
+                    if ho > 0.0 && wo > 0.0 {
+                        tiles = Some(tile(f(n) * ho * wo) * tile(f(cout)));
+                    }
+                    (ho > 0.0 && wo > 0.0).then(|| {
+                        let flops = 2.0 * f(n) * f(cout) * ho * wo * f(cin_g) * f(kh) * f(kw);
+                        let bytes = (prod(x).unwrap_or(0.0) + prod(w).unwrap_or(0.0) + f(n) * f(cout) * ho * wo) * elem;
+                        (flops, bytes)
+                    })
                 }
                 _ => None,
             };
-            (KernelClass::Conv, flops)
+            (KernelClass::Conv, work.map(|w| w.0), work.map(|w| w.1))
         }
         _ if base.contains("attention") || base.contains("flash_attn") => {
             let backward = base.contains("backward");
-            // Forward: (q, k, …); backward: (grad_out, q, k, …).
+            // Forward: (q, k, …); backward: (grad_out, q, k, …). ATen's SDPA
+            // ops are [B, H, S, D]; `_flash_attention_*` and flash-attn's are [B, S, H, D].
             let (q, k) = if backward { (dim(1), dim(2)) } else { (dim(0), dim(1)) };
-            let flops = match (q, k) {
-                ([b, h, sq, d], [_, _, sk, _]) => Some(4.0 * (*b * *h * *sq * *sk * *d) as f64 * if backward { 2.5 } else { 1.0 }),
+            let bshd = base.starts_with("_flash_attention") || base.contains("flash_attn");
+            let causal = causal_arg(base)
+                .and_then(|i| shapes.map(OpShapes::concrete).and_then(|c| c.get(i).cloned()))
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            let work = match (q, k) {
+                ([b, x1, x2, d], [_, y1, y2, _]) => {
+                    let (h, sq, sk) = if bshd { (f(x2), f(x1), f(y1)) } else { (f(x1), f(x2), f(y2)) };
+                    let _ = y1;
+                    let fwd = 4.0 * f(b) * h * sq * sk * f(d) * if causal { 0.5 } else { 1.0 };
+                    tiles = Some(f(b) * h * tile(sq));
+                    // q, k, v and the output, read or written once (the S×S scores stay on chip).
+                    let bytes = (2.0 * prod(q).unwrap_or(0.0) + 2.0 * prod(k).unwrap_or(0.0)) * elem * if backward { 2.0 } else { 1.0 };
+                    Some((fwd * if backward { 2.5 } else { 1.0 }, bytes))
+                }
                 _ => None,
             };
-            (KernelClass::Attention, flops)
+            (KernelClass::Attention, work.map(|w| w.0), work.map(|w| w.1))
         }
         "embedding" | "embedding_bag" | "_embedding_bag" | "embedding_dense_backward" => {
             let (w, idx) = (dim(0), dim(1));
             let bytes = match (w, numel(idx)) {
-                ([_, d], Some(n)) => Some(n * *d as f64 * types.first().and_then(|t| elem_size(t)).unwrap_or(4.0) + n * 8.0),
+                ([_, d], Some(n)) => Some(n * f(d) * types.first().and_then(|t| elem_size(t)).unwrap_or(4.0) + n * 8.0),
                 _ => None,
             };
-            (KernelClass::Embedding, bytes)
+            (KernelClass::Embedding, None, bytes)
         }
         "layer_norm"
         | "native_layer_norm"
@@ -208,15 +298,17 @@ fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<(KernelClass, Option
         | "_softmax_backward_data" => {
             // Output has the shape of the first input.
             let first = numel(dim(0)).zip(types.first().and_then(|t| elem_size(t))).map(|(n, s)| n * s);
-            (KernelClass::Reduction, input_bytes(&dims, &types).zip(first).map(|(a, b)| a + b))
+            (KernelClass::Reduction, None, input_bytes(&dims, &types).zip(first).map(|(a, b)| a + b))
         }
         "sum" | "mean" | "max" | "min" | "amax" | "argmax" | "norm" | "linalg_vector_norm" | "var_mean" | "std" => {
-            (KernelClass::Reduction, input_bytes(&dims, &types))
+            (KernelClass::Reduction, None, input_bytes(&dims, &types))
         }
         // Writes only.
-        "fill_" | "zero_" => (KernelClass::Elementwise, numel(dim(0)).zip(types.first().and_then(|t| elem_size(t))).map(|(n, s)| n * s)),
+        "fill_" | "zero_" => {
+            (KernelClass::Elementwise, None, numel(dim(0)).zip(types.first().and_then(|t| elem_size(t))).map(|(n, s)| n * s))
+        }
         // Reads the source, writes the destination: both are inputs.
-        "copy_" => (KernelClass::Elementwise, input_bytes(&dims, &types)),
+        "copy_" => (KernelClass::Elementwise, None, input_bytes(&dims, &types)),
         "add" | "add_" | "mul" | "mul_" | "sub" | "sub_" | "div" | "div_" | "relu" | "relu_" | "gelu" | "silu" | "silu_" | "sigmoid"
         | "tanh" | "where" | "clamp" | "clamp_" | "native_dropout" | "dropout" | "cat" | "_to_copy" | "pow" | "rsqrt" | "exp" | "neg"
         | "addcmul_" | "addcdiv_" | "lerp_" | "sqrt" | "masked_fill" | "masked_fill_" | "gelu_backward" | "threshold_backward"
@@ -227,15 +319,16 @@ fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<(KernelClass, Option
                 .zip(&types)
                 .filter_map(|(d, t)| Some(numel(d)? * elem_size(t)?))
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-            (KernelClass::Elementwise, input_bytes(&dims, &types).zip(largest).map(|(a, b)| a + b))
+            (KernelClass::Elementwise, None, input_bytes(&dims, &types).zip(largest).map(|(a, b)| a + b))
         }
         _ if base.starts_with("_foreach_") => {
             // Tensor lists: shapes are not recorded per tensor.
-            (KernelClass::Elementwise, None)
+            (KernelClass::Elementwise, None, None)
         }
         _ => return None,
     };
-    Some((work.0, work.1.filter(|w| *w > 0.0 && w.is_finite()), dtype))
+    let ok = |w: Option<f64>| w.filter(|w| *w > 0.0 && w.is_finite());
+    Some(OpWork { class, flops: ok(flops), bytes: ok(bytes), dtype, tiles })
 }
 
 /// What one compute kernel belongs to.
@@ -247,6 +340,8 @@ pub struct KernelWork {
     pub dtype: Option<Dtype>,
     /// The work of the op that launched it (FLOPs or bytes), when modelled.
     pub op_work: Option<f64>,
+    /// The op's FLOPs and bytes, when its shapes give them (the roofline of the cost model).
+    pub op: Option<OpWork>,
     /// The op's row, when a modelled op launched it.
     pub op_row: Option<u32>,
     /// This kernel's share of its op's kernel time (1 without an op).
@@ -269,13 +364,18 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
         // record_function wrapper inside aten::linear).
         let modelled = links.ancestors(op, 3).find_map(|r| op_work(trace.name(r), trace.op_shapes_of(r)).map(|w| (r as u32, w)));
         out[i] = Some(match modelled {
-            Some((row, (class, work, dtype))) => {
+            Some((row, w)) => {
                 *op_time.entry(row).or_insert(0) += ev.dur_ns.get(i).copied().unwrap_or(0);
-                KernelWork { class, dtype, op_work: work, op_row: Some(row), share: 1.0 }
+                KernelWork { class: w.class, dtype: w.dtype, op_work: w.work(), op: Some(w), op_row: Some(row), share: 1.0 }
             }
-            None => {
-                KernelWork { class: KernelClass::from_kernel_name(trace.name(i)), dtype: None, op_work: None, op_row: None, share: 1.0 }
-            }
+            None => KernelWork {
+                class: KernelClass::from_kernel_name(trace.name(i)),
+                dtype: None,
+                op_work: None,
+                op: None,
+                op_row: None,
+                share: 1.0,
+            },
         });
     }
     for (i, k) in out.iter_mut().enumerate() {
@@ -330,32 +430,57 @@ mod tests {
     #[test]
     fn flops_of_gemm_like_ops() {
         let s = shapes("[[64, 128], [128, 32]]", r#"["c10::BFloat16", "c10::BFloat16"]"#, "");
-        assert_eq!(op_work("aten::mm", Some(&s)), Some((KernelClass::Gemm, Some(2.0 * 64.0 * 128.0 * 32.0), Some(Dtype::Bf16))));
+        let mm = op_work("aten::mm", Some(&s)).unwrap();
+        assert_eq!((mm.class, mm.flops, mm.dtype), (KernelClass::Gemm, Some(2.0 * 64.0 * 128.0 * 32.0), Some(Dtype::Bf16)));
+        assert_eq!(mm.bytes, Some(2.0 * (64.0 * 128.0 + 128.0 * 32.0 + 64.0 * 32.0)));
         let s = shapes("[[32], [64, 128], [128, 32]]", r#"["float", "float", "float"]"#, "");
-        assert_eq!(op_work("aten::addmm", Some(&s)).unwrap().1, Some(2.0 * 64.0 * 128.0 * 32.0));
+        assert_eq!(op_work("aten::addmm", Some(&s)).unwrap().flops, Some(2.0 * 64.0 * 128.0 * 32.0));
         let s = shapes("[[4, 64, 128], [4, 128, 32]]", r#"["float", "float"]"#, "");
-        assert_eq!(op_work("aten::bmm", Some(&s)).unwrap().1, Some(2.0 * 4.0 * 64.0 * 128.0 * 32.0));
+        assert_eq!(op_work("aten::bmm", Some(&s)).unwrap().flops, Some(2.0 * 4.0 * 64.0 * 128.0 * 32.0));
         let s = shapes("[[8, 16, 128], [32, 128], [32]]", r#"["float", "float", "float"]"#, "");
-        assert_eq!(op_work("aten::linear", Some(&s)).unwrap().1, Some(2.0 * 128.0 * 128.0 * 32.0));
+        assert_eq!(op_work("aten::linear", Some(&s)).unwrap().flops, Some(2.0 * 128.0 * 128.0 * 32.0));
         // 3x3 conv, stride 2, padding 1: 224 -> 112.
         let s = shapes(
             "[[1, 3, 224, 224], [64, 3, 3, 3], []]",
             r#"["float", "float", ""]"#,
             r#"["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]"#,
         );
-        assert_eq!(op_work("aten::convolution", Some(&s)).unwrap().1, Some(2.0 * 64.0 * 112.0 * 112.0 * 3.0 * 9.0));
+        assert_eq!(op_work("aten::convolution", Some(&s)).unwrap().flops, Some(2.0 * 64.0 * 112.0 * 112.0 * 3.0 * 9.0));
         let s =
             shapes("[[2, 8, 1024, 64], [2, 8, 1024, 64], [2, 8, 1024, 64]]", r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]"#, "");
         assert_eq!(
-            op_work("aten::_scaled_dot_product_flash_attention", Some(&s)).unwrap().1,
+            op_work("aten::_scaled_dot_product_flash_attention", Some(&s)).unwrap().flops,
             Some(4.0 * 2.0 * 8.0 * 1024.0 * 1024.0 * 64.0)
         );
+        // Causal attention does half the work (is_causal is argument 4 of the flash op, 5 of SDPA).
+        let causal = shapes(
+            "[[2, 8, 1024, 64], [2, 8, 1024, 64], [2, 8, 1024, 64], [], []]",
+            r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]"#,
+            r#"["", "", "", "0.", "True", "False", ""]"#,
+        );
+        assert_eq!(
+            op_work("aten::_scaled_dot_product_flash_attention", Some(&causal)).unwrap().flops,
+            Some(2.0 * 2.0 * 8.0 * 1024.0 * 1024.0 * 64.0)
+        );
+        let sdpa = shapes(
+            "[[2, 8, 1024, 64], [2, 8, 1024, 64], [2, 8, 1024, 64], [], [], []]",
+            r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "Scalar", "Scalar"]"#,
+            r#"["", "", "", "", "0.", "True", ""]"#,
+        );
+        assert_eq!(
+            op_work("aten::scaled_dot_product_attention", Some(&sdpa)).unwrap().flops,
+            Some(2.0 * 2.0 * 8.0 * 1024.0 * 1024.0 * 64.0)
+        );
+        // Dims near i64::MAX multiply without overflow (f64), and give a finite or no work.
+        let huge = shapes("[[9223372036854775807, 4096], [4096, 9223372036854775807]]", r#"["float", "float"]"#, "");
+        let w = op_work("aten::mm", Some(&huge)).unwrap();
+        assert!(w.flops.is_some_and(f64::is_finite));
     }
 
     #[test]
     fn bytes_of_memory_bound_ops() {
         let s = shapes("[[1024], [1024], []]", r#"["float", "float", "Scalar"]"#, "");
-        assert_eq!(op_work("aten::add", Some(&s)).unwrap().1, Some(3.0 * 4096.0));
+        assert_eq!(op_work("aten::add", Some(&s)).unwrap().bytes, Some(3.0 * 4096.0));
         assert_eq!(op_work("aten::unknown_op", Some(&s)), None);
         assert_eq!(KernelClass::from_kernel_name("sm90_xmma_gemm_bf16bf16"), KernelClass::Gemm);
         assert_eq!(KernelClass::from_kernel_name("void at::native::vectorized_elementwise_kernel<4>"), KernelClass::Elementwise);

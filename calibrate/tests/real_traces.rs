@@ -62,3 +62,57 @@ fn fits_on_real_traces_are_physically_sane() {
     // GEMMs with shapes are fitted on A100, V100, H100 and MI300X.
     assert!(gemm_fits >= 4, "{gemm_fits}");
 }
+
+/// Every trace of the corpus, each file its own job (as `regenerate.sh` runs it).
+fn corpus() -> Vec<Job> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let files = tracecast_ingest::job::trace_files_under(&root).unwrap();
+    files.iter().map(|f| Job::read(f.clone(), std::slice::from_ref(f), &ReadOptions::default(), &|_| {})).collect()
+}
+
+#[test]
+fn no_kernel_fit_on_the_corpus_has_a_negative_overhead_or_a_narrow_span() {
+    // A line through work sizes less than 4× apart cannot separate t0 from η
+    // (the H100 reductions, 2.2× apart, gave t0 = −774 µs before the constraint).
+    let catalog = Catalog::builtin();
+    let profiles = calibrate(&corpus(), &catalog, &CalibrateOptions::default());
+    let mut fits = 0;
+    for p in &profiles {
+        for k in &p.kernels {
+            let what = format!("{} {}/{:?}", p.device.name, k.class.as_str(), k.dtype);
+            assert!(k.overhead_us >= 0.0, "{what}: t0 = {}", k.overhead_us);
+            assert!(k.work_range[1] >= 4.0 * k.work_range[0], "{what}: work spans {:?}", k.work_range);
+            assert!(k.efficiency > 0.0 && k.efficiency <= 1.0, "{what}: η = {}", k.efficiency);
+            fits += 1;
+        }
+        for l in &p.links {
+            assert!(l.alpha_us >= 0.0, "{} {:?}: α = {}", p.device.name, l.collective, l.alpha_us);
+        }
+    }
+    assert!(fits >= 8, "{fits} fits");
+}
+
+#[test]
+fn the_shipped_profiles_are_what_the_corpus_calibrates_to() {
+    // calibrate/profiles/*.json come from regenerate.sh; if the code changes
+    // what the corpus calibrates to, they must be regenerated.
+    let catalog = Catalog::builtin();
+    let fresh = calibrate(&corpus(), &catalog, &CalibrateOptions::default());
+    for id in tracecast_calibrate::shipped::ids() {
+        let shipped = tracecast_calibrate::shipped::profile(id).unwrap();
+        let now = fresh.iter().find(|p| p.device.catalog_id.as_deref() == Some(id)).unwrap_or_else(|| panic!("{id} not in the corpus"));
+        assert_eq!(shipped.kernels.len(), now.kernels.len(), "{id}: kernel fits differ; run calibrate/profiles/regenerate.sh");
+        for (a, b) in shipped.kernels.iter().zip(&now.kernels) {
+            assert_eq!((a.class, a.dtype), (b.class, b.dtype), "{id}");
+            assert!(
+                (a.efficiency - b.efficiency).abs() < 1e-9,
+                "{id} {:?}: {} vs {}; run regenerate.sh",
+                a.class,
+                a.efficiency,
+                b.efficiency
+            );
+        }
+        assert_eq!(shipped.links.len(), now.links.len(), "{id}: link fits differ; run regenerate.sh");
+        assert_eq!(shipped.kernel_floor_us, now.kernel_floor_us, "{id}");
+    }
+}

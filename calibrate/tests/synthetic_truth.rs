@@ -70,3 +70,28 @@ fn one_rank_uses_the_lower_envelope() {
     assert!(l.busbw_gbps <= 150.0 * 1.02, "{}", l.busbw_gbps);
     assert!(l.busbw_gbps >= 150.0 * 0.5, "{}", l.busbw_gbps);
 }
+
+#[test]
+fn link_fits_without_group_size_args_take_the_group_from_the_job() {
+    // Older PyTorch writes NCCL kernels without `Group size` (nor process-group
+    // args): the default group is then the whole world of the job.
+    let spec = JobSpec::default();
+    let traces = render_job(&spec)
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| {
+            let stripped = s
+                .json
+                .replace(&format!(", \"Group size\": {}", spec.ranks), "")
+                .replace(", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"", "");
+            assert!(!stripped.contains("Group size"));
+            kineto::parse_bytes(stripped.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default())
+        })
+        .collect();
+    let job = Job::from_traces(PathBuf::from("synthetic"), traces);
+    let p = &calibrate(&[job], &Catalog::builtin(), &CalibrateOptions::default())[0];
+    let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").unwrap_or_else(|| panic!("no link fit: {:?}", p.unfitted));
+    assert_eq!(l.group_size, Some(i64::from(spec.ranks)));
+    within("busbw", l.busbw_gbps, spec.allreduce_busbw_gbps, 0.02);
+    assert!(p.notes.iter().any(|n| n.contains("group size taken from the job")), "{:?}", p.notes);
+}

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// A collective operation, named as in DESIGN §4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Collective {
     /// All-reduce.

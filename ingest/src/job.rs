@@ -118,6 +118,31 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Every trace file (`.json`, `.json.gz`, `.gz`) under `dir`, at any depth,
+/// sorted: a corpus of unrelated runs, to be read one file per job.
+pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let p = entry.path();
+            let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+            if name.starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if name.ends_with(".json") || name.ends_with(".gz") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    files.sort();
+    Ok(files)
+}
+
 /// `rank-3`, `rank3`, `rank_3`, `worker3` in a file name.
 pub fn rank_from_file_name(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();

@@ -31,4 +31,4 @@ pub mod replay;
 pub mod sim;
 pub mod workload;
 
-pub use replay::{JobReplay, LinkOverride, ReplayOptions, Replayed, Scale, replay, replay_job};
+pub use replay::{JobReplay, LinkOverride, ProjectionReport, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job};

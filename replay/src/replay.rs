@@ -5,6 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
+use tracecast_calibrate::cost::{CrossDevice, Rule};
 use tracecast_calibrate::work::{KernelWork, kernel_work};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
@@ -91,6 +92,11 @@ pub struct ReplayOptions {
     pub target: Option<DeviceModel>,
     /// Re-cost collectives with these link parameters. Default: none (measured transfers).
     pub link: Option<LinkOverride>,
+    /// The device the trace was measured on, for `target`. Default: none
+    /// (the trace's own calibration).
+    pub source: Option<DeviceModel>,
+    /// The hardware catalog (with the user's `--hw` files). Default: none (built-in).
+    pub catalog: Option<tracecast_calibrate::Catalog>,
 }
 
 impl Default for ReplayOptions {
@@ -104,6 +110,8 @@ impl Default for ReplayOptions {
             inter_gbps: 50.0,
             target: None,
             link: None,
+            source: None,
+            catalog: None,
         }
     }
 }
@@ -121,9 +129,6 @@ pub fn scale_out_factor(collective: Collective, n: i64, to: i64, opts: &ReplayOp
     }
     (k1 / k0) * (bw(n) / bw(to))
 }
-
-/// Kernels up to this many short-kernel times count as latency-bound.
-const SHORT_KERNEL_FLOORS: f64 = 4.0;
 
 /// One step, measured and replayed.
 #[derive(Debug, Clone, Serialize)]
@@ -183,6 +188,116 @@ pub struct JobReplay {
     pub edges: usize,
     /// Remarks.
     pub notes: Vec<String>,
+    /// How the kernels were priced on the target GPU (with `target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<ProjectionReport>,
+}
+
+/// What priced the kernels of a projection onto another GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectionReport {
+    /// The GPU the trace was measured on.
+    pub source_gpu: Option<String>,
+    /// Where the source's efficiencies come from.
+    pub source_fits: String,
+    /// The target GPU.
+    pub target_gpu: Option<String>,
+    /// Where the target's efficiencies come from.
+    pub target_fits: String,
+    /// Per rule: kernels, their measured and projected time.
+    pub rules: Vec<RuleShare>,
+    /// Σ projected compute-kernel time with the target's efficiencies at the
+    /// top and the bottom of their 95 % intervals, µs.
+    pub projected_band_us: [f64; 2],
+}
+
+/// The share of a projection one cost-model rule priced.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleShare {
+    /// The rule.
+    pub rule: Rule,
+    /// In words.
+    pub description: &'static str,
+    /// Compute kernels it priced.
+    pub kernels: usize,
+    /// Their measured time, µs.
+    pub measured_us: f64,
+    /// Their projected time, µs.
+    pub projected_us: f64,
+}
+
+/// Re-prices every compute kernel of `eg` on `target` through the one cost
+/// model; the source device is the trace's own calibration (`opts.source`
+/// when given).
+fn project_kernels(job: &Job, eg: &mut ExecGraph, target: &DeviceModel, opts: &ReplayOptions, notes: &mut Vec<String>) -> ProjectionReport {
+    let catalog = opts.catalog.clone().unwrap_or_else(tracecast_calibrate::Catalog::builtin);
+    let source = match &opts.source {
+        Some(s) => s.clone(),
+        None => {
+            let mut copts = tracecast_calibrate::CalibrateOptions::default();
+            copts.classifier = opts.classifier.clone();
+            let profiles = tracecast_calibrate::profile::calibrate_jobs(std::iter::once(job), &catalog, &copts);
+            match profiles.into_iter().next() {
+                Some(p) => {
+                    let mut m = DeviceModel::from_profile(&p, &catalog);
+                    m.source = "this trace's own calibration".into();
+                    m
+                }
+                None => DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None },
+            }
+        }
+    };
+    for r in target.rejected_fits() {
+        notes.push(format!("target profile: {r}"));
+    }
+    if source.gpu.is_none() {
+        notes.push("the trace's GPU is not in the catalog: kernels keep their measured time (add it with --hw FILE)".into());
+    }
+    if target.profile.is_none() {
+        notes.push(format!(
+            "no profile of {} nor of a similar GPU: the source GPU's fitted efficiencies are carried to its catalog specs",
+            target.gpu.as_ref().map_or("the target", |g| g.id.as_str())
+        ));
+    }
+    let model = CrossDevice { source: &source, target };
+    if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
+        notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
+    }
+    let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
+    let mut shares: std::collections::BTreeMap<Rule, (usize, f64, f64)> = Default::default();
+    let mut band = [0.0, 0.0];
+    for (t, o) in eg.origin.iter().enumerate() {
+        if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
+            continue;
+        }
+        let Some(Some(k)) = work.get(o.rank).and_then(|w| w.get(o.row as usize)) else { continue };
+        let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
+        let cost = model.kernel(k, measured_us);
+        let e = shares.entry(cost.rule).or_default();
+        e.0 += 1;
+        e.1 += measured_us;
+        e.2 += cost.us;
+        band[0] += cost.low_us;
+        band[1] += cost.high_us;
+        eg.graph.dur_ns[t] = (cost.us * 1000.0).round() as i64;
+    }
+    ProjectionReport {
+        source_gpu: source.gpu.as_ref().map(|g| g.id.clone()),
+        source_fits: source.source.clone(),
+        target_gpu: target.gpu.as_ref().map(|g| g.id.clone()),
+        target_fits: target.source.clone(),
+        rules: shares
+            .into_iter()
+            .map(|(rule, (kernels, measured_us, projected_us))| RuleShare {
+                rule,
+                description: rule.describe(),
+                kernels,
+                measured_us,
+                projected_us,
+            })
+            .collect(),
+        projected_band_us: band,
+    }
 }
 
 /// A replay with its timeline, for Perfetto output.
@@ -222,37 +337,9 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         ));
     }
     let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
+    let mut projection = None;
     if let Some(target) = &opts.target {
-        let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
-        // Short kernels without a fitted class are latency-bound: they take
-        // the target's short-kernel time where this trace's short kernels took
-        // its own (10th percentiles of compute-kernel durations).
-        let mut durations: Vec<f64> =
-            job.ranks.iter().flat_map(|r| tracecast_calibrate::profile::compute_kernel_durations(&r.trace, &opts.classifier)).collect();
-        let source_floor = tracecast_calibrate::profile::kernel_floor_us(&mut durations);
-        let latency_ratio = match (source_floor, target.kernel_floor_us) {
-            (Some(s), Some(t)) if s > 0.0 && t > 0.0 => Some((s, t / s)),
-            _ => None,
-        };
-        for (t, o) in eg.origin.iter().enumerate() {
-            if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
-                continue;
-            }
-            let Some(Some(k)) = work.get(o.rank).and_then(|w| w.get(o.row as usize)) else { continue };
-            let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
-            // Kernels without a work model or a target fit keep their measured time:
-            // scaling them by the ratio of catalog peaks overstated the speed-up of
-            // the small, latency-bound kernels they mostly are (leave-one-out test).
-            let latency_bound = |us: f64| match latency_ratio {
-                Some((floor, ratio)) if us <= SHORT_KERNEL_FLOORS * floor => us * ratio,
-                _ => us,
-            };
-            let projected = k
-                .op_work
-                .and_then(|w| target.kernel_us(k.class, k.dtype, w))
-                .map_or_else(|| latency_bound(measured_us), |op_us| op_us * k.share);
-            eg.graph.dur_ns[t] = (projected * 1000.0).round() as i64;
-        }
+        projection = Some(project_kernels(job, &mut eg, target, opts, &mut notes));
     }
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
@@ -352,6 +439,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         tasks: eg.graph.len(),
         edges: eg.graph.edges.len(),
         notes,
+        projection,
     };
     Replayed { report, graph: eg, schedule, critical }
 }

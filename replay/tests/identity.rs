@@ -12,20 +12,7 @@ fn shared() -> PathBuf {
 }
 
 fn all_traces() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.to_string_lossy().ends_with(".json.gz") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&shared(), &mut out);
-    out.sort();
-    out
+    tracecast_ingest::job::trace_files_under(&shared()).unwrap().into_iter().filter(|p| p.to_string_lossy().ends_with(".json.gz")).collect()
 }
 
 fn job(path: &Path) -> Job {

@@ -1,12 +1,13 @@
-//! Cross-device projection, leave one out: calibrate MI300X on three of the
-//! four Hugging Face models traced on both GPUs, project the fourth model's
-//! H100 trace onto MI300X, and compare total GPU busy time with its measured
-//! MI300X trace.
+//! Cross-device projection, leave one out, both directions: calibrate the
+//! target GPU on three of the four Hugging Face models traced on both H100 and
+//! MI300X, project the fourth model's trace from the other GPU onto it, and
+//! compare GPU busy time (step window) and step time with its measured trace
+//! there; the same-speed guess (the source's time as is) is the bar to beat.
 
 use std::path::{Path, PathBuf};
 
 use tracecast_calibrate::{CalibrateOptions, Catalog, DeviceModel, calibrate};
-use tracecast_ingest::analysis::{AnalyzeOptions, WindowMode, analyze_job};
+use tracecast_ingest::analysis::{AnalyzeOptions, analyze_job};
 use tracecast_ingest::{Job, ReadOptions};
 use tracecast_replay::{ReplayOptions, replay_job};
 
@@ -22,46 +23,164 @@ fn job(rel: &str) -> Job {
     Job::read(PathBuf::from(rel), &[p], &ReadOptions::default(), &|_| {})
 }
 
-fn busy_us(j: &Job) -> f64 {
-    let mut o = AnalyzeOptions::default();
-    o.window = WindowMode::All;
-    analyze_job(j, &o).totals.breakdown.busy_us
+/// (busy µs, step µs) in the step window, as `analyze` reports them.
+fn measured(j: &Job) -> (f64, f64) {
+    let a = analyze_job(j, &AnalyzeOptions::default());
+    (a.totals.breakdown.busy_us, a.totals.breakdown.gpu_span_us)
+}
+
+/// Projects each held-out model from `from` onto `to` (calibrated on the
+/// other three); returns (busy error, step error, same-speed busy error) per model.
+fn leave_one_out(from: &str, to: &str, target: Option<DeviceModel>) -> Vec<(f64, f64, f64)> {
+    let catalog = Catalog::builtin();
+    let mut out = Vec::new();
+    for (k, held_out) in MODELS.iter().enumerate() {
+        let model = target.clone().unwrap_or_else(|| {
+            let training: Vec<Job> =
+                MODELS.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, m)| job(&format!("tracelens/{to}/{m}"))).collect();
+            DeviceModel::from_profile(&calibrate(&training, &catalog, &CalibrateOptions::default()).remove(0), &catalog)
+        });
+        let src = job(&format!("tracelens/{from}/{held_out}"));
+        // The source GPU's efficiencies from the same three models, so both
+        // sides are fitted on comparable ops.
+        let source_training: Vec<Job> =
+            MODELS.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, m)| job(&format!("tracelens/{from}/{m}"))).collect();
+        let source = DeviceModel::from_profile(&calibrate(&source_training, &catalog, &CalibrateOptions::default()).remove(0), &catalog);
+        let (want_busy, want_step) = measured(&job(&format!("tracelens/{to}/{held_out}")));
+        let (as_is, _) = measured(&src);
+        let mut opts = ReplayOptions::default();
+        opts.target = Some(model);
+        opts.source = Some(source);
+        let r = replay_job(&src, &opts);
+        let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
+        let step: f64 = r.ranks.iter().map(|x| x.replayed.gpu_span_us).sum();
+        let e = |got: f64, want: f64| (got - want) / want;
+        println!(
+            "{from:>5} → {to:<5} {held_out:<58} busy {:>10.1} → {:>10.1} µs (measured {:>10.1}): {:+6.1} % (same speed {:+6.1} %); step {:+6.1} %",
+            as_is,
+            busy,
+            want_busy,
+            100.0 * e(busy, want_busy),
+            100.0 * e(as_is, want_busy),
+            100.0 * e(step, want_step)
+        );
+        out.push((e(busy, want_busy), e(step, want_step), e(as_is, want_busy)));
+    }
+    out
+}
+
+fn mean_abs(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.map(f64::abs).collect();
+    v.iter().sum::<f64>() / v.len() as f64
 }
 
 #[test]
-fn leave_one_out_h100_to_mi300x() {
-    let catalog = Catalog::builtin();
+fn leave_one_out_between_h100_and_mi300x() {
+    let mut all = leave_one_out("h100", "mi300", None);
+    all.extend(leave_one_out("mi300", "h100", None));
+    let busy = mean_abs(all.iter().map(|x| x.0));
+    let step = mean_abs(all.iter().map(|x| x.1));
+    let naive = mean_abs(all.iter().map(|x| x.2));
+    println!(
+        "8 projections: mean |busy error| {:.1} %, |step error| {:.1} % (same-speed guess {:.1} %)",
+        100.0 * busy,
+        100.0 * step,
+        100.0 * naive
+    );
+    for (i, x) in all.iter().enumerate() {
+        assert!(x.0.abs() < x.2.abs(), "projection {i} ({:+.3}) is not closer than the same-speed guess ({:+.3})", x.0, x.2);
+    }
+    // 10.1 % when measured (the issue aims at 5 %: see BENCHMARKS.md).
+    assert!(busy < 0.11, "mean |busy error| {busy}");
+    assert!(step < 0.08, "mean |step error| {step}");
+}
+
+/// A GPU nobody has traced, added as a user's `--hw` file: MI300X's datasheet numbers under a new id.
+const UNTRACED_GPU: &str = r#"
+[[gpu]]
+id = "untraced-gpu"
+name = "A GPU with MI300X's datasheet numbers"
+source = "AMD Instinct MI300X datasheet, under a new id"
+cache_mb = 256.0
+fp64 = 163.4
+fp32 = 163.4
+tf32 = 653.7
+bf16 = 1307.4
+fp16 = 1307.4
+fp8 = 2614.9
+int8 = 2614.9
+memory_gb = 192.0
+hbm_gbps = 5300.0
+link_gbps = 448.0
+sms = 304
+clock_mhz = 2100.0
+"#;
+
+#[test]
+fn projection_onto_a_gpu_nobody_has_traced() {
+    // No profile of it exists: the efficiencies of the most similar GPU with
+    // traces (here MI300X, calibrated on the other three models) are used on
+    // its own specs, and the output says so.
+    let dir = std::env::temp_dir().join(format!("tracecast-untraced-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gpu.toml");
+    std::fs::write(&file, UNTRACED_GPU).unwrap();
+    let mut catalog = Catalog::builtin();
+    catalog.add_file(&file).unwrap();
+    let gpu = catalog.gpu("untraced-gpu").unwrap().clone();
+    println!("{:<58} {:>12} {:>12} {:>9} {:>11}", "H100 → untraced GPU", "projected", "MI300X", "error %", "same speed");
     let mut errors = Vec::new();
-    let mut naive = Vec::new();
-    for (k, held_out) in MODELS.iter().enumerate() {
+    for (k, m) in MODELS.iter().enumerate() {
         let training: Vec<Job> =
             MODELS.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, m)| job(&format!("tracelens/mi300/{m}"))).collect();
-        let profile = calibrate(&training, &catalog, &CalibrateOptions::default()).remove(0);
-        assert_eq!(profile.device.catalog_id.as_deref(), Some("mi300x"));
-        let h100 = job(&format!("tracelens/h100/{held_out}"));
-        let mi300 = job(&format!("tracelens/mi300/{held_out}"));
+        let mi300x = calibrate(&training, &catalog, &CalibrateOptions::default()).remove(0);
+        // What `shipped::similar` does with the shipped MI300X profile, on the three training models.
+        let mut target = DeviceModel::from_profile(&mi300x, &catalog);
+        target.gpu = Some(gpu.clone());
+        let src = job(&format!("tracelens/h100/{m}"));
         let mut opts = ReplayOptions::default();
-        opts.target = Some(DeviceModel::from_profile(&profile, &catalog));
-        let projected: f64 = replay_job(&h100, &opts).ranks.iter().map(|r| r.replayed.busy_us).sum();
-        let measured = busy_us(&mi300);
-        let as_is = busy_us(&h100);
-        let err = (projected - measured) / measured;
-        println!(
-            "{held_out:<60} H100 busy {:>10.1} µs, projected MI300X {:>10.1} µs, measured MI300X {:>10.1} µs: error {:+.1} % (unprojected {:+.1} %)",
-            as_is,
-            projected,
-            measured,
-            100.0 * err,
-            100.0 * (as_is - measured) / measured
-        );
-        errors.push(err.abs());
-        naive.push(((as_is - measured) / measured).abs());
+        opts.target = Some(target);
+        opts.catalog = Some(catalog.clone());
+        let r = replay_job(&src, &opts);
+        let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
+        let (want, _) = measured(&job(&format!("tracelens/mi300/{m}")));
+        let (as_is, _) = measured(&src);
+        let e = (busy - want) / want;
+        println!("{m:<58} {busy:>12.1} {want:>12.1} {:>+9.1} {:>+11.1}", 100.0 * e, 100.0 * (as_is - want) / want);
+        assert!(e.abs() < ((as_is - want) / want).abs(), "{m}: {e}");
+        errors.push(e.abs());
     }
+    // Without even a similar GPU, the source's efficiencies are carried and the output says so.
+    let mut opts = ReplayOptions::default();
+    opts.target = Some(DeviceModel::from_gpu(&gpu));
+    opts.catalog = Some(catalog.clone());
+    let r = replay_job(&job(&format!("tracelens/h100/{}", MODELS[2])), &opts);
+    assert!(r.notes.iter().any(|n| n.contains("carried")), "{:?}", r.notes);
+    let p = r.projection.expect("a projection report");
+    assert!(p.rules.iter().any(|s| s.rule == tracecast_calibrate::cost::Rule::RooflineCarried));
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-    let mean_naive = naive.iter().sum::<f64>() / naive.len() as f64;
-    println!("mean |error| {:.1} % (taking the H100 time as is: {:.1} %)", 100.0 * mean, 100.0 * mean_naive);
-    // The projection must beat taking the H100 time as the MI300X time, and
-    // hold the accuracy it reached (12.7 % mean; the issue aims at 10 %).
-    assert!(mean < mean_naive, "projection {mean} vs as-is {mean_naive}");
-    assert!(mean < 0.15, "mean |error| {mean}");
+    println!("mean |busy error| {:.1} %", 100.0 * mean);
+    assert!(mean < 0.15, "{mean}");
+}
+
+#[test]
+fn fits_outside_the_physical_bounds_never_price_a_kernel() {
+    // A user-added profile whose GEMM fit says η 0.003 (fitted from MoE
+    // micro-benchmarks) must not make an H100 trace 20× slower silently.
+    let catalog = Catalog::builtin();
+    let jobs: Vec<Job> = MODELS.iter().map(|m| job(&format!("tracelens/mi300/{m}"))).collect();
+    let mut profile = calibrate(&jobs, &catalog, &CalibrateOptions::default()).remove(0);
+    for k in &mut profile.kernels {
+        k.efficiency = 0.003;
+    }
+    let model = DeviceModel::from_profile(&profile, &catalog);
+    assert!(model.kernel_fit(tracecast_calibrate::work::KernelClass::Gemm, Some(tracecast_calibrate::catalog::Dtype::Bf16)).is_none());
+    let src = job(&format!("tracelens/h100/{}", MODELS[2]));
+    let mut opts = ReplayOptions::default();
+    opts.target = Some(model);
+    let r = replay_job(&src, &opts);
+    assert!(r.notes.iter().any(|n| n.contains("outside the physical bounds")), "{:?}", r.notes);
+    let (as_is, _) = measured(&src);
+    let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
+    assert!(busy < 2.0 * as_is, "{busy} vs {as_is}");
 }

@@ -337,6 +337,9 @@ pub struct CollectiveSample {
     pub pg_ranks: Option<String>,
     /// Ranks in the group, when known.
     pub group_size: Option<i64>,
+    /// Whether `group_size` was inferred (no `Group size` args): the world
+    /// for the default group, else the ranks the instance was matched on.
+    pub group_size_inferred: bool,
     /// Message size in bytes (nccl-tests convention), when known.
     pub bytes: Option<u64>,
     /// NCCL algorithm from the kernel name (`RING`, `TREE`, …).
@@ -380,16 +383,27 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
             e.1 = e.1.min(inst.end_ns - inst.start_ns);
         }
     }
+    let world = i64::from(job.world_size());
     let mut out = Vec::new();
     for (rank, list) in job.ranks.iter().zip(per_rank) {
         for inst in list {
             let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
+            // Without `Group size` args (older PyTorch): the default group is
+            // the whole world; a named group spans the ranks it was matched on.
+            let default_group = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"));
+            let inferred = match inst.group_size {
+                Some(_) => None,
+                None if default_group && world > 1 => Some(world),
+                None if matched >= 2 => Some(matched as i64),
+                None => None,
+            };
             out.push(CollectiveSample {
                 rank: rank.rank,
                 collective: inst.collective,
                 process_group: inst.process_group,
                 pg_ranks: inst.pg_ranks,
-                group_size: inst.group_size,
+                group_size: inst.group_size.or(inferred),
+                group_size_inferred: inferred.is_some(),
                 bytes: inst.bytes,
                 algo: inst.algo,
                 proto: inst.proto,

@@ -461,9 +461,14 @@ impl Cluster {
                 from_profile.push(format!("HBM η {eta:.3}"));
             }
             for (domain, link) in [("intra", &mut intra), ("inter", &mut inter)] {
-                if let Some(l) = dev.link("all_reduce", domain) {
+                if let Some(m) = dev.link(tracecast_ingest::collective::Collective::AllReduce, None, domain) {
+                    let l = m.fit;
                     *link = Link { alpha_s: l.alpha_us * 1e-6, busbw: l.busbw_gbps * 1e9 };
-                    from_profile.push(format!("{domain}-node α {:.1} µs, B {:.1} GB/s", l.alpha_us, l.busbw_gbps));
+                    let group = l.group_size.map_or("?".into(), |n| n.to_string());
+                    from_profile.push(format!(
+                        "{domain}-node α {:.1} µs, B {:.1} GB/s (all-reduce fit over {group} ranks)",
+                        l.alpha_us, l.busbw_gbps
+                    ));
                 }
             }
         }
@@ -477,7 +482,8 @@ impl Cluster {
                 DEFAULT_INTER_ALPHA_S * 1e6
             ));
         } else {
-            notes.push(format!("from the calibration profile: {}; the rest catalog defaults", from_profile.join(", ")));
+            let of = device.map_or("the calibration profile".to_string(), |d| d.source.clone());
+            notes.push(format!("from {of}: {}; the rest catalog defaults", from_profile.join(", ")));
         }
         Ok(Cluster {
             name: format!("{} × {gpus}", gpu.id),

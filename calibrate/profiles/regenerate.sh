@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Regenerates the shipped calibration profiles (one per catalog GPU the public
+# corpus covers) from ../shared/traces, each file its own job:
+#   bash calibrate/profiles/regenerate.sh
+# The profiles are embedded in the binary (calibrate/src/shipped.rs) and shown
+# by `tracecast hw show ID`; replay --target, project and search use them when
+# no --profile is given.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+corpus=../shared/traces
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cargo build --release -q
+# shellcheck disable=SC2046
+target/release/tracecast calibrate --each -q $(find "$corpus" -name '*.json.gz' | sort) --out "$out/profile.json" || true
+for f in "$out"/profile.*.json; do
+  id=${f##*/profile.}
+  id=${id%.json}
+  # Devices the catalog does not know cannot be projected onto.
+  [ "$id" = unknown ] && continue
+  cp "$f" "calibrate/profiles/$id.json"
+  echo "calibrate/profiles/$id.json"
+done

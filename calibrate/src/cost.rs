@@ -1,0 +1,240 @@
+//! The one cost model: what a measured kernel would take on another device.
+//!
+//! Every consumer that re-prices kernels (replay `--target`, the report's
+//! projection, synth's truth) goes through [`CrossDevice::kernel`]. A kernel
+//! whose op has FLOPs or bytes is priced by the ratio of two rooflines of the
+//! same formula, one per device,
+//!
+//! ```text
+//! T(device) = L + max(F / (η_c · P · q), B / (η_m · BW))
+//! ```
+//!
+//! with L the device's short-kernel time (launch and ramp), P its peak for the
+//! op's dtype, BW its HBM bandwidth, q the wave quantization of the op's output
+//! tiles over its SMs/CUs, and η_c, η_m the efficiencies fitted on that device
+//! (its calibration profile) — or, where only one device has a fit, that one
+//! carried to the other (the no-profile path onto a GPU nobody has traced).
+//! The measured time is split into the source's latency L and the rest, its
+//! work; the projection is the target's L plus that work scaled by the two
+//! rooflines' work terms. So the measurement keeps what it knows about this
+//! very op (its shape's own inefficiency) and only what the devices change
+//! changes. (The ratio of whole rooflines instead gave 16.5 % mean error in
+//! the leave-one-out H100 ↔ MI300X test, this 10.1 %.) Arithmetic intensity decides per op which term
+//! binds on each device. A kernel without work and short (up to four
+//! short-kernel times) is latency-bound: it scales by the ratio of the
+//! devices' short-kernel times. Anything else keeps its measured time. Every
+//! kernel says which [`Rule`] priced it.
+
+use serde::Serialize;
+
+use crate::catalog::{Dtype, Gpu};
+use crate::model::DeviceModel;
+use crate::work::{KernelClass, KernelWork, OpWork};
+
+/// Which rule priced a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// Roofline ratio with efficiencies fitted on both devices.
+    RooflineFitted,
+    /// Roofline ratio with an efficiency fitted on one device and carried to the other.
+    RooflineCarried,
+    /// Roofline ratio of the catalog peaks alone (no fit on either device).
+    RooflinePeaks,
+    /// Short kernel without work: the ratio of the devices' short-kernel times.
+    LatencyBound,
+    /// Kept its measured time: no work model, not short.
+    Measured,
+}
+
+impl Rule {
+    /// In words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rule::RooflineFitted => "roofline of the op's FLOPs and bytes, efficiencies fitted on both GPUs",
+            Rule::RooflineCarried => "roofline of the op's FLOPs and bytes, an efficiency fitted on one GPU carried to the other",
+            Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
+            Rule::LatencyBound => "latency-bound short kernel, scaled by the GPUs' short-kernel times",
+            Rule::Measured => "kept its measured time (no work model)",
+        }
+    }
+}
+
+/// Kernels up to this many short-kernel times count as latency-bound when
+/// their op has no work model (leave-one-out H100→MI300X: 20 % → 12.7 %
+/// mean busy-time error when these scale instead of keeping their time).
+pub const SHORT_KERNEL_FLOORS: f64 = 4.0;
+
+/// Whether compute time is quantized into waves of [`TILE`]-sized output
+/// tiles over the SMs/CUs. Off: with 128 × 128 tiles it made the
+/// leave-one-out H100 ↔ MI300X projection worse (mean busy error 10.5 % →
+/// 26.7 %), since the libraries pick other tiles (and stream-K) per GPU and
+/// shape, and the fitted efficiencies already average the waves they ran.
+const QUANTIZE_WAVES: bool = false;
+
+/// Output tile of a GEMM-like kernel for wave quantization: 128 × 128, the
+/// common CUTLASS / hipBLASLt tile for 16-bit GEMMs.
+pub const TILE: f64 = 128.0;
+
+/// Pricing from one device (where the trace was measured) to another.
+#[derive(Debug, Clone)]
+pub struct CrossDevice<'a> {
+    /// Where the kernels were measured.
+    pub source: &'a DeviceModel,
+    /// Where they are projected.
+    pub target: &'a DeviceModel,
+}
+
+/// One side's numbers for an op.
+struct Side<'a> {
+    gpu: &'a Gpu,
+    model: &'a DeviceModel,
+}
+
+impl Side<'_> {
+    /// The compute efficiency for an op of `class`: its class's fit, else
+    /// the GEMM fit (convolutions and attention run on the same units), with its 95 % interval.
+    fn compute_eta(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<Eta> {
+        let fit = |c| self.model.kernel_fit(c, dtype).map(Eta::of);
+        fit(class).or_else(|| if class == KernelClass::Gemm { None } else { fit(KernelClass::Gemm) })
+    }
+
+    /// The HBM efficiency for an op of `class`: its memory-bound class's fit, else the elementwise fit.
+    fn memory_eta(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<Eta> {
+        let fit = |c| self.model.kernel_fit(c, dtype).map(Eta::of);
+        if class.counts_flops() { fit(KernelClass::Elementwise) } else { fit(class).or_else(|| fit(KernelClass::Elementwise)) }
+    }
+
+    /// Wave quantization: the share of the last wave's SMs that do work.
+    fn waves(&self, tiles: Option<f64>) -> f64 {
+        match (tiles, self.gpu.sms) {
+            (Some(t), Some(sms)) if t >= 1.0 && sms > 0 && QUANTIZE_WAVES => {
+                let sms = f64::from(sms);
+                t / ((t / sms).ceil() * sms)
+            }
+            _ => 1.0,
+        }
+    }
+
+    fn roofline_us(&self, op: &OpWork, eta_c: f64, eta_m: f64, latency_us: f64) -> Option<f64> {
+        let compute = match (op.flops, op.dtype.and_then(|d| peak(self.gpu, d))) {
+            (Some(f), Some(p)) => Some(f / (eta_c * p * self.waves(op.tiles)) * 1e6),
+            (Some(_), None) => return None,
+            _ => None,
+        };
+        let memory = op.bytes.map(|b| b / (eta_m * self.gpu.hbm_bytes_per_s()) * 1e6);
+        let t = match (compute, memory) {
+            (Some(c), Some(m)) => c.max(m),
+            (Some(c), None) => c,
+            (None, Some(m)) => m,
+            (None, None) => return None,
+        };
+        Some(latency_us + t)
+    }
+}
+
+/// An efficiency with its 95 % interval.
+#[derive(Debug, Clone, Copy)]
+struct Eta {
+    value: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl Eta {
+    fn of(f: &crate::profile::KernelFit) -> Eta {
+        let [lo, hi] = f.efficiency_ci95;
+        let value = f.efficiency;
+        Eta { value, lo: lo.clamp(value * 0.5, value), hi: hi.clamp(value, (value * 2.0).min(1.0).max(value)) }
+    }
+
+    fn peak() -> Eta {
+        Eta { value: 1.0, lo: 1.0, hi: 1.0 }
+    }
+}
+
+/// The dtype's peak, FLOP/s; 16-bit types fall back to each other (a GPU
+/// that lists FP16 but not BF16, V100) and FP32 never takes a tensor-core peak.
+fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
+    gpu.peak_flops(d).or_else(|| match d {
+        Dtype::Bf16 => gpu.peak_flops(Dtype::Fp16),
+        Dtype::Fp16 => gpu.peak_flops(Dtype::Bf16),
+        _ => None,
+    })
+}
+
+/// A kernel's projected time, its band and the rule that priced it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelCost {
+    /// Projected duration, µs.
+    pub us: f64,
+    /// With the target's efficiencies at the top of their 95 % intervals, µs.
+    pub low_us: f64,
+    /// With them at the bottom, µs.
+    pub high_us: f64,
+    /// The rule.
+    pub rule: Rule,
+}
+
+impl CrossDevice<'_> {
+    /// Short-kernel times (source, target), µs: the target's from its
+    /// profile, else carried from the source.
+    pub fn latencies(&self) -> Option<(f64, f64)> {
+        let s = self.source.kernel_floor_us.filter(|v| *v > 0.0)?;
+        Some((s, self.target.kernel_floor_us.filter(|v| *v > 0.0).unwrap_or(s)))
+    }
+
+    /// The projected time of a compute kernel measured at `measured_us`.
+    pub fn kernel(&self, k: &KernelWork, measured_us: f64) -> KernelCost {
+        let keep = KernelCost { us: measured_us, low_us: measured_us, high_us: measured_us, rule: Rule::Measured };
+        let (Some(sg), Some(tg)) = (self.source.gpu.as_ref(), self.target.gpu.as_ref()) else { return keep };
+        let (src, tgt) = (Side { gpu: sg, model: self.source }, Side { gpu: tg, model: self.target });
+        let (ls, lt) = self.latencies().unwrap_or((0.0, 0.0));
+        if let Some(op) = &k.op
+            && (op.flops.is_some() || op.bytes.is_some())
+        {
+            let (cs, ct) = (src.compute_eta(op.class, op.dtype), tgt.compute_eta(op.class, op.dtype));
+            let (ms, mt) = (src.memory_eta(op.class, op.dtype), tgt.memory_eta(op.class, op.dtype));
+            let fitted = |a: Option<Eta>, b: Option<Eta>| match (a, b) {
+                (Some(_), Some(_)) => 2,
+                (None, None) => 0,
+                _ => 1,
+            };
+            // The rule is named after the efficiency of the op's own kind of work.
+            let level = if op.flops.is_some() { fitted(cs, ct) } else { fitted(ms, mt) };
+            let carry = |a: Option<Eta>, b: Option<Eta>| (a.or(b).unwrap_or(Eta::peak()), b.or(a).unwrap_or(Eta::peak()));
+            let ((cs, ct), (ms, mt)) = (carry(cs, ct), carry(ms, mt));
+            // Work the measurement could not have done at the source's peaks
+            // means the op's work model does not hold for it (a mis-read
+            // convolution stride): it is not priced by its work.
+            let at_peak = src.roofline_us(op, 1.0, 1.0, 0.0).unwrap_or(0.0);
+            let target_at = |c: f64, m: f64| tgt.roofline_us(op, c, m, lt);
+            if let (Some(ts), Some(tt), Some(fast), Some(slow)) = (
+                src.roofline_us(op, cs.value, ms.value, ls),
+                target_at(ct.value, mt.value),
+                target_at(ct.hi, mt.hi),
+                target_at(ct.lo, mt.lo),
+            ) && ts > ls
+                && at_peak <= measured_us
+            {
+                let rule = match level {
+                    2 => Rule::RooflineFitted,
+                    1 => Rule::RooflineCarried,
+                    _ => Rule::RooflinePeaks,
+                };
+                // The measured time is the source's latency plus its work;
+                // the latency becomes the target's and the work scales by
+                // the two rooflines' work terms.
+                let work_s = ts - ls;
+                let excess = (measured_us - ls).max(0.0);
+                let at = |t: f64| lt + excess * (t - lt) / work_s;
+                return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule };
+            }
+        }
+        if ls > 0.0 && measured_us <= SHORT_KERNEL_FLOORS * ls {
+            let us = measured_us * lt / ls;
+            return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound };
+        }
+        keep
+    }
+}
