@@ -35,6 +35,8 @@ enum Command {
     Project(ProjectArgs),
     /// Every feasible plan of a model on a system, simulated and ranked; the best against plain FSDP.
     Search(SearchArgs),
+    /// Project published, measured runs (a runs file) and compare: how the model matches your clusters.
+    Validate(ValidateArgs),
     /// One self-contained HTML page: summary, charts, tables (and the diff of two jobs).
     Report(ReportArgs),
     /// Compare two runs (before / after a change): per kernel class, collective, step and kernel.
@@ -344,6 +346,24 @@ enum HwCommand {
 }
 
 #[derive(clap::Args)]
+struct ValidateArgs {
+    /// Runs file (`shared/validation/published-runs.json` format: id, model, system, plan, measured).
+    runs: PathBuf,
+    /// Calibration profile of a GPU of the runs (repeatable; each prices the runs on its GPU).
+    #[arg(long, value_name = "P.json")]
+    profile: Vec<PathBuf>,
+    /// Hardware catalog file(s) to add (same TOML format as the built-in catalog).
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
+    /// Print nothing on stdout.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
 struct SynthArgs {
     /// Output directory (created).
     #[arg(long, value_name = "DIR")]
@@ -391,6 +411,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay(args),
         Command::Project(args) => project::run_project(args),
         Command::Search(args) => project::run_search(args),
+        Command::Validate(args) => project::run_validate(args),
         Command::Report(args) => report::run_report(args),
         Command::Diff(args) => report::run_diff(args),
         Command::Synth(args) => synth(args),

@@ -351,3 +351,49 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     }
     Ok(if result.ranked.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
+
+pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
+    use tracecast_replay::workload::validate;
+    let catalog = crate::catalog_with(&args.hw)?;
+    let text = std::fs::read(&args.runs).with_context(|| format!("reading {}", args.runs.display()))?;
+    let file: validate::RunsFile = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a runs file (see `tracecast validate --help`)", args.runs.display()))?;
+    let devices = args
+        .profile
+        .iter()
+        .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
+        .collect::<Result<Vec<_>>>()?;
+    let v = validate::validate(&file, &catalog, &devices);
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{:<28} {:>14} {:>14} {:>9}  memory", "run", "measured tok/s", "projected", "error")?;
+        for r in &v.runs {
+            let fits = match r.fits_memory {
+                Some(true) => "fits",
+                Some(false) => "DOES NOT FIT",
+                None => "",
+            };
+            match (r.predicted_tokens_per_s_per_gpu, r.error) {
+                (Some(p), Some(e)) => {
+                    writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?
+                }
+                _ => {
+                    writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?
+                }
+            }
+        }
+        writeln!(
+            out,
+            "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
+            v.runs.len(),
+            100.0 * v.median_abs_error,
+            100.0 * v.max_abs_error,
+            v.optimistic,
+            v.pessimistic
+        )?;
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &v)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

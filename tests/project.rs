@@ -153,3 +153,34 @@ fn dlrm_in_tracecast_mode_with_embedding_sharding() {
     let gemm = tw["by_kind_ms"]["gemm"].as_f64().unwrap();
     assert!((gemm - 8.91).abs() / 8.91 < 0.05, "{gemm}");
 }
+
+#[test]
+fn validate_compares_published_runs_with_their_projection() {
+    let runs = common::shared().join("../validation/published-runs.json");
+    let dir = common::scratch("validate");
+    let out = dir.join("validate.json");
+    let o = common::run(&["validate".as_ref(), runs.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let list = v["runs"].as_array().unwrap();
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&runs).unwrap()).unwrap();
+    assert_eq!(list.len(), file["runs"].as_array().unwrap().len());
+    let mut abs = Vec::new();
+    for r in list {
+        let (m, p) = (r["measured_tokens_per_s_per_gpu"].as_f64().unwrap(), r["predicted_tokens_per_s_per_gpu"].as_f64().unwrap());
+        let e = r["error"].as_f64().unwrap();
+        assert!((e - (p / m - 1.0)).abs() < 1e-12, "{}", r["id"]);
+        assert!(r["fits_memory"].is_boolean());
+        abs.push(e.abs());
+    }
+    abs.sort_by(f64::total_cmp);
+    assert!((v["max_abs_error"].as_f64().unwrap() - abs.last().unwrap()).abs() < 1e-12);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("median |error|"), "{stdout}");
+    // A runs file that is not one: a clear error naming it.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, b"{\"runs\": [{\"id\": 1}]}").unwrap();
+    let o = common::run(&["validate".as_ref(), bad.as_os_str()]);
+    assert!(!o.status.success());
+    assert!(common::stderr(&o).contains("bad.json: not a runs file"), "{}", common::stderr(&o));
+}

@@ -26,6 +26,7 @@
 //! kernel says which [`Rule`] priced it.
 
 use serde::Serialize;
+use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Dtype, Gpu};
 use crate::model::DeviceModel;
@@ -236,5 +237,72 @@ impl CrossDevice<'_> {
             return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound };
         }
         keep
+    }
+}
+
+/// The one collective cost model: a link class's latency α and bus
+/// bandwidth B, and a collective of S bytes over n ranks takes
+/// α + k(n)·S / B with k the nccl-tests bus factor (all-reduce 2(n−1)/n,
+/// all-gather and reduce-scatter (n−1)/n of the full size, …). Replay's
+/// `--link`, the analytical workload models, the calibration's link fits and
+/// the report's α-β curves all use it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AlphaBeta {
+    /// Latency per collective, µs.
+    pub alpha_us: f64,
+    /// Bus bandwidth, GB/s.
+    pub busbw_gbps: f64,
+}
+
+impl AlphaBeta {
+    /// From seconds and bytes/s.
+    pub fn from_si(alpha_s: f64, busbw_bytes_per_s: f64) -> AlphaBeta {
+        AlphaBeta { alpha_us: alpha_s * 1e6, busbw_gbps: busbw_bytes_per_s / 1e9 }
+    }
+
+    /// Time to move `bus_bytes` (k·S) over the link, µs.
+    pub fn transfer_us(&self, bus_bytes: f64) -> f64 {
+        self.alpha_us + bus_bytes / (self.busbw_gbps * 1e3)
+    }
+
+    /// [`AlphaBeta::transfer_us`] in seconds.
+    pub fn transfer_s(&self, bus_bytes: f64) -> f64 {
+        self.transfer_us(bus_bytes) * 1e-6
+    }
+
+    /// Time of `collective` of `bytes` over `n` ranks, µs (`None` without a
+    /// bus factor for it, or without bandwidth).
+    pub fn collective_us(&self, collective: Collective, bytes: f64, n: i64) -> Option<f64> {
+        let k = bus_factor(collective, Some(n))?;
+        (self.busbw_gbps > 0.0).then(|| self.transfer_us(k * bytes))
+    }
+
+    /// The link as a profile's fit describes it.
+    pub fn of_fit(l: &crate::profile::LinkFit) -> AlphaBeta {
+        AlphaBeta { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps }
+    }
+}
+
+/// The bus factor k of `collective` over `n` ranks (nccl-tests); point-to-point,
+/// broadcast and reduce move the message once whatever the group.
+pub fn bus_factor(collective: Collective, n: Option<i64>) -> Option<f64> {
+    match (n.and_then(|n| collective.bus_factor(n)), collective) {
+        (Some(k), _) => Some(k),
+        (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collective_model_is_alpha_plus_bus_bytes_over_bandwidth() {
+        let ab = AlphaBeta { alpha_us: 10.0, busbw_gbps: 100.0 };
+        // All-reduce of 1 GB over 8 ranks: 2·7/8 GB at 100 GB/s = 17.5 ms, plus α.
+        assert_eq!(ab.collective_us(Collective::AllReduce, 1e9, 8), Some(10.0 + 17_500.0));
+        assert_eq!(ab.collective_us(Collective::AllGather, 1e9, 2), Some(10.0 + 5_000.0));
+        assert!((AlphaBeta::from_si(10e-6, 100e9).transfer_s(1e9) - (10e-6 + 0.01)).abs() < 1e-12);
     }
 }

@@ -519,11 +519,7 @@ fn link_fits(
             notes.push(format!("{what}: group size taken from the job (the kernels carry no Group size args)"));
         }
         let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
-        let factor = match (collective.bus_factor(group_size.unwrap_or(0)), collective) {
-            (Some(f), _) => Some(f),
-            (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
-            _ => None,
-        };
+        let factor = crate::cost::bus_factor(collective, group_size);
         let Some(factor) = factor.filter(|f| *f > 0.0) else {
             unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
             continue;

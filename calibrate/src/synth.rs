@@ -427,8 +427,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         for b in 0..spec.layers as usize {
             let elems = (grad_elems >> (2 * (b % 8))).max(1);
             let bytes = elems * 2;
-            let transfer =
-                (spec.allreduce_alpha_us + factor * bytes as f64 / (spec.allreduce_busbw_gbps * 1e9) * 1e6) * rng.jitter(spec.noise / 2.0);
+            let link = crate::cost::AlphaBeta { alpha_us: spec.allreduce_alpha_us, busbw_gbps: spec.allreduce_busbw_gbps };
+            let transfer = link.transfer_us(factor * bytes as f64) * rng.jitter(spec.noise / 2.0);
             let arrivals: Vec<f64> = ranks
                 .iter()
                 .zip(&ready)

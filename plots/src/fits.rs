@@ -63,7 +63,10 @@ pub fn link_charts(profile: &Profile) -> Vec<(String, Scatter)> {
         // Points are (bus bytes k·S, µs): bus bandwidth = k·S / t.
         let points: Vec<(f64, f64)> = l.points.iter().map(|&(x, t)| (x, x / t / 1e3)).collect();
         let (lo, hi) = l.points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-        let curve = log_grid(lo, hi, 60).into_iter().map(|x| (x, x / (l.alpha_us + x / (l.busbw_gbps * 1e3)) / 1e3)).collect();
+        let curve = log_grid(lo, hi, 60)
+            .into_iter()
+            .map(|x| (x, x / tracecast_calibrate::cost::AlphaBeta::of_fit(l).transfer_us(x) / 1e3))
+            .collect();
         let chart = Scatter {
             title: format!(
                 "{device} {} ×{n} {}: α = {:.1} µs, B = {:.1} GB/s, R² = {:.3}, n = {}",

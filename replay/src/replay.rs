@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
-use tracecast_calibrate::cost::{CrossDevice, Rule};
+use tracecast_calibrate::cost::{AlphaBeta, CrossDevice, Rule};
 use tracecast_calibrate::work::{KernelWork, kernel_work};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
@@ -50,14 +50,17 @@ impl LinkOverride {
     /// Transfer time of `collective` moving `bytes` in a group of `n` ranks, µs
     /// (`None` when the bus factor of the collective is unknown).
     pub fn transfer_us(&self, collective: Collective, bytes: u64, n: i64, gpus_per_node: u32) -> Option<f64> {
-        let k = collective.bus_factor(n)?;
+        collective.bus_factor(n)?;
         let inter = n > i64::from(gpus_per_node);
-        let (alpha, busbw) = if inter {
-            (self.inter_alpha_us.unwrap_or(self.alpha_us), self.inter_busbw_gbps.unwrap_or(self.busbw_gbps))
+        let link = if inter {
+            AlphaBeta {
+                alpha_us: self.inter_alpha_us.unwrap_or(self.alpha_us),
+                busbw_gbps: self.inter_busbw_gbps.unwrap_or(self.busbw_gbps),
+            }
         } else {
-            (self.alpha_us, self.busbw_gbps)
+            AlphaBeta { alpha_us: self.alpha_us, busbw_gbps: self.busbw_gbps }
         };
-        (busbw > 0.0).then(|| alpha + k * bytes as f64 / (busbw * 1e3))
+        link.collective_us(collective, bytes as f64, n)
     }
 }
 

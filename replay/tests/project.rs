@@ -101,7 +101,7 @@ fn projection_totals_are_consistent() {
     let plan = Plan::parse("fsdp=64").unwrap();
     let slow = project(&model, &c, &plan, Task::Train).unwrap();
     let mut fast_c = c.clone();
-    fast_c.inter.busbw *= 4.0;
+    fast_c.inter.busbw_gbps *= 4.0;
     let fast = project(&model, &fast_c, &plan, Task::Train).unwrap();
     assert!(fast.times.iteration_ms <= slow.times.iteration_ms);
     assert!(fast.times.exposed_comm_ms < slow.times.exposed_comm_ms);

@@ -279,8 +279,8 @@ mod tests {
             gemm_efficiency: 0.7,
             gemm_overhead_s: 5e-6,
             memory_efficiency: 0.8,
-            intra: Link { alpha_s: 10e-6, busbw: 200e9 },
-            inter: Link { alpha_s: 25e-6, busbw: 7e9 },
+            intra: Link::from_si(10e-6, 200e9),
+            inter: Link::from_si(25e-6, 7e9),
             notes: vec![],
         }
     }

@@ -150,14 +150,8 @@ impl Transformer {
     }
 }
 
-/// One link class: α-β.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Link {
-    /// Latency per collective step, seconds.
-    pub alpha_s: f64,
-    /// Bus bandwidth per GPU, bytes/s.
-    pub busbw: f64,
-}
+/// One link class: the one collective cost model's α-β.
+pub type Link = tracecast_calibrate::cost::AlphaBeta;
 
 /// A cluster of one GPU type with its efficiencies.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -222,8 +216,16 @@ pub struct Plan {
     pub microbatch: u32,
     /// Microbatches per iteration (gradient accumulation; pipeline depth).
     pub microbatches: u32,
-    /// Recompute activations in the backward pass.
+    /// Recompute activations in the backward pass (full recomputation).
     pub recompute: bool,
+    /// Selective recomputation (Korthikanti et al. 2022): only the attention
+    /// core is recomputed; with flash attention its backward already does, so
+    /// it costs nothing extra and stores what no recomputation stores.
+    pub selective: bool,
+    /// Virtual pipeline stages per GPU (interleaved 1F1B, Megatron's
+    /// `--num-layers-per-virtual-pipeline-stage`): the bubble shrinks by this
+    /// factor, each microbatch crosses this many more stage boundaries.
+    pub vpp: u32,
     /// Fine-tuning: this many bottom layers are frozen (no backward, no
     /// gradients, no optimizer state). 0 for pre-training.
     pub frozen: u32,
@@ -234,7 +236,21 @@ pub struct Plan {
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { tp: 1, pp: 1, dp: 1, zero: 0, sp: false, ep: 1, microbatch: 1, microbatches: 1, recompute: false, frozen: 0, prefetch: 1 }
+        Plan {
+            tp: 1,
+            pp: 1,
+            dp: 1,
+            zero: 0,
+            sp: false,
+            ep: 1,
+            microbatch: 1,
+            microbatches: 1,
+            recompute: false,
+            selective: false,
+            vpp: 1,
+            frozen: 0,
+            prefetch: 1,
+        }
     }
 }
 
@@ -277,12 +293,19 @@ impl Plan {
                 "microbatches" | "m" => p.microbatches = num(v)?,
                 "gbs" => gbs = Some(num(v)?),
                 "sp" => p.sp = true,
-                "recompute" => p.recompute = true,
+                "recompute" => match v {
+                    None | Some("full") => p.recompute = true,
+                    Some("selective") => p.selective = true,
+                    Some("none") => {}
+                    Some(other) => return Err(format!("recompute={other}: full, selective or none")),
+                },
+                "vpp" => p.vpp = num(v)?,
+                "cp" | "fp8" => return Err(format!("{k}: context parallelism and FP8 are not modelled yet")),
                 "frozen" => p.frozen = num(v)?,
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute, frozen, prefetch)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch)"
                     ));
                 }
             }
@@ -314,6 +337,12 @@ impl Plan {
         parts.push(format!("microbatches={}", self.microbatches));
         if self.recompute {
             parts.push("recompute".into());
+        }
+        if self.selective {
+            parts.push("recompute=selective".into());
+        }
+        if self.vpp > 1 {
+            parts.push(format!("vpp={}", self.vpp));
         }
         if self.frozen > 0 {
             parts.push(format!("frozen={}", self.frozen));
@@ -447,8 +476,8 @@ impl Cluster {
         let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
             (DEFAULT_GEMM_EFFICIENCY, DEFAULT_GEMM_OVERHEAD_S, DEFAULT_MEMORY_EFFICIENCY);
         let nic = node.map_or(gpu.link_gbps / 9.0, |n| n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1)));
-        let mut intra = Link { alpha_s: DEFAULT_INTRA_ALPHA_S, busbw: gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY };
-        let mut inter = Link { alpha_s: DEFAULT_INTER_ALPHA_S, busbw: nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY };
+        let mut intra = Link::from_si(DEFAULT_INTRA_ALPHA_S, gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY);
+        let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
         if let Some(dev) = device {
             if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
@@ -463,7 +492,7 @@ impl Cluster {
             for (domain, link) in [("intra", &mut intra), ("inter", &mut inter)] {
                 if let Some(m) = dev.link(tracecast_ingest::collective::Collective::AllReduce, None, domain) {
                     let l = m.fit;
-                    *link = Link { alpha_s: l.alpha_us * 1e-6, busbw: l.busbw_gbps * 1e9 };
+                    *link = Link { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps };
                     let group = l.group_size.map_or("?".into(), |n| n.to_string());
                     from_profile.push(format!(
                         "{domain}-node α {:.1} µs, B {:.1} GB/s (all-reduce fit over {group} ranks)",
@@ -523,11 +552,11 @@ impl Cluster {
             gemm_efficiency: s.flops_util,
             gemm_overhead_s: DEFAULT_GEMM_OVERHEAD_S,
             memory_efficiency: s.mem_bw_util,
-            intra: Link { alpha_s: DEFAULT_INTRA_ALPHA_S, busbw: s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util },
-            inter: Link {
-                alpha_s: DEFAULT_INTER_ALPHA_S,
-                busbw: s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
-            },
+            intra: Link::from_si(DEFAULT_INTRA_ALPHA_S, s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util),
+            inter: Link::from_si(
+                DEFAULT_INTER_ALPHA_S,
+                s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
+            ),
             notes: vec![format!(
                 "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
                 s.name,
@@ -539,7 +568,7 @@ impl Cluster {
     }
 
     fn link_time(&self, link: Link, bytes: f64) -> f64 {
-        link.alpha_s + bytes / link.busbw
+        link.transfer_s(bytes)
     }
 
     /// All-gather (or reduce-scatter) of a buffer of `bytes` (the full,
@@ -610,6 +639,9 @@ struct LayerCosts {
     attn_grad: f64,
     mlp_grad: f64,
     grad_kind: OpKind,
+    /// Output head GEMM (vocabulary projection) and the loss over the logits, forward.
+    head_gemm_f: f64,
+    head_loss_f: f64,
 }
 
 /// Projects one iteration of `task` for `model` on `cluster` with `plan`.
@@ -631,8 +663,8 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
         return Err(Infeasible(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
-    if !model.layers.is_multiple_of(pp as usize) {
-        return Err(Infeasible(format!("{} layers do not divide into pp={pp} stages", model.layers)));
+    if model.layers < (pp * plan.vpp) as usize {
+        return Err(Infeasible(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
     }
     if plan.frozen as usize >= model.layers {
         return Err(Infeasible(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
@@ -646,12 +678,19 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     Ok(())
 }
 
+/// Layers of the fullest pipeline stage: layers that do not divide by the
+/// stages are spread as Megatron does, some stages one layer more (the step
+/// waits for the fullest).
+fn stage_layers(layers: usize, pp: u32) -> usize {
+    layers.div_ceil(pp.max(1) as usize)
+}
+
 /// Memory per GPU of `plan` (the first pipeline stage, which holds the most activations).
 pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let (tpf, dpf, pp) = (f64::from(plan.tp), f64::from(plan.dp), plan.pp);
     let d = model.hidden;
     let bytes = model.bytes;
-    let layers_per_stage = (model.layers / pp.max(1) as usize) as f64;
+    let layers_per_stage = stage_layers(model.layers, pp) as f64;
     let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
     // The first stage holds the input embedding, the last the output head: one of them per stage.
@@ -698,7 +737,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
     let d = model.hidden;
     let bytes = model.bytes;
-    let layers_per_stage = model.layers / pp as usize;
+    let layers_per_stage = stage_layers(model.layers, pp);
     let (tokens_per_seq, batch, kv_context, decode) = match task {
         Task::Train => (model.seq, f64::from(plan.microbatch), model.seq, false),
         Task::Prefill { batch, prompt } => (f64::from(prompt), f64::from(batch), f64::from(prompt), false),
@@ -734,6 +773,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
     let elementwise_f = cluster.memory(16.0 * act_elems * bytes);
     let act_bytes = tokens * d * bytes;
+    // The output head on the last stage (vocabulary-parallel over TP) and the
+    // cross-entropy over FP32 logits: written, read by the softmax, gradient
+    // written. Training and prefill only (decode samples one token).
+    let (head_gemm_f, head_loss_f) = if decode {
+        (0.0, 0.0)
+    } else {
+        (cluster.gemm(2.0 * tokens * d * model.vocab / tpf), cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
+    };
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
     let zero3 = plan.zero == 3 && dp > 1;
@@ -777,12 +824,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_grad,
         mlp_grad,
         grad_kind,
+        head_gemm_f,
+        head_loss_f,
     };
     // Pipeline: the activations of one microbatch cross each stage boundary.
     let p2p = if pp > 1 {
         let link = if pp_crosses { cluster.inter } else { cluster.intra };
         // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages).
-        link.alpha_s + act_bytes / tpf / link.busbw
+        // Interleaved 1F1B: a microbatch crosses vpp times as many stage boundaries.
+        link.transfer_s(act_bytes / tpf) * f64::from(plan.vpp.max(1))
     } else {
         0.0
     };
@@ -805,9 +855,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     }
     times.compute_ms = t_first.compute_ms * (m - 1.0) + t_last.compute_ms;
     times.comm_ms = t_first.comm_ms * (m - 1.0) + t_last.comm_ms;
-    // 1F1B: the first and last stages wait (pp − 1) microbatch slots each way.
+    // 1F1B: the first and last stages wait (pp − 1) microbatch slots each
+    // way; interleaved over vpp virtual stages, (pp − 1) / vpp.
     let slot_ms = t_first.iteration_ms;
-    times.bubble_ms = if train { f64::from(pp - 1) * slot_ms } else { 0.0 };
+    times.bubble_ms = if train { f64::from(pp - 1) / f64::from(plan.vpp.max(1)) * slot_ms } else { 0.0 };
     let stage_latency_ms = t_first.iteration_ms;
     times.iteration_ms = if train {
         t_first.iteration_ms * (m - 1.0) + t_last.iteration_ms + times.bubble_ms
@@ -821,6 +872,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         }
         times.compute_ms *= f64::from(pp);
         times.comm_ms *= f64::from(pp);
+    }
+    if train {
+        // Adam's step over this GPU's shard of the trainable parameters, HBM-bound:
+        // FP32 master weights, momentum and variance read and written (24 bytes),
+        // the gradient read and the 16-bit weights written (2 + 2).
+        let shard = if plan.zero >= 1 && dp > 1 { f64::from(dp) } else { 1.0 };
+        let stage_params =
+            (model.attention_params() / tpf + mlp_params_gpu) * (layers_per_stage - plan.frozen as usize) as f64 + model.vocab * d / tpf;
+        let optimizer_ms = cluster.memory(28.0 * stage_params / shard) * 1e3;
+        times.iteration_ms += optimizer_ms;
+        times.compute_ms += optimizer_ms;
+        *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += optimizer_ms;
     }
     times.exposed_comm_ms = (times.iteration_ms - times.compute_ms - times.bubble_ms).max(0.0);
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
@@ -951,6 +1014,11 @@ fn stage_timeline(
         }
         prev = [k("mlp", l, f), k("mlp_tp", l, f), k("combine", l, f)];
     }
+    // The last stage's output head and loss (the stage that bounds the step).
+    if c.head_gemm_f > 0.0 {
+        block(&mut lanes, "head", 0, f, [(Gemm, c.head_gemm_f), (MemoryBound, c.head_loss_f), (Gemm, 0.0)], &prev);
+        prev = [k("head", 0, f), 0, 0];
+    }
     if p2p > 0.0 {
         add(&mut lanes, "send", 0, f, SendRecv, p2p, &prev);
     }
@@ -971,6 +1039,10 @@ fn stage_timeline(
         }
     }
     let mut prev = k("recv", 0, b);
+    if c.head_gemm_f > 0.0 {
+        block(&mut lanes, "head", 0, b, [(Gemm, 2.0 * c.head_gemm_f), (Gemm, 0.0), (Gemm, 0.0)], &[prev]);
+        prev = k("head", 0, b);
+    }
     // Frozen bottom layers need no backward: nothing below them wants a gradient.
     for l in (frozen..layers).rev() {
         if recompute {
@@ -1034,8 +1106,8 @@ mod tests {
             gemm_efficiency: 0.7,
             gemm_overhead_s: 5e-6,
             memory_efficiency: 0.8,
-            intra: Link { alpha_s: 10e-6, busbw: 240e9 },
-            inter: Link { alpha_s: 25e-6, busbw: 22.5e9 },
+            intra: Link::from_si(10e-6, 240e9),
+            inter: Link::from_si(25e-6, 22.5e9),
             notes: vec![],
         }
     }
@@ -1080,5 +1152,49 @@ mod tests {
             p.times.bubble_ms / p.times.iteration_ms
         };
         assert!(share(32) < share(4) / 4.0, "{} {}", share(32), share(4));
+    }
+
+    #[test]
+    fn interleaved_stages_divide_the_bubble_and_uneven_stages_run() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(32);
+        let bubble = |vpp: u32| {
+            let plan = Plan { tp: 8, pp: 4, dp: 1, microbatches: 8, vpp, ..Plan::default() };
+            project(&m, &c, &plan, Task::Train).unwrap().times.bubble_ms
+        };
+        // (pp − 1)/vpp slots: the slot itself grows a little (more stage crossings per microbatch).
+        let (one, two) = (bubble(1), bubble(2));
+        assert!(two < 0.55 * one && two > 0.45 * one, "{one} {two}");
+        // 32 layers on pp=3 stages: 11 on the fullest, as Megatron spreads them.
+        let plan = Plan { tp: 8, pp: 3, dp: 1, microbatches: 6, ..Plan::default() };
+        let p = project(&m, &a100(24), &plan, Task::Train).unwrap();
+        assert!(p.notes.iter().any(|n| n.contains("11 layers per stage")), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn plan_keys_for_recomputation_and_virtual_stages() {
+        let p = Plan::parse("tp=8,pp=4,dp=2,vpp=3,mb=2,gbs=64,recompute=selective").unwrap();
+        assert_eq!((p.vpp, p.selective, p.recompute, p.microbatches), (3, true, false, 16));
+        assert!(Plan::parse("recompute=full").unwrap().recompute);
+        assert!(Plan::parse("recompute").unwrap().recompute);
+        assert!(!Plan::parse("recompute=none").unwrap().recompute);
+        assert!(Plan::parse("recompute=some").unwrap_err().contains("full, selective or none"));
+        assert!(Plan::parse("tp=2,cp=2").unwrap_err().contains("not modelled"));
+        assert_eq!(Plan::parse(&p.describe()).unwrap().vpp, 3);
+    }
+
+    #[test]
+    fn the_output_head_and_the_optimizer_step_are_priced() {
+        // A 128k vocabulary makes the head a visible part of an 8B model's step.
+        let mut m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(8);
+        let plan = Plan { tp: 8, pp: 1, dp: 1, microbatches: 1, ..Plan::default() };
+        let small = project(&m, &c, &plan, Task::Train).unwrap().times.iteration_ms;
+        m.vocab *= 4.0;
+        let big = project(&m, &c, &plan, Task::Train).unwrap().times.iteration_ms;
+        // 3 × 2·tokens·d·ΔV FLOPs over 8 GPUs at 0.7 of the peak, at least.
+        let tokens = m.seq;
+        let head_s = 3.0 * 2.0 * tokens * m.hidden * (m.vocab * 0.75) / 8.0 / (0.7 * 312e12);
+        assert!(big - small >= head_s * 1e3 * 0.99, "{small} -> {big} ms, head alone {} ms", head_s * 1e3);
     }
 }

@@ -13,6 +13,7 @@ pub mod dlrm;
 pub mod llm;
 pub mod madmax;
 pub mod search;
+pub mod validate;
 
 use std::collections::BTreeMap;
 

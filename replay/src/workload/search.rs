@@ -80,8 +80,21 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                         };
                         for &sp in sps {
                             for &recompute in rcs {
-                                let plan =
-                                    Plan { tp, pp, dp, zero, sp, ep, microbatch: mb, microbatches, recompute, frozen: 0, prefetch: 1 };
+                                let plan = Plan {
+                                    tp,
+                                    pp,
+                                    dp,
+                                    zero,
+                                    sp,
+                                    ep,
+                                    microbatch: mb,
+                                    microbatches,
+                                    recompute,
+                                    selective: false,
+                                    vpp: 1,
+                                    frozen: 0,
+                                    prefetch: 1,
+                                };
                                 // Memory first: a plan that cannot fit is not simulated.
                                 if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
                                     rejected += 1;

@@ -1,0 +1,251 @@
+//! `tracecast validate`: projections of published, measured training runs
+//! compared with their measurement — how users check the analytical model
+//! against clusters they know (the format of
+//! `shared/validation/published-runs.json`).
+
+use serde::{Deserialize, Serialize};
+use tracecast_calibrate::DeviceModel;
+use tracecast_calibrate::catalog::{Catalog, Dtype};
+
+use super::llm::{Cluster, DEFAULT_INTER_LINK_EFFICIENCY, Link, Plan, Task, Transformer, project};
+
+/// A file of measured runs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunsFile {
+    /// What the file is.
+    #[serde(default)]
+    pub about: Option<String>,
+    /// The runs.
+    pub runs: Vec<Run>,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    /// Unique name.
+    pub id: String,
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The model.
+    pub model: RunModel,
+    /// The cluster.
+    pub system: RunSystem,
+    /// The plan, in `--parallel` syntax.
+    pub plan: String,
+    /// What was measured.
+    pub measured: Measured,
+}
+
+/// A run's model: a preset with its sequence length, or a transformer's figures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RunModel {
+    /// A built-in preset (`tracecast project --model NAME`).
+    Preset {
+        /// Preset name.
+        preset: String,
+        /// Training sequence length.
+        seq: f64,
+    },
+    /// A transformer.
+    Spec {
+        /// Layers.
+        layers: usize,
+        /// Model width.
+        hidden: f64,
+        /// Attention heads.
+        heads: f64,
+        /// Key/value heads (GQA).
+        kv_heads: f64,
+        /// FFN width.
+        ffn: f64,
+        /// Vocabulary.
+        vocab: f64,
+        /// Sequence length.
+        seq: f64,
+        /// `gelu` or `swiglu`.
+        activation: String,
+        /// Input embedding and output head share their weights.
+        #[serde(default)]
+        tied_embeddings: bool,
+    },
+}
+
+/// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunSystem {
+    /// Catalog GPU id.
+    pub gpu: String,
+    /// GPUs in the run.
+    pub gpus: u32,
+    /// GPUs per node (default: the catalog's node preset).
+    #[serde(default)]
+    pub gpus_per_node: Option<u32>,
+    /// Network bandwidth per GPU, GB/s (default: the node preset's NICs).
+    #[serde(default)]
+    pub nic_gbps_per_gpu: Option<f64>,
+    /// HBM capacity, GB (a GPU variant).
+    #[serde(default)]
+    pub hbm_gb: Option<f64>,
+    /// HBM bandwidth, GB/s (a GPU variant).
+    #[serde(default)]
+    pub hbm_gbps: Option<f64>,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Measured {
+    /// Tokens of the global batch per second, per GPU.
+    pub tokens_per_s_per_gpu: f64,
+}
+
+/// One run, projected.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// The run's id.
+    pub id: String,
+    /// Measured throughput.
+    pub measured_tokens_per_s_per_gpu: f64,
+    /// Projected throughput (`None` when the plan cannot be projected).
+    pub predicted_tokens_per_s_per_gpu: Option<f64>,
+    /// predicted / measured − 1.
+    pub error: Option<f64>,
+    /// Whether the projected memory per GPU fits the HBM.
+    pub fits_memory: Option<bool>,
+    /// Projected iteration, ms.
+    pub iteration_ms: Option<f64>,
+    /// Why the run was not projected, or remarks.
+    pub notes: Vec<String>,
+}
+
+/// All runs, with the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    /// Per run.
+    pub runs: Vec<RunResult>,
+    /// Median of |error| over the projected runs.
+    pub median_abs_error: f64,
+    /// Largest |error|.
+    pub max_abs_error: f64,
+    /// Runs the model projects faster than measured.
+    pub optimistic: usize,
+    /// Runs it projects slower.
+    pub pessimistic: usize,
+}
+
+impl RunModel {
+    /// The transformer (BF16).
+    pub fn transformer(&self, id: &str) -> Result<Transformer, String> {
+        match self {
+            RunModel::Preset { preset, seq } => {
+                let mut m = Transformer::preset(preset).ok_or_else(|| format!("unknown preset {preset:?}"))?;
+                m.seq = *seq;
+                Ok(m)
+            }
+            RunModel::Spec { layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings: _ } => {
+                let swiglu = match activation.as_str() {
+                    "swiglu" => true,
+                    "gelu" => false,
+                    other => return Err(format!("activation {other:?}: gelu or swiglu")),
+                };
+                Ok(Transformer {
+                    name: id.to_string(),
+                    layers: *layers,
+                    hidden: *hidden,
+                    heads: *heads,
+                    kv_heads: *kv_heads,
+                    ffn: *ffn,
+                    vocab: *vocab,
+                    seq: *seq,
+                    swiglu,
+                    experts: 1.0,
+                    top_k: 1.0,
+                    bytes: 2.0,
+                    causal: true,
+                })
+            }
+        }
+    }
+}
+
+impl RunSystem {
+    /// The cluster, priced by `device` (the GPU's profile) where given.
+    pub fn cluster(&self, catalog: &Catalog, device: Option<&DeviceModel>) -> Result<Cluster, String> {
+        let mut last = String::new();
+        for dtype in [Dtype::Bf16, Dtype::Fp16] {
+            match Cluster::from_catalog(catalog, &self.gpu, self.gpus, dtype, device) {
+                Ok(mut c) => {
+                    if let Some(g) = self.gpus_per_node {
+                        c.gpus_per_node = g;
+                    }
+                    if let Some(nic) = self.nic_gbps_per_gpu {
+                        c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
+                        c.notes.push(format!("network {nic} GB/s per GPU as the run states"));
+                    }
+                    if let Some(gb) = self.hbm_gb {
+                        c.hbm_bytes = gb * 1e9;
+                    }
+                    if let Some(bw) = self.hbm_gbps {
+                        c.hbm_bw = bw * 1e9;
+                    }
+                    return Ok(c);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Projects every run of `file`; `devices` are calibration profiles, each
+/// used for the runs on its GPU (else the GPU's shipped profile).
+pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> Validation {
+    let mut runs = Vec::new();
+    for run in &file.runs {
+        let gpu_id = catalog.gpu(&run.system.gpu).map(|g| g.id.clone()).unwrap_or_else(|_| run.system.gpu.clone());
+        let shipped = tracecast_calibrate::shipped::model(&gpu_id, catalog);
+        let device = devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id)).or(shipped.as_ref());
+        let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
+            let model = run.model.transformer(&run.id)?;
+            let cluster = run.system.cluster(catalog, device)?;
+            let plan = Plan::parse(&run.plan)?;
+            let p = project(&model, &cluster, &plan, Task::Train).map_err(|e| e.0)?;
+            let tokens = p.global_batch * model.seq;
+            let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
+            Ok((per_gpu, p.fits_memory, p.times.iteration_ms, p.notes))
+        })();
+        let measured = run.measured.tokens_per_s_per_gpu;
+        runs.push(match projected {
+            Ok((predicted, fits, iteration_ms, notes)) => RunResult {
+                id: run.id.clone(),
+                measured_tokens_per_s_per_gpu: measured,
+                predicted_tokens_per_s_per_gpu: Some(predicted),
+                error: (measured > 0.0).then(|| predicted / measured - 1.0),
+                fits_memory: Some(fits),
+                iteration_ms: Some(iteration_ms),
+                notes,
+            },
+            Err(e) => RunResult {
+                id: run.id.clone(),
+                measured_tokens_per_s_per_gpu: measured,
+                predicted_tokens_per_s_per_gpu: None,
+                error: None,
+                fits_memory: None,
+                iteration_ms: None,
+                notes: vec![format!("not projected: {e}")],
+            },
+        });
+    }
+    let mut errors: Vec<f64> = runs.iter().filter_map(|r| r.error).collect();
+    let optimistic = errors.iter().filter(|e| **e > 0.0).count();
+    let pessimistic = errors.iter().filter(|e| **e < 0.0).count();
+    let mut abs: Vec<f64> = errors.drain(..).map(f64::abs).collect();
+    abs.sort_by(f64::total_cmp);
+    let median_abs_error = match abs.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => abs[n / 2],
+        n => (abs[n / 2 - 1] + abs[n / 2]) / 2.0,
+    };
+    Validation { runs, median_abs_error, max_abs_error: abs.last().copied().unwrap_or(0.0), optimistic, pessimistic }
+}
