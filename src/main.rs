@@ -49,6 +49,25 @@ enum Command {
     Demo,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum CommKernelsArg {
+    /// Every known communication kernel family.
+    Families,
+    /// Exactly `^nccl.*Kernel` (as HTA).
+    Nccl,
+}
+
+impl Inputs {
+    /// The communication classifier these inputs ask for.
+    fn classifier(&self) -> Result<Classifier> {
+        let mode = match self.comm_kernels {
+            CommKernelsArg::Families => tracecast_ingest::analysis::CommKernels::Families,
+            CommKernelsArg::Nccl => tracecast_ingest::analysis::CommKernels::Nccl,
+        };
+        Ok(Classifier::new(mode, &self.comm_pattern)?)
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum WindowArg {
     /// First to last GPU activity.
@@ -66,9 +85,14 @@ struct Inputs {
     /// Treat every file as its own job instead of the ranks of one job.
     #[arg(long)]
     each: bool,
-    /// Extra regular expression for communication kernels (repeatable); `^nccl.*Kernel` always applies.
+    /// Extra regular expression for communication kernels (repeatable), added to the definition below.
     #[arg(long, value_name = "RE")]
     comm_pattern: Vec<String>,
+    /// What counts as communication: every known kernel family (NCCL/RCCL, DeepEP, NVSHMEM, PyTorch
+    /// symmetric memory, vLLM/SGLang custom all-reduce, TensorRT-LLM, MSCCL++, userbuffers, HCCL) and
+    /// kernels with a Collective name; or exactly `^nccl.*Kernel`, HTA's definition.
+    #[arg(long, value_enum, default_value_t = CommKernelsArg::Families)]
+    comm_kernels: CommKernelsArg,
     /// Print nothing on stdout (outputs and errors only).
     #[arg(long, short)]
     quiet: bool,
@@ -150,7 +174,7 @@ struct ReplayArgs {
     perfetto: Option<PathBuf>,
     /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and
     /// intra/inter-node bandwidth from the hardware catalog follow).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     world_size: Option<u32>,
     /// GPUs per node for --world-size (default: the GPU's node preset, else 8).
     #[arg(long)]
@@ -320,6 +344,10 @@ struct DiffArgs {
     /// Kernels listed in the per-kernel comparison.
     #[arg(long, default_value_t = 25)]
     top: usize,
+    /// Exit 1 when B regresses past a bound, for CI: `step>+3%,exposed>+5%` (metrics step, busy,
+    /// idle, exposed, comm, compute; bounds in % of A).
+    #[arg(long, value_name = "GATES")]
+    fail_if: Option<String>,
     /// Print nothing on stdout.
     #[arg(long, short)]
     quiet: bool,
@@ -453,7 +481,7 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
-    let classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    let classifier = args.inputs.classifier()?;
     let mut opts = AnalyzeOptions::default();
     opts.window = match args.window {
         WindowArg::All => WindowMode::All,
@@ -467,7 +495,8 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, args.strict, |job| {
         analyses.push(analysis::analyze_job(&job, &opts))
     })?;
-    emit(&analyses, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.quiet)?;
+    let definition = opts.classifier.definition();
+    emit(&analyses, &definition, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.quiet)?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
@@ -481,7 +510,14 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
-fn emit(analyses: &[JobAnalysis], json: Option<&PathBuf>, csv: Option<&PathBuf>, parquet: Option<&PathBuf>, quiet: bool) -> Result<()> {
+fn emit(
+    analyses: &[JobAnalysis],
+    comm_kernels: &str,
+    json: Option<&PathBuf>,
+    csv: Option<&PathBuf>,
+    parquet: Option<&PathBuf>,
+    quiet: bool,
+) -> Result<()> {
     if !quiet {
         let mut out = std::io::stdout().lock();
         for a in analyses {
@@ -492,9 +528,11 @@ fn emit(analyses: &[JobAnalysis], json: Option<&PathBuf>, csv: Option<&PathBuf>,
     if let Some(path) = json {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
+            /// Which kernels counted as communication.
+            comm_kernels: String,
             jobs: &'a [JobAnalysis],
         }
-        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: analyses })?;
+        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels: comm_kernels.to_string(), jobs: analyses })?;
         bytes.push(b'\n');
         output::write_atomic(path, &bytes)?;
     }
@@ -579,7 +617,7 @@ fn for_each_job(paths: &[PathBuf], each: bool, quiet: bool, strict: bool, mut ea
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let catalog = catalog_with(&args.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
-    opts.classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    opts.classifier = args.inputs.classifier()?;
     opts.gpus_per_node = args.gpus_per_node;
     let mut jobs = Vec::new();
     let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
@@ -589,12 +627,13 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     }
     let many = profiles.len() > 1;
     for p in &profiles {
-        let path = if many { per_device(&args.out, p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { args.out.clone() };
+        let id = device_file_id(p);
+        let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
         let mut bytes = serde_json::to_vec_pretty(p)?;
         bytes.push(b'\n');
         output::write_atomic(&path, &bytes)?;
         if let Some(f) = &args.madmax_system {
-            let f = if many { per_device(f, p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { f.clone() };
+            let f = if many { per_device(f, &id) } else { f.clone() };
             let mut bytes = serde_json::to_vec_pretty(&tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes))?;
             bytes.push(b'\n');
             output::write_atomic(&f, &bytes)?;
@@ -721,7 +760,7 @@ fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut opts = tracecast_replay::ReplayOptions::default();
-    opts.classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    opts.classifier = args.inputs.classifier()?;
     if let Some(spec) = &args.scale {
         opts.scale = parse_scale(spec)?;
     }
@@ -869,6 +908,20 @@ fn write_perfetto(path: &std::path::Path, job: &Job, r: &tracecast_replay::Repla
     Ok(())
 }
 
+/// The file-name id of a profile's device: its catalog id, else its device
+/// name made file-safe (so two devices the catalog lacks do not share a file).
+fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
+    match &p.device.catalog_id {
+        Some(id) => id.clone(),
+        None => {
+            let slug: String =
+                p.device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+            let slug = slug.split('-').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("-");
+            if slug.is_empty() { "unknown".to_string() } else { format!("unknown-{slug}") }
+        }
+    }
+}
+
 /// `profile.json` → `profile.h100-sxm.json`.
 fn per_device(path: &std::path::Path, id: &str) -> PathBuf {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
@@ -937,7 +990,7 @@ fn demo() -> Result<ExitCode> {
     opts.job_gpus = Some(1024.0);
     opts.job_hours = Some(24.0);
     let analysis = analysis::analyze_job(&job, &opts);
-    emit(&[analysis], None, None, None, false)?;
+    emit(&[analysis], "", None, None, None, false)?;
     println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
     // The page: charts, tables, an identity replay and a what-if with links twice as fast.
     let catalog = tracecast_calibrate::Catalog::builtin();

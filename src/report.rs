@@ -111,7 +111,7 @@ fn write_rows(out: &mut impl Write, title: &str, rows: &[Delta], limit: usize) -
             d.time_a_us / 1000.0,
             d.time_b_us / 1000.0,
             d.delta_us / 1000.0,
-            d.change.map_or("new".into(), |c| format!("{:+.1}", 100.0 * c))
+            d.change_text()
         )?;
     }
     Ok(())
@@ -121,6 +121,11 @@ fn write_rows(out: &mut impl Write, title: &str, rows: &[Delta], limit: usize) -
 pub(crate) fn print_diff(out: &mut impl Write, d: &TraceDiff) -> std::io::Result<()> {
     writeln!(out, "A: {} ({} rank(s))\nB: {} ({} rank(s))", d.a, d.ranks[0], d.b, d.ranks[1])?;
     writeln!(out, "Times are per rank; step times are the mean over ranks, steps matched in order.")?;
+    let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
+    writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
+    if let Some(k) = d.kernel_classes.first() {
+        writeln!(out, "Moved most: {} ({:+.3} ms per rank)", k.name, k.delta_us / 1000.0)?;
+    }
     write_rows(out, "Summary", &d.summary, 10)?;
     write_rows(out, "Per kernel class", &d.kernel_classes, 20)?;
     write_rows(out, "Per collective", &d.collectives, 20)?;
@@ -137,7 +142,7 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 }
 
 pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
-    let classifier = Classifier::with_patterns(&args.inputs.comm_pattern)?;
+    let classifier = args.inputs.classifier()?;
     let catalog = crate::catalog_with(&args.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
@@ -174,6 +179,9 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
 
 pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
     let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    if let Some(spec) = &args.fail_if {
+        tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
+    }
     let mut analyze = AnalyzeOptions::default();
     analyze.classifier = classifier.clone();
     let mut jobs = Vec::new();
@@ -189,6 +197,16 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
     }
     if let Some(path) = &args.json {
         write_diff_json(path, &d)?;
+    }
+    if let Some(spec) = &args.fail_if {
+        let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
+        let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);
+        for f in &failed_gates {
+            eprintln!("regression: {f}");
+        }
+        if !failed_gates.is_empty() {
+            return Ok(ExitCode::from(1));
+        }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

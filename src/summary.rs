@@ -60,6 +60,13 @@ pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
     if a.ranks.len() > 1 {
         row(w, "all", "", &t.breakdown)?;
     }
+    if !a.stragglers.is_empty() {
+        writeln!(w, "Slowest ranks (arrived last at collectives matched across ranks; the waiting they caused the others):")?;
+        for s in a.stragglers.iter().take(5) {
+            let hours = s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {h:.1} GPU-hours of the job"));
+            writeln!(w, "  rank {:>5}: last {:>5} times, {:>10.3} GPU-ms waited{hours}", s.rank, s.times_last, s.wait_caused_us / 1000.0)?;
+        }
+    }
     writeln!(w)?;
     if t.breakdown.gpu_span_us <= 0.0 {
         writeln!(w, "No GPU activity in this job's traces: nothing to break down.")?;

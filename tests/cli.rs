@@ -571,3 +571,24 @@ fn hw_show_prints_the_shipped_calibration() {
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
 }
+
+#[test]
+fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_rejected() {
+    // Two GPUs the catalog does not know (a GeForce and a Quadro): one profile each, not one overwriting the other.
+    let dir = scratch("unknown-devices");
+    let out = dir.join("p.json");
+    let a = shared().join("param/et_replay/linear_kineto.json.gz");
+    let b = shared().join("hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz");
+    let o = run(&["calibrate".as_ref(), "--each".as_ref(), "-q".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("p."))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["p.unknown-nvidia-geforce-rtx-2080-ti.json", "p.unknown-quadro-gp100.json"], "{names:?}");
+    let o = run(&["replay".as_ref(), a.as_os_str(), "--world-size".as_ref(), "0".as_ref()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--world-size"), "{}", stderr(&o));
+}

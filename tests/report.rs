@@ -131,6 +131,32 @@ fn diff_of_a_run_with_itself_is_zero_and_deltas_add_up() {
     assert!(stderr(&o).contains("missing.json"), "{}", stderr(&o));
 }
 
+#[test]
+fn diff_leads_with_the_step_and_gates_regressions() {
+    // Two ResNet-50 runs of the Kineto samples: B has the same kernels but
+    // less idle GPU time between steps, so its step is 12 % shorter.
+    let dir = scratch("gate");
+    let t = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0");
+    let (a, b) = (t.join("worker0.1623143089861.pt.trace.json.gz"), t.join("worker0.1623143566756.pt.trace.json.gz"));
+    let out = dir.join("d.json");
+    let o = bin().args(["diff", "--json"]).arg(&out).arg(&a).arg(&b).args(["--fail-if", "step>+3%,exposed>+5%,idle>+1%"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let headline = stdout.lines().find(|l| l.starts_with("Headline")).unwrap_or_default().to_string();
+    assert!(headline.contains("step -12.1 %") && headline.contains("idle -30.3 %"), "{headline}");
+    // No communication on either side: 0.0, not "new".
+    assert!(headline.contains("exposed 0.0 %"), "{headline}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["summary"][0]["name"], "step");
+    // The other way round B regresses: exit 1, naming the metric.
+    let o = bin().args(["diff", "--quiet"]).arg(&b).arg(&a).args(["--fail-if", "step>+3%"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("regression: step grew +13.7 %"), "{}", stderr(&o));
+    // A bound that cannot be read is an error before anything is analysed.
+    let o = bin().args(["diff"]).arg(&a).arg(&b).args(["--fail-if", "latency>+3%"]).output().unwrap();
+    assert!(!o.status.success() && stderr(&o).contains("not a metric"), "{}", stderr(&o));
+}
+
 /// Headless Chromium: the page renders (every chart's title is in the DOM
 /// Chromium built) and a screenshot is taken. `.ci/run` installs Chromium and
 /// sets TRACECAST_REQUIRE_BROWSER=1; elsewhere a missing browser skips the test.

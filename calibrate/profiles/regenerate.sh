@@ -17,7 +17,7 @@ for f in "$out"/profile.*.json; do
   id=${f##*/profile.}
   id=${id%.json}
   # Devices the catalog does not know cannot be projected onto.
-  [ "$id" = unknown ] && continue
+  case "$id" in unknown*) continue ;; esac
   cp "$f" "calibrate/profiles/$id.json"
   echo "calibrate/profiles/$id.json"
 done

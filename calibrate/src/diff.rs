@@ -34,6 +34,15 @@ pub struct Delta {
 }
 
 impl Delta {
+    /// The change in percent for people: `+3.1`, `0.0` when both sides are zero, `new` when only B has it.
+    pub fn change_text(&self) -> String {
+        match self.change {
+            Some(c) => format!("{:+.1}", 100.0 * c),
+            None if self.time_b_us == 0.0 => "0.0".into(),
+            None => "new".into(),
+        }
+    }
+
     fn new(name: String, (count_a, time_a_us): (f64, f64), (count_b, time_b_us): (f64, f64)) -> Delta {
         let delta_us = time_b_us - time_a_us;
         Delta { name, count_a, count_b, time_a_us, time_b_us, delta_us, change: (time_a_us > 0.0).then(|| delta_us / time_a_us) }
@@ -49,7 +58,9 @@ pub struct TraceDiff {
     pub b: String,
     /// Ranks of A and B.
     pub ranks: [usize; 2],
-    /// GPU busy time, exposed communication and idle time per rank.
+    /// The headline, per rank: step time, exposed communication, idle, GPU
+    /// busy, compute and communication (names as `--fail-if` takes them:
+    /// `step`, `exposed`, `idle`, `busy`, `compute`, `comm`).
     pub summary: Vec<Delta>,
     /// Per kernel class, per rank.
     pub kernel_classes: Vec<Delta>,
@@ -110,12 +121,16 @@ pub fn diff_jobs(a: (&Job, &JobAnalysis), b: (&Job, &JobAnalysis), classifier: &
     let summary_of = |j: &JobAnalysis| {
         let t = &j.totals.breakdown;
         let n = ranks(j);
+        // The mean step (the whole window without steps), per rank.
+        let steps: Vec<f64> = j.ranks.iter().flat_map(|r| r.steps.iter().map(|s| s.breakdown.gpu_span_us)).collect();
+        let step = if steps.is_empty() { t.gpu_span_us / n } else { steps.iter().sum::<f64>() / steps.len() as f64 };
         [
-            ("GPU busy", t.busy_us / n),
-            ("compute", t.compute_us / n),
-            ("communication", t.comm_us / n),
-            ("exposed communication", t.exposed_comm_us / n),
+            ("step", step),
+            ("exposed", t.exposed_comm_us / n),
             ("idle", t.idle_us / n),
+            ("busy", t.busy_us / n),
+            ("compute", t.compute_us / n),
+            ("comm", t.comm_us / n),
         ]
     };
     let summary = summary_of(a.1)
@@ -173,5 +188,72 @@ pub fn diff_jobs(a: (&Job, &JobAnalysis), b: (&Job, &JobAnalysis), classifier: &
         collectives: join(&collective_tally(a.1), &collective_tally(b.1)),
         steps,
         kernels: kernel_deltas,
+    }
+}
+
+/// A `--fail-if` bound: B's `metric` may grow by at most `max_change` (a fraction of A's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// `step`, `busy`, `idle`, `exposed`, `comm` or `compute`.
+    pub metric: String,
+    /// Largest allowed (B − A) / A.
+    pub max_change: f64,
+}
+
+/// Parses `step>+3%,exposed>+5%`.
+pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
+    const METRICS: [&str; 6] = ["step", "busy", "idle", "exposed", "comm", "compute"];
+    spec.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (metric, bound) = part.split_once('>').ok_or_else(|| format!("{part:?}: write METRIC>+N% (e.g. step>+3%)"))?;
+            let metric = metric.trim();
+            if !METRICS.contains(&metric) {
+                return Err(format!("{metric:?} is not a metric ({})", METRICS.join(", ")));
+            }
+            let pct = bound.trim().trim_end_matches('%').trim();
+            let v: f64 = pct.parse().map_err(|_| format!("{part:?}: {bound:?} is not a percentage"))?;
+            Ok(Gate { metric: metric.to_string(), max_change: v / 100.0 })
+        })
+        .collect()
+}
+
+/// The gates B fails, in words (empty when it passes).
+pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
+    gates
+        .iter()
+        .filter_map(|g| {
+            let row = d.summary.iter().find(|r| r.name == g.metric)?;
+            let change = match row.change {
+                Some(c) => c,
+                None if row.time_b_us > 0.0 => f64::INFINITY,
+                None => 0.0,
+            };
+            (change > g.max_change).then(|| {
+                format!(
+                    "{} grew {} % ({:.3} → {:.3} ms), more than the {:+.1} % allowed",
+                    g.metric,
+                    row.change_text(),
+                    row.time_a_us / 1000.0,
+                    row.time_b_us / 1000.0,
+                    100.0 * g.max_change
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_parse_and_reject_what_they_cannot_read() {
+        let g = parse_gates("step>+3%, exposed>5%").unwrap();
+        assert_eq!(g, vec![Gate { metric: "step".into(), max_change: 0.03 }, Gate { metric: "exposed".into(), max_change: 0.05 }]);
+        assert!(parse_gates("latency>+3%").unwrap_err().contains("not a metric"));
+        assert!(parse_gates("step+3%").unwrap_err().contains("METRIC>+N%"));
+        assert!(parse_gates("step>fast").unwrap_err().contains("not a percentage"));
     }
 }

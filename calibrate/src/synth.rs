@@ -68,6 +68,9 @@ pub struct JobSpec {
     pub seed: u64,
     /// Write `.json.gz` instead of `.json`. Default: true.
     pub gzip: bool,
+    /// One slowed rank and how much longer its host takes before each step, µs
+    /// (a straggler the others wait for at every collective). Default: none.
+    pub slow_rank: Option<(u32, f64)>,
     /// Range of the gap between back-to-back queued kernels on a stream, and
     /// of the latency of a cross-stream event wait, µs (uniform). Default: 1–3.
     pub queue_gap_us: (f64, f64),
@@ -102,6 +105,7 @@ impl Default for JobSpec {
             gzip: true,
             queue_gap_us: (1.0, 3.0),
             sync_rows: true,
+            slow_rank: None,
             layer_gemms: Vec::new(),
         }
     }
@@ -317,6 +321,10 @@ pub struct SynthRank {
     pub clock_offset_us: f64,
     /// Host time before each step on this rank, µs (rank skew).
     pub data_loading_us: f64,
+    /// All-reduces at which this rank arrived last.
+    pub times_last: usize,
+    /// The waiting it caused the other ranks there, GPU-µs.
+    pub wait_caused_us: f64,
 }
 
 /// The ranks' trace files as JSON text, in rank order, with their truth.
@@ -340,6 +348,11 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         .collect();
     for w in ranks.iter_mut() {
         w.loading_us = spec.data_loading_us * (1.0 + spec.rank_skew * rng.uniform());
+        if let Some((slow, extra)) = spec.slow_rank
+            && slow == w.rank
+        {
+            w.loading_us += extra;
+        }
         w.clock_offset_us = if w.rank == 0 { 0.0 } else { (rng.uniform() * 2.0 - 1.0) * spec.clock_skew_us };
     }
     let h = spec.hidden;
@@ -348,6 +361,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
     // qkv 3h², out h², mlp 8h² per layer, or the workload's weights.
     let grad_elems = if custom { spec.layer_gemms.iter().map(|g| g.1 * g.2).sum() } else { 12 * h * h };
     let ranks_list = (0..n).map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+    let mut caused = vec![0.0; n as usize];
+    let mut times_last = vec![0usize; n as usize];
     for step in 0..spec.steps {
         let mut step_starts = Vec::new();
         // Forward and backward compute, recording when each gradient bucket is ready.
@@ -438,7 +453,13 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                     (cpu + 8.0 + LAUNCH_LATENCY_US).max(w.comm_free_us + queue).max(grads + event)
                 })
                 .collect();
-            let end = arrivals.iter().copied().fold(f64::MIN, f64::max) + transfer;
+            let last_at = arrivals.iter().copied().fold(f64::MIN, f64::max);
+            let end = last_at + transfer;
+            // The truth about stragglers: the last to arrive made the others wait.
+            if let Some(last) = arrivals.iter().position(|a| *a == last_at) {
+                caused[last] += arrivals.iter().map(|a| last_at - a).sum::<f64>();
+                times_last[last] += 1;
+            }
             for ((w, r), arrive) in ranks.iter_mut().zip(&ready).zip(&arrivals) {
                 let (cpu, _) = r.get(b).copied().unwrap_or((0.0, 0.0));
                 let saved_cpu = w.cpu_us;
@@ -495,7 +516,13 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 s.push_str(row);
             }
             s.push_str("\n],\n\"traceName\": \"synthetic\"}\n");
-            SynthRank { json: s, clock_offset_us: w.clock_offset_us, data_loading_us: w.loading_us }
+            SynthRank {
+                json: s,
+                clock_offset_us: w.clock_offset_us,
+                data_loading_us: w.loading_us,
+                times_last: times_last[w.rank as usize],
+                wait_caused_us: caused[w.rank as usize],
+            }
         })
         .collect()
 }

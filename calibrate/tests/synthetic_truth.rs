@@ -95,3 +95,21 @@ fn link_fits_without_group_size_args_take_the_group_from_the_job() {
     within("busbw", l.busbw_gbps, spec.allreduce_busbw_gbps, 0.02);
     assert!(p.notes.iter().any(|n| n.contains("group size taken from the job")), "{:?}", p.notes);
 }
+
+#[test]
+fn the_slowed_rank_is_named_with_the_wait_it_caused() {
+    // One rank's host takes 2 ms longer before every step; the others wait for
+    // it at the all-reduces its late gradients hold up.
+    let mut spec = JobSpec::default();
+    spec.ranks = 4;
+    spec.rank_skew = 0.0;
+    spec.slow_rank = Some((2, 2000.0));
+    let truth = render_job(&spec);
+    let job = job_of(&spec);
+    let a = tracecast_ingest::analysis::analyze_job(&job, &tracecast_ingest::analysis::AnalyzeOptions::default());
+    let top = a.stragglers.first().expect("a straggler");
+    assert_eq!(top.rank, 2, "{:?}", a.stragglers);
+    assert_eq!(top.times_last, truth[2].times_last);
+    within("wait caused", top.wait_caused_us, truth[2].wait_caused_us, 0.02);
+    assert!(truth[2].wait_caused_us > 3.0 * 2000.0, "{}", truth[2].wait_caused_us);
+}

@@ -159,6 +159,8 @@ fn check(files: &[&str], window: WindowMode) {
     assert!(job.failures.is_empty(), "{:?}", job.failures);
     let mut opts = AnalyzeOptions::default();
     opts.window = window;
+    // HTA's definition of communication, which the independent reference follows.
+    opts.classifier = tracecast_ingest::analysis::Classifier::new(tracecast_ingest::analysis::CommKernels::Nccl, &[]).unwrap();
     let analysis = analyze_job(&job, &opts);
     assert_eq!(analysis.ranks.len(), paths.len());
     for r in &analysis.ranks {
@@ -175,6 +177,14 @@ fn check(files: &[&str], window: WindowMode) {
                 let w = step_windows[k].get_or_insert((s, e));
                 w.0 = w.0.min(s);
                 w.1 = w.1.max(e);
+            }
+        }
+        // DESIGN §3: the steps partition the window; a step ends where the next step's GPU work begins.
+        let starts: Vec<Option<i64>> = step_windows.iter().map(|w| w.map(|w| w.0)).collect();
+        for k in 0..step_windows.len() {
+            let next = starts[k + 1..].iter().flatten().min().copied();
+            if let (Some(w), Some(n)) = (step_windows[k].as_mut(), next) {
+                w.1 = n.max(w.0);
             }
         }
         match window {

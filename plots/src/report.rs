@@ -368,6 +368,26 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .collect();
         page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
     }
+    if !a.stragglers.is_empty() {
+        let rows: Vec<Vec<String>> = a
+            .stragglers
+            .iter()
+            .take(10)
+            .map(|s| {
+                vec![
+                    s.rank.to_string(),
+                    s.times_last.to_string(),
+                    format!("{:.3}", s.wait_caused_us / 1000.0),
+                    s.wait_caused_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
+                ]
+            })
+            .collect();
+        page.table(
+            "Slowest ranks: last to arrive at matched collectives",
+            &["rank", "times last", "wait caused GPU-ms", "GPU-hours of the job"],
+            &rows,
+        );
+    }
 
     page.html.push_str("<h3>Kernels</h3>");
     let kcharts = j.profile.map(kernel_charts).unwrap_or_default();
@@ -496,7 +516,7 @@ fn delta_rows(d: &[Delta], limit: usize) -> Vec<Vec<String>> {
                 ms(x.time_a_us),
                 ms(x.time_b_us),
                 format!("{:+.3}", x.delta_us / 1000.0),
-                x.change.map_or("new".into(), |c| format!("{:+.1}", 100.0 * c)),
+                x.change_text(),
             ]
         })
         .collect()
@@ -504,18 +524,19 @@ fn delta_rows(d: &[Delta], limit: usize) -> Vec<Vec<String>> {
 
 fn diff_section(page: &mut Page, d: &TraceDiff) -> Result<(), Error> {
     let _ = write!(page.html, "<section><h2>Diff: {} → {}</h2>", esc(&d.a), esc(&d.b));
-    let busy = d.summary.first();
-    if let Some(b) = busy {
-        let _ = write!(
-            page.html,
-            "<div class=\"summary\"><p>{}</p></div>",
-            esc(&format!(
-                "GPU busy time per rank went from {} ms to {} ms ({}).",
-                ms(b.time_a_us),
-                ms(b.time_b_us),
-                b.change.map_or("new".into(), |c| format!("{:+.1} %", 100.0 * c))
-            ))
-        );
+    // The headline: step time, exposed communication, idle and busy, then what moved them.
+    let words: Vec<String> = d
+        .summary
+        .iter()
+        .take(4)
+        .map(|r| format!("{} {} → {} ms ({} %)", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_text()))
+        .collect();
+    if !words.is_empty() {
+        let moved = d
+            .kernel_classes
+            .first()
+            .map_or(String::new(), |k| format!(" The kernel class that moved most: {} ({:+.3} ms per rank).", k.name, k.delta_us / 1000.0));
+        let _ = write!(page.html, "<div class=\"summary\"><p>{}</p></div>", esc(&format!("Per rank: {}.{moved}", words.join("; "))));
     }
     let chart = Bars {
         title: "Time per rank by kernel class: A against B".into(),

@@ -74,7 +74,10 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
         let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
         let from_args = args.and_then(|a| a.collective());
         let parsed = NcclKernelName::parse(trace.name(i));
-        let kernel = parsed.as_ref().and_then(|k| k.collective);
+        let kernel = match &parsed {
+            Some(k) => k.collective,
+            None => super::classify::comm_kernel_collective(trace.name(i)),
+        };
         let bytes = args.and_then(|a| a.message_bytes());
         let (op_collective, op_bytes) =
             if from_args.is_none() || bytes.is_none() { from_launching_ops(trace, links, i) } else { (None, None) };
@@ -205,6 +208,46 @@ pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &
 
 /// For every instance seen on at least two ranks: the minimum duration (the
 /// transfer time) and the end time on each rank.
+/// A rank the others waited for at collectives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Straggler {
+    /// Global rank.
+    pub rank: u32,
+    /// Matched collective instances at which it arrived last.
+    pub times_last: usize,
+    /// Σ over those instances and the other ranks of how long each waited for
+    /// it (its arrival minus theirs, on aligned clocks), GPU-µs.
+    pub wait_caused_us: f64,
+    /// That wait as GPU-hours of the whole job (with `--job-gpus`/`--job-hours`).
+    pub wait_caused_gpu_hours: Option<f64>,
+}
+
+/// Per rank: how often it arrived last at a collective matched across ranks
+/// and the waiting it caused the others, most first. `starts[r]` are rank
+/// `r`'s instances, `offsets_ns[r]` its clock offset, `ranks[r]` its global rank.
+pub(crate) fn stragglers(per_rank: &[Vec<Instance>], offsets_ns: &[i64], ranks: &[u32]) -> Vec<Straggler> {
+    let mut seen: HashMap<InstanceKey, Vec<(usize, i64)>> = HashMap::default();
+    for (r, list) in per_rank.iter().enumerate() {
+        let off = offsets_ns.get(r).copied().unwrap_or(0);
+        for inst in list {
+            seen.entry(inst.key()).or_default().push((r, inst.start_ns + off));
+        }
+    }
+    let mut out: Vec<Straggler> =
+        ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
+    for arrivals in seen.values().filter(|v| v.len() >= 2) {
+        let Some(&(last, at)) = arrivals.iter().max_by_key(|(r, t)| (*t, std::cmp::Reverse(*r))) else { continue };
+        let waited: i64 = arrivals.iter().filter(|(r, _)| *r != last).map(|(_, t)| (at - t).max(0)).sum();
+        if let Some(s) = out.get_mut(last) {
+            s.times_last += 1;
+            s.wait_caused_us += waited as f64 / 1000.0;
+        }
+    }
+    out.retain(|s| s.times_last > 0);
+    out.sort_by(|a, b| b.wait_caused_us.total_cmp(&a.wait_caused_us).then(a.rank.cmp(&b.rank)));
+    out
+}
+
 pub(crate) struct Matches {
     pub(crate) transfer_ns: HashMap<InstanceKey, i64>,
     /// (instance, rank index, end ns) for every matched instance.

@@ -138,6 +138,8 @@ pub struct JobAnalysis {
     pub totals: Totals,
     /// Clock alignment across ranks, when collectives could be matched.
     pub clock_alignment: Option<ClockAlignment>,
+    /// Ranks the others waited for at matched collectives, most waiting caused first.
+    pub stragglers: Vec<collectives::Straggler>,
     /// Files that could not be read.
     pub bad_files: Vec<BadFile>,
 }
@@ -227,6 +229,11 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     let per_rank: Vec<Vec<collectives::Instance>> = partials.iter().map(|p| p.instances.clone()).collect();
     let matches = collectives::match_ranks(&per_rank);
     let clock_alignment = collectives::align_clocks(&matches.ends, partials.len());
+    let offsets_ns: Vec<i64> = (0..partials.len())
+        .map(|r| clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64))
+        .collect();
+    let rank_ids: Vec<u32> = partials.iter().map(|p| p.analysis.rank).collect();
+    let mut stragglers = collectives::stragglers(&per_rank, &offsets_ns, &rank_ids);
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
@@ -250,7 +257,13 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         }),
         _ => None,
     };
+    if let (Some(g), Some(h)) = (opts.job_gpus, opts.job_hours) {
+        for st in &mut stragglers {
+            st.wait_caused_gpu_hours = Some(fraction(st.wait_caused_us, span) * g * h);
+        }
+    }
     JobAnalysis {
+        stragglers,
         path: job.path.display().to_string(),
         world_size: job.world_size(),
         totals: Totals {

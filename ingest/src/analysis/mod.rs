@@ -18,8 +18,8 @@ mod kernels;
 mod steps;
 
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
-pub use classify::{ActivityClass, Classifier};
-pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, collective_samples};
+pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
+pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, Straggler, collective_samples};
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{AnalyzeOptions, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
 pub use kernels::{KernelStats, kernel_stats};

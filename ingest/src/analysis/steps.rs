@@ -63,7 +63,25 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
             Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
         });
     }
+    partition(&mut steps);
     steps
+}
+
+/// Makes the steps' GPU windows partition the timeline: a step runs from its
+/// first GPU work to where the next step's GPU work begins (the GPU idling
+/// for the host between steps is part of the step's time), the last one to
+/// its last GPU work. Work of a lagging stream that is still running then
+/// belongs to the time of the step it overlaps, instead of stretching every
+/// step over its neighbours (an A100 rank of a 16-rank job had five 370 ms
+/// steps inside a 1229 ms window).
+fn partition(steps: &mut [Step]) {
+    let starts: Vec<Option<i64>> = steps.iter().map(|s| s.gpu.map(|w| w.start_ns)).collect();
+    for (k, step) in steps.iter_mut().enumerate() {
+        let next = starts.iter().skip(k + 1).flatten().min().copied();
+        if let (Some(w), Some(n)) = (step.gpu.as_mut(), next) {
+            w.end_ns = n.max(w.start_ns);
+        }
+    }
 }
 
 /// For every row: the index (into `steps`, sorted by start) of the step whose
