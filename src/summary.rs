@@ -60,6 +60,17 @@ pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
     if a.ranks.len() > 1 {
         row(w, "all", "", &t.breakdown)?;
     }
+    if a.comm_by_dimension.iter().any(|d| d.comm_us > 0.0) {
+        let parts: Vec<String> = a
+            .comm_by_dimension
+            .iter()
+            .map(|d| {
+                let hours = d.exposed_gpu_hours.map_or(String::new(), |h| format!(", {h:.1} GPU-hours"));
+                format!("{} {:.3} ms (exposed {:.3} ms{hours})", d.dimension.as_str(), d.comm_us / 1000.0, d.exposed_comm_us / 1000.0)
+            })
+            .collect();
+        writeln!(w, "Communication by parallelism dimension (all ranks): {}", parts.join("; "))?;
+    }
     if !a.stragglers.is_empty() {
         writeln!(w, "Slowest ranks (arrived last at collectives matched across ranks; the waiting they caused the others):")?;
         for s in a.stragglers.iter().take(5) {

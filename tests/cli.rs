@@ -592,3 +592,36 @@ fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_reje
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--world-size"), "{}", stderr(&o));
 }
+
+#[test]
+fn damaged_files_fail_fast_or_keep_their_complete_events() {
+    let ev = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"stream": 7}}"#;
+    // A JSON header and then 64 MiB of NUL bytes: an error at the first one, at once.
+    let mut bytes = br#"{"traceEvents": ["#.to_vec();
+    bytes.resize(bytes.len() + (64 << 20), 0);
+    let (o, p) = analyze_bad("nul", "nul.json", &bytes);
+    assert_clean_failure(&o, &p, Some("byte 17"));
+    // Complete events, then a NUL tail or a cut inside the trailing metadata:
+    // the events are analysed, and the damage is named.
+    let mut tail = format!(r#"{{"traceEvents": [{ev}, {ev}"#).into_bytes();
+    tail.resize(tail.len() + 4096, 0);
+    let meta = format!(r#"{{"traceEvents": [{ev}, {ev}], "deviceProperties": [{{"id": 0, "na"#).into_bytes();
+    let neg =
+        format!(r#"{{"traceEvents": [{ev}, {{"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 30, "dur": -5}}]}}"#);
+    for (name, bytes, note) in [
+        ("nul-tail", tail, "where an event should be; the 2 events before it are used"),
+        ("cut-meta", meta, "the 2 events before it are used"),
+        ("negative", neg.into_bytes(), "1 event(s) had a negative duration; they are kept with duration 0"),
+    ] {
+        let dir = scratch(name);
+        let path = dir.join("t.json");
+        std::fs::write(&path, &bytes).unwrap();
+        let out = dir.join("a.json");
+        let o = run(&["analyze".as_ref(), path.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let rank = &json(&out)["jobs"][0]["ranks"][0];
+        assert_eq!(rank["busy_us"].as_f64(), Some(5.0), "{name}");
+        let notes = rank["notes"].to_string();
+        assert!(notes.contains(note), "{name}: {notes}");
+    }
+}

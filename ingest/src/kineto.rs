@@ -152,6 +152,8 @@ struct Chunk {
     unknown_categories: Vec<String>,
     /// Events dropped without being stored (metadata, Python frames, instants).
     skipped: u64,
+    /// Events whose `dur` was negative (stored with duration 0).
+    negative_durations: u64,
     /// Top-level values we read: (key, offset, text).
     values: Vec<(&'static str, u64, Vec<u8>)>,
 }
@@ -161,6 +163,10 @@ struct Chunk {
 const MIN_TS_NS: i64 = -(1 << 60);
 const MAX_TS_NS: i64 = 1 << 62;
 const MAX_DUR_NS: i64 = 1 << 60;
+
+/// The largest event the reader accepts; text that has not closed an event
+/// by then is not a trace (Kineto events are well under a MiB).
+const MAX_EVENT_BYTES: usize = 64 << 20;
 
 struct EventError {
     offset: usize,
@@ -280,7 +286,13 @@ impl Chunk {
         };
         let ts_ns = time_ns(ts, text, "ts")?.clamp(MIN_TS_NS, MAX_TS_NS);
         let dur_ns = match raw.dur {
-            Some(d) => time_ns(d, text, "dur")?.clamp(0, MAX_DUR_NS),
+            Some(d) => {
+                let d = time_ns(d, text, "dur")?;
+                if d < 0 {
+                    self.negative_durations += 1;
+                }
+                d.clamp(0, MAX_DUR_NS)
+            }
             None => 0,
         };
         let name = raw.name.as_deref().unwrap_or("");
@@ -486,6 +498,8 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let in_flight = AtomicUsize::new(0);
     let max_in_flight = 2 * rayon::current_num_threads() + 1;
     let mut any_content = false;
+    let mut damaged: Option<(u64, String)> = None;
+    let mut trace_damage: Option<String> = None;
     let outcome: Result<()> = rayon::in_place_scope(|scope| {
         let mut index = 0;
         loop {
@@ -534,8 +548,24 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             }
             let mut items = Vec::new();
             let safe = scanner.scan(&text[..used], eof, &mut items).map_err(|e| json_err(base + e.offset as u64, e.message))?;
+            // The rest of the file is not a trace: parse what was found, read no further.
+            let stop = match scanner.damaged.take() {
+                Some((at, why)) => {
+                    damaged = Some((base + at as u64, why));
+                    true
+                }
+                None => false,
+            };
+            let safe = if stop { used } else { safe };
             carry.clear();
             carry.extend_from_slice(&text[safe..used]);
+            // No event is this large: the text is not a trace (bounded memory on garbage).
+            if carry.len() > MAX_EVENT_BYTES {
+                return Err(json_err(
+                    base + safe as u64,
+                    format!("no event ends within {} MiB: not a Kineto trace", MAX_EVENT_BYTES >> 20),
+                ));
+            }
             let block = Block { index, base, text, used: safe, items };
             base += safe as u64;
             index += 1;
@@ -553,12 +583,16 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 }
                 in_flight.fetch_sub(1, Ordering::AcqRel);
             });
-            if eof {
+            if eof || stop {
                 return Ok(());
             }
         }
     });
     outcome?;
+    if let Some((at, why)) = &damaged {
+        trace_damage =
+            Some(format!("byte {at}: {why}; the {} events before it are used and the rest of the file is ignored", scanner.events));
+    }
     if !scanner.has_trace_events {
         return Err(Error::Schema {
             path: path.to_path_buf(),
@@ -571,6 +605,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let mut trace = RankTrace::new(path.to_path_buf());
     trace.events.reserve(chunks.iter().map(|(_, c)| c.as_ref().map_or(0, |c| c.events.len())).sum());
     let mut unknown: Vec<String> = Vec::new();
+    let mut negative = 0u64;
     let mut values = Vec::new();
     for (_, chunk) in chunks {
         let chunk = chunk.map_err(|e| json_err(e.offset as u64, e.message))?;
@@ -590,7 +625,14 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             }
         }
         trace.skipped_events += chunk.skipped;
+        negative += chunk.negative_durations;
         values.extend(chunk.values);
+    }
+    if let Some(d) = trace_damage {
+        trace.warnings.push(d);
+    }
+    if negative > 0 {
+        trace.warnings.push(format!("{negative} event(s) had a negative duration; they are kept with duration 0"));
     }
     if scanner.missing_close {
         trace.warnings.push(format!(

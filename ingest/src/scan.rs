@@ -49,6 +49,10 @@ pub(crate) struct Scanner {
     pub(crate) missing_close: bool,
     /// Events found so far.
     pub(crate) events: usize,
+    /// Where the text stopped being a trace after complete events, and why
+    /// (a NUL tail, a cut inside the trailing metadata): the events before it
+    /// are kept and the rest of the file is not read.
+    pub(crate) damaged: Option<(usize, String)>,
 }
 
 const WANTED: [&str; 4] = ["deviceProperties", "computeProperties", "distributedInfo", "baseTimeNanoseconds"];
@@ -185,7 +189,7 @@ pub(crate) fn skip_value(b: &[u8], i: usize, eof: bool) -> Option<usize> {
 
 impl Scanner {
     pub(crate) fn new() -> Scanner {
-        Scanner { state: State::Start, has_trace_events: false, missing_close: false, events: 0 }
+        Scanner { state: State::Start, has_trace_events: false, missing_close: false, events: 0, damaged: None }
     }
 
     /// Scans `b` (the carried-over tail of the previous block followed by new
@@ -205,6 +209,18 @@ impl Scanner {
                 return Ok(safe);
             }};
         }
+        // Outside `traceEvents`, after its events: a cut there (in the trailing
+        // metadata) keeps the events and reports the damage.
+        macro_rules! more_after_events {
+            ($msg:expr) => {{
+                if eof && self.events > 0 {
+                    self.damaged = Some((safe, String::from($msg)));
+                    self.state = State::Done;
+                    return Ok(b.len());
+                }
+                more!($msg)
+            }};
+        }
         loop {
             i = skip_ws(b, i);
             match state {
@@ -221,23 +237,23 @@ impl Scanner {
                     i += 1;
                 }
                 State::TopKey => match b.get(i) {
-                    None => more!("unexpected end of file in the top-level object"),
+                    None => more_after_events!("unexpected end of file in the top-level object"),
                     Some(b'}') => {
                         state = State::Done;
                         i += 1;
                     }
                     Some(b'"') => {
-                        let Some(key_end) = skip_string(b, i) else { more!("unexpected end of file inside a top-level key") };
+                        let Some(key_end) = skip_string(b, i) else { more_after_events!("unexpected end of file inside a top-level key") };
                         let key = b.get(i + 1..key_end - 1).unwrap_or_default();
                         let mut j = skip_ws(b, key_end);
                         match b.get(j) {
-                            None => more!("unexpected end of file after a top-level key"),
+                            None => more_after_events!("unexpected end of file after a top-level key"),
                             Some(b':') => j = skip_ws(b, j + 1),
                             Some(_) => return Err(err(j, "expected ':' after a key")),
                         }
                         if key == b"traceEvents" {
                             match b.get(j) {
-                                None => more!("unexpected end of file: expected the `traceEvents` array"),
+                                None => more_after_events!("unexpected end of file: expected the `traceEvents` array"),
                                 Some(b'[') => {
                                     self.has_trace_events = true;
                                     state = State::Events;
@@ -247,9 +263,11 @@ impl Scanner {
                             }
                         } else {
                             if b.get(j).is_none() {
-                                more!("unexpected end of file: expected a value");
+                                more_after_events!("unexpected end of file: expected a value");
                             }
-                            let Some(end) = skip_value(b, j, eof) else { more!("unexpected end of file inside a top-level value") };
+                            let Some(end) = skip_value(b, j, eof) else {
+                                more_after_events!("unexpected end of file inside a top-level value")
+                            };
                             if let Some(name) = WANTED.iter().find(|w| w.as_bytes() == key) {
                                 items.push(Item::Value(name, j, end));
                             }
@@ -261,7 +279,7 @@ impl Scanner {
                 },
                 State::TopNext => {
                     match b.get(i) {
-                        None => more!("unexpected end of file: the top-level object is not closed"),
+                        None => more_after_events!("unexpected end of file: the top-level object is not closed"),
                         Some(b',') => state = State::TopKey,
                         Some(b'}') => state = State::Done,
                         Some(_) => return Err(err(i, "expected ',' or '}' after a top-level value")),
@@ -285,7 +303,15 @@ impl Scanner {
                         state = State::Events;
                         i += 1;
                     }
+                    // Not JSON any more (a NUL-filled tail, garbage) after complete events.
+                    Some(c) if self.events > 0 && (*c == 0 || (state == State::Events && *c != b'{')) => {
+                        self.damaged = Some((i, format!("byte {c:#04x} where an event should be")));
+                        self.state = State::Done;
+                        return Ok(b.len());
+                    }
                     Some(_) if state == State::EventsNext => return Err(err(i, "expected ',' or ']' between events")),
+                    // Events are objects: fail fast on anything else instead of scanning on.
+                    Some(c) if *c != b'{' => return Err(err(i, format!("expected an event object ('{{'), found byte {c:#04x}"))),
                     Some(_) => {
                         let Some(end) = skip_value(b, i, eof) else {
                             more!(format!("truncated JSON: event {} starting at byte {i} is incomplete", self.events))

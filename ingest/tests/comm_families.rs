@@ -105,3 +105,42 @@ fn pytorch_symmetric_memory_all_reduces_on_the_real_b200_trace() {
     assert!(families.comm_us > 2000.0, "{}", families.comm_us);
     assert!(families.exposed_comm_us <= families.comm_us);
 }
+
+#[test]
+fn a_two_dimensional_job_splits_its_communication_by_dimension() {
+    // Rank 0 of a TP=2 × DP=2 job (world 4, 8 GPUs per node): its TP group is
+    // ranks [0, 1] (contiguous in a node), its DP group [0, 2] (stride 2); a
+    // third group says what it is in its description. Known truth per group:
+    // TP all-reduces 3 × 50 µs, 50 µs of them under compute; DP 2 × 200 µs, all
+    // exposed; the pipeline send 40 µs, exposed.
+    let coll = |name: &str, ts: f64, dur: f64, pg: &str, desc: &str, ranks: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 20, "ts": {ts}, "dur": {dur}, "args": {{"stream": 20, "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "BFloat16", "Process Group Name": "{pg}", "Process Group Description": "{desc}", "Process Group Ranks": "{ranks}"}}}}"#
+        )
+    };
+    let ar = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    let mut events = vec![
+        kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 7, 0.0, 100.0),
+        coll(ar, 50.0, 50.0, "1", "undefined", "[0, 1]"),
+        coll(ar, 200.0, 50.0, "1", "undefined", "[0, 1]"),
+        coll(ar, 300.0, 50.0, "1", "undefined", "[0, 1]"),
+        coll(ar, 400.0, 200.0, "2", "undefined", "[0, 2]"),
+        coll(ar, 700.0, 200.0, "2", "undefined", "[0, 2]"),
+        coll("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1000.0, 40.0, "3", "pipeline_parallel", "[0, 4]"),
+    ];
+    events.push(r#"{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "gpu"}}"#.to_string());
+    let json =
+        format!(r#"{{"distributedInfo": {{"backend": "nccl", "rank": 0, "world_size": 4}}, "traceEvents": [{}]}}"#, events.join(",\n"));
+    let t = kineto::parse_bytes(json.as_bytes(), Path::new("rank-0.json"), &ReadOptions::default()).unwrap();
+    let job = Job::from_traces(PathBuf::from("2d"), vec![Ok(t)]);
+    let a = analyze(&job, CommKernels::Families);
+    let dims = &a.ranks[0].comm_by_dimension;
+    let get = |d: &str| dims.iter().find(|x| x.dimension.as_str() == d).unwrap_or_else(|| panic!("{d} missing: {dims:?}"));
+    let (tp, dp, pp) = (get("tp"), get("dp"), get("pp"));
+    assert_eq!((tp.comm_us, tp.exposed_comm_us, tp.from), (150.0, 100.0, "ranks"));
+    assert_eq!((dp.comm_us, dp.exposed_comm_us, dp.from), (400.0, 400.0, "ranks"));
+    assert_eq!((pp.comm_us, pp.exposed_comm_us, pp.from), (40.0, 40.0, "description"));
+    // The job totals add the ranks up.
+    let total: f64 = a.comm_by_dimension.iter().map(|d| d.comm_us).sum();
+    assert!((total - a.ranks[0].breakdown.comm_us).abs() < 1e-6, "{total} vs {}", a.ranks[0].breakdown.comm_us);
+}

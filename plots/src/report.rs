@@ -368,6 +368,25 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .collect();
         page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
     }
+    if a.comm_by_dimension.iter().any(|d| d.comm_us > 0.0) {
+        let rows: Vec<Vec<String>> = a
+            .comm_by_dimension
+            .iter()
+            .map(|d| {
+                vec![
+                    d.dimension.as_str().to_string(),
+                    format!("{:.3}", d.comm_us / 1000.0),
+                    format!("{:.3}", d.exposed_comm_us / 1000.0),
+                    d.exposed_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
+                ]
+            })
+            .collect();
+        page.table(
+            "Communication per parallelism dimension (all ranks)",
+            &["dimension", "comm ms", "exposed ms", "exposed GPU-hours"],
+            &rows,
+        );
+    }
     if !a.stragglers.is_empty() {
         let rows: Vec<Vec<String>> = a
             .stragglers

@@ -238,6 +238,10 @@ pub(crate) fn stragglers(per_rank: &[Vec<Instance>], offsets_ns: &[i64], ranks: 
     for arrivals in seen.values().filter(|v| v.len() >= 2) {
         let Some(&(last, at)) = arrivals.iter().max_by_key(|(r, t)| (*t, std::cmp::Reverse(*r))) else { continue };
         let waited: i64 = arrivals.iter().filter(|(r, _)| *r != last).map(|(_, t)| (at - t).max(0)).sum();
+        // Arriving together is no straggling.
+        if waited <= 0 {
+            continue;
+        }
         if let Some(s) = out.get_mut(last) {
             s.times_last += 1;
             s.wait_caused_us += waited as f64 / 1000.0;

@@ -17,7 +17,7 @@ use crate::job::{Job, RankSource};
 pub struct AnalyzeOptions {
     /// Window mode. Default: [`WindowMode::Steps`].
     pub window: WindowMode,
-    /// Communication classifier. Default: `^nccl.*Kernel` only.
+    /// Communication classifier. Default: the known communication kernel families.
     pub classifier: Classifier,
     /// Gaps up to this long between queued work are "kernel wait", µs. Default: 30.
     pub kernel_wait_threshold_us: f64,
@@ -27,6 +27,9 @@ pub struct AnalyzeOptions {
     pub job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job. Default: none.
     pub job_hours: Option<f64>,
+    /// GPUs per node, to tell a tensor-parallel group (contiguous ranks inside
+    /// a node) from a data-parallel one by its members. Default: 8.
+    pub gpus_per_node: i64,
 }
 
 impl Default for AnalyzeOptions {
@@ -38,8 +41,22 @@ impl Default for AnalyzeOptions {
             top_kernels: 20,
             job_gpus: None,
             job_hours: None,
+            gpus_per_node: 8,
         }
     }
+}
+
+/// One parallelism dimension's communication over the job's ranks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimensionTotal {
+    /// The dimension.
+    pub dimension: super::dimension::Dimension,
+    /// Σ over ranks of its communication, µs.
+    pub comm_us: f64,
+    /// Σ of its exposed communication, µs.
+    pub exposed_comm_us: f64,
+    /// Its exposed communication as GPU-hours of the whole job (with `--job-gpus`/`--job-hours`).
+    pub exposed_gpu_hours: Option<f64>,
 }
 
 /// The analysis of one rank.
@@ -68,6 +85,8 @@ pub struct RankAnalysis {
     pub steps: Vec<StepBreakdown>,
     /// Collectives by type and process group.
     pub collectives: Vec<CollectiveStats>,
+    /// Communication and exposed communication per parallelism dimension.
+    pub comm_by_dimension: Vec<super::dimension::DimensionComm>,
     /// The kernels with the most time, longest first.
     pub top_kernels: Vec<KernelStats>,
     /// Clock offset fitted from matched collectives, µs (multi-rank jobs only).
@@ -140,6 +159,8 @@ pub struct JobAnalysis {
     pub clock_alignment: Option<ClockAlignment>,
     /// Ranks the others waited for at matched collectives, most waiting caused first.
     pub stragglers: Vec<collectives::Straggler>,
+    /// Communication per parallelism dimension, summed over the ranks.
+    pub comm_by_dimension: Vec<DimensionTotal>,
     /// Files that could not be read.
     pub bad_files: Vec<BadFile>,
 }
@@ -154,6 +175,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         analysis: RankAnalysis,
         instances: Vec<collectives::Instance>,
         window: Option<Window>,
+        comm_by_dimension: Vec<super::dimension::DimensionComm>,
     }
     let partials: Vec<Partial> = job
         .ranks
@@ -202,6 +224,12 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 .collect();
             let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
             let instances = collectives::instances(trace, &classes, &links);
+            let world = i64::from(job.world_size());
+            let comm_by_dimension = if window.is_some() {
+                super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node)
+            } else {
+                Vec::new()
+            };
             Partial {
                 analysis: RankAnalysis {
                     file: trace.path.display().to_string(),
@@ -215,6 +243,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                     idle_by_stream,
                     steps: step_rows,
                     collectives: Vec::new(),
+                    comm_by_dimension: Vec::new(),
                     top_kernels: all_kernels.iter().take(opts.top_kernels).cloned().collect(),
                     clock_offset_us: None,
                     notes,
@@ -222,6 +251,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 },
                 instances,
                 window,
+                comm_by_dimension,
             }
         })
         .collect();
@@ -238,6 +268,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
         let mut a = p.analysis;
+        a.comm_by_dimension = p.comm_by_dimension;
         if let Some(w) = p.window {
             a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns);
         }
@@ -257,6 +288,23 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         }),
         _ => None,
     };
+    let mut dims: std::collections::BTreeMap<super::dimension::Dimension, (f64, f64)> = Default::default();
+    for r in &ranks {
+        for d in &r.comm_by_dimension {
+            let e = dims.entry(d.dimension).or_default();
+            e.0 += d.comm_us;
+            e.1 += d.exposed_comm_us;
+        }
+    }
+    let comm_by_dimension: Vec<DimensionTotal> = dims
+        .into_iter()
+        .map(|(dimension, (comm_us, exposed_comm_us))| DimensionTotal {
+            dimension,
+            comm_us,
+            exposed_comm_us,
+            exposed_gpu_hours: opts.job_gpus.zip(opts.job_hours).map(|(g, h)| fraction(exposed_comm_us, span) * g * h),
+        })
+        .collect();
     if let (Some(g), Some(h)) = (opts.job_gpus, opts.job_hours) {
         for st in &mut stragglers {
             st.wait_caused_gpu_hours = Some(fraction(st.wait_caused_us, span) * g * h);
@@ -264,6 +312,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     }
     JobAnalysis {
         stragglers,
+        comm_by_dimension,
         path: job.path.display().to_string(),
         world_size: job.world_size(),
         totals: Totals {

@@ -1,0 +1,145 @@
+//! Communication per parallelism dimension (TP, DP/FSDP, PP, EP, CP): which
+//! dimension each process group serves, and per rank the communication and
+//! exposed communication of each (DESIGN §3; MAD-Max's central figure).
+
+use serde::Serialize;
+
+use super::breakdown::{RankSets, Window};
+use super::collectives::Instance;
+use super::interval::IntervalSet;
+
+/// A parallelism dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    /// Tensor parallelism.
+    Tp,
+    /// Data parallelism (DDP, FSDP/ZeRO).
+    Dp,
+    /// Pipeline parallelism.
+    Pp,
+    /// Expert parallelism.
+    Ep,
+    /// Context (sequence) parallelism.
+    Cp,
+    /// A group whose role neither its name nor its ranks say.
+    Other,
+}
+
+impl Dimension {
+    /// Name in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dimension::Tp => "tp",
+            Dimension::Dp => "dp",
+            Dimension::Pp => "pp",
+            Dimension::Ep => "ep",
+            Dimension::Cp => "cp",
+            Dimension::Other => "other",
+        }
+    }
+}
+
+/// The dimension a process group's name or description says (`tp`,
+/// `tensor_parallel`, `dp_shard`, `pipeline`, `expert`, `cp`, …), as words
+/// of the name (`tp_group`, `mesh_dp`, `default_pg` is the whole world).
+pub fn from_description(desc: &str) -> Option<Dimension> {
+    let lower = desc.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let has = |keys: &[&str]| words.iter().any(|w| keys.iter().any(|k| w == k || w.starts_with(k) && k.len() > 3));
+    if has(&["tp", "tensor", "mp", "model"]) {
+        Some(Dimension::Tp)
+    } else if has(&["pp", "pipe", "pipeline"]) {
+        Some(Dimension::Pp)
+    } else if has(&["ep", "expert", "moe"]) {
+        Some(Dimension::Ep)
+    } else if has(&["cp", "context", "sp", "sequence"]) {
+        Some(Dimension::Cp)
+    } else if has(&["dp", "data", "fsdp", "ddp", "shard", "replicate", "zero"]) {
+        Some(Dimension::Dp)
+    } else {
+        None
+    }
+}
+
+/// The dimension a group's member ranks suggest: contiguous ranks inside one
+/// node are tensor parallel (placed innermost), ranks a fixed stride apart are
+/// data parallel; the whole world of a job is its data-parallel group.
+pub fn from_ranks(ranks: &[i64], world: i64, gpus_per_node: i64) -> Option<Dimension> {
+    if ranks.len() < 2 {
+        return None;
+    }
+    if ranks.len() as i64 == world {
+        return Some(Dimension::Dp);
+    }
+    let stride = ranks[1] - ranks[0];
+    if stride <= 0 || ranks.windows(2).any(|w| w[1] - w[0] != stride) {
+        return None;
+    }
+    let one_node = ranks.iter().all(|r| r / gpus_per_node.max(1) == ranks[0] / gpus_per_node.max(1));
+    if stride == 1 && one_node { Some(Dimension::Tp) } else { Some(Dimension::Dp) }
+}
+
+/// Communication of one dimension on one rank, µs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimensionComm {
+    /// The dimension.
+    pub dimension: Dimension,
+    /// `description` (the group's name says it), `ranks` (inferred from its members) or `unknown`.
+    pub from: &'static str,
+    /// |∪ communication of the dimension| in the window.
+    pub comm_us: f64,
+    /// The part of it with no compute under it.
+    pub exposed_comm_us: f64,
+}
+
+fn parse_ranks(s: &str) -> Vec<i64> {
+    s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
+}
+
+/// Per dimension, the communication of one rank's instances in window `w`.
+pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Window, world: i64, gpus_per_node: i64) -> Vec<DimensionComm> {
+    let mut by: std::collections::BTreeMap<(Dimension, &'static str), Vec<(i64, i64)>> = Default::default();
+    for inst in instances {
+        let described = inst.process_group.as_deref().and_then(from_description);
+        let (dim, from) = match described {
+            Some(d) => (d, "description"),
+            None => {
+                let ranks = inst.pg_ranks.as_deref().map(parse_ranks).unwrap_or_default();
+                let default = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.contains("default"));
+                match from_ranks(&ranks, world, gpus_per_node) {
+                    Some(d) => (d, "ranks"),
+                    None if default && world > 1 => (Dimension::Dp, "ranks"),
+                    None => (Dimension::Other, "unknown"),
+                }
+            }
+        };
+        by.entry((dim, from)).or_default().push((inst.start_ns.max(w.start_ns), inst.end_ns.min(w.end_ns)));
+    }
+    by.into_iter()
+        .map(|((dimension, from), spans)| {
+            let set = IntervalSet::union(spans.into_iter().filter(|(s, e)| e > s).collect());
+            let comm = set.measure(w.start_ns, w.end_ns);
+            let overlap = set.intersect(&sets.compute).measure(w.start_ns, w.end_ns);
+            DimensionComm { dimension, from, comm_us: comm as f64 / 1000.0, exposed_comm_us: (comm - overlap) as f64 / 1000.0 }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_named_or_recognised_by_their_ranks() {
+        assert_eq!(from_description("tp_group"), Some(Dimension::Tp));
+        assert_eq!(from_description("mesh_dp_shard"), Some(Dimension::Dp));
+        assert_eq!(from_description("pipeline_parallel"), Some(Dimension::Pp));
+        assert_eq!(from_description("expert_group"), Some(Dimension::Ep));
+        assert_eq!(from_description("default_pg"), None);
+        assert_eq!(from_ranks(&[8, 9, 10, 11], 32, 8), Some(Dimension::Tp));
+        assert_eq!(from_ranks(&[1, 5, 9, 13], 16, 4), Some(Dimension::Dp));
+        assert_eq!(from_ranks(&[0, 1, 2, 3], 4, 8), Some(Dimension::Dp));
+        assert_eq!(from_ranks(&[0, 3, 4], 16, 8), None);
+    }
+}
