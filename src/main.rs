@@ -82,7 +82,7 @@ struct Inputs {
     /// Trace files (`.json` or gzip) of one job, or directories (one job each).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Treat every file as its own job instead of the ranks of one job.
+    /// Treat every file as its own job instead of the ranks of one job (directories: every trace file under them).
     #[arg(long)]
     each: bool,
     /// Extra regular expression for communication kernels (repeatable), added to the definition below.
@@ -129,6 +129,25 @@ struct AnalyzeArgs {
     /// Stop at the first unreadable file instead of reporting it and going on.
     #[arg(long)]
     strict: bool,
+    /// Leave out each rank's last profiler step (HTA's default window: the last step is often cut short).
+    #[arg(long)]
+    drop_last_step: bool,
+    /// Only these profiler steps, by number: `2-5` or `3`.
+    #[arg(long, value_name = "A-B", value_parser = parse_step_range)]
+    steps: Option<(i64, i64)>,
+}
+
+/// `2-5` or `3` as an inclusive range of step numbers.
+fn parse_step_range(s: &str) -> Result<(i64, i64), String> {
+    let num = |x: &str| x.trim().parse::<i64>().map_err(|_| format!("{x:?} is not a step number"));
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    if a > b {
+        return Err(format!("{a}-{b}: the first step comes after the last"));
+    }
+    Ok((a, b))
 }
 
 #[derive(clap::Args)]
@@ -429,6 +448,9 @@ struct SynthArgs {
     /// Take the ground truth from this calibration profile: its GEMM η and t0, HBM η, peaks and link α-β.
     #[arg(long, value_name = "P.json")]
     profile: Option<PathBuf>,
+    /// Print nothing on stdout.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 fn main() -> ExitCode {
@@ -468,7 +490,13 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
     let mut jobs = Vec::new();
     let mut files = Vec::new();
     for p in paths {
-        if p.is_dir() || each {
+        if p.is_dir() && each {
+            // A directory of unrelated runs: every trace file under it is its own job.
+            match job::trace_files_under(p) {
+                Ok(files) => jobs.extend(files.into_iter().map(|f| (f.clone(), vec![f]))),
+                Err(_) => jobs.push((p.clone(), vec![p.clone()])),
+            }
+        } else if p.is_dir() || each {
             jobs.push((p.clone(), vec![p.clone()]));
         } else {
             files.push(p.clone());
@@ -489,6 +517,8 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     };
     opts.classifier = classifier;
     opts.kernel_wait_threshold_us = args.kernel_wait_us;
+    opts.drop_last_step = args.drop_last_step;
+    opts.steps = args.steps;
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
     let mut analyses = Vec::new();
@@ -965,8 +995,10 @@ fn synth(args: SynthArgs) -> Result<ExitCode> {
         }
     }
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
-    for f in written {
-        println!("{}", f.display());
+    if !args.quiet {
+        for f in written {
+            println!("{}", f.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -312,6 +312,41 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
         if result.ranked.is_empty() {
             writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;
         }
+        // The best plan's model FLOPs utilization against what this GPU was measured to reach.
+        if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
+            let tokens = best.global_batch * model.seq;
+            let mfu = 6.0 * model.params() * tokens / (best.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops);
+            let gpu = catalog.gpu(&args.system).ok();
+            let measured =
+                gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::model(&g.id, &catalog))).and_then(|d| {
+                    d.profile.and_then(|p| {
+                        p.kernels
+                            .iter()
+                            .filter(|k| k.class == tracecast_calibrate::work::KernelClass::Gemm)
+                            .map(|k| k.achieved_max)
+                            .reduce(f64::max)
+                    })
+                });
+            match measured {
+                Some(m) if mfu > m => writeln!(
+                    out,
+                    "note: the best plan implies {:.0} % MFU, more than the best GEMM measured on this GPU reached ({:.0} % of peak): its absolute throughput is optimistic (the ranking of plans still holds)",
+                    100.0 * mfu,
+                    100.0 * m
+                )?,
+                Some(m) => writeln!(
+                    out,
+                    "The best plan implies {:.0} % MFU (the best GEMM measured on this GPU: {:.0} % of peak)",
+                    100.0 * mfu,
+                    100.0 * m
+                )?,
+                None => writeln!(
+                    out,
+                    "note: the best plan implies {:.0} % MFU; no GEMM of this GPU was measured to bound it (no profile or shipped calibration)",
+                    100.0 * mfu
+                )?,
+            }
+        }
         for p in front.iter().filter(|p| p.pareto) {
             writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
         }

@@ -625,3 +625,35 @@ fn damaged_files_fail_fast_or_keep_their_complete_events() {
         assert!(notes.contains(note), "{name}: {notes}");
     }
 }
+
+#[test]
+fn step_selection_and_each_over_a_directory() {
+    let dir = scratch("steps-select");
+    let t = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz");
+    let steps_of = |extra: &[&str], name: &str| {
+        let out = dir.join(name);
+        let mut args: Vec<&std::ffi::OsStr> = vec!["analyze".as_ref(), t.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rank = json(&out)["jobs"][0]["ranks"][0].clone();
+        let numbers: Vec<i64> = rank["steps"].as_array().unwrap().iter().map(|s| s["step"].as_i64().unwrap()).collect();
+        (numbers, rank["gpu_span_us"].as_f64().unwrap())
+    };
+    let (all, _) = steps_of(&[], "all.json");
+    assert_eq!(all, [5, 6, 7, 8, 9, 10]);
+    let (dropped, _) = steps_of(&["--drop-last-step"], "drop.json");
+    assert_eq!(dropped, [5, 6, 7, 8, 9]);
+    let (some, span) = steps_of(&["--steps", "6-7"], "some.json");
+    assert_eq!(some, [6, 7]);
+    let (_, full) = steps_of(&[], "full.json");
+    assert!(span < full / 2.0, "{span} of {full}");
+    let o = run(&["analyze".as_ref(), t.as_os_str(), "--steps".as_ref(), "7-6".as_ref()]);
+    assert!(!o.status.success() && stderr(&o).contains("comes after"), "{}", stderr(&o));
+    // --each splits a directory of unrelated runs into one job per file.
+    let out = dir.join("each.json");
+    let h100 = shared().join("tracelens/h100");
+    let o = run(&["analyze".as_ref(), "--each".as_ref(), "-q".as_ref(), h100.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&out)["jobs"].as_array().unwrap().len(), 4);
+}

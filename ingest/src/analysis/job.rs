@@ -27,6 +27,10 @@ pub struct AnalyzeOptions {
     pub job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job. Default: none.
     pub job_hours: Option<f64>,
+    /// Leave out each rank's last profiler step (HTA's default). Default: false.
+    pub drop_last_step: bool,
+    /// Only the steps numbered in this inclusive range. Default: all.
+    pub steps: Option<(i64, i64)>,
     /// GPUs per node, to tell a tensor-parallel group (contiguous ranks inside
     /// a node) from a data-parallel one by its members. Default: 8.
     pub gpus_per_node: i64,
@@ -42,6 +46,8 @@ impl Default for AnalyzeOptions {
             job_gpus: None,
             job_hours: None,
             gpus_per_node: 8,
+            drop_last_step: false,
+            steps: None,
         }
     }
 }
@@ -185,7 +191,13 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             let classes = opts.classifier.classes(trace);
             let sets = RankSets::new(trace, &classes);
             let links = crate::link::Links::new(trace);
-            let steps = steps::find_steps(trace, &links);
+            let mut steps = steps::find_steps(trace, &links);
+            if opts.drop_last_step && steps.len() > 1 {
+                steps.pop();
+            }
+            if let Some((lo, hi)) = opts.steps {
+                steps.retain(|s| s.number >= lo && s.number <= hi);
+            }
             let mut notes: Vec<String> = trace.warnings.clone();
             let all = Window::all(trace);
             let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
