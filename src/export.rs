@@ -38,7 +38,7 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
     Ok(())
 }
 
-/// Writes `breakdown`, `steps`, `collectives` and `kernels` tables into `dir`.
+/// Writes `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and `stragglers` tables into `dir`.
 pub(crate) fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
     std::fs::create_dir_all(dir)?;
 
@@ -185,5 +185,50 @@ pub(crate) fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> 
         col("max_us", max),
     ])?;
     write(&mut df, dir, "kernels", format)?;
+
+    // One row per rank and parallelism dimension.
+    let (mut job, mut rank, mut dim, mut from, mut comm, mut exposed) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for j in jobs {
+        for r in &j.ranks {
+            for d in &r.comm_by_dimension {
+                job.push(j.path.clone());
+                rank.push(r.rank);
+                dim.push(d.dimension.as_str());
+                from.push(d.from);
+                comm.push(d.comm_us);
+                exposed.push(d.exposed_comm_us);
+            }
+        }
+    }
+    let mut df = DataFrame::new_infer_height(vec![
+        col("job", job),
+        col("rank", rank),
+        col("dimension", dim),
+        col("from", from),
+        col("comm_us", comm),
+        col("exposed_comm_us", exposed),
+    ])?;
+    write(&mut df, dir, "dimensions", format)?;
+
+    // One row per straggling rank.
+    let (mut job, mut rank, mut last, mut wait, mut hours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for j in jobs {
+        for s in &j.stragglers {
+            job.push(j.path.clone());
+            rank.push(s.rank);
+            last.push(s.times_last as u64);
+            wait.push(s.wait_caused_us);
+            hours.push(s.wait_caused_gpu_hours);
+        }
+    }
+    let mut df = DataFrame::new_infer_height(vec![
+        col("job", job),
+        col("rank", rank),
+        col("times_last", last),
+        col("wait_caused_us", wait),
+        col("wait_caused_gpu_hours", hours),
+    ])?;
+    write(&mut df, dir, "stragglers", format)?;
     Ok(())
 }

@@ -657,3 +657,21 @@ fn step_selection_and_each_over_a_directory() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(json(&out)["jobs"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn dimension_and_straggler_tables_match_the_json() {
+    let dir = scratch("dim-tables");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let out = dir.join("a.json");
+    let o =
+        run(&["analyze".as_ref(), demo.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str(), "--csv".as_ref(), dir.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&out);
+    let dims = std::fs::read_to_string(dir.join("dimensions.csv")).unwrap();
+    let rank0 = &v["jobs"][0]["ranks"][0]["comm_by_dimension"][0];
+    assert_eq!(rank0["dimension"], "dp");
+    let line = dims.lines().nth(1).unwrap();
+    assert!(line.contains(&format!("{}", rank0["comm_us"].as_f64().unwrap())), "{line} vs {rank0}");
+    let stragglers = std::fs::read_to_string(dir.join("stragglers.csv")).unwrap();
+    assert_eq!(stragglers.lines().count() - 1, v["jobs"][0]["stragglers"].as_array().unwrap().len());
+}
