@@ -60,6 +60,16 @@ pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
     if a.ranks.len() > 1 {
         row(w, "all", "", &t.breakdown)?;
     }
+    if a.ranks.len() > 1 && !t.steps.is_empty() {
+        let mean = t.steps.iter().map(|s| s.step_us).sum::<f64>() / t.steps.len() as f64;
+        let slowest = t.steps.iter().max_by(|x, y| x.step_us.total_cmp(&y.step_us)).map(|s| s.slowest_rank).unwrap_or_default();
+        writeln!(
+            w,
+            "Job step time (the slowest rank per step): mean {:.3} ms over {} steps; slowest step on rank {slowest}",
+            mean / 1000.0,
+            t.steps.len()
+        )?;
+    }
     if a.comm_by_dimension.iter().any(|d| d.comm_us > 0.0) {
         let parts: Vec<String> = a
             .comm_by_dimension

@@ -113,3 +113,20 @@ fn the_slowed_rank_is_named_with_the_wait_it_caused() {
     within("wait caused", top.wait_caused_us, truth[2].wait_caused_us, 0.02);
     assert!(truth[2].wait_caused_us > 3.0 * 2000.0, "{}", truth[2].wait_caused_us);
 }
+
+#[test]
+fn the_job_step_time_is_the_slowest_rank_per_step() {
+    // The slowed rank's host loads 2 ms longer before each step: its steps are
+    // the job's, and every rank waits for it at the collectives anyway.
+    let mut spec = JobSpec::default();
+    spec.rank_skew = 0.0;
+    spec.slow_rank = Some((3, 2000.0));
+    let a = tracecast_ingest::analysis::analyze_job(&job_of(&spec), &tracecast_ingest::analysis::AnalyzeOptions::default());
+    assert_eq!(a.totals.steps.len(), spec.steps as usize);
+    for s in &a.totals.steps {
+        assert_eq!(s.ranks, spec.ranks as usize);
+        let max =
+            a.ranks.iter().flat_map(|r| r.steps.iter().filter(|x| x.step == s.step)).map(|x| x.breakdown.gpu_span_us).fold(0.0, f64::max);
+        assert_eq!(s.step_us, max);
+    }
+}

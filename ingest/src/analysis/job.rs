@@ -139,6 +139,21 @@ pub struct Totals {
     pub idle_fraction: f64,
     /// With `job_gpus` and `job_hours`.
     pub gpu_hours: Option<GpuHours>,
+    /// The job's step time per profiler step: the slowest rank's (steps matched by number).
+    pub steps: Vec<JobStep>,
+}
+
+/// One profiler step of the job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobStep {
+    /// The number after `ProfilerStep#`.
+    pub step: i64,
+    /// The slowest rank's GPU window of the step, µs: the job's step time.
+    pub step_us: f64,
+    /// That rank.
+    pub slowest_rank: u32,
+    /// Ranks with this step.
+    pub ranks: usize,
 }
 
 /// A file of the job that could not be analysed.
@@ -289,6 +304,18 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         ranks.push(a);
     }
     let span = sum.gpu_span_us;
+    let mut by_step: std::collections::BTreeMap<i64, JobStep> = Default::default();
+    for r in &ranks {
+        for st in &r.steps {
+            let e = by_step.entry(st.step).or_insert(JobStep { step: st.step, step_us: -1.0, slowest_rank: r.rank, ranks: 0 });
+            e.ranks += 1;
+            if st.breakdown.gpu_span_us > e.step_us {
+                e.step_us = st.breakdown.gpu_span_us;
+                e.slowest_rank = r.rank;
+            }
+        }
+    }
+    let job_steps: Vec<JobStep> = by_step.into_values().collect();
     let gpu_hours = match (opts.job_gpus, opts.job_hours) {
         (Some(g), Some(h)) => Some(GpuHours {
             job_gpus: g,
@@ -335,6 +362,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             compute_fraction: fraction(sum.compute_us, span),
             idle_fraction: fraction(sum.idle_us, span),
             gpu_hours,
+            steps: job_steps,
         },
         ranks,
         clock_alignment,

@@ -22,6 +22,6 @@ pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, Straggler, collective_samples};
 pub use idle::{IdleSplit, StreamIdle};
-pub use job::{AnalyzeOptions, DimensionTotal, GpuHours, JobAnalysis, RankAnalysis, Totals, analyze_job};
+pub use job::{AnalyzeOptions, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, Totals, analyze_job};
 pub use kernels::{KernelStats, kernel_stats};
 pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};
