@@ -130,3 +130,20 @@ fn the_job_step_time_is_the_slowest_rank_per_step() {
         assert_eq!(s.step_us, max);
     }
 }
+
+#[test]
+fn collective_bandwidth_is_measured_on_the_transfer_not_the_wait() {
+    // With rank skew the all-reduces wait for the slowest rank; the table's bus
+    // bandwidth must come from the transfer (the truth B, less what α costs the
+    // small buckets), not from durations that include the wait.
+    let mut spec = JobSpec::default();
+    spec.rank_skew = 3.0;
+    let a = tracecast_ingest::analysis::analyze_job(&job_of(&spec), &tracecast_ingest::analysis::AnalyzeOptions::default());
+    for r in &a.ranks {
+        let c = r.collectives.iter().find(|c| c.collective.as_str() == "all_reduce").expect("all-reduce stats");
+        assert_eq!(c.group_size, Some(i64::from(spec.ranks)));
+        let busbw = c.busbw_gbps.expect("bus bandwidth");
+        assert!(busbw <= spec.allreduce_busbw_gbps * 1.02, "rank {}: {busbw}", r.rank);
+        assert!(busbw >= spec.allreduce_busbw_gbps * 0.9, "rank {}: {busbw} GB/s (waits counted?)", r.rank);
+    }
+}

@@ -148,7 +148,16 @@ pub struct CollectiveStats {
 
 /// Aggregates a rank's instances inside `w`. `transfer_ns` gives, for
 /// instances matched across ranks, the minimum duration over the ranks.
-pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &HashMap<InstanceKey, i64>) -> Vec<CollectiveStats> {
+/// Collectives of one rank in window `w` by type, process group and size.
+/// Bandwidths use the transfer time where the instance was matched across
+/// ranks (waiting is not moving bytes), and a group without `Group size` args
+/// is the job's world when it is the default group.
+pub(crate) fn collective_stats(
+    instances: &[Instance],
+    w: Window,
+    transfer_ns: &HashMap<InstanceKey, i64>,
+    world: i64,
+) -> Vec<CollectiveStats> {
     type Key = (Collective, Option<String>, Option<i64>);
     #[derive(Default)]
     struct Acc {
@@ -163,16 +172,19 @@ pub(crate) fn collective_stats(instances: &[Instance], w: Window, transfer_ns: &
     }
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
-        let a = acc.entry((inst.collective, inst.process_group.clone(), inst.group_size)).or_default();
+        let default_group = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"));
+        let group_size = inst.group_size.or((default_group && world > 1).then_some(world));
+        let a = acc.entry((inst.collective, inst.process_group.clone(), group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
+        let transfer = transfer_ns.get(&inst.key()).copied();
         a.count += 1;
         a.total = a.total.saturating_add(d);
         if let Some(b) = inst.bytes {
             a.bytes = a.bytes.saturating_add(b);
             a.sized += 1;
-            a.sized_time = a.sized_time.saturating_add(d);
+            a.sized_time = a.sized_time.saturating_add(transfer.unwrap_or(d));
         }
-        if let Some(&t) = transfer_ns.get(&inst.key()) {
+        if let Some(t) = transfer {
             a.matched += 1;
             a.transfer = a.transfer.saturating_add(t);
             a.wait = a.wait.saturating_add(d - t);

@@ -297,7 +297,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         let mut a = p.analysis;
         a.comm_by_dimension = p.comm_by_dimension;
         if let Some(w) = p.window {
-            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns);
+            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns, i64::from(job.world_size()));
         }
         a.clock_offset_us = clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r).copied());
         sum.add(&a.breakdown);
