@@ -322,7 +322,7 @@ struct ReportArgs {
     /// The HTML file to write.
     #[arg(long, value_name = "report.html")]
     out: PathBuf,
-    /// Also project each job onto this GPU (catalog id; needs --profile of that GPU).
+    /// Also project each job onto this GPU (catalog id; its shipped profile unless --profile is given).
     #[arg(long, value_name = "GPU")]
     target: Option<String>,
     /// Calibration profile of the --target GPU.
@@ -331,6 +331,12 @@ struct ReportArgs {
     /// Also show a what-if with these speed-ups, e.g. `link=2`.
     #[arg(long, value_name = "K=V,...")]
     scale: Option<String>,
+    /// Also show a what-if with the job's collectives over N ranks (as `replay --world-size`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    world_size: Option<u32>,
+    /// Also show a what-if with these link α-β (as `replay --link`).
+    #[arg(long, value_name = "alpha=US,busbw=GBPS[,...]")]
+    link: Option<String>,
     /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
     #[arg(long, value_name = "G", requires = "job_hours")]
     job_gpus: Option<f64>,

@@ -146,11 +146,22 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     let catalog = crate::catalog_with(&args.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
-    let projection = (target.is_some() || scale != tracecast_replay::Scale::default()).then(|| {
+    let link = args.link.as_deref().map(crate::parse_link).transpose()?;
+    let what_if = target.is_some() || scale != tracecast_replay::Scale::default() || link.is_some() || args.world_size.is_some();
+    let projection = what_if.then(|| {
         let mut o = tracecast_replay::ReplayOptions::default();
         o.scale = scale;
         o.target = target.clone();
-        (projection_label(args.target.as_deref(), scale), o)
+        o.link = link;
+        o.world_size = args.world_size;
+        let mut label = projection_label(args.target.as_deref(), scale);
+        for extra in [args.world_size.map(|n| format!("{n} ranks")), args.link.clone().map(|l| format!("link {l}"))].into_iter().flatten() {
+            if !label.is_empty() {
+                label.push_str(", ");
+            }
+            label.push_str(&extra);
+        }
+        (label, o)
     });
     let mut analyze = AnalyzeOptions::default();
     analyze.classifier = classifier.clone();

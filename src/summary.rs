@@ -226,7 +226,7 @@ pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
                     k.total_us / 1000.0,
                     pct(k.total_us, r.breakdown.busy_us),
                     class,
-                    short(&k.name, 70)
+                    tracecast_ingest::analysis::short_kernel_name(&k.name, 80)
                 )?;
             }
         }

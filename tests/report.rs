@@ -281,3 +281,18 @@ fn every_shared_trace_gets_a_report() {
     assert_self_contained(&html);
     assert_eq!(html.matches("<h2>Job ").count(), traces.len());
 }
+
+#[test]
+fn report_takes_the_replay_what_ifs() {
+    // The same what-if options as `replay`: --world-size and --link.
+    let dir = scratch("report-whatif");
+    let out = dir.join("r.html");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o =
+        bin().args(["report", "-q", "--world-size", "8", "--link", "alpha=10,busbw=100", "--out"]).arg(&out).arg(&demo).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("8 ranks, link alpha=10,busbw=100"), "the projection names its what-if");
+    let o = bin().args(["report", "-q", "--world-size", "0", "--out"]).arg(&out).arg(&demo).output().unwrap();
+    assert!(!o.status.success());
+}

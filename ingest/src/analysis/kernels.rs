@@ -55,3 +55,141 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
     out.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then_with(|| a.name.cmp(&b.name)));
     out
 }
+
+/// A kernel name shortened to its distinguishing part for a terminal column
+/// of `width` characters: the function without its namespaces, return type
+/// and parameter list, and its template arguments with their namespaces and
+/// lambda bodies dropped, so `void at::native::vectorized_elementwise_kernel<4,
+/// at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, …)`
+/// reads `vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, Array<char*, 3>>`
+/// and the variants stay apart. The full name stays in JSON and tables.
+pub fn short_kernel_name(name: &str, width: usize) -> String {
+    let cleaned = name.trim().replace("(anonymous namespace)::", "");
+    let name = cleaned.strip_prefix("void ").unwrap_or(&cleaned);
+    // Cut the parameter list: the first '(' outside template brackets that
+    // follows the function name (lambda signatures inside templates stay in).
+    let mut depth = 0i32;
+    let mut cut = name.len();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 && i > 0 => {
+                cut = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let base = &name[..cut];
+    // Drop namespace qualifiers of every identifier path (`a::b::c` → `c`),
+    // and lambda paths (`f(…)::{lambda()#2}::…` → `f·λ`).
+    let mut out = String::with_capacity(base.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if !token.is_empty() {
+            let t = if let Some(p) = token.find("::{lambda") {
+                format!("{}·λ", last_segment(&token[..p]).split('(').next().unwrap_or_default())
+            } else {
+                last_segment(token).to_string()
+            };
+            out.push_str(&t);
+            token.clear();
+        }
+    };
+    let mut paren = 0i32;
+    for c in base.chars() {
+        match c {
+            '(' => {
+                paren += 1;
+                token.push(c);
+            }
+            ')' => {
+                paren -= 1;
+                token.push(c);
+            }
+            '<' | '>' | ',' if paren == 0 => {
+                flush(&mut token, &mut out);
+                if c == '>' && out.ends_with(' ') {
+                    out.pop();
+                }
+                out.push(c);
+            }
+            ' ' if paren == 0 && token.is_empty() => {
+                if out.ends_with(',') {
+                    out.push(' ');
+                }
+            }
+            _ => token.push(c),
+        }
+    }
+    flush(&mut token, &mut out);
+    if out.trim().is_empty() {
+        out = name.to_string();
+    }
+    if out.chars().count() <= width {
+        return out;
+    }
+    let mut s: String = out.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// `at::native::add_kernel` → `add_kernel`; keeps `(anonymous namespace)`-free tails.
+fn last_segment(path: &str) -> &str {
+    let path = path.trim();
+    // Split on `::` outside parentheses.
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        match bytes[i] {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b':' if depth == 0 && bytes[i + 1] == b':' => {
+                start = i + 2;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    &path[start..]
+}
+
+#[cfg(test)]
+mod short_name_tests {
+    use super::short_kernel_name;
+
+    #[test]
+    fn elementwise_variants_stay_apart() {
+        let names = [
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+            "void at::native::vectorized_elementwise_kernel<2, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)",
+        ];
+        let short: Vec<String> = names.iter().map(|n| short_kernel_name(n, 80)).collect();
+        assert_eq!(short[0], "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, Array<char*, 3>>");
+        assert_eq!(short[1], "vectorized_elementwise_kernel<2, CUDAFunctor_add<float>, Array<char*, 3>>");
+        for (i, a) in short.iter().enumerate() {
+            assert!(a.chars().count() <= 80, "{a}");
+            for b in &short[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert!(short[3].starts_with("vectorized_elementwise_kernel<4, sigmoid_kernel_cuda·λ"), "{}", short[3]);
+        assert_eq!(
+            short_kernel_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 70),
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+        );
+        assert_eq!(
+            short_kernel_name(
+                "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<float, unsigned int>)",
+                80
+            ),
+            "indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
+        );
+    }
+}

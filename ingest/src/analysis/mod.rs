@@ -23,5 +23,5 @@ pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, fam
 pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, Straggler, collective_samples};
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{AnalyzeOptions, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, Totals, analyze_job};
-pub use kernels::{KernelStats, kernel_stats};
+pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
 pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};
