@@ -369,6 +369,41 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
     assert!((s["nvlink_util"].as_f64().unwrap() - 150.0 / 450.0).abs() < 0.01, "{s}");
     // No inter-node fit in a one-node job: MAD-Max's default, and the file says so.
     assert!(s["tracecast_notes"].to_string().contains("ibroce_util"), "{s}");
+    // MAD-Max reads link rates as bidirectional: the file carries twice the per-direction rate.
+    assert_eq!(s["bw_per_nvlink"].as_f64(), Some(2.0 * 450e9), "{s}");
+    assert!(s["ar_perc_intra"].as_f64().is_some_and(|x| x > 0.0 && x < 1.0), "{s}");
+    // Round trip: tracecast's own MAD-Max reader takes the file (2048 GPUs, as the LLM task wants).
+    let system = dir.join("system-2048.json");
+    let o = run(&[
+        "calibrate".as_ref(),
+        traces.as_os_str(),
+        "--out".as_ref(),
+        dir.join("p2.json").as_os_str(),
+        "--madmax-system".as_ref(),
+        system.as_os_str(),
+        "--nodes".as_ref(),
+        "256".as_ref(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cfg = shared().join("../madmax-configs");
+    let model = std::fs::read_dir(cfg.join("model_cfgs/llm")).unwrap().map(|e| e.unwrap().path()).min().unwrap();
+    let task = cfg.join("task_cfgs/llm/llm_train.json");
+    let out = dir.join("project.json");
+    let o = run(&[
+        "project".as_ref(),
+        "--madmax".as_ref(),
+        model.as_os_str(),
+        system.as_os_str(),
+        task.as_os_str(),
+        "--assumptions".as_ref(),
+        "madmax".as_ref(),
+        "--json".as_ref(),
+        out.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "project --madmax of calibrate's system file: {}", stderr(&o));
+    assert!(json(&out)["iteration_ms"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

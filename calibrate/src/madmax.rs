@@ -57,6 +57,24 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Value 
     let nvlink_util = pick("nvlink_util", link("intra"), DEFAULT_NVLINK_UTIL);
     let ibroce_util = pick("ibroce_util", link("inter"), DEFAULT_IB_UTIL);
     let peak = |d: Dtype| gpu.and_then(|g| g.peak_flops(d)).unwrap_or(0.0);
+    // MAD-Max has one flops_util for every dtype and applies it to the 16-bit
+    // peak of 16-bit models: say which peak the fitted one is relative to.
+    if let Some(k) = [Dtype::Bf16, Dtype::Fp16, Dtype::Tf32, Dtype::Fp32]
+        .iter()
+        .find_map(|d| profile.kernels.iter().find(|k| k.class == KernelClass::Gemm && k.dtype == Some(*d) && k.efficiency <= 1.0))
+    {
+        notes.push(format!(
+            "flops_util: the GEMM efficiency fitted on {} against its {} peak",
+            k.dtype.map_or("?", Dtype::as_str),
+            k.peak_of
+        ));
+    }
+    // MAD-Max's share of all-reduce traffic on intra-node links: all of it on
+    // one node; across nodes, the intra-node hops of a ring over the GPUs.
+    let ar_perc_intra = if nodes <= 1 { 1.0 } else { f64::from(gpus_per_node.saturating_sub(1)) / f64::from(gpus_per_node.max(1)) };
+    if nodes > 1 {
+        notes.push(format!("ar_perc_intra: {ar_perc_intra:.4}, the intra-node hops of a ring over {gpus_per_node} GPUs per node"));
+    }
     json!({
         "name": format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), nodes * gpus_per_node),
         "type": "GPU",
@@ -71,13 +89,15 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Value 
         "mem_cap": gpu.map_or(0.0, |g| g.memory_gb * 1e9),
         "mem_bw": gpu.map_or(0.0, |g| g.hbm_gbps * 1e9),
         "mem_bw_util": mem_bw_util,
-        // One logical link per GPU carrying the nominal per-direction bandwidth.
+        // One logical link per GPU; MAD-Max reads link rates as bidirectional
+        // (it halves them), the catalog's are per direction.
         "num_nvlinks": 1,
-        "bw_per_nvlink": gpu.map_or(0.0, |g| g.link_gbps * 1e9),
+        "bw_per_nvlink": gpu.map_or(0.0, |g| 2.0 * g.link_gbps * 1e9),
         "nvlink_util": nvlink_util,
         "num_ibroce_ports": node.map_or(gpus_per_node, |n| n.nics),
-        "ibroce_bw": node.map_or(0.0, |n| n.nic_gbps * 1e9),
+        "ibroce_bw": node.map_or(0.0, |n| 2.0 * n.nic_gbps * 1e9),
         "ibroce_util": ibroce_util,
+        "ar_perc_intra": ar_perc_intra,
         "tracecast_notes": notes,
     })
 }
