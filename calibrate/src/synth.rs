@@ -527,6 +527,22 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
         .collect()
 }
 
+/// The synthetic job read back as `ingest` reads files (in memory, no disk).
+pub fn job(spec: &JobSpec) -> tracecast_ingest::Job {
+    let traces = render_job(spec)
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| {
+            tracecast_ingest::kineto::parse_bytes(
+                s.json.as_bytes(),
+                &PathBuf::from(format!("rank-{r}.json")),
+                &tracecast_ingest::ReadOptions::default(),
+            )
+        })
+        .collect();
+    tracecast_ingest::Job::from_traces(PathBuf::from("synthetic"), traces)
+}
+
 /// Errors of [`write_job`].
 #[derive(Debug, thiserror::Error)]
 #[error("{}: cannot write: {cause}", path.display())]

@@ -11,12 +11,7 @@ use tracecast_calibrate::work::KernelClass;
 use tracecast_ingest::{Job, ReadOptions, kineto};
 
 fn job_of(spec: &JobSpec) -> Job {
-    let traces = render_job(spec)
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| kineto::parse_bytes(s.json.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default()))
-        .collect();
-    Job::from_traces(PathBuf::from("synthetic"), traces)
+    tracecast_calibrate::synth::job(spec)
 }
 
 fn within(what: &str, got: f64, want: f64, tol: f64) {

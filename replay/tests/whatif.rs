@@ -7,20 +7,13 @@
 //! syncs once per step. Each case runs with and without `cuda_sync` rows, so
 //! both the recorded and the inferred cross-stream waits are exercised.
 
-use std::path::PathBuf;
-
-use tracecast_calibrate::synth::{JobSpec, render_job};
+use tracecast_calibrate::synth::JobSpec;
 use tracecast_calibrate::{CalibrateOptions, Catalog, DeviceModel, calibrate};
-use tracecast_ingest::{Job, ReadOptions, kineto};
+use tracecast_ingest::Job;
 use tracecast_replay::{LinkOverride, ReplayOptions, replay_job};
 
 fn job_of(spec: &JobSpec) -> Job {
-    let traces = render_job(spec)
-        .into_iter()
-        .enumerate()
-        .map(|(r, s)| kineto::parse_bytes(s.json.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default()))
-        .collect();
-    Job::from_traces(PathBuf::from("synthetic"), traces)
+    tracecast_calibrate::synth::job(spec)
 }
 
 /// Mean measured step time over the ranks, µs.
