@@ -709,9 +709,8 @@ fn replay_options_for(
     if let Some(g) = gpus_per_node {
         opts.gpus_per_node = g;
     }
-    // Projection prices the source side with the GPU's shipped profile, so
-    // both sides' efficiencies come from comparable ops (else the trace's own calibration).
-    opts.source = gpu.and_then(|g| tracecast_calibrate::shipped::model(&g.id, catalog));
+    // Projection prices the source side with the trace's own calibration
+    // (what its kernels achieved), gaps filled from the GPU's shipped profile.
     opts.catalog = Some(catalog.clone());
     opts
 }

@@ -710,3 +710,41 @@ fn dimension_and_straggler_tables_match_the_json() {
     let stragglers = std::fs::read_to_string(dir.join("stragglers.csv")).unwrap();
     assert_eq!(stragglers.lines().count() - 1, v["jobs"][0]["stragglers"].as_array().unwrap().len());
 }
+
+#[test]
+fn a_gemm_efficiency_what_if_through_the_command_line() {
+    // The user's path: two synthetic jobs differing only in GEMM efficiency,
+    // a profile calibrated on the faster one, `replay --target --profile` on
+    // the slower one: its step must become the faster one's.
+    let dir = scratch("cli-whatif");
+    let (slow, fast, profile) = (dir.join("slow"), dir.join("fast"), dir.join("fast.json"));
+    for (out, eta) in [(&slow, "0.5"), (&fast, "0.7")] {
+        let o = run(&[
+            "synth".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--gemm-efficiency".as_ref(),
+            eta.as_ref(),
+            "--seed".as_ref(),
+            "3".as_ref(),
+            "-q".as_ref(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = run(&["calibrate".as_ref(), fast.as_os_str(), "--out".as_ref(), profile.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let step = |args: &[&std::ffi::OsStr], name: &str| {
+        let out = dir.join(name);
+        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()];
+        a.extend_from_slice(args);
+        let o = run(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ranks = json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone();
+        let key = if name == "truth.json" { "measured_step_us" } else { "replayed_step_us" };
+        ranks.iter().map(|r| r[key].as_f64().unwrap()).sum::<f64>() / ranks.len() as f64
+    };
+    let projected =
+        step(&[slow.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()], "projected.json");
+    let truth = step(&[fast.as_os_str()], "truth.json");
+    assert!(((projected - truth) / truth).abs() <= 0.02, "projected {projected} µs, truth {truth} µs");
+}

@@ -241,9 +241,24 @@ fn project_kernels(job: &Job, eg: &mut ExecGraph, target: &DeviceModel, opts: &R
             copts.classifier = opts.classifier.clone();
             let profiles = tracecast_calibrate::profile::calibrate_jobs(std::iter::once(job), &catalog, &copts);
             match profiles.into_iter().next() {
-                Some(p) => {
+                Some(mut p) => {
+                    // Classes this trace cannot fit take the GPU's shipped fits.
+                    let shipped = p.device.catalog_id.as_deref().and_then(tracecast_calibrate::shipped::profile);
+                    let mut filled = 0;
+                    if let Some(sh) = shipped {
+                        for k in sh.kernels {
+                            if !p.kernels.iter().any(|o| o.class == k.class && o.dtype == k.dtype) {
+                                p.kernels.push(k);
+                                filled += 1;
+                            }
+                        }
+                    }
                     let mut m = DeviceModel::from_profile(&p, &catalog);
-                    m.source = "this trace's own calibration".into();
+                    m.source = if filled > 0 {
+                        format!("this trace's own calibration, {filled} class(es) from the shipped profile")
+                    } else {
+                        "this trace's own calibration".into()
+                    };
                     m
                 }
                 None => DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None },
