@@ -296,3 +296,27 @@ fn report_takes_the_replay_what_ifs() {
     let o = bin().args(["report", "-q", "--world-size", "0", "--out"]).arg(&out).arg(&demo).output().unwrap();
     assert!(!o.status.success());
 }
+
+#[test]
+fn single_rank_charts_have_bars_and_shares_end_at_100() {
+    let dir = scratch("single-rank-charts");
+    let t = shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz");
+    let o = bin().args(["report", "-q", "--out"]).arg(dir.join("r.html")).arg("--png").arg(&dir).arg(&t).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = |stem: &str| {
+        let f = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            n.contains(stem) && n.ends_with(".svg")
+        });
+        std::fs::read_to_string(f.unwrap_or_else(|| panic!("{stem} chart"))).unwrap()
+    };
+    let replay = svg("measured-and-replayed");
+    assert!(!replay.contains("width=\"-"), "negative bar widths");
+    // Two bars (measured, replayed) of the one rank, wider than a pixel.
+    let rects = replay.matches("<rect").count();
+    assert!(rects >= 3, "{rects} rects");
+    // The share axis ends at 100 (tick labels are `>\nN\n<` in plotters' SVG).
+    let shares = svg("gpu-time-by-rank");
+    let ticks: Vec<f64> = shares.split(">\n").filter_map(|t| t.split("\n<").next()?.trim().parse().ok()).collect();
+    assert_eq!(ticks.iter().copied().fold(0.0, f64::max), 100.0, "{ticks:?}");
+}

@@ -52,6 +52,10 @@ impl Bars {
             if self.stacked { v.sum() } else { v.fold(0.0, f64::max) }
         };
         let top = (0..n).map(per).fold(0.0, f64::max);
+        // A share of a whole ends at 100 %.
+        if self.y_label.contains('%') && top <= 100.0 + 1e-6 && top > 0.0 {
+            return 100.0;
+        }
         // Headroom for the legend box in the upper right.
         let headroom = 1.1 + 0.07 * self.series.len() as f64;
         if top > 0.0 { top * headroom } else { 1.0 }
@@ -90,8 +94,10 @@ impl Chart for Bars {
             .draw()
             .map_err(|e| e.to_string())?;
         let groups = self.series.len().max(1) as u32;
-        // Pixels per category (the plot area is the chart less margins and the y labels).
-        let category_px = self.size().0.saturating_sub(130) / n;
+        // Pixels per category (the plot area is the chart less margins and the
+        // y labels); the segmented axis has at least two segments, so one
+        // category gets half the width, not all of it (its bars had negative widths).
+        let category_px = self.size().0.saturating_sub(130) / n.max(2);
         let gap = (category_px / 10).clamp(1, 12);
         let slot = category_px.saturating_sub(2 * gap) / groups;
         for (k, s) in self.series.iter().enumerate() {

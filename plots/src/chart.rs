@@ -104,6 +104,9 @@ pub(crate) fn si(v: f64) -> String {
         (v / 1e6, "M")
     } else if a >= 1e3 {
         (v / 1e3, "k")
+    } else if a > 0.0 && a < 0.01 {
+        // Small values keep their digits instead of printing as 0.
+        return format!("{v:.1e}");
     } else {
         (v, "")
     };
@@ -221,6 +224,17 @@ pub(crate) fn render(
     }
     std::fs::rename(&tmp, &png_path).map_err(|cause| tracecast_ingest::Error::Write { path: png_path.clone(), cause })?;
     Ok(vec![svg_path, png_path])
+}
+
+#[cfg(test)]
+mod si_tests {
+    #[test]
+    fn small_values_are_not_zero() {
+        assert_eq!(super::si(0.001), "1.0e-3");
+        assert_eq!(super::si(0.0), "0");
+        assert_eq!(super::si(1500.0), "1.5k");
+        assert_eq!(super::si(0.25), "0.25");
+    }
 }
 
 #[cfg(test)]
