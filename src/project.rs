@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tracecast_calibrate::catalog::Dtype;
 use tracecast_replay::workload::llm::{Cluster, Plan, Task, Transformer};
 use tracecast_replay::workload::{Projection, madmax};
 
@@ -64,16 +63,7 @@ pub(crate) fn cluster(
             shipped.as_ref()
         }
     };
-    // 16-bit models run in BF16 where the GPU has it, else FP16 (V100); 32-bit in TF32, else FP32.
-    let dtypes: &[Dtype] = if bytes_per_param >= 4.0 { &[Dtype::Tf32, Dtype::Fp32] } else { &[Dtype::Bf16, Dtype::Fp16] };
-    let mut last = None;
-    for &dtype in dtypes {
-        match Cluster::from_catalog(catalog, spec, n, dtype, device) {
-            Ok(c) => return Ok(c),
-            Err(e) => last = Some(e),
-        }
-    }
-    anyhow::bail!("--system {spec}: {}", last.unwrap_or_default())
+    Cluster::for_model(catalog, spec, n, bytes_per_param, device).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
 }
 
 /// The task from `--task` (train, prefill, decode); `seq` is the model's sequence length.
@@ -314,8 +304,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
         }
         // The best plan's model FLOPs utilization against what this GPU was measured to reach.
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
-            let tokens = best.global_batch * model.seq;
-            let mfu = 6.0 * model.params() * tokens / (best.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops);
+            let mfu = tracecast_replay::workload::llm::mfu(&model, &cluster, best);
             let gpu = catalog.gpu(&args.system).ok();
             let measured =
                 gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::model(&g.id, &catalog))).and_then(|d| {

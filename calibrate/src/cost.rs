@@ -6,12 +6,12 @@
 //! same formula, one per device,
 //!
 //! ```text
-//! T(device) = L + max(F / (η_c · P · q), B / (η_m · BW))
+//! T(device) = L + max(F / (η_c · P), B / (η_m · BW))
 //! ```
 //!
-//! with L the device's short-kernel time (launch and ramp), P its peak for the
-//! op's dtype, BW its HBM bandwidth, q the wave quantization of the op's output
-//! tiles over its SMs/CUs, and η_c, η_m the efficiencies fitted on that device
+//! with L the op's fixed cost (the smaller of the device's short-kernel time
+//! and the class's fitted t0), P the peak for the op's dtype, BW the HBM
+//! bandwidth, and η_c, η_m the efficiencies fitted on that device
 //! (its calibration profile) — or, where only one device has a fit, that one
 //! carried to the other (the no-profile path onto a GPU nobody has traced).
 //! The measured time is split into the source's latency L and the rest, its
@@ -19,7 +19,10 @@
 //! rooflines' work terms. So the measurement keeps what it knows about this
 //! very op (its shape's own inefficiency) and only what the devices change
 //! changes. (The ratio of whole rooflines instead gave 16.5 % mean error in
-//! the leave-one-out H100 ↔ MI300X test, this 10.1 %.) Arithmetic intensity decides per op which term
+//! the leave-one-out H100 ↔ MI300X test, this 10.1 %; quantizing 128 × 128
+//! output tiles into waves over the SMs/CUs made it worse, 26.7 %: the
+//! libraries pick their tiles per GPU and shape, and the fitted efficiencies
+//! already average the waves they ran.) Arithmetic intensity decides per op which term
 //! binds on each device. A kernel without work and short (up to four
 //! short-kernel times) is latency-bound: it scales by the ratio of the
 //! devices' short-kernel times. Anything else keeps its measured time. Every
@@ -66,17 +69,6 @@ impl Rule {
 /// mean busy-time error when these scale instead of keeping their time).
 pub const SHORT_KERNEL_FLOORS: f64 = 4.0;
 
-/// Whether compute time is quantized into waves of [`TILE`]-sized output
-/// tiles over the SMs/CUs. Off: with 128 × 128 tiles it made the
-/// leave-one-out H100 ↔ MI300X projection worse (mean busy error 10.5 % →
-/// 26.7 %), since the libraries pick other tiles (and stream-K) per GPU and
-/// shape, and the fitted efficiencies already average the waves they ran.
-const QUANTIZE_WAVES: bool = false;
-
-/// Output tile of a GEMM-like kernel for wave quantization: 128 × 128, the
-/// common CUTLASS / hipBLASLt tile for 16-bit GEMMs.
-pub const TILE: f64 = 128.0;
-
 /// Pricing from one device (where the trace was measured) to another.
 #[derive(Debug, Clone)]
 pub struct CrossDevice<'a> {
@@ -106,20 +98,9 @@ impl Side<'_> {
         if class.counts_flops() { fit(KernelClass::Elementwise) } else { fit(class).or_else(|| fit(KernelClass::Elementwise)) }
     }
 
-    /// Wave quantization: the share of the last wave's SMs that do work.
-    fn waves(&self, tiles: Option<f64>) -> f64 {
-        match (tiles, self.gpu.sms) {
-            (Some(t), Some(sms)) if t >= 1.0 && sms > 0 && QUANTIZE_WAVES => {
-                let sms = f64::from(sms);
-                t / ((t / sms).ceil() * sms)
-            }
-            _ => 1.0,
-        }
-    }
-
     fn roofline_us(&self, op: &OpWork, eta_c: f64, eta_m: f64, latency_us: f64) -> Option<f64> {
         let compute = match (op.flops, op.dtype.and_then(|d| peak(self.gpu, d))) {
-            (Some(f), Some(p)) => Some(f / (eta_c * p * self.waves(op.tiles)) * 1e6),
+            (Some(f), Some(p)) => Some(f / (eta_c * p) * 1e6),
             (Some(_), None) => return None,
             _ => None,
         };
@@ -281,23 +262,13 @@ impl AlphaBeta {
     /// Time of `collective` of `bytes` over `n` ranks, µs (`None` without a
     /// bus factor for it, or without bandwidth).
     pub fn collective_us(&self, collective: Collective, bytes: f64, n: i64) -> Option<f64> {
-        let k = bus_factor(collective, Some(n))?;
+        let k = collective.bus_factor_in(Some(n))?;
         (self.busbw_gbps > 0.0).then(|| self.transfer_us(k * bytes))
     }
 
     /// The link as a profile's fit describes it.
     pub fn of_fit(l: &crate::profile::LinkFit) -> AlphaBeta {
         AlphaBeta { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps }
-    }
-}
-
-/// The bus factor k of `collective` over `n` ranks (nccl-tests); point-to-point,
-/// broadcast and reduce move the message once whatever the group.
-pub fn bus_factor(collective: Collective, n: Option<i64>) -> Option<f64> {
-    match (n.and_then(|n| collective.bus_factor(n)), collective) {
-        (Some(k), _) => Some(k),
-        (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
-        _ => None,
     }
 }
 

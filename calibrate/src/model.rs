@@ -47,6 +47,17 @@ impl Profile {
         Profile::from_json(&text, path)
     }
 
+    /// Adds the kernel fits of `other` for the classes and dtypes this profile
+    /// has none of (a trace's own calibration, its gaps filled from its GPU's
+    /// shipped profile); returns how many were added.
+    pub fn fill_from(&mut self, other: &Profile) -> usize {
+        let missing: Vec<KernelFit> =
+            other.kernels.iter().filter(|k| !self.kernels.iter().any(|o| o.class == k.class && o.dtype == k.dtype)).cloned().collect();
+        let n = missing.len();
+        self.kernels.extend(missing);
+        n
+    }
+
     /// Parses a profile; `path` names it in errors.
     pub fn from_json(text: &[u8], path: &Path) -> Result<Profile> {
         serde_json::from_slice(text)
@@ -91,6 +102,11 @@ impl DeviceModel {
     /// The fitted η, t0 (µs) and the peak it is relative to (per second) of a class for `dtype`.
     pub fn fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, f64, f64)> {
         self.kernel_fit(class, dtype).map(|f| (f.efficiency, f.overhead_us, f.peak_per_s()))
+    }
+
+    /// The best single op of `class` the profile measured, as a fraction of its peak.
+    pub fn best_achieved(&self, class: KernelClass) -> Option<f64> {
+        self.profile.as_ref()?.kernels.iter().filter(|k| k.class == class).map(|k| k.achieved_max).reduce(f64::max)
     }
 
     /// Fits of the profile that fall outside the physical bounds, in words.

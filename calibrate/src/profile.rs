@@ -316,11 +316,6 @@ fn kernel_fit(
 /// throughput (the corpus's H100 reductions, 2.2× apart, gave t0 = −774 µs).
 pub const MIN_WORK_SPAN: f64 = 4.0;
 
-/// Ranks listed in a `Process Group Ranks` string such as `"[0, 1, 2]"`.
-fn parse_ranks(s: &str) -> Vec<i64> {
-    s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
-}
-
 /// Calibrates every device found in `jobs`: one profile per device.
 pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
     calibrate_jobs(jobs.iter(), catalog, opts)
@@ -480,7 +475,7 @@ fn kernel_fits(
 
 /// Where a collective's group lives: one node, several, or unknown.
 fn domain_of(s: &CollectiveSample, world: u32, gpus_per_node: u32) -> &'static str {
-    match s.pg_ranks.as_deref().map(parse_ranks).filter(|r| !r.is_empty()) {
+    match s.pg_ranks.as_deref().map(tracecast_ingest::collective::parse_ranks).filter(|r| !r.is_empty()) {
         Some(r) => {
             let nodes: std::collections::BTreeSet<i64> = r.iter().map(|x| x / gpus_per_node as i64).collect();
             if nodes.len() == 1 { "intra" } else { "inter" }
@@ -519,7 +514,7 @@ fn link_fits(
             notes.push(format!("{what}: group size taken from the job (the kernels carry no Group size args)"));
         }
         let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
-        let factor = crate::cost::bus_factor(collective, group_size);
+        let factor = collective.bus_factor_in(group_size);
         let Some(factor) = factor.filter(|f| *f > 0.0) else {
             unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
             continue;

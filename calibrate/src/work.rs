@@ -134,8 +134,6 @@ pub struct OpWork {
     pub bytes: Option<f64>,
     /// Dtype of the first typed input.
     pub dtype: Option<Dtype>,
-    /// Output tiles of 128 × 128 (GEMM-like ops), for wave quantization over the SMs.
-    pub tiles: Option<f64>,
 }
 
 impl OpWork {
@@ -177,12 +175,9 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
     let f = |x: &i64| *x as f64;
     // FLOPs and bytes of b GEMMs [m,k]×[k,n]: both operands and the output once.
     let gemm = |m: f64, k: f64, n: f64, b: f64| (Some(2.0 * b * m * k * n), Some(b * (m * k + k * n + m * n) * elem));
-    let tile = |x: f64| (x / crate::cost::TILE).ceil().max(1.0);
-    let mut tiles = None;
     let (class, flops, bytes) = match base {
         "mm" | "matmul" => match (dim(0), dim(1)) {
             ([m, k], [_, n]) => {
-                tiles = Some(tile(f(m)) * tile(f(n)));
                 let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
                 (KernelClass::Gemm, fl, by)
             }
@@ -190,7 +185,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
         },
         "addmm" => match (dim(1), dim(2)) {
             ([m, k], [_, n]) => {
-                tiles = Some(tile(f(m)) * tile(f(n)));
                 let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
                 (KernelClass::Gemm, fl, by)
             }
@@ -198,7 +192,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
         },
         "bmm" => match (dim(0), dim(1)) {
             ([b, m, k], [_, _, n]) => {
-                tiles = Some(f(b) * tile(f(m)) * tile(f(n)));
                 let (fl, by) = gemm(f(m), f(k), f(n), f(b));
                 (KernelClass::Gemm, fl, by)
             }
@@ -206,7 +199,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
         },
         "baddbmm" => match (dim(1), dim(2)) {
             ([b, m, k], [_, _, n]) => {
-                tiles = Some(f(b) * tile(f(m)) * tile(f(n)));
                 let (fl, by) = gemm(f(m), f(k), f(n), f(b));
                 (KernelClass::Gemm, fl, by)
             }
@@ -217,7 +209,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
             match (x.split_last(), w) {
                 (Some((k, rows)), [n, _]) => {
                     let m: f64 = rows.iter().map(f).product();
-                    tiles = Some(tile(m) * tile(f(n)));
                     let (fl, by) = gemm(m, f(k), f(n), 1.0);
                     (KernelClass::Gemm, fl, by)
                 }
@@ -237,9 +228,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
                         ((size + 2.0 * get(&pad, i, 0) - get(&dil, i, 1) * (k - 1.0) - 1.0) / get(&stride, i, 1).max(1.0)).floor() + 1.0
                     };
                     let (ho, wo) = (out(f(h), f(kh), 0), out(f(wd), f(kw), 1));
-                    if ho > 0.0 && wo > 0.0 {
-                        tiles = Some(tile(f(n) * ho * wo) * tile(f(cout)));
-                    }
                     (ho > 0.0 && wo > 0.0).then(|| {
                         let flops = 2.0 * f(n) * f(cout) * ho * wo * f(cin_g) * f(kh) * f(kw);
                         let bytes = (prod(x).unwrap_or(0.0) + prod(w).unwrap_or(0.0) + f(n) * f(cout) * ho * wo) * elem;
@@ -264,7 +252,6 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
                     let (h, sq, sk) = if bshd { (f(x2), f(x1), f(y1)) } else { (f(x1), f(x2), f(y2)) };
                     let _ = y1;
                     let fwd = 4.0 * f(b) * h * sq * sk * f(d) * if causal { 0.5 } else { 1.0 };
-                    tiles = Some(f(b) * h * tile(sq));
                     // q, k, v and the output, read or written once (the S×S scores stay on chip).
                     let bytes = (2.0 * prod(q).unwrap_or(0.0) + 2.0 * prod(k).unwrap_or(0.0)) * elem * if backward { 2.0 } else { 1.0 };
                     Some((fwd * if backward { 2.5 } else { 1.0 }, bytes))
@@ -328,7 +315,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
         _ => return None,
     };
     let ok = |w: Option<f64>| w.filter(|w| *w > 0.0 && w.is_finite());
-    Some(OpWork { class, flops: ok(flops), bytes: ok(bytes), dtype, tiles })
+    Some(OpWork { class, flops: ok(flops), bytes: ok(bytes), dtype })
 }
 
 /// What one compute kernel belongs to.

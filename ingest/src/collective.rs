@@ -74,6 +74,16 @@ impl Collective {
         Some(c)
     }
 
+    /// [`Collective::bus_factor`] when the group's size may be unknown:
+    /// point-to-point, broadcast and reduce move the message once whatever the group.
+    pub fn bus_factor_in(self, n: Option<i64>) -> Option<f64> {
+        match (n.and_then(|n| self.bus_factor(n)), self) {
+            (Some(k), _) => Some(k),
+            (None, Collective::SendRecv | Collective::Broadcast | Collective::Reduce) => Some(1.0),
+            _ => None,
+        }
+    }
+
     /// The nccl-tests bus-bandwidth factor for a group of `n` ranks:
     /// busbw = algbw × factor.
     pub fn bus_factor(self, n: i64) -> Option<f64> {
@@ -88,6 +98,18 @@ impl Collective {
             Collective::Barrier | Collective::Unknown => None,
         }
     }
+}
+
+/// Whether a process group (`name`, or `name (description)`) is PyTorch's
+/// default group, the whole world of the job; a collective without group
+/// args belongs to it too.
+pub fn is_default_group(process_group: Option<&str>) -> bool {
+    process_group.is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"))
+}
+
+/// Ranks listed in a `Process Group Ranks` string such as `"[0, 1, 2]"`.
+pub fn parse_ranks(s: &str) -> Vec<i64> {
+    s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
 }
 
 /// What an NCCL/RCCL kernel name says: `ncclKernel_AllReduce_RING_LL_Sum_float(...)`,

@@ -499,7 +499,6 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let max_in_flight = 2 * rayon::current_num_threads() + 1;
     let mut any_content = false;
     let mut damaged: Option<(u64, String)> = None;
-    let mut trace_damage: Option<String> = None;
     let outcome: Result<()> = rayon::in_place_scope(|scope| {
         let mut index = 0;
         loop {
@@ -589,10 +588,6 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         }
     });
     outcome?;
-    if let Some((at, why)) = &damaged {
-        trace_damage =
-            Some(format!("byte {at}: {why}; the {} events before it are used and the rest of the file is ignored", scanner.events));
-    }
     if !scanner.has_trace_events {
         return Err(Error::Schema {
             path: path.to_path_buf(),
@@ -628,8 +623,10 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         negative += chunk.negative_durations;
         values.extend(chunk.values);
     }
-    if let Some(d) = trace_damage {
-        trace.warnings.push(d);
+    if let Some((at, why)) = damaged {
+        trace
+            .warnings
+            .push(format!("byte {at}: {why}; the {} events before it are used and the rest of the file is ignored", scanner.events));
     }
     if negative > 0 {
         trace.warnings.push(format!("{negative} event(s) had a negative duration; they are kept with duration 0"));

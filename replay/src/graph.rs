@@ -374,7 +374,9 @@ fn build_rank(
             }
         }
     }
-    let recorded = recorded_waits(t, links, &streams);
+    // Correlation → runtime call, for what the `cuda_sync` rows name (built once).
+    let call_of = if t.sync_waits.is_empty() { FxHashMap::default() } else { runtime_calls(t) };
+    let recorded = recorded_waits(t, links, &streams, &call_of);
     // Ends on every stream in time order, for the cross-stream inference.
     let mut ends_by_time: Vec<(i64, usize, usize)> = Vec::new(); // (end, stream index, row)
     for (si, rows) in streams.iter().enumerate() {
@@ -486,7 +488,7 @@ fn build_rank(
         }
     }
     // `Event Sync` rows: the host call waited for the recorded activity.
-    event_syncs(g, t, links, &streams, &tasks);
+    event_syncs(g, t, links, &streams, &tasks, &call_of);
     (tasks, out)
 }
 
@@ -576,13 +578,12 @@ fn last_launched_on(t: &RankTrace, links: &Links, streams: &[Vec<usize>], stream
 /// What `Stream Wait Event` rows say: waiting activity row → awaited rows
 /// (the last activity launched on the recorded stream before the
 /// `cudaEventRecord` call holds the next activity launched on the waiting stream).
-fn recorded_waits(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> FxHashMap<usize, Vec<usize>> {
+fn recorded_waits(t: &RankTrace, links: &Links, streams: &[Vec<usize>], call_of: &FxHashMap<i64, usize>) -> FxHashMap<usize, Vec<usize>> {
     let ev = &t.events;
     let mut out: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
     if t.sync_waits.is_empty() {
         return out;
     }
-    let call_of = runtime_calls(t);
     for &(row, wait) in &t.sync_waits {
         let row = row as usize;
         if t.name(row) != "Stream Wait Event" {
@@ -605,12 +606,18 @@ fn recorded_waits(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> FxHas
 }
 
 /// `Event Sync` rows: the host call ends after the recorded activity ends.
-fn event_syncs(g: &mut ExecGraph, t: &RankTrace, links: &Links, streams: &[Vec<usize>], tasks: &FxHashMap<u32, TaskId>) {
+fn event_syncs(
+    g: &mut ExecGraph,
+    t: &RankTrace,
+    links: &Links,
+    streams: &[Vec<usize>],
+    tasks: &FxHashMap<u32, TaskId>,
+    call_of: &FxHashMap<i64, usize>,
+) {
     let ev = &t.events;
     if t.sync_waits.is_empty() {
         return;
     }
-    let call_of = runtime_calls(t);
     for &(row, wait) in &t.sync_waits {
         let row = row as usize;
         if t.name(row) == "Stream Wait Event" {

@@ -244,15 +244,7 @@ fn project_kernels(job: &Job, eg: &mut ExecGraph, target: &DeviceModel, opts: &R
                 Some(mut p) => {
                     // Classes this trace cannot fit take the GPU's shipped fits.
                     let shipped = p.device.catalog_id.as_deref().and_then(tracecast_calibrate::shipped::profile);
-                    let mut filled = 0;
-                    if let Some(sh) = shipped {
-                        for k in sh.kernels {
-                            if !p.kernels.iter().any(|o| o.class == k.class && o.dtype == k.dtype) {
-                                p.kernels.push(k);
-                                filled += 1;
-                            }
-                        }
-                    }
+                    let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
                     let mut m = DeviceModel::from_profile(&p, &catalog);
                     m.source = if filled > 0 {
                         format!("this trace's own calibration, {filled} class(es) from the shipped profile")

@@ -209,20 +209,9 @@ pub fn family_collective(family: &str, name: &str) -> Option<crate::collective::
         "custom_allreduce" => Some(Collective::AllReduce),
         "userbuffers" if lower.contains("_rs") || lower.contains("reducescatter") => Some(Collective::ReduceScatter),
         "userbuffers" if lower.contains("_ag") || lower.contains("allgather") => Some(Collective::AllGather),
-        _ => {
-            let key: String = lower.chars().filter(|c| *c != '_').collect();
-            if key.contains("allreduce") || key.contains("lamport") {
-                Some(Collective::AllReduce)
-            } else if key.contains("allgather") {
-                Some(Collective::AllGather)
-            } else if key.contains("reducescatter") {
-                Some(Collective::ReduceScatter)
-            } else if key.contains("alltoall") {
-                Some(Collective::AllToAll)
-            } else {
-                None
-            }
-        }
+        // TensorRT-LLM's Lamport kernels are all-reduces; the rest say what they do.
+        _ if lower.contains("lamport") => Some(Collective::AllReduce),
+        _ => Collective::from_name(&lower).filter(|c| !matches!(c, Collective::Unknown | Collective::Barrier)),
     }
 }
 

@@ -172,7 +172,7 @@ pub(crate) fn collective_stats(
     }
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
-        let default_group = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"));
+        let default_group = crate::collective::is_default_group(inst.process_group.as_deref());
         let group_size = inst.group_size.or((default_group && world > 1).then_some(world));
         let a = acc.entry((inst.collective, inst.process_group.clone(), group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
@@ -203,13 +203,7 @@ pub(crate) fn collective_stats(
                 bytes: (a.sized > 0).then_some(a.bytes),
                 sized_count: a.sized,
                 algbw_gbps: algbw,
-                busbw_gbps: algbw.and_then(|bw| {
-                    let factor = match collective {
-                        Collective::SendRecv | Collective::Broadcast | Collective::Reduce => Some(1.0),
-                        _ => collective.bus_factor(group_size?),
-                    };
-                    Some(bw * factor?)
-                }),
+                busbw_gbps: algbw.and_then(|bw| Some(bw * collective.bus_factor_in(group_size)?)),
                 matched: a.matched,
                 transfer_us: (a.matched > 0).then(|| a.transfer as f64 / 1000.0),
                 wait_us: (a.matched > 0).then(|| a.wait as f64 / 1000.0),
@@ -449,7 +443,7 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
             let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
             // Without `Group size` args (older PyTorch): the default group is
             // the whole world; a named group spans the ranks it was matched on.
-            let default_group = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"));
+            let default_group = crate::collective::is_default_group(inst.process_group.as_deref());
             let inferred = match inst.group_size {
                 Some(_) => None,
                 None if default_group && world > 1 => Some(world),

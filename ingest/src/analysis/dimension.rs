@@ -93,10 +93,6 @@ pub struct DimensionComm {
     pub exposed_comm_us: f64,
 }
 
-fn parse_ranks(s: &str) -> Vec<i64> {
-    s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()
-}
-
 /// Per dimension, the communication of one rank's instances in window `w`.
 pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Window, world: i64, gpus_per_node: i64) -> Vec<DimensionComm> {
     let mut by: std::collections::BTreeMap<(Dimension, &'static str), Vec<(i64, i64)>> = Default::default();
@@ -105,8 +101,8 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
         let (dim, from) = match described {
             Some(d) => (d, "description"),
             None => {
-                let ranks = inst.pg_ranks.as_deref().map(parse_ranks).unwrap_or_default();
-                let default = inst.process_group.as_deref().is_none_or(|g| g == "0" || g.contains("default"));
+                let ranks = inst.pg_ranks.as_deref().map(crate::collective::parse_ranks).unwrap_or_default();
+                let default = crate::collective::is_default_group(inst.process_group.as_deref());
                 match from_ranks(&ranks, world, gpus_per_node) {
                     Some(d) => (d, "ranks"),
                     None if default && world > 1 => (Dimension::Dp, "ranks"),

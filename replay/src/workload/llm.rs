@@ -530,6 +530,27 @@ impl Cluster {
         })
     }
 
+    /// [`Cluster::from_catalog`] in the dtype a model of `bytes_per_param`
+    /// runs in: 16-bit models in BF16 where the GPU has it, else FP16 (V100);
+    /// 32-bit models in TF32, else FP32.
+    pub fn for_model(
+        catalog: &Catalog,
+        gpu_id: &str,
+        gpus: u32,
+        bytes_per_param: f64,
+        device: Option<&DeviceModel>,
+    ) -> Result<Cluster, String> {
+        let dtypes: &[Dtype] = if bytes_per_param >= 4.0 { &[Dtype::Tf32, Dtype::Fp32] } else { &[Dtype::Bf16, Dtype::Fp16] };
+        let mut last = String::new();
+        for &dtype in dtypes {
+            match Cluster::from_catalog(catalog, gpu_id, gpus, dtype, device) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
     /// The cluster of a MAD-Max system file: its utilization factors become
     /// the efficiencies, its effective link rates the bus bandwidths, with
     /// the default latencies added.
@@ -676,6 +697,13 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
         return Err(Infeasible(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
     }
     Ok(())
+}
+
+/// Model FLOPs utilization of a training projection: 6 · parameters ·
+/// tokens per iteration over the iteration time and the cluster's peak.
+pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
+    let tokens = p.global_batch * model.seq;
+    6.0 * model.params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// Layers of the fullest pipeline stage: layers that do not divide by the

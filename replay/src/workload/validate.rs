@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use tracecast_calibrate::DeviceModel;
-use tracecast_calibrate::catalog::{Catalog, Dtype};
+use tracecast_calibrate::catalog::Catalog;
 
 use super::llm::{Cluster, DEFAULT_INTER_LINK_EFFICIENCY, Link, Plan, Task, Transformer, project};
 
@@ -172,29 +172,21 @@ impl RunModel {
 impl RunSystem {
     /// The cluster, priced by `device` (the GPU's profile) where given.
     pub fn cluster(&self, catalog: &Catalog, device: Option<&DeviceModel>) -> Result<Cluster, String> {
-        let mut last = String::new();
-        for dtype in [Dtype::Bf16, Dtype::Fp16] {
-            match Cluster::from_catalog(catalog, &self.gpu, self.gpus, dtype, device) {
-                Ok(mut c) => {
-                    if let Some(g) = self.gpus_per_node {
-                        c.gpus_per_node = g;
-                    }
-                    if let Some(nic) = self.nic_gbps_per_gpu {
-                        c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
-                        c.notes.push(format!("network {nic} GB/s per GPU as the run states"));
-                    }
-                    if let Some(gb) = self.hbm_gb {
-                        c.hbm_bytes = gb * 1e9;
-                    }
-                    if let Some(bw) = self.hbm_gbps {
-                        c.hbm_bw = bw * 1e9;
-                    }
-                    return Ok(c);
-                }
-                Err(e) => last = e,
-            }
+        let mut c = Cluster::for_model(catalog, &self.gpu, self.gpus, 2.0, device)?;
+        if let Some(g) = self.gpus_per_node {
+            c.gpus_per_node = g;
         }
-        Err(last)
+        if let Some(nic) = self.nic_gbps_per_gpu {
+            c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
+            c.notes.push(format!("network {nic} GB/s per GPU as the run states"));
+        }
+        if let Some(gb) = self.hbm_gb {
+            c.hbm_bytes = gb * 1e9;
+        }
+        if let Some(bw) = self.hbm_gbps {
+            c.hbm_bw = bw * 1e9;
+        }
+        Ok(c)
     }
 }
 
