@@ -31,7 +31,14 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
     match format {
         Format::Csv => CsvWriter::new(&mut buf).finish(df)?,
         Format::Parquet => {
-            ParquetWriter::new(&mut buf).finish(df)?;
+            // polars writes the newest Arrow schema (strings as `string_view`) into the footer;
+            // readers older than Arrow 15 cannot open that. The oldest schema (large strings)
+            // describes the same pages, so it replaces it.
+            let schema = df.schema().to_arrow(CompatLevel::oldest());
+            let key = polars_parquet::write::schema_to_metadata_key(&schema);
+            ParquetWriter::new(&mut buf)
+                .with_key_value_metadata(Some(polars::io::parquet::write::KeyValueMetadata::Static(vec![key])))
+                .finish(df)?;
         }
     }
     output::write_atomic(&path, &buf)?;

@@ -57,8 +57,8 @@ enum CommKernelsArg {
     Nccl,
 }
 
-impl Inputs {
-    /// The communication classifier these inputs ask for.
+impl ReadArgs {
+    /// The communication classifier these options ask for.
     fn classifier(&self) -> Result<Classifier> {
         let mode = match self.comm_kernels {
             CommKernelsArg::Families => tracecast_ingest::analysis::CommKernels::Families,
@@ -85,6 +85,14 @@ struct Inputs {
     /// Treat every file as its own job instead of the ranks of one job (directories: every trace file under them).
     #[arg(long)]
     each: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+/// How traces are read and what counts as communication: one definition for
+/// every command that reads traces (analyze, calibrate, replay, report, diff).
+#[derive(clap::Args)]
+struct ReadArgs {
     /// Extra regular expression for communication kernels (repeatable), added to the definition below.
     #[arg(long, value_name = "RE")]
     comm_pattern: Vec<String>,
@@ -93,18 +101,76 @@ struct Inputs {
     /// kernels with a Collective name; or exactly `^nccl.*Kernel`, HTA's definition.
     #[arg(long, value_enum, default_value_t = CommKernelsArg::Families)]
     comm_kernels: CommKernelsArg,
+    /// Stop at the first unreadable file instead of reporting it and going on.
+    #[arg(long)]
+    strict: bool,
+    /// GPUs per node, to tell intra- from inter-node groups and dimensions (default: the GPU's node
+    /// preset in the catalog, else 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    gpus_per_node: Option<u32>,
     /// Print nothing on stdout (outputs and errors only).
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// The analysed window: one definition for every command that breaks GPU
+/// time down (analyze, report, diff).
+#[derive(clap::Args)]
+struct WindowArgs {
+    /// Analysed window.
+    #[arg(long, value_enum, default_value = "steps")]
+    window: WindowArg,
+    /// Gaps shorter than this many µs between queued GPU work count as kernel wait.
+    #[arg(long, value_name = "US", default_value_t = 30.0, value_parser = non_negative)]
+    kernel_wait_us: f64,
+    /// Leave out each rank's last profiler step (HTA's default window: the last step is often cut short).
+    #[arg(long)]
+    drop_last_step: bool,
+    /// Only these profiler steps, by number: `2-5` or `3`.
+    #[arg(long, value_name = "A-B", value_parser = parse_step_range)]
+    steps: Option<(i64, i64)>,
+}
+
+impl WindowArgs {
+    /// Analysis options with this window and `read`'s classifier.
+    fn analyze_options(&self, read: &ReadArgs) -> Result<AnalyzeOptions> {
+        let mut opts = AnalyzeOptions::default();
+        opts.window = match self.window {
+            WindowArg::All => WindowMode::All,
+            WindowArg::Steps => WindowMode::Steps,
+        };
+        opts.classifier = read.classifier()?;
+        opts.kernel_wait_threshold_us = self.kernel_wait_us;
+        opts.drop_last_step = self.drop_last_step;
+        opts.steps = self.steps;
+        Ok(opts)
+    }
+}
+
+/// A finite number ≥ 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} is not a non-negative number")),
+        Err(_) => Err(format!("{s:?} is not a number")),
+    }
+}
+
+/// A finite number > 0.
+fn positive(s: &str) -> Result<f64, String> {
+    match non_negative(s) {
+        Ok(v) if v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} is not a positive number")),
+        Err(e) => Err(e),
+    }
 }
 
 #[derive(clap::Args)]
 struct AnalyzeArgs {
     #[command(flatten)]
     inputs: Inputs,
-    /// Analysed window.
-    #[arg(long, value_enum, default_value = "steps")]
-    window: WindowArg,
+    #[command(flatten)]
+    window: WindowArgs,
     /// Write the analysis as JSON (DESIGN §6 keys).
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
@@ -118,23 +184,11 @@ struct AnalyzeArgs {
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
     /// GPUs of the whole job, to extrapolate GPU-hours (with --job-hours).
-    #[arg(long, value_name = "G", requires = "job_hours")]
+    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
     job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with --job-gpus).
-    #[arg(long, value_name = "H", requires = "job_gpus")]
+    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive)]
     job_hours: Option<f64>,
-    /// Gaps up to this many µs between queued GPU work count as kernel wait.
-    #[arg(long, value_name = "US", default_value_t = 30.0)]
-    kernel_wait_us: f64,
-    /// Stop at the first unreadable file instead of reporting it and going on.
-    #[arg(long)]
-    strict: bool,
-    /// Leave out each rank's last profiler step (HTA's default window: the last step is often cut short).
-    #[arg(long)]
-    drop_last_step: bool,
-    /// Only these profiler steps, by number: `2-5` or `3`.
-    #[arg(long, value_name = "A-B", value_parser = parse_step_range)]
-    steps: Option<(i64, i64)>,
 }
 
 /// `2-5` or `3` as an inclusive range of step numbers.
@@ -166,9 +220,6 @@ struct CalibrateArgs {
     /// Nodes of the MAD-Max system configuration.
     #[arg(long, default_value_t = 1)]
     nodes: u32,
-    /// GPUs per node, to tell intra- from inter-node groups (default: the GPU's node preset, else 8).
-    #[arg(long)]
-    gpus_per_node: Option<u32>,
     /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`).
     #[arg(long, value_name = "FILE")]
     hw: Vec<PathBuf>,
@@ -195,9 +246,6 @@ struct ReplayArgs {
     /// intra/inter-node bandwidth from the hardware catalog follow).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     world_size: Option<u32>,
-    /// GPUs per node for --world-size (default: the GPU's node preset, else 8).
-    #[arg(long)]
-    gpus_per_node: Option<u32>,
     /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
     #[arg(long, value_name = "GPU")]
     target: Option<String>,
@@ -319,6 +367,8 @@ struct SearchArgs {
 struct ReportArgs {
     #[command(flatten)]
     inputs: Inputs,
+    #[command(flatten)]
+    window: WindowArgs,
     /// The HTML file to write.
     #[arg(long, value_name = "report.html")]
     out: PathBuf,
@@ -338,14 +388,11 @@ struct ReportArgs {
     #[arg(long, value_name = "alpha=US,busbw=GBPS[,...]")]
     link: Option<String>,
     /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
-    #[arg(long, value_name = "G", requires = "job_hours")]
+    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
     job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with --job-gpus).
-    #[arg(long, value_name = "H", requires = "job_gpus")]
+    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive)]
     job_hours: Option<f64>,
-    /// GPUs per node (default: the GPU's node preset, else 8).
-    #[arg(long)]
-    gpus_per_node: Option<u32>,
     /// Also write every chart of the page as SVG and PNG files into DIR.
     #[arg(long, value_name = "DIR")]
     png: Option<PathBuf>,
@@ -360,12 +407,13 @@ struct DiffArgs {
     a: PathBuf,
     /// Run B (after).
     b: PathBuf,
+    #[command(flatten)]
+    read: ReadArgs,
+    #[command(flatten)]
+    window: WindowArgs,
     /// Write the comparison as JSON.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
-    /// Extra regular expression for communication kernels (repeatable).
-    #[arg(long, value_name = "RE")]
-    comm_pattern: Vec<String>,
     /// Kernels listed in the per-kernel comparison.
     #[arg(long, default_value_t = 25)]
     top: usize,
@@ -373,9 +421,6 @@ struct DiffArgs {
     /// idle, exposed, comm, compute; bounds in % of A).
     #[arg(long, value_name = "GATES")]
     fail_if: Option<String>,
-    /// Print nothing on stdout.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -515,29 +560,22 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
-    let classifier = args.inputs.classifier()?;
-    let mut opts = AnalyzeOptions::default();
-    opts.window = match args.window {
-        WindowArg::All => WindowMode::All,
-        WindowArg::Steps => WindowMode::Steps,
-    };
-    opts.classifier = classifier;
-    opts.kernel_wait_threshold_us = args.kernel_wait_us;
-    opts.drop_last_step = args.drop_last_step;
-    opts.steps = args.steps;
+    let mut opts = args.window.analyze_options(&args.inputs.read)?;
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
+    let catalog = tracecast_calibrate::Catalog::builtin();
     let mut analyses = Vec::new();
-    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, args.strict, |job| {
+    let failed = for_each_job(&args.inputs, |job| {
+        opts.gpus_per_node = i64::from(node_gpus(&job, &catalog, args.inputs.read.gpus_per_node));
         analyses.push(analysis::analyze_job(&job, &opts))
     })?;
     let definition = opts.classifier.definition();
-    emit(&analyses, &definition, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.quiet)?;
+    emit(&analyses, &definition, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.read.quiet)?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
             for f in tracecast_plots::breakdown::write_breakdown(a, &stem)? {
-                if !args.inputs.quiet {
+                if !args.inputs.read.quiet {
                     println!("wrote {}", f.display());
                 }
             }
@@ -614,7 +652,13 @@ fn hw(args: HwArgs) -> Result<ExitCode> {
 /// Reads the jobs the paths stand for one at a time (so only one is held in
 /// memory) and hands each to `each_job`; bad files are reported on stderr.
 /// Returns whether any file was bad; with `strict`, the first bad file is an error.
-fn for_each_job(paths: &[PathBuf], each: bool, quiet: bool, strict: bool, mut each_job: impl FnMut(Job)) -> Result<bool> {
+fn for_each_job(inputs: &Inputs, each_job: impl FnMut(Job)) -> Result<bool> {
+    for_each_job_in(&inputs.paths, inputs.each, &inputs.read, each_job)
+}
+
+/// [`for_each_job`] over `paths` read with `opts`.
+fn for_each_job_in(paths: &[PathBuf], each: bool, opts: &ReadArgs, mut each_job: impl FnMut(Job)) -> Result<bool> {
+    let (quiet, strict) = (opts.quiet, opts.strict);
     let read = ReadOptions::default();
     let mut failed = false;
     for (path, inputs) in jobs_of(paths, each) {
@@ -653,10 +697,10 @@ fn for_each_job(paths: &[PathBuf], each: bool, quiet: bool, strict: bool, mut ea
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let catalog = catalog_with(&args.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
-    opts.classifier = args.inputs.classifier()?;
-    opts.gpus_per_node = args.gpus_per_node;
+    opts.classifier = args.inputs.read.classifier()?;
+    opts.gpus_per_node = args.inputs.read.gpus_per_node;
     let mut jobs = Vec::new();
-    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
+    let failed = for_each_job(&args.inputs, |job| jobs.push(job))?;
     let profiles = tracecast_calibrate::calibrate(&jobs, &catalog, &opts);
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
@@ -674,7 +718,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             bytes.push(b'\n');
             output::write_atomic(&f, &bytes)?;
         }
-        if !args.inputs.quiet {
+        if !args.inputs.read.quiet {
             let mut out = std::io::stdout().lock();
             calibrate_summary::write_profile(&mut out, p)?;
             writeln!(out, "Profile written to {}", path.display())?;
@@ -682,12 +726,22 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         if let Some(dir) = &args.plots {
             let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
             let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
-            if !args.inputs.quiet {
+            if !args.inputs.read.quiet {
                 println!("{} chart file(s) written to {}", files.len(), dir.display());
             }
         }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// The catalog entry of the job's GPU.
+fn job_gpu<'c>(job: &Job, catalog: &'c tracecast_calibrate::Catalog) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
+    job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
+}
+
+/// GPUs per node of the job: `--gpus-per-node`, else its GPU's node preset, else 8.
+pub(crate) fn node_gpus(job: &Job, catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
+    given.or_else(|| job_gpu(job, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
 }
 
 /// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.
@@ -698,17 +752,14 @@ fn replay_options_for(
     gpus_per_node: Option<u32>,
 ) -> tracecast_replay::ReplayOptions {
     let mut opts = base.clone();
-    let gpu = job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+    let gpu = job_gpu(job, catalog);
     if let Some(g) = gpu {
         opts.intra_gbps = g.link_gbps;
     }
     if let Some(n) = gpu.and_then(|g| catalog.node_of(&g.id)) {
-        opts.gpus_per_node = n.gpus;
         opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
     }
-    if let Some(g) = gpus_per_node {
-        opts.gpus_per_node = g;
-    }
+    opts.gpus_per_node = node_gpus(job, catalog, gpus_per_node);
     // Projection prices the source side with the trace's own calibration
     // (what its kernels achieved), gaps filled from the GPU's shipped profile.
     opts.catalog = Some(catalog.clone());
@@ -795,7 +846,7 @@ fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut opts = tracecast_replay::ReplayOptions::default();
-    opts.classifier = args.inputs.classifier()?;
+    opts.classifier = args.inputs.read.classifier()?;
     if let Some(spec) = &args.scale {
         opts.scale = parse_scale(spec)?;
     }
@@ -807,8 +858,8 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut replays = Vec::new();
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
-    let failed = for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| {
-        let mut opts = replay_options_for(&job, &opts, &catalog, args.gpus_per_node);
+    let failed = for_each_job(&args.inputs, |job| {
+        let mut opts = replay_options_for(&job, &opts, &catalog, args.inputs.read.gpus_per_node);
         opts.world_size = args.world_size;
         opts.target = target.clone();
         let replayed = tracecast_replay::replay(&job, &opts);
@@ -824,7 +875,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(e) = perfetto_error {
         return Err(e);
     }
-    if !args.inputs.quiet {
+    if !args.inputs.read.quiet {
         let mut out = std::io::stdout().lock();
         for r in &replays {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;

@@ -33,7 +33,9 @@ struct Section {
 }
 
 fn section(job: &Job, plan: &ReportPlan<'_>) -> Section {
-    let analysis = analyze_job(job, plan.analyze);
+    let mut analyze = plan.analyze.clone();
+    analyze.gpus_per_node = i64::from(crate::node_gpus(job, plan.catalog, plan.gpus_per_node));
+    let analysis = analyze_job(job, &analyze);
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
     copts.classifier = plan.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
@@ -142,7 +144,7 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 }
 
 pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
-    let classifier = args.inputs.classifier()?;
+    let classifier = args.inputs.read.classifier()?;
     let catalog = crate::catalog_with(&args.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
@@ -163,23 +165,22 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
         }
         (label, o)
     });
-    let mut analyze = AnalyzeOptions::default();
-    analyze.classifier = classifier.clone();
+    let mut analyze = args.window.analyze_options(&args.inputs.read)?;
     analyze.job_gpus = args.job_gpus;
     analyze.job_hours = args.job_hours;
     let mut jobs = Vec::new();
-    let failed = crate::for_each_job(&args.inputs.paths, args.inputs.each, args.inputs.quiet, false, |job| jobs.push(job))?;
+    let failed = crate::for_each_job(&args.inputs, |job| jobs.push(job))?;
     anyhow::ensure!(!jobs.is_empty(), "no readable trace: nothing to report");
     let plan = ReportPlan {
         classifier: &classifier,
         catalog: &catalog,
         analyze: &analyze,
         projection,
-        gpus_per_node: args.gpus_per_node,
+        gpus_per_node: args.inputs.read.gpus_per_node,
         png_dir: args.png.clone(),
     };
     let charts = write(&jobs, &plan, &args.out)?;
-    if !args.inputs.quiet {
+    if !args.inputs.read.quiet {
         println!("wrote {}", args.out.display());
         for f in charts {
             println!("wrote {}", f.display());
@@ -189,21 +190,26 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
 }
 
 pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
-    let classifier = Classifier::with_patterns(&args.comm_pattern)?;
+    let analyze = args.window.analyze_options(&args.read)?;
+    let classifier = analyze.classifier.clone();
     if let Some(spec) = &args.fail_if {
         tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
     }
-    let mut analyze = AnalyzeOptions::default();
-    analyze.classifier = classifier.clone();
     let mut jobs = Vec::new();
     let mut failed = false;
     for p in [&args.a, &args.b] {
-        failed |= crate::for_each_job(std::slice::from_ref(p), false, args.quiet, false, |job| jobs.push(job))?;
+        failed |= crate::for_each_job_in(std::slice::from_ref(p), false, &args.read, |job| jobs.push(job))?;
     }
     let [a, b] = jobs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
-    let (aa, ba) = (analyze_job(a, &analyze), analyze_job(b, &analyze));
+    let catalog = tracecast_calibrate::Catalog::builtin();
+    let analyze_run = |job: &Job| {
+        let mut o = analyze.clone();
+        o.gpus_per_node = i64::from(crate::node_gpus(job, &catalog, args.read.gpus_per_node));
+        analyze_job(job, &o)
+    };
+    let (aa, ba) = (analyze_run(a), analyze_run(b));
     let d = tracecast_calibrate::diff::diff_jobs((a, &aa), (b, &ba), &classifier, args.top);
-    if !args.quiet {
+    if !args.read.quiet {
         print_diff(&mut std::io::stdout().lock(), &d)?;
     }
     if let Some(path) = &args.json {

@@ -98,13 +98,13 @@ fn tables_match_the_json() {
     for k in KEYS {
         assert!((col(k) - rank[k].as_f64().unwrap()).abs() < 1e-6, "{k}");
     }
-    // Per-stream idle: each stream is idle at least as long as the GPU as a whole, at most the span.
+    // Per-stream idle (HTA's rules: gaps between a stream's own activities) is within the span.
     let streams = rank["idle_by_stream"].as_array().unwrap();
     assert!(streams.len() >= 2, "compute and NCCL streams");
-    let (idle, span) = (rank["idle_us"].as_f64().unwrap(), rank["gpu_span_us"].as_f64().unwrap());
+    let span = rank["gpu_span_us"].as_f64().unwrap();
     for st in streams {
         let sum = st["host_wait_us"].as_f64().unwrap() + st["kernel_wait_us"].as_f64().unwrap() + st["other_us"].as_f64().unwrap();
-        assert!(sum + 1e-6 >= idle && sum <= span + 1e-6, "{st}");
+        assert!(sum > 0.0 && sum <= span + 1e-6, "{st}");
     }
     let steps = std::fs::read_to_string(csv.join("steps.csv")).unwrap();
     assert_eq!(steps.lines().count(), 1 + rank["steps"].as_array().unwrap().len());
@@ -747,4 +747,110 @@ fn a_gemm_efficiency_what_if_through_the_command_line() {
         step(&[slow.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()], "projected.json");
     let truth = step(&[fast.as_os_str()], "truth.json");
     assert!(((projected - truth) / truth).abs() <= 0.02, "projected {projected} µs, truth {truth} µs");
+}
+
+#[test]
+fn every_command_that_reads_traces_takes_the_same_options() {
+    let dir = scratch("common-options");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    // A job directory with the demo's ranks and one damaged file.
+    let damaged = dir.join("damaged");
+    std::fs::create_dir_all(&damaged).unwrap();
+    for f in std::fs::read_dir(&demo).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, damaged.join(f.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(damaged.join("rank9.json"), b"{\"traceEvents\": [nope").unwrap();
+    let out = |name: &str| dir.join(name).into_os_string();
+    let commands: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        ("analyze", vec![]),
+        ("calibrate", vec!["--out".into(), out("p.json")]),
+        ("replay", vec![]),
+        ("report", vec!["--out".into(), out("r.html")]),
+        ("diff", vec![demo.clone().into_os_string()]),
+    ];
+    let call = |cmd: &str, input: &Path, rest: &[std::ffi::OsString], extra: &[&str]| {
+        let mut args: Vec<std::ffi::OsString> = vec![cmd.into(), input.into(), "-q".into()];
+        args.extend(rest.iter().cloned());
+        args.extend(extra.iter().map(|a| std::ffi::OsString::from(*a)));
+        bin().args(&args).output().unwrap()
+    };
+    for (cmd, rest) in &commands {
+        // Reading options: the same names and meaning everywhere.
+        let o = call(cmd, &demo, rest, &["--comm-kernels", "nccl", "--gpus-per-node", "4"]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        let o = call(cmd, &demo, rest, &["--gpus-per-node", "0"]);
+        assert!(!o.status.success() && stderr(&o).contains("--gpus-per-node"), "{cmd}: {}", stderr(&o));
+        // The bad rank is named; without --strict the good ranks are still used, with it nothing is.
+        let o = call(cmd, &damaged, rest, &[]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert!(stderr(&o).contains("rank9.json"), "{cmd}: {}", stderr(&o));
+        let o = call(cmd, &damaged, rest, &["--strict"]);
+        assert!(!o.status.success() && stderr(&o).contains("--strict"), "{cmd}: {}", stderr(&o));
+    }
+    for (cmd, rest) in commands.iter().filter(|(c, _)| ["analyze", "report", "diff"].contains(c)) {
+        // The analysed window: the same options wherever GPU time is broken down.
+        let o = call(cmd, &demo, rest, &["--window", "all", "--kernel-wait-us", "10", "--drop-last-step"]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        for (bad, named) in [(["--kernel-wait-us=-1", "--window=all"], "--kernel-wait-us"), (["--steps", "3-1"], "--steps"), (["--window", "some"], "--window")] {
+            let o = call(cmd, &demo, rest, &bad);
+            assert!(!o.status.success() && stderr(&o).contains(named), "{cmd} {bad:?}: {}", stderr(&o));
+        }
+    }
+    // The window reaches the numbers in diff and report too, not only in analyze.
+    let d = |extra: &[&str], name: &str| {
+        let f = dir.join(name);
+        let o = call("diff", &demo, &[demo.clone().into_os_string(), "--json".into(), f.clone().into_os_string()], extra);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&f).to_string()
+    };
+    assert_ne!(d(&[], "d1.json"), d(&["--steps", "1-1"], "d2.json"));
+}
+
+#[test]
+fn a_missing_input_file_is_named_with_its_cause_once() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let dir = scratch("cause-once");
+    let missing = dir.join("missing.toml");
+    let missing_profile = dir.join("missing.json");
+    let profile_out = dir.join("p.json");
+    for args in [
+        vec!["calibrate".as_ref(), demo.as_os_str(), "-q".as_ref(), "--out".as_ref(), profile_out.as_os_str(), "--hw".as_ref(), missing.as_os_str()],
+        vec!["replay".as_ref(), demo.as_os_str(), "-q".as_ref(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), missing_profile.as_os_str()],
+        vec!["analyze".as_ref(), missing.as_os_str()],
+    ] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(err.contains("missing."), "{err}");
+        assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn parquet_tables_carry_large_strings_that_older_readers_open() {
+    // Arrow readers before 15 (pyarrow 14: "Unrecognized type: 24") cannot open a footer schema
+    // with `string_view`; the tables' footers say large strings.
+    let dir = scratch("parquet-compat");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["analyze".as_ref(), demo.as_os_str(), "-q".as_ref(), "--parquet".as_ref(), dir.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut strings = 0;
+    for t in ["breakdown", "steps", "collectives", "kernels", "dimensions", "stragglers"] {
+        use base64::Engine as _;
+        let mut f = std::fs::File::open(dir.join(format!("{t}.parquet"))).unwrap();
+        let meta = polars_parquet::read::read_metadata(&mut f).unwrap();
+        // The footer's Arrow schema as written (polars' own reader maps every string type to a view).
+        let kv = meta.key_value_metadata().as_ref().unwrap();
+        let encoded = kv.iter().find(|kv| kv.key == "ARROW:schema").and_then(|kv| kv.value.clone()).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap();
+        let message = if bytes[..4] == [255; 4] { &bytes[8..] } else { &bytes[..] };
+        let (schema, ..) = polars_arrow::io::ipc::read::deserialize_schema(message).unwrap();
+        for (name, field) in schema.iter() {
+            let dtype = format!("{:?}", field.dtype);
+            assert!(!dtype.contains("View"), "{t}.{name}: {dtype}");
+            strings += usize::from(dtype == "LargeUtf8");
+        }
+    }
+    assert!(strings >= 6, "{strings} string columns");
 }

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A hardware file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A hardware file is not valid catalog TOML.
     #[error("{}: {message}", path.display())]

@@ -43,7 +43,7 @@ pub struct LinkMatch<'a> {
 impl Profile {
     /// Reads a profile written by `tracecast calibrate` (the same type, deserialized).
     pub fn read(path: &Path) -> Result<Profile> {
-        let text = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         Profile::from_json(&text, path)
     }
 

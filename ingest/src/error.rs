@@ -11,22 +11,22 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// The file could not be opened or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The trace file.
         path: PathBuf,
         /// The underlying cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The gzip stream is damaged or ends early.
-    #[error("{}: byte {decompressed_offset} (decompressed): gzip stream is damaged or truncated: {source}", path.display())]
+    #[error("{}: byte {decompressed_offset} (decompressed): gzip stream is damaged or truncated: {cause}", path.display())]
     Gzip {
         /// The trace file.
         path: PathBuf,
         /// How many bytes had been inflated when the stream broke.
         decompressed_offset: u64,
         /// The underlying cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is empty (or holds only whitespace).
     #[error("{}: file is empty", path.display())]

@@ -97,7 +97,7 @@ impl Job {
 /// The trace files a path stands for: the file itself, or the `*.json`,
 /// `*.json.gz` and `*.gz` files of a directory (not recursive), sorted by name.
 pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
@@ -138,7 +138,7 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
         Ok(())
     }
     let mut files = Vec::new();
-    walk(dir, &mut files).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    walk(dir, &mut files).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;
     files.sort();
     Ok(files)
 }

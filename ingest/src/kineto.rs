@@ -363,7 +363,7 @@ impl Chunk {
 /// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
@@ -378,7 +378,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
 
 /// The JSON text of a trace file, inflated when it is gzip.
 pub fn read_text(path: &Path) -> Result<Vec<u8>> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
@@ -387,7 +387,7 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     if got == 2 && magic == [0x1f, 0x8b] {
         let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
         if let Err(source) = decoder.read_to_end(&mut out) {
-            return Err(Error::Gzip { path: path.to_path_buf(), decompressed_offset: out.len() as u64, source });
+            return Err(Error::Gzip { path: path.to_path_buf(), decompressed_offset: out.len() as u64, cause: source });
         }
     } else {
         file.read_to_end(&mut out).map_err(io)?;
@@ -525,9 +525,9 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 Ok(n) => n,
                 Err(source) => {
                     return Err(if gzip {
-                        Error::Gzip { path: path.to_path_buf(), decompressed_offset: total, source }
+                        Error::Gzip { path: path.to_path_buf(), decompressed_offset: total, cause: source }
                     } else {
-                        Error::Io { path: path.to_path_buf(), source }
+                        Error::Io { path: path.to_path_buf(), cause: source }
                     });
                 }
             };

@@ -12,7 +12,7 @@ use crate::rank::RankTrace;
 /// Each gap in the union of the rank's GPU activity is attributed by the
 /// activity that ends it: **host wait** when that activity was launched
 /// (its runtime call started) after the GPU went idle — the host was late;
-/// otherwise **kernel wait** when the gap is at most `kernel_wait_threshold_us`
+/// otherwise **kernel wait** when the gap is shorter than `kernel_wait_threshold_us`
 /// (launch overhead between back-to-back kernels); otherwise **other**
 /// (synchronisation, dependencies). The gap after the last activity is other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -27,7 +27,15 @@ pub struct IdleSplit {
     pub kernel_wait_threshold_us: f64,
 }
 
-/// The idle split of one GPU stream.
+/// The idle split of one GPU stream, by HTA's per-stream rules (HTA 0.5
+/// `get_idle_time_breakdown`): only the gaps *between* consecutive activities
+/// of the stream count (no gap before its first or after its last activity);
+/// a gap is **host wait** when the next activity's launch call started after
+/// the previous activity ended (strictly), else **kernel wait** when it is
+/// shorter than the threshold (strictly), else **other**. Activities are
+/// those of the stream overlapping the window; HTA's default window is
+/// `--window all --drop-last-step`. (HTA rounds float timestamps to whole µs
+/// first; that rounding is not reproduced.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StreamIdle {
     /// Device ordinal.
@@ -43,27 +51,50 @@ impl StreamIdle {
     /// The split of every stream with GPU activity, by (device, stream).
     pub fn all(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> Vec<StreamIdle> {
         let ev = &trace.events;
-        let streams: std::collections::BTreeSet<(i64, i64)> = trace.gpu_activity().map(|i| (ev.pid[i], ev.tid[i])).collect();
+        // (start, end, launch) of each stream's activities overlapping the window.
+        let mut streams: std::collections::BTreeMap<(i64, i64), Vec<(i64, i64, Option<i64>)>> = Default::default();
+        for i in trace.gpu_activity() {
+            let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+            if e > w.start_ns && s < w.end_ns {
+                streams.entry((ev.pid[i], ev.tid[i])).or_default().push((s, e, links.launch_ns(trace, i)));
+            }
+        }
+        let threshold_ns = kernel_wait_threshold_us * 1000.0;
         streams
             .into_iter()
-            .map(|(device, stream)| StreamIdle {
-                device,
-                stream,
-                idle: IdleSplit::compute(trace, links, w, kernel_wait_threshold_us, Some((device, stream))),
+            .map(|((device, stream), mut acts)| {
+                acts.sort_unstable_by_key(|&(s, e, l)| (s, e, l));
+                let (mut host, mut kernel, mut other) = (0i64, 0i64, 0i64);
+                for pair in acts.windows(2) {
+                    let ((_, prev_end, _), (start, _, launch)) = (pair[0], pair[1]);
+                    let gap = start - prev_end;
+                    if gap <= 0 {
+                        continue; // back to back (or overlapping copies): no idle time
+                    }
+                    *cause(&mut host, &mut kernel, &mut other, gap, launch, prev_end, threshold_ns) += gap;
+                }
+                StreamIdle {
+                    device,
+                    stream,
+                    idle: IdleSplit {
+                        host_wait_us: host as f64 / 1000.0,
+                        kernel_wait_us: kernel as f64 / 1000.0,
+                        other_us: other as f64 / 1000.0,
+                        kernel_wait_threshold_us,
+                    },
+                }
             })
             .collect()
     }
 }
 
 impl IdleSplit {
-    /// Splits the idle time of `trace` in `w`: of the whole GPU (`stream`
-    /// `None`), or of one `(device, stream)` as HTA reports it.
-    pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64, stream: Option<(i64, i64)>) -> IdleSplit {
+    /// Splits the idle time of the whole GPU of `trace` in `w`.
+    pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
         let ev = &trace.events;
         // (start, end, launch) of GPU activity overlapping the window, by start.
         let mut acts: Vec<(i64, i64, Option<i64>)> = trace
             .gpu_activity()
-            .filter(|&i| stream.is_none_or(|(d, s)| ev.pid[i] == d && ev.tid[i] == s))
             .map(|i| {
                 let launch = links.launch_ns(trace, i);
                 (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), launch)
@@ -71,18 +102,14 @@ impl IdleSplit {
             .filter(|&(s, e, _)| e > w.start_ns && s < w.end_ns)
             .collect();
         acts.sort_unstable_by_key(|&(s, e, l)| (s, e, l));
-        let threshold_ns = (kernel_wait_threshold_us * 1000.0) as i64;
+        let threshold_ns = kernel_wait_threshold_us * 1000.0;
         let (mut host, mut kernel, mut other) = (0i64, 0i64, 0i64);
         let mut busy_until = w.start_ns;
         for (s, e, launch) in acts {
             let s = s.max(w.start_ns);
             if s > busy_until {
                 let gap = s - busy_until;
-                match launch {
-                    Some(l) if l >= busy_until => host += gap,
-                    _ if gap <= threshold_ns => kernel += gap,
-                    _ => other += gap,
-                }
+                *cause(&mut host, &mut kernel, &mut other, gap, launch, busy_until, threshold_ns) += gap;
             }
             busy_until = busy_until.max(e.min(w.end_ns));
         }
@@ -93,5 +120,25 @@ impl IdleSplit {
             other_us: other as f64 / 1000.0,
             kernel_wait_threshold_us,
         }
+    }
+}
+
+/// Which of the three counters a gap of `gap_ns` that began at `idle_since`
+/// and was ended by work launched at `launch` belongs to — the one rule of
+/// both splits: host wait when the launch call started after the GPU went
+/// idle, else kernel wait when shorter than the threshold, else other.
+fn cause<'a>(
+    host: &'a mut i64,
+    kernel: &'a mut i64,
+    other: &'a mut i64,
+    gap_ns: i64,
+    launch: Option<i64>,
+    idle_since: i64,
+    threshold_ns: f64,
+) -> &'a mut i64 {
+    match launch {
+        Some(l) if l > idle_since => host,
+        _ if (gap_ns as f64) < threshold_ns => kernel,
+        _ => other,
     }
 }

@@ -19,7 +19,7 @@ pub struct AnalyzeOptions {
     pub window: WindowMode,
     /// Communication classifier. Default: the known communication kernel families.
     pub classifier: Classifier,
-    /// Gaps up to this long between queued work are "kernel wait", µs. Default: 30.
+    /// Gaps shorter than this between queued work are "kernel wait", µs. Default: 30 (HTA's `consecutive_kernel_delay`).
     pub kernel_wait_threshold_us: f64,
     /// Kernel names kept per rank in the report, longest first. Default: 20.
     pub top_kernels: usize,
@@ -235,7 +235,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
             let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
             let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
             let idle_split = if window.is_some() {
-                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us, None)
+                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
             } else {
                 IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
             };
