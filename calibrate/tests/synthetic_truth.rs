@@ -142,3 +142,33 @@ fn collective_bandwidth_is_measured_on_the_transfer_not_the_wait() {
         assert!(busbw >= spec.allreduce_busbw_gbps * 0.9, "rank {}: {busbw} GB/s (waits counted?)", r.rank);
     }
 }
+
+#[test]
+fn a_named_group_without_group_size_args_spans_the_ranks_it_was_matched_on() {
+    // A named process group (not the default one) without `Group size` args: its
+    // size is the number of ranks of the job the instance was matched on, in the
+    // analysis table (bus bandwidth printed, not "-") as in the link fits.
+    let spec = JobSpec::default();
+    let traces = render_job(&spec)
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| {
+            let renamed = s
+                .json
+                .replace(&format!(", \"Group size\": {}", spec.ranks), "")
+                .replace("\"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"", "\"Process Group Name\": \"7\", \"Process Group Description\": \"dp_replicate\"");
+            assert!(!renamed.contains("Group size") && renamed.contains("dp_replicate"));
+            kineto::parse_bytes(renamed.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default())
+        })
+        .collect();
+    let job = Job::from_traces(PathBuf::from("synthetic"), traces);
+    let a = tracecast_ingest::analysis::analyze_job(&job, &tracecast_ingest::analysis::AnalyzeOptions::default());
+    for r in &a.ranks {
+        let c = r.collectives.iter().find(|c| c.collective.as_str() == "all_reduce").expect("all-reduce stats");
+        assert_eq!(c.group_size, Some(i64::from(spec.ranks)), "rank {}", r.rank);
+        assert!(c.busbw_gbps.is_some(), "rank {}", r.rank);
+    }
+    let p = &calibrate(&[job], &Catalog::builtin(), &CalibrateOptions::default())[0];
+    let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").unwrap_or_else(|| panic!("no link fit: {:?}", p.unfitted));
+    assert_eq!(l.group_size, Some(i64::from(spec.ranks)));
+}

@@ -107,6 +107,19 @@ pub fn is_default_group(process_group: Option<&str>) -> bool {
     process_group.is_none_or(|g| g == "0" || g.starts_with("0 ") || g.contains("default"))
 }
 
+/// The group size of a collective instance without `Group size` args
+/// (older PyTorch): the whole `world` for the default group, else the
+/// number of ranks of the job it was matched on (`None` when seen once).
+pub fn inferred_group_size(process_group: Option<&str>, world: i64, matched_ranks: usize) -> Option<i64> {
+    if is_default_group(process_group) && world > 1 {
+        Some(world)
+    } else if matched_ranks >= 2 {
+        Some(matched_ranks as i64)
+    } else {
+        None
+    }
+}
+
 /// Ranks listed in a `Process Group Ranks` string such as `"[0, 1, 2]"`.
 pub fn parse_ranks(s: &str) -> Vec<i64> {
     s.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|x| x.trim().parse().ok()).collect()

@@ -150,12 +150,12 @@ pub struct CollectiveStats {
 /// instances matched across ranks, the minimum duration over the ranks.
 /// Collectives of one rank in window `w` by type, process group and size.
 /// Bandwidths use the transfer time where the instance was matched across
-/// ranks (waiting is not moving bytes), and a group without `Group size` args
-/// is the job's world when it is the default group.
+/// ranks (waiting is not moving bytes); a group without `Group size` args
+/// takes its size from [`crate::collective::inferred_group_size`].
 pub(crate) fn collective_stats(
     instances: &[Instance],
     w: Window,
-    transfer_ns: &HashMap<InstanceKey, i64>,
+    transfer_ns: &HashMap<InstanceKey, (i64, usize)>,
     world: i64,
 ) -> Vec<CollectiveStats> {
     type Key = (Collective, Option<String>, Option<i64>);
@@ -172,11 +172,13 @@ pub(crate) fn collective_stats(
     }
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
-        let default_group = crate::collective::is_default_group(inst.process_group.as_deref());
-        let group_size = inst.group_size.or((default_group && world > 1).then_some(world));
+        let matched = transfer_ns.get(&inst.key()).copied();
+        let group_size = inst.group_size.or_else(|| {
+            crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched.map_or(1, |m| m.1))
+        });
         let a = acc.entry((inst.collective, inst.process_group.clone(), group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
-        let transfer = transfer_ns.get(&inst.key()).copied();
+        let transfer = matched.map(|m| m.0);
         a.count += 1;
         a.total = a.total.saturating_add(d);
         if let Some(b) = inst.bytes {
@@ -259,7 +261,8 @@ pub(crate) fn stragglers(per_rank: &[Vec<Instance>], offsets_ns: &[i64], ranks: 
 }
 
 pub(crate) struct Matches {
-    pub(crate) transfer_ns: HashMap<InstanceKey, i64>,
+    /// Per matched instance: its transfer time (shortest duration over the ranks) and the ranks it was seen on.
+    pub(crate) transfer_ns: HashMap<InstanceKey, (i64, usize)>,
     /// (instance, rank index, end ns) for every matched instance.
     pub(crate) ends: Vec<(usize, usize, i64)>,
 }
@@ -277,7 +280,7 @@ pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
     let mut ends = Vec::new();
     for (k, key) in keys.into_iter().enumerate() {
         let v = &seen[key];
-        transfer_ns.insert(key.clone(), v.iter().map(|x| x.1).min().unwrap_or(0));
+        transfer_ns.insert(key.clone(), (v.iter().map(|x| x.1).min().unwrap_or(0), v.len()));
         ends.extend(v.iter().map(|&(r, _, e)| (k, r, e)));
     }
     Matches { transfer_ns, ends }
@@ -443,12 +446,9 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
             let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
             // Without `Group size` args (older PyTorch): the default group is
             // the whole world; a named group spans the ranks it was matched on.
-            let default_group = crate::collective::is_default_group(inst.process_group.as_deref());
             let inferred = match inst.group_size {
                 Some(_) => None,
-                None if default_group && world > 1 => Some(world),
-                None if matched >= 2 => Some(matched as i64),
-                None => None,
+                None => crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched),
             };
             out.push(CollectiveSample {
                 rank: rank.rank,
