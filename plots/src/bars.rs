@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use crate::chart::{Chart, si};
+use crate::chart::{Chart, collecting_tips, exact, si, tip};
 
 /// One series of bars.
 #[derive(Debug, Clone)]
@@ -100,6 +100,21 @@ impl Chart for Bars {
         let category_px = self.size().0.saturating_sub(130) / n.max(2);
         let gap = (category_px / 10).clamp(1, 12);
         let slot = category_px.saturating_sub(2 * gap) / groups;
+        if collecting_tips() {
+            for (k, s) in self.series.iter().enumerate() {
+                for (i, &v) in s.values.iter().enumerate().filter(|(_, v)| **v > 0.0) {
+                    let (base, (left, right)) = if self.stacked {
+                        (self.series[..k].iter().map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0)).sum(), (gap, gap))
+                    } else {
+                        (0.0, (gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot))
+                    };
+                    let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32), base));
+                    let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + 1), base + v));
+                    let category = self.categories.get(i).map_or(String::new(), |c| format!("{} {c}: ", self.x_label));
+                    tip((x0 + left as i32, y0), (x1 - right as i32, y1), format!("{category}{} = {} ({})", s.label, exact(v), self.y_label));
+                }
+            }
+        }
         for (k, s) in self.series.iter().enumerate() {
             let color = RGBColor(s.color.0, s.color.1, s.color.2);
             let bars = s.values.iter().enumerate().map(|(i, &v)| {

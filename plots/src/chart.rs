@@ -73,14 +73,82 @@ impl Chart for Scatter {
     }
 }
 
-/// The chart as an SVG document (for inlining into a page).
+/// A hover tooltip over a mark: its pixel box and its exact values.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tip {
+    pub(crate) x0: i32,
+    pub(crate) y0: i32,
+    pub(crate) x1: i32,
+    pub(crate) y1: i32,
+    pub(crate) text: String,
+}
+
+thread_local! {
+    /// Tooltips of the chart being drawn into an SVG (none while drawing PNGs).
+    static TIPS: std::cell::RefCell<Option<Vec<Tip>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the chart being drawn collects tooltips (only for SVG).
+pub(crate) fn collecting_tips() -> bool {
+    TIPS.with(|t| t.borrow().is_some())
+}
+
+/// Records a tooltip over the pixel box (x0, y0)–(x1, y1) of a mark.
+pub(crate) fn tip(a: (i32, i32), b: (i32, i32), text: String) {
+    TIPS.with(|t| {
+        if let Some(tips) = t.borrow_mut().as_mut() {
+            tips.push(Tip { x0: a.0.min(b.0), y0: a.1.min(b.1), x1: a.0.max(b.0), y1: a.1.max(b.1), text });
+        }
+    });
+}
+
+/// The chart as an SVG document (for inlining into a page): every mark has
+/// a hover tooltip with its exact values (an SVG `<title>` on a transparent
+/// box laid over the drawing).
 pub fn to_svg(chart: &impl Chart) -> Result<String, Error> {
     register_font();
     let mut text = String::new();
-    chart
-        .draw_on(SVGBackend::with_string(&mut text, chart.size()).into_drawing_area())
-        .map_err(|message| Error::Draw { path: PathBuf::from("(inline SVG)"), message })?;
+    TIPS.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    let drawn = chart.draw_on(SVGBackend::with_string(&mut text, chart.size()).into_drawing_area());
+    let tips = TIPS.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    drawn.map_err(|message| Error::Draw { path: PathBuf::from("(inline SVG)"), message })?;
+    if !tips.is_empty()
+        && let Some(end) = text.rfind("</svg>")
+    {
+        let mut overlay = String::from("<g class=\"tips\">");
+        for t in &tips {
+            use std::fmt::Write as _;
+            let _ = write!(
+                overlay,
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"transparent\"><title>{}</title></rect>",
+                t.x0,
+                t.y0,
+                (t.x1 - t.x0).max(1),
+                (t.y1 - t.y0).max(1),
+                xml_escape(&t.text)
+            );
+        }
+        overlay.push_str("</g>");
+        text.insert_str(end, &overlay);
+    }
     Ok(text)
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A number as a tooltip shows it: enough digits to read the exact value.
+pub(crate) fn exact(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e6).contains(&a) {
+        format!("{v:.4e}")
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
 }
 
 /// Writes `STEM.svg` and `STEM.png` (atomically) and returns their paths.
@@ -154,6 +222,14 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
                 .draw()
                 .map_err(|e| e.to_string())?;
             let keep = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!c.log_x || p.0 > 0.0) && (!c.log_y || p.1 > 0.0);
+            if collecting_tips() {
+                // At most a few thousand tooltips per chart: the page stays small.
+                let step = (c.points.len() / 3000).max(1);
+                for &(x, y) in c.points.iter().filter(keep).step_by(step) {
+                    let (px, py) = chart.backend_coord(&(x, y));
+                    tip((px - 4, py - 4), (px + 4, py + 4), format!("{}: {} = {}, {} = {}", c.legend[0], c.x_label, exact(x), c.y_label, exact(y)));
+                }
+            }
             chart
                 .draw_series(c.points.iter().filter(keep).map(|&(x, y)| Circle::new((x, y), 3, BLUE.mix(0.5).filled())))
                 .map_err(|e| e.to_string())?

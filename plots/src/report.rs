@@ -19,7 +19,7 @@ use crate::bars::{Bars, Series};
 use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
 use crate::chart::{Chart, Error, Scatter, to_svg};
 use crate::fits::{kernel_charts, link_charts};
-use crate::timeline::{Lane, Timeline};
+use crate::timeline::{KernelSpan, StepKernels, Timeline};
 
 /// Everything the report shows about one job.
 #[derive(Debug, Clone, Copy)]
@@ -76,16 +76,15 @@ fn kind_of(class: Option<ActivityClass>, kernel: Option<KernelClass>) -> Option<
     })
 }
 
-/// (start µs, end µs, kind).
-type Span = (f64, f64, usize);
-
 /// Lanes beyond this many are left out of the timeline (noted under it).
 const MAX_LANES: usize = 32;
 
-/// The GPU timeline of one step per rank (the step with the median GPU time
-/// of rank 0's steps; the whole GPU window without steps).
-pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, String)> {
-    let mut lanes = Vec::new();
+/// Every GPU kernel of one step per rank (the step with the median GPU time
+/// of rank 0's steps; the whole GPU window without steps), with a note on
+/// what was chosen and left out.
+pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, String)> {
+    let mut lanes: Vec<String> = Vec::new();
+    let mut kernels: Vec<KernelSpan> = Vec::new();
     let mut chosen = None;
     let mut left_out = 0usize;
     for r in &job.ranks {
@@ -102,7 +101,7 @@ pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, St
         }
         let window = chosen.and_then(|n| steps.iter().find(|s| s.number == n)).and_then(|s| s.gpu);
         let ev = &trace.events;
-        let mut by_stream: BTreeMap<(i64, i64), Vec<Span>> = BTreeMap::new();
+        let mut by_stream: BTreeMap<(i64, i64), Vec<usize>> = BTreeMap::new();
         for i in trace.gpu_activity() {
             let (s, e) = (ev.ts_ns[i], ev.end_ns(i));
             if let Some(w) = window
@@ -110,41 +109,69 @@ pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, St
             {
                 continue;
             }
-            let Some(kind) = kind_of(classes[i], work[i].as_ref().map(|w| w.class)) else { continue };
-            let (s, e) = window.map_or((s, e), |w| (s.max(w.start_ns), e.min(w.end_ns)));
-            by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push((s as f64 / 1e3, e as f64 / 1e3, kind));
+            if kind_of(classes[i], work[i].as_ref().map(|w| w.class)).is_some() {
+                by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
+            }
         }
+        let clip = |i: usize| {
+            let (s, e) = (ev.ts_ns[i], ev.end_ns(i));
+            window.map_or((s, e), |w| (s.max(w.start_ns), e.min(w.end_ns)))
+        };
         // Ranks' clocks differ: each lane is shown from its rank's own step start.
-        let origin = by_stream.values().flatten().map(|s| s.0).fold(f64::INFINITY, f64::min);
-        for ((_, stream), mut spans) in by_stream {
+        let origin = by_stream.values().flatten().map(|&i| clip(i).0).min().unwrap_or(0);
+        for ((_, stream), mut rows) in by_stream {
             if lanes.len() >= MAX_LANES {
                 left_out += 1;
                 continue;
             }
-            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for s in &mut spans {
-                s.0 -= origin;
-                s.1 -= origin;
+            rows.sort_by_key(|&i| clip(i));
+            let lane = lanes.len();
+            lanes.push(format!("rank {} · stream {stream}", r.rank));
+            for i in rows {
+                let (s, e) = clip(i);
+                let w = work[i].as_ref();
+                let op_row = w.and_then(|w| w.op_row).map(|r| r as usize).or_else(|| {
+                    let op = links.launch_op.get(i).copied().unwrap_or(tracecast_ingest::link::NONE);
+                    (op != tracecast_ingest::link::NONE).then_some(op as usize)
+                });
+                let op_work = w.and_then(|w| w.op.as_ref());
+                kernels.push(KernelSpan {
+                    lane,
+                    start_us: (s - origin) as f64 / 1e3,
+                    dur_us: (e - s) as f64 / 1e3,
+                    kind: kind_of(classes[i], w.map(|w| w.class)).unwrap_or(4),
+                    name: trace.name(i).to_string(),
+                    op: op_row.map(|r| trace.name(r).to_string()),
+                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| s.input_dims.clone()).filter(|d| !d.is_empty()),
+                    flops: op_work.and_then(|o| o.flops),
+                    bytes: op_work.and_then(|o| o.bytes),
+                });
             }
-            lanes.push(Lane { label: format!("rank {} · stream {stream}", r.rank), spans });
         }
     }
     if lanes.is_empty() {
         return None;
     }
     let what = chosen.map_or("the whole GPU window".to_string(), |n| format!("step {n}"));
-    let mut t =
-        Timeline { title: format!("GPU timeline of {what}"), lanes, kinds: KINDS.iter().map(|(l, c)| ((*l).to_string(), *c)).collect() };
-    let drawn_before = t.spans();
-    t.downsample(1000);
-    let mut note = format!("Each lane is one GPU stream of one rank, from that rank's own start of {what}.");
-    if t.spans() < drawn_before {
-        let _ = write!(note, " {drawn_before} kernels were merged into {} boxes at least one pixel wide.", t.spans());
-    }
+    let mut note = format!(
+        "Each lane is one GPU stream of one rank, from that rank's own start of {what}; all {} kernels are in the page (boxes a pixel cannot tell apart are merged until you zoom in).",
+        kernels.len()
+    );
     if left_out > 0 {
         let _ = write!(note, " {left_out} more streams are not drawn.");
     }
-    Some((t, note))
+    let step = StepKernels {
+        title: format!("GPU timeline of {what}"),
+        lanes,
+        kinds: KINDS.iter().map(|(l, c)| ((*l).to_string(), *c)).collect(),
+        kernels,
+    };
+    Some((step, note))
+}
+
+/// The picture of [`step_kernels`] (SVG/PNG): spans a pixel cannot show merged.
+pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, String)> {
+    step_kernels(job, classifier).map(|(k, note)| (k.to_static(), note))
 }
 
 /// Bus bandwidth against message size per collective type, with the fitted
@@ -224,7 +251,29 @@ impl Page {
         Ok(())
     }
 
+    /// The step's kernels as the page's explorable timeline; `--png` still
+    /// gets the picture.
+    fn explorable_timeline(&mut self, k: &StepKernels, note: &str) -> Result<(), Error> {
+        self.figures += 1;
+        if let Some(dir) = &self.png_dir {
+            let files = crate::chart::write_chart(&k.to_static(), &dir.join(format!("fig{:02}-gpu-timeline", self.figures)))?;
+            self.files.extend(files);
+        }
+        let _ = write!(
+            self.html,
+            "<figure id=\"fig{}\">{}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>\n",
+            self.figures,
+            k.to_html(&format!("timeline{}", self.figures)),
+            esc(&k.title),
+            esc(note)
+        );
+        Ok(())
+    }
+
     fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
+        if rows.len() > 5 {
+            let _ = write!(self.html, "<input type=\"search\" class=\"filter\" placeholder=\"filter: {}\" aria-label=\"filter {}\">", esc(caption), esc(caption));
+        }
         let _ = write!(self.html, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
         for h in head {
             let _ = write!(self.html, "<th>{}</th>", esc(h));
@@ -238,7 +287,13 @@ impl Page {
                 } else {
                     ""
                 };
-                let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
+                if c.chars().count() > 80 {
+                    // Long kernel names: the part that tells them apart, the full name on hover.
+                    let short = tracecast_ingest::analysis::short_kernel_name(c, 80);
+                    let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(&short));
+                } else {
+                    let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
+                }
             }
             self.html.push_str("</tr>");
         }
@@ -311,8 +366,8 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     if let Some(steps) = step_breakdown(a) {
         page.figure(&steps.title.clone(), &steps, None)?;
     }
-    if let Some((t, note)) = step_timeline(j.job, j.classifier) {
-        page.figure(&t.title.clone(), &t, Some(&note))?;
+    if let Some((k, note)) = step_kernels(j.job, j.classifier) {
+        page.explorable_timeline(&k, &note)?;
     }
     let rows: Vec<Vec<String>> = a
         .ranks
@@ -590,13 +645,13 @@ h1{font-size:1.6rem}h2{border-bottom:2px solid #ddd;padding-bottom:.3rem;margin-
 svg.chart{max-width:100%;height:auto;border:1px solid #eee}\
 table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;width:100%}caption{text-align:left;font-weight:600;padding:.3rem 0}\
 th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .5rem;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-th{cursor:pointer;background:#fafafa;user-select:none}th:hover{background:#eef}td:first-child{word-break:break-all}td{white-space:normal}td.n,th{white-space:nowrap}";
+th{cursor:pointer;background:#fafafa;user-select:none}th:hover{background:#eef}td:first-child{word-break:break-all}td{white-space:normal}td.n,th{white-space:nowrap}\
+td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;padding:.2rem .4rem;font-size:.85rem;width:18rem}\
+.timeline{border:1px solid #eee}.tl-bar{padding:.4rem;font-size:.85rem;background:#fafafa}.tl-search{width:20rem;padding:.2rem .4rem}\
+.tl-hits{color:#d62728}.tl-legend{margin-top:.3rem;color:#444}.tl-kind{margin-right:1rem;white-space:nowrap}.tl-kind i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}.tl-help{color:#888;float:right}svg.tl-svg{width:100%;height:auto;display:block;cursor:grab;user-select:none}";
 
-/// Sorts a table by the clicked column: numbers numerically, text otherwise.
-const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach((th,i)=>th.addEventListener('click',()=>{\
-const b=th.closest('table').tBodies[0],d=th.dataset.d==='a'?'d':'a';th.dataset.d=d;\
-const v=r=>{const t=r.cells[i].textContent,n=parseFloat(t);return isNaN(n)?t:n};\
-[...b.rows].sort((x,y)=>{const p=v(x),q=v(y),c=typeof p==='number'&&typeof q==='number'?p-q:String(p).localeCompare(String(q));return d==='a'?c:-c}).forEach(r=>b.appendChild(r))}));";
+/// Sorts and filters tables, and draws the explorable timelines.
+const SCRIPT: &str = include_str!("../assets/report.js");
 
 /// The page as HTML text.
 pub fn render_html(report: &Report<'_>) -> Result<String, Error> {

@@ -1,10 +1,165 @@
 //! The GPU timeline of one step: one lane per (rank, stream), kernels as
-//! boxes coloured by kind. Runs longer than the chart has pixels are merged
-//! into boxes at least a pixel wide, so a page stays small whatever the trace.
+//! boxes coloured by kind. As a picture ([`Timeline`], SVG/PNG) runs longer
+//! than the chart has pixels are merged into boxes at least a pixel wide; in
+//! the page ([`StepKernels::to_html`]) every kernel is there, with its name,
+//! stream, times, launching op, shapes and work, and the page's script zooms,
+//! pans, shows each kernel on hover and highlights the ones a search matches
+//! (merging only what a pixel cannot show at the current zoom).
+
+use std::fmt::Write as _;
 
 use plotters::prelude::*;
 
-use crate::chart::{Chart, si};
+use crate::chart::{Chart, collecting_tips, exact, si, tip};
+
+/// One kernel (or copy) of the step, for the page's explorable timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSpan {
+    /// Index into [`StepKernels::lanes`].
+    pub lane: usize,
+    /// Start, µs from its rank's start of the step.
+    pub start_us: f64,
+    /// Duration, µs.
+    pub dur_us: f64,
+    /// Index into [`StepKernels::kinds`].
+    pub kind: usize,
+    /// Kernel name as in the trace.
+    pub name: String,
+    /// The CPU op that launched it, when known.
+    pub op: Option<String>,
+    /// That op's `Input Dims`, when recorded.
+    pub shapes: Option<String>,
+    /// The op's FLOPs, when its shapes give them.
+    pub flops: Option<f64>,
+    /// The op's bytes, when its shapes give them.
+    pub bytes: Option<f64>,
+}
+
+/// Every kernel of one step, lane by lane.
+#[derive(Debug, Clone)]
+pub struct StepKernels {
+    /// Title above the timeline.
+    pub title: String,
+    /// Lane labels (`rank 0 · stream 7`), top to bottom.
+    pub lanes: Vec<String>,
+    /// Kinds: legend label and colour.
+    pub kinds: Vec<(String, (u8, u8, u8))>,
+    /// The kernels, by lane then start.
+    pub kernels: Vec<KernelSpan>,
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '<' => out.push_str("\\u003c"), // never `</script>` inside the data
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+impl StepKernels {
+    /// The picture: every lane's spans, merged to `pixels` across.
+    pub fn to_static(&self) -> Timeline {
+        let mut lanes: Vec<Lane> = self.lanes.iter().map(|l| Lane { label: l.clone(), spans: Vec::new() }).collect();
+        for k in &self.kernels {
+            if let Some(l) = lanes.get_mut(k.lane) {
+                l.spans.push((k.start_us, k.start_us + k.dur_us, k.kind));
+            }
+        }
+        for l in &mut lanes {
+            l.spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let mut t = Timeline { title: self.title.clone(), lanes, kinds: self.kinds.clone() };
+        t.downsample(1000);
+        t
+    }
+
+    /// The explorable timeline as HTML: a container with the kernels as JSON
+    /// data (names, ops and shapes in one string table) that the page's
+    /// script draws; `id` must be unique in the page.
+    pub fn to_html(&self, id: &str) -> String {
+        // Names, ops and shapes repeat: one string table.
+        fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
+            *index.entry(s).or_insert_with(|| {
+                strings.push(s);
+                strings.len() - 1
+            })
+        }
+        let mut strings: Vec<&str> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let mut rows = String::new();
+        for (i, k) in self.kernels.iter().enumerate() {
+            if i > 0 {
+                rows.push(',');
+            }
+            let name = intern(&k.name, &mut strings, &mut index);
+            let op = k.op.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
+            let shapes = k.shapes.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
+            let num = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.6e}"));
+            let _ = write!(
+                rows,
+                "[{},{:.3},{:.3},{},{name},{op},{shapes},{},{}]",
+                k.lane,
+                k.start_us,
+                k.dur_us,
+                k.kind,
+                num(k.flops),
+                num(k.bytes)
+            );
+        }
+        let mut data = String::from("{\"lanes\":[");
+        for (i, l) in self.lanes.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            json_str(&mut data, l);
+        }
+        data.push_str("],\"kinds\":[");
+        for (i, (label, c)) in self.kinds.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            data.push('[');
+            json_str(&mut data, label);
+            let _ = write!(data, ",\"#{:02x}{:02x}{:02x}\"]", c.0, c.1, c.2);
+        }
+        data.push_str("],\"strings\":[");
+        for (i, s) in strings.iter().enumerate() {
+            if i > 0 {
+                data.push(',');
+            }
+            json_str(&mut data, s);
+        }
+        let _ = write!(data, "],\"kernels\":[{rows}]}}");
+        let mut legend = String::new();
+        for (label, c) in &self.kinds {
+            let _ = write!(
+                legend,
+                "<span class=\"tl-kind\"><i style=\"background:#{:02x}{:02x}{:02x}\"></i>{}</span>",
+                c.0,
+                c.1,
+                c.2,
+                label.replace('&', "&amp;").replace('<', "&lt;")
+            );
+        }
+        let mut html = String::new();
+        let _ = write!(
+            html,
+            "<div class=\"timeline\" id=\"{id}\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
+             <svg class=\"tl-svg\" viewBox=\"0 0 {WIDTH} {}\" role=\"img\" aria-label=\"{}\"></svg><script type=\"application/json\" class=\"tl-data\">{data}</script></div>",
+            60 + LANE_PX * self.lanes.len().max(1) as u32,
+            self.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+        );
+        html
+    }
+}
 
 /// One lane: a GPU stream of one rank.
 #[derive(Debug, Clone)]
@@ -111,6 +266,17 @@ impl Chart for Timeline {
             .axis_desc_style(("sans-serif", 16))
             .draw()
             .map_err(|e| e.to_string())?;
+        if collecting_tips() {
+            for (i, lane) in self.lanes.iter().enumerate() {
+                let row = (n - 1 - i) as i32;
+                for &(s, e, k) in &lane.spans {
+                    let a = chart.backend_coord(&(s - lo, SegmentValue::Exact(row)));
+                    let b = chart.backend_coord(&(e - lo, SegmentValue::Exact(row + 1)));
+                    let kind = self.kinds.get(k).map_or("", |x| x.0.as_str());
+                    tip(a, b, format!("{}: {kind}, {}–{} µs ({} µs)", lane.label, exact(s - lo), exact(e - lo), exact(e - s)));
+                }
+            }
+        }
         for (k, (label, c)) in self.kinds.iter().enumerate() {
             let color = RGBColor(c.0, c.1, c.2);
             let boxes = self.lanes.iter().enumerate().flat_map(|(i, lane)| {
