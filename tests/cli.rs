@@ -552,7 +552,30 @@ fn replay_writes_a_perfetto_timeline() {
         .filter(|e| e["name"] == "process_name")
         .map(|e| e["args"]["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["rank 0", "rank 1", "rank 2", "rank 3"]);
+    // The original's tracks: per rank a host process and a GPU, threads and streams by their ids.
+    assert_eq!(names.len(), 8, "{names:?}");
+    for r in 0..4 {
+        assert!(names.contains(&format!("rank {r} · GPU 0")), "{names:?}");
+        assert!(names.iter().any(|n| n.starts_with(&format!("rank {r} · host process"))), "{names:?}");
+    }
+    let events = doc["traceEvents"].as_array().unwrap();
+    let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    // CPU ops and steps are there, moved with the replay, and every slice keeps its measured time.
+    let ops = slices.iter().filter(|e| e["cat"] == "cpu_op").count();
+    let steps: Vec<_> = slices.iter().filter(|e| e["name"].as_str().unwrap().starts_with("ProfilerStep#")).collect();
+    assert!(ops > 100, "{ops} CPU ops");
+    assert_eq!(steps.len(), 4 * 3, "three steps per rank");
+    for e in &slices {
+        assert!(e["args"]["measured ts"].is_number() && e["args"]["measured dur"].is_number(), "{e}");
+    }
+    // Identity replay: a step keeps its measured length (to the µs).
+    for st in &steps {
+        let (d, m) = (st["dur"].as_f64().unwrap(), st["args"]["measured dur"].as_f64().unwrap());
+        assert!((d - m).abs() < 1.0, "{st}");
+    }
+    // Original args the model keeps: op shapes and collective sizes.
+    assert!(slices.iter().any(|e| e["args"]["Input Dims"].is_string()), "op shapes");
+    assert!(slices.iter().any(|e| e["args"]["In msg nelems"].is_string()), "collective sizes");
     let control = shared().join("hta/trace_diff/control/control.json.gz");
     let o = run(&["replay".as_ref(), control.as_os_str(), "--perfetto".as_ref(), gz.as_os_str(), "-q".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -28,6 +28,8 @@ fn captions(html: &str) -> Vec<String> {
 
 /// Nothing on the page reaches the network.
 fn assert_self_contained(html: &str) {
+    // The SVG namespace is a name the script creates elements in, never fetched.
+    let html = html.replace("'http://www.w3.org/2000/svg'", "");
     for bad in ["http://", "https://", "//cdn", "<link", "src=", "@import", "url("] {
         assert!(!html.contains(bad), "the page refers to something outside it: {bad}");
     }
@@ -198,6 +200,32 @@ fn report_renders_in_headless_chromium() {
         assert!(dom.contains(&title), "{title:?} not in the rendered DOM");
     }
     assert_eq!(dom.matches("<svg").count(), caps.len(), "every chart became an SVG element");
+    // The page's own script, driven as a user would (`#selftest` dispatches a wheel event on the
+    // timeline and types a kernel name into its search box), reports what the DOM then holds.
+    let selftest = |page: &Path, profile: &str| -> serde_json::Value {
+        let url = format!("file://{}#selftest", page.display());
+        let dom = chromium(&["--dump-dom".as_ref(), url.as_ref()], profile);
+        assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+        let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+        let start = dom.find("<pre id=\"selftest\">").expect("the self-test ran") + "<pre id=\"selftest\">".len();
+        let end = start + dom[start..].find("</pre>").unwrap();
+        serde_json::from_str(&dom[start..end].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")).unwrap()
+    };
+    let single = dir.join("single.html");
+    report(&[&shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")], &[], &single);
+    for (page, profile) in [(&page, "profile-selftest"), (&single, "profile-single")] {
+        let t = selftest(page, profile);
+        let (before, after) = (&t["before"], &t["after"]);
+        let width = |v: &serde_json::Value| v[1].as_f64().unwrap() - v[0].as_f64().unwrap();
+        assert_eq!(t["timelines"], 1, "{t}");
+        assert!(width(after) < 0.9 * width(before), "the wheel zoomed in: {t}");
+        assert!((width(&t["reset"]) - width(before)).abs() < 1e-6, "the button shows the whole step again: {t}");
+        assert!(t["highlighted"].as_u64().unwrap() >= 1, "the search highlights the kernel: {t}");
+        assert!(t["charts"].as_u64().unwrap() >= 3, "{t}");
+        assert_eq!(t["charts"], t["chartsWithTips"], "every chart has tooltips: {t}");
+        assert_eq!(t["negative"], 0, "no mark with a negative size: {t}");
+        assert!(t["replayBars"].as_u64().unwrap() >= 2, "the replay chart has measured and replayed bars: {t}");
+    }
     let shot = dir.join("shot.png");
     let o =
         chromium(&[format!("--screenshot={}", shot.display()).as_ref(), "--window-size=1200,3000".as_ref(), url.as_ref()], "profile-shot");
@@ -319,4 +347,34 @@ fn single_rank_charts_have_bars_and_shares_end_at_100() {
     let shares = svg("gpu-time-by-rank");
     let ticks: Vec<f64> = shares.split(">\n").filter_map(|t| t.split("\n<").next()?.trim().parse().ok()).collect();
     assert_eq!(ticks.iter().copied().fold(0.0, f64::max), 100.0, "{ticks:?}");
+}
+
+/// The per-op table: work per call from the shapes, achieved rate over the
+/// kernel time, on a real trace (checked against the arithmetic by hand).
+#[test]
+fn op_and_message_size_tables_are_exact() {
+    let t = shared().join("tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    let job = tracecast_ingest::Job::read(t.clone(), &[t], &tracecast_ingest::ReadOptions::default(), &|_| {});
+    let classifier = tracecast_ingest::analysis::Classifier::default();
+    let rows = tracecast_plots::report::op_rows(&job, &classifier);
+    let bmm = rows.iter().find(|r| r.op == "aten::bmm" && r.shapes == "[[96,3137,64],[96,64,3137]]").expect("the attention bmm");
+    // (96 × 3137 × 64) · (96 × 64 × 3137): 2·b·m·k·n FLOPs per call.
+    let flops = 2.0 * 96.0 * 3137.0 * 64.0 * 3137.0;
+    assert_eq!(bmm.flops, Some(flops));
+    assert_eq!(bmm.calls, 12);
+    let achieved = bmm.achieved().unwrap();
+    assert!((achieved - flops * 12.0 / 1e12 / (bmm.time_us / 1e6)).abs() < 1e-9, "{achieved}");
+    assert!(rows.windows(2).all(|w| w[0].time_us >= w[1].time_us), "longest first");
+    // Collectives per message size on the synthetic demo job (all-reduce over 12 GB/s, 4 ranks).
+    let demo = demo();
+    let files = tracecast_ingest::job::trace_files(&demo).unwrap();
+    let job = tracecast_ingest::Job::read(demo, &files, &tracecast_ingest::ReadOptions::default(), &|_| {});
+    let sizes = tracecast_plots::report::message_size_rows(&job, &classifier);
+    let largest = sizes.iter().filter(|m| m.collective == "all_reduce").max_by_key(|m| m.bytes).expect("all-reduces");
+    assert_eq!(largest.group_size, 4);
+    let busbw = largest.busbw_gbps.unwrap();
+    assert!(busbw <= 12.0 * 1.02 && busbw > 12.0 * 0.8, "{busbw} GB/s on the largest buckets (truth 12)");
+    let kernels: u64 = sizes.iter().map(|m| m.count).sum();
+    let sized = tracecast_ingest::analysis::collective_samples(&job, &classifier).iter().filter(|c| c.bytes.is_some()).count();
+    assert_eq!(kernels as usize, sized, "every sized collective of every rank is in one row");
 }

@@ -181,6 +181,8 @@ if (location.hash === '#selftest') {
   }
   out.charts = document.querySelectorAll('svg.chart').length;
   out.chartsWithTips = [...document.querySelectorAll('svg.chart')].filter(s => s.querySelector('g.tips title')).length;
+  const replay = [...document.querySelectorAll('figure')].find(f => f.querySelector('figcaption').textContent.startsWith('Measured and replayed'));
+  out.replayBars = replay ? [...replay.querySelectorAll('g.tips rect')].filter(r => +r.getAttribute('width') > 0 && +r.getAttribute('height') > 0).length : -1;
   out.negative = [...document.querySelectorAll('svg rect')].filter(r => +r.getAttribute('width') < 0 || +r.getAttribute('height') < 0).length;
   const pre = document.createElement('pre');
   pre.id = 'selftest';

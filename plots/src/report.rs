@@ -142,7 +142,7 @@ pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, 
                     kind: kind_of(classes[i], w.map(|w| w.class)).unwrap_or(4),
                     name: trace.name(i).to_string(),
                     op: op_row.map(|r| trace.name(r).to_string()),
-                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| s.input_dims.clone()).filter(|d| !d.is_empty()),
+                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| compact(&s.input_dims)).filter(|d| !d.is_empty()),
                     flops: op_work.and_then(|o| o.flops),
                     bytes: op_work.and_then(|o| o.bytes),
                 });
@@ -172,6 +172,120 @@ pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, 
 /// The picture of [`step_kernels`] (SVG/PNG): spans a pixel cannot show merged.
 pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, String)> {
     step_kernels(job, classifier).map(|(k, note)| (k.to_static(), note))
+}
+
+/// `Input Dims` without the whitespace some profilers pretty-print into it.
+fn compact(dims: &str) -> String {
+    dims.split_whitespace().collect()
+}
+
+/// One row of the per-op table: an op with its shapes and dtype, over all ranks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpRow {
+    /// CPU op name (`aten::mm`).
+    pub op: String,
+    /// Its `Input Dims`.
+    pub shapes: String,
+    /// Dtype of its first typed input.
+    pub dtype: Option<String>,
+    /// Op instances (calls) that launched kernels.
+    pub calls: u64,
+    /// Kernels they launched.
+    pub kernels: u64,
+    /// Kernel time, µs.
+    pub time_us: f64,
+    /// FLOPs per call, when the shapes give them.
+    pub flops: Option<f64>,
+    /// Bytes per call, when the shapes give them.
+    pub bytes: Option<f64>,
+    /// Whether the op is priced in FLOPs (GEMM, attention, conv) rather than bytes.
+    pub counts_flops: bool,
+}
+
+impl OpRow {
+    /// Achieved rate: TFLOP/s for FLOP-priced ops, GB/s for the others.
+    pub fn achieved(&self) -> Option<f64> {
+        let w = if self.counts_flops { self.flops? / 1e12 } else { self.bytes? / 1e9 };
+        (self.time_us > 0.0).then(|| w * self.calls as f64 / (self.time_us / 1e6))
+    }
+}
+
+/// Compute kernels by the op that launched them (its name, shapes and dtype),
+/// over every rank, longest total time first.
+pub fn op_rows(job: &Job, classifier: &Classifier) -> Vec<OpRow> {
+    let mut by: BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<(usize, u32)>)> = BTreeMap::new();
+    for (r, rank) in job.ranks.iter().enumerate() {
+        let trace = &rank.trace;
+        let ev = &trace.events;
+        for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
+            let Some(w) = w else { continue };
+            let Some(row) = w.op_row else { continue };
+            let shapes = trace.op_shapes_of(row as usize).map(|s| compact(&s.input_dims)).unwrap_or_default();
+            let dtype = w.dtype.map(|d| d.as_str().to_string());
+            let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
+            let e = by.entry(key).or_insert_with(|| {
+                (
+                    OpRow {
+                        op: trace.name(row as usize).to_string(),
+                        shapes,
+                        dtype,
+                        flops: w.op.as_ref().and_then(|o| o.flops),
+                        bytes: w.op.as_ref().and_then(|o| o.bytes),
+                        counts_flops: w.class.counts_flops(),
+                        ..Default::default()
+                    },
+                    Default::default(),
+                )
+            });
+            e.0.kernels += 1;
+            e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
+            if e.1.insert((r, row)) {
+                e.0.calls += 1;
+            }
+        }
+    }
+    let mut rows: Vec<OpRow> = by.into_values().map(|v| v.0).collect();
+    rows.sort_by(|a, b| b.time_us.total_cmp(&a.time_us));
+    rows
+}
+
+/// One row of the per-message-size table (the nccl-tests view).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageSizeRow {
+    /// Collective type.
+    pub collective: &'static str,
+    /// Ranks in the group.
+    pub group_size: i64,
+    /// Bytes per rank.
+    pub bytes: u64,
+    /// Kernels over all ranks.
+    pub count: u64,
+    /// Their time, µs (transfer time where matched across ranks).
+    pub time_us: f64,
+    /// Bus bandwidth over that time, GB/s.
+    pub busbw_gbps: Option<f64>,
+}
+
+/// Collectives by type, group size and message size, over every rank.
+pub fn message_size_rows(job: &Job, classifier: &Classifier) -> Vec<MessageSizeRow> {
+    let mut by: BTreeMap<(&'static str, i64, u64), (u64, f64, Option<f64>)> = BTreeMap::new();
+    for c in collective_samples(job, classifier) {
+        let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
+        let t = c.transfer_us.unwrap_or(c.dur_us);
+        let e = by.entry((c.collective.as_str(), n, bytes)).or_insert((0, 0.0, c.collective.bus_factor(n)));
+        e.0 += 1;
+        e.1 += t;
+    }
+    by.into_iter()
+        .map(|((collective, group_size, bytes), (count, time_us, factor))| MessageSizeRow {
+            collective,
+            group_size,
+            bytes,
+            count,
+            time_us,
+            busbw_gbps: factor.filter(|_| time_us > 0.0).map(|k| k * bytes as f64 * count as f64 / time_us / 1e3),
+        })
+        .collect()
 }
 
 /// Bus bandwidth against message size per collective type, with the fitted
@@ -423,6 +537,28 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .collect();
         page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
     }
+    let sizes = message_size_rows(j.job, j.classifier);
+    if !sizes.is_empty() {
+        let rows: Vec<Vec<String>> = sizes
+            .iter()
+            .map(|m| {
+                vec![
+                    m.collective.to_string(),
+                    m.group_size.to_string(),
+                    m.bytes.to_string(),
+                    m.count.to_string(),
+                    ms(m.time_us),
+                    format!("{:.1}", m.time_us / m.count.max(1) as f64),
+                    m.busbw_gbps.map_or("–".into(), |b| format!("{b:.2}")),
+                ]
+            })
+            .collect();
+        page.table(
+            "Collectives per message size (all ranks; time is the transfer where matched across ranks)",
+            &["collective", "group", "bytes", "kernels", "time ms", "mean µs", "busbw GB/s"],
+            &rows,
+        );
+    }
     if a.comm_by_dimension.iter().any(|d| d.comm_us > 0.0) {
         let rows: Vec<Vec<String>> = a
             .comm_by_dimension
@@ -474,6 +610,39 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     }
     for (_, c) in &kcharts {
         page.figure(&c.title, c, None)?;
+    }
+    let ops = op_rows(j.job, j.classifier);
+    if !ops.is_empty() {
+        let peaks = j.profile.map(|p| &p.device);
+        let rows: Vec<Vec<String>> = ops
+            .iter()
+            .take(40)
+            .map(|o| {
+                let achieved = o.achieved();
+                let peak = peaks.and_then(|d| {
+                    if o.counts_flops { o.dtype.as_ref().and_then(|t| d.peak_tflops.get(t).copied()) } else { d.hbm_gbps }
+                });
+                let work = if o.counts_flops { o.flops.map(|f| format!("{:.3} GFLOP", f / 1e9)) } else { o.bytes.map(|b| format!("{:.3} MB", b / 1e6)) };
+                vec![
+                    o.op.clone(),
+                    o.shapes.clone(),
+                    o.dtype.clone().unwrap_or_else(|| "–".into()),
+                    o.calls.to_string(),
+                    ms(o.time_us),
+                    work.unwrap_or_else(|| "–".into()),
+                    achieved.map_or("–".into(), |a| format!("{a:.1} {}", if o.counts_flops { "TFLOP/s" } else { "GB/s" })),
+                    match (achieved, peak) {
+                        (Some(a), Some(p)) if p > 0.0 => format!("{:.1}", 100.0 * a / p),
+                        _ => "–".into(),
+                    },
+                ]
+            })
+            .collect();
+        page.table(
+            "Ops with the most kernel time (all ranks): shapes, work per call, achieved rate and % of the GPU's peak",
+            &["op", "shapes", "dtype", "calls", "time ms", "work per call", "achieved", "% of peak"],
+            &rows,
+        );
     }
     let mut top: BTreeMap<&str, (ActivityClass, u64, f64, f64)> = BTreeMap::new();
     for r in &a.ranks {
