@@ -378,3 +378,18 @@ fn op_and_message_size_tables_are_exact() {
     let sized = tracecast_ingest::analysis::collective_samples(&job, &classifier).iter().filter(|c| c.bytes.is_some()).count();
     assert_eq!(kernels as usize, sized, "every sized collective of every rank is in one row");
 }
+
+/// A large job gets the spread across ranks, not a row per rank.
+#[test]
+fn many_ranks_get_a_distribution_instead_of_a_row_each() {
+    let dir = scratch("report-many");
+    let job = dir.join("job");
+    let o = bin().args(["synth", "-q", "--ranks", "24", "--steps", "2", "--layers", "2", "--out"]).arg(&job).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = report(&[&job], &[], &dir.join("r.html"));
+    assert!(html.contains("Across the 24 ranks (ms)"), "distribution table");
+    assert!(!html.contains("<caption>Per rank (ms)</caption>"), "no row per rank");
+    let i = html.find("Across the 24 ranks").unwrap();
+    let table = &html[i..i + html[i..].find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr>").count(), 1 + 7, "header and seven metrics");
+}

@@ -76,6 +76,9 @@ fn kind_of(class: Option<ActivityClass>, kernel: Option<KernelClass>) -> Option<
     })
 }
 
+/// Jobs with more ranks than this get the spread across ranks instead of a row per rank.
+const DISTRIBUTION_FROM: usize = 16;
+
 /// Lanes beyond this many are left out of the timeline (noted under it).
 const MAX_LANES: usize = 32;
 
@@ -483,29 +486,66 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     if let Some((k, note)) = step_kernels(j.job, j.classifier) {
         page.explorable_timeline(&k, &note)?;
     }
-    let rows: Vec<Vec<String>> = a
-        .ranks
-        .iter()
-        .map(|r| {
-            let b = &r.breakdown;
-            vec![
-                r.rank.to_string(),
-                ms(b.gpu_span_us),
-                ms(b.busy_us),
-                ms(b.compute_us),
-                ms(b.comm_us),
-                ms(b.exposed_comm_us),
-                ms(b.memory_us),
-                ms(b.idle_us),
-                r.steps.len().to_string(),
-            ]
-        })
-        .collect();
-    page.table(
-        "Per rank (ms)",
-        &["rank", "GPU span", "busy", "compute", "communication", "exposed comm", "memory", "idle", "steps"],
-        &rows,
-    );
+    if a.ranks.len() > DISTRIBUTION_FROM {
+        // Thousands of rows help nobody: how the ranks spread, and which rank is at each end.
+        let metrics: [(&str, fn(&tracecast_ingest::analysis::Breakdown) -> f64); 7] = [
+            ("GPU span", |b| b.gpu_span_us),
+            ("busy", |b| b.busy_us),
+            ("compute", |b| b.compute_us),
+            ("communication", |b| b.comm_us),
+            ("exposed comm", |b| b.exposed_comm_us),
+            ("memory", |b| b.memory_us),
+            ("idle", |b| b.idle_us),
+        ];
+        let rows: Vec<Vec<String>> = metrics
+            .iter()
+            .map(|(name, f)| {
+                let mut v: Vec<(f64, u32)> = a.ranks.iter().map(|r| (f(&r.breakdown), r.rank)).collect();
+                v.sort_by(|x, y| x.0.total_cmp(&y.0));
+                let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize].0;
+                let (lo, hi) = (v[0], v[v.len() - 1]);
+                vec![
+                    (*name).to_string(),
+                    ms(lo.0),
+                    lo.1.to_string(),
+                    ms(q(0.1)),
+                    ms(q(0.5)),
+                    ms(q(0.9)),
+                    ms(hi.0),
+                    hi.1.to_string(),
+                ]
+            })
+            .collect();
+        page.table(
+            &format!("Across the {} ranks (ms): the spread of each part of the breakdown", a.ranks.len()),
+            &["metric", "min", "rank of min", "p10", "median", "p90", "max", "rank of max"],
+            &rows,
+        );
+    } else {
+        let rows: Vec<Vec<String>> = a
+            .ranks
+            .iter()
+            .map(|r| {
+                let b = &r.breakdown;
+                vec![
+                    r.rank.to_string(),
+                    ms(b.gpu_span_us),
+                    ms(b.busy_us),
+                    ms(b.compute_us),
+                    ms(b.comm_us),
+                    ms(b.exposed_comm_us),
+                    ms(b.memory_us),
+                    ms(b.idle_us),
+                    r.steps.len().to_string(),
+                ]
+            })
+            .collect();
+        page.table(
+            "Per rank (ms)",
+            &["rank", "GPU span", "busy", "compute", "communication", "exposed comm", "memory", "idle", "steps"],
+            &rows,
+        );
+    }
 
     page.html.push_str("<h3>Collectives</h3>");
     let charts = collective_charts(j.job, j.classifier, j.profile);
