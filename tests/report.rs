@@ -207,7 +207,7 @@ fn report_renders_in_headless_chromium() {
         let dom = chromium(&["--dump-dom".as_ref(), url.as_ref()], profile);
         assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
         let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
-        let start = dom.find("<pre id=\"selftest\">").expect("the self-test ran") + "<pre id=\"selftest\">".len();
+        let start = dom.find("<pre id=\"selftest-result\">").expect("the self-test ran") + "<pre id=\"selftest-result\">".len();
         let end = start + dom[start..].find("</pre>").unwrap();
         serde_json::from_str(&dom[start..end].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")).unwrap()
     };

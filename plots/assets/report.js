@@ -178,6 +178,7 @@ if (location.hash === '#selftest') {
     t.search.dispatchEvent(new Event('input'));
     out.query = t.search.value;
     out.highlighted = t.svg.querySelectorAll('rect.hit').length;
+    document.body.prepend(t.svg.closest('figure')); // first on the page: docs/screenshot.sh's picture of it
   }
   out.charts = document.querySelectorAll('svg.chart').length;
   out.chartsWithTips = [...document.querySelectorAll('svg.chart')].filter(s => s.querySelector('g.tips title')).length;
@@ -185,7 +186,7 @@ if (location.hash === '#selftest') {
   out.replayBars = replay ? [...replay.querySelectorAll('g.tips rect')].filter(r => +r.getAttribute('width') > 0 && +r.getAttribute('height') > 0).length : -1;
   out.negative = [...document.querySelectorAll('svg rect')].filter(r => +r.getAttribute('width') < 0 || +r.getAttribute('height') < 0).length;
   const pre = document.createElement('pre');
-  pre.id = 'selftest';
+  pre.id = 'selftest-result'; // not the fragment's id: the browser would scroll to it
   pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 }

@@ -56,11 +56,13 @@ impl Bars {
         if self.y_label.contains('%') && top <= 100.0 + 1e-6 && top > 0.0 {
             return 100.0;
         }
-        // Headroom for the legend box in the upper right.
-        let headroom = 1.1 + 0.07 * self.series.len() as f64;
-        if top > 0.0 { top * headroom } else { 1.0 }
+        // The legend sits beside the plot, so bars need only a little headroom.
+        if top > 0.0 { top * 1.05 } else { 1.0 }
     }
 }
+
+/// Width of the legend column right of the plot, px.
+const LEGEND_PX: u32 = 170;
 
 impl Chart for Bars {
     fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String> {
@@ -70,6 +72,8 @@ impl Chart for Bars {
         let mut chart = ChartBuilder::on(&root)
             .caption(&self.title, ("sans-serif", 22))
             .margin(16)
+            // Room on the right for the legend, clear of the bars (shares fill the plot to 100 %).
+            .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(80)
             .build_cartesian_2d((0u32..n.saturating_sub(1).max(1)).into_segmented(), 0.0..top)
@@ -97,7 +101,7 @@ impl Chart for Bars {
         // Pixels per category (the plot area is the chart less margins and the
         // y labels); the segmented axis has at least two segments, so one
         // category gets half the width, not all of it (its bars had negative widths).
-        let category_px = self.size().0.saturating_sub(130) / n.max(2);
+        let category_px = self.size().0.saturating_sub(130 + LEGEND_PX) / n.max(2);
         let gap = (category_px / 10).clamp(1, 12);
         let slot = category_px.saturating_sub(2 * gap) / groups;
         if collecting_tips() {
@@ -133,20 +137,17 @@ impl Chart for Bars {
                     bar
                 }
             });
-            chart
-                .draw_series(bars)
-                .map_err(|e| e.to_string())?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+            chart.draw_series(bars).map_err(|e| e.to_string())?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        // The legend, in the right margin, top to bottom in series order.
+        let (w, _) = self.size();
+        let x = w as i32 - LEGEND_PX as i32 + 8;
+        for (k, s) in self.series.iter().enumerate() {
+            let y = 60 + 22 * k as i32;
+            let color = RGBColor(s.color.0, s.color.1, s.color.2);
+            root.draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled())).map_err(|e| e.to_string())?;
+            root.draw(&Text::new(s.label.as_str(), (x + 20, y - 8), ("sans-serif", 14))).map_err(|e| e.to_string())?;
+        }
         root.present().map_err(|e| e.to_string())
     }
 }
