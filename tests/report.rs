@@ -308,6 +308,12 @@ fn every_shared_trace_gets_a_report() {
     let html = std::fs::read_to_string(&out).unwrap();
     assert_self_contained(&html);
     assert_eq!(html.matches("<h2>Job ").count(), traces.len());
+    // A chart that cannot be drawn is said so, never silently missing.
+    for section in html.split("<h2>Job ").skip(1) {
+        let title = &section[..section.find("</h2>").unwrap()];
+        assert!(section.contains("<figcaption>GPU time per step") || section.contains("No per-step chart"), "{title}");
+        assert!(section.contains("<figcaption>GPU timeline of") || section.contains("No timeline"), "{title}");
+    }
 }
 
 #[test]

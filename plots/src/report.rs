@@ -480,11 +480,14 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     page.html.push_str("<h3>Where GPU time goes</h3>");
     let bars = rank_breakdown(a);
     page.figure(&bars.title.clone(), &bars, None)?;
-    if let Some(steps) = step_breakdown(a) {
-        page.figure(&steps.title.clone(), &steps, None)?;
+    // What cannot be drawn is said, not left out silently.
+    match step_breakdown(a) {
+        Some(steps) => page.figure(&steps.title.clone(), &steps, None)?,
+        None => page.html.push_str("<p class=\"note\">No per-step chart: the traces have no ProfilerStep annotations (profile with torch.profiler's schedule and prof.step() to get them).</p>"),
     }
-    if let Some((k, note)) = step_kernels(j.job, j.classifier) {
-        page.explorable_timeline(&k, &note)?;
+    match step_kernels(j.job, j.classifier) {
+        Some((k, note)) => page.explorable_timeline(&k, &note)?,
+        None => page.html.push_str("<p class=\"note\">No timeline: the traces have no GPU kernels.</p>"),
     }
     if a.ranks.len() > DISTRIBUTION_FROM {
         // Thousands of rows help nobody: how the ranks spread, and which rank is at each end.
