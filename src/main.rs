@@ -456,6 +456,10 @@ struct ValidateArgs {
     /// Write the comparison as JSON.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
+    /// Fit the model's free parameter (GEMM η per GPU) to the runs, print the leave-one-run-out
+    /// error, and write the fitted profile(s) here (several GPUs: one file each, the GPU id before `.json`).
+    #[arg(long, value_name = "OUT.json")]
+    fit: Option<PathBuf>,
     /// Print nothing on stdout.
     #[arg(short, long)]
     quiet: bool,
@@ -1009,7 +1013,7 @@ fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
 }
 
 /// `profile.json` → `profile.h100-sxm.json`.
-fn per_device(path: &std::path::Path, id: &str) -> PathBuf {
+pub(crate) fn per_device(path: &std::path::Path, id: &str) -> PathBuf {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
     let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
     path.with_file_name(format!("{stem}.{id}{ext}"))

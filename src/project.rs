@@ -376,6 +376,31 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     Ok(if result.ranked.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+fn print_validation(out: &mut impl Write, v: &tracecast_replay::workload::validate::Validation) -> Result<()> {
+    writeln!(out, "{:<28} {:>14} {:>14} {:>9}  memory", "run", "measured tok/s", "projected", "error")?;
+    for r in &v.runs {
+        let fits = match r.fits_memory {
+            Some(true) => "fits",
+            Some(false) => "DOES NOT FIT",
+            None => "",
+        };
+        match (r.predicted_tokens_per_s_per_gpu, r.error) {
+            (Some(p), Some(e)) => writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?,
+            _ => writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?,
+        }
+    }
+    writeln!(
+        out,
+        "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
+        v.runs.iter().filter(|r| r.error.is_some()).count(),
+        100.0 * v.median_abs_error,
+        100.0 * v.max_abs_error,
+        v.optimistic,
+        v.pessimistic
+    )?;
+    Ok(())
+}
+
 pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
     use tracecast_replay::workload::validate;
     let catalog = crate::catalog_with(&args.hw)?;
@@ -387,34 +412,48 @@ pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
-    let v = validate::validate(&file, &catalog, &devices);
-    if !args.quiet {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{:<28} {:>14} {:>14} {:>9}  memory", "run", "measured tok/s", "projected", "error")?;
-        for r in &v.runs {
-            let fits = match r.fits_memory {
-                Some(true) => "fits",
-                Some(false) => "DOES NOT FIT",
-                None => "",
-            };
-            match (r.predicted_tokens_per_s_per_gpu, r.error) {
-                (Some(p), Some(e)) => {
-                    writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?
-                }
-                _ => {
-                    writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?
-                }
+    if let Some(out_path) = &args.fit {
+        let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string());
+        anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
+        let many = fit.gpus.len() > 1;
+        let mut written = Vec::new();
+        for g in &fit.gpus {
+            let path = if many { crate::per_device(out_path, &g.gpu) } else { out_path.clone() };
+            let mut bytes = serde_json::to_vec_pretty(&g.profile)?;
+            bytes.push(b'\n');
+            tracecast_ingest::output::write_atomic(&path, &bytes)?;
+            written.push(path);
+        }
+        if !args.quiet {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "The model's free parameter, fitted per GPU (least squares of log(projected / measured)):")?;
+            for g in &fit.gpus {
+                writeln!(
+                    out,
+                    "  {:<12} GEMM η {:.3} (was {:.3}, {}) from {} run(s)",
+                    g.gpu,
+                    g.gemm_efficiency,
+                    g.previous_gemm_efficiency,
+                    g.previous_source,
+                    g.runs.len()
+                )?;
+            }
+            writeln!(out, "\nWith the fitted η:")?;
+            print_validation(&mut out, &fit.fitted)?;
+            writeln!(out, "\nLeave one run out (each run priced by the η fitted to the other runs of its GPU):")?;
+            print_validation(&mut out, &fit.leave_one_out)?;
+            for p in &written {
+                writeln!(out, "Profile written to {} (read by project, search and validate --profile)", p.display())?;
             }
         }
-        writeln!(
-            out,
-            "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
-            v.runs.len(),
-            100.0 * v.median_abs_error,
-            100.0 * v.max_abs_error,
-            v.optimistic,
-            v.pessimistic
-        )?;
+        if let Some(path) = &args.json {
+            write_json(path, &fit)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let v = validate::validate(&file, &catalog, &devices);
+    if !args.quiet {
+        print_validation(&mut std::io::stdout().lock(), &v)?;
     }
     if let Some(path) = &args.json {
         write_json(path, &v)?;

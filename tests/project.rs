@@ -184,3 +184,52 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!(!o.status.success());
     assert!(common::stderr(&o).contains("bad.json: not a runs file"), "{}", common::stderr(&o));
 }
+
+#[test]
+fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_reads() {
+    // Known truth: runs "measured" on an H100 whose GEMM η is 0.45 (the model as the
+    // generator, as synth is for traces): the fit recovers 0.45 and every run, left
+    // out, is projected to within a fraction of a percent.
+    let dir = common::scratch("validate-fit");
+    let truth = dir.join("truth.json");
+    let catalog = tracecast_calibrate::Catalog::builtin();
+    let mut p = tracecast_calibrate::shipped::profile("h100-sxm").expect("shipped H100 profile");
+    p.set_gemm_efficiency(tracecast_calibrate::catalog::Dtype::Bf16, 0.45, 4.5, 1, "truth".into());
+    std::fs::write(&truth, serde_json::to_vec(&p).unwrap()).unwrap();
+    let device = tracecast_calibrate::DeviceModel::from_profile(&p, &catalog);
+    let plans = [("llama2-7b", 8, "fsdp=8,mb=2,gbs=64"), ("llama2-13b", 16, "tp=2,fsdp=8,mb=1,gbs=64"), ("llama2-70b", 64, "tp=8,pp=2,dp=4,mb=1,gbs=128")];
+    let mut runs = Vec::new();
+    for (model, gpus, plan) in plans {
+        let file = serde_json::json!({"runs": [{"id": model, "model": {"preset": model, "seq": 4096.0},
+            "system": {"gpu": "h100-sxm", "gpus": gpus}, "plan": plan, "measured": {"tokens_per_s_per_gpu": 1.0}}]});
+        let f: tracecast_replay::workload::validate::RunsFile = serde_json::from_value(file.clone()).unwrap();
+        let v = tracecast_replay::workload::validate::validate(&f, &catalog, std::slice::from_ref(&device));
+        let measured = v.runs[0].predicted_tokens_per_s_per_gpu.expect("projected");
+        let mut run = file["runs"][0].clone();
+        run["measured"]["tokens_per_s_per_gpu"] = serde_json::json!(measured);
+        runs.push(run);
+    }
+    let runs_file = dir.join("runs.json");
+    std::fs::write(&runs_file, serde_json::to_vec(&serde_json::json!({"runs": runs})).unwrap()).unwrap();
+    let (fit, json) = (dir.join("fit.json"), dir.join("fit-result.json"));
+    let o = common::run(&["validate".as_ref(), runs_file.as_os_str(), "--fit".as_ref(), fit.as_os_str(), "--json".as_ref(), json.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let eta = r["gpus"][0]["gemm_efficiency"].as_f64().unwrap();
+    assert!((eta - 0.45).abs() < 0.005, "fitted η {eta}");
+    assert!(r["leave_one_out"]["max_abs_error"].as_f64().unwrap() < 0.01, "{}", r["leave_one_out"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Leave one run out") && stdout.contains("was 0.693"), "{stdout}");
+    // The written profile: validate --profile reproduces the fitted runs, project and search read it.
+    let out = dir.join("again.json");
+    let o = common::run(&["validate".as_ref(), runs_file.as_os_str(), "--profile".as_ref(), fit.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let again: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(again["max_abs_error"].as_f64().unwrap() < 0.01, "{again}");
+    for cmd in [&["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "fsdp=8"][..], &["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1"]] {
+        let mut args: Vec<std::ffi::OsString> = cmd.iter().map(Into::into).collect();
+        args.extend(["--profile".into(), fit.clone().into_os_string(), "-q".into()]);
+        let o = common::bin().args(&args).output().unwrap();
+        assert!(o.status.success(), "{cmd:?}: {}", common::stderr(&o));
+    }
+}

@@ -195,6 +195,73 @@ pub struct Profile {
     pub notes: Vec<String>,
 }
 
+impl Profile {
+    /// A profile of catalog GPU `gpu` with nothing fitted yet (its peaks,
+    /// HBM and links from the catalog): what `validate --fit` starts from
+    /// when the GPU has no shipped calibration.
+    pub fn of_catalog_gpu(gpu: &Gpu, catalog: &Catalog) -> Profile {
+        let node = catalog.node_of(&gpu.id);
+        let mut peak_tflops = BTreeMap::new();
+        for d in [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8] {
+            if let Some(p) = gpu.peak_flops(d) {
+                peak_tflops.insert(d.as_str().to_string(), p / 1e12);
+            }
+        }
+        Profile {
+            device: DeviceInfo {
+                name: gpu.name.clone(),
+                catalog_id: Some(gpu.id.clone()),
+                matched_by: None,
+                peak_tflops,
+                hbm_gbps: Some(gpu.hbm_gbps),
+                link_gbps: Some(gpu.link_gbps),
+                nic_gbps_per_gpu: node.map(|n| n.nic_gbps * n.nics as f64 / n.gpus.max(1) as f64),
+                gpus_per_node: node.map_or(8, |n| n.gpus),
+            },
+            traces: Vec::new(),
+            kernels: Vec::new(),
+            links: Vec::new(),
+            unfitted: Vec::new(),
+            kernel_floor_us: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Sets the GEMM efficiency for `dtype` to `efficiency` (keeping the
+    /// fitted t0 when there is one, else `overhead_us`), as fitted elsewhere
+    /// than on kernels (`how` says where; it becomes the fit's note).
+    pub fn set_gemm_efficiency(&mut self, dtype: Dtype, efficiency: f64, overhead_us: f64, samples: usize, how: String) {
+        let peak = self.device.peak_tflops.get(dtype.as_str()).copied().unwrap_or(0.0);
+        match self.kernels.iter_mut().find(|k| k.class == KernelClass::Gemm && k.dtype == Some(dtype)) {
+            Some(k) => {
+                k.efficiency = efficiency;
+                k.efficiency_ci95 = [efficiency, efficiency];
+                k.achieved_max = k.achieved_max.max(efficiency);
+                k.notes.push(how);
+            }
+            None => self.kernels.push(KernelFit {
+                class: KernelClass::Gemm,
+                dtype: Some(dtype),
+                unit: "flop".into(),
+                peak,
+                peak_of: dtype.as_str().into(),
+                efficiency,
+                efficiency_ci95: [efficiency, efficiency],
+                overhead_us,
+                overhead_ci95: [overhead_us, overhead_us],
+                r2: 0.0,
+                samples,
+                residual_spread: 0.0,
+                achieved_max: efficiency,
+                size_curve: Vec::new(),
+                work_range: [0.0, 0.0],
+                notes: vec![how],
+                points: Vec::new(),
+            }),
+        }
+    }
+}
+
 /// Durations (µs) of the compute kernels of a trace.
 pub fn compute_kernel_durations(trace: &tracecast_ingest::RankTrace, classifier: &tracecast_ingest::analysis::Classifier) -> Vec<f64> {
     let classes = classifier.classes(trace);

@@ -232,6 +232,10 @@ pub struct Plan {
     /// FSDP (ZeRO-3) prefetch depth: weights are gathered this many layers
     /// ahead of the compute that needs them (0: just in time). Default 1.
     pub prefetch: u32,
+    /// The attention core materializes the b·h·s² score matrix (`attention=materialized`:
+    /// frameworks before FlashAttention, 2022, e.g. Megatron-LM's fused
+    /// scale-mask-softmax) instead of computing it in tiles on chip (`flash`, the default).
+    pub materialized_attention: bool,
 }
 
 impl Default for Plan {
@@ -250,6 +254,7 @@ impl Default for Plan {
             vpp: 1,
             frozen: 0,
             prefetch: 1,
+            materialized_attention: false,
         }
     }
 }
@@ -302,10 +307,15 @@ impl Plan {
                 "vpp" => p.vpp = num(v)?,
                 "cp" | "fp8" => return Err(format!("{k}: context parallelism and FP8 are not modelled yet")),
                 "frozen" => p.frozen = num(v)?,
+                "attention" => match v {
+                    Some("flash") => p.materialized_attention = false,
+                    Some("materialized") => p.materialized_attention = true,
+                    other => return Err(format!("attention={}: flash or materialized", other.unwrap_or(""))),
+                },
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized)"
                     ));
                 }
             }
@@ -340,6 +350,9 @@ impl Plan {
         }
         if self.selective {
             parts.push("recompute=selective".into());
+        }
+        if self.materialized_attention {
+            parts.push("attention=materialized".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -740,13 +753,19 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
             // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
             let sbd = f64::from(plan.microbatch) * model.seq * d;
-            let per_layer = if plan.recompute {
+            let mut per_layer = if plan.recompute {
                 2.0 * sbd
             } else if plan.sp {
                 sbd * 34.0 / tpf
             } else {
                 sbd * (10.0 + 24.0 / tpf)
             };
+            // Materialized attention keeps the softmax output for the backward
+            // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
+            // unless recomputed (full, or selective: the attention core is what it recomputes).
+            if plan.materialized_attention && !plan.recompute && !plan.selective {
+                per_layer += 2.0 * f64::from(plan.microbatch) * model.heads / tpf * model.seq * model.seq;
+            }
             // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
             let in_flight = f64::from(pp.min(plan.microbatches).max(1));
             m.activations_gb = per_layer * trainable_layers * in_flight / 1e9;
@@ -794,8 +813,25 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let kv_bytes_read = if decode { 2.0 * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
     let attn_f = cluster.gemm(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
-    let attn_core_f =
+    let flash_core_f =
         (cluster.gemm(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
+    // Materialized attention (training and prefill): the score matrix of
+    // E = b·(heads/t)·s² elements goes through HBM. Forward: QKᵀ writes it
+    // (2·E·d_head FLOPs, all of it: the causal mask is applied after), the
+    // fused scale-mask-softmax reads and writes it, P·V reads it. Backward:
+    // dP = dO·Vᵀ writes E, the softmax backward reads P and dP and writes dS,
+    // and the three GEMMs for dQ, dK, dV read dS, dS and P. Each GEMM is
+    // priced by its own roofline (with d_head = 64–128 these are HBM-bound).
+    let materialized = (plan.materialized_attention && !decode).then(|| {
+        let heads = (model.heads / tpf).max(1.0);
+        let e = batch * heads * tokens_per_seq * kv_context;
+        let d_head = d / model.heads.max(1.0);
+        let gemm = |elems: f64| cluster.gemm(2.0 * e * d_head).max(cluster.memory(elems * bytes) + cluster.gemm_overhead_s);
+        let forward = gemm(e) + cluster.memory(2.0 * e * bytes) + gemm(e);
+        let backward = gemm(e) + cluster.memory(3.0 * e * bytes) + 3.0 * gemm(e);
+        (forward, backward)
+    });
+    let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
     let mlp_f = cluster.gemm(mlp_flops).max(cluster.memory(mlp_weight_bytes));
     // About 16 bytes per element per layer move through norms, activations and residual adds.
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
@@ -843,7 +879,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_b: 2.0 * attn_f,
         mlp_b: 2.0 * mlp_f,
         // Flash attention's backward recomputes the scores: 2.5× the forward.
-        attn_core_b: 2.5 * attn_core_f,
+        // Materialized: its own backward, plus the forward again under selective recomputation.
+        attn_core_b: materialized.map_or(2.5 * attn_core_f, |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
         elementwise_f,
         tp_comm,
         moe_a2a,
@@ -1168,6 +1205,34 @@ mod tests {
         assert!(inside < across && across < flat, "{inside} {across} {flat}");
         // Bandwidth-bound: twice the bytes, about twice the time.
         assert!((c.all_reduce(2e9, 8, 8) / inside - 2.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn materialized_attention_moves_the_score_matrix_through_hbm() {
+        // A GPU whose compute is nearly free and kernels have no fixed cost: what
+        // materialized attention adds is its score traffic alone, per layer
+        // 4·E (forward: QKᵀ writes, softmax reads and writes, P·V reads) and
+        // 7·E (backward) elements of 2 bytes, E = b·heads·s², at η·BW.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let mut c = a100(1);
+        c.peak_flops = 1e24;
+        c.gemm_overhead_s = 0.0;
+        let time = |spec: &str| {
+            let plan = Plan::parse(spec).unwrap();
+            project(&m, &c, &plan, Task::Train).unwrap().times.iteration_ms / 1e3
+        };
+        let (flash, materialized) = (time("mb=1"), time("mb=1,attention=materialized"));
+        let e = m.heads * m.seq * m.seq;
+        let truth = m.layers as f64 * (4.0 + 7.0) * e * 2.0 / (c.memory_efficiency * c.hbm_bw);
+        let added = materialized - flash;
+        assert!((added / truth - 1.0).abs() < 0.02, "{added} s added, {truth} s of score traffic");
+        // The softmax output is kept for the backward unless recomputed.
+        let mem = |spec: &str| memory(&m, &Plan::parse(spec).unwrap(), Task::Train).activations_gb;
+        let kept = mem("mb=1,attention=materialized") - mem("mb=1");
+        assert!((kept - m.layers as f64 * 2.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
+        assert_eq!(mem("mb=1,recompute,attention=materialized"), mem("mb=1,recompute"));
+        assert!(Plan::parse("attention=tiled").unwrap_err().contains("flash or materialized"));
+        assert_eq!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention, true);
     }
 
     #[test]

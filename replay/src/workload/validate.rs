@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use tracecast_calibrate::DeviceModel;
-use tracecast_calibrate::catalog::Catalog;
+use tracecast_calibrate::catalog::{Catalog, Dtype};
 
 use super::llm::{Cluster, DEFAULT_INTER_LINK_EFFICIENCY, Link, Plan, Task, Transformer, project};
 
@@ -190,49 +190,58 @@ impl RunSystem {
     }
 }
 
-/// Projects every run of `file`; `devices` are calibration profiles, each
-/// used for the runs on its GPU (else the GPU's shipped profile).
-pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> Validation {
-    let mut runs = Vec::new();
-    for run in &file.runs {
-        let gpu_id = catalog.gpu(&run.system.gpu).map(|g| g.id.clone()).unwrap_or_else(|_| run.system.gpu.clone());
-        let shipped = tracecast_calibrate::shipped::model(&gpu_id, catalog);
-        let device = devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id)).or(shipped.as_ref());
-        let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
-            let model = run.model.transformer(&run.id)?;
-            let cluster = run.system.cluster(catalog, device)?;
-            let plan = Plan::parse(&run.plan)?;
-            let p = project(&model, &cluster, &plan, Task::Train).map_err(|e| e.0)?;
-            let tokens = p.global_batch * model.seq;
-            let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
-            Ok((per_gpu, p.fits_memory, p.times.iteration_ms, p.notes))
-        })();
-        let measured = run.measured.tokens_per_s_per_gpu;
-        runs.push(match projected {
-            Ok((predicted, fits, iteration_ms, notes)) => RunResult {
-                id: run.id.clone(),
-                measured_tokens_per_s_per_gpu: measured,
-                predicted_tokens_per_s_per_gpu: Some(predicted),
-                error: (measured > 0.0).then(|| predicted / measured - 1.0),
-                fits_memory: Some(fits),
-                iteration_ms: Some(iteration_ms),
-                notes,
-            },
-            Err(e) => RunResult {
-                id: run.id.clone(),
-                measured_tokens_per_s_per_gpu: measured,
-                predicted_tokens_per_s_per_gpu: None,
-                error: None,
-                fits_memory: None,
-                iteration_ms: None,
-                notes: vec![format!("not projected: {e}")],
-            },
-        });
+/// The device model that prices `run`: its GPU's profile among `devices`,
+/// else the GPU's shipped one.
+fn device_for<'a>(run: &Run, catalog: &Catalog, devices: &'a [DeviceModel], shipped: &'a mut Option<DeviceModel>) -> Option<&'a DeviceModel> {
+    let gpu_id = gpu_id(run, catalog);
+    *shipped = tracecast_calibrate::shipped::model(&gpu_id, catalog);
+    devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id)).or(shipped.as_ref())
+}
+
+fn gpu_id(run: &Run, catalog: &Catalog) -> String {
+    catalog.gpu(&run.system.gpu).map(|g| g.id.clone()).unwrap_or_else(|_| run.system.gpu.clone())
+}
+
+/// One run projected with `device`.
+fn project_run(run: &Run, catalog: &Catalog, device: Option<&DeviceModel>) -> RunResult {
+    let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
+        let model = run.model.transformer(&run.id)?;
+        let cluster = run.system.cluster(catalog, device)?;
+        let plan = Plan::parse(&run.plan)?;
+        let p = project(&model, &cluster, &plan, Task::Train).map_err(|e| e.0)?;
+        let tokens = p.global_batch * model.seq;
+        let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
+        Ok((per_gpu, p.fits_memory, p.times.iteration_ms, p.notes))
+    })();
+    let measured = run.measured.tokens_per_s_per_gpu;
+    match projected {
+        Ok((predicted, fits, iteration_ms, notes)) => RunResult {
+            id: run.id.clone(),
+            measured_tokens_per_s_per_gpu: measured,
+            predicted_tokens_per_s_per_gpu: Some(predicted),
+            error: (measured > 0.0).then(|| predicted / measured - 1.0),
+            fits_memory: Some(fits),
+            iteration_ms: Some(iteration_ms),
+            notes,
+        },
+        Err(e) => RunResult {
+            id: run.id.clone(),
+            measured_tokens_per_s_per_gpu: measured,
+            predicted_tokens_per_s_per_gpu: None,
+            error: None,
+            fits_memory: None,
+            iteration_ms: None,
+            notes: vec![format!("not projected: {e}")],
+        },
     }
-    let mut errors: Vec<f64> = runs.iter().filter_map(|r| r.error).collect();
+}
+
+/// The summary of projected runs.
+fn summarize(runs: Vec<RunResult>) -> Validation {
+    let errors: Vec<f64> = runs.iter().filter_map(|r| r.error).collect();
     let optimistic = errors.iter().filter(|e| **e > 0.0).count();
     let pessimistic = errors.iter().filter(|e| **e < 0.0).count();
-    let mut abs: Vec<f64> = errors.drain(..).map(f64::abs).collect();
+    let mut abs: Vec<f64> = errors.into_iter().map(f64::abs).collect();
     abs.sort_by(f64::total_cmp);
     let median_abs_error = match abs.len() {
         0 => 0.0,
@@ -240,4 +249,144 @@ pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> 
         n => (abs[n / 2 - 1] + abs[n / 2]) / 2.0,
     };
     Validation { runs, median_abs_error, max_abs_error: abs.last().copied().unwrap_or(0.0), optimistic, pessimistic }
+}
+
+/// Projects every run of `file`; `devices` are calibration profiles, each
+/// used for the runs on its GPU (else the GPU's shipped profile).
+pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> Validation {
+    let runs = file
+        .runs
+        .iter()
+        .map(|run| {
+            let mut shipped = None;
+            let device = device_for(run, catalog, devices, &mut shipped);
+            project_run(run, catalog, device)
+        })
+        .collect();
+    summarize(runs)
+}
+
+/// What `validate --fit` fitted for one GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuFit {
+    /// Catalog id.
+    pub gpu: String,
+    /// The runs it was fitted to.
+    pub runs: Vec<String>,
+    /// The fitted GEMM efficiency η (the model's one free parameter per GPU).
+    pub gemm_efficiency: f64,
+    /// The η the model had before (profile or default).
+    pub previous_gemm_efficiency: f64,
+    /// Where the previous η came from.
+    pub previous_source: String,
+    /// The profile with the fitted η (what `--fit` writes).
+    #[serde(skip)]
+    pub profile: tracecast_calibrate::Profile,
+}
+
+/// `validate --fit`: the fitted parameters, the runs with them, and the
+/// leave-one-run-out projections (each run priced by an η fitted to the
+/// other runs of its GPU) that say whether the fit generalizes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fit {
+    /// Per GPU.
+    pub gpus: Vec<GpuFit>,
+    /// Every run with the fitted profiles.
+    pub fitted: Validation,
+    /// Every run with an η fitted without it (runs alone on their GPU are not projected).
+    pub leave_one_out: Validation,
+}
+
+/// The GEMM efficiency that best explains `runs` (least squares of
+/// log(projected / measured)), priced on `base` with t0 `overhead_us`.
+fn fit_gemm_efficiency(runs: &[&Run], catalog: &Catalog, base: &tracecast_calibrate::Profile, dtype: Dtype, overhead_us: f64) -> Option<f64> {
+    let cost = |eta: f64| -> f64 {
+        let mut p = base.clone();
+        p.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), String::new());
+        let device = DeviceModel::from_profile(&p, catalog);
+        runs.iter()
+            .filter_map(|r| project_run(r, catalog, Some(&device)).error)
+            .map(|e| (1.0 + e).ln().powi(2))
+            .sum::<f64>()
+    };
+    if runs.is_empty() {
+        return None;
+    }
+    // Golden-section search over the physical range: the projection is monotone in η.
+    let (mut lo, mut hi) = (0.05f64, 1.0f64);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (hi - g * (hi - lo), lo + g * (hi - lo));
+    let (mut fa, mut fb) = (cost(a), cost(b));
+    for _ in 0..40 {
+        if fa < fb {
+            hi = b;
+            b = a;
+            fb = fa;
+            a = hi - g * (hi - lo);
+            fa = cost(a);
+        } else {
+            lo = a;
+            a = b;
+            fa = fb;
+            b = lo + g * (hi - lo);
+            fb = cost(b);
+        }
+    }
+    Some((lo + hi) / 2.0)
+}
+
+/// Fits each GPU's GEMM efficiency to the runs on it (see [`Fit`]).
+pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_path: &str) -> Fit {
+    let mut by_gpu: std::collections::BTreeMap<String, Vec<&Run>> = std::collections::BTreeMap::new();
+    for r in &file.runs {
+        by_gpu.entry(gpu_id(r, catalog)).or_default().push(r);
+    }
+    let mut gpus = Vec::new();
+    let mut loo_results: std::collections::HashMap<String, RunResult> = std::collections::HashMap::new();
+    for (id, runs) in &by_gpu {
+        let Ok(gpu) = catalog.gpu(id) else { continue };
+        let given = devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| &g.id == id));
+        let shipped = tracecast_calibrate::shipped::model(id, catalog);
+        let from = given.or(shipped.as_ref());
+        let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
+        let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
+        let (previous, overhead_us, previous_source) = match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
+            Some((eta, t0)) => (eta, t0.max(0.0), from.map_or(String::new(), |d| d.source.clone())),
+            None => (super::llm::DEFAULT_GEMM_EFFICIENCY, super::llm::DEFAULT_GEMM_OVERHEAD_S * 1e6, "the default".to_string()),
+        };
+        let Some(eta) = fit_gemm_efficiency(runs, catalog, &base, dtype, overhead_us) else { continue };
+        let mut profile = base.clone();
+        let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+        let how = format!("GEMM η fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}", ids.len(), ids.join(", "));
+        profile.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), how.clone());
+        profile.notes.push(how);
+        // Leave one run out: η from the GPU's other runs.
+        for (k, r) in runs.iter().enumerate() {
+            let others: Vec<&Run> = runs.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
+            let result = match fit_gemm_efficiency(&others, catalog, &base, dtype, overhead_us) {
+                Some(e) if !others.is_empty() => {
+                    let mut p = base.clone();
+                    p.set_gemm_efficiency(dtype, e, overhead_us, others.len(), String::new());
+                    let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)));
+                    res.notes.insert(0, format!("GEMM η {e:.3} fitted to the other {} run(s) on {id}", others.len()));
+                    res
+                }
+                _ => RunResult {
+                    id: r.id.clone(),
+                    measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu,
+                    predicted_tokens_per_s_per_gpu: None,
+                    error: None,
+                    fits_memory: None,
+                    iteration_ms: None,
+                    notes: vec![format!("the only run on {id}: nothing to fit without it")],
+                },
+            };
+            loo_results.insert(r.id.clone(), result);
+        }
+        gpus.push(GpuFit { gpu: id.clone(), runs: ids, gemm_efficiency: eta, previous_gemm_efficiency: previous, previous_source, profile });
+    }
+    let fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
+    let fitted = validate(file, catalog, &fitted_devices);
+    let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None))).collect();
+    Fit { gpus, fitted, leave_one_out: summarize(loo) }
 }
