@@ -282,6 +282,7 @@ mod tests {
             intra: Link::from_si(10e-6, 200e9),
             inter: Link::from_si(25e-6, 7e9),
             notes: vec![],
+            fp8_peak_flops: None,
         }
     }
 

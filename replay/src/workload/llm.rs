@@ -180,6 +180,8 @@ pub struct Cluster {
     pub inter: Link,
     /// Where the figures come from.
     pub notes: Vec<String>,
+    /// Dense FP8 peak, FLOP/s, where the GPU has one (for `fp8` plans).
+    pub fp8_peak_flops: Option<f64>,
 }
 
 /// Default efficiencies when no calibration profile is given.
@@ -236,6 +238,16 @@ pub struct Plan {
     /// frameworks before FlashAttention, 2022, e.g. Megatron-LM's fused
     /// scale-mask-softmax) instead of computing it in tiles on chip (`flash`, the default).
     pub materialized_attention: bool,
+    /// Context parallel degree (`cp=C`): each sequence is split over C ranks
+    /// (load-balanced causal chunks); K and V are all-gathered across them
+    /// before the attention core and their gradients reduce-scattered, as in
+    /// Llama 3's context parallelism. The C ranks hold the same weights, so
+    /// gradients and ZeRO shards span dp × cp.
+    pub cp: u32,
+    /// FP8 GEMMs (`fp8`, Transformer Engine style): the linear layers run at
+    /// the FP8 peak, their inputs cast from 16 bits first; attention and the
+    /// rest stay in 16 bits.
+    pub fp8: bool,
 }
 
 impl Default for Plan {
@@ -255,6 +267,8 @@ impl Default for Plan {
             frozen: 0,
             prefetch: 1,
             materialized_attention: false,
+            cp: 1,
+            fp8: false,
         }
     }
 }
@@ -262,7 +276,12 @@ impl Default for Plan {
 impl Plan {
     /// GPUs the plan uses.
     pub fn gpus(&self) -> u32 {
-        self.tp * self.pp * self.dp
+        self.tp * self.cp * self.pp * self.dp
+    }
+
+    /// Ranks that hold the same weights: the gradient and ZeRO group (dp × cp).
+    pub fn replicas(&self) -> u32 {
+        self.dp * self.cp
     }
 
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
@@ -305,7 +324,8 @@ impl Plan {
                     Some(other) => return Err(format!("recompute={other}: full, selective or none")),
                 },
                 "vpp" => p.vpp = num(v)?,
-                "cp" | "fp8" => return Err(format!("{k}: context parallelism and FP8 are not modelled yet")),
+                "cp" => p.cp = num(v)?,
+                "fp8" => p.fp8 = true,
                 "frozen" => p.frozen = num(v)?,
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
@@ -315,7 +335,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8)"
                     ));
                 }
             }
@@ -353,6 +373,12 @@ impl Plan {
         }
         if self.materialized_attention {
             parts.push("attention=materialized".into());
+        }
+        if self.cp > 1 {
+            parts.push(format!("cp={}", self.cp));
+        }
+        if self.fp8 {
+            parts.push("fp8".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -540,6 +566,7 @@ impl Cluster {
             intra,
             inter,
             notes,
+            fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
         })
     }
 
@@ -591,6 +618,7 @@ impl Cluster {
                 DEFAULT_INTER_ALPHA_S,
                 s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
             ),
+            fp8_peak_flops: None,
             notes: vec![format!(
                 "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
                 s.name,
@@ -649,6 +677,14 @@ impl Cluster {
         self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
     }
 
+    /// A GEMM of `flops` in FP8 (the 16-bit GEMM efficiency at the FP8 peak).
+    fn gemm_fp8(&self, flops: f64) -> f64 {
+        match self.fp8_peak_flops {
+            Some(peak) => self.gemm_overhead_s + flops / (self.gemm_efficiency * peak),
+            None => self.gemm(flops),
+        }
+    }
+
     /// An HBM-bound pass over `bytes`.
     fn memory(&self, bytes: f64) -> f64 {
         bytes / (self.memory_efficiency * self.hbm_bw)
@@ -657,6 +693,8 @@ impl Cluster {
 
 /// Per-layer costs of one microbatch on one GPU.
 struct LayerCosts {
+    /// Context parallelism's K/V all-gather (forward) or reduce-scatter (backward).
+    cp_kv: f64,
     attn_f: f64,
     mlp_f: f64,
     attn_core_f: f64,
@@ -687,7 +725,7 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infeasible> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
     if plan.gpus() != cluster.gpus {
-        return Err(Infeasible(format!("tp × pp × dp = {} but the cluster has {} GPUs", plan.gpus(), cluster.gpus)));
+        return Err(Infeasible(format!("tp × cp × pp × dp = {} but the cluster has {} GPUs", plan.gpus(), cluster.gpus)));
     }
     if tp > cluster.gpus_per_node {
         return Err(Infeasible(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
@@ -699,6 +737,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     }
     if model.layers < (pp * plan.vpp) as usize {
         return Err(Infeasible(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
+    }
+    if plan.fp8 && cluster.fp8_peak_flops.is_none() {
+        return Err(Infeasible(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
+    }
+    if plan.cp > 1 && !(model.seq as u64).is_multiple_of(2 * u64::from(plan.cp)) {
+        return Err(Infeasible(format!("cp={}: the sequence of {} tokens does not split into 2·cp load-balanced chunks", plan.cp, model.seq)));
     }
     if plan.frozen as usize >= model.layers {
         return Err(Infeasible(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
@@ -728,7 +772,8 @@ fn stage_layers(layers: usize, pp: u32) -> usize {
 
 /// Memory per GPU of `plan` (the first pipeline stage, which holds the most activations).
 pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
-    let (tpf, dpf, pp) = (f64::from(plan.tp), f64::from(plan.dp), plan.pp);
+    // ZeRO shards over every rank that holds the same weights (dp × cp).
+    let (tpf, dpf, pp) = (f64::from(plan.tp), f64::from(plan.replicas()), plan.pp);
     let d = model.hidden;
     let bytes = model.bytes;
     let layers_per_stage = stage_layers(model.layers, pp) as f64;
@@ -736,9 +781,13 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
     // The first stage holds the input embedding, the last the output head: one of them per stage.
     let params_gpu = layer_params_gpu + model.vocab * d / tpf;
-    let shard = |stage: u8| if plan.zero >= stage && plan.dp > 1 { dpf } else { 1.0 };
+    let shard = |stage: u8| if plan.zero >= stage && plan.replicas() > 1 { dpf } else { 1.0 };
     let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
-    if plan.zero >= 3 && plan.dp > 1 {
+    if plan.fp8 {
+        // Transformer Engine keeps an FP8 copy of the linear layers' weights (1 byte per parameter).
+        m.weights_gb += layer_params_gpu / shard(3) / 1e9;
+    }
+    if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
         m.weights_gb += f64::from(plan.prefetch + 1) * (model.attention_params() / tpf + mlp_params_gpu) * bytes / 1e9;
     }
@@ -752,7 +801,8 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
             m.optimizer_gb = trainable * 12.0 / shard(1) / 1e9;
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
             // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
-            let sbd = f64::from(plan.microbatch) * model.seq * d;
+            // Context parallelism: each rank keeps the activations of its 1/cp of the sequence.
+            let sbd = f64::from(plan.microbatch) * model.seq / f64::from(plan.cp.max(1)) * d;
             let mut per_layer = if plan.recompute {
                 2.0 * sbd
             } else if plan.sp {
@@ -764,7 +814,7 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
             if plan.materialized_attention && !plan.recompute && !plan.selective {
-                per_layer += 2.0 * f64::from(plan.microbatch) * model.heads / tpf * model.seq * model.seq;
+                per_layer += 2.0 * f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
             }
             // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
             let in_flight = f64::from(pp.min(plan.microbatches).max(1));
@@ -781,7 +831,11 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
 /// [`project`] with the simulated timeline of the last microbatch on the first stage.
 pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), Infeasible> {
     check(model, cluster, plan)?;
-    let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
+    // `dp` below is the group that holds the same weights (gradients, ZeRO): dp × cp;
+    // the sequences of the global batch are split over plan.dp replicas.
+    let (tp, pp, dp) = (plan.tp, plan.pp, plan.replicas());
+    let cp = plan.cp.max(1);
+    let cpf = f64::from(cp);
     let d = model.hidden;
     let bytes = model.bytes;
     let layers_per_stage = stage_layers(model.layers, pp);
@@ -790,19 +844,23 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         Task::Prefill { batch, prompt } => (f64::from(prompt), f64::from(batch), f64::from(prompt), false),
         Task::Decode { batch, context } => (1.0, f64::from(batch), f64::from(context), true),
     };
-    let tokens = batch * tokens_per_seq;
+    // Each context-parallel rank computes its 1/cp of every sequence's tokens.
+    let tokens = batch * tokens_per_seq / if decode { 1.0 } else { cpf };
     let tpf = f64::from(tp);
     // Members per node of each group: TP adjacent, DP next, PP outermost.
+    // Megatron's order: TP adjacent, CP next, then DP; the weight group (dp × cp) next to TP.
     let tp_g = members_per_node(tp, 1, cluster.gpus_per_node);
+    let cp_g = members_per_node(cp, tp, cluster.gpus_per_node);
     let dp_g = members_per_node(dp, tp, cluster.gpus_per_node);
-    let ep_g = members_per_node(plan.ep, tp, cluster.gpus_per_node);
+    let ep_g = members_per_node(plan.ep, tp * cp, cluster.gpus_per_node);
     let pp_crosses = tp * dp >= cluster.gpus_per_node;
 
     // Forward FLOPs per microbatch and GPU.
     let attn_proj_flops = 2.0 * tokens * model.attention_params() / tpf;
     // Score and context products: 4·s²·d per sequence, half of it under the causal mask.
+    // Context parallelism splits each sequence's (load-balanced) causal attention evenly over its ranks.
     let attn_core_flops =
-        if decode { 4.0 * batch * kv_context * d / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * d * 0.5 / tpf };
+        if decode { 4.0 * batch * kv_context * d / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * d * 0.5 / tpf / cpf };
     let active = model.top_k.min(model.experts);
     let mlp_flops = 2.0 * tokens * model.ffn_params() * active / tpf;
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
@@ -812,7 +870,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // KV heads split over TP ranks (replicated when fewer than the ranks).
     let kv_bytes_read = if decode { 2.0 * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
-    let attn_f = cluster.gemm(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
+    // FP8 runs the linear layers at the FP8 peak (the attention core stays in 16 bits).
+    let linear = |flops: f64| if plan.fp8 { cluster.gemm_fp8(flops) } else { cluster.gemm(flops) };
+    let attn_f = linear(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
     let flash_core_f =
         (cluster.gemm(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
     // Materialized attention (training and prefill): the score matrix of
@@ -824,7 +884,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // priced by its own roofline (with d_head = 64–128 these are HBM-bound).
     let materialized = (plan.materialized_attention && !decode).then(|| {
         let heads = (model.heads / tpf).max(1.0);
-        let e = batch * heads * tokens_per_seq * kv_context;
+        let e = batch * heads * tokens_per_seq / cpf * kv_context;
         let d_head = d / model.heads.max(1.0);
         let gemm = |elems: f64| cluster.gemm(2.0 * e * d_head).max(cluster.memory(elems * bytes) + cluster.gemm_overhead_s);
         let forward = gemm(e) + cluster.memory(2.0 * e * bytes) + gemm(e);
@@ -832,10 +892,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (forward, backward)
     });
     let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
-    let mlp_f = cluster.gemm(mlp_flops).max(cluster.memory(mlp_weight_bytes));
+    let mlp_f = linear(mlp_flops).max(cluster.memory(mlp_weight_bytes));
     // About 16 bytes per element per layer move through norms, activations and residual adds.
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
-    let elementwise_f = cluster.memory(16.0 * act_elems * bytes);
+    // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
+    // FC1 read the full width, the output projection and FC2 their 1/tp shards.
+    let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (d + model.ffn * model.top_k) / tpf) } else { 0.0 };
+    let elementwise_f = cluster.memory(16.0 * act_elems * bytes + fp8_casts);
+    // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
+    // each layer's attention (their gradients reduce-scattered in the backward).
+    let kv_heads_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
+    let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
     let act_bytes = tokens * d * bytes;
     // The output head on the last stage (vocabulary-parallel over TP) and the
     // cross-entropy over FP32 logits: written, read by the softmax, gradient
@@ -873,6 +940,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (0.0, 0.0, OpKind::AllReduce)
     };
     let costs = LayerCosts {
+        cp_kv,
         attn_f,
         mlp_f,
         attn_core_f,
@@ -954,8 +1022,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
-    let dpf = f64::from(dp);
+    let dpf = f64::from(plan.dp);
     let mut notes = cluster.notes.clone();
+    if plan.fp8 {
+        notes.push(format!(
+            "fp8: linear layers at the FP8 peak {:.0} TFLOP/s with the 16-bit GEMM η {:.3} (no FP8 trace calibrated), their inputs cast (3 bytes per element), an FP8 copy of the weights",
+            cluster.fp8_peak_flops.unwrap_or(0.0) / 1e12,
+            cluster.gemm_efficiency
+        ));
+    }
+    if cp > 1 {
+        notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
+    }
     if task == Task::Train {
         notes.push("memory: BF16 weights and gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with flash attention".into());
     }
@@ -1047,9 +1125,13 @@ fn stage_timeline(
     }
     let mut prev = [k("recv", 0, f), 0, 0];
     for l in 0..layers {
+        // Context parallelism: the layer's K and V from every rank of the sequence first.
+        if c.cp_kv > 0.0 {
+            add(&mut lanes, "kv_ag", l, f, AllGather, c.cp_kv, &prev);
+        }
         // Projections, attention core and norm run back to back: one block.
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
-        block(&mut lanes, "attn", l, f, parts, &[prev[0], prev[1], prev[2], k("attn_ag", l, f)]);
+        block(&mut lanes, "attn", l, f, parts, &[prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)]);
         // Prefetch: the gather `prefetch` layers ahead; just in time (0): this layer's MLP weights now.
         if prefetch == 0 && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[k("attn", l, f)]);
@@ -1111,8 +1193,11 @@ fn stage_timeline(
     // Frozen bottom layers need no backward: nothing below them wants a gradient.
     for l in (frozen..layers).rev() {
         if recompute {
+            if c.cp_kv > 0.0 {
+                add(&mut lanes, "kv_ag", l, b, AllGather, c.cp_kv, &[prev]);
+            }
             let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
-            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b)]);
+            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("kv_ag", l, b)]);
         }
         if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
@@ -1120,7 +1205,8 @@ fn stage_timeline(
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, b, AllToAll, c.moe_a2a, &[prev]);
         }
-        let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b)];
+        // The layer above's K/V gradients must be reduced before its input gradient is used here.
+        let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b), k("kv_rs", l + 1, b)];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_f), (Gemm, 0.0)], &deps);
         if prefetch == 0 && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
@@ -1148,6 +1234,9 @@ fn stage_timeline(
         if sync && c.attn_grad > 0.0 {
             add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[k("attn", l, b)]);
         }
+        if c.cp_kv > 0.0 {
+            add(&mut lanes, "kv_rs", l, b, ReduceScatter, c.cp_kv, &[k("attn", l, b)]);
+        }
         prev = k("attn", l, b);
     }
     if p2p > 0.0 {
@@ -1174,6 +1263,7 @@ mod tests {
             intra: Link::from_si(10e-6, 240e9),
             inter: Link::from_si(25e-6, 22.5e9),
             notes: vec![],
+            fp8_peak_flops: Some(624e12),
         }
     }
 
@@ -1236,6 +1326,49 @@ mod tests {
     }
 
     #[test]
+    fn context_parallelism_splits_the_sequence_and_gathers_its_keys_and_values() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let mut long = m.clone();
+        long.seq = 32768.0;
+        let c = a100(8);
+        let run = |spec: &str| project(&long, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap();
+        let (one, split) = (run("tp=8,mb=1"), run("tp=2,cp=4,mb=1"));
+        // Same GPUs, same global batch: each cp rank computes a quarter of the sequence.
+        assert_eq!(one.global_batch, split.global_batch);
+        let gemm = |p: &Projection| p.times.by_kind_ms["gemm"];
+        // GEMM work per GPU: tp=8 splits each GEMM 8 ways, tp=2 × cp=4 splits the tokens 4 and the GEMMs 2 ways.
+        assert!((gemm(&split) / gemm(&one) - 1.0).abs() < 0.1, "{} vs {}", gemm(&split), gemm(&one));
+        // The K/V all-gathers are there (forward, and reduce-scatters backward), the activations a quarter.
+        assert!(split.notes.iter().any(|n| n.starts_with("cp=4")), "{:?}", split.notes);
+        let act = |spec: &str| memory(&long, &Plan::parse(spec).unwrap(), Task::Train).activations_gb;
+        assert!((act("tp=2,cp=4") / act("tp=2") - 0.25).abs() < 1e-9);
+        // Gradients and ZeRO shards span dp × cp.
+        let opt = |spec: &str| memory(&long, &Plan::parse(spec).unwrap(), Task::Train).optimizer_gb;
+        assert!((opt("tp=2,cp=4,zero=1") / opt("tp=2,zero=1") - 0.25).abs() < 1e-9);
+        assert!(Plan::parse("tp=2,cp=4").unwrap().gpus() == 8);
+        let odd = Transformer { seq: 1001.0, ..m.clone() };
+        assert!(project(&odd, &a100(2), &Plan::parse("cp=2").unwrap(), Task::Train).unwrap_err().0.contains("chunks"));
+    }
+
+    #[test]
+    fn fp8_runs_the_linear_layers_at_the_fp8_peak() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let mut c = a100(8);
+        // Nearly free HBM: the GEMM time alone shows the peak used.
+        c.hbm_bw = 1e18;
+        let run = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap();
+        let (bf16, fp8) = (run("fsdp=8,mb=1"), run("fsdp=8,mb=1,fp8"));
+        let gemm = |p: &Projection| p.times.by_kind_ms["gemm"];
+        // The test cluster's FP8 peak is twice its 16-bit one; the output head stays 16-bit.
+        let ratio = gemm(&fp8) / gemm(&bf16);
+        assert!(ratio > 0.5 && ratio < 0.6, "{ratio}");
+        assert!(fp8.notes.iter().any(|n| n.starts_with("fp8:")), "{:?}", fp8.notes);
+        let mut no_fp8 = a100(8);
+        no_fp8.fp8_peak_flops = None;
+        assert!(project(&m, &no_fp8, &Plan::parse("fsdp=8,fp8").unwrap(), Task::Train).unwrap_err().0.contains("no FP8 peak"));
+    }
+
+    #[test]
     fn more_microbatches_shrink_the_bubble_share() {
         let m = Transformer::preset("llama2-7b").unwrap();
         let c = a100(32);
@@ -1272,7 +1405,9 @@ mod tests {
         assert!(Plan::parse("recompute").unwrap().recompute);
         assert!(!Plan::parse("recompute=none").unwrap().recompute);
         assert!(Plan::parse("recompute=some").unwrap_err().contains("full, selective or none"));
-        assert!(Plan::parse("tp=2,cp=2").unwrap_err().contains("not modelled"));
+        let cp = Plan::parse("tp=2,cp=2,fp8").unwrap();
+        assert_eq!((cp.cp, cp.fp8, cp.gpus()), (2, true, 4));
+        assert_eq!(Plan::parse(&cp.describe()).unwrap(), cp);
         assert_eq!(Plan::parse(&p.describe()).unwrap().vpp, 3);
     }
 

@@ -96,6 +96,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                     prefetch: 1,
                                     // Search ranks the plans of today's frameworks (flash attention).
                                     materialized_attention: false,
+                                    cp: 1,
+                                    fp8: false,
                                 };
                                 // Memory first: a plan that cannot fit is not simulated.
                                 if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
