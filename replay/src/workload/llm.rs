@@ -970,11 +970,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         0.0
     };
     let train = task == Task::Train;
-    // Microbatches before the last have no gradient sync (accumulation); with one microbatch only the last runs.
+    // DDP and ZeRO-1 accumulate full gradients and reduce them after the last microbatch;
+    // ZeRO-2/3 keep only their shard of the gradients, so every microbatch reduce-scatters
+    // its gradients (what the memory model assumes). With one microbatch only the last runs.
+    let sync_every = plan.zero >= 2 && dp > 1;
     let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
     let t_first = if train && plan.microbatches > 1 {
-        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, false, p2p).times()
+        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, sync_every, p2p).times()
     } else {
         t_last.clone()
     };

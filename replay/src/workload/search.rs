@@ -23,7 +23,7 @@ pub struct SearchSpace {
 
 impl Default for SearchSpace {
     fn default() -> Self {
-        SearchSpace { global_batch: 0, microbatch_sizes: vec![1, 2, 4], recompute: true, sequence_parallel: true }
+        SearchSpace { global_batch: 0, microbatch_sizes: vec![1, 2, 4, 8, 16], recompute: true, sequence_parallel: true }
     }
 }
 
@@ -57,63 +57,78 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     let (mut simulated, mut rejected) = (0usize, 0usize);
     let tps: Vec<u32> = divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t)).collect();
     let experts = model.experts as u32;
+    let train = task == Task::Train;
+    // Recomputation: none, selective (the attention core: free with flash attention), full.
+    let rcs: &[(bool, bool)] = if space.recompute && train { &[(false, false), (false, true), (true, false)] } else { &[(false, false)] };
     for &tp in &tps {
-        for pp in divisors(gpus / tp).into_iter().filter(|p| model.layers.is_multiple_of(*p as usize)) {
-            let dp = gpus / (tp * pp);
-            let eps: Vec<u32> =
-                if experts > 1 { divisors(dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
-            let zeros: &[u8] = if dp > 1 && task == Task::Train { &[0, 1, 2, 3] } else { &[0] };
-            let mbs: Vec<u32> = if task == Task::Train { space.microbatch_sizes.clone() } else { vec![1] };
-            let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
-            let rcs: &[bool] = if space.recompute && task == Task::Train { &[false, true] } else { &[false] };
-            for &ep in &eps {
-                for &zero in zeros {
-                    for &mb in &mbs {
-                        let microbatches = if task == Task::Train {
-                            if !gbs.is_multiple_of(dp * mb) {
-                                rejected += 1;
-                                continue;
-                            }
-                            gbs / (dp * mb)
-                        } else {
-                            1
-                        };
-                        for &sp in sps {
-                            for &recompute in rcs {
-                                let plan = Plan {
-                                    tp,
-                                    pp,
-                                    dp,
-                                    zero,
-                                    sp,
-                                    ep,
-                                    microbatch: mb,
-                                    microbatches,
-                                    recompute,
-                                    selective: false,
-                                    vpp: 1,
-                                    frozen: 0,
-                                    prefetch: 1,
-                                    // Search ranks the plans of today's frameworks (flash attention).
-                                    materialized_attention: false,
-                                    cp: 1,
-                                    fp8: false,
-                                };
-                                // Memory first: a plan that cannot fit is not simulated.
-                                if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
+        // Every stage count up to the layers (uneven stages run, the fullest bounds the step).
+        for pp in divisors(gpus / tp).into_iter().filter(|p| *p as usize <= model.layers) {
+            // Context parallelism pays for long sequences only: tried from 16k tokens.
+            let cps: Vec<u32> = if train && model.seq >= 16384.0 {
+                divisors(gpus / (tp * pp)).into_iter().filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c))).collect()
+            } else {
+                vec![1]
+            };
+            // Interleaved 1F1B with two virtual stages where the layers allow it.
+            let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize { &[1, 2] } else { &[1] };
+            for &cp in &cps {
+                let dp = gpus / (tp * pp * cp);
+                let eps: Vec<u32> =
+                    if experts > 1 { divisors(dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
+                let zeros: &[u8] = if dp * cp > 1 && train { &[0, 1, 2, 3] } else { &[0] };
+                let mbs: Vec<u32> = if train { space.microbatch_sizes.clone() } else { vec![1] };
+                let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
+                for &ep in &eps {
+                    for &zero in zeros {
+                        for &mb in &mbs {
+                            let microbatches = if train {
+                                if !gbs.is_multiple_of(dp * mb) {
                                     rejected += 1;
                                     continue;
                                 }
-                                match project(model, cluster, &plan, task) {
-                                    Ok(p) if p.fits_memory => {
-                                        simulated += 1;
-                                        ranked.push(p);
+                                gbs / (dp * mb)
+                            } else {
+                                1
+                            };
+                            for &sp in sps {
+                                for &(recompute, selective) in rcs {
+                                    for &vpp in vpps {
+                                        let plan = Plan {
+                                            tp,
+                                            pp,
+                                            dp,
+                                            zero,
+                                            sp,
+                                            ep,
+                                            microbatch: mb,
+                                            microbatches,
+                                            recompute,
+                                            selective,
+                                            vpp,
+                                            frozen: 0,
+                                            prefetch: 1,
+                                            // Search ranks the plans of today's frameworks (flash attention, 16-bit GEMMs).
+                                            materialized_attention: false,
+                                            cp,
+                                            fp8: false,
+                                        };
+                                        // Memory first: a plan that cannot fit is not simulated.
+                                        if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
+                                            rejected += 1;
+                                            continue;
+                                        }
+                                        match project(model, cluster, &plan, task) {
+                                            Ok(p) if p.fits_memory => {
+                                                simulated += 1;
+                                                ranked.push(p);
+                                            }
+                                            Ok(_) => {
+                                                simulated += 1;
+                                                rejected += 1;
+                                            }
+                                            Err(_) => rejected += 1,
+                                        }
                                     }
-                                    Ok(_) => {
-                                        simulated += 1;
-                                        rejected += 1;
-                                    }
-                                    Err(_) => rejected += 1,
                                 }
                             }
                         }
