@@ -567,12 +567,26 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let mut opts = args.window.analyze_options(&args.inputs.read)?;
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
+    let opts = opts;
     let catalog = tracecast_calibrate::Catalog::builtin();
+    let given_node = args.inputs.read.gpus_per_node;
     let mut analyses = Vec::new();
-    let failed = for_each_job(&args.inputs, |job| {
-        opts.gpus_per_node = i64::from(node_gpus(&job, &catalog, args.inputs.read.gpus_per_node));
-        analyses.push(analysis::analyze_job(&job, &opts))
-    })?;
+    // One rank at a time: each trace is summarized as it is read and dropped,
+    // so a job of thousands of ranks never sits in memory whole.
+    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, |path, files, on_file| {
+        let summarize = |rank: &tracecast_ingest::job::Rank| {
+            let mut o = opts.clone();
+            let gpu = rank.trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+            o.gpus_per_node =
+                i64::from(given_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8));
+            let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
+            analysis::summarize_rank(rank, declared.filter(|w| *w > 0).unwrap_or(files.len() as u32), &o)
+        };
+        let (summaries, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
+        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
+        (job, failures)
+    }, |a, _| analyses.push(a))?;
     let definition = opts.classifier.definition();
     emit(&analyses, &definition, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.read.quiet)?;
     if let Some(dir) = &args.plots {
@@ -662,8 +676,28 @@ fn for_each_job(inputs: &Inputs, each_job: impl FnMut(Job)) -> Result<bool> {
 
 /// [`for_each_job`] over `paths` read with `opts`.
 fn for_each_job_in(paths: &[PathBuf], each: bool, opts: &ReadArgs, mut each_job: impl FnMut(Job)) -> Result<bool> {
+    let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
+        let mut job = Job::read(path, files, &ReadOptions::default(), on_file);
+        let failures = std::mem::take(&mut job.failures);
+        ((!job.ranks.is_empty()).then_some(job), failures)
+    };
+    for_each_input(paths, each, opts, read, |mut job, failures| {
+        job.failures = failures;
+        each_job(job)
+    })
+}
+
+/// The jobs `paths` stand for, each read by `read` (given the job's path, its
+/// files and a per-file progress callback); bad files are reported on stderr
+/// and, with `--strict`, stop everything. Returns whether any file was bad.
+fn for_each_input<T>(
+    paths: &[PathBuf],
+    each: bool,
+    opts: &ReadArgs,
+    read: impl Fn(PathBuf, &[PathBuf], &(dyn Fn(&std::path::Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
+) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
-    let read = ReadOptions::default();
     let mut failed = false;
     for (path, inputs) in jobs_of(paths, each) {
         let mut files = Vec::new();
@@ -676,23 +710,23 @@ fn for_each_job_in(paths: &[PathBuf], each: bool, opts: &ReadArgs, mut each_job:
         }
         let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let bar = progress_bar(files.len(), total_bytes, quiet);
-        let mut job = Job::read(path, &files, &read, &|_| bar.inc(1));
+        let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
         bar.finish_and_clear();
-        job.failures.extend(listing_errors);
-        for e in &job.failures {
+        failures.extend(listing_errors);
+        for e in &failures {
             eprintln!("error: {e}");
             if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
                 eprintln!("  (files of unrelated runs? give them with --each)");
             }
         }
-        if !job.failures.is_empty() {
+        if !failures.is_empty() {
             failed = true;
             if strict {
                 anyhow::bail!("stopping at the first bad file (--strict)");
             }
         }
-        if !job.ranks.is_empty() {
-            each_job(job);
+        if let Some(job) = job {
+            each_job(job, failures);
         }
     }
     Ok(failed)

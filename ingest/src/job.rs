@@ -64,6 +64,49 @@ impl Job {
         Job::from_traces(path, results)
     }
 
+    /// Reads the files of one job in parallel and hands each rank to
+    /// `summarize` as soon as it is read; its trace is dropped right after,
+    /// so memory holds one trace per worker thread plus the summaries,
+    /// whatever the number of ranks. Ranks are resolved as [`Job::read`]
+    /// does; a file claiming a rank an earlier file has is a failure.
+    pub fn summarize<T: Send>(
+        files: &[PathBuf],
+        opts: &ReadOptions,
+        on_file: &(dyn Fn(&Path) + Sync),
+        summarize: &(dyn Fn(&Rank) -> T + Sync),
+    ) -> (Vec<T>, Vec<Error>) {
+        let results: Vec<Result<(u32, PathBuf, T)>> = files
+            .par_iter()
+            .enumerate()
+            .map(|(order, f)| {
+                let r = kineto::read_path(f, opts).map(|trace| {
+                    let (rank, source) = resolve_rank(&trace, order);
+                    let path = trace.path.clone();
+                    let rank = Rank { rank, source, trace };
+                    (rank.rank, path, summarize(&rank))
+                });
+                on_file(f);
+                r
+            })
+            .collect();
+        let mut seen: Vec<(u32, PathBuf)> = Vec::new();
+        let (mut out, mut failures) = (Vec::new(), Vec::new());
+        for r in results {
+            match r {
+                Ok((rank, path, t)) => {
+                    if let Some((_, first)) = seen.iter().find(|(r, _)| *r == rank) {
+                        failures.push(Error::DuplicateRank { rank, first: first.clone(), second: path });
+                        continue;
+                    }
+                    seen.push((rank, path));
+                    out.push(t);
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+        (out, failures)
+    }
+
     /// Assembles a job from read results (in file order), resolving ranks.
     pub fn from_traces(path: PathBuf, results: Vec<Result<RankTrace>>) -> Job {
         let mut ranks: Vec<Rank> = Vec::new();
@@ -76,13 +119,7 @@ impl Job {
                     continue;
                 }
             };
-            let (rank, source) = if let Some(r) = trace.declared_rank().and_then(|r| u32::try_from(r).ok()) {
-                (r, RankSource::DistributedInfo)
-            } else if let Some(r) = rank_from_file_name(&trace.path) {
-                (r, RankSource::FileName)
-            } else {
-                (order as u32, RankSource::FileOrder)
-            };
+            let (rank, source) = resolve_rank(&trace, order);
             if let Some(first) = ranks.iter().find(|r| r.rank == rank) {
                 failures.push(Error::DuplicateRank { rank, first: first.trace.path.clone(), second: trace.path.clone() });
                 continue;
@@ -91,6 +128,17 @@ impl Job {
         }
         ranks.sort_by_key(|r| r.rank);
         Job { path, ranks, failures }
+    }
+}
+
+/// A rank's number: `distributedInfo.rank`, else from its file name, else its position among the files.
+fn resolve_rank(trace: &RankTrace, order: usize) -> (u32, RankSource) {
+    if let Some(r) = trace.declared_rank().and_then(|r| u32::try_from(r).ok()) {
+        (r, RankSource::DistributedInfo)
+    } else if let Some(r) = rank_from_file_name(&trace.path) {
+        (r, RankSource::FileName)
+    } else {
+        (order as u32, RankSource::FileOrder)
     }
 }
 

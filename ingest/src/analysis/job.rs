@@ -186,22 +186,48 @@ pub struct JobAnalysis {
     pub bad_files: Vec<BadFile>,
 }
 
+impl BadFile {
+    /// The file and message of a read error.
+    pub fn of(e: &crate::Error) -> BadFile {
+        BadFile { file: e.path().map(|p| p.display().to_string()).unwrap_or_default(), error: e.to_string() }
+    }
+}
+
 fn fraction(part: f64, whole: f64) -> f64 {
     if whole > 0.0 { part / whole } else { 0.0 }
 }
 
+/// What the job-level analysis needs of one rank: its own analysis and the
+/// compact rows of its collectives (for matching across ranks). Built in one
+/// pass over the rank's trace, which can then be dropped: a job of thousands
+/// of ranks is summarized one rank at a time and reduced.
+#[derive(Debug, Clone)]
+pub struct RankSummary {
+    analysis: RankAnalysis,
+    instances: Vec<collectives::Instance>,
+    window: Option<Window>,
+    comm_by_dimension: Vec<super::dimension::DimensionComm>,
+    declared_world: Option<i64>,
+}
+
 /// Analyses every rank of `job` (in parallel) and the job as a whole.
 pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
-    struct Partial {
-        analysis: RankAnalysis,
-        instances: Vec<collectives::Instance>,
-        window: Option<Window>,
-        comm_by_dimension: Vec<super::dimension::DimensionComm>,
-    }
-    let partials: Vec<Partial> = job
-        .ranks
-        .par_iter()
-        .map(|rank| {
+    let world = job.world_size();
+    let summaries: Vec<RankSummary> = job.ranks.par_iter().map(|rank| summarize_rank(rank, world, opts)).collect();
+    let bad_files = job.failures.iter().map(BadFile::of).collect();
+    reduce(job.path.display().to_string(), summaries, bad_files, opts)
+}
+
+/// The world size of ranks summarized apart: the largest declared
+/// `distributedInfo.world_size`, else the ranks summarized (as [`Job::world_size`]).
+pub fn world_of(summaries: &[RankSummary]) -> u32 {
+    let declared = summaries.iter().filter_map(|s| s.declared_world).max();
+    declared.and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0).unwrap_or(summaries.len() as u32)
+}
+
+/// One rank's pass: everything the job needs of it (see [`RankSummary`]);
+/// `world` is the job's world size (for the default group and dimensions).
+pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions) -> RankSummary {
             let trace = &rank.trace;
             let classes = opts.classifier.classes(trace);
             let sets = RankSets::new(trace, &classes);
@@ -251,13 +277,14 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 .collect();
             let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
             let instances = collectives::instances(trace, &classes, &links);
-            let world = i64::from(job.world_size());
+            let world = i64::from(world);
             let comm_by_dimension = if window.is_some() {
                 super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node)
             } else {
                 Vec::new()
             };
-            Partial {
+            RankSummary {
+                declared_world: trace.distributed.as_ref().and_then(|d| d.world_size),
                 analysis: RankAnalysis {
                     file: trace.path.display().to_string(),
                     rank: rank.rank,
@@ -280,9 +307,12 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
                 window,
                 comm_by_dimension,
             }
-        })
-        .collect();
+}
 
+/// The job's analysis from its ranks' summaries (any order; sorted by rank here).
+pub fn reduce(path: String, mut partials: Vec<RankSummary>, bad_files: Vec<BadFile>, opts: &AnalyzeOptions) -> JobAnalysis {
+    partials.sort_by_key(|p| p.analysis.rank);
+    let world = world_of(&partials);
     let per_rank: Vec<Vec<collectives::Instance>> = partials.iter().map(|p| p.instances.clone()).collect();
     let matches = collectives::match_ranks(&per_rank);
     let clock_alignment = collectives::align_clocks(&matches.ends, partials.len());
@@ -297,7 +327,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         let mut a = p.analysis;
         a.comm_by_dimension = p.comm_by_dimension;
         if let Some(w) = p.window {
-            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns, i64::from(job.world_size()));
+            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns, i64::from(world));
         }
         a.clock_offset_us = clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r).copied());
         sum.add(&a.breakdown);
@@ -352,8 +382,8 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     JobAnalysis {
         stragglers,
         comm_by_dimension,
-        path: job.path.display().to_string(),
-        world_size: job.world_size(),
+        path,
+        world_size: world,
         totals: Totals {
             ranks: ranks.len(),
             breakdown: sum,
@@ -366,10 +396,6 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
         },
         ranks,
         clock_alignment,
-        bad_files: job
-            .failures
-            .iter()
-            .map(|e| BadFile { file: e.path().map(|p| p.display().to_string()).unwrap_or_default(), error: e.to_string() })
-            .collect(),
+        bad_files,
     }
 }

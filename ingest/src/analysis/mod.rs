@@ -22,6 +22,9 @@ pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, Straggler, collective_samples};
 pub use idle::{IdleSplit, StreamIdle};
-pub use job::{AnalyzeOptions, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, Totals, analyze_job};
+pub use job::{
+    AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job, reduce,
+    summarize_rank, world_of,
+};
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
 pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};
