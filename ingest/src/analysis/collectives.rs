@@ -2,6 +2,7 @@
 //! tell about them: transfer vs wait, and the clock offsets between ranks.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -16,14 +17,15 @@ use crate::rank::RankTrace;
 /// Identifies the same collective on every member rank: operation, process
 /// group (name and member list when known) and its sequence number within
 /// that group on the rank.
-pub(crate) type InstanceKey = (Collective, Option<String>, Option<String>, u32);
+pub(crate) type InstanceKey = (Collective, Option<Arc<str>>, Option<Arc<str>>, u32);
 
 /// One communication kernel.
 #[derive(Debug, Clone)]
 pub(crate) struct Instance {
     pub(crate) collective: Collective,
-    pub(crate) process_group: Option<String>,
-    pub(crate) pg_ranks: Option<String>,
+    // Shared within a rank: a world group's rank list is kilobytes, repeated on every instance.
+    pub(crate) process_group: Option<Arc<str>>,
+    pub(crate) pg_ranks: Option<Arc<str>>,
     pub(crate) group_size: Option<i64>,
     pub(crate) bytes: Option<u64>,
     pub(crate) start_ns: i64,
@@ -68,7 +70,8 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
     let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
     let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
     rows.sort_by_key(|&i| (ev.ts_ns.get(i).copied().unwrap_or(0), i));
-    let mut seq: HashMap<(Collective, Option<String>, Option<String>), u32> = HashMap::default();
+    let mut seq: HashMap<(Collective, Option<Arc<str>>, Option<Arc<str>>), u32> = HashMap::default();
+    let mut interned: HashMap<String, Arc<str>> = HashMap::default();
     let mut out = Vec::with_capacity(rows.len());
     for i in rows {
         let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
@@ -91,7 +94,9 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             (None, Some(d)) => Some(d.to_string()),
             (None, None) => None,
         };
-        let pg_ranks = args.and_then(|a| a.pg_ranks.clone()).filter(|r| r != "[]");
+        let mut shared = |s: String| -> Arc<str> { interned.entry(s).or_insert_with_key(|k| Arc::from(k.as_str())).clone() };
+        let process_group = process_group.map(&mut shared);
+        let pg_ranks = args.and_then(|a| a.pg_ranks.clone()).filter(|r| r != "[]").map(&mut shared);
         let group_size = args.and_then(|a| a.group_size).or_else(|| {
             let pg = groups.iter().find(|g| g.name.is_some() && g.name == pg_name)?;
             pg.size.or(Some(pg.ranks.len() as i64)).filter(|&n| n > 0)
@@ -176,7 +181,7 @@ pub(crate) fn collective_stats(
         let group_size = inst.group_size.or_else(|| {
             crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched.map_or(1, |m| m.1))
         });
-        let a = acc.entry((inst.collective, inst.process_group.clone(), group_size)).or_default();
+        let a = acc.entry((inst.collective, inst.process_group.as_deref().map(str::to_string), group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
         let transfer = matched.map(|m| m.0);
         a.count += 1;
@@ -453,8 +458,8 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
             out.push(CollectiveSample {
                 rank: rank.rank,
                 collective: inst.collective,
-                process_group: inst.process_group,
-                pg_ranks: inst.pg_ranks,
+                process_group: inst.process_group.as_deref().map(str::to_string),
+                pg_ranks: inst.pg_ranks.as_deref().map(str::to_string),
                 group_size: inst.group_size.or(inferred),
                 group_size_inferred: inferred.is_some(),
                 bytes: inst.bytes,
