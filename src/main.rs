@@ -737,9 +737,20 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
     opts.gpus_per_node = args.inputs.read.gpus_per_node;
+    // One rank at a time, as `analyze`: each trace is reduced to its samples and dropped.
     let mut jobs = Vec::new();
-    let failed = for_each_job(&args.inputs, |job| jobs.push(job))?;
-    let profiles = tracecast_calibrate::calibrate(&jobs, &catalog, &opts);
+    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
+        let summarize = |rank: &tracecast_ingest::job::Rank| {
+            let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
+            (tracecast_calibrate::profile::rank_samples(rank, &catalog, &opts), declared)
+        };
+        let (ranks, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
+        let world = ranks.iter().filter_map(|r| r.1).max().filter(|w| *w > 0).unwrap_or(ranks.len() as u32);
+        let ranks: Vec<_> = ranks.into_iter().map(|r| r.0).collect();
+        ((!ranks.is_empty()).then_some((ranks, world)), failures)
+    };
+    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
+    let profiles = tracecast_calibrate::profile::calibrate_summaries(jobs, &catalog, &opts);
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
     }

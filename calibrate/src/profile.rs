@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{Classifier, CollectiveSample, collective_samples};
+use tracecast_ingest::analysis::{Classifier, CollectiveSample};
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
@@ -388,8 +388,43 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
     calibrate_jobs(jobs.iter(), catalog, opts)
 }
 
+/// What calibration needs of one rank: its device, its work samples and
+/// compute-kernel durations, and its collective rows for matching across
+/// ranks. Built in one pass over the rank's trace, which can then be dropped.
+#[derive(Debug, Clone)]
+pub struct RankSamples<'c> {
+    rank: u32,
+    name: String,
+    gpu: Option<(&'c Gpu, MatchKind)>,
+    path: String,
+    samples: Vec<WorkSample>,
+    durations: Vec<f64>,
+    collectives: tracecast_ingest::analysis::RankCollectives,
+}
+
+/// One rank's pass for calibration (see [`RankSamples`]).
+pub fn rank_samples<'c>(rank: &tracecast_ingest::job::Rank, catalog: &'c Catalog, opts: &CalibrateOptions) -> RankSamples<'c> {
+    let t = &rank.trace;
+    RankSamples {
+        rank: rank.rank,
+        name: t.device_name().unwrap_or("").to_string(),
+        gpu: t.devices.iter().find_map(|d| catalog.match_device(d)),
+        path: t.path.display().to_string(),
+        samples: work::samples(t, &opts.classifier),
+        durations: compute_kernel_durations(t, &opts.classifier),
+        collectives: tracecast_ingest::analysis::RankCollectives::of(rank.rank, t, &opts.classifier),
+    }
+}
+
 /// [`calibrate`] over borrowed jobs.
 pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
+    let summaries: Vec<(Vec<RankSamples<'_>>, u32)> =
+        jobs.into_iter().map(|job| (job.ranks.iter().map(|r| rank_samples(r, catalog, opts)).collect(), job.world_size())).collect();
+    calibrate_summaries(summaries, catalog, opts)
+}
+
+/// [`calibrate`] from ranks summarized apart: per job, its ranks' samples and its world size.
+pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
     // Group ranks by device.
     struct Group<'a> {
         name: String,
@@ -401,19 +436,21 @@ pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Cat
         durations: Vec<f64>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
-    for job in jobs {
-        let coll = collective_samples(job, &opts.classifier);
-        for rank in &job.ranks {
-            let t = &rank.trace;
-            let name = t.device_name().unwrap_or("").to_string();
-            let gpu = t.devices.iter().find_map(|d| catalog.match_device(d));
-            let key = gpu.map(|(g, _)| g.id.clone()).unwrap_or_else(|| name.clone());
+    for (mut ranks, world) in jobs {
+        let colls: Vec<tracecast_ingest::analysis::RankCollectives> = ranks.iter_mut().map(|r| std::mem::take(&mut r.collectives)).collect();
+        let mut by_rank: std::collections::HashMap<u32, Vec<CollectiveSample>> = std::collections::HashMap::new();
+        for c in tracecast_ingest::analysis::match_collectives(&colls, world) {
+            by_rank.entry(c.rank).or_default().push(c);
+        }
+        drop(colls);
+        for r in ranks {
+            let key = r.gpu.map(|(g, _)| g.id.clone()).unwrap_or_else(|| r.name.clone());
             let idx = match groups.iter().position(|g| g.gpu.map(|(x, _)| x.id.clone()).unwrap_or_else(|| g.name.clone()) == key) {
                 Some(i) => i,
                 None => {
                     groups.push(Group {
-                        name: name.clone(),
-                        gpu,
+                        name: r.name.clone(),
+                        gpu: r.gpu,
                         traces: Vec::new(),
                         samples: Vec::new(),
                         links: Vec::new(),
@@ -424,11 +461,11 @@ pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Cat
                 }
             };
             let g = &mut groups[idx];
-            g.traces.push(t.path.display().to_string());
-            g.samples.extend(work::samples(t, &opts.classifier));
-            g.links.extend(coll.iter().filter(|c| c.rank == rank.rank).cloned());
-            g.world = g.world.max(job.world_size());
-            g.durations.extend(compute_kernel_durations(t, &opts.classifier));
+            g.traces.push(r.path);
+            g.samples.extend(r.samples);
+            g.links.extend(by_rank.remove(&r.rank).unwrap_or_default());
+            g.world = g.world.max(world);
+            g.durations.extend(r.durations);
         }
     }
 

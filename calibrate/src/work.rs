@@ -89,8 +89,8 @@ pub struct WorkSample {
     pub dur_us: f64,
     /// Kernels summed.
     pub kernels: u32,
-    /// The op's name (or the kernel's, without an op).
-    pub op: String,
+    /// The op's name (or the kernel's, without an op), shared by the samples of a rank.
+    pub op: std::sync::Arc<str>,
 }
 
 fn numel(d: &[i64]) -> Option<f64> {
@@ -379,6 +379,16 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
 pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
     let ev = &trace.events;
     let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
+    // Thousands of samples per rank name a few dozen ops: one string each.
+    let mut names: std::collections::HashMap<String, std::sync::Arc<str>> = std::collections::HashMap::new();
+    let mut name = |n: &str| -> std::sync::Arc<str> {
+        if let Some(a) = names.get(n) {
+            return a.clone();
+        }
+        let a: std::sync::Arc<str> = std::sync::Arc::from(n);
+        names.insert(n.to_string(), a.clone());
+        a
+    };
     let mut unattributed: Vec<WorkSample> = Vec::new();
     for (i, k) in kernel_work(trace, classifier).into_iter().enumerate() {
         let Some(k) = k else { continue };
@@ -391,13 +401,13 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                     work: k.op_work,
                     dur_us: 0.0,
                     kernels: 0,
-                    op: trace.name(row as usize).to_string(),
+                    op: name(trace.name(row as usize)),
                 });
                 s.dur_us += dur_us;
                 s.kernels += 1;
             }
             None => {
-                unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: trace.name(i).to_string() })
+                unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: name(trace.name(i)) })
             }
         }
     }

@@ -395,7 +395,7 @@ pub struct CollectiveSample {
     /// Process group name (and description), when known.
     pub process_group: Option<String>,
     /// Member ranks as written in the trace (`"[0, 1]"`), when known.
-    pub pg_ranks: Option<String>,
+    pub pg_ranks: Option<Arc<str>>,
     /// Ranks in the group, when known.
     pub group_size: Option<i64>,
     /// Whether `group_size` was inferred (no `Group size` args): the world
@@ -423,31 +423,53 @@ pub struct CollectiveSample {
     pub instance: Option<u32>,
 }
 
+/// The collective instances of one rank (its communication kernels with
+/// their type, group, size and sequence number): what matching across ranks
+/// needs of it, small enough to keep for thousands of ranks.
+#[derive(Debug, Clone, Default)]
+pub struct RankCollectives {
+    rank: u32,
+    instances: Vec<Instance>,
+}
+
+impl RankCollectives {
+    /// The instances of `trace` (rank `rank`).
+    pub fn of(rank: u32, trace: &RankTrace, classifier: &super::Classifier) -> RankCollectives {
+        let classes = classifier.classes(trace);
+        let links = Links::new(trace);
+        RankCollectives { rank, instances: instances(trace, &classes, &links) }
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+}
+
 /// Every communication kernel of every rank of `job`, matched across ranks.
 pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<CollectiveSample> {
-    let per_rank: Vec<Vec<Instance>> = job
-        .ranks
-        .iter()
-        .map(|r| {
-            let classes = classifier.classes(&r.trace);
-            let links = Links::new(&r.trace);
-            instances(&r.trace, &classes, &links)
-        })
-        .collect();
+    let ranks: Vec<RankCollectives> = job.ranks.iter().map(|r| RankCollectives::of(r.rank, &r.trace, classifier)).collect();
+    match_collectives(&ranks, job.world_size())
+}
+
+/// The samples of ranks summarized apart, matched across them (see
+/// [`collective_samples`]); `world` is the job's world size.
+pub fn match_collectives(ranks: &[RankCollectives], world: u32) -> Vec<CollectiveSample> {
+    let per_rank: Vec<&Vec<Instance>> = ranks.iter().map(|r| &r.instances).collect();
     // key -> (ranks, shortest duration, job-wide id)
     let mut count: HashMap<InstanceKey, (usize, i64, u32)> = HashMap::default();
     for list in &per_rank {
-        for inst in list {
+        for inst in list.iter() {
             let next = count.len() as u32;
             let e = count.entry(inst.key()).or_insert((0, i64::MAX, next));
             e.0 += 1;
             e.1 = e.1.min(inst.end_ns - inst.start_ns);
         }
     }
-    let world = i64::from(job.world_size());
+    let world = i64::from(world);
     let mut out = Vec::new();
-    for (rank, list) in job.ranks.iter().zip(per_rank) {
-        for inst in list {
+    for (rank, list) in ranks.iter().zip(per_rank) {
+        for inst in list.iter().cloned() {
             let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
             // Without `Group size` args (older PyTorch): the default group is
             // the whole world; a named group spans the ranks it was matched on.
@@ -459,7 +481,7 @@ pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier)
                 rank: rank.rank,
                 collective: inst.collective,
                 process_group: inst.process_group.as_deref().map(str::to_string),
-                pg_ranks: inst.pg_ranks.as_deref().map(str::to_string),
+                pg_ranks: inst.pg_ranks,
                 group_size: inst.group_size.or(inferred),
                 group_size_inferred: inferred.is_some(),
                 bytes: inst.bytes,
