@@ -172,3 +172,22 @@ fn a_named_group_without_group_size_args_spans_the_ranks_it_was_matched_on() {
     let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").unwrap_or_else(|| panic!("no link fit: {:?}", p.unfitted));
     assert_eq!(l.group_size, Some(i64::from(spec.ranks)));
 }
+
+#[test]
+fn calibrating_one_rank_at_a_time_gives_the_same_profile() {
+    // The command line summarizes each rank as it is read and drops its trace;
+    // the profile equals the one from the whole job in memory.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in [root.join("fixtures/demo"), root.join("../shared/traces/hta/trace_filter")] {
+        let files = tracecast_ingest::job::trace_files(&dir).unwrap();
+        let job = Job::read(dir.clone(), &files, &ReadOptions::default(), &|_| {});
+        let (catalog, opts) = (Catalog::builtin(), CalibrateOptions::default());
+        let whole = calibrate(std::slice::from_ref(&job), &catalog, &opts);
+        let world = job.world_size();
+        drop(job);
+        let (ranks, failures) = Job::summarize(&files, &ReadOptions::default(), &|_| {}, &|r| tracecast_calibrate::profile::rank_samples(r, &catalog, &opts));
+        assert!(failures.is_empty());
+        let apart = tracecast_calibrate::profile::calibrate_summaries(vec![(ranks, world)], &catalog, &opts);
+        assert_eq!(serde_json::to_string(&apart).unwrap(), serde_json::to_string(&whole).unwrap(), "{}", dir.display());
+    }
+}
