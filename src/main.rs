@@ -108,6 +108,10 @@ struct ReadArgs {
     /// preset in the catalog, else 8).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     gpus_per_node: Option<u32>,
+    /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`): GPUs the traces ran on
+    /// that the built-in catalog lacks.
+    #[arg(long, value_name = "FILE")]
+    hw: Vec<PathBuf>,
     /// Print nothing on stdout (outputs and errors only).
     #[arg(long, short)]
     quiet: bool,
@@ -220,9 +224,6 @@ struct CalibrateArgs {
     /// Nodes of the MAD-Max system configuration.
     #[arg(long, default_value_t = 1)]
     nodes: u32,
-    /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`).
-    #[arg(long, value_name = "FILE")]
-    hw: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -252,9 +253,6 @@ struct ReplayArgs {
     /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there); required with --target.
     #[arg(long, value_name = "P.json", requires = "target")]
     profile: Option<PathBuf>,
-    /// Extra hardware catalog file (TOML).
-    #[arg(long, value_name = "FILE")]
-    hw: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -396,9 +394,6 @@ struct ReportArgs {
     /// Also write every chart of the page as SVG and PNG files into DIR.
     #[arg(long, value_name = "DIR")]
     png: Option<PathBuf>,
-    /// Extra hardware catalog file (TOML).
-    #[arg(long, value_name = "FILE")]
-    hw: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -568,7 +563,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
     let opts = opts;
-    let catalog = tracecast_calibrate::Catalog::builtin();
+    let catalog = catalog_with(&args.inputs.read.hw)?;
     let given_node = args.inputs.read.gpus_per_node;
     let mut analyses = Vec::new();
     // One rank at a time: each trace is summarized as it is read and dropped,
@@ -733,7 +728,7 @@ fn for_each_input<T>(
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
-    let catalog = catalog_with(&args.hw)?;
+    let catalog = catalog_with(&args.inputs.read.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
     opts.gpus_per_node = args.inputs.read.gpus_per_node;
@@ -902,7 +897,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(spec) = &args.link {
         opts.link = Some(parse_link(spec)?);
     }
-    let catalog = catalog_with(&args.hw)?;
+    let catalog = catalog_with(&args.inputs.read.hw)?;
     let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let mut replays = Vec::new();
     let mut perfetto_error = None;

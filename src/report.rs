@@ -145,7 +145,7 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 
 pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     let classifier = args.inputs.read.classifier()?;
-    let catalog = crate::catalog_with(&args.hw)?;
+    let catalog = crate::catalog_with(&args.inputs.read.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
     let link = args.link.as_deref().map(crate::parse_link).transpose()?;
@@ -201,7 +201,7 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
         failed |= crate::for_each_job_in(std::slice::from_ref(p), false, &args.read, |job| jobs.push(job))?;
     }
     let [a, b] = jobs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
-    let catalog = tracecast_calibrate::Catalog::builtin();
+    let catalog = crate::catalog_with(&args.read.hw)?;
     let analyze_run = |job: &Job| {
         let mut o = analyze.clone();
         o.gpus_per_node = i64::from(crate::node_gpus(job, &catalog, args.read.gpus_per_node));

@@ -798,9 +798,12 @@ fn every_command_that_reads_traces_takes_the_same_options() {
         args.extend(extra.iter().map(|a| std::ffi::OsString::from(*a)));
         bin().args(&args).output().unwrap()
     };
+    let hw = dir.join("extra.toml");
+    std::fs::write(&hw, "[[gpu]]\nid = \"rtx-2080ti\"\nname = \"GeForce RTX 2080 Ti\"\nsource = \"NVIDIA Turing whitepaper\"\nmatch = [\"2080 Ti\"]\nfp32 = 13.4\nfp16 = 53.8\nmemory_gb = 11.0\nhbm_gbps = 616.0\nlink_gbps = 50.0\n").unwrap();
+    let hw = hw.to_str().unwrap().to_string();
     for (cmd, rest) in &commands {
         // Reading options: the same names and meaning everywhere.
-        let o = call(cmd, &demo, rest, &["--comm-kernels", "nccl", "--gpus-per-node", "4"]);
+        let o = call(cmd, &demo, rest, &["--comm-kernels", "nccl", "--gpus-per-node", "4", "--hw", &hw]);
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
         let o = call(cmd, &demo, rest, &["--gpus-per-node", "0"]);
         assert!(!o.status.success() && stderr(&o).contains("--gpus-per-node"), "{cmd}: {}", stderr(&o));
