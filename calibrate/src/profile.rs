@@ -607,8 +607,11 @@ fn link_fits(
 ) -> Vec<LinkFit> {
     type LinkKey = (Collective, Option<i64>, &'static str, Option<String>, Option<String>);
     let mut by_link: BTreeMap<LinkKey, Vec<&CollectiveSample>> = BTreeMap::new();
+    let mut domains: std::collections::HashMap<(Option<std::sync::Arc<str>>, Option<i64>), &'static str> = std::collections::HashMap::new();
     for s in samples {
-        let domain = domain_of(s, world, gpus_per_node);
+        // Parsed once per group: a world group's rank list repeats on every kernel.
+        let group = (s.pg_ranks.clone(), s.group_size);
+        let domain = *domains.entry(group).or_insert_with(|| domain_of(s, world, gpus_per_node));
         by_link.entry((s.collective, s.group_size, domain, s.algo.clone(), s.proto.clone())).or_default().push(s);
     }
     let mut links = Vec::new();

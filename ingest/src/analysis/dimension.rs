@@ -96,7 +96,16 @@ pub struct DimensionComm {
 /// Per dimension, the communication of one rank's instances in window `w`.
 pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Window, world: i64, gpus_per_node: i64) -> Vec<DimensionComm> {
     let mut by: std::collections::BTreeMap<(Dimension, &'static str), Vec<(i64, i64)>> = Default::default();
+    // A group's dimension depends on its name and ranks only: parsed once per group,
+    // not per instance (a world group lists thousands of ranks on every kernel).
+    type Group = (Option<std::sync::Arc<str>>, Option<std::sync::Arc<str>>);
+    let mut known: rustc_hash::FxHashMap<Group, (Dimension, &'static str)> = Default::default();
     for inst in instances {
+        let group = (inst.process_group.clone(), inst.pg_ranks.clone());
+        if let Some(&(dim, from)) = known.get(&group) {
+            by.entry((dim, from)).or_default().push((inst.start_ns.max(w.start_ns), inst.end_ns.min(w.end_ns)));
+            continue;
+        }
         let described = inst.process_group.as_deref().and_then(from_description);
         let (dim, from) = match described {
             Some(d) => (d, "description"),
@@ -110,6 +119,7 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
                 }
             }
         };
+        known.insert(group, (dim, from));
         by.entry((dim, from)).or_default().push((inst.start_ns.max(w.start_ns), inst.end_ns.min(w.end_ns)));
     }
     by.into_iter()
