@@ -91,7 +91,7 @@ fn project_presets_inference_perfetto_and_errors() {
     for (args, want) in [
         (vec!["project", "--model", "nope-1b", "--system", "h100-sxm", "--gpus", "8"], "neither a preset"),
         (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "6", "--parallel", "tp=3,dp=2"], "do not divide"),
-        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=16"], "tp × pp × dp"),
+        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=16"], "tp × cp × pp × dp"),
         (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm"], "--gpus"),
         (vec!["project", "--assumptions", "madmax", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"], "--madmax"),
     ] {
