@@ -19,7 +19,7 @@ use crate::bars::{Bars, Series};
 use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
 use crate::chart::{Chart, Error, Scatter, to_svg};
 use crate::fits::{kernel_charts, link_charts};
-use crate::timeline::{KernelSpan, StepKernels, Timeline};
+use crate::timeline::{KernelSpan, StepKernels};
 
 /// Everything the report shows about one job.
 #[derive(Debug, Clone, Copy)]
@@ -170,11 +170,6 @@ pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, 
         kernels,
     };
     Some((step, note))
-}
-
-/// The picture of [`step_kernels`] (SVG/PNG): spans a pixel cannot show merged.
-pub fn step_timeline(job: &Job, classifier: &Classifier) -> Option<(Timeline, String)> {
-    step_kernels(job, classifier).map(|(k, note)| (k.to_static(), note))
 }
 
 /// `Input Dims` without the whitespace some profilers pretty-print into it.
