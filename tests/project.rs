@@ -233,3 +233,46 @@ fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_r
         assert!(o.status.success(), "{cmd:?}: {}", common::stderr(&o));
     }
 }
+
+#[test]
+fn validate_takes_inference_runs_by_their_latency() {
+    // A prefill run measured at 1.25× the projected time to first token and a decode run at
+    // 0.8× the projected time per output token: +25 % and −20 % in tokens/s per GPU.
+    let dir = common::scratch("validate-inference");
+    let latency = |task: &str, flag: &str, key: &str| -> f64 {
+        let out = dir.join(format!("{task}.json"));
+        let o = common::bin()
+            .args(["project", "-q", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=4,dp=2"])
+            .args(["--task", task, "--batch", "4", flag, "2048", "--json"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        v[key].as_f64().unwrap()
+    };
+    let (ttft, tpot) = (latency("prefill", "--prompt", "ttft_ms"), latency("decode", "--context", "tpot_ms"));
+    let run = |id: &str, task: &str, extra: serde_json::Value, measured: serde_json::Value| {
+        let mut r = serde_json::json!({"id": id, "model": {"preset": "llama2-7b", "seq": 4096.0},
+            "system": {"gpu": "h100-sxm", "gpus": 8}, "plan": "tp=4,dp=2", "task": task, "batch": 4, "measured": measured});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    };
+    let runs = serde_json::json!({"runs": [
+        run("prefill", "prefill", serde_json::json!({"prompt": 2048}), serde_json::json!({"ttft_ms": 1.25 * ttft})),
+        run("decode", "decode", serde_json::json!({"context": 2048}), serde_json::json!({"tpot_ms": 0.8 * tpot})),
+    ]});
+    let (file, out) = (dir.join("runs.json"), dir.join("v.json"));
+    std::fs::write(&file, serde_json::to_vec(&runs).unwrap()).unwrap();
+    let o = common::run(&["validate".as_ref(), file.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let err = |i: usize| v["runs"][i]["error"].as_f64().unwrap();
+    assert!((err(0) - 0.25).abs() < 1e-6, "{}", v["runs"][0]);
+    assert!((err(1) + 0.2).abs() < 1e-6, "{}", v["runs"][1]);
+    // Prefill of 4 × 2048 tokens per replica of 4 GPUs: tokens/s per GPU from the latency.
+    let measured = v["runs"][0]["measured_tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert!((measured - 4.0 * 2048.0 / (1.25 * ttft / 1e3) / 4.0).abs() < 1e-6 * measured);
+}

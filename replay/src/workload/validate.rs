@@ -33,6 +33,18 @@ pub struct Run {
     pub system: RunSystem,
     /// The plan, in `--parallel` syntax.
     pub plan: String,
+    /// `train` (default), `prefill` or `decode`.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Inference: sequences per replica (default 1).
+    #[serde(default)]
+    pub batch: Option<u32>,
+    /// Prefill: prompt tokens (default: the model's sequence length).
+    #[serde(default)]
+    pub prompt: Option<u32>,
+    /// Decode: context tokens whose KV cache each step reads (default: the model's sequence length).
+    #[serde(default)]
+    pub context: Option<u32>,
     /// What was measured.
     pub measured: Measured,
 }
@@ -93,11 +105,21 @@ pub struct RunSystem {
     pub hbm_gbps: Option<f64>,
 }
 
-/// What a run measured.
+/// What a run measured: tokens per second per GPU, or for inference runs
+/// the latency (`ttft_ms` for prefill, `tpot_ms` for decode), which is
+/// turned into tokens per second per GPU (batch × tokens per request over the
+/// latency, over the GPUs of one replica) so that every run compares alike.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Measured {
     /// Tokens of the global batch per second, per GPU.
-    pub tokens_per_s_per_gpu: f64,
+    #[serde(default)]
+    pub tokens_per_s_per_gpu: Option<f64>,
+    /// Prefill: time to first token, ms.
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    /// Decode: time per output token, ms.
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
 }
 
 /// One run, projected.
@@ -202,18 +224,55 @@ fn gpu_id(run: &Run, catalog: &Catalog) -> String {
     catalog.gpu(&run.system.gpu).map(|g| g.id.clone()).unwrap_or_else(|_| run.system.gpu.clone())
 }
 
+impl Run {
+    /// The run's task and the tokens one sequence of it produces per step
+    /// (training: the sequence; prefill: the prompt; decode: one).
+    fn task(&self, model: &Transformer) -> Result<(Task, f64), String> {
+        let batch = self.batch.unwrap_or(1).max(1);
+        let seq = model.seq as u32;
+        match self.task.as_deref().unwrap_or("train") {
+            "train" => Ok((Task::Train, model.seq)),
+            "prefill" => {
+                let prompt = self.prompt.unwrap_or(seq).max(1);
+                Ok((Task::Prefill { batch, prompt }, f64::from(prompt)))
+            }
+            "decode" => Ok((Task::Decode { batch, context: self.context.unwrap_or(seq).max(1) }, 1.0)),
+            other => Err(format!("task {other:?}: train, prefill or decode")),
+        }
+    }
+
+    /// The measured tokens per second per GPU (see [`Measured`]).
+    fn measured_per_gpu(&self, model: &Transformer, plan: &Plan) -> Result<f64, String> {
+        if let Some(t) = self.measured.tokens_per_s_per_gpu {
+            return Ok(t);
+        }
+        let (_, tokens) = self.task(model)?;
+        let latency_ms = match self.task.as_deref().unwrap_or("train") {
+            "prefill" => self.measured.ttft_ms,
+            "decode" => self.measured.tpot_ms,
+            _ => None,
+        }
+        .filter(|v| *v > 0.0)
+        .ok_or("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)")?;
+        let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
+        Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
+    }
+}
+
 /// One run projected with `device`.
 fn project_run(run: &Run, catalog: &Catalog, device: Option<&DeviceModel>) -> RunResult {
+    let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
     let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
         let model = run.model.transformer(&run.id)?;
         let cluster = run.system.cluster(catalog, device)?;
         let plan = Plan::parse(&run.plan)?;
-        let p = project(&model, &cluster, &plan, Task::Train).map_err(|e| e.0)?;
-        let tokens = p.global_batch * model.seq;
+        measured = run.measured_per_gpu(&model, &plan)?;
+        let (task, tokens_per_seq) = run.task(&model)?;
+        let p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
+        let tokens = p.global_batch * tokens_per_seq;
         let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
         Ok((per_gpu, p.fits_memory, p.times.iteration_ms, p.notes))
     })();
-    let measured = run.measured.tokens_per_s_per_gpu;
     match projected {
         Ok((predicted, fits, iteration_ms, notes)) => RunResult {
             id: run.id.clone(),
@@ -373,7 +432,7 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
                 }
                 _ => RunResult {
                     id: r.id.clone(),
-                    measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu,
+                    measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
                     predicted_tokens_per_s_per_gpu: None,
                     error: None,
                     fits_memory: None,
