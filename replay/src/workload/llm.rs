@@ -976,11 +976,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let sync_every = plan.zero >= 2 && dp > 1;
     let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
-    let t_first = if train && plan.microbatches > 1 {
-        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, sync_every, p2p).times()
-    } else {
-        t_last.clone()
-    };
+    let first_timeline = (train && plan.microbatches > 1).then(|| {
+        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, sync_every, p2p)
+    });
+    let t_first = first_timeline.as_ref().map_or_else(|| t_last.clone(), Timeline::times);
     let m = if train { f64::from(plan.microbatches) } else { 1.0 };
     let mut times = IterationTimes::default();
     for (k, v) in &t_first.by_kind_ms {
@@ -1028,7 +1027,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         times.compute_ms += optimizer_ms;
         *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += optimizer_ms;
     }
-    times.exposed_comm_ms = (times.iteration_ms - times.compute_ms - times.bubble_ms).max(0.0);
+    // Exposed communication by the one definition of traces and replays: per microbatch's
+    // stage timeline, communication with no compute under it (the bubble holds none).
+    let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
+    times.exposed_comm_ms = if train { exposed_first * (m - 1.0) + last.exposed_comm_ms() } else { last.exposed_comm_ms() * f64::from(pp) };
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
@@ -1511,6 +1513,28 @@ mod tests {
             let (short, full) = (pipeline_makespan_s(pp, v, m, st), pipeline_graph_s(pp, v, m, st));
             assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {short} vs {full}");
         }
+    }
+
+    #[test]
+    fn exposed_communication_is_communication_with_no_compute_under_it() {
+        // The definition of traces and replays (∪comm − ∪comm ∩ ∪compute): with free compute all
+        // communication is exposed; with free links none is; otherwise between 0 and all of it.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let plan = Plan::parse("dp=8,mb=1,gbs=16").unwrap();
+        let run = |c: &Cluster| project(&m, c, &plan, Task::Train).unwrap().times;
+        let mut free_compute = a100(8);
+        free_compute.peak_flops = 1e24;
+        free_compute.hbm_bw = 1e24;
+        free_compute.gemm_overhead_s = 0.0;
+        let t = run(&free_compute);
+        assert!(t.comm_ms > 0.0 && (t.exposed_comm_ms / t.comm_ms - 1.0).abs() < 0.01, "{} of {}", t.exposed_comm_ms, t.comm_ms);
+        let mut free_links = a100(8);
+        free_links.intra = Link::from_si(0.0, 1e18);
+        free_links.inter = Link::from_si(0.0, 1e18);
+        assert!(run(&free_links).exposed_comm_ms < 1e-3);
+        let t = run(&a100(8));
+        assert!(t.exposed_comm_ms > 0.0 && t.exposed_comm_ms < t.comm_ms, "{} of {}", t.exposed_comm_ms, t.comm_ms);
+        assert!((t.overlapped_comm_ms - (t.comm_ms - t.exposed_comm_ms)).abs() < 1e-9);
     }
 
     #[test]

@@ -277,6 +277,25 @@ impl Timeline {
         t
     }
 
+    /// Communication with no compute under it, ms — the same definition and
+    /// code as the breakdown of traces and of replays (∪comm − ∪comm ∩ ∪compute,
+    /// `ingest::analysis::Breakdown`).
+    pub fn exposed_comm_ms(&self) -> f64 {
+        use tracecast_ingest::analysis::interval::IntervalSet;
+        // The two lanes' unions and their intersection, as `Breakdown::from_sets` measures them
+        // (only the two sets it needs: a search calls this for every plan).
+        let (mut compute, mut comm) = (Vec::with_capacity(self.ops.len()), Vec::new());
+        for (op, (&s, &e)) in self.ops.iter().zip(self.schedule.start_ns.iter().zip(&self.schedule.end_ns)) {
+            if op.kind.is_compute() { compute.push((s, e)) } else { comm.push((s, e)) }
+        }
+        if comm.is_empty() {
+            return 0.0;
+        }
+        let comm = IntervalSet::union(comm);
+        let overlap = comm.intersect(&IntervalSet::union(compute));
+        (comm.total() - overlap.total()) as f64 / 1e6
+    }
+
     /// Chrome-trace JSON of the two lanes (one process, a track per lane), for ui.perfetto.dev.
     pub fn write_perfetto(&self, w: &mut impl std::io::Write, title: &str) -> std::io::Result<()> {
         write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
