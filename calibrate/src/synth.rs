@@ -329,6 +329,18 @@ pub struct SynthRank {
 
 /// The ranks' trace files as JSON text, in rank order, with their truth.
 pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
+    let mut out = Vec::new();
+    render_job_each(spec, |r| out.push(r));
+    out
+}
+
+/// Stands for the world's rank list in the rows until a rank is rendered (a
+/// 4096-rank list on every collective row of every rank would not fit in memory).
+const RANKS_MARK: &str = "\u{1}ranks\u{1}";
+
+/// [`render_job`], handing each rank to `each` as soon as it is rendered (in rank
+/// order), so a caller that writes it out holds one rank's text at a time.
+pub fn render_job_each(spec: &JobSpec, mut each: impl FnMut(SynthRank)) {
     let n = spec.ranks.max(1);
     let mut rng = Rng(spec.seed ^ 0x5EED);
     let mut ranks: Vec<RankWriter> = (0..n)
@@ -467,7 +479,7 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 w.event_wait(COMPUTE_STREAM, COMM_STREAM, *arrive, spec.sync_rows);
                 w.next_gap_us = 0.0; // the arrival already holds the queue gap
                 let op_args = format!(
-                    "\"Collective name\": \"allreduce\", \"In msg nelems\": {elems}, \"Out msg nelems\": {elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{ranks_list}]\""
+                    "\"Collective name\": \"allreduce\", \"In msg nelems\": {elems}, \"Out msg nelems\": {elems}, \"Group size\": {n}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", \"Process Group Ranks\": \"[{RANKS_MARK}]\""
                 );
                 w.launch(
                     "record_param_comms",
@@ -500,9 +512,8 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
             w.x("user_annotation", &name, CPU_PID, CPU_TID, start, w.cpu_us - start - 1.0, "");
         }
     }
-    ranks
-        .into_iter()
-        .map(|w| {
+    for w in ranks {
+        let synth = {
             let mut s = String::with_capacity(w.rows.iter().map(|r| r.len() + 3).sum::<usize>() + 1024);
             let _ = write!(
                 s,
@@ -513,7 +524,14 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 if i > 0 {
                     s.push_str(",\n");
                 }
-                s.push_str(row);
+                match row.split_once(RANKS_MARK) {
+                    Some((a, b)) => {
+                        s.push_str(a);
+                        s.push_str(&ranks_list);
+                        s.push_str(b);
+                    }
+                    None => s.push_str(row),
+                }
             }
             s.push_str("\n],\n\"traceName\": \"synthetic\"}\n");
             SynthRank {
@@ -523,8 +541,9 @@ pub fn render_job(spec: &JobSpec) -> Vec<SynthRank> {
                 times_last: times_last[w.rank as usize],
                 wait_caused_us: caused[w.rank as usize],
             }
-        })
-        .collect()
+        };
+        each(synth);
+    }
 }
 
 /// The synthetic job read back as `ingest` reads files (in memory, no disk).
@@ -557,7 +576,27 @@ pub struct WriteError {
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
     std::fs::create_dir_all(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
     let mut written = Vec::new();
-    for (rank, synth) in render_job(spec).into_iter().enumerate() {
+    let mut failed = None;
+    let mut rank = 0usize;
+    render_job_each(spec, |synth| {
+        if failed.is_some() {
+            return;
+        }
+        match write_rank(spec, dir, rank, synth) {
+            Ok(p) => written.push(p),
+            Err(e) => failed = Some(e),
+        }
+        rank += 1;
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(written),
+    }
+}
+
+/// Writes one rank's file.
+fn write_rank(spec: &JobSpec, dir: &Path, rank: usize, synth: SynthRank) -> Result<PathBuf, WriteError> {
+    {
         let text = synth.json;
         let path = dir.join(if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") });
         let bytes = if spec.gzip {
@@ -568,7 +607,6 @@ pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError>
         };
         tracecast_ingest::output::write_atomic(&path, &bytes)
             .map_err(|e| WriteError { path: path.clone(), cause: std::io::Error::other(e.to_string()) })?;
-        written.push(path);
+        Ok(path)
     }
-    Ok(written)
 }
