@@ -568,20 +568,25 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let mut analyses = Vec::new();
     // One rank at a time: each trace is summarized as it is read and dropped,
     // so a job of thousands of ranks never sits in memory whole.
-    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, |path, files, on_file| {
-        let summarize = |rank: &tracecast_ingest::job::Rank| {
-            let mut o = opts.clone();
-            let gpu = rank.trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
-            o.gpus_per_node =
-                i64::from(given_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8));
-            let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
-            analysis::summarize_rank(rank, declared.filter(|w| *w > 0).unwrap_or(files.len() as u32), &o)
-        };
-        let (summaries, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
-        let bad = failures.iter().map(analysis::BadFile::of).collect();
-        let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
-        (job, failures)
-    }, |a, _| analyses.push(a))?;
+    let failed = for_each_input(
+        &args.inputs.paths,
+        args.inputs.each,
+        &args.inputs.read,
+        |path, files, on_file| {
+            let summarize = |rank: &tracecast_ingest::job::Rank| {
+                let mut o = opts.clone();
+                let gpu = rank.trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+                o.gpus_per_node = i64::from(given_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8));
+                let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
+                analysis::summarize_rank(rank, declared.filter(|w| *w > 0).unwrap_or(files.len() as u32), &o)
+            };
+            let (summaries, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
+            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
+            (job, failures)
+        },
+        |a, _| analyses.push(a),
+    )?;
     let definition = opts.classifier.definition();
     emit(&analyses, &definition, args.json.as_ref(), args.csv.as_ref(), args.parquet.as_ref(), args.inputs.read.quiet)?;
     if let Some(dir) = &args.plots {

@@ -385,7 +385,9 @@ fn print_validation(out: &mut impl Write, v: &tracecast_replay::workload::valida
             None => "",
         };
         match (r.predicted_tokens_per_s_per_gpu, r.error) {
-            (Some(p), Some(e)) => writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?,
+            (Some(p), Some(e)) => {
+                writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?
+            }
             _ => writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?,
         }
     }

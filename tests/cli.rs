@@ -818,7 +818,11 @@ fn every_command_that_reads_traces_takes_the_same_options() {
         // The analysed window: the same options wherever GPU time is broken down.
         let o = call(cmd, &demo, rest, &["--window", "all", "--kernel-wait-us", "10", "--drop-last-step"]);
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
-        for (bad, named) in [(["--kernel-wait-us=-1", "--window=all"], "--kernel-wait-us"), (["--steps", "3-1"], "--steps"), (["--window", "some"], "--window")] {
+        for (bad, named) in [
+            (["--kernel-wait-us=-1", "--window=all"], "--kernel-wait-us"),
+            (["--steps", "3-1"], "--steps"),
+            (["--window", "some"], "--window"),
+        ] {
             let o = call(cmd, &demo, rest, &bad);
             assert!(!o.status.success() && stderr(&o).contains(named), "{cmd} {bad:?}: {}", stderr(&o));
         }
@@ -841,8 +845,24 @@ fn a_missing_input_file_is_named_with_its_cause_once() {
     let missing_profile = dir.join("missing.json");
     let profile_out = dir.join("p.json");
     for args in [
-        vec!["calibrate".as_ref(), demo.as_os_str(), "-q".as_ref(), "--out".as_ref(), profile_out.as_os_str(), "--hw".as_ref(), missing.as_os_str()],
-        vec!["replay".as_ref(), demo.as_os_str(), "-q".as_ref(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), missing_profile.as_os_str()],
+        vec![
+            "calibrate".as_ref(),
+            demo.as_os_str(),
+            "-q".as_ref(),
+            "--out".as_ref(),
+            profile_out.as_os_str(),
+            "--hw".as_ref(),
+            missing.as_os_str(),
+        ],
+        vec![
+            "replay".as_ref(),
+            demo.as_os_str(),
+            "-q".as_ref(),
+            "--target".as_ref(),
+            "h100-sxm".as_ref(),
+            "--profile".as_ref(),
+            missing_profile.as_os_str(),
+        ],
         vec!["analyze".as_ref(), missing.as_os_str()],
     ] {
         let o = run(&args);

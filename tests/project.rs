@@ -197,7 +197,11 @@ fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_r
     p.set_gemm_efficiency(tracecast_calibrate::catalog::Dtype::Bf16, 0.45, 4.5, 1, "truth".into());
     std::fs::write(&truth, serde_json::to_vec(&p).unwrap()).unwrap();
     let device = tracecast_calibrate::DeviceModel::from_profile(&p, &catalog);
-    let plans = [("llama2-7b", 8, "fsdp=8,mb=2,gbs=64"), ("llama2-13b", 16, "tp=2,fsdp=8,mb=1,gbs=64"), ("llama2-70b", 64, "tp=8,pp=2,dp=4,mb=1,gbs=128")];
+    let plans = [
+        ("llama2-7b", 8, "fsdp=8,mb=2,gbs=64"),
+        ("llama2-13b", 16, "tp=2,fsdp=8,mb=1,gbs=64"),
+        ("llama2-70b", 64, "tp=8,pp=2,dp=4,mb=1,gbs=128"),
+    ];
     let mut runs = Vec::new();
     for (model, gpus, plan) in plans {
         let file = serde_json::json!({"runs": [{"id": model, "model": {"preset": model, "seq": 4096.0},
@@ -212,7 +216,8 @@ fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_r
     let runs_file = dir.join("runs.json");
     std::fs::write(&runs_file, serde_json::to_vec(&serde_json::json!({"runs": runs})).unwrap()).unwrap();
     let (fit, json) = (dir.join("fit.json"), dir.join("fit-result.json"));
-    let o = common::run(&["validate".as_ref(), runs_file.as_os_str(), "--fit".as_ref(), fit.as_os_str(), "--json".as_ref(), json.as_os_str()]);
+    let o =
+        common::run(&["validate".as_ref(), runs_file.as_os_str(), "--fit".as_ref(), fit.as_os_str(), "--json".as_ref(), json.as_os_str()]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let eta = r["gpus"][0]["gemm_efficiency"].as_f64().unwrap();
@@ -222,11 +227,21 @@ fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_r
     assert!(stdout.contains("Leave one run out") && stdout.contains("was 0.693"), "{stdout}");
     // The written profile: validate --profile reproduces the fitted runs, project and search read it.
     let out = dir.join("again.json");
-    let o = common::run(&["validate".as_ref(), runs_file.as_os_str(), "--profile".as_ref(), fit.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    let o = common::run(&[
+        "validate".as_ref(),
+        runs_file.as_os_str(),
+        "--profile".as_ref(),
+        fit.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let again: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert!(again["max_abs_error"].as_f64().unwrap() < 0.01, "{again}");
-    for cmd in [&["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "fsdp=8"][..], &["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1"]] {
+    for cmd in [
+        &["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "fsdp=8"][..],
+        &["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1"],
+    ] {
         let mut args: Vec<std::ffi::OsString> = cmd.iter().map(Into::into).collect();
         args.extend(["--profile".into(), fit.clone().into_os_string(), "-q".into()]);
         let o = common::bin().args(&args).output().unwrap();

@@ -209,7 +209,8 @@ fn report_renders_in_headless_chromium() {
         let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
         let start = dom.find("<pre id=\"selftest-result\">").expect("the self-test ran") + "<pre id=\"selftest-result\">".len();
         let end = start + dom[start..].find("</pre>").unwrap();
-        serde_json::from_str(&dom[start..end].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")).unwrap()
+        serde_json::from_str(&dom[start..end].replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\""))
+            .unwrap()
     };
     let single = dir.join("single.html");
     report(&[&shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")], &[], &single);

@@ -437,7 +437,8 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Cat
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
     for (mut ranks, world) in jobs {
-        let colls: Vec<tracecast_ingest::analysis::RankCollectives> = ranks.iter_mut().map(|r| std::mem::take(&mut r.collectives)).collect();
+        let colls: Vec<tracecast_ingest::analysis::RankCollectives> =
+            ranks.iter_mut().map(|r| std::mem::take(&mut r.collectives)).collect();
         let mut by_rank: std::collections::HashMap<u32, Vec<CollectiveSample>> = std::collections::HashMap::new();
         for c in tracecast_ingest::analysis::match_collectives(&colls, world) {
             by_rank.entry(c.rank).or_default().push(c);

@@ -406,9 +406,7 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                 s.dur_us += dur_us;
                 s.kernels += 1;
             }
-            None => {
-                unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: name(trace.name(i)) })
-            }
+            None => unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: name(trace.name(i)) }),
         }
     }
     let mut out: Vec<WorkSample> = by_op.into_values().collect();

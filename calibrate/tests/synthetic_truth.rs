@@ -153,10 +153,10 @@ fn a_named_group_without_group_size_args_spans_the_ranks_it_was_matched_on() {
         .into_iter()
         .enumerate()
         .map(|(r, s)| {
-            let renamed = s
-                .json
-                .replace(&format!(", \"Group size\": {}", spec.ranks), "")
-                .replace("\"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"", "\"Process Group Name\": \"7\", \"Process Group Description\": \"dp_replicate\"");
+            let renamed = s.json.replace(&format!(", \"Group size\": {}", spec.ranks), "").replace(
+                "\"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"",
+                "\"Process Group Name\": \"7\", \"Process Group Description\": \"dp_replicate\"",
+            );
             assert!(!renamed.contains("Group size") && renamed.contains("dp_replicate"));
             kineto::parse_bytes(renamed.as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default())
         })
@@ -185,7 +185,8 @@ fn calibrating_one_rank_at_a_time_gives_the_same_profile() {
         let whole = calibrate(std::slice::from_ref(&job), &catalog, &opts);
         let world = job.world_size();
         drop(job);
-        let (ranks, failures) = Job::summarize(&files, &ReadOptions::default(), &|_| {}, &|r| tracecast_calibrate::profile::rank_samples(r, &catalog, &opts));
+        let (ranks, failures) =
+            Job::summarize(&files, &ReadOptions::default(), &|_| {}, &|r| tracecast_calibrate::profile::rank_samples(r, &catalog, &opts));
         assert!(failures.is_empty());
         let apart = tracecast_calibrate::profile::calibrate_summaries(vec![(ranks, world)], &catalog, &opts);
         assert_eq!(serde_json::to_string(&apart).unwrap(), serde_json::to_string(&whole).unwrap(), "{}", dir.display());

@@ -115,7 +115,11 @@ impl Chart for Bars {
                     let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32), base));
                     let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + 1), base + v));
                     let category = self.categories.get(i).map_or(String::new(), |c| format!("{} {c}: ", self.x_label));
-                    tip((x0 + left as i32, y0), (x1 - right as i32, y1), format!("{category}{} = {} ({})", s.label, exact(v), self.y_label));
+                    tip(
+                        (x0 + left as i32, y0),
+                        (x1 - right as i32, y1),
+                        format!("{category}{} = {} ({})", s.label, exact(v), self.y_label),
+                    );
                 }
             }
         }

@@ -227,7 +227,11 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
                 let step = (c.points.len() / 3000).max(1);
                 for &(x, y) in c.points.iter().filter(keep).step_by(step) {
                     let (px, py) = chart.backend_coord(&(x, y));
-                    tip((px - 4, py - 4), (px + 4, py + 4), format!("{}: {} = {}, {} = {}", c.legend[0], c.x_label, exact(x), c.y_label, exact(y)));
+                    tip(
+                        (px - 4, py - 4),
+                        (px + 4, py + 4),
+                        format!("{}: {} = {}, {} = {}", c.legend[0], c.x_label, exact(x), c.y_label, exact(y)),
+                    );
                 }
             }
             chart

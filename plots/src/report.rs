@@ -384,7 +384,12 @@ impl Page {
 
     fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
         if rows.len() > 5 {
-            let _ = write!(self.html, "<input type=\"search\" class=\"filter\" placeholder=\"filter: {}\" aria-label=\"filter {}\">", esc(caption), esc(caption));
+            let _ = write!(
+                self.html,
+                "<input type=\"search\" class=\"filter\" placeholder=\"filter: {}\" aria-label=\"filter {}\">",
+                esc(caption),
+                esc(caption)
+            );
         }
         let _ = write!(self.html, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
         for h in head {
@@ -502,16 +507,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
                 v.sort_by(|x, y| x.0.total_cmp(&y.0));
                 let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize].0;
                 let (lo, hi) = (v[0], v[v.len() - 1]);
-                vec![
-                    (*name).to_string(),
-                    ms(lo.0),
-                    lo.1.to_string(),
-                    ms(q(0.1)),
-                    ms(q(0.5)),
-                    ms(q(0.9)),
-                    ms(hi.0),
-                    hi.1.to_string(),
-                ]
+                vec![(*name).to_string(), ms(lo.0), lo.1.to_string(), ms(q(0.1)), ms(q(0.5)), ms(q(0.9)), ms(hi.0), hi.1.to_string()]
             })
             .collect();
         page.table(
@@ -657,10 +653,13 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .take(40)
             .map(|o| {
                 let achieved = o.achieved();
-                let peak = peaks.and_then(|d| {
-                    if o.counts_flops { o.dtype.as_ref().and_then(|t| d.peak_tflops.get(t).copied()) } else { d.hbm_gbps }
-                });
-                let work = if o.counts_flops { o.flops.map(|f| format!("{:.3} GFLOP", f / 1e9)) } else { o.bytes.map(|b| format!("{:.3} MB", b / 1e6)) };
+                let peak = peaks
+                    .and_then(|d| if o.counts_flops { o.dtype.as_ref().and_then(|t| d.peak_tflops.get(t).copied()) } else { d.hbm_gbps });
+                let work = if o.counts_flops {
+                    o.flops.map(|f| format!("{:.3} GFLOP", f / 1e9))
+                } else {
+                    o.bytes.map(|b| format!("{:.3} MB", b / 1e6))
+                };
                 vec![
                     o.op.clone(),
                     o.shapes.clone(),

@@ -199,11 +199,19 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
     };
     for (pid, name) in &processes {
         sep(w)?;
-        write!(w, "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {pid}, \"tid\": 0, \"args\": {{\"name\": \"{}\"}}}}", escape(name))?;
+        write!(
+            w,
+            "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {pid}, \"tid\": 0, \"args\": {{\"name\": \"{}\"}}}}",
+            escape(name)
+        )?;
     }
     for (pid, tid, label) in &threads {
         sep(w)?;
-        write!(w, "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"name\": \"{}\"}}}}", escape(label))?;
+        write!(
+            w,
+            "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"name\": \"{}\"}}}}",
+            escape(label)
+        )?;
     }
     let mut tid_of_task: FxHashMap<usize, (i64, i64)> = FxHashMap::default();
     for (x, &(pid, tid)) in slices.iter().zip(&placed) {
@@ -226,8 +234,7 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
         )?;
     }
     // Flow arrows between consecutive tasks on the critical path (earliest first).
-    let mut tasks: Vec<usize> =
-        critical.iter().rev().map(|e| *e as usize / 2).filter(|t| tid_of_task.contains_key(t)).collect();
+    let mut tasks: Vec<usize> = critical.iter().rev().map(|e| *e as usize / 2).filter(|t| tid_of_task.contains_key(t)).collect();
     tasks.dedup();
     for (id, pair) in tasks.windows(2).enumerate() {
         let (a, b) = (pair[0], pair[1]);

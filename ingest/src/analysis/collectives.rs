@@ -178,9 +178,9 @@ pub(crate) fn collective_stats(
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
         let matched = transfer_ns.get(&inst.key()).copied();
-        let group_size = inst.group_size.or_else(|| {
-            crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched.map_or(1, |m| m.1))
-        });
+        let group_size = inst
+            .group_size
+            .or_else(|| crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched.map_or(1, |m| m.1)));
         let a = acc.entry((inst.collective, inst.process_group.as_deref().map(str::to_string), group_size)).or_default();
         let d = inst.end_ns - inst.start_ns;
         let transfer = matched.map(|m| m.0);

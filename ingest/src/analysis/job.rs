@@ -228,85 +228,81 @@ pub fn world_of(summaries: &[RankSummary]) -> u32 {
 /// One rank's pass: everything the job needs of it (see [`RankSummary`]);
 /// `world` is the job's world size (for the default group and dimensions).
 pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions) -> RankSummary {
-            let trace = &rank.trace;
-            let classes = opts.classifier.classes(trace);
-            let sets = RankSets::new(trace, &classes);
-            let links = crate::link::Links::new(trace);
-            let mut steps = steps::find_steps(trace, &links);
-            if opts.drop_last_step && steps.len() > 1 {
-                steps.pop();
+    let trace = &rank.trace;
+    let classes = opts.classifier.classes(trace);
+    let sets = RankSets::new(trace, &classes);
+    let links = crate::link::Links::new(trace);
+    let mut steps = steps::find_steps(trace, &links);
+    if opts.drop_last_step && steps.len() > 1 {
+        steps.pop();
+    }
+    if let Some((lo, hi)) = opts.steps {
+        steps.retain(|s| s.number >= lo && s.number <= hi);
+    }
+    let mut notes: Vec<String> = trace.warnings.clone();
+    let all = Window::all(trace);
+    let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
+        (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
+        (WindowMode::Steps, None) => {
+            if all.is_some() {
+                notes.push(if steps.is_empty() {
+                    "no ProfilerStep annotations: the whole GPU window is analysed".to_string()
+                } else {
+                    "no GPU work could be tied to a ProfilerStep: the whole GPU window is analysed".to_string()
+                });
             }
-            if let Some((lo, hi)) = opts.steps {
-                steps.retain(|s| s.number >= lo && s.number <= hi);
-            }
-            let mut notes: Vec<String> = trace.warnings.clone();
-            let all = Window::all(trace);
-            let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
-                (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
-                (WindowMode::Steps, None) => {
-                    if all.is_some() {
-                        notes.push(if steps.is_empty() {
-                            "no ProfilerStep annotations: the whole GPU window is analysed".to_string()
-                        } else {
-                            "no GPU work could be tied to a ProfilerStep: the whole GPU window is analysed".to_string()
-                        });
-                    }
-                    (WindowMode::All, all)
-                }
-                (WindowMode::All, _) => (WindowMode::All, all),
-            };
-            if all.is_none() {
-                notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
-            }
-            let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
-            let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
-            let idle_split = if window.is_some() {
-                IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
-            } else {
-                IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
-            };
-            let idle_by_stream =
-                if window.is_some() { StreamIdle::all(trace, &links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
-            let step_rows = steps
-                .iter()
-                .map(|s| StepBreakdown {
-                    step: s.number,
-                    cpu_dur_us: (s.cpu_end_ns - s.cpu_start_ns) as f64 / 1000.0,
-                    breakdown: s.gpu.map(|g| Breakdown::from_sets(&sets, g)).unwrap_or_default(),
-                })
-                .collect();
-            let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
-            let instances = collectives::instances(trace, &classes, &links);
-            let world = i64::from(world);
-            let comm_by_dimension = if window.is_some() {
-                super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node)
-            } else {
-                Vec::new()
-            };
-            RankSummary {
-                declared_world: trace.distributed.as_ref().and_then(|d| d.world_size),
-                analysis: RankAnalysis {
-                    file: trace.path.display().to_string(),
-                    rank: rank.rank,
-                    rank_source: rank.source,
-                    device: trace.device_name().map(str::to_string),
-                    window: mode,
-                    window_start_us: all.map_or(0.0, |a| (w.start_ns - a.start_ns) as f64 / 1000.0),
-                    breakdown,
-                    idle_split,
-                    idle_by_stream,
-                    steps: step_rows,
-                    collectives: Vec::new(),
-                    comm_by_dimension: Vec::new(),
-                    top_kernels: all_kernels.iter().take(opts.top_kernels).cloned().collect(),
-                    clock_offset_us: None,
-                    notes,
-                    all_kernels,
-                },
-                instances,
-                window,
-                comm_by_dimension,
-            }
+            (WindowMode::All, all)
+        }
+        (WindowMode::All, _) => (WindowMode::All, all),
+    };
+    if all.is_none() {
+        notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
+    }
+    let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
+    let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
+    let idle_split = if window.is_some() {
+        IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
+    } else {
+        IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
+    };
+    let idle_by_stream = if window.is_some() { StreamIdle::all(trace, &links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
+    let step_rows = steps
+        .iter()
+        .map(|s| StepBreakdown {
+            step: s.number,
+            cpu_dur_us: (s.cpu_end_ns - s.cpu_start_ns) as f64 / 1000.0,
+            breakdown: s.gpu.map(|g| Breakdown::from_sets(&sets, g)).unwrap_or_default(),
+        })
+        .collect();
+    let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
+    let instances = collectives::instances(trace, &classes, &links);
+    let world = i64::from(world);
+    let comm_by_dimension =
+        if window.is_some() { super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node) } else { Vec::new() };
+    RankSummary {
+        declared_world: trace.distributed.as_ref().and_then(|d| d.world_size),
+        analysis: RankAnalysis {
+            file: trace.path.display().to_string(),
+            rank: rank.rank,
+            rank_source: rank.source,
+            device: trace.device_name().map(str::to_string),
+            window: mode,
+            window_start_us: all.map_or(0.0, |a| (w.start_ns - a.start_ns) as f64 / 1000.0),
+            breakdown,
+            idle_split,
+            idle_by_stream,
+            steps: step_rows,
+            collectives: Vec::new(),
+            comm_by_dimension: Vec::new(),
+            top_kernels: all_kernels.iter().take(opts.top_kernels).cloned().collect(),
+            clock_offset_us: None,
+            notes,
+            all_kernels,
+        },
+        instances,
+        window,
+        comm_by_dimension,
+    }
 }
 
 /// The job's analysis from its ranks' summaries (any order; sorted by rank here).

@@ -20,7 +20,9 @@ mod steps;
 
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
-pub use collectives::{ClockAlignment, CollectiveSample, CollectiveStats, RankCollectives, Straggler, collective_samples, match_collectives};
+pub use collectives::{
+    ClockAlignment, CollectiveSample, CollectiveStats, RankCollectives, Straggler, collective_samples, match_collectives,
+};
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
     AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job, reduce,

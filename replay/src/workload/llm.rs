@@ -742,7 +742,10 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
         return Err(Infeasible(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
     }
     if plan.cp > 1 && !(model.seq as u64).is_multiple_of(2 * u64::from(plan.cp)) {
-        return Err(Infeasible(format!("cp={}: the sequence of {} tokens does not split into 2·cp load-balanced chunks", plan.cp, model.seq)));
+        return Err(Infeasible(format!(
+            "cp={}: the sequence of {} tokens does not split into 2·cp load-balanced chunks",
+            plan.cp, model.seq
+        )));
     }
     if plan.frozen as usize >= model.layers {
         return Err(Infeasible(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
@@ -1090,13 +1093,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
 
 /// End of the forward pass in a stage's timeline, ms.
 fn forward_end_ms(t: &Timeline) -> f64 {
-    t.ops
-        .iter()
-        .zip(&t.schedule.end_ns)
-        .filter(|(op, _)| matches!(op.name, Label::Layer(_, _, "f")))
-        .map(|(_, &e)| e)
-        .max()
-        .unwrap_or(0) as f64
+    t.ops.iter().zip(&t.schedule.end_ns).filter(|(op, _)| matches!(op.name, Label::Layer(_, _, "f"))).map(|(_, &e)| e).max().unwrap_or(0)
+        as f64
         / 1e6
 }
 

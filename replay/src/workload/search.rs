@@ -65,7 +65,10 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         for pp in divisors(gpus / tp).into_iter().filter(|p| *p as usize <= model.layers) {
             // Context parallelism pays for long sequences only: tried from 16k tokens.
             let cps: Vec<u32> = if train && model.seq >= 16384.0 {
-                divisors(gpus / (tp * pp)).into_iter().filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c))).collect()
+                divisors(gpus / (tp * pp))
+                    .into_iter()
+                    .filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c)))
+                    .collect()
             } else {
                 vec![1]
             };

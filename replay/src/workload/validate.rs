@@ -214,7 +214,12 @@ impl RunSystem {
 
 /// The device model that prices `run`: its GPU's profile among `devices`,
 /// else the GPU's shipped one.
-fn device_for<'a>(run: &Run, catalog: &Catalog, devices: &'a [DeviceModel], shipped: &'a mut Option<DeviceModel>) -> Option<&'a DeviceModel> {
+fn device_for<'a>(
+    run: &Run,
+    catalog: &Catalog,
+    devices: &'a [DeviceModel],
+    shipped: &'a mut Option<DeviceModel>,
+) -> Option<&'a DeviceModel> {
     let gpu_id = gpu_id(run, catalog);
     *shipped = tracecast_calibrate::shipped::model(&gpu_id, catalog);
     devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id)).or(shipped.as_ref())
@@ -358,15 +363,18 @@ pub struct Fit {
 
 /// The GEMM efficiency that best explains `runs` (least squares of
 /// log(projected / measured)), priced on `base` with t0 `overhead_us`.
-fn fit_gemm_efficiency(runs: &[&Run], catalog: &Catalog, base: &tracecast_calibrate::Profile, dtype: Dtype, overhead_us: f64) -> Option<f64> {
+fn fit_gemm_efficiency(
+    runs: &[&Run],
+    catalog: &Catalog,
+    base: &tracecast_calibrate::Profile,
+    dtype: Dtype,
+    overhead_us: f64,
+) -> Option<f64> {
     let cost = |eta: f64| -> f64 {
         let mut p = base.clone();
         p.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), String::new());
         let device = DeviceModel::from_profile(&p, catalog);
-        runs.iter()
-            .filter_map(|r| project_run(r, catalog, Some(&device)).error)
-            .map(|e| (1.0 + e).ln().powi(2))
-            .sum::<f64>()
+        runs.iter().filter_map(|r| project_run(r, catalog, Some(&device)).error).map(|e| (1.0 + e).ln().powi(2)).sum::<f64>()
     };
     if runs.is_empty() {
         return None;
@@ -409,14 +417,16 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         let from = given.or(shipped.as_ref());
         let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
         let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
-        let (previous, overhead_us, previous_source) = match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
-            Some((eta, t0)) => (eta, t0.max(0.0), from.map_or(String::new(), |d| d.source.clone())),
-            None => (super::llm::DEFAULT_GEMM_EFFICIENCY, super::llm::DEFAULT_GEMM_OVERHEAD_S * 1e6, "the default".to_string()),
-        };
+        let (previous, overhead_us, previous_source) =
+            match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
+                Some((eta, t0)) => (eta, t0.max(0.0), from.map_or(String::new(), |d| d.source.clone())),
+                None => (super::llm::DEFAULT_GEMM_EFFICIENCY, super::llm::DEFAULT_GEMM_OVERHEAD_S * 1e6, "the default".to_string()),
+            };
         let Some(eta) = fit_gemm_efficiency(runs, catalog, &base, dtype, overhead_us) else { continue };
         let mut profile = base.clone();
         let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
-        let how = format!("GEMM η fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}", ids.len(), ids.join(", "));
+        let how =
+            format!("GEMM η fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}", ids.len(), ids.join(", "));
         profile.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), how.clone());
         profile.notes.push(how);
         // Leave one run out: η from the GPU's other runs.
@@ -442,7 +452,14 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
             };
             loo_results.insert(r.id.clone(), result);
         }
-        gpus.push(GpuFit { gpu: id.clone(), runs: ids, gemm_efficiency: eta, previous_gemm_efficiency: previous, previous_source, profile });
+        gpus.push(GpuFit {
+            gpu: id.clone(),
+            runs: ids,
+            gemm_efficiency: eta,
+            previous_gemm_efficiency: previous,
+            previous_source,
+            profile,
+        });
     }
     let fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
     let fitted = validate(file, catalog, &fitted_devices);
