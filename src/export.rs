@@ -22,11 +22,10 @@ where
 }
 
 fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<()> {
-    let (ext, path) = match format {
-        Format::Csv => ("csv", dir.join(format!("{stem}.csv"))),
-        Format::Parquet => ("parquet", dir.join(format!("{stem}.parquet"))),
+    let path = match format {
+        Format::Csv => dir.join(format!("{stem}.csv")),
+        Format::Parquet => dir.join(format!("{stem}.parquet")),
     };
-    let _ = ext;
     let mut buf: Vec<u8> = Vec::new();
     match format {
         Format::Csv => CsvWriter::new(&mut buf).finish(df)?,

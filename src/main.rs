@@ -575,10 +575,8 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         |path, files, on_file| {
             let summarize = |rank: &tracecast_ingest::job::Rank| {
                 let mut o = opts.clone();
-                let gpu = rank.trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
-                o.gpus_per_node = i64::from(given_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8));
-                let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
-                analysis::summarize_rank(rank, declared.filter(|w| *w > 0).unwrap_or(files.len() as u32), &o)
+                o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, given_node));
+                analysis::summarize_rank(rank, rank.trace.declared_world_size().unwrap_or(files.len() as u32), &o)
             };
             let (summaries, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
@@ -741,11 +739,10 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let mut jobs = Vec::new();
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
         let summarize = |rank: &tracecast_ingest::job::Rank| {
-            let declared = rank.trace.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok());
-            (tracecast_calibrate::profile::rank_samples(rank, &catalog, &opts), declared)
+            (tracecast_calibrate::profile::rank_samples(rank, &catalog, &opts), rank.trace.declared_world_size())
         };
         let (ranks, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
-        let world = ranks.iter().filter_map(|r| r.1).max().filter(|w| *w > 0).unwrap_or(ranks.len() as u32);
+        let world = ranks.iter().filter_map(|r| r.1).max().unwrap_or(ranks.len() as u32);
         let ranks: Vec<_> = ranks.into_iter().map(|r| r.0).collect();
         ((!ranks.is_empty()).then_some((ranks, world)), failures)
     };
@@ -784,13 +781,21 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
 }
 
 /// The catalog entry of the job's GPU.
-fn job_gpu<'c>(job: &Job, catalog: &'c tracecast_calibrate::Catalog) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
-    job.ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
+fn job_gpu<'c>(
+    ranks: &[tracecast_ingest::job::Rank],
+    catalog: &'c tracecast_calibrate::Catalog,
+) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
+    ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
 }
 
 /// GPUs per node of the job: `--gpus-per-node`, else its GPU's node preset, else 8.
 pub(crate) fn node_gpus(job: &Job, catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
-    given.or_else(|| job_gpu(job, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
+    node_gpus_of(&job.ranks, catalog, given)
+}
+
+/// [`node_gpus`] of some ranks of a job (one rank, when a job is read one rank at a time).
+fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
+    given.or_else(|| job_gpu(ranks, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
 }
 
 /// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.
@@ -801,7 +806,7 @@ fn replay_options_for(
     gpus_per_node: Option<u32>,
 ) -> tracecast_replay::ReplayOptions {
     let mut opts = base.clone();
-    let gpu = job_gpu(job, catalog);
+    let gpu = job_gpu(&job.ranks, catalog);
     if let Some(g) = gpu {
         opts.intra_gbps = g.link_gbps;
     }

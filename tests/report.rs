@@ -363,7 +363,7 @@ fn op_and_message_size_tables_are_exact() {
     let t = shared().join("tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
     let job = tracecast_ingest::Job::read(t.clone(), &[t], &tracecast_ingest::ReadOptions::default(), &|_| {});
     let classifier = tracecast_ingest::analysis::Classifier::default();
-    let rows = tracecast_plots::report::op_rows(&job, &classifier);
+    let rows = tracecast_calibrate::work::op_rows(&job, &classifier);
     let bmm = rows.iter().find(|r| r.op == "aten::bmm" && r.shapes == "[[96,3137,64],[96,64,3137]]").expect("the attention bmm");
     // (96 × 3137 × 64) · (96 × 64 × 3137): 2·b·m·k·n FLOPs per call.
     let flops = 2.0 * 96.0 * 3137.0 * 64.0 * 3137.0;
@@ -376,7 +376,7 @@ fn op_and_message_size_tables_are_exact() {
     let demo = demo();
     let files = tracecast_ingest::job::trace_files(&demo).unwrap();
     let job = tracecast_ingest::Job::read(demo, &files, &tracecast_ingest::ReadOptions::default(), &|_| {});
-    let sizes = tracecast_plots::report::message_size_rows(&job, &classifier);
+    let sizes = tracecast_ingest::analysis::message_size_rows(&job, &classifier);
     let largest = sizes.iter().filter(|m| m.collective == "all_reduce").max_by_key(|m| m.bytes).expect("all-reduces");
     assert_eq!(largest.group_size, 4);
     let busbw = largest.busbw_gbps.unwrap();

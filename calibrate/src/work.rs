@@ -414,6 +414,77 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
     out
 }
 
+/// One row of the per-op table: an op with its shapes and dtype, over all ranks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpRow {
+    /// CPU op name (`aten::mm`).
+    pub op: String,
+    /// Its `Input Dims`.
+    pub shapes: String,
+    /// Dtype of its first typed input.
+    pub dtype: Option<String>,
+    /// Op instances (calls) that launched kernels.
+    pub calls: u64,
+    /// Kernels they launched.
+    pub kernels: u64,
+    /// Kernel time, µs.
+    pub time_us: f64,
+    /// FLOPs per call, when the shapes give them.
+    pub flops: Option<f64>,
+    /// Bytes per call, when the shapes give them.
+    pub bytes: Option<f64>,
+    /// Whether the op is priced in FLOPs (GEMM, attention, conv) rather than bytes.
+    pub counts_flops: bool,
+}
+
+impl OpRow {
+    /// Achieved rate: TFLOP/s for FLOP-priced ops, GB/s for the others.
+    pub fn achieved(&self) -> Option<f64> {
+        let w = if self.counts_flops { self.flops? / 1e12 } else { self.bytes? / 1e9 };
+        (self.time_us > 0.0).then(|| w * self.calls as f64 / (self.time_us / 1e6))
+    }
+}
+
+/// Compute kernels by the op that launched them (its name, shapes and dtype),
+/// over every rank, longest total time first.
+pub fn op_rows(job: &tracecast_ingest::Job, classifier: &Classifier) -> Vec<OpRow> {
+    let mut by: std::collections::BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<(usize, u32)>)> =
+        std::collections::BTreeMap::new();
+    for (r, rank) in job.ranks.iter().enumerate() {
+        let trace = &rank.trace;
+        let ev = &trace.events;
+        for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
+            let Some(w) = w else { continue };
+            let Some(row) = w.op_row else { continue };
+            let shapes = trace.op_shapes_of(row as usize).map(|s| s.compact_dims()).unwrap_or_default();
+            let dtype = w.dtype.map(|d| d.as_str().to_string());
+            let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
+            let e = by.entry(key).or_insert_with(|| {
+                (
+                    OpRow {
+                        op: trace.name(row as usize).to_string(),
+                        shapes,
+                        dtype,
+                        flops: w.op.as_ref().and_then(|o| o.flops),
+                        bytes: w.op.as_ref().and_then(|o| o.bytes),
+                        counts_flops: w.class.counts_flops(),
+                        ..Default::default()
+                    },
+                    Default::default(),
+                )
+            });
+            e.0.kernels += 1;
+            e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
+            if e.1.insert((r, row)) {
+                e.0.calls += 1;
+            }
+        }
+    }
+    let mut rows: Vec<OpRow> = by.into_values().map(|v| v.0).collect();
+    rows.sort_by(|a, b| b.time_us.total_cmp(&a.time_us));
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,8 +46,7 @@ pub struct Job {
 impl Job {
     /// Number of ranks in the run: the largest `distributedInfo.world_size`, else the ranks read.
     pub fn world_size(&self) -> u32 {
-        let declared = self.ranks.iter().filter_map(|r| r.trace.distributed.as_ref().and_then(|d| d.world_size)).max();
-        declared.and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0).unwrap_or(self.ranks.len() as u32)
+        self.ranks.iter().filter_map(|r| r.trace.declared_world_size()).max().unwrap_or(self.ranks.len() as u32)
     }
 
     /// Reads the files of one job in parallel. `on_file` is called once per

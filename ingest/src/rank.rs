@@ -21,6 +21,11 @@ pub struct OpShapes {
 }
 
 impl OpShapes {
+    /// `Input Dims` without the whitespace some profilers pretty-print into it.
+    pub fn compact_dims(&self) -> String {
+        self.input_dims.split_whitespace().collect()
+    }
+
     /// `Input Dims` as one shape per input; inputs that are not a flat list of
     /// integers (scalars, TensorLists, `[]`) give an empty shape.
     pub fn dims(&self) -> Vec<Vec<i64>> {
@@ -157,6 +162,11 @@ impl RankTrace {
     /// The rank from `distributedInfo`, when the trace has it.
     pub fn declared_rank(&self) -> Option<i64> {
         self.distributed.as_ref().and_then(|d| d.rank)
+    }
+
+    /// The world size from `distributedInfo`, when the trace has a positive one.
+    pub fn declared_world_size(&self) -> Option<u32> {
+        self.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0)
     }
 
     /// The name of the GPU this rank ran on: the first named device

@@ -307,7 +307,7 @@ pub(crate) fn render(
 }
 
 #[cfg(test)]
-mod si_tests {
+mod tests {
     #[test]
     fn small_values_are_not_zero() {
         assert_eq!(super::si(0.001), "1.0e-3");
@@ -315,10 +315,7 @@ mod si_tests {
         assert_eq!(super::si(1500.0), "1.5k");
         assert_eq!(super::si(0.25), "0.25");
     }
-}
 
-#[cfg(test)]
-mod tests {
     #[test]
     fn si_labels() {
         assert_eq!(super::si(100000.0), "100k");

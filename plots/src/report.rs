@@ -1,7 +1,8 @@
 //! `tracecast report`: one self-contained HTML page per run (or pair of runs)
 //! — the summary in words, every chart as inline SVG, sortable tables, and the
 //! diff of two runs. No network access: no external scripts, styles, fonts or
-//! images; the few lines of script only sort tables.
+//! images; the inlined script (`assets/report.js`) sorts and filters tables
+//! and makes the timeline explorable.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,9 +10,9 @@ use std::path::Path;
 
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
-use tracecast_calibrate::work::{KernelClass, kernel_work};
+use tracecast_calibrate::work::{KernelClass, kernel_work, op_rows};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, collective_samples, find_steps};
+use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, collective_samples, find_steps, message_size_rows};
 use tracecast_ingest::link::Links;
 use tracecast_replay::JobReplay;
 
@@ -145,7 +146,7 @@ pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, 
                     kind: kind_of(classes[i], w.map(|w| w.class)).unwrap_or(4),
                     name: trace.name(i).to_string(),
                     op: op_row.map(|r| trace.name(r).to_string()),
-                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| compact(&s.input_dims)).filter(|d| !d.is_empty()),
+                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| s.compact_dims()).filter(|d| !d.is_empty()),
                     flops: op_work.and_then(|o| o.flops),
                     bytes: op_work.and_then(|o| o.bytes),
                 });
@@ -170,120 +171,6 @@ pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, 
         kernels,
     };
     Some((step, note))
-}
-
-/// `Input Dims` without the whitespace some profilers pretty-print into it.
-fn compact(dims: &str) -> String {
-    dims.split_whitespace().collect()
-}
-
-/// One row of the per-op table: an op with its shapes and dtype, over all ranks.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct OpRow {
-    /// CPU op name (`aten::mm`).
-    pub op: String,
-    /// Its `Input Dims`.
-    pub shapes: String,
-    /// Dtype of its first typed input.
-    pub dtype: Option<String>,
-    /// Op instances (calls) that launched kernels.
-    pub calls: u64,
-    /// Kernels they launched.
-    pub kernels: u64,
-    /// Kernel time, µs.
-    pub time_us: f64,
-    /// FLOPs per call, when the shapes give them.
-    pub flops: Option<f64>,
-    /// Bytes per call, when the shapes give them.
-    pub bytes: Option<f64>,
-    /// Whether the op is priced in FLOPs (GEMM, attention, conv) rather than bytes.
-    pub counts_flops: bool,
-}
-
-impl OpRow {
-    /// Achieved rate: TFLOP/s for FLOP-priced ops, GB/s for the others.
-    pub fn achieved(&self) -> Option<f64> {
-        let w = if self.counts_flops { self.flops? / 1e12 } else { self.bytes? / 1e9 };
-        (self.time_us > 0.0).then(|| w * self.calls as f64 / (self.time_us / 1e6))
-    }
-}
-
-/// Compute kernels by the op that launched them (its name, shapes and dtype),
-/// over every rank, longest total time first.
-pub fn op_rows(job: &Job, classifier: &Classifier) -> Vec<OpRow> {
-    let mut by: BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<(usize, u32)>)> = BTreeMap::new();
-    for (r, rank) in job.ranks.iter().enumerate() {
-        let trace = &rank.trace;
-        let ev = &trace.events;
-        for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
-            let Some(w) = w else { continue };
-            let Some(row) = w.op_row else { continue };
-            let shapes = trace.op_shapes_of(row as usize).map(|s| compact(&s.input_dims)).unwrap_or_default();
-            let dtype = w.dtype.map(|d| d.as_str().to_string());
-            let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
-            let e = by.entry(key).or_insert_with(|| {
-                (
-                    OpRow {
-                        op: trace.name(row as usize).to_string(),
-                        shapes,
-                        dtype,
-                        flops: w.op.as_ref().and_then(|o| o.flops),
-                        bytes: w.op.as_ref().and_then(|o| o.bytes),
-                        counts_flops: w.class.counts_flops(),
-                        ..Default::default()
-                    },
-                    Default::default(),
-                )
-            });
-            e.0.kernels += 1;
-            e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
-            if e.1.insert((r, row)) {
-                e.0.calls += 1;
-            }
-        }
-    }
-    let mut rows: Vec<OpRow> = by.into_values().map(|v| v.0).collect();
-    rows.sort_by(|a, b| b.time_us.total_cmp(&a.time_us));
-    rows
-}
-
-/// One row of the per-message-size table (the nccl-tests view).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MessageSizeRow {
-    /// Collective type.
-    pub collective: &'static str,
-    /// Ranks in the group.
-    pub group_size: i64,
-    /// Bytes per rank.
-    pub bytes: u64,
-    /// Kernels over all ranks.
-    pub count: u64,
-    /// Their time, µs (transfer time where matched across ranks).
-    pub time_us: f64,
-    /// Bus bandwidth over that time, GB/s.
-    pub busbw_gbps: Option<f64>,
-}
-
-/// Collectives by type, group size and message size, over every rank.
-pub fn message_size_rows(job: &Job, classifier: &Classifier) -> Vec<MessageSizeRow> {
-    let mut by: BTreeMap<(&'static str, i64, u64), (u64, f64, Option<f64>)> = BTreeMap::new();
-    for c in collective_samples(job, classifier) {
-        let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
-        let t = c.transfer_us.unwrap_or(c.dur_us);
-        let e = by.entry((c.collective.as_str(), n, bytes)).or_insert((0, 0.0, c.collective.bus_factor(n)));
-        e.0 += 1;
-        e.1 += t;
-    }
-    by.into_iter()
-        .map(|((collective, group_size, bytes), (count, time_us, factor))| MessageSizeRow {
-            collective,
-            group_size,
-            bytes,
-            count,
-            time_us,
-            busbw_gbps: factor.filter(|_| time_us > 0.0).map(|k| k * bytes as f64 * count as f64 / time_us / 1e3),
-        })
-        .collect()
 }
 
 /// Bus bandwidth against message size per collective type, with the fitted
@@ -600,8 +487,8 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .map(|d| {
                 vec![
                     d.dimension.as_str().to_string(),
-                    format!("{:.3}", d.comm_us / 1000.0),
-                    format!("{:.3}", d.exposed_comm_us / 1000.0),
+                    ms(d.comm_us),
+                    ms(d.exposed_comm_us),
                     d.exposed_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
                 ]
             })
@@ -621,7 +508,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
                 vec![
                     s.rank.to_string(),
                     s.times_last.to_string(),
-                    format!("{:.3}", s.wait_caused_us / 1000.0),
+                    ms(s.wait_caused_us),
                     s.wait_caused_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
                 ]
             })

@@ -67,7 +67,7 @@ impl Warp {
 fn original_args(trace: &RankTrace, row: usize) -> String {
     let mut out = String::new();
     if let Some(s) = trace.op_shapes_of(row) {
-        let dims: String = s.input_dims.split_whitespace().collect();
+        let dims = s.compact_dims();
         let types: String = s.input_types.split_whitespace().collect();
         let _ = write!(out, ", \"Input Dims\": \"{}\", \"Input type\": \"{}\"", escape(&dims), escape(&types));
     }

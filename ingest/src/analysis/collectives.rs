@@ -291,6 +291,45 @@ pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
     Matches { transfer_ns, ends }
 }
 
+/// One row of the per-message-size table (the nccl-tests view).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageSizeRow {
+    /// Collective type.
+    pub collective: &'static str,
+    /// Ranks in the group.
+    pub group_size: i64,
+    /// Bytes per rank.
+    pub bytes: u64,
+    /// Kernels over all ranks.
+    pub count: u64,
+    /// Their time, µs (transfer time where matched across ranks).
+    pub time_us: f64,
+    /// Bus bandwidth over that time, GB/s.
+    pub busbw_gbps: Option<f64>,
+}
+
+/// Collectives by type, group size and message size, over every rank.
+pub fn message_size_rows(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<MessageSizeRow> {
+    let mut by: BTreeMap<(&'static str, i64, u64), (u64, f64, Option<f64>)> = BTreeMap::new();
+    for c in collective_samples(job, classifier) {
+        let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
+        let t = c.transfer_us.unwrap_or(c.dur_us);
+        let e = by.entry((c.collective.as_str(), n, bytes)).or_insert((0, 0.0, c.collective.bus_factor(n)));
+        e.0 += 1;
+        e.1 += t;
+    }
+    by.into_iter()
+        .map(|((collective, group_size, bytes), (count, time_us, factor))| MessageSizeRow {
+            collective,
+            group_size,
+            bytes,
+            count,
+            time_us,
+            busbw_gbps: factor.filter(|_| time_us > 0.0).map(|k| k * bytes as f64 * count as f64 / time_us / 1e3),
+        })
+        .collect()
+}
+
 /// Clock offsets that make matched collectives end together (least squares).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClockAlignment {

@@ -207,7 +207,7 @@ pub struct RankSummary {
     instances: Vec<collectives::Instance>,
     window: Option<Window>,
     comm_by_dimension: Vec<super::dimension::DimensionComm>,
-    declared_world: Option<i64>,
+    declared_world: Option<u32>,
 }
 
 /// Analyses every rank of `job` (in parallel) and the job as a whole.
@@ -221,8 +221,7 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
 /// The world size of ranks summarized apart: the largest declared
 /// `distributedInfo.world_size`, else the ranks summarized (as [`Job::world_size`]).
 pub fn world_of(summaries: &[RankSummary]) -> u32 {
-    let declared = summaries.iter().filter_map(|s| s.declared_world).max();
-    declared.and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0).unwrap_or(summaries.len() as u32)
+    summaries.iter().filter_map(|s| s.declared_world).max().unwrap_or(summaries.len() as u32)
 }
 
 /// One rank's pass: everything the job needs of it (see [`RankSummary`]);
@@ -280,7 +279,7 @@ pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions
     let comm_by_dimension =
         if window.is_some() { super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node) } else { Vec::new() };
     RankSummary {
-        declared_world: trace.distributed.as_ref().and_then(|d| d.world_size),
+        declared_world: trace.declared_world_size(),
         analysis: RankAnalysis {
             file: trace.path.display().to_string(),
             rank: rank.rank,

@@ -21,7 +21,8 @@ mod steps;
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{
-    ClockAlignment, CollectiveSample, CollectiveStats, RankCollectives, Straggler, collective_samples, match_collectives,
+    ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, collective_samples, match_collectives,
+    message_size_rows,
 };
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{

@@ -212,17 +212,14 @@ impl RunSystem {
     }
 }
 
-/// The device model that prices `run`: its GPU's profile among `devices`,
-/// else the GPU's shipped one.
-fn device_for<'a>(
-    run: &Run,
-    catalog: &Catalog,
-    devices: &'a [DeviceModel],
-    shipped: &'a mut Option<DeviceModel>,
-) -> Option<&'a DeviceModel> {
-    let gpu_id = gpu_id(run, catalog);
-    *shipped = tracecast_calibrate::shipped::model(&gpu_id, catalog);
-    devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id)).or(shipped.as_ref())
+/// The device model that prices runs on GPU `gpu_id`: its profile among
+/// `devices`, else the GPU's shipped one.
+fn device_for(gpu_id: &str, catalog: &Catalog, devices: &[DeviceModel]) -> Option<DeviceModel> {
+    devices
+        .iter()
+        .find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id))
+        .cloned()
+        .or_else(|| tracecast_calibrate::shipped::model(gpu_id, catalog))
 }
 
 fn gpu_id(run: &Run, catalog: &Catalog) -> String {
@@ -318,15 +315,8 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
 /// Projects every run of `file`; `devices` are calibration profiles, each
 /// used for the runs on its GPU (else the GPU's shipped profile).
 pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> Validation {
-    let runs = file
-        .runs
-        .iter()
-        .map(|run| {
-            let mut shipped = None;
-            let device = device_for(run, catalog, devices, &mut shipped);
-            project_run(run, catalog, device)
-        })
-        .collect();
+    let runs =
+        file.runs.iter().map(|run| project_run(run, catalog, device_for(&gpu_id(run, catalog), catalog, devices).as_ref())).collect();
     summarize(runs)
 }
 
@@ -412,9 +402,8 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
     let mut loo_results: std::collections::HashMap<String, RunResult> = std::collections::HashMap::new();
     for (id, runs) in &by_gpu {
         let Ok(gpu) = catalog.gpu(id) else { continue };
-        let given = devices.iter().find(|d| d.gpu.as_ref().is_some_and(|g| &g.id == id));
-        let shipped = tracecast_calibrate::shipped::model(id, catalog);
-        let from = given.or(shipped.as_ref());
+        let from = device_for(id, catalog, devices);
+        let from = from.as_ref();
         let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
         let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
         let (previous, overhead_us, previous_source) =
