@@ -80,6 +80,8 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPat
             (true, TaskKind::Gpu(ActivityClass::Comm), _, _) => &mut cp.comm_us,
             (true, TaskKind::Gpu(ActivityClass::Memory), _, _) => &mut cp.memory_us,
             (true, TaskKind::Wait, _, _) => &mut cp.unexplained_us,
+            // Members arriving at a collective (no time passes here).
+            (_, TaskKind::Join, _, _) => &mut cp.comm_us,
             // A collective's end set by another member's arrival: the transfer.
             (false, TaskKind::Gpu(ActivityClass::Comm), _, 1) => &mut cp.comm_us,
             // Host to GPU: launch latency.

@@ -44,6 +44,11 @@ pub enum TaskKind {
     /// A delay before a GPU activity that nothing in the trace explains
     /// (its origin row is that activity's).
     Wait,
+    /// The arrival of every member of one collective instance (zero
+    /// duration; its origin is the first member's): members' starts lead into
+    /// it and each member's end follows it by the transfer, so an instance of
+    /// n ranks costs 2n edges, not n².
+    Join,
 }
 
 /// One task: which rank and trace row it came from.
@@ -253,12 +258,19 @@ pub fn build(
         instances.sort_by_key(|(k, _)| *k);
         for (_, list) in instances {
             let transfer = list.iter().map(|m| m.1).min().unwrap_or(0);
+            let Some(&(first, _)) = list.first() else { continue };
+            let origin = TaskOrigin { kind: TaskKind::Join, ..g.origin[first as usize] };
+            let arrival = g.graph.task(0, i64::MIN);
+            g.origin.push(origin);
+            g.measured_start_ns.push(list.iter().map(|&(m, _)| g.measured_start_ns[m as usize]).max().unwrap_or(0));
+            g.measured_end_ns.push(*g.measured_start_ns.last().unwrap_or(&0));
+            for &(x, _) in &list {
+                g.graph.edge(x, At::Start, arrival, At::Start, 0);
+            }
             for &(m, _) in &list {
                 g.graph.dur_ns[m as usize] = transfer;
-                for &(x, _) in &list {
-                    g.join_edges.push(g.graph.edges.len());
-                    g.graph.edge(x, At::Start, m, At::End, transfer);
-                }
+                g.join_edges.push(g.graph.edges.len());
+                g.graph.edge(arrival, At::Start, m, At::End, transfer);
             }
         }
     }

@@ -102,14 +102,14 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
     let mut slices: Vec<Slice> = Vec::new();
     let mut anchors: FxHashMap<(usize, i64, i64), Vec<(i64, i64)>> = FxHashMap::default();
     for (t, o) in eg.origin.iter().enumerate() {
-        if o.kind == TaskKind::Wait || s.start_ns[t] == i64::MIN {
+        if matches!(o.kind, TaskKind::Wait | TaskKind::Join) || s.start_ns[t] == i64::MIN {
             continue;
         }
         let trace = &job.ranks[o.rank].trace;
         let row = o.row as usize;
         let ev = &trace.events;
         let cat = match o.kind {
-            TaskKind::Host | TaskKind::Wait => "cuda_runtime",
+            TaskKind::Host | TaskKind::Wait | TaskKind::Join => "cuda_runtime",
             TaskKind::Gpu(ActivityClass::Compute) => "kernel",
             TaskKind::Gpu(ActivityClass::Comm) => "kernel",
             TaskKind::Gpu(ActivityClass::Memory) => match ev.kind[row] {

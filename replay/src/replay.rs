@@ -354,7 +354,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
-            TaskKind::Host | TaskKind::Wait | TaskKind::Gpu(ActivityClass::Comm) => 1.0,
+            TaskKind::Host | TaskKind::Wait | TaskKind::Join | TaskKind::Gpu(ActivityClass::Comm) => 1.0,
             TaskKind::Gpu(ActivityClass::Compute) => s.compute,
             TaskKind::Gpu(ActivityClass::Memory) => s.memory,
         };
@@ -415,7 +415,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         }
         let sets = RankSets::from_intervals(eg.origin.iter().enumerate().filter(|(_, o)| o.rank == r).filter_map(|(t, o)| match o.kind {
             TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
-            TaskKind::Host | TaskKind::Wait => None,
+            TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
         }));
         let replayed_breakdown = window.map(|(a, b)| Breakdown::from_sets(&sets, Window { start_ns: a, end_ns: b })).unwrap_or_default();
         ranks.push(RankReplay {
