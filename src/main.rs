@@ -781,7 +781,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
 }
 
 /// The catalog entry of the job's GPU.
-fn job_gpu<'c>(
+pub(crate) fn job_gpu<'c>(
     ranks: &[tracecast_ingest::job::Rank],
     catalog: &'c tracecast_calibrate::Catalog,
 ) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
@@ -800,20 +800,19 @@ fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calib
 
 /// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.
 fn replay_options_for(
-    job: &Job,
+    gpu: Option<&tracecast_calibrate::catalog::Gpu>,
     base: &tracecast_replay::ReplayOptions,
     catalog: &tracecast_calibrate::Catalog,
     gpus_per_node: Option<u32>,
 ) -> tracecast_replay::ReplayOptions {
     let mut opts = base.clone();
-    let gpu = job_gpu(&job.ranks, catalog);
     if let Some(g) = gpu {
         opts.intra_gbps = g.link_gbps;
     }
     if let Some(n) = gpu.and_then(|g| catalog.node_of(&g.id)) {
         opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
     }
-    opts.gpus_per_node = node_gpus(job, catalog, gpus_per_node);
+    opts.gpus_per_node = gpus_per_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8);
     // Projection prices the source side with the trace's own calibration
     // (what its kernels achieved), gaps filled from the GPU's shipped profile.
     opts.catalog = Some(catalog.clone());
@@ -908,24 +907,44 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         opts.link = Some(parse_link(spec)?);
     }
     let catalog = catalog_with(&args.inputs.read.hw)?;
-    let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    opts.target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    opts.world_size = args.world_size;
+    let opts = opts;
     let mut replays = Vec::new();
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
-    let failed = for_each_job(&args.inputs, |job| {
-        let mut opts = replay_options_for(&job, &opts, &catalog, args.inputs.read.gpus_per_node);
-        opts.world_size = args.world_size;
-        opts.target = target.clone();
-        let replayed = tracecast_replay::replay(&job, &opts);
-        if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
-            let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
-            if let Err(e) = write_perfetto(&path, &job, &replayed) {
-                perfetto_error = Some(e);
+    let given_node = args.inputs.read.gpus_per_node;
+    let failed = if args.perfetto.is_none() {
+        // One rank at a time: each trace becomes its part of the graph (and
+        // what the report needs of it) and is dropped.
+        let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
+            let part = |rank: &tracecast_ingest::job::Rank| {
+                let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+                tracecast_replay::RankPart::of(rank, world, &opts, &catalog)
+            };
+            let (parts, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &part);
+            ((!parts.is_empty()).then_some((path, parts)), failures)
+        };
+        for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |(path, parts), _| {
+            let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
+            let opts = replay_options_for(gpu, &opts, &catalog, given_node);
+            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &opts, &catalog).report);
+        })?
+    } else {
+        // Perfetto output writes every event of every rank: the whole job is read.
+        for_each_job(&args.inputs, |job| {
+            let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, given_node);
+            let replayed = tracecast_replay::replay(&job, &opts);
+            if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
+                let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
+                if let Err(e) = write_perfetto(&path, &job, &replayed) {
+                    perfetto_error = Some(e);
+                }
             }
-        }
-        jobs_seen += 1;
-        replays.push(replayed.report);
-    })?;
+            jobs_seen += 1;
+            replays.push(replayed.report);
+        })?
+    };
     if let Some(e) = perfetto_error {
         return Err(e);
     }

@@ -42,10 +42,10 @@ fn section(job: &Job, plan: &ReportPlan<'_>) -> Section {
     let profile = tracecast_calibrate::calibrate(std::slice::from_ref(job), plan.catalog, &copts).into_iter().next();
     let mut base = ReplayOptions::default();
     base.classifier = plan.classifier.clone();
-    let base = crate::replay_options_for(job, &base, plan.catalog, plan.gpus_per_node);
+    let base = crate::replay_options_for(crate::job_gpu(&job.ranks, plan.catalog), &base, plan.catalog, plan.gpus_per_node);
     let replay = tracecast_replay::replay_job(job, &base);
     let projection = plan.projection.as_ref().map(|(_, p)| {
-        let mut o = crate::replay_options_for(job, p, plan.catalog, plan.gpus_per_node);
+        let mut o = crate::replay_options_for(crate::job_gpu(&job.ranks, plan.catalog), p, plan.catalog, plan.gpus_per_node);
         o.classifier = plan.classifier.clone();
         tracecast_replay::replay_job(job, &o)
     });

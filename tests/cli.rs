@@ -537,6 +537,30 @@ fn assert_perfetto_schema(doc: &serde_json::Value) -> usize {
 }
 
 #[test]
+fn replay_one_rank_at_a_time_equals_the_whole_job_in_memory() {
+    // Without --perfetto each rank is reduced to its part of the graph as it
+    // is read; with it the whole job is held. Both must give the same replay.
+    let dir = scratch("replay-streamed");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    for what in [&["--scale", "compute=2"][..], &["--target", "a100-80gb"][..]] {
+        let (streamed, whole, timeline) = (dir.join("streamed.json"), dir.join("whole.json"), dir.join("timeline.json"));
+        let mut args: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), demo.as_os_str(), "-q".as_ref()];
+        args.extend(what.iter().map(std::ffi::OsStr::new));
+        let mut a = args.clone();
+        a.extend(["--json".as_ref(), streamed.as_os_str()]);
+        let o = run(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut b = args.clone();
+        b.extend(["--json".as_ref(), whole.as_os_str(), "--perfetto".as_ref(), timeline.as_os_str()]);
+        let o = run(&b);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let (s, w) = (json(&streamed), json(&whole));
+        assert_eq!(s["jobs"][0]["ranks"].as_array().map(Vec::len), Some(4));
+        assert_eq!(s, w, "{what:?}");
+    }
+}
+
+#[test]
 fn replay_writes_a_perfetto_timeline() {
     let dir = scratch("perfetto");
     let (plain, gz) = (dir.join("demo.json"), dir.join("control.json.gz"));

@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracecast_ingest::analysis::{ActivityClass, ClockAlignment, CollectiveSample};
 use tracecast_ingest::link::{Links, NONE};
-use tracecast_ingest::{EventKind, Job, RankTrace};
+use tracecast_ingest::{EventKind, RankTrace};
 
 use crate::sim::{At, Graph, TaskId};
 
@@ -123,7 +123,7 @@ pub struct RankGraph {
 }
 
 /// A graph with the measured schedule it was built from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ExecGraph {
     /// Tasks and edges.
     pub graph: Graph,
@@ -215,42 +215,100 @@ fn measure(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> ([i64; 4], T
     ([queue, queue_tol, launch, launch_tol], report)
 }
 
-/// Builds the graph of `job`. `classes[r]` are the activity classes of rank
-/// `r`'s rows, `links[r]` its launch links, `collectives` the job's matched
-/// communication kernels and `alignment` its clock alignment.
+/// One rank's tasks and edges, built while its trace is in memory: task ids
+/// are local to the rank, `origin.rank` is 0 and times are on the rank's own
+/// clock until [`build`] places the piece in the job's graph.
+#[derive(Debug, Clone, Default)]
+pub struct RankPiece {
+    /// The rank's graph alone (one entry in `ranks`, no joins).
+    pub graph: ExecGraph,
+    /// (row, task) of every GPU activity, by row.
+    pub gpu_tasks: Vec<(u32, TaskId)>,
+}
+
+impl RankPiece {
+    /// The graph of one rank's trace; `classes` are its rows' activity
+    /// classes, `links` its launch links.
+    pub fn of(t: &RankTrace, classes: &[Option<ActivityClass>], links: &Links) -> RankPiece {
+        let mut g = ExecGraph::default();
+        let (tasks, rules) = build_rank(&mut g, t, classes, links);
+        g.ranks.push(rules);
+        g.offsets_ns.push(0);
+        let mut gpu_tasks: Vec<(u32, TaskId)> =
+            tasks.into_iter().filter(|&(_, id)| matches!(g.origin[id as usize].kind, TaskKind::Gpu(_))).collect();
+        gpu_tasks.sort_unstable();
+        RankPiece { graph: g, gpu_tasks }
+    }
+
+    /// The task of GPU row `row`, if it is one.
+    pub fn task_of(&self, row: u32) -> Option<TaskId> {
+        self.gpu_tasks.binary_search_by_key(&row, |&(r, _)| r).ok().map(|k| self.gpu_tasks[k].1)
+    }
+}
+
+/// Where each rank's tasks sit in a job's graph.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// First task of each rank (its tasks are contiguous).
+    pub base: Vec<TaskId>,
+    /// Number of tasks of each rank (collective joins come after all ranks).
+    pub len: Vec<u32>,
+    /// Per rank, (row, global task) of its GPU activities, by row.
+    pub gpu_tasks: Vec<Vec<(u32, TaskId)>>,
+}
+
+impl Placement {
+    /// The global task of GPU row `row` of rank index `r`.
+    pub fn task_of(&self, r: usize, row: u32) -> Option<TaskId> {
+        let list = self.gpu_tasks.get(r)?;
+        list.binary_search_by_key(&row, |&(x, _)| x).ok().map(|k| list[k].1)
+    }
+
+    /// The tasks of rank index `r`.
+    pub fn tasks(&self, r: usize) -> std::ops::Range<usize> {
+        let b = self.base.get(r).copied().unwrap_or(0) as usize;
+        b..b + self.len.get(r).copied().unwrap_or(0) as usize
+    }
+}
+
+/// Builds the graph of a job from its ranks' pieces (in rank order; `ranks`
+/// their global rank numbers): each piece is moved onto the clock of
+/// `alignment`, and collectives matched across ranks (`collectives`) are
+/// joined. Pieces are consumed one by one, so the job's graph and one piece
+/// are in memory at a time.
 pub fn build(
-    job: &Job,
-    classes: &[Vec<Option<ActivityClass>>],
-    links: &[Links],
+    pieces: impl IntoIterator<Item = RankPiece>,
+    ranks: &[u32],
     collectives: &[CollectiveSample],
     alignment: Option<&ClockAlignment>,
-) -> ExecGraph {
-    let mut g = ExecGraph {
-        graph: Graph::default(),
-        origin: Vec::new(),
-        measured_start_ns: Vec::new(),
-        measured_end_ns: Vec::new(),
-        offsets_ns: Vec::new(),
-        join_edges: Vec::new(),
-        ranks: Vec::new(),
-    };
+) -> (ExecGraph, Placement) {
+    let mut g = ExecGraph::default();
+    let mut place = Placement::default();
     let join = alignment.is_some_and(|a| (a.residual_us * 1000.0) as i64 <= JOIN_RESIDUAL_NS);
-    // (rank, row) -> task
-    let mut task_of: Vec<FxHashMap<u32, TaskId>> = Vec::with_capacity(job.ranks.len());
-    for (r, rank) in job.ranks.iter().enumerate() {
+    for (r, piece) in pieces.into_iter().enumerate() {
         let off = alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
+        let base = g.graph.len() as TaskId;
+        let p = piece.graph;
+        place.base.push(base);
+        place.len.push(p.graph.len() as u32);
+        place.gpu_tasks.push(piece.gpu_tasks.into_iter().map(|(row, t)| (row, t + base)).collect());
+        g.graph.dur_ns.extend(p.graph.dur_ns);
+        g.graph.release_ns.extend(p.graph.release_ns.into_iter().map(|x| if x == i64::MIN { x } else { x + off }));
+        g.graph.edges.extend(p.graph.edges.into_iter().map(|e| crate::sim::Edge { from: e.from + base, to: e.to + base, ..e }));
+        g.origin.extend(p.origin.into_iter().map(|o| TaskOrigin { rank: r, ..o }));
+        g.measured_start_ns.extend(p.measured_start_ns.into_iter().map(|x| x + off));
+        g.measured_end_ns.extend(p.measured_end_ns.into_iter().map(|x| x + off));
         g.offsets_ns.push(off);
-        let (tasks, rules) = build_rank(&mut g, r, &rank.trace, &classes[r], &links[r], off);
-        g.ranks.push(rules);
-        task_of.push(tasks);
+        g.ranks.extend(p.ranks);
     }
     // Collectives: every member ends at the latest arrival plus the transfer.
     if join {
+        let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
         let mut members: FxHashMap<u32, Vec<(TaskId, i64)>> = FxHashMap::default();
         for c in collectives {
             let (Some(instance), Some(transfer)) = (c.instance, c.transfer_us) else { continue };
-            let Some(r) = job.ranks.iter().position(|x| x.rank == c.rank) else { continue };
-            if let Some(&id) = task_of[r].get(&c.row) {
+            let Some(&r) = index.get(&c.rank) else { continue };
+            if let Some(id) = place.task_of(r, c.row) {
                 members.entry(instance).or_default().push((id, (transfer * 1000.0).round() as i64));
             }
         }
@@ -274,18 +332,12 @@ pub fn build(
             }
         }
     }
-    g
+    (g, place)
 }
 
 /// Adds one rank's tasks and edges; returns row → task and the rules used.
-fn build_rank(
-    g: &mut ExecGraph,
-    r: usize,
-    t: &RankTrace,
-    classes: &[Option<ActivityClass>],
-    links: &Links,
-    off: i64,
-) -> (FxHashMap<u32, TaskId>, RankGraph) {
+fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>], links: &Links) -> (FxHashMap<u32, TaskId>, RankGraph) {
+    let (r, off) = (0, 0);
     let ev = &t.events;
     let mut tasks: FxHashMap<u32, TaskId> = FxHashMap::default();
     let add = |g: &mut ExecGraph, tasks: &mut FxHashMap<u32, TaskId>, row: usize, kind: TaskKind, dur: i64, release: i64| -> TaskId {

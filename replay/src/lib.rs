@@ -31,4 +31,6 @@ pub mod replay;
 pub mod sim;
 pub mod workload;
 
-pub use replay::{JobReplay, LinkOverride, ProjectionReport, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job};
+pub use replay::{
+    JobReplay, LinkOverride, ProjectionReport, RankPart, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job, replay_parts,
+};

@@ -2,6 +2,7 @@
 //! scaling of compute, memory and link speed, with per-step measured and
 //! replayed times and the §3 breakdown of the replayed timeline.
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
@@ -10,13 +11,15 @@ use tracecast_calibrate::work::{KernelWork, kernel_work};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
 use tracecast_ingest::analysis::{
-    self, ActivityClass, Breakdown, Classifier, RankSets, Window, collective_samples, find_steps, step_of_activity,
+    self, ActivityClass, Breakdown, Classifier, RankSets, Window, find_steps, match_collectives, step_of_activity,
 };
 use tracecast_ingest::collective::Collective;
+use tracecast_ingest::job::Rank;
 use tracecast_ingest::link::Links;
 
 use crate::critical::CriticalPath;
-use crate::graph::{ExecGraph, RankGraph, TaskKind, build};
+use crate::graph::{ExecGraph, Placement, RankGraph, RankPiece, TaskKind, build};
+use crate::sim::TaskId;
 use crate::sim::{Schedule, simulate};
 
 /// Speed-ups applied to the measured durations (1 = as measured, 2 = twice as fast).
@@ -231,21 +234,30 @@ pub struct RuleShare {
 
 /// Re-prices every compute kernel of `eg` on `target` through the one cost
 /// model; the source device is the trace's own calibration (`opts.source`
-/// when given).
-fn project_kernels(job: &Job, eg: &mut ExecGraph, target: &DeviceModel, opts: &ReplayOptions, notes: &mut Vec<String>) -> ProjectionReport {
-    let catalog = opts.catalog.clone().unwrap_or_else(tracecast_calibrate::Catalog::builtin);
+/// when given), fitted from the ranks' samples.
+fn project_kernels(
+    parts: &mut [RankPart<'_>],
+    place: &Placement,
+    world: u32,
+    eg: &mut ExecGraph,
+    target: &DeviceModel,
+    opts: &ReplayOptions,
+    catalog: &tracecast_calibrate::Catalog,
+    notes: &mut Vec<String>,
+) -> ProjectionReport {
     let source = match &opts.source {
         Some(s) => s.clone(),
         None => {
             let mut copts = tracecast_calibrate::CalibrateOptions::default();
             copts.classifier = opts.classifier.clone();
-            let profiles = tracecast_calibrate::profile::calibrate_jobs(std::iter::once(job), &catalog, &copts);
+            let samples: Vec<_> = parts.iter_mut().filter_map(|p| p.samples.take()).collect();
+            let profiles = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, world)], catalog, &copts);
             match profiles.into_iter().next() {
                 Some(mut p) => {
                     // Classes this trace cannot fit take the GPU's shipped fits.
                     let shipped = p.device.catalog_id.as_deref().and_then(tracecast_calibrate::shipped::profile);
                     let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
-                    let mut m = DeviceModel::from_profile(&p, &catalog);
+                    let mut m = DeviceModel::from_profile(&p, catalog);
                     m.source = if filled > 0 {
                         format!("this trace's own calibration, {filled} class(es) from the shipped profile")
                     } else {
@@ -273,14 +285,10 @@ fn project_kernels(job: &Job, eg: &mut ExecGraph, target: &DeviceModel, opts: &R
     if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
         notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
     }
-    let work: Vec<Vec<Option<KernelWork>>> = job.ranks.iter().map(|r| kernel_work(&r.trace, &opts.classifier)).collect();
     let mut shares: std::collections::BTreeMap<Rule, (usize, f64, f64)> = Default::default();
     let mut band = [0.0, 0.0];
-    for (t, o) in eg.origin.iter().enumerate() {
-        if o.kind != TaskKind::Gpu(ActivityClass::Compute) {
-            continue;
-        }
-        let Some(Some(k)) = work.get(o.rank).and_then(|w| w.get(o.row as usize)) else { continue };
+    let work = parts.iter().enumerate().flat_map(|(r, p)| p.work.iter().map(move |(t, k)| (place.base[r] as usize + *t as usize, k)));
+    for (t, k) in work {
         let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
         let cost = model.kernel(k, measured_us);
         let e = shares.entry(cost.rule).or_default();
@@ -330,12 +338,114 @@ pub fn replay_job(job: &Job, opts: &ReplayOptions) -> JobReplay {
 
 /// Replays `job` and keeps the simulated timeline.
 pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
-    let classes: Vec<Vec<Option<ActivityClass>>> = job.ranks.iter().map(|r| opts.classifier.classes(&r.trace)).collect();
-    let links: Vec<Links> = job.ranks.iter().map(|r| Links::new(&r.trace)).collect();
-    let collectives = collective_samples(job, &opts.classifier);
+    let builtin;
+    let catalog = match &opts.catalog {
+        Some(c) => c,
+        None => {
+            builtin = tracecast_calibrate::Catalog::builtin();
+            &builtin
+        }
+    };
+    let world = job.world_size();
+    let parts = job.ranks.par_iter().map(|r| RankPart::of(r, world, opts, catalog)).collect();
+    replay_parts(job.path.display().to_string(), parts, opts, catalog)
+}
+
+/// Everything the replay needs of one rank, built in one pass while its
+/// trace is in memory (see [`RankPart::of`]); the trace can then be dropped,
+/// so a job of thousands of ranks is replayed from these alone.
+#[derive(Debug)]
+pub struct RankPart<'c> {
+    rank: u32,
+    file: String,
+    /// Catalog id of the rank's GPU, when the catalog knows it.
+    gpu: Option<String>,
+    /// The rank's tasks and edges.
+    piece: RankPiece,
+    /// Numbers of its steps (none: the whole GPU window is one).
+    steps: Vec<i64>,
+    /// (local task, step index) of its GPU tasks inside a step.
+    step_of_task: Vec<(TaskId, u32)>,
+    /// The measured analysis of the rank (breakdown, collective instances).
+    summary: Option<analysis::RankSummary>,
+    /// Compute kernels' work, (local task, work); only with a target.
+    work: Vec<(TaskId, KernelWork)>,
+    /// Calibration samples for the source device; only with a target and no source.
+    samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
+    /// Whether it was built for a projection (work and samples kept).
+    for_target: bool,
+}
+
+impl<'c> RankPart<'c> {
+    /// One rank's pass; `world` is the job's world size (for the measured analysis).
+    pub fn of(rank: &Rank, world: u32, opts: &ReplayOptions, catalog: &'c tracecast_calibrate::Catalog) -> RankPart<'c> {
+        let trace = &rank.trace;
+        let classes = opts.classifier.classes(trace);
+        let links = Links::new(trace);
+        let piece = RankPiece::of(trace, &classes, &links);
+        let steps = find_steps(trace, &links);
+        let assignment = step_of_activity(trace, &links, &steps);
+        let step_of_task = piece
+            .gpu_tasks
+            .iter()
+            .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { assignment[row as usize].map(|k| (t, k)) })
+            .collect();
+        let mut analyze = analysis::AnalyzeOptions::default();
+        analyze.classifier = opts.classifier.clone();
+        let summary = analysis::summarize_rank_with(rank, world, &analyze, &classes, &links);
+        let mut work = Vec::new();
+        let mut samples = None;
+        if opts.target.is_some() {
+            let all = kernel_work(trace, &opts.classifier);
+            work = piece
+                .gpu_tasks
+                .iter()
+                .filter(|&&(_, t)| piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
+                .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
+                .collect();
+            if opts.source.is_none() {
+                let mut copts = tracecast_calibrate::CalibrateOptions::default();
+                copts.classifier = opts.classifier.clone();
+                samples = Some(tracecast_calibrate::profile::rank_samples(rank, catalog, &copts));
+            }
+        }
+        RankPart {
+            rank: rank.rank,
+            file: trace.path.display().to_string(),
+            gpu: trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g.id.clone()),
+            piece,
+            steps: steps.iter().map(|s| s.number).collect(),
+            step_of_task,
+            summary: Some(summary),
+            work,
+            samples,
+            for_target: opts.target.is_some(),
+        }
+    }
+}
+
+impl RankPart<'_> {
+    /// Catalog id of the rank's GPU, when the catalog knows it.
+    pub fn gpu_id(&self) -> Option<&str> {
+        self.gpu.as_deref()
+    }
+}
+
+/// Replays the ranks of one job from their parts (any order; `path` names
+/// the job) and keeps the simulated timeline.
+pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOptions, catalog: &tracecast_calibrate::Catalog) -> Replayed {
+    parts.sort_by_key(|p| p.rank);
+    debug_assert!(parts.iter().all(|p| p.for_target == opts.target.is_some()), "parts built with other options than the replay");
+    let rank_ids: Vec<u32> = parts.iter().map(|p| p.rank).collect();
+    let summaries: Vec<analysis::RankSummary> = parts.iter_mut().filter_map(|p| p.summary.take()).collect();
+    let world = analysis::world_of(&summaries);
+    let collectives = {
+        let ranks: Vec<_> = summaries.iter().map(analysis::RankSummary::collectives).collect();
+        match_collectives(&ranks, world)
+    };
     let mut analyze = analysis::AnalyzeOptions::default();
     analyze.classifier = opts.classifier.clone();
-    let measured_analysis = analysis::analyze_job(job, &analyze);
+    let measured_analysis = analysis::reduce(path.clone(), summaries, Vec::new(), &analyze);
     let alignment = measured_analysis.clock_alignment.clone();
     let mut notes = Vec::new();
     if let Some(a) = &alignment
@@ -346,10 +456,11 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             a.residual_us
         ));
     }
-    let mut eg = build(job, &classes, &links, &collectives, alignment.as_ref());
+    let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
+    let (mut eg, place) = build(pieces, &rank_ids, &collectives, alignment.as_ref());
     let mut projection = None;
     if let Some(target) = &opts.target {
-        projection = Some(project_kernels(job, &mut eg, target, opts, &mut notes));
+        projection = Some(project_kernels(&mut parts, &place, world, &mut eg, target, opts, catalog, &mut notes));
     }
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
@@ -362,42 +473,35 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 / factor).round() as i64;
         }
     }
-    recost_communication(job, &mut eg, &collectives, opts, &mut notes);
+    recost_communication(world, &rank_ids, &place, &mut eg, &collectives, opts, &mut notes);
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
     }
-    // Per rank: task of each GPU row (an unexplained wait shares its activity's row).
-    let mut task_of_row: Vec<FxHashMap<u32, usize>> = vec![Default::default(); job.ranks.len()];
-    for (t, o) in eg.origin.iter().enumerate().filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_))) {
-        task_of_row[o.rank].insert(o.row, t);
-    }
     let mut ranks = Vec::new();
     let (mut measured_total, mut replayed_total) = (0.0, 0.0);
     let mut steps_from_ns = i64::MAX;
-    for (r, rank) in job.ranks.iter().enumerate() {
-        let trace = &rank.trace;
-        let steps = find_steps(trace, &links[r]);
-        let assignment = step_of_activity(trace, &links[r], &steps);
-        let nsteps = steps.len().max(1);
+    for (r, part) in parts.iter().enumerate() {
+        let base = place.base[r] as usize;
+        let nsteps = part.steps.len().max(1);
         // Window per step (or one window for the whole trace), measured and replayed.
         let mut measured: Vec<Option<(i64, i64)>> = vec![None; nsteps];
         let mut replayed: Vec<Option<(i64, i64)>> = vec![None; nsteps];
         let widen = |w: &mut Option<(i64, i64)>, s: i64, e: i64| {
             *w = Some(w.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
         };
-        for i in trace.gpu_activity() {
-            let k = if steps.is_empty() { Some(0) } else { assignment[i].map(|k| k as usize) };
-            let (Some(k), Some(&t)) = (k, task_of_row[r].get(&(i as u32))) else { continue };
-            widen(&mut measured[k], eg.measured_start_ns[t], eg.measured_end_ns[t]);
-            widen(&mut replayed[k], schedule.start_ns[t], schedule.end_ns[t]);
+        for &(t, k) in &part.step_of_task {
+            let (t, k) = (base + t as usize, k as usize);
+            let (Some(m), Some(p)) = (measured.get_mut(k), replayed.get_mut(k)) else { continue };
+            widen(m, eg.measured_start_ns[t], eg.measured_end_ns[t]);
+            widen(p, schedule.start_ns[t], schedule.end_ns[t]);
         }
         let mut rows = Vec::new();
         for k in 0..nsteps {
             let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
             let (m_us, p_us) = ((m.1 - m.0) as f64 / 1000.0, (p.1 - p.0) as f64 / 1000.0);
             rows.push(StepReplay {
-                step: steps.get(k).map_or(-1, |s| s.number),
+                step: part.steps.get(k).copied().unwrap_or(-1),
                 measured_step_us: m_us,
                 replayed_step_us: p_us,
                 error: if m_us > 0.0 { (p_us - m_us) / m_us } else { 0.0 },
@@ -413,14 +517,14 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         if let Some((a, _)) = window {
             steps_from_ns = steps_from_ns.min(a);
         }
-        let sets = RankSets::from_intervals(eg.origin.iter().enumerate().filter(|(_, o)| o.rank == r).filter_map(|(t, o)| match o.kind {
+        let sets = RankSets::from_intervals(place.tasks(r).filter_map(|t| match eg.origin[t].kind {
             TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
             TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
         }));
         let replayed_breakdown = window.map(|(a, b)| Breakdown::from_sets(&sets, Window { start_ns: a, end_ns: b })).unwrap_or_default();
         ranks.push(RankReplay {
-            file: trace.path.display().to_string(),
-            rank: rank.rank,
+            file: part.file.clone(),
+            rank: part.rank,
             measured: measured_analysis.ranks.get(r).map(|a| a.breakdown).unwrap_or_default(),
             measured_step_us: m,
             replayed_step_us: p,
@@ -440,8 +544,8 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         ));
     }
     let report = JobReplay {
-        path: job.path.display().to_string(),
-        world_size: job.world_size(),
+        path,
+        world_size: world,
         scale: opts.scale,
         ranks,
         speedup: if replayed_total > 0.0 { measured_total / replayed_total } else { 1.0 },
@@ -460,21 +564,23 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
 /// split into transfer — the lower envelope of that rank's durations for the
 /// same collective, group and message size, since waits only lengthen
 /// kernels — and the wait for peers, which is kept as measured.
-fn recost_communication(job: &Job, eg: &mut ExecGraph, collectives: &[CollectiveSample], opts: &ReplayOptions, notes: &mut Vec<String>) {
+fn recost_communication(
+    world: u32,
+    rank_ids: &[u32],
+    place: &Placement,
+    eg: &mut ExecGraph,
+    collectives: &[CollectiveSample],
+    opts: &ReplayOptions,
+    notes: &mut Vec<String>,
+) {
     let s = opts.scale;
     let rescale = s.link != 1.0 && s.link > 0.0;
     if !rescale && opts.link.is_none() && opts.world_size.is_none() {
         return;
     }
     let joined: FxHashSet<usize> = eg.join_edges.iter().filter_map(|&e| eg.graph.edges.get(e)).map(|e| e.to as usize).collect();
-    let mut task_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
-    for (t, o) in eg.origin.iter().enumerate() {
-        if matches!(o.kind, TaskKind::Gpu(_)) {
-            task_of.insert((o.rank, o.row), t);
-        }
-    }
-    let rank_index: FxHashMap<u32, usize> = job.ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
-    let sample_task = |c: &CollectiveSample| rank_index.get(&c.rank).and_then(|&r| task_of.get(&(r, c.row)).copied());
+    let rank_index: FxHashMap<u32, usize> = rank_ids.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+    let sample_task = |c: &CollectiveSample| rank_index.get(&c.rank).and_then(|&r| place.task_of(r, c.row)).map(|t| t as usize);
     // The lower envelope per (rank, collective, group, size) of the unjoined kernels.
     let mut envelope: FxHashMap<(u32, Collective, Option<i64>, Option<u64>), i64> = FxHashMap::default();
     for c in collectives {
@@ -485,7 +591,7 @@ fn recost_communication(job: &Job, eg: &mut ExecGraph, collectives: &[Collective
             *e = (*e).min(eg.graph.dur_ns[t]);
         }
     }
-    let world = i64::from(job.world_size());
+    let world = i64::from(world);
     let mut new_transfer: FxHashMap<usize, i64> = FxHashMap::default();
     let (mut unknown, mut relinked, mut grown, mut split) = (0usize, 0usize, 0usize, 0usize);
     for c in collectives {

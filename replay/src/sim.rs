@@ -7,12 +7,9 @@
 //! starts plus lag" (a launch), "B ends no earlier than A ends plus lag" (a
 //! synchronising call), "B ends no earlier than A starts plus lag" (a
 //! collective, which ends on every rank at the latest arrival plus its
-//! transfer). Events fire in time order from a priority queue once all their
-//! inputs have fired (Kahn's algorithm on the event graph), so a run is
-//! deterministic and O(E log E).
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! transfer). An event fires once all its inputs have fired (Kahn's algorithm
+//! on the event graph), at the latest of their times plus lags, so a run is
+//! deterministic and O(E).
 
 /// Index of a task.
 pub type TaskId = u32;
@@ -173,26 +170,27 @@ pub fn simulate(g: &Graph) -> Schedule {
     for t in 0..n {
         time[2 * t] = g.release_ns[t];
     }
-    let mut heap: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
-    for (i, d) in indeg.iter().enumerate() {
-        if *d == 0 {
-            heap.push(Reverse((time[i], i as u32)));
-        }
-    }
+    // Kahn's algorithm in any topological order gives the same times (each
+    // event is the max over its inputs); ties between inputs arriving at the
+    // same time go to the earliest-firing input (then the lowest index), as a
+    // time-ordered queue would, so the critical path is the same too.
+    let mut ready: Vec<u32> = indeg.iter().enumerate().filter(|(_, d)| **d == 0).map(|(i, _)| i as u32).collect();
     let mut fired = 0usize;
-    while let Some(Reverse((t, i))) = heap.pop() {
+    while let Some(i) = ready.pop() {
         fired += 1;
         let i = i as usize;
+        let t = time[i];
         for &(to, lag) in &out[count[i] as usize..count[i + 1] as usize] {
             let to = to as usize;
             let at = t.saturating_add(lag);
-            if at > time[to] {
+            let b = binding[to];
+            if at > time[to] || (at == time[to] && b != NO_EVENT && (t, i) < (time[b as usize], b as usize)) {
                 time[to] = at;
                 binding[to] = i as u32;
             }
             indeg[to] -= 1;
             if indeg[to] == 0 {
-                heap.push(Reverse((time[to], to as u32)));
+                ready.push(to as u32);
             }
         }
     }

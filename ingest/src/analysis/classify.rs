@@ -114,8 +114,13 @@ impl Classifier {
     /// The communication definition `mode` plus `patterns`.
     pub fn new(mode: CommKernels, patterns: &[String]) -> Result<Classifier> {
         let compile = |p: &str| Regex::new(p).map_err(|e| Error::Pattern { pattern: p.to_string(), message: e.to_string() });
+        // The families' expressions are compiled once per process (every
+        // default classifier of every rank shares them; a clone is a reference).
+        static COMPILED: std::sync::OnceLock<Vec<(&'static str, Regex)>> = std::sync::OnceLock::new();
         let families = match mode {
-            CommKernels::Families => FAMILIES.iter().map(|f| Ok((f.name, compile(f.pattern)?))).collect::<Result<Vec<_>>>()?,
+            CommKernels::Families => {
+                COMPILED.get_or_init(|| FAMILIES.iter().filter_map(|f| Regex::new(f.pattern).ok().map(|r| (f.name, r))).collect()).clone()
+            }
             CommKernels::Nccl => Vec::new(),
         };
         let extra = patterns.iter().map(|p| compile(p)).collect::<Result<Vec<_>>>()?;

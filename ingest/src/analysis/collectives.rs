@@ -479,6 +479,10 @@ impl RankCollectives {
         RankCollectives { rank, instances: instances(trace, &classes, &links) }
     }
 
+    pub(crate) fn from_instances(rank: u32, instances: Vec<Instance>) -> RankCollectives {
+        RankCollectives { rank, instances }
+    }
+
     /// The rank.
     pub fn rank(&self) -> u32 {
         self.rank

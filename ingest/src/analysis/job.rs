@@ -210,6 +210,14 @@ pub struct RankSummary {
     declared_world: Option<u32>,
 }
 
+impl RankSummary {
+    /// The rank's collective instances for matching across ranks (the same
+    /// rows [`collectives::RankCollectives::of`] gives, without a second pass).
+    pub fn collectives(&self) -> collectives::RankCollectives {
+        collectives::RankCollectives::from_instances(self.analysis.rank, self.instances.clone())
+    }
+}
+
 /// Analyses every rank of `job` (in parallel) and the job as a whole.
 pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     let world = job.world_size();
@@ -227,11 +235,23 @@ pub fn world_of(summaries: &[RankSummary]) -> u32 {
 /// One rank's pass: everything the job needs of it (see [`RankSummary`]);
 /// `world` is the job's world size (for the default group and dimensions).
 pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions) -> RankSummary {
+    let classes = opts.classifier.classes(&rank.trace);
+    let links = crate::link::Links::new(&rank.trace);
+    summarize_rank_with(rank, world, opts, &classes, &links)
+}
+
+/// [`summarize_rank`] given the rank's activity classes (of `opts.classifier`)
+/// and launch links, for a caller that needs them too.
+pub fn summarize_rank_with(
+    rank: &crate::job::Rank,
+    world: u32,
+    opts: &AnalyzeOptions,
+    classes: &[Option<super::ActivityClass>],
+    links: &crate::link::Links,
+) -> RankSummary {
     let trace = &rank.trace;
-    let classes = opts.classifier.classes(trace);
-    let sets = RankSets::new(trace, &classes);
-    let links = crate::link::Links::new(trace);
-    let mut steps = steps::find_steps(trace, &links);
+    let sets = RankSets::new(trace, classes);
+    let mut steps = steps::find_steps(trace, links);
     if opts.drop_last_step && steps.len() > 1 {
         steps.pop();
     }
@@ -260,11 +280,11 @@ pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions
     let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
     let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
     let idle_split = if window.is_some() {
-        IdleSplit::compute(trace, &links, w, opts.kernel_wait_threshold_us)
+        IdleSplit::compute(trace, links, w, opts.kernel_wait_threshold_us)
     } else {
         IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
     };
-    let idle_by_stream = if window.is_some() { StreamIdle::all(trace, &links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
+    let idle_by_stream = if window.is_some() { StreamIdle::all(trace, links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
     let step_rows = steps
         .iter()
         .map(|s| StepBreakdown {
@@ -273,8 +293,8 @@ pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions
             breakdown: s.gpu.map(|g| Breakdown::from_sets(&sets, g)).unwrap_or_default(),
         })
         .collect();
-    let all_kernels = if window.is_some() { kernels::kernel_stats(trace, &classes, w) } else { Vec::new() };
-    let instances = collectives::instances(trace, &classes, &links);
+    let all_kernels = if window.is_some() { kernels::kernel_stats(trace, classes, w) } else { Vec::new() };
+    let instances = collectives::instances(trace, classes, links);
     let world = i64::from(world);
     let comm_by_dimension =
         if window.is_some() { super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node) } else { Vec::new() };
