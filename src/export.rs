@@ -29,16 +29,7 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
     let mut buf: Vec<u8> = Vec::new();
     match format {
         Format::Csv => CsvWriter::new(&mut buf).finish(df)?,
-        Format::Parquet => {
-            // polars writes the newest Arrow schema (strings as `string_view`) into the footer;
-            // readers older than Arrow 15 cannot open that. The oldest schema (large strings)
-            // describes the same pages, so it replaces it.
-            let schema = df.schema().to_arrow(CompatLevel::oldest());
-            let key = polars_parquet::write::schema_to_metadata_key(&schema);
-            ParquetWriter::new(&mut buf)
-                .with_key_value_metadata(Some(polars::io::parquet::write::KeyValueMetadata::Static(vec![key])))
-                .finish(df)?;
-        }
+        Format::Parquet => buf = output::parquet_bytes(df)?,
     }
     output::write_atomic(&path, &buf)?;
     Ok(())

@@ -41,6 +41,8 @@ enum Command {
     Report(ReportArgs),
     /// Compare two runs (before / after a change): per kernel class, collective, step and kernel.
     Diff(DiffArgs),
+    /// Write the traces of one job as a Parquet dataset that every command reads (much faster than JSON).
+    Ingest(IngestArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),
     /// The hardware catalog: `hw list`, `hw show ID`.
@@ -85,6 +87,20 @@ struct Inputs {
     /// Treat every file as its own job instead of the ranks of one job (directories: every trace file under them).
     #[arg(long)]
     each: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+/// `tracecast ingest`.
+#[derive(clap::Args)]
+struct IngestArgs {
+    /// Trace files (`.json` or gzip) of one job, or its directory. Several runs on disjoint files of
+    /// one job may write into the same dataset at the same time (ranks from distributedInfo or file names).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The dataset directory (made when missing; a rank already in it is replaced).
+    #[arg(long, value_name = "DATASET")]
+    out: PathBuf,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -514,6 +530,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => project::run_validate(args),
         Command::Report(args) => report::run_report(args),
         Command::Diff(args) => report::run_diff(args),
+        Command::Ingest(args) => ingest(args),
         Command::Synth(args) => synth(args),
         Command::Hw(args) => hw(args),
         Command::Demo => demo(),
@@ -728,6 +745,33 @@ fn for_each_input<T>(
         }
     }
     Ok(failed)
+}
+
+fn ingest(args: IngestArgs) -> Result<ExitCode> {
+    let classifier = args.read.classifier()?;
+    let out = &args.out;
+    let mut written = 0usize;
+    // One rank at a time: each trace is written as its part files and dropped.
+    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
+        let write = |rank: &tracecast_ingest::job::Rank| tracecast_ingest::dataset::write_rank(out, rank, &classifier);
+        let (parts, mut failures) = Job::summarize(files, &ReadOptions::default(), on_file, &write);
+        let mut ok = Vec::new();
+        for p in parts {
+            match p {
+                Ok(p) => ok.push(p),
+                Err(e) => failures.push(e),
+            }
+        }
+        (Some(ok), failures)
+    };
+    let failed = for_each_input(&args.paths, false, &args.read, read, |parts, _| written += parts.len())?;
+    if written == 0 {
+        anyhow::bail!("no trace could be read: nothing was written to {}", out.display());
+    }
+    if !args.read.quiet {
+        println!("{written} rank(s) written to the dataset {}", out.display());
+    }
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {

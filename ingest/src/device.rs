@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::lenient::{Num, OptText};
 
 /// One entry of `deviceProperties` (or legacy `computeProperties`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceProperties {
     /// Device ordinal as listed (on ROCm not necessarily the kernels' `device`).
     pub id: Option<i64>,
@@ -54,7 +54,7 @@ impl From<RawDeviceProperties<'_>> for DeviceProperties {
 }
 
 /// A process group from `distributedInfo.pg_config`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessGroup {
     /// `pg_name` (a number as text, e.g. `"0"`).
     pub name: Option<String>,
@@ -67,7 +67,7 @@ pub struct ProcessGroup {
 }
 
 /// `distributedInfo`: rank, world size and process groups.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DistributedInfo {
     /// `nccl`, `gloo`, `mtia:hccl,cpu:gloo`, …
     pub backend: Option<String>,

@@ -132,7 +132,9 @@ impl Job {
 
 /// A rank's number: `distributedInfo.rank`, else from its file name, else its position among the files.
 fn resolve_rank(trace: &RankTrace, order: usize) -> (u32, RankSource) {
-    if let Some(r) = trace.declared_rank().and_then(|r| u32::try_from(r).ok()) {
+    if let Some(resolved) = trace.ingested_rank {
+        resolved
+    } else if let Some(r) = trace.declared_rank().and_then(|r| u32::try_from(r).ok()) {
         (r, RankSource::DistributedInfo)
     } else if let Some(r) = rank_from_file_name(&trace.path) {
         (r, RankSource::FileName)
@@ -148,6 +150,9 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
+    }
+    if crate::dataset::is_dataset(path) {
+        return crate::dataset::part_files(path);
     }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {

@@ -363,6 +363,10 @@ impl Chunk {
 /// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
+    if path.extension().is_some_and(|e| e == "parquet") {
+        // A rank of a trace dataset (`tracecast ingest`).
+        return crate::dataset::read_part(path);
+    }
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 2];

@@ -28,6 +28,7 @@
 
 pub mod analysis;
 pub mod collective;
+pub mod dataset;
 pub mod device;
 mod error;
 pub mod event;

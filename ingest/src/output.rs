@@ -21,7 +21,10 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     // A missing output directory is made, as `--plots DIR` does.
     std::fs::create_dir_all(&dir).map_err(fail)?;
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         fill(&mut f)?;
@@ -34,6 +37,33 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
         return Err(fail(e));
     }
     Ok(())
+}
+
+/// A table as Parquet bytes. polars writes the newest Arrow schema (strings
+/// as `string_view`) into the footer, which readers older than Arrow 15
+/// cannot open; the oldest schema (large strings) describes the same pages,
+/// so it replaces it.
+pub fn parquet_bytes(df: &mut polars::prelude::DataFrame) -> polars::prelude::PolarsResult<Vec<u8>> {
+    parquet_bytes_with(df, polars::prelude::ParquetCompression::default(), true)
+}
+
+/// [`parquet_bytes`] with a compression and whether polars may use its
+/// threads (not when the caller already writes one table per thread).
+pub fn parquet_bytes_with(
+    df: &mut polars::prelude::DataFrame,
+    compression: polars::prelude::ParquetCompression,
+    parallel: bool,
+) -> polars::prelude::PolarsResult<Vec<u8>> {
+    use polars::prelude::*;
+    let mut buf: Vec<u8> = Vec::new();
+    let schema = df.schema().to_arrow(CompatLevel::oldest());
+    let key = polars_parquet::write::schema_to_metadata_key(&schema);
+    ParquetWriter::new(&mut buf)
+        .with_compression(compression)
+        .set_parallel(parallel)
+        .with_key_value_metadata(Some(polars::io::parquet::write::KeyValueMetadata::Static(vec![key])))
+        .finish(df)?;
+    Ok(buf)
 }
 
 #[cfg(test)]

@@ -110,6 +110,9 @@ pub struct RankTrace {
     pub skipped_events: u64,
     /// Oddities that were tolerated (never free-form metadata).
     pub warnings: Vec<String>,
+    /// The rank and its source as resolved when the trace was ingested into
+    /// a dataset (`None` for a trace read from JSON).
+    pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
 }
 
 impl RankTrace {
@@ -128,6 +131,7 @@ impl RankTrace {
             base_time_ns: None,
             skipped_events: 0,
             warnings: Vec::new(),
+            ingested_rank: None,
         }
     }
 

@@ -479,6 +479,11 @@ impl RankCollectives {
         RankCollectives { rank, instances: instances(trace, &classes, &links) }
     }
 
+    /// The communication kernels, in row order.
+    pub(crate) fn rows(&self) -> &[Instance] {
+        &self.instances
+    }
+
     pub(crate) fn from_instances(rank: u32, instances: Vec<Instance>) -> RankCollectives {
         RankCollectives { rank, instances }
     }

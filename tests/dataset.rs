@@ -1,0 +1,181 @@
+//! `tracecast ingest` and reading a trace dataset: every command gives the
+//! same results from the dataset as from the JSON traces it was written from.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use common::{all_shared_traces, run, scratch, stderr};
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// `doc` without the keys that name the input path (a job's directory or first file).
+fn without_paths(mut doc: serde_json::Value) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("path");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut doc);
+    doc
+}
+
+fn ingest(inputs: &[&Path], out: &Path) {
+    let mut args: Vec<&OsStr> = vec!["ingest".as_ref()];
+    args.extend(inputs.iter().map(|p| p.as_os_str()));
+    args.extend(["--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    let o = run(&args);
+    assert!(o.status.success(), "ingest {inputs:?}: {}", stderr(&o));
+}
+
+/// `command INPUT -q --FLAG OUT [extra]` and its JSON output.
+fn output_of(command: &str, input: &Path, flag: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args: Vec<&OsStr> = vec![command.as_ref(), input.as_os_str(), "-q".as_ref(), flag.as_ref(), out.as_os_str()];
+    args.extend(extra.iter().map(OsStr::new));
+    let o = run(&args);
+    assert!(o.status.success(), "{command} {}: {}", input.display(), stderr(&o));
+    without_paths(json(out))
+}
+
+#[test]
+fn every_shared_trace_analyzes_the_same_from_its_dataset() {
+    let dir = scratch("dataset-corpus");
+    let traces = all_shared_traces();
+    assert!(traces.len() >= 40, "the shared corpus is missing ({} traces)", traces.len());
+    let mut differ = Vec::new();
+    for (i, trace) in traces.iter().enumerate() {
+        let ds = dir.join(format!("ds{i}"));
+        ingest(&[trace], &ds);
+        let a = output_of("analyze", trace, "--json", &dir.join(format!("a{i}.json")), &[]);
+        let b = output_of("analyze", &ds, "--json", &dir.join(format!("b{i}.json")), &[]);
+        if a != b {
+            differ.push(trace.display().to_string());
+        }
+        let _ = std::fs::remove_dir_all(&ds);
+    }
+    assert!(differ.is_empty(), "analysis differs from the dataset on {differ:?}");
+}
+
+fn synthetic_job(dir: &Path, ranks: u32) -> PathBuf {
+    let job = dir.join("job");
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = ranks;
+    spec.layers = 4;
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    job
+}
+
+#[test]
+fn a_synthetic_job_gives_the_same_results_from_its_dataset_in_every_command() {
+    let dir = scratch("dataset-job");
+    let job = synthetic_job(&dir, 8);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    for (command, flag, extra) in [
+        ("analyze", "--json", &[][..]),
+        ("replay", "--json", &["--scale", "link=2"][..]),
+        ("calibrate", "--out", &[][..]),
+        ("replay", "--json", &["--target", "a100-80gb"][..]),
+    ] {
+        let a = output_of(command, &job, flag, &dir.join("a.json"), extra);
+        let b = output_of(command, &ds, flag, &dir.join("b.json"), extra);
+        assert_eq!(a, b, "{command} {extra:?}");
+    }
+    // `diff` of the job against its own dataset: nothing moved.
+    let o = run(&["diff".as_ref(), job.as_os_str(), ds.as_os_str(), "--fail-if".as_ref(), "step>+1%".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("step +0.0 %"), "{out}");
+    // `report` reads it.
+    let page = dir.join("report.html");
+    let o = run(&["report".as_ref(), ds.as_os_str(), "--out".as_ref(), page.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("8 rank"));
+}
+
+#[test]
+fn the_dataset_layout_is_queryable_and_its_parts_are_whole() {
+    use polars::prelude::*;
+    let dir = scratch("dataset-layout");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let manifest = json(&ds.join("manifest.json"));
+    assert_eq!(manifest["format"], "tracecast-dataset");
+    assert_eq!(manifest["version"], 1);
+    let read = |table: &str, rank: u32| {
+        let f = std::fs::File::open(ds.join(table).join(format!("rank-{rank:06}.parquet"))).unwrap();
+        ParquetReader::new(f).finish().unwrap()
+    };
+    let analysis = output_of("analyze", &job, "--json", &dir.join("a.json"), &[]);
+    for r in 0..4u32 {
+        let ranks = read("ranks", r);
+        assert_eq!(ranks.height(), 1);
+        assert_eq!(ranks.column("rank").unwrap().u32().unwrap().get(0), Some(r));
+        let events = read("events", r);
+        let kernels = events.column("kind").unwrap().str().unwrap().iter().filter(|k| *k == Some("kernel")).count();
+        assert!(kernels > 100, "rank {r}: {kernels} kernels");
+        // Steps and collectives as the analysis reports them.
+        let steps = read("steps", r);
+        let reported = &analysis["jobs"][0]["ranks"][r as usize];
+        assert_eq!(steps.height(), reported["steps"].as_array().unwrap().len());
+        let collectives = read("collectives", r);
+        let count: f64 = reported["collectives"].as_array().unwrap().iter().map(|c| c["count"].as_f64().unwrap()).sum();
+        assert_eq!(collectives.height() as f64, count, "rank {r}");
+    }
+    // Nothing half-written is left behind.
+    for table in ["ranks", "events", "steps", "collectives"] {
+        for e in std::fs::read_dir(ds.join(table)).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(name.starts_with("rank-") && name.ends_with(".parquet"), "{table}/{name}");
+        }
+    }
+}
+
+#[test]
+fn two_ingests_of_disjoint_files_at_once_fill_one_dataset() {
+    let dir = scratch("dataset-concurrent");
+    let job = synthetic_job(&dir, 8);
+    let ds = dir.join("ds");
+    let files = tracecast_ingest::job::trace_files(&job).unwrap();
+    let (a, b) = files.split_at(files.len() / 2);
+    let spawn = |part: &[PathBuf]| {
+        let mut c = common::bin();
+        c.arg("ingest").args(part).arg("--out").arg(&ds).arg("-q");
+        c.spawn().unwrap()
+    };
+    let (mut pa, mut pb) = (spawn(a), spawn(b));
+    assert!(pa.wait().unwrap().success() && pb.wait().unwrap().success());
+    let direct = output_of("analyze", &job, "--json", &dir.join("a.json"), &[]);
+    let from_dataset = output_of("analyze", &ds, "--json", &dir.join("b.json"), &[]);
+    assert_eq!(direct, from_dataset);
+}
+
+#[test]
+fn a_damaged_part_is_named_and_the_other_ranks_are_read() {
+    let dir = scratch("dataset-damaged");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let part = ds.join("events/rank-000002.parquet");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rank-000002.parquet"), "{}", stderr(&o));
+    assert_eq!(json(&out)["jobs"][0]["ranks"].as_array().unwrap().len(), 3);
+    // A directory with a manifest of another format is refused with its name.
+    std::fs::write(ds.join("manifest.json"), br#"{"format": "other", "version": 9, "tables": []}"#).unwrap();
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+}
