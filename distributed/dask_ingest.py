@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Ingest the rank traces of one job into a tracecast dataset on a Dask cluster.
+
+Each worker runs `tracecast ingest` on a share of the rank files and writes
+its part files into the one dataset directory (parts are written atomically,
+so the shares never see each other's half-written files). The job-level
+reduce (matching collectives across ranks, clock alignment, totals) then runs
+on one machine when any tracecast command reads the dataset:
+
+    python distributed/dask_ingest.py --scheduler local:4 --out DATASET traces/
+    tracecast analyze DATASET
+
+On a real cluster, `--scheduler tcp://HOST:8786`; the trace files and DATASET
+must be at the same path on every worker (a shared filesystem, or an object
+store mounted there), and `tracecast` must be on the workers' PATH (or give
+`--tracecast /path/on/the/workers/tracecast`). Ranks are taken from each
+file's distributedInfo or its name (`rank-N`); files whose rank would only
+come from their position among all files must be ingested in one run.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+
+
+def trace_files(paths):
+    """The trace files the paths stand for, as `tracecast` lists them: a file
+    itself, or the trace files of a directory (not recursive), sorted."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            names = sorted(
+                n for n in os.listdir(p)
+                if not n.startswith(".") and n.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(p, n))
+            )
+            if not names:
+                raise SystemExit(f"error: {p}: no trace files (*.json, *.json.gz, *.gz) in this directory")
+            files.extend(os.path.join(p, n) for n in names)
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            raise SystemExit(f"error: {p}: no such file or directory")
+    return [os.path.abspath(f) for f in files]
+
+
+def shares(files, n):
+    """`files` in `n` contiguous shares of nearly equal total size (largest files first balance better)."""
+    n = max(1, min(n, len(files)))
+    sized = sorted(((os.path.getsize(f), f) for f in files), reverse=True)
+    out = [[] for _ in range(n)]
+    load = [0] * n
+    for size, f in sized:
+        k = load.index(min(load))
+        out[k].append(f)
+        load[k] += size
+    return [sorted(s) for s in out if s]
+
+
+def ingest_share(tracecast, files, out):
+    """Runs on a worker: `tracecast ingest FILES --out OUT -q`; returns what happened."""
+    started = time.time()
+    proc = subprocess.run([tracecast, "ingest", *files, "--out", out, "-q"], capture_output=True, text=True)
+    return {
+        "host": os.uname().nodename,
+        "files": len(files),
+        "returncode": proc.returncode,
+        "stderr": proc.stderr.strip(),
+        "seconds": time.time() - started,
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+", help="rank trace files of one job, or its directory")
+    ap.add_argument("--out", required=True, help="the dataset directory (on a path every worker sees)")
+    ap.add_argument("--scheduler", default="local:2", help="local:N (a LocalCluster of N workers) or tcp://HOST:PORT")
+    ap.add_argument("--tracecast", default="tracecast", help="the tracecast binary on the workers (default: on PATH)")
+    ap.add_argument("--shares", type=int, default=0, help="number of shares (default: 4 per worker)")
+    args = ap.parse_args(argv)
+
+    from dask.distributed import Client, LocalCluster
+
+    files = trace_files(args.paths)
+    out = os.path.abspath(args.out)
+    cluster = None
+    if args.scheduler.startswith("local:"):
+        workers = int(args.scheduler.split(":", 1)[1])
+        # One thread per worker: each share is one tracecast process that uses the cores itself.
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(args.scheduler)
+    try:
+        workers = max(1, len(client.scheduler_info()["workers"]))
+        parts = shares(files, args.shares or 4 * workers)
+        futures = [client.submit(ingest_share, args.tracecast, share, out, pure=False) for share in parts]
+        results = client.gather(futures)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+    failed = [r for r in results if r["returncode"] != 0]
+    for r in failed:
+        print(f"error: a share of {r['files']} file(s) on {r['host']} exited {r['returncode']}:\n{r['stderr']}", file=sys.stderr)
+    hosts = sorted({r["host"] for r in results})
+    print(f"{len(files)} file(s) in {len(parts)} share(s) on {workers} worker(s) ({', '.join(hosts)}) written to {out}")
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+//! `distributed/dask_ingest.py`: ingest on a Dask cluster writes one dataset
+//! whose analysis equals the direct one.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{run, scratch, stderr};
+
+/// The Python that has `dask.distributed`: `TRACECAST_PYTHON`, else `python3`.
+/// `.ci/run` makes a virtual environment with it and sets
+/// TRACECAST_REQUIRE_DASK=1; elsewhere a Python without Dask skips the test.
+fn python_with_dask() -> Option<PathBuf> {
+    let python = std::env::var_os("TRACECAST_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import dask.distributed"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
+fn analysis_of(path: &Path, out: &Path) -> serde_json::Value {
+    let o = run(&["analyze".as_ref(), path.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+    doc["jobs"][0].as_object_mut().unwrap().remove("path");
+    doc
+}
+
+#[test]
+fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
+    let Some(python) = python_with_dask() else {
+        assert!(std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(), "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable");
+        eprintln!("skipped: no Python with dask.distributed (`.ci/run` installs it; or set TRACECAST_PYTHON)");
+        return;
+    };
+    let dir = scratch("dask");
+    let job = dir.join("job");
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = 8;
+    spec.layers = 4;
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let ds = dir.join("ds");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
+    let o = std::process::Command::new(&python)
+        .arg(&driver)
+        .args(["--scheduler", "local:2", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
+        .arg(&ds)
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("8 file(s)") && said.contains("on 2 worker(s)"), "{said}");
+    assert_eq!(analysis_of(&ds, &dir.join("b.json")), analysis_of(&job, &dir.join("a.json")));
+}
