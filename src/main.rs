@@ -832,12 +832,8 @@ pub(crate) fn job_gpu<'c>(
     ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
 }
 
-/// GPUs per node of the job: `--gpus-per-node`, else its GPU's node preset, else 8.
-pub(crate) fn node_gpus(job: &Job, catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
-    node_gpus_of(&job.ranks, catalog, given)
-}
-
-/// [`node_gpus`] of some ranks of a job (one rank, when a job is read one rank at a time).
+/// GPUs per node of a job from some of its ranks (one, when a job is read one rank at a time):
+/// `--gpus-per-node`, else its GPU's node preset, else 8.
 fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
     given.or_else(|| job_gpu(ranks, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
 }
@@ -1187,16 +1183,9 @@ fn demo() -> Result<ExitCode> {
     println!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display());
     println!("(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;");
     println!(" point `tracecast analyze` at your own trace directory the same way)\n");
-    let job = Job::read(dir.clone(), &job::trace_files(&dir)?, &ReadOptions::default(), &|_| {});
-    for e in &job.failures {
-        eprintln!("error: {e}");
-    }
     let mut opts = AnalyzeOptions::default();
     opts.job_gpus = Some(1024.0);
     opts.job_hours = Some(24.0);
-    let analysis = analysis::analyze_job(&job, &opts);
-    emit(&[analysis], "", None, None, None, false)?;
-    println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
     // The page: charts, tables, an identity replay and a what-if with links twice as fast.
     let catalog = tracecast_calibrate::Catalog::builtin();
     let mut what_if = tracecast_replay::ReplayOptions::default();
@@ -1209,9 +1198,21 @@ fn demo() -> Result<ExitCode> {
         gpus_per_node: None,
         png_dir: None,
     };
+    let read = ReadArgs {
+        comm_pattern: Vec::new(),
+        comm_kernels: CommKernelsArg::Families,
+        strict: false,
+        gpus_per_node: None,
+        hw: Vec::new(),
+        quiet: true,
+    };
+    let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &read, &plan)?;
+    anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
+    emit(std::slice::from_ref(sections[0].analysis()), "", None, None, None, false)?;
+    println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
     let out = PathBuf::from(DEMO_REPORT);
-    report::write(std::slice::from_ref(&job), &plan, &out)?;
+    report::write(&sections, &plan, &out)?;
     let shown = std::fs::canonicalize(&out).unwrap_or(out);
     println!("Report (charts, tables, replay and a links-×2 what-if): {}", shown.display());
-    Ok(if job.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

@@ -6,9 +6,13 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tracecast_calibrate::diff::{Delta, TraceDiff, diff_jobs};
+use std::path::PathBuf;
+
+use tracecast_calibrate::diff::{ClassTimes, Delta, TraceDiff, diff_jobs};
+use tracecast_calibrate::timeline::{FirstRanks, StepKernels, step_kernels};
+use tracecast_calibrate::work::{OpRow, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, JobAnalysis, analyze_job};
+use tracecast_ingest::analysis::{self, AnalyzeOptions, Classifier, CollectiveSample, JobAnalysis, MessageSizeRow};
 use tracecast_plots::report::{JobReport, Report, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions, Scale};
 
@@ -24,53 +28,149 @@ pub(crate) struct ReportPlan<'a> {
     pub(crate) png_dir: Option<std::path::PathBuf>,
 }
 
-/// Everything computed for one job.
-struct Section {
+/// Everything computed for one job: the results the page draws.
+pub(crate) struct Section {
     analysis: JobAnalysis,
     profile: Option<tracecast_calibrate::Profile>,
     replay: JobReplay,
     projection: Option<JobReplay>,
+    timeline: Option<(StepKernels, String)>,
+    collectives: Vec<CollectiveSample>,
+    message_sizes: Vec<MessageSizeRow>,
+    ops: Vec<OpRow>,
+    class_times: ClassTimes,
 }
 
-fn section(job: &Job, plan: &ReportPlan<'_>) -> Section {
-    let mut analyze = plan.analyze.clone();
-    analyze.gpus_per_node = i64::from(crate::node_gpus(job, plan.catalog, plan.gpus_per_node));
-    let analysis = analyze_job(job, &analyze);
+impl Section {
+    /// The job's analysis.
+    pub(crate) fn analysis(&self) -> &JobAnalysis {
+        &self.analysis
+    }
+}
+
+/// What one rank gives the report, built while its trace is in memory.
+struct RankPart<'c> {
+    summary: analysis::RankSummary,
+    samples: tracecast_calibrate::profile::RankSamples<'c>,
+    replay: tracecast_replay::RankPart<'c>,
+    projection: Option<tracecast_replay::RankPart<'c>>,
+    ops: Vec<OpRow>,
+    class_times: ClassTimes,
+}
+
+/// The report's sections of the jobs `paths` stand for, each read one rank
+/// at a time (a rank's trace is dropped once its part is built; the timeline
+/// keeps the first ranks' kernels only). Returns whether any file was bad.
+pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, plan: &ReportPlan<'_>) -> Result<(Vec<Section>, bool)> {
+    let mut base = ReplayOptions::default();
+    base.classifier = plan.classifier.clone();
+    let projection = plan.projection.as_ref().map(|(_, p)| {
+        let mut o = p.clone();
+        o.classifier = plan.classifier.clone();
+        o
+    });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
     copts.classifier = plan.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
-    let profile = tracecast_calibrate::calibrate(std::slice::from_ref(job), plan.catalog, &copts).into_iter().next();
-    let mut base = ReplayOptions::default();
-    base.classifier = plan.classifier.clone();
-    let base = crate::replay_options_for(crate::job_gpu(&job.ranks, plan.catalog), &base, plan.catalog, plan.gpus_per_node);
-    let replay = tracecast_replay::replay_job(job, &base);
-    let projection = plan.projection.as_ref().map(|(_, p)| {
-        let mut o = crate::replay_options_for(crate::job_gpu(&job.ranks, plan.catalog), p, plan.catalog, plan.gpus_per_node);
-        o.classifier = plan.classifier.clone();
-        tracecast_replay::replay_job(job, &o)
-    });
-    Section { analysis, profile, replay, projection }
+    let mut out = Vec::new();
+    let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let first = FirstRanks::default();
+        let part = |rank: &tracecast_ingest::job::Rank| {
+            let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+            let mut analyze = plan.analyze.clone();
+            analyze.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
+            first.offer(rank, plan.classifier);
+            RankPart {
+                summary: analysis::summarize_rank(rank, world, &analyze),
+                samples: tracecast_calibrate::profile::rank_samples(rank, plan.catalog, &copts),
+                replay: tracecast_replay::RankPart::of(rank, world, &base, plan.catalog),
+                projection: projection.as_ref().map(|o| tracecast_replay::RankPart::of(rank, world, o, plan.catalog)),
+                ops: op_rows_of_rank(&rank.trace, plan.classifier),
+                class_times: ClassTimes::of_rank(&rank.trace, plan.classifier),
+            }
+        };
+        let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
+        if parts.is_empty() {
+            return (None, failures);
+        }
+        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts)), failures)
+    };
+    let failed = crate::for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
+    Ok((out, failed))
 }
 
-/// Writes the report of `jobs` (the diff of the first two when there are two) to `out`.
-pub(crate) fn write(jobs: &[Job], plan: &ReportPlan<'_>, out: &Path) -> Result<Vec<std::path::PathBuf>> {
-    let sections: Vec<Section> = jobs.iter().map(|j| section(j, plan)).collect();
-    let diff = match (jobs, sections.as_slice()) {
-        ([a, b], [sa, sb]) => Some(diff_jobs((a, &sa.analysis), (b, &sb.analysis), plan.classifier, 25)),
+/// The job-level results from its ranks' parts.
+#[allow(clippy::too_many_arguments)]
+fn reduce(
+    path: PathBuf,
+    parts: Vec<RankPart<'_>>,
+    first: FirstRanks,
+    bad: Vec<analysis::BadFile>,
+    plan: &ReportPlan<'_>,
+    base: &ReplayOptions,
+    projection: Option<&ReplayOptions>,
+    copts: &tracecast_calibrate::CalibrateOptions,
+) -> Section {
+    let name = path.display().to_string();
+    let mut summaries = Vec::with_capacity(parts.len());
+    let mut samples = Vec::with_capacity(parts.len());
+    let mut replay_parts = Vec::with_capacity(parts.len());
+    let mut projection_parts = Vec::new();
+    let mut ops = Vec::with_capacity(parts.len());
+    let mut class_times = ClassTimes::default();
+    for p in parts {
+        summaries.push(p.summary);
+        samples.push(p.samples);
+        replay_parts.push(p.replay);
+        projection_parts.extend(p.projection);
+        ops.push(p.ops);
+        class_times.add(p.class_times);
+    }
+    let world = analysis::world_of(&summaries);
+    summaries.sort_by_key(|s| s.rank());
+    let collectives = analysis::match_collectives(&summaries.iter().map(analysis::RankSummary::collectives).collect::<Vec<_>>(), world);
+    let analysis = analysis::reduce(name.clone(), summaries, bad, plan.analyze);
+    let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, world)], plan.catalog, copts).into_iter().next();
+    let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
+    let opts = crate::replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
+    let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &opts, plan.catalog).report;
+    let projection = projection.map(|p| {
+        let o = crate::replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
+        tracecast_replay::replay_parts(name.clone(), projection_parts, &o, plan.catalog).report
+    });
+    Section {
+        analysis,
+        profile,
+        replay,
+        projection,
+        timeline: step_kernels(&first.into_ranks()),
+        message_sizes: analysis::message_size_rows_of(&collectives),
+        collectives,
+        ops: merge_op_rows(ops),
+        class_times,
+    }
+}
+
+/// Writes the report of the sections (the diff of the first two when there are two) to `out`.
+pub(crate) fn write(sections: &[Section], plan: &ReportPlan<'_>, out: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let diff = match sections {
+        [sa, sb] => Some(diff_jobs((&sa.class_times, &sa.analysis), (&sb.class_times, &sb.analysis), 25)),
         _ => None,
     };
     let label = plan.projection.as_ref().map(|p| p.0.as_str());
     let report = Report {
-        jobs: jobs
+        jobs: sections
             .iter()
-            .zip(&sections)
-            .map(|(job, s)| JobReport {
-                job,
+            .map(|s| JobReport {
                 analysis: &s.analysis,
-                classifier: plan.classifier,
                 profile: s.profile.as_ref(),
                 replay: Some(&s.replay),
                 projection: label.zip(s.projection.as_ref()),
+                timeline: s.timeline.as_ref(),
+                collectives: &s.collectives,
+                message_sizes: &s.message_sizes,
+                ops: &s.ops,
             })
             .collect(),
         diff: diff.as_ref(),
@@ -168,9 +268,6 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     let mut analyze = args.window.analyze_options(&args.inputs.read)?;
     analyze.job_gpus = args.job_gpus;
     analyze.job_hours = args.job_hours;
-    let mut jobs = Vec::new();
-    let failed = crate::for_each_job(&args.inputs, |job| jobs.push(job))?;
-    anyhow::ensure!(!jobs.is_empty(), "no readable trace: nothing to report");
     let plan = ReportPlan {
         classifier: &classifier,
         catalog: &catalog,
@@ -179,7 +276,9 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
         gpus_per_node: args.inputs.read.gpus_per_node,
         png_dir: args.png.clone(),
     };
-    let charts = write(&jobs, &plan, &args.out)?;
+    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, &args.inputs.read, &plan)?;
+    anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
+    let charts = write(&sections, &plan, &args.out)?;
     if !args.inputs.read.quiet {
         println!("wrote {}", args.out.display());
         for f in charts {
@@ -195,20 +294,35 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
     if let Some(spec) = &args.fail_if {
         tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
     }
-    let mut jobs = Vec::new();
+    let catalog = crate::catalog_with(&args.read.hw)?;
+    // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
+    let mut runs = Vec::new();
     let mut failed = false;
     for p in [&args.a, &args.b] {
-        failed |= crate::for_each_job_in(std::slice::from_ref(p), false, &args.read, |job| jobs.push(job))?;
+        let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+            let part = |rank: &tracecast_ingest::job::Rank| {
+                let mut o = analyze.clone();
+                o.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
+                let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+                (analysis::summarize_rank(rank, world, &o), ClassTimes::of_rank(&rank.trace, &classifier))
+            };
+            let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
+            if parts.is_empty() {
+                return (None, failures);
+            }
+            let mut times = ClassTimes::default();
+            let mut summaries = Vec::with_capacity(parts.len());
+            for (s, t) in parts {
+                summaries.push(s);
+                times.add(t);
+            }
+            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
+        };
+        failed |= crate::for_each_input(std::slice::from_ref(p), false, &args.read, read, |run, _| runs.push(run))?;
     }
-    let [a, b] = jobs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
-    let catalog = crate::catalog_with(&args.read.hw)?;
-    let analyze_run = |job: &Job| {
-        let mut o = analyze.clone();
-        o.gpus_per_node = i64::from(crate::node_gpus(job, &catalog, args.read.gpus_per_node));
-        analyze_job(job, &o)
-    };
-    let (aa, ba) = (analyze_run(a), analyze_run(b));
-    let d = tracecast_calibrate::diff::diff_jobs((a, &aa), (b, &ba), &classifier, args.top);
+    let [(aa, at), (ba, bt)] = runs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
+    let d = tracecast_calibrate::diff::diff_jobs((at, aa), (bt, ba), args.top);
     if !args.read.quiet {
         print_diff(&mut std::io::stdout().lock(), &d)?;
     }

@@ -12,10 +12,7 @@ use common::{run, scratch, stderr};
 /// TRACECAST_REQUIRE_DASK=1; elsewhere a Python without Dask skips the test.
 fn python_with_dask() -> Option<PathBuf> {
     let python = std::env::var_os("TRACECAST_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import dask.distributed"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = std::process::Command::new(&python).args(["-c", "import dask.distributed"]).output().is_ok_and(|o| o.status.success());
     ok.then_some(python)
 }
 
@@ -30,7 +27,10 @@ fn analysis_of(path: &Path, out: &Path) -> serde_json::Value {
 #[test]
 fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
     let Some(python) = python_with_dask() else {
-        assert!(std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(), "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable");
+        assert!(
+            std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(),
+            "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable"
+        );
         eprintln!("skipped: no Python with dask.distributed (`.ci/run` installs it; or set TRACECAST_PYTHON)");
         return;
     };

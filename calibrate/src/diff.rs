@@ -83,11 +83,24 @@ fn per_rank(mut t: Tally, ranks: usize) -> Tally {
     t
 }
 
-/// Time per kernel class over every GPU activity of the job, per rank.
-fn class_tally(job: &Job, classifier: &Classifier) -> Tally {
-    let mut t = Tally::new();
-    for r in &job.ranks {
-        let trace = &r.trace;
+/// Time and count per kernel class over every GPU activity of some ranks
+/// (summed; [`diff_jobs`] divides by the job's ranks).
+#[derive(Debug, Clone, Default)]
+pub struct ClassTimes(Tally);
+
+impl ClassTimes {
+    /// The classes of every GPU activity of `job`.
+    pub fn of_job(job: &Job, classifier: &Classifier) -> ClassTimes {
+        let mut t = ClassTimes::default();
+        for r in &job.ranks {
+            t.add(ClassTimes::of_rank(&r.trace, classifier));
+        }
+        t
+    }
+
+    /// The classes of one rank's GPU activities (one pass over its trace).
+    pub fn of_rank(trace: &tracecast_ingest::RankTrace, classifier: &Classifier) -> ClassTimes {
+        let mut t = Tally::new();
         let classes = classifier.classes(trace);
         let work = kernel_work(trace, classifier);
         for i in trace.gpu_activity() {
@@ -101,8 +114,17 @@ fn class_tally(job: &Job, classifier: &Classifier) -> Tally {
             e.0 += 1.0;
             e.1 += trace.events.dur_us(i);
         }
+        ClassTimes(t)
     }
-    per_rank(t, job.ranks.len())
+
+    /// Adds another rank's (or ranks') times.
+    pub fn add(&mut self, other: ClassTimes) {
+        for (k, (n, us)) in other.0 {
+            let e = self.0.entry(k).or_default();
+            e.0 += n;
+            e.1 += us;
+        }
+    }
 }
 
 fn join(a: &Tally, b: &Tally) -> Vec<Delta> {
@@ -116,7 +138,7 @@ fn join(a: &Tally, b: &Tally) -> Vec<Delta> {
 }
 
 /// Compares run A with run B; `kernels` limits the per-kernel list.
-pub fn diff_jobs(a: (&Job, &JobAnalysis), b: (&Job, &JobAnalysis), classifier: &Classifier, kernels: usize) -> TraceDiff {
+pub fn diff_jobs(a: (&ClassTimes, &JobAnalysis), b: (&ClassTimes, &JobAnalysis), kernels: usize) -> TraceDiff {
     let ranks = |j: &JobAnalysis| j.ranks.len().max(1) as f64;
     let summary_of = |j: &JobAnalysis| {
         let t = &j.totals.breakdown;
@@ -184,7 +206,7 @@ pub fn diff_jobs(a: (&Job, &JobAnalysis), b: (&Job, &JobAnalysis), classifier: &
         b: b.1.path.clone(),
         ranks: [a.1.ranks.len(), b.1.ranks.len()],
         summary,
-        kernel_classes: join(&class_tally(a.0, classifier), &class_tally(b.0, classifier)),
+        kernel_classes: join(&per_rank(a.0.0.clone(), a.1.ranks.len()), &per_rank(b.0.0.clone(), b.1.ranks.len())),
         collectives: join(&collective_tally(a.1), &collective_tally(b.1)),
         steps,
         kernels: kernel_deltas,

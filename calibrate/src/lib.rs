@@ -35,6 +35,7 @@ pub mod model;
 pub mod profile;
 pub mod shipped;
 pub mod synth;
+pub mod timeline;
 pub mod work;
 
 pub use catalog::Catalog;

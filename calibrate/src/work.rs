@@ -448,39 +448,63 @@ impl OpRow {
 /// Compute kernels by the op that launched them (its name, shapes and dtype),
 /// over every rank, longest total time first.
 pub fn op_rows(job: &tracecast_ingest::Job, classifier: &Classifier) -> Vec<OpRow> {
-    let mut by: std::collections::BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<(usize, u32)>)> =
+    merge_op_rows(job.ranks.iter().map(|r| op_rows_of_rank(&r.trace, classifier)))
+}
+
+/// [`op_rows`] of one rank (in no particular order), to merge with [`merge_op_rows`].
+pub fn op_rows_of_rank(trace: &RankTrace, classifier: &Classifier) -> Vec<OpRow> {
+    let mut by: std::collections::BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<u32>)> =
         std::collections::BTreeMap::new();
-    for (r, rank) in job.ranks.iter().enumerate() {
-        let trace = &rank.trace;
-        let ev = &trace.events;
-        for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
-            let Some(w) = w else { continue };
-            let Some(row) = w.op_row else { continue };
-            let shapes = trace.op_shapes_of(row as usize).map(|s| s.compact_dims()).unwrap_or_default();
-            let dtype = w.dtype.map(|d| d.as_str().to_string());
-            let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
-            let e = by.entry(key).or_insert_with(|| {
-                (
-                    OpRow {
-                        op: trace.name(row as usize).to_string(),
-                        shapes,
-                        dtype,
-                        flops: w.op.as_ref().and_then(|o| o.flops),
-                        bytes: w.op.as_ref().and_then(|o| o.bytes),
-                        counts_flops: w.class.counts_flops(),
-                        ..Default::default()
-                    },
-                    Default::default(),
-                )
-            });
-            e.0.kernels += 1;
-            e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
-            if e.1.insert((r, row)) {
-                e.0.calls += 1;
+    let ev = &trace.events;
+    for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
+        let Some(w) = w else { continue };
+        let Some(row) = w.op_row else { continue };
+        let shapes = trace.op_shapes_of(row as usize).map(|s| s.compact_dims()).unwrap_or_default();
+        let dtype = w.dtype.map(|d| d.as_str().to_string());
+        let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
+        let e = by.entry(key).or_insert_with(|| {
+            (
+                OpRow {
+                    op: trace.name(row as usize).to_string(),
+                    shapes,
+                    dtype,
+                    flops: w.op.as_ref().and_then(|o| o.flops),
+                    bytes: w.op.as_ref().and_then(|o| o.bytes),
+                    counts_flops: w.class.counts_flops(),
+                    ..Default::default()
+                },
+                Default::default(),
+            )
+        });
+        e.0.kernels += 1;
+        e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
+        if e.1.insert(row) {
+            e.0.calls += 1;
+        }
+    }
+    by.into_values().map(|v| v.0).collect()
+}
+
+/// The op rows of several ranks as one table: rows of the same op, shapes
+/// and dtype add up; longest total time first.
+pub fn merge_op_rows(ranks: impl IntoIterator<Item = Vec<OpRow>>) -> Vec<OpRow> {
+    let mut by: std::collections::BTreeMap<(String, String, Option<String>), OpRow> = std::collections::BTreeMap::new();
+    for rows in ranks {
+        for r in rows {
+            match by.entry((r.op.clone(), r.shapes.clone(), r.dtype.clone())) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(r);
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let e = o.get_mut();
+                    e.kernels += r.kernels;
+                    e.calls += r.calls;
+                    e.time_us += r.time_us;
+                }
             }
         }
     }
-    let mut rows: Vec<OpRow> = by.into_values().map(|v| v.0).collect();
+    let mut rows: Vec<OpRow> = by.into_values().collect();
     rows.sort_by(|a, b| b.time_us.total_cmp(&a.time_us));
     rows
 }

@@ -10,33 +10,36 @@ use std::path::Path;
 
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
-use tracecast_calibrate::work::{KernelClass, kernel_work, op_rows};
-use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, collective_samples, find_steps, message_size_rows};
-use tracecast_ingest::link::Links;
+use tracecast_calibrate::work::OpRow;
+use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, JobAnalysis, MessageSizeRow};
 use tracecast_replay::JobReplay;
 
 use crate::bars::{Bars, Series};
 use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
 use crate::chart::{Chart, Error, Scatter, to_svg};
 use crate::fits::{kernel_charts, link_charts};
-use crate::timeline::{KernelSpan, StepKernels};
+use crate::timeline::{Draw, StepKernels};
 
-/// Everything the report shows about one job.
+/// Everything the report shows about one job: results only, computed before
+/// (one rank at a time, see the CLI's `report`); the page draws them.
 #[derive(Debug, Clone, Copy)]
 pub struct JobReport<'a> {
-    /// The traces.
-    pub job: &'a Job,
     /// Their analysis (`analyze`).
     pub analysis: &'a JobAnalysis,
-    /// The communication classifier used.
-    pub classifier: &'a Classifier,
     /// The calibration of this job's device(s), when computed.
     pub profile: Option<&'a Profile>,
     /// Identity replay.
     pub replay: Option<&'a JobReplay>,
     /// A projection (label such as `MI300X`, the replay).
     pub projection: Option<(&'a str, &'a JobReplay)>,
+    /// The GPU timeline of one step and its note, when the traces have kernels.
+    pub timeline: Option<&'a (StepKernels, String)>,
+    /// Every communication kernel, matched across ranks.
+    pub collectives: &'a [CollectiveSample],
+    /// Collectives by type, group and message size.
+    pub message_sizes: &'a [MessageSizeRow],
+    /// Compute kernels by launching op.
+    pub ops: &'a [OpRow],
 }
 
 /// The whole page.
@@ -52,132 +55,14 @@ pub struct Report<'a> {
     pub png_dir: Option<std::path::PathBuf>,
 }
 
-/// Kinds of the timeline, in legend order.
-const KINDS: [(&str, (u8, u8, u8)); 7] = [
-    ("gemm", (76, 114, 176)),
-    ("attention", (100, 60, 160)),
-    ("conv", (23, 190, 207)),
-    ("elementwise / reduction", (140, 160, 200)),
-    ("other compute", (150, 150, 150)),
-    ("communication", (214, 39, 40)),
-    ("memcpy / memset", (221, 170, 51)),
-];
-
-fn kind_of(class: Option<ActivityClass>, kernel: Option<KernelClass>) -> Option<usize> {
-    Some(match class? {
-        ActivityClass::Comm => 5,
-        ActivityClass::Memory => 6,
-        ActivityClass::Compute => match kernel {
-            Some(KernelClass::Gemm) => 0,
-            Some(KernelClass::Attention) => 1,
-            Some(KernelClass::Conv) => 2,
-            Some(KernelClass::Elementwise | KernelClass::Reduction | KernelClass::Embedding) => 3,
-            _ => 4,
-        },
-    })
-}
-
 /// Jobs with more ranks than this get the spread across ranks instead of a row per rank.
 const DISTRIBUTION_FROM: usize = 16;
 
-/// Lanes beyond this many are left out of the timeline (noted under it).
-const MAX_LANES: usize = 32;
-
-/// Every GPU kernel of one step per rank (the step with the median GPU time
-/// of rank 0's steps; the whole GPU window without steps), with a note on
-/// what was chosen and left out.
-pub fn step_kernels(job: &Job, classifier: &Classifier) -> Option<(StepKernels, String)> {
-    let mut lanes: Vec<String> = Vec::new();
-    let mut kernels: Vec<KernelSpan> = Vec::new();
-    let mut chosen = None;
-    let mut left_out = 0usize;
-    for r in &job.ranks {
-        let trace = &r.trace;
-        let links = Links::new(trace);
-        let steps = find_steps(trace, &links);
-        let classes = classifier.classes(trace);
-        let work = kernel_work(trace, classifier);
-        // Same step number on every rank: the median-length step of the first rank with steps.
-        if chosen.is_none() {
-            let mut with_gpu: Vec<_> = steps.iter().filter_map(|s| s.gpu.map(|w| (w.end_ns - w.start_ns, s.number))).collect();
-            with_gpu.sort();
-            chosen = with_gpu.get(with_gpu.len() / 2).map(|x| x.1);
-        }
-        let window = chosen.and_then(|n| steps.iter().find(|s| s.number == n)).and_then(|s| s.gpu);
-        let ev = &trace.events;
-        let mut by_stream: BTreeMap<(i64, i64), Vec<usize>> = BTreeMap::new();
-        for i in trace.gpu_activity() {
-            let (s, e) = (ev.ts_ns[i], ev.end_ns(i));
-            if let Some(w) = window
-                && (e <= w.start_ns || s >= w.end_ns)
-            {
-                continue;
-            }
-            if kind_of(classes[i], work[i].as_ref().map(|w| w.class)).is_some() {
-                by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-            }
-        }
-        let clip = |i: usize| {
-            let (s, e) = (ev.ts_ns[i], ev.end_ns(i));
-            window.map_or((s, e), |w| (s.max(w.start_ns), e.min(w.end_ns)))
-        };
-        // Ranks' clocks differ: each lane is shown from its rank's own step start.
-        let origin = by_stream.values().flatten().map(|&i| clip(i).0).min().unwrap_or(0);
-        for ((_, stream), mut rows) in by_stream {
-            if lanes.len() >= MAX_LANES {
-                left_out += 1;
-                continue;
-            }
-            rows.sort_by_key(|&i| clip(i));
-            let lane = lanes.len();
-            lanes.push(format!("rank {} · stream {stream}", r.rank));
-            for i in rows {
-                let (s, e) = clip(i);
-                let w = work[i].as_ref();
-                let op_row = w.and_then(|w| w.op_row).map(|r| r as usize).or_else(|| {
-                    let op = links.launch_op.get(i).copied().unwrap_or(tracecast_ingest::link::NONE);
-                    (op != tracecast_ingest::link::NONE).then_some(op as usize)
-                });
-                let op_work = w.and_then(|w| w.op.as_ref());
-                kernels.push(KernelSpan {
-                    lane,
-                    start_us: (s - origin) as f64 / 1e3,
-                    dur_us: (e - s) as f64 / 1e3,
-                    kind: kind_of(classes[i], w.map(|w| w.class)).unwrap_or(4),
-                    name: trace.name(i).to_string(),
-                    op: op_row.map(|r| trace.name(r).to_string()),
-                    shapes: op_row.and_then(|r| trace.op_shapes_of(r)).map(|s| s.compact_dims()).filter(|d| !d.is_empty()),
-                    flops: op_work.and_then(|o| o.flops),
-                    bytes: op_work.and_then(|o| o.bytes),
-                });
-            }
-        }
-    }
-    if lanes.is_empty() {
-        return None;
-    }
-    let what = chosen.map_or("the whole GPU window".to_string(), |n| format!("step {n}"));
-    let mut note = format!(
-        "Each lane is one GPU stream of one rank, from that rank's own start of {what}; all {} kernels are in the page (boxes a pixel cannot tell apart are merged until you zoom in).",
-        kernels.len()
-    );
-    if left_out > 0 {
-        let _ = write!(note, " {left_out} more streams are not drawn.");
-    }
-    let step = StepKernels {
-        title: format!("GPU timeline of {what}"),
-        lanes,
-        kinds: KINDS.iter().map(|(l, c)| ((*l).to_string(), *c)).collect(),
-        kernels,
-    };
-    Some((step, note))
-}
-
 /// Bus bandwidth against message size per collective type, with the fitted
 /// α-β curve when the profile has one.
-pub fn collective_charts(job: &Job, classifier: &Classifier, profile: Option<&Profile>) -> Vec<Scatter> {
+pub fn collective_charts(samples: &[CollectiveSample], profile: Option<&Profile>) -> Vec<Scatter> {
     let mut by: BTreeMap<&'static str, Vec<(f64, f64)>> = BTreeMap::new();
-    for c in collective_samples(job, classifier) {
+    for c in samples {
         let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
         let Some(k) = c.collective.bus_factor(n).filter(|k| *k > 0.0) else { continue };
         let t = c.transfer_us.unwrap_or(c.dur_us);
@@ -372,8 +257,8 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
         Some(steps) => page.figure(&steps.title.clone(), &steps, None)?,
         None => page.html.push_str("<p class=\"note\">No per-step chart: the traces have no ProfilerStep annotations (profile with torch.profiler's schedule and prof.step() to get them).</p>"),
     }
-    match step_kernels(j.job, j.classifier) {
-        Some((k, note)) => page.explorable_timeline(&k, &note)?,
+    match j.timeline {
+        Some((k, note)) => page.explorable_timeline(k, note)?,
         None => page.html.push_str("<p class=\"note\">No timeline: the traces have no GPU kernels.</p>"),
     }
     if a.ranks.len() > DISTRIBUTION_FROM {
@@ -429,7 +314,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     }
 
     page.html.push_str("<h3>Collectives</h3>");
-    let charts = collective_charts(j.job, j.classifier, j.profile);
+    let charts = collective_charts(j.collectives, j.profile);
     if charts.is_empty() {
         page.html.push_str("<p>No collective in this job has a known message size and group, so no bandwidth can be shown.</p>");
     }
@@ -458,7 +343,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
             .collect();
         page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
     }
-    let sizes = message_size_rows(j.job, j.classifier);
+    let sizes = j.message_sizes;
     if !sizes.is_empty() {
         let rows: Vec<Vec<String>> = sizes
             .iter()
@@ -532,7 +417,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
     for (_, c) in &kcharts {
         page.figure(&c.title, c, None)?;
     }
-    let ops = op_rows(j.job, j.classifier);
+    let ops = j.ops;
     if !ops.is_empty() {
         let peaks = j.profile.map(|p| &p.device);
         let rows: Vec<Vec<String>> = ops

@@ -12,41 +12,7 @@ use plotters::prelude::*;
 
 use crate::chart::{Chart, collecting_tips, exact, si, tip};
 
-/// One kernel (or copy) of the step, for the page's explorable timeline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelSpan {
-    /// Index into [`StepKernels::lanes`].
-    pub lane: usize,
-    /// Start, µs from its rank's start of the step.
-    pub start_us: f64,
-    /// Duration, µs.
-    pub dur_us: f64,
-    /// Index into [`StepKernels::kinds`].
-    pub kind: usize,
-    /// Kernel name as in the trace.
-    pub name: String,
-    /// The CPU op that launched it, when known.
-    pub op: Option<String>,
-    /// That op's `Input Dims`, when recorded.
-    pub shapes: Option<String>,
-    /// The op's FLOPs, when its shapes give them.
-    pub flops: Option<f64>,
-    /// The op's bytes, when its shapes give them.
-    pub bytes: Option<f64>,
-}
-
-/// Every kernel of one step, lane by lane.
-#[derive(Debug, Clone)]
-pub struct StepKernels {
-    /// Title above the timeline.
-    pub title: String,
-    /// Lane labels (`rank 0 · stream 7`), top to bottom.
-    pub lanes: Vec<String>,
-    /// Kinds: legend label and colour.
-    pub kinds: Vec<(String, (u8, u8, u8))>,
-    /// The kernels, by lane then start.
-    pub kernels: Vec<KernelSpan>,
-}
+pub use tracecast_calibrate::timeline::{KernelSpan, StepKernels};
 
 fn json_str(out: &mut String, s: &str) {
     out.push('"');
@@ -64,9 +30,19 @@ fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-impl StepKernels {
+/// Drawing a [`StepKernels`]: the static picture and the explorable page element.
+pub trait Draw {
     /// The picture: every lane's spans, merged to `pixels` across.
-    pub fn to_static(&self) -> Timeline {
+    fn to_static(&self) -> Timeline;
+    /// The explorable timeline as HTML: a container with the kernels as JSON
+    /// data (names, ops and shapes in one string table) that the page's
+    /// script draws; `id` must be unique in the page.
+    fn to_html(&self, id: &str) -> String;
+}
+
+impl Draw for StepKernels {
+    /// The picture: every lane's spans, merged to `pixels` across.
+    fn to_static(&self) -> Timeline {
         let mut lanes: Vec<Lane> = self.lanes.iter().map(|l| Lane { label: l.clone(), spans: Vec::new() }).collect();
         for k in &self.kernels {
             if let Some(l) = lanes.get_mut(k.lane) {
@@ -84,7 +60,7 @@ impl StepKernels {
     /// The explorable timeline as HTML: a container with the kernels as JSON
     /// data (names, ops and shapes in one string table) that the page's
     /// script draws; `id` must be unique in the page.
-    pub fn to_html(&self, id: &str) -> String {
+    fn to_html(&self, id: &str) -> String {
         // Names, ops and shapes repeat: one string table.
         fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
             *index.entry(s).or_insert_with(|| {

@@ -310,8 +310,13 @@ pub struct MessageSizeRow {
 
 /// Collectives by type, group size and message size, over every rank.
 pub fn message_size_rows(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<MessageSizeRow> {
+    message_size_rows_of(&collective_samples(job, classifier))
+}
+
+/// [`message_size_rows`] of a job's matched communication kernels.
+pub fn message_size_rows_of(samples: &[CollectiveSample]) -> Vec<MessageSizeRow> {
     let mut by: BTreeMap<(&'static str, i64, u64), (u64, f64, Option<f64>)> = BTreeMap::new();
-    for c in collective_samples(job, classifier) {
+    for c in samples {
         let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
         let t = c.transfer_us.unwrap_or(c.dur_us);
         let e = by.entry((c.collective.as_str(), n, bytes)).or_insert((0, 0.0, c.collective.bus_factor(n)));

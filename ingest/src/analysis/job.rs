@@ -211,6 +211,11 @@ pub struct RankSummary {
 }
 
 impl RankSummary {
+    /// The rank this summarizes.
+    pub fn rank(&self) -> u32 {
+        self.analysis.rank
+    }
+
     /// The rank's collective instances for matching across ranks (the same
     /// rows [`collectives::RankCollectives::of`] gives, without a second pass).
     pub fn collectives(&self) -> collectives::RankCollectives {

@@ -22,7 +22,7 @@ pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{
     ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, collective_samples, match_collectives,
-    message_size_rows,
+    message_size_rows, message_size_rows_of,
 };
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
