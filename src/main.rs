@@ -103,6 +103,10 @@ struct IngestArgs {
     out: PathBuf,
     #[command(flatten)]
     read: ReadArgs,
+    /// Each rank's analysis summary is kept in the dataset for this window: `analyze DATASET` with the
+    /// same options reads it instead of the events.
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 /// How traces are read and what counts as communication: one definition for
@@ -595,7 +599,19 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
                 o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, given_node));
                 analysis::summarize_rank(rank, rank.trace.declared_world_size().unwrap_or(files.len() as u32), &o)
             };
-            let (summaries, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
+            // A dataset's rank summarized with these options already: its cached summary, events unread.
+            let cached = |f: &std::path::Path| {
+                if f.extension().is_none_or(|e| e != "parquet") {
+                    return None;
+                }
+                let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
+                let mut o = opts.clone();
+                o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, given_node));
+                let world = meta.declared_world_size().unwrap_or(files.len() as u32);
+                let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
+                Some((meta.rank, meta.file, summary))
+            };
+            let (summaries, failures) = Job::summarize_or(files, &ReadOptions::default(), on_file, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
             let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
             (job, failures)
@@ -749,11 +765,21 @@ fn for_each_input<T>(
 
 fn ingest(args: IngestArgs) -> Result<ExitCode> {
     let classifier = args.read.classifier()?;
+    let analyze = args.window.analyze_options(&args.read)?;
+    let catalog = catalog_with(&args.read.hw)?;
     let out = &args.out;
     let mut written = 0usize;
     // One rank at a time: each trace is written as its part files and dropped.
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
-        let write = |rank: &tracecast_ingest::job::Rank| tracecast_ingest::dataset::write_rank(out, rank, &classifier);
+        let write = |rank: &tracecast_ingest::job::Rank| {
+            // The summary `analyze` would make of this rank with these options.
+            let mut o = analyze.clone();
+            o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
+            let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+            let summary = analysis::summarize_rank(rank, world, &o);
+            let key = analysis::summary_key(&o, world);
+            tracecast_ingest::dataset::write_rank(out, rank, &classifier, Some((&key, &summary)))
+        };
         let (parts, mut failures) = Job::summarize(files, &ReadOptions::default(), on_file, &write);
         let mut ok = Vec::new();
         for p in parts {
@@ -836,6 +862,16 @@ pub(crate) fn job_gpu<'c>(
 /// `--gpus-per-node`, else its GPU's node preset, else 8.
 fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
     given.or_else(|| job_gpu(ranks, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
+}
+
+/// [`node_gpus_of`] a rank known by its `deviceProperties` only (a dataset's `ranks` row).
+fn node_gpus_for(
+    devices: &[tracecast_ingest::device::DeviceProperties],
+    catalog: &tracecast_calibrate::Catalog,
+    given: Option<u32>,
+) -> u32 {
+    let gpu = devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+    given.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
 }
 
 /// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.

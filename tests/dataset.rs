@@ -54,10 +54,13 @@ fn every_shared_trace_analyzes_the_same_from_its_dataset() {
     for (i, trace) in traces.iter().enumerate() {
         let ds = dir.join(format!("ds{i}"));
         ingest(&[trace], &ds);
-        let a = output_of("analyze", trace, "--json", &dir.join(format!("a{i}.json")), &[]);
-        let b = output_of("analyze", &ds, "--json", &dir.join(format!("b{i}.json")), &[]);
-        if a != b {
-            differ.push(trace.display().to_string());
+        // With the options it was ingested with (its cached summaries), and with others (its events).
+        for extra in [&[][..], &["--window", "all"][..]] {
+            let a = output_of("analyze", trace, "--json", &dir.join(format!("a{i}.json")), extra);
+            let b = output_of("analyze", &ds, "--json", &dir.join(format!("b{i}.json")), extra);
+            if a != b {
+                differ.push(format!("{} {extra:?}", trace.display()));
+            }
         }
         let _ = std::fs::remove_dir_all(&ds);
     }
@@ -169,7 +172,9 @@ fn a_damaged_part_is_named_and_the_other_ranks_are_read() {
     let bytes = std::fs::read(&part).unwrap();
     std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
     let out = dir.join("a.json");
-    let o = run(&["analyze".as_ref(), ds.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    // `--window all`: not the options the summaries were cached under, so every events part is read.
+    let o =
+        run(&["analyze".as_ref(), ds.as_os_str(), "--window".as_ref(), "all".as_ref(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("rank-000002.parquet"), "{}", stderr(&o));
     assert_eq!(json(&out)["jobs"][0]["ranks"].as_array().unwrap().len(), 3);
@@ -178,4 +183,36 @@ fn a_damaged_part_is_named_and_the_other_ranks_are_read() {
     let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn analyze_with_the_ingest_options_reads_the_cached_summaries_not_the_events() {
+    let dir = scratch("dataset-cache");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let direct = output_of("analyze", &job, "--json", &dir.join("a.json"), &[]);
+    let direct_all = output_of("analyze", &job, "--json", &dir.join("b.json"), &["--window", "all"]);
+    // Without its events the dataset still analyzes with the options it was ingested with …
+    for e in std::fs::read_dir(ds.join("events")).unwrap() {
+        std::fs::write(e.unwrap().path(), b"not parquet").unwrap();
+    }
+    assert_eq!(output_of("analyze", &ds, "--json", &dir.join("c.json"), &[]), direct);
+    // … and not with others, which need the events.
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "--window".as_ref(), "all".as_ref(), "-q".as_ref()]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("events/rank-000000.parquet"), "{}", stderr(&o));
+    // Ingested with `--window all`, the dataset's cache serves that window.
+    let ds_all = dir.join("ds-all");
+    let o = run(&[
+        "ingest".as_ref(),
+        job.as_os_str(),
+        "--out".as_ref(),
+        ds_all.as_os_str(),
+        "--window".as_ref(),
+        "all".as_ref(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(output_of("analyze", &ds_all, "--json", &dir.join("d.json"), &["--window", "all"]), direct_all);
 }

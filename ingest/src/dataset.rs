@@ -12,10 +12,13 @@
 //! DATASET/events/<part>.parquet  every event of the rank with its arguments
 //! DATASET/steps/<part>.parquet   ProfilerStep windows (CPU and GPU)
 //! DATASET/collectives/<part>.parquet  communication kernels: collective, group, bytes, times
+//! DATASET/summaries/<part>.json  the rank's analysis summary under the options it was made with
 //! ```
 //!
 //! `events` and `ranks` hold the whole trace (a rank read back is the trace
-//! read from JSON, field for field); `steps` and `collectives` are derived,
+//! read from JSON, field for field); `summaries` cache what `analyze` needs of
+//! each rank, used only when `analyze` runs with the options (and world size)
+//! they were made under; `steps` and `collectives` are derived,
 //! for querying the dataset directly with polars, DuckDB or Spark
 //! (`SELECT … FROM 'DATASET/events/*.parquet'`). Each part is written to a
 //! temporary name and renamed, so several `ingest` runs on disjoint files can
@@ -26,7 +29,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{Classifier, RankCollectives, find_steps};
+use crate::analysis::{Classifier, RankCollectives, RankSummary, find_steps};
 use crate::collective::CollectiveArgs;
 use crate::device::{DeviceProperties, DistributedInfo};
 use crate::error::{Error, Result};
@@ -192,7 +195,7 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
 /// files, each atomically, and the manifest; the `collectives` table lists
 /// the kernels `classifier` counts as communication. Returns the events
 /// part's path.
-pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier) -> Result<PathBuf> {
+pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Option<(&str, &RankSummary)>) -> Result<PathBuf> {
     let t = &rank.trace;
     let name = part_name(rank);
     if !dir.join("manifest.json").is_file() {
@@ -283,6 +286,14 @@ pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier) -> Result<Pa
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 
+    if let Some((key, summary)) = summary {
+        let text = serde_json::to_string(&CachedSummary {
+            key: key.to_string(),
+            summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
+        })
+        .unwrap_or_default();
+        crate::output::write_atomic(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?;
+    }
     // The events part last: a reader lists events parts, so a rank appears
     // only once all its tables are in place.
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
@@ -308,6 +319,80 @@ fn source_name(s: RankSource) -> &'static str {
     }
 }
 
+/// `summaries/<part>.json`: a rank's analysis summary under the key of the options it was made with.
+#[derive(Serialize, Deserialize)]
+struct CachedSummary {
+    key: String,
+    summary: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// The analysis summary cached for the rank of `events_path` when it was made
+/// under `key` ([`crate::analysis::summary_key`]); `None` otherwise.
+pub fn cached_summary(events_path: &Path, key: &str) -> Option<RankSummary> {
+    let name = events_path.file_name()?.to_string_lossy().replace(".parquet", ".json");
+    let path = events_path.parent()?.parent()?.join("summaries").join(name);
+    let text = std::fs::read(path).ok()?;
+    let c: CachedSummary = serde_json::from_slice(&text).ok()?;
+    if c.key != key {
+        return None;
+    }
+    RankSummary::from_cache(c.summary?.get().as_bytes())
+}
+
+/// What the `ranks` part says of the rank of `events_path` (without reading its events).
+#[derive(Debug, Clone)]
+pub struct RankMeta {
+    /// The rank, as resolved at ingest.
+    pub rank: u32,
+    /// How it was resolved.
+    pub source: RankSource,
+    /// The trace file it came from.
+    pub file: PathBuf,
+    /// Its `deviceProperties`.
+    pub devices: Vec<DeviceProperties>,
+    /// Its `distributedInfo`.
+    pub distributed: Option<DistributedInfo>,
+}
+
+/// The `ranks` row of the rank of `events_path`.
+pub fn rank_meta(events_path: &Path) -> Result<RankMeta> {
+    let bad = |message: String| Error::Schema { path: events_path.to_path_buf(), message };
+    let name = events_path.file_name().ok_or_else(|| bad("not a part file".into()))?;
+    let dir = events_path.parent().and_then(Path::parent).ok_or_else(|| bad("not inside a dataset".into()))?;
+    let ranks_path = dir.join("ranks").join(name);
+    let meta = read_df(&ranks_path)?;
+    let me = |e: PolarsError| polars_error(&ranks_path, e);
+    let get_str = |c: &str| -> Result<Option<String>> { Ok(meta.column(c).map_err(me)?.str().map_err(me)?.get(0).map(str::to_string)) };
+    let decode = |c: &str| -> Result<serde_json::Value> {
+        match get_str(c)? {
+            Some(s) => serde_json::from_str(&s).map_err(|e| Error::Schema { path: ranks_path.clone(), message: format!("{c}: {e}") }),
+            None => Ok(serde_json::Value::Null),
+        }
+    };
+    let invalid = |c: &str, e: serde_json::Error| Error::Schema { path: ranks_path.clone(), message: format!("{c}: {e}") };
+    let file = get_str("file")?.ok_or_else(|| bad("ranks part has no file".into()))?;
+    let rank = meta.column("rank").map_err(me)?.u32().map_err(me)?.get(0).ok_or_else(|| bad("ranks part has no rank".into()))?;
+    let source = match get_str("rank_source")?.as_deref() {
+        Some("distributed_info") => RankSource::DistributedInfo,
+        Some("file_name") => RankSource::FileName,
+        _ => RankSource::FileOrder,
+    };
+    Ok(RankMeta {
+        rank,
+        source,
+        file: PathBuf::from(file),
+        devices: serde_json::from_value(decode("devices")?).map_err(|e| invalid("devices", e))?,
+        distributed: serde_json::from_value(decode("distributed")?).map_err(|e| invalid("distributed", e))?,
+    })
+}
+
+impl RankMeta {
+    /// The world size from `distributedInfo`, when positive.
+    pub fn declared_world_size(&self) -> Option<u32> {
+        self.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0)
+    }
+}
+
 fn read_df(path: &Path) -> Result<DataFrame> {
     let file = std::fs::File::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
     // One part per thread already: polars' own threads would only contend.
@@ -322,37 +407,24 @@ pub fn read_part(events_path: &Path) -> Result<RankTrace> {
     let name = events_path.file_name().ok_or_else(|| bad("not a part file".into()))?;
     let dir = events_path.parent().and_then(Path::parent).ok_or_else(|| bad("not inside a dataset".into()))?;
     let ranks_path = dir.join("ranks").join(name);
+    let m = rank_meta(events_path)?;
     let meta = read_df(&ranks_path)?;
     let df = read_df(events_path)?;
     let pe = |e: PolarsError| polars_error(events_path, e);
     let me = |e: PolarsError| polars_error(&ranks_path, e);
     let get_str = |c: &str| -> Result<Option<String>> { Ok(meta.column(c).map_err(me)?.str().map_err(me)?.get(0).map(str::to_string)) };
     let get_u64 = |c: &str| -> Result<Option<u64>> { Ok(meta.column(c).map_err(me)?.u64().map_err(me)?.get(0)) };
-    let file = get_str("file")?.ok_or_else(|| bad("ranks part has no file".into()))?;
-    let mut t = RankTrace::new(PathBuf::from(file));
+    let mut t = RankTrace::new(m.file);
     t.json_bytes = get_u64("json_bytes")?.unwrap_or(0);
     t.skipped_events = get_u64("skipped_events")?.unwrap_or(0);
     t.base_time_ns = meta.column("base_time_ns").map_err(me)?.i64().map_err(me)?.get(0);
-    let parse = |c: &str| -> Result<Option<String>> { get_str(c) };
-    let decode = |text: Option<String>, what: &str| -> Result<serde_json::Value> {
-        match text {
-            Some(s) => serde_json::from_str(&s).map_err(|e| Error::Schema { path: ranks_path.clone(), message: format!("{what}: {e}") }),
-            None => Ok(serde_json::Value::Null),
-        }
+    t.devices = m.devices;
+    t.distributed = m.distributed;
+    t.warnings = match get_str("warnings")? {
+        Some(w) => serde_json::from_str(&w).map_err(|e| Error::Schema { path: ranks_path.clone(), message: format!("warnings: {e}") })?,
+        None => Vec::new(),
     };
-    let devices = decode(parse("devices")?, "devices")?;
-    t.devices = serde_json::from_value::<Vec<DeviceProperties>>(devices).unwrap_or_default();
-    let distributed = decode(parse("distributed")?, "distributed")?;
-    t.distributed = serde_json::from_value::<Option<DistributedInfo>>(distributed).unwrap_or_default();
-    let warnings = decode(parse("warnings")?, "warnings")?;
-    t.warnings = serde_json::from_value::<Vec<String>>(warnings).unwrap_or_default();
-    let rank = meta.column("rank").map_err(me)?.u32().map_err(me)?.get(0).ok_or_else(|| bad("ranks part has no rank".into()))?;
-    let source = match get_str("rank_source")?.as_deref() {
-        Some("distributed_info") => RankSource::DistributedInfo,
-        Some("file_name") => RankSource::FileName,
-        _ => RankSource::FileOrder,
-    };
-    t.ingested_rank = Some((rank, source));
+    t.ingested_rank = Some((m.rank, m.source));
 
     let n = df.height();
     let i64s = |c: &str| -> Result<Vec<i64>> { Ok(df.column(c).map_err(pe)?.i64().map_err(pe)?.into_no_null_iter().collect()) };

@@ -10,7 +10,7 @@ use crate::kineto::{self, ReadOptions};
 use crate::rank::RankTrace;
 
 /// Where a rank number came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RankSource {
     /// `distributedInfo.rank`.
@@ -74,10 +74,26 @@ impl Job {
         on_file: &(dyn Fn(&Path) + Sync),
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
+        Job::summarize_or(files, opts, on_file, &|_| None, summarize)
+    }
+
+    /// [`Job::summarize`], where `known` may give a file's (rank, trace
+    /// path, summary) without reading it (a summary cached in a dataset).
+    pub fn summarize_or<T: Send>(
+        files: &[PathBuf],
+        opts: &ReadOptions,
+        on_file: &(dyn Fn(&Path) + Sync),
+        known: &(dyn Fn(&Path) -> Option<(u32, PathBuf, T)> + Sync),
+        summarize: &(dyn Fn(&Rank) -> T + Sync),
+    ) -> (Vec<T>, Vec<Error>) {
         let results: Vec<Result<(u32, PathBuf, T)>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
+                if let Some(k) = known(f) {
+                    on_file(f);
+                    return Ok(k);
+                }
                 let r = kineto::read_path(f, opts).map(|trace| {
                     let (rank, source) = resolve_rank(&trace, order);
                     let path = trace.path.clone();

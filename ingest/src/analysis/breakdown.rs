@@ -7,7 +7,7 @@ use super::interval::IntervalSet;
 use crate::rank::RankTrace;
 
 /// How the analysed window is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowMode {
     /// From the first GPU activity start to the last GPU activity end.
@@ -19,7 +19,7 @@ pub enum WindowMode {
 }
 
 /// A time window `[start_ns, end_ns)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     /// Start, ns.
     pub start_ns: i64,
@@ -91,7 +91,7 @@ impl RankSets {
 }
 
 /// The §3 breakdown of one window, µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Breakdown {
     /// |W|.
     pub gpu_span_us: f64,

@@ -8,7 +8,7 @@ use crate::event::EventKind;
 use crate::rank::RankTrace;
 
 /// The class of a GPU activity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityClass {
     /// Every kernel that is not communication.

@@ -42,6 +42,68 @@ impl Instance {
     }
 }
 
+/// A rank's instances as cached text: each distinct group string once (a
+/// world group's rank list is kilobytes, on every instance), then rows.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct CachedInstances {
+    strings: Vec<Arc<str>>,
+    /// collective, process group, group ranks (indices into `strings`), group
+    /// size, bytes, start, end, sequence number, algorithm, protocol, row.
+    #[allow(clippy::type_complexity)]
+    rows: Vec<(Collective, Option<u32>, Option<u32>, Option<i64>, Option<u64>, i64, i64, u32, Option<String>, Option<String>, u32)>,
+}
+
+impl CachedInstances {
+    pub(crate) fn of(instances: &[Instance]) -> CachedInstances {
+        let mut strings: Vec<Arc<str>> = Vec::new();
+        let mut index: HashMap<Arc<str>, u32> = HashMap::default();
+        let mut id = |s: &Option<Arc<str>>| {
+            s.as_ref().map(|s| {
+                *index.entry(s.clone()).or_insert_with(|| {
+                    strings.push(s.clone());
+                    strings.len() as u32 - 1
+                })
+            })
+        };
+        let rows = instances
+            .iter()
+            .map(|i| {
+                let (pg, ranks) = (id(&i.process_group), id(&i.pg_ranks));
+                (i.collective, pg, ranks, i.group_size, i.bytes, i.start_ns, i.end_ns, i.seq, i.algo.clone(), i.proto.clone(), i.row)
+            })
+            .collect();
+        CachedInstances { strings, rows }
+    }
+
+    /// The instances back; `None` when a string index is out of range.
+    pub(crate) fn into_instances(self) -> Option<Vec<Instance>> {
+        let get = |k: Option<u32>| -> Option<Option<Arc<str>>> {
+            match k {
+                None => Some(None),
+                Some(k) => self.strings.get(k as usize).cloned().map(Some),
+            }
+        };
+        self.rows
+            .iter()
+            .map(|r| {
+                Some(Instance {
+                    collective: r.0,
+                    process_group: get(r.1)?,
+                    pg_ranks: get(r.2)?,
+                    group_size: r.3,
+                    bytes: r.4,
+                    start_ns: r.5,
+                    end_ns: r.6,
+                    seq: r.7,
+                    algo: r.8.clone(),
+                    proto: r.9.clone(),
+                    row: r.10,
+                })
+            })
+            .collect()
+    }
+}
+
 /// What the CPU ops around a communication kernel's launch say (traces
 /// before May 2024 carry no collective arguments on kernels): the operation
 /// from an enclosing `nccl:*` / `c10d::*` op name, the size from its largest
@@ -121,7 +183,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
 }
 
 /// Collectives of one type, process group and group size on one rank, inside the window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CollectiveStats {
     /// `all_reduce`, `all_gather`, … (`unknown` when the trace does not say).
     pub collective: Collective,

@@ -9,7 +9,7 @@ use super::collectives::Instance;
 use super::interval::IntervalSet;
 
 /// A parallelism dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dimension {
     /// Tensor parallelism.
@@ -91,6 +91,22 @@ pub struct DimensionComm {
     pub comm_us: f64,
     /// The part of it with no compute under it.
     pub exposed_comm_us: f64,
+}
+
+// Read back from a rank summary cached in a dataset (`from` is one of three words).
+impl<'de> serde::Deserialize<'de> for DimensionComm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            dimension: Dimension,
+            from: String,
+            comm_us: f64,
+            exposed_comm_us: f64,
+        }
+        let r = Raw::deserialize(d)?;
+        let from = ["description", "ranks"].into_iter().find(|k| *k == r.from).unwrap_or("unknown");
+        Ok(DimensionComm { dimension: r.dimension, from, comm_us: r.comm_us, exposed_comm_us: r.exposed_comm_us })
+    }
 }
 
 /// Per dimension, the communication of one rank's instances in window `w`.

@@ -15,7 +15,7 @@ use crate::rank::RankTrace;
 /// otherwise **kernel wait** when the gap is shorter than `kernel_wait_threshold_us`
 /// (launch overhead between back-to-back kernels); otherwise **other**
 /// (synchronisation, dependencies). The gap after the last activity is other.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct IdleSplit {
     /// The host launched the next work only after the GPU went idle.
     pub host_wait_us: f64,
@@ -36,7 +36,7 @@ pub struct IdleSplit {
 /// those of the stream overlapping the window; HTA's default window is
 /// `--window all --drop-last-step`. (HTA rounds float timestamps to whole µs
 /// first; that rounding is not reproduced.)
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct StreamIdle {
     /// Device ordinal.
     pub device: i64,

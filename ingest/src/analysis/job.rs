@@ -66,7 +66,7 @@ pub struct DimensionTotal {
 }
 
 /// The analysis of one rank.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RankAnalysis {
     /// The trace file.
     pub file: String,
@@ -201,16 +201,56 @@ fn fraction(part: f64, whole: f64) -> f64 {
 /// compact rows of its collectives (for matching across ranks). Built in one
 /// pass over the rank's trace, which can then be dropped: a job of thousands
 /// of ranks is summarized one rank at a time and reduced.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RankSummary {
     analysis: RankAnalysis,
+    // Cached apart: their group strings are shared (see `to_cache`).
+    #[serde(skip)]
     instances: Vec<collectives::Instance>,
     window: Option<Window>,
     comm_by_dimension: Vec<super::dimension::DimensionComm>,
     declared_world: Option<u32>,
 }
 
+/// What a rank's summary depends on besides its trace: the options (less the
+/// job-level GPU-hours inputs, which only the reduce uses) and the world size.
+/// A summary cached under one key stands for a fresh one under the same key.
+pub fn summary_key(opts: &AnalyzeOptions, world: u32) -> String {
+    let mut o = opts.clone();
+    o.job_gpus = None;
+    o.job_hours = None;
+    format!("tracecast {} summary of {o:?} in a world of {world}", env!("CARGO_PKG_VERSION"))
+}
+
 impl RankSummary {
+    /// The summary as JSON text, every field included (the per-rank kernel
+    /// list that analysis outputs leave out too), for [`RankSummary::from_cache`].
+    pub fn to_cache(&self) -> String {
+        #[derive(Serialize)]
+        struct Cached<'a> {
+            summary: &'a RankSummary,
+            all_kernels: &'a [super::KernelStats],
+            instances: collectives::CachedInstances,
+        }
+        let instances = collectives::CachedInstances::of(&self.instances);
+        serde_json::to_string(&Cached { summary: self, all_kernels: &self.analysis.all_kernels, instances }).unwrap_or_default()
+    }
+
+    /// A summary written by [`RankSummary::to_cache`]; `None` when the text is not one.
+    pub fn from_cache(text: &[u8]) -> Option<RankSummary> {
+        #[derive(serde::Deserialize)]
+        struct Cached {
+            summary: RankSummary,
+            all_kernels: Vec<super::KernelStats>,
+            instances: collectives::CachedInstances,
+        }
+        let c: Cached = serde_json::from_slice(text).ok()?;
+        let mut s = c.summary;
+        s.analysis.all_kernels = c.all_kernels;
+        s.instances = c.instances.into_instances()?;
+        Some(s)
+    }
+
     /// The rank this summarizes.
     pub fn rank(&self) -> u32 {
         self.analysis.rank

@@ -9,7 +9,7 @@ use super::classify::ActivityClass;
 use crate::rank::RankTrace;
 
 /// Time spent in one GPU activity name inside the window (clipped to it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct KernelStats {
     /// Kernel (or memcpy/memset) name.
     pub name: String,

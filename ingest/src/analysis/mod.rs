@@ -27,7 +27,7 @@ pub use collectives::{
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
     AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job, reduce,
-    summarize_rank, summarize_rank_with, world_of,
+    summarize_rank, summarize_rank_with, summary_key, world_of,
 };
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
 pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};

@@ -22,7 +22,7 @@ pub struct Step {
 }
 
 /// A step's breakdown as reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepBreakdown {
     /// The number after `#`.
     pub step: i64,
