@@ -48,7 +48,7 @@ def trace_files(paths):
 
 
 def shares(files, n):
-    """`files` in `n` contiguous shares of nearly equal total size (largest files first balance better)."""
+    """`files` in `n` shares of nearly equal total size (largest first, each to the lightest share)."""
     n = max(1, min(n, len(files)))
     sized = sorted(((os.path.getsize(f), f) for f in files), reverse=True)
     out = [[] for _ in range(n)]

@@ -861,16 +861,16 @@ pub(crate) fn job_gpu<'c>(
 /// GPUs per node of a job from some of its ranks (one, when a job is read one rank at a time):
 /// `--gpus-per-node`, else its GPU's node preset, else 8.
 fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
-    given.or_else(|| job_gpu(ranks, catalog).and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
+    node_gpus_for(ranks.iter().flat_map(|r| &r.trace.devices), catalog, given)
 }
 
-/// [`node_gpus_of`] a rank known by its `deviceProperties` only (a dataset's `ranks` row).
-fn node_gpus_for(
-    devices: &[tracecast_ingest::device::DeviceProperties],
+/// [`node_gpus_of`] ranks known by their `deviceProperties` (a dataset's `ranks` rows need no events).
+fn node_gpus_for<'d>(
+    devices: impl IntoIterator<Item = &'d tracecast_ingest::device::DeviceProperties>,
     catalog: &tracecast_calibrate::Catalog,
     given: Option<u32>,
 ) -> u32 {
-    let gpu = devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+    let gpu = devices.into_iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
     given.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
 }
 

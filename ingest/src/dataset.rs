@@ -252,7 +252,7 @@ pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Opt
         col("events", vec![n as u64]),
         col("device_name", vec![t.device_name()]),
         col("devices", vec![json(&t.devices)]),
-        col("distributed", vec![t.distributed.as_ref().map(|d| json(d))]),
+        col("distributed", vec![t.distributed.as_ref().map(json)]),
         col("base_time_ns", vec![t.base_time_ns]),
         col("skipped_events", vec![t.skipped_events]),
         col("warnings", vec![json(&t.warnings)]),

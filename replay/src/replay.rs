@@ -235,6 +235,7 @@ pub struct RuleShare {
 /// Re-prices every compute kernel of `eg` on `target` through the one cost
 /// model; the source device is the trace's own calibration (`opts.source`
 /// when given), fitted from the ranks' samples.
+#[allow(clippy::too_many_arguments)]
 fn project_kernels(
     parts: &mut [RankPart<'_>],
     place: &Placement,
