@@ -495,7 +495,10 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let mut scanner = scan::Scanner::new();
     let results: std::sync::Mutex<Vec<(usize, std::result::Result<Chunk, EventError>)>> = std::sync::Mutex::new(Vec::new());
     let mut carry: Vec<u8> = Vec::new();
-    let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    // Block buffers are shared by every file this process reads: a job of
+    // thousands of rank files zeroes its few multi-MiB buffers once, not per file.
+    static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let pool = &POOL;
     let mut base: u64 = 0;
     let mut total: u64 = 0;
     let mut block_len: usize = 64 << 10;
@@ -573,7 +576,6 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             base += safe as u64;
             index += 1;
             let results = &results;
-            let pool = &pool;
             let in_flight = &in_flight;
             in_flight.fetch_add(1, Ordering::AcqRel);
             scope.spawn(move |_| {
@@ -581,7 +583,9 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 if let Ok(mut r) = results.lock() {
                     r.push((block.index, parsed));
                 }
-                if let Ok(mut p) = pool.lock() {
+                if let Ok(mut p) = pool.lock()
+                    && p.len() < 16
+                {
                     p.push(block.text);
                 }
                 in_flight.fetch_sub(1, Ordering::AcqRel);
