@@ -156,9 +156,17 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             (None, Some(d)) => Some(d.to_string()),
             (None, None) => None,
         };
-        let mut shared = |s: String| -> Arc<str> { interned.entry(s).or_insert_with_key(|k| Arc::from(k.as_str())).clone() };
-        let process_group = process_group.map(&mut shared);
-        let pg_ranks = args.and_then(|a| a.pg_ranks.clone()).filter(|r| r != "[]").map(&mut shared);
+        // Looked up by reference: a world group's rank list is copied once per rank, not per kernel.
+        let mut shared = |s: &str| -> Arc<str> {
+            if let Some(a) = interned.get(s) {
+                return a.clone();
+            }
+            let a: Arc<str> = Arc::from(s);
+            interned.insert(s.to_string(), a.clone());
+            a
+        };
+        let process_group = process_group.as_deref().map(&mut shared);
+        let pg_ranks = args.and_then(|a| a.pg_ranks.as_deref()).filter(|r| *r != "[]").map(&mut shared);
         let group_size = args.and_then(|a| a.group_size).or_else(|| {
             let pg = groups.iter().find(|g| g.name.is_some() && g.name == pg_name)?;
             pg.size.or(Some(pg.ranks.len() as i64)).filter(|&n| n > 0)
