@@ -764,7 +764,6 @@ fn for_each_input<T>(
 }
 
 fn ingest(args: IngestArgs) -> Result<ExitCode> {
-    let classifier = args.read.classifier()?;
     let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;
     let out = &args.out;
@@ -777,8 +776,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
             o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
             let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
             let summary = analysis::summarize_rank(rank, world, &o);
-            let key = analysis::summary_key(&o, world);
-            tracecast_ingest::dataset::write_rank(out, rank, &classifier, Some((&key, &summary)))
+            tracecast_ingest::dataset::write_rank(out, rank, &analysis::summary_key(&o, world), &summary)
         };
         let (parts, mut failures) = Job::summarize(files, &ReadOptions::default(), on_file, &write);
         let mut ok = Vec::new();
@@ -1227,7 +1225,6 @@ fn demo() -> Result<ExitCode> {
     let mut what_if = tracecast_replay::ReplayOptions::default();
     what_if.scale = tracecast_replay::Scale { link: 2.0, ..Default::default() };
     let plan = report::ReportPlan {
-        classifier: &opts.classifier,
         catalog: &catalog,
         analyze: &opts,
         projection: Some((report::projection_label(None, what_if.scale), what_if)),

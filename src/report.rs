@@ -10,15 +10,14 @@ use std::path::PathBuf;
 
 use tracecast_calibrate::diff::{ClassTimes, Delta, TraceDiff, diff_jobs};
 use tracecast_calibrate::timeline::{FirstRanks, StepKernels, step_kernels};
-use tracecast_calibrate::work::{OpRow, merge_op_rows, op_rows_of_rank};
+use tracecast_calibrate::work::{OpRow, kernel_work, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{self, AnalyzeOptions, Classifier, CollectiveSample, JobAnalysis, MessageSizeRow};
+use tracecast_ingest::analysis::{self, AnalyzeOptions, CollectiveSample, JobAnalysis, MessageSizeRow};
 use tracecast_plots::report::{JobReport, Report, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions, Scale};
 
 /// What a report shows beyond the measured job.
 pub(crate) struct ReportPlan<'a> {
-    pub(crate) classifier: &'a Classifier,
     pub(crate) catalog: &'a tracecast_calibrate::Catalog,
     pub(crate) analyze: &'a AnalyzeOptions,
     /// Replay options of the projection (target and/or speed-ups), with its label.
@@ -63,14 +62,14 @@ struct RankPart<'c> {
 /// keeps the first ranks' kernels only). Returns whether any file was bad.
 pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, plan: &ReportPlan<'_>) -> Result<(Vec<Section>, bool)> {
     let mut base = ReplayOptions::default();
-    base.classifier = plan.classifier.clone();
+    base.classifier = plan.analyze.classifier.clone();
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
-        o.classifier = plan.classifier.clone();
+        o.classifier = plan.analyze.classifier.clone();
         o
     });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
-    copts.classifier = plan.classifier.clone();
+    copts.classifier = plan.analyze.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
     let mut out = Vec::new();
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
@@ -79,14 +78,18 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
             let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
             let mut analyze = plan.analyze.clone();
             analyze.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
-            first.offer(rank, plan.classifier);
+            first.offer(rank, &plan.analyze.classifier);
+            // Computed once for the analysis, the op rows and the kernel classes.
+            let classes = plan.analyze.classifier.classes(&rank.trace);
+            let links = tracecast_ingest::link::Links::new(&rank.trace);
+            let work = kernel_work(&rank.trace, &plan.analyze.classifier);
             RankPart {
-                summary: analysis::summarize_rank(rank, world, &analyze),
+                summary: analysis::summarize_rank_with(rank, world, &analyze, &classes, &links),
                 samples: tracecast_calibrate::profile::rank_samples(rank, plan.catalog, &copts),
                 replay: tracecast_replay::RankPart::of(rank, world, &base, plan.catalog),
                 projection: projection.as_ref().map(|o| tracecast_replay::RankPart::of(rank, world, o, plan.catalog)),
-                ops: op_rows_of_rank(&rank.trace, plan.classifier),
-                class_times: ClassTimes::of_rank(&rank.trace, plan.classifier),
+                ops: op_rows_of_rank(&rank.trace, &work),
+                class_times: ClassTimes::of_rank(&rank.trace, &classes, &work),
             }
         };
         let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
@@ -244,7 +247,6 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 }
 
 pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
-    let classifier = args.inputs.read.classifier()?;
     let catalog = crate::catalog_with(&args.inputs.read.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
@@ -269,7 +271,6 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     analyze.job_gpus = args.job_gpus;
     analyze.job_hours = args.job_hours;
     let plan = ReportPlan {
-        classifier: &classifier,
         catalog: &catalog,
         analyze: &analyze,
         projection,
@@ -304,7 +305,10 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
                 let mut o = analyze.clone();
                 o.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
                 let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
-                (analysis::summarize_rank(rank, world, &o), ClassTimes::of_rank(&rank.trace, &classifier))
+                let classes = classifier.classes(&rank.trace);
+                let links = tracecast_ingest::link::Links::new(&rank.trace);
+                let work = kernel_work(&rank.trace, &classifier);
+                (analysis::summarize_rank_with(rank, world, &o, &classes, &links), ClassTimes::of_rank(&rank.trace, &classes, &work))
             };
             let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
             if parts.is_empty() {

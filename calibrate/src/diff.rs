@@ -93,16 +93,19 @@ impl ClassTimes {
     pub fn of_job(job: &Job, classifier: &Classifier) -> ClassTimes {
         let mut t = ClassTimes::default();
         for r in &job.ranks {
-            t.add(ClassTimes::of_rank(&r.trace, classifier));
+            t.add(ClassTimes::of_rank(&r.trace, &classifier.classes(&r.trace), &kernel_work(&r.trace, classifier)));
         }
         t
     }
 
-    /// The classes of one rank's GPU activities (one pass over its trace).
-    pub fn of_rank(trace: &tracecast_ingest::RankTrace, classifier: &Classifier) -> ClassTimes {
+    /// The classes of one rank's GPU activities from its activity classes and
+    /// [`kernel_work`] (computed once per rank by the caller, who needs them too).
+    pub fn of_rank(
+        trace: &tracecast_ingest::RankTrace,
+        classes: &[Option<ActivityClass>],
+        work: &[Option<crate::work::KernelWork>],
+    ) -> ClassTimes {
         let mut t = Tally::new();
-        let classes = classifier.classes(trace);
-        let work = kernel_work(trace, classifier);
         for i in trace.gpu_activity() {
             let name = match classes[i] {
                 Some(ActivityClass::Compute) => work[i].as_ref().map_or("other", |w| w.class.as_str()).to_string(),

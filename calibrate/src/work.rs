@@ -448,15 +448,16 @@ impl OpRow {
 /// Compute kernels by the op that launched them (its name, shapes and dtype),
 /// over every rank, longest total time first.
 pub fn op_rows(job: &tracecast_ingest::Job, classifier: &Classifier) -> Vec<OpRow> {
-    merge_op_rows(job.ranks.iter().map(|r| op_rows_of_rank(&r.trace, classifier)))
+    merge_op_rows(job.ranks.iter().map(|r| op_rows_of_rank(&r.trace, &kernel_work(&r.trace, classifier))))
 }
 
-/// [`op_rows`] of one rank (in no particular order), to merge with [`merge_op_rows`].
-pub fn op_rows_of_rank(trace: &RankTrace, classifier: &Classifier) -> Vec<OpRow> {
+/// [`op_rows`] of one rank (in no particular order) from its [`kernel_work`],
+/// to merge with [`merge_op_rows`].
+pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>]) -> Vec<OpRow> {
     let mut by: std::collections::BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<u32>)> =
         std::collections::BTreeMap::new();
     let ev = &trace.events;
-    for (i, w) in kernel_work(trace, classifier).into_iter().enumerate() {
+    for (i, w) in work.iter().enumerate() {
         let Some(w) = w else { continue };
         let Some(row) = w.op_row else { continue };
         let shapes = trace.op_shapes_of(row as usize).map(|s| s.compact_dims()).unwrap_or_default();

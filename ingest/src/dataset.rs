@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{Classifier, RankCollectives, RankSummary, find_steps};
+use crate::analysis::{RankSummary, find_steps};
 use crate::collective::CollectiveArgs;
 use crate::device::{DeviceProperties, DistributedInfo};
 use crate::error::{Error, Result};
@@ -141,38 +141,6 @@ fn polars_error(path: &Path, e: PolarsError) -> Error {
     Error::Schema { path: path.to_path_buf(), message: format!("dataset part: {e}") }
 }
 
-fn kind_name(k: EventKind) -> &'static str {
-    match k {
-        EventKind::Kernel => "kernel",
-        EventKind::Memcpy => "memcpy",
-        EventKind::Memset => "memset",
-        EventKind::GpuSync => "gpu_sync",
-        EventKind::Runtime => "runtime",
-        EventKind::CpuOp => "cpu_op",
-        EventKind::UserAnnotation => "user_annotation",
-        EventKind::GpuUserAnnotation => "gpu_user_annotation",
-        EventKind::PythonFunction => "python_function",
-        EventKind::Flow => "flow",
-        EventKind::Instant => "instant",
-        EventKind::Other => "other",
-    }
-}
-
-const KINDS: [EventKind; 12] = [
-    EventKind::Kernel,
-    EventKind::Memcpy,
-    EventKind::Memset,
-    EventKind::GpuSync,
-    EventKind::Runtime,
-    EventKind::CpuOp,
-    EventKind::UserAnnotation,
-    EventKind::GpuUserAnnotation,
-    EventKind::PythonFunction,
-    EventKind::Flow,
-    EventKind::Instant,
-    EventKind::Other,
-];
-
 fn col<T, P: ?Sized>(name: &str, values: T) -> Column
 where
     Series: NamedFrom<T, P>,
@@ -191,11 +159,12 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
     out
 }
 
-/// Writes one rank into the dataset `dir` (made when missing): its four part
-/// files, each atomically, and the manifest; the `collectives` table lists
-/// the kernels `classifier` counts as communication. Returns the events
+/// Writes one rank into the dataset `dir` (made when missing): its part
+/// files, each atomically, and the manifest. `summary` is the rank's analysis
+/// summary, cached under `key` ([`crate::analysis::summary_key`]); the
+/// `collectives` table lists its communication kernels. Returns the events
 /// part's path.
-pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Option<(&str, &RankSummary)>) -> Result<PathBuf> {
+pub fn write_rank(dir: &Path, rank: &Rank, key: &str, summary: &RankSummary) -> Result<PathBuf> {
     let t = &rank.trace;
     let name = part_name(rank);
     if !dir.join("manifest.json").is_file() {
@@ -217,7 +186,7 @@ pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Opt
     let mut events = DataFrame::new_infer_height(vec![
         col("rank", vec![r; n]),
         col("row", (0..n as u32).collect::<Vec<u32>>()),
-        col("kind", ev.kind.iter().map(|&k| kind_name(k)).collect::<Vec<&str>>()),
+        col("kind", ev.kind.iter().map(|k| k.as_str()).collect::<Vec<&str>>()),
         col("name", ev.name.iter().map(|&id| t.names.get(id)).collect::<Vec<&str>>()),
         col("ts_ns", ev.ts_ns.clone()),
         col("dur_ns", ev.dur_ns.clone()),
@@ -271,7 +240,7 @@ pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Opt
         col("gpu_end_ns", steps.iter().map(|s| s.gpu.map(|w| w.end_ns)).collect::<Vec<Option<i64>>>()),
     ])
     .map_err(|e| polars_error(&t.path, e))?;
-    let colls = RankCollectives::of(r, t, classifier);
+    let colls = summary.collectives();
     let inst = colls.rows();
     let mut colls_df = DataFrame::new_infer_height(vec![
         col("rank", vec![r; inst.len()]),
@@ -286,14 +255,9 @@ pub fn write_rank(dir: &Path, rank: &Rank, classifier: &Classifier, summary: Opt
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 
-    if let Some((key, summary)) = summary {
-        let text = serde_json::to_string(&CachedSummary {
-            key: key.to_string(),
-            summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
-        })
-        .unwrap_or_default();
-        crate::output::write_atomic(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?;
-    }
+    let cached = CachedSummary { key: key.to_string(), summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok() };
+    let text = serde_json::to_string(&cached).unwrap_or_default();
+    crate::output::write_atomic(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?;
     // The events part last: a reader lists events parts, so a rank appears
     // only once all its tables are in place.
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
@@ -352,6 +316,14 @@ pub struct RankMeta {
     pub devices: Vec<DeviceProperties>,
     /// Its `distributedInfo`.
     pub distributed: Option<DistributedInfo>,
+    /// Size of its JSON text, bytes.
+    pub json_bytes: u64,
+    /// Events read but not stored.
+    pub skipped_events: u64,
+    /// `baseTimeNanoseconds`, when the trace had it.
+    pub base_time_ns: Option<i64>,
+    /// Oddities tolerated when it was read.
+    pub warnings: Vec<String>,
 }
 
 /// The `ranks` row of the rank of `events_path`.
@@ -377,19 +349,26 @@ pub fn rank_meta(events_path: &Path) -> Result<RankMeta> {
         Some("file_name") => RankSource::FileName,
         _ => RankSource::FileOrder,
     };
+    let get_u64 = |c: &str| -> Result<Option<u64>> { Ok(meta.column(c).map_err(me)?.u64().map_err(me)?.get(0)) };
     Ok(RankMeta {
         rank,
         source,
         file: PathBuf::from(file),
         devices: serde_json::from_value(decode("devices")?).map_err(|e| invalid("devices", e))?,
         distributed: serde_json::from_value(decode("distributed")?).map_err(|e| invalid("distributed", e))?,
+        json_bytes: get_u64("json_bytes")?.unwrap_or(0),
+        skipped_events: get_u64("skipped_events")?.unwrap_or(0),
+        base_time_ns: meta.column("base_time_ns").map_err(me)?.i64().map_err(me)?.get(0),
+        warnings: serde_json::from_value::<Option<Vec<String>>>(decode("warnings")?)
+            .map_err(|e| invalid("warnings", e))?
+            .unwrap_or_default(),
     })
 }
 
 impl RankMeta {
     /// The world size from `distributedInfo`, when positive.
     pub fn declared_world_size(&self) -> Option<u32> {
-        self.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0)
+        self.distributed.as_ref().and_then(DistributedInfo::positive_world_size)
     }
 }
 
@@ -404,26 +383,16 @@ fn read_df(path: &Path) -> Result<DataFrame> {
 /// rank resolved when it was ingested.
 pub fn read_part(events_path: &Path) -> Result<RankTrace> {
     let bad = |message: String| Error::Schema { path: events_path.to_path_buf(), message };
-    let name = events_path.file_name().ok_or_else(|| bad("not a part file".into()))?;
-    let dir = events_path.parent().and_then(Path::parent).ok_or_else(|| bad("not inside a dataset".into()))?;
-    let ranks_path = dir.join("ranks").join(name);
     let m = rank_meta(events_path)?;
-    let meta = read_df(&ranks_path)?;
     let df = read_df(events_path)?;
     let pe = |e: PolarsError| polars_error(events_path, e);
-    let me = |e: PolarsError| polars_error(&ranks_path, e);
-    let get_str = |c: &str| -> Result<Option<String>> { Ok(meta.column(c).map_err(me)?.str().map_err(me)?.get(0).map(str::to_string)) };
-    let get_u64 = |c: &str| -> Result<Option<u64>> { Ok(meta.column(c).map_err(me)?.u64().map_err(me)?.get(0)) };
     let mut t = RankTrace::new(m.file);
-    t.json_bytes = get_u64("json_bytes")?.unwrap_or(0);
-    t.skipped_events = get_u64("skipped_events")?.unwrap_or(0);
-    t.base_time_ns = meta.column("base_time_ns").map_err(me)?.i64().map_err(me)?.get(0);
+    t.json_bytes = m.json_bytes;
+    t.skipped_events = m.skipped_events;
+    t.base_time_ns = m.base_time_ns;
     t.devices = m.devices;
     t.distributed = m.distributed;
-    t.warnings = match get_str("warnings")? {
-        Some(w) => serde_json::from_str(&w).map_err(|e| Error::Schema { path: ranks_path.clone(), message: format!("warnings: {e}") })?,
-        None => Vec::new(),
-    };
+    t.warnings = m.warnings;
     t.ingested_rank = Some((m.rank, m.source));
 
     let n = df.height();
@@ -436,7 +405,7 @@ pub fn read_part(events_path: &Path) -> Result<RankTrace> {
     let mut events = Events::default();
     events.reserve(n);
     for (k, nm) in kind_col.iter().zip(name_col.iter()) {
-        let k = k.and_then(|k| KINDS.iter().copied().find(|&x| kind_name(x) == k)).unwrap_or(EventKind::Other);
+        let k = k.and_then(EventKind::from_name).unwrap_or(EventKind::Other);
         events.kind.push(k);
         events.name.push(names.intern(nm.unwrap_or_default()));
     }

@@ -79,6 +79,13 @@ pub struct DistributedInfo {
     pub process_groups: Vec<ProcessGroup>,
 }
 
+impl DistributedInfo {
+    /// `world_size` when it is a positive rank count.
+    pub fn positive_world_size(&self) -> Option<u32> {
+        self.world_size.and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0)
+    }
+}
+
 #[derive(Deserialize)]
 pub(crate) struct RawDistributedInfo<'a> {
     #[serde(default, borrow)]

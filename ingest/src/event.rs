@@ -38,6 +38,45 @@ impl EventKind {
         matches!(self, EventKind::Kernel | EventKind::Memcpy | EventKind::Memset)
     }
 
+    /// Every kind, in declaration order.
+    pub const ALL: [EventKind; 12] = [
+        EventKind::Kernel,
+        EventKind::Memcpy,
+        EventKind::Memset,
+        EventKind::GpuSync,
+        EventKind::Runtime,
+        EventKind::CpuOp,
+        EventKind::UserAnnotation,
+        EventKind::GpuUserAnnotation,
+        EventKind::PythonFunction,
+        EventKind::Flow,
+        EventKind::Instant,
+        EventKind::Other,
+    ];
+
+    /// The stable snake_case name used in outputs (a dataset's `kind` column).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Kernel => "kernel",
+            EventKind::Memcpy => "memcpy",
+            EventKind::Memset => "memset",
+            EventKind::GpuSync => "gpu_sync",
+            EventKind::Runtime => "runtime",
+            EventKind::CpuOp => "cpu_op",
+            EventKind::UserAnnotation => "user_annotation",
+            EventKind::GpuUserAnnotation => "gpu_user_annotation",
+            EventKind::PythonFunction => "python_function",
+            EventKind::Flow => "flow",
+            EventKind::Instant => "instant",
+            EventKind::Other => "other",
+        }
+    }
+
+    /// The kind named `name` by [`EventKind::as_str`].
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// The kind of a complete (`X`) event of category `cat`, `None` when the category is unknown.
     pub fn from_category(cat: &str) -> Option<EventKind> {
         const TABLE: [(&str, EventKind); 20] = [

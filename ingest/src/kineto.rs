@@ -363,16 +363,17 @@ impl Chunk {
 /// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
-    if path.extension().is_some_and(|e| e == "parquet") {
-        // A rank of a trace dataset (`tracecast ingest`).
-        return crate::dataset::read_part(path);
-    }
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let mut file = File::open(path).map_err(io)?;
-    let mut magic = [0u8; 2];
+    // What the file is, by its magic bytes: gzip, a rank of a trace dataset (Parquet), else JSON.
+    let mut magic = [0u8; 4];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
-    if got == 2 && magic == [0x1f, 0x8b] {
+    if got == 4 && &magic == b"PAR1" {
+        drop(file);
+        return crate::dataset::read_part(path);
+    }
+    if got >= 2 && magic[..2] == [0x1f, 0x8b] {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
         parse_stream(decoder, path, opts, true)
     } else {

@@ -170,7 +170,7 @@ impl RankTrace {
 
     /// The world size from `distributedInfo`, when the trace has a positive one.
     pub fn declared_world_size(&self) -> Option<u32> {
-        self.distributed.as_ref().and_then(|d| d.world_size).and_then(|w| u32::try_from(w).ok()).filter(|&w| w > 0)
+        self.distributed.as_ref().and_then(DistributedInfo::positive_world_size)
     }
 
     /// The name of the GPU this rank ran on: the first named device
