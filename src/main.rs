@@ -597,7 +597,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             let summarize = |rank: &tracecast_ingest::job::Rank| {
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, given_node));
-                analysis::summarize_rank(rank, rank.trace.declared_world_size().unwrap_or(files.len() as u32), &o)
+                analysis::summarize_rank(rank, world_of_rank(rank.trace.declared_world_size(), files), &o)
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
             let cached = |f: &std::path::Path| {
@@ -607,7 +607,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
                 let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, given_node));
-                let world = meta.declared_world_size().unwrap_or(files.len() as u32);
+                let world = world_of_rank(meta.declared_world_size(), files);
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
                 Some((meta.rank, meta.file, summary))
             };
@@ -774,7 +774,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
             // The summary `analyze` would make of this rank with these options.
             let mut o = analyze.clone();
             o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
-            let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+            let world = world_of_rank(rank.trace.declared_world_size(), files);
             let summary = analysis::summarize_rank(rank, world, &o);
             tracecast_ingest::dataset::write_rank(out, rank, &analysis::summary_key(&o, world), &summary)
         };
@@ -854,6 +854,12 @@ pub(crate) fn job_gpu<'c>(
     catalog: &'c tracecast_calibrate::Catalog,
 ) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
     ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
+}
+
+/// The world size a rank read on its own is analysed in: its `distributedInfo`
+/// world size, else the number of files of its job.
+fn world_of_rank(declared: Option<u32>, files: &[PathBuf]) -> u32 {
+    declared.unwrap_or(files.len() as u32)
 }
 
 /// GPUs per node of a job from some of its ranks (one, when a job is read one rank at a time):
@@ -993,7 +999,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         // what the report needs of it) and is dropped.
         let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
-                let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+                let world = world_of_rank(rank.trace.declared_world_size(), files);
                 tracecast_replay::RankPart::of(rank, world, &opts, &catalog)
             };
             let (parts, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &part);

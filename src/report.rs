@@ -75,7 +75,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
         let part = |rank: &tracecast_ingest::job::Rank| {
-            let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+            let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
             let mut analyze = plan.analyze.clone();
             analyze.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
             first.offer(rank, &plan.analyze.classifier);
@@ -304,7 +304,7 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 let mut o = analyze.clone();
                 o.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
-                let world = rank.trace.declared_world_size().unwrap_or(files.len() as u32);
+                let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
                 let classes = classifier.classes(&rank.trace);
                 let links = tracecast_ingest::link::Links::new(&rank.trace);
                 let work = kernel_work(&rank.trace, &classifier);
