@@ -297,9 +297,39 @@ struct InferenceArgs {
     context: Option<u32>,
 }
 
+/// What the system differs in from its catalog entry (the fields of a runs file's `system`).
+#[derive(clap::Args, Clone, Copy)]
+struct SystemArgs {
+    /// GPUs per node (default: the GPU's node preset in the catalog, else 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    gpus_per_node: Option<u32>,
+    /// Network bandwidth per GPU in GB/s (default: the node preset's NICs), e.g. 25 for one 200 Gb/s NIC per GPU.
+    #[arg(long, value_name = "GB/s")]
+    nic_gbps_per_gpu: Option<f64>,
+    /// HBM capacity per GPU in GB (a variant of the catalog GPU).
+    #[arg(long, value_name = "GB")]
+    hbm_gb: Option<f64>,
+    /// HBM bandwidth per GPU in GB/s (a variant of the catalog GPU).
+    #[arg(long, value_name = "GB/s")]
+    hbm_gbps: Option<f64>,
+}
+
+impl SystemArgs {
+    fn overrides(self) -> tracecast_replay::workload::llm::SystemOverrides {
+        tracecast_replay::workload::llm::SystemOverrides {
+            gpus_per_node: self.gpus_per_node,
+            nic_gbps_per_gpu: self.nic_gbps_per_gpu,
+            hbm_gb: self.hbm_gb,
+            hbm_gbps: self.hbm_gbps,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct ProjectArgs {
-    /// Model: a preset (llama2-7b, llama2-70b, llama3-70b, gpt3-175b, mixtral-8x7b, …) or a MAD-Max model file.
+    /// Model: a preset (llama2-7b, llama2-70b, llama3-70b, gpt3-175b, mixtral-8x7b, …), a model file
+    /// (JSON: `layers, hidden, heads, kv_heads, ffn, vocab, seq, activation` gelu|swiglu, `tied_embeddings`,
+    /// as in a runs file; or `preset, seq`) or a MAD-Max model file.
     #[arg(long, value_name = "NAME|F")]
     model: Option<String>,
     /// System: a catalog GPU id (with --gpus) or a MAD-Max system file.
@@ -308,6 +338,8 @@ struct ProjectArgs {
     /// GPUs of the system.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     gpus: Option<u32>,
+    #[command(flatten)]
+    system_overrides: SystemArgs,
     /// train, prefill, decode, or a MAD-Max task file.
     #[arg(long, value_name = "TASK|F", default_value = "train")]
     task: String,
@@ -344,7 +376,7 @@ struct ProjectArgs {
 
 #[derive(clap::Args)]
 struct SearchArgs {
-    /// Model: a preset or a MAD-Max model file.
+    /// Model: a preset, a model file (the fields of a runs file's `model`) or a MAD-Max model file.
     #[arg(long, value_name = "NAME|F")]
     model: String,
     /// System: a catalog GPU id or a MAD-Max system file.
@@ -353,6 +385,8 @@ struct SearchArgs {
     /// GPUs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     gpus: Option<u32>,
+    #[command(flatten)]
+    system_overrides: SystemArgs,
     /// train, prefill or decode.
     #[arg(long, default_value = "train")]
     task: String,

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tracecast_replay::workload::llm::{Cluster, Plan, Task, Transformer};
+use tracecast_replay::workload::llm::{Cluster, Plan, SystemOverrides, Task, Transformer};
 use tracecast_replay::workload::{Projection, madmax};
 
-/// A model given as a preset name or a MAD-Max model file.
+/// A model given as a preset name, a model file with the fields of a runs
+/// file's `model` (validate's format), or a MAD-Max model file.
 pub(crate) fn model(spec: &str) -> Result<Transformer> {
     if let Some(m) = Transformer::preset(spec) {
         return Ok(m);
@@ -17,13 +18,37 @@ pub(crate) fn model(spec: &str) -> Result<Transformer> {
     let path = Path::new(spec);
     anyhow::ensure!(path.exists(), "--model {spec}: neither a preset ({}) nor a file", Transformer::preset_names().join(", "));
     let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let m: madmax::ModelConfig =
-        serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max model configuration", path.display()))?;
-    Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let name = path.file_stem().map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned());
+    // A MAD-Max file says its `type`; anything else is read as a runs file's model.
+    let value: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    if value.get("type").is_some() {
+        let m: madmax::ModelConfig =
+            serde_json::from_value(value).with_context(|| format!("{}: not a MAD-Max model configuration", path.display()))?;
+        return Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
+    let m: tracecast_replay::workload::validate::RunModel = serde_json::from_value(value).map_err(|_| {
+        anyhow::anyhow!(
+            "{}: neither a model (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings; or preset, seq) nor a MAD-Max model configuration (type, …)",
+            path.display()
+        )
+    })?;
+    m.transformer(&name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// A cluster given as a catalog GPU id with a GPU count, or a MAD-Max system file.
 pub(crate) fn cluster(
+    spec: &str,
+    gpus: Option<u32>,
+    overrides: &SystemOverrides,
+    bytes_per_param: f64,
+    catalog: &tracecast_calibrate::Catalog,
+    device: Option<&tracecast_calibrate::DeviceModel>,
+) -> Result<Cluster> {
+    let c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
+}
+
+fn cluster_of(
     spec: &str,
     gpus: Option<u32>,
     bytes_per_param: f64,
@@ -168,7 +193,12 @@ pub(crate) fn run_project(args: crate::ProjectArgs) -> Result<ExitCode> {
     use tracecast_replay::workload::{llm, madmax};
     let catalog = crate::catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;
+    let overrides = args.system_overrides.overrides();
     let (projection, timeline) = if let Some(files) = &args.madmax {
+        anyhow::ensure!(
+            overrides == SystemOverrides::default(),
+            "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"
+        );
         let (m, s, t) = madmax::read_configs(&files[0], &files[1], &files[2])?;
         match args.assumptions {
             crate::AssumptionsArg::Madmax => {
@@ -210,7 +240,7 @@ pub(crate) fn run_project(args: crate::ProjectArgs) -> Result<ExitCode> {
             anyhow::bail!("give --model and --system (or --madmax MODEL SYSTEM TASK)")
         };
         let model = model(m)?;
-        let cluster = cluster(sys, args.gpus, model.bytes, &catalog, device.as_ref())?;
+        let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref())?;
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             let text = std::fs::read(&args.task)?;
@@ -249,7 +279,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     let catalog = crate::catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;
     let model = model(&args.model)?;
-    let cluster = cluster(&args.system, args.gpus, model.bytes, &catalog, device.as_ref())?;
+    let cluster = cluster(&args.system, args.gpus, &args.system_overrides.overrides(), model.bytes, &catalog, device.as_ref())?;
     let seq = model.seq as u32;
     let task = task(&args.task, &args.inference, seq)?;
     let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };

@@ -291,3 +291,84 @@ fn validate_takes_inference_runs_by_their_latency() {
     let measured = v["runs"][0]["measured_tokens_per_s_per_gpu"].as_f64().unwrap();
     assert!((measured - 4.0 * 2048.0 / (1.25 * ttft / 1e3) / 4.0).abs() < 1e-6 * measured);
 }
+
+#[test]
+fn project_and_search_read_a_runs_file_model_and_system_overrides() {
+    let dir = common::scratch("project-model-file");
+    let project = |model: &str, extra: &[&str], name: &str| -> serde_json::Value {
+        let out = dir.join(format!("{name}.json"));
+        let o = common::bin()
+            .args(["project", "-q", "--model", model, "--system", "h100-sxm", "--gpus", "16", "--parallel", "tp=2,dp=8,mb=1,gbs=64"])
+            .args(extra)
+            .arg("--json")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        json(&out)
+    };
+    // LLaMA-2 7B's published figures as a runs file writes them: the same model as the preset.
+    let figures = serde_json::json!({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32, "ffn": 11008,
+        "vocab": 32000, "seq": 4096, "activation": "swiglu", "tied_embeddings": false});
+    let file = dir.join("llama2-7b-figures.json");
+    std::fs::write(&file, serde_json::to_vec(&figures).unwrap()).unwrap();
+    let preset = project("llama2-7b", &[], "preset");
+    let from_file = project(file.to_str().unwrap(), &[], "file");
+    assert_eq!(preset["iteration_ms"], from_file["iteration_ms"]);
+    assert_eq!(preset["memory"], from_file["memory"]);
+    // Tied embeddings: one 32000 × 4096 matrix fewer per GPU (tp=2 halves it), in BF16.
+    let mut tied = figures.clone();
+    tied["tied_embeddings"] = serde_json::json!(true);
+    let tied_file = dir.join("tied.json");
+    std::fs::write(&tied_file, serde_json::to_vec(&tied).unwrap()).unwrap();
+    let t = project(tied_file.to_str().unwrap(), &[], "tied");
+    let weights = |v: &serde_json::Value| v["memory"]["weights_gb"].as_f64().unwrap();
+    assert!((weights(&preset) - weights(&t) - 32000.0 * 4096.0 / 2.0 * 2.0 / 1e9).abs() < 1e-9, "{} {}", weights(&preset), weights(&t));
+    // System overrides: a 40 GB variant does not hold what fits in 80 GB; slower NICs lengthen
+    // the inter-node gradient all-reduce (16 GPUs = 2 nodes); each change is named in the notes.
+    let small = project(file.to_str().unwrap(), &["--hbm-gb", "20"], "small");
+    assert_eq!(preset["fits_memory"], true);
+    assert_eq!(small["fits_memory"], false);
+    let slow = project(file.to_str().unwrap(), &["--nic-gbps-per-gpu", "5"], "slow");
+    let comm = |v: &serde_json::Value| v["comm_ms"].as_f64().unwrap();
+    assert!(comm(&slow) > 2.0 * comm(&preset), "{} vs {}", comm(&slow), comm(&preset));
+    let notes = slow["notes"].to_string();
+    assert!(notes.contains("network 5 GB/s per GPU as given"), "{notes}");
+    // One node of 16: the all-reduce stays on NVLink, no matter how slow the NICs.
+    let one_node = project(file.to_str().unwrap(), &["--nic-gbps-per-gpu", "5", "--gpus-per-node", "16"], "one-node");
+    assert!(comm(&one_node) < comm(&preset), "{} vs {}", comm(&one_node), comm(&preset));
+    // The same run through validate gives the same projection (one reading of model and system).
+    let runs = serde_json::json!({"runs": [{"id": "r", "model": figures, "plan": "tp=2,dp=8,mb=1,gbs=64",
+        "system": {"gpu": "h100-sxm", "gpus": 16, "nic_gbps_per_gpu": 5.0}, "measured": {"tokens_per_s_per_gpu": 1000.0}}]});
+    let (runs_file, out) = (dir.join("runs.json"), dir.join("v.json"));
+    std::fs::write(&runs_file, serde_json::to_vec(&runs).unwrap()).unwrap();
+    let o = common::run(&["validate".as_ref(), runs_file.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(json(&out)["runs"][0]["iteration_ms"], slow["iteration_ms"]);
+    // search takes the same model file and overrides.
+    let o = common::bin()
+        .args(["search", "-q", "--model", file.to_str().unwrap(), "--system", "h100-sxm", "--gpus", "16", "--hbm-gb", "40", "--json"])
+        .arg(dir.join("search.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let best = &json(&dir.join("search.json"))["ranked"][0];
+    assert!(best["memory_gb_per_gpu"].as_f64().unwrap() <= 40.0, "{best}");
+    // Bad model files and overrides: clear errors naming them.
+    let bad = dir.join("bad-model.json");
+    std::fs::write(&bad, br#"{"layers": 32, "hidden": 4096}"#).unwrap();
+    let odd = dir.join("odd-heads.json");
+    let mut o_heads = figures.clone();
+    o_heads["kv_heads"] = serde_json::json!(5);
+    std::fs::write(&odd, serde_json::to_vec(&o_heads).unwrap()).unwrap();
+    for (args, want) in [
+        (vec!["--model", bad.to_str().unwrap()], "bad-model.json: neither a model"),
+        (vec!["--model", odd.to_str().unwrap()], "odd-heads.json: heads 32 do not divide"),
+        (vec!["--model", "llama2-7b", "--hbm-gbps", "0"], "hbm_gbps 0: must be a positive number"),
+    ] {
+        let o = common::bin().args(["project", "--system", "h100-sxm", "--gpus", "16"]).args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(common::stderr(&o).contains(want), "{args:?}: {}", common::stderr(&o));
+        assert!(!common::stderr(&o).contains("panicked"));
+    }
+}

@@ -278,6 +278,7 @@ mod tests {
             hbm_bytes: 80e9,
             gemm_efficiency: 0.7,
             gemm_overhead_s: 5e-6,
+            attention_efficiency: None,
             memory_efficiency: 0.8,
             intra: Link::from_si(10e-6, 200e9),
             inter: Link::from_si(25e-6, 7e9),

@@ -10,7 +10,7 @@
 //! Placement follows Megatron-LM: tensor-parallel ranks are adjacent (inside a
 //! node), data-parallel ranks next, pipeline stages outermost.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
@@ -48,6 +48,8 @@ pub struct Transformer {
     pub bytes: f64,
     /// Causal attention (decoders); a ViT attends to every patch.
     pub causal: bool,
+    /// The input embedding and the output head share one matrix.
+    pub tied_embeddings: bool,
 }
 
 /// A built-in model (public architecture figures).
@@ -100,6 +102,7 @@ impl Transformer {
             top_k: p.top_k,
             bytes: 2.0,
             causal: true,
+            tied_embeddings: false,
         })
     }
 
@@ -129,9 +132,17 @@ impl Transformer {
         self.attention_params() + self.experts * self.ffn_params()
     }
 
-    /// Embedding and output head (untied).
+    /// Embedding and output head (one matrix when tied).
     pub fn embedding_params(&self) -> f64 {
-        2.0 * self.vocab * self.hidden
+        self.embedding_copies(1) * self.vocab * self.hidden
+    }
+
+    /// Vocabulary matrices a pipeline stage holds: the first the input
+    /// embedding, the last the output head, a single stage both — one when
+    /// they are tied (Megatron keeps a tied copy on the last stage, so with
+    /// `pp > 1` every end stage holds one either way).
+    fn embedding_copies(&self, pp: u32) -> f64 {
+        if pp <= 1 && !self.tied_embeddings { 2.0 } else { 1.0 }
     }
 
     /// The forward GEMMs of one layer for `tokens` tokens, as (m, k, n):
@@ -172,6 +183,9 @@ pub struct Cluster {
     pub gemm_efficiency: f64,
     /// Fixed cost per GEMM kernel, seconds.
     pub gemm_overhead_s: f64,
+    /// Efficiency of the fused (flash) attention kernels, where a profile fitted
+    /// them; else they run at the GEMM η.
+    pub attention_efficiency: Option<f64>,
     /// HBM efficiency of memory-bound kernels.
     pub memory_efficiency: f64,
     /// Links inside a node.
@@ -248,6 +262,12 @@ pub struct Plan {
     /// the FP8 peak, their inputs cast from 16 bits first; attention and the
     /// rest stay in 16 bits.
     pub fp8: bool,
+    /// Dropout in training (`dropout`: GPT-2/3 and Megatron-LM's attention and
+    /// hidden dropout). Materialized attention then draws, applies and keeps a
+    /// mask over the score matrix (1 byte per score) and its dropped copy;
+    /// the hidden dropouts add their masks to the bias-dropout-add passes.
+    /// Flash attention draws its mask on chip (no HBM traffic).
+    pub dropout: bool,
 }
 
 impl Default for Plan {
@@ -269,6 +289,7 @@ impl Default for Plan {
             materialized_attention: false,
             cp: 1,
             fp8: false,
+            dropout: false,
         }
     }
 }
@@ -326,6 +347,7 @@ impl Plan {
                 "vpp" => p.vpp = num(v)?,
                 "cp" => p.cp = num(v)?,
                 "fp8" => p.fp8 = true,
+                "dropout" => p.dropout = true,
                 "frozen" => p.frozen = num(v)?,
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
@@ -335,7 +357,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout)"
                     ));
                 }
             }
@@ -379,6 +401,9 @@ impl Plan {
         }
         if self.fp8 {
             parts.push("fp8".into());
+        }
+        if self.dropout {
+            parts.push("dropout".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -498,7 +523,54 @@ impl Transformer {
             top_k: if m.num_experts > 1.0 { m.num_active_experts.max(1.0) } else { 1.0 },
             bytes: m.bytes_per_nonemb_param,
             causal: m.kind != "ViT",
+            tied_embeddings: false,
         })
+    }
+}
+
+/// What a cluster differs in from its catalog entry and node preset: a
+/// runs file's `system` fields, and `project`/`search` flags of the same names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct SystemOverrides {
+    /// GPUs per node (default: the catalog's node preset).
+    #[serde(default)]
+    pub gpus_per_node: Option<u32>,
+    /// Network bandwidth per GPU, GB/s (default: the node preset's NICs).
+    #[serde(default)]
+    pub nic_gbps_per_gpu: Option<f64>,
+    /// HBM capacity, GB (a GPU variant).
+    #[serde(default)]
+    pub hbm_gb: Option<f64>,
+    /// HBM bandwidth, GB/s (a GPU variant).
+    #[serde(default)]
+    pub hbm_gbps: Option<f64>,
+}
+
+impl SystemOverrides {
+    /// `cluster` with these figures in place of the catalog's, each named in its notes.
+    pub fn apply(&self, mut c: Cluster) -> Result<Cluster, String> {
+        let positive =
+            |key: &str, v: f64| if v.is_finite() && v > 0.0 { Ok(v) } else { Err(format!("{key} {v}: must be a positive number")) };
+        if let Some(g) = self.gpus_per_node {
+            positive("gpus_per_node", f64::from(g))?;
+            c.gpus_per_node = g;
+            c.notes.push(format!("{g} GPUs per node as given"));
+        }
+        if let Some(nic) = self.nic_gbps_per_gpu {
+            let nic = positive("nic_gbps_per_gpu", nic)?;
+            c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
+            c.notes
+                .push(format!("network {nic} GB/s per GPU as given (bus bandwidth {:.0} % of it)", DEFAULT_INTER_LINK_EFFICIENCY * 100.0));
+        }
+        if let Some(gb) = self.hbm_gb {
+            c.hbm_bytes = positive("hbm_gb", gb)? * 1e9;
+            c.notes.push(format!("HBM {gb} GB as given"));
+        }
+        if let Some(bw) = self.hbm_gbps {
+            c.hbm_bw = positive("hbm_gbps", bw)? * 1e9;
+            c.notes.push(format!("HBM bandwidth {bw} GB/s as given"));
+        }
+        Ok(c)
     }
 }
 
@@ -518,11 +590,16 @@ impl Cluster {
         let mut intra = Link::from_si(DEFAULT_INTRA_ALPHA_S, gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY);
         let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
+        let mut attention_efficiency = None;
         if let Some(dev) = device {
             if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
                 gemm_efficiency = eta;
                 gemm_overhead_s = t0.max(0.0) * 1e-6;
                 from_profile.push(format!("GEMM η {eta:.3}, t0 {t0:.1} µs"));
+            }
+            if let Some((eta, _)) = dev.efficiency(KernelClass::Attention, Some(dtype)) {
+                attention_efficiency = Some(eta);
+                from_profile.push(format!("attention η {eta:.3}"));
             }
             if let Some((eta, _)) = dev.efficiency(KernelClass::Elementwise, Some(dtype)) {
                 memory_efficiency = eta.min(1.0);
@@ -552,6 +629,9 @@ impl Cluster {
         } else {
             let of = device.map_or("the calibration profile".to_string(), |d| d.source.clone());
             notes.push(format!("from {of}: {}; the rest catalog defaults", from_profile.join(", ")));
+            if attention_efficiency.is_none() {
+                notes.push("attention kernels at the GEMM η (the profile has no attention fit)".into());
+            }
         }
         Ok(Cluster {
             name: format!("{} × {gpus}", gpu.id),
@@ -562,6 +642,7 @@ impl Cluster {
             hbm_bytes: gpu.memory_gb * 1e9,
             gemm_efficiency,
             gemm_overhead_s,
+            attention_efficiency,
             memory_efficiency,
             intra,
             inter,
@@ -612,6 +693,7 @@ impl Cluster {
             hbm_bytes: s.mem_cap,
             gemm_efficiency: s.flops_util,
             gemm_overhead_s: DEFAULT_GEMM_OVERHEAD_S,
+            attention_efficiency: None,
             memory_efficiency: s.mem_bw_util,
             intra: Link::from_si(DEFAULT_INTRA_ALPHA_S, s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util),
             inter: Link::from_si(
@@ -675,6 +757,11 @@ impl Cluster {
     /// A GEMM of `flops` (one kernel).
     pub(crate) fn gemm(&self, flops: f64) -> f64 {
         self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
+    }
+
+    /// A fused attention kernel of `flops` (one kernel).
+    fn attention(&self, flops: f64) -> f64 {
+        self.gemm_overhead_s + flops / (self.attention_efficiency.unwrap_or(self.gemm_efficiency) * self.peak_flops)
     }
 
     /// A GEMM of `flops` in FP8 (the 16-bit GEMM efficiency at the FP8 peak).
@@ -782,8 +869,8 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let layers_per_stage = stage_layers(model.layers, pp) as f64;
     let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
-    // The first stage holds the input embedding, the last the output head: one of them per stage.
-    let params_gpu = layer_params_gpu + model.vocab * d / tpf;
+    // The first stage holds the input embedding, the last the output head (a single stage both, unless tied).
+    let params_gpu = layer_params_gpu + model.embedding_copies(pp) * model.vocab * d / tpf;
     let shard = |stage: u8| if plan.zero >= stage && plan.replicas() > 1 { dpf } else { 1.0 };
     let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
     if plan.fp8 {
@@ -816,8 +903,10 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
             // Materialized attention keeps the softmax output for the backward
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
+            // With dropout also its mask and dropped copy: Korthikanti's full 5·a·s²·b.
             if plan.materialized_attention && !plan.recompute && !plan.selective {
-                per_layer += 2.0 * f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
+                let scores = f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
+                per_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
             }
             // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
             let in_flight = f64::from(pp.min(plan.microbatches).max(1));
@@ -877,7 +966,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let linear = |flops: f64| if plan.fp8 { cluster.gemm_fp8(flops) } else { cluster.gemm(flops) };
     let attn_f = linear(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
     let flash_core_f =
-        (cluster.gemm(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
+        (cluster.attention(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
     // Materialized attention (training and prefill): the score matrix of
     // E = b·(heads/t)·s² elements goes through HBM. Forward: QKᵀ writes it
     // (2·E·d_head FLOPs, all of it: the causal mask is applied after), the
@@ -890,8 +979,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let e = batch * heads * tokens_per_seq / cpf * kv_context;
         let d_head = d / model.heads.max(1.0);
         let gemm = |elems: f64| cluster.gemm(2.0 * e * d_head).max(cluster.memory(elems * bytes) + cluster.gemm_overhead_s);
-        let forward = gemm(e) + cluster.memory(2.0 * e * bytes) + gemm(e);
-        let backward = gemm(e) + cluster.memory(3.0 * e * bytes) + 3.0 * gemm(e);
+        // Dropout on the probabilities: forward reads P, writes the dropped copy and the
+        // 1-byte mask; backward reads the incoming gradient and the mask, writes dP.
+        let dropout = if plan.dropout && task == Task::Train { cluster.memory(e * (2.0 * bytes + 1.0)) } else { 0.0 };
+        let forward = gemm(e) + cluster.memory(2.0 * e * bytes) + dropout + gemm(e);
+        let backward = gemm(e) + dropout + cluster.memory(3.0 * e * bytes) + 3.0 * gemm(e);
         (forward, backward)
     });
     let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
@@ -901,7 +993,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
     // FC1 read the full width, the output projection and FC2 their 1/tp shards.
     let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (d + model.ffn * model.top_k) / tpf) } else { 0.0 };
-    let elementwise_f = cluster.memory(16.0 * act_elems * bytes + fp8_casts);
+    // Dropout: the two bias-dropout-adds write a 1-byte mask each (read back in the backward).
+    let dropout_masks = if plan.dropout && task == Task::Train { 2.0 * act_elems } else { 0.0 };
+    let elementwise_f = cluster.memory(16.0 * act_elems * bytes + dropout_masks + fp8_casts);
     // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
     // each layer's attention (their gradients reduce-scattered in the backward).
     let kv_heads_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
@@ -1023,8 +1117,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // FP32 master weights, momentum and variance read and written (24 bytes),
         // the gradient read and the 16-bit weights written (2 + 2).
         let shard = if plan.zero >= 1 && dp > 1 { f64::from(dp) } else { 1.0 };
-        let stage_params =
-            (model.attention_params() / tpf + mlp_params_gpu) * (layers_per_stage - plan.frozen as usize) as f64 + model.vocab * d / tpf;
+        let stage_params = (model.attention_params() / tpf + mlp_params_gpu) * (layers_per_stage - plan.frozen as usize) as f64
+            + model.embedding_copies(pp) * model.vocab * d / tpf;
         let optimizer_ms = cluster.memory(28.0 * stage_params / shard) * 1e3;
         times.iteration_ms += optimizer_ms;
         times.compute_ms += optimizer_ms;
@@ -1385,6 +1479,7 @@ mod tests {
             hbm_bytes: 80e9,
             gemm_efficiency: 0.7,
             gemm_overhead_s: 5e-6,
+            attention_efficiency: None,
             memory_efficiency: 0.8,
             intra: Link::from_si(10e-6, 240e9),
             inter: Link::from_si(25e-6, 22.5e9),
@@ -1449,6 +1544,48 @@ mod tests {
         assert_eq!(mem("mb=1,recompute,attention=materialized"), mem("mb=1,recompute"));
         assert!(Plan::parse("attention=tiled").unwrap_err().contains("flash or materialized"));
         assert_eq!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention, true);
+    }
+
+    #[test]
+    fn dropout_draws_applies_and_keeps_a_mask_over_materialized_scores() {
+        // Free compute, no fixed cost: dropout over materialized scores adds, per layer,
+        // 5 bytes per score forward (read P, write the dropped copy and a 1-byte mask) and
+        // 5 backward (read the gradient and the mask, write dP), plus the 1-byte masks of the
+        // two hidden dropouts (written forward, read backward) over b·s·d elements.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let mut c = a100(1);
+        c.peak_flops = 1e24;
+        c.gemm_overhead_s = 0.0;
+        let time = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.iteration_ms / 1e3;
+        let bw = c.memory_efficiency * c.hbm_bw;
+        let e = m.heads * m.seq * m.seq;
+        let hidden = 2.0 * m.seq * m.hidden;
+        let added = time("mb=1,attention=materialized,dropout") - time("mb=1,attention=materialized");
+        let truth = m.layers as f64 * (2.0 * 5.0 * e + 2.0 * hidden) / bw;
+        assert!((added / truth - 1.0).abs() < 0.02, "{added} s added, {truth} s of mask traffic");
+        // Flash attention draws its mask on chip: only the hidden masks remain.
+        let added = time("mb=1,dropout") - time("mb=1");
+        assert!((added / (m.layers as f64 * 2.0 * hidden / bw) - 1.0).abs() < 0.02, "{added} s");
+        // Kept for the backward: Korthikanti's 5·a·s²·b bytes instead of 2 without dropout.
+        let mem = |spec: &str| memory(&m, &Plan::parse(spec).unwrap(), Task::Train).activations_gb;
+        let kept = mem("mb=1,attention=materialized,dropout") - mem("mb=1");
+        assert!((kept - m.layers as f64 * 5.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
+        assert!(Plan::parse(&Plan::parse("dropout").unwrap().describe()).unwrap().dropout);
+    }
+
+    #[test]
+    fn flash_attention_runs_at_the_fitted_attention_efficiency() {
+        // Attention at half the GEMM η: its core takes twice as long, the GEMMs do not move.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let mut c = a100(8);
+        c.gemm_overhead_s = 0.0;
+        let plan = Plan::parse("tp=8,mb=1").unwrap();
+        let kind = |c: &Cluster, k: &str| project(&m, c, &plan, Task::Train).unwrap().times.by_kind_ms[k];
+        let (attn, gemm) = (kind(&c, "attention"), kind(&c, "gemm"));
+        let mut slow = c.clone();
+        slow.attention_efficiency = Some(c.gemm_efficiency / 2.0);
+        assert!((kind(&slow, "attention") / attn - 2.0).abs() < 1e-9, "{} vs {attn}", kind(&slow, "attention"));
+        assert_eq!(kind(&slow, "gemm"), gemm);
     }
 
     #[test]

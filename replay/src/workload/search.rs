@@ -114,6 +114,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             materialized_attention: false,
                                             cp,
                                             fp8: false,
+                                            dropout: false,
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {

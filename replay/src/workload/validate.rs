@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
 
-use super::llm::{Cluster, DEFAULT_INTER_LINK_EFFICIENCY, Link, Plan, Task, Transformer, project};
+use super::llm::{Cluster, Plan, SystemOverrides, Task, Transformer, project};
 
 /// A file of measured runs.
 #[derive(Debug, Clone, Deserialize)]
@@ -62,6 +62,9 @@ pub enum RunModel {
     },
     /// A transformer.
     Spec {
+        /// Name (default: the run's id, or the file's name).
+        #[serde(default)]
+        name: Option<String>,
         /// Layers.
         layers: usize,
         /// Model width.
@@ -91,18 +94,9 @@ pub struct RunSystem {
     pub gpu: String,
     /// GPUs in the run.
     pub gpus: u32,
-    /// GPUs per node (default: the catalog's node preset).
-    #[serde(default)]
-    pub gpus_per_node: Option<u32>,
-    /// Network bandwidth per GPU, GB/s (default: the node preset's NICs).
-    #[serde(default)]
-    pub nic_gbps_per_gpu: Option<f64>,
-    /// HBM capacity, GB (a GPU variant).
-    #[serde(default)]
-    pub hbm_gb: Option<f64>,
-    /// HBM bandwidth, GB/s (a GPU variant).
-    #[serde(default)]
-    pub hbm_gbps: Option<f64>,
+    /// `gpus_per_node`, `nic_gbps_per_gpu`, `hbm_gb`, `hbm_gbps`.
+    #[serde(flatten)]
+    pub overrides: SystemOverrides,
 }
 
 /// What a run measured: tokens per second per GPU, or for inference runs
@@ -157,7 +151,7 @@ pub struct Validation {
 }
 
 impl RunModel {
-    /// The transformer (BF16).
+    /// The transformer (BF16); `id` names it unless the model has a name.
     pub fn transformer(&self, id: &str) -> Result<Transformer, String> {
         match self {
             RunModel::Preset { preset, seq } => {
@@ -165,14 +159,25 @@ impl RunModel {
                 m.seq = *seq;
                 Ok(m)
             }
-            RunModel::Spec { layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings: _ } => {
+            RunModel::Spec { name, layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings } => {
                 let swiglu = match activation.as_str() {
                     "swiglu" => true,
                     "gelu" => false,
                     other => return Err(format!("activation {other:?}: gelu or swiglu")),
                 };
+                let positive =
+                    [("hidden", *hidden), ("heads", *heads), ("kv_heads", *kv_heads), ("ffn", *ffn), ("vocab", *vocab), ("seq", *seq)];
+                if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
+                    return Err(format!("{key} {v}: must be a positive number"));
+                }
+                if *layers == 0 {
+                    return Err("layers 0: must be positive".into());
+                }
+                if heads % kv_heads != 0.0 {
+                    return Err(format!("heads {heads} do not divide into kv_heads {kv_heads} groups"));
+                }
                 Ok(Transformer {
-                    name: id.to_string(),
+                    name: name.clone().unwrap_or_else(|| id.to_string()),
                     layers: *layers,
                     hidden: *hidden,
                     heads: *heads,
@@ -185,6 +190,7 @@ impl RunModel {
                     top_k: 1.0,
                     bytes: 2.0,
                     causal: true,
+                    tied_embeddings: *tied_embeddings,
                 })
             }
         }
@@ -194,21 +200,7 @@ impl RunModel {
 impl RunSystem {
     /// The cluster, priced by `device` (the GPU's profile) where given.
     pub fn cluster(&self, catalog: &Catalog, device: Option<&DeviceModel>) -> Result<Cluster, String> {
-        let mut c = Cluster::for_model(catalog, &self.gpu, self.gpus, 2.0, device)?;
-        if let Some(g) = self.gpus_per_node {
-            c.gpus_per_node = g;
-        }
-        if let Some(nic) = self.nic_gbps_per_gpu {
-            c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
-            c.notes.push(format!("network {nic} GB/s per GPU as the run states"));
-        }
-        if let Some(gb) = self.hbm_gb {
-            c.hbm_bytes = gb * 1e9;
-        }
-        if let Some(bw) = self.hbm_gbps {
-            c.hbm_bw = bw * 1e9;
-        }
-        Ok(c)
+        self.overrides.apply(Cluster::for_model(catalog, &self.gpu, self.gpus, 2.0, device)?)
     }
 }
 
