@@ -953,7 +953,7 @@ fn target_model(
             Some(
                 tracecast_calibrate::shipped::model(&gpu.id, catalog)
                     .or_else(|| tracecast_calibrate::shipped::similar(gpu, catalog))
-                    .unwrap_or_else(|| tracecast_calibrate::DeviceModel::from_gpu(gpu)),
+                    .unwrap_or_else(|| tracecast_calibrate::shipped::untraced(gpu, catalog)),
             )
         }
         (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),

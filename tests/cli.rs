@@ -645,6 +645,27 @@ fn target_without_a_profile_uses_the_shipped_one_and_a_profile_of_another_gpu_is
 }
 
 #[test]
+fn target_nobody_has_traced_takes_its_vendors_short_kernel_time() {
+    // A user's GPU (--hw) unlike any traced one: the trace's efficiencies carried to its
+    // specs and the short-kernel time of its vendor's traced GPUs, both said.
+    let dir = scratch("untraced-target");
+    let hw = dir.join("gpu.toml");
+    std::fs::write(
+        &hw,
+        "[[gpu]]\nid = \"future-gpu\"\nname = \"Future accelerator\"\nvendor = \"NVIDIA\"\nsource = \"a user's guess\"\n\
+         bf16 = 6000.0\nfp16 = 6000.0\nfp32 = 60.0\nmemory_gb = 192.0\nhbm_gbps = 8000.0\nlink_gbps = 900.0\nsms = 160\n",
+    )
+    .unwrap();
+    let h100 = shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz");
+    let o = run(&["replay".as_ref(), h100.as_os_str(), "--target".as_ref(), "future-gpu".as_ref(), "--hw".as_ref(), hw.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("no traces of future-gpu: catalog specs, the trace's efficiencies carried to them"), "{out}");
+    assert!(out.contains("median of NVIDIA's traced GPUs: v100, h100-sxm, b200, a100-40gb"), "{out}");
+    assert!(out.contains("latency-bound short kernel"), "{out}");
+}
+
+#[test]
 fn hw_show_prints_the_shipped_calibration() {
     let o = run(&["hw".as_ref(), "show".as_ref(), "h100-sxm".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -108,6 +108,10 @@ pub struct Gpu {
     /// Where `sms` and `clock_mhz` come from.
     #[serde(default)]
     pub sms_source: Option<String>,
+    /// Who makes it (`NVIDIA`, `AMD`, …); default: the first word of `name`
+    /// when that is a vendor the catalog knows.
+    #[serde(default)]
+    pub vendor: Option<String>,
 }
 
 impl Gpu {
@@ -128,6 +132,16 @@ impl Gpu {
     /// Peak HBM bandwidth, bytes/s.
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_gbps * 1e9
+    }
+
+    /// The vendor, upper-case: `vendor` where given, else the first word of the name
+    /// when it is one the catalog's GPUs come from.
+    pub fn vendor(&self) -> Option<String> {
+        if let Some(v) = &self.vendor {
+            return Some(v.trim().to_ascii_uppercase());
+        }
+        let first = self.name.split_whitespace().next()?.to_ascii_uppercase();
+        ["NVIDIA", "AMD", "INTEL"].contains(&first.as_str()).then_some(first)
     }
 }
 

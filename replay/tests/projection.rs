@@ -184,3 +184,51 @@ fn fits_outside_the_physical_bounds_never_price_a_kernel() {
     let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
     assert!(busy < 2.0 * as_is, "{busy} vs {as_is}");
 }
+
+#[test]
+fn leave_one_gpu_out_without_a_profile() {
+    // The no-profile path measured where the corpus allows it: the four models traced on
+    // both H100 and MI300X, each projected onto the other GPU with every trace of that GPU
+    // withheld (no shipped profile, no similar traced GPU: the source's own fits carried to
+    // the target's datasheet numbers, the short-kernel time of the target's vendor's other
+    // traced GPUs). V100, A100 and B200 have no model traced on another GPU, so their
+    // no-profile projections cannot be compared with a measurement.
+    let catalog = Catalog::builtin();
+    let mut rows = Vec::new();
+    for (from, to, gpu) in [("h100", "mi300", "mi300x"), ("mi300", "h100", "h100-sxm")] {
+        // What `replay --target` does for a GPU without traces (never the GPU's own floor).
+        let target = tracecast_calibrate::shipped::untraced(catalog.gpu(gpu).unwrap(), &catalog);
+        assert!(target.source.contains("median of"), "{}", target.source);
+        for m in MODELS {
+            let src = job(&format!("tracelens/{from}/{m}"));
+            let source = DeviceModel::from_profile(
+                &calibrate(std::slice::from_ref(&src), &catalog, &CalibrateOptions::default()).remove(0),
+                &catalog,
+            );
+            let mut opts = ReplayOptions::default();
+            opts.target = Some(target.clone());
+            opts.source = Some(source);
+            let r = replay_job(&src, &opts);
+            assert!(r.notes.iter().any(|n| n.contains("carried")), "{:?}", r.notes);
+            let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
+            let (want, _) = measured(&job(&format!("tracelens/{to}/{m}")));
+            let (as_is, _) = measured(&src);
+            let (e, naive) = ((busy - want) / want, (as_is - want) / want);
+            println!(
+                "{from:>5} → {gpu:<9} {m:<58} {busy:>11.1} µs (measured {want:>11.1}): {:+6.1} % (same speed {:+6.1} %)",
+                100.0 * e,
+                100.0 * naive
+            );
+            rows.push((e, naive));
+        }
+    }
+    let busy = mean_abs(rows.iter().map(|r| r.0));
+    let naive = mean_abs(rows.iter().map(|r| r.1));
+    let closer = rows.iter().filter(|r| r.0.abs() < r.1.abs()).count();
+    println!(
+        "8 no-profile projections: mean |busy error| {:.1} % (same-speed guess {:.1} %), {closer} of 8 closer",
+        100.0 * busy,
+        100.0 * naive
+    );
+    assert!(busy < naive, "carried fits ({busy}) must beat the same-speed guess ({naive}) on average");
+}
