@@ -268,6 +268,12 @@ pub struct Plan {
     /// the hidden dropouts add their masks to the bias-dropout-add passes.
     /// Flash attention draws its mask on chip (no HBM traffic).
     pub dropout: bool,
+    /// Layers of the first and of the last pipeline stage (`first=N`, `last=N`, Megatron's
+    /// `--decoder-first/last-pipeline-num-layers`); the other layers are spread over the
+    /// other stages (see [`stage_layer_counts`]).
+    pub first_stage_layers: Option<u32>,
+    /// See `first_stage_layers`.
+    pub last_stage_layers: Option<u32>,
 }
 
 impl Default for Plan {
@@ -290,6 +296,8 @@ impl Default for Plan {
             cp: 1,
             fp8: false,
             dropout: false,
+            first_stage_layers: None,
+            last_stage_layers: None,
         }
     }
 }
@@ -348,6 +356,8 @@ impl Plan {
                 "cp" => p.cp = num(v)?,
                 "fp8" => p.fp8 = true,
                 "dropout" => p.dropout = true,
+                "first" => p.first_stage_layers = Some(num(v)?),
+                "last" => p.last_stage_layers = Some(num(v)?),
                 "frozen" => p.frozen = num(v)?,
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
@@ -357,7 +367,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last)"
                     ));
                 }
             }
@@ -404,6 +414,12 @@ impl Plan {
         }
         if self.dropout {
             parts.push("dropout".into());
+        }
+        if let Some(n) = self.first_stage_layers {
+            parts.push(format!("first={n}"));
+        }
+        if let Some(n) = self.last_stage_layers {
+            parts.push(format!("last={n}"));
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -853,24 +869,92 @@ pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
     6.0 * model.params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
-/// Layers of the fullest pipeline stage: layers that do not divide by the
-/// stages are spread as Megatron does, some stages one layer more (the step
-/// waits for the fullest).
-fn stage_layers(layers: usize, pp: u32) -> usize {
-    layers.div_ceil(pp.max(1) as usize)
+/// Layers of each pipeline stage. `first` and `last` fix the end stages'
+/// (Megatron's `--decoder-first/last-pipeline-num-layers`); the other layers
+/// are spread evenly over the other stages, and layers that do not divide go
+/// to the middle stages first: the end stages also hold the input embedding
+/// and the output head, so they are the ones made lighter (Llama 3 405B: 126
+/// layers on 16 stages, one layer fewer on the first and the last).
+pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Option<u32>) -> Result<Vec<usize>, String> {
+    let p = pp.max(1) as usize;
+    if p == 1 {
+        if first.is_some() || last.is_some() {
+            return Err("first= and last= set the end stages of a pipeline: they need pp ≥ 2".into());
+        }
+        return Ok(vec![layers]);
+    }
+    let mut counts = vec![0usize; p];
+    let mut free: Vec<usize> = Vec::with_capacity(p);
+    // Order of preference for the layers that do not divide: middle stages, then first, then last.
+    free.extend(1..p - 1);
+    let mut fixed = 0usize;
+    for (i, n) in [(0, first), (p - 1, last)] {
+        match n {
+            Some(n) => {
+                counts[i] = n as usize;
+                fixed += n as usize;
+            }
+            None => free.push(i),
+        }
+    }
+    let remaining = layers.checked_sub(fixed).ok_or_else(|| format!("first + last = {fixed} layers, more than the model's {layers}"))?;
+    if free.is_empty() {
+        if remaining != 0 {
+            return Err(format!("first + last = {fixed} layers on pp=2, but the model has {layers}"));
+        }
+    } else {
+        let (base, extra) = (remaining / free.len(), remaining % free.len());
+        for (k, &i) in free.iter().enumerate() {
+            counts[i] = base + usize::from(k < extra);
+        }
+    }
+    if counts.contains(&0) {
+        return Err(format!("{layers} layers cannot fill pp={pp} stages with first={first:?}, last={last:?}: a stage would hold none"));
+    }
+    Ok(counts)
 }
 
-/// Memory per GPU of `plan` (the first pipeline stage, which holds the most activations).
+/// Memory per GPU of `plan`: that of the pipeline stage that needs the most (each
+/// stage its own layers, the end stages the embedding and the output head, and
+/// under 1F1B stage s holds min(pp − s, microbatches) microbatches in flight).
 pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
+    let pp = plan.pp.max(1);
+    let counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers)
+        .unwrap_or_else(|_| vec![model.layers.div_ceil(pp as usize); pp as usize]);
+    let last = counts.len() - 1;
+    // Frozen layers are the bottom ones: on the first stages.
+    let mut frozen_left = plan.frozen as usize;
+    let mut best = Memory::default();
+    for (s, &layers) in counts.iter().enumerate() {
+        let frozen = frozen_left.min(layers);
+        frozen_left -= frozen;
+        let vocab = if pp == 1 {
+            model.embedding_copies(1)
+        } else if s == 0 || s == last {
+            1.0
+        } else {
+            0.0
+        };
+        let in_flight = (pp - s as u32).min(plan.microbatches).max(1);
+        let m = stage_memory(model, plan, task, layers, frozen, vocab, in_flight);
+        if s == 0 || m.total_gb() > best.total_gb() {
+            best = m;
+        }
+    }
+    best
+}
+
+/// Memory of one pipeline stage of `layers` layers (`frozen` of them frozen), holding
+/// `vocab` vocabulary matrices and `in_flight` microbatches' activations.
+fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, frozen: usize, vocab: f64, in_flight: u32) -> Memory {
     // ZeRO shards over every rank that holds the same weights (dp × cp).
-    let (tpf, dpf, pp) = (f64::from(plan.tp), f64::from(plan.replicas()), plan.pp);
+    let (tpf, dpf) = (f64::from(plan.tp), f64::from(plan.replicas()));
     let d = model.hidden;
     let bytes = model.bytes;
-    let layers_per_stage = stage_layers(model.layers, pp) as f64;
+    let layers_per_stage = layers as f64;
     let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
-    // The first stage holds the input embedding, the last the output head (a single stage both, unless tied).
-    let params_gpu = layer_params_gpu + model.embedding_copies(pp) * model.vocab * d / tpf;
+    let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
     let shard = |stage: u8| if plan.zero >= stage && plan.replicas() > 1 { dpf } else { 1.0 };
     let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
     if plan.fp8 {
@@ -882,8 +966,8 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
         m.weights_gb += f64::from(plan.prefetch + 1) * (model.attention_params() / tpf + mlp_params_gpu) * bytes / 1e9;
     }
     // Frozen bottom layers keep weights only.
-    let trainable_layers = layers_per_stage - f64::from(plan.frozen);
-    let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * f64::from(plan.frozen);
+    let trainable_layers = (layers - frozen) as f64;
+    let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * frozen as f64;
     match task {
         Task::Train => {
             m.gradients_gb = trainable * bytes / shard(2) / 1e9;
@@ -908,9 +992,7 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
                 let scores = f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
                 per_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
             }
-            // 1F1B: the first stage holds min(pp, microbatches) microbatches in flight.
-            let in_flight = f64::from(pp.min(plan.microbatches).max(1));
-            m.activations_gb = per_layer * trainable_layers * in_flight / 1e9;
+            m.activations_gb = per_layer * trainable_layers * f64::from(in_flight) / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
@@ -930,7 +1012,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let cpf = f64::from(cp);
     let d = model.hidden;
     let bytes = model.bytes;
-    let layers_per_stage = stage_layers(model.layers, pp);
+    let stage_counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers).map_err(Infeasible)?;
+    let layers_per_stage = stage_counts.iter().copied().max().unwrap_or(model.layers);
     let (tokens_per_seq, batch, kv_context, decode) = match task {
         Task::Train => (model.seq, f64::from(plan.microbatch), model.seq, false),
         Task::Prefill { batch, prompt } => (f64::from(prompt), f64::from(batch), f64::from(prompt), false),
@@ -1036,6 +1119,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (0.0, 0.0, OpKind::AllReduce)
     };
+    // With a pipeline the output head runs on the last stage only: the timeline is that of
+    // the fullest stage without it, and the schedule adds it to the last stage.
+    let separate_head = pp > 1;
+    let (head_f_s, head_b_s) = if separate_head { (head_gemm_f + head_loss_f, 2.0 * head_gemm_f) } else { (0.0, 0.0) };
+    let (head_gemm_f, head_loss_f, head_gemm_all, head_loss_all) =
+        if separate_head { (0.0, 0.0, 3.0 * head_gemm_f, head_loss_f) } else { (head_gemm_f, head_loss_f, 0.0, 0.0) };
     let costs = LayerCosts {
         cp_kv,
         attn_f,
@@ -1090,20 +1179,51 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Training: the stages run the 1F1B schedule (interleaved over vpp chunks) as a graph
     // for the one simulator; the bubble is what the schedule adds to a stage's own work.
     let stage_latency_ms = t_first.iteration_ms;
-    let busy_ms = t_first.iteration_ms * (m - 1.0) + t_last.iteration_ms;
+    // Each stage's work: the fullest stage's timeline scaled by its layers, the last
+    // stage's output head added.
+    let fwd_ms = forward_end_ms(&last);
+    let fullest = PipelineStage {
+        fwd_s: fwd_ms / 1e3,
+        bwd_s: (t_first.iteration_ms - fwd_ms).max(0.0) / 1e3,
+        last_bwd_s: (t_last.iteration_ms - fwd_ms).max(0.0) / 1e3,
+    };
+    let stages: Vec<PipelineStage> = stage_counts
+        .iter()
+        .enumerate()
+        .map(|(s, &n)| {
+            let r = n as f64 / layers_per_stage.max(1) as f64;
+            let (hf, hb) = if s + 1 == stage_counts.len() { (head_f_s, head_b_s) } else { (0.0, 0.0) };
+            PipelineStage { fwd_s: r * fullest.fwd_s + hf, bwd_s: r * fullest.bwd_s + hb, last_bwd_s: r * fullest.last_bwd_s + hb }
+        })
+        .collect();
+    // The figures reported are those of the stage that bounds the step: the fullest
+    // stage's timeline scaled by its layers, with the output head if it is the last.
+    let mut stage_share = 1.0;
     times.iteration_ms = if train {
-        let fwd_ms = forward_end_ms(&last);
-        let schedule = PipelineStage {
-            fwd_s: fwd_ms / 1e3,
-            bwd_s: (t_first.iteration_ms - fwd_ms).max(0.0) / 1e3,
-            last_bwd_s: (t_last.iteration_ms - fwd_ms).max(0.0) / 1e3,
-        };
-        let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), plan.microbatches.max(1), schedule) * 1e3;
+        let mb = plan.microbatches.max(1);
+        let (bound, busy_s) =
+            stages.iter().map(|st| st.busy_s(mb)).enumerate().fold((0, 0.0), |a, (i, b)| if b > a.1 { (i, b) } else { a });
+        let busy_ms = busy_s * 1e3;
+        if separate_head {
+            stage_share = stage_counts[bound] as f64 / layers_per_stage.max(1) as f64;
+            for v in times.by_kind_ms.values_mut() {
+                *v *= stage_share;
+            }
+            times.compute_ms *= stage_share;
+            times.comm_ms *= stage_share;
+            if bound + 1 == stage_counts.len() {
+                let mbf = f64::from(mb);
+                *times.by_kind_ms.entry(OpKind::Gemm.as_str()).or_default() += mbf * head_gemm_all * 1e3;
+                *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += mbf * head_loss_all * 1e3;
+                times.compute_ms += mbf * (head_gemm_all + head_loss_all) * 1e3;
+            }
+        }
+        let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages) * 1e3;
         times.bubble_ms = (makespan_ms - busy_ms).max(0.0);
         busy_ms + times.bubble_ms
     } else {
-        // Inference: a request passes every stage once.
-        stage_latency_ms * f64::from(pp)
+        // Inference: a request passes every stage once (each its layers' share, the last the head).
+        stage_counts.iter().map(|&n| n as f64 / layers_per_stage.max(1) as f64).sum::<f64>() * stage_latency_ms + head_f_s * 1e3
     };
     if !train {
         for v in times.by_kind_ms.values_mut() {
@@ -1127,7 +1247,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Exposed communication by the one definition of traces and replays: per microbatch's
     // stage timeline, communication with no compute under it (the bubble holds none).
     let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
-    times.exposed_comm_ms = if train { exposed_first * (m - 1.0) + last.exposed_comm_ms() } else { last.exposed_comm_ms() * f64::from(pp) };
+    times.exposed_comm_ms =
+        if train { (exposed_first * (m - 1.0) + last.exposed_comm_ms()) * stage_share } else { last.exposed_comm_ms() * f64::from(pp) };
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
@@ -1158,13 +1279,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         Task::Prefill { .. } => (Some(times.iteration_ms), None),
         Task::Decode { .. } => (None, Some(times.iteration_ms)),
     };
-    notes.push(format!(
-        "{} on {}: {:.1} B parameters, {} layers per stage",
-        model.name,
-        cluster.name,
-        model.params() / 1e9,
-        layers_per_stage
-    ));
+    let per_stage = if stage_counts.iter().all(|&n| n == layers_per_stage) {
+        format!("{layers_per_stage} layers per stage")
+    } else {
+        let list: Vec<String> = stage_counts.iter().map(usize::to_string).collect();
+        format!("layers per stage {} (the output head on the last)", list.join(", "))
+    };
+    notes.push(format!("{} on {}: {:.1} B parameters, {per_stage}", model.name, cluster.name, model.params() / 1e9));
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
@@ -1201,6 +1322,13 @@ struct PipelineStage {
     last_bwd_s: f64,
 }
 
+impl PipelineStage {
+    /// The stage's own work over `m` microbatches.
+    fn busy_s(&self, m: u32) -> f64 {
+        f64::from(m) * (self.fwd_s + self.bwd_s) + self.last_bwd_s - self.bwd_s
+    }
+}
+
 /// The iteration of `pp` stages running `m` microbatches by Megatron's 1F1B
 /// schedule — interleaved over `vpp` model chunks per stage when the
 /// microbatches divide by `pp` — built as a graph of forward and backward
@@ -1208,20 +1336,41 @@ struct PipelineStage {
 /// order, a chunk's forward waits for the previous virtual stage's, its
 /// backward for the next one's. Uniform stages (the fullest bounds the
 /// step), seconds.
-fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stage: PipelineStage) -> f64 {
+fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f64 {
     let v = if vpp > 1 && m.is_multiple_of(pp) { vpp } else { 1 };
-    // Uniform stages: every microbatch past the first (past the first round of pp
-    // when interleaved, whose order repeats per round) adds one forward and one
-    // backward to the bottleneck stage, so the graph is simulated for that much
-    // and the rest added (a search simulates thousands of plans; the test checks
-    // the extrapolation against full graphs).
-    let m0 = if v > 1 { pp } else { 1 };
-    let rest = f64::from(m - m0) * (stage.fwd_s + stage.bwd_s);
-    pipeline_graph_s(pp, v, m0, stage) + rest
+    // Every microbatch past the first (past the first round of pp when interleaved,
+    // whose order repeats per round) adds one forward and one backward to the
+    // bottleneck stage, so the graph is simulated for that much and the rest added
+    // (a search simulates thousands of plans; the test checks the extrapolation
+    // against full graphs, uneven stages included).
+    // The extrapolation holds once the slowest stage is never idle. Stages that are
+    // alike but for the last (the output head there) are at once; otherwise (uneven
+    // splits) one more round at a time is simulated until a round adds exactly the
+    // slowest stage's work (the test checks both against full graphs).
+    let round = if v > 1 { pp } else { 1 };
+    let slowest = stages.iter().map(|s| s.fwd_s + s.bwd_s).fold(0.0, f64::max);
+    let alike_but_last = stages[..stages.len() - 1].windows(2).all(|w| w[0].fwd_s == w[1].fwd_s && w[0].bwd_s == w[1].bwd_s)
+        && stages.last().is_some_and(|l| l.fwd_s + l.bwd_s >= stages[0].fwd_s + stages[0].bwd_s);
+    let mut k = round.min(m);
+    let mut t = pipeline_graph_s(pp, v, k, stages);
+    if !alike_but_last {
+        // Doubling the simulated microbatches until the added ones cost exactly the
+        // slowest stage's work each (whole-nanosecond task durations: to 1 ppm).
+        while k < m {
+            let more = (2 * k).min(m);
+            let next = pipeline_graph_s(pp, v, more, stages);
+            let steady = (next - t - f64::from(more - k) * slowest).abs() <= 1e-6 * f64::from(more - k) * slowest;
+            (k, t) = (more, next);
+            if steady {
+                break;
+            }
+        }
+    }
+    t + f64::from(m - k) * slowest
 }
 
 /// [`pipeline_makespan_s`] simulated for all `m` microbatches (`v` chunks, already checked).
-fn pipeline_graph_s(pp: u32, v: u32, m: u32, stage: PipelineStage) -> f64 {
+fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage]) -> f64 {
     use crate::sim::{At, Graph, simulate};
     let (p, units) = (pp as usize, (m * v) as usize);
     let chunks = v as usize;
@@ -1243,6 +1392,7 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stage: PipelineStage) -> f64 {
     let mut bwd = vec![0u32; total_vs * ms];
     for vs in 0..total_vs {
         for mb in 0..ms {
+            let stage = &stages[vs % p];
             fwd[idx(vs, mb)] = g.task(ns(stage.fwd_s / v as f64), 0);
             bwd[idx(vs, mb)] = g.task(ns(stage.bwd_s / v as f64), 0);
         }
@@ -1260,7 +1410,7 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stage: PipelineStage) -> f64 {
         }
     }
     // Each stage's own order: warm-up forwards, then one forward and one backward in turn, then the rest.
-    for s in 0..p {
+    for (s, stage) in stages.iter().enumerate().take(p) {
         let warmup = if chunks == 1 { (p - s - 1).min(units) } else { ((p - s - 1) * 2 + (chunks - 1) * p).min(units) };
         let mut order = Vec::with_capacity(2 * units);
         let task = |k: usize, backward: bool| {
@@ -1291,6 +1441,7 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stage: PipelineStage) -> f64 {
     let schedule = simulate(&g);
     if schedule.unscheduled > 0 {
         // Not a valid schedule (cannot happen for 1F1B): the closed form instead.
+        let stage = stages.iter().max_by(|a, b| (a.fwd_s + a.bwd_s).total_cmp(&(b.fwd_s + b.bwd_s))).copied().unwrap_or(stages[0]);
         return (f64::from(m) + f64::from(pp - 1) / f64::from(v)) * (stage.fwd_s + stage.bwd_s) + stage.last_bwd_s - stage.bwd_s;
     }
     schedule.end_ns.iter().copied().max().unwrap_or(0) as f64 / 1e9
@@ -1543,7 +1694,7 @@ mod tests {
         assert!((kept - m.layers as f64 * 2.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
         assert_eq!(mem("mb=1,recompute,attention=materialized"), mem("mb=1,recompute"));
         assert!(Plan::parse("attention=tiled").unwrap_err().contains("flash or materialized"));
-        assert_eq!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention, true);
+        assert!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention);
     }
 
     #[test]
@@ -1637,17 +1788,115 @@ mod tests {
         // chunks (m + (pp − 1)/v)(f + b) (Narayanan et al. 2021); the last microbatch's
         // gradient sync (here +0.5 s) is added once, by the stage that finishes last.
         let st = PipelineStage { fwd_s: 1.0, bwd_s: 2.0, last_bwd_s: 2.5 };
+        let uniform = |pp: u32| vec![st; pp as usize];
         for (pp, v, m, want) in [(4, 1, 8, 33.0), (4, 2, 8, 28.5), (8, 1, 64, 213.0), (2, 1, 1, 6.0), (1, 1, 4, 12.0), (8, 4, 16, 53.25)] {
-            let got = pipeline_makespan_s(pp, v, m, st);
+            let got = pipeline_makespan_s(pp, v, m, &uniform(pp));
             assert!((got - (want + 0.5)).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {got} s, want {}", want + 0.5);
         }
         // Interleaving needs the microbatches to divide by the stages; otherwise plain 1F1B.
-        assert!((pipeline_makespan_s(4, 2, 6, st) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
+        assert!((pipeline_makespan_s(4, 2, 6, &uniform(4)) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
         // The extrapolation past the first microbatch (round) equals the whole graph.
         for (pp, v, m) in [(4, 1, 8), (4, 2, 8), (8, 1, 64), (8, 4, 16), (3, 1, 2)] {
-            let (short, full) = (pipeline_makespan_s(pp, v, m, st), pipeline_graph_s(pp, v, m, st));
+            let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp)), pipeline_graph_s(pp, v, m, &uniform(pp)));
             assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {short} vs {full}");
         }
+        // Uneven stages: lighter end stages (7/8 of the middle's work, the last one with a
+        // head worth 0.6 of a layer's eighth), and one heavy middle stage.
+        let light = PipelineStage { fwd_s: 0.875, bwd_s: 1.75, last_bwd_s: 2.25 };
+        let headed = PipelineStage { fwd_s: 0.95, bwd_s: 1.9, last_bwd_s: 2.4 };
+        let heavy = PipelineStage { fwd_s: 1.25, bwd_s: 2.5, last_bwd_s: 3.0 };
+        for stages in [vec![light, st, st, headed], vec![st, heavy, st, st, st, headed], vec![light, headed]] {
+            let pp = stages.len() as u32;
+            for (v, m) in [(1, 1), (1, 2), (1, 8), (1, 33), (2, 2 * pp), (2, 4 * pp), (3, 3 * pp), (2, 8 * pp)] {
+                let (short, full) =
+                    (pipeline_makespan_s(pp, v, m, &stages), pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages));
+                assert!((short - full).abs() <= 1e-9 * full, "pp {pp} vpp {v} m {m}: {short} vs {full}");
+            }
+            // Never faster than the slowest stage's own work, never slower than uniform at the slowest.
+            let slowest = stages.iter().copied().max_by(|a, b| a.busy_s(1).total_cmp(&b.busy_s(1))).unwrap();
+            let t = pipeline_makespan_s(pp, 1, 16, &stages);
+            assert!(t >= slowest.busy_s(16) - 1e-9 && t <= pipeline_makespan_s(pp, 1, 16, &vec![slowest; pp as usize]) + 1e-9, "{t}");
+        }
+    }
+
+    #[test]
+    fn the_extrapolated_schedule_equals_the_whole_graph_for_any_stages() {
+        // Stages ±15 % apart at random, and alike stages with a heavier last one (the output
+        // head), 1F1B and interleaved: the simulated-then-extrapolated makespan is the graph's.
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as f64 / (1u64 << 31) as f64
+        };
+        let st = |r: f64| PipelineStage { fwd_s: r, bwd_s: 2.0 * r, last_bwd_s: 2.0 * r + 0.3 };
+        for pp in [2u32, 3, 4, 8, 16] {
+            let n = pp as usize;
+            let mut cases: Vec<Vec<PipelineStage>> = (0..12).map(|_| (0..n).map(|_| st(0.85 + 0.3 * rnd())).collect()).collect();
+            for h in [0.0, 0.05, 0.3, 1.0] {
+                cases.push((0..n).map(|s| st(if s + 1 == n { 1.0 + h } else { 1.0 })).collect());
+                cases.push(
+                    (0..n)
+                        .map(|s| {
+                            st(if s == 0 {
+                                0.875
+                            } else if s + 1 == n {
+                                0.875 + h
+                            } else {
+                                1.0
+                            })
+                        })
+                        .collect(),
+                );
+            }
+            for stages in &cases {
+                for (v, m) in [(1, 1), (1, 2), (1, 5), (1, 16), (1, 64), (2, pp), (2, 3 * pp), (2, 8 * pp), (4, 4 * pp)] {
+                    let full = pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages);
+                    let short = pipeline_makespan_s(pp, v, m, stages);
+                    assert!((short - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {short} vs {full} ({stages:?})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn layers_that_do_not_divide_make_the_end_stages_lighter() {
+        // Llama 3 405B: 126 layers on 16 stages, one fewer on the first and the last (Meta's split).
+        let c = stage_layer_counts(126, 16, None, None).unwrap();
+        assert_eq!((c[0], c[15], c.iter().sum::<usize>()), (7, 7, 126));
+        assert!(c[1..15].iter().all(|&n| n == 8), "{c:?}");
+        // BLOOM: 70 layers on 12 stages: 5 on the ends, 6 in the middle.
+        assert_eq!(stage_layer_counts(70, 12, None, None).unwrap(), [5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5]);
+        assert_eq!(stage_layer_counts(32, 4, None, None).unwrap(), [8, 8, 8, 8]);
+        // Given: first=N,last=N, the rest spread over the middle.
+        assert_eq!(stage_layer_counts(30, 4, Some(6), Some(6)).unwrap(), [6, 9, 9, 6]);
+        assert_eq!(stage_layer_counts(31, 4, Some(6), None).unwrap(), [6, 9, 8, 8]);
+        for (l, pp, f, la, why) in [
+            (10, 1, Some(2), None, "pp ≥ 2"),
+            (10, 2, Some(4), Some(4), "pp=2"),
+            (10, 3, Some(6), Some(6), "more than"),
+            (4, 4, Some(1), Some(3), "hold none"),
+        ] {
+            assert!(stage_layer_counts(l, pp, f, la).unwrap_err().contains(why), "{l} {pp}");
+        }
+        let p = Plan::parse("pp=4,first=6,last=6").unwrap();
+        assert_eq!((p.first_stage_layers, p.last_stage_layers), (Some(6), Some(6)));
+        assert_eq!(Plan::parse(&p.describe()).unwrap(), p);
+        // The step: 126 layers on 16 stages cost what 128 layers on 16 even stages cost (the
+        // 8-layer stages bound it), not more, and the projection names the split.
+        let mut m = Transformer::preset("llama2-7b").unwrap();
+        m.layers = 126;
+        let mut even = m.clone();
+        even.layers = 128;
+        let c = a100(16);
+        let plan = Plan::parse("pp=16,mb=1,gbs=64").unwrap();
+        let (uneven_p, even_p) = (project(&m, &c, &plan, Task::Train).unwrap(), project(&even, &c, &plan, Task::Train).unwrap());
+        // 128 even layers put 8 and the head (about 0.65 of a layer here) on the last stage.
+        let (a, b) = (uneven_p.times.iteration_ms, even_p.times.iteration_ms);
+        assert!(a < b && a > 0.9 * b, "{a} vs {b}");
+        assert!(uneven_p.notes.iter().any(|n| n.contains("layers per stage 7, 8,")), "{:?}", uneven_p.notes);
+        // Heavier end stages (first=last=14, 7 on each of the 14 middle ones) make it slower.
+        let heavy = project(&m, &c, &Plan::parse("pp=16,mb=1,gbs=64,first=14,last=14").unwrap(), Task::Train).unwrap();
+        assert!(heavy.times.iteration_ms > 1.4 * a, "{} vs {a}", heavy.times.iteration_ms);
     }
 
     #[test]
@@ -1695,10 +1944,10 @@ mod tests {
         // (pp − 1)/vpp slots: the slot itself grows a little (more stage crossings per microbatch).
         let (one, two) = (bubble(1), bubble(2));
         assert!(two < 0.55 * one && two > 0.45 * one, "{one} {two}");
-        // 32 layers on pp=3 stages: 11 on the fullest, as Megatron spreads them.
+        // 32 layers on pp=3 stages: 11, 11 and 10 on the last, which holds the output head.
         let plan = Plan { tp: 8, pp: 3, dp: 1, microbatches: 6, ..Plan::default() };
         let p = project(&m, &a100(24), &plan, Task::Train).unwrap();
-        assert!(p.notes.iter().any(|n| n.contains("11 layers per stage")), "{:?}", p.notes);
+        assert!(p.notes.iter().any(|n| n.contains("layers per stage 11, 11, 10")), "{:?}", p.notes);
     }
 
     #[test]

@@ -61,8 +61,12 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     // Recomputation: none, selective (the attention core: free with flash attention), full.
     let rcs: &[(bool, bool)] = if space.recompute && train { &[(false, false), (false, true), (true, false)] } else { &[(false, false)] };
     for &tp in &tps {
-        // Every stage count up to the layers (uneven stages run, the fullest bounds the step).
-        for pp in divisors(gpus / tp).into_iter().filter(|p| *p as usize <= model.layers) {
+        // Every stage count that divides the layers, and uneven splits whose stages hold at
+        // least 4 layers: with fewer, one layer more or less unbalances the stages by 25 % or
+        // more, and the uneven schedule costs a longer simulation (its transient).
+        let stage_counts =
+            divisors(gpus / tp).into_iter().filter(|p| model.layers.is_multiple_of(*p as usize) || model.layers >= 4 * *p as usize);
+        for pp in stage_counts {
             // Context parallelism pays for long sequences only: tried from 16k tokens.
             let cps: Vec<u32> = if train && model.seq >= 16384.0 {
                 divisors(gpus / (tp * pp))
@@ -115,6 +119,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             cp,
                                             fp8: false,
                                             dropout: false,
+                                            first_stage_layers: None,
+                                            last_stage_layers: None,
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
