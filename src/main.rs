@@ -1113,6 +1113,12 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                         s.description
                     )?;
                 }
+                let by_class: Vec<String> = p
+                    .classes
+                    .iter()
+                    .map(|c| format!("{} {:.3} → {:.3}", c.class.as_str(), c.measured_us / 1000.0, c.projected_us / 1000.0))
+                    .collect();
+                writeln!(out, "  by kernel class (ms): {}", by_class.join(" · "))?;
                 let total: f64 = p.rules.iter().map(|s| s.projected_us).sum();
                 writeln!(
                     out,

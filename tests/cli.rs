@@ -617,6 +617,7 @@ fn target_without_a_profile_uses_the_shipped_one_and_a_profile_of_another_gpu_is
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("shipped profile of mi300x"), "{out}");
     assert!(out.contains("roofline of the op's FLOPs and bytes"), "{out}");
+    assert!(out.contains("by kernel class (ms): gemm "), "{out}");
     // A profile of another GPU than the target: an error in replay and in project.
     let dir = scratch("wrong-profile");
     let profile = dir.join("h100.json");

@@ -32,5 +32,6 @@ pub mod sim;
 pub mod workload;
 
 pub use replay::{
-    JobReplay, LinkOverride, ProjectionReport, RankPart, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job, replay_parts,
+    ClassShare, JobReplay, LinkOverride, ProjectionReport, RankPart, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job,
+    replay_parts,
 };

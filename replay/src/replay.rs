@@ -215,6 +215,22 @@ pub struct ProjectionReport {
     /// Σ projected compute-kernel time with the target's efficiencies at the
     /// top and the bottom of their 95 % intervals, µs.
     pub projected_band_us: [f64; 2],
+    /// Per kernel class: kernels, their measured and projected time (to set
+    /// beside a measured trace of the target, class by class).
+    pub classes: Vec<ClassShare>,
+}
+
+/// One kernel class of a projection.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassShare {
+    /// The class.
+    pub class: tracecast_calibrate::work::KernelClass,
+    /// Compute kernels of the class.
+    pub kernels: usize,
+    /// Their measured time, µs.
+    pub measured_us: f64,
+    /// Their projected time, µs.
+    pub projected_us: f64,
 }
 
 /// The share of a projection one cost-model rule priced.
@@ -287,6 +303,7 @@ fn project_kernels(
         notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
     }
     let mut shares: std::collections::BTreeMap<Rule, (usize, f64, f64)> = Default::default();
+    let mut classes: std::collections::BTreeMap<tracecast_calibrate::work::KernelClass, (usize, f64, f64)> = Default::default();
     let mut band = [0.0, 0.0];
     let work = parts.iter().enumerate().flat_map(|(r, p)| p.work.iter().map(move |(t, k)| (place.base[r] as usize + *t as usize, k)));
     for (t, k) in work {
@@ -296,6 +313,10 @@ fn project_kernels(
         e.0 += 1;
         e.1 += measured_us;
         e.2 += cost.us;
+        let c = classes.entry(k.class).or_default();
+        c.0 += 1;
+        c.1 += measured_us;
+        c.2 += cost.us;
         band[0] += cost.low_us;
         band[1] += cost.high_us;
         eg.graph.dur_ns[t] = (cost.us * 1000.0).round() as i64;
@@ -316,6 +337,10 @@ fn project_kernels(
             })
             .collect(),
         projected_band_us: band,
+        classes: classes
+            .into_iter()
+            .map(|(class, (kernels, measured_us, projected_us))| ClassShare { class, kernels, measured_us, projected_us })
+            .collect(),
     }
 }
 

@@ -52,6 +52,12 @@ fn leave_one_out(from: &str, to: &str, target: Option<DeviceModel>) -> Vec<(f64,
         opts.target = Some(model);
         opts.source = Some(source);
         let r = replay_job(&src, &opts);
+        // The per-class view adds up to the per-rule one: every compute kernel priced once.
+        let p = r.projection.as_ref().expect("a projection report");
+        let (by_rule, by_class) =
+            (p.rules.iter().map(|s| s.projected_us).sum::<f64>(), p.classes.iter().map(|c| c.projected_us).sum::<f64>());
+        assert!((by_rule - by_class).abs() <= 1e-9 * by_rule, "{by_rule} vs {by_class}");
+        assert_eq!(p.rules.iter().map(|s| s.kernels).sum::<usize>(), p.classes.iter().map(|c| c.kernels).sum::<usize>());
         let busy: f64 = r.ranks.iter().map(|x| x.replayed.busy_us).sum();
         let step: f64 = r.ranks.iter().map(|x| x.replayed.gpu_span_us).sum();
         let e = |got: f64, want: f64| (got - want) / want;
