@@ -17,7 +17,7 @@ use tracecast_calibrate::catalog::{Catalog, Dtype};
 use tracecast_calibrate::work::KernelClass;
 
 use super::madmax::{ModelConfig, SystemConfig, TaskConfig};
-use super::{IterationTimes, Key, Label, Lanes, Memory, OpKind, Projection, Timeline};
+use super::{IterationTimes, Key, Label, Lane, Lanes, Memory, OpKind, Projection, Timeline};
 
 /// A decoder-only transformer (LLM), dense or mixture-of-experts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -274,6 +274,11 @@ pub struct Plan {
     pub first_stage_layers: Option<u32>,
     /// See `first_stage_layers`.
     pub last_stage_layers: Option<u32>,
+    /// `grad_sync=after`: data-parallel gradients are reduced after the whole backward
+    /// pass (Megatron-LM before `--overlap-grad-reduce`, DeepSpeed without `overlap_comm`)
+    /// instead of behind it layer by layer on their own stream (`grad_sync=overlap`, the
+    /// default: PyTorch DDP and FSDP, Megatron-LM with overlap).
+    pub grad_sync_after: bool,
 }
 
 impl Default for Plan {
@@ -298,6 +303,7 @@ impl Default for Plan {
             dropout: false,
             first_stage_layers: None,
             last_stage_layers: None,
+            grad_sync_after: false,
         }
     }
 }
@@ -358,6 +364,11 @@ impl Plan {
                 "dropout" => p.dropout = true,
                 "first" => p.first_stage_layers = Some(num(v)?),
                 "last" => p.last_stage_layers = Some(num(v)?),
+                "grad_sync" => match v {
+                    Some("overlap") => p.grad_sync_after = false,
+                    Some("after") => p.grad_sync_after = true,
+                    other => return Err(format!("grad_sync={}: overlap or after", other.unwrap_or(""))),
+                },
                 "frozen" => p.frozen = num(v)?,
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
@@ -367,7 +378,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after)"
                     ));
                 }
             }
@@ -420,6 +431,9 @@ impl Plan {
         }
         if let Some(n) = self.last_stage_layers {
             parts.push(format!("last={n}"));
+        }
+        if self.grad_sync_after {
+            parts.push("grad_sync=after".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -814,6 +828,8 @@ struct LayerCosts {
     attn_grad: f64,
     mlp_grad: f64,
     grad_kind: OpKind,
+    /// Gradients synchronized after the whole backward instead of behind it layer by layer.
+    grad_after: bool,
     /// Output head GEMM (vocabulary projection) and the loss over the logits, forward.
     head_gemm_f: f64,
     head_loss_f: f64,
@@ -1143,6 +1159,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_grad,
         mlp_grad,
         grad_kind,
+        grad_after: plan.grad_sync_after,
         head_gemm_f,
         head_loss_f,
     };
@@ -1472,7 +1489,9 @@ fn stage_timeline(
     let mut lanes = Lanes::with_capacity(layers * if train { 16 } else { 6 } + 8);
     let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
         let (key, label) = name(what, l, pass);
-        lanes.add_keyed(key, label, kind, dur, deps);
+        // FSDP gathers and gradient reduction run on the data-parallel group's own stream.
+        let lane = if matches!(what, "attn_ag" | "mlp_ag" | "attn_grad" | "mlp_grad") { Lane::DataParallel } else { Lane::ByKind };
+        lanes.add_keyed_on(lane, key, label, kind, dur, deps);
     };
     let block = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, parts: [(OpKind, f64); 3], deps: &[Key]| {
         let (key, label) = name(what, l, pass);
@@ -1585,7 +1604,7 @@ fn stage_timeline(
         if prefetch > 0 && l >= frozen + prefetch && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
         }
-        if sync && c.mlp_grad > 0.0 {
+        if sync && !c.grad_after && c.mlp_grad > 0.0 {
             add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[k("mlp", l, b)]);
         }
         if c.moe_a2a > 0.0 {
@@ -1602,13 +1621,24 @@ fn stage_timeline(
         if prefetch > 0 && l >= frozen + prefetch && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l - prefetch, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
         }
-        if sync && c.attn_grad > 0.0 {
+        if sync && !c.grad_after && c.attn_grad > 0.0 {
             add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[k("attn", l, b)]);
         }
         if c.cp_kv > 0.0 {
             add(&mut lanes, "kv_rs", l, b, ReduceScatter, c.cp_kv, &[k("attn", l, b)]);
         }
         prev = k("attn", l, b);
+    }
+    // grad_sync=after: every gradient reduced once the backward has ended.
+    if sync && c.grad_after {
+        for l in (frozen..layers).rev() {
+            if c.mlp_grad > 0.0 {
+                add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[prev]);
+            }
+            if c.attn_grad > 0.0 {
+                add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[prev]);
+            }
+        }
     }
     if p2p > 0.0 {
         add(&mut lanes, "send", 0, b, SendRecv, p2p, &[prev]);
@@ -1856,6 +1886,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn data_parallel_collectives_run_on_their_own_stream() {
+        // Tensor parallelism inside a node, ZeRO-2 gradients reduce-scattered across nodes every
+        // microbatch (slow NICs, so they queue up). On their own lane they never hold up a
+        // tensor-parallel all-reduce: each starts the moment the compute before it ends.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let plan = Plan::parse("tp=8,dp=4,zero=2,mb=1,gbs=16").unwrap();
+        let mut c = a100(32);
+        c.inter.busbw_gbps /= 10.0;
+        let (p, timeline) = project_timeline(&m, &c, &plan, Task::Train).unwrap();
+        assert!(p.times.by_kind_ms["reduce_scatter"] > p.times.compute_ms, "the gradients outlast the compute");
+        let (start, end) = (&timeline.schedule.start_ns, &timeline.schedule.end_ns);
+        let mut tp_ops = 0;
+        for (i, op) in timeline.ops.iter().enumerate() {
+            if let Label::Layer("attn_tp" | "mlp_tp", _, _) = op.name {
+                let before = (0..i).rev().find(|&j| timeline.ops[j].kind.is_compute()).unwrap();
+                assert_eq!(start[i], end[before], "{} waited behind other communication", op.name);
+                tp_ops += 1;
+            }
+        }
+        assert_eq!(tp_ops, 4 * m.layers, "forward and backward, attention and MLP");
+        // grad_sync=after (Megatron-LM 2021): the gradient all-reduce waits for the whole
+        // backward, so all of it is exposed; behind the backward, what the backward's compute
+        // can hide is not (here about half: the slow test NICs).
+        let ddp = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
+        let (overlap, after) = (ddp("dp=32,mb=1,gbs=64"), ddp("dp=32,mb=1,gbs=64,grad_sync=after"));
+        let grads = after.by_kind_ms["all_reduce"];
+        assert!((after.exposed_comm_ms - grads).abs() < 0.01 * grads, "{} vs {grads}", after.exposed_comm_ms);
+        assert!(overlap.exposed_comm_ms < 0.7 * grads && after.iteration_ms > overlap.iteration_ms + 0.3 * grads, "{overlap:?}");
+        assert!(Plan::parse(&Plan::parse("grad_sync=after").unwrap().describe()).unwrap().grad_sync_after);
+        assert!(Plan::parse("grad_sync=later").unwrap_err().contains("overlap or after"));
     }
 
     #[test]

@@ -22,16 +22,6 @@ use serde::Serialize;
 
 use crate::sim::{At, Graph, Schedule, TaskId, simulate};
 
-/// Which lane an operation runs on: MAD-Max's two streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lane {
-    /// GEMMs, embedding lookups, attention: the compute stream.
-    Compute,
-    /// Collectives and point-to-point transfers: the communication stream.
-    Comm,
-}
-
 /// What an operation is, for the totals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -133,9 +123,11 @@ pub struct Op {
     /// A block of several kinds run back to back (GEMM, attention, norm):
     /// the time of each, for the totals. Unused slots have zero time.
     pub parts: [(OpKind, f64); 3],
+    /// The lane it ran on (0 compute, 1 communication, 2 data-parallel communication).
+    pub lane: u8,
 }
 
-/// The two lanes being built: operations are appended in program order; each
+/// The lanes being built: operations are appended in program order; each
 /// waits for the previous one on its lane and for its named dependencies
 /// among the operations already added.
 #[derive(Debug, Clone, Default)]
@@ -143,14 +135,31 @@ pub struct Lanes {
     ops: Vec<Op>,
     graph: Graph,
     by_key: FxHashMap<Key, TaskId>,
-    last: [Option<TaskId>; 2],
+    last: [Option<TaskId>; 3],
     /// Tasks every next operation waits for (a barrier between passes).
     barrier: Vec<TaskId>,
-    barrier_used: [bool; 2],
+    barrier_used: [bool; 3],
 }
 
-fn lane_index(kind: OpKind) -> usize {
-    if kind.is_compute() { 0 } else { 1 }
+/// Which lane an operation runs on: compute, the communication that compute
+/// waits for (tensor, context, expert and pipeline parallelism), or the
+/// data-parallel collectives (FSDP gathers, gradient reduction), which
+/// PyTorch runs on their own process group's NCCL stream, concurrently with
+/// the others (contention for links and SMs is not modelled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// By the operation's kind: compute, or the communication lane.
+    ByKind,
+    /// The data-parallel communication lane.
+    DataParallel,
+}
+
+fn lane_index(kind: OpKind, lane: Lane) -> usize {
+    match lane {
+        _ if kind.is_compute() => 0,
+        Lane::ByKind => 1,
+        Lane::DataParallel => 2,
+    }
 }
 
 impl Lanes {
@@ -174,8 +183,13 @@ impl Lanes {
 
     /// [`Lanes::add`] with keys instead of names.
     pub fn add_keyed(&mut self, k: Key, name: Label, kind: OpKind, dur_s: f64, deps: &[Key]) -> TaskId {
+        self.add_keyed_on(Lane::ByKind, k, name, kind, dur_s, deps)
+    }
+
+    /// [`Lanes::add_keyed`] on `lane`.
+    pub fn add_keyed_on(&mut self, lane: Lane, k: Key, name: Label, kind: OpKind, dur_s: f64, deps: &[Key]) -> TaskId {
         let id = self.graph.task((dur_s * 1e9).round() as i64, 0);
-        let lane = lane_index(kind);
+        let lane = lane_index(kind, lane);
         if let Some(prev) = self.last[lane] {
             self.graph.edge(prev, At::End, id, At::Start, 0);
         }
@@ -192,7 +206,7 @@ impl Lanes {
         }
         self.last[lane] = Some(id);
         self.by_key.insert(k, id);
-        self.ops.push(Op { name, kind, dur_s, parts: [(kind, dur_s), (kind, 0.0), (kind, 0.0)] });
+        self.ops.push(Op { name, kind, dur_s, parts: [(kind, dur_s), (kind, 0.0), (kind, 0.0)], lane: lane as u8 });
         id
     }
 
@@ -211,7 +225,7 @@ impl Lanes {
     /// ended (forward pass, then backward pass).
     pub fn barrier(&mut self) {
         self.barrier = self.last.iter().flatten().copied().collect();
-        self.barrier_used = [false; 2];
+        self.barrier_used = [false; 3];
     }
 
     /// Runs the simulator over the lanes.
@@ -296,12 +310,12 @@ impl Timeline {
         (comm.total() - overlap.total()) as f64 / 1e6
     }
 
-    /// Chrome-trace JSON of the two lanes (one process, a track per lane), for ui.perfetto.dev.
+    /// Chrome-trace JSON of the lanes (one process, a track per lane), for ui.perfetto.dev.
     pub fn write_perfetto(&self, w: &mut impl std::io::Write, title: &str) -> std::io::Result<()> {
         write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
         let name = serde_json::to_string(title).unwrap_or_else(|_| "\"projection\"".into());
         write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{{\"name\":{name}}}}}")?;
-        for (tid, lane) in [(0, "compute"), (1, "communication")] {
+        for (tid, lane) in [(0, "compute"), (1, "communication"), (2, "data-parallel communication")] {
             write!(w, ",{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}")?;
         }
         for (i, op) in self.ops.iter().enumerate() {
@@ -310,7 +324,7 @@ impl Timeline {
             write!(
                 w,
                 ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
-                lane_index(op.kind),
+                op.lane,
                 op.kind.as_str(),
                 s as f64 / 1e3,
                 (e - s) as f64 / 1e3

@@ -121,6 +121,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             dropout: false,
                                             first_stage_layers: None,
                                             last_stage_layers: None,
+                                            grad_sync_after: false,
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
