@@ -110,7 +110,7 @@ pub(crate) fn write_catalog(w: &mut impl Write, c: &Catalog) -> io::Result<()> {
 
 /// `tracecast hw show ID`.
 pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
-    writeln!(w, "{} — {}", g.id, g.name)?;
+    writeln!(w, "{} — {}{}", g.id, g.name, g.vendor().map_or(String::new(), |v| format!(" (vendor {v})")))?;
     for (name, v) in
         [("fp64", g.fp64), ("fp32", g.fp32), ("tf32", g.tf32), ("bf16", g.bf16), ("fp16", g.fp16), ("fp8", g.fp8), ("int8", g.int8)]
     {
@@ -138,10 +138,13 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
             writeln!(w, "\nShipped calibration profile ({} corpus traces; calibrate/profiles/regenerate.sh):", p.traces.len())?;
             write_profile(w, &p)
         }
-        None => writeln!(
-            w,
-            "\nNo shipped calibration profile (no trace of it in the corpus): `replay --target {}` uses the efficiencies of the most similar traced GPU, else carries the trace's own",
-            g.id
-        ),
+        None => {
+            let model = tracecast_calibrate::shipped::similar(g, c).unwrap_or_else(|| tracecast_calibrate::shipped::untraced(g, c));
+            writeln!(
+                w,
+                "\nNo shipped calibration profile (no trace of it in the corpus): `replay --target {}` prices it with {}",
+                g.id, model.source
+            )
+        }
     }
 }

@@ -951,9 +951,7 @@ fn target_model(
         (Some(id), None) => {
             let gpu = catalog.gpu(id)?;
             Some(
-                tracecast_calibrate::shipped::model(&gpu.id, catalog)
-                    .or_else(|| tracecast_calibrate::shipped::similar(gpu, catalog))
-                    .unwrap_or_else(|| tracecast_calibrate::shipped::untraced(gpu, catalog)),
+                tracecast_calibrate::shipped::for_gpu(gpu, catalog).unwrap_or_else(|| tracecast_calibrate::shipped::untraced(gpu, catalog)),
             )
         }
         (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),

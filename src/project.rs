@@ -84,7 +84,7 @@ fn cluster_of(
             Some(d)
         }
         None => {
-            shipped = tracecast_calibrate::shipped::model(&gpu.id, catalog);
+            shipped = tracecast_calibrate::shipped::for_gpu(gpu, catalog);
             shipped.as_ref()
         }
     };
@@ -336,16 +336,19 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
             let mfu = tracecast_replay::workload::llm::mfu(&model, &cluster, best);
             let gpu = catalog.gpu(&args.system).ok();
-            let measured =
-                gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::model(&g.id, &catalog))).and_then(|d| {
-                    d.profile.and_then(|p| {
-                        p.kernels
-                            .iter()
-                            .filter(|k| k.class == tracecast_calibrate::work::KernelClass::Gemm)
-                            .map(|k| k.achieved_max)
-                            .reduce(f64::max)
-                    })
-                });
+            // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
+            use tracecast_calibrate::catalog::Dtype;
+            let measured = gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog))).and_then(|d| {
+                d.profile.and_then(|p| {
+                    p.kernels
+                        .iter()
+                        .filter(|k| {
+                            k.class == tracecast_calibrate::work::KernelClass::Gemm && matches!(k.dtype, Some(Dtype::Bf16 | Dtype::Fp16))
+                        })
+                        .map(|k| k.achieved_max)
+                        .reduce(f64::max)
+                })
+            });
             match measured {
                 Some(m) if mfu > m => writeln!(
                     out,

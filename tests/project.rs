@@ -372,3 +372,19 @@ fn project_and_search_read_a_runs_file_model_and_system_overrides() {
         assert!(!common::stderr(&o).contains("panicked"));
     }
 }
+
+#[test]
+fn project_onto_a_gpu_without_traces_uses_the_most_similar_traced_one_and_says_so() {
+    // H200 has no trace in the corpus; H100 (same SMs and peak, HBM 1.4× apart) prices it, as in
+    // `replay --target h200`, and `hw show` names the same rule.
+    let o = common::bin().args(["project", "--model", "llama2-7b", "--system", "h200", "--gpus", "8"]).output().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("the efficiencies of h100-sxm, the most similar GPU with traces"), "{out}");
+    let h100 = tracecast_calibrate::shipped::profile("h100-sxm").unwrap();
+    let gemm = h100.kernels.iter().find(|k| k.class == tracecast_calibrate::work::KernelClass::Gemm).unwrap();
+    assert!(out.contains(&format!("GEMM η {:.3}", gemm.efficiency)), "{out}");
+    let o = common::bin().args(["hw", "show", "h200"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(vendor NVIDIA)") && out.contains("prices it with no traces of h200: the efficiencies of h100-sxm"), "{out}");
+}

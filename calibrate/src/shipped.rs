@@ -39,6 +39,13 @@ pub fn model(id: &str, catalog: &Catalog) -> Option<DeviceModel> {
     Some(m)
 }
 
+/// What prices GPU `gpu` when no profile is given: its shipped profile, else that
+/// of the most similar traced GPU on its own specs ([`similar`]); `None` when
+/// neither exists (the caller's defaults, or [`untraced`] for a trace's replay).
+pub fn for_gpu(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> Option<DeviceModel> {
+    model(&gpu.id, catalog).or_else(|| similar(gpu, catalog))
+}
+
 /// Specs two GPUs must share, each within this factor, for one's fitted
 /// efficiencies to stand in for the other's: GPUs of one design point
 /// (peak, HBM bandwidth, SM/CU count) run the same libraries' kernels at

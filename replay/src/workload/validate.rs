@@ -205,13 +205,13 @@ impl RunSystem {
 }
 
 /// The device model that prices runs on GPU `gpu_id`: its profile among
-/// `devices`, else the GPU's shipped one.
+/// `devices`, else the GPU's shipped one (or the most similar traced GPU's).
 fn device_for(gpu_id: &str, catalog: &Catalog, devices: &[DeviceModel]) -> Option<DeviceModel> {
     devices
         .iter()
         .find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id))
         .cloned()
-        .or_else(|| tracecast_calibrate::shipped::model(gpu_id, catalog))
+        .or_else(|| catalog.gpu(gpu_id).ok().and_then(|g| tracecast_calibrate::shipped::for_gpu(g, catalog)))
 }
 
 fn gpu_id(run: &Run, catalog: &Catalog) -> String {
@@ -396,7 +396,18 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         let Ok(gpu) = catalog.gpu(id) else { continue };
         let from = device_for(id, catalog, devices);
         let from = from.as_ref();
-        let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
+        // The fitted profile is of this GPU: a similar GPU's fits are copied into one of its own.
+        let base = match from.and_then(|d| d.profile.clone()) {
+            Some(p) if p.device.catalog_id.as_deref() == Some(id.as_str()) => p,
+            Some(p) => {
+                let mut own = tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog);
+                own.fill_from(&p);
+                own.notes
+                    .push(format!("kernel fits of {} (the most similar GPU with traces)", p.device.catalog_id.as_deref().unwrap_or("?")));
+                own
+            }
+            None => tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog),
+        };
         let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
         let (previous, overhead_us, previous_source) =
             match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
