@@ -97,6 +97,17 @@ fn projection_totals_are_consistent() {
         assert!((t.iteration_ms - t.compute_ms - t.bubble_ms - t.exposed_comm_ms).abs() < 1e-6 * t.iteration_ms, "{spec}");
         assert!(p.throughput > 0.0 && p.fits_memory, "{spec}: {} GB", p.memory_gb_per_gpu);
     }
+    // Inference through a pipeline: every stage once, the output head once, the same totals identity;
+    // and the same work as one stage plus the stage crossings.
+    let prefill = Task::Prefill { batch: 4, prompt: 2048 };
+    let one = project(&model, &cluster("h100-sxm", 8), &Plan::parse("tp=8").unwrap(), prefill).unwrap().times;
+    for spec in ["tp=8,pp=4,dp=2", "tp=8,pp=8"] {
+        let plan = Plan::parse(spec).unwrap();
+        let t = project(&model, &c, &plan, prefill).unwrap().times;
+        assert!((t.iteration_ms - t.compute_ms - t.exposed_comm_ms).abs() < 1e-6 * t.iteration_ms, "{spec}: {t:?}");
+        assert!((t.compute_ms - one.compute_ms).abs() < 0.02 * one.compute_ms, "{spec}: {} vs {}", t.compute_ms, one.compute_ms);
+        assert!(t.iteration_ms >= one.iteration_ms, "{spec}");
+    }
     // Faster links never slow an iteration down.
     let plan = Plan::parse("fsdp=64").unwrap();
     let slow = project(&model, &c, &plan, Task::Train).unwrap();

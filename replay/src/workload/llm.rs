@@ -1204,6 +1204,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         bwd_s: (t_first.iteration_ms - fwd_ms).max(0.0) / 1e3,
         last_bwd_s: (t_last.iteration_ms - fwd_ms).max(0.0) / 1e3,
     };
+    // Inference: a request passes every stage, each its layers' share, the last the output head.
+    let stages_share: f64 = stage_counts.iter().map(|&n| n as f64 / layers_per_stage.max(1) as f64).sum();
     let stages: Vec<PipelineStage> = stage_counts
         .iter()
         .enumerate()
@@ -1240,14 +1242,20 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         busy_ms + times.bubble_ms
     } else {
         // Inference: a request passes every stage once (each its layers' share, the last the head).
-        stage_counts.iter().map(|&n| n as f64 / layers_per_stage.max(1) as f64).sum::<f64>() * stage_latency_ms + head_f_s * 1e3
+        stages_share * stage_latency_ms + head_f_s * 1e3
     };
     if !train {
         for v in times.by_kind_ms.values_mut() {
-            *v *= f64::from(pp);
+            *v *= stages_share;
         }
-        times.compute_ms *= f64::from(pp);
-        times.comm_ms *= f64::from(pp);
+        times.compute_ms *= stages_share;
+        times.comm_ms *= stages_share;
+        if separate_head && head_f_s > 0.0 {
+            let gemm_f = head_gemm_all / 3.0;
+            *times.by_kind_ms.entry(OpKind::Gemm.as_str()).or_default() += gemm_f * 1e3;
+            *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += head_loss_all * 1e3;
+            times.compute_ms += head_f_s * 1e3;
+        }
     }
     if train {
         // Adam's step over this GPU's shard of the trainable parameters, HBM-bound:
@@ -1265,7 +1273,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // stage timeline, communication with no compute under it (the bubble holds none).
     let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
     times.exposed_comm_ms =
-        if train { (exposed_first * (m - 1.0) + last.exposed_comm_ms()) * stage_share } else { last.exposed_comm_ms() * f64::from(pp) };
+        if train { (exposed_first * (m - 1.0) + last.exposed_comm_ms()) * stage_share } else { last.exposed_comm_ms() * stages_share };
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
