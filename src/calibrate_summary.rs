@@ -139,7 +139,7 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
             write_profile(w, &p)
         }
         None => {
-            let model = tracecast_calibrate::shipped::similar(g, c).unwrap_or_else(|| tracecast_calibrate::shipped::untraced(g, c));
+            let model = tracecast_calibrate::shipped::target(g, c);
             writeln!(
                 w,
                 "\nNo shipped calibration profile (no trace of it in the corpus): `replay --target {}` prices it with {}",

@@ -950,9 +950,7 @@ fn target_model(
         }
         (Some(id), None) => {
             let gpu = catalog.gpu(id)?;
-            Some(
-                tracecast_calibrate::shipped::for_gpu(gpu, catalog).unwrap_or_else(|| tracecast_calibrate::shipped::untraced(gpu, catalog)),
-            )
+            Some(tracecast_calibrate::shipped::target(gpu, catalog))
         }
         (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),
         (None, None) => None,

@@ -338,17 +338,9 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
             let gpu = catalog.gpu(&args.system).ok();
             // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
             use tracecast_calibrate::catalog::Dtype;
-            let measured = gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog))).and_then(|d| {
-                d.profile.and_then(|p| {
-                    p.kernels
-                        .iter()
-                        .filter(|k| {
-                            k.class == tracecast_calibrate::work::KernelClass::Gemm && matches!(k.dtype, Some(Dtype::Bf16 | Dtype::Fp16))
-                        })
-                        .map(|k| k.achieved_max)
-                        .reduce(f64::max)
-                })
-            });
+            let measured = gpu
+                .and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)))
+                .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, &[Dtype::Bf16, Dtype::Fp16]));
             match measured {
                 Some(m) if mfu > m => writeln!(
                     out,

@@ -104,9 +104,16 @@ impl DeviceModel {
         self.kernel_fit(class, dtype).map(|f| (f.efficiency, f.overhead_us, f.peak_per_s()))
     }
 
-    /// The best single op of `class` the profile measured, as a fraction of its peak.
-    pub fn best_achieved(&self, class: KernelClass) -> Option<f64> {
-        self.profile.as_ref()?.kernels.iter().filter(|k| k.class == class).map(|k| k.achieved_max).reduce(f64::max)
+    /// The best single op of `class` in one of `dtypes` the profile measured, as a
+    /// fraction of its peak.
+    pub fn best_achieved(&self, class: KernelClass, dtypes: &[Dtype]) -> Option<f64> {
+        self.profile
+            .as_ref()?
+            .kernels
+            .iter()
+            .filter(|k| k.class == class && k.dtype.is_some_and(|d| dtypes.contains(&d)))
+            .map(|k| k.achieved_max)
+            .reduce(f64::max)
     }
 
     /// Fits of the profile that fall outside the physical bounds, in words.

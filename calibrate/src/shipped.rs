@@ -69,9 +69,11 @@ pub fn similar(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> Option<DeviceMod
             ratios.iter().all(|r| *r <= SIMILAR_SPECS.ln()).then(|| (id, ratios.iter().sum::<f64>()))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let p = profile(id)?;
+    // The similar GPU's fits, in a profile of this GPU (what every consumer checks a profile against).
+    let mut p = profile(id)?;
+    p.device = Profile::of_catalog_gpu(gpu, catalog).device;
+    p.notes.push(format!("kernel and link fits of {id}, the most similar GPU with traces"));
     let mut m = DeviceModel::from_profile(&p, catalog);
-    m.gpu = Some(gpu.clone());
     m.source = format!(
         "no traces of {}: the efficiencies of {id}, the most similar GPU with traces (spec distance {distance:.2}), on its own specs",
         gpu.id
@@ -117,6 +119,12 @@ pub fn untraced(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> DeviceModel {
         ),
     };
     m
+}
+
+/// What prices `gpu` as the target of a trace's replay without a profile:
+/// [`for_gpu`], else [`untraced`].
+pub fn target(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> DeviceModel {
+    for_gpu(gpu, catalog).unwrap_or_else(|| untraced(gpu, catalog))
 }
 
 #[cfg(test)]

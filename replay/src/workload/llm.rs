@@ -935,6 +935,8 @@ pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Opti
 /// under 1F1B stage s holds min(pp − s, microbatches) microbatches in flight).
 pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let pp = plan.pp.max(1);
+    // A split that cannot be made is an error of `project` (through the same function); the
+    // memory of such a plan is that of an even split.
     let counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers)
         .unwrap_or_else(|_| vec![model.layers.div_ceil(pp as usize); pp as usize]);
     let last = counts.len() - 1;
@@ -944,13 +946,7 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     for (s, &layers) in counts.iter().enumerate() {
         let frozen = frozen_left.min(layers);
         frozen_left -= frozen;
-        let vocab = if pp == 1 {
-            model.embedding_copies(1)
-        } else if s == 0 || s == last {
-            1.0
-        } else {
-            0.0
-        };
+        let vocab = if s == 0 || s == last { model.embedding_copies(pp) } else { 0.0 };
         let in_flight = (pp - s as u32).min(plan.microbatches).max(1);
         let m = stage_memory(model, plan, task, layers, frozen, vocab, in_flight);
         if s == 0 || m.total_gb() > best.total_gb() {
@@ -1137,10 +1133,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     // With a pipeline the output head runs on the last stage only: the timeline is that of
     // the fullest stage without it, and the schedule adds it to the last stage.
-    let separate_head = pp > 1;
-    let (head_f_s, head_b_s) = if separate_head { (head_gemm_f + head_loss_f, 2.0 * head_gemm_f) } else { (0.0, 0.0) };
-    let (head_gemm_f, head_loss_f, head_gemm_all, head_loss_all) =
-        if separate_head { (0.0, 0.0, 3.0 * head_gemm_f, head_loss_f) } else { (head_gemm_f, head_loss_f, 0.0, 0.0) };
+    let head = if pp > 1 { Head { gemm_f: head_gemm_f, loss_f: head_loss_f } } else { Head::default() };
+    let (head_gemm_f, head_loss_f) = if pp > 1 { (0.0, 0.0) } else { (head_gemm_f, head_loss_f) };
     let costs = LayerCosts {
         cp_kv,
         attn_f,
@@ -1204,59 +1198,40 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         bwd_s: (t_first.iteration_ms - fwd_ms).max(0.0) / 1e3,
         last_bwd_s: (t_last.iteration_ms - fwd_ms).max(0.0) / 1e3,
     };
-    // Inference: a request passes every stage, each its layers' share, the last the output head.
-    let stages_share: f64 = stage_counts.iter().map(|&n| n as f64 / layers_per_stage.max(1) as f64).sum();
+    // A stage's work in units of the fullest stage's.
+    let share = |n: usize| n as f64 / layers_per_stage.max(1) as f64;
+    let last_stage = stage_counts.len() - 1;
     let stages: Vec<PipelineStage> = stage_counts
         .iter()
         .enumerate()
         .map(|(s, &n)| {
-            let r = n as f64 / layers_per_stage.max(1) as f64;
-            let (hf, hb) = if s + 1 == stage_counts.len() { (head_f_s, head_b_s) } else { (0.0, 0.0) };
+            let (hf, hb) = if s == last_stage { (head.fwd_s(), head.bwd_s()) } else { (0.0, 0.0) };
+            let r = share(n);
             PipelineStage { fwd_s: r * fullest.fwd_s + hf, bwd_s: r * fullest.bwd_s + hb, last_bwd_s: r * fullest.last_bwd_s + hb }
         })
         .collect();
-    // The figures reported are those of the stage that bounds the step: the fullest
-    // stage's timeline scaled by its layers, with the output head if it is the last.
-    let mut stage_share = 1.0;
-    times.iteration_ms = if train {
+    // What is reported, in units of the fullest stage's timeline: in training the
+    // stage that bounds the step (its output head added if it is the last); in
+    // inference the request's pass through every stage (and the head once).
+    let reported_share = if train {
         let mb = plan.microbatches.max(1);
         let (bound, busy_s) =
             stages.iter().map(|st| st.busy_s(mb)).enumerate().fold((0, 0.0), |a, (i, b)| if b > a.1 { (i, b) } else { a });
-        let busy_ms = busy_s * 1e3;
-        if separate_head {
-            stage_share = stage_counts[bound] as f64 / layers_per_stage.max(1) as f64;
-            for v in times.by_kind_ms.values_mut() {
-                *v *= stage_share;
-            }
-            times.compute_ms *= stage_share;
-            times.comm_ms *= stage_share;
-            if bound + 1 == stage_counts.len() {
-                let mbf = f64::from(mb);
-                *times.by_kind_ms.entry(OpKind::Gemm.as_str()).or_default() += mbf * head_gemm_all * 1e3;
-                *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += mbf * head_loss_all * 1e3;
-                times.compute_ms += mbf * (head_gemm_all + head_loss_all) * 1e3;
-            }
-        }
         let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages) * 1e3;
-        times.bubble_ms = (makespan_ms - busy_ms).max(0.0);
-        busy_ms + times.bubble_ms
+        times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
+        times.iteration_ms = busy_s * 1e3 + times.bubble_ms;
+        times.scale(share(stage_counts[bound]));
+        if bound == last_stage {
+            head.add_to(&mut times, f64::from(mb), f64::from(mb));
+        }
+        share(stage_counts[bound])
     } else {
-        // Inference: a request passes every stage once (each its layers' share, the last the head).
-        stages_share * stage_latency_ms + head_f_s * 1e3
+        let pass: f64 = stage_counts.iter().map(|&n| share(n)).sum();
+        times.iteration_ms = pass * stage_latency_ms + head.fwd_s() * 1e3;
+        times.scale(pass);
+        head.add_to(&mut times, 1.0, 0.0);
+        pass
     };
-    if !train {
-        for v in times.by_kind_ms.values_mut() {
-            *v *= stages_share;
-        }
-        times.compute_ms *= stages_share;
-        times.comm_ms *= stages_share;
-        if separate_head && head_f_s > 0.0 {
-            let gemm_f = head_gemm_all / 3.0;
-            *times.by_kind_ms.entry(OpKind::Gemm.as_str()).or_default() += gemm_f * 1e3;
-            *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += head_loss_all * 1e3;
-            times.compute_ms += head_f_s * 1e3;
-        }
-    }
     if train {
         // Adam's step over this GPU's shard of the trainable parameters, HBM-bound:
         // FP32 master weights, momentum and variance read and written (24 bytes),
@@ -1273,7 +1248,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // stage timeline, communication with no compute under it (the bubble holds none).
     let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
     times.exposed_comm_ms =
-        if train { (exposed_first * (m - 1.0) + last.exposed_comm_ms()) * stage_share } else { last.exposed_comm_ms() * stages_share };
+        if train { exposed_first * (m - 1.0) + last.exposed_comm_ms() } else { last.exposed_comm_ms() } * reported_share;
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
@@ -1354,24 +1329,51 @@ impl PipelineStage {
     }
 }
 
+/// The output head and the loss of one microbatch on the last pipeline stage,
+/// forward, seconds, when the stage timeline leaves them out (pp > 1).
+#[derive(Debug, Clone, Copy, Default)]
+struct Head {
+    gemm_f: f64,
+    loss_f: f64,
+}
+
+impl Head {
+    fn fwd_s(&self) -> f64 {
+        self.gemm_f + self.loss_f
+    }
+
+    /// The backward: the two GEMMs of the input and weight gradients.
+    fn bwd_s(&self) -> f64 {
+        2.0 * self.gemm_f
+    }
+
+    /// Adds `fwd` forward and `bwd` backward passes to the totals.
+    fn add_to(&self, times: &mut IterationTimes, fwd: f64, bwd: f64) {
+        let (gemm_ms, loss_ms) = ((fwd + 2.0 * bwd) * self.gemm_f * 1e3, fwd * self.loss_f * 1e3);
+        for (kind, ms) in [(OpKind::Gemm, gemm_ms), (OpKind::MemoryBound, loss_ms)] {
+            if ms > 0.0 {
+                *times.by_kind_ms.entry(kind.as_str()).or_default() += ms;
+                times.compute_ms += ms;
+            }
+        }
+    }
+}
+
 /// The iteration of `pp` stages running `m` microbatches by Megatron's 1F1B
 /// schedule — interleaved over `vpp` model chunks per stage when the
 /// microbatches divide by `pp` — built as a graph of forward and backward
 /// tasks for the one simulator: each stage runs its tasks in schedule
 /// order, a chunk's forward waits for the previous virtual stage's, its
-/// backward for the next one's. Uniform stages (the fullest bounds the
-/// step), seconds.
+/// backward for the next one's. Each stage has its own durations; seconds.
 fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f64 {
     let v = if vpp > 1 && m.is_multiple_of(pp) { vpp } else { 1 };
-    // Every microbatch past the first (past the first round of pp when interleaved,
-    // whose order repeats per round) adds one forward and one backward to the
-    // bottleneck stage, so the graph is simulated for that much and the rest added
-    // (a search simulates thousands of plans; the test checks the extrapolation
-    // against full graphs, uneven stages included).
-    // The extrapolation holds once the slowest stage is never idle. Stages that are
-    // alike but for the last (the output head there) are at once; otherwise (uneven
-    // splits) one more round at a time is simulated until a round adds exactly the
-    // slowest stage's work (the test checks both against full graphs).
+    // Once the slowest stage is never idle, every further microbatch (round of pp when
+    // interleaved, whose order repeats per round) adds one forward and one backward of
+    // it, so only that much of the graph is simulated and the rest added (a search
+    // simulates thousands of plans). Stages alike but for the last (the output head
+    // there) are steady after the first round; uneven splits are simulated for
+    // doubling counts until the added ones cost exactly the slowest stage's work.
+    // The tests check both against full graphs.
     let round = if v > 1 { pp } else { 1 };
     let slowest = stages.iter().map(|s| s.fwd_s + s.bwd_s).fold(0.0, f64::max);
     let alike_but_last = stages[..stages.len() - 1].windows(2).all(|w| w[0].fwd_s == w[1].fwd_s && w[0].bwd_s == w[1].bwd_s)
@@ -1379,8 +1381,7 @@ fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f
     let mut k = round.min(m);
     let mut t = pipeline_graph_s(pp, v, k, stages);
     if !alike_but_last {
-        // Doubling the simulated microbatches until the added ones cost exactly the
-        // slowest stage's work each (whole-nanosecond task durations: to 1 ppm).
+        // (Task durations are whole nanoseconds: equal to 1 ppm.)
         while k < m {
             let more = (2 * k).min(m);
             let next = pipeline_graph_s(pp, v, more, stages);

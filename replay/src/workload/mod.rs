@@ -264,6 +264,18 @@ pub struct IterationTimes {
     pub by_kind_ms: BTreeMap<&'static str, f64>,
 }
 
+impl IterationTimes {
+    /// Compute, communication and the per-kind times multiplied by `k` (a
+    /// pipeline stage's share of the timeline they were measured on).
+    pub fn scale(&mut self, k: f64) {
+        for v in self.by_kind_ms.values_mut() {
+            *v *= k;
+        }
+        self.compute_ms *= k;
+        self.comm_ms *= k;
+    }
+}
+
 impl Timeline {
     /// Totals of the simulated iteration.
     pub fn times(&self) -> IterationTimes {

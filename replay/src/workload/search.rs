@@ -112,16 +112,10 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             recompute,
                                             selective,
                                             vpp,
-                                            frozen: 0,
-                                            prefetch: 1,
-                                            // Search ranks the plans of today's frameworks (flash attention, 16-bit GEMMs).
-                                            materialized_attention: false,
                                             cp,
-                                            fp8: false,
-                                            dropout: false,
-                                            first_stage_layers: None,
-                                            last_stage_layers: None,
-                                            grad_sync_after: false,
+                                            // The rest as today's frameworks run (flash attention, 16-bit
+                                            // GEMMs, no dropout, overlapped gradients, Megatron's split).
+                                            ..Plan::default()
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {

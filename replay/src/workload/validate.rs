@@ -396,18 +396,7 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         let Ok(gpu) = catalog.gpu(id) else { continue };
         let from = device_for(id, catalog, devices);
         let from = from.as_ref();
-        // The fitted profile is of this GPU: a similar GPU's fits are copied into one of its own.
-        let base = match from.and_then(|d| d.profile.clone()) {
-            Some(p) if p.device.catalog_id.as_deref() == Some(id.as_str()) => p,
-            Some(p) => {
-                let mut own = tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog);
-                own.fill_from(&p);
-                own.notes
-                    .push(format!("kernel fits of {} (the most similar GPU with traces)", p.device.catalog_id.as_deref().unwrap_or("?")));
-                own
-            }
-            None => tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog),
-        };
+        let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
         let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
         let (previous, overhead_us, previous_source) =
             match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
