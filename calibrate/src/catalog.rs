@@ -76,6 +76,10 @@ pub struct Gpu {
     /// gfx / compute-capability versions (major.minor) that go with `match_cus`.
     #[serde(default)]
     pub match_gfx: Vec<f64>,
+    /// Evidence GPU ids whose measurements also describe this GPU: ids that
+    /// name no single catalog GPU (`hopper-sm90`, XLA's `sm_90`: H100 or H200).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_as: Vec<String>,
     /// Peak dense TFLOP/s.
     pub fp64: Option<f64>,
     /// Peak dense TFLOP/s.
@@ -132,6 +136,12 @@ impl Gpu {
     /// Peak HBM bandwidth, bytes/s.
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_gbps * 1e9
+    }
+
+    /// The GPU ids under which measurements of this GPU appear: its own id
+    /// first, then its `measured_as` ids (`h200`, `hopper-sm90`).
+    pub fn measurement_ids(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.id.as_str()).chain(self.measured_as.iter().map(String::as_str))
     }
 
     /// The vendor, upper-case: `vendor` where given, else the first word of the name
@@ -292,7 +302,9 @@ mod tests {
     #[test]
     fn builtin_catalog_covers_the_required_ids() {
         let c = Catalog::builtin();
-        for id in ["v100", "a100-40gb", "a100-80gb", "h100-sxm", "h800", "h200", "b200", "mi250x", "mi300x"] {
+        let ids =
+            "v100 a100-40gb a100-80gb a100-pcie h100-sxm h800 h200 gh200 b200 b300 gb200 gb300 mi250x mi300x mi325x mi355x gaudi2 gaudi3";
+        for id in ids.split_whitespace() {
             let g = c.gpu(id).unwrap();
             assert!(g.hbm_gbps > 0.0 && g.link_gbps > 0.0 && !g.source.is_empty(), "{id}");
         }
@@ -314,6 +326,97 @@ mod tests {
         assert_eq!(id(dev("AMD Radeon Graphics", 104, 9, 0)).as_deref(), Some("mi250"));
         assert_eq!(id(dev("AMD Instinct MI210", 104, 9, 0)).as_deref(), Some("mi210"));
         assert_eq!(id(dev("Quadro GP100", 56, 6, 0)), None);
+    }
+
+    #[test]
+    fn newer_device_names_do_not_steal_matches() {
+        let c = Catalog::builtin();
+        let id = |name: &str| c.match_device(&dev(name, 0, 0, 0)).map(|(g, _)| g.id.clone());
+        for (name, want) in [
+            ("NVIDIA B300 SXM6 AC", "b300"),
+            ("NVIDIA GB300", "gb300"),
+            ("NVIDIA GB200", "gb200"),
+            ("NVIDIA B200", "b200"),
+            ("NVIDIA GH200 480GB", "gh200"),
+            ("NVIDIA GH200 144G HBM3e", "gh200"),
+            ("NVIDIA H200", "h200"),
+            ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+            ("NVIDIA A100 80GB PCIe", "a100-pcie"),
+            ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+            ("AMD Instinct MI325X", "mi325x"),
+            ("AMD Instinct MI300X", "mi300x"),
+            ("AMD Instinct MI355X", "mi355x"),
+            ("GAUDI2", "gaudi2"),
+            ("GAUDI3", "gaudi3"),
+        ] {
+            assert_eq!(id(name).as_deref(), Some(want), "{name}");
+        }
+        assert_eq!(c.match_device(&dev("", 256, 9, 5)).map(|(g, _)| g.id.as_str()), Some("mi355x"));
+        assert_eq!(c.gpu("gaudi3").unwrap().vendor().as_deref(), Some("INTEL"));
+    }
+
+    #[test]
+    fn measurement_ids_are_the_id_then_measured_as() {
+        let c = Catalog::builtin();
+        assert_eq!(c.gpu("h200").unwrap().measurement_ids().collect::<Vec<_>>(), ["h200", "hopper-sm90"]);
+        assert_eq!(c.gpu("mi325x").unwrap().measurement_ids().collect::<Vec<_>>(), ["mi325x", "cdna3-gfx942"]);
+        assert_eq!(c.gpu("b200").unwrap().measurement_ids().collect::<Vec<_>>(), ["b200"]);
+    }
+
+    /// The `gpu` column (the second field) of a CSV table; quoted fields may
+    /// hold commas, newlines and doubled quotes.
+    fn second_column(text: &str) -> Vec<String> {
+        let (mut out, mut field, mut index, mut quoted) = (Vec::new(), String::new(), 0, false);
+        let mut chars = text.chars().peekable();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => {
+                    if index == 1 {
+                        out.push(std::mem::take(&mut field));
+                    }
+                    field.clear();
+                    index += 1;
+                }
+                '\n' if !quoted => {
+                    field.clear();
+                    index = 0;
+                }
+                _ => field.push(ch),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_evidence_gpu_is_a_catalog_id_or_measured_as() {
+        let c = Catalog::builtin();
+        let known: Vec<&str> = c.gpus.iter().flat_map(Gpu::measurement_ids).collect();
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/evidence"));
+        for file in ["gemm.csv", "attention.csv", "collectives.csv", "memory.csv"] {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let gpus = second_column(&text);
+            assert_eq!(gpus.first().map(String::as_str), Some("gpu"), "{}: the second column is not `gpu`", path.display());
+            let unknown: std::collections::BTreeSet<&str> =
+                gpus.iter().skip(1).map(String::as_str).filter(|g| *g != "amd-unstated" && !known.contains(g)).collect();
+            assert!(unknown.is_empty(), "{}: GPU ids neither in the catalog nor measured_as: {unknown:?}", path.display());
+        }
+        let path = dir.join("training-runs.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let runs: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let gpus: Vec<&str> = ["runs", "runs_without_dims", "runs_lora"]
+            .iter()
+            .flat_map(|k| runs[k].as_array().into_iter().flatten())
+            .filter_map(|r| r["system"]["gpu"].as_str())
+            .collect();
+        assert!(!gpus.is_empty(), "{}: no system.gpu", path.display());
+        let unknown: std::collections::BTreeSet<&str> = gpus.into_iter().filter(|g| !known.contains(g)).collect();
+        assert!(unknown.is_empty(), "{}: GPU ids neither in the catalog nor measured_as: {unknown:?}", path.display());
     }
 
     #[test]
