@@ -148,3 +148,18 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
         }
     }
 }
+
+/// `hw cost`'s answer: time, achieved rate, rule, band, basis and whether it extrapolates.
+pub(crate) fn write_quote(w: &mut impl Write, q: &tracecast_calibrate::pricing::Quote) -> io::Result<()> {
+    writeln!(w, "{} on {}: {:.2} µs", q.operation, q.gpu, q.time_us)?;
+    if let Some(tf) = q.tflops {
+        let of_peak = q.fraction_of_peak.map_or(String::new(), |f| format!(" ({:.0} % of peak)", 100.0 * f));
+        writeln!(w, "  achieved  {tf:.1} TFLOP/s{of_peak}")?;
+    }
+    if let Some(bw) = q.busbw_gbps {
+        writeln!(w, "  bus bandwidth  {bw:.1} GB/s")?;
+    }
+    writeln!(w, "  rule      {} (band ±{:.0} %)", q.rule_description, 100.0 * q.band)?;
+    writeln!(w, "  basis     {}", q.basis)?;
+    writeln!(w, "  {}", if q.extrapolated { "extrapolated: outside the measured range" } else { "within the measured range" })
+}

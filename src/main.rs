@@ -490,6 +490,64 @@ enum HwCommand {
         /// GPU id, e.g. `h100-sxm`.
         id: String,
     },
+    /// Prices one operation the way projections do: its time, achieved rate, rule and whether it extrapolates.
+    Cost(CostArgs),
+}
+
+#[derive(clap::Args)]
+struct CostArgs {
+    /// GPU id, e.g. `h100-sxm`.
+    gpu: String,
+    /// `gemm`, `attention`, or a collective: `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`.
+    op: String,
+    /// GEMM rows.
+    #[arg(long)]
+    m: Option<f64>,
+    /// GEMM columns.
+    #[arg(long)]
+    n: Option<f64>,
+    /// GEMM reduction dimension.
+    #[arg(long)]
+    k: Option<f64>,
+    /// Independent GEMMs, or the attention batch.
+    #[arg(long, default_value_t = 1.0)]
+    batch: f64,
+    /// Input type: bf16, fp16, fp8, tf32, fp32.
+    #[arg(long, default_value = "bf16")]
+    dtype: String,
+    /// Attention heads.
+    #[arg(long)]
+    heads: Option<f64>,
+    /// Attention sequence length.
+    #[arg(long)]
+    seq: Option<f64>,
+    /// Attention head dimension.
+    #[arg(long)]
+    head_dim: Option<f64>,
+    /// Causal attention.
+    #[arg(long)]
+    causal: bool,
+    /// Attention forward plus backward.
+    #[arg(long)]
+    backward: bool,
+    /// Attention kernel family (`fa2`, `fa3`, `cudnn`, …; default: the fastest measured).
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Collective size, bytes (nccl-tests' size: the full buffer).
+    #[arg(long)]
+    bytes: Option<f64>,
+    /// GPUs taking part in the collective.
+    #[arg(long)]
+    gpus: Option<u32>,
+    /// GPUs per node (default: the GPU's node preset, else 8).
+    #[arg(long)]
+    gpus_per_node: Option<u32>,
+    /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    measurements: Vec<PathBuf>,
+    /// Writes `{"time_us", "rule", "extrapolated", …}` here.
+    #[arg(long, value_name = "F")]
+    json: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -722,12 +780,72 @@ fn catalog_with(files: &[PathBuf]) -> Result<tracecast_calibrate::Catalog> {
     Ok(catalog)
 }
 
+impl CostArgs {
+    /// The operation the flags describe; a missing flag is named.
+    fn operation(&self, catalog: &tracecast_calibrate::Catalog) -> Result<tracecast_calibrate::pricing::Operation> {
+        use tracecast_calibrate::catalog::Dtype;
+        use tracecast_calibrate::pricing::{AttentionShape, GemmShape, Operation};
+        let need = |v: Option<f64>, flag: &str| {
+            v.filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| anyhow::anyhow!("hw cost {}: --{flag} (a number > 0) is required", self.op))
+        };
+        Ok(match self.op.as_str() {
+            "gemm" => {
+                let dtype = ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+                    .into_iter()
+                    .zip([Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8])
+                    .find(|(n, _)| self.dtype.eq_ignore_ascii_case(n))
+                    .map(|x| x.1)
+                    .ok_or_else(|| anyhow::anyhow!("--dtype {:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8", self.dtype))?;
+                Operation::Gemm(GemmShape {
+                    batch: need(Some(self.batch), "batch")?,
+                    m: need(self.m, "m")?,
+                    n: need(self.n, "n")?,
+                    k: need(self.k, "k")?,
+                    dtype,
+                })
+            }
+            "attention" => Operation::Attention(
+                AttentionShape {
+                    batch: need(Some(self.batch), "batch")?,
+                    heads: need(self.heads, "heads")?,
+                    seq: need(self.seq, "seq")?,
+                    head_dim: need(self.head_dim, "head-dim")?,
+                    causal: self.causal,
+                    backward: self.backward,
+                },
+                self.kernel.clone(),
+            ),
+            other => {
+                let collective = tracecast_ingest::collective::Collective::from_name(other)
+                    .filter(|c| c.bus_factor_in(Some(2)).is_some())
+                    .ok_or_else(|| anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"))?;
+                let gpus =
+                    self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
+                let gpus_per_node = self.gpus_per_node.or_else(|| catalog.node_of(&self.gpu).map(|n| n.gpus)).unwrap_or(8).max(1);
+                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node }
+            }
+        })
+    }
+}
+
 fn hw(args: HwArgs) -> Result<ExitCode> {
     let catalog = catalog_with(&args.hw)?;
     let mut out = std::io::stdout().lock();
     match args.command {
         HwCommand::List => calibrate_summary::write_catalog(&mut out, &catalog)?,
         HwCommand::Show { id } => calibrate_summary::write_gpu(&mut out, catalog.gpu(&id)?, &catalog)?,
+        HwCommand::Cost(c) => {
+            let gpu = catalog.gpu(&c.gpu)?.clone();
+            let measurements = tracecast_calibrate::measured::Measurements::with_files(&c.measurements)?;
+            let op = c.operation(&catalog)?;
+            let pricing = tracecast_calibrate::pricing::Pricing::new(catalog, std::sync::Arc::new(measurements));
+            let quote = pricing.quote(&gpu, &op).map_err(anyhow::Error::msg)?;
+            calibrate_summary::write_quote(&mut out, &quote)?;
+            if let Some(path) = &c.json {
+                project::write_json(path, &quote)?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -33,12 +33,17 @@ use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Dtype, Gpu};
 use crate::model::DeviceModel;
-use crate::work::{KernelClass, KernelWork, OpWork};
+use crate::pricing::{GemmShape, PriceRule, Pricing};
+use crate::work::{KernelClass, KernelWork, OpShape, OpWork};
 
 /// Which rule priced a kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
+    /// Measured time × the ratio of the two GPUs' measured GEMM tables at its shape.
+    GemmTables,
+    /// Measured time × the ratio of the two GPUs' GEMM prices at its shape, at least one from the spec model.
+    GemmSpecModel,
     /// Roofline ratio with efficiencies fitted on both devices.
     RooflineFitted,
     /// Roofline ratio with an efficiency fitted on one device and carried to the other.
@@ -55,6 +60,10 @@ impl Rule {
     /// In words.
     pub fn describe(self) -> &'static str {
         match self {
+            Rule::GemmTables => "measured time × the ratio of both GPUs' measured GEMM tables at the op's shape",
+            Rule::GemmSpecModel => {
+                "measured time × the ratio of both GPUs' GEMM prices at the op's shape (spec model on one side at least)"
+            }
             Rule::RooflineFitted => "roofline of the op's FLOPs and bytes, efficiencies fitted on both GPUs",
             Rule::RooflineCarried => "roofline of the op's FLOPs and bytes, an efficiency fitted on one GPU carried to the other",
             Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
@@ -76,6 +85,8 @@ pub struct CrossDevice<'a> {
     pub source: &'a DeviceModel,
     /// Where they are projected.
     pub target: &'a DeviceModel,
+    /// The measured base (shape-aware GEMM prices); `None`: rooflines only.
+    pub pricing: Option<&'a Pricing>,
 }
 
 /// One side's numbers for an op.
@@ -171,6 +182,9 @@ impl CrossDevice<'_> {
         let keep = KernelCost { us: measured_us, low_us: measured_us, high_us: measured_us, rule: Rule::Measured };
         let (Some(sg), Some(tg)) = (self.source.gpu.as_ref(), self.target.gpu.as_ref()) else { return keep };
         let (src, tgt) = (Side { gpu: sg, model: self.source }, Side { gpu: tg, model: self.target });
+        if let Some(cost) = self.gemm_by_shape(k, sg, tg, measured_us) {
+            return cost;
+        }
         let (ls, lt) = self.latencies().unwrap_or((0.0, 0.0));
         if let Some(op) = &k.op
             && (op.flops.is_some() || op.bytes.is_some())
@@ -226,6 +240,25 @@ impl CrossDevice<'_> {
             return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound };
         }
         keep
+    }
+}
+
+impl CrossDevice<'_> {
+    /// A GEMM whose shape is known, on two GPUs the pricing layer prices:
+    /// its measured time × (target price ÷ source price) at that shape, so
+    /// what the source's software stack achieved on this op carries over and
+    /// the shape's own behaviour on each GPU comes from measurements.
+    fn gemm_by_shape(&self, k: &KernelWork, sg: &Gpu, tg: &Gpu, measured_us: f64) -> Option<KernelCost> {
+        let pricing = self.pricing?;
+        let op = k.op.as_ref()?;
+        let Some(OpShape::Gemm { batch, m, n, k: kk }) = op.shape else { return None };
+        let dtype = op.dtype.filter(|d| matches!(d, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32))?;
+        let shape = GemmShape { batch, m, n, k: kk, dtype };
+        let (ps, pt) = (pricing.gemm(sg, &shape)?, pricing.gemm(tg, &shape)?);
+        let us = measured_us * pt.time_us / ps.time_us;
+        let band = (ps.band.powi(2) + pt.band.powi(2)).sqrt();
+        let rule = if ps.rule == PriceRule::GemmTable && pt.rule == PriceRule::GemmTable { Rule::GemmTables } else { Rule::GemmSpecModel };
+        Some(KernelCost { us, low_us: us * (1.0 - band).max(0.0), high_us: us * (1.0 + band), rule })
     }
 }
 

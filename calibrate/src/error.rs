@@ -30,6 +30,16 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A measurements table (`--measurements FILE.csv`) has a bad row.
+    #[error("{path}: line {line}: {message}")]
+    Measurements {
+        /// The file (or `shipped TABLE.csv`).
+        path: String,
+        /// The line (1-based; the header is line 1).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// A GPU or node id is not in the catalog.
     #[error("unknown hardware {id:?}; `tracecast hw list` shows the known ids")]
     UnknownHardware {

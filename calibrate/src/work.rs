@@ -134,6 +134,41 @@ pub struct OpWork {
     pub bytes: Option<f64>,
     /// Dtype of the first typed input.
     pub dtype: Option<Dtype>,
+    /// The op's shape where the pricing layer's measured tables are indexed by it.
+    pub shape: Option<OpShape>,
+}
+
+/// The shape of a GEMM or attention op, as the measured tables index them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpShape {
+    /// `batch` GEMMs of [m, k] × [k, n].
+    Gemm {
+        /// Independent GEMMs (bmm's batch; 1 for mm).
+        batch: f64,
+        /// Rows of the output.
+        m: f64,
+        /// Columns of the output.
+        n: f64,
+        /// The reduction dimension.
+        k: f64,
+    },
+    /// Scaled-dot-product attention.
+    Attention {
+        /// Batch.
+        batch: f64,
+        /// Query heads.
+        heads: f64,
+        /// Query sequence length.
+        seq_q: f64,
+        /// Key sequence length.
+        seq_k: f64,
+        /// Head dimension.
+        head_dim: f64,
+        /// Causal mask.
+        causal: bool,
+        /// The backward pass.
+        backward: bool,
+    },
 }
 
 impl OpWork {
@@ -175,31 +210,36 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
     let f = |x: &i64| *x as f64;
     // FLOPs and bytes of b GEMMs [m,k]×[k,n]: both operands and the output once.
     let gemm = |m: f64, k: f64, n: f64, b: f64| (Some(2.0 * b * m * k * n), Some(b * (m * k + k * n + m * n) * elem));
+    let mut shape = None;
+    let mut gemm_shape = |m: f64, k: f64, n: f64, b: f64| {
+        shape = Some(OpShape::Gemm { batch: b, m, n, k });
+        gemm(m, k, n, b)
+    };
     let (class, flops, bytes) = match base {
         "mm" | "matmul" => match (dim(0), dim(1)) {
             ([m, k], [_, n]) => {
-                let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
+                let (fl, by) = gemm_shape(f(m), f(k), f(n), 1.0);
                 (KernelClass::Gemm, fl, by)
             }
             _ => (KernelClass::Gemm, None, None),
         },
         "addmm" => match (dim(1), dim(2)) {
             ([m, k], [_, n]) => {
-                let (fl, by) = gemm(f(m), f(k), f(n), 1.0);
+                let (fl, by) = gemm_shape(f(m), f(k), f(n), 1.0);
                 (KernelClass::Gemm, fl, by)
             }
             _ => (KernelClass::Gemm, None, None),
         },
         "bmm" => match (dim(0), dim(1)) {
             ([b, m, k], [_, _, n]) => {
-                let (fl, by) = gemm(f(m), f(k), f(n), f(b));
+                let (fl, by) = gemm_shape(f(m), f(k), f(n), f(b));
                 (KernelClass::Gemm, fl, by)
             }
             _ => (KernelClass::Gemm, None, None),
         },
         "baddbmm" => match (dim(1), dim(2)) {
             ([b, m, k], [_, _, n]) => {
-                let (fl, by) = gemm(f(m), f(k), f(n), f(b));
+                let (fl, by) = gemm_shape(f(m), f(k), f(n), f(b));
                 (KernelClass::Gemm, fl, by)
             }
             _ => (KernelClass::Gemm, None, None),
@@ -209,7 +249,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
             match (x.split_last(), w) {
                 (Some((k, rows)), [n, _]) => {
                     let m: f64 = rows.iter().map(f).product();
-                    let (fl, by) = gemm(m, f(k), f(n), 1.0);
+                    let (fl, by) = gemm_shape(m, f(k), f(n), 1.0);
                     (KernelClass::Gemm, fl, by)
                 }
                 _ => (KernelClass::Gemm, None, None),
@@ -252,6 +292,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
                     let (h, sq, sk) = if bshd { (f(x2), f(x1), f(y1)) } else { (f(x1), f(x2), f(y2)) };
                     let _ = y1;
                     let fwd = 4.0 * f(b) * h * sq * sk * f(d) * if causal { 0.5 } else { 1.0 };
+                    shape = Some(OpShape::Attention { batch: f(b), heads: h, seq_q: sq, seq_k: sk, head_dim: f(d), causal, backward });
                     // q, k, v and the output, read or written once (the S×S scores stay on chip).
                     let bytes = (2.0 * prod(q).unwrap_or(0.0) + 2.0 * prod(k).unwrap_or(0.0)) * elem * if backward { 2.0 } else { 1.0 };
                     Some((fwd * if backward { 2.5 } else { 1.0 }, bytes))
@@ -315,7 +356,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
         _ => return None,
     };
     let ok = |w: Option<f64>| w.filter(|w| *w > 0.0 && w.is_finite());
-    Some(OpWork { class, flops: ok(flops), bytes: ok(bytes), dtype })
+    Some(OpWork { class, flops: ok(flops), bytes: ok(bytes), dtype, shape })
 }
 
 /// What one compute kernel belongs to.

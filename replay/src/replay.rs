@@ -103,6 +103,9 @@ pub struct ReplayOptions {
     pub source: Option<DeviceModel>,
     /// The hardware catalog (with the user's `--hw` files). Default: none (built-in).
     pub catalog: Option<tracecast_calibrate::Catalog>,
+    /// The pricing layer (measured base) that prices GEMMs by shape for `target`.
+    /// Default: the shipped base over the catalog.
+    pub pricing: Option<std::sync::Arc<tracecast_calibrate::pricing::Pricing>>,
 }
 
 impl Default for ReplayOptions {
@@ -118,6 +121,7 @@ impl Default for ReplayOptions {
             link: None,
             source: None,
             catalog: None,
+            pricing: None,
         }
     }
 }
@@ -298,7 +302,18 @@ fn project_kernels(
             target.gpu.as_ref().map_or("the target", |g| g.id.as_str())
         ));
     }
-    let model = CrossDevice { source: &source, target };
+    let shipped;
+    let pricing = match &opts.pricing {
+        Some(p) => p.as_ref(),
+        None => {
+            shipped = tracecast_calibrate::pricing::Pricing::new(
+                catalog.clone(),
+                std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
+            );
+            &shipped
+        }
+    };
+    let model = CrossDevice { source: &source, target, pricing: Some(pricing) };
     if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
         notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
     }

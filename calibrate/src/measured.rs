@@ -1,0 +1,397 @@
+//! The measured performance base: public measurements of GEMMs, attention
+//! kernels, HBM bandwidth and collectives per GPU, each row with its source.
+//!
+//! The base ships embedded in the binary (`calibrate/measurements/*.csv`,
+//! copied from `../shared/evidence` by `calibrate/measurements/regenerate.sh`;
+//! the evidence README names every source, its license and how each number
+//! was read). Users add their own measurements in the same formats with
+//! `--measurements FILE.csv` (the table is recognised by its header): their
+//! rows come first wherever they cover what is priced.
+//!
+//! GEMM columns: `source_id, gpu, dtype, batch, m, n, k, tflops, time_us, notes`
+//! (one of `tflops`, `time_us` may be empty; FLOPs = 2·batch·m·n·k).
+//! Attention: `source_id, gpu, kernel, direction, causal, head_dim, seqlen,
+//! batch, heads, tflops, time_us, dtype, notes`. Collectives: `source_id, gpu,
+//! collective, library, gpus, nodes, gpus_per_node, network, algo, size_bytes,
+//! time_us, algbw_gbps, busbw_gbps, in_place, notes` (nccl-tests' columns;
+//! `size_bytes` is the nccl-tests size). Memory: `source_id, gpu, metric,
+//! bandwidth_gbps, value_as_published, unit_as_published, tool, notes`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tracecast_ingest::collective::Collective;
+
+use crate::catalog::Dtype;
+use crate::error::{Error, Result};
+
+/// Where a row comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provenance {
+    /// The source's id (`xla-matmul-perf-table`, `echo-a100`, or the user's).
+    pub source_id: Arc<str>,
+    /// The file it was read from (`shipped` for the embedded base).
+    pub file: Arc<str>,
+    /// Its line in that file (1-based; the header is line 1).
+    pub line: usize,
+}
+
+/// One measured GEMM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemmRow {
+    /// GPU id as the source names it (a catalog id or a `measured_as` id).
+    pub gpu: Arc<str>,
+    /// The input type's class for pricing (16-bit, FP8, TF32, FP32).
+    pub dtype: Dtype,
+    /// Independent GEMMs.
+    pub batch: f64,
+    /// Output rows.
+    pub m: f64,
+    /// Output columns.
+    pub n: f64,
+    /// Reduction dimension.
+    pub k: f64,
+    /// Measured time, µs.
+    pub time_us: f64,
+    /// Where it comes from.
+    pub from: Provenance,
+}
+
+/// Attention direction as measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Forward only.
+    Forward,
+    /// Forward plus backward (the backward alone is 2.5× the forward's FLOPs).
+    ForwardBackward,
+    /// Not stated by the source.
+    Unstated,
+}
+
+/// One measured attention kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionRow {
+    /// GPU id as the source names it.
+    pub gpu: Arc<str>,
+    /// Kernel family (`fa2`, `fa3`, `pytorch-standard`, `aotriton`, …).
+    pub kernel: Arc<str>,
+    /// What was timed.
+    pub direction: Direction,
+    /// Causal mask.
+    pub causal: bool,
+    /// Head dimension.
+    pub head_dim: f64,
+    /// Sequence length (queries = keys).
+    pub seq: f64,
+    /// Batch.
+    pub batch: f64,
+    /// Heads.
+    pub heads: f64,
+    /// Achieved TFLOP/s as the source counts FLOPs (forward 4·b·h·s²·d, halved when causal; fwd+bwd 3.5×).
+    pub tflops: f64,
+    /// Where it comes from.
+    pub from: Provenance,
+}
+
+/// One point of a collective's measured curve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveRow {
+    /// GPU id as the source names it.
+    pub gpu: Arc<str>,
+    /// The collective.
+    pub collective: Collective,
+    /// GPUs taking part.
+    pub gpus: u32,
+    /// Nodes they span.
+    pub nodes: u32,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// Algorithm when the source states it (`nvls`, `ring`, …); empty otherwise.
+    pub algo: Arc<str>,
+    /// nccl-tests size, bytes.
+    pub size_bytes: f64,
+    /// Time, µs (from `time_us`, else from `size_bytes / algbw`).
+    pub time_us: f64,
+    /// nccl-tests' in-place column (`Some(true)`), out-of-place (`Some(false)`), or a single figure.
+    pub in_place: Option<bool>,
+    /// Where it comes from.
+    pub from: Provenance,
+}
+
+/// One measured memory bandwidth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryRow {
+    /// GPU id as the source names it.
+    pub gpu: Arc<str>,
+    /// `stream_triad`, `stream_copy`, `h2d`, …
+    pub metric: Arc<str>,
+    /// GB/s.
+    pub bandwidth_gbps: f64,
+    /// Where it comes from.
+    pub from: Provenance,
+}
+
+/// The measured performance base: shipped rows and the user's.
+#[derive(Debug, Clone, Default)]
+pub struct Measurements {
+    /// GEMMs.
+    pub gemm: Vec<GemmRow>,
+    /// Attention kernels.
+    pub attention: Vec<AttentionRow>,
+    /// Collective curves.
+    pub collectives: Vec<CollectiveRow>,
+    /// HBM and host-link bandwidths.
+    pub memory: Vec<MemoryRow>,
+    /// Files added by the user, in order (their rows take precedence).
+    pub user_files: Vec<Arc<str>>,
+}
+
+const SHIPPED: [(&str, &str); 4] = [
+    ("gemm", include_str!("../measurements/gemm.csv")),
+    ("attention", include_str!("../measurements/attention.csv")),
+    ("collectives", include_str!("../measurements/collectives.csv")),
+    ("memory", include_str!("../measurements/memory.csv")),
+];
+
+impl Measurements {
+    /// The shipped base (embedded public measurements).
+    pub fn builtin() -> Measurements {
+        let mut m = Measurements::default();
+        for (table, text) in SHIPPED {
+            // The shipped files are checked by a test; a row that does not parse is skipped there too.
+            let _ = m.add_text(text.as_bytes(), &format!("shipped {table}.csv"));
+        }
+        m
+    }
+
+    /// The shipped base plus the user's files (their rows take precedence).
+    pub fn with_files(files: &[std::path::PathBuf]) -> Result<Measurements> {
+        let mut m = Measurements::builtin();
+        for f in files {
+            m.add_file(f)?;
+        }
+        Ok(m)
+    }
+
+    /// Adds a CSV file in one of the four formats (told apart by its header).
+    pub fn add_file(&mut self, path: &Path) -> Result<()> {
+        let text = std::fs::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+        let name = path.display().to_string();
+        self.add_text(&text, &name)?;
+        self.user_files.push(name.into());
+        Ok(())
+    }
+
+    /// Whether a row comes from one of the user's files (which take precedence).
+    pub fn is_user(&self, from: &Provenance) -> bool {
+        self.user_files.iter().any(|f| *f == from.file)
+    }
+
+    /// Parses one CSV table; `name` names it in errors and provenance.
+    pub fn add_text(&mut self, text: &[u8], name: &str) -> Result<usize> {
+        let bad = |line: usize, message: String| Error::Measurements { path: name.into(), line, message };
+        let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);
+        let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();
+        let col = |n: &str| headers.iter().position(|h| h.trim() == n);
+        let has = |names: &[&str]| names.iter().all(|n| col(n).is_some());
+        let kind = if has(&["gpu", "dtype", "m", "n", "k"]) {
+            "gemm"
+        } else if has(&["gpu", "kernel", "head_dim", "seqlen"]) {
+            "attention"
+        } else if has(&["gpu", "collective", "gpus", "size_bytes"]) {
+            "collectives"
+        } else if has(&["gpu", "metric", "bandwidth_gbps"]) {
+            "memory"
+        } else {
+            return Err(bad(1, "not a measurements table: the header has neither the GEMM, attention, collectives nor memory columns (see README, Measurements)".into()));
+        };
+        let file: Arc<str> = name.into();
+        let mut added = 0;
+        for (i, record) in reader.records().enumerate() {
+            let line = i + 2;
+            let record = record.map_err(|e| bad(line, e.to_string()))?;
+            let get = |n: &str| col(n).and_then(|c| record.get(c)).map(str::trim).unwrap_or("");
+            let num = |n: &str| -> Result<Option<f64>> {
+                let v = get(n);
+                if v.is_empty() {
+                    return Ok(None);
+                }
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .map(Some)
+                    .ok_or_else(|| bad(line, format!("{n} = {v:?} is not a number ≥ 0")))
+            };
+            let need = |n: &str| num(n)?.ok_or_else(|| bad(line, format!("{n} is empty")));
+            let source_id: Arc<str> = if get("source_id").is_empty() { "user".into() } else { get("source_id").into() };
+            let from = Provenance { source_id: source_id.clone(), file: file.clone(), line };
+            let gpu: Arc<str> = get("gpu").to_ascii_lowercase().into();
+            if gpu.is_empty() {
+                return Err(bad(line, "gpu is empty".into()));
+            }
+            match kind {
+                "gemm" => {
+                    let (batch, m, n, k) = (num("batch")?.unwrap_or(1.0), need("m")?, need("n")?, need("k")?);
+                    let flops = 2.0 * batch * m * n * k;
+                    let time_us = match (num("time_us")?, num("tflops")?) {
+                        (Some(t), _) if t > 0.0 => t,
+                        (_, Some(tf)) if tf > 0.0 => flops / (tf * 1e12) * 1e6,
+                        // A measurement the source left empty (an OOM bar): nothing to price with.
+                        _ => continue,
+                    };
+                    let Some(dtype) = gemm_dtype(get("dtype"), &source_id) else {
+                        return Err(bad(line, format!("dtype {:?} is not one of bf16, fp16, fp8…, fp32, tf32", get("dtype"))));
+                    };
+                    if flops <= 0.0 {
+                        return Err(bad(line, "a GEMM of no work".into()));
+                    }
+                    self.gemm.push(GemmRow { gpu, dtype, batch, m, n, k, time_us, from });
+                }
+                "attention" => {
+                    let Some(tflops) = num("tflops")?.filter(|t| *t > 0.0) else { continue };
+                    let direction = match get("direction") {
+                        "fwd" => Direction::Forward,
+                        "fwd+bwd" => Direction::ForwardBackward,
+                        _ => Direction::Unstated,
+                    };
+                    self.attention.push(AttentionRow {
+                        gpu,
+                        kernel: get("kernel").into(),
+                        direction,
+                        causal: matches!(get("causal"), "1" | "true" | "True"),
+                        head_dim: need("head_dim")?,
+                        seq: need("seqlen")?,
+                        batch: num("batch")?.unwrap_or(1.0),
+                        heads: num("heads")?.unwrap_or(1.0),
+                        tflops,
+                        from,
+                    });
+                }
+                "collectives" => {
+                    let Some(collective) = Collective::from_name(get("collective")) else {
+                        return Err(bad(
+                            line,
+                            format!("collective {:?} is not all_reduce, all_gather, reduce_scatter, all_to_all, …", get("collective")),
+                        ));
+                    };
+                    let gpus = need("gpus")? as u32;
+                    let size_bytes = need("size_bytes")?;
+                    let nodes = num("nodes")?.map_or(1, |n| n as u32).max(1);
+                    let gpus_per_node = num("gpus_per_node")?.map_or(gpus.div_ceil(nodes), |g| g as u32).max(1);
+                    let time_us = match (num("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
+                        (Some(t), _, _) if t > 0.0 => t,
+                        (_, Some(a), _) if a > 0.0 => size_bytes / (a * 1e3),
+                        (_, _, Some(b)) if b > 0.0 => match collective.bus_factor_in(Some(i64::from(gpus))) {
+                            Some(f) if f > 0.0 => f * size_bytes / (b * 1e3),
+                            _ => continue,
+                        },
+                        _ => continue,
+                    };
+                    // One GPU communicates with nobody: no curve.
+                    if gpus < 2 || size_bytes <= 0.0 {
+                        continue;
+                    }
+                    let in_place = match get("in_place") {
+                        "1" => Some(true),
+                        "0" => Some(false),
+                        _ => None,
+                    };
+                    self.collectives.push(CollectiveRow {
+                        gpu,
+                        collective,
+                        gpus,
+                        nodes,
+                        gpus_per_node,
+                        algo: get("algo").to_ascii_lowercase().into(),
+                        size_bytes,
+                        time_us,
+                        in_place,
+                        from,
+                    });
+                }
+                _ => {
+                    let Some(bandwidth_gbps) = num("bandwidth_gbps")?.filter(|b| *b > 0.0) else { continue };
+                    self.memory.push(MemoryRow { gpu, metric: get("metric").into(), bandwidth_gbps, from });
+                }
+            }
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// Rows per source for the measurement ids `ids`: (table, source id, rows), sorted.
+    pub fn sources_for(&self, ids: &[&str]) -> Vec<(&'static str, Arc<str>, usize)> {
+        let mut out: Vec<(&'static str, Arc<str>, usize)> = Vec::new();
+        let mut count = |table: &'static str, gpu: &str, source: &Arc<str>| {
+            if !ids.contains(&gpu) {
+                return;
+            }
+            match out.iter_mut().find(|(t, s, _)| *t == table && s == source) {
+                Some(x) => x.2 += 1,
+                None => out.push((table, source.clone(), 1)),
+            }
+        };
+        self.gemm.iter().for_each(|r| count("gemm", &r.gpu, &r.from.source_id));
+        self.attention.iter().for_each(|r| count("attention", &r.gpu, &r.from.source_id));
+        self.collectives.iter().for_each(|r| count("collectives", &r.gpu, &r.from.source_id));
+        self.memory.iter().for_each(|r| count("memory", &r.gpu, &r.from.source_id));
+        out.sort();
+        out
+    }
+}
+
+/// The pricing class of a GEMM dtype string (`bf16->bf16`, `fp8-e4m3fn x fp8-e5m2->bf16`, `fp16`, `fp32->fp32`).
+/// XLA's `f32` GEMMs run on TF32 tensor cores (their values exceed the FP32 vector peaks), so that source's fp32 is TF32.
+fn gemm_dtype(s: &str, source_id: &str) -> Option<Dtype> {
+    let input = s.split("->").next().unwrap_or("").trim().to_ascii_lowercase();
+    Some(if input.starts_with("bf16") {
+        Dtype::Bf16
+    } else if input.starts_with("fp16") || input.starts_with("f16") {
+        Dtype::Fp16
+    } else if input.starts_with("fp8") || input.starts_with("f8") {
+        Dtype::Fp8
+    } else if input.starts_with("tf32") {
+        Dtype::Tf32
+    } else if input.starts_with("fp32") || input.starts_with("f32") {
+        if source_id == "xla-matmul-perf-table" { Dtype::Tf32 } else { Dtype::Fp32 }
+    } else if input.starts_with("int8") {
+        Dtype::Int8
+    } else {
+        return None;
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_row_parses_with_its_source() {
+        let m = Measurements::builtin();
+        // Row counts as the evidence README states them (gemm 5,575; attention 357 of which
+        // the OOM bars have no value; collectives 895 of which the single-GPU log is no curve).
+        assert_eq!(m.gemm.len(), 5575);
+        assert!(m.attention.len() > 300 && m.attention.len() <= 357, "{}", m.attention.len());
+        assert!(m.collectives.len() > 800 && m.collectives.len() < 895, "{}", m.collectives.len());
+        assert_eq!(m.memory.len(), 31);
+        // XLA's B200 bf16 256³ entry: 6.765006451612 TFLOP/s, an implied 4 960 ns.
+        let r =
+            m.gemm.iter().find(|r| &*r.gpu == "b200" && r.dtype == Dtype::Bf16 && r.m == 256.0 && r.k == 256.0 && r.n == 256.0).unwrap();
+        assert!((r.time_us - 4.960).abs() < 1e-3, "{}", r.time_us);
+        assert_eq!(&*r.from.source_id, "xla-matmul-perf-table");
+        assert_eq!(r.from.line, 2);
+    }
+
+    #[test]
+    fn a_user_table_is_told_apart_by_its_header_and_bad_rows_are_named() {
+        let mut m = Measurements::default();
+        let csv = "gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nmy-gpu,all_reduce,16,2,8,1048576,120.5\n";
+        assert_eq!(m.add_text(csv.as_bytes(), "mine.csv").unwrap(), 1);
+        assert_eq!(m.collectives[0].gpus_per_node, 8);
+        let bad = "gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,1024,x,1024,10\n";
+        let e = m.add_text(bad.as_bytes(), "sweep.csv").unwrap_err().to_string();
+        assert!(e.contains("sweep.csv") && e.contains("line 2") && e.contains("n ="), "{e}");
+        let e = m.add_text(b"a,b\n1,2\n", "other.csv").unwrap_err().to_string();
+        assert!(e.contains("not a measurements table"), "{e}");
+    }
+}

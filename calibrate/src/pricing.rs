@@ -1,0 +1,956 @@
+//! The pricing layer: what one GEMM, attention kernel or collective costs on
+//! a GPU, from the measured performance base ([`crate::measured`]) and the
+//! catalog, with the rule that priced it, whether it extrapolates, and a band
+//! from the rule's measured error.
+//!
+//! A GEMM is priced by the most specific knowledge:
+//! 1. **the GPU's measured table**, interpolated in shape: multilinear in
+//!    log₂(batch, m, n, k) of log time over a complete grid (XLA's tables),
+//!    else inverse-distance weighting of the achieved rate over the nearest
+//!    measured shapes. Outside the measured range a dimension above it scales
+//!    the time with the work (the rate saturates), one below it keeps the
+//!    time of the smallest measured size (tiles are not filled): both say
+//!    `extrapolated`.
+//! 2. **a model from the GPU's specs whose shape behaviour is learned across
+//!    the measured GPUs**: each measured GPU g gives, at this shape, the
+//!    fraction r_g of its own roofline max(F/P_g, bytes/BW_g) that it
+//!    achieved; the GPU's time is its roofline ÷ the weighted geometric mean
+//!    of those fractions, weighted by how close g's specs are (peak, HBM
+//!    bandwidth, SM/CU count, vendor: weight exp(−2·Σ|ln ratio|), vendor
+//!    mismatch counting as a factor 2).
+//!
+//! A collective is priced from measured curves (nccl-tests sweeps): the
+//! user's first, then the shipped ones of the GPU, interpolated in log size
+//! at a measured GPU count, in log₂ of the count between two measured counts
+//! of one system, and beyond the largest by the **scale-out rule**: the
+//! small-message latency grows linearly in log₂(nodes) (fitted over the
+//! system's measured node counts) and the rest of the time is that of the
+//! largest measured count, scaled by the bus factor — the bandwidth of the
+//! slowest tier carries over. Collectives without a curve of their own use
+//! the all-reduce curve at equal bus bytes, and say so.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use tracecast_ingest::collective::Collective;
+
+use crate::catalog::{Catalog, Dtype, Gpu};
+use crate::measured::{CollectiveRow, Direction, Measurements};
+
+/// Which rule priced an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceRule {
+    /// The GPU's own measured GEMM table, interpolated in shape.
+    GemmTable,
+    /// The spec model with shape behaviour learned across measured GPUs.
+    GemmSpecModel,
+    /// The GPU's measured attention kernels, interpolated in sequence length.
+    AttentionTable,
+    /// A measured collective curve at this GPU count, interpolated in size.
+    CollectiveCurve,
+    /// Between two measured GPU counts of one system.
+    CollectiveCounts,
+    /// Beyond the measured GPU counts: the scale-out rule.
+    CollectiveScaleOut,
+}
+
+impl PriceRule {
+    /// In words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PriceRule::GemmTable => "the GPU's measured GEMM table, interpolated in log shape",
+            PriceRule::GemmSpecModel => "the GPU's specs, shape behaviour learned across measured GPUs",
+            PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
+            PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
+            PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
+            PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
+        }
+    }
+
+    /// The rule's measured relative error (median |error| of its validation,
+    /// BENCHMARKS.md "Pricing layer"): the band a projection states.
+    pub fn band(self) -> f64 {
+        match self {
+            PriceRule::GemmTable => GEMM_TABLE_BAND,
+            PriceRule::GemmSpecModel => GEMM_SPEC_BAND,
+            PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
+            PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
+            PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut => COLLECTIVE_SCALE_OUT_BAND,
+        }
+    }
+}
+
+/// Median |error| of the table rule predicting each inner grid shape of the
+/// XLA tables from the table without it (`pricing_accuracy` test).
+pub const GEMM_TABLE_BAND: f64 = 0.10;
+/// Median |error| of leave-one-GPU-out on the GEMM tables (`pricing_accuracy` test).
+pub const GEMM_SPEC_BAND: f64 = 0.20;
+/// Spread of the FA2 chart values read by eye and of kernels across sequence lengths.
+pub const ATTENTION_TABLE_BAND: f64 = 0.10;
+/// nccl-tests' run-to-run spread at one size (in-place vs out-of-place columns).
+pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
+/// Median |error| of predicting each sweep's largest GPU count from its smaller ones.
+pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.25;
+
+/// A price.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Price {
+    /// Time, µs.
+    pub time_us: f64,
+    /// The rule.
+    pub rule: PriceRule,
+    /// Whether the operation lies outside what was measured (shape, size, GPU count).
+    pub extrapolated: bool,
+    /// What priced it, in words (table, sources, GPUs learned from, substitutions).
+    pub basis: String,
+    /// Relative band of the rule (its measured error).
+    pub band: f64,
+}
+
+/// A GEMM's shape and input type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemmShape {
+    /// Independent GEMMs.
+    pub batch: f64,
+    /// Output rows.
+    pub m: f64,
+    /// Output columns.
+    pub n: f64,
+    /// Reduction dimension.
+    pub k: f64,
+    /// Input type.
+    pub dtype: Dtype,
+}
+
+impl GemmShape {
+    /// 2·batch·m·n·k.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch * self.m * self.n * self.k
+    }
+
+    /// Operands and output once, bytes.
+    pub fn bytes(&self) -> f64 {
+        self.batch * (self.m * self.k + self.k * self.n + self.m * self.n) * dtype_bytes(self.dtype)
+    }
+}
+
+fn dtype_bytes(d: Dtype) -> f64 {
+    match d {
+        Dtype::Fp64 => 8.0,
+        Dtype::Fp32 | Dtype::Tf32 => 4.0,
+        Dtype::Bf16 | Dtype::Fp16 => 2.0,
+        Dtype::Fp8 | Dtype::Int8 => 1.0,
+    }
+}
+
+/// The dtype class the tables are kept by: 16-bit types share one.
+fn table_dtype(d: Dtype) -> Dtype {
+    if d == Dtype::Fp16 { Dtype::Bf16 } else { d }
+}
+
+/// An attention kernel's shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttentionShape {
+    /// Batch.
+    pub batch: f64,
+    /// Query heads.
+    pub heads: f64,
+    /// Sequence length.
+    pub seq: f64,
+    /// Head dimension.
+    pub head_dim: f64,
+    /// Causal mask.
+    pub causal: bool,
+    /// Forward plus backward (else forward only).
+    pub backward: bool,
+}
+
+impl AttentionShape {
+    /// FLOPs as the attention benchmarks count them: forward 4·b·h·s²·d
+    /// (half when causal); forward plus backward 3.5× that.
+    pub fn flops(&self) -> f64 {
+        let fwd = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim * if self.causal { 0.5 } else { 1.0 };
+        if self.backward { 3.5 * fwd } else { fwd }
+    }
+}
+
+/// One measured GEMM table: a (measurement id, dtype class, user or shipped) group.
+#[derive(Debug, Clone)]
+struct GemmTable {
+    gpu: Arc<str>,
+    user: bool,
+    sources: Vec<Arc<str>>,
+    /// (log₂ batch, m, n, k), ln time µs.
+    points: Vec<([f64; 4], f64)>,
+    grid: Option<Grid>,
+}
+
+/// A complete grid: sorted axis values (log₂) and ln time per node, row-major.
+#[derive(Debug, Clone)]
+struct Grid {
+    axes: [Vec<f64>; 4],
+    values: Vec<f64>,
+}
+
+impl Grid {
+    fn of(points: &[([f64; 4], f64)]) -> Option<Grid> {
+        let mut axes: [Vec<f64>; 4] = Default::default();
+        for (d, axis) in axes.iter_mut().enumerate() {
+            let mut v: Vec<f64> = points.iter().map(|p| p.0[d]).collect();
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+            *axis = v;
+        }
+        let size: usize = axes.iter().map(Vec::len).product();
+        if size != points.len() || axes.iter().any(|a| a.len() < 2) {
+            return None;
+        }
+        let mut values = vec![f64::NAN; size];
+        for (x, v) in points {
+            let idx = Self::index(&axes, |d| axes[d].iter().position(|a| (a - x[d]).abs() < 1e-9))?;
+            *values.get_mut(idx)? = *v;
+        }
+        values.iter().all(|v| v.is_finite()).then_some(Grid { axes, values })
+    }
+
+    fn index(axes: &[Vec<f64>; 4], mut at: impl FnMut(usize) -> Option<usize>) -> Option<usize> {
+        let mut idx = 0;
+        for (d, axis) in axes.iter().enumerate() {
+            idx = idx * axis.len() + at(d)?;
+        }
+        Some(idx)
+    }
+
+    /// ln time at `x` (log₂ coordinates), and whether it extrapolated.
+    fn at(&self, x: [f64; 4]) -> Option<(f64, bool)> {
+        let mut extrapolated = false;
+        let mut beyond = 0.0;
+        let mut cell = [(0usize, 0.0f64); 4];
+        for d in 0..4 {
+            let axis = &self.axes[d];
+            let (lo, hi) = (*axis.first()?, *axis.last()?);
+            let mut v = x[d];
+            if v < lo - 1e-9 {
+                extrapolated = true;
+                v = lo;
+            } else if v > hi + 1e-9 {
+                extrapolated = true;
+                // Above the grid the time grows with the work (log₂ → ln).
+                beyond += (v - hi) * std::f64::consts::LN_2;
+                v = hi;
+            }
+            let i = axis.iter().rposition(|a| *a <= v + 1e-12).unwrap_or(0).min(axis.len() - 2);
+            let (a, b) = (axis[i], axis[i + 1]);
+            cell[d] = (i, ((v - a) / (b - a)).clamp(0.0, 1.0));
+        }
+        let mut sum = 0.0;
+        for corner in 0..16usize {
+            let mut w = 1.0;
+            let idx = Self::index(&self.axes, |d| {
+                let up = (corner >> d) & 1 == 1;
+                w *= if up { cell[d].1 } else { 1.0 - cell[d].1 };
+                Some(cell[d].0 + usize::from(up))
+            })?;
+            if w > 0.0 {
+                sum += w * self.values.get(idx)?;
+            }
+        }
+        Some((sum + beyond, extrapolated))
+    }
+}
+
+impl GemmTable {
+    /// ln time at `shape`, whether extrapolated.
+    fn at(&self, shape: &GemmShape) -> Option<(f64, bool)> {
+        let x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
+        if let Some(g) = &self.grid {
+            return g.at(x);
+        }
+        // Scattered: inverse-distance weighting of the achieved rate (ln FLOP/µs) over the four nearest shapes.
+        let ln_flops = shape.flops().ln();
+        let mut near: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|(p, ln_t)| {
+                let d2: f64 = (0..4).map(|d| (p[d] - x[d]).powi(2)).sum();
+                let f = 2.0 * p.iter().map(|v| v.exp2()).product::<f64>();
+                (d2, f.ln() - ln_t)
+            })
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        near.truncate(4);
+        let nearest = near.first()?.0;
+        if nearest < 1e-12 {
+            return Some((ln_flops - near[0].1, false));
+        }
+        let (num, den) = near.iter().fold((0.0, 0.0), |(n, d), (d2, rate)| (n + rate / d2, d + 1.0 / d2));
+        // Farther than a factor 2 in some dimension from every measured shape.
+        Some((ln_flops - num / den, nearest > 1.0 + 1e-9))
+    }
+}
+
+/// The pricing layer over a catalog and a measured base.
+#[derive(Debug, Clone)]
+pub struct Pricing {
+    /// The catalog (specs of every GPU).
+    pub catalog: Catalog,
+    /// The measured base.
+    pub measurements: Arc<Measurements>,
+    gemm: HashMap<(Arc<str>, Dtype), Vec<GemmTable>>,
+}
+
+impl Pricing {
+    /// The pricing layer of `catalog` and `measurements`.
+    pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
+        // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
+        let mut groups: HashMap<(Arc<str>, Dtype, bool, Arc<str>), GemmTable> = HashMap::new();
+        let mut seen: HashMap<(Arc<str>, Dtype, bool, Arc<str>, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
+        for r in &measurements.gemm {
+            let user = measurements.is_user(&r.from);
+            let key = (r.gpu.clone(), table_dtype(r.dtype), user, r.from.source_id.clone());
+            let x = [r.batch.max(1.0).log2(), r.m.log2(), r.n.log2(), r.k.log2()];
+            let t = groups.entry(key.clone()).or_insert_with(|| GemmTable {
+                gpu: r.gpu.clone(),
+                user,
+                sources: Vec::new(),
+                points: Vec::new(),
+                grid: None,
+            });
+            if !t.sources.contains(&r.from.source_id) {
+                t.sources.push(r.from.source_id.clone());
+            }
+            // Several rows of one shape (two output types, a repeated entry): their median.
+            let bits = x.map(f64::to_bits);
+            let e = seen.entry((key.0, key.1, key.2, key.3, bits)).or_insert_with(|| {
+                t.points.push((x, 0.0));
+                (t.points.len() - 1, Vec::new())
+            });
+            e.1.push(r.time_us);
+            let mut v = e.1.clone();
+            v.sort_by(f64::total_cmp);
+            let median = if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 };
+            if let Some(p) = t.points.get_mut(e.0) {
+                p.1 = median.ln();
+            }
+        }
+        let mut gemm: HashMap<(Arc<str>, Dtype), Vec<GemmTable>> = HashMap::new();
+        for ((gpu, dtype, _, _), mut t) in groups {
+            t.grid = Grid::of(&t.points);
+            gemm.entry((gpu, dtype)).or_default().push(t);
+        }
+        Pricing { catalog, measurements, gemm }
+    }
+
+    /// The shipped catalog and measured base.
+    pub fn builtin() -> Pricing {
+        Pricing::new(Catalog::builtin(), Arc::new(Measurements::builtin()))
+    }
+
+    /// The table that prices `gpu`'s GEMMs of `dtype`: the user's, else the
+    /// one with the most measured shapes (its own id before `measured_as` ones).
+    fn gemm_table(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let mut best: Option<(&GemmTable, (bool, usize, usize))> = None;
+        for (rank, id) in ids.iter().enumerate() {
+            for t in self.gemm.get(&(Arc::from(*id), table_dtype(dtype))).into_iter().flatten() {
+                let score = (t.user, t.points.len(), usize::MAX - rank);
+                if best.as_ref().is_none_or(|b| score > b.1) {
+                    best = Some((t, score));
+                }
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    /// The catalog GPU whose specs stand for measurement id `id`.
+    fn gpu_of_measurement_id(&self, id: &str) -> Option<&Gpu> {
+        self.catalog.gpus.iter().find(|g| g.id == id).or_else(|| self.catalog.gpus.iter().find(|g| g.measurement_ids().any(|m| m == id)))
+    }
+
+    /// `shape`'s roofline on `gpu`, µs: max(FLOPs / peak, bytes / HBM bandwidth).
+    fn roofline_us(gpu: &Gpu, shape: &GemmShape) -> Option<f64> {
+        let peak = peak(gpu, shape.dtype)?;
+        Some((shape.flops() / peak).max(shape.bytes() / gpu.hbm_bytes_per_s()) * 1e6)
+    }
+
+    /// What `shape` costs on `gpu`. `learn_without` names measurement ids
+    /// the spec model must not learn from (leave-one-GPU-out validation).
+    pub fn gemm_excluding(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
+        if let Some(t) = self.gemm_table(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu))
+            && let Some((ln_t, extrapolated)) = t.at(shape)
+        {
+            let basis = format!(
+                "{} table of {} ({} shapes; {}{})",
+                dtype_name(shape.dtype),
+                t.gpu,
+                t.points.len(),
+                t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
+                if t.user { ", the user's" } else { "" }
+            );
+            return Some(Price { time_us: ln_t.exp(), rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND });
+        }
+        self.gemm_spec_model(gpu, shape, exclude)
+    }
+
+    /// What `shape` costs on `gpu`.
+    pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
+        self.gemm_excluding(gpu, shape, &[])
+    }
+
+    fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
+        let own = Self::roofline_us(gpu, shape)?;
+        let mine = specs(gpu, shape.dtype)?;
+        // What the GPU reached at its best measured shape (a max-achievable-matmul
+        // search, a user's sweep), as a fraction of its peak: the throughput
+        // its software stack attains, which the datasheet does not say.
+        let ids: Vec<&str> = gpu.measurement_ids().filter(|id| !exclude.contains(id)).collect();
+        let best = self.best_fraction(&ids, gpu, shape.dtype);
+        let (mut sum_w, mut sum_wln, mut extrapolated) = (0.0, 0.0, false);
+        let mut learned: Vec<(String, f64, f64)> = Vec::new();
+        let mut ids: Vec<&Arc<str>> = self.gemm.keys().filter(|(_, d)| *d == table_dtype(shape.dtype)).map(|(g, _)| g).collect();
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            if exclude.contains(&&**id) || gpu.measurement_ids().any(|m| m == &**id) {
+                continue;
+            }
+            let Some(other) = self.gpu_of_measurement_id(id) else { continue };
+            let Some(t) = self.gemm.get(&(id.clone(), table_dtype(shape.dtype))).and_then(|v| v.iter().find(|t| t.grid.is_some())) else {
+                continue;
+            };
+            let (Some((ln_t, ex)), Some(roof), Some(theirs)) = (t.at(shape), Self::roofline_us(other, shape), specs(other, shape.dtype))
+            else {
+                continue;
+            };
+            // How the measured time responds to work at this shape: the mean
+            // elasticity d ln t / d ln work over m, n and k (0 where launch
+            // latency and unfilled tiles bound it, 1 where throughput does).
+            let halved = |d: usize| {
+                let mut s = *shape;
+                match d {
+                    0 => s.m /= 2.0,
+                    1 => s.n /= 2.0,
+                    _ => s.k /= 2.0,
+                }
+                t.at(&s).map(|x| x.0)
+            };
+            let mut elasticity = 0.0;
+            for d in 0..3 {
+                elasticity += (ln_t - halved(d)?) / std::f64::consts::LN_2 / 3.0;
+            }
+            let elasticity = elasticity.clamp(0.0, 1.0);
+            let mut distance: f64 = mine.0.iter().zip(theirs.0).map(|(a, b)| (a / b).ln().abs()).sum();
+            if mine.1 != theirs.1 {
+                distance += std::f64::consts::LN_2;
+            }
+            let w = (-2.0 * distance).exp();
+            // Their time, with the throughput-bound part scaled by the two
+            // rooflines and by the two GPUs' best measured fractions of peak.
+            let attained = match (&best, self.best_fraction(&[&**id], other, shape.dtype)) {
+                (Some((b, _)), Some((theirs, _))) => (theirs / *b).ln(),
+                _ => 0.0,
+            };
+            sum_wln += w * (ln_t + elasticity * (own.ln() - roof.ln() + attained));
+            sum_w += w;
+            extrapolated |= ex;
+            learned.push((id.to_string(), w, elasticity));
+        }
+        if sum_w <= 0.0 {
+            return None;
+        }
+        let time_us = (sum_wln / sum_w).exp();
+        let total: f64 = learned.iter().map(|l| l.1).sum();
+        let basis = format!(
+            "measured GPUs' times at this shape, their throughput-bound share scaled to {}'s roofline{} (weight, elasticity: {})",
+            gpu.id,
+            best.map_or(" (no measured GEMM of it: its peak taken as attainable as theirs)".to_string(), |(b, from)| format!(
+                " and its best measured {:.0} % of peak ({from})",
+                100.0 * b
+            )),
+            learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
+        );
+        Some(Price { time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
+    }
+
+    /// The best fraction of its `dtype` peak any measured GEMM of `ids` reached, with its source.
+    fn best_fraction(&self, ids: &[&str], gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
+        let peak = peak(gpu, dtype)?;
+        self.measurements
+            .gemm
+            .iter()
+            .filter(|r| table_dtype(r.dtype) == table_dtype(dtype) && ids.contains(&&*r.gpu))
+            .map(|r| (2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6) / peak, r.from.source_id.clone()))
+            .filter(|(f, _)| f.is_finite() && *f <= 1.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// What an attention kernel of `shape` costs on `gpu` with kernel family
+    /// `kernel` (`None`: the fastest measured family), from the GPU's measured
+    /// attention kernels: the achieved TFLOP/s interpolated in log sequence
+    /// length at the nearest head dimension, same direction and mask.
+    pub fn attention(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
+        let rows: Vec<_> = self
+            .measurements
+            .attention
+            .iter()
+            .filter(|r| ids.contains(&&*r.gpu) && (r.direction == want || r.direction == Direction::Unstated))
+            .filter(|r| kernel.is_none_or(|k| &*r.kernel == k))
+            .collect();
+        // The nearest head dimension, the same mask where measured, then per kernel family.
+        let hd =
+            rows.iter().map(|r| r.head_dim).min_by(|a, b| (a / shape.head_dim).ln().abs().total_cmp(&(b / shape.head_dim).ln().abs()))?;
+        let same_mask = rows.iter().any(|r| r.head_dim == hd && r.causal == shape.causal);
+        let mut best: Option<(f64, bool, Arc<str>, Vec<Arc<str>>)> = None;
+        let mut families: Vec<&Arc<str>> = rows.iter().map(|r| &r.kernel).collect();
+        families.sort();
+        families.dedup();
+        for fam in families {
+            let mut pts: Vec<(f64, f64, &Arc<str>)> = rows
+                .iter()
+                .filter(|r| &r.kernel == fam && r.head_dim == hd && (!same_mask || r.causal == shape.causal))
+                .map(|r| (r.seq.ln(), r.tflops.ln(), &r.from.source_id))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let x = shape.seq.ln();
+            let (ln_tf, ex) = interpolate(&pts.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(), x, false);
+            let tflops = ln_tf.exp();
+            let mut sources: Vec<Arc<str>> = pts.iter().map(|p| p.2.clone()).collect();
+            sources.sort();
+            sources.dedup();
+            if best.as_ref().is_none_or(|b| tflops > b.0) {
+                best = Some((tflops, ex || hd != shape.head_dim || !same_mask, fam.clone(), sources));
+            }
+        }
+        let (tflops, extrapolated, fam, sources) = best?;
+        let time_us = shape.flops() / (tflops * 1e12) * 1e6;
+        let basis = format!(
+            "{fam} on {} at head dim {hd}{} ({})",
+            gpu.id,
+            if same_mask { "" } else { ", other mask" },
+            sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+        );
+        Some(Price { time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND })
+    }
+
+    /// What `collective` of `bytes` (nccl-tests size) over `gpus` GPUs,
+    /// `gpus_per_node` to a node, costs on `gpu`, from measured curves.
+    pub fn collective(&self, gpu: &Gpu, collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> Option<Price> {
+        if gpus < 2 {
+            return None;
+        }
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let m = &self.measurements;
+        let rows: Vec<&CollectiveRow> = m.collectives.iter().filter(|r| ids.contains(&&*r.gpu)).collect();
+        let any_user = rows.iter().any(|r| m.is_user(&r.from));
+        let rows: Vec<&CollectiveRow> = rows.into_iter().filter(|r| !any_user || m.is_user(&r.from)).collect();
+        let multi = gpus > gpus_per_node.max(1);
+        let own: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == collective).collect();
+        let own_systems = Systems::of(&own, multi, m);
+        // Without a curve of its own, the all-reduce curve at equal bus bytes.
+        let (systems, size, substitution) = if own_systems.0.is_empty() {
+            let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
+            let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
+            let rows: Vec<&CollectiveRow> = rows.into_iter().filter(|r| r.collective == Collective::AllReduce).collect();
+            let note = (collective != Collective::AllReduce)
+                .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
+            (Systems::of(&rows, multi, m), bytes * k / ar, note)
+        } else {
+            (own_systems, bytes, None)
+        };
+        let system = systems.best(gpus, gpus_per_node)?;
+        let (mut time_us, rule, extrapolated, what) = system.price(size, gpus)?;
+        let mut substitution = substitution;
+        if substitution.is_some() {
+            // Single measured points of the collective itself (too few for a
+            // curve) scale the all-reduce curve: the geometric mean of their ratios.
+            let ratios: Vec<f64> = own
+                .iter()
+                .filter(|r| r.gpus == gpus)
+                .filter_map(|r| {
+                    let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
+                    Some(r.time_us / system.price(r.size_bytes * k / ar, gpus)?.0)
+                })
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect();
+            if !ratios.is_empty() {
+                let f = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
+                time_us *= f;
+                substitution = substitution
+                    .map(|s| format!("{s}, × {f:.3} from {} measured point(s) of the {} itself", ratios.len(), collective.as_str()));
+            }
+        }
+        let basis = format!(
+            "{} {}{}{}",
+            system.label,
+            what,
+            if any_user { " (the user's measurements)" } else { "" },
+            substitution.map(|s| format!("; {s}")).unwrap_or_default()
+        );
+        Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
+    }
+}
+
+/// One operation to price (`tracecast hw cost`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operation {
+    /// A GEMM.
+    Gemm(GemmShape),
+    /// An attention kernel, of a kernel family or the fastest measured.
+    Attention(AttentionShape, Option<String>),
+    /// A collective of `bytes` (nccl-tests size) over `gpus`, `gpus_per_node` to a node.
+    Collective {
+        /// Which.
+        collective: Collective,
+        /// nccl-tests size, bytes.
+        bytes: f64,
+        /// GPUs.
+        gpus: u32,
+        /// GPUs per node.
+        gpus_per_node: u32,
+    },
+}
+
+/// A priced operation, as `hw cost` prints and writes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quote {
+    /// The GPU.
+    pub gpu: String,
+    /// The operation in words.
+    pub operation: String,
+    /// Time, µs.
+    pub time_us: f64,
+    /// Achieved TFLOP/s (GEMM, attention).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tflops: Option<f64>,
+    /// Fraction of the dtype's peak (GEMM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fraction_of_peak: Option<f64>,
+    /// nccl-tests bus bandwidth, GB/s (collectives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busbw_gbps: Option<f64>,
+    /// The rule.
+    pub rule: PriceRule,
+    /// The rule in words.
+    pub rule_description: &'static str,
+    /// Outside the measured range.
+    pub extrapolated: bool,
+    /// What priced it.
+    pub basis: String,
+    /// Relative band of the rule (its measured error).
+    pub band: f64,
+}
+
+impl Pricing {
+    /// Prices `op` on `gpu`; `Err` says why nothing could.
+    pub fn quote(&self, gpu: &Gpu, op: &Operation) -> Result<Quote, String> {
+        let (operation, price, tflops, fraction_of_peak, busbw_gbps) = match op {
+            Operation::Gemm(s) => {
+                let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
+                let p = self.gemm(gpu, s).ok_or_else(|| {
+                    format!("{what} on {}: no measured table and no {} peak in the catalog to price it", gpu.id, s.dtype.as_str())
+                })?;
+                let tf = s.flops() / p.time_us * 1e-6;
+                (what, p.clone(), Some(tf), peak(gpu, s.dtype).map(|pk| tf * 1e12 / pk), None)
+            }
+            Operation::Attention(s, kernel) => {
+                let what = format!(
+                    "attention b{} h{} s{} d{}{}{}",
+                    s.batch,
+                    s.heads,
+                    s.seq,
+                    s.head_dim,
+                    if s.causal { " causal" } else { "" },
+                    if s.backward { " fwd+bwd" } else { " fwd" }
+                );
+                let p = self.attention(gpu, s, kernel.as_deref()).ok_or_else(|| {
+                    format!(
+                        "{what} on {}: no measured attention kernel of this GPU{}",
+                        gpu.id,
+                        kernel.as_ref().map_or(String::new(), |k| format!(" in family {k}"))
+                    )
+                })?;
+                let tf = s.flops() / p.time_us * 1e-6;
+                (what, p, Some(tf), None, None)
+            }
+            Operation::Collective { collective, bytes, gpus, gpus_per_node } => {
+                let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
+                let p = self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node).ok_or_else(|| {
+                    format!("{what} on {}: no measured collective curve of this GPU (add yours with --measurements FILE.csv)", gpu.id)
+                })?;
+                let k = collective.bus_factor_in(Some(i64::from(*gpus))).unwrap_or(1.0);
+                let busbw = k * bytes / (p.time_us * 1e3);
+                (what, p, None, None, Some(busbw))
+            }
+        };
+        Ok(Quote {
+            gpu: gpu.id.clone(),
+            operation,
+            time_us: price.time_us,
+            tflops,
+            fraction_of_peak,
+            busbw_gbps,
+            rule: price.rule,
+            rule_description: price.rule.describe(),
+            extrapolated: price.extrapolated,
+            basis: price.basis,
+            band: price.band,
+        })
+    }
+}
+
+fn dtype_name(d: Dtype) -> &'static str {
+    match table_dtype(d) {
+        Dtype::Bf16 => "16-bit",
+        other => other.as_str(),
+    }
+}
+
+/// The dtype's peak, FLOP/s; 16-bit types fall back to each other.
+fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
+    gpu.peak_flops(d).or_else(|| match d {
+        Dtype::Bf16 => gpu.peak_flops(Dtype::Fp16),
+        Dtype::Fp16 => gpu.peak_flops(Dtype::Bf16),
+        _ => None,
+    })
+}
+
+/// (peak, HBM bandwidth, SMs/CUs), vendor.
+fn specs(gpu: &Gpu, d: Dtype) -> Option<([f64; 3], Option<String>)> {
+    Some(([peak(gpu, d)?, gpu.hbm_gbps, f64::from(gpu.sms?)], gpu.vendor()))
+}
+
+/// Piecewise-linear interpolation of sorted (x, y) points at `x`; outside,
+/// the end value (`extend_slope` false) or the last segment's slope. Returns
+/// whether `x` lay outside.
+fn interpolate(pts: &[(f64, f64)], x: f64, extend_slope: bool) -> (f64, bool) {
+    let (Some(first), Some(last)) = (pts.first(), pts.last()) else { return (f64::NAN, true) };
+    if pts.len() == 1 || x <= first.0 {
+        return (first.1, x < first.0 - 1e-9);
+    }
+    if x >= last.0 {
+        let slope = if extend_slope && pts.len() >= 2 {
+            let p = pts[pts.len() - 2];
+            (last.1 - p.1) / (last.0 - p.0)
+        } else {
+            0.0
+        };
+        return (last.1 + slope * (x - last.0), x > last.0 + 1e-9);
+    }
+    let i = pts.iter().rposition(|p| p.0 <= x).unwrap_or(0).min(pts.len() - 2);
+    let (a, b) = (pts[i], pts[i + 1]);
+    (a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0), false)
+}
+
+/// A measured curve: ln size → ln time, sorted.
+#[derive(Debug, Clone)]
+struct Curve {
+    points: Vec<(f64, f64)>,
+    nodes: u32,
+}
+
+impl Curve {
+    /// Time at `size` bytes, µs: log-log interpolation; below the smallest
+    /// size its time (the latency floor), above the largest its bandwidth.
+    fn at(&self, size: f64) -> (f64, bool) {
+        let x = size.ln();
+        let (Some(first), Some(last)) = (self.points.first(), self.points.last()) else { return (f64::NAN, true) };
+        if x > last.0 {
+            // Time grows with the bytes at the largest size's bandwidth.
+            return ((last.1.exp()) * (size / last.0.exp()), true);
+        }
+        let (y, ex) = interpolate(&self.points, x, false);
+        (y.exp(), ex && x < first.0)
+    }
+
+    /// The small-message latency: the time of the smallest measured size.
+    fn latency_us(&self) -> f64 {
+        self.points.first().map_or(f64::NAN, |p| p.1.exp())
+    }
+}
+
+/// One measuring system (a source's sweep on one GPU kind and node size):
+/// its curves per GPU count.
+struct System {
+    label: String,
+    gpus_per_node: u32,
+    user: bool,
+    curves: Vec<(u32, Curve)>,
+}
+
+struct Systems(Vec<System>);
+
+impl Systems {
+    fn of(rows: &[&CollectiveRow], multi: bool, m: &Measurements) -> Systems {
+        let mut by: HashMap<(Arc<str>, Arc<str>, u32), Vec<&CollectiveRow>> = HashMap::new();
+        for r in rows {
+            // A single-node query uses single-node curves; a multi-node one multi-node curves.
+            if (r.nodes > 1) != multi {
+                continue;
+            }
+            by.entry((r.from.source_id.clone(), r.gpu.clone(), r.gpus_per_node)).or_default().push(r);
+        }
+        let mut systems = Vec::new();
+        for ((source, gpu, gpn), rows) in by {
+            let user = rows.first().is_some_and(|r| m.is_user(&r.from));
+            let mut counts: Vec<u32> = rows.iter().map(|r| r.gpus).collect();
+            counts.sort_unstable();
+            counts.dedup();
+            let mut curves = Vec::new();
+            for n in counts {
+                // The curve with most points at this count (one algorithm); out-of-place over in-place.
+                let mut by_algo: HashMap<(&str, Option<bool>), Vec<(f64, f64)>> = HashMap::new();
+                for r in rows.iter().filter(|r| r.gpus == n) {
+                    by_algo.entry((&r.algo, r.in_place)).or_default().push((r.size_bytes.ln(), r.time_us.ln()));
+                }
+                let Some(((_, _), mut pts)) =
+                    by_algo.into_iter().max_by_key(|((algo, ip), p)| (p.len(), *ip != Some(true), algo.is_empty()))
+                else {
+                    continue;
+                };
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                pts.dedup_by(|a, b| (a.0 - b.0).abs() < 1e-12);
+                // A larger message never takes less time: a point above a larger
+                // one's time waited (Echo's first 1 KiB at 128 GPUs: 1.2 ms, 2 KiB 0.1 ms).
+                let mut floor = f64::INFINITY;
+                for p in pts.iter_mut().rev() {
+                    p.1 = p.1.min(floor);
+                    floor = p.1;
+                }
+                if pts.len() >= 2 {
+                    let nodes = rows.iter().find(|r| r.gpus == n).map_or(1, |r| r.nodes);
+                    curves.push((n, Curve { points: pts, nodes }));
+                }
+            }
+            if !curves.is_empty() {
+                systems.push(System { label: format!("{source} ({gpu}, {gpn} per node)"), gpus_per_node: gpn, user, curves });
+            }
+        }
+        systems.sort_by(|a, b| a.label.cmp(&b.label));
+        Systems(systems)
+    }
+
+    /// The system that knows most about `gpus` GPUs: the user's; then one
+    /// measured at this count; then one whose counts bracket it; then the
+    /// one measured at the largest count; the same node size first.
+    fn best(&self, gpus: u32, gpus_per_node: u32) -> Option<&System> {
+        self.0.iter().max_by_key(|s| {
+            let max = s.curves.iter().map(|c| c.0).max().unwrap_or(0);
+            let min = s.curves.iter().map(|c| c.0).min().unwrap_or(0);
+            (
+                s.user,
+                s.curves.iter().any(|c| c.0 == gpus),
+                min <= gpus && gpus <= max,
+                s.gpus_per_node == gpus_per_node,
+                max,
+                s.curves.iter().map(|c| c.1.points.len()).sum::<usize>(),
+            )
+        })
+    }
+}
+
+impl System {
+    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`.
+    fn price(&self, size: f64, gpus: u32) -> Option<(f64, PriceRule, bool, String)> {
+        if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
+            let (t, ex) = c.at(size);
+            return Some((t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs")));
+        }
+        let below = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0);
+        let above = self.curves.iter().filter(|c| c.0 > gpus).min_by_key(|c| c.0);
+        if let (Some((a, ca)), Some((b, cb))) = (below, above) {
+            let ((ta, ea), (tb, eb)) = (ca.at(size), cb.at(size));
+            let f = (f64::from(gpus).log2() - f64::from(*a).log2()) / (f64::from(*b).log2() - f64::from(*a).log2());
+            let t = (ta.ln() + f * (tb.ln() - ta.ln())).exp();
+            return Some((t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs")));
+        }
+        if let (Some((a, ca)), None) = (below, above) {
+            // Scale-out: latency linear in log₂ nodes over the measured counts; the
+            // rest of the time that of the largest count, by the bus factor.
+            let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us())).collect();
+            let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
+            let latency = if pts.len() >= 2 {
+                let n = pts.len() as f64;
+                let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+                let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+                let slope = if sxx > 0.0 { pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx } else { 0.0 };
+                let at_largest = ca.latency_us();
+                // Never below the largest count's own latency.
+                (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)
+            } else {
+                ca.latency_us()
+            };
+            let (t_a, _) = ca.at(size);
+            let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
+            let t = latency + (t_a - ca.latency_us()).max(0.0) * k(gpus) / k(*a);
+            return Some((t, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
+        }
+        // Only larger counts measured: the smallest one's curve.
+        let (b, cb) = above?;
+        let (t, _) = cb.at(size);
+        Some((t, PriceRule::CollectiveCounts, true, format!("its smallest measured count ({b} GPUs)")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bf16(m: f64, n: f64, k: f64) -> GemmShape {
+        GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 }
+    }
+
+    #[test]
+    fn a_measured_grid_shape_is_priced_at_its_measured_time() {
+        let p = Pricing::builtin();
+        let b200 = p.catalog.gpu("b200").unwrap().clone();
+        // XLA's B200 bf16 256³: 4 960 ns (evidence gemm.csv line 2).
+        let price = p.gemm(&b200, &bf16(256.0, 256.0, 256.0)).unwrap();
+        assert_eq!(price.rule, PriceRule::GemmTable);
+        assert!((price.time_us - 4.960).abs() < 1e-6, "{price:?}");
+        assert!(!price.extrapolated);
+        // Halfway in log between two grid points: the geometric mean of their times.
+        let t = |m: f64| p.gemm(&b200, &bf16(m, 1024.0, 1024.0)).unwrap().time_us;
+        let mid = p.gemm(&b200, &bf16((1024.0f64 * 2048.0).sqrt(), 1024.0, 1024.0)).unwrap().time_us;
+        assert!((mid - (t(1024.0) * t(2048.0)).sqrt()).abs() < 1e-9 * mid);
+        // Beyond the grid, time grows with the work and the price says it extrapolates.
+        let big = p.gemm(&b200, &bf16(16384.0, 4096.0, 4096.0)).unwrap();
+        assert!(big.extrapolated);
+        assert!((big.time_us / t(4096.0).max(1e-9) - 1.0).abs() > 0.0);
+        assert!((big.time_us - 4.0 * p.gemm(&b200, &bf16(4096.0, 4096.0, 4096.0)).unwrap().time_us).abs() < 1e-6 * big.time_us);
+    }
+
+    #[test]
+    fn a_gpu_without_a_table_is_priced_by_its_specs_and_says_whose_shapes_it_learned() {
+        let p = Pricing::builtin();
+        let v100 = p.catalog.gpu("v100").unwrap().clone();
+        let price = p.gemm(&v100, &bf16(4096.0, 4096.0, 4096.0)).unwrap();
+        assert_eq!(price.rule, PriceRule::GemmSpecModel);
+        // Never faster than its peak.
+        let floor = 2.0 * 4096f64.powi(3) / 125e12 * 1e6;
+        assert!(price.time_us > floor, "{} vs {floor}", price.time_us);
+        assert!(price.basis.contains("b200"), "{}", price.basis);
+    }
+
+    #[test]
+    fn collective_curves_interpolate_in_size_and_scale_out_beyond_the_measured_counts() {
+        let p = Pricing::builtin();
+        let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
+        // Echo's 16-GPU log, out-of-place, 1 MiB: measured time.
+        let at16 = p.collective(&a100, Collective::AllReduce, 1048576.0, 16, 8).unwrap();
+        assert_eq!(at16.rule, PriceRule::CollectiveCurve);
+        assert!(at16.basis.contains("echo-a100"), "{}", at16.basis);
+        let beyond = p.collective(&a100, Collective::AllReduce, 1048576.0, 1024, 8).unwrap();
+        assert_eq!(beyond.rule, PriceRule::CollectiveScaleOut);
+        assert!(beyond.extrapolated && beyond.time_us > at16.time_us);
+        // Larger messages take longer.
+        let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8).unwrap();
+        assert!(big.time_us > 10.0 * at16.time_us);
+    }
+}

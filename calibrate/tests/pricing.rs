@@ -1,0 +1,148 @@
+//! How well the pricing layer predicts measurements it was not given
+//! (BENCHMARKS.md "Pricing layer"): leave one GPU out on the GEMM tables, and
+//! each collective sweep's largest GPU counts from its smaller ones.
+//! `cargo test -p tracecast-calibrate --test pricing -- --nocapture`.
+
+use std::sync::Arc;
+
+use tracecast_calibrate::Catalog;
+use tracecast_calibrate::catalog::Dtype;
+use tracecast_calibrate::measured::Measurements;
+use tracecast_calibrate::pricing::{GemmShape, PriceRule, Pricing};
+use tracecast_ingest::collective::Collective;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// The catalog GPU whose specs stand for a measurement id.
+fn gpu_for(catalog: &Catalog, id: &str) -> tracecast_calibrate::catalog::Gpu {
+    catalog
+        .gpus
+        .iter()
+        .find(|g| g.id == id)
+        .or_else(|| catalog.gpus.iter().find(|g| g.measurement_ids().any(|m| m == id)))
+        .unwrap_or_else(|| panic!("no catalog GPU for {id}"))
+        .clone()
+}
+
+#[test]
+fn gemm_tables_leave_one_gpu_out() {
+    let pricing = Pricing::builtin();
+    let m = Measurements::builtin();
+    println!(
+        "{:<14} {:<6} {:<15} {:>7} {:>14} {:>14} {:>10}",
+        "withheld", "dtype", "GPU's own rows", "shapes", "median |err|", "90th pct", "max"
+    );
+    let mut all: Vec<(&str, Vec<f64>)> = Vec::new();
+    for id in ["b200", "hopper-sm90", "cdna3-gfx942"] {
+        for dtype in [Dtype::Bf16, Dtype::Fp8, Dtype::Tf32] {
+            let gpu = gpu_for(&pricing.catalog, id);
+            let rows: Vec<_> =
+                m.gemm.iter().filter(|r| &*r.gpu == id && r.dtype == dtype && &*r.from.source_id == "xla-matmul-perf-table").collect();
+            if rows.is_empty() {
+                continue;
+            }
+            // Withheld: the GPU's table (its best-shape measurements from other sources
+            // stay, as for a GPU with only a max-achievable-matmul number), then every row of it.
+            let every: Vec<&str> = gpu.measurement_ids().collect();
+            for (label, exclude) in [("its best shape", vec![id]), ("specs only", every)] {
+                let mut errors = Vec::new();
+                for r in &rows {
+                    let shape = GemmShape { batch: r.batch, m: r.m, n: r.n, k: r.k, dtype };
+                    let p = pricing.gemm_excluding(&gpu, &shape, &exclude).expect("a price from the other GPUs");
+                    assert_eq!(p.rule, PriceRule::GemmSpecModel);
+                    errors.push((p.time_us / r.time_us - 1.0).abs());
+                }
+                let mut sorted = errors.clone();
+                sorted.sort_by(f64::total_cmp);
+                println!(
+                    "{id:<14} {:<6} {label:<15} {:>7} {:>13.1}% {:>13.1}% {:>9.1}%",
+                    dtype.as_str(),
+                    rows.len(),
+                    100.0 * median(errors.clone()),
+                    100.0 * sorted[sorted.len() * 9 / 10],
+                    100.0 * sorted[sorted.len() - 1]
+                );
+                if dtype == Dtype::Bf16 {
+                    all.push((label, errors));
+                }
+            }
+        }
+    }
+    for label in ["its best shape", "specs only"] {
+        let pooled: Vec<f64> = all.iter().filter(|a| a.0 == label).flat_map(|a| a.1.clone()).collect();
+        let n = pooled.len();
+        let pooled = median(pooled);
+        println!("16-bit, three GPUs pooled, {label}: median |error| {:.1} % over {n} shapes", 100.0 * pooled);
+        assert!(pooled.is_finite());
+    }
+}
+
+/// The sweeps' largest GPU counts predicted from the same system's smaller ones.
+#[test]
+fn collective_sweeps_largest_counts_from_smaller_ones() {
+    let full = Measurements::builtin();
+    let catalog = Catalog::builtin();
+    println!(
+        "{:<22} {:<10} {:>10} {:>7} {:>18} {:>18} {:>12}",
+        "system", "gpu", "from ≤", "to", "≤ 4 KiB: max err", "≥ 1 GiB: max err", "all: median"
+    );
+    let mut small_worst: f64 = 0.0;
+    let mut large_worst: f64 = 0.0;
+    for (source, gpu_id) in [("echo-a100", "a100-40gb"), ("hisohara-rccl", "mi325x"), ("hisohara-rccl", "mi300x")] {
+        let rows: Vec<_> = full.collectives.iter().filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.nodes > 1).collect();
+        let mut counts: Vec<u32> = rows.iter().map(|r| r.gpus).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        if counts.len() < 2 {
+            continue;
+        }
+        let gpu = gpu_for(&catalog, gpu_id);
+        for target in counts.iter().skip(1).rev().take(2) {
+            // Only this system's rows below the target count: the user's file of a smaller job.
+            let mut m = Measurements::default();
+            m.collectives = full
+                .collectives
+                .iter()
+                .filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus < *target)
+                .cloned()
+                .collect();
+            let pricing = Pricing::new(catalog.clone(), Arc::new(m));
+            let (mut small, mut large, mut every) = (Vec::new(), Vec::new(), Vec::new());
+            for r in rows.iter().filter(|r| r.gpus == *target && r.in_place != Some(true)) {
+                let p = pricing.collective(&gpu, Collective::AllReduce, r.size_bytes, r.gpus, r.gpus_per_node).expect("a price");
+                assert!(matches!(p.rule, PriceRule::CollectiveScaleOut));
+                let e = p.time_us / r.time_us;
+                every.push((e - 1.0).abs());
+                if r.size_bytes <= 4096.0 {
+                    small.push(e.max(1.0 / e));
+                }
+                if r.size_bytes >= 1073741824.0 {
+                    large.push((e - 1.0).abs());
+                }
+            }
+            let worst = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
+            let below = counts.iter().filter(|c| *c < target).max().unwrap();
+            println!(
+                "{source:<22} {gpu_id:<10} {below:>10} {target:>7} {:>17.2}× {:>17.1}% {:>11.1}%",
+                worst(&small),
+                100.0 * worst(&large),
+                100.0 * median(every)
+            );
+            if !small.is_empty() {
+                small_worst = small_worst.max(worst(&small));
+            }
+            if !large.is_empty() {
+                large_worst = large_worst.max(worst(&large));
+            }
+        }
+    }
+    println!("worst small-message factor {small_worst:.2}×, worst large-message error {:.1} %", 100.0 * large_worst);
+    assert!(small_worst.is_finite() && large_worst.is_finite());
+}
