@@ -133,6 +133,16 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
     if let Some(s) = &g.sms_source {
         writeln!(w, "  SMs and clock: {s}")?;
     }
+    let ids: Vec<&str> = g.measurement_ids().collect();
+    let sources = tracecast_calibrate::measured::Measurements::builtin().sources_for(&ids);
+    if sources.is_empty() {
+        writeln!(w, "\nNo measurements of it in the shipped base: GEMMs are priced by the spec model learned across measured GPUs")?;
+    } else {
+        writeln!(w, "\nMeasured performance base (rows per table and source; calibrate/measurements, sources in README):")?;
+        for (table, source, rows) in sources {
+            writeln!(w, "  {table:<12} {source:<28} {rows:>5} rows")?;
+        }
+    }
     match tracecast_calibrate::shipped::profile(&g.id) {
         Some(p) => {
             writeln!(w, "\nShipped calibration profile ({} corpus traces; calibrate/profiles/regenerate.sh):", p.traces.len())?;

@@ -273,6 +273,9 @@ struct ReplayArgs {
     /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there); required with --target.
     #[arg(long, value_name = "P.json", requires = "target")]
     profile: Option<PathBuf>,
+    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    measurements: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -772,6 +775,12 @@ fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar
     bar
 }
 
+/// The pricing layer over `catalog`: the shipped measurements and the user's files.
+fn pricing_with(catalog: &tracecast_calibrate::Catalog, files: &[PathBuf]) -> Result<std::sync::Arc<tracecast_calibrate::pricing::Pricing>> {
+    let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
+    Ok(std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog.clone(), std::sync::Arc::new(measurements))))
+}
+
 fn catalog_with(files: &[PathBuf]) -> Result<tracecast_calibrate::Catalog> {
     let mut catalog = tracecast_calibrate::Catalog::builtin();
     for f in files {
@@ -837,9 +846,8 @@ fn hw(args: HwArgs) -> Result<ExitCode> {
         HwCommand::Show { id } => calibrate_summary::write_gpu(&mut out, catalog.gpu(&id)?, &catalog)?,
         HwCommand::Cost(c) => {
             let gpu = catalog.gpu(&c.gpu)?.clone();
-            let measurements = tracecast_calibrate::measured::Measurements::with_files(&c.measurements)?;
             let op = c.operation(&catalog)?;
-            let pricing = tracecast_calibrate::pricing::Pricing::new(catalog, std::sync::Arc::new(measurements));
+            let pricing = pricing_with(&catalog, &c.measurements)?;
             let quote = pricing.quote(&gpu, &op).map_err(anyhow::Error::msg)?;
             calibrate_summary::write_quote(&mut out, &quote)?;
             if let Some(path) = &c.json {
@@ -1136,6 +1144,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     let catalog = catalog_with(&args.inputs.read.hw)?;
     opts.target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    opts.pricing = Some(pricing_with(&catalog, &args.measurements)?);
     opts.world_size = args.world_size;
     let opts = opts;
     let mut replays = Vec::new();

@@ -120,6 +120,11 @@ impl ClassTimes {
         ClassTimes(t)
     }
 
+    /// Σ time of one class (`gemm`, `attention`, …, as [`crate::work::KernelClass::as_str`]), µs.
+    pub fn class_us(&self, class: &str) -> f64 {
+        self.0.get(class).map_or(0.0, |v| v.1)
+    }
+
     /// Adds another rank's (or ranks') times.
     pub fn add(&mut self, other: ClassTimes) {
         for (k, (n, us)) in other.0 {

@@ -193,6 +193,31 @@ pub struct Profile {
     pub kernel_floor_us: Option<f64>,
     /// Remarks.
     pub notes: Vec<String>,
+    /// How this device's traced ops ran against the measured tables of the
+    /// pricing layer, per class and dtype (the software stack's correction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub table_corrections: Vec<TableCorrection>,
+}
+
+/// The median ratio of a class's measured op times on this device to what the
+/// pricing layer's measured tables predict for the same shapes: what this
+/// software stack achieves against the public measurements. A projection
+/// multiplies the table's price by it (a class fit from other workloads
+/// corrects the table; it does not replace it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableCorrection {
+    /// The class (`gemm`).
+    pub class: KernelClass,
+    /// The dtype.
+    pub dtype: Option<Dtype>,
+    /// Median of measured ÷ table-predicted time.
+    pub ratio: f64,
+    /// Interquartile range of ln(ratio): the spread of the correction.
+    pub ln_spread: f64,
+    /// Ops with a shape that the ratio is the median of.
+    pub samples: usize,
+    /// The rule of the predictions (`gemm_table`, `gemm_spec_model`).
+    pub rule: String,
 }
 
 impl Profile {
@@ -224,6 +249,7 @@ impl Profile {
             unfitted: Vec::new(),
             kernel_floor_us: None,
             notes: Vec::new(),
+            table_corrections: Vec::new(),
         }
     }
 
@@ -510,7 +536,42 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Cat
             let kernels = kernel_fits(&g.samples, gpu, opts, &mut unfitted, &mut notes);
             let links = link_fits(&g.links, g.world, gpus_per_node, gpu, nic_per_gpu, opts, &mut unfitted, &mut notes);
             let kernel_floor_us = kernel_floor_us(&mut g.durations);
-            Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes }
+            let table_corrections = gpu.map(|x| table_corrections(&g.samples, x, catalog)).unwrap_or_default();
+            Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes, table_corrections }
+        })
+        .collect()
+}
+
+/// Ops whose shape the tables price, per (class, dtype), for a correction.
+pub const TABLE_CORRECTION_MIN_SAMPLES: usize = 4;
+
+/// The [`TableCorrection`]s of a device's samples: GEMMs with shapes, priced
+/// by the pricing layer on `gpu` (its measured table, else its spec model).
+fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
+    use crate::pricing::{GemmShape, Pricing};
+    use crate::work::OpShape;
+    let pricing = Pricing::new(catalog.clone(), std::sync::Arc::new(crate::measured::Measurements::builtin()));
+    let mut by: BTreeMap<(KernelClass, Option<Dtype>), (Vec<f64>, String)> = BTreeMap::new();
+    for s in samples {
+        if s.dur_us <= 0.0 {
+            continue;
+        }
+        let price = match (s.shape, s.dtype) {
+            (Some(OpShape::Gemm { batch, m, n, k }), Some(dtype)) if matches!(dtype, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32) => {
+                pricing.gemm(gpu, &GemmShape { batch, m, n, k, dtype })
+            }
+            _ => None,
+        };
+        let Some(p) = price else { continue };
+        let e = by.entry((s.class, s.dtype)).or_insert_with(|| (Vec::new(), p.rule.as_str().to_string()));
+        e.0.push((s.dur_us / p.time_us).ln());
+    }
+    by.into_iter()
+        .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
+        .map(|((class, dtype), (mut v, rule))| {
+            v.sort_by(f64::total_cmp);
+            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            TableCorrection { class, dtype, ratio: q(0.5).exp(), ln_spread: q(0.75) - q(0.25), samples: v.len(), rule }
         })
         .collect()
 }

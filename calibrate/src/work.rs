@@ -91,6 +91,9 @@ pub struct WorkSample {
     pub kernels: u32,
     /// The op's name (or the kernel's, without an op), shared by the samples of a rank.
     pub op: std::sync::Arc<str>,
+    /// The op's shape, where the pricing layer's tables are indexed by it.
+    #[serde(skip)]
+    pub shape: Option<OpShape>,
 }
 
 fn numel(d: &[i64]) -> Option<f64> {
@@ -443,11 +446,20 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                     dur_us: 0.0,
                     kernels: 0,
                     op: name(trace.name(row as usize)),
+                    shape: k.op.and_then(|o| o.shape),
                 });
                 s.dur_us += dur_us;
                 s.kernels += 1;
             }
-            None => unattributed.push(WorkSample { class: k.class, dtype: None, work: None, dur_us, kernels: 1, op: name(trace.name(i)) }),
+            None => unattributed.push(WorkSample {
+                class: k.class,
+                dtype: None,
+                work: None,
+                dur_us,
+                kernels: 1,
+                op: name(trace.name(i)),
+                shape: None,
+            }),
         }
     }
     let mut out: Vec<WorkSample> = by_op.into_values().collect();

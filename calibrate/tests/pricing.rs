@@ -104,31 +104,46 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
             continue;
         }
         let gpu = gpu_for(&catalog, gpu_id);
-        for target in counts.iter().skip(1).rev().take(2) {
-            // Only this system's rows below the target count: the user's file of a smaller job.
+        // The largest count from every smaller cut-off with two counts (one to four doublings), and the one below it.
+        let cuts: Vec<(u32, u32)> = counts
+            .iter()
+            .rev()
+            .take(2)
+            .flat_map(|t| counts.iter().filter(move |c| *c < t).skip(1).map(move |c| (*t, *c)))
+            .collect();
+        for &(target, cut) in &cuts {
+            let target = &target;
+            // Only this system's rows up to the cut-off: the user's file of a smaller job.
             let mut m = Measurements::default();
             m.collectives = full
                 .collectives
                 .iter()
-                .filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus < *target)
+                .filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus <= cut)
                 .cloned()
                 .collect();
             let pricing = Pricing::new(catalog.clone(), Arc::new(m));
             let (mut small, mut large, mut every) = (Vec::new(), Vec::new(), Vec::new());
-            for r in rows.iter().filter(|r| r.gpus == *target && r.in_place != Some(true)) {
-                let p = pricing.collective(&gpu, Collective::AllReduce, r.size_bytes, r.gpus, r.gpus_per_node).expect("a price");
+            // Measured: the faster of the in-place and out-of-place columns at each size.
+            let mut sizes: Vec<f64> = rows.iter().filter(|r| r.gpus == *target).map(|r| r.size_bytes).collect();
+            sizes.sort_by(f64::total_cmp);
+            sizes.dedup();
+            for size in sizes {
+                let measured = rows.iter().filter(|r| r.gpus == *target && r.size_bytes == size).map(|r| r.time_us).fold(f64::INFINITY, f64::min);
+                let gpn = rows.iter().find(|r| r.gpus == *target).map_or(8, |r| r.gpus_per_node);
+                let p = pricing.collective(&gpu, Collective::AllReduce, size, *target, gpn).expect("a price");
                 assert!(matches!(p.rule, PriceRule::CollectiveScaleOut));
-                let e = p.time_us / r.time_us;
+                let e = p.time_us / measured;
                 every.push((e - 1.0).abs());
-                if r.size_bytes <= 4096.0 {
+                if size <= 4096.0 {
                     small.push(e.max(1.0 / e));
+                    println!("    {size:>6} B over {target}: predicted {:.1} µs, measured {measured:.1} µs", p.time_us);
                 }
-                if r.size_bytes >= 1073741824.0 {
+                if size >= 1073741824.0 {
                     large.push((e - 1.0).abs());
                 }
             }
             let worst = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
-            let below = counts.iter().filter(|c| *c < target).max().unwrap();
+            let below = cut;
             println!(
                 "{source:<22} {gpu_id:<10} {below:>10} {target:>7} {:>17.2}× {:>17.1}% {:>11.1}%",
                 worst(&small),
@@ -144,5 +159,8 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
         }
     }
     println!("worst small-message factor {small_worst:.2}×, worst large-message error {:.1} %", 100.0 * large_worst);
-    assert!(small_worst.is_finite() && large_worst.is_finite());
+    // The bars (≥ 1 GiB within 15 %, ≤ 4 KiB within 2×), met except for Echo's
+    // 1 KiB at 64 GPUs, 4× its own 2 KiB time in both columns (BENCHMARKS.md).
+    assert!(large_worst < 0.15, "large messages: {large_worst}");
+    assert!(small_worst < 5.0, "small messages: {small_worst}");
 }
