@@ -4,7 +4,8 @@
 //! Each op instance becomes one sample: its work against the summed duration
 //! of the kernels it launched (each kernel belongs to the innermost op around
 //! its launch, so no kernel is counted twice). GEMM-like ops count FLOPs
-//! (mm/addmm 2MKN, bmm/baddbmm 2BMKN, linear, convolution, attention 4·B·H·Sq·Sk·D
+//! (mm/addmm 2MKN, bmm/baddbmm 2BMKN, linear, convolution forward and backward
+//! with each op's own argument order (`conv`), attention 4·B·H·Sq·Sk·D
 //! forward and 2.5× that backward); memory-bound ops count the bytes of their
 //! inputs and output.
 
@@ -14,6 +15,8 @@ use tracecast_ingest::link::{Links, NONE};
 use tracecast_ingest::{OpShapes, RankTrace};
 
 use crate::catalog::Dtype;
+
+mod conv;
 
 /// A kernel class (DESIGN §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -204,6 +207,12 @@ fn causal_arg(base: &str) -> Option<usize> {
 
 /// Class and work of an op from its name and shapes; `None` when the op is not one we model.
 pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
+    op_work_with(name, shapes, None)
+}
+
+/// [`op_work`], with the gradients a convolution backward computed when
+/// the trace shows them otherwise than by its `output_mask`.
+fn op_work_with(name: &str, shapes: Option<&OpShapes>, grads: Option<conv::Grads>) -> Option<OpWork> {
     let base = name.strip_prefix("aten::").unwrap_or(name);
     let dims = shapes.map(OpShapes::dims).unwrap_or_default();
     let types = shapes.map(OpShapes::types).unwrap_or_default();
@@ -213,6 +222,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
     let f = |x: &i64| *x as f64;
     // FLOPs and bytes of b GEMMs [m,k]×[k,n]: both operands and the output once.
     let gemm = |m: f64, k: f64, n: f64, b: f64| (Some(2.0 * b * m * k * n), Some(b * (m * k + k * n + m * n) * elem));
+    let conv = conv::ConvOp::of(base).map(|op| conv::work(op, &dims, &shapes.map(OpShapes::concrete).unwrap_or_default(), elem, grads));
     let mut shape = None;
     let mut gemm_shape = |m: f64, k: f64, n: f64, b: f64| {
         shape = Some(OpShape::Gemm { batch: b, m, n, k });
@@ -258,28 +268,9 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
                 _ => (KernelClass::Gemm, None, None),
             }
         }
-        "convolution" | "_convolution" | "cudnn_convolution" | "conv2d" | "miopen_convolution" => {
-            let concrete = shapes.map(OpShapes::concrete).unwrap_or_default();
-            let (x, w) = (dim(0), dim(1));
-            let work = match (x, w) {
-                ([n, _cin, h, wd], [cout, cin_g, kh, kw]) if concrete.len() >= 6 => {
-                    let stride = ints(concrete.get(3).map_or("", String::as_str));
-                    let pad = ints(concrete.get(4).map_or("", String::as_str));
-                    let dil = ints(concrete.get(5).map_or("", String::as_str));
-                    let get = |v: &[i64], i: usize, d: i64| v.get(i).or(v.first()).copied().unwrap_or(d) as f64;
-                    let out = |size: f64, k: f64, i: usize| {
-                        ((size + 2.0 * get(&pad, i, 0) - get(&dil, i, 1) * (k - 1.0) - 1.0) / get(&stride, i, 1).max(1.0)).floor() + 1.0
-                    };
-                    let (ho, wo) = (out(f(h), f(kh), 0), out(f(wd), f(kw), 1));
-                    (ho > 0.0 && wo > 0.0).then(|| {
-                        let flops = 2.0 * f(n) * f(cout) * ho * wo * f(cin_g) * f(kh) * f(kw);
-                        let bytes = (prod(x).unwrap_or(0.0) + prod(w).unwrap_or(0.0) + f(n) * f(cout) * ho * wo) * elem;
-                        (flops, bytes)
-                    })
-                }
-                _ => None,
-            };
-            (KernelClass::Conv, work.map(|w| w.0), work.map(|w| w.1))
+        _ if conv.is_some() => {
+            let (flops, bytes) = conv.unwrap_or_default();
+            (KernelClass::Conv, flops, bytes)
         }
         _ if base.contains("attention") || base.contains("flash_attn") => {
             let backward = base.contains("backward");
@@ -386,6 +377,9 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
     let ev = &trace.events;
     let mut out: Vec<Option<KernelWork>> = vec![None; ev.len()];
     let mut op_time: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
+    // Old convolution backwards (PyTorch ≤ 1.10) launch their kernels in one
+    // child op per gradient: which children did says which gradients were computed.
+    let mut conv_grads: std::collections::BTreeMap<u32, conv::Grads> = std::collections::BTreeMap::new();
     for (i, class) in classes.iter().enumerate() {
         if *class != Some(ActivityClass::Compute) {
             continue;
@@ -397,6 +391,14 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
         out[i] = Some(match modelled {
             Some((row, w)) => {
                 *op_time.entry(row).or_insert(0) += ev.dur_ns.get(i).copied().unwrap_or(0);
+                if w.class == KernelClass::Conv && op != row {
+                    for r in links.ancestors(op, 3).take_while(|&r| r != row as usize) {
+                        let name = trace.name(r);
+                        let g = conv_grads.entry(row).or_insert(conv::Grads { input: false, weight: false });
+                        g.input |= name.ends_with("convolution_backward_input");
+                        g.weight |= name.ends_with("convolution_backward_weight");
+                    }
+                }
                 KernelWork { class: w.class, dtype: w.dtype, op_work: w.work(), op: Some(w), op_row: Some(row), share: 1.0 }
             }
             None => KernelWork {
@@ -409,10 +411,18 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
             },
         });
     }
+    let regraded: std::collections::BTreeMap<u32, OpWork> = conv_grads
+        .into_iter()
+        .filter(|(_, g)| g.input || g.weight)
+        .filter_map(|(row, g)| Some((row, op_work_with(trace.name(row as usize), trace.op_shapes_of(row as usize), Some(g))?)))
+        .collect();
     for (i, k) in out.iter_mut().enumerate() {
-        if let Some(k) = k
-            && let Some(total) = k.op_row.and_then(|r| op_time.get(&r)).filter(|t| **t > 0)
-        {
+        let Some(k) = k else { continue };
+        if let Some(w) = k.op_row.and_then(|r| regraded.get(&r)) {
+            k.op_work = w.work();
+            k.op = Some(*w);
+        }
+        if let Some(total) = k.op_row.and_then(|r| op_time.get(&r)).filter(|t| **t > 0) {
             k.share = ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / *total as f64;
         }
     }
@@ -628,5 +638,41 @@ mod tests {
         assert_eq!(op_work("aten::unknown_op", Some(&s)), None);
         assert_eq!(KernelClass::from_kernel_name("sm90_xmma_gemm_bf16bf16"), KernelClass::Gemm);
         assert_eq!(KernelClass::from_kernel_name("void at::native::vectorized_elementwise_kernel<4>"), KernelClass::Elementwise);
+    }
+
+    #[test]
+    fn old_convolution_backward_counts_the_gradients_its_children_computed() {
+        // PyTorch ≤ 1.10: cudnn_convolution_backward runs one child op per gradient.
+        // The first layer (no input gradient) has only the weight child; its
+        // mask is not recorded, so the child says which gradient ran.
+        let op = |name: &str, ts: u32, dur: u32, id: u32, args: &str| {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 2, "ts": {ts}, "dur": {dur}, "args": {{"External id": {id}{args}}}}}"#
+            )
+        };
+        let launch = |ts: u32, c: u32| {
+            format!(
+                r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": {ts}, "dur": 2, "args": {{"correlation": {c}, "External id": {c}}}}},
+                {{"ph": "X", "cat": "kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": 7, "ts": {}, "dur": 100, "args": {{"correlation": {c}, "External id": {c}}}}}"#,
+                ts + 5
+            )
+        };
+        let dims = r#", "Input Dims": [[32, 3, 224, 224], [32, 64, 112, 112], [64, 3, 7, 7], [], [], [], [], [], [], [], []], "Input type": ["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool", "GenericList"]"#;
+        let events = [
+            op("aten::cudnn_convolution_backward", 0, 1000, 1, dims),
+            op("aten::cudnn_convolution_backward_weight", 10, 500, 2, ""),
+            launch(20, 900),
+            op("aten::cudnn_convolution_backward", 2000, 1000, 3, dims),
+            op("aten::cudnn_convolution_backward_input", 2010, 400, 4, ""),
+            launch(2020, 901),
+            op("aten::cudnn_convolution_backward_weight", 2500, 400, 5, ""),
+            launch(2520, 902),
+        ];
+        let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        let t = tracecast_ingest::kineto::parse_bytes(json.as_bytes(), std::path::Path::new("t.json"), &Default::default()).unwrap();
+        let fwd = 2.0 * 32.0 * 64.0 * 112.0 * 112.0 * 3.0 * 49.0;
+        let mut works: Vec<(f64, u32)> = samples(&t, &Classifier::default()).iter().map(|s| (s.work.unwrap() / fwd, s.kernels)).collect();
+        works.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(works, [(1.0, 1), (2.0, 2)]);
     }
 }
