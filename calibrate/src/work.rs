@@ -57,16 +57,36 @@ impl KernelClass {
         matches!(self, KernelClass::Gemm | KernelClass::Attention | KernelClass::Conv)
     }
 
-    /// The class a kernel name suggests, when no op says.
+    /// The class a kernel name suggests, when no op says. Attention is
+    /// tested first, then convolution (both run GEMMs inside and often say
+    /// so: `implicit_convolve_sgemm`, `xmma_fprop_implicit_gemm`, CK's
+    /// `grouped_conv_fwd_…GridwiseGemm`), then GEMM: besides the generic
+    /// words, AMD's Tensile and hipBLASLt kernels (`Cijk_Alik_Bljk_…`, named
+    /// after their index order) and NVIDIA cuBLAS's `nvjet_…` kernels.
+    /// Convolution words are specific enough that `_typeConvert` is none.
     pub fn from_kernel_name(name: &str) -> KernelClass {
         let n = name.to_ascii_lowercase();
         let has = |s: &[&str]| s.iter().any(|x| n.contains(x));
         if has(&["flash", "fmha", "attention", "attn"]) {
             KernelClass::Attention
-        } else if has(&["gemm", "cutlass", "xmma", "matmul", "cublas", "wgmma", "_mm_"]) {
-            KernelClass::Gemm
-        } else if has(&["conv", "winograd", "implicit_gemm", "fprop", "dgrad", "wgrad"]) {
+        } else if has(&[
+            "convol",
+            "conv_fwd",
+            "conv_bwd",
+            "conv1d",
+            "conv2d",
+            "conv3d",
+            "dconv",
+            "winograd",
+            "implicit_gemm",
+            "fprop",
+            "dgrad",
+            "wgrad",
+            "im2col",
+        ]) {
             KernelClass::Conv
+        } else if has(&["gemm", "cutlass", "xmma", "matmul", "cublas", "wgmma", "_mm_", "cijk_a", "nvjet_"]) {
+            KernelClass::Gemm
         } else if has(&["embedding"]) {
             KernelClass::Embedding
         } else if has(&["reduce", "norm", "softmax", "sum_", "mean"]) {
@@ -638,6 +658,36 @@ mod tests {
         assert_eq!(op_work("aten::unknown_op", Some(&s)), None);
         assert_eq!(KernelClass::from_kernel_name("sm90_xmma_gemm_bf16bf16"), KernelClass::Gemm);
         assert_eq!(KernelClass::from_kernel_name("void at::native::vectorized_elementwise_kernel<4>"), KernelClass::Elementwise);
+    }
+
+    #[test]
+    fn gemm_and_conv_kernels_by_name_on_amd_and_nvidia() {
+        // From the MI300X and B200 traces of the corpus (kernels without an op).
+        for name in [
+            "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT96x96x128_MI16x16x1_SN_LDSB1_AFC1_AG0_AFEM1",
+            "Cijk_Ailk_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT64x288x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1",
+            "nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN",
+            "nvjet_sm103_tst_64x8_64x16_1x4_h_bz_TNT",
+        ] {
+            assert_eq!(KernelClass::from_kernel_name(name), KernelClass::Gemm, "{name}");
+        }
+        // Attention is still tested first.
+        assert_eq!(KernelClass::from_kernel_name("flash_fwd_kernel_Cijk_like"), KernelClass::Attention);
+        // Convolutions that run GEMMs are convolutions.
+        for name in [
+            "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int, int, int, float const*, int, float*)",
+            "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4",
+            "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_nhwc_align4>",
+            "_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl_cshuffle_v3INS_34GridwiseGemmMultiD",
+            "cudnn_infer_volta_scudnn_128x64_3dconv_fprop_medium_nn_v1",
+        ] {
+            assert_eq!(KernelClass::from_kernel_name(name), KernelClass::Conv, "{name}");
+        }
+        // A type conversion is no convolution.
+        assert_eq!(
+            KernelClass::from_kernel_name("vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel"),
+            KernelClass::Reduction
+        );
     }
 
     #[test]
