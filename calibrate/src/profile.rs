@@ -630,6 +630,12 @@ fn kernel_fits(
                 Ok(f)
             }
         });
+        let fitted = fitted.and_then(|f| {
+            supported(f, &samples, gpu.map(Gpu::hbm_bytes_per_s), opts.min_samples).map_err(|reason| {
+                notes.push(format!("{what} not fitted: {reason}"));
+                reason
+            })
+        });
         match fitted {
             Ok(f) => kernels.push(f),
             Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
@@ -637,6 +643,67 @@ fn kernel_fits(
     }
 
     kernels
+}
+
+/// Least R² of a published kernel fit (see [`supported`]).
+pub const MIN_FIT_R2: f64 = 0.3;
+
+/// Whether the samples of a kernel fit support it. A fit already has at
+/// least `min` points, a work span of [`MIN_WORK_SPAN`], t0 ≥ 0, a slope
+/// significantly above 0 and η ≤ 1; it is published only if also:
+///
+/// 1. **R² ≥ [`MIN_FIT_R2`]**: the line explains at least that share of the
+///    (relative, as weighted) variance of the times. Below it the work does
+///    not predict these ops' times, whatever η the slope gives.
+/// 2. **Throughput-bound samples**: at least `min` samples whose work term
+///    W/(ηP) is at least t0, so that the fitted line says their time is mostly
+///    work. η is the slope of time in work: where nearly every op sits at
+///    t ≈ t0 (latency-bound ops, such as an H100 BERT-small's GEMMs, 1 of 26
+///    throughput-bound, η 0.14) the slope rests on the spread around t0.
+/// 3. **Compute-bound samples** (FLOP classes): at least `min` samples above
+///    the roofline's ridge, FLOPs / P ≥ bytes / HBM bandwidth. Below it an
+///    op's time is set by its memory traffic and η fitted on FLOPs is a
+///    bandwidth in disguise (the B300 MoE micro-benchmarks' batched GEMVs, one
+///    FLOP per byte, gave η 0.003).
+///
+/// A refused class goes to the profile's `unfitted` with the reason and to its
+/// notes (`gemm/bf16 not fitted: R² 0.19 < 0.3 …`); it is not among `kernels`,
+/// so nothing prices with it.
+fn supported(f: KernelFit, samples: &[&WorkSample], hbm_bytes_per_s: Option<f64>, min: usize) -> Result<KernelFit, String> {
+    if f.r2 < MIN_FIT_R2 {
+        return Err(format!("R² {:.2} < {MIN_FIT_R2}: the work explains too little of how the time of these ops varies", f.r2));
+    }
+    let throughput_bound = f.points.iter().filter(|(w, _)| f.time_us(*w) - f.overhead_us >= f.overhead_us).count();
+    if throughput_bound < min {
+        return Err(format!(
+            "{throughput_bound} of {} samples are throughput-bound (work term W/(ηP) ≥ t0 = {:.1} µs; a fit needs {min}): the ops are latency-bound, so η = {:.3} rests on their spread around t0",
+            f.points.len(),
+            f.overhead_us,
+            f.efficiency
+        ));
+    }
+    if f.unit == "flop"
+        && let Some(hbm) = hbm_bytes_per_s.filter(|b| *b > 0.0)
+    {
+        let peak = f.peak_per_s();
+        let sized: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.dur_us > 0.0)
+            .filter_map(|s| Some((s.work?, s.bytes?)))
+            .filter(|(w, b)| *w >= f.work_range[0] && *w > 0.0 && *b > 0.0)
+            .collect();
+        let compute_bound = sized.iter().filter(|(w, b)| w / peak >= b / hbm).count();
+        if compute_bound < min {
+            return Err(format!(
+                "{compute_bound} of {} samples are compute-bound (above the roofline's ridge of {:.0} FLOP/byte; a fit needs {min}): the ops are memory-bound, so η = {:.4} would measure HBM traffic, not {} throughput",
+                sized.len(),
+                peak / hbm,
+                f.efficiency,
+                f.peak_of
+            ));
+        }
+    }
+    Ok(f)
 }
 
 /// Where a collective's group lives: one node, several, or unknown.
@@ -771,4 +838,88 @@ fn link_fits(
         });
     }
     links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GEMM samples on an H100 (bf16 peak 989 TFLOP/s, HBM 3.35 TB/s): `(FLOPs, bytes, µs)`.
+    fn fit_gemms(points: &[(f64, f64, f64)]) -> (Vec<KernelFit>, Vec<Unfitted>, Vec<String>) {
+        let catalog = Catalog::builtin();
+        let gpu = catalog.gpu("h100-sxm").unwrap();
+        let samples: Vec<WorkSample> = points
+            .iter()
+            .map(|&(w, b, t)| WorkSample {
+                class: KernelClass::Gemm,
+                dtype: Some(Dtype::Bf16),
+                work: Some(w),
+                bytes: Some(b),
+                dur_us: t,
+                kernels: 1,
+                op: "aten::mm".into(),
+                shape: None,
+            })
+            .collect();
+        let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
+        let fits = kernel_fits(&samples, Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
+        (fits, unfitted, notes)
+    }
+
+    /// ±`amp` deterministic relative noise on point `i`.
+    fn noise(i: usize, amp: f64) -> f64 {
+        1.0 + amp * ((i * 7 % 11) as f64 - 5.0) / 5.0
+    }
+
+    #[test]
+    fn a_fit_is_published_only_where_the_samples_support_it() {
+        let peak = 989.4e12 / 1e6; // FLOP per µs
+        // Compute-bound GEMMs (intensity 1000 FLOP/byte) from 1 to 1000 GFLOP at η 0.6, t0 5 µs: fitted.
+        let good: Vec<(f64, f64, f64)> = (0..40)
+            .map(|i| {
+                let w = 1e9 * 10f64.powf(i as f64 / 13.0);
+                (w, w / 1000.0, (5.0 + w / (0.6 * peak)) * noise(i, 0.03))
+            })
+            .collect();
+        let (fits, _, notes) = fit_gemms(&good);
+        assert_eq!(fits.len(), 1, "{notes:?}");
+        assert!((fits[0].efficiency - 0.6).abs() < 0.05, "{}", fits[0].efficiency);
+
+        // Latency-bound: 36 small GEMMs at t ≈ t0 and 4 large ones; the line
+        // fits, but only 4 samples say anything about η.
+        let mut latency: Vec<(f64, f64, f64)> =
+            (0..36).map(|i| (1e6 * (1.0 + i as f64), 1e3 * (1.0 + i as f64), 5.0 * noise(i, 0.05))).collect();
+        latency.extend((0..4).map(|i| {
+            let w = 2e10 * (1.0 + i as f64);
+            (w, w / 1000.0, (5.0 + w / (0.15 * peak)) * noise(i, 0.05))
+        }));
+        let (fits, unfitted, notes) = fit_gemms(&latency);
+        assert!(fits.is_empty(), "{fits:?}");
+        assert!(unfitted[0].reason.contains("throughput-bound"), "{:?}", unfitted[0].reason);
+        assert!(notes.iter().any(|n| n.starts_with("gemm/bf16 not fitted: 4 of 40 samples are throughput-bound")), "{notes:?}");
+
+        // Batched GEMVs: one FLOP per byte, time set by HBM at 70 % of 3.35 TB/s.
+        let gemv: Vec<(f64, f64, f64)> = (0..20)
+            .map(|i| {
+                let w = 1e7 * 10f64.powf(i as f64 / 7.0);
+                (w, w, (3.0 + w / (0.7 * 3.35e6)) * noise(i, 0.02))
+            })
+            .collect();
+        let (fits, unfitted, notes) = fit_gemms(&gemv);
+        assert!(fits.is_empty(), "{fits:?}");
+        assert!(unfitted[0].reason.starts_with("0 of 20 samples are compute-bound"), "{:?}", unfitted[0].reason);
+        assert!(notes.iter().any(|n| n.contains("memory-bound")), "{notes:?}");
+
+        // Times that barely follow the work (R² below the floor, though the slope is significant).
+        let scattered: Vec<(f64, f64, f64)> = (0..400)
+            .map(|i| {
+                let w = 1e10 * (1.0 + (i % 40) as f64 / 10.0);
+                (w, w / 1000.0, (5.0 + w / (0.3 * peak)) * if (i / 40) % 2 == 0 { 1.0 } else { 6.0 } * noise(i, 0.1))
+            })
+            .collect();
+        let (fits, unfitted, notes) = fit_gemms(&scattered);
+        assert!(fits.is_empty(), "R² {:?}", fits.iter().map(|f| f.r2).collect::<Vec<_>>());
+        assert!(unfitted[0].reason.starts_with("R² 0."), "{:?}", unfitted[0].reason);
+        assert!(notes.iter().any(|n| n.starts_with("gemm/bf16 not fitted: R² 0.")), "{notes:?}");
+    }
 }

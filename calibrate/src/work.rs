@@ -108,6 +108,9 @@ pub struct WorkSample {
     pub dtype: Option<Dtype>,
     /// FLOPs (GEMM-like classes) or bytes (the others); `None` without shapes.
     pub work: Option<f64>,
+    /// Bytes the op reads and writes, when its shapes give them (for FLOP
+    /// classes, where the op sits against the roofline's ridge).
+    pub bytes: Option<f64>,
     /// Σ duration of the op's kernels, µs.
     pub dur_us: f64,
     /// Kernels summed.
@@ -473,6 +476,7 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                     class: k.class,
                     dtype: k.dtype,
                     work: k.op_work,
+                    bytes: k.op.and_then(|o| o.bytes),
                     dur_us: 0.0,
                     kernels: 0,
                     op: name(trace.name(row as usize)),
@@ -485,6 +489,7 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
                 class: k.class,
                 dtype: None,
                 work: None,
+                bytes: None,
                 dur_us,
                 kernels: 1,
                 op: name(trace.name(i)),
