@@ -134,6 +134,18 @@ fn part_name(rank: &Rank) -> String {
                 path.to_string_lossy().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
             format!("file-{hash:016x}.parquet")
         }
+        // An export's ranks: by the file and which process and GPU of it, so
+        // ingesting the export again replaces them whatever else was ingested with it.
+        RankSource::Export => {
+            let path = std::fs::canonicalize(&rank.trace.path).unwrap_or_else(|_| rank.trace.path.clone());
+            let key = rank.trace.export_rank.map(|k| format!("#{}#{}", k.device, k.global_pid)).unwrap_or_default();
+            let hash = path
+                .to_string_lossy()
+                .bytes()
+                .chain(key.bytes())
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+            format!("export-{hash:016x}.parquet")
+        }
     }
 }
 
@@ -280,6 +292,7 @@ fn source_name(s: RankSource) -> &'static str {
         RankSource::DistributedInfo => "distributed_info",
         RankSource::FileName => "file_name",
         RankSource::FileOrder => "file_order",
+        RankSource::Export => "export",
     }
 }
 
@@ -347,6 +360,7 @@ pub fn rank_meta(events_path: &Path) -> Result<RankMeta> {
     let source = match get_str("rank_source")?.as_deref() {
         Some("distributed_info") => RankSource::DistributedInfo,
         Some("file_name") => RankSource::FileName,
+        Some("export") => RankSource::Export,
         _ => RankSource::FileOrder,
     };
     let get_u64 = |c: &str| -> Result<Option<u64>> { Ok(meta.column(c).map_err(me)?.u64().map_err(me)?.get(0)) };

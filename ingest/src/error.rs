@@ -52,6 +52,15 @@ pub enum Error {
         /// What is missing or unexpected.
         message: String,
     },
+    /// An SQLite database (an Nsight Systems export) that SQLite cannot read:
+    /// damaged, truncated, locked by a writer.
+    #[error("{}: {message}", path.display())]
+    Sqlite {
+        /// The export.
+        path: PathBuf,
+        /// What SQLite reported, in words.
+        message: String,
+    },
     /// Two files of one job claim the same rank.
     #[error("{}: rank {rank} is also claimed by {}", second.display(), first.display())]
     DuplicateRank {
@@ -63,7 +72,7 @@ pub enum Error {
         second: PathBuf,
     },
     /// A path given as a job holds no trace files.
-    #[error("{}: no trace files (*.json, *.json.gz, *.gz) in this directory", path.display())]
+    #[error("{}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory", path.display())]
     NoTraces {
         /// The directory.
         path: PathBuf,
@@ -96,6 +105,7 @@ impl Error {
             | Error::Empty { path }
             | Error::Json { path, .. }
             | Error::Schema { path, .. }
+            | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
             | Error::Write { path, .. } => Some(path),
             Error::DuplicateRank { second, .. } => Some(second),

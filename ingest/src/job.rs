@@ -19,6 +19,9 @@ pub enum RankSource {
     FileName,
     /// Position in the sorted file list.
     FileOrder,
+    /// Position among the job's Nsight Systems exports: the exports in file
+    /// order, each one's ranks by GPU (`deviceId`), then process.
+    Export,
 }
 
 /// One rank of a job.
@@ -52,15 +55,20 @@ impl Job {
     /// Reads the files of one job in parallel. `on_file` is called once per
     /// file as it finishes (for progress display) with its JSON size.
     pub fn read(path: PathBuf, files: &[PathBuf], opts: &ReadOptions, on_file: &(dyn Fn(&Path) + Sync)) -> Job {
-        let results: Vec<Result<RankTrace>> = files
+        let starts = export_starts(files);
+        let results: Vec<Vec<Result<RankTrace>>> = files
             .par_iter()
-            .map(|f| {
-                let r = kineto::read_path(f, opts);
+            .enumerate()
+            .map(|(i, f)| {
+                let r = read_file(f, opts, starts.get(i).copied().unwrap_or(0));
                 on_file(f);
-                r
+                match r {
+                    Ok(traces) => traces.into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                }
             })
             .collect();
-        Job::from_traces(path, results)
+        Job::from_traces(path, results.into_iter().flatten().collect())
     }
 
     /// Reads the files of one job in parallel and hands each rank to
@@ -86,27 +94,35 @@ impl Job {
         known: &(dyn Fn(&Path) -> Option<(u32, PathBuf, T)> + Sync),
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
-        let results: Vec<Result<(u32, PathBuf, T)>> = files
+        let starts = export_starts(files);
+        let results: Vec<Vec<Result<(u32, PathBuf, T)>>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
                 if let Some(k) = known(f) {
                     on_file(f);
-                    return Ok(k);
+                    return vec![Ok(k)];
                 }
-                let r = kineto::read_path(f, opts).map(|trace| {
-                    let (rank, source) = resolve_rank(&trace, order);
-                    let path = trace.path.clone();
-                    let rank = Rank { rank, source, trace };
-                    (rank.rank, path, summarize(&rank))
-                });
+                // An export's ranks are summarized in parallel, each dropped once summarized.
+                let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
+                    Ok(traces) => traces
+                        .into_par_iter()
+                        .map(|trace| {
+                            let (rank, source) = resolve_rank(&trace, order);
+                            let path = trace.path.clone();
+                            let rank = Rank { rank, source, trace };
+                            Ok((rank.rank, path, summarize(&rank)))
+                        })
+                        .collect(),
+                    Err(e) => vec![Err(e)],
+                };
                 on_file(f);
                 r
             })
             .collect();
         let mut seen: Vec<(u32, PathBuf)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
-        for r in results {
+        for r in results.into_iter().flatten() {
             match r {
                 Ok((rank, path, t)) => {
                     if let Some((_, first)) = seen.iter().find(|(r, _)| *r == rank) {
@@ -146,6 +162,45 @@ impl Job {
     }
 }
 
+/// Reads one file of a job: a Kineto trace or a dataset part (one rank), or
+/// an Nsight Systems export (one rank per process and GPU, numbered from
+/// `first` on; an export of a single rank takes its number from its file
+/// name when that has one, as a Kineto file does).
+fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrace>> {
+    if !crate::nsys::is_export(path) {
+        return kineto::read_path(path, opts).map(|t| vec![t]);
+    }
+    let mut traces = crate::nsys::read_path(path, opts)?;
+    let named = if traces.len() == 1 { rank_from_file_name(path) } else { None };
+    for (i, t) in traces.iter_mut().enumerate() {
+        t.ingested_rank = Some(match named {
+            Some(r) => (r, RankSource::FileName),
+            None => (first.saturating_add(i as u32), RankSource::Export),
+        });
+    }
+    Ok(traces)
+}
+
+/// Where the ranks of each Nsight Systems export among `files` start: after
+/// those of the exports before it (each counted by one query; the last
+/// export is never counted). 0 for other files.
+fn export_starts(files: &[PathBuf]) -> Vec<u32> {
+    let exports: Vec<usize> = files.iter().enumerate().filter(|(_, f)| crate::nsys::is_export(f)).map(|(i, _)| i).collect();
+    let mut starts = vec![0u32; files.len()];
+    let mut next = 0u32;
+    for (k, &i) in exports.iter().enumerate() {
+        if let Some(s) = starts.get_mut(i) {
+            *s = next;
+        }
+        if k + 1 < exports.len() {
+            // An export that cannot be read fails when it is read; it numbers nothing.
+            let count = files.get(i).and_then(|f| crate::nsys::ranks(f).ok()).map_or(0, |r| r.len());
+            next = next.saturating_add(count as u32);
+        }
+    }
+    starts
+}
+
 /// A rank's number: `distributedInfo.rank`, else from its file name, else its position among the files.
 fn resolve_rank(trace: &RankTrace, order: usize) -> (u32, RankSource) {
     if let Some(resolved) = trace.ingested_rank {
@@ -160,7 +215,8 @@ fn resolve_rank(trace: &RankTrace, order: usize) -> (u32, RankSource) {
 }
 
 /// The trace files a path stands for: the file itself, or the `*.json`,
-/// `*.json.gz` and `*.gz` files of a directory (not recursive), sorted by name.
+/// `*.json.gz`, `*.gz` and `*.sqlite` (Nsight Systems export) files of a
+/// directory (not recursive), sorted by name.
 pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let meta = std::fs::metadata(path).map_err(io)?;
@@ -175,7 +231,7 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
         let entry = entry.map_err(io)?;
         let p = entry.path();
         let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
-        if p.is_file() && !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".gz")) {
+        if p.is_file() && !name.starts_with('.') && is_trace_name(&name) {
             files.push(p);
         }
     }
@@ -186,7 +242,12 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Every trace file (`.json`, `.json.gz`, `.gz`) under `dir`, at any depth,
+/// Whether a (lower-case) file name is one of a trace: `.json`, `.gz`, `.sqlite`.
+fn is_trace_name(name: &str) -> bool {
+    name.ends_with(".json") || name.ends_with(".gz") || name.ends_with(".sqlite")
+}
+
+/// Every trace file (`.json`, `.json.gz`, `.gz`, `.sqlite`) under `dir`, at any depth,
 /// sorted: a corpus of unrelated runs, to be read one file per job.
 pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -199,7 +260,7 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             }
             if p.is_dir() {
                 walk(&p, out)?;
-            } else if name.ends_with(".json") || name.ends_with(".gz") {
+            } else if is_trace_name(&name) {
                 out.push(p);
             }
         }

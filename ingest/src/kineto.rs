@@ -34,11 +34,14 @@ pub struct ReadOptions {
     pub flows: bool,
     /// Keep CPU-op `Input Dims` / `Input type` for work accounting. Default: true.
     pub shapes: bool,
+    /// The GPU of traces that do not record theirs (Nsight Systems exports
+    /// without `TARGET_INFO_GPU`), as `--device` names it. Default: none.
+    pub device: Option<crate::device::DeviceProperties>,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { python_functions: false, flows: false, shapes: true }
+        ReadOptions { python_functions: false, flows: false, shapes: true, device: None }
     }
 }
 
@@ -369,6 +372,13 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
     let mut magic = [0u8; 4];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
+    if got == 4 && &magic == b"SQLi" && crate::nsys::is_export(path) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            message: "an Nsight Systems export (SQLite) holds one rank per process and GPU: read it with `nsys::read_path` or as a job"
+                .into(),
+        });
+    }
     if got == 4 && &magic == b"PAR1" {
         drop(file);
         return crate::dataset::read_part(path);

@@ -1,7 +1,8 @@
 //! # tracecast-ingest
 //!
 //! Turns PyTorch profiler (Kineto) Chrome traces — one file per rank, `.json`
-//! or `.json.gz` — into a columnar event model, assembles ranks into a
+//! or `.json.gz` — and Nsight Systems SQLite exports ([`nsys`], one rank per
+//! process and GPU) into a columnar event model, assembles ranks into a
 //! [`Job`], and computes the GPU-time breakdown of DESIGN §3: busy, idle,
 //! compute, communication, memory, their overlap and the **exposed
 //! communication** that no computation overlaps, per rank, per step and per
@@ -37,6 +38,7 @@ pub mod job;
 pub mod kineto;
 mod lenient;
 pub mod link;
+pub mod nsys;
 pub mod output;
 mod rank;
 mod scan;

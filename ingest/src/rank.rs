@@ -110,9 +110,12 @@ pub struct RankTrace {
     pub skipped_events: u64,
     /// Oddities that were tolerated (never free-form metadata).
     pub warnings: Vec<String>,
-    /// The rank and its source as resolved when the trace was ingested into
-    /// a dataset (`None` for a trace read from JSON).
+    /// The rank and its source as resolved before the trace reached its job:
+    /// when it was ingested into a dataset, or from its place among the
+    /// job's Nsight Systems exports (`None` for a trace read from JSON).
     pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
+    /// The (process, GPU) of an Nsight Systems export this rank is.
+    pub(crate) export_rank: Option<crate::nsys::ExportRank>,
 }
 
 impl RankTrace {
@@ -132,6 +135,7 @@ impl RankTrace {
             skipped_events: 0,
             warnings: Vec::new(),
             ingested_rank: None,
+            export_rank: None,
         }
     }
 

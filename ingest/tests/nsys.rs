@@ -1,0 +1,229 @@
+//! Nsight Systems exports (issue #26): the breakdown of each GPU of the two
+//! shared exports against an independent computation in SQL over the
+//! export's own tables, run here with SQLite.
+//!
+//! The reference shares no code with the reader: it selects each (process,
+//! GPU)'s kernels, memcpys and memsets straight from the `CUPTI_ACTIVITY_KIND_*`
+//! tables, classifies kernels by name with `GLOB 'nccl*Kernel*'`, and measures
+//! unions of intervals with window functions (gaps and islands), DESIGN §3's
+//! definitions: busy = |∪ activity|, comm = |∪ NCCL kernels|, overlap =
+//! |∪ comm ∩ ∪ compute| = comm + compute − |∪ (comm ∪ compute)|, exposed = comm − overlap.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use tracecast_ingest::analysis::{AnalyzeOptions, CommKernels, WindowMode, analyze_job};
+use tracecast_ingest::event::EventKind;
+use tracecast_ingest::{Job, ReadOptions};
+
+fn export(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/nsys").join(name);
+    assert!(p.exists(), "../shared/traces/nsys is missing: {}", p.display());
+    p
+}
+
+const EXPORTS: [&str; 2] = ["h100_2gpu_1s.sqlite", "mfu_2gpu_before.sqlite"];
+
+/// One GPU's GPU activity as a table expression: (start, end, class).
+fn activity(pid: i64, device: i64) -> String {
+    format!(
+        "SELECT k.start AS s, k.\"end\" AS e, CASE WHEN n.value GLOB 'nccl*Kernel*' THEN 'comm' ELSE 'compute' END AS class
+           FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.demangledName
+          WHERE k.globalPid = {pid} AND k.deviceId = {device}
+         UNION ALL SELECT start, \"end\", 'memory' FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE globalPid = {pid} AND deviceId = {device}
+         UNION ALL SELECT start, \"end\", 'memory' FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE globalPid = {pid} AND deviceId = {device}"
+    )
+}
+
+/// |∪ intervals| of the classes in `classes` (ns): islands of intervals
+/// that overlap or touch what came before them in start order.
+fn union_ns(db: &Connection, pid: i64, device: i64, classes: &str) -> i64 {
+    let sql = format!(
+        "WITH a AS ({}),
+              sel AS (SELECT s, e FROM a WHERE class IN ({classes})),
+              o AS (SELECT s, e, MAX(e) OVER (ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM sel),
+              g AS (SELECT s, e, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
+                                 OVER (ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM o)
+         SELECT COALESCE(SUM(hi - lo), 0) FROM (SELECT MIN(s) AS lo, MAX(e) AS hi FROM g GROUP BY island)",
+        activity(pid, device)
+    );
+    db.query_row(&sql, [], |r| r.get(0)).unwrap()
+}
+
+#[derive(Debug)]
+struct Reference {
+    device: i64,
+    pid: i64,
+    span: i64,
+    busy: i64,
+    compute: i64,
+    comm: i64,
+    memory: i64,
+    overlap: i64,
+    exposed: i64,
+    kernels: i64,
+    launched: i64,
+    calls: i64,
+}
+
+fn reference(path: &Path) -> Vec<Reference> {
+    let db = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT deviceId, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL UNION SELECT deviceId, globalPid FROM CUPTI_ACTIVITY_KIND_MEMCPY
+             UNION SELECT deviceId, globalPid FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY 1, 2",
+        )
+        .unwrap();
+    let gpus: Vec<(i64, i64)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    gpus.into_iter()
+        .map(|(device, pid)| {
+            let (lo, hi): (i64, i64) = db
+                .query_row(&format!("SELECT MIN(s), MAX(e) FROM ({})", activity(pid, device)), [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap();
+            let u = |c: &str| union_ns(&db, pid, device, c);
+            let (compute, comm) = (u("'compute'"), u("'comm'"));
+            let overlap = compute + comm - u("'compute', 'comm'");
+            let count = |sql: String| -> i64 { db.query_row(&sql, [], |r| r.get(0)).unwrap() };
+            Reference {
+                device,
+                pid,
+                span: hi - lo,
+                busy: u("'compute', 'comm', 'memory'"),
+                compute,
+                comm,
+                memory: u("'memory'"),
+                overlap,
+                exposed: comm - overlap,
+                kernels: count(format!("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE globalPid = {pid} AND deviceId = {device}")),
+                // Kernels whose launching call (same correlation, same process) is in the export.
+                launched: count(format!(
+                    "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE k.globalPid = {pid} AND k.deviceId = {device}
+                       AND EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+                                    WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = ({pid} >> 24))"
+                )),
+                calls: count(format!("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE (globalTid >> 24) = ({pid} >> 24)")),
+            }
+        })
+        .collect()
+}
+
+fn close(what: &str, file: &str, rank: u32, got_us: f64, want_ns: i64) {
+    let want = want_ns as f64 / 1000.0;
+    // Exact in integer ns; the issue's bar is 0.1 %.
+    assert!((got_us - want).abs() <= 1e-6 * want.abs().max(1.0), "{file} rank {rank}: {what}: tracecast {got_us} µs, SQL {want} µs");
+}
+
+#[test]
+fn each_gpu_of_the_shared_exports_matches_sql_over_its_tables() {
+    for name in EXPORTS {
+        let path = export(name);
+        let want = reference(&path);
+        assert_eq!(want.len(), 2, "{name}: two GPUs");
+        let job = Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {});
+        assert!(job.failures.is_empty(), "{:?}", job.failures);
+        assert_eq!(job.ranks.len(), want.len(), "{name}: one rank per (process, GPU)");
+        for mode in [CommKernels::Nccl, CommKernels::Families] {
+            let mut opts = AnalyzeOptions::default();
+            opts.window = WindowMode::All;
+            opts.classifier = tracecast_ingest::analysis::Classifier::new(mode, &[]).unwrap();
+            let analysis = analyze_job(&job, &opts);
+            for (r, w) in analysis.ranks.iter().zip(&want) {
+                let b = &r.breakdown;
+                println!(
+                    "{name} rank {} (GPU {}, pid {}): span {:.3} busy {:.3} compute {:.3} comm {:.3} exposed {:.3} memory {:.3} µs (SQL: {} {} {} {} {} {} ns)",
+                    r.rank,
+                    w.device,
+                    w.pid >> 24 & 0xFF_FFFF,
+                    b.gpu_span_us,
+                    b.busy_us,
+                    b.compute_us,
+                    b.comm_us,
+                    b.exposed_comm_us,
+                    b.memory_us,
+                    w.span,
+                    w.busy,
+                    w.compute,
+                    w.comm,
+                    w.exposed,
+                    w.memory
+                );
+                close("gpu_span_us", name, r.rank, b.gpu_span_us, w.span);
+                close("busy_us", name, r.rank, b.busy_us, w.busy);
+                close("idle_us", name, r.rank, b.idle_us, w.span - w.busy);
+                close("compute_us", name, r.rank, b.compute_us, w.compute);
+                close("comm_us", name, r.rank, b.comm_us, w.comm);
+                close("memory_us", name, r.rank, b.memory_us, w.memory);
+                close("overlap_us", name, r.rank, b.overlap_us, w.overlap);
+                close("exposed_comm_us", name, r.rank, b.exposed_comm_us, w.exposed);
+            }
+        }
+        for (rank, w) in job.ranks.iter().zip(&want) {
+            let t = &rank.trace;
+            let count = |k: EventKind| t.events.kind.iter().filter(|&&x| x == k).count() as i64;
+            assert_eq!(count(EventKind::Kernel), w.kernels, "{name} rank {}", rank.rank);
+            assert_eq!(count(EventKind::Runtime), w.calls, "{name} rank {}: every call of its process", rank.rank);
+            // Each kernel is tied to the call that launched it.
+            let links = tracecast_ingest::link::Links::new(t);
+            let tied = t.gpu_activity().filter(|&i| t.events.kind[i] == EventKind::Kernel && links.launch[i] != u32::MAX).count() as i64;
+            assert_eq!(tied, w.launched, "{name} rank {}", rank.rank);
+            assert!(t.events.pid.iter().zip(&t.events.kind).filter(|(_, k)| k.is_gpu_activity()).all(|(p, _)| *p == w.device));
+        }
+    }
+}
+
+#[test]
+fn emit_nvtx_ranges_are_the_ops_that_launch_kernels() {
+    let path = export("mfu_2gpu_before.sqlite");
+    let job = Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {});
+    let t = &job.ranks[0].trace;
+    let links = tracecast_ingest::link::Links::new(t);
+    // Every GEMM kernel launched in the export's window is launched inside an
+    // `aten::addmm` / `aten::mm` / … range (the window cut the calls of a few).
+    let mut gemms = 0;
+    for i in t.gpu_activity() {
+        if !t.name(i).starts_with("nvjet") || links.launch[i] == u32::MAX {
+            continue;
+        }
+        gemms += 1;
+        let op = links.launch_op[i];
+        assert_ne!(op, u32::MAX, "{} has no op", t.name(i));
+        let names: Vec<&str> = links.ancestors(op, 3).map(|r| t.name(r)).collect();
+        assert!(
+            names.iter().any(|n| matches!(*n, "aten::addmm" | "aten::mm" | "aten::bmm" | "aten::matmul" | "aten::linear")),
+            "{names:?}"
+        );
+        assert_eq!(t.events.kind[op as usize], EventKind::CpuOp);
+    }
+    assert!(gemms > 100, "{gemms} GEMM kernels");
+    // The NCCL kernels are communication, named by their group of NVTX ranges (ncclSend + ncclRecv).
+    let comm: Vec<usize> = t.gpu_activity().filter(|&i| t.name(i).starts_with("ncclDevKernel_SendRecv")).collect();
+    assert_eq!(comm.len(), 33);
+    let launched: Vec<usize> = comm.iter().copied().filter(|&i| links.launch[i] != u32::MAX).collect();
+    assert!(launched.len() >= 30, "{} of 33 NCCL kernels launched in the window", launched.len());
+    for &i in &launched {
+        let args = t.collective_args_of(i).expect("the NCCL group names the collective");
+        assert_eq!(args.collective_name.as_deref(), Some("send_recv"));
+    }
+    // No shapes in these exports (recorded without autograd-shapes-nvtx), and no free-form metadata.
+    assert!(t.op_shapes.is_empty());
+    assert!(t.names.iter().all(|n| !n.contains("REDACTED") && !n.contains("torchrun") && !n.contains("FastVideo")));
+    assert!(t.warnings.iter().any(|w| w.contains("does not record the GPU model")), "{:?}", t.warnings);
+}
+
+#[test]
+fn exports_of_one_job_number_their_ranks_in_file_order() {
+    let paths: Vec<PathBuf> = EXPORTS.iter().map(|n| export(n)).collect();
+    let job = Job::read(paths[0].clone(), &paths, &ReadOptions::default(), &|_| {});
+    assert!(job.failures.is_empty(), "{:?}", job.failures);
+    let ranks: Vec<(u32, String)> =
+        job.ranks.iter().map(|r| (r.rank, r.trace.path.file_name().unwrap().to_string_lossy().into_owned())).collect();
+    assert_eq!(ranks, [(0, EXPORTS[0].to_string()), (1, EXPORTS[0].to_string()), (2, EXPORTS[1].to_string()), (3, EXPORTS[1].to_string())]);
+    assert!(job.ranks.iter().all(|r| r.source == tracecast_ingest::job::RankSource::Export));
+    // The same through the one-rank-at-a-time path every command uses.
+    let (ranks, failures) = Job::summarize(&paths, &ReadOptions::default(), &|_| {}, &|r| (r.rank, r.trace.events.len()));
+    assert!(failures.is_empty());
+    let mut numbers: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, [0, 1, 2, 3]);
+    assert_eq!(tracecast_ingest::nsys::ranks(&paths[1]).unwrap().len(), 2);
+}
