@@ -68,6 +68,19 @@ impl ReadArgs {
         };
         Ok(Classifier::new(mode, &self.comm_pattern)?)
     }
+
+    /// How to read the traces: `--device` names the GPU of those that do not record theirs.
+    fn read_options(&self) -> Result<ReadOptions> {
+        let mut o = ReadOptions::default();
+        if let Some(id) = &self.device {
+            let catalog = catalog_with(&self.hw)?;
+            let gpu = catalog.gpu(id)?;
+            // A name the catalog matches back to this GPU.
+            let name = gpu.match_names.first().cloned().unwrap_or_else(|| gpu.name.clone());
+            o.device = Some(tracecast_ingest::device::DeviceProperties { name: Some(name), ..Default::default() });
+        }
+        Ok(o)
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -132,6 +145,10 @@ struct ReadArgs {
     /// that the built-in catalog lacks.
     #[arg(long, value_name = "FILE")]
     hw: Vec<PathBuf>,
+    /// The GPU the traces ran on (an id of `hw list`), for traces that do not record it: Nsight
+    /// Systems exports without a TARGET_INFO_GPU table.
+    #[arg(long, value_name = "ID")]
+    device: Option<String>,
     /// Print nothing on stdout (outputs and errors only).
     #[arg(long, short)]
     quiet: bool,
@@ -679,6 +696,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     opts.job_gpus = args.job_gpus;
     opts.job_hours = args.job_hours;
     let opts = opts;
+    let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     let given_node = args.inputs.read.gpus_per_node;
     let mut analyses = Vec::new();
@@ -706,7 +724,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
                 Some((meta.rank, meta.file, summary))
             };
-            let (summaries, failures) = Job::summarize_or(files, &ReadOptions::default(), on_file, &cached, &summarize);
+            let (summaries, failures) = Job::summarize_or(files, &read_opts, on_file, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
             let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
             (job, failures)
@@ -867,8 +885,9 @@ fn for_each_job(inputs: &Inputs, each_job: impl FnMut(Job)) -> Result<bool> {
 
 /// [`for_each_job`] over `paths` read with `opts`.
 fn for_each_job_in(paths: &[PathBuf], each: bool, opts: &ReadArgs, mut each_job: impl FnMut(Job)) -> Result<bool> {
+    let read_opts = opts.read_options()?;
     let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
-        let mut job = Job::read(path, files, &ReadOptions::default(), on_file);
+        let mut job = Job::read(path, files, &read_opts, on_file);
         let failures = std::mem::take(&mut job.failures);
         ((!job.ranks.is_empty()).then_some(job), failures)
     };
@@ -924,6 +943,7 @@ fn for_each_input<T>(
 }
 
 fn ingest(args: IngestArgs) -> Result<ExitCode> {
+    let read_opts = args.read.read_options()?;
     let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;
     let out = &args.out;
@@ -938,7 +958,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
             let summary = analysis::summarize_rank(rank, world, &o);
             tracecast_ingest::dataset::write_rank(out, rank, &analysis::summary_key(&o, world), &summary)
         };
-        let (parts, mut failures) = Job::summarize(files, &ReadOptions::default(), on_file, &write);
+        let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
         let mut ok = Vec::new();
         for p in parts {
             match p {
@@ -959,6 +979,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
@@ -969,7 +990,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         let summarize = |rank: &tracecast_ingest::job::Rank| {
             (tracecast_calibrate::profile::rank_samples(rank, &catalog, &opts), rank.trace.declared_world_size())
         };
-        let (ranks, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &summarize);
+        let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
         let world = ranks.iter().filter_map(|r| r.1).max().unwrap_or(ranks.len() as u32);
         let ranks: Vec<_> = ranks.into_iter().map(|r| r.0).collect();
         ((!ranks.is_empty()).then_some((ranks, world)), failures)
@@ -1134,6 +1155,7 @@ fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
 }
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let read_opts = args.inputs.read.read_options()?;
     let mut opts = tracecast_replay::ReplayOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
     if let Some(spec) = &args.scale {
@@ -1159,7 +1181,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
                 let world = world_of_rank(rank.trace.declared_world_size(), files);
                 tracecast_replay::RankPart::of(rank, world, &opts, &catalog)
             };
-            let (parts, failures) = Job::summarize(files, &ReadOptions::default(), on_file, &part);
+            let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
             ((!parts.is_empty()).then_some((path, parts)), failures)
         };
         for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |(path, parts), _| {
@@ -1406,6 +1428,7 @@ fn demo() -> Result<ExitCode> {
         strict: false,
         gpus_per_node: None,
         hw: Vec::new(),
+        device: None,
         quiet: true,
     };
     let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &read, &plan)?;

@@ -61,6 +61,7 @@ struct RankPart<'c> {
 /// at a time (a rank's trace is dropped once its part is built; the timeline
 /// keeps the first ranks' kernels only). Returns whether any file was bad.
 pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, plan: &ReportPlan<'_>) -> Result<(Vec<Section>, bool)> {
+    let read_opts = read.read_options()?;
     let mut base = ReplayOptions::default();
     base.classifier = plan.analyze.classifier.clone();
     let projection = plan.projection.as_ref().map(|(_, p)| {
@@ -92,7 +93,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
                 class_times: ClassTimes::of_rank(&rank.trace, &classes, &work),
             }
         };
-        let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
+        let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
         if parts.is_empty() {
             return (None, failures);
         }
@@ -296,6 +297,7 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
         tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
     }
     let catalog = crate::catalog_with(&args.read.hw)?;
+    let read_opts = args.read.read_options()?;
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
     let mut failed = false;
@@ -310,7 +312,7 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
                 let work = kernel_work(&rank.trace, &classifier);
                 (analysis::summarize_rank_with(rank, world, &o, &classes, &links), ClassTimes::of_rank(&rank.trace, &classes, &work))
             };
-            let (parts, failures) = Job::summarize(files, &tracecast_ingest::ReadOptions::default(), on_file, &part);
+            let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
             if parts.is_empty() {
                 return (None, failures);
             }
