@@ -168,6 +168,15 @@ impl Job {
 /// name when that has one, as a Kineto file does).
 fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrace>> {
     if !crate::nsys::is_export(path) {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let schema = |message: &str| Error::Schema { path: path.to_path_buf(), message: message.to_string() };
+        if name.ends_with(".nsys-rep") || name.ends_with(".qdrep") {
+            return Err(schema("an Nsight Systems report, which only nsys reads: export it with `nsys export --type sqlite FILE`"));
+        }
+        let non_empty = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+        if name.ends_with(".sqlite") && non_empty {
+            return Err(schema("not an SQLite database (it does not start with `SQLite format 3`): not an Nsight Systems export"));
+        }
         return kineto::read_path(path, opts).map(|t| vec![t]);
     }
     let mut traces = crate::nsys::read_path(path, opts)?;

@@ -11,7 +11,7 @@
 //! | `CUPTI_ACTIVITY_KIND_MEMCPY` / `_MEMSET` | memcpy / memset (`Memcpy HtoD (Pinned -> Device)`, `Memset (Device)`) with bytes |
 //! | `CUPTI_ACTIVITY_KIND_RUNTIME` | runtime and driver calls (`cudaLaunchKernel`, API version suffix dropped), pid/tid of the thread, correlation |
 //! | `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` | `Stream Sync`, `Event Sync`, `Stream Wait Event`, `Context Sync` rows; what an event wait waited on from `CUDA_EVENT` when recorded |
-//! | `NVTX_EVENTS` ranges | PyTorch `emit_nvtx` operators (`aten::mm, seq = …, op_id = N, sizes = …`) as CPU ops named `aten::mm` with `Input Dims` from `sizes`; other ranges as user annotations named by their text |
+//! | `NVTX_EVENTS` ranges | PyTorch `emit_nvtx` operators (`aten::mm, seq = …, op_id = N, sizes = …`) as CPU ops named `aten::mm` with `Input Dims` from `sizes` and `Input type` from their kernels' names (`emit_nvtx` records no dtypes); other ranges as user annotations named by their text |
 //! | NVTX `nccl*` ranges | the collective of the NCCL kernel launched inside them (`ncclGroupStart … ncclSend, ncclRecv … ncclGroupEnd` → `send_recv`) |
 //! | `TARGET_INFO_GPU` | device properties (name, SMs, memory, compute capability) |
 //! | `TARGET_INFO_SESSION_START_TIME` | times made absolute (UTC ns), as `baseTimeNanoseconds` does for Kineto |
@@ -20,6 +20,7 @@
 //! (environments, command lines, process and thread names, paths) is never
 //! read; of `META_DATA_EXPORT` only `EXPORT_SCHEMA_VERSION`.
 
+mod dtype;
 mod nvtx;
 mod ranks;
 mod rows;

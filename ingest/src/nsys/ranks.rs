@@ -360,6 +360,14 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
             }
         }
     }
+    super::dtype::fill_input_types(&mut t);
+    let ops = t.events.kind.iter().zip(&t.events.external_id).filter(|(k, id)| **k == EventKind::CpuOp && **id >= 0).count();
+    if ops > 0 && t.op_shapes.is_empty() && opts.shapes {
+        t.warnings.push(format!(
+            "the {ops} PyTorch op ranges (emit_nvtx) carry no input shapes, so their work is unknown to calibration: \
+             record with `nsys profile --pytorch=autograd-shapes-nvtx`"
+        ));
+    }
     match rows.gpus.of(key.pid, key.device) {
         Some(d) => t.devices.push(d),
         None => match &opts.device {

@@ -1,0 +1,272 @@
+//! Nsight Systems exports end to end (issue #26): every command on the two
+//! shared exports (`../shared/traces/nsys`, read in place), calibration on
+//! a synthetic export whose NVTX ranges carry shapes, and bad exports.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+mod common;
+
+use common::*;
+
+fn export(name: &str) -> PathBuf {
+    let p = shared().join("nsys").join(name);
+    assert!(p.exists(), "../shared/traces/nsys is missing: {}", p.display());
+    p
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+const H100: &str = "h100_2gpu_1s.sqlite";
+const MFU: &str = "mfu_2gpu_before.sqlite";
+
+#[test]
+fn analyze_reads_an_export_as_one_rank_per_gpu() {
+    let dir = scratch("nsys-analyze");
+    let out = dir.join("a.json");
+    let f = export(MFU);
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let ranks = doc["jobs"][0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    for (i, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], i as u64);
+        assert_eq!(r["rank_source"], "export");
+        assert!(r["comm_us"].as_f64().unwrap() > 1000.0, "the NCCL send/recv kernels are communication");
+        assert!(r["exposed_comm_us"].as_f64().unwrap() <= r["comm_us"].as_f64().unwrap());
+    }
+    // The collectives are matched across the two GPUs (33 send/recv each).
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("H100 80GB HBM3"), "--device names the GPU:\n{text}");
+    // Free-form metadata of the export (command lines, paths, hosts, users) is never read or echoed.
+    let all = format!("{}{}{}", std::fs::read_to_string(&out).unwrap(), text, stderr(&o));
+    for secret in ["torchrun", "fv_mfu_training", "FastVideo", "REDACTED", "mfu_h1002_nsys", "nsys-rep", "modal", "pt_nccl_watchdg"] {
+        assert!(!all.contains(secret), "{secret} echoed");
+    }
+}
+
+#[test]
+fn a_directory_of_exports_is_one_job_and_ingests_into_a_dataset() {
+    let dir = scratch("nsys-job");
+    let (direct, via) = (dir.join("direct.json"), dir.join("dataset.json"));
+    let nsys = shared().join("nsys");
+    let o = run(&["analyze".as_ref(), nsys.as_os_str(), "--json".as_ref(), direct.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&direct);
+    let ranks = doc["jobs"][0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4, "two exports of two GPUs each");
+    assert_eq!(doc["jobs"][0]["world_size"], 4);
+    let ds = dir.join("job.tcds");
+    let o = run(&["ingest".as_ref(), nsys.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "--json".as_ref(), via.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let back = json(&via);
+    for (a, b) in ranks.iter().zip(back["jobs"][0]["ranks"].as_array().unwrap()) {
+        for k in ["rank", "file", "rank_source", "gpu_span_us", "busy_us", "comm_us", "exposed_comm_us", "memory_us"] {
+            assert_eq!(a[k], b[k], "{k}");
+        }
+    }
+}
+
+#[test]
+fn diff_report_and_replay_take_exports() {
+    let dir = scratch("nsys-commands");
+    let (a, b) = (export(H100), export(MFU));
+    let o = run(&["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("send_recv"));
+    let html = dir.join("report.html");
+    let o = run(&["report".as_ref(), b.as_os_str(), "--out".as_ref(), html.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("ncclDevKernel_SendRecv"));
+    for f in [&a, &b] {
+        let out = dir.join("replay.json");
+        let o = run(&["replay".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        for r in json(&out)["jobs"][0]["ranks"].as_array().unwrap() {
+            let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
+            assert!((p / m - 1.0).abs() < 0.01, "{}: identity replay {p} µs vs measured {m} µs", f.display());
+        }
+    }
+}
+
+#[test]
+fn calibrate_says_why_an_export_without_shapes_cannot_be_fitted() {
+    let dir = scratch("nsys-noshapes");
+    let f = export(MFU);
+    let out = dir.join("p.json");
+    let o = run(&["calibrate".as_ref(), f.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no shapes"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run(&["analyze".as_ref(), f.as_os_str()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--pytorch=autograd-shapes-nvtx"));
+}
+
+// ---- synthetic exports -------------------------------------------------
+
+const GPID: i64 = (1 << 48) | (100 << 24);
+const TID: i64 = GPID | 100;
+
+/// A one-GPU export in the 3.25 layout (only the columns the reader needs,
+/// plus a few): `gemms` `aten::mm` ops of shapes `[[m, k], [k, n]]`, each
+/// launching one bf16 GEMM of the given duration (ns).
+fn synthetic(path: &Path, version: &str, gemms: &[(i64, i64, i64, i64)]) {
+    let _ = std::fs::remove_file(path);
+    let db = Connection::open(path).unwrap();
+    db.execute_batch(
+        "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);
+         CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, totalMemory INTEGER, smCount INTEGER,
+                                       computeMajor INTEGER, computeMinor INTEGER);
+         CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+             contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+             demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+             globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL);
+         CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER,
+             textId INTEGER, domainId INTEGER);
+         INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (59, 'NvtxPushPopRange', 'NVTX Push/Pop Range');
+         INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA H100 80GB HBM3', 85000000000, 132, 9, 0);
+         INSERT INTO StringIds VALUES (1, 'nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN'), (2, 'cudaLaunchKernel_v7000');",
+    )
+    .unwrap();
+    db.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', ?1)", [version]).unwrap();
+    // Command lines are in the export too; they must never be read.
+    db.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PARAM_INPUT_FILE', 'secret-run-name.nsys-rep')", []).unwrap();
+    let mut gpu_free = 0i64;
+    for (i, &(m, k, n, dur)) in gemms.iter().enumerate() {
+        let i = i as i64;
+        let t0 = 1_000_000 + i * 2_000_000;
+        let text = format!("aten::mm, seq = {i}, op_id = {}, sizes = [[{m}, {k}], [{k}, {n}]], input_op_ids = [(1,0), (2,0)]", 1000 + i);
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (?1, ?2, 59, ?3, ?4, NULL, 0)", rusqlite::params![t0, t0 + 30_000, text, TID]).unwrap();
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 1, ?3, ?4, 2, 0)",
+            rusqlite::params![t0 + 5_000, t0 + 10_000, TID, i + 1],
+        )
+        .unwrap();
+        let start = (t0 + 15_000).max(gpu_free + 1_000);
+        gpu_free = start + dur;
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, 0, 1, 7, ?3, ?4, 1, 1)",
+            rusqlite::params![start, start + dur, i + 1, GPID],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn calibrate_fits_gemms_from_nvtx_shaped_ops() {
+    // Truth: t = 5 µs + 2mkn / (0.62 · 989.4 TFLOP/s), the H100's dense bf16 peak.
+    let (eta, t0_ns, peak) = (0.62, 5_000.0, 989.4e12);
+    let gemms: Vec<(i64, i64, i64, i64)> = (0..48)
+        .map(|i| {
+            let (m, k, n) = (1024 * (1 + i % 16), 4096, 2048 * (1 + i % 3));
+            let flops = 2.0 * (m * k * n) as f64;
+            (m, k, n, (t0_ns + flops / (eta * peak) * 1e9).round() as i64)
+        })
+        .collect();
+    let dir = scratch("nsys-calibrate");
+    let f = dir.join("shaped.sqlite");
+    synthetic(&f, "3.25.0", &gemms);
+    let out = dir.join("p.json");
+    let o = run(&["calibrate".as_ref(), f.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = json(&out);
+    let fits = p["kernels"].as_array().unwrap();
+    let gemm = fits.iter().find(|k| k["class"] == "gemm" && k["dtype"] == "bf16").unwrap_or_else(|| panic!("no bf16 GEMM fit: {p:#}"));
+    let got = gemm["efficiency"].as_f64().unwrap();
+    assert!((got / eta - 1.0).abs() < 0.02, "η {got} (truth {eta})");
+    assert!((gemm["overhead_us"].as_f64().unwrap() - 5.0).abs() < 0.5, "{gemm}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("secret-run-name"));
+}
+
+// ---- bad exports ---------------------------------------------------------
+
+fn assert_clean_failure(o: &std::process::Output, path: &Path, what: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{what}: exit code; stderr: {err}");
+    assert!(err.contains(&path.display().to_string()), "{what}: the message names the file: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(&path.display().to_string())).collect();
+    assert_eq!(lines.len(), 1, "{what}: one line: {err}");
+}
+
+fn analyze_fails(path: &Path, what: &str) -> String {
+    let o = run(&["analyze".as_ref(), path.as_os_str(), "-q".as_ref()]);
+    assert_clean_failure(&o, path, what);
+    stderr(&o)
+}
+
+#[test]
+fn truncated_and_foreign_files_are_clean_errors() {
+    let dir = scratch("nsys-bad");
+    let bytes = std::fs::read(export(MFU)).unwrap();
+    let cut = dir.join("truncated.sqlite");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = analyze_fails(&cut, "truncated");
+    assert!(err.contains("damaged or truncated"), "{err}");
+    let garbage = dir.join("garbage.sqlite");
+    let mut g = b"SQLite format 3\0".to_vec();
+    g.extend((0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    std::fs::write(&garbage, &g).unwrap();
+    analyze_fails(&garbage, "garbage after the magic");
+    let text = dir.join("notes.sqlite");
+    std::fs::write(&text, "not a database at all").unwrap();
+    let err = analyze_fails(&text, "not SQLite");
+    assert!(err.contains("not an SQLite database"), "{err}");
+    let report = dir.join("run.nsys-rep");
+    std::fs::write(&report, b"binary report").unwrap();
+    let err = analyze_fails(&report, "an nsys report");
+    assert!(err.contains("nsys export --type sqlite"), "{err}");
+    let empty = dir.join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    analyze_fails(&empty, "empty file");
+}
+
+#[test]
+fn empty_databases_missing_tables_and_other_schemas_are_named() {
+    let dir = scratch("nsys-schema");
+    let empty = dir.join("empty-db.sqlite");
+    Connection::open(&empty).unwrap().execute_batch("CREATE TABLE t (x); DROP TABLE t;").unwrap();
+    let err = analyze_fails(&empty, "empty database");
+    assert!(err.contains("not an Nsight Systems export"), "{err}");
+    let old = dir.join("old.sqlite");
+    synthetic(&old, "2.9.1", &[(64, 64, 64, 10_000)]);
+    let err = analyze_fails(&old, "other schema");
+    assert!(err.contains("export schema 2.9.1"), "{err}");
+    let no_cuda = dir.join("no-cuda.sqlite");
+    synthetic(&no_cuda, "3.25.0", &[]);
+    Connection::open(&no_cuda).unwrap().execute_batch("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;").unwrap();
+    let err = analyze_fails(&no_cuda, "no CUDA tables");
+    assert!(err.contains("no CUDA activity") && err.contains("3.25.0"), "{err}");
+    let no_gpu = dir.join("no-gpu.sqlite");
+    synthetic(&no_gpu, "3.25.0", &[]);
+    let err = analyze_fails(&no_gpu, "no kernels");
+    assert!(err.contains("no GPU activity"), "{err}");
+    let no_column = dir.join("no-column.sqlite");
+    synthetic(&no_column, "3.40.0", &[(64, 64, 64, 10_000)]);
+    Connection::open(&no_column).unwrap().execute_batch("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN streamId;").unwrap();
+    let err = analyze_fails(&no_column, "missing column");
+    assert!(err.contains("streamId") && err.contains("export schema 3.40.0"), "{err}");
+    assert!(!err.contains("secret-run-name"), "{err}");
+}
+
+#[test]
+fn a_locked_export_is_a_clean_error() {
+    let dir = scratch("nsys-locked");
+    let f = dir.join("locked.sqlite");
+    synthetic(&f, "3.25.0", &[(64, 64, 64, 10_000)]);
+    let writer = Connection::open(&f).unwrap();
+    writer.execute_batch("BEGIN EXCLUSIVE; INSERT INTO StringIds VALUES (99, 'x');").unwrap();
+    let err = analyze_fails(&f, "locked");
+    assert!(err.contains("locked"), "{err}");
+    writer.execute_batch("ROLLBACK;").unwrap();
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "once the writer is done: {}", stderr(&o));
+}
