@@ -16,6 +16,9 @@ store mounted there), and `tracecast` must be on the workers' PATH (or give
 `--tracecast /path/on/the/workers/tracecast`). Ranks are taken from each
 file's distributedInfo or its name (`rank-N`); files whose rank would only
 come from their position among all files must be ingested in one run.
+Nsight Systems exports (`*.sqlite`) hold one rank per process and GPU,
+numbered by their place among the job's exports, so all of a job's exports
+go to one share (one `tracecast ingest` run), in the order given.
 """
 
 import argparse
@@ -24,7 +27,17 @@ import subprocess
 import sys
 import time
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".sqlite")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_export(path):
+    """Whether `path` is an Nsight Systems export (an SQLite database), by its first bytes."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def trace_files(paths):
@@ -38,7 +51,7 @@ def trace_files(paths):
                 if not n.startswith(".") and n.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(p, n))
             )
             if not names:
-                raise SystemExit(f"error: {p}: no trace files (*.json, *.json.gz, *.gz) in this directory")
+                raise SystemExit(f"error: {p}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory")
             files.extend(os.path.join(p, n) for n in names)
         elif os.path.isfile(p):
             files.append(p)
@@ -48,16 +61,20 @@ def trace_files(paths):
 
 
 def shares(files, n):
-    """`files` in `n` shares of nearly equal total size (largest first, each to the lightest share)."""
-    n = max(1, min(n, len(files)))
-    sized = sorted(((os.path.getsize(f), f) for f in files), reverse=True)
-    out = [[] for _ in range(n)]
+    """`files` in `n` shares of nearly equal total size (largest first, each to the lightest share);
+    the Nsight Systems exports among them all in one share, in the order given."""
+    exports = [f for f in files if is_export(f)]
+    others = [f for f in files if f not in set(exports)]
+    out = [exports] if exports else []
+    n = max(1, min(n - len(out), len(others)))
+    sized = sorted(((os.path.getsize(f), f) for f in others), reverse=True)
+    split = [[] for _ in range(n)]
     load = [0] * n
     for size, f in sized:
         k = load.index(min(load))
-        out[k].append(f)
+        split[k].append(f)
         load[k] += size
-    return [sorted(s) for s in out if s]
+    return out + [sorted(s) for s in split if s]
 
 
 def ingest_share(tracecast, files, out):

@@ -54,3 +54,34 @@ fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
     assert!(said.contains("8 file(s)") && said.contains("on 2 worker(s)"), "{said}");
     assert_eq!(analysis_of(&ds, &dir.join("b.json")), analysis_of(&job, &dir.join("a.json")));
 }
+
+#[test]
+fn dask_ingest_puts_a_jobs_nsight_exports_in_one_share() {
+    let Some(python) = python_with_dask() else {
+        assert!(
+            std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(),
+            "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable"
+        );
+        eprintln!("skipped: no Python with dask.distributed (`.ci/run` installs it; or set TRACECAST_PYTHON)");
+        return;
+    };
+    let dir = scratch("dask-nsys");
+    // Two exports of two GPUs each: their ranks are numbered by their place
+    // among the job's exports, so they go to one share.
+    let nsys = common::shared().join("nsys").canonicalize().unwrap();
+    let ds = dir.join("ds");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
+    let o = std::process::Command::new(&python)
+        .arg(&driver)
+        .args(["--scheduler", "local:2", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
+        .arg(&ds)
+        .arg(&nsys)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("2 file(s) in 1 share(s)"), "{said}");
+    let (a, b) = (analysis_of(&nsys, &dir.join("a.json")), analysis_of(&ds, &dir.join("b.json")));
+    assert_eq!(a["jobs"][0]["ranks"].as_array().unwrap().len(), 4);
+    assert_eq!(a, b);
+}
