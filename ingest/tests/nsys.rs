@@ -227,3 +227,104 @@ fn exports_of_one_job_number_their_ranks_in_file_order() {
     assert_eq!(numbers, [0, 1, 2, 3]);
     assert_eq!(tracecast_ingest::nsys::ranks(&paths[1]).unwrap().len(), 2);
 }
+
+/// A small export written here: two processes, one of them driving two GPUs,
+/// with copies, sets, syncs, an event wait and an NCCL all-reduce.
+fn synthetic(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let db = Connection::open(path).unwrap();
+    let (p1, p2) = ((1i64 << 48) | (10 << 24), (1i64 << 48) | (20 << 24));
+    let (t1, t2) = (p1 | 11, p2 | 20);
+    db.execute_batch(&format!(
+        "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+         INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.25.0'), ('EXPORT_USER', 'someone');
+         CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT);
+         INSERT INTO META_DATA_CAPTURE VALUES ('PROCESS_0:COMMAND', 'secret_command');
+         CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT, systemClockNs INTEGER);
+         INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1700000000000000000, 'x', 'y', 1000);
+         CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER);
+         INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA H100 80GB HBM3', 85000000000, 132, 9, 0), (1, 1, 'NVIDIA H200', 150000000000, 132, 9, 0);
+         CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER, uuid TEXT, numMultiprocessors INTEGER);
+         INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (1, 0, 20, 'u', 132);
+         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+         INSERT INTO StringIds VALUES (1, 'gemm_kernel'), (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)'),
+             (3, 'cudaLaunchKernel_v7000'), (4, 'cudaStreamSynchronize_v3020'), (5, 'cudaMemcpyAsync_v3020'), (6, 'ncclAllReduce');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER, streamId INTEGER,
+             correlationId INTEGER, globalPid INTEGER, demangledName INTEGER, shortName INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+             (2000, 3000, 0, 1, 7, 1, {p1}, 1, 1), (2000, 2500, 1, 2, 13, 2, {p1}, 1, 1), (2500, 4000, 0, 3, 7, 1, {p2}, 2, 2),
+             (5000, NULL, 0, 3, 7, 9, {p2}, 1, 1);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER, streamId INTEGER,
+             correlationId INTEGER, globalPid INTEGER, bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (3000, 3400, 0, 1, 7, 3, {p1}, 4096, 1, 1, 2);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER, streamId INTEGER,
+             correlationId INTEGER, globalPid INTEGER, value INTEGER, bytes INTEGER, memKind INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (3500, 3600, 0, 1, 7, 4, {p1}, 0, 64, 2);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, globalTid INTEGER, correlationId INTEGER,
+             nameId INTEGER, returnValue INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+             (1000, 1100, 1, {t1}, 1, 3, 0), (1200, 1300, 1, {t1}, 2, 3, 0), (1400, 1500, 1, {t1}, 3, 5, 0), (1600, 1700, 1, {t1}, 4, 5, 0),
+             (1800, 3700, 1, {t1}, 5, 4, 0), (1100, 1200, 1, {t2}, 1, 3, 0);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER, streamId INTEGER,
+             correlationId INTEGER, globalPid INTEGER, syncType INTEGER, eventId INTEGER, eventSyncId INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (1800, 3700, 0, 1, 7, 5, {p1}, 3, 0, NULL), (1900, 1950, 0, 1, 13, 6, {p1}, 2, 1, 77);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT (timestamp INTEGER, deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+             globalPid INTEGER, eventId INTEGER, eventSyncId INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (0, 0, 1, 7, 42, {p1}, 1, 77);
+         CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);
+         INSERT INTO NVTX_EVENTS VALUES (900, 1350, 59, 'aten::mm, seq = 3, op_id = 17, sizes = [[64, 32], [32, 128]]', {t1}, NULL, 0),
+             (1050, 1300, 59, NULL, {t2}, 6, 1), (990, NULL, 59, 'forward', {t1}, NULL, 0);"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn a_synthetic_export_maps_onto_the_rank_model() {
+    let dir = std::env::temp_dir().join(format!("tracecast-ingest-nsys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("small.sqlite");
+    synthetic(&path);
+    let job = Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {});
+    assert!(job.failures.is_empty(), "{:?}", job.failures);
+    // GPU 0 of process 10, GPU 0 of process 20, GPU 1 of process 10.
+    assert_eq!(job.ranks.len(), 3);
+    let (a, b, c) = (&job.ranks[0].trace, &job.ranks[1].trace, &job.ranks[2].trace);
+    let names =
+        |t: &tracecast_ingest::RankTrace| (0..t.events.len()).map(|i| (t.events.kind[i], t.name(i).to_string())).collect::<Vec<_>>();
+    let base = 1_700_000_000_000_000_000 - 1000;
+    assert_eq!(a.base_time_ns, Some(base));
+    let na = names(a);
+    assert!(na.contains(&(EventKind::Memcpy, "Memcpy HtoD (Pinned -> Device)".into())), "{na:?}");
+    assert!(na.contains(&(EventKind::Memset, "Memset (Device)".into())), "{na:?}");
+    assert!(na.contains(&(EventKind::Runtime, "cudaStreamSynchronize".into())));
+    assert!(na.contains(&(EventKind::GpuSync, "Stream Sync".into())));
+    assert!(na.contains(&(EventKind::CpuOp, "aten::mm".into())));
+    assert!(!na.iter().any(|(_, n)| n == "forward"), "an unclosed range is skipped");
+    // A call that launched GPU work goes to that GPU's rank only (GPU 0: the kernel, copy and set;
+    // GPU 1: its kernel); the synchronize, which launched nothing, to both ranks of its process.
+    let launches = |t: &tracecast_ingest::RankTrace| {
+        t.events.correlation.iter().zip(&t.events.kind).filter(|(_, k)| **k == EventKind::Runtime).count()
+    };
+    assert_eq!((launches(a), launches(c)), (4, 2));
+    let kernel = (0..a.events.len()).find(|&i| a.events.kind[i] == EventKind::Kernel).unwrap();
+    assert_eq!((a.events.ts_ns[kernel], a.events.dur_ns[kernel], a.events.pid[kernel], a.events.tid[kernel]), (base + 2000, 1000, 0, 7));
+    let memcpy = (0..a.events.len()).find(|&i| a.events.kind[i] == EventKind::Memcpy).unwrap();
+    assert_eq!(a.copy_bytes_of(memcpy), Some(4096));
+    // The op has its shapes and its host times; a Stream Wait Event knows the record it waited on.
+    assert_eq!(a.op_shapes[0].input_dims, "[[64, 32], [32, 128]]");
+    let wait = (0..c.events.len()).find(|&i| c.name(i) == "Stream Wait Event").unwrap();
+    assert_eq!(c.sync_waits, [(wait as u32, tracecast_ingest::SyncWait { wait_on_stream: 7, record_correlation: 42 })]);
+    // GPU models: process 20's CUDA device 0 is GPU 1 (an H200); process 10's device 0 is GPU 0.
+    assert_eq!(a.device_name(), Some("NVIDIA H100 80GB HBM3"));
+    assert_eq!(b.device_name(), Some("NVIDIA H200"));
+    // NCCL all-reduce named by its range; the kernel without an end is skipped and said.
+    let nccl = (0..b.events.len()).find(|&i| b.name(i).starts_with("ncclDevKernel")).unwrap();
+    assert_eq!(b.collective_args_of(nccl).and_then(|x| x.collective_name.as_deref()), Some("all_reduce"));
+    assert!(b.warnings.iter().any(|w| w.contains("1 row(s) without a start, end or device")), "{:?}", b.warnings);
+    assert!(b.warnings.iter().any(|w| w.contains("1 NVTX range(s) were never closed")), "{:?}", b.warnings);
+    for t in [a, b, c] {
+        assert!(t.names.iter().all(|n| !n.contains("secret") && !n.contains("someone")));
+        assert!(t.warnings.iter().all(|w| !w.contains("secret") && !w.contains("someone")));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
