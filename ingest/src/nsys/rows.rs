@@ -79,6 +79,12 @@ pub(crate) struct Record {
     pub(crate) correlation: i64,
 }
 
+/// Event records by (global pid, event sync id).
+pub(crate) type Records = FxHashMap<(i64, i64), Record>;
+
+/// What a range text says: kind, name index, `op_id`, `sizes`, NCCL role.
+type ParsedRange = (EventKind, u32, Option<i64>, Option<Box<str>>, Option<Nccl>);
+
 /// Everything read from one export.
 #[derive(Debug, Default)]
 pub(crate) struct Rows {
@@ -89,8 +95,7 @@ pub(crate) struct Rows {
     pub(crate) ranges: Vec<Range>,
     pub(crate) range_names: Vec<String>,
     pub(crate) syncs: Vec<Sync>,
-    /// Event records by (global pid, event sync id).
-    pub(crate) records: FxHashMap<(i64, i64), Record>,
+    pub(crate) records: Records,
     /// `StringIds` values of the kernel and call names.
     pub(crate) strings: FxHashMap<i64, String>,
     /// GPU model per (process id, device id), and for any device.
@@ -385,9 +390,9 @@ pub(crate) fn read_ranges(path: &Path, plan: &Plan) -> Result<(Vec<Range>, Vec<S
     let conn = tables::connect(path)?;
     let mut name_ids: FxHashMap<String, u32> = FxHashMap::default();
     // Registered strings (`textId`) repeat: parsed once per id.
-    let mut registered: FxHashMap<i64, Option<(EventKind, u32, Option<i64>, Option<Box<str>>, Option<Nccl>)>> = FxHashMap::default();
+    let mut registered: FxHashMap<i64, Option<ParsedRange>> = FxHashMap::default();
     let mut lookup = conn.prepare("SELECT value FROM StringIds WHERE id = ?1").ok();
-    let mut parse = |text: &str| -> (EventKind, u32, Option<i64>, Option<Box<str>>, Option<Nccl>) {
+    let mut parse = |text: &str| -> ParsedRange {
         let r = nvtx::parse(text);
         let id = match name_ids.get(r.name) {
             Some(&id) => id,
@@ -430,7 +435,7 @@ pub(crate) fn read_ranges(path: &Path, plan: &Plan) -> Result<(Vec<Range>, Vec<S
 }
 
 /// Synchronizations and the event records they waited on.
-pub(crate) fn read_syncs(path: &Path, plan: &Plan) -> Result<(Vec<Sync>, FxHashMap<(i64, i64), Record>)> {
+pub(crate) fn read_syncs(path: &Path, plan: &Plan) -> Result<(Vec<Sync>, Records)> {
     let mut syncs = Vec::new();
     let mut records = FxHashMap::default();
     if plan.syncs.is_none() && plan.records.is_none() {
