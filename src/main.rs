@@ -565,6 +565,9 @@ struct CostArgs {
     /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     measurements: Vec<PathBuf>,
+    /// Calibration profile of the GPU: its traces' correction of the GEMM table (what projections with it apply).
+    #[arg(long, value_name = "P.json")]
+    profile: Option<PathBuf>,
     /// Writes `{"time_us", "rule", "extrapolated", …}` here.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
@@ -794,7 +797,10 @@ fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar
 }
 
 /// The pricing layer over `catalog`: the shipped measurements and the user's files.
-fn pricing_with(catalog: &tracecast_calibrate::Catalog, files: &[PathBuf]) -> Result<std::sync::Arc<tracecast_calibrate::pricing::Pricing>> {
+fn pricing_with(
+    catalog: &tracecast_calibrate::Catalog,
+    files: &[PathBuf],
+) -> Result<std::sync::Arc<tracecast_calibrate::pricing::Pricing>> {
     let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
     Ok(std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog.clone(), std::sync::Arc::new(measurements))))
 }
@@ -866,7 +872,15 @@ fn hw(args: HwArgs) -> Result<ExitCode> {
             let gpu = catalog.gpu(&c.gpu)?.clone();
             let op = c.operation(&catalog)?;
             let pricing = pricing_with(&catalog, &c.measurements)?;
-            let quote = pricing.quote(&gpu, &op).map_err(anyhow::Error::msg)?;
+            let profile = match &c.profile {
+                Some(p) => {
+                    let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &pricing.catalog)?;
+                    ensure_profile_of(&model, &gpu.id, p)?;
+                    model.profile
+                }
+                None => None,
+            };
+            let quote = pricing.quote(&gpu, &op, profile.as_ref()).map_err(anyhow::Error::msg)?;
             calibrate_summary::write_quote(&mut out, &quote)?;
             if let Some(path) = &c.json {
                 project::write_json(path, &quote)?;

@@ -338,9 +338,16 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
             let gpu = catalog.gpu(&args.system).ok();
             // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
             use tracecast_calibrate::catalog::Dtype;
-            let measured = gpu
+            let traced = gpu
                 .and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)))
                 .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, &[Dtype::Bf16, Dtype::Fp16]));
+            // And the measured performance base's best 16-bit GEMM of this GPU.
+            let published =
+                gpu.zip(cluster.gemm_prices.as_ref()).and_then(|(g, p)| p.pricing.best_gemm_fraction(g, Dtype::Bf16)).map(|(f, _)| f);
+            let measured = match (traced, published) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
             match measured {
                 Some(m) if mfu > m => writeln!(
                     out,
@@ -356,7 +363,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
                 )?,
                 None => writeln!(
                     out,
-                    "note: the best plan implies {:.0} % MFU; no GEMM of this GPU was measured to bound it (no profile or shipped calibration)",
+                    "note: the best plan implies {:.0} % MFU; no GEMM of this GPU was measured to bound it (no profile, shipped calibration or measured base)",
                     100.0 * mfu
                 )?,
             }
@@ -453,21 +460,24 @@ pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
         }
         if !args.quiet {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "The model's free parameter, fitted per GPU (least squares of log(projected / measured)):")?;
+            writeln!(
+                out,
+                "The model's free parameter, fitted per GPU (least squares of log(projected / measured)): the GEMM table correction, measured ÷ table time"
+            )?;
             for g in &fit.gpus {
                 writeln!(
                     out,
-                    "  {:<12} GEMM η {:.3} (was {:.3}, {}) from {} run(s)",
+                    "  {:<12} GEMM correction {:.3} (was {:.3}, {}) from {} run(s)",
                     g.gpu,
-                    g.gemm_efficiency,
-                    g.previous_gemm_efficiency,
+                    g.gemm_correction,
+                    g.previous_gemm_correction,
                     g.previous_source,
                     g.runs.len()
                 )?;
             }
-            writeln!(out, "\nWith the fitted η:")?;
+            writeln!(out, "\nWith the fitted correction:")?;
             print_validation(&mut out, &fit.fitted)?;
-            writeln!(out, "\nLeave one run out (each run priced by the η fitted to the other runs of its GPU):")?;
+            writeln!(out, "\nLeave one run out (each run priced by the correction fitted to the other runs of its GPU):")?;
             print_validation(&mut out, &fit.leave_one_out)?;
             for p in &written {
                 writeln!(out, "Profile written to {} (read by project, search and validate --profile)", p.display())?;

@@ -186,15 +186,17 @@ fn validate_compares_published_runs_with_their_projection() {
 }
 
 #[test]
-fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_reads() {
-    // Known truth: runs "measured" on an H100 whose GEMM η is 0.45 (the model as the
-    // generator, as synth is for traces): the fit recovers 0.45 and every run, left
-    // out, is projected to within a fraction of a percent.
+fn validate_fit_recovers_a_known_gemm_correction_and_writes_a_profile_every_command_reads() {
+    // Known truth: runs "measured" on an H100 whose GEMMs take 1.7× the measured table's
+    // time (the model as the generator, as synth is for traces): the fit recovers 1.7
+    // and every run, left out, is projected to within a fraction of a percent.
     let dir = common::scratch("validate-fit");
     let truth = dir.join("truth.json");
     let catalog = tracecast_calibrate::Catalog::builtin();
     let mut p = tracecast_calibrate::shipped::profile("h100-sxm").expect("shipped H100 profile");
-    p.set_gemm_efficiency(tracecast_calibrate::catalog::Dtype::Bf16, 0.45, 4.5, 1, "truth".into());
+    let bf16 = tracecast_calibrate::catalog::Dtype::Bf16;
+    let was = p.table_correction(tracecast_calibrate::work::KernelClass::Gemm, Some(bf16)).map_or(1.0, |c| c.ratio);
+    p.set_gemm_correction(bf16, 1.7, 1, "truth");
     std::fs::write(&truth, serde_json::to_vec(&p).unwrap()).unwrap();
     let device = tracecast_calibrate::DeviceModel::from_profile(&p, &catalog);
     let plans = [
@@ -220,11 +222,11 @@ fn validate_fit_recovers_a_known_efficiency_and_writes_a_profile_every_command_r
         common::run(&["validate".as_ref(), runs_file.as_os_str(), "--fit".as_ref(), fit.as_os_str(), "--json".as_ref(), json.as_os_str()]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let eta = r["gpus"][0]["gemm_efficiency"].as_f64().unwrap();
-    assert!((eta - 0.45).abs() < 0.005, "fitted η {eta}");
+    let c = r["gpus"][0]["gemm_correction"].as_f64().unwrap();
+    assert!((c - 1.7).abs() < 0.01, "fitted correction {c}");
     assert!(r["leave_one_out"]["max_abs_error"].as_f64().unwrap() < 0.01, "{}", r["leave_one_out"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("Leave one run out") && stdout.contains("was 0.693"), "{stdout}");
+    assert!(stdout.contains("Leave one run out") && stdout.contains(&format!("was {was:.3}")), "{stdout}");
     // The written profile: validate --profile reproduces the fitted runs, project and search read it.
     let out = dir.join("again.json");
     let o = common::run(&[

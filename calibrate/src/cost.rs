@@ -270,8 +270,8 @@ impl CrossDevice<'_> {
         // two prices: what the source's stack achieved carries over.
         let (us, band, rule) = match ct {
             Some(c) => {
-                let band = (pt.band.powi(2) + spread(ct).powi(2)).sqrt();
-                (k.share * pt.time_us * c.ratio, band, if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel })
+                let p = pricing.gemm_corrected(tg, &shape, Some(c))?;
+                (k.share * p.time_us, p.band, if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel })
             }
             None => {
                 let band = (ps.band.powi(2) + pt.band.powi(2) + spread(cs).powi(2)).sqrt();
@@ -283,14 +283,9 @@ impl CrossDevice<'_> {
     }
 }
 
-/// A device's table correction for `class` and `dtype`, from its profile.
-fn table_correction(m: &DeviceModel, class: KernelClass, dtype: Option<Dtype>) -> Option<&crate::profile::TableCorrection> {
-    m.profile.as_ref()?.table_corrections.iter().find(|c| c.class == class && c.dtype == dtype)
-}
-
 /// A device's GEMM table correction for `dtype`, from its profile.
 fn gemm_correction(m: &DeviceModel, dtype: Dtype) -> Option<&crate::profile::TableCorrection> {
-    table_correction(m, KernelClass::Gemm, Some(dtype))
+    m.profile.as_ref()?.table_correction(KernelClass::Gemm, Some(dtype))
 }
 
 /// The one collective cost model: a link class's latency α and bus

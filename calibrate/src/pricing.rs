@@ -112,6 +112,9 @@ pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
 /// all sizes 0.4–6.3 % (`calibrate/tests/pricing.rs`).
 pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
 
+/// Measured shapes a GEMM table needs to price by shape (a sweep, not a best-shape search).
+pub const MIN_TABLE_SHAPES: usize = 8;
+
 /// A price.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Price {
@@ -381,7 +384,11 @@ impl Pricing {
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         let mut best: Option<(&GemmTable, (bool, usize, usize))> = None;
         for (rank, id) in ids.iter().enumerate() {
-            for t in self.gemm.get(&(Arc::from(*id), table_dtype(dtype))).into_iter().flatten() {
+            // A few best shapes (a max-achievable-matmul row) are no table: they say what the
+            // GPU reaches at its best, which the spec model uses, not how time follows shape.
+            for t in
+                self.gemm.get(&(Arc::from(*id), table_dtype(dtype))).into_iter().flatten().filter(|t| t.points.len() >= MIN_TABLE_SHAPES)
+            {
                 let score = (t.user, t.points.len(), usize::MAX - rank);
                 if best.as_ref().is_none_or(|b| score > b.1) {
                     best = Some((t, score));
@@ -416,14 +423,101 @@ impl Pricing {
                 t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
                 if t.user { ", the user's" } else { "" }
             );
-            return Some(Price { time_us: ln_t.exp(), rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND });
+            let mut time_us = ln_t.exp();
+            let mut basis = basis;
+            // Fewer rows than measured (decode's projections, m = the batch): from the
+            // smallest measured row count m₀ down to one row the time moves, in log m,
+            // from the table's time to the operands' streaming time at the GPU's
+            // measured HBM bandwidth (a one-row GEMM is a matrix-vector product that
+            // streams its weights), never under the table's shortest time.
+            if let Some(g) = &t.grid
+                && let Some(m0) = g.axes[1].first().map(|lo| lo.exp2())
+                && shape.m < m0
+                && let (bw, bw_basis) = self.hbm_bytes_per_s(gpu)
+            {
+                let streamed = |m: f64| GemmShape { m, ..*shape }.bytes() / bw * 1e6;
+                let floor = g.values.iter().copied().fold(f64::INFINITY, f64::min).exp();
+                let f = shape.m.max(1.0).ln() / m0.ln();
+                let blended = (streamed(shape.m).ln() + f * (time_us.ln() - streamed(m0).ln())).exp().max(floor);
+                if blended < time_us {
+                    time_us = blended;
+                    basis.push_str(&format!(
+                        "; {} rows, below the measured {m0}: toward its operands' streaming time at {:.0} GB/s ({bw_basis})",
+                        shape.m,
+                        bw / 1e9
+                    ));
+                }
+            }
+            return Some(Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND });
         }
         self.gemm_spec_model(gpu, shape, exclude)
     }
 
-    /// What `shape` costs on `gpu`.
+    /// The HBM bandwidth streaming kernels reach on `gpu`, bytes/s: its best
+    /// measured streaming rate (BabelStream copy/mul/add/triad), else its
+    /// datasheet bandwidth × the median measured ÷ datasheet ratio of the GPUs
+    /// that were measured (0.77–0.89 in the shipped base).
+    pub fn hbm_bytes_per_s(&self, gpu: &Gpu) -> (f64, String) {
+        let streaming = |r: &&crate::measured::MemoryRow| r.metric.starts_with("stream_") && &*r.metric != "stream_dot";
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        if let Some(r) = self
+            .measurements
+            .memory
+            .iter()
+            .filter(streaming)
+            .filter(|r| ids.contains(&&*r.gpu))
+            .max_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps))
+        {
+            return (r.bandwidth_gbps * 1e9, format!("measured, {} {}", r.from.source_id, r.metric));
+        }
+        let mut ratios: Vec<f64> = Vec::new();
+        for g in &self.catalog.gpus {
+            let best = self
+                .measurements
+                .memory
+                .iter()
+                .filter(streaming)
+                .filter(|r| g.measurement_ids().any(|m| m == &*r.gpu))
+                .map(|r| r.bandwidth_gbps)
+                .fold(0.0, f64::max);
+            if best > 0.0 && g.hbm_gbps > 0.0 {
+                ratios.push(best / g.hbm_gbps);
+            }
+        }
+        ratios.sort_by(f64::total_cmp);
+        let ratio = if ratios.is_empty() { 1.0 } else { ratios[ratios.len() / 2] };
+        (gpu.hbm_bytes_per_s() * ratio, format!("datasheet × {ratio:.2}, the median measured ratio of {} GPUs", ratios.len()))
+    }
+
+    /// What `shape` costs on a GPU whose traces measured their software stack
+    /// against the tables (`correction`, from its profile): the price × the
+    /// correction's ratio. The one GEMM price of `hw cost --profile`,
+    /// `replay --target` and `project`.
+    pub fn gemm_corrected(&self, gpu: &Gpu, shape: &GemmShape, correction: Option<&crate::profile::TableCorrection>) -> Option<Price> {
+        let mut p = self.gemm(gpu, shape)?;
+        if let Some(c) = correction {
+            p.time_us *= c.ratio;
+            p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
+            p.basis.push_str(&format!(
+                "; × {:.3}, the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)",
+                c.ratio, c.samples
+            ));
+        }
+        Some(p)
+    }
+
+    /// What `shape` costs on `gpu`; never faster than the dtype's peak (XLA's
+    /// Hopper FP8 table has values above it).
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
-        self.gemm_excluding(gpu, shape, &[])
+        let mut p = self.gemm_excluding(gpu, shape, &[])?;
+        if let Some(peak) = peak(gpu, shape.dtype) {
+            let floor = shape.flops() / peak * 1e6;
+            if p.time_us < floor {
+                p.time_us = floor;
+                p.basis.push_str("; capped at the peak: the table is faster than the datasheet allows");
+            }
+        }
+        Some(p)
     }
 
     fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
@@ -499,6 +593,13 @@ impl Pricing {
             learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
         );
         Some(Price { time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
+    }
+
+    /// The best fraction of its `dtype` peak any measured GEMM of `gpu` reached
+    /// (its own id and its `measured_as` ids), with the source.
+    pub fn best_gemm_fraction(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        self.best_fraction(&ids, gpu, dtype)
     }
 
     /// The best fraction of its `dtype` peak any measured GEMM of `ids` reached, with its source.
@@ -675,12 +776,14 @@ pub struct Quote {
 }
 
 impl Pricing {
-    /// Prices `op` on `gpu`; `Err` says why nothing could.
-    pub fn quote(&self, gpu: &Gpu, op: &Operation) -> Result<Quote, String> {
+    /// Prices `op` on `gpu`, a GEMM corrected by `profile`'s traces of that
+    /// GPU where it has them; `Err` says why nothing could.
+    pub fn quote(&self, gpu: &Gpu, op: &Operation, profile: Option<&crate::profile::Profile>) -> Result<Quote, String> {
         let (operation, price, tflops, fraction_of_peak, busbw_gbps) = match op {
             Operation::Gemm(s) => {
                 let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
-                let p = self.gemm(gpu, s).ok_or_else(|| {
+                let correction = profile.and_then(|p| p.table_correction(crate::work::KernelClass::Gemm, Some(s.dtype)));
+                let p = self.gemm_corrected(gpu, s, correction).ok_or_else(|| {
                     format!("{what} on {}: no measured table and no {} peak in the catalog to price it", gpu.id, s.dtype.as_str())
                 })?;
                 let tf = s.flops() / p.time_us * 1e-6;

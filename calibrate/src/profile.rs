@@ -221,6 +221,11 @@ pub struct TableCorrection {
 }
 
 impl Profile {
+    /// The correction of `class` in `dtype` against the pricing layer's tables, when the traces measured one.
+    pub fn table_correction(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<&TableCorrection> {
+        self.table_corrections.iter().find(|c| c.class == class && c.dtype == dtype)
+    }
+
     /// A profile of catalog GPU `gpu` with nothing fitted yet (its peaks,
     /// HBM and links from the catalog): what `validate --fit` starts from
     /// when the GPU has no shipped calibration.
@@ -251,6 +256,20 @@ impl Profile {
             notes: Vec::new(),
             table_corrections: Vec::new(),
         }
+    }
+
+    /// Sets the GEMM table correction for `dtype` to `ratio` (measured ÷ table
+    /// time), as fitted elsewhere than on traced kernels (`how` says where).
+    pub fn set_gemm_correction(&mut self, dtype: Dtype, ratio: f64, samples: usize, how: &str) {
+        self.table_corrections.retain(|c| !(c.class == KernelClass::Gemm && c.dtype == Some(dtype)));
+        self.table_corrections.push(TableCorrection {
+            class: KernelClass::Gemm,
+            dtype: Some(dtype),
+            ratio,
+            ln_spread: 0.0,
+            samples,
+            rule: how.to_string(),
+        });
     }
 
     /// Sets the GEMM efficiency for `dtype` to `efficiency` (keeping the
@@ -545,6 +564,10 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Cat
 /// Ops whose shape the tables price, per (class, dtype), for a correction.
 pub const TABLE_CORRECTION_MIN_SAMPLES: usize = 4;
 
+/// Largest |ln| of a correction's median and interquartile spread (a factor 4):
+/// beyond it the traces measured something other than GEMM throughput.
+pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
+
 /// The [`TableCorrection`]s of a device's samples: GEMMs with shapes, priced
 /// by the pricing layer on `gpu` (its measured table, else its spec model).
 fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
@@ -557,7 +580,9 @@ fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Ve
             continue;
         }
         let price = match (s.shape, s.dtype) {
-            (Some(OpShape::Gemm { batch, m, n, k }), Some(dtype)) if matches!(dtype, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32) => {
+            (Some(OpShape::Gemm { batch, m, n, k }), Some(dtype))
+                if matches!(dtype, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32) =>
+            {
                 pricing.gemm(gpu, &GemmShape { batch, m, n, k, dtype })
             }
             _ => None,
@@ -568,6 +593,15 @@ fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Ve
     }
     by.into_iter()
         .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
+        .filter(|(_, (v, _))| {
+            // Traces whose ops run at a small fraction of the tables' speed with a
+            // wide spread measured something else (launch-bound micro-benchmarks,
+            // mis-counted ops): no correction rather than a wrong one.
+            let mut v = v.clone();
+            v.sort_by(f64::total_cmp);
+            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            q(0.5).abs() <= TABLE_CORRECTION_MAX_LN && q(0.75) - q(0.25) <= TABLE_CORRECTION_MAX_LN
+        })
         .map(|((class, dtype), (mut v, rule))| {
             v.sort_by(f64::total_cmp);
             let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];

@@ -105,22 +105,14 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
         }
         let gpu = gpu_for(&catalog, gpu_id);
         // The largest count from every smaller cut-off with two counts (one to four doublings), and the one below it.
-        let cuts: Vec<(u32, u32)> = counts
-            .iter()
-            .rev()
-            .take(2)
-            .flat_map(|t| counts.iter().filter(move |c| *c < t).skip(1).map(move |c| (*t, *c)))
-            .collect();
+        let cuts: Vec<(u32, u32)> =
+            counts.iter().rev().take(2).flat_map(|t| counts.iter().filter(move |c| *c < t).skip(1).map(move |c| (*t, *c))).collect();
         for &(target, cut) in &cuts {
             let target = &target;
             // Only this system's rows up to the cut-off: the user's file of a smaller job.
             let mut m = Measurements::default();
-            m.collectives = full
-                .collectives
-                .iter()
-                .filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus <= cut)
-                .cloned()
-                .collect();
+            m.collectives =
+                full.collectives.iter().filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus <= cut).cloned().collect();
             let pricing = Pricing::new(catalog.clone(), Arc::new(m));
             let (mut small, mut large, mut every) = (Vec::new(), Vec::new(), Vec::new());
             // Measured: the faster of the in-place and out-of-place columns at each size.
@@ -128,7 +120,8 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
             sizes.sort_by(f64::total_cmp);
             sizes.dedup();
             for size in sizes {
-                let measured = rows.iter().filter(|r| r.gpus == *target && r.size_bytes == size).map(|r| r.time_us).fold(f64::INFINITY, f64::min);
+                let measured =
+                    rows.iter().filter(|r| r.gpus == *target && r.size_bytes == size).map(|r| r.time_us).fold(f64::INFINITY, f64::min);
                 let gpn = rows.iter().find(|r| r.gpus == *target).map_or(8, |r| r.gpus_per_node);
                 let p = pricing.collective(&gpu, Collective::AllReduce, size, *target, gpn).expect("a price");
                 assert!(matches!(p.rule, PriceRule::CollectiveScaleOut));

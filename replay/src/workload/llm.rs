@@ -196,6 +196,43 @@ pub struct Cluster {
     pub notes: Vec<String>,
     /// Dense FP8 peak, FLOP/s, where the GPU has one (for `fp8` plans).
     pub fp8_peak_flops: Option<f64>,
+    /// GEMMs priced at their shapes by the pricing layer; `None`: by η and t0 above
+    /// (MAD-Max's assumptions, hand-built clusters).
+    #[serde(skip)]
+    pub gemm_prices: Option<GemmPrices>,
+}
+
+/// The pricing layer's GEMM prices for one GPU, as the analytical model uses
+/// them: the GPU's measured table (else its spec model) at each GEMM's shape,
+/// × the correction its traces measured for their software stack where the
+/// profile has one — the same price `hw cost` and `replay --target` give.
+#[derive(Debug, Clone)]
+pub struct GemmPrices {
+    /// The pricing layer.
+    pub pricing: std::sync::Arc<tracecast_calibrate::pricing::Pricing>,
+    /// The GPU.
+    pub gpu: tracecast_calibrate::catalog::Gpu,
+    /// The model's dtype.
+    pub dtype: Dtype,
+    /// The GPU's profile (its traces' correction against the tables), when there is one.
+    pub profile: Option<tracecast_calibrate::Profile>,
+}
+
+impl PartialEq for GemmPrices {
+    fn eq(&self, other: &Self) -> bool {
+        self.gpu.id == other.gpu.id
+            && self.dtype == other.dtype
+            && self.profile.as_ref().map(|p| &p.table_corrections) == other.profile.as_ref().map(|p| &p.table_corrections)
+    }
+}
+
+impl GemmPrices {
+    /// Seconds of `batch` GEMMs [m, k] × [k, n] in `dtype`.
+    pub fn time_s(&self, batch: f64, m: f64, k: f64, n: f64, dtype: Dtype) -> Option<f64> {
+        let shape = tracecast_calibrate::pricing::GemmShape { batch, m, n, k, dtype };
+        let correction = self.profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype)));
+        Some(self.pricing.gemm_corrected(&self.gpu, &shape, correction)?.time_us * 1e-6)
+    }
 }
 
 /// Default efficiencies when no calibration profile is given.
@@ -647,6 +684,23 @@ impl Cluster {
                 }
             }
         }
+        // GEMMs at their shapes through the pricing layer, corrected by the profile's traces where it has that.
+        let pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(
+            catalog.clone(),
+            std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
+        ));
+        let profile = device.and_then(|d| d.profile.clone());
+        let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
+        let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
+        notes.push(match (pricing.gemm(gpu, &probe), correction) {
+            (Some(p), Some((c, n))) => format!(
+                "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs",
+                p.rule.describe(),
+                p.basis
+            ),
+            (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
+            (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
+        });
         if from_profile.is_empty() {
             notes.push(format!(
                 "no calibration profile: catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
@@ -678,6 +732,7 @@ impl Cluster {
             inter,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
+            gemm_prices: Some(GemmPrices { pricing, gpu: gpu.clone(), dtype, profile }),
         })
     }
 
@@ -731,6 +786,7 @@ impl Cluster {
                 s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
             ),
             fp8_peak_flops: None,
+            gemm_prices: None,
             notes: vec![format!(
                 "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
                 s.name,
@@ -765,9 +821,23 @@ impl Cluster {
         t
     }
 
-    /// All-reduce: reduce-scatter then all-gather (hierarchical across nodes).
+    /// All-reduce (hierarchical across nodes): twice the all-gather's bytes on
+    /// each tier, one latency α per tier — the convention of the profile's link
+    /// fits (t = α + k·S/B with the all-reduce bus factor k = 2(n−1)/n).
     pub fn all_reduce(&self, bytes: f64, n: u32, g: u32) -> f64 {
-        2.0 * self.all_gather(bytes, n, g)
+        if n <= 1 {
+            return 0.0;
+        }
+        let (n, g) = (f64::from(n), f64::from(g.max(1)));
+        let k = (n / g).max(1.0);
+        let mut t = 0.0;
+        if g > 1.0 {
+            t += self.link_time(self.intra, 2.0 * (g - 1.0) / g * bytes);
+        }
+        if k > 1.0 {
+            t += self.link_time(self.inter, 2.0 * (k - 1.0) / n * bytes);
+        }
+        t
     }
 
     /// All-to-all of `bytes` per GPU over `n` ranks, `g` per node: the
@@ -782,6 +852,24 @@ impl Cluster {
         let ti = if intra > 0.0 { self.link_time(self.intra, intra) } else { 0.0 };
         let te = if inter > 0.0 { self.link_time(self.inter, inter) } else { 0.0 };
         ti.max(te)
+    }
+
+    /// `batch` GEMMs [m, k] × [k, n]: (forward, backward) seconds, the
+    /// backward being the data gradient [m, n] × [n, k] and the weight
+    /// gradient [k, m] × [m, n]. Priced at these shapes by the pricing layer
+    /// where the cluster has it, else by η and t0 (backward twice the forward).
+    fn gemm_at(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> (f64, f64) {
+        if let Some(p) = &self.gemm_prices {
+            let dtype = if fp8 && self.fp8_peak_flops.is_some() { Dtype::Fp8 } else { p.dtype };
+            if let (Some(f), Some(dgrad), Some(wgrad)) =
+                (p.time_s(batch, m, k, n, dtype), p.time_s(batch, m, n, k, dtype), p.time_s(batch, k, m, n, dtype))
+            {
+                return (f, dgrad + wgrad);
+            }
+        }
+        let flops = 2.0 * batch * m * k * n;
+        let f = if fp8 { self.gemm_fp8(flops) } else { self.gemm(flops) };
+        (f, 2.0 * f)
     }
 
     /// A GEMM of `flops` (one kernel).
@@ -1059,7 +1147,29 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Roofline per block: compute or HBM, whichever is slower.
     // FP8 runs the linear layers at the FP8 peak (the attention core stays in 16 bits).
     let linear = |flops: f64| if plan.fp8 { cluster.gemm_fp8(flops) } else { cluster.gemm(flops) };
-    let attn_f = linear(attn_proj_flops).max(cluster.memory(attn_weight_bytes));
+    // The linear layers' GEMMs at their shapes (TP shards; MoE: each GPU's experts as a
+    // grouped GEMM of the tokens routed to them), forward and backward.
+    let kv = model.kv_dim();
+    let up = if model.swiglu { 2.0 * model.ffn } else { model.ffn };
+    let (experts_here, expert_tokens) = if model.experts > 1.0 {
+        (model.experts / f64::from(plan.ep), tokens * active * f64::from(plan.ep) / model.experts)
+    } else {
+        (1.0, tokens)
+    };
+    let sum = |gemms: &[(f64, f64, f64, f64)]| {
+        gemms.iter().map(|&(b, m, k, n)| cluster.gemm_at(b, m, k, n, plan.fp8)).fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1))
+    };
+    let (attn_lin_f, attn_lin_b) = if cluster.gemm_prices.is_some() {
+        sum(&[(1.0, tokens, d, (d + 2.0 * kv) / tpf), (1.0, tokens, d / tpf, d)])
+    } else {
+        (linear(attn_proj_flops), 2.0 * linear(attn_proj_flops))
+    };
+    let (mlp_lin_f, mlp_lin_b) = if cluster.gemm_prices.is_some() {
+        sum(&[(experts_here, expert_tokens, d, up / tpf), (experts_here, expert_tokens, model.ffn / tpf, d)])
+    } else {
+        (linear(mlp_flops), 2.0 * linear(mlp_flops))
+    };
+    let attn_f = attn_lin_f.max(cluster.memory(attn_weight_bytes));
     let flash_core_f =
         (cluster.attention(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
     // Materialized attention (training and prefill): the score matrix of
@@ -1082,7 +1192,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (forward, backward)
     });
     let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
-    let mlp_f = linear(mlp_flops).max(cluster.memory(mlp_weight_bytes));
+    let mlp_f = mlp_lin_f.max(cluster.memory(mlp_weight_bytes));
     // About 16 bytes per element per layer move through norms, activations and residual adds.
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
     // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
@@ -1102,7 +1212,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (head_gemm_f, head_loss_f) = if decode {
         (0.0, 0.0)
     } else {
-        (cluster.gemm(2.0 * tokens * d * model.vocab / tpf), cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
+        (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
     };
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
@@ -1140,8 +1250,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_f,
         mlp_f,
         attn_core_f,
-        attn_b: 2.0 * attn_f,
-        mlp_b: 2.0 * mlp_f,
+        attn_b: attn_lin_b.max(2.0 * cluster.memory(attn_weight_bytes)),
+        mlp_b: mlp_lin_b.max(2.0 * cluster.memory(mlp_weight_bytes)),
         // Flash attention's backward recomputes the scores: 2.5× the forward.
         // Materialized: its own backward, plus the forward again under selective recomputation.
         attn_core_b: materialized.map_or(2.5 * attn_core_f, |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
@@ -1675,6 +1785,7 @@ mod tests {
             inter: Link::from_si(25e-6, 22.5e9),
             notes: vec![],
             fp8_peak_flops: Some(624e12),
+            gemm_prices: None,
         }
     }
 

@@ -319,13 +319,15 @@ pub struct GpuFit {
     pub gpu: String,
     /// The runs it was fitted to.
     pub runs: Vec<String>,
-    /// The fitted GEMM efficiency η (the model's one free parameter per GPU).
-    pub gemm_efficiency: f64,
-    /// The η the model had before (profile or default).
-    pub previous_gemm_efficiency: f64,
-    /// Where the previous η came from.
+    /// The fitted GEMM correction: measured ÷ table time of the GPU's GEMMs
+    /// (the model's one free parameter per GPU; the GEMMs are priced at their
+    /// shapes by the pricing layer × this).
+    pub gemm_correction: f64,
+    /// The correction the model had before (its profile's traces, else 1).
+    pub previous_gemm_correction: f64,
+    /// Where the previous correction came from.
     pub previous_source: String,
-    /// The profile with the fitted η (what `--fit` writes).
+    /// The profile with the fitted correction (what `--fit` writes).
     #[serde(skip)]
     pub profile: tracecast_calibrate::Profile,
 }
@@ -343,26 +345,20 @@ pub struct Fit {
     pub leave_one_out: Validation,
 }
 
-/// The GEMM efficiency that best explains `runs` (least squares of
-/// log(projected / measured)), priced on `base` with t0 `overhead_us`.
-fn fit_gemm_efficiency(
-    runs: &[&Run],
-    catalog: &Catalog,
-    base: &tracecast_calibrate::Profile,
-    dtype: Dtype,
-    overhead_us: f64,
-) -> Option<f64> {
-    let cost = |eta: f64| -> f64 {
+/// The GEMM table correction that best explains `runs` (least squares of
+/// log(projected / measured)), on `base`.
+fn fit_gemm_correction(runs: &[&Run], catalog: &Catalog, base: &tracecast_calibrate::Profile, dtype: Dtype) -> Option<f64> {
+    let cost = |ln_c: f64| -> f64 {
         let mut p = base.clone();
-        p.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), String::new());
+        p.set_gemm_correction(dtype, ln_c.exp(), runs.len(), "");
         let device = DeviceModel::from_profile(&p, catalog);
         runs.iter().filter_map(|r| project_run(r, catalog, Some(&device)).error).map(|e| (1.0 + e).ln().powi(2)).sum::<f64>()
     };
     if runs.is_empty() {
         return None;
     }
-    // Golden-section search over the physical range: the projection is monotone in η.
-    let (mut lo, mut hi) = (0.05f64, 1.0f64);
+    // Golden-section search over ln c in [ln ¼, ln 4]: the projection is monotone in c.
+    let (mut lo, mut hi) = (0.25f64.ln(), 4f64.ln());
     let g = (5f64.sqrt() - 1.0) / 2.0;
     let (mut a, mut b) = (hi - g * (hi - lo), lo + g * (hi - lo));
     let (mut fa, mut fb) = (cost(a), cost(b));
@@ -381,10 +377,10 @@ fn fit_gemm_efficiency(
             fb = cost(b);
         }
     }
-    Some((lo + hi) / 2.0)
+    Some(((lo + hi) / 2.0).exp())
 }
 
-/// Fits each GPU's GEMM efficiency to the runs on it (see [`Fit`]).
+/// Fits each GPU's GEMM table correction to the runs on it (see [`Fit`]).
 pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_path: &str) -> Fit {
     let mut by_gpu: std::collections::BTreeMap<String, Vec<&Run>> = std::collections::BTreeMap::new();
     for r in &file.runs {
@@ -398,27 +394,32 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         let from = from.as_ref();
         let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
         let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
-        let (previous, overhead_us, previous_source) =
-            match from.and_then(|d| d.efficiency(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype))) {
-                Some((eta, t0)) => (eta, t0.max(0.0), from.map_or(String::new(), |d| d.source.clone())),
-                None => (super::llm::DEFAULT_GEMM_EFFICIENCY, super::llm::DEFAULT_GEMM_OVERHEAD_S * 1e6, "the default".to_string()),
-            };
-        let Some(eta) = fit_gemm_efficiency(runs, catalog, &base, dtype, overhead_us) else { continue };
+        let (previous, previous_source) = match from
+            .and_then(|d| d.profile.as_ref())
+            .and_then(|p| p.table_correction(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype)))
+        {
+            Some(c) => (c.ratio, from.map_or(String::new(), |d| d.source.clone())),
+            None => (1.0, "none: the tables as measured".to_string()),
+        };
+        let Some(correction) = fit_gemm_correction(runs, catalog, &base, dtype) else { continue };
         let mut profile = base.clone();
         let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
-        let how =
-            format!("GEMM η fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}", ids.len(), ids.join(", "));
-        profile.set_gemm_efficiency(dtype, eta, overhead_us, runs.len(), how.clone());
+        let how = format!(
+            "GEMM table correction fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}",
+            ids.len(),
+            ids.join(", ")
+        );
+        profile.set_gemm_correction(dtype, correction, runs.len(), "fitted by validate --fit");
         profile.notes.push(how);
-        // Leave one run out: η from the GPU's other runs.
+        // Leave one run out: the correction from the GPU's other runs.
         for (k, r) in runs.iter().enumerate() {
             let others: Vec<&Run> = runs.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
-            let result = match fit_gemm_efficiency(&others, catalog, &base, dtype, overhead_us) {
-                Some(e) if !others.is_empty() => {
+            let result = match fit_gemm_correction(&others, catalog, &base, dtype) {
+                Some(c) if !others.is_empty() => {
                     let mut p = base.clone();
-                    p.set_gemm_efficiency(dtype, e, overhead_us, others.len(), String::new());
+                    p.set_gemm_correction(dtype, c, others.len(), "fitted by validate --fit");
                     let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)));
-                    res.notes.insert(0, format!("GEMM η {e:.3} fitted to the other {} run(s) on {id}", others.len()));
+                    res.notes.insert(0, format!("GEMM table correction {c:.3} fitted to the other {} run(s) on {id}", others.len()));
                     res
                 }
                 _ => RunResult {
@@ -436,8 +437,8 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         gpus.push(GpuFit {
             gpu: id.clone(),
             runs: ids,
-            gemm_efficiency: eta,
-            previous_gemm_efficiency: previous,
+            gemm_correction: correction,
+            previous_gemm_correction: previous,
             previous_source,
             profile,
         });
