@@ -337,7 +337,7 @@ impl Pricing {
         // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
         let mut groups: HashMap<(Arc<str>, Dtype, bool, Arc<str>), GemmTable> = HashMap::new();
         let mut seen: HashMap<(Arc<str>, Dtype, bool, Arc<str>, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
-        for r in &measurements.gemm {
+        for r in measurements.gemm.iter().filter(|r| !unreliable(r)) {
             let user = measurements.is_user(&r.from);
             let key = (r.gpu.clone(), table_dtype(r.dtype), user, r.from.source_id.clone());
             let x = [r.batch.max(1.0).log2(), r.m.log2(), r.n.log2(), r.k.log2()];
@@ -608,7 +608,7 @@ impl Pricing {
         self.measurements
             .gemm
             .iter()
-            .filter(|r| table_dtype(r.dtype) == table_dtype(dtype) && ids.contains(&&*r.gpu))
+            .filter(|r| table_dtype(r.dtype) == table_dtype(dtype) && ids.contains(&&*r.gpu) && !unreliable(r))
             .map(|r| (2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6) / peak, r.from.source_id.clone()))
             .filter(|(f, _)| f.is_finite() && *f <= 1.0)
             .max_by(|a, b| a.0.total_cmp(&b.0))
@@ -833,6 +833,14 @@ impl Pricing {
             band: price.band,
         })
     }
+}
+
+/// Rows the evidence README marks as no clean measurement, kept in the base
+/// (and shown by `hw show`) but never pricing: XLA's Hopper FP8 table (87 of its
+/// 1 125 values exceed the dense FP8 peak) and its gfx942 FP8 table (a fallback
+/// path: median 56 TFLOP/s with isolated values up to 1 392).
+fn unreliable(r: &crate::measured::GemmRow) -> bool {
+    &*r.from.source_id == "xla-matmul-perf-table" && r.dtype == Dtype::Fp8 && matches!(&*r.gpu, "hopper-sm90" | "cdna3-gfx942")
 }
 
 fn dtype_name(d: Dtype) -> &'static str {
