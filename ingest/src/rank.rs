@@ -85,7 +85,8 @@ pub struct SyncWait {
 pub struct RankTrace {
     /// The file this came from.
     pub path: PathBuf,
-    /// Size of the JSON text (after gzip inflation), bytes.
+    /// Size of the JSON text (after gzip inflation), bytes; for the ranks of
+    /// an Nsight Systems export, the file's size shared equally among them.
     pub json_bytes: u64,
     /// Interned event names.
     pub names: Names,

@@ -277,11 +277,14 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
     }
+    // The file's bytes shared among its ranks, so that sums over ranks are the file's size.
+    let n = keys.len().max(1) as u64;
     keys.iter()
         .zip(pending)
-        .map(|(key, list)| {
+        .enumerate()
+        .map(|(i, (key, list))| {
             let mut t = build(key, list, &rows, path, opts);
-            t.json_bytes = file_bytes;
+            t.json_bytes = file_bytes / n + if i == 0 { file_bytes % n } else { 0 };
             t.base_time_ns = rows.utc_offset_ns;
             t.skipped_events = rows.unusable + rows.unclosed_ranges;
             t.warnings.extend(warnings.iter().cloned());
