@@ -328,3 +328,48 @@ fn a_synthetic_export_maps_onto_the_rank_model() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn damaged_exports_give_a_trace_or_an_error_never_a_panic() {
+    let bytes = std::fs::read(export("mfu_2gpu_before.sqlite")).unwrap();
+    let dir = std::env::temp_dir().join(format!("tracecast-ingest-nsys-damaged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("damaged.sqlite");
+    // A fixed pseudo-random sequence: overwritten runs of bytes anywhere (header, schema, table pages) and cuts.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for round in 0..48 {
+        let mut b = bytes.clone();
+        if round % 4 == 3 {
+            b.truncate((next() as usize) % bytes.len());
+        } else {
+            for _ in 0..1 + round % 8 {
+                let at = (next() as usize) % b.len();
+                let len = 1 + (next() as usize) % 64;
+                for k in at..(at + len).min(b.len()) {
+                    b[k] = next() as u8;
+                }
+            }
+        }
+        std::fs::write(&path, &b).unwrap();
+        let job = Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {});
+        if job.failures.is_empty() {
+            ok += 1;
+            let _ = analyze_job(&job, &AnalyzeOptions::default());
+        } else {
+            failed += 1;
+            for e in &job.failures {
+                assert!(e.to_string().starts_with(&path.display().to_string()), "{e}");
+            }
+        }
+    }
+    println!("{ok} damaged exports read, {failed} refused");
+    assert_eq!(ok + failed, 48);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
