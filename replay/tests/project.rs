@@ -29,8 +29,11 @@ fn decode_is_bounded_below_by_weights_and_kv_cache_over_hbm_bandwidth() {
             let bound_ms = bytes / c.hbm_bw * 1e3;
             println!("context {context:>5} batch {batch:>3}: TPOT {tpot:.3} ms, bound {bound_ms:.3} ms, TTFT(8×2048) {ttft:.1} ms");
             assert!(tpot >= bound_ms, "TPOT {tpot} below the memory bound {bound_ms}");
-            // Within a small factor of it: decode is memory-bound at these batches.
-            assert!(tpot < 3.0 * bound_ms + 1.0, "TPOT {tpot} far above the bound {bound_ms}");
+            // Its compute within a small factor of it: decode is memory-bound at these batches.
+            // (Its 160 tensor-parallel all-reduces per token come on top, at NCCL's measured
+            // small-message times on an H100 node: 25–35 µs each.)
+            let compute = d.times.compute_ms;
+            assert!(compute < 3.0 * bound_ms + 1.0, "compute {compute} far above the bound {bound_ms}");
             if batch == 16 {
                 assert!(tpot > last_tpot, "longer contexts read more KV cache");
                 last_tpot = tpot;
@@ -39,9 +42,13 @@ fn decode_is_bounded_below_by_weights_and_kv_cache_over_hbm_bandwidth() {
     }
     // A step of one token per sequence is far cheaper than a prefill of 2048.
     assert!(ttft > 20.0 * last_tpot / 4.0);
-    // Prefill time grows with the prompt (superlinearly, through attention).
-    let p = |prompt| project(&model, &c, &plan, Task::Prefill { batch: 1, prompt }).unwrap().ttft_ms.unwrap();
-    assert!(p(8192) > 4.0 * p(2048) * 0.95, "{} {}", p(8192), p(2048));
+    // Prefill time grows with the prompt, its attention quadratically (16× the FLOPs for 4×
+    // the prompt); the GEMMs less than linearly (larger shapes run nearer the peak).
+    let p = |prompt| project(&model, &c, &plan, Task::Prefill { batch: 1, prompt }).unwrap();
+    let (short, long) = (p(2048), p(8192));
+    let attention = |x: &tracecast_replay::workload::Projection| x.times.by_kind_ms.get("attention").copied().unwrap_or(0.0);
+    assert!(attention(&long) > 8.0 * attention(&short), "{} {}", attention(&long), attention(&short));
+    assert!(long.ttft_ms.unwrap() > 3.0 * short.ttft_ms.unwrap(), "{:?} {:?}", long.ttft_ms, short.ttft_ms);
 }
 
 #[test]

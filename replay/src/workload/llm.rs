@@ -801,6 +801,17 @@ impl Cluster {
         link.transfer_s(bytes)
     }
 
+    /// A collective inside one node (`g == n`) from the GPU's measured
+    /// single-node curves, seconds; `None` across nodes (the network is the
+    /// cluster's, not the GPU's: α-β from the node preset's NICs) or without curves.
+    fn measured_in_node(&self, collective: tracecast_ingest::collective::Collective, bytes: f64, n: u32, g: u32) -> Option<f64> {
+        let p = self.gemm_prices.as_ref()?;
+        if n < 2 || g != n || n > self.gpus_per_node || bytes <= 0.0 {
+            return None;
+        }
+        Some(p.pricing.collective(&p.gpu, collective, bytes, n, n)?.time_us * 1e-6)
+    }
+
     /// All-gather (or reduce-scatter) of a buffer of `bytes` (the full,
     /// gathered size) over `n` ranks, `g` of them per node: the inter-node
     /// step moves (k−1)/n of it per GPU over the NICs, the intra-node step
@@ -808,6 +819,9 @@ impl Cluster {
     pub fn all_gather(&self, bytes: f64, n: u32, g: u32) -> f64 {
         if n <= 1 {
             return 0.0;
+        }
+        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllGather, bytes, n, g) {
+            return t;
         }
         let (n, g) = (f64::from(n), f64::from(g.max(1)));
         let k = (n / g).max(1.0);
@@ -828,6 +842,9 @@ impl Cluster {
         if n <= 1 {
             return 0.0;
         }
+        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllReduce, bytes, n, g) {
+            return t;
+        }
         let (n, g) = (f64::from(n), f64::from(g.max(1)));
         let k = (n / g).max(1.0);
         let mut t = 0.0;
@@ -845,6 +862,9 @@ impl Cluster {
     pub fn all_to_all(&self, bytes: f64, n: u32, g: u32) -> f64 {
         if n <= 1 {
             return 0.0;
+        }
+        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllToAll, bytes, n, g) {
+            return t;
         }
         let (nf, gf) = (f64::from(n), f64::from(g.max(1)));
         let intra = (gf - 1.0) / nf * bytes;
