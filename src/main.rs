@@ -360,6 +360,9 @@ struct ProjectArgs {
     gpus: Option<u32>,
     #[command(flatten)]
     system_overrides: SystemArgs,
+    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    measurements: Vec<PathBuf>,
     /// train, prefill, decode, or a MAD-Max task file.
     #[arg(long, value_name = "TASK|F", default_value = "train")]
     task: String,
@@ -407,6 +410,9 @@ struct SearchArgs {
     gpus: Option<u32>,
     #[command(flatten)]
     system_overrides: SystemArgs,
+    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    measurements: Vec<PathBuf>,
     /// train, prefill or decode.
     #[arg(long, default_value = "train")]
     task: String,

@@ -43,8 +43,12 @@ pub(crate) fn cluster(
     bytes_per_param: f64,
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
+    measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
-    let c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    if !measurements.is_empty() {
+        c.use_measurements(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(measurements)?));
+    }
     overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
 }
 
@@ -240,7 +244,7 @@ pub(crate) fn run_project(args: crate::ProjectArgs) -> Result<ExitCode> {
             anyhow::bail!("give --model and --system (or --madmax MODEL SYSTEM TASK)")
         };
         let model = model(m)?;
-        let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref())?;
+        let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             let text = std::fs::read(&args.task)?;
@@ -279,7 +283,8 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     let catalog = crate::catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;
     let model = model(&args.model)?;
-    let cluster = cluster(&args.system, args.gpus, &args.system_overrides.overrides(), model.bytes, &catalog, device.as_ref())?;
+    let cluster =
+        cluster(&args.system, args.gpus, &args.system_overrides.overrides(), model.bytes, &catalog, device.as_ref(), &args.measurements)?;
     let seq = model.seq as u32;
     let task = task(&args.task, &args.inference, seq)?;
     let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };

@@ -801,6 +801,17 @@ impl Cluster {
         link.transfer_s(bytes)
     }
 
+    /// Prices GEMMs and in-node collectives from `measurements` (the shipped
+    /// base and the user's files) instead of the shipped base alone; a cluster
+    /// without measured prices (MAD-Max's assumptions) is left as it is.
+    pub fn use_measurements(&mut self, measurements: std::sync::Arc<tracecast_calibrate::measured::Measurements>) {
+        if let Some(p) = &mut self.gemm_prices {
+            let catalog = p.pricing.catalog.clone();
+            p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
+            self.notes.push(format!("measurements of {} added to the shipped base", p.pricing.measurements.user_files.join(", ")));
+        }
+    }
+
     /// A collective inside one node (`g == n`) from the GPU's measured
     /// single-node curves, seconds; `None` across nodes (the network is the
     /// cluster's, not the GPU's: α-β from the node preset's NICs) or without curves.

@@ -1,0 +1,109 @@
+//! `tracecast hw cost` as a user runs it: one operation priced the way
+//! projections do, with the user's own measurements first.
+
+mod common;
+
+use std::ffi::OsStr;
+
+fn quote(args: &[&str], json: &std::path::Path) -> serde_json::Value {
+    let mut all: Vec<&OsStr> = vec!["hw".as_ref(), "cost".as_ref()];
+    all.extend(args.iter().map(|a| OsStr::new(*a)));
+    all.extend(["--json".as_ref(), json.as_os_str()]);
+    let o = common::run(&all);
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+    serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_measured_gemm_is_priced_at_its_measured_time_and_says_so() {
+    let dir = common::scratch("hw-cost-gemm");
+    let out = dir.join("q.json");
+    // XLA's measured B200 table: 1 × 1024 × 1024 × 1024 bf16 (evidence gemm.csv).
+    let csv = std::fs::read_to_string(common::shared().join("../evidence/gemm.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("xla-matmul-perf-table,b200,bf16->bf16,1,1024,1024,1024,"))
+        .expect("the B200 row in the evidence");
+    let tflops: f64 = row.split(',').nth(7).unwrap().parse().unwrap();
+    let want_us = 2.0 * 1024f64.powi(3) / (tflops * 1e12) * 1e6;
+    let q = quote(&["b200", "gemm", "--m", "1024", "--n", "1024", "--k", "1024"], &out);
+    assert!((q["time_us"].as_f64().unwrap() - want_us).abs() < 1e-6 * want_us, "{q}");
+    assert_eq!(q["rule"], "gemm_table");
+    assert_eq!(q["extrapolated"], false);
+    assert!(q["basis"].as_str().unwrap().contains("xla-matmul-perf-table"), "{q}");
+    // The user's own sweep of that GPU (at least 8 shapes: a table) comes first.
+    let mut sweep = String::from("gpu,dtype,m,n,k,time_us\n");
+    for (i, m) in [256, 512, 1024, 2048].iter().enumerate() {
+        for n in [1024, 4096] {
+            sweep.push_str(&format!("b200,bf16,{m},{n},1024,{}\n", 10.0 * (i + 1) as f64 * f64::from(n) / 1024.0));
+        }
+    }
+    let mine = dir.join("sweep.csv");
+    std::fs::write(&mine, sweep).unwrap();
+    let q = quote(&["b200", "gemm", "--m", "1024", "--n", "1024", "--k", "1024", "--measurements", mine.to_str().unwrap()], &out);
+    assert!((q["time_us"].as_f64().unwrap() - 30.0).abs() < 1e-9, "{q}");
+    assert!(q["basis"].as_str().unwrap().contains("the user's"), "{q}");
+    // A bad row names the file and line.
+    std::fs::write(&mine, "gpu,dtype,m,n,k,time_us\nb200,bf16,1024,1024,x,3\n").unwrap();
+    let o = common::run(&[
+        "hw".as_ref(),
+        "cost".as_ref(),
+        "b200".as_ref(),
+        "gemm".as_ref(),
+        "--m=1".as_ref(),
+        "--n=1".as_ref(),
+        "--k=1".as_ref(),
+        "--measurements".as_ref(),
+        mine.as_os_str(),
+    ]);
+    assert!(!o.status.success());
+    assert!(common::stderr(&o).contains("sweep.csv: line 2"), "{}", common::stderr(&o));
+}
+
+#[test]
+fn collectives_at_a_larger_scale_from_the_users_smaller_sweeps() {
+    // The user's nccl-tests of their A100 cluster up to 64 GPUs (Echo's logs in the
+    // evidence); priced at 128 GPUs and compared with Echo's 128-GPU measurement.
+    let dir = common::scratch("hw-cost-collectives");
+    let csv = std::fs::read_to_string(common::shared().join("../evidence/collectives.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with("echo-a100,")).collect();
+    let gpus = |l: &str| l.split(',').nth(4).unwrap().parse::<u32>().unwrap();
+    let mine = dir.join("nccl-tests.csv");
+    let small: Vec<&str> = rows.iter().copied().filter(|l| gpus(l) <= 64).collect();
+    std::fs::write(&mine, format!("{header}\n{}\n", small.join("\n"))).unwrap();
+    let measured = |size: &str| -> f64 {
+        // The faster of the in-place and out-of-place columns, as the pricing layer reads a sweep
+        // (Echo's rows have no quoted commas before `notes`).
+        rows.iter()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|f| f[4] == "128" && f[9] == size)
+            .map(|f| f[10].parse::<f64>().unwrap())
+            .fold(f64::INFINITY, f64::min)
+    };
+    let out = dir.join("q.json");
+    for (size, bound) in [("1073741824", 1.15), ("4294967296", 1.15), ("2048", 2.0), ("4096", 2.0)] {
+        let q = quote(
+            &[
+                "a100-40gb",
+                "all_reduce",
+                "--bytes",
+                size,
+                "--gpus",
+                "128",
+                "--gpus-per-node",
+                "8",
+                "--measurements",
+                mine.to_str().unwrap(),
+            ],
+            &out,
+        );
+        let (got, want) = (q["time_us"].as_f64().unwrap(), measured(size));
+        let factor = (got / want).max(want / got);
+        println!("{size:>10} B over 128 GPUs: {got:.1} µs, measured {want:.1} µs ({factor:.3}×)");
+        assert!(factor < bound, "{size}: {got} vs {want}");
+        assert_eq!(q["rule"], "collective_scale_out");
+        assert_eq!(q["extrapolated"], true);
+        assert!(q["basis"].as_str().unwrap().contains("the user's measurements"), "{q}");
+    }
+}
