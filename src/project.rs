@@ -325,6 +325,9 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
                 100.0 * p.times.exposed_comm_ms / p.times.iteration_ms.max(1e-12),
                 p.memory_gb_per_gpu
             )?;
+            if let Some(same) = result.identical.get(&p.plan) {
+                writeln!(out, "        (prices identically: {})", same.join("; "))?;
+            }
         }
         match (&result.baseline, result.speedup_over_baseline) {
             (Some(b), Some(x)) => writeln!(

@@ -43,6 +43,8 @@ pub struct SearchResult {
     pub baseline: Option<Projection>,
     /// Throughput of the best plan over the baseline's.
     pub speedup_over_baseline: Option<f64>,
+    /// Plans left out of `ranked` because they price exactly as a ranked one (its plan → them).
+    pub identical: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 fn divisors(n: u32) -> Vec<u32> {
@@ -143,6 +145,17 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         }
     }
     ranked.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.cmp(&b.plan)));
+    // Plans that price identically (selective recomputation with flash attention
+    // recomputes nothing; …) are shown once: the first by name, the others listed.
+    let mut identical: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    let mut kept: Vec<Projection> = Vec::with_capacity(ranked.len());
+    for p in ranked {
+        match kept.iter().rev().take_while(|k| k.throughput == p.throughput).find(|k| same_price(k, &p)) {
+            Some(k) => identical.entry(k.plan.clone()).or_default().push(p.plan),
+            None => kept.push(p),
+        }
+    }
+    let ranked = kept;
     let train = task == Task::Train;
     let baseline_name = if train { "plain FSDP" } else { "plain data parallelism" };
     let baseline = ranked
@@ -159,7 +172,12 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
         _ => None,
     };
-    SearchResult { simulated, rejected, ranked, baseline_name, baseline, speedup_over_baseline }
+    SearchResult { simulated, rejected, ranked, baseline_name, baseline, speedup_over_baseline, identical }
+}
+
+/// Whether two projections are the same in every number a user ranks by.
+fn same_price(a: &Projection, b: &Projection) -> bool {
+    a.throughput == b.throughput && a.times.iteration_ms == b.times.iteration_ms && a.memory_gb_per_gpu == b.memory_gb_per_gpu
 }
 
 /// One point of the front: the best plan at a GPU count.
