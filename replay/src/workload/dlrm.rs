@@ -154,7 +154,9 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     // The optimizer reads the gradient rows and writes the updated rows: twice the lookup traffic.
     let update = 2.0 * lookup;
     let layer_params = model.mlp_dim * model.mlp_dim;
-    let gemm = cluster.gemm_overhead_s + 2.0 * b * layer_params / (cluster.gemm_efficiency * cluster.peak_flops);
+    // One MLP layer's GEMM, [b, d] × [d, d], forward and both gradients, at its shape
+    // through the pricing layer where the cluster has it.
+    let (gemm, gemm_bwd) = cluster.gemm_at(1.0, b, model.mlp_dim, model.mlp_dim, false);
     let layer_bytes = layer_params * model.dense_bytes;
     let gather = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { 0.0 };
     let grad = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { cluster.all_reduce(layer_bytes, n, g) };
@@ -198,7 +200,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
             if gather > 0.0 {
                 add(&mut lanes, "top_ag", l, bw, AllGather, gather, &[]);
             }
-            add(&mut lanes, "top", l, bw, Gemm, 2.0 * gemm, &[k("top_ag", l, bw)]);
+            add(&mut lanes, "top", l, bw, Gemm, gemm_bwd, &[k("top_ag", l, bw)]);
             add(&mut lanes, "top_grad", l, bw, grad_kind, grad, &[k("top", l, bw)]);
         }
         add(&mut lanes, "interact", 0, bw, MemoryBound, interaction, &[]);
@@ -211,7 +213,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
             if gather > 0.0 {
                 add(&mut lanes, "bot_ag", l, bw, AllGather, gather, &[]);
             }
-            add(&mut lanes, "bot", l, bw, Gemm, 2.0 * gemm, &[k("bot_ag", l, bw), k("interact", 0, bw)]);
+            add(&mut lanes, "bot", l, bw, Gemm, gemm_bwd, &[k("bot_ag", l, bw), k("interact", 0, bw)]);
             add(&mut lanes, "bot_grad", l, bw, grad_kind, grad, &[k("bot", l, bw)]);
         }
         if plan.sharding == Sharding::DataParallel {

@@ -889,7 +889,7 @@ impl Cluster {
     /// backward being the data gradient [m, n] × [n, k] and the weight
     /// gradient [k, m] × [m, n]. Priced at these shapes by the pricing layer
     /// where the cluster has it, else by η and t0 (backward twice the forward).
-    fn gemm_at(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> (f64, f64) {
+    pub(crate) fn gemm_at(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> (f64, f64) {
         if let Some(p) = &self.gemm_prices {
             let dtype = if fp8 && self.fp8_peak_flops.is_some() { Dtype::Fp8 } else { p.dtype };
             if let (Some(f), Some(dgrad), Some(wgrad)) =
