@@ -16,7 +16,8 @@
 //! | `TARGET_INFO_GPU` | device properties (name, SMs, memory, compute capability) |
 //! | `TARGET_INFO_SESSION_START_TIME` | times made absolute (UTC ns), as `baseTimeNanoseconds` does for Kineto |
 //!
-//! Times are the export's integer nanoseconds, unchanged. Free-form metadata
+//! Times stay integer nanoseconds: the export's session clock plus one
+//! integer offset to UTC (when recorded). Free-form metadata
 //! (environments, command lines, process and thread names, paths) is never
 //! read; of `META_DATA_EXPORT` only `EXPORT_SCHEMA_VERSION`.
 
