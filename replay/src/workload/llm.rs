@@ -828,42 +828,33 @@ impl Cluster {
     /// step moves (k−1)/n of it per GPU over the NICs, the intra-node step
     /// (g−1)/g over NVLink.
     pub fn all_gather(&self, bytes: f64, n: u32, g: u32) -> f64 {
-        if n <= 1 {
-            return 0.0;
-        }
-        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllGather, bytes, n, g) {
-            return t;
-        }
-        let (n, g) = (f64::from(n), f64::from(g.max(1)));
-        let k = (n / g).max(1.0);
-        let mut t = 0.0;
-        if g > 1.0 {
-            t += self.link_time(self.intra, (g - 1.0) / g * bytes);
-        }
-        if k > 1.0 {
-            t += self.link_time(self.inter, (k - 1.0) / n * bytes);
-        }
-        t
+        self.hierarchical(tracecast_ingest::collective::Collective::AllGather, 1.0, bytes, n, g)
     }
 
     /// All-reduce (hierarchical across nodes): twice the all-gather's bytes on
     /// each tier, one latency α per tier — the convention of the profile's link
     /// fits (t = α + k·S/B with the all-reduce bus factor k = 2(n−1)/n).
     pub fn all_reduce(&self, bytes: f64, n: u32, g: u32) -> f64 {
+        self.hierarchical(tracecast_ingest::collective::Collective::AllReduce, 2.0, bytes, n, g)
+    }
+
+    /// A collective over `n` ranks, `g` per node: measured inside one node,
+    /// else `passes` × the all-gather's bytes per tier, one α per tier.
+    fn hierarchical(&self, collective: tracecast_ingest::collective::Collective, passes: f64, bytes: f64, n: u32, g: u32) -> f64 {
         if n <= 1 {
             return 0.0;
         }
-        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllReduce, bytes, n, g) {
+        if let Some(t) = self.measured_in_node(collective, bytes, n, g) {
             return t;
         }
         let (n, g) = (f64::from(n), f64::from(g.max(1)));
         let k = (n / g).max(1.0);
         let mut t = 0.0;
         if g > 1.0 {
-            t += self.link_time(self.intra, 2.0 * (g - 1.0) / g * bytes);
+            t += self.link_time(self.intra, passes * (g - 1.0) / g * bytes);
         }
         if k > 1.0 {
-            t += self.link_time(self.inter, 2.0 * (k - 1.0) / n * bytes);
+            t += self.link_time(self.inter, passes * (k - 1.0) / n * bytes);
         }
         t
     }
