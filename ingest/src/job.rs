@@ -223,13 +223,15 @@ fn resolve_rank(trace: &RankTrace, order: usize) -> (u32, RankSource) {
     }
 }
 
-/// The trace files a path stands for: the file itself, or the `*.json`,
-/// `*.json.gz`, `*.gz` and `*.sqlite` (Nsight Systems export) files of a
-/// directory (not recursive), sorted by name.
+/// The trace files a path stands for: the file itself (or a `parquetdir`
+/// Nsight Systems export directory), or the `*.json`, `*.json.gz`, `*.gz`
+/// and `*.sqlite` (Nsight Systems export) files and `parquetdir` exports of
+/// a directory (not recursive), sorted by name.
 pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
     let meta = std::fs::metadata(path).map_err(io)?;
-    if !meta.is_dir() {
+    // A `parquetdir` Nsight Systems export is one export (read whole), not a directory of traces.
+    if !meta.is_dir() || crate::nsys::is_export(path) {
         return Ok(vec![path.to_path_buf()]);
     }
     if crate::dataset::is_dataset(path) {
@@ -240,7 +242,7 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
         let entry = entry.map_err(io)?;
         let p = entry.path();
         let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
-        if p.is_file() && !name.starts_with('.') && is_trace_name(&name) {
+        if !name.starts_with('.') && ((p.is_file() && is_trace_name(&name)) || (p.is_dir() && crate::nsys::is_export(&p))) {
             files.push(p);
         }
     }
@@ -267,7 +269,9 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             if name.starts_with('.') {
                 continue;
             }
-            if p.is_dir() {
+            if p.is_dir() && crate::nsys::is_export(&p) {
+                out.push(p);
+            } else if p.is_dir() {
                 walk(&p, out)?;
             } else if is_trace_name(&name) {
                 out.push(p);

@@ -373,3 +373,127 @@ fn damaged_exports_give_a_trace_or_an_error_never_a_panic() {
     assert_eq!(ok + failed, 48);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---- `nsys export --type parquetdir` ---------------------------------------
+
+/// Writes every table of the SQLite export `sqlite` as `dir/TABLE.parquet`,
+/// as `nsys export --type parquetdir` does: integer columns Int64, real
+/// ones Float64, text String, blobs Binary, all-null columns Null.
+fn to_parquetdir(sqlite: &Path, dir: &Path) {
+    use polars::prelude::*;
+    use rusqlite::types::Value;
+    std::fs::create_dir_all(dir).unwrap();
+    let db = Connection::open(sqlite).unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for t in tables {
+        let mut stmt = db.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+        let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
+        let mut values: Vec<Vec<Value>> = vec![Vec::new(); names.len()];
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for (i, v) in values.iter_mut().enumerate() {
+                v.push(row.get::<_, Value>(i).unwrap());
+            }
+        }
+        let columns: Vec<Column> = names
+            .iter()
+            .zip(values)
+            .map(|(n, v)| {
+                let name: PlSmallStr = n.as_str().into();
+                let any = |f: fn(&Value) -> bool| v.iter().any(f);
+                if any(|x| matches!(x, Value::Text(_))) {
+                    let s: Vec<Option<String>> = v
+                        .iter()
+                        .map(|x: &Value| match x {
+                            Value::Text(s) => Some(s.clone()),
+                            Value::Integer(i) => Some(i.to_string()),
+                            Value::Real(f) => Some(f.to_string()),
+                            _ => None,
+                        })
+                        .collect();
+                    Column::new(name, s)
+                } else if any(|x| matches!(x, Value::Real(_))) {
+                    let f: Vec<Option<f64>> = v
+                        .iter()
+                        .map(|x: &Value| match x {
+                            Value::Real(f) => Some(*f),
+                            Value::Integer(i) => Some(*i as f64),
+                            _ => None,
+                        })
+                        .collect();
+                    Column::new(name, f)
+                } else if any(|x| matches!(x, Value::Integer(_))) {
+                    let i: Vec<Option<i64>> = v.iter().map(|x: &Value| if let Value::Integer(i) = x { Some(*i) } else { None }).collect();
+                    Column::new(name, i)
+                } else if any(|x| matches!(x, Value::Blob(_))) {
+                    let b: Vec<Option<&[u8]>> =
+                        v.iter().map(|x: &Value| if let Value::Blob(b) = x { Some(b.as_slice()) } else { None }).collect();
+                    Column::new(name, b)
+                } else {
+                    Column::full_null(name, v.len(), &DataType::Null)
+                }
+            })
+            .collect();
+        let mut df = DataFrame::new_infer_height(columns).unwrap();
+        let file = std::fs::File::create(dir.join(format!("{t}.parquet"))).unwrap();
+        ParquetWriter::new(file).finish(&mut df).unwrap();
+    }
+}
+
+#[test]
+fn a_parquetdir_export_reads_as_its_sqlite_export() {
+    let base = std::env::temp_dir().join(format!("tracecast-ingest-nsys-parquetdir-{}", std::process::id()));
+    for name in EXPORTS {
+        let path = export(name);
+        let dir = base.join(name.trim_end_matches(".sqlite"));
+        to_parquetdir(&path, &dir);
+        assert!(tracecast_ingest::nsys::is_export(&dir), "{name}: recognised by its tables");
+        assert_eq!(tracecast_ingest::job::trace_files(&dir).unwrap(), vec![dir.clone()], "{name}: one export, not a directory of traces");
+        assert_eq!(tracecast_ingest::nsys::ranks(&dir).unwrap(), tracecast_ingest::nsys::ranks(&path).unwrap());
+        let want = tracecast_ingest::nsys::read_path(&path, &ReadOptions::default()).unwrap();
+        let got = tracecast_ingest::nsys::read_path(&dir, &ReadOptions::default()).unwrap();
+        assert_eq!(got.len(), want.len(), "{name}: ranks");
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            assert_eq!(g.path, dir);
+            assert_eq!(g.events.len(), w.events.len(), "{name} rank {i}: events");
+            let mut g = g.clone();
+            g.path = w.path.clone();
+            g.json_bytes = w.json_bytes;
+            assert!(format!("{g:?}") == format!("{w:?}"), "{name} rank {i}: the same trace as from the SQLite export");
+        }
+        // The same per-GPU numbers through a job.
+        let (a, b) = (
+            Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {}),
+            Job::read(dir.clone(), &[dir.clone()], &ReadOptions::default(), &|_| {}),
+        );
+        assert!(a.failures.is_empty() && b.failures.is_empty(), "{:?}", b.failures);
+        let mut opts = AnalyzeOptions::default();
+        opts.window = WindowMode::All;
+        let (a, b) = (analyze_job(&a, &opts), analyze_job(&b, &opts));
+        assert_eq!(a.ranks.len(), b.ranks.len());
+        for (x, y) in a.ranks.iter().zip(&b.ranks) {
+            let (x, y) = (&x.breakdown, &y.breakdown);
+            let nums = |b: &tracecast_ingest::analysis::Breakdown| {
+                [b.gpu_span_us, b.busy_us, b.compute_us, b.comm_us, b.exposed_comm_us, b.memory_us, b.overlap_us]
+            };
+            assert_eq!(nums(x), nums(y), "{name}");
+        }
+    }
+    // A damaged table file is named; no panic.
+    let dir = base.join("damaged");
+    to_parquetdir(&export(EXPORTS[1]), &dir);
+    std::fs::write(dir.join("StringIds.parquet"), b"PAR1 not really parquet PAR1").unwrap();
+    let e = tracecast_ingest::nsys::read_path(&dir, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("StringIds.parquet") && e.contains(&dir.display().to_string()) && !e.contains('\n'), "{e}");
+    // A missing required table is the SQLite export's error, naming the directory.
+    std::fs::remove_file(dir.join("StringIds.parquet")).unwrap();
+    let e = tracecast_ingest::nsys::read_path(&dir, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("no StringIds table") && e.contains(&dir.display().to_string()), "{e}");
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -1,4 +1,6 @@
-//! The Nsight Systems export reader: `nsys export --type sqlite` files.
+//! The Nsight Systems export reader: `nsys export --type sqlite` files, and
+//! `nsys export --type parquetdir` directories (one `TABLE.parquet` per table,
+//! loaded into an in-memory SQLite database and read the same way).
 //!
 //! An export holds every process and GPU of one capture (usually one node).
 //! [`read_path`] turns it into one [`RankTrace`] per (process, GPU) — the
@@ -23,6 +25,7 @@
 
 mod dtype;
 mod nvtx;
+mod parquet;
 mod ranks;
 mod rows;
 mod tables;
@@ -41,9 +44,14 @@ pub fn is_sqlite(head: &[u8]) -> bool {
     head.starts_with(SQLITE_MAGIC)
 }
 
-/// Whether the file at `path` starts with the SQLite magic.
+/// Whether `path` is an export: a file that starts with the SQLite magic, or
+/// a `parquetdir` export (a directory holding `CUPTI_ACTIVITY_KIND_KERNEL.parquet`,
+/// `…_MEMCPY.parquet` or `…_MEMSET.parquet`).
 pub fn is_export(path: &Path) -> bool {
     use std::io::Read;
+    if parquet::is_parquet_export(path) {
+        return true;
+    }
     let mut head = [0u8; 16];
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && is_sqlite(&head)
 }
@@ -63,7 +71,8 @@ pub struct ExportRank {
 /// The ranks of the export at `path`, in order, without reading its events
 /// (one query over the GPU activity tables).
 pub fn ranks(path: &Path) -> Result<Vec<ExportRank>> {
-    let x = tables::Export::open(path)?;
+    let db = open_db(path)?;
+    let x = tables::Export::open(&db)?;
     let mut keys = Vec::new();
     for table in [tables::KERNEL, tables::MEMCPY, tables::MEMSET] {
         if !x.has(table) {
@@ -87,20 +96,31 @@ pub fn ranks(path: &Path) -> Result<Vec<ExportRank>> {
     Ok(keys)
 }
 
+/// The tables of the export at `path`: its SQLite file, or a `parquetdir`
+/// export's Parquet files loaded into memory.
+fn open_db(path: &Path) -> Result<tables::Db> {
+    if parquet::is_parquet_export(path) { parquet::load(path) } else { Ok(tables::Db::file(path)) }
+}
+
 /// Reads every rank of the export at `path`, in [`ranks`] order. The tables
 /// are read in parallel, each on its own read-only connection.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Vec<RankTrace>> {
-    let file_bytes = std::fs::metadata(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?.len();
-    let x = tables::Export::open(path)?;
+    let file_bytes = if parquet::is_parquet_export(path) {
+        parquet::bytes(path)?
+    } else {
+        std::fs::metadata(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?.len()
+    };
+    let db = open_db(path)?;
+    let x = tables::Export::open(&db)?;
     let plan = rows::Plan::of(&x)?;
     let ((activity, (calls, ranges)), syncs) = rayon::join(
         || {
             rayon::join(
-                || rows::read_activity(path, &plan),
-                || rayon::join(|| rows::read_calls(path, &plan), || rows::read_ranges(path, &plan)),
+                || rows::read_activity(&db, &plan),
+                || rayon::join(|| rows::read_calls(&db, &plan), || rows::read_ranges(&db, &plan)),
             )
         },
-        || rows::read_syncs(path, &plan),
+        || rows::read_syncs(&db, &plan),
     );
     let (activity, labels, unusable_activity) = activity?;
     let (calls, unusable_calls) = calls?;

@@ -1,8 +1,6 @@
 //! The rows of an export's tables, read into plain structs (one pass per
 //! table, the tables on separate connections in parallel).
 
-use std::path::Path;
-
 use rustc_hash::FxHashMap;
 
 use super::nvtx;
@@ -292,8 +290,9 @@ fn mem_kind(plan: &Plan, id: Option<i64>) -> String {
 }
 
 /// Kernels, memcpys and memsets.
-pub(crate) fn read_activity(path: &Path, plan: &Plan) -> Result<(Vec<Activity>, Vec<String>, u64)> {
-    let conn = tables::connect(path)?;
+pub(crate) fn read_activity(db: &tables::Db, plan: &Plan) -> Result<(Vec<Activity>, Vec<String>, u64)> {
+    let path = db.path.as_path();
+    let conn = db.connect()?;
     let mut out = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     let mut label_ids: FxHashMap<String, i64> = FxHashMap::default();
@@ -357,11 +356,12 @@ pub(crate) fn read_activity(path: &Path, plan: &Plan) -> Result<(Vec<Activity>, 
 }
 
 /// Runtime and driver API calls.
-pub(crate) fn read_calls(path: &Path, plan: &Plan) -> Result<(Vec<Call>, u64)> {
+pub(crate) fn read_calls(db: &tables::Db, plan: &Plan) -> Result<(Vec<Call>, u64)> {
+    let path = db.path.as_path();
     let mut out = Vec::new();
     let mut unusable = 0;
     if let Some(sql) = &plan.calls {
-        let conn = tables::connect(path)?;
+        let conn = db.connect()?;
         rows(&conn, path, sql, |row| {
             let call = || {
                 Some(Call {
@@ -382,12 +382,13 @@ pub(crate) fn read_calls(path: &Path, plan: &Plan) -> Result<(Vec<Call>, u64)> {
 }
 
 /// NVTX ranges, their texts read as they come (most are unique `emit_nvtx` texts).
-pub(crate) fn read_ranges(path: &Path, plan: &Plan) -> Result<(Vec<Range>, Vec<String>, u64)> {
+pub(crate) fn read_ranges(db: &tables::Db, plan: &Plan) -> Result<(Vec<Range>, Vec<String>, u64)> {
+    let path = db.path.as_path();
     let mut out = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let mut unclosed = 0;
     let Some(sql) = &plan.ranges else { return Ok((out, names, unclosed)) };
-    let conn = tables::connect(path)?;
+    let conn = db.connect()?;
     let mut name_ids: FxHashMap<String, u32> = FxHashMap::default();
     // Registered strings (`textId`) repeat: parsed once per id.
     let mut registered: FxHashMap<i64, Option<ParsedRange>> = FxHashMap::default();
@@ -435,13 +436,14 @@ pub(crate) fn read_ranges(path: &Path, plan: &Plan) -> Result<(Vec<Range>, Vec<S
 }
 
 /// Synchronizations and the event records they waited on.
-pub(crate) fn read_syncs(path: &Path, plan: &Plan) -> Result<(Vec<Sync>, Records)> {
+pub(crate) fn read_syncs(db: &tables::Db, plan: &Plan) -> Result<(Vec<Sync>, Records)> {
+    let path = db.path.as_path();
     let mut syncs = Vec::new();
     let mut records = FxHashMap::default();
     if plan.syncs.is_none() && plan.records.is_none() {
         return Ok((syncs, records));
     }
-    let conn = tables::connect(path)?;
+    let conn = db.connect()?;
     if let Some(sql) = &plan.syncs {
         rows(&conn, path, sql, |row| {
             let s = || {

@@ -29,7 +29,7 @@ pub(crate) const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
 const META_EXPORT: &str = "META_DATA_EXPORT";
 
 /// The tables whose columns are looked up.
-const KNOWN: [&str; 15] = [
+pub(crate) const KNOWN: [&str; 15] = [
     KERNEL,
     MEMCPY,
     MEMSET,
@@ -62,6 +62,38 @@ pub(crate) struct Export {
     columns: FxHashMap<&'static str, Vec<String>>,
 }
 
+/// Where an export's tables are: its SQLite file, or (for a `parquetdir`
+/// export) an in-memory database loaded from its Parquet files, which stays
+/// alive while this is held. `path` is what messages name.
+pub(crate) struct Db {
+    pub(crate) path: PathBuf,
+    /// The shared-cache URI of the in-memory database and the connection that keeps it.
+    memory: Option<(String, std::sync::Mutex<Connection>)>,
+}
+
+impl Db {
+    /// The SQLite export at `path`.
+    pub(crate) fn file(path: &Path) -> Db {
+        Db { path: path.to_path_buf(), memory: None }
+    }
+
+    /// An in-memory database at `uri`, kept alive by `keeper`, read as the export at `path`.
+    pub(crate) fn memory(path: &Path, uri: String, keeper: Connection) -> Db {
+        Db { path: path.to_path_buf(), memory: Some((uri, std::sync::Mutex::new(keeper))) }
+    }
+
+    /// A new read-only connection to the tables (one per parallel reader).
+    pub(crate) fn connect(&self) -> Result<Connection> {
+        match &self.memory {
+            None => connect(&self.path),
+            Some((uri, _)) => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                Connection::open_with_flags(uri, flags).map_err(|e| sql_error(&self.path, &e))
+            }
+        }
+    }
+}
+
 /// Opens `path` read-only (no journal, no lock held past a read).
 pub(crate) fn connect(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -88,8 +120,9 @@ pub(crate) fn sql_error(path: &Path, e: &rusqlite::Error) -> Error {
 
 impl Export {
     /// Opens an export and checks that it is one this reader knows.
-    pub(crate) fn open(path: &Path) -> Result<Export> {
-        let conn = connect(path)?;
+    pub(crate) fn open(db: &Db) -> Result<Export> {
+        let path = db.path.as_path();
+        let conn = db.connect()?;
         let mut tables: Vec<String> = Vec::new();
         {
             let mut stmt =
