@@ -48,6 +48,8 @@ pub enum PriceRule {
     GemmSpecModel,
     /// The GPU's measured attention kernels, interpolated in sequence length.
     AttentionTable,
+    /// Another GPU's measured attention kernels (same vendor, closest specs), scaled by the peaks.
+    AttentionSpecModel,
     /// A measured collective curve at this GPU count, interpolated in size.
     CollectiveCurve,
     /// Between two measured GPU counts of one system.
@@ -63,6 +65,7 @@ impl PriceRule {
             PriceRule::GemmTable => "gemm_table",
             PriceRule::GemmSpecModel => "gemm_spec_model",
             PriceRule::AttentionTable => "attention_table",
+            PriceRule::AttentionSpecModel => "attention_spec_model",
             PriceRule::CollectiveCurve => "collective_curve",
             PriceRule::CollectiveCounts => "collective_counts",
             PriceRule::CollectiveScaleOut => "collective_scale_out",
@@ -75,6 +78,7 @@ impl PriceRule {
             PriceRule::GemmTable => "the GPU's measured GEMM table, interpolated in log shape",
             PriceRule::GemmSpecModel => "the GPU's specs, shape behaviour learned across measured GPUs",
             PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
+            PriceRule::AttentionSpecModel => "the closest measured GPU's attention kernels of its vendor, scaled by the peaks",
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
@@ -88,6 +92,7 @@ impl PriceRule {
             PriceRule::GemmTable => GEMM_TABLE_BAND,
             PriceRule::GemmSpecModel => GEMM_SPEC_BAND,
             PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
+            PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut => COLLECTIVE_SCALE_OUT_BAND,
         }
@@ -106,6 +111,9 @@ pub const GEMM_SPEC_BAND: f64 = 0.25;
 /// Not validated on held-out attention measurements (too few per GPU): the
 /// table rule's band; the FA charts' values were read by eye (±5 TFLOP/s).
 pub const ATTENTION_TABLE_BAND: f64 = 0.10;
+/// Not validated (the measured attention GPUs are A100, H100, H200, MI300X);
+/// the GEMM spec model's band.
+pub const ATTENTION_SPEC_BAND: f64 = GEMM_SPEC_BAND;
 /// nccl-tests' in-place and out-of-place columns differ by a few per cent at one size.
 pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
 /// Each sweep's largest GPU count from its smaller ones: median |error| over
@@ -619,6 +627,38 @@ impl Pricing {
     /// attention kernels: the achieved TFLOP/s interpolated in log sequence
     /// length at the nearest head dimension, same direction and mask.
     pub fn attention(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+        self.attention_measured(gpu, shape, kernel).or_else(|| self.attention_spec_model(gpu, shape, kernel))
+    }
+
+    /// A GPU without measured attention kernels: the measured GPU of the same
+    /// vendor with the closest specs (peak, HBM bandwidth, SM/CU count), its
+    /// price at this shape scaled by the two 16-bit peaks (attention at these
+    /// sizes is compute-bound: the same fraction of peak carries over).
+    fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+        let mine = specs(gpu, Dtype::Bf16)?;
+        let (other, _) = self
+            .catalog
+            .gpus
+            .iter()
+            .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
+            .filter_map(|g| {
+                let theirs = specs(g, Dtype::Bf16)?;
+                let d: f64 = mine.0.iter().zip(theirs.0).map(|(a, b)| (a / b).ln().abs()).sum();
+                self.attention_measured(g, shape, kernel).map(|_| (g, d))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let p = self.attention_measured(other, shape, kernel)?;
+        let scale = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
+        Some(Price {
+            time_us: p.time_us * scale,
+            rule: PriceRule::AttentionSpecModel,
+            extrapolated: true,
+            basis: format!("{} (no attention measured on {}), × {scale:.3}, the two 16-bit peaks", p.basis, gpu.id),
+            band: ATTENTION_SPEC_BAND,
+        })
+    }
+
+    fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
         let rows: Vec<_> = self

@@ -899,6 +899,22 @@ impl Cluster {
         self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
     }
 
+    /// Causal flash attention of `batch` sequences of `seq` tokens, `heads`
+    /// heads of `head_dim` on this GPU, doing `flops` forward FLOPs (a context-
+    /// parallel rank's share): (forward, backward) seconds from the GPU's measured
+    /// attention kernels (forward rows for the forward, forward-plus-backward rows
+    /// less it for the backward); `None` without measurements of both.
+    fn attention_at(&self, batch: f64, heads: f64, seq: f64, head_dim: f64, flops: f64) -> Option<(f64, f64)> {
+        let p = self.gemm_prices.as_ref()?;
+        let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
+        let (fwd, both) = (shape(false), shape(true));
+        let f = p.pricing.attention(&p.gpu, &fwd, None)?.time_us * 1e-6 * flops / fwd.flops();
+        let fb = p.pricing.attention(&p.gpu, &both, None)?.time_us * 1e-6 * 3.5 * flops / both.flops();
+        // Never under 1.5× the forward: the backward does 2.5× its FLOPs (the two rows may
+        // come from different kernel families, FA3 forward and FA2 forward-plus-backward).
+        Some((f, (fb - f).max(1.5 * f)))
+    }
+
     /// A fused attention kernel of `flops` (one kernel).
     fn attention(&self, flops: f64) -> f64 {
         self.gemm_overhead_s + flops / (self.attention_efficiency.unwrap_or(self.gemm_efficiency) * self.peak_flops)
@@ -1192,8 +1208,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (linear(mlp_flops), 2.0 * linear(mlp_flops))
     };
     let attn_f = attn_lin_f.max(cluster.memory(attn_weight_bytes));
-    let flash_core_f =
-        (cluster.attention(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s;
+    // Flash attention (training, prefill) at its shape from the GPU's measured attention
+    // kernels where it has them (the fastest measured family; causal), else at the profile's η.
+    let measured_flash = if decode {
+        None
+    } else {
+        cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, d / model.heads.max(1.0), attn_core_flops)
+    };
+    let flash_core_f = match measured_flash {
+        Some((f, _)) => f,
+        None => (cluster.attention(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s,
+    };
     // Materialized attention (training and prefill): the score matrix of
     // E = b·(heads/t)·s² elements goes through HBM. Forward: QKᵀ writes it
     // (2·E·d_head FLOPs, all of it: the causal mask is applied after), the
@@ -1276,7 +1301,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         mlp_b: mlp_lin_b.max(2.0 * cluster.memory(mlp_weight_bytes)),
         // Flash attention's backward recomputes the scores: 2.5× the forward.
         // Materialized: its own backward, plus the forward again under selective recomputation.
-        attn_core_b: materialized.map_or(2.5 * attn_core_f, |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
+        attn_core_b: materialized
+            .map_or(measured_flash.map_or(2.5 * attn_core_f, |(_, b)| b), |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
         elementwise_f,
         tp_comm,
         moe_a2a,
