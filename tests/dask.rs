@@ -24,16 +24,23 @@ fn analysis_of(path: &Path, out: &Path) -> serde_json::Value {
     doc
 }
 
-#[test]
-fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
-    let Some(python) = python_with_dask() else {
+/// The Python with dask.distributed, or `None` (the test is skipped) unless
+/// `TRACECAST_REQUIRE_DASK` says it must be there.
+fn python_or_skip() -> Option<PathBuf> {
+    let python = python_with_dask();
+    if python.is_none() {
         assert!(
             std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(),
             "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable"
         );
         eprintln!("skipped: no Python with dask.distributed (`.ci/run` installs it; or set TRACECAST_PYTHON)");
-        return;
-    };
+    }
+    python
+}
+
+#[test]
+fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
+    let Some(python) = python_or_skip() else { return };
     let dir = scratch("dask");
     let job = dir.join("job");
     let mut spec = tracecast_calibrate::synth::JobSpec::default();
@@ -57,14 +64,7 @@ fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
 
 #[test]
 fn dask_ingest_puts_a_jobs_nsight_exports_in_one_share() {
-    let Some(python) = python_with_dask() else {
-        assert!(
-            std::env::var_os("TRACECAST_REQUIRE_DASK").is_none(),
-            "dask.distributed is required (TRACECAST_REQUIRE_DASK) but not importable"
-        );
-        eprintln!("skipped: no Python with dask.distributed (`.ci/run` installs it; or set TRACECAST_PYTHON)");
-        return;
-    };
+    let Some(python) = python_or_skip() else { return };
     let dir = scratch("dask-nsys");
     // Two exports of two GPUs each: their ranks are numbered by their place
     // among the job's exports, so they go to one share.
