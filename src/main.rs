@@ -517,7 +517,7 @@ enum HwCommand {
         id: String,
     },
     /// Prices one operation the way projections do: its time, achieved rate, rule and whether it extrapolates.
-    Cost(CostArgs),
+    Cost(Box<CostArgs>),
 }
 
 #[derive(clap::Args)]

@@ -184,7 +184,7 @@ impl Measurements {
 
     /// Whether a row comes from one of the user's files (which take precedence).
     pub fn is_user(&self, from: &Provenance) -> bool {
-        self.user_files.iter().any(|f| *f == from.file)
+        self.user_files.contains(&from.file)
     }
 
     /// Parses one CSV table; `name` names it in errors and provenance.

@@ -205,6 +205,15 @@ impl AttentionShape {
     }
 }
 
+/// (measurement id, dtype class, the user's, source id): one GEMM table.
+type TableKey = (Arc<str>, Dtype, bool, Arc<str>);
+
+/// (TFLOP/s, extrapolated, kernel family, sources) of the fastest attention family.
+type Fastest = (f64, bool, Arc<str>, Vec<Arc<str>>);
+
+/// (source id, measurement id, GPUs per node): one measuring system of collectives.
+type SystemKey = (Arc<str>, Arc<str>, u32);
+
 /// One measured GEMM table: a (measurement id, dtype class, user or shipped) group.
 #[derive(Debug, Clone)]
 struct GemmTable {
@@ -343,8 +352,8 @@ impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
         // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
-        let mut groups: HashMap<(Arc<str>, Dtype, bool, Arc<str>), GemmTable> = HashMap::new();
-        let mut seen: HashMap<(Arc<str>, Dtype, bool, Arc<str>, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
+        let mut groups: HashMap<TableKey, GemmTable> = HashMap::new();
+        let mut seen: HashMap<(TableKey, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
         for r in measurements.gemm.iter().filter(|r| !unreliable(r)) {
             let user = measurements.is_user(&r.from);
             let key = (r.gpu.clone(), table_dtype(r.dtype), user, r.from.source_id.clone());
@@ -361,7 +370,7 @@ impl Pricing {
             }
             // Several rows of one shape (two output types, a repeated entry): their median.
             let bits = x.map(f64::to_bits);
-            let e = seen.entry((key.0, key.1, key.2, key.3, bits)).or_insert_with(|| {
+            let e = seen.entry((key, bits)).or_insert_with(|| {
                 t.points.push((x, 0.0));
                 (t.points.len() - 1, Vec::new())
             });
@@ -672,7 +681,7 @@ impl Pricing {
         let hd =
             rows.iter().map(|r| r.head_dim).min_by(|a, b| (a / shape.head_dim).ln().abs().total_cmp(&(b / shape.head_dim).ln().abs()))?;
         let same_mask = rows.iter().any(|r| r.head_dim == hd && r.causal == shape.causal);
-        let mut best: Option<(f64, bool, Arc<str>, Vec<Arc<str>>)> = None;
+        let mut best: Option<Fastest> = None;
         let mut families: Vec<&Arc<str>> = rows.iter().map(|r| &r.kernel).collect();
         families.sort();
         families.dedup();
@@ -966,7 +975,8 @@ struct Systems(Vec<System>);
 
 impl Systems {
     fn of(rows: &[&CollectiveRow], multi: bool, m: &Measurements) -> Systems {
-        let mut by: HashMap<(Arc<str>, Arc<str>, u32), Vec<&CollectiveRow>> = HashMap::new();
+        // Per (source, GPU id, GPUs per node): one measuring system.
+        let mut by: HashMap<SystemKey, Vec<&CollectiveRow>> = HashMap::new();
         for r in rows {
             // A single-node query uses single-node curves; a multi-node one multi-node curves.
             if (r.nodes > 1) != multi {

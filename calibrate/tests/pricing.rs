@@ -111,9 +111,9 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
         for &(target, cut) in &cuts {
             let target = &target;
             // Only this system's rows up to the cut-off: the user's file of a smaller job.
-            let mut m = Measurements::default();
-            m.collectives =
+            let collectives =
                 full.collectives.iter().filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus <= cut).cloned().collect();
+            let m = Measurements { collectives, ..Measurements::default() };
             let pricing = Pricing::new(catalog.clone(), Arc::new(m));
             let (mut small, mut large, mut every) = (Vec::new(), Vec::new(), Vec::new());
             // Measured: the faster of the in-place and out-of-place columns at each size.
