@@ -56,6 +56,8 @@ pub enum PriceRule {
     CollectiveCounts,
     /// Beyond the measured GPU counts: the scale-out rule.
     CollectiveScaleOut,
+    /// Below the measured GPU counts: the smallest measured count's curve (an upper bound).
+    CollectiveBelowCounts,
 }
 
 impl PriceRule {
@@ -69,6 +71,7 @@ impl PriceRule {
             PriceRule::CollectiveCurve => "collective_curve",
             PriceRule::CollectiveCounts => "collective_counts",
             PriceRule::CollectiveScaleOut => "collective_scale_out",
+            PriceRule::CollectiveBelowCounts => "collective_below_counts",
         }
     }
 
@@ -82,6 +85,7 @@ impl PriceRule {
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
+            PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
         }
     }
 
@@ -94,7 +98,7 @@ impl PriceRule {
             PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
             PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
-            PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut => COLLECTIVE_SCALE_OUT_BAND,
+            PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
         }
     }
 }
@@ -1082,7 +1086,7 @@ impl System {
         // Only larger counts measured: the smallest one's curve.
         let (b, cb) = above?;
         let (t, _) = cb.at(size);
-        Some((t, PriceRule::CollectiveCounts, true, format!("its smallest measured count ({b} GPUs)")))
+        Some((t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)")))
     }
 }
 

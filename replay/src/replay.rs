@@ -126,6 +126,34 @@ impl Default for ReplayOptions {
     }
 }
 
+/// A measured transfer slower than this many times the measured curve's
+/// price at its size waited for peers (nccl-tests curves of one GPU model on
+/// different systems differ by less: A100 all-reduce at 8 GPUs, Echo's and
+/// Azure's sweeps, within 2× from 1 KiB to 1 GiB).
+pub const WAIT_FACTOR: f64 = 4.0;
+
+/// (price at `from` GPUs, price at `to` GPUs), ns, of a collective on `gpu` from
+/// measured curves; `None` when either size lies below the GPU's measured counts
+/// (a curve of more GPUs says nothing of fewer) or nothing is measured.
+fn measured_scaling(
+    pricing: &tracecast_calibrate::pricing::Pricing,
+    gpu: &tracecast_calibrate::catalog::Gpu,
+    collective: Collective,
+    bytes: f64,
+    from: i64,
+    to: u32,
+    opts: &ReplayOptions,
+) -> Option<(f64, f64)> {
+    use tracecast_calibrate::pricing::PriceRule;
+    let at = |n: u32| {
+        pricing
+            .collective(gpu, collective, bytes, n, opts.gpus_per_node)
+            .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
+            .map(|p| p.time_us * 1000.0)
+    };
+    Some((at(u32::try_from(from).ok()?)?, at(to)?))
+}
+
 /// How much longer a collective's transfer gets when its group grows from
 /// `n` to `to` ranks: the nccl-tests bus factor grows, and a group that no
 /// longer fits in a node moves from the intra-node link to the NICs.
@@ -264,6 +292,7 @@ fn project_kernels(
     target: &DeviceModel,
     opts: &ReplayOptions,
     catalog: &tracecast_calibrate::Catalog,
+    pricing: &tracecast_calibrate::pricing::Pricing,
     notes: &mut Vec<String>,
 ) -> ProjectionReport {
     let source = match &opts.source {
@@ -302,17 +331,6 @@ fn project_kernels(
             target.gpu.as_ref().map_or("the target", |g| g.id.as_str())
         ));
     }
-    let shipped;
-    let pricing = match &opts.pricing {
-        Some(p) => p.as_ref(),
-        None => {
-            shipped = tracecast_calibrate::pricing::Pricing::new(
-                catalog.clone(),
-                std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
-            );
-            &shipped
-        }
-    };
     let model = CrossDevice { source: &source, target, pricing: Some(pricing) };
     if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
         notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
@@ -499,10 +517,23 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
     let (mut eg, place) = build(pieces, &rank_ids, &collectives, alignment.as_ref());
+    // The pricing layer: the caller's (with the user's measurements), else the shipped base.
+    let shipped;
+    let pricing = match &opts.pricing {
+        Some(p) => p.as_ref(),
+        None => {
+            shipped = tracecast_calibrate::pricing::Pricing::new(
+                catalog.clone(),
+                std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
+            );
+            &shipped
+        }
+    };
     let mut projection = None;
     if let Some(target) = &opts.target {
-        projection = Some(project_kernels(&mut parts, &place, world, &mut eg, target, opts, catalog, &mut notes));
+        projection = Some(project_kernels(&mut parts, &place, world, &mut eg, target, opts, catalog, pricing, &mut notes));
     }
+    let job_gpu = parts.iter().find_map(|p| p.gpu.as_deref()).and_then(|id| catalog.gpu(id).ok());
     let s = opts.scale;
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
@@ -514,7 +545,8 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
             eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 / factor).round() as i64;
         }
     }
-    recost_communication(world, &rank_ids, &place, &mut eg, &collectives, opts, &mut notes);
+    let priced = job_gpu.map(|g| (g, pricing));
+    recost_communication(world, &rank_ids, &place, &mut eg, &collectives, opts, priced, &mut notes);
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
@@ -605,6 +637,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
 /// split into transfer — the lower envelope of that rank's durations for the
 /// same collective, group and message size, since waits only lengthen
 /// kernels — and the wait for peers, which is kept as measured.
+#[allow(clippy::too_many_arguments)]
 fn recost_communication(
     world: u32,
     rank_ids: &[u32],
@@ -612,6 +645,7 @@ fn recost_communication(
     eg: &mut ExecGraph,
     collectives: &[CollectiveSample],
     opts: &ReplayOptions,
+    priced: Option<(&tracecast_calibrate::catalog::Gpu, &tracecast_calibrate::pricing::Pricing)>,
     notes: &mut Vec<String>,
 ) {
     let s = opts.scale;
@@ -635,6 +669,7 @@ fn recost_communication(
     let world = i64::from(world);
     let mut new_transfer: FxHashMap<usize, i64> = FxHashMap::default();
     let (mut unknown, mut relinked, mut grown, mut split) = (0usize, 0usize, 0usize, 0usize);
+    let (mut priced_count, mut waited) = (0usize, 0usize);
     for c in collectives {
         let Some(t) = sample_task(c) else { continue };
         let is_joined = joined.contains(&t);
@@ -663,7 +698,26 @@ fn recost_communication(
             }
             None if grows => {
                 grown += 1;
-                transfer as f64 * scale_out_factor(c.collective, world, i64::from(opts.world_size.unwrap_or(1)), opts)
+                let to = opts.world_size.unwrap_or(1);
+                match priced
+                    .zip(c.bytes)
+                    .and_then(|((gpu, p), bytes)| measured_scaling(p, gpu, c.collective, bytes as f64, world, to, opts))
+                {
+                    Some((old_ns, new_ns)) => {
+                        priced_count += 1;
+                        // A transfer far slower than the measured curve at the job's size
+                        // (under a quarter of its bus bandwidth) waited for peers: that part
+                        // stays as measured and only the priced transfer scales.
+                        let moving = if transfer as f64 > WAIT_FACTOR * old_ns {
+                            waited += 1;
+                            old_ns
+                        } else {
+                            transfer as f64
+                        };
+                        moving * new_ns / old_ns + (transfer as f64 - moving)
+                    }
+                    None => transfer as f64 * scale_out_factor(c.collective, world, i64::from(to), opts),
+                }
             }
             None => transfer as f64,
         };
@@ -691,6 +745,12 @@ fn recost_communication(
         } else if unknown > 0 {
             notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
         }
+    }
+    if priced_count > 0 {
+        notes.push(format!(
+            "--world-size: {priced_count} of {grown} grown collective(s) scaled by the measured curves of this GPU at both sizes (the pricing layer; beyond the measured GPU counts its scale-out rule){}; the others by the bus factor and the catalog's link bandwidths",
+            if waited > 0 { format!(", {waited} of them slower than a quarter of the curve's bus bandwidth: the excess is a wait, kept as measured") } else { String::new() }
+        ));
     }
     if opts.world_size.is_some() && grown == 0 && relinked == 0 {
         notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));

@@ -303,3 +303,26 @@ fn world_size_on_a_single_rank_recosts_the_transfer_only() {
     let (grown, _) = comm(&j, Some(8));
     assert!(grown - base < base * growth * 0.9, "waits were scaled: {base} -> {grown}");
 }
+
+#[test]
+fn world_size_scales_transfers_by_measured_curves_and_keeps_waits() {
+    // One rank of an 8-rank A100 data-parallel job grown to 16, 64 and 128 ranks: its
+    // all-reduces scale by the A100's measured nccl-tests curves at both sizes (Echo's
+    // 2–128 GPU sweeps in the measured base), and a transfer far slower than the curve
+    // is a wait for peers, kept as measured — the step never grows by the NVLink/NIC
+    // ratio applied to waits.
+    let j = job(&shared().join("hta/trace_diff/control/control.json.gz"));
+    let measured = replay_job(&j, &ReplayOptions::default());
+    let step = |r: &tracecast_replay::JobReplay| r.ranks.iter().map(|x| x.replayed_step_us).sum::<f64>();
+    let comm = |r: &tracecast_replay::JobReplay| r.ranks.iter().map(|x| x.replayed.comm_us).sum::<f64>();
+    let mut last = comm(&measured);
+    for n in [16u32, 64, 128] {
+        let mut opts = ReplayOptions::default();
+        opts.world_size = Some(n);
+        let r = replay_job(&j, &opts);
+        assert!(r.notes.iter().any(|x| x.contains("scaled by the measured curves")), "{:?}", r.notes);
+        assert!(comm(&r) >= last, "{n} ranks: communication {} < {last}", comm(&r));
+        last = comm(&r);
+        assert!(step(&r) <= 1.5 * step(&measured), "{n} ranks: step {} against {}", step(&r), step(&measured));
+    }
+}
