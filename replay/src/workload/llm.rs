@@ -701,9 +701,26 @@ impl Cluster {
             (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
             (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
         });
+        let attention = tracecast_calibrate::pricing::AttentionShape {
+            batch: 1.0,
+            heads: 32.0,
+            seq: 4096.0,
+            head_dim: 128.0,
+            causal: true,
+            backward: true,
+        };
+        notes.push(match pricing.attention(gpu, &attention, None) {
+            Some(p) => format!("flash attention at its shapes: {} ({})", p.rule.describe(), p.basis),
+            None => "flash attention by η (no attention kernel of this GPU or its vendor measured)".into(),
+        });
+        let in_node = per_node.max(2);
+        notes.push(match pricing.collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node) {
+            Some(p) => format!("collectives inside a node from measured curves ({}); across nodes α-β with the node's NICs", p.basis),
+            None => "collectives by α-β (no measured curve of this GPU)".into(),
+        });
         if from_profile.is_empty() {
             notes.push(format!(
-                "no calibration profile: catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
+                "no fits in the calibration profile: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
                 DEFAULT_GEMM_OVERHEAD_S * 1e6,
                 DEFAULT_INTRA_LINK_EFFICIENCY * 100.0,
                 DEFAULT_INTER_LINK_EFFICIENCY * 100.0,
