@@ -164,6 +164,13 @@ impl Measurements {
         m
     }
 
+    /// The shipped base, parsed once per process and shared (the analytical
+    /// model builds a cluster per projected run).
+    pub fn shared() -> Arc<Measurements> {
+        static SHIPPED_BASE: std::sync::OnceLock<Arc<Measurements>> = std::sync::OnceLock::new();
+        SHIPPED_BASE.get_or_init(|| Arc::new(Measurements::builtin())).clone()
+    }
+
     /// The shipped base plus the user's files (their rows take precedence).
     pub fn with_files(files: &[std::path::PathBuf]) -> Result<Measurements> {
         let mut m = Measurements::builtin();

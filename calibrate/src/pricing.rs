@@ -396,7 +396,7 @@ impl Pricing {
 
     /// The shipped catalog and measured base.
     pub fn builtin() -> Pricing {
-        Pricing::new(Catalog::builtin(), Arc::new(Measurements::builtin()))
+        Pricing::new(Catalog::builtin(), Measurements::shared())
     }
 
     /// The table that prices `gpu`'s GEMMs of `dtype`: the user's, else the

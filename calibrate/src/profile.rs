@@ -573,7 +573,7 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     use crate::work::OpShape;
-    let pricing = Pricing::new(catalog.clone(), std::sync::Arc::new(crate::measured::Measurements::builtin()));
+    let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
     let mut by: BTreeMap<(KernelClass, Option<Dtype>), (Vec<f64>, String)> = BTreeMap::new();
     for s in samples {
         if s.dur_us <= 0.0 {

@@ -522,10 +522,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
     let pricing = match &opts.pricing {
         Some(p) => p.as_ref(),
         None => {
-            shipped = tracecast_calibrate::pricing::Pricing::new(
-                catalog.clone(),
-                std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
-            );
+            shipped = tracecast_calibrate::pricing::Pricing::new(catalog.clone(), tracecast_calibrate::measured::Measurements::shared());
             &shipped
         }
     };

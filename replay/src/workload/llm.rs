@@ -687,7 +687,7 @@ impl Cluster {
         // GEMMs at their shapes through the pricing layer, corrected by the profile's traces where it has that.
         let pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(
             catalog.clone(),
-            std::sync::Arc::new(tracecast_calibrate::measured::Measurements::builtin()),
+            tracecast_calibrate::measured::Measurements::shared(),
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
