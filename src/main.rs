@@ -592,10 +592,13 @@ struct ValidateArgs {
     /// Write the comparison as JSON.
     #[arg(long, value_name = "F")]
     json: Option<PathBuf>,
-    /// Fit the model's free parameter (GEMM η per GPU) to the runs, print the leave-one-run-out
-    /// error, and write the fitted profile(s) here (several GPUs: one file each, the GPU id before `.json`).
+    /// Fit the model's free parameter (the GEMM table correction per GPU) to the runs, print the
+    /// leave-one-run-out error, and write the fitted profile(s) here (several GPUs: one file each, the GPU id before `.json`).
     #[arg(long, value_name = "OUT.json")]
     fit: Option<PathBuf>,
+    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    measurements: Vec<PathBuf>,
     /// Print nothing on stdout.
     #[arg(short, long)]
     quiet: bool,

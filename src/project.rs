@@ -454,8 +454,13 @@ pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
+    let measurements = if args.measurements.is_empty() {
+        None
+    } else {
+        Some(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?))
+    };
     if let Some(out_path) = &args.fit {
-        let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string());
+        let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
         anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
         let many = fit.gpus.len() > 1;
         let mut written = Vec::new();
@@ -496,7 +501,7 @@ pub(crate) fn run_validate(args: crate::ValidateArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let v = validate::validate(&file, &catalog, &devices);
+    let v = validate::validate(&file, &catalog, &devices, measurements.as_ref());
     if !args.quiet {
         print_validation(&mut std::io::stdout().lock(), &v)?;
     }

@@ -209,7 +209,7 @@ fn validate_fit_recovers_a_known_gemm_correction_and_writes_a_profile_every_comm
         let file = serde_json::json!({"runs": [{"id": model, "model": {"preset": model, "seq": 4096.0},
             "system": {"gpu": "h100-sxm", "gpus": gpus}, "plan": plan, "measured": {"tokens_per_s_per_gpu": 1.0}}]});
         let f: tracecast_replay::workload::validate::RunsFile = serde_json::from_value(file.clone()).unwrap();
-        let v = tracecast_replay::workload::validate::validate(&f, &catalog, std::slice::from_ref(&device));
+        let v = tracecast_replay::workload::validate::validate(&f, &catalog, std::slice::from_ref(&device), None);
         let measured = v.runs[0].predicted_tokens_per_s_per_gpu.expect("projected");
         let mut run = file["runs"][0].clone();
         run["measured"]["tokens_per_s_per_gpu"] = serde_json::json!(measured);
@@ -389,4 +389,43 @@ fn project_onto_a_gpu_without_traces_uses_the_most_similar_traced_one_and_says_s
     let o = common::bin().args(["hw", "show", "h200"]).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("(vendor NVIDIA)") && out.contains("prices it with no traces of h200: the efficiencies of h100-sxm"), "{out}");
+}
+
+#[test]
+fn validate_and_project_price_gemms_from_the_users_sweep_first() {
+    // A user's GEMM sweep of their H100s at 300 TFLOP/s, below the measured table's
+    // 780 at large shapes: the same run projects slower, and the note says whose table priced it.
+    let dir = common::scratch("validate-measurements");
+    let mut sweep = String::from("gpu,dtype,m,n,k,tflops\n");
+    for m in [2048, 8192, 32768] {
+        for n in [4096, 16384] {
+            for k in [4096, 16384] {
+                sweep.push_str(&format!("h100-sxm,bf16,{m},{n},{k},300\n"));
+            }
+        }
+    }
+    let mine = dir.join("sweep.csv");
+    std::fs::write(&mine, sweep).unwrap();
+    let runs = serde_json::json!({"runs": [{"id": "r", "model": {"preset": "llama2-7b", "seq": 4096.0},
+        "system": {"gpu": "h100-sxm", "gpus": 8}, "plan": "fsdp=8,mb=1", "measured": {"tokens_per_s_per_gpu": 1000.0}}]});
+    let file = dir.join("runs.json");
+    std::fs::write(&file, serde_json::to_vec(&runs).unwrap()).unwrap();
+    let projected = |extra: &[&std::ffi::OsStr]| {
+        let out = dir.join("v.json");
+        let mut args: Vec<&std::ffi::OsStr> = vec!["validate".as_ref(), file.as_os_str(), "--json".as_ref(), out.as_os_str()];
+        args.extend(extra);
+        let o = common::run(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        v["runs"][0]["predicted_tokens_per_s_per_gpu"].as_f64().unwrap()
+    };
+    let (shipped, users) = (projected(&[]), projected(&["--measurements".as_ref(), mine.as_os_str()]));
+    assert!(users < 0.8 * shipped, "{users} vs {shipped}");
+    let o = common::bin()
+        .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "fsdp=8", "--measurements"])
+        .arg(&mine)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sweep.csv"), "{}", String::from_utf8_lossy(&o.stdout));
 }

@@ -825,7 +825,9 @@ impl Cluster {
         if let Some(p) = &mut self.gemm_prices {
             let catalog = p.pricing.catalog.clone();
             p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
-            self.notes.push(format!("measurements of {} added to the shipped base", p.pricing.measurements.user_files.join(", ")));
+            let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype: p.dtype };
+            let gemm = p.pricing.gemm(&p.gpu, &probe).map_or(String::new(), |x| format!(": GEMMs now by {}", x.basis));
+            self.notes.push(format!("measurements of {} added to the shipped base{gemm}", p.pricing.measurements.user_files.join(", ")));
         }
     }
 

@@ -254,11 +254,19 @@ impl Run {
 }
 
 /// One run projected with `device`.
-fn project_run(run: &Run, catalog: &Catalog, device: Option<&DeviceModel>) -> RunResult {
+fn project_run(
+    run: &Run,
+    catalog: &Catalog,
+    device: Option<&DeviceModel>,
+    measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
+) -> RunResult {
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
     let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
         let model = run.model.transformer(&run.id)?;
-        let cluster = run.system.cluster(catalog, device)?;
+        let mut cluster = run.system.cluster(catalog, device)?;
+        if let Some(m) = measurements {
+            cluster.use_measurements(m.clone());
+        }
         let plan = Plan::parse(&run.plan)?;
         measured = run.measured_per_gpu(&model, &plan)?;
         let (task, tokens_per_seq) = run.task(&model)?;
@@ -306,9 +314,18 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
 
 /// Projects every run of `file`; `devices` are calibration profiles, each
 /// used for the runs on its GPU (else the GPU's shipped profile).
-pub fn validate(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel]) -> Validation {
-    let runs =
-        file.runs.iter().map(|run| project_run(run, catalog, device_for(&gpu_id(run, catalog), catalog, devices).as_ref())).collect();
+/// `measurements`: the shipped base plus the user's files, when they gave some.
+pub fn validate(
+    file: &RunsFile,
+    catalog: &Catalog,
+    devices: &[DeviceModel],
+    measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
+) -> Validation {
+    let runs = file
+        .runs
+        .iter()
+        .map(|run| project_run(run, catalog, device_for(&gpu_id(run, catalog), catalog, devices).as_ref(), measurements))
+        .collect();
     summarize(runs)
 }
 
@@ -347,12 +364,18 @@ pub struct Fit {
 
 /// The GEMM table correction that best explains `runs` (least squares of
 /// log(projected / measured)), on `base`.
-fn fit_gemm_correction(runs: &[&Run], catalog: &Catalog, base: &tracecast_calibrate::Profile, dtype: Dtype) -> Option<f64> {
+fn fit_gemm_correction(
+    runs: &[&Run],
+    catalog: &Catalog,
+    base: &tracecast_calibrate::Profile,
+    dtype: Dtype,
+    measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
+) -> Option<f64> {
     let cost = |ln_c: f64| -> f64 {
         let mut p = base.clone();
         p.set_gemm_correction(dtype, ln_c.exp(), runs.len(), "");
         let device = DeviceModel::from_profile(&p, catalog);
-        runs.iter().filter_map(|r| project_run(r, catalog, Some(&device)).error).map(|e| (1.0 + e).ln().powi(2)).sum::<f64>()
+        runs.iter().filter_map(|r| project_run(r, catalog, Some(&device), measurements).error).map(|e| (1.0 + e).ln().powi(2)).sum::<f64>()
     };
     if runs.is_empty() {
         return None;
@@ -381,7 +404,13 @@ fn fit_gemm_correction(runs: &[&Run], catalog: &Catalog, base: &tracecast_calibr
 }
 
 /// Fits each GPU's GEMM table correction to the runs on it (see [`Fit`]).
-pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_path: &str) -> Fit {
+pub fn fit(
+    file: &RunsFile,
+    catalog: &Catalog,
+    devices: &[DeviceModel],
+    runs_path: &str,
+    measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
+) -> Fit {
     let mut by_gpu: std::collections::BTreeMap<String, Vec<&Run>> = std::collections::BTreeMap::new();
     for r in &file.runs {
         by_gpu.entry(gpu_id(r, catalog)).or_default().push(r);
@@ -401,7 +430,7 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
             Some(c) => (c.ratio, from.map_or(String::new(), |d| d.source.clone())),
             None => (1.0, "none: the tables as measured".to_string()),
         };
-        let Some(correction) = fit_gemm_correction(runs, catalog, &base, dtype) else { continue };
+        let Some(correction) = fit_gemm_correction(runs, catalog, &base, dtype, measurements) else { continue };
         let mut profile = base.clone();
         let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
         let how = format!(
@@ -414,11 +443,11 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         // Leave one run out: the correction from the GPU's other runs.
         for (k, r) in runs.iter().enumerate() {
             let others: Vec<&Run> = runs.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
-            let result = match fit_gemm_correction(&others, catalog, &base, dtype) {
+            let result = match fit_gemm_correction(&others, catalog, &base, dtype, measurements) {
                 Some(c) if !others.is_empty() => {
                     let mut p = base.clone();
                     p.set_gemm_correction(dtype, c, others.len(), "fitted by validate --fit");
-                    let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)));
+                    let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)), measurements);
                     res.notes.insert(0, format!("GEMM table correction {c:.3} fitted to the other {} run(s) on {id}", others.len()));
                     res
                 }
@@ -444,7 +473,7 @@ pub fn fit(file: &RunsFile, catalog: &Catalog, devices: &[DeviceModel], runs_pat
         });
     }
     let fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
-    let fitted = validate(file, catalog, &fitted_devices);
-    let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None))).collect();
+    let fitted = validate(file, catalog, &fitted_devices, measurements);
+    let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None, measurements))).collect();
     Fit { gpus, fitted, leave_one_out: summarize(loo) }
 }
