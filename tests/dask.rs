@@ -38,6 +38,20 @@ fn python_or_skip() -> Option<PathBuf> {
     python
 }
 
+/// Runs the Dask driver on a two-worker local cluster: `input` into the dataset `out`; returns what it printed.
+fn dask_ingest(python: &Path, input: &Path, out: &Path) -> String {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
+    let o = std::process::Command::new(python)
+        .arg(&driver)
+        .args(["--scheduler", "local:2", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
+        .arg(out)
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 #[test]
 fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
     let Some(python) = python_or_skip() else { return };
@@ -48,16 +62,7 @@ fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
     spec.layers = 4;
     tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
     let ds = dir.join("ds");
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
-    let o = std::process::Command::new(&python)
-        .arg(&driver)
-        .args(["--scheduler", "local:2", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
-        .arg(&ds)
-        .arg(&job)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let said = String::from_utf8_lossy(&o.stdout);
+    let said = dask_ingest(&python, &job, &ds);
     assert!(said.contains("8 file(s)") && said.contains("on 2 worker(s)"), "{said}");
     assert_eq!(analysis_of(&ds, &dir.join("b.json")), analysis_of(&job, &dir.join("a.json")));
 }
@@ -70,16 +75,7 @@ fn dask_ingest_puts_a_jobs_nsight_exports_in_one_share() {
     // among the job's exports, so they go to one share.
     let nsys = common::shared().join("nsys").canonicalize().unwrap();
     let ds = dir.join("ds");
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
-    let o = std::process::Command::new(&python)
-        .arg(&driver)
-        .args(["--scheduler", "local:2", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
-        .arg(&ds)
-        .arg(&nsys)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let said = String::from_utf8_lossy(&o.stdout);
+    let said = dask_ingest(&python, &nsys, &ds);
     assert!(said.contains("2 file(s) in 1 share(s)"), "{said}");
     let (a, b) = (analysis_of(&nsys, &dir.join("a.json")), analysis_of(&ds, &dir.join("b.json")));
     assert_eq!(a["jobs"][0]["ranks"].as_array().unwrap().len(), 4);
