@@ -833,11 +833,7 @@ impl CostArgs {
         };
         Ok(match self.op.as_str() {
             "gemm" => {
-                let dtype = ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
-                    .into_iter()
-                    .zip([Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8])
-                    .find(|(n, _)| self.dtype.eq_ignore_ascii_case(n))
-                    .map(|x| x.1)
+                let dtype = Dtype::from_name(&self.dtype)
                     .ok_or_else(|| anyhow::anyhow!("--dtype {:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8", self.dtype))?;
                 Operation::Gemm(GemmShape {
                     batch: need(Some(self.batch), "batch")?,

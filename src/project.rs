@@ -351,7 +351,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
                 .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, &[Dtype::Bf16, Dtype::Fp16]));
             // And the measured performance base's best 16-bit GEMM of this GPU.
             let published =
-                gpu.zip(cluster.gemm_prices.as_ref()).and_then(|(g, p)| p.pricing.best_gemm_fraction(g, Dtype::Bf16)).map(|(f, _)| f);
+                gpu.zip(cluster.prices.as_ref()).and_then(|(g, p)| p.pricing.best_gemm_fraction(g, Dtype::Bf16)).map(|(f, _)| f);
             let measured = match (traced, published) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),

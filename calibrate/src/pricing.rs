@@ -158,6 +158,14 @@ pub struct GemmShape {
 }
 
 impl GemmShape {
+    /// The shape of a traced op, when it is a GEMM in a dtype the tables price
+    /// (16-bit, FP8, TF32; plain FP32 GEMMs run on other units than the tables measured).
+    pub fn of_op(shape: Option<crate::work::OpShape>, dtype: Option<Dtype>) -> Option<GemmShape> {
+        let Some(crate::work::OpShape::Gemm { batch, m, n, k }) = shape else { return None };
+        let dtype = dtype.filter(|d| matches!(d, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32))?;
+        Some(GemmShape { batch, m, n, k, dtype })
+    }
+
     /// 2·batch·m·n·k.
     pub fn flops(&self) -> f64 {
         2.0 * self.batch * self.m * self.n * self.k
@@ -349,48 +357,20 @@ pub struct Pricing {
     pub catalog: Catalog,
     /// The measured base.
     pub measurements: Arc<Measurements>,
-    gemm: HashMap<(Arc<str>, Dtype), Vec<GemmTable>>,
+    gemm: Arc<GemmTables>,
 }
 
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
-        // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
-        let mut groups: HashMap<TableKey, GemmTable> = HashMap::new();
-        let mut seen: HashMap<(TableKey, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
-        for r in measurements.gemm.iter().filter(|r| !unreliable(r)) {
-            let user = measurements.is_user(&r.from);
-            let key = (r.gpu.clone(), table_dtype(r.dtype), user, r.from.source_id.clone());
-            let x = [r.batch.max(1.0).log2(), r.m.log2(), r.n.log2(), r.k.log2()];
-            let t = groups.entry(key.clone()).or_insert_with(|| GemmTable {
-                gpu: r.gpu.clone(),
-                user,
-                sources: Vec::new(),
-                points: Vec::new(),
-                grid: None,
-            });
-            if !t.sources.contains(&r.from.source_id) {
-                t.sources.push(r.from.source_id.clone());
-            }
-            // Several rows of one shape (two output types, a repeated entry): their median.
-            let bits = x.map(f64::to_bits);
-            let e = seen.entry((key, bits)).or_insert_with(|| {
-                t.points.push((x, 0.0));
-                (t.points.len() - 1, Vec::new())
-            });
-            e.1.push(r.time_us);
-            let mut v = e.1.clone();
-            v.sort_by(f64::total_cmp);
-            let median = if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 };
-            if let Some(p) = t.points.get_mut(e.0) {
-                p.1 = median.ln();
-            }
-        }
-        let mut gemm: HashMap<(Arc<str>, Dtype), Vec<GemmTable>> = HashMap::new();
-        for ((gpu, dtype, _, _), mut t) in groups {
-            t.grid = Grid::of(&t.points);
-            gemm.entry((gpu, dtype)).or_default().push(t);
-        }
+        // The shipped base's tables are built once per process (the analytical
+        // model makes a cluster, and so a pricing layer, per projected run).
+        let gemm = if Arc::ptr_eq(&measurements, &Measurements::shared()) {
+            static SHIPPED_TABLES: std::sync::OnceLock<Arc<GemmTables>> = std::sync::OnceLock::new();
+            SHIPPED_TABLES.get_or_init(|| Arc::new(gemm_tables(&measurements))).clone()
+        } else {
+            Arc::new(gemm_tables(&measurements))
+        };
         Pricing { catalog, measurements, gemm }
     }
 
@@ -700,7 +680,7 @@ impl Pricing {
             }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let x = shape.seq.ln();
-            let (ln_tf, ex) = interpolate(&pts.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(), x, false);
+            let (ln_tf, ex) = interpolate(&pts.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(), x);
             let tflops = ln_tf.exp();
             let mut sources: Vec<Arc<str>> = pts.iter().map(|p| p.2.clone()).collect();
             sources.sort();
@@ -896,6 +876,50 @@ fn unreliable(r: &crate::measured::GemmRow) -> bool {
     &*r.from.source_id == "xla-matmul-perf-table" && r.dtype == Dtype::Fp8 && matches!(&*r.gpu, "hopper-sm90" | "cdna3-gfx942")
 }
 
+/// GEMM tables per (measurement id, dtype class).
+type GemmTables = HashMap<(Arc<str>, Dtype), Vec<GemmTable>>;
+
+/// The GEMM tables of a measured base: one per GPU, dtype class and source, each a grid where it is one.
+fn gemm_tables(measurements: &Measurements) -> GemmTables {
+    // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
+    let mut groups: HashMap<TableKey, GemmTable> = HashMap::new();
+    let mut seen: HashMap<(TableKey, [u64; 4]), (usize, Vec<f64>)> = HashMap::new();
+    for r in measurements.gemm.iter().filter(|r| !unreliable(r)) {
+        let user = measurements.is_user(&r.from);
+        let key = (r.gpu.clone(), table_dtype(r.dtype), user, r.from.source_id.clone());
+        let x = [r.batch.max(1.0).log2(), r.m.log2(), r.n.log2(), r.k.log2()];
+        let t = groups.entry(key.clone()).or_insert_with(|| GemmTable {
+            gpu: r.gpu.clone(),
+            user,
+            sources: Vec::new(),
+            points: Vec::new(),
+            grid: None,
+        });
+        if !t.sources.contains(&r.from.source_id) {
+            t.sources.push(r.from.source_id.clone());
+        }
+        // Several rows of one shape (two output types, a repeated entry): their median.
+        let bits = x.map(f64::to_bits);
+        let e = seen.entry((key, bits)).or_insert_with(|| {
+            t.points.push((x, 0.0));
+            (t.points.len() - 1, Vec::new())
+        });
+        e.1.push(r.time_us);
+        let mut v = e.1.clone();
+        v.sort_by(f64::total_cmp);
+        let median = if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 };
+        if let Some(p) = t.points.get_mut(e.0) {
+            p.1 = median.ln();
+        }
+    }
+    let mut gemm: HashMap<(Arc<str>, Dtype), Vec<GemmTable>> = HashMap::new();
+    for ((gpu, dtype, _, _), mut t) in groups {
+        t.grid = Grid::of(&t.points);
+        gemm.entry((gpu, dtype)).or_default().push(t);
+    }
+    gemm
+}
+
 fn dtype_name(d: Dtype) -> &'static str {
     match table_dtype(d) {
         Dtype::Bf16 => "16-bit",
@@ -918,21 +942,14 @@ fn specs(gpu: &Gpu, d: Dtype) -> Option<([f64; 3], Option<String>)> {
 }
 
 /// Piecewise-linear interpolation of sorted (x, y) points at `x`; outside,
-/// the end value (`extend_slope` false) or the last segment's slope. Returns
-/// whether `x` lay outside.
-fn interpolate(pts: &[(f64, f64)], x: f64, extend_slope: bool) -> (f64, bool) {
+/// the end value. Returns whether `x` lay outside.
+fn interpolate(pts: &[(f64, f64)], x: f64) -> (f64, bool) {
     let (Some(first), Some(last)) = (pts.first(), pts.last()) else { return (f64::NAN, true) };
     if pts.len() == 1 || x <= first.0 {
         return (first.1, x < first.0 - 1e-9);
     }
     if x >= last.0 {
-        let slope = if extend_slope && pts.len() >= 2 {
-            let p = pts[pts.len() - 2];
-            (last.1 - p.1) / (last.0 - p.0)
-        } else {
-            0.0
-        };
-        return (last.1 + slope * (x - last.0), x > last.0 + 1e-9);
+        return (last.1, x > last.0 + 1e-9);
     }
     let i = pts.iter().rposition(|p| p.0 <= x).unwrap_or(0).min(pts.len() - 2);
     let (a, b) = (pts[i], pts[i + 1]);
@@ -956,7 +973,7 @@ impl Curve {
             // Time grows with the bytes at the largest size's bandwidth.
             return ((last.1.exp()) * (size / last.0.exp()), true);
         }
-        let (y, ex) = interpolate(&self.points, x, false);
+        let (y, ex) = interpolate(&self.points, x);
         (y.exp(), ex && x < first.0)
     }
 

@@ -572,40 +572,30 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 /// by the pricing layer on `gpu` (its measured table, else its spec model).
 fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
-    use crate::work::OpShape;
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
-    let mut by: BTreeMap<(KernelClass, Option<Dtype>), (Vec<f64>, String)> = BTreeMap::new();
-    for s in samples {
-        if s.dur_us <= 0.0 {
-            continue;
-        }
-        let price = match (s.shape, s.dtype) {
-            (Some(OpShape::Gemm { batch, m, n, k }), Some(dtype))
-                if matches!(dtype, Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp8 | Dtype::Tf32) =>
-            {
-                pricing.gemm(gpu, &GemmShape { batch, m, n, k, dtype })
-            }
-            _ => None,
-        };
-        let Some(p) = price else { continue };
-        let e = by.entry((s.class, s.dtype)).or_insert_with(|| (Vec::new(), p.rule.as_str().to_string()));
+    let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String)> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.dur_us > 0.0) {
+        let Some(p) = GemmShape::of_op(s.shape, s.dtype).and_then(|shape| pricing.gemm(gpu, &shape)) else { continue };
+        let e = by.entry(s.dtype).or_insert_with(|| (Vec::new(), p.rule.as_str().to_string()));
         e.0.push((s.dur_us / p.time_us).ln());
     }
     by.into_iter()
         .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
-        .filter(|(_, (v, _))| {
+        .filter_map(|(dtype, (mut v, rule))| {
+            v.sort_by(f64::total_cmp);
+            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            let (median, spread) = (q(0.5), q(0.75) - q(0.25));
             // Traces whose ops run at a small fraction of the tables' speed with a
             // wide spread measured something else (launch-bound micro-benchmarks,
             // mis-counted ops): no correction rather than a wrong one.
-            let mut v = v.clone();
-            v.sort_by(f64::total_cmp);
-            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-            q(0.5).abs() <= TABLE_CORRECTION_MAX_LN && q(0.75) - q(0.25) <= TABLE_CORRECTION_MAX_LN
-        })
-        .map(|((class, dtype), (mut v, rule))| {
-            v.sort_by(f64::total_cmp);
-            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-            TableCorrection { class, dtype, ratio: q(0.5).exp(), ln_spread: q(0.75) - q(0.25), samples: v.len(), rule }
+            (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then(|| TableCorrection {
+                class: KernelClass::Gemm,
+                dtype,
+                ratio: median.exp(),
+                ln_spread: spread,
+                samples: v.len(),
+                rule,
+            })
         })
         .collect()
 }

@@ -40,7 +40,7 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
         assert!((quoted - 0.9 * plain).abs() < 1e-9 * plain, "{gpu_id}: {quoted} vs 0.9 × {plain}");
         // project: the cluster's forward GEMM of that shape.
         let cluster = Cluster::from_catalog(&catalog, gpu_id, 8, dtype, Some(&target)).unwrap();
-        let projected = cluster.gemm_prices.as_ref().unwrap().time_s(1.0, m, k, n, dtype).unwrap() * 1e6;
+        let projected = cluster.prices.as_ref().unwrap().time_s(1.0, m, k, n, dtype).unwrap() * 1e6;
         assert!((projected - quoted).abs() < 1e-9 * quoted, "{gpu_id}: project {projected} vs hw cost {quoted}");
         // replay --target: a kernel of that op measured on an A100.
         let source = DeviceModel::from_gpu(catalog.gpu("a100-80gb").unwrap());

@@ -286,7 +286,7 @@ mod tests {
             inter: Link::from_si(25e-6, 7e9),
             notes: vec![],
             fp8_peak_flops: None,
-            gemm_prices: None,
+            prices: None,
         }
     }
 

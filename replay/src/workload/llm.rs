@@ -196,18 +196,20 @@ pub struct Cluster {
     pub notes: Vec<String>,
     /// Dense FP8 peak, FLOP/s, where the GPU has one (for `fp8` plans).
     pub fp8_peak_flops: Option<f64>,
-    /// GEMMs priced at their shapes by the pricing layer; `None`: by η and t0 above
-    /// (MAD-Max's assumptions, hand-built clusters).
+    /// GEMMs, flash attention and in-node collectives priced from measurements by
+    /// the pricing layer; `None`: by η, t0 and α-β above (MAD-Max's assumptions,
+    /// hand-built clusters).
     #[serde(skip)]
-    pub gemm_prices: Option<GemmPrices>,
+    pub prices: Option<MeasuredPrices>,
 }
 
-/// The pricing layer's GEMM prices for one GPU, as the analytical model uses
-/// them: the GPU's measured table (else its spec model) at each GEMM's shape,
-/// × the correction its traces measured for their software stack where the
-/// profile has one — the same price `hw cost` and `replay --target` give.
+/// The pricing layer for one GPU, as the analytical model uses it: GEMMs at
+/// their shapes from the GPU's measured table (else its spec model) × the
+/// correction its traces measured for their software stack where the profile
+/// has one — the same price `hw cost` and `replay --target` give —, flash
+/// attention from measured kernels, in-node collectives from measured curves.
 #[derive(Debug, Clone)]
-pub struct GemmPrices {
+pub struct MeasuredPrices {
     /// The pricing layer.
     pub pricing: std::sync::Arc<tracecast_calibrate::pricing::Pricing>,
     /// The GPU.
@@ -218,7 +220,7 @@ pub struct GemmPrices {
     pub profile: Option<tracecast_calibrate::Profile>,
 }
 
-impl PartialEq for GemmPrices {
+impl PartialEq for MeasuredPrices {
     fn eq(&self, other: &Self) -> bool {
         self.gpu.id == other.gpu.id
             && self.dtype == other.dtype
@@ -226,7 +228,7 @@ impl PartialEq for GemmPrices {
     }
 }
 
-impl GemmPrices {
+impl MeasuredPrices {
     /// Seconds of `batch` GEMMs [m, k] × [k, n] in `dtype`.
     pub fn time_s(&self, batch: f64, m: f64, k: f64, n: f64, dtype: Dtype) -> Option<f64> {
         let shape = tracecast_calibrate::pricing::GemmShape { batch, m, n, k, dtype };
@@ -749,7 +751,7 @@ impl Cluster {
             inter,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
-            gemm_prices: Some(GemmPrices { pricing, gpu: gpu.clone(), dtype, profile }),
+            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile }),
         })
     }
 
@@ -803,7 +805,7 @@ impl Cluster {
                 s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
             ),
             fp8_peak_flops: None,
-            gemm_prices: None,
+            prices: None,
             notes: vec![format!(
                 "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
                 s.name,
@@ -822,7 +824,7 @@ impl Cluster {
     /// base and the user's files) instead of the shipped base alone; a cluster
     /// without measured prices (MAD-Max's assumptions) is left as it is.
     pub fn use_measurements(&mut self, measurements: std::sync::Arc<tracecast_calibrate::measured::Measurements>) {
-        if let Some(p) = &mut self.gemm_prices {
+        if let Some(p) = &mut self.prices {
             let catalog = p.pricing.catalog.clone();
             p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
             let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype: p.dtype };
@@ -835,7 +837,7 @@ impl Cluster {
     /// single-node curves, seconds; `None` across nodes (the network is the
     /// cluster's, not the GPU's: α-β from the node preset's NICs) or without curves.
     fn measured_in_node(&self, collective: tracecast_ingest::collective::Collective, bytes: f64, n: u32, g: u32) -> Option<f64> {
-        let p = self.gemm_prices.as_ref()?;
+        let p = self.prices.as_ref()?;
         if n < 2 || g != n || n > self.gpus_per_node || bytes <= 0.0 {
             return None;
         }
@@ -900,7 +902,7 @@ impl Cluster {
     /// gradient [k, m] × [m, n]. Priced at these shapes by the pricing layer
     /// where the cluster has it, else by η and t0 (backward twice the forward).
     pub(crate) fn gemm_at(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> (f64, f64) {
-        if let Some(p) = &self.gemm_prices {
+        if let Some(p) = &self.prices {
             let dtype = if fp8 && self.fp8_peak_flops.is_some() { Dtype::Fp8 } else { p.dtype };
             if let (Some(f), Some(dgrad), Some(wgrad)) =
                 (p.time_s(batch, m, k, n, dtype), p.time_s(batch, m, n, k, dtype), p.time_s(batch, k, m, n, dtype))
@@ -924,7 +926,7 @@ impl Cluster {
     /// attention kernels (forward rows for the forward, forward-plus-backward rows
     /// less it for the backward); `None` without measurements of both.
     fn attention_at(&self, batch: f64, heads: f64, seq: f64, head_dim: f64, flops: f64) -> Option<(f64, f64)> {
-        let p = self.gemm_prices.as_ref()?;
+        let p = self.prices.as_ref()?;
         let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
         let (fwd, both) = (shape(false), shape(true));
         let f = p.pricing.attention(&p.gpu, &fwd, None)?.time_us * 1e-6 * flops / fwd.flops();
@@ -1216,12 +1218,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let sum = |gemms: &[(f64, f64, f64, f64)]| {
         gemms.iter().map(|&(b, m, k, n)| cluster.gemm_at(b, m, k, n, plan.fp8)).fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1))
     };
-    let (attn_lin_f, attn_lin_b) = if cluster.gemm_prices.is_some() {
+    let (attn_lin_f, attn_lin_b) = if cluster.prices.is_some() {
         sum(&[(1.0, tokens, d, (d + 2.0 * kv) / tpf), (1.0, tokens, d / tpf, d)])
     } else {
         (linear(attn_proj_flops), 2.0 * linear(attn_proj_flops))
     };
-    let (mlp_lin_f, mlp_lin_b) = if cluster.gemm_prices.is_some() {
+    let (mlp_lin_f, mlp_lin_b) = if cluster.prices.is_some() {
         sum(&[(experts_here, expert_tokens, d, up / tpf), (experts_here, expert_tokens, model.ffn / tpf, d)])
     } else {
         (linear(mlp_flops), 2.0 * linear(mlp_flops))
@@ -1852,7 +1854,7 @@ mod tests {
             inter: Link::from_si(25e-6, 22.5e9),
             notes: vec![],
             fp8_peak_flops: Some(624e12),
-            gemm_prices: None,
+            prices: None,
         }
     }
 
