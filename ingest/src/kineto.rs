@@ -163,9 +163,9 @@ struct Chunk {
 
 /// Times are clamped to ranges (years 1933–2116, durations up to 36 years)
 /// in which no sum or difference the analyses form can overflow i64.
-const MIN_TS_NS: i64 = -(1 << 60);
-const MAX_TS_NS: i64 = 1 << 62;
-const MAX_DUR_NS: i64 = 1 << 60;
+pub(crate) const MIN_TS_NS: i64 = -(1 << 60);
+pub(crate) const MAX_TS_NS: i64 = 1 << 62;
+pub(crate) const MAX_DUR_NS: i64 = 1 << 60;
 
 /// The largest event the reader accepts; text that has not closed an event
 /// by then is not a trace (Kineto events are well under a MiB).

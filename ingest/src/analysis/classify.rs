@@ -7,6 +7,11 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::rank::RankTrace;
 
+/// Whether a kernel name is an NCCL (or RCCL) communication kernel (`ncclDevKernel_…`, `ncclKernel_…`).
+pub(crate) fn is_nccl_kernel(name: &str) -> bool {
+    name.strip_prefix("nccl").is_some_and(|rest| rest.contains("Kernel"))
+}
+
 /// The class of a GPU activity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,8 +155,7 @@ impl Classifier {
 
     /// The family of a communication kernel name (`user` for a user pattern), `None` when it is not one.
     pub fn family(&self, name: &str) -> Option<&'static str> {
-        let nccl = name.strip_prefix("nccl").is_some_and(|rest| rest.contains("Kernel"));
-        if nccl {
+        if is_nccl_kernel(name) {
             return Some("nccl");
         }
         if let Some((f, _)) = self.families.iter().find(|(_, r)| r.is_match(name)) {

@@ -10,6 +10,7 @@
 
 mod breakdown;
 mod classify;
+pub(crate) use classify::is_nccl_kernel;
 mod collectives;
 pub mod dimension;
 mod idle;

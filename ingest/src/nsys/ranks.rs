@@ -42,10 +42,8 @@ pub(crate) fn keys(activity: &[Activity]) -> Vec<ExportRank> {
     keys
 }
 
-/// Times are clamped as the Kineto reader clamps them (no sum the analyses form overflows).
-const MIN_TS_NS: i64 = -(1 << 60);
-const MAX_TS_NS: i64 = 1 << 62;
-const MAX_DUR_NS: i64 = 1 << 60;
+// Times are clamped as the Kineto reader clamps them (no sum the analyses form overflows).
+use crate::kineto::{MAX_DUR_NS, MAX_TS_NS, MIN_TS_NS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum NameRef {
@@ -154,7 +152,7 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
         let name = if a.kind == EventKind::Kernel { NameRef::String(a.name) } else { NameRef::Label(a.name) };
         let Some(list) = pending.get_mut(r) else { continue };
         if a.kind == EventKind::Kernel
-            && rows.strings.get(&a.name).is_some_and(|n| n.starts_with("nccl") && n.contains("Kernel"))
+            && rows.strings.get(&a.name).is_some_and(|n| crate::analysis::is_nccl_kernel(n))
             && a.correlation >= 0
         {
             nccl_kernels.push((r, list.len(), a.global_pid, a.correlation));
