@@ -55,12 +55,10 @@ impl Job {
     /// Reads the files of one job in parallel. `on_file` is called once per
     /// file as it finishes (for progress display) with its JSON size.
     pub fn read(path: PathBuf, files: &[PathBuf], opts: &ReadOptions, on_file: &(dyn Fn(&Path) + Sync)) -> Job {
-        let starts = export_starts(files);
-        let results: Vec<Vec<Result<RankTrace>>> = files
+        let mut results: Vec<Vec<Result<RankTrace>>> = files
             .par_iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let r = read_file(f, opts, starts.get(i).copied().unwrap_or(0));
+            .map(|f| {
+                let r = read_file(f, opts, 0);
                 on_file(f);
                 match r {
                     Ok(traces) => traces.into_iter().map(Ok).collect(),
@@ -68,6 +66,22 @@ impl Job {
                 }
             })
             .collect();
+        // An export's ranks follow those of the job's exports before it (as
+        // `export_starts` numbers them, here without reading an export twice).
+        let mut next = 0u32;
+        for (f, traces) in files.iter().zip(&mut results) {
+            if !crate::nsys::is_export(f) {
+                continue;
+            }
+            let mut read = 0u32;
+            for t in traces.iter_mut().flatten() {
+                read = read.saturating_add(1);
+                if let Some((r, RankSource::Export)) = &mut t.ingested_rank {
+                    *r = r.saturating_add(next);
+                }
+            }
+            next = next.saturating_add(read);
+        }
         Job::from_traces(path, results.into_iter().flatten().collect())
     }
 
@@ -192,7 +206,8 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
 
 /// Where the ranks of each Nsight Systems export among `files` start: after
 /// those of the exports before it (each counted by one query; the last
-/// export is never counted). 0 for other files.
+/// export is never counted). 0 for other files. Only [`Job::summarize_or`] needs
+/// this before reading (it hands each rank on before the others are read).
 fn export_starts(files: &[PathBuf]) -> Vec<u32> {
     let exports: Vec<usize> = files.iter().enumerate().filter(|(_, f)| crate::nsys::is_export(f)).map(|(i, _)| i).collect();
     let mut starts = vec![0u32; files.len()];
