@@ -293,6 +293,13 @@ struct ReplayArgs {
     /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     measurements: Vec<PathBuf>,
+    /// A what-if beside the others in one table of speed-ups (repeatable), `NAME:K=V,...`: `compute`,
+    /// `memory`, `link` (speed-ups, as --scale), `world-size` (as --world-size), `alpha`, `busbw`,
+    /// `inter-alpha`, `inter-busbw` (as --link; α-β keys need busbw). --scale, --link, --world-size and
+    /// --target apply to every scenario and the keys a scenario names replace theirs. Each job is read
+    /// whole (as with --perfetto) and replayed once per scenario, after an identity replay ("measured").
+    #[arg(long = "what-if", value_name = "NAME:K=V,...", action = clap::ArgAction::Append)]
+    what_if: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1135,64 +1142,27 @@ pub(crate) fn ensure_profile_of(model: &tracecast_calibrate::DeviceModel, gpu_id
     Ok(())
 }
 
-fn parse_link(spec: &str) -> Result<tracecast_replay::LinkOverride> {
-    let mut link = tracecast_replay::LinkOverride::default();
-    let mut busbw = None;
-    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = part.split_once('=').with_context(|| format!("--link: {part:?} is not KEY=VALUE"))?;
-        let v: f64 = v.trim().parse().with_context(|| format!("--link: {v:?} is not a number"))?;
-        anyhow::ensure!(v >= 0.0 && v.is_finite(), "--link: {k} must be a non-negative number, got {v}");
-        match k.trim() {
-            "alpha" => link.alpha_us = v,
-            "busbw" => busbw = Some(v),
-            "inter-alpha" => link.inter_alpha_us = Some(v),
-            "inter-busbw" => link.inter_busbw_gbps = Some(v),
-            other => anyhow::bail!("--link: unknown key {other:?} (alpha, busbw, inter-alpha, inter-busbw)"),
-        }
-    }
-    // Without a bandwidth the α-β model has nothing to cost the bytes with.
-    link.busbw_gbps = busbw.context("--link needs busbw=GBPS (alpha defaults to 0 µs)")?;
-    anyhow::ensure!(link.busbw_gbps > 0.0, "--link: busbw must be positive");
-    anyhow::ensure!(link.inter_busbw_gbps.is_none_or(|b| b > 0.0), "--link: inter-busbw must be positive");
-    Ok(link)
-}
-
-fn parse_scale(spec: &str) -> Result<tracecast_replay::Scale> {
-    let mut scale = tracecast_replay::Scale::default();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').with_context(|| format!("--scale: {part:?} is not KEY=VALUE"))?;
-        let v: f64 = v.trim().parse().with_context(|| format!("--scale: {v:?} is not a number"))?;
-        anyhow::ensure!(v > 0.0 && v.is_finite(), "--scale: {k} must be a positive speed-up, got {v}");
-        match k.trim() {
-            "compute" => scale.compute = v,
-            "memory" => scale.memory = v,
-            "link" | "comm" => scale.link = v,
-            other => anyhow::bail!("--scale: unknown key {other:?} (compute, memory, link)"),
-        }
-    }
-    Ok(scale)
-}
-
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let read_opts = args.inputs.read.read_options()?;
     let mut opts = tracecast_replay::ReplayOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
     if let Some(spec) = &args.scale {
-        opts.scale = parse_scale(spec)?;
+        opts.scale = spec.parse()?;
     }
     if let Some(spec) = &args.link {
-        opts.link = Some(parse_link(spec)?);
+        opts.link = Some(spec.parse()?);
     }
+    let scenarios = tracecast_replay::scenario::parse_scenarios(&args.what_if)?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     opts.target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     opts.pricing = Some(pricing_with(&catalog, &args.measurements)?);
     opts.world_size = args.world_size;
     let opts = opts;
-    let mut replays = Vec::new();
+    let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
     let mut perfetto_error = None;
     let mut jobs_seen = 0usize;
     let given_node = args.inputs.read.gpus_per_node;
-    let failed = if args.perfetto.is_none() {
+    let failed = if args.perfetto.is_none() && scenarios.is_empty() {
         // One rank at a time: each trace becomes its part of the graph (and
         // what the report needs of it) and is dropped.
         let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
@@ -1209,10 +1179,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
             replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &opts, &catalog).report);
         })?
     } else {
-        // Perfetto output writes every event of every rank: the whole job is read.
+        // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
         for_each_job(&args.inputs, |job| {
             let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, given_node);
             let replayed = tracecast_replay::replay(&job, &opts);
+            what_ifs.push(tracecast_replay::replay_scenarios(&job, &opts, &scenarios));
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
                 if let Err(e) = write_perfetto(&path, &job, &replayed) {
@@ -1228,7 +1199,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     if !args.inputs.read.quiet {
         let mut out = std::io::stdout().lock();
-        for r in &replays {
+        for (i, r) in replays.iter().enumerate() {
             writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
             let what = if r.scale == tracecast_replay::Scale::default()
                 && args.world_size.is_none()
@@ -1321,15 +1292,19 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
             for n in &r.notes {
                 writeln!(out, "note: {n}")?;
             }
+            tracecast_replay::scenario::write_table(&mut out, what_ifs.get(i).map_or(&[], Vec::as_slice))?;
             writeln!(out)?;
         }
     }
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
-            jobs: &'a [tracecast_replay::JobReplay],
+            jobs: Vec<tracecast_replay::scenario::JobWithScenarios<'a>>,
         }
-        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: &replays })?;
+        let what_if = |i: usize| what_ifs.get(i).map_or(&[][..], Vec::as_slice);
+        let jobs =
+            replays.iter().enumerate().map(|(i, replay)| tracecast_replay::scenario::JobWithScenarios { replay, what_if: what_if(i) });
+        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: jobs.collect() })?;
         bytes.push(b'\n');
         output::write_atomic(path, &bytes)?;
     }

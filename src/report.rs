@@ -250,8 +250,8 @@ pub(crate) fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     let catalog = crate::catalog_with(&args.inputs.read.hw)?;
     let target = crate::target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
-    let scale = args.scale.as_deref().map(crate::parse_scale).transpose()?.unwrap_or_default();
-    let link = args.link.as_deref().map(crate::parse_link).transpose()?;
+    let scale = args.scale.as_deref().map(str::parse::<tracecast_replay::Scale>).transpose()?.unwrap_or_default();
+    let link = args.link.as_deref().map(str::parse::<tracecast_replay::LinkOverride>).transpose()?;
     let what_if = target.is_some() || scale != tracecast_replay::Scale::default() || link.is_some() || args.world_size.is_some();
     let projection = what_if.then(|| {
         let mut o = tracecast_replay::ReplayOptions::default();

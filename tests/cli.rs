@@ -490,6 +490,73 @@ fn replay_reports_identity_and_what_if() {
     assert!(stderr(&o).contains("unknown key"));
 }
 
+#[test]
+fn replay_what_ifs_side_by_side_in_one_table() {
+    // Issue 23: several what-ifs in one run, one table of their speed-ups.
+    let dir = scratch("replay-what-if");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let (table, plain, ident) = (dir.join("what-if.json"), dir.join("compute2.json"), dir.join("identity.json"));
+    let what_if = |specs: &[&str], json: Option<&Path>| {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), demo.as_os_str()];
+        for s in specs {
+            a.extend(["--what-if", s].map(std::ffi::OsStr::new));
+        }
+        if let Some(j) = json {
+            a.extend(["--json".as_ref(), j.as_os_str()]);
+        }
+        run(&a)
+    };
+    let o = what_if(&["fast:compute=2", "net:link=2"], Some(&table));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("What-ifs")).skip(2).take(3).collect();
+    assert!(rows[0].starts_with("measured ") && rows[1].starts_with("fast ") && rows[2].starts_with("net "), "{stdout}");
+    assert!(rows[1].contains("compute ×2") && rows[2].contains("link ×2"), "{stdout}");
+    let o = run(&[
+        "replay".as_ref(),
+        demo.as_os_str(),
+        "--scale".as_ref(),
+        "compute=2".as_ref(),
+        "--json".as_ref(),
+        plain.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--json".as_ref(), ident.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (mut t, plain, ident) = (json(&table), json(&plain), json(&ident));
+    let rows = t["jobs"][0]["what_if"].as_array().unwrap().clone();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["measured", "fast", "net"]);
+    let speedup = |v: &serde_json::Value| v["speedup"].as_f64().unwrap();
+    // A scenario is the replay its settings give alone.
+    assert!((speedup(&rows[1]) - speedup(&plain["jobs"][0])).abs() < 1e-9, "{} vs {}", rows[1], plain["jobs"][0]["speedup"]);
+    assert!((speedup(&rows[0]) - 1.0).abs() < 1e-3 && speedup(&rows[2]) > 1.05, "{rows:?}");
+    for r in &rows {
+        let c = &r["critical_path"];
+        let sum: f64 = ["compute_pct", "comm_pct", "memory_pct", "cpu_pct", "launch_pct", "unexplained_pct"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .sum();
+        assert!((sum - 100.0).abs() < 0.01 && r["replayed_step_us"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Besides `what_if`, the job's JSON is the plain run's; without --what-if there is no `what_if`.
+    t["jobs"][0].as_object_mut().unwrap().remove("what_if");
+    assert_eq!(t, ident);
+    assert!(plain["jobs"][0].get("what_if").is_none());
+    // A bad scenario, or two of one name, is an error that names it.
+    for (specs, says) in [
+        (&["fast:compute=2", "slow:gpu=2"][..], &["--what-if slow", "unknown key \"gpu\""][..]),
+        (&["fast:compute=0"][..], &["--what-if fast", "compute=\"0\""][..]),
+        (&["compute=2"][..], &["missing NAME"][..]),
+        (&["fast:compute=2", "fast:link=2"][..], &["--what-if fast", "two scenarios"][..]),
+    ] {
+        let o = what_if(specs, None);
+        assert_eq!(o.status.code(), Some(2), "{specs:?}");
+        assert!(says.iter().all(|s| stderr(&o).contains(s)), "{specs:?}: {}", stderr(&o));
+    }
+}
+
 /// Slices on one track must nest strictly for Perfetto: no partial overlap.
 fn assert_perfetto_schema(doc: &serde_json::Value) -> usize {
     let events = doc["traceEvents"].as_array().unwrap();

@@ -8,7 +8,8 @@
 //! compute, memory and link speed-ups, sums up its [`critical`] path and
 //! writes the timeline for Perfetto ([`perfetto`]); it also projects a trace
 //! onto another GPU (a calibration profile's fits), other link α-β and other
-//! data-parallel sizes. The analytical [`workload`] models (MAD-Max's, and
+//! data-parallel sizes; [`scenario`] replays several what-ifs of one job side
+//! by side (`replay --what-if`). The analytical [`workload`] models (MAD-Max's, and
 //! tracecast's own transformer and DLRM models) and the plan search turn model
 //! descriptions into graphs for the same simulator (DESIGN §5).
 //!
@@ -25,13 +26,17 @@
 #![warn(unreachable_pub)]
 
 pub mod critical;
+pub mod error;
 pub mod graph;
 pub mod perfetto;
 pub mod replay;
+pub mod scenario;
 pub mod sim;
 pub mod workload;
 
+pub use error::Error;
 pub use replay::{
     ClassShare, JobReplay, LinkOverride, ProjectionReport, RankPart, ReplayOptions, Replayed, RuleShare, Scale, replay, replay_job,
     replay_parts,
 };
+pub use scenario::{Scenario, ScenarioRow, replay_scenarios};

@@ -1,0 +1,73 @@
+//! The one error type of the replay crate: what-if settings that do not parse.
+
+/// A `--scale`, `--link` or `--what-if` setting that is not valid. `flag`
+/// names where it was written (`--scale`, `--what-if fast`), so every message
+/// says which flag, scenario, key and value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A part between commas that is not `KEY=VALUE`.
+    #[error("{flag}: {part:?} is not KEY=VALUE")]
+    NotKeyValue {
+        /// The flag (and scenario).
+        flag: String,
+        /// The part as written.
+        part: String,
+    },
+    /// A key the flag does not take.
+    #[error("{flag}: unknown key {key:?} ({known})")]
+    UnknownKey {
+        /// The flag (and scenario).
+        flag: String,
+        /// The key as written.
+        key: String,
+        /// The keys it takes.
+        known: String,
+    },
+    /// A key given twice.
+    #[error("{flag}: {key} is given twice")]
+    DuplicateKey {
+        /// The flag (and scenario).
+        flag: String,
+        /// The key.
+        key: String,
+    },
+    /// A value that is not a number of the key's kind, or out of its range.
+    #[error("{flag}: {key}={value:?}: {expected}")]
+    BadValue {
+        /// The flag (and scenario).
+        flag: String,
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What the key takes.
+        expected: &'static str,
+    },
+    /// α-β link keys without the bandwidth that costs the bytes.
+    #[error("{flag}: the α-β link keys need busbw=GBPS (alpha defaults to 0 µs)")]
+    MissingBusbw {
+        /// The flag (and scenario).
+        flag: String,
+    },
+    /// A `--what-if` without `NAME:` in front of its settings.
+    #[error("--what-if {spec:?}: missing NAME (write NAME:KEY=VALUE,…, e.g. fast:compute=2)")]
+    MissingName {
+        /// The argument as written.
+        spec: String,
+    },
+    /// A scenario name that is not one word of letters, digits, `-`, `_`, `.` or `+`.
+    #[error("--what-if {name:?}: a scenario name is letters, digits, '-', '_', '.' or '+'")]
+    BadName {
+        /// The name as written.
+        name: String,
+    },
+    /// Two scenarios of one run with the same name (or one named `measured`, the identity row).
+    #[error("--what-if {name}: {reason}")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// Given twice, or reserved.
+        reason: &'static str,
+    },
+}
