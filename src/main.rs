@@ -1096,8 +1096,8 @@ fn replay_options_for(
     if let Some(g) = gpu {
         opts.intra_gbps = g.link_gbps;
     }
-    if let Some(n) = gpu.and_then(|g| catalog.node_of(&g.id)) {
-        opts.inter_gbps = n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1));
+    if let Some(g) = gpu {
+        opts.inter_gbps = catalog.nic_gbps_per_gpu(&g.id).0;
     }
     opts.gpus_per_node = gpus_per_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8);
     // Projection prices the source side with the trace's own calibration

@@ -162,6 +162,11 @@ impl Gpu {
     }
 }
 
+/// Network bandwidth per GPU when the catalog has no node preset for it:
+/// one 400 Gb/s NIC per GPU, as in every HGX/DGX H100, H200, B200 and MI300X
+/// preset of `nodes.toml`.
+pub const DEFAULT_NIC_GBPS_PER_GPU: f64 = 50.0;
+
 /// A node preset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -258,6 +263,22 @@ impl Catalog {
     /// The first node preset built from this GPU.
     pub fn node_of(&self, gpu_id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.gpu == gpu_id)
+    }
+
+    /// The network bandwidth per GPU, GB/s: the share of its node preset's
+    /// NICs, else [`DEFAULT_NIC_GBPS_PER_GPU`] (the one NIC rule of every
+    /// consumer; the second value names what it came from).
+    pub fn nic_gbps_per_gpu(&self, gpu_id: &str) -> (f64, String) {
+        match self.node_of(gpu_id) {
+            Some(n) => (
+                n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1)),
+                format!("node preset {}: {} × {} GB/s NICs for {} GPUs", n.id, n.nics, n.nic_gbps, n.gpus),
+            ),
+            None => (
+                DEFAULT_NIC_GBPS_PER_GPU,
+                format!("no node preset for {gpu_id}: one 400 Gb/s NIC per GPU assumed ({DEFAULT_NIC_GBPS_PER_GPU} GB/s)"),
+            ),
+        }
     }
 
     /// The catalog GPU a trace device is. The longest matching name substring

@@ -58,6 +58,10 @@ pub enum PriceRule {
     CollectiveScaleOut,
     /// Below the measured GPU counts: the smallest measured count's curve (an upper bound).
     CollectiveBelowCounts,
+    /// No curve of this GPU: α–β from its catalog link (in a node) or NICs
+    /// (across nodes), with the share of them and the latency learned across
+    /// the measured GPUs.
+    CollectiveLinkSpec,
 }
 
 impl PriceRule {
@@ -72,6 +76,7 @@ impl PriceRule {
             PriceRule::CollectiveCounts => "collective_counts",
             PriceRule::CollectiveScaleOut => "collective_scale_out",
             PriceRule::CollectiveBelowCounts => "collective_below_counts",
+            PriceRule::CollectiveLinkSpec => "collective_link_spec",
         }
     }
 
@@ -86,6 +91,9 @@ impl PriceRule {
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
             PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
+            PriceRule::CollectiveLinkSpec => {
+                "no curve of this GPU: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
+            }
         }
     }
 
@@ -99,6 +107,7 @@ impl PriceRule {
             PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
+            PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_BAND,
         }
     }
 }
@@ -123,6 +132,13 @@ pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
 /// Each sweep's largest GPU count from its smaller ones: median |error| over
 /// all sizes 0.4–6.3 % (`calibrate/tests/pricing.rs`).
 pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
+
+/// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
+/// `link_spec_predicts_each_gpu_from_the_others`): each measured GPU's
+/// 8-GPU all-reduce from the other GPUs' curves, median |error| 15.0 % at
+/// ≥ 64 MiB and 46.3 % at ≤ 8 KiB (latency differs most between stacks):
+/// the band is the worse of the two.
+pub const COLLECTIVE_LINK_SPEC_BAND: f64 = 0.47;
 
 /// Measured shapes a GEMM table needs to price by shape (a sweep, not a best-shape search).
 pub const MIN_TABLE_SHAPES: usize = 8;
@@ -358,6 +374,7 @@ pub struct Pricing {
     /// The measured base.
     pub measurements: Arc<Measurements>,
     gemm: Arc<GemmTables>,
+    link_shares: std::sync::OnceLock<LinkShares>,
 }
 
 impl Pricing {
@@ -371,7 +388,7 @@ impl Pricing {
         } else {
             Arc::new(gemm_tables(&measurements))
         };
-        Pricing { catalog, measurements, gemm }
+        Pricing { catalog, measurements, gemm, link_shares: std::sync::OnceLock::new() }
     }
 
     /// The shipped catalog and measured base.
@@ -725,7 +742,9 @@ impl Pricing {
         } else {
             (own_systems, bytes, None)
         };
-        let system = systems.best(gpus, gpus_per_node)?;
+        let Some(system) = systems.best(gpus, gpus_per_node) else {
+            return self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node);
+        };
         let (mut time_us, rule, extrapolated, what) = system.price(size, gpus)?;
         let mut substitution = substitution;
         if substitution.is_some() {
@@ -755,6 +774,100 @@ impl Pricing {
             substitution.map(|s| format!("; {s}")).unwrap_or_default()
         );
         Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
+    }
+}
+
+impl Pricing {
+    /// [`PriceRule::CollectiveLinkSpec`]: `collective` of `bytes` over `gpus`
+    /// on a GPU without curves, as α + bus factor × bytes ÷ (share × link),
+    /// the link being the catalog's in a node and the NICs' share per GPU
+    /// across nodes ([`Catalog::nic_gbps_per_gpu`]).
+    fn collective_link_spec(&self, gpu: &Gpu, collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> Option<Price> {
+        let k = collective.bus_factor(i64::from(gpus)).filter(|k| *k > 0.0)?;
+        let shares = self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog));
+        let multi = gpus > gpus_per_node.max(1);
+        let intra_busbw = shares.intra_share * gpu.link_gbps;
+        let mut what = format!(
+            "catalog link {} GB/s × {:.2} (median share of {} measured system(s))",
+            gpu.link_gbps, shares.intra_share, shares.intra_systems
+        );
+        let (busbw, alpha_us) = if multi {
+            // Across nodes a ring's chunk crosses each node boundary once per
+            // node: the bus bandwidth is a share of the node's NICs together,
+            // never above the in-node rate.
+            let (nic, rule) = self.catalog.nic_gbps_per_gpu(&gpu.id);
+            let node_nics = nic * f64::from(gpus_per_node.max(1));
+            what = format!(
+                "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
+                shares.inter_share, shares.inter_systems
+            );
+            ((shares.inter_share * node_nics).min(intra_busbw), shares.inter_alpha_us)
+        } else {
+            (intra_busbw, shares.intra_alpha_us)
+        };
+        if !(busbw > 0.0 && alpha_us.is_finite()) {
+            return None;
+        }
+        let time_us = alpha_us + k * bytes / (busbw * 1e3);
+        let basis = format!("{what}, α {alpha_us:.1} µs (the median small-message time of those systems)");
+        Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: PriceRule::CollectiveLinkSpec.band() })
+    }
+}
+
+/// What the measured all-reduce curves say about links in general: the share
+/// of the nominal link (in a node) or of the node's NICs (across nodes) reached as bus
+/// bandwidth at each system's largest size, and the small-message time; medians
+/// over the systems.
+#[derive(Debug, Clone, Copy)]
+struct LinkShares {
+    intra_share: f64,
+    intra_alpha_us: f64,
+    intra_systems: usize,
+    inter_share: f64,
+    inter_alpha_us: f64,
+    inter_systems: usize,
+}
+
+impl LinkShares {
+    fn learn(m: &Measurements, catalog: &Catalog) -> LinkShares {
+        let rows: Vec<&CollectiveRow> = m.collectives.iter().filter(|r| r.collective == Collective::AllReduce).collect();
+        let median = |mut v: Vec<f64>| -> f64 {
+            v.retain(|x| x.is_finite());
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+        };
+        let mut learned = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        for (multi, (shares, alphas)) in learned.iter_mut().enumerate() {
+            for system in Systems::of(&rows, multi == 1, m).0 {
+                // The catalog GPU the system measured (its id, or one measured as it).
+                let gpu_id = &*system.gpu;
+                let Some(gpu) = catalog.gpus.iter().find(|g| g.id == gpu_id || g.measured_as.iter().any(|a| a == gpu_id)) else {
+                    continue;
+                };
+                let Some((n, curve)) = system.curves.iter().max_by_key(|c| c.0) else { continue };
+                let Some(&(x, y)) = curve.points.last() else { continue };
+                let busbw_gbps = Collective::AllReduce.bus_factor(i64::from(*n)).unwrap_or(0.0) * x.exp() / (y.exp() * 1e3);
+                let link = if multi == 1 {
+                    match catalog.node_of(&gpu.id) {
+                        Some(_) => catalog.nic_gbps_per_gpu(&gpu.id).0 * f64::from(system.gpus_per_node.max(1)),
+                        None => continue,
+                    }
+                } else {
+                    gpu.link_gbps
+                };
+                shares.push(busbw_gbps / link);
+                alphas.push(curve.latency_us());
+            }
+        }
+        let [(intra_s, intra_a), (inter_s, inter_a)] = learned;
+        LinkShares {
+            intra_systems: intra_s.len(),
+            inter_systems: inter_s.len(),
+            intra_share: median(intra_s),
+            intra_alpha_us: median(intra_a),
+            inter_share: median(inter_s),
+            inter_alpha_us: median(inter_a),
+        }
     }
 }
 
@@ -987,6 +1100,8 @@ impl Curve {
 /// its curves per GPU count.
 struct System {
     label: String,
+    /// The measured GPU's evidence id.
+    gpu: Arc<str>,
     gpus_per_node: u32,
     user: bool,
     curves: Vec<(u32, Curve)>,
@@ -1038,7 +1153,7 @@ impl Systems {
                 }
             }
             if !curves.is_empty() {
-                systems.push(System { label: format!("{source} ({gpu}, {gpn} per node)"), gpus_per_node: gpn, user, curves });
+                systems.push(System { label: format!("{source} ({gpu}, {gpn} per node)"), gpu, gpus_per_node: gpn, user, curves });
             }
         }
         systems.sort_by(|a, b| a.label.cmp(&b.label));

@@ -158,3 +158,56 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
     assert!(large_worst < 0.15, "large messages: {large_worst}");
     assert!(small_worst < 5.0, "small messages: {small_worst}");
 }
+
+/// The link rule (GPUs without curves): each measured GPU's in-node 8-GPU
+/// all-reduce predicted from the other GPUs' curves only (its own rows, and
+/// those of GPUs measured as it, removed), at 64 MiB and above (bandwidth) and
+/// at 8 KiB and below (latency).
+#[test]
+fn link_spec_predicts_each_gpu_from_the_others() {
+    let full = Measurements::builtin();
+    let catalog = Catalog::builtin();
+    let mut ids: Vec<&str> =
+        full.collectives.iter().filter(|r| r.collective == Collective::AllReduce && r.gpus == 8 && r.nodes == 1).map(|r| &*r.gpu).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    println!("{:<12} {:>8} {:>16} {:>16}", "gpu", "points", "≥ 64 MiB median", "≤ 8 KiB median");
+    let (mut large_all, mut small_all) = (Vec::new(), Vec::new());
+    let mut seen = Vec::new();
+    for id in ids {
+        let gpu = gpu_for(&catalog, id);
+        // `a100-sxm` rows describe the catalog's a100-40gb too: one GPU, once.
+        if seen.contains(&gpu.id) {
+            continue;
+        }
+        seen.push(gpu.id.clone());
+        let same: Vec<String> = gpu.measurement_ids().map(str::to_string).collect();
+        let held: Vec<_> = full.collectives.iter().filter(|r| same.iter().any(|s| s == &*r.gpu)).collect();
+        let rest = full.collectives.iter().filter(|r| !same.iter().any(|s| s == &*r.gpu)).cloned().collect();
+        let pricing = Pricing::new(catalog.clone(), Arc::new(Measurements { collectives: rest, ..Measurements::default() }));
+        let (mut large, mut small) = (Vec::new(), Vec::new());
+        for r in held.iter().filter(|r| r.collective == Collective::AllReduce && r.gpus == 8 && r.nodes == 1) {
+            let p = pricing.collective(&gpu, Collective::AllReduce, r.size_bytes, 8, 8).expect("a price");
+            assert_eq!(p.rule, PriceRule::CollectiveLinkSpec);
+            let e = (p.time_us / r.time_us - 1.0).abs();
+            if r.size_bytes >= 67108864.0 {
+                large.push(e);
+            } else if r.size_bytes <= 8192.0 {
+                small.push(e);
+            }
+        }
+        println!(
+            "{id:<12} {:>8} {:>15.1}% {:>15.1}%",
+            large.len() + small.len(),
+            100.0 * median(large.clone()),
+            100.0 * median(small.clone())
+        );
+        large_all.extend(large);
+        small_all.extend(small);
+    }
+    let (large, small) = (median(large_all), median(small_all));
+    println!("pooled: ≥ 64 MiB median |error| {:.1} %, ≤ 8 KiB {:.1} %", 100.0 * large, 100.0 * small);
+    // The band the rule states (COLLECTIVE_LINK_SPEC_BAND) covers both regimes' medians.
+    let band = tracecast_calibrate::pricing::COLLECTIVE_LINK_SPEC_BAND;
+    assert!(large <= band && small <= band, "large messages {large}, small {small}, band {band}");
+}

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
+use tracecast_calibrate::pricing::PriceRule;
 use tracecast_calibrate::work::KernelClass;
 
 use super::madmax::{ModelConfig, SystemConfig, TaskConfig};
@@ -655,7 +656,10 @@ impl Cluster {
         let mut notes = Vec::new();
         let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
             (DEFAULT_GEMM_EFFICIENCY, DEFAULT_GEMM_OVERHEAD_S, DEFAULT_MEMORY_EFFICIENCY);
-        let nic = node.map_or(gpu.link_gbps / 9.0, |n| n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1)));
+        let (nic, nic_rule) = catalog.nic_gbps_per_gpu(&gpu.id);
+        if node.is_none() {
+            notes.push(nic_rule);
+        }
         let mut intra = Link::from_si(DEFAULT_INTRA_ALPHA_S, gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY);
         let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
@@ -716,7 +720,10 @@ impl Cluster {
             None => "flash attention by η (no attention kernel of this GPU or its vendor measured)".into(),
         });
         let in_node = per_node.max(2);
-        notes.push(match pricing.collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node) {
+        let curve = pricing
+            .collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node)
+            .filter(|x| x.rule != PriceRule::CollectiveLinkSpec);
+        notes.push(match curve {
             Some(p) => format!("collectives inside a node from measured curves ({}); across nodes α-β with the node's NICs", p.basis),
             None => "collectives by α-β (no measured curve of this GPU)".into(),
         });
@@ -841,7 +848,9 @@ impl Cluster {
         if n < 2 || g != n || n > self.gpus_per_node || bytes <= 0.0 {
             return None;
         }
-        Some(p.pricing.collective(&p.gpu, collective, bytes, n, n)?.time_us * 1e-6)
+        // Measured curves only: without one the cluster's own links (a profile's fits or the defaults) price it.
+        let price = p.pricing.collective(&p.gpu, collective, bytes, n, n).filter(|x| x.rule != PriceRule::CollectiveLinkSpec)?;
+        Some(price.time_us * 1e-6)
     }
 
     /// All-gather (or reduce-scatter) of a buffer of `bytes` (the full,
