@@ -15,7 +15,8 @@
 //! `queue_gap_us` (1–3 µs on NVIDIA GPUs); the communication stream waits for
 //! each gradient bucket through `cudaEventRecord` + `cudaStreamWaitEvent`
 //! (and the optimizer for the last bucket the same way), with an event
-//! latency of the same size; the host synchronises with the GPU once per step.
+//! latency of the same size; the host synchronises with the GPU once per step
+//! (blocking, or with `host_poll` by polling an event).
 //! With `sync_rows` the trace also carries the `cuda_sync` rows newer Kineto
 //! versions write for those waits. The random draws do not depend on the
 //! truth, so two specs that differ in one parameter give traces that differ
@@ -76,6 +77,10 @@ pub struct JobSpec {
     pub queue_gap_us: (f64, f64),
     /// Write `cuda_sync` rows (`Stream Wait Event`) for the event waits. Default: true.
     pub sync_rows: bool,
+    /// At the end of each step the host polls for the GPU (`cudaEventQuery`
+    /// every 5 µs until the step's last kernel has ended) instead of blocking
+    /// in `cudaStreamSynchronize`. Default: false.
+    pub host_poll: bool,
     /// Forward GEMMs of one layer as (m, k, n), from a workload model; the
     /// backward runs each as a data-gradient and a weight-gradient GEMM.
     /// Default: empty, a GPT-style layer of `hidden` (QKV, output, 4h MLP).
@@ -105,6 +110,7 @@ impl Default for JobSpec {
             gzip: true,
             queue_gap_us: (1.0, 3.0),
             sync_rows: true,
+            host_poll: false,
             slow_rank: None,
             layer_gemms: Vec::new(),
         }
@@ -504,8 +510,22 @@ pub fn render_job_each(spec: &JobSpec, mut each: impl FnMut(SynthRank)) {
                 elementwise(w, &mut rng, spec, "aten::add_", grad_elems * spec.layers as u64 / 4);
             }
             let sync_start = w.cpu_us;
-            let sync_end = sync_start.max(w.compute_free_us) + 3.0;
-            w.x("cuda_runtime", "cudaStreamSynchronize", CPU_PID, CPU_TID, sync_start, sync_end - sync_start, "\"correlation\": 0");
+            let sync_end = if spec.host_poll {
+                // cudaEventRecord, then a query every 5 µs until one sees the GPU done.
+                w.x("cuda_runtime", "cudaEventRecord", CPU_PID, CPU_TID, sync_start, 2.0, "\"correlation\": 0");
+                let mut at = sync_start + 3.0;
+                loop {
+                    w.x("cuda_runtime", "cudaEventQuery", CPU_PID, CPU_TID, at, 1.0, "\"correlation\": 0");
+                    if at >= w.compute_free_us {
+                        break at + 1.0;
+                    }
+                    at += 5.0;
+                }
+            } else {
+                let end = sync_start.max(w.compute_free_us) + 3.0;
+                w.x("cuda_runtime", "cudaStreamSynchronize", CPU_PID, CPU_TID, sync_start, end - sync_start, "\"correlation\": 0");
+                end
+            };
             w.cpu_us = sync_end + 5.0;
             let start = step_starts.get(i).copied().unwrap_or(0.0);
             let name = format!("ProfilerStep#{}", step + 1);

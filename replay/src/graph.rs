@@ -8,7 +8,10 @@
 //!   between consecutive calls (CPU work) is kept. The host blocks only on
 //!   synchronising calls (`*Synchronize`, blocking copies such as `cudaMemcpy`
 //!   or `hipMemcpyWithStream`, `cuda_sync` event syncs): their end follows the
-//!   GPU work they waited for, plus their measured tail.
+//!   GPU work they waited for, plus their measured tail. A loop of
+//!   `cudaEventQuery`/`hipStreamQuery`-style calls that ends right after GPU
+//!   work launched before it ended polled for that work: it ends when that
+//!   work ends, and its queries after the first take no time of their own.
 //! - A GPU activity starts at the latest of: its launch call plus the launch
 //!   latency, the previous activity on its stream plus the queue gap, the
 //!   events it waits on, and (collectives) its peers. The queue gap and the
@@ -26,7 +29,7 @@
 //!   plus the transfer time (the shortest measured duration), on clocks aligned
 //!   so matched collectives end together.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_ingest::analysis::{ActivityClass, ClockAlignment, CollectiveSample};
 use tracecast_ingest::link::{Links, NONE};
@@ -112,6 +115,10 @@ pub struct RankGraph {
     pub starts: StartRules,
     /// Host calls that block on the GPU (syncs, blocking copies).
     pub host_syncs: usize,
+    /// Loops of event/stream queries that polled until GPU work ended: each
+    /// ends when that work ends (plus its measured tail), not after its
+    /// measured duration.
+    pub host_polls: usize,
     /// Launches queued but not started when the launch queue was full (the
     /// most the trace shows; 0 when it never filled).
     pub launch_queue_depth: usize,
@@ -145,6 +152,59 @@ pub struct ExecGraph {
 /// `Async` (`cudaMemcpy`, `hipMemcpyWithStream`, `cuMemcpyDtoH_v2`, …).
 pub fn is_blocking_call(name: &str) -> bool {
     name.contains("Synchronize") || (name.contains("Memcpy") && !name.contains("Async"))
+}
+
+/// A copy call longer than this that returns after its copy ended waited
+/// for it (launch calls take a few µs; the corpus's V100 DLRM trace has
+/// `cudaMemcpyAsync` calls of up to 52 ms that end with their device-to-host copy).
+const BLOCKING_COPY_NS: i64 = 20_000;
+
+/// Runtime calls that ask whether GPU work is done without blocking.
+pub fn is_query_call(name: &str) -> bool {
+    name.contains("EventQuery") || name.contains("StreamQuery")
+}
+
+/// Longest gap between two queries of one polling loop: a loop that sleeps
+/// up to a millisecond between polls still polls.
+const POLL_GAP_NS: i64 = 1_000_000;
+
+/// Queries in a row that make a polling loop.
+const MIN_POLLS: usize = 3;
+
+/// A polling loop on a host thread: `rows` are its query calls in order.
+/// It polled for GPU work when an activity launched before the loop began
+/// ended between the start of the next-to-last query (which still saw it
+/// running) and the end of the last one (which saw it done): `awaited`.
+struct PollLoop {
+    rows: Vec<usize>,
+    awaited: usize,
+}
+
+/// The polling loops of one thread's calls (in time order) and the GPU work each waited for.
+fn poll_loops(t: &RankTrace, links: &Links, rows: &[usize], gpu_by_end: &[(i64, usize)]) -> Vec<PollLoop> {
+    let ev = &t.events;
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < rows.len() {
+        let mut j = k;
+        while j < rows.len() && is_query_call(t.name(rows[j])) && (j == k || ev.ts_ns[rows[j]] - ev.end_ns(rows[j - 1]) <= POLL_GAP_NS) {
+            j += 1;
+        }
+        if j - k >= MIN_POLLS {
+            let run = &rows[k..j];
+            let (first, before_last, last) = (run[0], run[run.len() - 2], run[run.len() - 1]);
+            let (lo, hi) = (ev.ts_ns[before_last], ev.end_ns(last));
+            let from = gpu_by_end.partition_point(|e| e.0 <= lo);
+            let to = gpu_by_end.partition_point(|e| e.0 <= hi);
+            let awaited =
+                gpu_by_end[from..to].iter().rev().find(|e| links.launch_ns(t, e.1).is_some_and(|l| l < ev.ts_ns[first])).map(|e| e.1);
+            if let Some(awaited) = awaited {
+                out.push(PollLoop { rows: run.to_vec(), awaited });
+            }
+        }
+        k = j.max(k + 1);
+    }
+    out
 }
 
 /// Residual above which matched collectives are not joined across ranks: the
@@ -384,6 +444,19 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
             }
         }
     }
+    // Polling loops: every query after the first only waits, so it takes no
+    // time of its own and follows the previous one at once; the last one ends
+    // when the awaited GPU work ends (an edge added once GPU tasks exist).
+    let mut gpu_by_end: Vec<(i64, usize)> = t.gpu_activity().map(|i| (ev.end_ns(i), i)).collect();
+    gpu_by_end.sort_unstable();
+    let polls: Vec<PollLoop> = threads.iter().flat_map(|rows| poll_loops(t, links, rows, &gpu_by_end)).collect();
+    let mut polling: FxHashSet<usize> = FxHashSet::default();
+    for p in &polls {
+        for &row in &p.rows[1..] {
+            polling.insert(row);
+            g.graph.dur_ns[tasks[&(row as u32)] as usize] = 0;
+        }
+    }
     // Every host call's end, for hand-offs between threads: (end, thread, row).
     let mut ends: Vec<(i64, usize, usize)> =
         threads.iter().enumerate().flat_map(|(k, rows)| rows.iter().map(move |&i| (ev.end_ns(i), k, i))).collect();
@@ -410,7 +483,13 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
             }
             match (prev, gap) {
                 (Some(p), Some(gp)) if gp >= 0 => {
-                    let lag = if from.is_some() { median_gap.min(gp) } else { gp };
+                    let lag = if polling.contains(&i) {
+                        0
+                    } else if from.is_some() {
+                        median_gap.min(gp)
+                    } else {
+                        gp
+                    };
                     g.graph.edge(tasks[&(p as u32)], At::End, id, At::Start, lag);
                 }
                 (Some(p), _) => g.graph.edge(tasks[&(p as u32)], At::Start, id, At::Start, ev.ts_ns[i] - ev.ts_ns[p]),
@@ -528,6 +607,24 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
         }
     }
     launch_queue(g, t, links, &streams, &tasks, &mut out);
+    // An "async" copy that returned only after its own copy ended blocked
+    // (pageable host memory makes `cudaMemcpyAsync` synchronous): a sync too.
+    let mut named: FxHashSet<usize> = syncs.iter().map(|s| s.0).collect();
+    for rows in &streams {
+        for &k in rows {
+            let Some(c) = links.launch.get(k).copied().filter(|&c| c != NONE).map(|c| c as usize) else { continue };
+            let (call_start, call_end) = (ev.ts_ns[c], ev.end_ns(c));
+            if t.name(c).contains("Memcpy")
+                && ev.dur_ns[c] > BLOCKING_COPY_NS
+                && ev.end_ns(k) > call_start
+                && ev.end_ns(k) <= call_end + 1_000
+                && named.insert(c)
+                && let Some(&id) = tasks.get(&(c as u32))
+            {
+                syncs.push((c, id));
+            }
+        }
+    }
     // Synchronising calls end after the GPU work they waited for.
     for (i, id) in syncs {
         let (start, end) = (ev.ts_ns[i], ev.end_ns(i));
@@ -553,6 +650,14 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
     }
     // `Event Sync` rows: the host call waited for the recorded activity.
     event_syncs(g, t, links, &streams, &tasks, &call_of);
+    for p in &polls {
+        let (Some(&last), Some(&awaited)) = (p.rows.last().and_then(|r| tasks.get(&(*r as u32))), tasks.get(&(p.awaited as u32))) else {
+            continue;
+        };
+        let tail = (ev.end_ns(p.rows[p.rows.len() - 1]) - ev.end_ns(p.awaited)).max(0);
+        g.graph.edge(awaited, At::End, last, At::End, tail);
+        out.host_polls += 1;
+    }
     (tasks, out)
 }
 

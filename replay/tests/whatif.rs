@@ -93,3 +93,54 @@ fn the_reverse_what_ifs_slow_the_step_to_the_other_truth() {
     let err = check((5, true), &job_of(&fast), &job_of(&slow), &opts);
     assert!(err.abs() <= 0.02, "error {err}");
 }
+
+#[test]
+fn a_host_that_polls_for_the_gpu_follows_a_faster_gpu() {
+    // The host waits for each step's GPU work by polling an event
+    // (`cudaEventQuery` every 5 µs) instead of blocking: the polling loop must
+    // end when the awaited work ends, or a faster GPU would leave the host
+    // polling as long as measured and the next step starting as late.
+    let catalog = Catalog::builtin();
+    println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "η 0.5 ms", "η 0.7 ms", "projected ms", "error %");
+    for (seed, sync_rows) in [(6, true), (7, false)] {
+        let mut slow = spec(seed, sync_rows);
+        slow.host_poll = true;
+        slow.gemm_efficiency = 0.5;
+        let mut fast = slow.clone();
+        fast.gemm_efficiency = 0.7;
+        let (slow_job, fast_job) = (job_of(&slow), job_of(&fast));
+        let identity = replay_job(&slow_job, &ReplayOptions::default());
+        assert!(identity.ranks.iter().all(|r| r.graph.host_polls == slow.steps as usize), "one polling loop per step and rank");
+        let profile = calibrate(std::slice::from_ref(&fast_job), &catalog, &CalibrateOptions::default()).remove(0);
+        let mut opts = ReplayOptions::default();
+        opts.target = Some(DeviceModel::from_profile(&profile, &catalog));
+        let err = check((seed, sync_rows), &slow_job, &fast_job, &opts);
+        assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
+    }
+}
+
+#[test]
+fn scale_out_from_8_to_64_ranks_matches_the_64_rank_job() {
+    // The same synthetic job at 8 and at 64 ranks (all-reduce α–β the truth at
+    // both sizes): replaying the 8-rank job with `--world-size 64` and the true
+    // link must give the 64-rank job's step. Waits come from the simulated
+    // joins of the 8 ranks, never from scaling measured durations.
+    println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "8 ranks ms", "64 ranks ms", "projected ms", "error %");
+    for (seed, sync_rows) in [(8, true), (9, false)] {
+        let mut small = spec(seed, sync_rows);
+        small.ranks = 8;
+        small.allreduce_busbw_gbps = 5.0;
+        let mut large = small.clone();
+        large.ranks = 64;
+        let mut opts = ReplayOptions::default();
+        opts.world_size = Some(64);
+        opts.link = Some(LinkOverride {
+            alpha_us: small.allreduce_alpha_us,
+            busbw_gbps: small.allreduce_busbw_gbps,
+            inter_alpha_us: Some(small.allreduce_alpha_us),
+            inter_busbw_gbps: Some(small.allreduce_busbw_gbps),
+        });
+        let err = check((seed, sync_rows), &job_of(&small), &job_of(&large), &opts);
+        assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
+    }
+}
