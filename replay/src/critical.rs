@@ -10,7 +10,8 @@ use crate::sim::{NO_EVENT, Schedule};
 /// Time on the critical path by category, µs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CriticalPath {
-    /// From the path's first event to the job's last GPU end.
+    /// From the start of the replayed steps (the path's first event without
+    /// steps) to the job's last GPU end: at least every step it covers.
     pub total_us: f64,
     /// Compute kernels on the path.
     pub compute_us: f64,
@@ -94,7 +95,19 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPat
         *bucket += dt;
     }
     if let (Some(&first), Some(&end)) = (path.last(), path.first()) {
-        cp.total_us = (s.event_ns(end) - s.event_ns(first).max(from_ns)).max(0) as f64 / 1000.0;
+        // A path that begins after the steps do (at a thread's first call or
+        // an anchored activity on a rank that started late) still explains
+        // the whole window: the time before its first event is that start's.
+        let begin = s.event_ns(first);
+        if from_ns != i64::MIN && begin > from_ns {
+            let before = (begin - from_ns) as f64 / 1000.0;
+            match eg.origin[first as usize / 2].kind {
+                TaskKind::Host => cp.cpu_us += before,
+                _ => cp.unexplained_us += before,
+            }
+        }
+        let from = if from_ns == i64::MIN { begin } else { from_ns };
+        cp.total_us = (s.event_ns(end) - from).max(0) as f64 / 1000.0;
     }
     (cp, path)
 }

@@ -132,10 +132,11 @@ impl Default for ReplayOptions {
 /// ml-engineering's sweeps: within 1.46× of each other from 1 KiB to 1 GiB).
 pub const WAIT_FACTOR: f64 = 4.0;
 
-/// (price at `from` GPUs, price at `to` GPUs), ns, of a collective on `gpu` from
-/// measured curves; `None` when either size lies below the GPU's measured counts
-/// (a curve of more GPUs says nothing of fewer) or nothing is measured.
-fn measured_scaling(
+/// (price at `from` GPUs, price at `to` GPUs, ns; the rule of the latter) of a
+/// collective on `gpu` from the pricing layer (measured curves, else the GPU's
+/// links); `None` when either size lies below the GPU's measured counts (a curve
+/// of more GPUs says nothing of fewer) or nothing prices it.
+fn priced_scaling(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
     collective: Collective,
@@ -143,15 +144,17 @@ fn measured_scaling(
     from: i64,
     to: u32,
     opts: &ReplayOptions,
-) -> Option<(f64, f64)> {
+) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule)> {
     use tracecast_calibrate::pricing::PriceRule;
     let at = |n: u32| {
         pricing
             .collective(gpu, collective, bytes, n, opts.gpus_per_node)
             .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
-            .map(|p| p.time_us * 1000.0)
+            .map(|p| (p.time_us * 1000.0, p.rule))
     };
-    Some((at(u32::try_from(from).ok()?)?, at(to)?))
+    let (old, _) = at(u32::try_from(from).ok()?)?;
+    let (new, rule) = at(to)?;
+    Some((old, new, rule))
 }
 
 /// How much longer a collective's transfer gets when its group grows from
@@ -566,6 +569,15 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
             widen(m, eg.measured_start_ns[t], eg.measured_end_ns[t]);
             widen(p, schedule.start_ns[t], schedule.end_ns[t]);
         }
+        // The steps partition the window as `analyze`'s do (one rule): a
+        // lagging stream's work belongs to the step it overlaps.
+        if !part.steps.is_empty() {
+            for w in [&mut measured, &mut replayed] {
+                let mut windows: Vec<Option<Window>> = w.iter().map(|x| x.map(|(s, e)| Window { start_ns: s, end_ns: e })).collect();
+                analysis::partition_windows(&mut windows);
+                *w = windows.into_iter().map(|x| x.map(|w| (w.start_ns, w.end_ns))).collect();
+            }
+        }
         let mut rows = Vec::new();
         for k in 0..nsteps {
             let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
@@ -666,7 +678,9 @@ fn recost_communication(
     let world = i64::from(world);
     let mut new_transfer: FxHashMap<usize, i64> = FxHashMap::default();
     let (mut unknown, mut relinked, mut grown, mut split) = (0usize, 0usize, 0usize, 0usize);
-    let (mut priced_count, mut waited) = (0usize, 0usize);
+    let mut priced_by: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let mut spanning = 0usize;
+    let (mut waited, mut waited_us) = (0usize, 0.0f64);
     for c in collectives {
         let Some(t) = sample_task(c) else { continue };
         let is_joined = joined.contains(&t);
@@ -696,17 +710,16 @@ fn recost_communication(
             None if grows => {
                 grown += 1;
                 let to = opts.world_size.unwrap_or(1);
-                match priced
-                    .zip(c.bytes)
-                    .and_then(|((gpu, p), bytes)| measured_scaling(p, gpu, c.collective, bytes as f64, world, to, opts))
+                match priced.zip(c.bytes).and_then(|((gpu, p), bytes)| priced_scaling(p, gpu, c.collective, bytes as f64, world, to, opts))
                 {
-                    Some((old_ns, new_ns)) => {
-                        priced_count += 1;
-                        // A transfer far slower than the measured curve at the job's size
-                        // (under a quarter of its bus bandwidth) waited for peers: that part
-                        // stays as measured and only the priced transfer scales.
+                    Some((old_ns, new_ns, rule)) => {
+                        *priced_by.entry(rule.as_str()).or_default() += 1;
+                        // A transfer far slower than the pricing layer's price at the job's
+                        // size (under a quarter of its bus bandwidth) waited for peers: that
+                        // part is a wait, kept as measured, and only the priced transfer scales.
                         let moving = if transfer as f64 > WAIT_FACTOR * old_ns {
                             waited += 1;
+                            waited_us += (transfer as f64 - old_ns) / 1000.0;
                             old_ns
                         } else {
                             transfer as f64
@@ -718,8 +731,13 @@ fn recost_communication(
             }
             None => transfer as f64,
         };
-        if rescale && overridden.is_none() {
+        // Composed, not merged: `--link` (or the world size) prices the
+        // transfer, then `--scale link=k` speeds that up k times.
+        if rescale {
             tr /= s.link;
+        }
+        if overridden.is_some() && n.is_some_and(|n| n > i64::from(opts.gpus_per_node)) {
+            spanning += 1;
         }
         if !is_joined && (overridden.is_some() || grows || rescale) {
             split += 1;
@@ -736,17 +754,46 @@ fn recost_communication(
             edge.lag_ns = ns;
         }
     }
-    if opts.link.is_some() {
+    if let Some(link) = &opts.link {
+        if rescale && relinked > 0 {
+            notes.push(format!("--link and --scale link={}: the --link price of each collective, then {}× faster", s.link, s.link));
+        }
+        if spanning > 0 && (link.inter_alpha_us.is_none() || link.inter_busbw_gbps.is_none()) {
+            notes.push(format!(
+                "--link without inter-alpha/inter-busbw: {spanning} collective(s) over groups spanning nodes (> {} GPUs) were priced at α {} µs and bus bandwidth {} GB/s ({})",
+                opts.gpus_per_node,
+                link.inter_alpha_us.unwrap_or(link.alpha_us),
+                link.inter_busbw_gbps.unwrap_or(link.busbw_gbps),
+                "the in-node values where no inter-node one is given"
+            ));
+        }
         if relinked == 0 {
             notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
         } else if unknown > 0 {
             notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
         }
     }
+    let priced_count: usize = priced_by.values().sum();
     if priced_count > 0 {
+        let rules: Vec<String> = priced_by.iter().map(|(r, n)| format!("{n} by {r}")).collect();
         notes.push(format!(
-            "--world-size: {priced_count} of {grown} grown collective(s) scaled by the measured curves of this GPU at both sizes (the pricing layer; beyond the measured GPU counts its scale-out rule){}; the others by the bus factor and the catalog's link bandwidths",
-            if waited > 0 { format!(", {waited} of them slower than a quarter of the curve's bus bandwidth: the excess is a wait, kept as measured") } else { String::new() }
+            "--world-size: {priced_count} of {grown} resized collective(s) scaled by the pricing layer's price at both sizes ({}){}; the others by the bus factor and the catalog's link bandwidths",
+            rules.join(", "),
+            if waited > 0 {
+                format!(
+                    "; {waited} of them took over {WAIT_FACTOR}× the price at the job's size: {:.1} ms of waiting for peers, kept as measured, not scaled",
+                    waited_us / 1000.0
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(to) = opts.world_size
+        && i64::from(to) < world
+    {
+        notes.push(format!(
+            "--world-size {to} is below the job's {world} ranks: its data-parallel collectives are priced at {to} ranks with each rank's work unchanged (the global batch shrinks with the job)"
         ));
     }
     if opts.world_size.is_some() && grown == 0 && relinked == 0 {

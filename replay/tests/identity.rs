@@ -44,6 +44,35 @@ fn identity_replay_reproduces_measured_steps_on_the_corpus() {
 }
 
 #[test]
+fn replayed_steps_are_the_steps_analyze_reports() {
+    // One definition of a step's window: replay's measured steps are
+    // `analyze`'s partitioned windows, on every trace with steps.
+    let mut compared = 0;
+    for path in all_traces() {
+        let j = job(&path);
+        let analysis = tracecast_ingest::analysis::analyze_job(&j, &tracecast_ingest::analysis::AnalyzeOptions::default());
+        let r = replay_job(&j, &ReplayOptions::default());
+        for (a, p) in analysis.ranks.iter().zip(&r.ranks) {
+            for s in a.steps.iter().filter(|s| s.breakdown.gpu_span_us > 0.0) {
+                let replayed = p.steps.iter().find(|x| x.step == s.step);
+                let replayed = replayed.unwrap_or_else(|| panic!("{}: step {} missing from the replay", path.display(), s.step));
+                let d = (replayed.measured_step_us - s.breakdown.gpu_span_us).abs();
+                assert!(
+                    d <= 1e-3 * s.breakdown.gpu_span_us.max(1.0),
+                    "{}: step {}: replay {} µs, analyze {} µs",
+                    path.display(),
+                    s.step,
+                    replayed.measured_step_us,
+                    s.breakdown.gpu_span_us
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 50, "{compared} steps compared");
+}
+
+#[test]
 fn multi_rank_identity_with_collective_joins() {
     // The synthetic job's ranks are joined at every all-reduce.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo");
@@ -81,7 +110,9 @@ fn faster_links_lower_exposed_communication_and_never_slow_the_step() {
                 );
             }
         }
-        assert!(fast.speedup >= 1.0, "{rel}: {}", fast.speedup);
+        // Within 1e-5: the first step begins at its first GPU work, which moves
+        // earlier by as much as work before the steps speeds up (ns on these traces).
+        assert!(fast.speedup >= 1.0 - 1e-5, "{rel}: {}", fast.speedup);
     }
     // Slower compute can only lengthen steps.
     let j = job(&shared().join("hta/trace_diff/test/test.json.gz"));
@@ -102,7 +133,8 @@ fn scale_out_is_monotone_in_communication() {
         let mut opts = ReplayOptions::default();
         opts.world_size = Some(n);
         let r = replay_job(&j, &opts);
-        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        // Fewer ranks than the job's 4: said, and priced the same way.
+        assert!(r.notes.iter().all(|x| n < 4 && x.contains("below the job's 4 ranks")), "{:?}", r.notes);
         let comm: f64 = r.ranks.iter().map(|x| x.replayed.comm_us).sum();
         let step: f64 = r.ranks.iter().map(|x| x.replayed_step_us).sum();
         assert!(comm >= last_comm, "{n} ranks: comm {comm} < {last_comm}");
@@ -207,12 +239,36 @@ fn compute_speed_ups_reach_the_step_where_the_gpu_bounds_it() {
         let compute: f64 = measured.iter().map(|r| r.measured.compute_us).sum();
         let busy: f64 = measured.iter().map(|r| r.measured.busy_us).sum();
         let [c, m, mem, cpu, launch, _] = base.critical_path.percent();
-        let mut opts = ReplayOptions::default();
-        opts.scale = Scale { compute: 2.0, ..Scale::default() };
-        let fast = replay_job(&j, &opts);
         let name = path.strip_prefix(shared()).unwrap().display().to_string();
+        // A speed-up never lengthens a step: non-decreasing in the factor, never below 1,
+        // and the critical path covers every step it explains.
+        // (1e-5: the first step begins at its first GPU work, which moves
+        // earlier by as much as work before the steps speeds up.)
+        let mut last = 1.0 - 1e-5;
+        let mut fast = None;
+        for factor in [1.5, 2.0, 4.0] {
+            let mut opts = ReplayOptions::default();
+            opts.scale = Scale { compute: factor, ..Scale::default() };
+            let r = replay_job(&j, &opts);
+            assert!(r.speedup >= last, "{name}: compute ×{factor} gives {} after {last}", r.speedup);
+            last = r.speedup - 1e-5;
+            for rank in &r.ranks {
+                for s in &rank.steps {
+                    assert!(
+                        s.replayed_step_us <= r.critical_path.total_us + 1e-3,
+                        "{name} ×{factor}: step {} ({} µs) longer than the critical path ({} µs)",
+                        s.step,
+                        s.replayed_step_us,
+                        r.critical_path.total_us
+                    );
+                }
+            }
+            if factor == 2.0 {
+                fast = Some(r);
+            }
+        }
+        let fast = fast.unwrap();
         println!("{name:<90} {:>8.1} {:>8.1} {:>8.3}×", c + m + mem, cpu + launch, fast.speedup);
-        assert!(fast.speedup >= 1.0 - 1e-9, "{name}: a faster GPU slowed the step: {}", fast.speedup);
         if c + m + mem >= 90.0 && compute >= 0.9 * busy && busy > 0.0 {
             gpu_bound += 1;
             assert!(fast.speedup >= 1.8, "{name}: GPU-bound, yet compute=2 gives {}", fast.speedup);
@@ -320,9 +376,25 @@ fn world_size_scales_transfers_by_measured_curves_and_keeps_waits() {
         let mut opts = ReplayOptions::default();
         opts.world_size = Some(n);
         let r = replay_job(&j, &opts);
-        assert!(r.notes.iter().any(|x| x.contains("scaled by the measured curves")), "{:?}", r.notes);
+        assert!(r.notes.iter().any(|x| x.contains("by collective_curve")), "{:?}", r.notes);
         assert!(comm(&r) >= last, "{n} ranks: communication {} < {last}", comm(&r));
         last = comm(&r);
         assert!(step(&r) <= 1.5 * step(&measured), "{n} ranks: step {} against {}", step(&r), step(&measured));
     }
+}
+
+#[test]
+fn world_size_on_a_wait_dominated_rank_without_curves_prices_transfers_not_waits() {
+    // One rank of a 2-rank V100 DLRM job whose all-reduces and all-to-alls run
+    // at 13–15 GB/s of bus bandwidth on a 150 GB/s NVLink: mostly waiting for
+    // the peer. No V100 curve is measured, so the pricing layer prices both
+    // sizes from the catalog's links (`collective_link_spec`); the excess over
+    // 4× that price is a wait and stays as measured. Grown to 64 ranks the
+    // step must not grow by the NVLink/NIC ratio applied to waits (it was 24×).
+    let j = job(&shared().join("hta/trace_diff/test/test.json.gz"));
+    let mut opts = ReplayOptions::default();
+    opts.world_size = Some(64);
+    let r = replay_job(&j, &opts);
+    assert!(r.notes.iter().any(|x| x.contains("by collective_link_spec") && x.contains("waiting for peers")), "{:?}", r.notes);
+    assert!(r.speedup > 1.0 / 1.5 && r.speedup < 1.0, "64 ranks: speed-up {}", r.speedup);
 }

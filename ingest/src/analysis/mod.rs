@@ -31,4 +31,4 @@ pub use job::{
     summarize_rank, summarize_rank_with, summary_key, world_of,
 };
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
-pub use steps::{Step, StepBreakdown, find_steps, step_of_activity, steps_window};
+pub use steps::{Step, StepBreakdown, find_steps, partition_windows, step_of_activity, steps_window};

@@ -75,10 +75,22 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
 /// step over its neighbours (an A100 rank of a 16-rank job had five 370 ms
 /// steps inside a 1229 ms window).
 fn partition(steps: &mut [Step]) {
-    let starts: Vec<Option<i64>> = steps.iter().map(|s| s.gpu.map(|w| w.start_ns)).collect();
-    for (k, step) in steps.iter_mut().enumerate() {
+    let mut windows: Vec<Option<Window>> = steps.iter().map(|s| s.gpu).collect();
+    partition_windows(&mut windows);
+    for (step, w) in steps.iter_mut().zip(windows) {
+        step.gpu = w;
+    }
+}
+
+/// The one partition rule of step windows (see [`find_steps`]), for windows
+/// in step order: each window ends where the next step's GPU work begins,
+/// the last one at its own end. `replay` applies it to replayed timelines so
+/// its steps are `analyze`'s.
+pub fn partition_windows(windows: &mut [Option<Window>]) {
+    let starts: Vec<Option<i64>> = windows.iter().map(|w| w.map(|w| w.start_ns)).collect();
+    for (k, window) in windows.iter_mut().enumerate() {
         let next = starts.iter().skip(k + 1).flatten().min().copied();
-        if let (Some(w), Some(n)) = (step.gpu.as_mut(), next) {
+        if let (Some(w), Some(n)) = (window.as_mut(), next) {
             w.end_ns = n.max(w.start_ns);
         }
     }
