@@ -160,6 +160,14 @@ impl Transformer {
     pub fn params(&self) -> f64 {
         self.layers as f64 * self.layer_params() + self.embedding_params()
     }
+
+    /// Parameters each token runs through: all of a dense model; of a
+    /// mixture of experts the attention, `top_k` experts per layer and the
+    /// embeddings (what model FLOPs and MFU count).
+    pub fn active_params(&self) -> f64 {
+        let k = self.top_k.min(self.experts);
+        self.layers as f64 * (self.attention_params() + k * self.ffn_params()) + self.embedding_params()
+    }
 }
 
 /// One link class: the one collective cost model's α-β.
@@ -1034,11 +1042,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     Ok(())
 }
 
-/// Model FLOPs utilization of a training projection: 6 · parameters ·
+/// Model FLOPs utilization of a training projection: 6 · active parameters
+/// (a mixture of experts counts the experts each token runs through) ·
 /// tokens per iteration over the iteration time and the cluster's peak.
 pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
     let tokens = p.global_batch * model.seq;
-    6.0 * model.params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
+    6.0 * model.active_params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// Layers of each pipeline stage. `first` and `last` fix the end stages'
@@ -1123,11 +1132,18 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
-    let shard = |stage: u8| if plan.zero >= stage && plan.replicas() > 1 { dpf } else { 1.0 };
-    let mut m = Memory { weights_gb: params_gpu * bytes / shard(3) / 1e9, ..Memory::default() };
+    // ZeRO shards a parameter over the ranks that hold it: the dense part over
+    // every replica, an expert over its replicas only (dp × cp ÷ ep: each
+    // expert-parallel group of ep ranks holds every expert once).
+    let expert_params_gpu = if model.experts > 1.0 { mlp_params_gpu * layers_per_stage } else { 0.0 };
+    let dense_params_gpu = params_gpu - expert_params_gpu;
+    let expert_replicas = (dpf / f64::from(plan.ep.max(1))).max(1.0);
+    let shard = |stage: u8, replicas: f64| if plan.zero >= stage && plan.replicas() > 1 { replicas } else { 1.0 };
+    let sharded = |stage: u8, dense: f64, expert: f64| dense / shard(stage, dpf) + expert / shard(stage, expert_replicas);
+    let mut m = Memory { weights_gb: sharded(3, dense_params_gpu, expert_params_gpu) * bytes / 1e9, ..Memory::default() };
     if plan.fp8 {
         // Transformer Engine keeps an FP8 copy of the linear layers' weights (1 byte per parameter).
-        m.weights_gb += layer_params_gpu / shard(3) / 1e9;
+        m.weights_gb += sharded(3, layer_params_gpu - expert_params_gpu, expert_params_gpu) / 1e9;
     }
     if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
@@ -1136,11 +1152,14 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     // Frozen bottom layers keep weights only.
     let trainable_layers = (layers - frozen) as f64;
     let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * frozen as f64;
+    // The experts' share of the trainable parameters (frozen layers hold experts in the same proportion).
+    let trainable_experts = if layers_per_stage > 0.0 { expert_params_gpu * trainable_layers / layers_per_stage } else { 0.0 };
+    let trainable_dense = trainable - trainable_experts;
     match task {
         Task::Train => {
-            m.gradients_gb = trainable * bytes / shard(2) / 1e9;
+            m.gradients_gb = sharded(2, trainable_dense, trainable_experts) * bytes / 1e9;
             // Adam in mixed precision: FP32 master weights, momentum and variance.
-            m.optimizer_gb = trainable * 12.0 / shard(1) / 1e9;
+            m.optimizer_gb = sharded(1, trainable_dense, trainable_experts) * 12.0 / 1e9;
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
             // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
             // Context parallelism: each rank keeps the activations of its 1/cp of the sequence.
@@ -1473,7 +1492,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let list: Vec<String> = stage_counts.iter().map(usize::to_string).collect();
         format!("layers per stage {} (the output head on the last)", list.join(", "))
     };
-    notes.push(format!("{} on {}: {:.1} B parameters, {per_stage}", model.name, cluster.name, model.params() / 1e9));
+    let active = if model.experts > 1.0 { format!(" ({:.1} B active per token)", model.active_params() / 1e9) } else { String::new() };
+    notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
@@ -1874,6 +1894,35 @@ mod tests {
         assert!((p("llama2-70b") - 69.0).abs() < 1.0, "{}", p("llama2-70b"));
         assert!((p("gpt3-175b") - 175.0).abs() < 2.5, "{}", p("gpt3-175b"));
         assert!((p("mixtral-8x7b") - 46.7).abs() < 0.5, "{}", p("mixtral-8x7b"));
+    }
+
+    #[test]
+    fn moe_memory_shards_experts_over_their_replicas_and_mfu_counts_active_parameters() {
+        // Mixtral 8×7B: attention 4096·(4096 + 2·1024) + 4096² = 41 943 040 and one
+        // expert 3·4096·14336 = 176 160 768 parameters per layer, 32 layers, untied
+        // embeddings 2·32000·4096; 2 of 8 experts per token.
+        let m = Transformer::preset("mixtral-8x7b").unwrap();
+        let (attn, expert, emb) = (41_943_040.0, 176_160_768.0, 2.0 * 32000.0 * 4096.0);
+        assert_eq!(m.params(), 32.0 * (attn + 8.0 * expert) + emb);
+        assert_eq!(m.active_params(), 32.0 * (attn + 2.0 * expert) + emb);
+        // ZeRO-3 over 64 ranks: every parameter sharded 64 ways whether or not the
+        // experts are spread over ep=4 (each expert then has 16 replicas), so
+        // Adam's 12 bytes per parameter come to the same per GPU.
+        let optimizer = |spec: &str| {
+            let plan = Plan::parse(spec).unwrap();
+            stage_memory(&m, &plan, Task::Train, 32, 0, m.embedding_copies(1), 1).optimizer_gb
+        };
+        let truth = 12.0 * m.params() / 64.0 / 1e9;
+        for spec in ["fsdp=64", "fsdp=64,ep=4", "fsdp=64,ep=8"] {
+            assert!((optimizer(spec) - truth).abs() < 1e-9 * truth, "{spec}: {} GB, truth {truth} GB", optimizer(spec));
+        }
+        // MFU from the active parameters: 6 · 12.88 B · tokens / (time · GPUs · peak).
+        let c = a100(64);
+        let plan = Plan::parse("fsdp=64,ep=8,mb=1,gbs=64").unwrap();
+        let p = project(&m, &c, &plan, Task::Train).unwrap();
+        let want = 6.0 * m.active_params() * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
+        assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
+        assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
     }
 
     #[test]
