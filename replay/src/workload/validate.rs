@@ -47,6 +47,84 @@ pub struct Run {
     pub context: Option<u32>,
     /// What was measured.
     pub measured: Measured,
+    /// The training framework and version as published (`torchtitan`, `NeMo 24.07`, …):
+    /// reported beside the run's error; runs of one framework share a software stack.
+    #[serde(default)]
+    pub framework: Option<String>,
+    /// Number formats as published: one string for the linear layers
+    /// (`BF16`, `FP8`, `MXFP8`, `NVFP4`, …), or per op class
+    /// (`{"linear": "FP8", "attention": "BF16"}`). See [`Precision`].
+    #[serde(default)]
+    pub precision: Option<Precision>,
+}
+
+/// A run's number formats: the linear layers' (one string), or per op class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Precision {
+    /// The linear layers' format; attention and the rest in BF16.
+    Linear(String),
+    /// Per op class: `linear`, `attention` (others are ignored with a note).
+    PerClass(std::collections::BTreeMap<String, String>),
+}
+
+/// What a published format name means to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Bf16,
+    Fp8,
+    /// FP4 (NVFP4, MXFP4): no FP4 peak in the catalog and no FP4 GEMM measured.
+    Fp4,
+}
+
+impl Format {
+    /// `BF16`, `FP16` → 16-bit; anything naming FP8 (`FP8-CS`, `MXFP8`, `Float8`) → FP8; FP4 names → FP4.
+    fn parse(text: &str) -> Option<Format> {
+        let t = text.to_ascii_uppercase();
+        if t.contains("FP4") {
+            Some(Format::Fp4)
+        } else if t.contains("FP8") || t.contains("FLOAT8") {
+            Some(Format::Fp8)
+        } else if t.contains("BF16") || t.contains("FP16") {
+            Some(Format::Bf16)
+        } else {
+            None
+        }
+    }
+}
+
+impl Precision {
+    /// The linear layers' format and notes; an error where the model cannot price it.
+    fn linear(&self) -> Result<(Option<Format>, Vec<String>), String> {
+        let mut notes = Vec::new();
+        let linear = match self {
+            Precision::Linear(s) => s.as_str(),
+            Precision::PerClass(m) => {
+                for (class, f) in m {
+                    match class.as_str() {
+                        "linear" => {}
+                        // Flash attention in FP8 is not modelled: attention is priced in 16-bit.
+                        "attention" if Format::parse(f) != Some(Format::Bf16) => {
+                            notes.push(format!("attention in {f}: priced in 16-bit (no FP8 attention in the model)"))
+                        }
+                        "attention" => {}
+                        other => notes.push(format!("precision of {other} ({f}) is not modelled")),
+                    }
+                }
+                match m.get("linear") {
+                    Some(s) => s.as_str(),
+                    None => return Ok((None, notes)),
+                }
+            }
+        };
+        match Format::parse(linear) {
+            Some(Format::Fp4) => Err(format!(
+                "linear layers in {linear}: the catalog has no FP4 peak and the measured base no FP4 GEMM, so FP4 is not priced"
+            )),
+            Some(f) => Ok((Some(f), notes)),
+            None => Err(format!("precision {linear:?}: BF16, FP16, FP8 (FP8-CS, MXFP8, Float8) or FP4")),
+        }
+    }
 }
 
 /// A run's model: a preset with its sequence length, or a transformer's figures.
@@ -85,6 +163,9 @@ pub enum RunModel {
         #[serde(default)]
         tied_embeddings: bool,
     },
+    /// Anything else (a model named but without its dimensions): refused
+    /// with a message, never guessed.
+    Incomplete(serde_json::Value),
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
@@ -97,6 +178,11 @@ pub struct RunSystem {
     /// `gpus_per_node`, `nic_gbps_per_gpu`, `hbm_gb`, `hbm_gbps`.
     #[serde(flatten)]
     pub overrides: SystemOverrides,
+    /// A power limit below the GPU's, W. Read and reported; it does not change
+    /// the projection: no measurement in the evidence ties a power limit to
+    /// kernel speed, and its effect would otherwise be a guess.
+    #[serde(default)]
+    pub power_w: Option<f64>,
 }
 
 /// What a run measured: tokens per second per GPU, or for inference runs
@@ -193,6 +279,10 @@ impl RunModel {
                     tied_embeddings: *tied_embeddings,
                 })
             }
+            RunModel::Incomplete(v) => Err(format!(
+                "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation)",
+                v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}"))
+            )),
         }
     }
 }
@@ -267,13 +357,37 @@ fn project_run(
         if let Some(m) = measurements {
             cluster.use_measurements(m.clone());
         }
-        let plan = Plan::parse(&run.plan)?;
+        let mut plan = Plan::parse(&run.plan)?;
         measured = run.measured_per_gpu(&model, &plan)?;
+        let mut notes = Vec::new();
+        if let Some(precision) = &run.precision {
+            let (linear, more) = precision.linear()?;
+            notes.extend(more);
+            // The plan's `fp8` key and the published precision must agree; the precision wins.
+            match linear {
+                Some(Format::Fp8) if !plan.fp8 => {
+                    plan.fp8 = true;
+                    notes.push("precision says FP8 linears: projected with fp8 (the plan lacked it)".into());
+                }
+                Some(Format::Bf16) if plan.fp8 => {
+                    plan.fp8 = false;
+                    notes.push("precision says 16-bit linears: projected without fp8 (the plan had it)".into());
+                }
+                _ => {}
+            }
+        }
+        if let Some(w) = run.system.power_w {
+            notes.push(format!("power limit {w} W: not modelled (no measurement in the evidence ties it to kernel speed)"));
+        }
+        if let Some(f) = &run.framework {
+            notes.push(format!("framework: {f}"));
+        }
         let (task, tokens_per_seq) = run.task(&model)?;
         let p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
         let tokens = p.global_batch * tokens_per_seq;
         let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
-        Ok((per_gpu, p.fits_memory, p.times.iteration_ms, p.notes))
+        notes.extend(p.notes);
+        Ok((per_gpu, p.fits_memory, p.times.iteration_ms, notes))
     })();
     match projected {
         Ok((predicted, fits, iteration_ms, notes)) => RunResult {
@@ -476,4 +590,55 @@ pub fn fit(
     let fitted = validate(file, catalog, &fitted_devices, measurements);
     let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None, measurements))).collect();
     Fit { gpus, fitted, leave_one_out: summarize(loo) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(json: &str) -> RunsFile {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const MODEL: &str =
+        r#"{"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256, "seq": 8192, "activation": "swiglu"}"#;
+
+    fn run(id: &str, model: &str, extra: &str) -> String {
+        format!(
+            r#"{{"id": "{id}", "model": {model}, "system": {{"gpu": "h100-sxm", "gpus": 8{extra}}}, "plan": "fsdp=8,mb=1,gbs=8", "measured": {{"tokens_per_s_per_gpu": 5000}}"#
+        )
+    }
+
+    #[test]
+    fn runs_file_fields_are_read_and_what_cannot_be_priced_is_refused() {
+        let catalog = Catalog::builtin();
+        let file = runs(&format!(
+            r#"{{"runs": [{}, "precision": "BF16", "framework": "torchtitan"}}, {}, "precision": "FP8-CS"}}, {}, "precision": "NVFP4"}}, {}}}, {}, "precision": {{"linear": "BF16", "attention": "FP8"}}}}]}}"#,
+            run("bf16", MODEL, r#", "power_w": 500"#),
+            run("fp8", MODEL, ""),
+            run("fp4", MODEL, ""),
+            run("nodims", r#"{"name": "DeepSeek-V3"}"#, ""),
+            run("classes", MODEL, ""),
+        ));
+        let v = validate(&file, &catalog, &[], None);
+        let by = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap();
+        let notes = |id: &str| by(id).notes.join(" | ");
+        // A 16-bit run: projected, its power limit and framework said.
+        assert!(by("bf16").predicted_tokens_per_s_per_gpu.is_some());
+        assert!(notes("bf16").contains("power limit 500 W: not modelled"), "{}", notes("bf16"));
+        assert!(notes("bf16").contains("framework: torchtitan"), "{}", notes("bf16"));
+        // FP8 linears run at the FP8 peak: faster than the same run in 16-bit.
+        assert!(by("fp8").predicted_tokens_per_s_per_gpu > by("bf16").predicted_tokens_per_s_per_gpu);
+        assert!(notes("fp8").contains("projected with fp8"), "{}", notes("fp8"));
+        // FP4 and a model without dimensions are refused, by name, never guessed.
+        assert!(by("fp4").predicted_tokens_per_s_per_gpu.is_none());
+        assert!(notes("fp4").contains("NVFP4"), "{}", notes("fp4"));
+        assert!(by("nodims").predicted_tokens_per_s_per_gpu.is_none());
+        assert!(notes("nodims").contains("\"DeepSeek-V3\"") && notes("nodims").contains("full dimensions"), "{}", notes("nodims"));
+        // Per op class: 16-bit linears, FP8 attention said to be priced in 16-bit.
+        assert_eq!(by("classes").predicted_tokens_per_s_per_gpu, by("bf16").predicted_tokens_per_s_per_gpu);
+        assert!(notes("classes").contains("attention in FP8: priced in 16-bit"), "{}", notes("classes"));
+        // Refused runs are not in the summary.
+        assert_eq!(v.optimistic + v.pessimistic, 3);
+    }
 }
