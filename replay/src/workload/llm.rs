@@ -985,6 +985,8 @@ struct LayerCosts {
     attn_core_b: f64,
     /// Norms, activations and residuals (HBM-bound), forward.
     elementwise_f: f64,
+    /// Their backward.
+    elementwise_b: f64,
     tp_comm: f64,
     moe_a2a: f64,
     attn_gather: f64,
@@ -1289,14 +1291,26 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     });
     let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
     let mlp_f = mlp_lin_f.max(cluster.memory(mlp_weight_bytes));
-    // About 16 bytes per element per layer move through norms, activations and residual adds.
+    // Norms, residual adds and the MLP activation move, per token and layer, in 16-bit
+    // elements (fused norm kernels: their FP32 math stays in registers):
+    // forward — two norms read and write d (4d), two residual adds read 2d and write d
+    // (6d), the activation reads and writes its ffn/t width (GeLU 2f; SwiGLU reads the
+    // gate and the up projection and writes their product: 3f);
+    // backward — each norm reads its input and the incoming gradient and writes the
+    // input's (6d), the residual branches add gradients (6d), the activation reads its
+    // inputs and the gradient and writes its inputs' gradients (GeLU 3f, SwiGLU 5f).
+    // The d-wide tensors are 1/t per rank with sequence parallelism; MoE: top-k experts.
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
+    let ffn_elems = tokens * model.ffn * model.top_k.min(model.experts) / tpf;
+    let (act_fwd, act_bwd) = if model.swiglu { (3.0, 5.0) } else { (2.0, 3.0) };
     // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
     // FC1 read the full width, the output projection and FC2 their 1/tp shards.
     let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (d + model.ffn * model.top_k) / tpf) } else { 0.0 };
     // Dropout: the two bias-dropout-adds write a 1-byte mask each (read back in the backward).
     let dropout_masks = if plan.dropout && task == Task::Train { 2.0 * act_elems } else { 0.0 };
-    let elementwise_f = cluster.memory(16.0 * act_elems * bytes + dropout_masks + fp8_casts);
+    let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
+    // Backward: the masks read back, the gradients cast to FP8 like the inputs.
+    let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
     // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
     // each layer's attention (their gradients reduce-scattered in the backward).
     let kv_heads_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
@@ -1353,6 +1367,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_core_b: materialized
             .map_or(measured_flash.map_or(2.5 * attn_core_f, |(_, b)| b), |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
         elementwise_f,
+        elementwise_b,
         tp_comm,
         moe_a2a,
         attn_gather,
@@ -1814,7 +1829,7 @@ fn stage_timeline(
         }
         // The layer above's K/V gradients must be reduced before its input gradient is used here.
         let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b), k("kv_rs", l + 1, b)];
-        block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_f), (Gemm, 0.0)], &deps);
+        block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
         if prefetch == 0 && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
         }
@@ -1923,6 +1938,29 @@ mod tests {
         let want = 6.0 * m.active_params() * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
         assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
         assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
+    }
+
+    #[test]
+    fn norms_residuals_and_activations_move_their_framework_traffic() {
+        // The same model with a SwiGLU or a GeLU MLP of equal width differs in the
+        // activation's traffic only: per token and layer SwiGLU moves 3f forward and
+        // 5f backward 16-bit elements, GeLU 2f and 3f, so the difference in
+        // memory-bound time is layers · tokens · 3f · 2 bytes at η·BW (one step, mb=1),
+        // plus the optimizer's 28 bytes for each of the gate's layers · d · f parameters.
+        let mut swiglu = Transformer::preset("llama2-7b").unwrap();
+        swiglu.swiglu = true;
+        let gelu = Transformer { swiglu: false, ..swiglu.clone() };
+        let c = a100(1);
+        let plan = Plan::parse("mb=1").unwrap();
+        let memory_bound = |m: &Transformer| {
+            let p = project(m, &c, &plan, Task::Train).unwrap();
+            p.times.by_kind_ms.get(OpKind::MemoryBound.as_str()).copied().unwrap_or(0.0) / 1e3
+        };
+        let layers = swiglu.layers as f64;
+        let traffic = layers * swiglu.seq * 3.0 * swiglu.ffn * 2.0 + 28.0 * layers * swiglu.hidden * swiglu.ffn;
+        let truth = traffic / (c.memory_efficiency * c.hbm_bw);
+        let got = memory_bound(&swiglu) - memory_bound(&gelu);
+        assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
     }
 
     #[test]
