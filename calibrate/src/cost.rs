@@ -33,7 +33,7 @@ use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Dtype, Gpu};
 use crate::model::DeviceModel;
-use crate::pricing::{GemmShape, PriceRule, Pricing};
+use crate::pricing::{AttentionShape, GemmShape, PriceRule, Pricing};
 use crate::work::{KernelClass, KernelWork, OpWork};
 
 /// Which rule priced a kernel.
@@ -46,6 +46,8 @@ pub enum Rule {
     GemmTables,
     /// A GEMM priced by shape with the spec model on one side at least (target price × its correction, or the ratio of the prices).
     GemmSpecModel,
+    /// Measured time × the ratio of both GPUs' measured (or vendor-scaled) attention kernels at its shape.
+    AttentionTables,
     /// Roofline ratio with efficiencies fitted on both devices.
     RooflineFitted,
     /// Roofline ratio with an efficiency fitted on one device and carried to the other.
@@ -66,6 +68,9 @@ impl Rule {
             Rule::GemmTables => "measured time × the ratio of both GPUs' measured GEMM tables at the op's shape",
             Rule::GemmSpecModel => {
                 "the GEMM priced at the op's shape, the spec model on one side at least (target price × its correction, or measured time × the ratio of prices)"
+            }
+            Rule::AttentionTables => {
+                "measured time × the ratio of both GPUs' attention prices at the op's shape (their fastest measured kernels, or the vendor's closest GPU's × peaks)"
             }
             Rule::RooflineFitted => "roofline of the op's FLOPs and bytes, efficiencies fitted on both GPUs",
             Rule::RooflineCarried => "roofline of the op's FLOPs and bytes, an efficiency fitted on one GPU carried to the other",
@@ -188,6 +193,9 @@ impl CrossDevice<'_> {
         if let Some(cost) = self.gemm_by_shape(k, sg, tg, measured_us) {
             return cost;
         }
+        if let Some(cost) = self.attention_by_shape(k, sg, tg, measured_us) {
+            return cost;
+        }
         let (ls, lt) = self.latencies().unwrap_or((0.0, 0.0));
         if let Some(op) = &k.op
             && (op.flops.is_some() || op.bytes.is_some())
@@ -277,6 +285,39 @@ impl CrossDevice<'_> {
             }
         };
         Some(KernelCost { us, low_us: us * (1.0 - band).max(0.0), high_us: us * (1.0 + band), rule })
+    }
+}
+
+impl CrossDevice<'_> {
+    /// An attention op whose shape is known: its measured time × (target price ÷
+    /// source price) at that shape, each GPU's fastest measured kernel family
+    /// (or its vendor's closest measured GPU scaled by the peaks): what the
+    /// source's stack achieved against its best kernel carries over.
+    fn attention_by_shape(&self, k: &KernelWork, sg: &Gpu, tg: &Gpu, measured_us: f64) -> Option<KernelCost> {
+        let pricing = self.pricing?;
+        let op = k.op.as_ref()?;
+        let Some(crate::work::OpShape::Attention { batch, heads, seq_q, seq_k, head_dim, causal, backward }) = op.shape else {
+            return None;
+        };
+        // Self-attention shapes index the tables; cross-attention by the geometric mean of the lengths.
+        let shape = AttentionShape { batch, heads, seq: (seq_q * seq_k).sqrt(), head_dim, causal, backward };
+        let (ps, pt) = (pricing.attention(sg, &shape, None)?, pricing.attention(tg, &shape, None)?);
+        // Work the tables price below the source's short-kernel time is not what the
+        // kernel's time is made of (its launch and setup are): it scales by the two
+        // GPUs' short-kernel times, as other latency-bound kernels do.
+        if let Some((ls, lt)) = self.latencies()
+            && ls > 0.0
+            && ps.time_us <= ls
+        {
+            let us = measured_us * lt / ls;
+            return Some(KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound });
+        }
+        if !(ps.time_us > 0.0 && pt.time_us > 0.0) {
+            return None;
+        }
+        let band = (ps.band.powi(2) + pt.band.powi(2)).sqrt();
+        let us = measured_us * pt.time_us / ps.time_us;
+        Some(KernelCost { us, low_us: us * (1.0 - band).max(0.0), high_us: us * (1.0 + band), rule: Rule::AttentionTables })
     }
 }
 
