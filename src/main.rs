@@ -1,5 +1,15 @@
 //! The `tracecast` command line: argument parsing and wiring only.
 
+/// `println!` that hands back the write's error instead of panicking on it:
+/// every line the binary prints on stdout goes through this or a `writeln!`
+/// on a locked stdout, with `?`, so a closed pipe (`tracecast demo | head -1`)
+/// ends the command through `main`, which exits 0 on a broken pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    };
+}
+
 mod calibrate_summary;
 mod export;
 mod project;
@@ -682,6 +692,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether the error is a write to a closed pipe (`tracecast … | head`). Such
+/// a command ends quietly with exit status 0, as ripgrep's: the reader took
+/// what it wanted, nothing went wrong (STYLE: broken pipe exits 0). Rust
+/// ignores SIGPIPE, so the write fails with `BrokenPipe` instead of killing
+/// the process; every stdout write returns that error here (`outln!`).
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
@@ -727,9 +742,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         &args.inputs.read,
         |path, files, on_file| {
             let summarize = |rank: &tracecast_ingest::job::Rank| {
+                analysis::check_step_range(&rank.trace, opts.steps, opts.drop_last_step)?;
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, given_node));
-                analysis::summarize_rank(rank, world_of_rank(rank.trace.declared_world_size(), files), &o)
+                Ok(analysis::summarize_rank(rank, world_of_rank(rank.trace.declared_world_size(), files), &o))
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
             let cached = |f: &std::path::Path| {
@@ -743,7 +759,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
                 Some((meta.rank, meta.file, summary))
             };
-            let (summaries, failures) = Job::summarize_or(files, &read_opts, on_file, &cached, &summarize);
+            let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
             let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
             (job, failures)
@@ -757,7 +773,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
             for f in tracecast_plots::breakdown::write_breakdown(a, &stem)? {
                 if !args.inputs.read.quiet {
-                    println!("wrote {}", f.display());
+                    outln!("wrote {}", f.display())?;
                 }
             }
         }
@@ -978,6 +994,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
         let write = |rank: &tracecast_ingest::job::Rank| {
             // The summary `analyze` would make of this rank with these options.
+            analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
             let mut o = analyze.clone();
             o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
             let world = world_of_rank(rank.trace.declared_world_size(), files);
@@ -999,7 +1016,7 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
         anyhow::bail!("no trace could be read: nothing was written to {}", out.display());
     }
     if !args.read.quiet {
-        println!("{written} rank(s) written to the dataset {}", out.display());
+        outln!("{written} rank(s) written to the dataset {}", out.display())?;
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
@@ -1048,7 +1065,7 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
             let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
             if !args.inputs.read.quiet {
-                println!("{} chart file(s) written to {}", files.len(), dir.display());
+                outln!("{} chart file(s) written to {}", files.len(), dir.display())?;
             }
         }
     }
@@ -1385,7 +1402,7 @@ fn synth(args: SynthArgs) -> Result<ExitCode> {
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
     if !args.quiet {
         for f in written {
-            println!("{}", f.display());
+            outln!("{}", f.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -1399,9 +1416,9 @@ const DEMO_REPORT: &str = "tracecast-demo/report.html";
 
 fn demo() -> Result<ExitCode> {
     let dir = PathBuf::from(DEMO_DIR);
-    println!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display());
-    println!("(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;");
-    println!(" point `tracecast analyze` at your own trace directory the same way)\n");
+    outln!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display())?;
+    outln!("(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;")?;
+    outln!(" point `tracecast analyze` at your own trace directory the same way)\n")?;
     let mut opts = AnalyzeOptions::default();
     opts.job_gpus = Some(1024.0);
     opts.job_hours = Some(24.0);
@@ -1428,10 +1445,10 @@ fn demo() -> Result<ExitCode> {
     let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &read, &plan)?;
     anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
     emit(std::slice::from_ref(sections[0].analysis()), "", None, None, None, false)?;
-    println!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).");
+    outln!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
     let out = PathBuf::from(DEMO_REPORT);
     report::write(&sections, &plan, &out)?;
     let shown = std::fs::canonicalize(&out).unwrap_or(out);
-    println!("Report (charts, tables, replay and a links-×2 what-if): {}", shown.display());
+    outln!("Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

@@ -296,7 +296,9 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
     let mut n = cluster.gpus_per_node.min(cluster.gpus).max(1);
     while n < cluster.gpus {
         counts.push(n);
-        n *= 2;
+        // --gpus is the user's: doubling past u32 ends the list (the cluster's own count follows).
+        let Some(next) = n.checked_mul(2) else { break };
+        n = next;
     }
     counts.push(cluster.gpus);
     let front =
@@ -391,7 +393,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
             ranked: &'a [tracecast_replay::workload::Projection],
             front: &'a [search::FrontPoint],
         }
-        let top = &result.ranked[..result.ranked.len().min(args.top.max(1) * 10)];
+        let top = &result.ranked[..result.ranked.len().min(args.top.max(1).saturating_mul(10))];
         write_json(
             path,
             &Doc {
@@ -409,7 +411,7 @@ pub(crate) fn run_search(args: crate::SearchArgs) -> Result<ExitCode> {
         let chart = tracecast_plots::fits::pareto_chart(&model.name, &front);
         for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
             if !args.quiet {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display())?;
             }
         }
     }

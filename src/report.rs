@@ -76,6 +76,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
         let part = |rank: &tracecast_ingest::job::Rank| {
+            analysis::check_step_range(&rank.trace, plan.analyze.steps, plan.analyze.drop_last_step)?;
             let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
             let mut analyze = plan.analyze.clone();
             analyze.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
@@ -84,16 +85,19 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
             let classes = plan.analyze.classifier.classes(&rank.trace);
             let links = tracecast_ingest::link::Links::new(&rank.trace);
             let work = kernel_work(&rank.trace, &plan.analyze.classifier);
-            RankPart {
-                summary: analysis::summarize_rank_with(rank, world, &analyze, &classes, &links),
+            let summary = analysis::summarize_rank_with(rank, world, &analyze, &classes, &links);
+            // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
+            let class_times = ClassTimes::of_rank(&rank.trace, &classes, &work, summary.window());
+            Ok(RankPart {
+                summary,
                 samples: tracecast_calibrate::profile::rank_samples(rank, plan.catalog, &copts),
                 replay: tracecast_replay::RankPart::of(rank, world, &base, plan.catalog),
                 projection: projection.as_ref().map(|o| tracecast_replay::RankPart::of(rank, world, o, plan.catalog)),
                 ops: op_rows_of_rank(&rank.trace, &work),
-                class_times: ClassTimes::of_rank(&rank.trace, &classes, &work),
-            }
+                class_times,
+            })
         };
-        let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
+        let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
         if parts.is_empty() {
             return (None, failures);
         }
@@ -282,9 +286,9 @@ pub(crate) fn run_report(args: crate::ReportArgs) -> Result<ExitCode> {
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
     let charts = write(&sections, &plan, &args.out)?;
     if !args.inputs.read.quiet {
-        println!("wrote {}", args.out.display());
+        outln!("wrote {}", args.out.display())?;
         for f in charts {
-            println!("wrote {}", f.display());
+            outln!("wrote {}", f.display())?;
         }
     }
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
@@ -304,15 +308,19 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
     for p in [&args.a, &args.b] {
         let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
+                analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
                 let mut o = analyze.clone();
                 o.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
                 let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
                 let classes = classifier.classes(&rank.trace);
                 let links = tracecast_ingest::link::Links::new(&rank.trace);
                 let work = kernel_work(&rank.trace, &classifier);
-                (analysis::summarize_rank_with(rank, world, &o, &classes, &links), ClassTimes::of_rank(&rank.trace, &classes, &work))
+                let summary = analysis::summarize_rank_with(rank, world, &o, &classes, &links);
+                // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
+                let times = ClassTimes::of_rank(&rank.trace, &classes, &work, summary.window());
+                Ok((summary, times))
             };
-            let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
+            let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
             if parts.is_empty() {
                 return (None, failures);
             }

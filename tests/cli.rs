@@ -1013,3 +1013,87 @@ fn parquet_tables_carry_large_strings_that_older_readers_open() {
     }
     assert!(strings >= 6, "{strings} string columns");
 }
+
+/// Issue 25: `tracecast demo | head -1` panicked ("failed printing to stdout"), as did
+/// every command that printed with `println!`. A closed pipe now ends a command quietly
+/// with exit 0. The pipe's read end is closed before the command starts, so every write fails.
+#[test]
+fn commands_writing_to_a_closed_pipe_exit_zero_without_a_panic() {
+    let dir = scratch("closed-pipe");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let a = shared().join("hta/trace_diff/control/control.json.gz");
+    let b = shared().join("hta/trace_diff/test/test.json.gz");
+    let commands: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["demo".into()],
+        vec!["analyze".into(), demo.clone().into()],
+        vec!["ingest".into(), demo.clone().into(), "--out".into(), dir.join("ds").into()],
+        vec!["synth".into(), "--out".into(), dir.join("synth").into(), "--ranks".into(), "2".into()],
+        vec!["report".into(), demo.into(), "--out".into(), dir.join("r.html").into()],
+        vec!["diff".into(), a.into(), b.into()],
+        vec!["project".into(), "--model".into(), "llama2-7b".into(), "--system".into(), "h100-sxm".into(), "--gpus".into(), "8".into()],
+        vec!["hw".into(), "list".into()],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = bin().args(&args).current_dir(&dir).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// Issue 25: `--steps 100` on a trace without step 100 analysed the whole trace, exited 0
+/// and said "no ProfilerStep annotations".
+#[test]
+fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has() {
+    let dir = scratch("steps-range");
+    let t = shared().join("hta/trace_diff/test/test.json.gz");
+    let refused = |args: &[&std::ffi::OsStr], has: &str| {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("select nothing in") && e.contains("test.json.gz") && e.contains(&format!("it has {has}")), "{args:?}: {e}");
+    };
+    let (t, out, ds, json_out) = (t.as_os_str(), dir.join("r.html"), dir.join("ds"), dir.join("a.json"));
+    let os = std::ffi::OsStr::new;
+    refused(&[os("analyze"), t, os("-q"), os("--steps"), os("100")], "steps 1009–1014");
+    refused(&[os("analyze"), t, os("-q"), os("--steps"), os("1015-2000")], "steps 1009–1014");
+    // The last step left out first, as the analysis does.
+    refused(&[os("analyze"), t, os("-q"), os("--steps"), os("1014"), os("--drop-last-step")], "steps 1009–1013");
+    // Every command that takes the range.
+    refused(&[os("report"), t, os("--out"), out.as_os_str(), os("--steps"), os("100")], "steps 1009–1014");
+    refused(&[os("diff"), t, t, os("-q"), os("--steps"), os("100")], "steps 1009–1014");
+    refused(&[os("ingest"), t, os("--out"), ds.as_os_str(), os("-q"), os("--steps"), os("100")], "steps 1009–1014");
+    // A range that selects some steps keeps just those.
+    let o = run(&[os("analyze"), t, os("-q"), os("--steps"), os("1013-1100"), os("--json"), json_out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&json_out);
+    let numbers: Vec<i64> = doc["jobs"][0]["ranks"][0]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_i64().unwrap()).collect();
+    assert_eq!(numbers, [1013, 1014]);
+}
+
+/// Issue 25: `diff`'s per-class table summed every kernel of the trace whatever `--window`
+/// said, while its other tables covered the window.
+#[test]
+fn diff_per_class_times_cover_the_analysed_window() {
+    let dir = scratch("diff-window");
+    // A trace whose step window leaves some GPU work out, against itself.
+    let b = shared().join("hta/trace_diff/test/test.json.gz");
+    let diff = |name: &str, window: &[&str]| {
+        let out = dir.join(format!("{name}.json"));
+        let o = bin().args(["diff", "--quiet", "--top", "100000", "--json"]).arg(&out).args(window).arg(&b).arg(&b).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)
+    };
+    let total = |d: &serde_json::Value, section: &str| -> f64 {
+        d[section].as_array().unwrap().iter().map(|x| x["time_b_us"].as_f64().unwrap()).sum()
+    };
+    let (all, steps, two) = (diff("all", &["--window", "all"]), diff("steps", &[]), diff("two", &["--steps", "1010-1011"]));
+    // The classes hold the kernels of the per-kernel table, clipped to the same window.
+    for d in [&all, &steps, &two] {
+        let (classes, kernels) = (total(d, "kernel_classes"), total(d, "kernels"));
+        assert!((classes - kernels).abs() <= 1e-6 * kernels, "classes {classes} µs vs kernels {kernels} µs");
+    }
+    let (all, steps, two) = (total(&all, "kernel_classes"), total(&steps, "kernel_classes"), total(&two, "kernel_classes"));
+    assert!(two < 0.5 * steps && steps < all, "steps 1010–1011: {two} µs, steps window: {steps} µs, all: {all} µs");
+}

@@ -216,3 +216,30 @@ fn analyze_with_the_ingest_options_reads_the_cached_summaries_not_the_events() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(output_of("analyze", &ds_all, "--json", &dir.join("d.json"), &["--window", "all"]), direct_all);
 }
+
+/// Issue 25: the summaries were keyed by the crate version, which never changes,
+/// so a dataset ingested before a fix of the analysis served its old numbers.
+#[test]
+fn summaries_cached_under_another_analysis_schema_are_not_used() {
+    let dir = scratch("dataset-schema");
+    let job = synthetic_job(&dir, 2);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let this = format!("analysis schema {} ", tracecast_ingest::analysis::SCHEMA_VERSION);
+    let other = format!("analysis schema {} ", tracecast_ingest::analysis::SCHEMA_VERSION + 1);
+    for e in std::fs::read_dir(ds.join("summaries")).unwrap() {
+        let path = e.unwrap().path();
+        let mut cached = json(&path);
+        let key = cached["key"].as_str().unwrap().to_string();
+        assert!(key.starts_with(&this), "{key}");
+        cached["key"] = key.replacen(&this, &other, 1).into();
+        std::fs::write(&path, serde_json::to_vec(&cached).unwrap()).unwrap();
+    }
+    for e in std::fs::read_dir(ds.join("events")).unwrap() {
+        std::fs::write(e.unwrap().path(), b"not parquet").unwrap();
+    }
+    // Under the ingest options, but made by another analysis: the events are needed.
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("events/rank-000000.parquet"), "{}", stderr(&o));
+}

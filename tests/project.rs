@@ -429,3 +429,22 @@ fn validate_and_project_price_gemms_from_the_users_sweep_first() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("sweep.csv"), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"
+/// in release builds and panicked (overflow) in debug ones.
+#[test]
+fn overflowing_plan_degrees_are_refused_by_name() {
+    for (parallel, named) in [
+        ("tp=65536,pp=65536", "tp × cp × pp × dp = 65536 × 1 × 65536 × 1 overflows"),
+        ("dp=65536,mb=65536,gbs=65536", "dp × mb = 65536 × 65536 overflows"),
+        ("pp=65536,vpp=65536", "pp × vpp = 65536 × 65536 overflows"),
+    ] {
+        let o = bin()
+            .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", parallel])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{parallel}: {}", stderr(&o));
+        assert!(stderr(&o).contains(named), "{parallel}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{parallel}: {}", stderr(&o));
+    }
+}

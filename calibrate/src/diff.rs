@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis};
+use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, Window};
 
 use crate::work::kernel_work;
 
@@ -93,29 +93,40 @@ impl ClassTimes {
     pub fn of_job(job: &Job, classifier: &Classifier) -> ClassTimes {
         let mut t = ClassTimes::default();
         for r in &job.ranks {
-            t.add(ClassTimes::of_rank(&r.trace, &classifier.classes(&r.trace), &kernel_work(&r.trace, classifier)));
+            t.add(ClassTimes::of_rank(&r.trace, &classifier.classes(&r.trace), &kernel_work(&r.trace, classifier), None));
         }
         t
     }
 
     /// The classes of one rank's GPU activities from its activity classes and
-    /// [`kernel_work`] (computed once per rank by the caller, who needs them too).
+    /// [`kernel_work`] (computed once per rank by the caller, who needs them too),
+    /// inside `window` when given (the analysed window, as the per-kernel
+    /// statistics clip to it: [`Window::overlap_ns`]), else over the whole trace.
     pub fn of_rank(
         trace: &tracecast_ingest::RankTrace,
         classes: &[Option<ActivityClass>],
         work: &[Option<crate::work::KernelWork>],
+        window: Option<Window>,
     ) -> ClassTimes {
         let mut t = Tally::new();
+        let ev = &trace.events;
         for i in trace.gpu_activity() {
-            let name = match classes[i] {
-                Some(ActivityClass::Compute) => work[i].as_ref().map_or("other", |w| w.class.as_str()).to_string(),
+            let name = match classes.get(i).copied().flatten() {
+                Some(ActivityClass::Compute) => work.get(i).and_then(Option::as_ref).map_or("other", |w| w.class.as_str()).to_string(),
                 Some(ActivityClass::Comm) => "communication".to_string(),
                 Some(ActivityClass::Memory) => "memcpy / memset".to_string(),
                 None => continue,
             };
+            let us = match window {
+                Some(w) => match w.overlap_ns(ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i)) {
+                    Some(ns) => ns as f64 / 1000.0,
+                    None => continue,
+                },
+                None => ev.dur_us(i),
+            };
             let e = t.entry(name).or_default();
             e.0 += 1.0;
-            e.1 += trace.events.dur_us(i);
+            e.1 += us;
         }
         ClassTimes(t)
     }

@@ -18,7 +18,8 @@
 //! `events` and `ranks` hold the whole trace (a rank read back is the trace
 //! read from JSON, field for field); `summaries` cache what `analyze` needs of
 //! each rank, used only when `analyze` runs with the options (and world size)
-//! they were made under; `steps` and `collectives` are derived,
+//! they were made under and by an analysis of the same
+//! [`crate::analysis::SCHEMA_VERSION`]; `steps` and `collectives` are derived,
 //! for querying the dataset directly with polars, DuckDB or Spark
 //! (`SELECT … FROM 'DATASET/events/*.parquet'`). Each part is written to a
 //! temporary name and renamed, so several `ingest` runs on disjoint files can

@@ -85,6 +85,18 @@ pub enum Error {
         /// Why it was rejected.
         message: String,
     },
+    /// A step range (`--steps`) that selects none of a trace's steps.
+    #[error("steps {first}..{last} select nothing in {}: it has {has}", path.display())]
+    NoStepsSelected {
+        /// The trace file.
+        path: PathBuf,
+        /// First step number of the range.
+        first: i64,
+        /// Last step number of the range (inclusive).
+        last: i64,
+        /// The steps the trace has, in words (`steps 1009–1014`).
+        has: String,
+    },
     /// An output file could not be written.
     // The cause is in the message, not a `source`: chained, it would print twice.
     #[error("{}: cannot write: {cause}", path.display())]
@@ -107,6 +119,7 @@ impl Error {
             | Error::Schema { path, .. }
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
+            | Error::NoStepsSelected { path, .. }
             | Error::Write { path, .. } => Some(path),
             Error::DuplicateRank { second, .. } => Some(second),
             Error::Pattern { .. } => None,

@@ -152,6 +152,27 @@ impl Job {
         (out, failures)
     }
 
+    /// [`Job::summarize_or`] with a `summarize` that may refuse a rank (a step
+    /// range the trace does not have): its error joins the failures.
+    pub fn try_summarize_or<T: Send>(
+        files: &[PathBuf],
+        opts: &ReadOptions,
+        on_file: &(dyn Fn(&Path) + Sync),
+        known: &(dyn Fn(&Path) -> Option<(u32, PathBuf, T)> + Sync),
+        summarize: &(dyn Fn(&Rank) -> Result<T> + Sync),
+    ) -> (Vec<T>, Vec<Error>) {
+        let known = |f: &Path| known(f).map(|(rank, path, t)| (rank, path, Ok(t)));
+        let (results, mut failures) = Job::summarize_or(files, opts, on_file, &known, summarize);
+        let mut out = Vec::with_capacity(results.len());
+        for r in results {
+            match r {
+                Ok(t) => out.push(t),
+                Err(e) => failures.push(e),
+            }
+        }
+        (out, failures)
+    }
+
     /// Assembles a job from read results (in file order), resolving ranks.
     pub fn from_traces(path: PathBuf, results: Vec<Result<RankTrace>>) -> Job {
         let mut ranks: Vec<Rank> = Vec::new();

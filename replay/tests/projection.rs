@@ -59,7 +59,14 @@ fn leave_one_out(from: &str, to: &str, target: Option<DeviceModel>) -> Vec<(f64,
         let p = r.projection.as_ref().expect("a projection report");
         let source_classes = tracecast_calibrate::diff::ClassTimes::of_job(&src, &tracecast_ingest::analysis::Classifier::default());
         use tracecast_calibrate::work::KernelClass;
-        for class in [KernelClass::Gemm, KernelClass::Attention, KernelClass::Conv, KernelClass::Elementwise, KernelClass::Reduction, KernelClass::Embedding] {
+        for class in [
+            KernelClass::Gemm,
+            KernelClass::Attention,
+            KernelClass::Conv,
+            KernelClass::Elementwise,
+            KernelClass::Reduction,
+            KernelClass::Embedding,
+        ] {
             let want = source_classes.class_us(class.as_str());
             let priced = p.classes.iter().find(|c| c.class == class).map_or(0.0, |c| c.measured_us);
             assert!((priced - want).abs() <= 1e-6 * want, "{held_out} {}: priced {priced} µs of {want} µs", class.as_str());

@@ -46,6 +46,16 @@ impl Window {
     pub fn len_ns(&self) -> i64 {
         (self.end_ns - self.start_ns).max(0)
     }
+
+    /// The time of the activity `[start_ns, end_ns]` inside the window, ns;
+    /// `None` when it lies outside (an instant counts when it falls in
+    /// `[start_ns, end_ns)`). The one rule of per-kernel and per-class times.
+    pub fn overlap_ns(&self, start_ns: i64, end_ns: i64) -> Option<i64> {
+        let outside = end_ns < self.start_ns
+            || start_ns > self.end_ns
+            || (end_ns == start_ns && (start_ns < self.start_ns || start_ns >= self.end_ns));
+        (!outside).then(|| end_ns.min(self.end_ns).saturating_sub(start_ns.max(self.start_ns)).max(0))
+    }
 }
 
 /// The unions of one rank's GPU activity by class, built once and measured in any window.

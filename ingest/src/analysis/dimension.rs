@@ -72,11 +72,19 @@ pub fn from_ranks(ranks: &[i64], world: i64, gpus_per_node: i64) -> Option<Dimen
     if ranks.len() as i64 == world {
         return Some(Dimension::Dp);
     }
-    let stride = ranks[1] - ranks[0];
-    if stride <= 0 || ranks.windows(2).any(|w| w[1] - w[0] != stride) {
+    // The ranks are the trace's numbers: a difference that overflows (ranks
+    // near i64::MIN and i64::MAX) is no fixed stride.
+    let step = |w: &[i64]| match w {
+        [a, b] => b.checked_sub(*a),
+        _ => None,
+    };
+    let stride = step(ranks.get(..2)?)?;
+    if stride <= 0 || ranks.windows(2).any(|w| step(w) != Some(stride)) {
         return None;
     }
-    let one_node = ranks.iter().all(|r| r / gpus_per_node.max(1) == ranks[0] / gpus_per_node.max(1));
+    let node = |r: &i64| r / gpus_per_node.max(1);
+    let first = node(ranks.first()?);
+    let one_node = ranks.iter().all(|r| node(r) == first);
     if stride == 1 && one_node { Some(Dimension::Tp) } else { Some(Dimension::Dp) }
 }
 
@@ -163,5 +171,26 @@ mod tests {
         assert_eq!(from_ranks(&[1, 5, 9, 13], 16, 4), Some(Dimension::Dp));
         assert_eq!(from_ranks(&[0, 1, 2, 3], 4, 8), Some(Dimension::Dp));
         assert_eq!(from_ranks(&[0, 3, 4], 16, 8), None);
+    }
+
+    /// Issue 25: the ranks of a malformed trace's process group overflowed i64
+    /// when their stride was taken (a panic in debug builds).
+    #[test]
+    fn ranks_whose_differences_overflow_are_no_dimension() {
+        assert_eq!(from_ranks(&[i64::MIN, i64::MAX], 4, 8), None);
+        assert_eq!(from_ranks(&[i64::MAX, i64::MIN], 4, 8), None);
+        assert_eq!(from_ranks(&[0, 1, i64::MIN], 4, 8), None);
+        assert_eq!(from_ranks(&[-2, -1], 4, 8), Some(Dimension::Tp));
+        // A group of such ranks in a trace: analysed, its dimension unknown.
+        let json = r#"{"distributedInfo": {"rank": 0, "world_size": 4}, "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+             "args": {"stream": 7, "Collective name": "allreduce", "Process Group Name": "17", "Process Group Ranks": "[-9223372036854775808, 9223372036854775807]"}}
+        ]}"#;
+        let t =
+            crate::kineto::parse_bytes(json.as_bytes(), std::path::Path::new("bad-ranks.json"), &crate::ReadOptions::default()).unwrap();
+        let job = crate::Job::from_traces("bad-ranks".into(), vec![Ok(t)]);
+        let a = crate::analysis::analyze_job(&job, &crate::analysis::AnalyzeOptions::default());
+        let dims = &a.ranks[0].comm_by_dimension;
+        assert_eq!(dims.iter().map(|d| d.dimension).collect::<Vec<_>>(), [Dimension::Other], "{dims:?}");
     }
 }

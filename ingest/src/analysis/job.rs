@@ -212,14 +212,15 @@ pub struct RankSummary {
     declared_world: Option<u32>,
 }
 
-/// What a rank's summary depends on besides its trace: the options (less the
-/// job-level GPU-hours inputs, which only the reduce uses) and the world size.
+/// What a rank's summary depends on besides its trace: the analysis itself
+/// ([`super::SCHEMA_VERSION`]), the options (less the job-level GPU-hours
+/// inputs, which only the reduce uses) and the world size.
 /// A summary cached under one key stands for a fresh one under the same key.
 pub fn summary_key(opts: &AnalyzeOptions, world: u32) -> String {
     let mut o = opts.clone();
     o.job_gpus = None;
     o.job_hours = None;
-    format!("tracecast {} summary of {o:?} in a world of {world}", env!("CARGO_PKG_VERSION"))
+    format!("analysis schema {} summary of {o:?} in a world of {world}", super::SCHEMA_VERSION)
 }
 
 impl RankSummary {
@@ -254,6 +255,11 @@ impl RankSummary {
     /// The rank this summarizes.
     pub fn rank(&self) -> u32 {
         self.analysis.rank
+    }
+
+    /// The window analysed (`None` without GPU activity).
+    pub fn window(&self) -> Option<Window> {
+        self.window
     }
 
     /// The rank's collective instances for matching across ranks (the same

@@ -31,14 +31,10 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
     let mut by_name: HashMap<u32, (ActivityClass, u64, i64, i64)> = HashMap::default();
     for (i, class) in classes.iter().enumerate() {
         let Some(class) = *class else { continue };
-        let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
-        if e < w.start_ns || s > w.end_ns || (e == s && (s < w.start_ns || s >= w.end_ns)) {
-            continue;
-        }
-        let d = e.min(w.end_ns) - s.max(w.start_ns);
+        let Some(d) = w.overlap_ns(ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i)) else { continue };
         let entry = by_name.entry(ev.name.get(i).copied().unwrap_or(0)).or_insert((class, 0, 0, 0));
         entry.1 += 1;
-        entry.2 = entry.2.saturating_add(d.max(0));
+        entry.2 = entry.2.saturating_add(d);
         entry.3 = entry.3.max(d);
     }
     let mut out: Vec<KernelStats> = by_name

@@ -8,6 +8,13 @@
 //! These equal HTA 0.5's temporal breakdown and comm/comp overlap when HTA's
 //! µs rounding is disabled and its extra rows are left out.
 
+/// The version of what a rank's analysis computes: caches of it (a dataset's
+/// `summaries`, see [`summary_key`]) made under another version are not used.
+/// Bump it with every change to the analysis output — a fixed rule, a new or
+/// renamed field, a different default — so that a dataset ingested before the
+/// change is re-analysed from its events instead of serving stale numbers.
+pub const SCHEMA_VERSION: u32 = 1;
+
 mod breakdown;
 mod classify;
 pub(crate) use classify::is_nccl_kernel;
@@ -31,4 +38,4 @@ pub use job::{
     summarize_rank, summarize_rank_with, summary_key, world_of,
 };
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
-pub use steps::{Step, StepBreakdown, find_steps, partition_windows, step_of_activity, steps_window};
+pub use steps::{Step, StepBreakdown, check_step_range, find_steps, partition_windows, step_of_activity, steps_window};

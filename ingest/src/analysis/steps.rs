@@ -37,6 +37,26 @@ pub struct StepBreakdown {
 /// count (their `gpu_user_annotation` copies are ignored); a repeated number is kept once.
 pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
     let ev = &trace.events;
+    let mut steps = annotations(trace);
+    if steps.is_empty() {
+        return steps;
+    }
+    for (i, k) in step_of_activity(trace, links, &steps).into_iter().enumerate() {
+        let Some(step) = k.and_then(|k| steps.get_mut(k as usize)) else { continue };
+        let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+        step.gpu = Some(match step.gpu {
+            None => Window { start_ns: s, end_ns: e },
+            Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
+        });
+    }
+    partition(&mut steps);
+    steps
+}
+
+/// The CPU `ProfilerStep#` annotations of a trace as steps without GPU
+/// windows, in time order (see [`find_steps`]).
+fn annotations(trace: &RankTrace) -> Vec<Step> {
+    let ev = &trace.events;
     let mut steps: Vec<Step> = Vec::new();
     for i in 0..ev.len() {
         if ev.kind.get(i) != Some(&EventKind::UserAnnotation) {
@@ -52,19 +72,42 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
         steps.push(Step { number, cpu_start_ns: start, cpu_end_ns: ev.end_ns(i), gpu: None });
     }
     steps.sort_by_key(|s| (s.cpu_start_ns, s.number));
-    if steps.is_empty() {
-        return steps;
-    }
-    for (i, k) in step_of_activity(trace, links, &steps).into_iter().enumerate() {
-        let Some(step) = k.and_then(|k| steps.get_mut(k as usize)) else { continue };
-        let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
-        step.gpu = Some(match step.gpu {
-            None => Window { start_ns: s, end_ns: e },
-            Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
-        });
-    }
-    partition(&mut steps);
     steps
+}
+
+/// Checks that the inclusive step range `range` (`--steps`) selects at least
+/// one step of `trace`, after its last step is left out when `drop_last`
+/// (`--drop-last-step`), as the analysis selects them. A range that selects
+/// nothing is an error naming the steps the trace has: analysing the whole
+/// trace instead would answer another question than the one asked.
+pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
+    let Some((first, last)) = range else { return Ok(()) };
+    let mut numbers: Vec<i64> = annotations(trace).iter().map(|s| s.number).collect();
+    if drop_last && numbers.len() > 1 {
+        numbers.pop();
+    }
+    if numbers.iter().any(|n| (first..=last).contains(n)) {
+        return Ok(());
+    }
+    numbers.sort_unstable();
+    Err(crate::Error::NoStepsSelected { path: trace.path.clone(), first, last, has: describe_numbers(&numbers) })
+}
+
+/// `steps 1009–1014`, `steps 1, 3–5`, `step 7`, or `no ProfilerStep annotations`, of sorted distinct numbers.
+fn describe_numbers(numbers: &[i64]) -> String {
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(n) => *end = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    let text: Vec<String> = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}–{b}") }).collect();
+    match numbers.len() {
+        0 => "no ProfilerStep annotations".to_string(),
+        1 => format!("step {}", text.join(", ")),
+        _ => format!("steps {}", text.join(", ")),
+    }
 }
 
 /// Makes the steps' GPU windows partition the timeline: a step runs from its
@@ -118,4 +161,18 @@ pub fn steps_window(steps: &[Step]) -> Option<Window> {
     let mut it = steps.iter().filter_map(|s| s.gpu);
     let first = it.next()?;
     Some(it.fold(first, |w, g| Window { start_ns: w.start_ns.min(g.start_ns), end_ns: w.end_ns.max(g.end_ns) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_numbers_are_described_as_runs() {
+        assert_eq!(describe_numbers(&[1009, 1010, 1011, 1012, 1013, 1014]), "steps 1009–1014");
+        assert_eq!(describe_numbers(&[1, 3, 4, 5, 9]), "steps 1, 3–5, 9");
+        assert_eq!(describe_numbers(&[7]), "step 7");
+        assert_eq!(describe_numbers(&[i64::MAX - 1, i64::MAX]), format!("steps {}–{}", i64::MAX - 1, i64::MAX));
+        assert_eq!(describe_numbers(&[]), "no ProfilerStep annotations");
+    }
 }

@@ -357,14 +357,22 @@ impl Default for Plan {
 }
 
 impl Plan {
-    /// GPUs the plan uses.
+    /// GPUs the plan uses: tp × cp × pp × dp. Every plan [`Plan::parse`] returns
+    /// has a product that fits; for one built by hand whose product does not,
+    /// this is `u32::MAX` and [`Plan::checked_gpus`] names the overflow.
     pub fn gpus(&self) -> u32 {
-        self.tp * self.cp * self.pp * self.dp
+        self.checked_gpus().unwrap_or(u32::MAX)
     }
 
-    /// Ranks that hold the same weights: the gradient and ZeRO group (dp × cp).
+    /// tp × cp × pp × dp, or an error naming the product and its degrees when it passes `u32::MAX`.
+    pub fn checked_gpus(&self) -> Result<u32, String> {
+        checked_product("tp × cp × pp × dp", &[self.tp, self.cp, self.pp, self.dp])
+    }
+
+    /// Ranks that hold the same weights: the gradient and ZeRO group (dp × cp;
+    /// at most [`Plan::gpus`], so it fits whenever that does).
     pub fn replicas(&self) -> u32 {
-        self.dp * self.cp
+        self.dp.saturating_mul(self.cp)
     }
 
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
@@ -431,8 +439,11 @@ impl Plan {
                 }
             }
         }
+        // Degrees are the user's numbers: every product the projection forms of them must fit.
+        p.checked_gpus()?;
+        checked_product("pp × vpp", &[p.pp, p.vpp])?;
         if let Some(g) = gbs {
-            let per = p.dp * p.microbatch;
+            let per = checked_product("dp × mb", &[p.dp, p.microbatch])?;
             if g % per != 0 {
                 return Err(format!("gbs={g} is not a multiple of dp × mb = {per}"));
             }
@@ -496,6 +507,15 @@ impl Plan {
     }
 }
 
+/// The product of `factors` (user-supplied degrees), or an error naming it
+/// (`what`, as `tp × pp`) and its factors when it passes `u32::MAX`.
+fn checked_product(what: &str, factors: &[u32]) -> Result<u32, String> {
+    factors.iter().try_fold(1u32, |acc, f| acc.checked_mul(*f)).ok_or_else(|| {
+        let values: Vec<String> = factors.iter().map(u32::to_string).collect();
+        format!("{what} = {} overflows: more than {}", values.join(" × "), u32::MAX)
+    })
+}
+
 /// What runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -538,15 +558,16 @@ impl Plan {
         for (s, d) in t.transformer_parallel.iter().zip(&t.transformer_parallel_degree) {
             match s.as_str() {
                 "tp" => p.tp = *d,
-                "ddp" => p.dp *= *d,
+                "ddp" => p.dp = checked_product("the ddp × fsdp degrees", &[p.dp, *d])?,
                 "fsdp" => {
-                    p.dp *= *d;
+                    p.dp = checked_product("the ddp × fsdp degrees", &[p.dp, *d])?;
                     p.zero = 3;
                 }
                 "pp" => p.pp = *d,
                 other => return Err(format!("transformer_parallel {other:?} is not modelled")),
             }
         }
+        p.checked_gpus()?;
         p.microbatch = (t.local_transformer_bs.max(1.0)) as u32;
         let task = match t.kind.as_str() {
             "pretrain" | "finetune" => Task::Train,
@@ -1009,8 +1030,9 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 /// Checks that `plan` can run `model` on `cluster` at all.
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infeasible> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
-    if plan.gpus() != cluster.gpus {
-        return Err(Infeasible(format!("tp × cp × pp × dp = {} but the cluster has {} GPUs", plan.gpus(), cluster.gpus)));
+    let gpus = plan.checked_gpus().map_err(Infeasible)?;
+    if gpus != cluster.gpus {
+        return Err(Infeasible(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
     }
     if tp > cluster.gpus_per_node {
         return Err(Infeasible(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
@@ -1020,7 +1042,7 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infe
     if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
         return Err(Infeasible(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
-    if model.layers < (pp * plan.vpp) as usize {
+    if (model.layers as u64) < u64::from(pp) * u64::from(plan.vpp) {
         return Err(Infeasible(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
     }
     if plan.fp8 && cluster.fp8_peak_flops.is_none() {

@@ -291,7 +291,10 @@ fn plan(what: &str, strategies: &[String], degrees: &[u32], devices: u32, per_no
         if *d <= 1 {
             return Err(Error::Invalid(format!("{what}: a degree of {d} is redundant")));
         }
-        product *= u64::from(*d);
+        product = product.checked_mul(u64::from(*d)).ok_or_else(|| {
+            let degrees: Vec<String> = degrees.iter().map(u32::to_string).collect();
+            Error::Invalid(format!("{what}: degrees {} multiply past {}", degrees.join(" × "), u64::MAX))
+        })?;
     }
     if product != u64::from(devices) {
         return Err(Error::Invalid(format!("{what}: degrees multiply to {product}, the system has {devices} GPUs")));

@@ -91,11 +91,14 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                     for &zero in zeros {
                         for &mb in &mbs {
                             let microbatches = if train {
-                                if !gbs.is_multiple_of(dp * mb) {
-                                    rejected += 1;
-                                    continue;
+                                // A microbatch size from the space can be any number: dp × mb may not fit.
+                                match dp.checked_mul(mb) {
+                                    Some(per) if per > 0 && gbs.is_multiple_of(per) => gbs / per,
+                                    _ => {
+                                        rejected += 1;
+                                        continue;
+                                    }
                                 }
-                                gbs / (dp * mb)
                             } else {
                                 1
                             };
