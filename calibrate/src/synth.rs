@@ -81,6 +81,10 @@ pub struct JobSpec {
     /// every 5 µs until the step's last kernel has ended) instead of blocking
     /// in `cudaStreamSynchronize`. Default: false.
     pub host_poll: bool,
+    /// Before the optimizer the host spins on memory the GPU writes (no
+    /// runtime call) until the last gradient all-reduce has ended, as DeepEP's
+    /// receive counters make it. Default: false.
+    pub host_flag_wait: bool,
     /// Forward GEMMs of one layer as (m, k, n), from a workload model; the
     /// backward runs each as a data-gradient and a weight-gradient GEMM.
     /// Default: empty, a GPT-style layer of `hidden` (QKV, output, 4h MLP).
@@ -111,6 +115,7 @@ impl Default for JobSpec {
             queue_gap_us: (1.0, 3.0),
             sync_rows: true,
             host_poll: false,
+            host_flag_wait: false,
             slow_rank: None,
             layer_gemms: Vec::new(),
         }
@@ -504,6 +509,10 @@ pub fn render_job_each(spec: &JobSpec, mut each: impl FnMut(SynthRank)) {
         for (i, w) in ranks.iter_mut().enumerate() {
             let event = gap(&mut rng, spec);
             let last_bucket = w.comm_free_us + event;
+            if spec.host_flag_wait {
+                // The host sees the flag 3 µs after the all-reduce ends.
+                w.cpu_us = w.cpu_us.max(w.comm_free_us + 3.0);
+            }
             w.event_wait(COMM_STREAM, COMPUTE_STREAM, last_bucket.max(w.compute_free_us), spec.sync_rows);
             w.hold_us = last_bucket;
             for _ in 0..4 {

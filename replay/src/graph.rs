@@ -119,6 +119,10 @@ pub struct RankGraph {
     /// ends when that work ends (plus its measured tail), not after its
     /// measured duration.
     pub host_polls: usize,
+    /// Host gaps without runtime calls that ended right after a collective the
+    /// thread had launched ended: the host waited on memory the GPU writes
+    /// (DeepEP's receive counters, flags), so it resumes when the collective ends.
+    pub host_comm_waits: usize,
     /// Launches queued but not started when the launch queue was full (the
     /// most the trace shows; 0 when it never filled).
     pub launch_queue_depth: usize,
@@ -203,6 +207,51 @@ fn poll_loops(t: &RankTrace, links: &Links, rows: &[usize], gpu_by_end: &[(i64, 
             }
         }
         k = j.max(k + 1);
+    }
+    out
+}
+
+/// Shortest host gap that can be a wait on GPU-written memory (and at least
+/// 20× the thread's median gap between calls): CPU work between launches takes
+/// a few µs.
+const HOST_WAIT_MIN_NS: i64 = 20_000;
+
+/// Gaps on one thread's calls (in time order) that ended within `tolerance`
+/// after a communication kernel ended which the thread launched before the gap
+/// began and which had not ended when it began: resuming row → kernel row.
+/// Only ends count: a gap ending while a long collective runs is common in
+/// data-parallel training and says nothing of what the host waited for.
+fn comm_waits(t: &RankTrace, links: &Links, classes: &[Option<ActivityClass>], rows: &[usize], tolerance: i64) -> FxHashMap<usize, usize> {
+    let ev = &t.events;
+    let mut out = FxHashMap::default();
+    let Some(&first) = rows.first() else { return out };
+    let thread = (ev.pid[first], ev.tid[first]);
+    // Communication kernels launched from this thread: (end, kernel, launch call).
+    let mut comm: Vec<(i64, usize, usize)> = t
+        .gpu_activity()
+        .filter(|&k| classes.get(k).copied().flatten() == Some(ActivityClass::Comm))
+        .filter_map(|k| {
+            let c = links.launch.get(k).copied().filter(|&c| c != NONE)? as usize;
+            ((ev.pid[c], ev.tid[c]) == thread).then_some((ev.end_ns(k), k, c))
+        })
+        .collect();
+    if comm.is_empty() {
+        return out;
+    }
+    comm.sort_unstable();
+    let mut gaps: Vec<i64> = rows.windows(2).map(|w| ev.ts_ns[w[1]] - ev.end_ns(w[0])).collect();
+    let long = (20 * quantile(&mut gaps, 0.5).unwrap_or(0).max(0)).max(HOST_WAIT_MIN_NS);
+    for w in rows.windows(2) {
+        let (p, i) = (w[0], w[1]);
+        let (began, resumed) = (ev.end_ns(p), ev.ts_ns[i]);
+        if resumed - began < long {
+            continue;
+        }
+        let lo = comm.partition_point(|e| e.0 < resumed - tolerance);
+        let hi = comm.partition_point(|e| e.0 <= resumed);
+        if let Some(&(_, k, _)) = comm[lo..hi].iter().rev().find(|e| ev.ts_ns[e.2] <= began && e.0 > began) {
+            out.insert(i, k);
+        }
     }
     out
 }
@@ -457,6 +506,10 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
             g.graph.dur_ns[tasks[&(row as u32)] as usize] = 0;
         }
     }
+    // Waits on GPU-written memory: the gap's edge keeps the thread's typical
+    // gap, the collective's end holds the resuming call (added once GPU tasks exist).
+    let waits: FxHashMap<usize, usize> =
+        threads.iter().flat_map(|rows| comm_waits(t, links, classes, rows, launch_tol.max(queue_tol))).collect();
     // Every host call's end, for hand-offs between threads: (end, thread, row).
     let mut ends: Vec<(i64, usize, usize)> =
         threads.iter().enumerate().flat_map(|(k, rows)| rows.iter().map(move |&i| (ev.end_ns(i), k, i))).collect();
@@ -476,7 +529,8 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
             // A thread that was idle (or had not started) resumes when another
             // thread hands it work: the latest call that ended on another thread.
             let idle = gap.is_none_or(|gp| gp > idle_gap);
-            let from = if idle { handoff_from(k, i) } else { None };
+            let waited = waits.contains_key(&i);
+            let from = if idle && !waited { handoff_from(k, i) } else { None };
             if let Some(o) = from {
                 g.graph.edge(tasks[&(o as u32)], At::End, id, At::Start, ev.ts_ns[i] - ev.end_ns(o));
                 out.thread_handoffs += 1;
@@ -485,7 +539,7 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
                 (Some(p), Some(gp)) if gp >= 0 => {
                     let lag = if polling.contains(&i) {
                         0
-                    } else if from.is_some() {
+                    } else if from.is_some() || waited {
                         median_gap.min(gp)
                     } else {
                         gp
@@ -650,6 +704,12 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
     }
     // `Event Sync` rows: the host call waited for the recorded activity.
     event_syncs(g, t, links, &streams, &tasks, &call_of);
+    for (&call, &kernel) in &waits {
+        if let (Some(&call_id), Some(&kernel_id)) = (tasks.get(&(call as u32)), tasks.get(&(kernel as u32))) {
+            g.graph.edge(kernel_id, At::End, call_id, At::Start, ev.ts_ns[call] - ev.end_ns(kernel));
+            out.host_comm_waits += 1;
+        }
+    }
     for p in &polls {
         let (Some(&last), Some(&awaited)) = (p.rows.last().and_then(|r| tasks.get(&(*r as u32))), tasks.get(&(p.awaited as u32))) else {
             continue;

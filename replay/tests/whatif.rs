@@ -144,3 +144,26 @@ fn scale_out_from_8_to_64_ranks_matches_the_64_rank_job() {
         assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
     }
 }
+
+#[test]
+fn a_host_that_waits_on_gpu_written_memory_follows_the_collective() {
+    // Before the optimizer the host spins on a flag the GPU writes when the last
+    // gradient all-reduce ends (no runtime call marks the wait): replaying the
+    // slow-link job with the fast link must let the host go on as soon as the
+    // faster all-reduce ends.
+    println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "10 GB/s ms", "20 GB/s ms", "projected ms", "error %");
+    for (seed, sync_rows) in [(10, true), (11, false)] {
+        let mut slow = spec(seed, sync_rows);
+        slow.host_flag_wait = true;
+        slow.allreduce_busbw_gbps = 10.0;
+        let mut fast = slow.clone();
+        fast.allreduce_busbw_gbps = 20.0;
+        let slow_job = job_of(&slow);
+        let identity = replay_job(&slow_job, &ReplayOptions::default());
+        assert!(identity.ranks.iter().all(|r| r.graph.host_comm_waits == slow.steps as usize), "one wait per step and rank");
+        let mut opts = ReplayOptions::default();
+        opts.link = Some(LinkOverride { alpha_us: fast.allreduce_alpha_us, busbw_gbps: 20.0, ..LinkOverride::default() });
+        let err = check((seed, sync_rows), &slow_job, &job_of(&fast), &opts);
+        assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
+    }
+}
