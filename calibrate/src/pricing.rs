@@ -778,6 +778,19 @@ impl Pricing {
 }
 
 impl Pricing {
+    /// A point-to-point transfer of `bytes` between two GPUs (a pipeline's
+    /// activations): in a node the two-GPU send/recv by the collective rules
+    /// (its own curves, else the all-reduce curves at equal bus bytes, else the
+    /// link rule); across nodes the link rule over one GPU's NIC share, since
+    /// the measured multi-node curves are of 16 GPUs and more.
+    pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool) -> Option<Price> {
+        if across_nodes {
+            self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1)
+        } else {
+            self.collective(gpu, Collective::SendRecv, bytes, 2, 2)
+        }
+    }
+
     /// [`PriceRule::CollectiveLinkSpec`]: `collective` of `bytes` over `gpus`
     /// on a GPU without curves, as α + bus factor × bytes ÷ (share × link),
     /// the link being the catalog's in a node and the NICs' share per GPU
@@ -957,7 +970,14 @@ impl Pricing {
             }
             Operation::Collective { collective, bytes, gpus, gpus_per_node } => {
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
-                let p = self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node).ok_or_else(|| {
+                // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
+                let p2p = *collective == Collective::SendRecv && *gpus == 2;
+                let price = if p2p {
+                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2)
+                } else {
+                    self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node)
+                };
+                let p = price.ok_or_else(|| {
                     format!("{what} on {}: no measured collective curve of this GPU (add yours with --measurements FILE.csv)", gpu.id)
                 })?;
                 let k = collective.bus_factor_in(Some(i64::from(*gpus))).unwrap_or(1.0);

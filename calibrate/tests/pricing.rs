@@ -211,3 +211,23 @@ fn link_spec_predicts_each_gpu_from_the_others() {
     let band = tracecast_calibrate::pricing::COLLECTIVE_LINK_SPEC_BAND;
     assert!(large <= band && small <= band, "large messages {large}, small {small}, band {band}");
 }
+
+/// One point-to-point price: `hw cost GPU send_recv --gpus 2` quotes what the
+/// analytical model's pipeline transfers cost, in a node and across nodes, and
+/// a larger transfer never costs less.
+#[test]
+fn point_to_point_is_one_price_for_hw_cost_and_the_pipeline() {
+    use tracecast_calibrate::pricing::Operation;
+    let pricing = Pricing::builtin();
+    let h100 = gpu_for(&pricing.catalog, "h100-sxm");
+    for (gpus_per_node, across) in [(8, false), (1, true)] {
+        let op = Operation::Collective { collective: Collective::SendRecv, bytes: 16_777_216.0, gpus: 2, gpus_per_node };
+        let quoted = pricing.quote(&h100, &op, None).unwrap();
+        let p2p = pricing.point_to_point(&h100, 16_777_216.0, across).unwrap();
+        assert_eq!(quoted.time_us, p2p.time_us, "across nodes: {across}");
+        let bigger = pricing.point_to_point(&h100, 2.0 * 16_777_216.0, across).unwrap();
+        assert!(bigger.time_us > p2p.time_us);
+    }
+    // Across nodes one GPU's NIC share bounds it: 16 MiB over 50 GB/s takes at least 335 µs.
+    assert!(pricing.point_to_point(&h100, 16_777_216.0, true).unwrap().time_us > 16_777_216.0 / 50e3);
+}

@@ -227,6 +227,9 @@ pub struct MeasuredPrices {
     pub dtype: Dtype,
     /// The GPU's profile (its traces' correction against the tables), when there is one.
     pub profile: Option<tracecast_calibrate::Profile>,
+    /// Whether the in-node and across-node links are the user's (a profile's
+    /// fits, a given NIC bandwidth): those price transfers before the measured base.
+    pub links_given: [bool; 2],
 }
 
 impl PartialEq for MeasuredPrices {
@@ -658,6 +661,9 @@ impl SystemOverrides {
         if let Some(nic) = self.nic_gbps_per_gpu {
             let nic = positive("nic_gbps_per_gpu", nic)?;
             c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
+            if let Some(p) = c.prices.as_mut() {
+                p.links_given[1] = true;
+            }
             c.notes
                 .push(format!("network {nic} GB/s per GPU as given (bus bandwidth {:.0} % of it)", DEFAULT_INTER_LINK_EFFICIENCY * 100.0));
         }
@@ -692,6 +698,7 @@ impl Cluster {
         let mut intra = Link::from_si(DEFAULT_INTRA_ALPHA_S, gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY);
         let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
+        let mut links_given = [false; 2];
         let mut attention_efficiency = None;
         if let Some(dev) = device {
             if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
@@ -707,8 +714,9 @@ impl Cluster {
                 memory_efficiency = eta.min(1.0);
                 from_profile.push(format!("HBM η {eta:.3}"));
             }
-            for (domain, link) in [("intra", &mut intra), ("inter", &mut inter)] {
+            for (k, (domain, link)) in [("intra", &mut intra), ("inter", &mut inter)].into_iter().enumerate() {
                 if let Some(m) = dev.link(tracecast_ingest::collective::Collective::AllReduce, None, domain) {
+                    links_given[k] = true;
                     let l = m.fit;
                     *link = Link { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps };
                     let group = l.group_size.map_or("?".into(), |n| n.to_string());
@@ -787,7 +795,7 @@ impl Cluster {
             inter,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
-            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile }),
+            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given }),
         })
     }
 
@@ -1403,10 +1411,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     // Pipeline: the activations of one microbatch cross each stage boundary.
     let p2p = if pp > 1 {
-        let link = if pp_crosses { cluster.inter } else { cluster.intra };
-        // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages).
+        // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages):
+        // the user's link where given, else the pricing layer's point-to-point price.
         // Interleaved 1F1B: a microbatch crosses vpp times as many stage boundaries.
-        link.transfer_s(act_bytes / tpf) * f64::from(plan.vpp.max(1))
+        let link = if pp_crosses { cluster.inter } else { cluster.intra };
+        let priced = cluster
+            .prices
+            .as_ref()
+            .filter(|p| !p.links_given[usize::from(pp_crosses)])
+            .and_then(|p| p.pricing.point_to_point(&p.gpu, act_bytes / tpf, pp_crosses))
+            .map(|p| p.time_us * 1e-6);
+        priced.unwrap_or_else(|| link.transfer_s(act_bytes / tpf)) * f64::from(plan.vpp.max(1))
     } else {
         0.0
     };
