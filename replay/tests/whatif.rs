@@ -47,16 +47,20 @@ fn check(label: (u64, bool), from: &Job, truth: &Job, opts: &ReplayOptions) -> f
     err
 }
 
-#[test]
-fn gemm_efficiency_projected_through_a_calibrated_profile() {
+/// Each case's job at GEMM η 0.5 replayed through a profile calibrated on its
+/// η 0.7 twin (both shaped by `with`) must give the twin's step within 2 %;
+/// `identity` checks the η 0.5 job's identity replay first.
+fn gemm_pairs(cases: &[(u64, bool)], with: impl Fn(&mut JobSpec), identity: impl Fn(&JobSpec, &tracecast_replay::JobReplay)) {
     let catalog = Catalog::builtin();
     println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "η 0.5 ms", "η 0.7 ms", "projected ms", "error %");
-    for (seed, sync_rows) in [(1, true), (2, false), (3, true)] {
+    for &(seed, sync_rows) in cases {
         let mut slow = spec(seed, sync_rows);
+        with(&mut slow);
         slow.gemm_efficiency = 0.5;
-        let mut fast = spec(seed, sync_rows);
+        let mut fast = slow.clone();
         fast.gemm_efficiency = 0.7;
         let (slow_job, fast_job) = (job_of(&slow), job_of(&fast));
+        identity(&slow, &replay_job(&slow_job, &ReplayOptions::default()));
         let profile = calibrate(std::slice::from_ref(&fast_job), &catalog, &CalibrateOptions::default()).remove(0);
         let mut opts = ReplayOptions::default();
         opts.target = Some(DeviceModel::from_profile(&profile, &catalog));
@@ -65,20 +69,33 @@ fn gemm_efficiency_projected_through_a_calibrated_profile() {
     }
 }
 
-#[test]
-fn link_bandwidth_projected_through_link_overrides() {
+/// Each case's job at 10 GB/s of all-reduce bus bandwidth replayed with its
+/// 20 GB/s twin's link (both shaped by `with`) must give the twin's step within 2 %.
+fn link_pairs(cases: &[(u64, bool)], with: impl Fn(&mut JobSpec), identity: impl Fn(&JobSpec, &tracecast_replay::JobReplay)) {
     println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "10 GB/s ms", "20 GB/s ms", "projected ms", "error %");
-    for (seed, sync_rows) in [(1, true), (2, false), (4, true)] {
+    for &(seed, sync_rows) in cases {
         let mut slow = spec(seed, sync_rows);
+        with(&mut slow);
         slow.allreduce_busbw_gbps = 10.0;
-        let mut fast = spec(seed, sync_rows);
+        let mut fast = slow.clone();
         fast.allreduce_busbw_gbps = 20.0;
-        let (slow_job, fast_job) = (job_of(&slow), job_of(&fast));
+        let slow_job = job_of(&slow);
+        identity(&slow, &replay_job(&slow_job, &ReplayOptions::default()));
         let mut opts = ReplayOptions::default();
         opts.link = Some(LinkOverride { alpha_us: fast.allreduce_alpha_us, busbw_gbps: 20.0, ..LinkOverride::default() });
-        let err = check((seed, sync_rows), &slow_job, &fast_job, &opts);
+        let err = check((seed, sync_rows), &slow_job, &job_of(&fast), &opts);
         assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
     }
+}
+
+#[test]
+fn gemm_efficiency_projected_through_a_calibrated_profile() {
+    gemm_pairs(&[(1, true), (2, false), (3, true)], |_| {}, |_, _| {});
+}
+
+#[test]
+fn link_bandwidth_projected_through_link_overrides() {
+    link_pairs(&[(1, true), (2, false), (4, true)], |_| {}, |_, _| {});
 }
 
 #[test]
@@ -100,23 +117,11 @@ fn a_host_that_polls_for_the_gpu_follows_a_faster_gpu() {
     // (`cudaEventQuery` every 5 µs) instead of blocking: the polling loop must
     // end when the awaited work ends, or a faster GPU would leave the host
     // polling as long as measured and the next step starting as late.
-    let catalog = Catalog::builtin();
-    println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "η 0.5 ms", "η 0.7 ms", "projected ms", "error %");
-    for (seed, sync_rows) in [(6, true), (7, false)] {
-        let mut slow = spec(seed, sync_rows);
-        slow.host_poll = true;
-        slow.gemm_efficiency = 0.5;
-        let mut fast = slow.clone();
-        fast.gemm_efficiency = 0.7;
-        let (slow_job, fast_job) = (job_of(&slow), job_of(&fast));
-        let identity = replay_job(&slow_job, &ReplayOptions::default());
-        assert!(identity.ranks.iter().all(|r| r.graph.host_polls == slow.steps as usize), "one polling loop per step and rank");
-        let profile = calibrate(std::slice::from_ref(&fast_job), &catalog, &CalibrateOptions::default()).remove(0);
-        let mut opts = ReplayOptions::default();
-        opts.target = Some(DeviceModel::from_profile(&profile, &catalog));
-        let err = check((seed, sync_rows), &slow_job, &fast_job, &opts);
-        assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
-    }
+    gemm_pairs(
+        &[(6, true), (7, false)],
+        |s| s.host_poll = true,
+        |s, identity| assert!(identity.ranks.iter().all(|r| r.graph.host_polls == s.steps as usize), "one polling loop per step and rank"),
+    );
 }
 
 #[test]
@@ -151,19 +156,9 @@ fn a_host_that_waits_on_gpu_written_memory_follows_the_collective() {
     // gradient all-reduce ends (no runtime call marks the wait): replaying the
     // slow-link job with the fast link must let the host go on as soon as the
     // faster all-reduce ends.
-    println!("{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}", "seed", "sync rows", "10 GB/s ms", "20 GB/s ms", "projected ms", "error %");
-    for (seed, sync_rows) in [(10, true), (11, false)] {
-        let mut slow = spec(seed, sync_rows);
-        slow.host_flag_wait = true;
-        slow.allreduce_busbw_gbps = 10.0;
-        let mut fast = slow.clone();
-        fast.allreduce_busbw_gbps = 20.0;
-        let slow_job = job_of(&slow);
-        let identity = replay_job(&slow_job, &ReplayOptions::default());
-        assert!(identity.ranks.iter().all(|r| r.graph.host_comm_waits == slow.steps as usize), "one wait per step and rank");
-        let mut opts = ReplayOptions::default();
-        opts.link = Some(LinkOverride { alpha_us: fast.allreduce_alpha_us, busbw_gbps: 20.0, ..LinkOverride::default() });
-        let err = check((seed, sync_rows), &slow_job, &job_of(&fast), &opts);
-        assert!(err.abs() <= 0.02, "seed {seed}: error {err}");
-    }
+    link_pairs(
+        &[(10, true), (11, false)],
+        |s| s.host_flag_wait = true,
+        |s, identity| assert!(identity.ranks.iter().all(|r| r.graph.host_comm_waits == s.steps as usize), "one wait per step and rank"),
+    );
 }
