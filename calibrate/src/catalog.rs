@@ -162,6 +162,10 @@ impl Gpu {
     }
 }
 
+/// GPUs per node when neither the user nor a node preset says: the HGX/DGX
+/// boards of every preset in `nodes.toml`.
+pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
+
 /// Network bandwidth per GPU when the catalog has no node preset for it:
 /// one 400 Gb/s NIC per GPU, as in every HGX/DGX H100, H200, B200 and MI300X
 /// preset of `nodes.toml`.
@@ -263,6 +267,12 @@ impl Catalog {
     /// The first node preset built from this GPU.
     pub fn node_of(&self, gpu_id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.gpu == gpu_id)
+    }
+
+    /// GPUs per node, the one rule: `given` (a flag, a runs file), else the GPU's
+    /// node preset, else [`DEFAULT_GPUS_PER_NODE`]; never 0.
+    pub fn gpus_per_node(&self, gpu_id: Option<&str>, given: Option<u32>) -> u32 {
+        given.or_else(|| gpu_id.and_then(|id| self.node_of(id)).map(|n| n.gpus)).unwrap_or(DEFAULT_GPUS_PER_NODE).max(1)
     }
 
     /// The network bandwidth per GPU, GB/s: the share of its node preset's

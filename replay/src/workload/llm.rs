@@ -686,7 +686,7 @@ impl Cluster {
     pub fn from_catalog(catalog: &Catalog, gpu_id: &str, gpus: u32, dtype: Dtype, device: Option<&DeviceModel>) -> Result<Cluster, String> {
         let gpu = catalog.gpu(gpu_id).map_err(|e| e.to_string())?;
         let node = catalog.node_of(&gpu.id);
-        let per_node = node.map_or(8, |n| n.gpus);
+        let per_node = catalog.gpus_per_node(Some(&gpu.id), None);
         let peak = gpu.peak_flops(dtype).ok_or_else(|| format!("{}: the catalog has no {} peak", gpu.id, dtype.as_str()))?;
         let mut notes = Vec::new();
         let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
