@@ -398,3 +398,25 @@ fn world_size_on_a_wait_dominated_rank_without_curves_prices_transfers_not_waits
     assert!(r.notes.iter().any(|x| x.contains("by collective_link_spec") && x.contains("waiting for peers")), "{:?}", r.notes);
     assert!(r.speedup > 1.0 / 1.5 && r.speedup < 1.0, "64 ranks: speed-up {}", r.speedup);
 }
+
+#[test]
+fn link_overrides_and_link_speed_ups_compose_by_the_stated_rule() {
+    // `--link` prices each transfer, then `--scale link=2` makes it twice as fast;
+    // groups spanning nodes without inter-node values say what they were priced at.
+    let j = job(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo"));
+    let run = |link_speedup: f64| {
+        let mut opts = ReplayOptions::default();
+        opts.world_size = Some(64);
+        opts.link = Some(LinkOverride { alpha_us: 15.0, busbw_gbps: 12.0, ..LinkOverride::default() });
+        opts.scale = Scale { link: link_speedup, ..Scale::default() };
+        replay_job(&j, &opts)
+    };
+    let (priced, faster) = (run(1.0), run(2.0));
+    assert!(faster.notes.iter().any(|n| n.contains("--link and --scale link=2")), "{:?}", faster.notes);
+    assert!(priced.notes.iter().any(|n| n.contains("without inter-alpha/inter-busbw") && n.contains("α 15 µs")), "{:?}", priced.notes);
+    // The joined collectives' transfers halve: the replayed communication time falls by
+    // close to half (the waits at the joins are the simulation's, not scaled).
+    let comm = |r: &tracecast_replay::JobReplay| r.ranks.iter().map(|x| x.replayed.comm_us).sum::<f64>();
+    let ratio = comm(&faster) / comm(&priced);
+    assert!((0.45..0.75).contains(&ratio), "communication {} → {} µs", comm(&priced), comm(&faster));
+}
