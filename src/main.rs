@@ -680,6 +680,10 @@ fn main() -> ExitCode {
         Command::Hw(args) => hw(args),
         Command::Demo => demo(),
     };
+    // A diagnostic for tests: how often each per-rank fact was computed.
+    if std::env::var_os("TRACECAST_COUNT_FACTS").is_some() {
+        eprintln!("facts computed: {}", analysis::facts::counts());
+    }
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -998,8 +1002,9 @@ fn ingest(args: IngestArgs) -> Result<ExitCode> {
             let mut o = analyze.clone();
             o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
             let world = world_of_rank(rank.trace.declared_world_size(), files);
-            let summary = analysis::summarize_rank(rank, world, &o);
-            tracecast_ingest::dataset::write_rank(out, rank, &analysis::summary_key(&o, world), &summary)
+            let ctx = analysis::RankContext::new(rank, &o.classifier);
+            let summary = analysis::summarize(&ctx, world, &o);
+            tracecast_ingest::dataset::write_rank(out, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
         };
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
         let mut ok = Vec::new();
@@ -1031,15 +1036,17 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let mut jobs = Vec::new();
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
         let summarize = |rank: &tracecast_ingest::job::Rank| {
-            (tracecast_calibrate::profile::rank_samples(rank, &catalog, &opts), rank.trace.declared_world_size())
+            let ctx = analysis::RankContext::new(rank, &opts.classifier);
+            let work = tracecast_calibrate::work::kernel_work_of(&ctx);
+            (tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives())
         };
         let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
-        let world = ranks.iter().filter_map(|r| r.1).max().unwrap_or(ranks.len() as u32);
-        let ranks: Vec<_> = ranks.into_iter().map(|r| r.0).collect();
-        ((!ranks.is_empty()).then_some((ranks, world)), failures)
+        let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
+        ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives))), failures)
     };
     let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
-    let profiles = tracecast_calibrate::profile::calibrate_summaries(jobs, &catalog, &opts);
+    let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
+    let profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
     }
@@ -1184,23 +1191,28 @@ fn replay(args: ReplayArgs) -> Result<ExitCode> {
         // what the report needs of it) and is dropped.
         let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
-                let world = world_of_rank(rank.trace.declared_world_size(), files);
-                tracecast_replay::RankPart::of(rank, world, &opts, &catalog)
+                let ctx = analysis::RankContext::new(rank, &opts.classifier);
+                (tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None, None), ctx.into_collectives())
             };
             let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
             ((!parts.is_empty()).then_some((path, parts)), failures)
         };
         for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |(path, parts), _| {
+            let (parts, collectives): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+            let collectives = analysis::JobCollectives::new(collectives);
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, given_node);
-            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &opts, &catalog).report);
+            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &collectives, &opts, &catalog).report);
         })?
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
         for_each_job(&args.inputs, |job| {
             let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, given_node);
-            let replayed = tracecast_replay::replay(&job, &opts);
-            what_ifs.push(tracecast_replay::replay_scenarios(&job, &opts, &scenarios));
+            // One context per rank for the replay and every what-if.
+            let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
+            let path = job.path.display().to_string();
+            what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
+            let replayed = tracecast_replay::replay_parts(path, parts, &collectives, &opts, &catalog);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 let path = if jobs_seen == 0 { path.clone() } else { per_device(path, &format!("job{}", jobs_seen + 1)) };
                 if let Err(e) = write_perfetto(&path, &job, &replayed) {

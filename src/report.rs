@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use tracecast_calibrate::diff::{ClassTimes, Delta, TraceDiff, diff_jobs};
 use tracecast_calibrate::timeline::{FirstRanks, StepKernels, step_kernels};
-use tracecast_calibrate::work::{OpRow, kernel_work, merge_op_rows, op_rows_of_rank};
+use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{self, AnalyzeOptions, CollectiveSample, JobAnalysis, MessageSizeRow};
+use tracecast_ingest::analysis::{self, AnalyzeOptions, CollectiveSample, JobAnalysis, MessageSizeRow, RankContext};
 use tracecast_plots::report::{JobReport, Report, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions, Scale};
 
@@ -47,7 +47,7 @@ impl Section {
     }
 }
 
-/// What one rank gives the report, built while its trace is in memory.
+/// What one rank gives the report, built from its context while its trace is in memory.
 struct RankPart<'c> {
     summary: analysis::RankSummary,
     samples: tracecast_calibrate::profile::RankSamples<'c>,
@@ -80,22 +80,21 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &crate::ReadArgs, pl
             let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
             let mut analyze = plan.analyze.clone();
             analyze.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
-            first.offer(rank, &plan.analyze.classifier);
-            // Computed once for the analysis, the op rows and the kernel classes.
-            let classes = plan.analyze.classifier.classes(&rank.trace);
-            let links = tracecast_ingest::link::Links::new(&rank.trace);
-            let work = kernel_work(&rank.trace, &plan.analyze.classifier);
-            let summary = analysis::summarize_rank_with(rank, world, &analyze, &classes, &links);
+            // Every product of the rank from one context: each fact computed once.
+            let ctx = RankContext::new(rank, &plan.analyze.classifier);
+            let work = kernel_work_of(&ctx);
+            first.offer(&ctx, &work);
+            let summary = analysis::summarize(&ctx, world, &analyze);
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
-            let class_times = ClassTimes::of_rank(&rank.trace, &classes, &work, summary.window());
-            Ok(RankPart {
-                summary,
-                samples: tracecast_calibrate::profile::rank_samples(rank, plan.catalog, &copts),
-                replay: tracecast_replay::RankPart::of(rank, world, &base, plan.catalog),
-                projection: projection.as_ref().map(|o| tracecast_replay::RankPart::of(rank, world, o, plan.catalog)),
-                ops: op_rows_of_rank(&rank.trace, &work),
-                class_times,
-            })
+            let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
+            let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
+            let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work), None);
+            let projection = projection.as_ref().map(|o| {
+                // The calibration samples made above serve the projection's source device too.
+                let source = o.target.is_some().then(|| samples.clone());
+                replay.retarget(&ctx, o, plan.catalog, Some(&work), source)
+            });
+            Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
         if parts.is_empty() {
@@ -135,24 +134,25 @@ fn reduce(
         ops.push(p.ops);
         class_times.add(p.class_times);
     }
-    let world = analysis::world_of(&summaries);
-    summaries.sort_by_key(|s| s.rank());
-    let collectives = analysis::match_collectives(&summaries.iter().map(analysis::RankSummary::collectives).collect::<Vec<_>>(), world);
-    let analysis = analysis::reduce(name.clone(), summaries, bad, plan.analyze);
-    let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, world)], plan.catalog, copts).into_iter().next();
+    // One matching of the job's collectives, read by the analysis, the calibration, the replays and the tables.
+    let (analysis, collectives) = analysis::reduce_matched(name.clone(), summaries, bad, plan.analyze);
+    let timeline = step_kernels(&first.into_ranks());
+    let profile =
+        tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
     let opts = crate::replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
-    let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &opts, plan.catalog).report;
+    let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
     let projection = projection.map(|p| {
         let o = crate::replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-        tracecast_replay::replay_parts(name.clone(), projection_parts, &o, plan.catalog).report
+        tracecast_replay::replay_parts(name.clone(), projection_parts, &collectives, &o, plan.catalog).report
     });
+    let collectives = collectives.into_samples();
     Section {
         analysis,
         profile,
         replay,
         projection,
-        timeline: step_kernels(&first.into_ranks()),
+        timeline,
         message_sizes: analysis::message_size_rows_of(&collectives),
         collectives,
         ops: merge_op_rows(ops),
@@ -312,12 +312,11 @@ pub(crate) fn run_diff(args: crate::DiffArgs) -> Result<ExitCode> {
                 let mut o = analyze.clone();
                 o.gpus_per_node = i64::from(crate::node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
                 let world = crate::world_of_rank(rank.trace.declared_world_size(), files);
-                let classes = classifier.classes(&rank.trace);
-                let links = tracecast_ingest::link::Links::new(&rank.trace);
-                let work = kernel_work(&rank.trace, &classifier);
-                let summary = analysis::summarize_rank_with(rank, world, &o, &classes, &links);
+                let ctx = RankContext::new(rank, &classifier);
+                let work = kernel_work_of(&ctx);
+                let summary = analysis::summarize(&ctx, world, &o);
                 // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
-                let times = ClassTimes::of_rank(&rank.trace, &classes, &work, summary.window());
+                let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
                 Ok((summary, times))
             };
             let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{Classifier, CollectiveSample};
+use tracecast_ingest::analysis::{Classifier, CollectiveSample, JobCollectives, RankContext};
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
@@ -307,12 +307,11 @@ impl Profile {
     }
 }
 
-/// Durations (µs) of the compute kernels of a trace.
-pub fn compute_kernel_durations(trace: &tracecast_ingest::RankTrace, classifier: &tracecast_ingest::analysis::Classifier) -> Vec<f64> {
-    let classes = classifier.classes(trace);
+/// Durations (µs) of the compute kernels of a trace, given its rows' activity classes.
+pub fn compute_kernel_durations(trace: &tracecast_ingest::RankTrace, classes: &[Option<tracecast_ingest::analysis::ActivityClass>]) -> Vec<f64> {
     trace
         .gpu_activity()
-        .filter(|&i| classes[i] == Some(tracecast_ingest::analysis::ActivityClass::Compute))
+        .filter(|&i| classes.get(i).copied().flatten() == Some(tracecast_ingest::analysis::ActivityClass::Compute))
         .map(|i| trace.events.dur_us(i))
         .collect()
 }
@@ -434,8 +433,9 @@ pub fn calibrate(jobs: &[Job], catalog: &Catalog, opts: &CalibrateOptions) -> Ve
 }
 
 /// What calibration needs of one rank: its device, its work samples and
-/// compute-kernel durations, and its collective rows for matching across
-/// ranks. Built in one pass over the rank's trace, which can then be dropped.
+/// compute-kernel durations (its collectives come from the job's
+/// [`JobCollectives`]). Built from the rank's context while its trace is in
+/// memory; the trace can then be dropped.
 #[derive(Debug, Clone)]
 pub struct RankSamples<'c> {
     rank: u32,
@@ -444,32 +444,43 @@ pub struct RankSamples<'c> {
     path: String,
     samples: Vec<WorkSample>,
     durations: Vec<f64>,
-    collectives: tracecast_ingest::analysis::RankCollectives,
 }
 
-/// One rank's pass for calibration (see [`RankSamples`]).
-pub fn rank_samples<'c>(rank: &tracecast_ingest::job::Rank, catalog: &'c Catalog, opts: &CalibrateOptions) -> RankSamples<'c> {
-    let t = &rank.trace;
+/// One rank's calibration samples from its context and its kernel work
+/// ([`work::kernel_work_of`] of the same context).
+pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::KernelWork>], catalog: &'c Catalog) -> RankSamples<'c> {
+    let t = ctx.trace();
     RankSamples {
-        rank: rank.rank,
+        rank: ctx.rank(),
         name: t.device_name().unwrap_or("").to_string(),
         gpu: t.devices.iter().find_map(|d| catalog.match_device(d)),
         path: t.path.display().to_string(),
-        samples: work::samples(t, &opts.classifier),
-        durations: compute_kernel_durations(t, &opts.classifier),
-        collectives: tracecast_ingest::analysis::RankCollectives::of(rank.rank, t, &opts.classifier),
+        samples: work::samples_of(t, kernel_work),
+        durations: compute_kernel_durations(t, ctx.classes()),
     }
 }
 
 /// [`calibrate`] over borrowed jobs.
 pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
-    let summaries: Vec<(Vec<RankSamples<'_>>, u32)> =
-        jobs.into_iter().map(|job| (job.ranks.iter().map(|r| rank_samples(r, catalog, opts)).collect(), job.world_size())).collect();
-    calibrate_summaries(summaries, catalog, opts)
+    let (mut samples, mut collectives) = (Vec::new(), Vec::new());
+    for job in jobs {
+        let (s, c): (Vec<_>, Vec<_>) = job
+            .ranks
+            .iter()
+            .map(|r| {
+                let ctx = RankContext::new(r, &opts.classifier);
+                (rank_samples(&ctx, &work::kernel_work_of(&ctx), catalog), ctx.into_collectives())
+            })
+            .unzip();
+        samples.push(s);
+        collectives.push(JobCollectives::new(c));
+    }
+    calibrate_summaries(samples.into_iter().zip(&collectives).collect(), catalog, opts)
 }
 
-/// [`calibrate`] from ranks summarized apart: per job, its ranks' samples and its world size.
-pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
+/// [`calibrate`] from ranks summarized apart: per job, its ranks' samples and
+/// its collectives matched across those ranks.
+pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, catalog: &Catalog, opts: &CalibrateOptions) -> Vec<Profile> {
     // Group ranks by device.
     struct Group<'a> {
         name: String,
@@ -481,14 +492,12 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, u32)>, catalog: &Cat
         durations: Vec<f64>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
-    for (mut ranks, world) in jobs {
-        let colls: Vec<tracecast_ingest::analysis::RankCollectives> =
-            ranks.iter_mut().map(|r| std::mem::take(&mut r.collectives)).collect();
+    for (ranks, collectives) in jobs {
+        let world = collectives.world();
         let mut by_rank: std::collections::HashMap<u32, Vec<CollectiveSample>> = std::collections::HashMap::new();
-        for c in tracecast_ingest::analysis::match_collectives(&colls, world) {
-            by_rank.entry(c.rank).or_default().push(c);
+        for c in collectives.samples() {
+            by_rank.entry(c.rank).or_default().push(c.clone());
         }
-        drop(colls);
         for r in ranks {
             let key = r.gpu.map(|(g, _)| g.id.clone()).unwrap_or_else(|| r.name.clone());
             let idx = match groups.iter().position(|g| g.gpu.map(|(x, _)| x.id.clone()).unwrap_or_else(|| g.name.clone()) == key) {

@@ -1,17 +1,15 @@
 //! The GPU timeline of one step per rank, as data for the report: built one
-//! rank at a time ([`RankKernels::of`], while its trace is in memory) from the
-//! first ranks of a job ([`FirstRanks`]), then cut to one step
-//! ([`step_kernels`]).
+//! rank at a time ([`RankKernels::of`], from the rank's context while its
+//! trace is in memory) from the first ranks of a job ([`FirstRanks`]), then
+//! cut to one step ([`step_kernels`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use tracecast_ingest::analysis::{ActivityClass, Classifier, Window, find_steps};
-use tracecast_ingest::job::Rank;
-use tracecast_ingest::link::Links;
+use tracecast_ingest::analysis::{ActivityClass, RankContext, Window};
 
-use crate::work::{KernelClass, kernel_work};
+use crate::work::{KernelClass, KernelWork};
 
 /// One kernel (or copy) of the step, for the page's explorable timeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,18 +99,15 @@ pub struct RankKernels {
 }
 
 impl RankKernels {
-    /// The kernels, copies and collectives of `rank` (one pass over its trace).
-    pub fn of(rank: &Rank, classifier: &Classifier) -> RankKernels {
-        let trace = &rank.trace;
-        let links = Links::new(trace);
-        let steps = find_steps(trace, &links);
-        let classes = classifier.classes(trace);
-        let work = kernel_work(trace, classifier);
+    /// The kernels, copies and collectives of a rank, from its context and
+    /// its kernel work (`work`, the context's [`crate::work::kernel_work_of`]).
+    pub fn of(ctx: &RankContext<'_>, work: &[Option<KernelWork>]) -> RankKernels {
+        let (trace, links, classes) = (ctx.trace(), ctx.links(), ctx.classes());
         let ev = &trace.events;
         let mut spans = Vec::new();
         for i in trace.gpu_activity() {
-            let w = work[i].as_ref();
-            let Some(kind) = kind_of(classes[i], w.map(|w| w.class)) else { continue };
+            let w = work.get(i).and_then(Option::as_ref);
+            let Some(kind) = kind_of(classes.get(i).copied().flatten(), w.map(|w| w.class)) else { continue };
             let op_row = w.and_then(|w| w.op_row).map(|r| r as usize).or_else(|| {
                 let op = links.launch_op.get(i).copied().unwrap_or(tracecast_ingest::link::NONE);
                 (op != tracecast_ingest::link::NONE).then_some(op as usize)
@@ -130,7 +125,7 @@ impl RankKernels {
                 bytes: op_work.and_then(|o| o.bytes),
             });
         }
-        RankKernels { rank: rank.rank, steps: steps.iter().map(|s| (s.number, s.gpu)).collect(), spans }
+        RankKernels { rank: ctx.rank(), steps: ctx.steps().iter().map(|s| (s.number, s.gpu)).collect(), spans }
     }
 }
 
@@ -143,15 +138,17 @@ pub struct FirstRanks {
 }
 
 impl FirstRanks {
-    /// Offers `rank`: its kernels are collected only when it is among the lowest ranks so far.
-    pub fn offer(&self, rank: &Rank, classifier: &Classifier) {
-        let wanted = |m: &BTreeMap<u32, RankKernels>| m.len() < MAX_LANES || m.keys().next_back().is_some_and(|&k| rank.rank < k);
+    /// Offers a rank (its context and kernel work): its kernels are
+    /// collected only when it is among the lowest ranks so far.
+    pub fn offer(&self, ctx: &RankContext<'_>, work: &[Option<KernelWork>]) {
+        let rank = ctx.rank();
+        let wanted = |m: &BTreeMap<u32, RankKernels>| m.len() < MAX_LANES || m.keys().next_back().is_some_and(|&k| rank < k);
         if !self.ranks.lock().map(|m| wanted(&m)).unwrap_or(false) {
             return;
         }
-        let kernels = RankKernels::of(rank, classifier);
+        let kernels = RankKernels::of(ctx, work);
         if let Ok(mut m) = self.ranks.lock() {
-            m.insert(rank.rank, kernels);
+            m.insert(rank, kernels);
             while m.len() > MAX_LANES {
                 m.pop_last();
             }

@@ -10,8 +10,10 @@
 //! inputs and output.
 
 use serde::Serialize;
-use tracecast_ingest::analysis::{ActivityClass, Classifier};
-use tracecast_ingest::link::{Links, NONE};
+use tracecast_ingest::analysis::facts::{self, Fact};
+use tracecast_ingest::analysis::{ActivityClass, Classifier, RankContext};
+use tracecast_ingest::job::RankSource;
+use tracecast_ingest::link::NONE;
 use tracecast_ingest::{OpShapes, RankTrace};
 
 use crate::catalog::Dtype;
@@ -393,10 +395,17 @@ pub struct KernelWork {
     pub share: f64,
 }
 
-/// For every row: what the compute kernel there belongs to (`None` for other rows).
+/// For every row: what the compute kernel there belongs to (`None` for other
+/// rows). For a trace read on its own; a command that builds other products
+/// of the rank too takes [`kernel_work_of`] its [`RankContext`].
 pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<KernelWork>> {
-    let classes = classifier.classes(trace);
-    let links = Links::new(trace);
+    kernel_work_of(&RankContext::of_trace(trace, 0, RankSource::FileOrder, classifier))
+}
+
+/// [`kernel_work`] of a rank's context (its classes and launch links).
+pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
+    facts::count(Fact::KernelWork);
+    let (trace, classes, links) = (ctx.trace(), ctx.classes(), ctx.links());
     let ev = &trace.events;
     let mut out: Vec<Option<KernelWork>> = vec![None; ev.len()];
     let mut op_time: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
@@ -454,6 +463,11 @@ pub fn kernel_work(trace: &RankTrace, classifier: &Classifier) -> Vec<Option<Ker
 
 /// The work samples of one rank: one per op instance that launched compute kernels.
 pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
+    samples_of(trace, &kernel_work(trace, classifier))
+}
+
+/// [`samples`] from the rank's [`kernel_work`].
+pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<WorkSample> {
     let ev = &trace.events;
     let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
     // Thousands of samples per rank name a few dozen ops: one string each.
@@ -467,7 +481,7 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
         a
     };
     let mut unattributed: Vec<WorkSample> = Vec::new();
-    for (i, k) in kernel_work(trace, classifier).into_iter().enumerate() {
+    for (i, k) in kernel_work.iter().enumerate() {
         let Some(k) = k else { continue };
         let dur_us = ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1000.0;
         match k.op_row {

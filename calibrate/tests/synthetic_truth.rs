@@ -183,12 +183,16 @@ fn calibrating_one_rank_at_a_time_gives_the_same_profile() {
         let job = Job::read(dir.clone(), &files, &ReadOptions::default(), &|_| {});
         let (catalog, opts) = (Catalog::builtin(), CalibrateOptions::default());
         let whole = calibrate(std::slice::from_ref(&job), &catalog, &opts);
-        let world = job.world_size();
         drop(job);
-        let (ranks, failures) =
-            Job::summarize(&files, &ReadOptions::default(), &|_| {}, &|r| tracecast_calibrate::profile::rank_samples(r, &catalog, &opts));
+        let (ranks, failures) = Job::summarize(&files, &ReadOptions::default(), &|_| {}, &|r| {
+            let ctx = tracecast_ingest::analysis::RankContext::new(r, &opts.classifier);
+            let work = tracecast_calibrate::work::kernel_work_of(&ctx);
+            (tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives())
+        });
         assert!(failures.is_empty());
-        let apart = tracecast_calibrate::profile::calibrate_summaries(vec![(ranks, world)], &catalog, &opts);
+        let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
+        let collectives = tracecast_ingest::analysis::JobCollectives::new(collectives);
+        let apart = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], &catalog, &opts);
         assert_eq!(serde_json::to_string(&apart).unwrap(), serde_json::to_string(&whole).unwrap(), "{}", dir.display());
     }
 }

@@ -30,13 +30,12 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{RankSummary, find_steps};
+use crate::analysis::{RankSummary, Step};
 use crate::collective::CollectiveArgs;
 use crate::device::{DeviceProperties, DistributedInfo};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, Events, Names};
 use crate::job::{Rank, RankSource};
-use crate::link::Links;
 use crate::rank::{OpShapes, RankTrace, SyncWait};
 
 /// The `format` of a dataset's manifest.
@@ -174,10 +173,11 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
 
 /// Writes one rank into the dataset `dir` (made when missing): its part
 /// files, each atomically, and the manifest. `summary` is the rank's analysis
-/// summary, cached under `key` ([`crate::analysis::summary_key`]); the
+/// summary, cached under `key` ([`crate::analysis::summary_key`]), and
+/// `steps` its profiler steps ([`crate::analysis::RankContext::steps`]); the
 /// `collectives` table lists its communication kernels. Returns the events
 /// part's path.
-pub fn write_rank(dir: &Path, rank: &Rank, key: &str, summary: &RankSummary) -> Result<PathBuf> {
+pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &RankSummary) -> Result<PathBuf> {
     let t = &rank.trace;
     let name = part_name(rank);
     if !dir.join("manifest.json").is_file() {
@@ -242,8 +242,6 @@ pub fn write_rank(dir: &Path, rank: &Rank, key: &str, summary: &RankSummary) -> 
     .map_err(|e| polars_error(&t.path, e))?;
 
     // steps and collectives (derived)
-    let links = Links::new(t);
-    let steps = find_steps(t, &links);
     let mut steps_df = DataFrame::new_infer_height(vec![
         col("rank", vec![r; steps.len()]),
         col("step", steps.iter().map(|s| s.number).collect::<Vec<i64>>()),

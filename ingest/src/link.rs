@@ -29,6 +29,7 @@ pub struct Links {
 impl Links {
     /// Builds the links of `trace`.
     pub fn new(trace: &RankTrace) -> Links {
+        crate::analysis::facts::count(crate::analysis::facts::Fact::Links);
         let ev = &trace.events;
         let n = ev.len();
         let mut parent = vec![NONE; n];

@@ -31,7 +31,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
-use tracecast_ingest::analysis::{ActivityClass, ClockAlignment, CollectiveSample};
+use tracecast_ingest::analysis::{ActivityClass, ClockAlignment, JobCollectives};
 use tracecast_ingest::link::{Links, NONE};
 use tracecast_ingest::{EventKind, RankTrace};
 
@@ -339,6 +339,7 @@ impl RankPiece {
     /// The graph of one rank's trace; `classes` are its rows' activity
     /// classes, `links` its launch links.
     pub fn of(t: &RankTrace, classes: &[Option<ActivityClass>], links: &Links) -> RankPiece {
+        tracecast_ingest::analysis::facts::count(tracecast_ingest::analysis::facts::Fact::Graph);
         let mut g = ExecGraph::default();
         let (tasks, rules) = build_rank(&mut g, t, classes, links);
         g.ranks.push(rules);
@@ -380,15 +381,13 @@ impl Placement {
     }
 }
 
-/// Builds the graph of a job from its ranks' pieces (in rank order; `ranks`
-/// their global rank numbers): each piece is moved onto the clock of
-/// `alignment`, and collectives matched across ranks (`collectives`) are
-/// joined. Pieces are consumed one by one, so the job's graph and one piece
-/// are in memory at a time.
+/// Builds the graph of a job from its ranks' pieces (in the rank order of
+/// `collectives`): each piece is moved onto the clock of `alignment`, and
+/// collectives matched across ranks are joined. Pieces are consumed one by
+/// one, so the job's graph and one piece are in memory at a time.
 pub fn build(
     pieces: impl IntoIterator<Item = RankPiece>,
-    ranks: &[u32],
-    collectives: &[CollectiveSample],
+    collectives: &JobCollectives,
     alignment: Option<&ClockAlignment>,
 ) -> (ExecGraph, Placement) {
     let mut g = ExecGraph::default();
@@ -412,13 +411,10 @@ pub fn build(
     }
     // Collectives: every member ends at the latest arrival plus the transfer.
     if join {
-        let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
         let mut members: FxHashMap<u32, Vec<(TaskId, i64)>> = FxHashMap::default();
-        for c in collectives {
-            let (Some(instance), Some(transfer)) = (c.instance, c.transfer_us) else { continue };
-            let Some(&r) = index.get(&c.rank) else { continue };
-            if let Some(id) = place.task_of(r, c.row) {
-                members.entry(instance).or_default().push((id, (transfer * 1000.0).round() as i64));
+        for (r, row, instance, transfer_ns) in collectives.joins() {
+            if let Some(id) = place.task_of(r, row) {
+                members.entry(instance).or_default().push((id, transfer_ns));
             }
         }
         let mut instances: Vec<_> = members.into_iter().collect();

@@ -7,15 +7,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::cost::{AlphaBeta, CrossDevice, Rule};
-use tracecast_calibrate::work::{KernelWork, kernel_work};
+use tracecast_calibrate::work::{KernelWork, kernel_work_of};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
-use tracecast_ingest::analysis::{
-    self, ActivityClass, Breakdown, Classifier, RankSets, Window, find_steps, match_collectives, step_of_activity,
-};
+use tracecast_ingest::analysis::{self, ActivityClass, Breakdown, Classifier, JobCollectives, RankContext, RankSets, Window};
 use tracecast_ingest::collective::Collective;
-use tracecast_ingest::job::Rank;
-use tracecast_ingest::link::Links;
 
 use crate::critical::CriticalPath;
 use crate::graph::{ExecGraph, Placement, RankGraph, RankPiece, TaskKind, build};
@@ -290,7 +286,7 @@ pub struct RuleShare {
 fn project_kernels(
     parts: &mut [RankPart<'_>],
     place: &Placement,
-    world: u32,
+    collectives: &JobCollectives,
     eg: &mut ExecGraph,
     target: &DeviceModel,
     opts: &ReplayOptions,
@@ -304,7 +300,7 @@ fn project_kernels(
             let mut copts = tracecast_calibrate::CalibrateOptions::default();
             copts.classifier = opts.classifier.clone();
             let samples: Vec<_> = parts.iter_mut().filter_map(|p| p.samples.take()).collect();
-            let profiles = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, world)], catalog, &copts);
+            let profiles = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, collectives)], catalog, &copts);
             match profiles.into_iter().next() {
                 Some(mut p) => {
                     // Classes this trace cannot fit take the GPU's shipped fits.
@@ -408,15 +404,30 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
             &builtin
         }
     };
-    let world = job.world_size();
-    let parts = job.ranks.par_iter().map(|r| RankPart::of(r, world, opts, catalog)).collect();
-    replay_parts(job.path.display().to_string(), parts, opts, catalog)
+    let (parts, collectives) = job_parts(job, opts, catalog);
+    replay_parts(job.path.display().to_string(), parts, &collectives, opts, catalog)
 }
 
-/// Everything the replay needs of one rank, built in one pass while its
-/// trace is in memory (see [`RankPart::of`]); the trace can then be dropped,
-/// so a job of thousands of ranks is replayed from these alone.
-#[derive(Debug)]
+/// The replay parts of every rank of `job` for `opts` (one [`RankContext`]
+/// per rank) and its collectives matched across them: what several replays
+/// of one job ([`replay_parts`] of copies) share.
+pub fn job_parts<'c>(job: &Job, opts: &ReplayOptions, catalog: &'c tracecast_calibrate::Catalog) -> (Vec<RankPart<'c>>, JobCollectives) {
+    let (parts, ranks): (Vec<RankPart<'c>>, Vec<_>) = job
+        .ranks
+        .par_iter()
+        .map(|r| {
+            let ctx = RankContext::new(r, &opts.classifier);
+            (RankPart::of(&ctx, opts, catalog, None, None), ctx.into_collectives())
+        })
+        .unzip();
+    (parts, JobCollectives::new(ranks))
+}
+
+/// Everything the replay needs of one rank, built from its
+/// [`RankContext`] while its trace is in memory (see [`RankPart::of`]); the
+/// trace can then be dropped, so a job of thousands of ranks is replayed from
+/// these and the job's [`JobCollectives`] alone.
+#[derive(Debug, Clone)]
 pub struct RankPart<'c> {
     rank: u32,
     file: String,
@@ -428,8 +439,8 @@ pub struct RankPart<'c> {
     steps: Vec<i64>,
     /// (local task, step index) of its GPU tasks inside a step.
     step_of_task: Vec<(TaskId, u32)>,
-    /// The measured analysis of the rank (breakdown, collective instances).
-    summary: Option<analysis::RankSummary>,
+    /// The §3 breakdown of the measured trace, as `analyze` reports it with its default window.
+    measured: Breakdown,
     /// Compute kernels' work, (local task, work); only with a target.
     work: Vec<(TaskId, KernelWork)>,
     /// Calibration samples for the source device; only with a target and no source.
@@ -439,50 +450,93 @@ pub struct RankPart<'c> {
 }
 
 impl<'c> RankPart<'c> {
-    /// One rank's pass; `world` is the job's world size (for the measured analysis).
-    pub fn of(rank: &Rank, world: u32, opts: &ReplayOptions, catalog: &'c tracecast_calibrate::Catalog) -> RankPart<'c> {
-        let trace = &rank.trace;
-        let classes = opts.classifier.classes(trace);
-        let links = Links::new(trace);
-        let piece = RankPiece::of(trace, &classes, &links);
-        let steps = find_steps(trace, &links);
-        let assignment = step_of_activity(trace, &links, &steps);
+    /// One rank's part from its context (whose classifier should be
+    /// `opts.classifier`). With a target in `opts` it keeps the compute
+    /// kernels' work — `work`, the context's [`kernel_work_of`], computed here
+    /// when not given — and, without a source device, the rank's calibration
+    /// samples (`samples`, likewise).
+    pub fn of(
+        ctx: &RankContext<'_>,
+        opts: &ReplayOptions,
+        catalog: &'c tracecast_calibrate::Catalog,
+        work: Option<&[Option<KernelWork>]>,
+        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
+    ) -> RankPart<'c> {
+        let trace = ctx.trace();
+        let piece = RankPiece::of(trace, ctx.classes(), ctx.links());
+        let steps = ctx.steps();
         let step_of_task = piece
             .gpu_tasks
             .iter()
-            .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { assignment[row as usize].map(|k| (t, k)) })
+            .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
-        let mut analyze = analysis::AnalyzeOptions::default();
-        analyze.classifier = opts.classifier.clone();
-        let summary = analysis::summarize_rank_with(rank, world, &analyze, &classes, &links);
-        let mut work = Vec::new();
-        let mut samples = None;
-        if opts.target.is_some() {
-            let all = kernel_work(trace, &opts.classifier);
-            work = piece
-                .gpu_tasks
-                .iter()
-                .filter(|&&(_, t)| piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
-                .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
-                .collect();
-            if opts.source.is_none() {
-                let mut copts = tracecast_calibrate::CalibrateOptions::default();
-                copts.classifier = opts.classifier.clone();
-                samples = Some(tracecast_calibrate::profile::rank_samples(rank, catalog, &copts));
-            }
-        }
-        RankPart {
-            rank: rank.rank,
+        let part = RankPart {
+            rank: ctx.rank(),
             file: trace.path.display().to_string(),
             gpu: trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g.id.clone()),
             piece,
             steps: steps.iter().map(|s| s.number).collect(),
             step_of_task,
-            summary: Some(summary),
-            work,
-            samples,
-            for_target: opts.target.is_some(),
+            measured: analysis::measured_breakdown(ctx, &analysis::AnalyzeOptions::default()),
+            work: Vec::new(),
+            samples: None,
+            for_target: false,
+        };
+        part.with_target(ctx, opts, catalog, work, samples)
+    }
+
+    /// This part for a replay with other options (`opts`) of the same rank
+    /// (`ctx`): the graph piece is copied, not built again; `work` and
+    /// `samples` as for [`RankPart::of`].
+    pub fn retarget(
+        &self,
+        ctx: &RankContext<'_>,
+        opts: &ReplayOptions,
+        catalog: &'c tracecast_calibrate::Catalog,
+        work: Option<&[Option<KernelWork>]>,
+        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
+    ) -> RankPart<'c> {
+        let part = RankPart { work: Vec::new(), samples: None, for_target: false, ..self.clone() };
+        part.with_target(ctx, opts, catalog, work, samples)
+    }
+
+    /// This part for a replay without a target (its kernels keep their measured time).
+    pub fn without_target(&self) -> RankPart<'c> {
+        RankPart { work: Vec::new(), samples: None, for_target: false, ..self.clone() }
+    }
+
+    /// This part with what a projection with `opts` needs (nothing without a target).
+    fn with_target(
+        mut self,
+        ctx: &RankContext<'_>,
+        opts: &ReplayOptions,
+        catalog: &'c tracecast_calibrate::Catalog,
+        work: Option<&[Option<KernelWork>]>,
+        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
+    ) -> RankPart<'c> {
+        let part = &mut self;
+        part.for_target = opts.target.is_some();
+        if opts.target.is_some() {
+            let computed;
+            let all = match work {
+                Some(w) => w,
+                None => {
+                    computed = kernel_work_of(ctx);
+                    &computed
+                }
+            };
+            part.work = part
+                .piece
+                .gpu_tasks
+                .iter()
+                .filter(|&&(_, t)| part.piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
+                .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
+                .collect();
+            if opts.source.is_none() {
+                part.samples = Some(samples.unwrap_or_else(|| tracecast_calibrate::profile::rank_samples(ctx, all, catalog)));
+            }
         }
+        self
     }
 }
 
@@ -494,21 +548,21 @@ impl RankPart<'_> {
 }
 
 /// Replays the ranks of one job from their parts (any order; `path` names
-/// the job) and keeps the simulated timeline.
-pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOptions, catalog: &tracecast_calibrate::Catalog) -> Replayed {
+/// the job) and the job's collectives matched across those ranks, and keeps
+/// the simulated timeline.
+pub fn replay_parts(
+    path: String,
+    mut parts: Vec<RankPart<'_>>,
+    collectives: &JobCollectives,
+    opts: &ReplayOptions,
+    catalog: &tracecast_calibrate::Catalog,
+) -> Replayed {
     parts.sort_by_key(|p| p.rank);
     debug_assert!(parts.iter().all(|p| p.for_target == opts.target.is_some()), "parts built with other options than the replay");
     let rank_ids: Vec<u32> = parts.iter().map(|p| p.rank).collect();
-    let summaries: Vec<analysis::RankSummary> = parts.iter_mut().filter_map(|p| p.summary.take()).collect();
-    let world = analysis::world_of(&summaries);
-    let collectives = {
-        let ranks: Vec<_> = summaries.iter().map(analysis::RankSummary::collectives).collect();
-        match_collectives(&ranks, world)
-    };
-    let mut analyze = analysis::AnalyzeOptions::default();
-    analyze.classifier = opts.classifier.clone();
-    let measured_analysis = analysis::reduce(path.clone(), summaries, Vec::new(), &analyze);
-    let alignment = measured_analysis.clock_alignment.clone();
+    debug_assert_eq!(rank_ids, collectives.ranks(), "collectives of other ranks than the parts'");
+    let world = collectives.world();
+    let alignment = collectives.alignment();
     let mut notes = Vec::new();
     if let Some(a) = &alignment
         && a.residual_us * 1000.0 > 100_000.0
@@ -519,7 +573,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
         ));
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
-    let (mut eg, place) = build(pieces, &rank_ids, &collectives, alignment.as_ref());
+    let (mut eg, place) = build(pieces, collectives, alignment);
     // The pricing layer: the caller's (with the user's measurements), else the shipped base.
     let shipped;
     let pricing = match &opts.pricing {
@@ -531,7 +585,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
     };
     let mut projection = None;
     if let Some(target) = &opts.target {
-        projection = Some(project_kernels(&mut parts, &place, world, &mut eg, target, opts, catalog, pricing, &mut notes));
+        projection = Some(project_kernels(&mut parts, &place, collectives, &mut eg, target, opts, catalog, pricing, &mut notes));
     }
     let job_gpu = parts.iter().find_map(|p| p.gpu.as_deref()).and_then(|id| catalog.gpu(id).ok());
     let s = opts.scale;
@@ -546,7 +600,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
         }
     }
     let priced = job_gpu.map(|g| (g, pricing));
-    recost_communication(world, &rank_ids, &place, &mut eg, &collectives, opts, priced, &mut notes);
+    recost_communication(world, &rank_ids, &place, &mut eg, collectives, opts, priced, &mut notes);
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
@@ -607,7 +661,7 @@ pub fn replay_parts(path: String, mut parts: Vec<RankPart<'_>>, opts: &ReplayOpt
         ranks.push(RankReplay {
             file: part.file.clone(),
             rank: part.rank,
-            measured: measured_analysis.ranks.get(r).map(|a| a.breakdown).unwrap_or_default(),
+            measured: part.measured,
             measured_step_us: m,
             replayed_step_us: p,
             error: if m > 0.0 { (p - m) / m } else { 0.0 },
@@ -652,7 +706,7 @@ fn recost_communication(
     rank_ids: &[u32],
     place: &Placement,
     eg: &mut ExecGraph,
-    collectives: &[CollectiveSample],
+    collectives: &JobCollectives,
     opts: &ReplayOptions,
     priced: Option<(&tracecast_calibrate::catalog::Gpu, &tracecast_calibrate::pricing::Pricing)>,
     notes: &mut Vec<String>,
@@ -662,6 +716,7 @@ fn recost_communication(
     if !rescale && opts.link.is_none() && opts.world_size.is_none() {
         return;
     }
+    let collectives = collectives.samples();
     let joined: FxHashSet<usize> = eg.join_edges.iter().filter_map(|&e| eg.graph.edges.get(e)).map(|e| e.to as usize).collect();
     let rank_index: FxHashMap<u32, usize> = rank_ids.iter().enumerate().map(|(i, &r)| (r, i)).collect();
     let sample_task = |c: &CollectiveSample| rank_index.get(&c.rank).and_then(|&r| place.task_of(r, c.row)).map(|t| t as usize);

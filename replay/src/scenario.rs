@@ -1,6 +1,6 @@
 //! What-if scenarios side by side: `NAME:KEY=VALUE,…` settings (the one
 //! parser of `--scale`, `--link` and `--what-if`), applied on top of a base
-//! [`ReplayOptions`], each replayed with [`replay_job`] and summed up in one
+//! [`ReplayOptions`], each replayed with [`crate::replay_parts`] and summed up in one
 //! row — its speed-up, replayed step and critical-path shares.
 //!
 //! ```
@@ -19,7 +19,7 @@ use serde::Serialize;
 use tracecast_ingest::Job;
 
 use crate::error::Error;
-use crate::replay::{JobReplay, LinkOverride, ReplayOptions, Scale, replay_job};
+use crate::replay::{JobReplay, LinkOverride, RankPart, ReplayOptions, Scale, job_parts, replay_parts};
 
 /// The name of the first row of every what-if table: the identity replay
 /// (measured durations); no scenario may take it.
@@ -340,15 +340,43 @@ pub fn replay_scenarios(job: &Job, base: &ReplayOptions, scenarios: &[Scenario])
     if scenarios.is_empty() {
         return Vec::new();
     }
+    let builtin;
+    let catalog = match &base.catalog {
+        Some(c) => c,
+        None => {
+            builtin = tracecast_calibrate::Catalog::builtin();
+            &builtin
+        }
+    };
+    let (parts, collectives) = job_parts(job, base, catalog);
+    scenario_rows(&job.path.display().to_string(), &parts, &collectives, base, scenarios, catalog)
+}
+
+/// [`replay_scenarios`] of a job's replay parts built with `base` and its
+/// collectives ([`job_parts`]): every replay of the table from copies of the
+/// same parts, each rank's facts computed once.
+pub fn scenario_rows(
+    path: &str,
+    parts: &[RankPart<'_>],
+    collectives: &tracecast_ingest::analysis::JobCollectives,
+    base: &ReplayOptions,
+    scenarios: &[Scenario],
+    catalog: &tracecast_calibrate::Catalog,
+) -> Vec<ScenarioRow> {
+    if scenarios.is_empty() {
+        return Vec::new();
+    }
     let mut identity = base.clone();
     identity.scale = Scale::default();
     identity.world_size = None;
     identity.link = None;
     identity.target = None;
-    let mut rows = vec![ScenarioRow::of(MEASURED, "identity replay (measured durations)".into(), &replay_job(job, &identity))];
+    let measured = replay_parts(path.to_string(), parts.iter().map(RankPart::without_target).collect(), collectives, &identity, catalog);
+    let mut rows = vec![ScenarioRow::of(MEASURED, "identity replay (measured durations)".into(), &measured.report)];
     for s in scenarios {
         let opts = s.apply(base);
-        rows.push(ScenarioRow::of(&s.name, describe(&opts), &replay_job(job, &opts)));
+        let replayed = replay_parts(path.to_string(), parts.to_vec(), collectives, &opts, catalog);
+        rows.push(ScenarioRow::of(&s.name, describe(&opts), &replayed.report));
     }
     rows
 }

@@ -93,6 +93,7 @@ impl RankSets {
 
     /// Builds the unions from per-row classes (see [`Classifier::classes`]).
     pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
+        super::facts::count(super::facts::Fact::Sets);
         let ev = &trace.events;
         RankSets::from_intervals(
             classes.iter().enumerate().filter_map(|(i, c)| Some((ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), (*c)?))),

@@ -171,6 +171,7 @@ impl Classifier {
 
     /// The class of every row that is GPU activity, `None` for the others.
     pub fn classes(&self, trace: &RankTrace) -> Vec<Option<ActivityClass>> {
+        super::facts::count(super::facts::Fact::Classes);
         let comm_names: Vec<bool> = trace.names.iter().map(|n| self.is_comm_kernel(n)).collect();
         let ev = &trace.events;
         let by_args = self.mode == CommKernels::Families;

@@ -128,6 +128,7 @@ fn from_launching_ops(trace: &RankTrace, links: &Links, row: usize) -> (Option<C
 /// that launched it; the size from the arguments (`In/Out msg nelems` ×
 /// dtype), else from that op's input shapes.
 pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], links: &Links) -> Vec<Instance> {
+    super::facts::count(super::facts::Fact::Instances);
     let ev = &trace.events;
     let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
     let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
@@ -221,16 +222,16 @@ pub struct CollectiveStats {
     pub wait_us: Option<f64>,
 }
 
-/// Aggregates a rank's instances inside `w`. `transfer_ns` gives, for
-/// instances matched across ranks, the minimum duration over the ranks.
 /// Collectives of one rank in window `w` by type, process group and size.
+/// `matched(i)` gives, for instance `i` when it was matched across ranks, its
+/// transfer time (the minimum duration over the ranks) and its ranks.
 /// Bandwidths use the transfer time where the instance was matched across
 /// ranks (waiting is not moving bytes); a group without `Group size` args
 /// takes its size from [`crate::collective::inferred_group_size`].
 pub(crate) fn collective_stats(
     instances: &[Instance],
     w: Window,
-    transfer_ns: &HashMap<InstanceKey, (i64, usize)>,
+    matched: impl Fn(usize) -> Option<(i64, usize)>,
     world: i64,
 ) -> Vec<CollectiveStats> {
     type Key = (Collective, Option<String>, Option<i64>);
@@ -246,8 +247,8 @@ pub(crate) fn collective_stats(
         wait: i64,
     }
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
-    for inst in instances.iter().filter(|x| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
-        let matched = transfer_ns.get(&inst.key()).copied();
+    for (i, inst) in instances.iter().enumerate().filter(|(_, x)| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
+        let matched = matched(i);
         let group_size = inst
             .group_size
             .or_else(|| crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched.map_or(1, |m| m.1)));
@@ -289,8 +290,6 @@ pub(crate) fn collective_stats(
         .collect()
 }
 
-/// For every instance seen on at least two ranks: the minimum duration (the
-/// transfer time) and the end time on each rank.
 /// A rank the others waited for at collectives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Straggler {
@@ -303,62 +302,6 @@ pub struct Straggler {
     pub wait_caused_us: f64,
     /// That wait as GPU-hours of the whole job (with `--job-gpus`/`--job-hours`).
     pub wait_caused_gpu_hours: Option<f64>,
-}
-
-/// Per rank: how often it arrived last at a collective matched across ranks
-/// and the waiting it caused the others, most first. `starts[r]` are rank
-/// `r`'s instances, `offsets_ns[r]` its clock offset, `ranks[r]` its global rank.
-pub(crate) fn stragglers(per_rank: &[Vec<Instance>], offsets_ns: &[i64], ranks: &[u32]) -> Vec<Straggler> {
-    let mut seen: HashMap<InstanceKey, Vec<(usize, i64)>> = HashMap::default();
-    for (r, list) in per_rank.iter().enumerate() {
-        let off = offsets_ns.get(r).copied().unwrap_or(0);
-        for inst in list {
-            seen.entry(inst.key()).or_default().push((r, inst.start_ns + off));
-        }
-    }
-    let mut out: Vec<Straggler> =
-        ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
-    for arrivals in seen.values().filter(|v| v.len() >= 2) {
-        let Some(&(last, at)) = arrivals.iter().max_by_key(|(r, t)| (*t, std::cmp::Reverse(*r))) else { continue };
-        let waited: i64 = arrivals.iter().filter(|(r, _)| *r != last).map(|(_, t)| (at - t).max(0)).sum();
-        // Arriving together is no straggling.
-        if waited <= 0 {
-            continue;
-        }
-        if let Some(s) = out.get_mut(last) {
-            s.times_last += 1;
-            s.wait_caused_us += waited as f64 / 1000.0;
-        }
-    }
-    out.retain(|s| s.times_last > 0);
-    out.sort_by(|a, b| b.wait_caused_us.total_cmp(&a.wait_caused_us).then(a.rank.cmp(&b.rank)));
-    out
-}
-
-pub(crate) struct Matches {
-    /// Per matched instance: its transfer time (shortest duration over the ranks) and the ranks it was seen on.
-    pub(crate) transfer_ns: HashMap<InstanceKey, (i64, usize)>,
-    /// (instance, rank index, end ns) for every matched instance.
-    pub(crate) ends: Vec<(usize, usize, i64)>,
-}
-
-pub(crate) fn match_ranks(per_rank: &[Vec<Instance>]) -> Matches {
-    let mut seen: HashMap<InstanceKey, Vec<(usize, i64, i64)>> = HashMap::default();
-    for (r, list) in per_rank.iter().enumerate() {
-        for inst in list {
-            seen.entry(inst.key()).or_default().push((r, inst.end_ns - inst.start_ns, inst.end_ns));
-        }
-    }
-    let mut keys: Vec<&InstanceKey> = seen.iter().filter(|(_, v)| v.len() >= 2).map(|(k, _)| k).collect();
-    keys.sort();
-    let mut transfer_ns = HashMap::default();
-    let mut ends = Vec::new();
-    for (k, key) in keys.into_iter().enumerate() {
-        let v = &seen[key];
-        transfer_ns.insert(key.clone(), (v.iter().map(|x| x.1).min().unwrap_or(0), v.len()));
-        ends.extend(v.iter().map(|&(r, _, e)| (k, r, e)));
-    }
-    Matches { transfer_ns, ends }
 }
 
 /// One row of the per-message-size table (the nccl-tests view).
@@ -539,85 +482,72 @@ pub struct CollectiveSample {
 
 /// The collective instances of one rank (its communication kernels with
 /// their type, group, size and sequence number): what matching across ranks
-/// needs of it, small enough to keep for thousands of ranks.
+/// ([`super::JobCollectives`]) needs of it, small enough to keep for
+/// thousands of ranks. Made by [`super::RankContext::collectives`].
 #[derive(Debug, Clone, Default)]
 pub struct RankCollectives {
     rank: u32,
+    declared_world: Option<u32>,
     instances: Vec<Instance>,
 }
 
 impl RankCollectives {
-    /// The instances of `trace` (rank `rank`).
-    pub fn of(rank: u32, trace: &RankTrace, classifier: &super::Classifier) -> RankCollectives {
-        let classes = classifier.classes(trace);
-        let links = Links::new(trace);
-        RankCollectives { rank, instances: instances(trace, &classes, &links) }
+    pub(crate) fn new(rank: u32, declared_world: Option<u32>, instances: Vec<Instance>) -> RankCollectives {
+        RankCollectives { rank, declared_world, instances }
     }
 
-    /// The communication kernels, in row order.
+    /// The communication kernels, in time order.
     pub(crate) fn rows(&self) -> &[Instance] {
         &self.instances
     }
 
-    pub(crate) fn from_instances(rank: u32, instances: Vec<Instance>) -> RankCollectives {
-        RankCollectives { rank, instances }
+    pub(crate) fn into_rows(self) -> Vec<Instance> {
+        self.instances
     }
 
     /// The rank.
     pub fn rank(&self) -> u32 {
         self.rank
     }
+
+    /// The world size its trace declares (`distributedInfo.world_size`), if any.
+    pub fn declared_world(&self) -> Option<u32> {
+        self.declared_world
+    }
 }
 
-/// Every communication kernel of every rank of `job`, matched across ranks.
+/// Every communication kernel of every rank of `job`, matched across ranks
+/// (see [`super::JobCollectives::samples`]).
 pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<CollectiveSample> {
-    let ranks: Vec<RankCollectives> = job.ranks.iter().map(|r| RankCollectives::of(r.rank, &r.trace, classifier)).collect();
-    match_collectives(&ranks, job.world_size())
+    let ranks = job.ranks.iter().map(|r| super::RankContext::new(r, classifier).into_collectives());
+    super::JobCollectives::new(ranks).into_samples()
 }
 
-/// The samples of ranks summarized apart, matched across them (see
-/// [`collective_samples`]); `world` is the job's world size.
-pub fn match_collectives(ranks: &[RankCollectives], world: u32) -> Vec<CollectiveSample> {
-    let per_rank: Vec<&Vec<Instance>> = ranks.iter().map(|r| &r.instances).collect();
-    // key -> (ranks, shortest duration, job-wide id)
-    let mut count: HashMap<InstanceKey, (usize, i64, u32)> = HashMap::default();
-    for list in &per_rank {
-        for inst in list.iter() {
-            let next = count.len() as u32;
-            let e = count.entry(inst.key()).or_insert((0, i64::MAX, next));
-            e.0 += 1;
-            e.1 = e.1.min(inst.end_ns - inst.start_ns);
-        }
+/// The sample of instance `inst` of rank `rank`, found on `matched` ranks of
+/// a job of `world` ranks with the shortest duration `min_ns` over them and
+/// job-wide id `id`.
+pub(crate) fn sample(rank: u32, inst: Instance, matched: usize, min_ns: i64, id: u32, world: i64) -> CollectiveSample {
+    // Without `Group size` args (older PyTorch): the default group is
+    // the whole world; a named group spans the ranks it was matched on.
+    let inferred = match inst.group_size {
+        Some(_) => None,
+        None => crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched),
+    };
+    CollectiveSample {
+        rank,
+        collective: inst.collective,
+        process_group: inst.process_group.as_deref().map(str::to_string),
+        pg_ranks: inst.pg_ranks,
+        group_size: inst.group_size.or(inferred),
+        group_size_inferred: inferred.is_some(),
+        bytes: inst.bytes,
+        algo: inst.algo,
+        proto: inst.proto,
+        start_ns: inst.start_ns,
+        dur_us: (inst.end_ns - inst.start_ns) as f64 / 1000.0,
+        transfer_us: (matched >= 2).then(|| min_ns as f64 / 1000.0),
+        matched_ranks: matched,
+        row: inst.row,
+        instance: (matched >= 2).then_some(id),
     }
-    let world = i64::from(world);
-    let mut out = Vec::new();
-    for (rank, list) in ranks.iter().zip(per_rank) {
-        for inst in list.iter().cloned() {
-            let (matched, min, id) = count.get(&inst.key()).copied().unwrap_or((1, 0, 0));
-            // Without `Group size` args (older PyTorch): the default group is
-            // the whole world; a named group spans the ranks it was matched on.
-            let inferred = match inst.group_size {
-                Some(_) => None,
-                None => crate::collective::inferred_group_size(inst.process_group.as_deref(), world, matched),
-            };
-            out.push(CollectiveSample {
-                rank: rank.rank,
-                collective: inst.collective,
-                process_group: inst.process_group.as_deref().map(str::to_string),
-                pg_ranks: inst.pg_ranks,
-                group_size: inst.group_size.or(inferred),
-                group_size_inferred: inferred.is_some(),
-                bytes: inst.bytes,
-                algo: inst.algo,
-                proto: inst.proto,
-                start_ns: inst.start_ns,
-                dur_us: (inst.end_ns - inst.start_ns) as f64 / 1000.0,
-                transfer_us: (matched >= 2).then(|| min as f64 / 1000.0),
-                matched_ranks: matched,
-                row: inst.row,
-                instance: (matched >= 2).then_some(id),
-            });
-        }
-    }
-    out
 }

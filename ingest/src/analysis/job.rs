@@ -3,12 +3,14 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::breakdown::{Breakdown, RankSets, Window, WindowMode};
+use super::breakdown::{Breakdown, Window, WindowMode};
 use super::classify::Classifier;
 use super::collectives::{self, ClockAlignment, CollectiveStats};
+use super::context::RankContext;
 use super::idle::{IdleSplit, StreamIdle};
+use super::job_collectives::JobCollectives;
 use super::kernels::{self, KernelStats};
-use super::steps::{self, StepBreakdown};
+use super::steps::{self, Step, StepBreakdown};
 use crate::job::{Job, RankSource};
 
 /// Options of [`analyze_job`].
@@ -262,10 +264,14 @@ impl RankSummary {
         self.window
     }
 
-    /// The rank's collective instances for matching across ranks (the same
-    /// rows [`collectives::RankCollectives::of`] gives, without a second pass).
+    /// The rank's collective instances for matching across ranks (a copy).
     pub fn collectives(&self) -> collectives::RankCollectives {
-        collectives::RankCollectives::from_instances(self.analysis.rank, self.instances.clone())
+        collectives::RankCollectives::new(self.analysis.rank, self.declared_world, self.instances.clone())
+    }
+
+    /// [`RankSummary::collectives`], moved out of the summary.
+    fn take_collectives(&mut self) -> collectives::RankCollectives {
+        collectives::RankCollectives::new(self.analysis.rank, self.declared_world, std::mem::take(&mut self.instances))
     }
 }
 
@@ -285,32 +291,33 @@ pub fn world_of(summaries: &[RankSummary]) -> u32 {
 
 /// One rank's pass: everything the job needs of it (see [`RankSummary`]);
 /// `world` is the job's world size (for the default group and dimensions).
+/// For a rank read on its own; a command that builds other products of the
+/// rank too takes [`summarize`] its [`RankContext`].
 pub fn summarize_rank(rank: &crate::job::Rank, world: u32, opts: &AnalyzeOptions) -> RankSummary {
-    let classes = opts.classifier.classes(&rank.trace);
-    let links = crate::link::Links::new(&rank.trace);
-    summarize_rank_with(rank, world, opts, &classes, &links)
+    summarize(&RankContext::new(rank, &opts.classifier), world, opts)
 }
 
-/// [`summarize_rank`] given the rank's activity classes (of `opts.classifier`)
-/// and launch links, for a caller that needs them too.
-pub fn summarize_rank_with(
-    rank: &crate::job::Rank,
-    world: u32,
-    opts: &AnalyzeOptions,
-    classes: &[Option<super::ActivityClass>],
-    links: &crate::link::Links,
-) -> RankSummary {
-    let trace = &rank.trace;
-    let sets = RankSets::new(trace, classes);
-    let mut steps = steps::find_steps(trace, links);
+/// What an analysis with `opts` covers of a rank: the steps it keeps, the
+/// window mode used and the window (`None` without GPU activity), the whole
+/// GPU window, and notes on fallbacks.
+struct Selection {
+    steps: Vec<Step>,
+    mode: WindowMode,
+    window: Option<Window>,
+    all: Option<Window>,
+    notes: Vec<String>,
+}
+
+fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
+    let mut steps = ctx.steps().to_vec();
     if opts.drop_last_step && steps.len() > 1 {
         steps.pop();
     }
     if let Some((lo, hi)) = opts.steps {
         steps.retain(|s| s.number >= lo && s.number <= hi);
     }
-    let mut notes: Vec<String> = trace.warnings.clone();
-    let all = Window::all(trace);
+    let mut notes = Vec::new();
+    let all = ctx.window_all();
     let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
         (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
         (WindowMode::Steps, None) => {
@@ -325,11 +332,31 @@ pub fn summarize_rank_with(
         }
         (WindowMode::All, _) => (WindowMode::All, all),
     };
+    Selection { steps, mode, window, all, notes }
+}
+
+/// The §3 breakdown a rank's analysis with `opts` reports ([`summarize`]'s
+/// `breakdown`), without the rest of the analysis.
+pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Breakdown {
+    select(ctx, opts).window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default()
+}
+
+/// The analysis of one rank from its context (its activity classes are the
+/// context's, `opts.classifier` is not consulted): everything the job needs
+/// of it (see [`RankSummary`]); `world` is the job's world size (for the
+/// default group and dimensions).
+pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> RankSummary {
+    super::facts::count(super::facts::Fact::Analysis);
+    let trace = ctx.trace();
+    let (links, classes, sets) = (ctx.links(), ctx.classes(), ctx.sets());
+    let Selection { steps, mode, window, all, notes: fallback } = select(ctx, opts);
+    let mut notes: Vec<String> = trace.warnings.clone();
+    notes.extend(fallback);
     if all.is_none() {
         notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
     }
     let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
-    let breakdown = if window.is_some() { Breakdown::from_sets(&sets, w) } else { Breakdown::default() };
+    let breakdown = if window.is_some() { Breakdown::from_sets(sets, w) } else { Breakdown::default() };
     let idle_split = if window.is_some() {
         IdleSplit::compute(trace, links, w, opts.kernel_wait_threshold_us)
     } else {
@@ -341,20 +368,20 @@ pub fn summarize_rank_with(
         .map(|s| StepBreakdown {
             step: s.number,
             cpu_dur_us: (s.cpu_end_ns - s.cpu_start_ns) as f64 / 1000.0,
-            breakdown: s.gpu.map(|g| Breakdown::from_sets(&sets, g)).unwrap_or_default(),
+            breakdown: s.gpu.map(|g| Breakdown::from_sets(sets, g)).unwrap_or_default(),
         })
         .collect();
     let all_kernels = if window.is_some() { kernels::kernel_stats(trace, classes, w) } else { Vec::new() };
-    let instances = collectives::instances(trace, classes, links);
+    let instances = ctx.instances().to_vec();
     let world = i64::from(world);
     let comm_by_dimension =
-        if window.is_some() { super::dimension::comm_by_dimension(&instances, &sets, w, world, opts.gpus_per_node) } else { Vec::new() };
+        if window.is_some() { super::dimension::comm_by_dimension(&instances, sets, w, world, opts.gpus_per_node) } else { Vec::new() };
     RankSummary {
         declared_world: trace.declared_world_size(),
         analysis: RankAnalysis {
             file: trace.path.display().to_string(),
-            rank: rank.rank,
-            rank_source: rank.source,
+            rank: ctx.rank(),
+            rank_source: ctx.source(),
             device: trace.device_name().map(str::to_string),
             window: mode,
             window_start_us: all.map_or(0.0, |a| (w.start_ns - a.start_ns) as f64 / 1000.0),
@@ -376,24 +403,29 @@ pub fn summarize_rank_with(
 }
 
 /// The job's analysis from its ranks' summaries (any order; sorted by rank here).
-pub fn reduce(path: String, mut partials: Vec<RankSummary>, bad_files: Vec<BadFile>, opts: &AnalyzeOptions) -> JobAnalysis {
+pub fn reduce(path: String, partials: Vec<RankSummary>, bad_files: Vec<BadFile>, opts: &AnalyzeOptions) -> JobAnalysis {
+    reduce_matched(path, partials, bad_files, opts).0
+}
+
+/// [`reduce`], and the job's collectives matched across its ranks (the
+/// summaries' instances, moved), for the job's other results to read.
+pub fn reduce_matched(
+    path: String,
+    mut partials: Vec<RankSummary>,
+    bad_files: Vec<BadFile>,
+    opts: &AnalyzeOptions,
+) -> (JobAnalysis, JobCollectives) {
     partials.sort_by_key(|p| p.analysis.rank);
-    let world = world_of(&partials);
-    let per_rank: Vec<Vec<collectives::Instance>> = partials.iter().map(|p| p.instances.clone()).collect();
-    let matches = collectives::match_ranks(&per_rank);
-    let clock_alignment = collectives::align_clocks(&matches.ends, partials.len());
-    let offsets_ns: Vec<i64> = (0..partials.len())
-        .map(|r| clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64))
-        .collect();
-    let rank_ids: Vec<u32> = partials.iter().map(|p| p.analysis.rank).collect();
-    let mut stragglers = collectives::stragglers(&per_rank, &offsets_ns, &rank_ids);
+    let matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>());
+    let clock_alignment = matched.alignment().cloned();
+    let mut stragglers = matched.stragglers();
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
         let mut a = p.analysis;
         a.comm_by_dimension = p.comm_by_dimension;
         if let Some(w) = p.window {
-            a.collectives = collectives::collective_stats(&p.instances, w, &matches.transfer_ns, i64::from(world));
+            a.collectives = matched.stats(r, w);
         }
         a.clock_offset_us = clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r).copied());
         sum.add(&a.breakdown);
@@ -445,11 +477,11 @@ pub fn reduce(path: String, mut partials: Vec<RankSummary>, bad_files: Vec<BadFi
             st.wait_caused_gpu_hours = Some(fraction(st.wait_caused_us, span) * g * h);
         }
     }
-    JobAnalysis {
+    let analysis = JobAnalysis {
         stragglers,
         comm_by_dimension,
         path,
-        world_size: world,
+        world_size: matched.world(),
         totals: Totals {
             ranks: ranks.len(),
             breakdown: sum,
@@ -463,5 +495,6 @@ pub fn reduce(path: String, mut partials: Vec<RankSummary>, bad_files: Vec<BadFi
         ranks,
         clock_alignment,
         bad_files,
-    }
+    };
+    (analysis, matched)
 }

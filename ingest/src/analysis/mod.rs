@@ -19,23 +19,28 @@ mod breakdown;
 mod classify;
 pub(crate) use classify::is_nccl_kernel;
 mod collectives;
+mod context;
 pub mod dimension;
+pub mod facts;
 mod idle;
 pub mod interval;
 mod job;
+mod job_collectives;
 mod kernels;
 mod steps;
 
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{
-    ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, collective_samples, match_collectives,
-    message_size_rows, message_size_rows_of,
+    ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, collective_samples, message_size_rows,
+    message_size_rows_of,
 };
+pub use context::RankContext;
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
-    AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job, reduce,
-    summarize_rank, summarize_rank_with, summary_key, world_of,
+    AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job,
+    measured_breakdown, reduce, reduce_matched, summarize, summarize_rank, summary_key, world_of,
 };
+pub use job_collectives::JobCollectives;
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
 pub use steps::{Step, StepBreakdown, check_step_range, find_steps, partition_windows, step_of_activity, steps_window};

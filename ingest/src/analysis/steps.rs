@@ -36,12 +36,20 @@ pub struct StepBreakdown {
 /// The steps of a trace, in time order. Only CPU `ProfilerStep#` annotations
 /// count (their `gpu_user_annotation` copies are ignored); a repeated number is kept once.
 pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
+    steps_and_rows(trace, links).0
+}
+
+/// [`find_steps`] and, for every row, the index into them of the step its
+/// GPU activity belongs to ([`step_of_activity`]; empty without steps).
+pub(crate) fn steps_and_rows(trace: &RankTrace, links: &Links) -> (Vec<Step>, Vec<Option<u32>>) {
+    super::facts::count(super::facts::Fact::Steps);
     let ev = &trace.events;
     let mut steps = annotations(trace);
     if steps.is_empty() {
-        return steps;
+        return (steps, Vec::new());
     }
-    for (i, k) in step_of_activity(trace, links, &steps).into_iter().enumerate() {
+    let rows = step_of_activity(trace, links, &steps);
+    for (i, k) in rows.iter().enumerate() {
         let Some(step) = k.and_then(|k| steps.get_mut(k as usize)) else { continue };
         let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
         step.gpu = Some(match step.gpu {
@@ -50,7 +58,7 @@ pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
         });
     }
     partition(&mut steps);
-    steps
+    (steps, rows)
 }
 
 /// The CPU `ProfilerStep#` annotations of a trace as steps without GPU

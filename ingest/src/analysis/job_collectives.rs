@@ -1,0 +1,289 @@
+//! The one cross-rank matching of a job's collectives (DESIGN §1): which
+//! kernels of different ranks are the same collective instance (operation,
+//! process group and sequence number in the group), and what that tells —
+//! its transfer time (the shortest duration over its ranks), the clock
+//! offsets that make instances end together, who arrived last and made the
+//! others wait. The analysis, calibration, replay and report all read it.
+
+use std::cmp::Reverse;
+use std::sync::{Arc, OnceLock};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::breakdown::Window;
+use super::collectives::{self, ClockAlignment, CollectiveSample, CollectiveStats, Instance, InstanceKey, RankCollectives, Straggler};
+use super::facts::{Fact, count};
+use crate::collective::Collective;
+
+/// What the ranks of a job say about one collective instance.
+#[derive(Debug, Clone, Copy)]
+struct Matched {
+    /// Ranks it was found on.
+    ranks: u32,
+    /// Its shortest duration over them, ns.
+    transfer_ns: i64,
+}
+
+/// An instance's identity with its group strings numbered job-wide.
+type CheapKey = (Collective, Option<u32>, Option<u32>, u32);
+
+/// A job's collectives matched across its ranks, once. Built from every
+/// rank's [`RankCollectives`] (any order; held in rank order); the clock
+/// alignment and the link samples are worked out on first use.
+#[derive(Debug)]
+pub struct JobCollectives {
+    /// Global rank of each rank index, ascending.
+    ranks: Vec<u32>,
+    world: u32,
+    per_rank: Vec<Vec<Instance>>,
+    /// Per rank index and instance: its instance id (index into `matched`).
+    id_of: Vec<Vec<u32>>,
+    /// Per instance id, ids in order of first appearance (rank, then time).
+    matched: Vec<Matched>,
+    /// Members of each instance id, (rank index, instance index) in rank
+    /// order: `members[member_start[id]..member_start[id + 1]]`.
+    member_start: Vec<u32>,
+    members: Vec<(u32, u32)>,
+    /// Instance ids in the order of their keys (operation, group, ranks, sequence number).
+    by_key: Vec<u32>,
+    /// Instance ids in the iteration order of a hash map of their keys
+    /// filled in order of first appearance: the order stragglers' waits are
+    /// summed in (kept so their µs are the same to the last digit).
+    hash_order: Vec<u32>,
+    alignment: OnceLock<Option<ClockAlignment>>,
+    samples: OnceLock<Vec<CollectiveSample>>,
+}
+
+impl JobCollectives {
+    /// Matches the collectives of a job's ranks. The world size is the
+    /// largest declared one, else the number of ranks.
+    pub fn new(ranks: impl IntoIterator<Item = RankCollectives>) -> JobCollectives {
+        count(Fact::Matching);
+        let mut ranks: Vec<RankCollectives> = ranks.into_iter().collect();
+        ranks.sort_by_key(|r| r.rank());
+        let world = ranks.iter().filter_map(|r| r.declared_world()).max().unwrap_or(ranks.len() as u32);
+        // Group strings numbered job-wide, each distinct string (not each kernel) hashed once per rank.
+        let mut string_id: HashMap<Arc<str>, u32> = HashMap::default();
+        let mut id_of_key: HashMap<CheapKey, u32> = HashMap::default();
+        let mut matched: Vec<Matched> = Vec::new();
+        let mut first: Vec<(u32, u32)> = Vec::new();
+        let mut id_of: Vec<Vec<u32>> = Vec::with_capacity(ranks.len());
+        for (r, rank) in ranks.iter().enumerate() {
+            let mut by_pointer: HashMap<*const u8, u32> = HashMap::default();
+            let mut number = |s: &Option<Arc<str>>| -> Option<u32> {
+                let s = s.as_ref()?;
+                let p = Arc::as_ptr(s) as *const u8;
+                if let Some(&id) = by_pointer.get(&p) {
+                    return Some(id);
+                }
+                let next = string_id.len() as u32;
+                let id = *string_id.entry(s.clone()).or_insert(next);
+                by_pointer.insert(p, id);
+                Some(id)
+            };
+            let ids = rank
+                .rows()
+                .iter()
+                .enumerate()
+                .map(|(i, inst)| {
+                    let key = (inst.collective, number(&inst.process_group), number(&inst.pg_ranks), inst.seq);
+                    let next = matched.len() as u32;
+                    let id = *id_of_key.entry(key).or_insert(next);
+                    if id == next {
+                        matched.push(Matched { ranks: 0, transfer_ns: i64::MAX });
+                        first.push((r as u32, i as u32));
+                    }
+                    if let Some(m) = matched.get_mut(id as usize) {
+                        m.ranks += 1;
+                        m.transfer_ns = m.transfer_ns.min(inst.end_ns - inst.start_ns);
+                    }
+                    id
+                })
+                .collect();
+            id_of.push(ids);
+        }
+        drop(id_of_key);
+        drop(string_id);
+        let rank_ids: Vec<u32> = ranks.iter().map(RankCollectives::rank).collect();
+        let per_rank: Vec<Vec<Instance>> = ranks.into_iter().map(RankCollectives::into_rows).collect();
+        // Members of each id, by counting sort (rank order kept).
+        let mut member_start = vec![0u32; matched.len() + 1];
+        for ids in &id_of {
+            for &id in ids {
+                if let Some(c) = member_start.get_mut(id as usize + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for k in 1..member_start.len() {
+            member_start[k] += member_start[k - 1];
+        }
+        let mut fill = member_start.clone();
+        let mut members = vec![(0u32, 0u32); member_start.last().copied().unwrap_or(0) as usize];
+        for (r, ids) in id_of.iter().enumerate() {
+            for (i, &id) in ids.iter().enumerate() {
+                if let Some(at) = fill.get_mut(id as usize) {
+                    if let Some(m) = members.get_mut(*at as usize) {
+                        *m = (r as u32, i as u32);
+                    }
+                    *at += 1;
+                }
+            }
+        }
+        // The full keys of the distinct instances (group strings by content).
+        let key_of = |&(r, i): &(u32, u32)| -> Option<InstanceKey> {
+            per_rank.get(r as usize).and_then(|l| l.get(i as usize)).map(Instance::key)
+        };
+        let keys: Vec<Option<InstanceKey>> = first.iter().map(key_of).collect();
+        let mut by_key: Vec<u32> = (0..matched.len() as u32).collect();
+        by_key.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+        let mut in_hash: HashMap<InstanceKey, u32> = HashMap::default();
+        for (id, k) in keys.into_iter().enumerate() {
+            if let Some(k) = k {
+                in_hash.insert(k, id as u32);
+            }
+        }
+        let hash_order = in_hash.into_values().collect();
+        JobCollectives {
+            ranks: rank_ids,
+            world,
+            per_rank,
+            id_of,
+            matched,
+            member_start,
+            members,
+            by_key,
+            hash_order,
+            alignment: OnceLock::new(),
+            samples: OnceLock::new(),
+        }
+    }
+
+    /// The job's world size.
+    pub fn world(&self) -> u32 {
+        self.world
+    }
+
+    /// Global ranks, ascending (the rank index of the other methods is a position here).
+    pub fn ranks(&self) -> &[u32] {
+        &self.ranks
+    }
+
+    fn members(&self, id: u32) -> &[(u32, u32)] {
+        let (a, b) = (self.member_start.get(id as usize), self.member_start.get(id as usize + 1));
+        match (a, b) {
+            (Some(&a), Some(&b)) => self.members.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    fn instance(&self, r: u32, i: u32) -> Option<&Instance> {
+        self.per_rank.get(r as usize)?.get(i as usize)
+    }
+
+    /// (transfer ns, ranks) of instance `i` of rank index `r` when at least two ranks have it.
+    fn matched_of(&self, r: usize, i: usize) -> Option<(i64, usize)> {
+        let id = *self.id_of.get(r)?.get(i)?;
+        let m = self.matched.get(id as usize)?;
+        (m.ranks >= 2).then_some((m.transfer_ns, m.ranks as usize))
+    }
+
+    /// Clock offsets that make matched collectives end together (least squares); `None` without any.
+    pub fn alignment(&self) -> Option<&ClockAlignment> {
+        self.alignment
+            .get_or_init(|| {
+                // (k, rank index, end) for every member of every matched instance, k in key order.
+                let mut ends = Vec::new();
+                let matched = self.by_key.iter().filter(|&&id| self.matched.get(id as usize).is_some_and(|m| m.ranks >= 2));
+                for (k, &id) in matched.enumerate() {
+                    for &(r, i) in self.members(id) {
+                        if let Some(inst) = self.instance(r, i) {
+                            ends.push((k, r as usize, inst.end_ns));
+                        }
+                    }
+                }
+                collectives::align_clocks(&ends, self.per_rank.len())
+            })
+            .as_ref()
+    }
+
+    /// Clock offset of rank index `r`, ns (0 without an alignment).
+    fn offset_ns(&self, r: usize) -> i64 {
+        self.alignment().and_then(|c| c.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64)
+    }
+
+    /// Per rank: how often it arrived last at a collective matched across
+    /// ranks (on aligned clocks) and the waiting it caused the others, most first.
+    pub fn stragglers(&self) -> Vec<Straggler> {
+        let offsets: Vec<i64> = (0..self.per_rank.len()).map(|r| self.offset_ns(r)).collect();
+        let mut out: Vec<Straggler> =
+            self.ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
+        for &id in &self.hash_order {
+            let arrivals: Vec<(usize, i64)> = self
+                .members(id)
+                .iter()
+                .filter_map(|&(r, i)| Some((r as usize, self.instance(r, i)?.start_ns + offsets.get(r as usize).copied().unwrap_or(0))))
+                .collect();
+            if arrivals.len() < 2 {
+                continue;
+            }
+            let Some(&(last, at)) = arrivals.iter().max_by_key(|(r, t)| (*t, Reverse(*r))) else { continue };
+            let waited: i64 = arrivals.iter().filter(|(r, _)| *r != last).map(|(_, t)| (at - t).max(0)).sum();
+            // Arriving together is no straggling.
+            if waited <= 0 {
+                continue;
+            }
+            if let Some(s) = out.get_mut(last) {
+                s.times_last += 1;
+                s.wait_caused_us += waited as f64 / 1000.0;
+            }
+        }
+        out.retain(|s| s.times_last > 0);
+        out.sort_by(|a, b| b.wait_caused_us.total_cmp(&a.wait_caused_us).then(a.rank.cmp(&b.rank)));
+        out
+    }
+
+    /// Collectives of rank index `r` inside window `w` by type, process group
+    /// and size, with their transfer and wait where matched.
+    pub(crate) fn stats(&self, r: usize, w: Window) -> Vec<CollectiveStats> {
+        let Some(list) = self.per_rank.get(r) else { return Vec::new() };
+        collectives::collective_stats(list, w, |i| self.matched_of(r, i), i64::from(self.world))
+    }
+
+    /// Every communication kernel of every rank (rank order, then time) with
+    /// what the other ranks tell about it: the material of link calibration,
+    /// of the replay's re-costing and of the report's tables.
+    pub fn samples(&self) -> &[CollectiveSample] {
+        self.samples.get_or_init(|| {
+            let world = i64::from(self.world);
+            let mut out = Vec::with_capacity(self.members.len());
+            for (r, list) in self.per_rank.iter().enumerate() {
+                let rank = self.ranks.get(r).copied().unwrap_or(0);
+                for (i, inst) in list.iter().enumerate() {
+                    let id = self.id_of.get(r).and_then(|l| l.get(i)).copied().unwrap_or(0);
+                    let m = self.matched.get(id as usize).copied().unwrap_or(Matched { ranks: 1, transfer_ns: 0 });
+                    out.push(collectives::sample(rank, inst.clone(), m.ranks as usize, m.transfer_ns, id, world));
+                }
+            }
+            out
+        })
+    }
+
+    /// [`JobCollectives::samples`], taken.
+    pub fn into_samples(mut self) -> Vec<CollectiveSample> {
+        let _ = self.samples();
+        self.samples.take().unwrap_or_default()
+    }
+
+    /// Every kernel of an instance found on at least two ranks: (rank index,
+    /// its row in the rank's trace, instance id, transfer ns), by rank then time.
+    pub fn joins(&self) -> impl Iterator<Item = (usize, u32, u32, i64)> + '_ {
+        self.per_rank.iter().enumerate().flat_map(move |(r, list)| {
+            list.iter().enumerate().filter_map(move |(i, inst)| {
+                let id = *self.id_of.get(r)?.get(i)?;
+                let m = self.matched.get(id as usize)?;
+                (m.ranks >= 2).then_some((r, inst.row, id, m.transfer_ns))
+            })
+        })
+    }
+}
