@@ -1097,3 +1097,40 @@ fn diff_per_class_times_cover_the_analysed_window() {
     let (all, steps, two) = (total(&all, "kernel_classes"), total(&steps, "kernel_classes"), total(&two, "kernel_classes"));
     assert!(two < 0.5 * steps && steps < all, "steps 1010–1011: {two} µs, steps window: {steps} µs, all: {all} µs");
 }
+
+#[test]
+fn every_command_computes_each_per_rank_fact_once() {
+    // Issue 25: a command builds one context per rank (classes, launch links,
+    // steps, interval sets, collective instances) and every product from it,
+    // and matches a job's collectives across its ranks once. The binary counts
+    // each fact as it is computed; the demo job has 4 ranks.
+    let dir = scratch("facts");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let d = demo.to_str().unwrap();
+    let out = |f: &str| dir.join(f).display().to_string();
+    let all4 = "classes=4 links=4 steps=4 sets=4 instances=4";
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec!["analyze".into(), d.into()], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=1")),
+        (vec!["replay".into(), d.into()], format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1")),
+        (vec!["replay".into(), d.into(), "--perfetto".into(), out("t.json")], format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1")),
+        (vec!["replay".into(), d.into(), "--target".into(), "a100-80gb".into()], format!("{all4} analysis=0 kernel_work=4 graph=4 matching=1")),
+        (
+            vec!["calibrate".into(), d.into(), "--out".into(), out("p.json")],
+            "classes=4 links=4 steps=0 sets=0 instances=4 analysis=0 kernel_work=4 graph=0 matching=1".into(),
+        ),
+        // The analysis, calibration, replay and a projection onto another GPU, one page.
+        (
+            vec!["report".into(), d.into(), "--out".into(), out("r.html"), "--target".into(), "a100-80gb".into()],
+            format!("{all4} analysis=4 kernel_work=4 graph=4 matching=1"),
+        ),
+        (vec!["diff".into(), d.into(), d.into()], "classes=8 links=8 steps=8 sets=8 instances=8 analysis=8 kernel_work=8 graph=0 matching=2".into()),
+        (vec!["ingest".into(), d.into(), "--out".into(), out("ds")], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=0")),
+    ];
+    for (args, want) in cases {
+        let o = bin().args(&args).arg("-q").env("TRACECAST_COUNT_FACTS", "1").output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        let got = err.lines().find_map(|l| l.strip_prefix("facts computed: ")).unwrap_or_default();
+        assert_eq!(got, want, "{args:?}");
+    }
+}
