@@ -10,11 +10,8 @@ macro_rules! outln {
     };
 }
 
-mod calibrate_summary;
-mod export;
 mod project;
 mod report;
-mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,6 +21,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use tracecast_ingest::analysis::{self, AnalyzeOptions, Classifier, JobAnalysis, WindowMode};
 use tracecast_ingest::{Job, ReadOptions, job, output};
+use tracecast_pipeline::hardware::{
+    catalog_with, ensure_profile_of, job_gpu, node_gpus_for, node_gpus_of, pricing_with, replay_options_for, target_model, world_of_rank,
+};
+use tracecast_pipeline::inputs::{TraceOptions, WindowOptions, jobs_of, progress_bar};
+use tracecast_pipeline::output::{device_file_id, per_device};
+use tracecast_pipeline::{calibrate_summary, export, summary};
 
 /// Trace-calibrated profiling and replay for large GPU training and inference jobs.
 #[derive(Parser)]
@@ -70,26 +73,27 @@ enum CommKernelsArg {
 }
 
 impl ReadArgs {
-    /// The communication classifier these options ask for.
-    fn classifier(&self) -> Result<Classifier> {
-        let mode = match self.comm_kernels {
+    /// The library's options for reading traces.
+    fn trace_options(&self) -> TraceOptions {
+        let mut o = TraceOptions::default();
+        o.comm_pattern = self.comm_pattern.clone();
+        o.comm_kernels = match self.comm_kernels {
             CommKernelsArg::Families => tracecast_ingest::analysis::CommKernels::Families,
             CommKernelsArg::Nccl => tracecast_ingest::analysis::CommKernels::Nccl,
         };
-        Ok(Classifier::new(mode, &self.comm_pattern)?)
+        (o.strict, o.gpus_per_node, o.hw, o.device, o.quiet) =
+            (self.strict, self.gpus_per_node, self.hw.clone(), self.device.clone(), self.quiet);
+        o
+    }
+
+    /// The communication classifier these options ask for.
+    fn classifier(&self) -> Result<Classifier> {
+        self.trace_options().classifier()
     }
 
     /// How to read the traces: `--device` names the GPU of those that do not record theirs.
     fn read_options(&self) -> Result<ReadOptions> {
-        let mut o = ReadOptions::default();
-        if let Some(id) = &self.device {
-            let catalog = catalog_with(&self.hw)?;
-            let gpu = catalog.gpu(id)?;
-            // A name the catalog matches back to this GPU.
-            let name = gpu.match_names.first().cloned().unwrap_or_else(|| gpu.name.clone());
-            o.device = Some(tracecast_ingest::device::DeviceProperties { name: Some(name), ..Default::default() });
-        }
-        Ok(o)
+        self.trace_options().read_options()
     }
 }
 
@@ -183,18 +187,20 @@ struct WindowArgs {
 }
 
 impl WindowArgs {
-    /// Analysis options with this window and `read`'s classifier.
-    fn analyze_options(&self, read: &ReadArgs) -> Result<AnalyzeOptions> {
-        let mut opts = AnalyzeOptions::default();
-        opts.window = match self.window {
+    /// The library's window options.
+    fn window_options(&self) -> WindowOptions {
+        let mut o = WindowOptions::default();
+        o.window = match self.window {
             WindowArg::All => WindowMode::All,
             WindowArg::Steps => WindowMode::Steps,
         };
-        opts.classifier = read.classifier()?;
-        opts.kernel_wait_threshold_us = self.kernel_wait_us;
-        opts.drop_last_step = self.drop_last_step;
-        opts.steps = self.steps;
-        Ok(opts)
+        (o.kernel_wait_us, o.drop_last_step, o.steps) = (self.kernel_wait_us, self.drop_last_step, self.steps);
+        o
+    }
+
+    /// Analysis options with this window and `read`'s classifier.
+    fn analyze_options(&self, read: &ReadArgs) -> Result<AnalyzeOptions> {
+        self.window_options().analyze_options(&read.trace_options())
     }
 }
 
@@ -705,30 +711,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
-/// The jobs the paths stand for: each directory is a job; the files together
-/// are one job (or one job each with `--each`).
-fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
-    let mut jobs = Vec::new();
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() && each {
-            // A directory of unrelated runs: every trace file under it is its own job.
-            match job::trace_files_under(p) {
-                Ok(files) => jobs.extend(files.into_iter().map(|f| (f.clone(), vec![f]))),
-                Err(_) => jobs.push((p.clone(), vec![p.clone()])),
-            }
-        } else if p.is_dir() || each {
-            jobs.push((p.clone(), vec![p.clone()]));
-        } else {
-            files.push(p.clone());
-        }
-    }
-    if let Some(first) = files.first() {
-        jobs.push((first.clone(), files));
-    }
-    jobs
-}
-
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let mut opts = args.window.analyze_options(&args.inputs.read)?;
     opts.job_gpus = args.job_gpus;
@@ -819,34 +801,6 @@ fn emit(
             .with_context(|| format!("writing Parquet tables to {}", dir.display()))?;
     }
     Ok(())
-}
-
-fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar {
-    if quiet || (files < 4 && bytes < 64 << 20) {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(files as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading rank traces {pos}/{len} {wide_bar} {elapsed}") {
-        bar.set_style(style);
-    }
-    bar
-}
-
-/// The pricing layer over `catalog`: the shipped measurements and the user's files.
-fn pricing_with(
-    catalog: &tracecast_calibrate::Catalog,
-    files: &[PathBuf],
-) -> Result<std::sync::Arc<tracecast_calibrate::pricing::Pricing>> {
-    let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
-    Ok(std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog.clone(), std::sync::Arc::new(measurements))))
-}
-
-fn catalog_with(files: &[PathBuf]) -> Result<tracecast_calibrate::Catalog> {
-    let mut catalog = tracecast_calibrate::Catalog::builtin();
-    for f in files {
-        catalog.add_file(f)?;
-    }
-    Ok(catalog)
 }
 
 impl CostArgs {
@@ -1079,93 +1033,6 @@ fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
-/// The catalog entry of the job's GPU.
-pub(crate) fn job_gpu<'c>(
-    ranks: &[tracecast_ingest::job::Rank],
-    catalog: &'c tracecast_calibrate::Catalog,
-) -> Option<&'c tracecast_calibrate::catalog::Gpu> {
-    ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
-}
-
-/// The world size a rank read on its own is analysed in: its `distributedInfo`
-/// world size, else the number of files of its job.
-fn world_of_rank(declared: Option<u32>, files: &[PathBuf]) -> u32 {
-    declared.unwrap_or(files.len() as u32)
-}
-
-/// GPUs per node of a job from some of its ranks (one, when a job is read one rank at a time):
-/// `--gpus-per-node`, else its GPU's node preset, else 8.
-fn node_gpus_of(ranks: &[tracecast_ingest::job::Rank], catalog: &tracecast_calibrate::Catalog, given: Option<u32>) -> u32 {
-    node_gpus_for(ranks.iter().flat_map(|r| &r.trace.devices), catalog, given)
-}
-
-/// [`node_gpus_of`] ranks known by their `deviceProperties` (a dataset's `ranks` rows need no events).
-fn node_gpus_for<'d>(
-    devices: impl IntoIterator<Item = &'d tracecast_ingest::device::DeviceProperties>,
-    catalog: &tracecast_calibrate::Catalog,
-    given: Option<u32>,
-) -> u32 {
-    let gpu = devices.into_iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
-    given.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8)
-}
-
-/// `base` with the job's link bandwidths and node size from the catalog entry of its GPU.
-fn replay_options_for(
-    gpu: Option<&tracecast_calibrate::catalog::Gpu>,
-    base: &tracecast_replay::ReplayOptions,
-    catalog: &tracecast_calibrate::Catalog,
-    gpus_per_node: Option<u32>,
-) -> tracecast_replay::ReplayOptions {
-    let mut opts = base.clone();
-    if let Some(g) = gpu {
-        opts.intra_gbps = g.link_gbps;
-    }
-    if let Some(g) = gpu {
-        opts.inter_gbps = catalog.nic_gbps_per_gpu(&g.id).0;
-    }
-    opts.gpus_per_node = gpus_per_node.or_else(|| gpu.and_then(|g| catalog.node_of(&g.id)).map(|n| n.gpus)).unwrap_or(8);
-    // Projection prices the source side with the trace's own calibration
-    // (what its kernels achieved), gaps filled from the GPU's shipped profile.
-    opts.catalog = Some(catalog.clone());
-    opts
-}
-
-/// The target GPU's model from `--target` and `--profile`: the profile
-/// given (it must be of that GPU), else the GPU's shipped profile, else its
-/// catalog specs alone (the trace's efficiencies are then carried to them).
-fn target_model(
-    target: Option<&String>,
-    profile: Option<&PathBuf>,
-    catalog: &tracecast_calibrate::Catalog,
-) -> Result<Option<tracecast_calibrate::DeviceModel>> {
-    Ok(match (target, profile) {
-        (Some(id), Some(p)) => {
-            let gpu = catalog.gpu(id)?;
-            let model = tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?;
-            ensure_profile_of(&model, &gpu.id, p)?;
-            Some(model)
-        }
-        (Some(id), None) => {
-            let gpu = catalog.gpu(id)?;
-            Some(tracecast_calibrate::shipped::target(gpu, catalog))
-        }
-        (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),
-        (None, None) => None,
-    })
-}
-
-/// A profile of another GPU than the one it is used for is an error.
-pub(crate) fn ensure_profile_of(model: &tracecast_calibrate::DeviceModel, gpu_id: &str, path: &std::path::Path) -> Result<()> {
-    let of = model.gpu.as_ref().map(|g| g.id.clone());
-    anyhow::ensure!(
-        of.as_deref() == Some(gpu_id),
-        "{}: the profile is of {}, not {gpu_id} (calibrate traces measured on {gpu_id} and pass that profile)",
-        path.display(),
-        of.as_deref().unwrap_or("a GPU the catalog does not know")
-    );
-    Ok(())
-}
-
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let read_opts = args.inputs.read.read_options()?;
     let mut opts = tracecast_replay::ReplayOptions::default();
@@ -1353,27 +1220,6 @@ fn write_perfetto(path: &std::path::Path, job: &Job, r: &tracecast_replay::Repla
     };
     output::write_atomic(path, &bytes)?;
     Ok(())
-}
-
-/// The file-name id of a profile's device: its catalog id, else its device
-/// name made file-safe (so two devices the catalog lacks do not share a file).
-fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
-    match &p.device.catalog_id {
-        Some(id) => id.clone(),
-        None => {
-            let slug: String =
-                p.device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-            let slug = slug.split('-').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("-");
-            if slug.is_empty() { "unknown".to_string() } else { format!("unknown-{slug}") }
-        }
-    }
-}
-
-/// `profile.json` → `profile.h100-sxm.json`.
-pub(crate) fn per_device(path: &std::path::Path, id: &str) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
-    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-    path.with_file_name(format!("{stem}.{id}{ext}"))
 }
 
 fn synth(args: SynthArgs) -> Result<ExitCode> {

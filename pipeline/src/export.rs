@@ -9,8 +9,10 @@ use tracecast_ingest::output;
 
 /// Table file format.
 #[derive(Clone, Copy)]
-pub(crate) enum Format {
+pub enum Format {
+    /// Comma-separated values with a header row.
     Csv,
+    /// Parquet (the oldest Arrow schema, for every reader).
     Parquet,
 }
 
@@ -36,7 +38,7 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
 }
 
 /// Writes `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and `stragglers` tables into `dir`.
-pub(crate) fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
+pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
     std::fs::create_dir_all(dir)?;
 
     // One row per rank.

@@ -10,7 +10,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
-pub(crate) fn write_profile(w: &mut impl Write, p: &Profile) -> io::Result<()> {
+pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let d = &p.device;
     writeln!(w, "Device {:?} → {} ({} trace file(s))", d.name, d.catalog_id.as_deref().unwrap_or("not in the catalog"), p.traces.len())?;
     if !p.kernels.is_empty() {
@@ -78,7 +78,7 @@ pub(crate) fn write_profile(w: &mut impl Write, p: &Profile) -> io::Result<()> {
 }
 
 /// `tracecast hw list`.
-pub(crate) fn write_catalog(w: &mut impl Write, c: &Catalog) -> io::Result<()> {
+pub fn write_catalog(w: &mut dyn Write, c: &Catalog) -> io::Result<()> {
     writeln!(
         w,
         "{:<11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}  name",
@@ -109,7 +109,7 @@ pub(crate) fn write_catalog(w: &mut impl Write, c: &Catalog) -> io::Result<()> {
 }
 
 /// `tracecast hw show ID`.
-pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
+pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     writeln!(w, "{} — {}{}", g.id, g.name, g.vendor().map_or(String::new(), |v| format!(" (vendor {v})")))?;
     for (name, v) in
         [("fp64", g.fp64), ("fp32", g.fp32), ("tf32", g.tf32), ("bf16", g.bf16), ("fp16", g.fp16), ("fp8", g.fp8), ("int8", g.int8)]
@@ -160,7 +160,7 @@ pub(crate) fn write_gpu(w: &mut impl Write, g: &Gpu, c: &Catalog) -> io::Result<
 }
 
 /// `hw cost`'s answer: time, achieved rate, rule, band, basis and whether it extrapolates.
-pub(crate) fn write_quote(w: &mut impl Write, q: &tracecast_calibrate::pricing::Quote) -> io::Result<()> {
+pub fn write_quote(w: &mut dyn Write, q: &tracecast_calibrate::pricing::Quote) -> io::Result<()> {
     writeln!(w, "{} on {}: {:.2} µs", q.operation, q.gpu, q.time_us)?;
     if let Some(tf) = q.tflops {
         let of_peak = q.fraction_of_peak.map_or(String::new(), |f| format!(" ({:.0} % of peak)", 100.0 * f));

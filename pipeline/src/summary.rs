@@ -29,7 +29,7 @@ fn clip(s: &str, width: usize) -> String {
 }
 
 /// Writes one job's summary: per-rank table, totals in words, collectives, steps, top kernels.
-pub(crate) fn write_job(w: &mut impl Write, a: &JobAnalysis) -> io::Result<()> {
+pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     let t = &a.totals;
     let window = a.ranks.first().map_or("all", |r| if r.window == tracecast_ingest::analysis::WindowMode::Steps { "steps" } else { "all" });
     writeln!(w, "Job {} — {} rank(s) read, world size {}, window: {window}", a.path, a.ranks.len(), a.world_size)?;

@@ -1,0 +1,109 @@
+//! The hardware rules every command shares, each in one place: the catalog
+//! and pricing layer with the user's files, the world size of a rank read on
+//! its own, GPUs per node, the link bandwidths a replay of a job uses (intra-
+//! node from the GPU, inter-node by the catalog's NIC rule), the target GPU's
+//! model and "a profile of another GPU".
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use tracecast_calibrate::DeviceModel;
+use tracecast_calibrate::catalog::{Catalog, Gpu};
+use tracecast_calibrate::pricing::Pricing;
+use tracecast_ingest::device::DeviceProperties;
+use tracecast_ingest::job::Rank;
+use tracecast_replay::ReplayOptions;
+
+/// The built-in hardware catalog with the user's catalog `files` added.
+pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
+    let mut catalog = Catalog::builtin();
+    for f in files {
+        catalog.add_file(f)?;
+    }
+    Ok(catalog)
+}
+
+/// The pricing layer over `catalog`: the shipped measurements and the user's files.
+pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>> {
+    let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
+    Ok(Arc::new(Pricing::new(catalog.clone(), Arc::new(measurements))))
+}
+
+/// The world size a rank read on its own is analysed in: its `distributedInfo`
+/// world size, else the number of files of its job.
+pub fn world_of_rank(declared: Option<u32>, files: &[PathBuf]) -> u32 {
+    declared.unwrap_or(files.len() as u32)
+}
+
+/// The catalog entry of the job's GPU (the first of its ranks' devices the catalog knows).
+pub fn job_gpu<'c>(ranks: &[Rank], catalog: &'c Catalog) -> Option<&'c Gpu> {
+    ranks.iter().flat_map(|r| r.trace.devices.iter()).find_map(|d| catalog.match_device(d)).map(|(g, _)| g)
+}
+
+/// GPUs per node of a job from some of its ranks (one, when a job is read one
+/// rank at a time): `given` (`--gpus-per-node`), else its GPU's node preset, else 8
+/// ([`Catalog::gpus_per_node`]).
+pub fn node_gpus_of(ranks: &[Rank], catalog: &Catalog, given: Option<u32>) -> u32 {
+    node_gpus_for(ranks.iter().flat_map(|r| &r.trace.devices), catalog, given)
+}
+
+/// [`node_gpus_of`] ranks known by their `deviceProperties` (a dataset's `ranks` rows need no events).
+pub fn node_gpus_for<'d>(devices: impl IntoIterator<Item = &'d DeviceProperties>, catalog: &Catalog, given: Option<u32>) -> u32 {
+    let gpu = devices.into_iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g);
+    catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), given)
+}
+
+/// `base` with the job's link bandwidths and node size from the catalog entry
+/// of its GPU: intra-node its link, inter-node its NIC share
+/// ([`Catalog::nic_gbps_per_gpu`]), GPUs per node by [`Catalog::gpus_per_node`].
+pub fn replay_options_for(gpu: Option<&Gpu>, base: &ReplayOptions, catalog: &Catalog, gpus_per_node: Option<u32>) -> ReplayOptions {
+    let mut opts = base.clone();
+    if let Some(g) = gpu {
+        opts.intra_gbps = g.link_gbps;
+        opts.inter_gbps = catalog.nic_gbps_per_gpu(&g.id).0;
+    }
+    opts.gpus_per_node = catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), gpus_per_node);
+    // Projection prices the source side with the trace's own calibration
+    // (what its kernels achieved), gaps filled from the GPU's shipped profile.
+    opts.catalog = Some(catalog.clone());
+    opts
+}
+
+/// The target GPU's model from `--target` and `--profile`: the profile
+/// given (it must be of that GPU), else the GPU's shipped profile, else its
+/// catalog specs alone (the trace's efficiencies are then carried to them).
+pub fn target_model(target: Option<&String>, profile: Option<&PathBuf>, catalog: &Catalog) -> Result<Option<DeviceModel>> {
+    Ok(match (target, profile) {
+        (Some(id), Some(p)) => {
+            let gpu = catalog.gpu(id)?;
+            let model = DeviceModel::from_profile_file(p, catalog)?;
+            ensure_profile_of(&model, &gpu.id, p)?;
+            Some(model)
+        }
+        (Some(id), None) => {
+            let gpu = catalog.gpu(id)?;
+            Some(tracecast_calibrate::shipped::target(gpu, catalog))
+        }
+        (None, Some(p)) => anyhow::bail!("{}: --profile is the target GPU's calibration; say which GPU with --target", p.display()),
+        (None, None) => None,
+    })
+}
+
+/// The catalog id of the GPU a calibration profile is of, if the catalog knows it:
+/// the one rule of "a profile of another GPU" (a profile is used only for its own GPU).
+pub fn profile_gpu(model: &DeviceModel) -> Option<&str> {
+    model.gpu.as_ref().map(|g| g.id.as_str())
+}
+
+/// A profile of another GPU than the one it is used for is an error.
+pub fn ensure_profile_of(model: &DeviceModel, gpu_id: &str, path: &Path) -> Result<()> {
+    let of = profile_gpu(model);
+    anyhow::ensure!(
+        of == Some(gpu_id),
+        "{}: the profile is of {}, not {gpu_id} (calibrate traces measured on {gpu_id} and pass that profile)",
+        path.display(),
+        of.unwrap_or("a GPU the catalog does not know")
+    );
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! The traces a command reads: which files make which job, how they are read
+//! and what counts as communication ([`TraceOptions`]), the analysed window
+//! ([`WindowOptions`]), and the loop that reads the jobs one at a time
+//! ([`for_each_input`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, CommKernels, WindowMode};
+use tracecast_ingest::{ReadOptions, job};
+
+use crate::hardware::catalog_with;
+
+/// How traces are read and what counts as communication: one definition for
+/// every command that reads traces (analyze, calibrate, ingest, replay, report, diff).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TraceOptions {
+    /// Extra regular expressions for communication kernels, added to `comm_kernels` (default: none).
+    pub comm_pattern: Vec<String>,
+    /// What counts as communication (default: every known kernel family).
+    pub comm_kernels: CommKernels,
+    /// Stop at the first unreadable file instead of reporting it and going on (default: false).
+    pub strict: bool,
+    /// GPUs per node as given (default: none, the rule of [`crate::hardware::node_gpus_of`]).
+    pub gpus_per_node: Option<u32>,
+    /// Extra hardware catalog files (TOML) to add to the built-in catalog (default: none).
+    pub hw: Vec<PathBuf>,
+    /// The GPU (catalog id) the traces ran on, for traces that do not record it (default: none).
+    pub device: Option<String>,
+    /// Write nothing on the terminal (default: false).
+    pub quiet: bool,
+}
+
+impl TraceOptions {
+    /// The communication classifier these options ask for.
+    pub fn classifier(&self) -> Result<Classifier> {
+        Ok(Classifier::new(self.comm_kernels, &self.comm_pattern)?)
+    }
+
+    /// How to read the traces: `device` names the GPU of those that do not record theirs.
+    pub fn read_options(&self) -> Result<ReadOptions> {
+        let mut o = ReadOptions::default();
+        if let Some(id) = &self.device {
+            let catalog = catalog_with(&self.hw)?;
+            let gpu = catalog.gpu(id)?;
+            // A name the catalog matches back to this GPU.
+            let name = gpu.match_names.first().cloned().unwrap_or_else(|| gpu.name.clone());
+            o.device = Some(tracecast_ingest::device::DeviceProperties { name: Some(name), ..Default::default() });
+        }
+        Ok(o)
+    }
+}
+
+/// The analysed window: one definition for every command that breaks GPU
+/// time down (analyze, ingest, report, diff).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WindowOptions {
+    /// The analysed window (default: steps).
+    pub window: WindowMode,
+    /// Gaps shorter than this many µs between queued GPU work count as kernel wait (default: 30).
+    pub kernel_wait_us: f64,
+    /// Leave out each rank's last profiler step (default: false).
+    pub drop_last_step: bool,
+    /// Only the profiler steps with these numbers, inclusive (default: all).
+    pub steps: Option<(i64, i64)>,
+}
+
+impl Default for WindowOptions {
+    fn default() -> Self {
+        WindowOptions { window: WindowMode::Steps, kernel_wait_us: 30.0, drop_last_step: false, steps: None }
+    }
+}
+
+impl WindowOptions {
+    /// Analysis options with this window and `read`'s classifier.
+    pub fn analyze_options(&self, read: &TraceOptions) -> Result<AnalyzeOptions> {
+        let mut opts = AnalyzeOptions::default();
+        opts.window = self.window;
+        opts.classifier = read.classifier()?;
+        opts.kernel_wait_threshold_us = self.kernel_wait_us;
+        opts.drop_last_step = self.drop_last_step;
+        opts.steps = self.steps;
+        Ok(opts)
+    }
+}
+
+/// The traces a command reads, as every command takes them.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Inputs {
+    /// Trace files of one job, or directories (one job each) (default: none).
+    pub paths: Vec<PathBuf>,
+    /// Every file is its own job, and every trace file under a directory (default: false).
+    pub each: bool,
+    /// How the traces are read.
+    pub read: TraceOptions,
+}
+
+/// The jobs the paths stand for: each directory is a job; the files together
+/// are one job (or one job each with `each`).
+pub fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let mut jobs = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() && each {
+            // A directory of unrelated runs: every trace file under it is its own job.
+            match job::trace_files_under(p) {
+                Ok(files) => jobs.extend(files.into_iter().map(|f| (f.clone(), vec![f]))),
+                Err(_) => jobs.push((p.clone(), vec![p.clone()])),
+            }
+        } else if p.is_dir() || each {
+            jobs.push((p.clone(), vec![p.clone()]));
+        } else {
+            files.push(p.clone());
+        }
+    }
+    if let Some(first) = files.first() {
+        jobs.push((first.clone(), files));
+    }
+    jobs
+}
+
+/// A progress bar on stderr over a job's files, hidden when `quiet` or the job is small.
+pub fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || (files < 4 && bytes < 64 << 20) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(files as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading rank traces {pos}/{len} {wide_bar} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The jobs `paths` stand for, each read by `read` (given the job's path, its
+/// files and a per-file progress callback) and handed to `each_job`; bad files
+/// are reported on stderr and, with `opts.strict`, stop everything. Returns
+/// whether any file was bad.
+pub fn for_each_input<T>(
+    paths: &[PathBuf],
+    each: bool,
+    opts: &TraceOptions,
+    read: impl Fn(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
+) -> Result<bool> {
+    let (quiet, strict) = (opts.quiet, opts.strict);
+    let mut failed = false;
+    for (path, inputs) in jobs_of(paths, each) {
+        let mut files = Vec::new();
+        let mut listing_errors = Vec::new();
+        for p in &inputs {
+            match job::trace_files(p) {
+                Ok(f) => files.extend(f),
+                Err(e) => listing_errors.push(e),
+            }
+        }
+        let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+        let bar = progress_bar(files.len(), total_bytes, quiet);
+        let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
+        bar.finish_and_clear();
+        failures.extend(listing_errors);
+        for e in &failures {
+            eprintln!("error: {e}");
+            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
+                eprintln!("  (files of unrelated runs? give them with --each)");
+            }
+        }
+        if !failures.is_empty() {
+            failed = true;
+            if strict {
+                anyhow::bail!("stopping at the first bad file (--strict)");
+            }
+        }
+        if let Some(job) = job {
+            each_job(job, failures);
+        }
+    }
+    Ok(failed)
+}

@@ -1,0 +1,35 @@
+//! Output files: JSON documents, and one file per device when a command
+//! writes several (`profile.json` → `profile.h100-sxm.json`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+/// Writes `value` as pretty JSON with a final newline, atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    tracecast_ingest::output::write_atomic(path, &bytes)?;
+    Ok(())
+}
+
+/// `profile.json` → `profile.h100-sxm.json`.
+pub fn per_device(path: &Path, id: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    path.with_file_name(format!("{stem}.{id}{ext}"))
+}
+
+/// The file-name id of a profile's device: its catalog id, else its device
+/// name made file-safe (so two devices the catalog lacks do not share a file).
+pub fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
+    match &p.device.catalog_id {
+        Some(id) => id.clone(),
+        None => {
+            let slug: String =
+                p.device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+            let slug = slug.split('-').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("-");
+            if slug.is_empty() { "unknown".to_string() } else { format!("unknown-{slug}") }
+        }
+    }
+}
