@@ -10,23 +10,23 @@ macro_rules! outln {
     };
 }
 
-mod project;
 mod report;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use tracecast_ingest::analysis::{self, AnalyzeOptions, Classifier, JobAnalysis, WindowMode};
 use tracecast_ingest::{Job, ReadOptions, job, output};
+use tracecast_pipeline::demo::Page;
 use tracecast_pipeline::hardware::{
-    catalog_with, ensure_profile_of, job_gpu, node_gpus_for, node_gpus_of, pricing_with, replay_options_for, target_model, world_of_rank,
+    catalog_with, job_gpu, node_gpus_for, node_gpus_of, pricing_with, replay_options_for, target_model, world_of_rank,
 };
 use tracecast_pipeline::inputs::{TraceOptions, WindowOptions, jobs_of, progress_bar};
-use tracecast_pipeline::output::{device_file_id, per_device};
-use tracecast_pipeline::{calibrate_summary, export, summary};
+use tracecast_pipeline::output::per_device;
+use tracecast_pipeline::{Outcome, calibrate, demo, export, hw, ingest, project, search, summary, synth, validate};
 
 /// Trace-calibrated profiling and replay for large GPU training and inference jobs.
 #[derive(Parser)]
@@ -358,6 +358,7 @@ struct SystemArgs {
 }
 
 impl SystemArgs {
+    /// The cluster's overrides.
     fn overrides(self) -> tracecast_replay::workload::llm::SystemOverrides {
         tracecast_replay::workload::llm::SystemOverrides {
             gpus_per_node: self.gpus_per_node,
@@ -670,21 +671,155 @@ struct SynthArgs {
     quiet: bool,
 }
 
+impl Inputs {
+    /// The library's inputs.
+    fn inputs(&self) -> tracecast_pipeline::inputs::Inputs {
+        let mut o = tracecast_pipeline::inputs::Inputs::default();
+        (o.paths, o.each, o.read) = (self.paths.clone(), self.each, self.read.trace_options());
+        o
+    }
+}
+
+impl ReadArgs {
+    /// The flags of `o` (the report reads traces with these until it takes the library's options).
+    fn from_options(o: &TraceOptions) -> ReadArgs {
+        let comm_kernels = match o.comm_kernels {
+            tracecast_ingest::analysis::CommKernels::Nccl => CommKernelsArg::Nccl,
+            _ => CommKernelsArg::Families,
+        };
+        let (comm_pattern, strict, gpus_per_node, hw, device, quiet) =
+            (o.comm_pattern.clone(), o.strict, o.gpus_per_node, o.hw.clone(), o.device.clone(), o.quiet);
+        ReadArgs { comm_pattern, comm_kernels, strict, gpus_per_node, hw, device, quiet }
+    }
+}
+
+impl IngestArgs {
+    fn into_options(self) -> ingest::Options {
+        let mut o = ingest::Options::default();
+        (o.paths, o.out, o.read, o.window) = (self.paths, self.out, self.read.trace_options(), self.window.window_options());
+        o
+    }
+}
+
+impl CalibrateArgs {
+    fn into_options(self) -> calibrate::Options {
+        let mut o = calibrate::Options::default();
+        (o.inputs, o.out, o.plots, o.madmax_system, o.nodes) = (self.inputs.inputs(), self.out, self.plots, self.madmax_system, self.nodes);
+        o
+    }
+}
+
+impl InferenceArgs {
+    fn options(&self) -> project::Inference {
+        let mut o = project::Inference::default();
+        (o.batch, o.prompt, o.context) = (self.batch, self.prompt, self.context);
+        o
+    }
+}
+
+impl ProjectArgs {
+    fn into_options(self) -> project::Options {
+        let mut o = project::Options::default();
+        (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
+        (o.measurements, o.task, o.inference, o.parallel) = (self.measurements, self.task, self.inference.options(), self.parallel);
+        o.madmax = match self.madmax.as_deref() {
+            Some([model, system, task]) => Some(project::MadmaxFiles { model: model.clone(), system: system.clone(), task: task.clone() }),
+            _ => None,
+        };
+        o.assumptions = match self.assumptions {
+            AssumptionsArg::Tracecast => project::Assumptions::Tracecast,
+            AssumptionsArg::Madmax => project::Assumptions::Madmax,
+        };
+        (o.profile, o.sharding, o.json, o.perfetto, o.hw, o.quiet) =
+            (self.profile, self.sharding, self.json, self.perfetto, self.hw, self.quiet);
+        o
+    }
+}
+
+impl SearchArgs {
+    fn into_options(self) -> search::Options {
+        let mut o = search::Options::default();
+        (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
+        (o.measurements, o.task, o.gbs, o.inference, o.profile) =
+            (self.measurements, self.task, self.gbs, self.inference.options(), self.profile);
+        (o.top, o.json, o.plots, o.hw, o.quiet) = (self.top, self.json, self.plots, self.hw, self.quiet);
+        o
+    }
+}
+
+impl ValidateArgs {
+    fn into_options(self) -> validate::Options {
+        let mut o = validate::Options::default();
+        (o.runs, o.profile, o.hw, o.json, o.fit, o.measurements, o.quiet) =
+            (self.runs, self.profile, self.hw, self.json, self.fit, self.measurements, self.quiet);
+        o
+    }
+}
+
+impl HwArgs {
+    fn into_options(self) -> hw::Options {
+        let mut o = hw::Options::default();
+        o.command = match self.command {
+            HwCommand::List => hw::Command::List,
+            HwCommand::Show { id } => hw::Command::Show { id },
+            HwCommand::Cost(c) => hw::Command::Cost(Box::new(c.into_options())),
+        };
+        o.hw = self.hw;
+        o
+    }
+}
+
+impl CostArgs {
+    fn into_options(self) -> hw::Cost {
+        let mut o = hw::Cost::default();
+        (o.gpu, o.op, o.m, o.n, o.k, o.batch, o.dtype) = (self.gpu, self.op, self.m, self.n, self.k, self.batch, self.dtype);
+        (o.heads, o.seq, o.head_dim, o.causal, o.backward, o.kernel) =
+            (self.heads, self.seq, self.head_dim, self.causal, self.backward, self.kernel);
+        (o.bytes, o.gpus, o.gpus_per_node, o.measurements, o.profile, o.json) =
+            (self.bytes, self.gpus, self.gpus_per_node, self.measurements, self.profile, self.json);
+        o
+    }
+}
+
+impl SynthArgs {
+    fn into_options(self) -> synth::Options {
+        let mut o = synth::Options::default();
+        (o.out, o.ranks, o.steps, o.layers, o.seed) = (self.out, self.ranks, self.steps, self.layers, self.seed);
+        (o.busbw_gbps, o.alpha_us, o.gemm_efficiency, o.plain) = (self.busbw_gbps, self.alpha_us, self.gemm_efficiency, self.plain);
+        (o.model, o.tokens, o.profile, o.quiet) = (self.model, self.tokens, self.profile, self.quiet);
+        o
+    }
+}
+
+/// The exit status of a command's outcome.
+fn exit_code(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::NoPlan => ExitCode::from(1),
+        Outcome::BadFiles => ExitCode::from(2),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = std::io::stdout();
     let result = match cli.command {
         Command::Analyze(args) => analyze(args),
-        Command::Calibrate(args) => calibrate(args),
+        Command::Calibrate(args) => calibrate::run(&args.into_options(), &mut out).map(exit_code),
         Command::Replay(args) => replay(args),
-        Command::Project(args) => project::run_project(args),
-        Command::Search(args) => project::run_search(args),
-        Command::Validate(args) => project::run_validate(args),
+        Command::Project(args) => project::run(&args.into_options(), &mut out).map(exit_code),
+        Command::Search(args) => search::run(&args.into_options(), &mut out).map(exit_code),
+        Command::Validate(args) => validate::run(&args.into_options(), &mut out).map(exit_code),
         Command::Report(args) => report::run_report(args),
         Command::Diff(args) => report::run_diff(args),
-        Command::Ingest(args) => ingest(args),
-        Command::Synth(args) => synth(args),
-        Command::Hw(args) => hw(args),
-        Command::Demo => demo(),
+        Command::Ingest(args) => ingest::run(&args.into_options(), &mut out).map(exit_code),
+        Command::Synth(args) => synth::run(&args.into_options(), &mut out).map(exit_code),
+        Command::Hw(args) => hw::run(&args.into_options(), &mut out).map(exit_code),
+        Command::Demo => {
+            let mut o = demo::Options::default();
+            o.dir = PathBuf::from(DEMO_DIR);
+            demo::run(&o, &DemoReport, &mut out).map(exit_code)
+        }
     };
     // A diagnostic for tests: how often each per-rank fact was computed.
     if std::env::var_os("TRACECAST_COUNT_FACTS").is_some() {
@@ -803,79 +938,6 @@ fn emit(
     Ok(())
 }
 
-impl CostArgs {
-    /// The operation the flags describe; a missing flag is named.
-    fn operation(&self, catalog: &tracecast_calibrate::Catalog) -> Result<tracecast_calibrate::pricing::Operation> {
-        use tracecast_calibrate::catalog::Dtype;
-        use tracecast_calibrate::pricing::{AttentionShape, GemmShape, Operation};
-        let need = |v: Option<f64>, flag: &str| {
-            v.filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| anyhow::anyhow!("hw cost {}: --{flag} (a number > 0) is required", self.op))
-        };
-        Ok(match self.op.as_str() {
-            "gemm" => {
-                let dtype = Dtype::from_name(&self.dtype)
-                    .ok_or_else(|| anyhow::anyhow!("--dtype {:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8", self.dtype))?;
-                Operation::Gemm(GemmShape {
-                    batch: need(Some(self.batch), "batch")?,
-                    m: need(self.m, "m")?,
-                    n: need(self.n, "n")?,
-                    k: need(self.k, "k")?,
-                    dtype,
-                })
-            }
-            "attention" => Operation::Attention(
-                AttentionShape {
-                    batch: need(Some(self.batch), "batch")?,
-                    heads: need(self.heads, "heads")?,
-                    seq: need(self.seq, "seq")?,
-                    head_dim: need(self.head_dim, "head-dim")?,
-                    causal: self.causal,
-                    backward: self.backward,
-                },
-                self.kernel.clone(),
-            ),
-            other => {
-                let collective = tracecast_ingest::collective::Collective::from_name(other)
-                    .filter(|c| c.bus_factor_in(Some(2)).is_some())
-                    .ok_or_else(|| anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"))?;
-                let gpus =
-                    self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
-                let gpus_per_node = self.gpus_per_node.or_else(|| catalog.node_of(&self.gpu).map(|n| n.gpus)).unwrap_or(8).max(1);
-                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node }
-            }
-        })
-    }
-}
-
-fn hw(args: HwArgs) -> Result<ExitCode> {
-    let catalog = catalog_with(&args.hw)?;
-    let mut out = std::io::stdout().lock();
-    match args.command {
-        HwCommand::List => calibrate_summary::write_catalog(&mut out, &catalog)?,
-        HwCommand::Show { id } => calibrate_summary::write_gpu(&mut out, catalog.gpu(&id)?, &catalog)?,
-        HwCommand::Cost(c) => {
-            let gpu = catalog.gpu(&c.gpu)?.clone();
-            let op = c.operation(&catalog)?;
-            let pricing = pricing_with(&catalog, &c.measurements)?;
-            let profile = match &c.profile {
-                Some(p) => {
-                    let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &pricing.catalog)?;
-                    ensure_profile_of(&model, &gpu.id, p)?;
-                    model.profile
-                }
-                None => None,
-            };
-            let quote = pricing.quote(&gpu, &op, profile.as_ref()).map_err(anyhow::Error::msg)?;
-            calibrate_summary::write_quote(&mut out, &quote)?;
-            if let Some(path) = &c.json {
-                project::write_json(path, &quote)?;
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Reads the jobs the paths stand for one at a time (so only one is held in
 /// memory) and hands each to `each_job`; bad files are reported on stderr.
 /// Returns whether any file was bad; with `strict`, the first bad file is an error.
@@ -940,97 +1002,6 @@ fn for_each_input<T>(
         }
     }
     Ok(failed)
-}
-
-fn ingest(args: IngestArgs) -> Result<ExitCode> {
-    let read_opts = args.read.read_options()?;
-    let analyze = args.window.analyze_options(&args.read)?;
-    let catalog = catalog_with(&args.read.hw)?;
-    let out = &args.out;
-    let mut written = 0usize;
-    // One rank at a time: each trace is written as its part files and dropped.
-    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
-        let write = |rank: &tracecast_ingest::job::Rank| {
-            // The summary `analyze` would make of this rank with these options.
-            analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
-            let mut o = analyze.clone();
-            o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
-            let world = world_of_rank(rank.trace.declared_world_size(), files);
-            let ctx = analysis::RankContext::new(rank, &o.classifier);
-            let summary = analysis::summarize(&ctx, world, &o);
-            tracecast_ingest::dataset::write_rank(out, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
-        };
-        let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
-        let mut ok = Vec::new();
-        for p in parts {
-            match p {
-                Ok(p) => ok.push(p),
-                Err(e) => failures.push(e),
-            }
-        }
-        (Some(ok), failures)
-    };
-    let failed = for_each_input(&args.paths, false, &args.read, read, |parts, _| written += parts.len())?;
-    if written == 0 {
-        anyhow::bail!("no trace could be read: nothing was written to {}", out.display());
-    }
-    if !args.read.quiet {
-        outln!("{written} rank(s) written to the dataset {}", out.display())?;
-    }
-    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
-}
-
-fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
-    let read_opts = args.inputs.read.read_options()?;
-    let catalog = catalog_with(&args.inputs.read.hw)?;
-    let mut opts = tracecast_calibrate::CalibrateOptions::default();
-    opts.classifier = args.inputs.read.classifier()?;
-    opts.gpus_per_node = args.inputs.read.gpus_per_node;
-    // One rank at a time, as `analyze`: each trace is reduced to its samples and dropped.
-    let mut jobs = Vec::new();
-    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&std::path::Path) + Sync)| {
-        let summarize = |rank: &tracecast_ingest::job::Rank| {
-            let ctx = analysis::RankContext::new(rank, &opts.classifier);
-            let work = tracecast_calibrate::work::kernel_work_of(&ctx);
-            (tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives())
-        };
-        let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
-        let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
-        ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives))), failures)
-    };
-    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
-    let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
-    let profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
-    if profiles.is_empty() {
-        anyhow::bail!("no trace could be read: nothing to calibrate");
-    }
-    let many = profiles.len() > 1;
-    for p in &profiles {
-        let id = device_file_id(p);
-        let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
-        let mut bytes = serde_json::to_vec_pretty(p)?;
-        bytes.push(b'\n');
-        output::write_atomic(&path, &bytes)?;
-        if let Some(f) = &args.madmax_system {
-            let f = if many { per_device(f, &id) } else { f.clone() };
-            let mut bytes = serde_json::to_vec_pretty(&tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes))?;
-            bytes.push(b'\n');
-            output::write_atomic(&f, &bytes)?;
-        }
-        if !args.inputs.read.quiet {
-            let mut out = std::io::stdout().lock();
-            calibrate_summary::write_profile(&mut out, p)?;
-            writeln!(out, "Profile written to {}", path.display())?;
-        }
-        if let Some(dir) = &args.plots {
-            let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
-            let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
-            if !args.inputs.read.quiet {
-                outln!("{} chart file(s) written to {}", files.len(), dir.display())?;
-            }
-        }
-    }
-    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
@@ -1222,91 +1193,30 @@ fn write_perfetto(path: &std::path::Path, job: &Job, r: &tracecast_replay::Repla
     Ok(())
 }
 
-fn synth(args: SynthArgs) -> Result<ExitCode> {
-    let mut spec = tracecast_calibrate::synth::JobSpec::default();
-    spec.ranks = args.ranks;
-    spec.steps = args.steps;
-    spec.layers = args.layers;
-    spec.seed = args.seed;
-    spec.allreduce_busbw_gbps = args.busbw_gbps;
-    spec.allreduce_alpha_us = args.alpha_us;
-    spec.gemm_efficiency = args.gemm_efficiency;
-    spec.gzip = !args.plain;
-    if let Some(m) = &args.model {
-        let model = project::model(m)?;
-        spec.hidden = model.hidden as u64;
-        spec.tokens = args.tokens;
-        spec.layer_gemms = model.layer_gemms(args.tokens);
-    }
-    if let Some(p) = &args.profile {
-        use tracecast_calibrate::work::KernelClass;
-        let catalog = tracecast_calibrate::Catalog::builtin();
-        let device = tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?;
-        let bf16 = Some(tracecast_calibrate::catalog::Dtype::Bf16);
-        let (eta, t0, peak) =
-            device.fit(KernelClass::Gemm, bf16).with_context(|| format!("{}: no GEMM fit to take as truth", p.display()))?;
-        spec.gemm_efficiency = eta;
-        spec.kernel_overhead_us = t0.max(0.0);
-        spec.peak_flops = peak;
-        if let Some((eta, _, peak)) = device.fit(KernelClass::Elementwise, bf16) {
-            spec.memory_efficiency = eta;
-            spec.peak_hbm_bytes_per_s = peak;
-        }
-        if let Some(m) = device.link(tracecast_ingest::collective::Collective::AllReduce, None, "intra") {
-            spec.allreduce_alpha_us = m.fit.alpha_us;
-            spec.allreduce_busbw_gbps = m.fit.busbw_gbps;
-        }
-    }
-    let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
-    if !args.quiet {
-        for f in written {
-            outln!("{}", f.display())?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The bundled demo job, relative to the crate root so `cargo run` finds it anywhere.
 const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
 
-/// Where `demo` writes its report, relative to the working directory.
-const DEMO_REPORT: &str = "tracecast-demo/report.html";
+/// The demo's page from the report module (until the report takes the library's options).
+struct DemoReport;
 
-fn demo() -> Result<ExitCode> {
-    let dir = PathBuf::from(DEMO_DIR);
-    outln!("tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display())?;
-    outln!("(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;")?;
-    outln!(" point `tracecast analyze` at your own trace directory the same way)\n")?;
-    let mut opts = AnalyzeOptions::default();
-    opts.job_gpus = Some(1024.0);
-    opts.job_hours = Some(24.0);
-    // The page: charts, tables, an identity replay and a what-if with links twice as fast.
-    let catalog = tracecast_calibrate::Catalog::builtin();
-    let mut what_if = tracecast_replay::ReplayOptions::default();
-    what_if.scale = tracecast_replay::Scale { link: 2.0, ..Default::default() };
-    let plan = report::ReportPlan {
-        catalog: &catalog,
-        analyze: &opts,
-        projection: Some((report::projection_label(None, what_if.scale), what_if)),
-        gpus_per_node: None,
-        png_dir: None,
-    };
-    let read = ReadArgs {
-        comm_pattern: Vec::new(),
-        comm_kernels: CommKernelsArg::Families,
-        strict: false,
-        gpus_per_node: None,
-        hw: Vec::new(),
-        device: None,
-        quiet: true,
-    };
-    let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &read, &plan)?;
-    anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
-    emit(std::slice::from_ref(sections[0].analysis()), "", None, None, None, false)?;
-    outln!("\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
-    let out = PathBuf::from(DEMO_REPORT);
-    report::write(&sections, &plan, &out)?;
-    let shown = std::fs::canonicalize(&out).unwrap_or(out);
-    outln!("Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
-    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+impl demo::Report for DemoReport {
+    type Section = report::Section;
+
+    fn sections(&self, dir: &Path, page: &Page) -> Result<(Vec<report::Section>, bool)> {
+        report::sections(&[dir.to_path_buf()], false, &ReadArgs::from_options(&page.read), &demo_plan(page))
+    }
+
+    fn analysis(section: &report::Section) -> &JobAnalysis {
+        section.analysis()
+    }
+
+    fn write(&self, sections: &[report::Section], page: &Page, out: &Path) -> Result<()> {
+        report::write(sections, &demo_plan(page), out).map(drop)
+    }
+}
+
+/// The report plan of the demo's page.
+fn demo_plan(page: &Page) -> report::ReportPlan<'_> {
+    let projection = Some((report::projection_label(None, page.what_if.scale), page.what_if.clone()));
+    report::ReportPlan { catalog: &page.catalog, analyze: &page.analyze, projection, gpus_per_node: None, png_dir: None }
 }

@@ -16,20 +16,33 @@
 //! - [`summary`], [`calibrate_summary`]: terminal text of an analysis, a
 //!   profile, the catalog and a price; [`export`]: the analysis tables as CSV or
 //!   Parquet; [`output`]: JSON files and per-device file names.
+//! - The commands: [`ingest`], [`calibrate`], [`project`], [`search`],
+//!   [`validate`], [`hw`], [`synth`], [`demo`].
 //!
 //! ```
-//! let catalog = tracecast_pipeline::hardware::catalog_with(&[]).unwrap();
-//! assert_eq!(tracecast_pipeline::hardware::node_gpus_for([], &catalog, Some(4)), 4);
+//! use tracecast_pipeline::{Outcome, hw};
+//! let mut out = Vec::new();
+//! let outcome = hw::run(&hw::Options::default(), &mut out).unwrap();
+//! assert_eq!(outcome, Outcome::Done);
+//! assert!(String::from_utf8(out).unwrap().contains("h100-sxm"));
 //! ```
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod calibrate;
 pub mod calibrate_summary;
+pub mod demo;
 pub mod export;
 pub mod hardware;
+pub mod hw;
+pub mod ingest;
 pub mod inputs;
 pub mod output;
+pub mod project;
+pub mod search;
 pub mod summary;
+pub mod synth;
+pub mod validate;
 
 /// How a command ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,87 @@
+//! `tracecast calibrate`: kernel efficiencies and link latency/bandwidth
+//! fitted from traces into a profile per device.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis;
+
+use crate::Outcome;
+use crate::calibrate_summary::write_profile;
+use crate::hardware::catalog_with;
+use crate::inputs::{Inputs, for_each_input};
+use crate::output::{device_file_id, per_device, write_json};
+
+/// What `calibrate` reads and where it writes the profiles.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// The traces.
+    pub inputs: Inputs,
+    /// The profile to write; with traces of several GPUs, one file per device, the GPU id
+    /// before `.json` (default: empty, refused).
+    pub out: PathBuf,
+    /// Draw every fit into this directory (default: none).
+    pub plots: Option<PathBuf>,
+    /// Also write a MAD-Max system configuration with the fitted utilization factors here (default: none).
+    pub madmax_system: Option<PathBuf>,
+    /// Nodes of the MAD-Max system configuration (default: 1).
+    pub nodes: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { inputs: Inputs::default(), out: PathBuf::new(), plots: None, madmax_system: None, nodes: 1 }
+    }
+}
+
+/// Fits the profiles, writes them (and their charts), and summarizes each on the terminal.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let read_opts = args.inputs.read.read_options()?;
+    let catalog = catalog_with(&args.inputs.read.hw)?;
+    let mut opts = tracecast_calibrate::CalibrateOptions::default();
+    opts.classifier = args.inputs.read.classifier()?;
+    opts.gpus_per_node = args.inputs.read.gpus_per_node;
+    // One rank at a time, as `analyze`: each trace is reduced to its samples and dropped.
+    let mut jobs = Vec::new();
+    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let summarize = |rank: &tracecast_ingest::job::Rank| {
+            let ctx = analysis::RankContext::new(rank, &opts.classifier);
+            let work = tracecast_calibrate::work::kernel_work_of(&ctx);
+            (tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives())
+        };
+        let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
+        let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
+        ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives))), failures)
+    };
+    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
+    let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
+    let profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
+    if profiles.is_empty() {
+        anyhow::bail!("no trace could be read: nothing to calibrate");
+    }
+    let many = profiles.len() > 1;
+    for p in &profiles {
+        let id = device_file_id(p);
+        let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
+        write_json(&path, p)?;
+        if let Some(f) = &args.madmax_system {
+            let f = if many { per_device(f, &id) } else { f.clone() };
+            write_json(&f, &tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes))?;
+        }
+        if !args.inputs.read.quiet {
+            write_profile(out, p)?;
+            writeln!(out, "Profile written to {}", path.display())?;
+        }
+        if let Some(dir) = &args.plots {
+            let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
+            let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
+            if !args.inputs.read.quiet {
+                writeln!(out, "{} chart file(s) written to {}", files.len(), dir.display())?;
+            }
+        }
+    }
+    Ok(Outcome::bad_files_if(failed))
+}

@@ -1,0 +1,90 @@
+//! `tracecast demo`: the bundled 4-rank demo job analysed, and its HTML page
+//! written with an identity replay and a what-if with links twice as fast.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_calibrate::Catalog;
+use tracecast_ingest::analysis::{AnalyzeOptions, JobAnalysis};
+use tracecast_replay::{ReplayOptions, Scale};
+
+use crate::Outcome;
+use crate::inputs::TraceOptions;
+use crate::summary::write_job;
+
+/// Where the demo job is and where its page goes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// The demo job's directory (default: empty; the binary passes its bundled fixture).
+    pub dir: PathBuf,
+    /// The HTML page to write (default: `tracecast-demo/report.html`, relative to the working directory).
+    pub report: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { dir: PathBuf::new(), report: PathBuf::from("tracecast-demo/report.html") }
+    }
+}
+
+/// What the demo's page shows: the job read and analysed as `analyze` would
+/// with a 1024-GPU, 24-hour job's GPU-hours, and a what-if with links twice as fast.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Page {
+    /// How the demo traces are read (quietly).
+    pub read: TraceOptions,
+    /// The analysis.
+    pub analyze: AnalyzeOptions,
+    /// The catalog.
+    pub catalog: Catalog,
+    /// The what-if's replay options.
+    pub what_if: ReplayOptions,
+}
+
+impl Page {
+    /// The demo's page.
+    pub fn demo() -> Page {
+        let mut read = TraceOptions::default();
+        read.quiet = true;
+        let mut analyze = AnalyzeOptions::default();
+        analyze.job_gpus = Some(1024.0);
+        analyze.job_hours = Some(24.0);
+        let mut what_if = ReplayOptions::default();
+        what_if.scale = Scale { link: 2.0, ..Default::default() };
+        Page { read, analyze, catalog: Catalog::builtin(), what_if }
+    }
+}
+
+/// The report's reading and writing of a page, which the binary provides
+/// while the report's orchestration lives there.
+pub trait Report {
+    /// What the report keeps of one job.
+    type Section;
+    /// The sections of the jobs `dir` stands for, and whether any file was bad.
+    fn sections(&self, dir: &Path, page: &Page) -> Result<(Vec<Self::Section>, bool)>;
+    /// The analysis of a job's section.
+    fn analysis(section: &Self::Section) -> &JobAnalysis;
+    /// Writes the page of `sections` to `out`.
+    fn write(&self, sections: &[Self::Section], page: &Page, out: &Path) -> Result<()>;
+}
+
+/// Analyses the demo job, prints its summary and writes its page.
+pub fn run<R: Report>(args: &Options, report: &R, out: &mut dyn Write) -> Result<Outcome> {
+    writeln!(out, "tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", args.dir.display())?;
+    writeln!(out, "(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;")?;
+    writeln!(out, " point `tracecast analyze` at your own trace directory the same way)\n")?;
+    // The page: charts, tables, an identity replay and a what-if with links twice as fast.
+    let page = Page::demo();
+    let (sections, failed) = report.sections(&args.dir, &page)?;
+    let Some(first) = sections.first() else { anyhow::bail!("the demo traces could not be read") };
+    write_job(out, R::analysis(first))?;
+    out.flush()?;
+    writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
+    report.write(&sections, &page, &args.report)?;
+    let shown = std::fs::canonicalize(&args.report).unwrap_or_else(|_| args.report.clone());
+    writeln!(out, "Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
+    Ok(Outcome::bad_files_if(failed))
+}

@@ -1,0 +1,182 @@
+//! `tracecast hw`: the hardware catalog (`list`, `show`) and the price of one
+//! operation the way projections price it (`cost`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use tracecast_calibrate::Catalog;
+use tracecast_calibrate::pricing::Operation;
+
+use crate::Outcome;
+use crate::calibrate_summary::{write_catalog, write_gpu, write_quote};
+use crate::hardware::{catalog_with, ensure_profile_of, pricing_with};
+use crate::output::write_json;
+
+/// What `hw` shows.
+#[derive(Debug, Clone, Default)]
+pub enum Command {
+    /// Every GPU and node preset.
+    #[default]
+    List,
+    /// One GPU (by catalog id) with its sources.
+    Show {
+        /// The GPU's catalog id.
+        id: String,
+    },
+    /// The price of one operation.
+    Cost(Box<Cost>),
+}
+
+/// `hw`'s options.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// What to show (default: the list).
+    pub command: Command,
+    /// Extra hardware catalog files (default: none).
+    pub hw: Vec<PathBuf>,
+}
+
+/// One operation to price on one GPU (`hw cost`): a GEMM, an attention or a collective.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Cost {
+    /// The GPU's catalog id (default: empty, which is refused).
+    pub gpu: String,
+    /// `gemm`, `attention`, or a collective such as `all_reduce` (default: `gemm`).
+    pub op: String,
+    /// GEMM rows (default: none; needed by a GEMM).
+    pub m: Option<f64>,
+    /// GEMM columns (default: none; needed by a GEMM).
+    pub n: Option<f64>,
+    /// GEMM reduction dimension (default: none; needed by a GEMM).
+    pub k: Option<f64>,
+    /// Independent GEMMs, or the attention batch (default: 1).
+    pub batch: f64,
+    /// The GEMM's input type (default: bf16).
+    pub dtype: String,
+    /// Attention heads (default: none; needed by an attention).
+    pub heads: Option<f64>,
+    /// Attention sequence length (default: none; needed by an attention).
+    pub seq: Option<f64>,
+    /// Attention head dimension (default: none; needed by an attention).
+    pub head_dim: Option<f64>,
+    /// Causal attention (default: false).
+    pub causal: bool,
+    /// Attention forward plus backward (default: false).
+    pub backward: bool,
+    /// Attention kernel family (default: the fastest measured).
+    pub kernel: Option<String>,
+    /// Collective size in bytes, the full buffer (default: none; needed by a collective).
+    pub bytes: Option<f64>,
+    /// GPUs in the collective (default: none; at least 2 needed by a collective).
+    pub gpus: Option<u32>,
+    /// GPUs per node (default: the rule of [`Catalog::gpus_per_node`]).
+    pub gpus_per_node: Option<u32>,
+    /// The user's measurements for the pricing layer (default: none).
+    pub measurements: Vec<PathBuf>,
+    /// Calibration profile of the GPU: its traces' correction of the GEMM table (default: none).
+    pub profile: Option<PathBuf>,
+    /// Write the price as JSON here (default: none).
+    pub json: Option<PathBuf>,
+}
+
+impl Default for Cost {
+    fn default() -> Self {
+        Cost {
+            gpu: String::new(),
+            op: "gemm".into(),
+            m: None,
+            n: None,
+            k: None,
+            batch: 1.0,
+            dtype: "bf16".into(),
+            heads: None,
+            seq: None,
+            head_dim: None,
+            causal: false,
+            backward: false,
+            kernel: None,
+            bytes: None,
+            gpus: None,
+            gpus_per_node: None,
+            measurements: Vec::new(),
+            profile: None,
+            json: None,
+        }
+    }
+}
+
+impl Cost {
+    /// The operation the flags describe; a missing flag is named.
+    pub fn operation(&self, catalog: &Catalog) -> Result<Operation> {
+        use tracecast_calibrate::catalog::Dtype;
+        use tracecast_calibrate::pricing::{AttentionShape, GemmShape};
+        let need = |v: Option<f64>, flag: &str| {
+            v.filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| anyhow::anyhow!("hw cost {}: --{flag} (a number > 0) is required", self.op))
+        };
+        Ok(match self.op.as_str() {
+            "gemm" => {
+                let dtype = Dtype::from_name(&self.dtype)
+                    .ok_or_else(|| anyhow::anyhow!("--dtype {:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8", self.dtype))?;
+                Operation::Gemm(GemmShape {
+                    batch: need(Some(self.batch), "batch")?,
+                    m: need(self.m, "m")?,
+                    n: need(self.n, "n")?,
+                    k: need(self.k, "k")?,
+                    dtype,
+                })
+            }
+            "attention" => Operation::Attention(
+                AttentionShape {
+                    batch: need(Some(self.batch), "batch")?,
+                    heads: need(self.heads, "heads")?,
+                    seq: need(self.seq, "seq")?,
+                    head_dim: need(self.head_dim, "head-dim")?,
+                    causal: self.causal,
+                    backward: self.backward,
+                },
+                self.kernel.clone(),
+            ),
+            other => {
+                let collective = tracecast_ingest::collective::Collective::from_name(other)
+                    .filter(|c| c.bus_factor_in(Some(2)).is_some())
+                    .ok_or_else(|| anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"))?;
+                let gpus =
+                    self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
+                let gpus_per_node = catalog.gpus_per_node(Some(&self.gpu), self.gpus_per_node);
+                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node }
+            }
+        })
+    }
+}
+
+/// Writes the list, one GPU or one price.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let catalog = catalog_with(&args.hw)?;
+    match &args.command {
+        Command::List => write_catalog(out, &catalog)?,
+        Command::Show { id } => write_gpu(out, catalog.gpu(id)?, &catalog)?,
+        Command::Cost(c) => {
+            let gpu = catalog.gpu(&c.gpu)?.clone();
+            let op = c.operation(&catalog)?;
+            let pricing = pricing_with(&catalog, &c.measurements)?;
+            let profile = match &c.profile {
+                Some(p) => {
+                    let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &pricing.catalog)?;
+                    ensure_profile_of(&model, &gpu.id, p)?;
+                    model.profile
+                }
+                None => None,
+            };
+            let quote = pricing.quote(&gpu, &op, profile.as_ref()).map_err(anyhow::Error::msg)?;
+            write_quote(out, &quote)?;
+            if let Some(path) = &c.json {
+                write_json(path, &quote)?;
+            }
+        }
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,66 @@
+//! `tracecast ingest`: the traces of one job written as a Parquet dataset
+//! that every command reads, with each rank's analysis summary cached in it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis;
+
+use crate::Outcome;
+use crate::hardware::{catalog_with, node_gpus_of, world_of_rank};
+use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
+
+/// What `ingest` reads and where it writes the dataset.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Trace files of one job, or its directory (default: none).
+    pub paths: Vec<PathBuf>,
+    /// The dataset directory, made when missing; a rank already in it is replaced (default: empty, refused).
+    pub out: PathBuf,
+    /// How the traces are read.
+    pub read: TraceOptions,
+    /// The window of the summaries kept in the dataset (`analyze DATASET` with the same window reads them).
+    pub window: WindowOptions,
+}
+
+/// Writes every readable rank into the dataset, one rank at a time.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let read_opts = args.read.read_options()?;
+    let analyze = args.window.analyze_options(&args.read)?;
+    let catalog = catalog_with(&args.read.hw)?;
+    let dataset = &args.out;
+    let mut written = 0usize;
+    // One rank at a time: each trace is written as its part files and dropped.
+    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let write = |rank: &tracecast_ingest::job::Rank| {
+            // The summary `analyze` would make of this rank with these options.
+            analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
+            let mut o = analyze.clone();
+            o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
+            let world = world_of_rank(rank.trace.declared_world_size(), files);
+            let ctx = analysis::RankContext::new(rank, &o.classifier);
+            let summary = analysis::summarize(&ctx, world, &o);
+            tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
+        };
+        let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
+        let mut ok = Vec::new();
+        for p in parts {
+            match p {
+                Ok(p) => ok.push(p),
+                Err(e) => failures.push(e),
+            }
+        }
+        (Some(ok), failures)
+    };
+    let failed = for_each_input(&args.paths, false, &args.read, read, |parts, _| written += parts.len())?;
+    if written == 0 {
+        anyhow::bail!("no trace could be read: nothing was written to {}", dataset.display());
+    }
+    if !args.read.quiet {
+        writeln!(out, "{written} rank(s) written to the dataset {}", dataset.display())?;
+    }
+    Ok(Outcome::bad_files_if(failed))
+}

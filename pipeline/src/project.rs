@@ -1,0 +1,381 @@
+//! `tracecast project`: an iteration of a model on a system under a
+//! parallelization plan (MAD-Max's model, calibrated), and the model, system
+//! and task specifications `search` and `synth` read too.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tracecast_replay::workload::llm::{Cluster, Plan, SystemOverrides, Task, Transformer};
+use tracecast_replay::workload::{Projection, madmax};
+
+use crate::Outcome;
+use crate::hardware::catalog_with;
+use crate::output::write_json;
+
+/// Whose assumptions a projection makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Assumptions {
+    /// tracecast's own model: calibrated efficiencies, α-β collectives, attention, SwiGLU, memory.
+    #[default]
+    Tracecast,
+    /// MAD-Max's simplifications (reproduces its printed outputs; needs the MAD-Max files).
+    Madmax,
+}
+
+/// The shape of an inference task, as `project` and `search` take it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Inference {
+    /// Sequences per replica (default: 1).
+    pub batch: u32,
+    /// Prompt tokens of prefill (default: the model's sequence length).
+    pub prompt: Option<u32>,
+    /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
+    pub context: Option<u32>,
+}
+
+impl Default for Inference {
+    fn default() -> Self {
+        Inference { batch: 1, prompt: None, context: None }
+    }
+}
+
+/// MAD-Max's model, system and task configuration files.
+#[derive(Debug, Clone)]
+pub struct MadmaxFiles {
+    /// The model configuration.
+    pub model: PathBuf,
+    /// The system configuration.
+    pub system: PathBuf,
+    /// The task configuration.
+    pub task: PathBuf,
+}
+
+/// What `project` projects, and where it writes the projection.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// A model preset, a model file or a MAD-Max model file (default: none; needed without `madmax`).
+    pub model: Option<String>,
+    /// A catalog GPU id (with `gpus`) or a MAD-Max system file (default: none; needed without `madmax`).
+    pub system: Option<String>,
+    /// GPUs of the system (default: none, the system file's).
+    pub gpus: Option<u32>,
+    /// What the system differs in from its catalog entry (default: nothing).
+    pub system_overrides: SystemOverrides,
+    /// The user's measurements for the pricing layer (default: none).
+    pub measurements: Vec<PathBuf>,
+    /// train, prefill, decode, or a MAD-Max task file (default: train).
+    pub task: String,
+    /// The shape of an inference task.
+    pub inference: Inference,
+    /// The parallelization plan, `tp=8,pp=4,fsdp=64` (default: FSDP over every GPU for training,
+    /// tensor parallel over a node otherwise).
+    pub parallel: Option<String>,
+    /// Calibration profile of the GPU (default: the GPU's shipped profile).
+    pub profile: Option<PathBuf>,
+    /// MAD-Max model, system and task files, instead of `model`, `system` and `task` (default: none).
+    pub madmax: Option<MadmaxFiles>,
+    /// DLRM embedding sharding: tw, rw, cw or dp (default: the task file's).
+    pub sharding: Option<String>,
+    /// Whose assumptions (default: tracecast's).
+    pub assumptions: Assumptions,
+    /// Write the projection as JSON here (default: none).
+    pub json: Option<PathBuf>,
+    /// Write the simulated timeline for Perfetto here (default: none).
+    pub perfetto: Option<PathBuf>,
+    /// Extra hardware catalog files (default: none).
+    pub hw: Vec<PathBuf>,
+    /// Write nothing on the terminal (default: false).
+    pub quiet: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            model: None,
+            system: None,
+            gpus: None,
+            system_overrides: SystemOverrides::default(),
+            measurements: Vec::new(),
+            task: "train".into(),
+            inference: Inference::default(),
+            parallel: None,
+            profile: None,
+            madmax: None,
+            sharding: None,
+            assumptions: Assumptions::Tracecast,
+            json: None,
+            perfetto: None,
+            hw: Vec::new(),
+            quiet: false,
+        }
+    }
+}
+
+/// A model given as a preset name, a model file with the fields of a runs
+/// file's `model` (validate's format), or a MAD-Max model file.
+pub fn model(spec: &str) -> Result<Transformer> {
+    if let Some(m) = Transformer::preset(spec) {
+        return Ok(m);
+    }
+    let path = Path::new(spec);
+    anyhow::ensure!(path.exists(), "--model {spec}: neither a preset ({}) nor a file", Transformer::preset_names().join(", "));
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let name = path.file_stem().map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned());
+    // A MAD-Max file says its `type`; anything else is read as a runs file's model.
+    let value: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    if value.get("type").is_some() {
+        let m: madmax::ModelConfig =
+            serde_json::from_value(value).with_context(|| format!("{}: not a MAD-Max model configuration", path.display()))?;
+        return Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
+    let m: tracecast_replay::workload::validate::RunModel = serde_json::from_value(value).map_err(|_| {
+        anyhow::anyhow!(
+            "{}: neither a model (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings; or preset, seq) nor a MAD-Max model configuration (type, …)",
+            path.display()
+        )
+    })?;
+    m.transformer(&name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A cluster given as a catalog GPU id with a GPU count, or a MAD-Max system file.
+pub(crate) fn cluster(
+    spec: &str,
+    gpus: Option<u32>,
+    overrides: &SystemOverrides,
+    bytes_per_param: f64,
+    catalog: &tracecast_calibrate::Catalog,
+    device: Option<&tracecast_calibrate::DeviceModel>,
+    measurements: &[std::path::PathBuf],
+) -> Result<Cluster> {
+    let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    if !measurements.is_empty() {
+        c.use_measurements(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(measurements)?));
+    }
+    overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
+}
+
+fn cluster_of(
+    spec: &str,
+    gpus: Option<u32>,
+    bytes_per_param: f64,
+    catalog: &tracecast_calibrate::Catalog,
+    device: Option<&tracecast_calibrate::DeviceModel>,
+) -> Result<Cluster> {
+    let path = Path::new(spec);
+    if path.exists() {
+        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let s: madmax::SystemConfig =
+            serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max system configuration", path.display()))?;
+        let mut c = Cluster::from_madmax(&s, bytes_per_param).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if let Some(n) = gpus {
+            c.gpus = n;
+        }
+        return Ok(c);
+    }
+    let n = gpus.context("--system GPU needs --gpus N (how many)")?;
+    // A profile must be of the system's GPU; without one, the GPU's shipped profile.
+    let gpu = catalog.gpu(spec)?;
+    let shipped;
+    let device = match device {
+        Some(d) => {
+            let of = crate::hardware::profile_gpu(d);
+            anyhow::ensure!(
+                of == Some(gpu.id.as_str()),
+                "--profile ({}) is of {}, not of --system {} (calibrate traces measured on {} and pass that profile)",
+                d.source,
+                of.unwrap_or("a GPU the catalog does not know"),
+                gpu.id,
+                gpu.id
+            );
+            Some(d)
+        }
+        None => {
+            shipped = tracecast_calibrate::shipped::for_gpu(gpu, catalog);
+            shipped.as_ref()
+        }
+    };
+    Cluster::for_model(catalog, spec, n, bytes_per_param, device).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
+}
+
+/// The task from `--task` (train, prefill, decode); `seq` is the model's sequence length.
+pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
+    let batch = shape.batch;
+    Ok(match spec {
+        "train" | "pretrain" | "finetune" => Task::Train,
+        "prefill" => Task::Prefill { batch, prompt: shape.prompt.unwrap_or(seq) },
+        "decode" => Task::Decode { batch, context: shape.context.unwrap_or(seq) },
+        other => anyhow::bail!("--task {other}: train, prefill, decode, or a MAD-Max task file"),
+    })
+}
+
+/// The terminal summary of a projection.
+pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<()> {
+    let t = &p.times;
+    writeln!(out, "{} on {} — {}, plan {} (assumptions: {})", p.model, p.system, p.task, p.plan, p.assumptions)?;
+    let list = |compute: bool| {
+        t.by_kind_ms
+            .iter()
+            .filter(|(k, _)| matches!(**k, "gemm" | "embedding" | "memory_bound" | "attention") == compute)
+            .map(|(k, v)| format!("{k} {v:.2} ms"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    writeln!(out, "  Compute:       {:.2} ms ({})", t.compute_ms, list(true))?;
+    writeln!(out, "  Communication: {:.2} ms ({})", t.comm_ms, list(false))?;
+    let of = |a: f64, b: f64| if b > 0.0 { 100.0 * a / b } else { 0.0 };
+    writeln!(
+        out,
+        "  Exposed communication {:.2} ms ({:.1} % of communication, {:.1} % of the iteration); overlapped {:.2} ms",
+        t.exposed_comm_ms,
+        of(t.exposed_comm_ms, t.comm_ms),
+        of(t.exposed_comm_ms, t.iteration_ms),
+        t.overlapped_comm_ms
+    )?;
+    if t.bubble_ms > 0.0 {
+        writeln!(out, "  Pipeline bubble {:.2} ms ({:.1} % of the iteration)", t.bubble_ms, of(t.bubble_ms, t.iteration_ms))?;
+    }
+    writeln!(out, "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {})", t.iteration_ms, p.throughput, p.global_batch)?;
+    if let Some(v) = p.ttft_ms {
+        writeln!(out, "  Time to first token {v:.2} ms")?;
+    }
+    if let Some(v) = p.tpot_ms {
+        writeln!(out, "  Time per output token {v:.3} ms ({:.0} tokens/s over the system)", p.throughput)?;
+    }
+    let m = &p.memory;
+    writeln!(
+        out,
+        "  Memory per GPU {:.2} GB of {:.0} GB: {} (weights {:.2}, gradients {:.2}, optimizer {:.2}, activations {:.2}, KV cache {:.2})",
+        p.memory_gb_per_gpu,
+        p.hbm_gb,
+        if p.fits_memory { "fits" } else { "DOES NOT FIT" },
+        m.weights_gb,
+        m.gradients_gb,
+        m.optimizer_gb,
+        m.activations_gb,
+        m.kv_cache_gb
+    )?;
+    for n in &p.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+/// Writes the timeline for Perfetto (gzip when the name ends in .gz).
+fn write_perfetto(path: &Path, timeline: &tracecast_replay::workload::Timeline, title: &str) -> Result<()> {
+    let mut text = Vec::new();
+    timeline.write_perfetto(&mut text, title)?;
+    let bytes = if path.to_string_lossy().ends_with(".gz") {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&text)?;
+        enc.finish()?
+    } else {
+        text
+    };
+    tracecast_ingest::output::write_atomic(path, &bytes)?;
+    Ok(())
+}
+
+/// A plan from `--parallel`.
+fn parse_plan(spec: &str) -> Result<Plan> {
+    Plan::parse(spec).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))
+}
+
+pub(crate) fn device_of(
+    profile: Option<&PathBuf>,
+    catalog: &tracecast_calibrate::Catalog,
+) -> Result<Option<tracecast_calibrate::DeviceModel>> {
+    Ok(match profile {
+        Some(p) => Some(tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)?),
+        None => None,
+    })
+}
+
+/// Projects the model and writes the projection (terminal, JSON, Perfetto).
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    use tracecast_replay::workload::{llm, madmax};
+    let catalog = catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let overrides = args.system_overrides;
+    let (projection, timeline) = if let Some(files) = &args.madmax {
+        anyhow::ensure!(
+            overrides == SystemOverrides::default(),
+            "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"
+        );
+        let (m, s, t) = madmax::read_configs(&files.model, &files.system, &files.task)?;
+        match args.assumptions {
+            Assumptions::Madmax => {
+                let run = madmax::run(&m, &s, &t)?;
+                (run.projection(&m, &s, &t), run.timeline)
+            }
+            Assumptions::Tracecast if m.kind == "DLRM" => {
+                use tracecast_replay::workload::dlrm;
+                let model = dlrm::Dlrm::from_madmax(&m).map_err(anyhow::Error::msg)?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let mut plan = dlrm::DlrmPlan::from_madmax(&t).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
+                if let Some(sh) = &args.sharding {
+                    plan.sharding = dlrm::Sharding::parse(sh).map_err(anyhow::Error::msg)?;
+                }
+                dlrm::project(&model, &cluster, &plan, t.kind != "inference")?
+            }
+            Assumptions::Tracecast => {
+                let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files.model.display()))?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                if let Some(n) = args.gpus {
+                    cluster.gpus = n;
+                }
+                let (mut plan, task) =
+                    llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
+                if let Some(spec) = &args.parallel {
+                    plan = parse_plan(spec)?;
+                }
+                llm::project_timeline(&model, &cluster, &plan, task)?
+            }
+        }
+    } else {
+        anyhow::ensure!(
+            args.assumptions == Assumptions::Tracecast,
+            "--assumptions madmax needs the MAD-Max files: --madmax MODEL SYSTEM TASK"
+        );
+        let (Some(m), Some(sys)) = (&args.model, &args.system) else {
+            anyhow::bail!("give --model and --system (or --madmax MODEL SYSTEM TASK)")
+        };
+        let model = model(m)?;
+        let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
+        let seq = model.seq as u32;
+        let (plan, task) = if Path::new(&args.task).exists() {
+            let text = std::fs::read(&args.task)?;
+            let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
+            llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
+        } else {
+            let task = task(&args.task, &args.inference, seq)?;
+            let default = if task == llm::Task::Train {
+                format!("fsdp={}", cluster.gpus)
+            } else {
+                let tp = cluster.gpus_per_node.min(cluster.gpus);
+                format!("tp={tp},dp={}", cluster.gpus / tp.max(1))
+            };
+            (parse_plan(args.parallel.as_deref().unwrap_or(&default))?, task)
+        };
+        let plan = match &args.parallel {
+            Some(spec) => parse_plan(spec)?,
+            None => plan,
+        };
+        llm::project_timeline(&model, &cluster, &plan, task)?
+    };
+    if !args.quiet {
+        write_projection(out, &projection)?;
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &projection)?;
+    }
+    if let Some(path) = &args.perfetto {
+        write_perfetto(path, &timeline, &format!("{} on {}", projection.model, projection.system))?;
+    }
+    Ok(Outcome::Done)
+}

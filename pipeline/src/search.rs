@@ -1,0 +1,208 @@
+//! `tracecast search`: every feasible plan of a model on a system,
+//! simulated and ranked, the best against plain FSDP, and the front of
+//! throughput against GPU count.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use tracecast_replay::workload::llm::SystemOverrides;
+
+use crate::Outcome;
+use crate::hardware::catalog_with;
+use crate::output::write_json;
+use crate::project::{Inference, cluster, device_of, model, task};
+
+/// What `search` searches, and where it writes the plans.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// A model preset, a model file or a MAD-Max model file (default: empty, which is refused).
+    pub model: String,
+    /// A catalog GPU id or a MAD-Max system file (default: empty, which is refused).
+    pub system: String,
+    /// GPUs (default: none, the system file's).
+    pub gpus: Option<u32>,
+    /// What the system differs in from its catalog entry (default: nothing).
+    pub system_overrides: SystemOverrides,
+    /// The user's measurements for the pricing layer (default: none).
+    pub measurements: Vec<PathBuf>,
+    /// train, prefill or decode (default: train).
+    pub task: String,
+    /// Sequences per iteration over the system, training (default: one per GPU).
+    pub gbs: Option<u32>,
+    /// The shape of an inference task.
+    pub inference: Inference,
+    /// Calibration profile of the GPU (default: the GPU's shipped profile).
+    pub profile: Option<PathBuf>,
+    /// Plans to print (default: 10).
+    pub top: usize,
+    /// Write the ranked plans, the baseline and the front as JSON here (default: none).
+    pub json: Option<PathBuf>,
+    /// Draw the Pareto front into this directory (default: none).
+    pub plots: Option<PathBuf>,
+    /// Extra hardware catalog files (default: none).
+    pub hw: Vec<PathBuf>,
+    /// Write nothing on the terminal (default: false).
+    pub quiet: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            model: String::new(),
+            system: String::new(),
+            gpus: None,
+            system_overrides: SystemOverrides::default(),
+            measurements: Vec::new(),
+            task: "train".into(),
+            gbs: None,
+            inference: Inference::default(),
+            profile: None,
+            top: 10,
+            json: None,
+            plots: None,
+            hw: Vec::new(),
+            quiet: false,
+        }
+    }
+}
+
+/// Searches the plans and writes them (terminal, JSON, the front's chart); [`Outcome::NoPlan`] when none fits.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    use tracecast_replay::workload::search;
+    let catalog = catalog_with(&args.hw)?;
+    let device = device_of(args.profile.as_ref(), &catalog)?;
+    let model = model(&args.model)?;
+    let cluster = cluster(&args.system, args.gpus, &args.system_overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
+    let seq = model.seq as u32;
+    let task = task(&args.task, &args.inference, seq)?;
+    let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    let started = std::time::Instant::now();
+    let result = search::search(&model, &cluster, task, &space);
+    let elapsed = started.elapsed().as_secs_f64();
+    // The front: the best plan at each power-of-two GPU count from one node up.
+    let mut counts = Vec::new();
+    let mut n = cluster.gpus_per_node.min(cluster.gpus).max(1);
+    while n < cluster.gpus {
+        counts.push(n);
+        // --gpus is the user's: doubling past u32 ends the list (the cluster's own count follows).
+        let Some(next) = n.checked_mul(2) else { break };
+        n = next;
+    }
+    counts.push(cluster.gpus);
+    let front =
+        if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
+    if !args.quiet {
+        writeln!(
+            out,
+            "{} on {} — {}: {} plans simulated, {} rejected (degrees that do not divide or memory that does not fit), {:.2} s",
+            model.name,
+            cluster.name,
+            task.as_str(),
+            result.simulated,
+            result.rejected,
+            elapsed
+        )?;
+        writeln!(out, "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10}", "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB")?;
+        for (i, p) in result.ranked.iter().take(args.top).enumerate() {
+            writeln!(
+                out,
+                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1}",
+                i + 1,
+                p.plan,
+                p.times.iteration_ms,
+                p.throughput,
+                100.0 * p.times.exposed_comm_ms / p.times.iteration_ms.max(1e-12),
+                p.memory_gb_per_gpu
+            )?;
+            if let Some(same) = result.identical.get(&p.plan) {
+                writeln!(out, "        (prices identically: {})", same.join("; "))?;
+            }
+        }
+        match (&result.baseline, result.speedup_over_baseline) {
+            (Some(b), Some(x)) => writeln!(
+                out,
+                "Baseline {} ({}): {:.2} samples/s; the best plan is {x:.2}× faster",
+                result.baseline_name, b.plan, b.throughput
+            )?,
+            _ => writeln!(out, "Baseline {} (tp=1, pp=1): no such plan fits in memory", result.baseline_name)?,
+        }
+        if result.ranked.is_empty() {
+            writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;
+        }
+        // The best plan's model FLOPs utilization against what this GPU was measured to reach.
+        if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
+            let mfu = tracecast_replay::workload::llm::mfu(&model, &cluster, best);
+            let gpu = catalog.gpu(&args.system).ok();
+            // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
+            use tracecast_calibrate::catalog::Dtype;
+            let traced = gpu
+                .and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)))
+                .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, &[Dtype::Bf16, Dtype::Fp16]));
+            // And the measured performance base's best 16-bit GEMM of this GPU.
+            let published =
+                gpu.zip(cluster.prices.as_ref()).and_then(|(g, p)| p.pricing.best_gemm_fraction(g, Dtype::Bf16)).map(|(f, _)| f);
+            let measured = match (traced, published) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            match measured {
+                Some(m) if mfu > m => writeln!(
+                    out,
+                    "note: the best plan implies {:.0} % MFU, more than the best GEMM measured on this GPU reached ({:.0} % of peak): its absolute throughput is optimistic (the ranking of plans still holds)",
+                    100.0 * mfu,
+                    100.0 * m
+                )?,
+                Some(m) => writeln!(
+                    out,
+                    "The best plan implies {:.0} % MFU (the best GEMM measured on this GPU: {:.0} % of peak)",
+                    100.0 * mfu,
+                    100.0 * m
+                )?,
+                None => writeln!(
+                    out,
+                    "note: the best plan implies {:.0} % MFU; no GEMM of this GPU was measured to bound it (no profile, shipped calibration or measured base)",
+                    100.0 * mfu
+                )?,
+            }
+        }
+        for p in front.iter().filter(|p| p.pareto) {
+            writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
+        }
+    }
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            simulated: usize,
+            rejected: usize,
+            best: Option<&'a tracecast_replay::workload::Projection>,
+            baseline: &'a Option<tracecast_replay::workload::Projection>,
+            speedup_over_baseline: Option<f64>,
+            ranked: &'a [tracecast_replay::workload::Projection],
+            front: &'a [search::FrontPoint],
+        }
+        let top = &result.ranked[..result.ranked.len().min(args.top.max(1).saturating_mul(10))];
+        write_json(
+            path,
+            &Doc {
+                simulated: result.simulated,
+                rejected: result.rejected,
+                best: result.ranked.first(),
+                baseline: &result.baseline,
+                speedup_over_baseline: result.speedup_over_baseline,
+                ranked: top,
+                front: &front,
+            },
+        )?;
+    }
+    if let Some(dir) = &args.plots {
+        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front);
+        for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
+            if !args.quiet {
+                writeln!(out, "wrote {}", f.display())?;
+            }
+        }
+    }
+    Ok(if result.ranked.is_empty() { Outcome::NoPlan } else { Outcome::Done })
+}

@@ -1,0 +1,126 @@
+//! `tracecast validate`: published, measured runs (a runs file) projected
+//! and compared, and the model's free parameter fitted to them.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::Outcome;
+use crate::hardware::catalog_with;
+use crate::output::{per_device, write_json};
+
+/// The runs `validate` projects, and where it writes the comparison.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// The runs file (default: empty, which is refused).
+    pub runs: PathBuf,
+    /// Calibration profiles of GPUs of the runs, each pricing the runs on its GPU (default: none).
+    pub profile: Vec<PathBuf>,
+    /// Extra hardware catalog files (default: none).
+    pub hw: Vec<PathBuf>,
+    /// Write the comparison as JSON here (default: none).
+    pub json: Option<PathBuf>,
+    /// Fit the GEMM table correction per GPU to the runs and write the fitted profile(s) here (default: none).
+    pub fit: Option<PathBuf>,
+    /// The user's measurements for the pricing layer (default: none).
+    pub measurements: Vec<PathBuf>,
+    /// Write nothing on the terminal (default: false).
+    pub quiet: bool,
+}
+
+fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validate::Validation) -> Result<()> {
+    writeln!(out, "{:<28} {:>14} {:>14} {:>9}  memory", "run", "measured tok/s", "projected", "error")?;
+    for r in &v.runs {
+        let fits = match r.fits_memory {
+            Some(true) => "fits",
+            Some(false) => "DOES NOT FIT",
+            None => "",
+        };
+        match (r.predicted_tokens_per_s_per_gpu, r.error) {
+            (Some(p), Some(e)) => {
+                writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?
+            }
+            _ => writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?,
+        }
+    }
+    writeln!(
+        out,
+        "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
+        v.runs.iter().filter(|r| r.error.is_some()).count(),
+        100.0 * v.median_abs_error,
+        100.0 * v.max_abs_error,
+        v.optimistic,
+        v.pessimistic
+    )?;
+    Ok(())
+}
+
+/// Projects the runs and compares (or fits, with `fit`), writing the terminal text and files.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    use tracecast_replay::workload::validate;
+    let catalog = catalog_with(&args.hw)?;
+    let text = std::fs::read(&args.runs).with_context(|| format!("reading {}", args.runs.display()))?;
+    let file: validate::RunsFile = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a runs file (see `tracecast validate --help`)", args.runs.display()))?;
+    let devices = args
+        .profile
+        .iter()
+        .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
+        .collect::<Result<Vec<_>>>()?;
+    let measurements = if args.measurements.is_empty() {
+        None
+    } else {
+        Some(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?))
+    };
+    if let Some(out_path) = &args.fit {
+        let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
+        anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
+        let many = fit.gpus.len() > 1;
+        let mut written = Vec::new();
+        for g in &fit.gpus {
+            let path = if many { per_device(out_path, &g.gpu) } else { out_path.clone() };
+            let mut bytes = serde_json::to_vec_pretty(&g.profile)?;
+            bytes.push(b'\n');
+            tracecast_ingest::output::write_atomic(&path, &bytes)?;
+            written.push(path);
+        }
+        if !args.quiet {
+            writeln!(
+                out,
+                "The model's free parameter, fitted per GPU (least squares of log(projected / measured)): the GEMM table correction, measured ÷ table time"
+            )?;
+            for g in &fit.gpus {
+                writeln!(
+                    out,
+                    "  {:<12} GEMM correction {:.3} (was {:.3}, {}) from {} run(s)",
+                    g.gpu,
+                    g.gemm_correction,
+                    g.previous_gemm_correction,
+                    g.previous_source,
+                    g.runs.len()
+                )?;
+            }
+            writeln!(out, "\nWith the fitted correction:")?;
+            print_validation(out, &fit.fitted)?;
+            writeln!(out, "\nLeave one run out (each run priced by the correction fitted to the other runs of its GPU):")?;
+            print_validation(out, &fit.leave_one_out)?;
+            for p in &written {
+                writeln!(out, "Profile written to {} (read by project, search and validate --profile)", p.display())?;
+            }
+        }
+        if let Some(path) = &args.json {
+            write_json(path, &fit)?;
+        }
+        return Ok(Outcome::Done);
+    }
+    let v = validate::validate(&file, &catalog, &devices, measurements.as_ref());
+    if !args.quiet {
+        print_validation(out, &v)?;
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &v)?;
+    }
+    Ok(Outcome::Done)
+}
