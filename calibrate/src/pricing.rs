@@ -580,7 +580,7 @@ impl Pricing {
                 elasticity += (ln_t - halved(d)?) / std::f64::consts::LN_2 / 3.0;
             }
             let elasticity = elasticity.clamp(0.0, 1.0);
-            let mut distance: f64 = mine.0.iter().zip(theirs.0).map(|(a, b)| (a / b).ln().abs()).sum();
+            let mut distance = spec_distance(&mine.0, &theirs.0);
             if mine.1 != theirs.1 {
                 distance += std::f64::consts::LN_2;
             }
@@ -653,7 +653,7 @@ impl Pricing {
             .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
             .filter_map(|g| {
                 let theirs = specs(g, Dtype::Bf16)?;
-                let d: f64 = mine.0.iter().zip(theirs.0).map(|(a, b)| (a / b).ln().abs()).sum();
+                let d = spec_distance(&mine.0, &theirs.0);
                 self.attention_measured(g, shape, kernel).map(|_| (g, d))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -1070,8 +1070,16 @@ fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
 }
 
 /// (peak, HBM bandwidth, SMs/CUs), vendor.
+/// A GPU's specs for similarity: its `d` peak, HBM bandwidth and SM/CU count
+/// (NaN where the catalog does not state it: that term is left out of the
+/// distance), and its vendor.
 fn specs(gpu: &Gpu, d: Dtype) -> Option<([f64; 3], Option<String>)> {
-    Some(([peak(gpu, d)?, gpu.hbm_gbps, f64::from(gpu.sms?)], gpu.vendor()))
+    Some(([peak(gpu, d)?, gpu.hbm_gbps, gpu.sms.map_or(f64::NAN, f64::from)], gpu.vendor()))
+}
+
+/// Σ |ln(a/b)| over the specs both GPUs state.
+fn spec_distance(a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x / y).ln().abs()).filter(|d| d.is_finite()).sum()
 }
 
 /// Piecewise-linear interpolation of sorted (x, y) points at `x`; outside,

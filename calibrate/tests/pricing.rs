@@ -231,3 +231,25 @@ fn point_to_point_is_one_price_for_hw_cost_and_the_pipeline() {
     // Across nodes one GPU's NIC share bounds it: 16 MiB over 50 GB/s takes at least 335 µs.
     assert!(pricing.point_to_point(&h100, 16_777_216.0, true).unwrap().time_us > 16_777_216.0 / 50e3);
 }
+
+/// A GPU whose SM count the catalog does not state (GB200, GB300: NVL72
+/// datasheets give rack figures only) is still priced by the spec model, its
+/// similarity measured on the specs it has; before, every such GEMM fell back to
+/// a default efficiency.
+#[test]
+fn the_spec_model_prices_a_gpu_without_an_sm_count() {
+    let pricing = Pricing::builtin();
+    for id in ["gb200", "gb300"] {
+        let gpu = gpu_for(&pricing.catalog, id);
+        assert!(gpu.sms.is_none(), "{id} now has an SM count: pick another GPU for this test");
+        for dtype in [Dtype::Bf16, Dtype::Fp8] {
+            let shape = GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
+            let p = pricing.gemm(&gpu, &shape).unwrap_or_else(|| panic!("{id} {}: no price", dtype.as_str()));
+            assert_eq!(p.rule, PriceRule::GemmSpecModel);
+            // Below its peak, above the best-measured GPU's share of peak scaled by half.
+            let peak = gpu.peak_flops(dtype).unwrap();
+            let fraction = shape.flops() / (p.time_us * 1e-6) / peak;
+            assert!((0.3..=1.0).contains(&fraction), "{id} {}: {fraction}", dtype.as_str());
+        }
+    }
+}
