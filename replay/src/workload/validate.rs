@@ -458,9 +458,27 @@ pub struct GpuFit {
     pub previous_gemm_correction: f64,
     /// Where the previous correction came from.
     pub previous_source: String,
-    /// The profile with the fitted correction (what `--fit` writes).
+    /// Per number format of the runs' linear layers: its correction (the first
+    /// is the one `gemm_correction` repeats).
+    pub by_dtype: Vec<DtypeFit>,
+    /// The profile with the fitted corrections (what `--fit` writes).
     #[serde(skip)]
     pub profile: tracecast_calibrate::Profile,
+}
+
+/// The GEMM table correction fitted for one number format on one GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct DtypeFit {
+    /// `bf16`, `fp16` or `fp8`.
+    pub dtype: String,
+    /// The runs it was fitted to.
+    pub runs: Vec<String>,
+    /// Measured ÷ table time of the GPU's GEMMs in that format.
+    pub gemm_correction: f64,
+    /// The correction the model had before.
+    pub previous_gemm_correction: f64,
+    /// Where that came from.
+    pub previous_source: String,
 }
 
 /// `validate --fit`: the fitted parameters, the runs with them, and the
@@ -496,6 +514,10 @@ fn fit_gemm_correction(
     }
     // Golden-section search over ln c in [ln ¼, ln 4]: the projection is monotone in c.
     let (mut lo, mut hi) = (0.25f64.ln(), 4f64.ln());
+    // A correction that moves no run (their GEMMs are not priced by the tables) is not a fit.
+    if (cost(lo) - cost(hi)).abs() <= 1e-12 {
+        return None;
+    }
     let g = (5f64.sqrt() - 1.0) / 2.0;
     let (mut a, mut b) = (hi - g * (hi - lo), lo + g * (hi - lo));
     let (mut fa, mut fb) = (cost(a), cost(b));
@@ -536,53 +558,74 @@ pub fn fit(
         let from = device_for(id, catalog, devices);
         let from = from.as_ref();
         let base = from.and_then(|d| d.profile.clone()).unwrap_or_else(|| tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog));
-        let dtype = if gpu.peak_flops(Dtype::Bf16).is_some() { Dtype::Bf16 } else { Dtype::Fp16 };
-        let (previous, previous_source) = match from
-            .and_then(|d| d.profile.as_ref())
-            .and_then(|p| p.table_correction(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype)))
-        {
-            Some(c) => (c.ratio, from.map_or(String::new(), |d| d.source.clone())),
-            None => (1.0, "none: the tables as measured".to_string()),
-        };
-        let Some(correction) = fit_gemm_correction(runs, catalog, &base, dtype, measurements) else { continue };
-        let mut profile = base.clone();
-        let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
-        let how = format!(
-            "GEMM table correction fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}",
-            ids.len(),
-            ids.join(", ")
-        );
-        profile.set_gemm_correction(dtype, correction, runs.len(), "fitted by validate --fit");
-        profile.notes.push(how);
-        // Leave one run out: the correction from the GPU's other runs.
-        for (k, r) in runs.iter().enumerate() {
-            let others: Vec<&Run> = runs.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
-            let result = match fit_gemm_correction(&others, catalog, &base, dtype, measurements) {
-                Some(c) if !others.is_empty() => {
-                    let mut p = base.clone();
-                    p.set_gemm_correction(dtype, c, others.len(), "fitted by validate --fit");
-                    let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)), measurements);
-                    res.notes.insert(0, format!("GEMM table correction {c:.3} fitted to the other {} run(s) on {id}", others.len()));
-                    res
-                }
-                _ => RunResult {
-                    id: r.id.clone(),
-                    measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
-                    predicted_tokens_per_s_per_gpu: None,
-                    error: None,
-                    fits_memory: None,
-                    iteration_ms: None,
-                    notes: vec![format!("the only run on {id}: nothing to fit without it")],
-                },
-            };
-            loo_results.insert(r.id.clone(), result);
+        // One correction per number format of the runs' linear layers: a 16-bit
+        // correction does not move an FP8 run, whose GEMMs the FP8 table prices.
+        let mut by_dtype: std::collections::BTreeMap<Dtype, Vec<&Run>> = std::collections::BTreeMap::new();
+        for r in runs {
+            by_dtype.entry(linear_dtype(r, gpu)).or_default().push(r);
         }
+        let mut profile = base.clone();
+        let mut fits = Vec::new();
+        for (&dtype, group) in &by_dtype {
+            let (previous, previous_source) = match from
+                .and_then(|d| d.profile.as_ref())
+                .and_then(|p| p.table_correction(tracecast_calibrate::work::KernelClass::Gemm, Some(dtype)))
+            {
+                Some(c) => (c.ratio, from.map_or(String::new(), |d| d.source.clone())),
+                None => (1.0, "none: the tables as measured".to_string()),
+            };
+            // Fitted on the profile as fitted so far (the other formats' corrections in place).
+            let Some(correction) = fit_gemm_correction(group, catalog, &profile, dtype, measurements) else { continue };
+            let ids: Vec<String> = group.iter().map(|r| r.id.clone()).collect();
+            // Leave one run out: the correction from the other runs of this GPU and format.
+            for (k, r) in group.iter().enumerate() {
+                let others: Vec<&Run> = group.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
+                let result = match fit_gemm_correction(&others, catalog, &profile, dtype, measurements) {
+                    Some(c) if !others.is_empty() => {
+                        let mut p = profile.clone();
+                        p.set_gemm_correction(dtype, c, others.len(), "fitted by validate --fit");
+                        let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)), measurements);
+                        res.notes.insert(
+                            0,
+                            format!("{} GEMM table correction {c:.3} fitted to the other {} run(s) on {id}", dtype.as_str(), others.len()),
+                        );
+                        res
+                    }
+                    _ => RunResult {
+                        id: r.id.clone(),
+                        measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
+                        predicted_tokens_per_s_per_gpu: None,
+                        error: None,
+                        fits_memory: None,
+                        iteration_ms: None,
+                        notes: vec![format!("the only {} run on {id}: nothing to fit without it", dtype.as_str())],
+                    },
+                };
+                loo_results.insert(r.id.clone(), result);
+            }
+            profile.set_gemm_correction(dtype, correction, group.len(), "fitted by validate --fit");
+            profile.notes.push(format!(
+                "{} GEMM table correction fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}",
+                dtype.as_str(),
+                ids.len(),
+                ids.join(", ")
+            ));
+            fits.push(DtypeFit {
+                dtype: dtype.as_str().to_string(),
+                runs: ids,
+                gemm_correction: correction,
+                previous_gemm_correction: previous,
+                previous_source,
+            });
+        }
+        let Some(first) = fits.first().cloned() else { continue };
         gpus.push(GpuFit {
             gpu: id.clone(),
-            runs: ids,
-            gemm_correction: correction,
-            previous_gemm_correction: previous,
-            previous_source,
+            runs: runs.iter().map(|r| r.id.clone()).collect(),
+            gemm_correction: first.gemm_correction,
+            previous_gemm_correction: first.previous_gemm_correction,
+            previous_source: first.previous_source,
+            by_dtype: fits,
             profile,
         });
     }
@@ -590,6 +633,22 @@ pub fn fit(
     let fitted = validate(file, catalog, &fitted_devices, measurements);
     let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None, measurements))).collect();
     Fit { gpus, fitted, leave_one_out: summarize(loo) }
+}
+
+/// The number format of a run's linear layers on `gpu`: FP8 where the plan (or
+/// its published precision) says so and the GPU has an FP8 peak, else its 16-bit format.
+fn linear_dtype(run: &Run, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
+    let mut fp8 = Plan::parse(&run.plan).is_ok_and(|p| p.fp8);
+    if let Some((Some(f), _)) = run.precision.as_ref().and_then(|p| p.linear().ok()) {
+        fp8 = f == Format::Fp8;
+    }
+    if fp8 && gpu.peak_flops(Dtype::Fp8).is_some() {
+        Dtype::Fp8
+    } else if gpu.peak_flops(Dtype::Bf16).is_some() {
+        Dtype::Bf16
+    } else {
+        Dtype::Fp16
+    }
 }
 
 #[cfg(test)]
