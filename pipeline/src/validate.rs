@@ -89,22 +89,25 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         if !args.quiet {
             writeln!(
                 out,
-                "The model's free parameter, fitted per GPU (least squares of log(projected / measured)): the GEMM table correction, measured ÷ table time"
+                "The model's free parameter, fitted per GPU and number format of the linear layers (least squares of log(projected / measured)): the GEMM table correction, measured ÷ table time"
             )?;
             for g in &fit.gpus {
-                writeln!(
-                    out,
-                    "  {:<12} GEMM correction {:.3} (was {:.3}, {}) from {} run(s)",
-                    g.gpu,
-                    g.gemm_correction,
-                    g.previous_gemm_correction,
-                    g.previous_source,
-                    g.runs.len()
-                )?;
+                for d in &g.by_dtype {
+                    writeln!(
+                        out,
+                        "  {:<12} {:<4} GEMM correction {:.3} (was {:.3}, {}) from {} run(s)",
+                        g.gpu,
+                        d.dtype,
+                        d.gemm_correction,
+                        d.previous_gemm_correction,
+                        d.previous_source,
+                        d.runs.len()
+                    )?;
+                }
             }
             writeln!(out, "\nWith the fitted correction:")?;
             print_validation(out, &fit.fitted)?;
-            writeln!(out, "\nLeave one run out (each run priced by the correction fitted to the other runs of its GPU):")?;
+            writeln!(out, "\nLeave one run out (each run priced by the correction fitted to the other runs of its GPU and format):")?;
             print_validation(out, &fit.leave_one_out)?;
             for p in &written {
                 writeln!(out, "Profile written to {} (read by project, search and validate --profile)", p.display())?;
