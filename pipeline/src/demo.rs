@@ -47,8 +47,7 @@ pub struct Page {
 impl Page {
     /// The demo's page.
     pub fn demo() -> Page {
-        let mut read = TraceOptions::default();
-        read.quiet = true;
+        let read = TraceOptions { quiet: true, ..Default::default() };
         let mut analyze = AnalyzeOptions::default();
         analyze.job_gpus = Some(1024.0);
         analyze.job_hours = Some(24.0);

@@ -107,3 +107,49 @@ pub fn ensure_profile_of(model: &DeviceModel, gpu_id: &str, path: &Path) -> Resu
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceProperties {
+        DeviceProperties { name: Some("NVIDIA H100 80GB HBM3".into()), ..Default::default() }
+    }
+
+    #[test]
+    fn gpus_per_node_given_else_node_preset_else_eight() {
+        let catalog = Catalog::builtin();
+        assert_eq!(node_gpus_for([&h100()], &catalog, Some(4)), 4);
+        assert_eq!(node_gpus_for([&h100()], &catalog, None), catalog.node_of("h100-sxm").map_or(8, |n| n.gpus));
+        let unknown = DeviceProperties { name: Some("a GPU nobody knows".into()), ..Default::default() };
+        assert_eq!(node_gpus_for([&unknown], &catalog, None), 8);
+        assert_eq!(node_gpus_for([], &catalog, None), 8);
+    }
+
+    #[test]
+    fn replay_links_come_from_the_gpu_and_its_nic_share() {
+        let catalog = Catalog::builtin();
+        let gpu = catalog.gpu("h100-sxm").ok();
+        let o = replay_options_for(gpu, &ReplayOptions::default(), &catalog, None);
+        assert_eq!(o.intra_gbps, gpu.map_or(0.0, |g| g.link_gbps));
+        assert_eq!(o.inter_gbps, catalog.nic_gbps_per_gpu("h100-sxm").0);
+        assert_eq!(o.gpus_per_node, catalog.gpus_per_node(Some("h100-sxm"), None));
+        assert_eq!(replay_options_for(None, &ReplayOptions::default(), &catalog, Some(2)).gpus_per_node, 2);
+    }
+
+    #[test]
+    fn world_of_a_rank_is_its_declared_size_else_its_jobs_files() {
+        let files = [PathBuf::from("a.json"), PathBuf::from("b.json")];
+        assert_eq!(world_of_rank(Some(64), &files), 64);
+        assert_eq!(world_of_rank(None, &files), 2);
+    }
+
+    #[test]
+    fn a_profile_without_its_target_is_refused() {
+        let catalog = Catalog::builtin();
+        assert!(target_model(None, None, &catalog).is_ok_and(|m| m.is_none()));
+        let e = target_model(None, Some(&PathBuf::from("p.json")), &catalog).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("say which GPU with --target"), "{e}");
+        assert!(target_model(Some(&"h100-sxm".to_string()), None, &catalog).is_ok_and(|m| m.is_some()));
+    }
+}

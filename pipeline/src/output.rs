@@ -33,3 +33,14 @@ pub fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_device_puts_the_id_before_the_extension() {
+        assert_eq!(per_device(Path::new("out/profile.json"), "h100-sxm"), PathBuf::from("out/profile.h100-sxm.json"));
+        assert_eq!(per_device(Path::new("profile"), "mi300x"), PathBuf::from("profile.mi300x"));
+    }
+}
