@@ -1193,16 +1193,13 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
             // Adam in mixed precision: FP32 master weights, momentum and variance.
             m.optimizer_gb = sharded(1, trainable_dense, trainable_experts) * 12.0 / 1e9;
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term):
-            // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism; 2·s·b·d with full recomputation.
+            // s·b·d·(10 + 24/t) bytes, 34/t with sequence parallelism. Full recomputation keeps
+            // each layer's 16-bit input, 2·s·b·d (sequence-parallel: 1/t of it per rank), and
+            // the layer being recomputed holds its full activations once.
             // Context parallelism: each rank keeps the activations of its 1/cp of the sequence.
             let sbd = f64::from(plan.microbatch) * model.seq / f64::from(plan.cp.max(1)) * d;
-            let mut per_layer = if plan.recompute {
-                2.0 * sbd
-            } else if plan.sp {
-                sbd * 34.0 / tpf
-            } else {
-                sbd * (10.0 + 24.0 / tpf)
-            };
+            let full = if plan.sp { sbd * 34.0 / tpf } else { sbd * (10.0 + 24.0 / tpf) };
+            let mut per_layer = if plan.recompute { 2.0 * sbd / if plan.sp { tpf } else { 1.0 } } else { full };
             // Materialized attention keeps the softmax output for the backward
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
@@ -1211,7 +1208,8 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
                 let scores = f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
                 per_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
             }
-            m.activations_gb = per_layer * trainable_layers * f64::from(in_flight) / 1e9;
+            let working = if plan.recompute && trainable_layers > 0.0 { full } else { 0.0 };
+            m.activations_gb = (per_layer * trainable_layers * f64::from(in_flight) + working) / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
@@ -1998,6 +1996,24 @@ mod tests {
         let truth = traffic / (c.memory_efficiency * c.hbm_bw);
         let got = memory_bound(&swiglu) - memory_bound(&gelu);
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
+    }
+
+    #[test]
+    fn full_recomputation_keeps_each_layers_input_sharded_by_sequence_parallelism() {
+        // Llama-3-70B, tp=8, microbatch 16 of 8192 tokens: each of the 80 layers keeps its
+        // 16-bit input (2·s·b·d bytes; with sequence parallelism 1/8 of it per rank), and the
+        // layer being recomputed its full activations once (Korthikanti: s·b·d·34/t with SP,
+        // s·b·d·(10 + 24/t) without).
+        let m = Transformer::preset("llama3-70b").unwrap();
+        let sbd = 16.0 * 8192.0 * 8192.0;
+        let acts = |spec: &str| {
+            let plan = Plan::parse(spec).unwrap();
+            stage_memory(&m, &plan, Task::Train, 80, 0, m.embedding_copies(1), 1).activations_gb
+        };
+        let with_sp = (2.0 * sbd / 8.0 * 80.0 + sbd * 34.0 / 8.0) / 1e9;
+        let without = (2.0 * sbd * 80.0 + sbd * (10.0 + 3.0)) / 1e9;
+        assert!((acts("tp=8,dp=32,sp,mb=16,recompute=full") - with_sp).abs() < 1e-9 * with_sp);
+        assert!((acts("tp=8,dp=32,mb=16,recompute=full") - without).abs() < 1e-9 * without);
     }
 
     #[test]
