@@ -27,6 +27,15 @@ fn identity_replay_reproduces_measured_steps_on_the_corpus() {
     for path in all_traces() {
         let r = replay_job(&job(&path), &ReplayOptions::default());
         for rank in &r.ranks {
+            // The critical path explains every step it covers.
+            for s in &rank.steps {
+                assert!(
+                    s.replayed_step_us <= r.critical_path.total_us + 1e-3,
+                    "{}: step {} beyond the critical path",
+                    path.display(),
+                    s.step
+                );
+            }
             for s in rank.steps.iter().filter(|s| s.step >= 0) {
                 let name = path.strip_prefix(shared()).unwrap().display().to_string();
                 println!("{name:<90} {:>8} {:>14.1} {:>14.1} {:>9.4}", s.step, s.measured_step_us, s.replayed_step_us, 100.0 * s.error);
