@@ -1,4 +1,5 @@
-//! The one error type of the replay crate: what-if settings that do not parse.
+//! The one error type of the replay crate: what-if settings that do not parse,
+//! and plans, models, systems and runs the analytical models cannot project.
 
 /// A `--scale`, `--link` or `--what-if` setting that is not valid. `flag`
 /// names where it was written (`--scale`, `--what-if fast`), so every message
@@ -62,6 +63,18 @@ pub enum Error {
         /// The name as written.
         name: String,
     },
+    /// A parallelization plan that does not parse, overflows or does not fit its cluster.
+    #[error("{0}")]
+    Plan(String),
+    /// A model the analytical models cannot project (missing or invalid dimensions).
+    #[error("{0}")]
+    Model(String),
+    /// A cluster or system description that cannot be built (unknown GPU, missing peak, bad figure).
+    #[error("{0}")]
+    System(String),
+    /// A measured run whose task or measurement cannot be compared.
+    #[error("{0}")]
+    Run(String),
     /// Two scenarios of one run with the same name (or one named `measured`, the identity row).
     #[error("--what-if {name}: {reason}")]
     DuplicateName {
@@ -70,4 +83,12 @@ pub enum Error {
         /// Given twice, or reserved.
         reason: &'static str,
     },
+}
+
+/// Where the analytical models still report a reason as text (a run's
+/// "not projected" note), the error's message.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
 }

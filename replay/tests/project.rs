@@ -170,11 +170,11 @@ fn fsdp_prefetch_hides_gathers_and_costs_memory() {
 /// by the parser and by the projection of a plan built by hand; none panics.
 #[test]
 fn overflowing_degrees_are_errors_naming_the_product() {
-    let e = Plan::parse("tp=65536,pp=65536").unwrap_err();
+    let e = Plan::parse("tp=65536,pp=65536").unwrap_err().to_string();
     assert!(e.contains("tp × cp × pp × dp = 65536 × 1 × 65536 × 1 overflows"), "{e}");
-    let e = Plan::parse("cp=65536,dp=65536").unwrap_err();
+    let e = Plan::parse("cp=65536,dp=65536").unwrap_err().to_string();
     assert!(e.contains("tp × cp × pp × dp = 1 × 65536 × 1 × 65536 overflows"), "{e}");
-    let e = Plan::parse("fsdp=65536,mb=65536,gbs=65536").unwrap_err();
+    let e = Plan::parse("fsdp=65536,mb=65536,gbs=65536").unwrap_err().to_string();
     assert!(e.contains("dp × mb = 65536 × 65536 overflows"), "{e}");
     // Products that fit are still plans.
     assert_eq!(Plan::parse("tp=8,pp=65536").unwrap().gpus(), 8 * 65536);

@@ -38,7 +38,11 @@ pub struct Dlrm {
 
 impl Dlrm {
     /// The DLRM of a MAD-Max model file (type `DLRM`).
-    pub fn from_madmax(m: &ModelConfig) -> Result<Dlrm, String> {
+    pub fn from_madmax(m: &ModelConfig) -> Result<Dlrm, crate::Error> {
+        Self::from_madmax_text(m).map_err(crate::Error::Model)
+    }
+
+    fn from_madmax_text(m: &ModelConfig) -> Result<Dlrm, String> {
         if m.kind != "DLRM" {
             return Err(format!("{} is not a DLRM", m.kind));
         }
@@ -73,7 +77,11 @@ pub enum Sharding {
 
 impl Sharding {
     /// Parses `tw`, `rw`, `cw`, `dp`.
-    pub fn parse(s: &str) -> Result<Sharding, String> {
+    pub fn parse(s: &str) -> Result<Sharding, crate::Error> {
+        Self::parse_text(s).map_err(crate::Error::Plan)
+    }
+
+    fn parse_text(s: &str) -> Result<Sharding, String> {
         Ok(match s {
             "tw" | "table" | "table-wise" => Sharding::TableWise,
             "rw" | "row" | "row-wise" => Sharding::RowWise,
@@ -107,7 +115,11 @@ pub struct DlrmPlan {
 impl DlrmPlan {
     /// The plan of a MAD-Max DLRM task: MLPs `ddp` or `fsdp`, tables `mp`
     /// (table-wise) or `ddp` (replicated).
-    pub fn from_madmax(t: &TaskConfig) -> Result<DlrmPlan, String> {
+    pub fn from_madmax(t: &TaskConfig) -> Result<DlrmPlan, crate::Error> {
+        Self::from_madmax_text(t).map_err(crate::Error::Plan)
+    }
+
+    fn from_madmax_text(t: &TaskConfig) -> Result<DlrmPlan, String> {
         let fsdp = t.mlp_parallel.first().is_some_and(|s| s == "fsdp");
         if t.mlp_parallel.iter().any(|s| s == "tp") {
             return Err("tensor-parallel MLPs are not in tracecast's DLRM model (use --assumptions madmax)".into());

@@ -368,7 +368,11 @@ impl Plan {
     }
 
     /// tp × cp × pp × dp, or an error naming the product and its degrees when it passes `u32::MAX`.
-    pub fn checked_gpus(&self) -> Result<u32, String> {
+    pub fn checked_gpus(&self) -> Result<u32, crate::Error> {
+        self.checked_gpus_text().map_err(crate::Error::Plan)
+    }
+
+    fn checked_gpus_text(&self) -> Result<u32, String> {
         checked_product("tp × cp × pp × dp", &[self.tp, self.cp, self.pp, self.dp])
     }
 
@@ -380,7 +384,11 @@ impl Plan {
 
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
     /// `fsdp=N` is `dp=N` with ZeRO-3; `gbs` sets the microbatches from the global batch.
-    pub fn parse(spec: &str) -> Result<Plan, String> {
+    pub fn parse(spec: &str) -> Result<Plan, crate::Error> {
+        Self::parse_text(spec).map_err(crate::Error::Plan)
+    }
+
+    fn parse_text(spec: &str) -> Result<Plan, String> {
         let mut p = Plan::default();
         let mut gbs = None;
         for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -556,7 +564,11 @@ impl Plan {
     /// The transformer plan and task of a MAD-Max task file: `tp`, `ddp`, `fsdp`
     /// levels; the local transformer batch is the microbatch; inference is a
     /// prefill of the model's sequence length.
-    pub fn from_madmax(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), String> {
+    pub fn from_madmax(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), crate::Error> {
+        Self::from_madmax_text(t, seq).map_err(crate::Error::Plan)
+    }
+
+    fn from_madmax_text(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), String> {
         let mut p = Plan::default();
         for (s, d) in t.transformer_parallel.iter().zip(&t.transformer_parallel_degree) {
             match s.as_str() {
@@ -601,7 +613,11 @@ fn members_per_node(n: u32, stride: u32, gpus_per_node: u32) -> u32 {
 impl Transformer {
     /// The transformer of a MAD-Max model file (`LLM`, `LLM_MoE`, `ViT`): its
     /// FC layer has two matrices, attention full multi-head.
-    pub fn from_madmax(m: &ModelConfig) -> Result<Transformer, String> {
+    pub fn from_madmax(m: &ModelConfig) -> Result<Transformer, crate::Error> {
+        Self::from_madmax_text(m).map_err(crate::Error::Model)
+    }
+
+    fn from_madmax_text(m: &ModelConfig) -> Result<Transformer, String> {
         let (seq, vocab) = match m.kind.as_str() {
             "LLM" | "LLM_MoE" => (m.transformer_seq_len, m.entries_per_table),
             "ViT" if m.patch_dim > 0.0 => ((m.image_size / m.patch_dim).ceil().powi(2), m.patch_dim * m.patch_dim * 3.0),
@@ -650,7 +666,11 @@ pub struct SystemOverrides {
 
 impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
-    pub fn apply(&self, mut c: Cluster) -> Result<Cluster, String> {
+    pub fn apply(&self, c: Cluster) -> Result<Cluster, crate::Error> {
+        self.apply_text(c).map_err(crate::Error::System)
+    }
+
+    fn apply_text(&self, mut c: Cluster) -> Result<Cluster, String> {
         let positive =
             |key: &str, v: f64| if v.is_finite() && v > 0.0 { Ok(v) } else { Err(format!("{key} {v}: must be a positive number")) };
         if let Some(g) = self.gpus_per_node {
@@ -683,7 +703,23 @@ impl Cluster {
     /// `gpus` GPUs of catalog entry `gpu_id` in nodes of its node preset (8
     /// per node without one); efficiencies and links from `device` (a
     /// calibration profile of that GPU) where it has them, else the defaults.
-    pub fn from_catalog(catalog: &Catalog, gpu_id: &str, gpus: u32, dtype: Dtype, device: Option<&DeviceModel>) -> Result<Cluster, String> {
+    pub fn from_catalog(
+        catalog: &Catalog,
+        gpu_id: &str,
+        gpus: u32,
+        dtype: Dtype,
+        device: Option<&DeviceModel>,
+    ) -> Result<Cluster, crate::Error> {
+        Self::from_catalog_text(catalog, gpu_id, gpus, dtype, device).map_err(crate::Error::System)
+    }
+
+    fn from_catalog_text(
+        catalog: &Catalog,
+        gpu_id: &str,
+        gpus: u32,
+        dtype: Dtype,
+        device: Option<&DeviceModel>,
+    ) -> Result<Cluster, String> {
         let gpu = catalog.gpu(gpu_id).map_err(|e| e.to_string())?;
         let node = catalog.node_of(&gpu.id);
         let per_node = catalog.gpus_per_node(Some(&gpu.id), None);
@@ -808,9 +844,9 @@ impl Cluster {
         gpus: u32,
         bytes_per_param: f64,
         device: Option<&DeviceModel>,
-    ) -> Result<Cluster, String> {
+    ) -> Result<Cluster, crate::Error> {
         let dtypes: &[Dtype] = if bytes_per_param >= 4.0 { &[Dtype::Tf32, Dtype::Fp32] } else { &[Dtype::Bf16, Dtype::Fp16] };
-        let mut last = String::new();
+        let mut last = crate::Error::System(format!("{gpu_id}: no 16- or 32-bit peak in the catalog"));
         for &dtype in dtypes {
             match Cluster::from_catalog(catalog, gpu_id, gpus, dtype, device) {
                 Ok(c) => return Ok(c),
@@ -823,7 +859,11 @@ impl Cluster {
     /// The cluster of a MAD-Max system file: its utilization factors become
     /// the efficiencies, its effective link rates the bus bandwidths, with
     /// the default latencies added.
-    pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, String> {
+    pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, crate::Error> {
+        Self::from_madmax_text(s, bytes_per_param).map_err(crate::Error::System)
+    }
+
+    fn from_madmax_text(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, String> {
         let peak = match bytes_per_param as u32 {
             8 => s.f64_flops,
             4 => s.f32_flops,
@@ -1038,7 +1078,7 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 /// Checks that `plan` can run `model` on `cluster` at all.
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infeasible> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
-    let gpus = plan.checked_gpus().map_err(Infeasible)?;
+    let gpus = plan.checked_gpus().map_err(|e| Infeasible(e.to_string()))?;
     if gpus != cluster.gpus {
         return Err(Infeasible(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
     }
@@ -2061,7 +2101,7 @@ mod tests {
         let kept = mem("mb=1,attention=materialized") - mem("mb=1");
         assert!((kept - m.layers as f64 * 2.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
         assert_eq!(mem("mb=1,recompute,attention=materialized"), mem("mb=1,recompute"));
-        assert!(Plan::parse("attention=tiled").unwrap_err().contains("flash or materialized"));
+        assert!(Plan::parse("attention=tiled").unwrap_err().to_string().contains("flash or materialized"));
         assert!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention);
     }
 
@@ -2256,7 +2296,7 @@ mod tests {
         assert!((after.exposed_comm_ms - grads).abs() < 0.01 * grads, "{} vs {grads}", after.exposed_comm_ms);
         assert!(overlap.exposed_comm_ms < 0.7 * grads && after.iteration_ms > overlap.iteration_ms + 0.3 * grads, "{overlap:?}");
         assert!(Plan::parse(&Plan::parse("grad_sync=after").unwrap().describe()).unwrap().grad_sync_after);
-        assert!(Plan::parse("grad_sync=later").unwrap_err().contains("overlap or after"));
+        assert!(Plan::parse("grad_sync=later").unwrap_err().to_string().contains("overlap or after"));
     }
 
     #[test]
@@ -2277,7 +2317,7 @@ mod tests {
             (10, 3, Some(6), Some(6), "more than"),
             (4, 4, Some(1), Some(3), "hold none"),
         ] {
-            assert!(stage_layer_counts(l, pp, f, la).unwrap_err().contains(why), "{l} {pp}");
+            assert!(stage_layer_counts(l, pp, f, la).unwrap_err().to_string().contains(why), "{l} {pp}");
         }
         let p = Plan::parse("pp=4,first=6,last=6").unwrap();
         assert_eq!((p.first_stage_layers, p.last_stage_layers), (Some(6), Some(6)));
@@ -2358,7 +2398,7 @@ mod tests {
         assert!(Plan::parse("recompute=full").unwrap().recompute);
         assert!(Plan::parse("recompute").unwrap().recompute);
         assert!(!Plan::parse("recompute=none").unwrap().recompute);
-        assert!(Plan::parse("recompute=some").unwrap_err().contains("full, selective or none"));
+        assert!(Plan::parse("recompute=some").unwrap_err().to_string().contains("full, selective or none"));
         let cp = Plan::parse("tp=2,cp=2,fp8").unwrap();
         assert_eq!((cp.cp, cp.fp8, cp.gpus()), (2, true, 4));
         assert_eq!(Plan::parse(&cp.describe()).unwrap(), cp);

@@ -238,7 +238,11 @@ pub struct Validation {
 
 impl RunModel {
     /// The transformer (BF16); `id` names it unless the model has a name.
-    pub fn transformer(&self, id: &str) -> Result<Transformer, String> {
+    pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
+        self.transformer_text(id).map_err(crate::Error::Model)
+    }
+
+    fn transformer_text(&self, id: &str) -> Result<Transformer, String> {
         match self {
             RunModel::Preset { preset, seq } => {
                 let mut m = Transformer::preset(preset).ok_or_else(|| format!("unknown preset {preset:?}"))?;
@@ -289,7 +293,7 @@ impl RunModel {
 
 impl RunSystem {
     /// The cluster, priced by `device` (the GPU's profile) where given.
-    pub fn cluster(&self, catalog: &Catalog, device: Option<&DeviceModel>) -> Result<Cluster, String> {
+    pub fn cluster(&self, catalog: &Catalog, device: Option<&DeviceModel>) -> Result<Cluster, crate::Error> {
         self.overrides.apply(Cluster::for_model(catalog, &self.gpu, self.gpus, 2.0, device)?)
     }
 }
