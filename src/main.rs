@@ -21,12 +21,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use cli::{AnalyzeArgs, Cli, Command, DiffArgs, Inputs, ReadArgs, ReplayArgs, ReportArgs};
 use tracecast_ingest::analysis::{self, JobAnalysis};
-use tracecast_ingest::{Job, job, output};
+use tracecast_ingest::{Job, output};
 use tracecast_pipeline::demo::Page;
 use tracecast_pipeline::hardware::{
     catalog_with, job_gpu, node_gpus_for, node_gpus_of, pricing_with, replay_options_for, target_model, world_of_rank,
 };
-use tracecast_pipeline::inputs::{jobs_of, progress_bar};
 use tracecast_pipeline::output::per_device;
 use tracecast_pipeline::{Outcome, calibrate, demo, export, hw, ingest, project, search, summary, synth, validate};
 
@@ -198,49 +197,16 @@ fn for_each_job_in(paths: &[PathBuf], each: bool, opts: &ReadArgs, mut each_job:
     })
 }
 
-/// The jobs `paths` stand for, each read by `read` (given the job's path, its
-/// files and a per-file progress callback); bad files are reported on stderr
-/// and, with `--strict`, stop everything. Returns whether any file was bad.
+/// The jobs `paths` stand for, each read by `read` and handed to `each_job`
+/// (the pipeline's reading loop with these flags).
 fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &ReadArgs,
     read: impl Fn(PathBuf, &[PathBuf], &(dyn Fn(&std::path::Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
-    mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
+    each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
-    let (quiet, strict) = (opts.quiet, opts.strict);
-    let mut failed = false;
-    for (path, inputs) in jobs_of(paths, each) {
-        let mut files = Vec::new();
-        let mut listing_errors = Vec::new();
-        for p in &inputs {
-            match job::trace_files(p) {
-                Ok(f) => files.extend(f),
-                Err(e) => listing_errors.push(e),
-            }
-        }
-        let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-        let bar = progress_bar(files.len(), total_bytes, quiet);
-        let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
-        bar.finish_and_clear();
-        failures.extend(listing_errors);
-        for e in &failures {
-            eprintln!("error: {e}");
-            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
-                eprintln!("  (files of unrelated runs? give them with --each)");
-            }
-        }
-        if !failures.is_empty() {
-            failed = true;
-            if strict {
-                anyhow::bail!("stopping at the first bad file (--strict)");
-            }
-        }
-        if let Some(job) = job {
-            each_job(job, failures);
-        }
-    }
-    Ok(failed)
+    tracecast_pipeline::inputs::for_each_input(paths, each, &opts.trace_options(), read, each_job)
 }
 
 fn replay(args: ReplayArgs) -> Result<ExitCode> {
