@@ -31,8 +31,22 @@ pub enum Dtype {
 impl Dtype {
     /// The dtype of a profiler type name (`float`, `c10::BFloat16`, `c10::Half`, `double`, …).
     pub fn from_profiler(name: &str) -> Option<Dtype> {
-        let n = name.trim().trim_start_matches("c10::").to_ascii_lowercase();
-        Some(match n.as_str() {
+        let n = name.trim().trim_start_matches("c10::");
+        // Lower case on the stack: this runs for every typed input of every op.
+        let mut buf = [0u8; 24];
+        let owned;
+        let n = match buf.get_mut(..n.len()) {
+            Some(b) => {
+                b.copy_from_slice(n.as_bytes());
+                b.make_ascii_lowercase();
+                std::str::from_utf8(b).unwrap_or_default()
+            }
+            None => {
+                owned = n.to_ascii_lowercase();
+                owned.as_str()
+            }
+        };
+        Some(match n {
             "double" | "float64" => Dtype::Fp64,
             "float" | "float32" => Dtype::Fp32,
             "bfloat16" => Dtype::Bf16,

@@ -172,8 +172,22 @@ impl NcclKernelName {
 
 /// Size in bytes of a profiler dtype name (`Float`, `BFloat16`, `c10::Half`, `long int`, …).
 pub fn dtype_size(dtype: &str) -> Option<u64> {
-    let d = dtype.trim().trim_start_matches("c10::").to_ascii_lowercase();
-    let size = match d.as_str() {
+    let d = dtype.trim().trim_start_matches("c10::");
+    // Lower case on the stack: this runs for every typed input of every op.
+    let mut buf = [0u8; 24];
+    let owned;
+    let d = match buf.get_mut(..d.len()) {
+        Some(b) => {
+            b.copy_from_slice(d.as_bytes());
+            b.make_ascii_lowercase();
+            std::str::from_utf8(b).unwrap_or_default()
+        }
+        None => {
+            owned = d.to_ascii_lowercase();
+            owned.as_str()
+        }
+    };
+    let size = match d {
         "float" | "float32" | "int" | "int32" | "uint32" | "complexhalf" | "unsigned int" => 4,
         "double" | "float64" | "long" | "int64" | "uint64" | "long int" | "complexfloat" | "long long" => 8,
         "half" | "float16" | "bfloat16" | "short" | "int16" | "uint16" => 2,

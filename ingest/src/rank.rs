@@ -23,12 +23,20 @@ pub struct OpShapes {
 impl OpShapes {
     /// `Input Dims` without the whitespace some profilers pretty-print into it.
     pub fn compact_dims(&self) -> String {
-        self.input_dims.split_whitespace().collect()
+        let d = &self.input_dims;
+        if d.is_ascii() {
+            // ASCII's white space is what `split_whitespace` splits at there.
+            return d.chars().filter(|c| !matches!(c, '\t'..='\r' | ' ')).collect();
+        }
+        d.split_whitespace().collect()
     }
 
     /// `Input Dims` as one shape per input; inputs that are not a flat list of
     /// integers (scalars, TensorLists, `[]`) give an empty shape.
     pub fn dims(&self) -> Vec<Vec<i64>> {
+        if let Some(dims) = int_lists(&self.input_dims) {
+            return dims;
+        }
         let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(&self.input_dims) else { return Vec::new() };
         inputs
             .iter()
@@ -42,6 +50,14 @@ impl OpShapes {
     /// `Input type` as one string per input (empty where not a string).
     pub fn types(&self) -> Vec<String> {
         strings(&self.input_types)
+    }
+
+    /// [`OpShapes::types`], borrowing the text where it needs no unescaping.
+    pub fn type_names(&self) -> Vec<std::borrow::Cow<'_, str>> {
+        match plain_strs(&self.input_types) {
+            Some(v) => v.into_iter().map(std::borrow::Cow::Borrowed).collect(),
+            None => self.types().into_iter().map(std::borrow::Cow::Owned).collect(),
+        }
     }
 
     /// `Concrete Inputs` as one string per input (empty where not recorded).
@@ -65,8 +81,105 @@ impl OpShapes {
 }
 
 fn strings(json: &str) -> Vec<String> {
+    if let Some(strings) = plain_strs(json) {
+        return strings.into_iter().map(str::to_string).collect();
+    }
     let Ok(inputs) = serde_json::from_str::<Vec<serde_json::Value>>(json) else { return Vec::new() };
     inputs.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// Skips JSON whitespace from `*i`.
+fn skip_ws(b: &[u8], i: &mut usize) {
+    while b.get(*i).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+        *i += 1;
+    }
+}
+
+/// The elements of a JSON array from `*i` (at its `[`), each read by `item`;
+/// `None` when the text is not such an array or an item gives up.
+fn array<T>(b: &[u8], i: &mut usize, mut item: impl FnMut(&[u8], &mut usize) -> Option<T>) -> Option<Vec<T>> {
+    if b.get(*i) != Some(&b'[') {
+        return None;
+    }
+    *i += 1;
+    let mut out = Vec::new();
+    skip_ws(b, i);
+    if b.get(*i) == Some(&b']') {
+        *i += 1;
+        return Some(out);
+    }
+    loop {
+        skip_ws(b, i);
+        out.push(item(b, i)?);
+        skip_ws(b, i);
+        match b.get(*i) {
+            Some(b',') => *i += 1,
+            Some(b']') => {
+                *i += 1;
+                return Some(out);
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// `Input Dims` read directly when it is an array of arrays of plain
+/// integers (the common case; `None` otherwise, and serde decides): the same
+/// result as [`OpShapes::dims`]' serde reading, without a `Value` per number.
+fn int_lists(text: &str) -> Option<Vec<Vec<i64>>> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    skip_ws(b, &mut i);
+    let int = |b: &[u8], i: &mut usize| -> Option<i64> {
+        let negative = b.get(*i) == Some(&b'-');
+        if negative {
+            *i += 1;
+        }
+        let start = *i;
+        let mut v: i64 = 0;
+        while let Some(d) = b.get(*i).filter(|c| c.is_ascii_digit()) {
+            let d = i64::from(d - b'0');
+            v = v.checked_mul(10)?.checked_add(if negative { -d } else { d })?;
+            *i += 1;
+        }
+        let digits = *i - start;
+        // No digits, a leading zero, a fraction or exponent, or `-0` (serde reads
+        // it as the float −0.0): not a plain integer.
+        if digits == 0
+            || (digits > 1 && b.get(start) == Some(&b'0'))
+            || b.get(*i).is_some_and(|c| matches!(c, b'.' | b'e' | b'E'))
+            || (negative && v == 0)
+        {
+            return None;
+        }
+        Some(v)
+    };
+    let dims = array(b, &mut i, |b, i| array(b, i, int))?;
+    skip_ws(b, &mut i);
+    (i == b.len()).then_some(dims)
+}
+
+/// `Input type` (or `Concrete Inputs`) read directly when it is an array of
+/// strings without escapes (`None` otherwise, and serde decides).
+fn plain_strs(text: &str) -> Option<Vec<&str>> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    skip_ws(b, &mut i);
+    let string = |b: &[u8], i: &mut usize| -> Option<&str> {
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let start = *i + 1;
+        let len = b.get(start..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if b.get(start + len) != Some(&b'"') {
+            return None;
+        }
+        *i = start + len + 1;
+        text.get(start..start + len)
+    };
+    let strings = array(b, &mut i, string)?;
+    skip_ws(b, &mut i);
+    (i == b.len()).then_some(strings)
 }
 
 /// The event a `cuda_sync` row waited on: recorded on `wait_on_stream` by
@@ -182,5 +295,74 @@ impl RankTrace {
     /// (`deviceProperties` lists every GPU of the node, or only the visible one).
     pub fn device_name(&self) -> Option<&str> {
         self.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shapes(dims: &str, types: &str) -> OpShapes {
+        OpShapes { event: 0, input_dims: dims.into(), input_types: types.into(), concrete_inputs: String::new() }
+    }
+
+    /// What serde alone reads (the reading the direct one stands in for).
+    fn by_serde(dims: &str, types: &str) -> (Vec<Vec<i64>>, Vec<String>) {
+        let d = serde_json::from_str::<Vec<serde_json::Value>>(dims).map_or_else(
+            |_| Vec::new(),
+            |v| {
+                v.iter()
+                    .map(|v| match v.as_array() {
+                        Some(a) => a.iter().map(serde_json::Value::as_i64).collect::<Option<Vec<i64>>>().unwrap_or_default(),
+                        None => Vec::new(),
+                    })
+                    .collect()
+            },
+        );
+        let t = serde_json::from_str::<Vec<serde_json::Value>>(types)
+            .map_or_else(|_| Vec::new(), |v| v.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect());
+        (d, t)
+    }
+
+    #[test]
+    fn shapes_read_directly_as_serde_reads_them() {
+        let dims = [
+            "[[2048, 4096], [4096, 1024]]",
+            " [ [1,2] , [] ,[3] ] ",
+            "[]",
+            "[[]]",
+            "[[-1, 0, -0, 9223372036854775807, -9223372036854775808]]",
+            "[[9223372036854775808]]",
+            "[[1.0, 2]]",
+            "[[1e3]]",
+            "[[01]]",
+            "[[1], 2, \"x\", null, [[3]]]",
+            "[[1],]",
+            "[[1]] x",
+            "",
+            "[[1, 2]",
+            "[[-]]",
+            "[[1,\t2],\r\n [3]\x0b\x0c]",
+            "[[1,\u{a0}2], [\u{2003}]]",
+        ];
+        let types = [
+            "[\"c10::BFloat16\", \"float\", \"\"]",
+            " [ \"a\" ,\"b\" ] ",
+            "[]",
+            "[\"a\\\"b\", \"c\"]",
+            "[\"a\", null, 3]",
+            "[\"a\",]",
+            "[\"tab\there\"]",
+            "",
+            "[\"µs\", \"naïve\"]",
+        ];
+        for d in dims {
+            for t in types {
+                let s = shapes(d, t);
+                assert_eq!((s.dims(), s.types()), by_serde(d, t), "{d:?} {t:?}");
+                assert_eq!(s.type_names(), s.types(), "{t:?}");
+                assert_eq!(s.compact_dims(), d.split_whitespace().collect::<String>(), "{d:?}");
+            }
+        }
     }
 }
