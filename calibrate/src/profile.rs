@@ -486,7 +486,8 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         name: String,
         gpu: Option<(&'a Gpu, MatchKind)>,
         traces: Vec<String>,
-        samples: Vec<WorkSample>,
+        // Per rank, as made (not copied into one list).
+        samples: Vec<Vec<WorkSample>>,
         links: Vec<CollectiveSample>,
         world: u32,
         durations: Vec<f64>,
@@ -494,10 +495,6 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
     let mut groups: Vec<Group<'_>> = Vec::new();
     for (ranks, collectives) in jobs {
         let world = collectives.world();
-        let mut by_rank: std::collections::HashMap<u32, Vec<CollectiveSample>> = std::collections::HashMap::new();
-        for c in collectives.samples() {
-            by_rank.entry(c.rank).or_default().push(c.clone());
-        }
         for r in ranks {
             let key = r.gpu.map(|(g, _)| g.id.clone()).unwrap_or_else(|| r.name.clone());
             let idx = match groups.iter().position(|g| g.gpu.map(|(x, _)| x.id.clone()).unwrap_or_else(|| g.name.clone()) == key) {
@@ -517,8 +514,8 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             };
             let g = &mut groups[idx];
             g.traces.push(r.path);
-            g.samples.extend(r.samples);
-            g.links.extend(by_rank.remove(&r.rank).unwrap_or_default());
+            g.samples.push(r.samples);
+            g.links.extend(collectives.rank_samples(r.rank));
             g.world = g.world.max(world);
             g.durations.extend(r.durations);
         }
@@ -579,14 +576,20 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 
 /// The [`TableCorrection`]s of a device's samples: GEMMs with shapes, priced
 /// by the pricing layer on `gpu` (its measured table, else its spec model).
-fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
+fn table_corrections(samples: &[Vec<WorkSample>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
     let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String)> = BTreeMap::new();
-    for s in samples.iter().filter(|s| s.dur_us > 0.0) {
-        let Some(p) = GemmShape::of_op(s.shape, s.dtype).and_then(|shape| pricing.gemm(gpu, &shape)) else { continue };
-        let e = by.entry(s.dtype).or_insert_with(|| (Vec::new(), p.rule.as_str().to_string()));
-        e.0.push((s.dur_us / p.time_us).ln());
+    // One price per distinct shape: the samples of a job repeat a few dozen shapes.
+    type ShapeBits = (u64, u64, u64, u64, Dtype);
+    let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
+    for s in samples.iter().flatten().filter(|s| s.dur_us > 0.0) {
+        let Some(shape) = GemmShape::of_op(s.shape, s.dtype) else { continue };
+        let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
+        let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
+        let Some((time_us, rule)) = price else { continue };
+        let e = by.entry(s.dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
+        e.0.push((s.dur_us / time_us).ln());
     }
     by.into_iter()
         .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
@@ -611,14 +614,14 @@ fn table_corrections(samples: &[WorkSample], gpu: &Gpu, catalog: &Catalog) -> Ve
 
 /// Kernel fits per (class, dtype); what cannot be fitted goes to `unfitted`.
 fn kernel_fits(
-    samples: &[WorkSample],
+    samples: &[Vec<WorkSample>],
     gpu: Option<&Gpu>,
     opts: &CalibrateOptions,
     unfitted: &mut Vec<Unfitted>,
     notes: &mut Vec<String>,
 ) -> Vec<KernelFit> {
     let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&WorkSample>> = BTreeMap::new();
-    for s in samples {
+    for s in samples.iter().flatten() {
         by_class.entry((s.class, s.dtype)).or_default().push(s);
     }
     let mut kernels = Vec::new();
@@ -895,7 +898,7 @@ mod tests {
             })
             .collect();
         let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
-        let fits = kernel_fits(&samples, Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
+        let fits = kernel_fits(std::slice::from_ref(&samples), Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
         (fits, unfitted, notes)
     }
 

@@ -136,7 +136,7 @@ fn elem_size(t: &str) -> Option<f64> {
 }
 
 /// Σ bytes of the inputs with known shape and dtype.
-fn input_bytes(dims: &[Vec<i64>], types: &[String]) -> Option<f64> {
+fn input_bytes(dims: &[Vec<i64>], types: &[std::borrow::Cow<'_, str>]) -> Option<f64> {
     let mut total = 0.0;
     let mut any = false;
     for (d, t) in dims.iter().zip(types) {
@@ -240,7 +240,7 @@ pub fn op_work(name: &str, shapes: Option<&OpShapes>) -> Option<OpWork> {
 fn op_work_with(name: &str, shapes: Option<&OpShapes>, grads: Option<conv::Grads>) -> Option<OpWork> {
     let base = name.strip_prefix("aten::").unwrap_or(name);
     let dims = shapes.map(OpShapes::dims).unwrap_or_default();
-    let types = shapes.map(OpShapes::types).unwrap_or_default();
+    let types = shapes.map(OpShapes::type_names).unwrap_or_default();
     let dtype = types.iter().find_map(|t| Dtype::from_profiler(t));
     let elem = types.iter().find_map(|t| elem_size(t)).unwrap_or(2.0);
     let dim = |i: usize| dims.get(i).map(Vec::as_slice).unwrap_or_default();
@@ -412,6 +412,9 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
     // Old convolution backwards (PyTorch ≤ 1.10) launch their kernels in one
     // child op per gradient: which children did says which gradients were computed.
     let mut conv_grads: std::collections::BTreeMap<u32, conv::Grads> = std::collections::BTreeMap::new();
+    // The work of each op row, worked out once (its shapes are parsed text):
+    // the kernels of one op and of its callers ask for the same rows.
+    let mut work_of_op: rustc_hash::FxHashMap<usize, Option<OpWork>> = rustc_hash::FxHashMap::default();
     for (i, class) in classes.iter().enumerate() {
         if *class != Some(ActivityClass::Compute) {
             continue;
@@ -419,7 +422,10 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
         let op = links.launch_op.get(i).copied().unwrap_or(NONE);
         // Innermost op with a model wins; walk out at most a few levels (e.g. from a
         // record_function wrapper inside aten::linear).
-        let modelled = links.ancestors(op, 3).find_map(|r| op_work(trace.name(r), trace.op_shapes_of(r)).map(|w| (r as u32, w)));
+        let modelled = links.ancestors(op, 3).find_map(|r| {
+            let w = *work_of_op.entry(r).or_insert_with(|| op_work(trace.name(r), trace.op_shapes_of(r)));
+            w.map(|w| (r as u32, w))
+        });
         out[i] = Some(match modelled {
             Some((row, w)) => {
                 *op_time.entry(row).or_insert(0) += ev.dur_ns.get(i).copied().unwrap_or(0);
@@ -470,15 +476,12 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
 pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<WorkSample> {
     let ev = &trace.events;
     let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
-    // Thousands of samples per rank name a few dozen ops: one string each.
-    let mut names: std::collections::HashMap<String, std::sync::Arc<str>> = std::collections::HashMap::new();
-    let mut name = |n: &str| -> std::sync::Arc<str> {
-        if let Some(a) = names.get(n) {
-            return a.clone();
-        }
-        let a: std::sync::Arc<str> = std::sync::Arc::from(n);
-        names.insert(n.to_string(), a.clone());
-        a
+    // Thousands of samples per rank name a few dozen ops: one string each
+    // (names are interned, so one per name id).
+    let mut names: rustc_hash::FxHashMap<tracecast_ingest::NameId, std::sync::Arc<str>> = rustc_hash::FxHashMap::default();
+    let mut name = |row: usize| -> std::sync::Arc<str> {
+        let id = ev.name.get(row).copied().unwrap_or_default();
+        names.entry(id).or_insert_with(|| std::sync::Arc::from(trace.name(row))).clone()
     };
     let mut unattributed: Vec<WorkSample> = Vec::new();
     for (i, k) in kernel_work.iter().enumerate() {
@@ -493,7 +496,7 @@ pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<
                     bytes: k.op.and_then(|o| o.bytes),
                     dur_us: 0.0,
                     kernels: 0,
-                    op: name(trace.name(row as usize)),
+                    op: name(row as usize),
                     shape: k.op.and_then(|o| o.shape),
                 });
                 s.dur_us += dur_us;
@@ -506,7 +509,7 @@ pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<
                 bytes: None,
                 dur_us,
                 kernels: 1,
-                op: name(trace.name(i)),
+                op: name(i),
                 shape: None,
             }),
         }
@@ -556,36 +559,65 @@ pub fn op_rows(job: &tracecast_ingest::Job, classifier: &Classifier) -> Vec<OpRo
 /// [`op_rows`] of one rank (in no particular order) from its [`kernel_work`],
 /// to merge with [`merge_op_rows`].
 pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>]) -> Vec<OpRow> {
-    let mut by: std::collections::BTreeMap<(String, String, Option<String>), (OpRow, std::collections::HashSet<u32>)> =
-        std::collections::BTreeMap::new();
+    type Key = (String, String, Option<String>);
     let ev = &trace.events;
+    // Each op's row of the table, found once per op (not per kernel): ops of
+    // one name, `Input Dims` text and dtype share it without building its
+    // key; else the key (the dims without white space) decides.
+    let mut row_of_op: rustc_hash::FxHashMap<u32, usize> = rustc_hash::FxHashMap::default();
+    let mut row_of_text: rustc_hash::FxHashMap<(tracecast_ingest::NameId, &str, Option<Dtype>), usize> = rustc_hash::FxHashMap::default();
+    let mut row_of_key: rustc_hash::FxHashMap<Key, usize> = rustc_hash::FxHashMap::default();
+    let mut rows: Vec<(Key, OpRow)> = Vec::new();
     for (i, w) in work.iter().enumerate() {
         let Some(w) = w else { continue };
-        let Some(row) = w.op_row else { continue };
-        let shapes = trace.op_shapes_of(row as usize).map(|s| s.compact_dims()).unwrap_or_default();
-        let dtype = w.dtype.map(|d| d.as_str().to_string());
-        let key = (trace.name(row as usize).to_string(), shapes.clone(), dtype.clone());
-        let e = by.entry(key).or_insert_with(|| {
-            (
-                OpRow {
-                    op: trace.name(row as usize).to_string(),
-                    shapes,
-                    dtype,
-                    flops: w.op.as_ref().and_then(|o| o.flops),
-                    bytes: w.op.as_ref().and_then(|o| o.bytes),
-                    counts_flops: w.class.counts_flops(),
-                    ..Default::default()
-                },
-                Default::default(),
-            )
-        });
-        e.0.kernels += 1;
-        e.0.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
-        if e.1.insert(row) {
-            e.0.calls += 1;
+        let Some(op) = w.op_row else { continue };
+        let (k, first_call) = match row_of_op.get(&op) {
+            Some(&k) => (k, false),
+            None => {
+                let shapes = trace.op_shapes_of(op as usize);
+                let text = (ev.name.get(op as usize).copied().unwrap_or_default(), shapes.map_or("", |s| s.input_dims.as_str()), w.dtype);
+                let k = match row_of_text.get(&text) {
+                    Some(&k) => k,
+                    None => {
+                        let key = (
+                            trace.name(op as usize).to_string(),
+                            shapes.map(|s| s.compact_dims()).unwrap_or_default(),
+                            w.dtype.map(|d| d.as_str().to_string()),
+                        );
+                        let k = match row_of_key.get(&key) {
+                            Some(&k) => k,
+                            None => {
+                                let row = OpRow {
+                                    op: key.0.clone(),
+                                    shapes: key.1.clone(),
+                                    dtype: key.2.clone(),
+                                    flops: w.op.as_ref().and_then(|o| o.flops),
+                                    bytes: w.op.as_ref().and_then(|o| o.bytes),
+                                    counts_flops: w.class.counts_flops(),
+                                    ..Default::default()
+                                };
+                                rows.push((key.clone(), row));
+                                row_of_key.insert(key, rows.len() - 1);
+                                rows.len() - 1
+                            }
+                        };
+                        row_of_text.insert(text, k);
+                        k
+                    }
+                };
+                row_of_op.insert(op, k);
+                (k, true)
+            }
+        };
+        let Some((_, r)) = rows.get_mut(k) else { continue };
+        r.kernels += 1;
+        r.time_us += ev.dur_ns.get(i).copied().unwrap_or(0) as f64 / 1e3;
+        if first_call {
+            r.calls += 1;
         }
     }
-    by.into_values().map(|v| v.0).collect()
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The op rows of several ranks as one table: rows of the same op, shapes

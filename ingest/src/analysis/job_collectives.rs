@@ -255,18 +255,35 @@ impl JobCollectives {
     /// of the replay's re-costing and of the report's tables.
     pub fn samples(&self) -> &[CollectiveSample] {
         self.samples.get_or_init(|| {
-            let world = i64::from(self.world);
             let mut out = Vec::with_capacity(self.members.len());
-            for (r, list) in self.per_rank.iter().enumerate() {
-                let rank = self.ranks.get(r).copied().unwrap_or(0);
-                for (i, inst) in list.iter().enumerate() {
-                    let id = self.id_of.get(r).and_then(|l| l.get(i)).copied().unwrap_or(0);
-                    let m = self.matched.get(id as usize).copied().unwrap_or(Matched { ranks: 1, transfer_ns: 0 });
-                    out.push(collectives::sample(rank, inst.clone(), m.ranks as usize, m.transfer_ns, id, world));
-                }
+            for r in 0..self.per_rank.len() {
+                out.extend(self.samples_of_index(r));
             }
             out
         })
+    }
+
+    /// The [`JobCollectives::samples`] of global rank `rank`, made afresh
+    /// (not kept): for a caller that needs them one rank at a time.
+    pub fn rank_samples(&self, rank: u32) -> Vec<CollectiveSample> {
+        match self.ranks.binary_search(&rank) {
+            Ok(r) => self.samples_of_index(r),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn samples_of_index(&self, r: usize) -> Vec<CollectiveSample> {
+        let world = i64::from(self.world);
+        let rank = self.ranks.get(r).copied().unwrap_or(0);
+        let Some(list) = self.per_rank.get(r) else { return Vec::new() };
+        list.iter()
+            .enumerate()
+            .map(|(i, inst)| {
+                let id = self.id_of.get(r).and_then(|l| l.get(i)).copied().unwrap_or(0);
+                let m = self.matched.get(id as usize).copied().unwrap_or(Matched { ranks: 1, transfer_ns: 0 });
+                collectives::sample(rank, inst.clone(), m.ranks as usize, m.transfer_ns, id, world)
+            })
+            .collect()
     }
 
     /// [`JobCollectives::samples`], taken.
