@@ -234,8 +234,22 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
                     );
                 }
             }
+            // Identical points drawn once, as opaque as their overdraw (1 − 0.5ⁿ): a
+            // collective matched across ranks gives every member rank the same point
+            // (a 1024-rank job's page drew 1.6 M circles, 150 MB of SVG).
+            let mut index: std::collections::HashMap<(u64, u64), usize> = std::collections::HashMap::new();
+            let mut distinct: Vec<((f64, f64), i32)> = Vec::new();
+            for &(x, y) in c.points.iter().filter(keep) {
+                let k = *index.entry((x.to_bits(), y.to_bits())).or_insert_with(|| {
+                    distinct.push(((x, y), 0));
+                    distinct.len() - 1
+                });
+                if let Some(d) = distinct.get_mut(k) {
+                    d.1 = d.1.saturating_add(1);
+                }
+            }
             chart
-                .draw_series(c.points.iter().filter(keep).map(|&(x, y)| Circle::new((x, y), 3, BLUE.mix(0.5).filled())))
+                .draw_series(distinct.iter().map(|&((x, y), n)| Circle::new((x, y), 3, BLUE.mix(1.0 - 0.5f64.powi(n.min(10))).filled())))
                 .map_err(|e| e.to_string())?
                 .label(c.legend[0].as_str())
                 .legend(|(x, y)| Circle::new((x, y), 4, BLUE.mix(0.5).filled()));
