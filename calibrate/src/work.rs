@@ -415,6 +415,8 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
     // The work of each op row, worked out once (its shapes are parsed text):
     // the kernels of one op and of its callers ask for the same rows.
     let mut work_of_op: rustc_hash::FxHashMap<usize, Option<OpWork>> = rustc_hash::FxHashMap::default();
+    // The class a kernel's name says, once per name.
+    let mut class_of_name: rustc_hash::FxHashMap<tracecast_ingest::NameId, KernelClass> = rustc_hash::FxHashMap::default();
     for (i, class) in classes.iter().enumerate() {
         if *class != Some(ActivityClass::Compute) {
             continue;
@@ -440,7 +442,9 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
                 KernelWork { class: w.class, dtype: w.dtype, op_work: w.work(), op: Some(w), op_row: Some(row), share: 1.0 }
             }
             None => KernelWork {
-                class: KernelClass::from_kernel_name(trace.name(i)),
+                class: *class_of_name
+                    .entry(ev.name.get(i).copied().unwrap_or_default())
+                    .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i))),
                 dtype: None,
                 op_work: None,
                 op: None,
