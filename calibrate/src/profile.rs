@@ -557,11 +557,28 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
                 gpus_per_node,
             };
 
-            let mut unfitted = Vec::new();
-            let kernels = kernel_fits(&g.samples, gpu, opts, &mut unfitted, &mut notes);
-            let links = link_fits(&g.links, g.world, gpus_per_node, gpu, nic_per_gpu, opts, &mut unfitted, &mut notes);
+            // The kernel fits, the link fits and the table corrections are
+            // independent: worked out side by side, their notes kept in this order.
+            let ((kernels, mut unfitted, kernel_notes), ((links, link_unfitted, link_notes), table_corrections)) = rayon::join(
+                || {
+                    let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
+                    (kernel_fits(&g.samples, gpu, opts, &mut unfitted, &mut notes), unfitted, notes)
+                },
+                || {
+                    rayon::join(
+                        || {
+                            let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
+                            let links = link_fits(&g.links, g.world, gpus_per_node, gpu, nic_per_gpu, opts, &mut unfitted, &mut notes);
+                            (links, unfitted, notes)
+                        },
+                        || gpu.map(|x| table_corrections(&g.samples, x, catalog)).unwrap_or_default(),
+                    )
+                },
+            );
+            unfitted.extend(link_unfitted);
+            notes.extend(kernel_notes);
+            notes.extend(link_notes);
             let kernel_floor_us = kernel_floor_us(&mut g.durations);
-            let table_corrections = gpu.map(|x| table_corrections(&g.samples, x, catalog)).unwrap_or_default();
             Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes, table_corrections }
         })
         .collect()
