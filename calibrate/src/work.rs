@@ -412,9 +412,11 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
     // Old convolution backwards (PyTorch ≤ 1.10) launch their kernels in one
     // child op per gradient: which children did says which gradients were computed.
     let mut conv_grads: std::collections::BTreeMap<u32, conv::Grads> = std::collections::BTreeMap::new();
-    // The work of each op row, worked out once (its shapes are parsed text):
-    // the kernels of one op and of its callers ask for the same rows.
-    let mut work_of_op: rustc_hash::FxHashMap<usize, Option<OpWork>> = rustc_hash::FxHashMap::default();
+    // The work of an op is a function of its name and shapes, which are parsed
+    // text: worked out once per distinct (name, shapes) — a model's layers and
+    // steps repeat a few dozen of them — not per kernel and caller.
+    type OpText<'t> = (tracecast_ingest::NameId, Option<(&'t str, &'t str, &'t str)>);
+    let mut work_of_op: rustc_hash::FxHashMap<OpText<'_>, Option<OpWork>> = rustc_hash::FxHashMap::default();
     // The class a kernel's name says, once per name.
     let mut class_of_name: rustc_hash::FxHashMap<tracecast_ingest::NameId, KernelClass> = rustc_hash::FxHashMap::default();
     for (i, class) in classes.iter().enumerate() {
@@ -425,7 +427,12 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
         // Innermost op with a model wins; walk out at most a few levels (e.g. from a
         // record_function wrapper inside aten::linear).
         let modelled = links.ancestors(op, 3).find_map(|r| {
-            let w = *work_of_op.entry(r).or_insert_with(|| op_work(trace.name(r), trace.op_shapes_of(r)));
+            let shapes = trace.op_shapes_of(r);
+            let text = (
+                ev.name.get(r).copied().unwrap_or_default(),
+                shapes.map(|s| (s.input_dims.as_str(), s.input_types.as_str(), s.concrete_inputs.as_str())),
+            );
+            let w = *work_of_op.entry(text).or_insert_with(|| op_work(trace.name(r), shapes));
             w.map(|w| (r as u32, w))
         });
         out[i] = Some(match modelled {
