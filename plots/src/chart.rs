@@ -234,13 +234,15 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
                     );
                 }
             }
-            // Identical points drawn once, as opaque as their overdraw (1 − 0.5ⁿ): a
-            // collective matched across ranks gives every member rank the same point
-            // (a 1024-rank job's page drew 1.6 M circles, 150 MB of SVG).
-            let mut index: std::collections::HashMap<(u64, u64), usize> = std::collections::HashMap::new();
+            // Points that land on one pixel are drawn once, as opaque as their
+            // overdraw (1 − 0.5ⁿ): circles are placed at whole pixels, so the
+            // picture is the same. A collective matched across ranks gives every
+            // member rank the same point (a 1024-rank job's page drew 1.6 M
+            // circles, 150 MB of SVG).
+            let mut index: rustc_hash::FxHashMap<(i32, i32), usize> = rustc_hash::FxHashMap::default();
             let mut distinct: Vec<((f64, f64), i32)> = Vec::new();
             for &(x, y) in c.points.iter().filter(keep) {
-                let k = *index.entry((x.to_bits(), y.to_bits())).or_insert_with(|| {
+                let k = *index.entry(chart.backend_coord(&(x, y))).or_insert_with(|| {
                     distinct.push(((x, y), 0));
                     distinct.len() - 1
                 });
