@@ -137,8 +137,7 @@ fn reduce(
     // One matching of the job's collectives, read by the analysis, the calibration, the replays and the tables.
     let (analysis, collectives) = analysis::reduce_matched(name.clone(), summaries, bad, plan.analyze);
     let timeline = step_kernels(&first.into_ranks());
-    let profile =
-        tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
+    let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
     // The summaries and calibration samples are gone: their memory goes back
     // before the replay builds its graph (1024 ranks: 1.32 → 1.13 GB peak).
     release_freed_memory();

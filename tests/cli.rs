@@ -1112,8 +1112,14 @@ fn every_command_computes_each_per_rank_fact_once() {
     let cases: Vec<(Vec<String>, String)> = vec![
         (vec!["analyze".into(), d.into()], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=1")),
         (vec!["replay".into(), d.into()], format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1")),
-        (vec!["replay".into(), d.into(), "--perfetto".into(), out("t.json")], format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1")),
-        (vec!["replay".into(), d.into(), "--target".into(), "a100-80gb".into()], format!("{all4} analysis=0 kernel_work=4 graph=4 matching=1")),
+        (
+            vec!["replay".into(), d.into(), "--perfetto".into(), out("t.json")],
+            format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1"),
+        ),
+        (
+            vec!["replay".into(), d.into(), "--target".into(), "a100-80gb".into()],
+            format!("{all4} analysis=0 kernel_work=4 graph=4 matching=1"),
+        ),
         (
             vec!["calibrate".into(), d.into(), "--out".into(), out("p.json")],
             "classes=4 links=4 steps=0 sets=0 instances=4 analysis=0 kernel_work=4 graph=0 matching=1".into(),
@@ -1123,7 +1129,10 @@ fn every_command_computes_each_per_rank_fact_once() {
             vec!["report".into(), d.into(), "--out".into(), out("r.html"), "--target".into(), "a100-80gb".into()],
             format!("{all4} analysis=4 kernel_work=4 graph=4 matching=1"),
         ),
-        (vec!["diff".into(), d.into(), d.into()], "classes=8 links=8 steps=8 sets=8 instances=8 analysis=8 kernel_work=8 graph=0 matching=2".into()),
+        (
+            vec!["diff".into(), d.into(), d.into()],
+            "classes=8 links=8 steps=8 sets=8 instances=8 analysis=8 kernel_work=8 graph=0 matching=2".into(),
+        ),
         (vec!["ingest".into(), d.into(), "--out".into(), out("ds")], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=0")),
     ];
     for (args, want) in cases {

@@ -308,7 +308,10 @@ impl Profile {
 }
 
 /// Durations (µs) of the compute kernels of a trace, given its rows' activity classes.
-pub fn compute_kernel_durations(trace: &tracecast_ingest::RankTrace, classes: &[Option<tracecast_ingest::analysis::ActivityClass>]) -> Vec<f64> {
+pub fn compute_kernel_durations(
+    trace: &tracecast_ingest::RankTrace,
+    classes: &[Option<tracecast_ingest::analysis::ActivityClass>],
+) -> Vec<f64> {
     trace
         .gpu_activity()
         .filter(|&i| classes.get(i).copied().flatten() == Some(tracecast_ingest::analysis::ActivityClass::Compute))

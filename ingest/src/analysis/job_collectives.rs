@@ -131,9 +131,8 @@ impl JobCollectives {
             }
         }
         // The full keys of the distinct instances (group strings by content).
-        let key_of = |&(r, i): &(u32, u32)| -> Option<InstanceKey> {
-            per_rank.get(r as usize).and_then(|l| l.get(i as usize)).map(Instance::key)
-        };
+        let key_of =
+            |&(r, i): &(u32, u32)| -> Option<InstanceKey> { per_rank.get(r as usize).and_then(|l| l.get(i as usize)).map(Instance::key) };
         let keys: Vec<Option<InstanceKey>> = first.iter().map(key_of).collect();
         let mut by_key: Vec<u32> = (0..matched.len() as u32).collect();
         by_key.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
