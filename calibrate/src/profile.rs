@@ -246,7 +246,7 @@ impl Profile {
                 hbm_gbps: Some(gpu.hbm_gbps),
                 link_gbps: Some(gpu.link_gbps),
                 nic_gbps_per_gpu: node.map(|n| n.nic_gbps * n.nics as f64 / n.gpus.max(1) as f64),
-                gpus_per_node: node.map_or(8, |n| n.gpus),
+                gpus_per_node: catalog.gpus_per_node(Some(&gpu.id), None),
             },
             traces: Vec::new(),
             kernels: Vec::new(),
@@ -529,7 +529,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         .map(|mut g| {
             let gpu = g.gpu.map(|(x, _)| x);
             let node = gpu.and_then(|x| catalog.node_of(&x.id));
-            let gpus_per_node = opts.gpus_per_node.or(node.map(|n| n.gpus)).unwrap_or(8).max(1);
+            let gpus_per_node = catalog.gpus_per_node(gpu.map(|x| x.id.as_str()), opts.gpus_per_node);
             let mut notes = Vec::new();
             if gpu.is_none() {
                 notes.push(format!(
