@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
-use tracecast_ingest::ReadOptions;
-use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, WindowMode};
+use tracecast_ingest::analysis::WindowMode;
 use tracecast_pipeline::inputs::{TraceOptions, WindowOptions};
-use tracecast_pipeline::{calibrate, ingest, synth};
+use tracecast_pipeline::{analyze, calibrate, diff, ingest, replay, report, synth};
 
 mod hardware;
 mod projection;
@@ -72,16 +70,6 @@ impl ReadArgs {
         (o.strict, o.gpus_per_node, o.hw, o.device, o.quiet) =
             (self.strict, self.gpus_per_node, self.hw.clone(), self.device.clone(), self.quiet);
         o
-    }
-
-    /// The communication classifier these options ask for.
-    pub(crate) fn classifier(&self) -> Result<Classifier> {
-        self.trace_options().classifier()
-    }
-
-    /// How to read the traces: `--device` names the GPU of those that do not record theirs.
-    pub(crate) fn read_options(&self) -> Result<ReadOptions> {
-        self.trace_options().read_options()
     }
 }
 
@@ -184,11 +172,6 @@ impl WindowArgs {
         };
         (o.kernel_wait_us, o.drop_last_step, o.steps) = (self.kernel_wait_us, self.drop_last_step, self.steps);
         o
-    }
-
-    /// Analysis options with this window and `read`'s classifier.
-    pub(crate) fn analyze_options(&self, read: &ReadArgs) -> Result<AnalyzeOptions> {
-        self.window_options().analyze_options(&read.trace_options())
     }
 }
 
@@ -415,19 +398,6 @@ impl Inputs {
     }
 }
 
-impl ReadArgs {
-    /// The flags of `o` (the report reads traces with these until it takes the library's options).
-    pub(crate) fn from_options(o: &TraceOptions) -> ReadArgs {
-        let comm_kernels = match o.comm_kernels {
-            tracecast_ingest::analysis::CommKernels::Nccl => CommKernelsArg::Nccl,
-            _ => CommKernelsArg::Families,
-        };
-        let (comm_pattern, strict, gpus_per_node, hw, device, quiet) =
-            (o.comm_pattern.clone(), o.strict, o.gpus_per_node, o.hw.clone(), o.device.clone(), o.quiet);
-        ReadArgs { comm_pattern, comm_kernels, strict, gpus_per_node, hw, device, quiet }
-    }
-}
-
 impl IngestArgs {
     pub(crate) fn into_options(self) -> ingest::Options {
         let mut o = ingest::Options::default();
@@ -450,6 +420,46 @@ impl SynthArgs {
         (o.out, o.ranks, o.steps, o.layers, o.seed) = (self.out, self.ranks, self.steps, self.layers, self.seed);
         (o.busbw_gbps, o.alpha_us, o.gemm_efficiency, o.plain) = (self.busbw_gbps, self.alpha_us, self.gemm_efficiency, self.plain);
         (o.model, o.tokens, o.profile, o.quiet) = (self.model, self.tokens, self.profile, self.quiet);
+        o
+    }
+}
+
+impl AnalyzeArgs {
+    pub(crate) fn into_options(self) -> analyze::Options {
+        let mut o = analyze::Options::default();
+        (o.inputs, o.window, o.json, o.csv, o.parquet) =
+            (self.inputs.inputs(), self.window.window_options(), self.json, self.csv, self.parquet);
+        (o.plots, o.job_gpus, o.job_hours) = (self.plots, self.job_gpus, self.job_hours);
+        o
+    }
+}
+
+impl ReplayArgs {
+    pub(crate) fn into_options(self) -> replay::Options {
+        let mut o = replay::Options::default();
+        (o.inputs, o.scale, o.link, o.json, o.perfetto) = (self.inputs.inputs(), self.scale, self.link, self.json, self.perfetto);
+        (o.world_size, o.target, o.profile, o.measurements, o.what_if) =
+            (self.world_size, self.target, self.profile, self.measurements, self.what_if);
+        o
+    }
+}
+
+impl ReportArgs {
+    pub(crate) fn into_options(self) -> report::Options {
+        let mut o = report::Options::default();
+        (o.inputs, o.window, o.out, o.target, o.profile) =
+            (self.inputs.inputs(), self.window.window_options(), self.out, self.target, self.profile);
+        (o.scale, o.world_size, o.link, o.job_gpus, o.job_hours, o.png) =
+            (self.scale, self.world_size, self.link, self.job_gpus, self.job_hours, self.png);
+        o
+    }
+}
+
+impl DiffArgs {
+    pub(crate) fn into_options(self) -> diff::Options {
+        let mut o = diff::Options::default();
+        (o.a, o.b, o.read, o.window) = (self.a, self.b, self.read.trace_options(), self.window.window_options());
+        (o.json, o.top, o.fail_if) = (self.json, self.top, self.fail_if);
         o
     }
 }

@@ -2,16 +2,16 @@
 //! written with an identity replay and a what-if with links twice as fast.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use tracecast_calibrate::Catalog;
-use tracecast_ingest::analysis::{AnalyzeOptions, JobAnalysis};
+use tracecast_ingest::analysis::AnalyzeOptions;
 use tracecast_replay::{ReplayOptions, Scale};
 
-use crate::Outcome;
 use crate::inputs::TraceOptions;
 use crate::summary::write_job;
+use crate::{Outcome, report};
 
 /// Where the demo job is and where its page goes.
 #[derive(Debug, Clone)]
@@ -55,34 +55,28 @@ impl Page {
         what_if.scale = Scale { link: 2.0, ..Default::default() };
         Page { read, analyze, catalog: Catalog::builtin(), what_if }
     }
-}
 
-/// The report's reading and writing of a page, which the binary provides
-/// while the report's orchestration lives there.
-pub trait Report {
-    /// What the report keeps of one job.
-    type Section;
-    /// The sections of the jobs `dir` stands for, and whether any file was bad.
-    fn sections(&self, dir: &Path, page: &Page) -> Result<(Vec<Self::Section>, bool)>;
-    /// The analysis of a job's section.
-    fn analysis(section: &Self::Section) -> &JobAnalysis;
-    /// Writes the page of `sections` to `out`.
-    fn write(&self, sections: &[Self::Section], page: &Page, out: &Path) -> Result<()>;
+    /// The report plan of the page: the measured job and the what-if, labelled by its speed-ups.
+    fn plan(&self) -> report::Plan<'_> {
+        let projection = Some((report::projection_label(None, self.what_if.scale), self.what_if.clone()));
+        report::Plan { catalog: &self.catalog, analyze: &self.analyze, projection, gpus_per_node: None, png_dir: None }
+    }
 }
 
 /// Analyses the demo job, prints its summary and writes its page.
-pub fn run<R: Report>(args: &Options, report: &R, out: &mut dyn Write) -> Result<Outcome> {
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     writeln!(out, "tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", args.dir.display())?;
     writeln!(out, "(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;")?;
     writeln!(out, " point `tracecast analyze` at your own trace directory the same way)\n")?;
     // The page: charts, tables, an identity replay and a what-if with links twice as fast.
     let page = Page::demo();
-    let (sections, failed) = report.sections(&args.dir, &page)?;
+    let plan = page.plan();
+    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan)?;
     let Some(first) = sections.first() else { anyhow::bail!("the demo traces could not be read") };
-    write_job(out, R::analysis(first))?;
+    write_job(out, first.analysis())?;
     out.flush()?;
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
-    report.write(&sections, &page, &args.report)?;
+    report::write(&sections, &plan, &args.report)?;
     let shown = std::fs::canonicalize(&args.report).unwrap_or_else(|_| args.report.clone());
     writeln!(out, "Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
     Ok(Outcome::bad_files_if(failed))

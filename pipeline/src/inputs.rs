@@ -179,3 +179,19 @@ pub fn for_each_input<T>(
     }
     Ok(failed)
 }
+
+/// Reads the jobs the inputs stand for whole, one at a time (so only one is
+/// held in memory), and hands each to `each_job`; bad files are reported on
+/// stderr (see [`for_each_input`]). Returns whether any file was bad.
+pub fn for_each_job(inputs: &Inputs, mut each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
+    let read_opts = inputs.read.read_options()?;
+    let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let mut job = tracecast_ingest::Job::read(path, files, &read_opts, on_file);
+        let failures = std::mem::take(&mut job.failures);
+        ((!job.ranks.is_empty()).then_some(job), failures)
+    };
+    for_each_input(&inputs.paths, inputs.each, &inputs.read, read, |mut job, failures| {
+        job.failures = failures;
+        each_job(job)
+    })
+}

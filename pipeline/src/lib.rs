@@ -16,8 +16,9 @@
 //! - [`summary`], [`calibrate_summary`]: terminal text of an analysis, a
 //!   profile, the catalog and a price; [`export`]: the analysis tables as CSV or
 //!   Parquet; [`output`]: JSON files and per-device file names.
-//! - The commands: [`ingest`], [`calibrate`], [`project`], [`search`],
-//!   [`validate`], [`hw`], [`synth`], [`demo`].
+//! - The commands: [`analyze`], [`calibrate`], [`replay`], [`project`],
+//!   [`search`], [`validate`], [`report`], [`diff`], [`ingest`], [`synth`],
+//!   [`hw`], [`demo`].
 //!
 //! ```
 //! use tracecast_pipeline::{Outcome, hw};
@@ -29,9 +30,11 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod analyze;
 pub mod calibrate;
 pub mod calibrate_summary;
 pub mod demo;
+pub mod diff;
 pub mod export;
 pub mod hardware;
 pub mod hw;
@@ -39,6 +42,8 @@ pub mod ingest;
 pub mod inputs;
 pub mod output;
 pub mod project;
+pub mod replay;
+pub mod report;
 pub mod search;
 pub mod summary;
 pub mod synth;
@@ -53,6 +58,8 @@ pub enum Outcome {
     BadFiles,
     /// `search`: no plan fits on the system.
     NoPlan,
+    /// `diff`: run B regressed past a gate.
+    Regressed,
 }
 
 impl Outcome {

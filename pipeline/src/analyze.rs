@@ -1,0 +1,118 @@
+//! `tracecast analyze`: where GPU time went, above all exposed communication,
+//! per rank, step and collective, read one rank at a time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tracecast_ingest::analysis::{self, JobAnalysis};
+use tracecast_ingest::{Job, output};
+
+use crate::Outcome;
+use crate::hardware::{catalog_with, node_gpus_for, node_gpus_of, world_of_rank};
+use crate::inputs::{Inputs, WindowOptions, for_each_input};
+use crate::{export, summary};
+
+/// What `analyze` reads and what it writes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// The traces.
+    pub inputs: Inputs,
+    /// The analysed window.
+    pub window: WindowOptions,
+    /// Write the analysis as JSON (DESIGN §6 keys) (default: none).
+    pub json: Option<PathBuf>,
+    /// Write the breakdown, steps, collectives and kernels tables as CSV into this directory (default: none).
+    pub csv: Option<PathBuf>,
+    /// Write the same tables as Parquet into this directory (default: none).
+    pub parquet: Option<PathBuf>,
+    /// Draw each job's per-rank breakdown (SVG and PNG) into this directory (default: none).
+    pub plots: Option<PathBuf>,
+    /// GPUs of the whole job, to extrapolate GPU-hours (with `job_hours`) (default: none).
+    pub job_gpus: Option<f64>,
+    /// Wall-clock hours of the whole job (with `job_gpus`) (default: none).
+    pub job_hours: Option<f64>,
+}
+
+/// Analyses every job the inputs stand for, one rank at a time (each trace is
+/// summarized as it is read and dropped, so a job of thousands of ranks never
+/// sits in memory whole), and writes what the options ask for.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let read = &args.inputs.read;
+    let mut opts = args.window.analyze_options(read)?;
+    (opts.job_gpus, opts.job_hours) = (args.job_gpus, args.job_hours);
+    let opts = opts;
+    let read_opts = read.read_options()?;
+    let catalog = catalog_with(&read.hw)?;
+    let mut analyses = Vec::new();
+    let failed = for_each_input(
+        &args.inputs.paths,
+        args.inputs.each,
+        read,
+        |path, files, on_file| {
+            let summarize = |rank: &tracecast_ingest::job::Rank| {
+                analysis::check_step_range(&rank.trace, opts.steps, opts.drop_last_step)?;
+                let mut o = opts.clone();
+                o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, read.gpus_per_node));
+                Ok(analysis::summarize_rank(rank, world_of_rank(rank.trace.declared_world_size(), files), &o))
+            };
+            // A dataset's rank summarized with these options already: its cached summary, events unread.
+            let cached = |f: &Path| {
+                if f.extension().is_none_or(|e| e != "parquet") {
+                    return None;
+                }
+                let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
+                let mut o = opts.clone();
+                o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
+                let world = world_of_rank(meta.declared_world_size(), files);
+                let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
+                Some((meta.rank, meta.file, summary))
+            };
+            let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
+            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
+            (job, failures)
+        },
+        |a, _| analyses.push(a),
+    )?;
+    if !read.quiet {
+        for a in &analyses {
+            summary::write_job(out, a)?;
+        }
+        out.flush()?;
+    }
+    write_files(args, &analyses, &opts.classifier.definition())?;
+    if let Some(dir) = &args.plots {
+        for (i, a) in analyses.iter().enumerate() {
+            let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
+            for f in tracecast_plots::breakdown::write_breakdown(a, &stem)? {
+                if !read.quiet {
+                    writeln!(out, "wrote {}", f.display())?;
+                }
+            }
+        }
+    }
+    Ok(Outcome::bad_files_if(failed))
+}
+
+/// The JSON document and the tables the options ask for.
+fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> Result<()> {
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            /// Which kernels counted as communication.
+            comm_kernels: &'a str,
+            jobs: &'a [JobAnalysis],
+        }
+        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels, jobs: analyses })?;
+        bytes.push(b'\n');
+        output::write_atomic(path, &bytes)?;
+    }
+    for (dir, format, name) in [(&args.csv, export::Format::Csv, "CSV"), (&args.parquet, export::Format::Parquet, "Parquet")] {
+        if let Some(dir) = dir {
+            export::write_tables(analyses, dir, format).with_context(|| format!("writing {name} tables to {}", dir.display()))?;
+        }
+    }
+    Ok(())
+}

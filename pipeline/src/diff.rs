@@ -1,0 +1,153 @@
+//! `tracecast diff`: two runs compared (before / after a change) per kernel
+//! class, collective, step and kernel, with regression gates for CI.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_calibrate::diff::{ClassTimes, Delta, TraceDiff};
+use tracecast_calibrate::work::kernel_work_of;
+use tracecast_ingest::Job;
+use tracecast_ingest::analysis::{self, RankContext};
+
+use crate::Outcome;
+use crate::hardware::{catalog_with, node_gpus_of, world_of_rank};
+use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
+
+/// The two runs `diff` compares and what it writes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Run A (before): a trace file or a directory of per-rank files (default: empty).
+    pub a: PathBuf,
+    /// Run B (after) (default: empty).
+    pub b: PathBuf,
+    /// How the traces are read.
+    pub read: TraceOptions,
+    /// The analysed window of both runs.
+    pub window: WindowOptions,
+    /// Write the comparison as JSON (default: none).
+    pub json: Option<PathBuf>,
+    /// Kernels listed in the per-kernel comparison (default: 25).
+    pub top: usize,
+    /// Regression gates, e.g. `step>+3%,exposed>+5%` (default: none).
+    pub fail_if: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let (a, b, read, window) = Default::default();
+        Options { a, b, read, window, json: None, top: 25, fail_if: None }
+    }
+}
+
+fn write_rows(out: &mut dyn Write, title: &str, rows: &[Delta], limit: usize) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{title}")?;
+    writeln!(out, "  {:<44} {:>9} {:>9} {:>12} {:>12} {:>11} {:>8}", "", "count A", "count B", "A ms", "B ms", "Δ ms", "Δ %")?;
+    for d in rows.iter().take(limit) {
+        let mut name = d.name.clone();
+        if name.chars().count() > 44 {
+            name = name.chars().take(43).collect::<String>() + "…";
+        }
+        writeln!(
+            out,
+            "  {name:<44} {:>9.0} {:>9.0} {:>12.3} {:>12.3} {:>+11.3} {:>8}",
+            d.count_a,
+            d.count_b,
+            d.time_a_us / 1000.0,
+            d.time_b_us / 1000.0,
+            d.delta_us / 1000.0,
+            d.change_text()
+        )?;
+    }
+    Ok(())
+}
+
+/// The terminal form of a diff.
+pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
+    writeln!(out, "A: {} ({} rank(s))\nB: {} ({} rank(s))", d.a, d.ranks[0], d.b, d.ranks[1])?;
+    writeln!(out, "Times are per rank; step times are the mean over ranks, steps matched in order.")?;
+    let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
+    writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
+    if let Some(k) = d.kernel_classes.first() {
+        writeln!(out, "Moved most: {} ({:+.3} ms per rank)", k.name, k.delta_us / 1000.0)?;
+    }
+    write_rows(out, "Summary", &d.summary, 10)?;
+    write_rows(out, "Per kernel class", &d.kernel_classes, 20)?;
+    write_rows(out, "Per collective", &d.collectives, 20)?;
+    write_rows(out, "Per step", &d.steps, 20)?;
+    write_rows(out, "Kernels that moved most", &d.kernels, 15)
+}
+
+/// Writes the diff as JSON.
+fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(d)?;
+    bytes.push(b'\n');
+    tracecast_ingest::output::write_atomic(path, &bytes)?;
+    Ok(())
+}
+
+/// Compares the two runs, writes what the options ask for and applies the gates.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let analyze = args.window.analyze_options(&args.read)?;
+    let classifier = analyze.classifier.clone();
+    if let Some(spec) = &args.fail_if {
+        tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
+    }
+    let catalog = catalog_with(&args.read.hw)?;
+    let read_opts = args.read.read_options()?;
+    // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
+    let mut runs = Vec::new();
+    let mut failed = false;
+    for p in [&args.a, &args.b] {
+        let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+            let part = |rank: &tracecast_ingest::job::Rank| {
+                analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
+                let mut o = analyze.clone();
+                o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
+                let world = world_of_rank(rank.trace.declared_world_size(), files);
+                let ctx = RankContext::new(rank, &classifier);
+                let work = kernel_work_of(&ctx);
+                let summary = analysis::summarize(&ctx, world, &o);
+                // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
+                let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
+                Ok((summary, times))
+            };
+            let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
+            if parts.is_empty() {
+                return (None, failures);
+            }
+            let mut times = ClassTimes::default();
+            let mut summaries = Vec::with_capacity(parts.len());
+            for (s, t) in parts {
+                summaries.push(s);
+                times.add(t);
+            }
+            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
+        };
+        failed |= for_each_input(std::slice::from_ref(p), false, &args.read, read, |run, _| runs.push(run))?;
+    }
+    let [(aa, at), (ba, bt)] = runs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
+    let d = tracecast_calibrate::diff::diff_jobs((at, aa), (bt, ba), args.top);
+    if !args.read.quiet {
+        print_diff(out, &d)?;
+    }
+    if let Some(path) = &args.json {
+        write_diff_json(path, &d)?;
+    }
+    if let Some(spec) = &args.fail_if {
+        let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
+        let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);
+        for f in &failed_gates {
+            eprintln!("regression: {f}");
+        }
+        if !failed_gates.is_empty() {
+            return Ok(Outcome::Regressed);
+        }
+    }
+    Ok(Outcome::bad_files_if(failed))
+}

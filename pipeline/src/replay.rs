@@ -1,0 +1,210 @@
+//! `tracecast replay`: the execution graph of measured runs rebuilt and
+//! re-simulated, at identity or under what-ifs, with its terminal table.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use tracecast_ingest::analysis::{JobCollectives, RankContext};
+use tracecast_ingest::{Job, output};
+use tracecast_replay::scenario::{self, JobWithScenarios};
+use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
+
+use crate::Outcome;
+use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
+use crate::inputs::{Inputs, for_each_input, for_each_job};
+use crate::output::per_device;
+
+/// What `replay` replays, under which what-ifs, and what it writes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// The traces.
+    pub inputs: Inputs,
+    /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (default: none).
+    pub scale: Option<String>,
+    /// Link α-β overrides, `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]` (default: none).
+    pub link: Option<String>,
+    /// Write the replay as JSON (default: none).
+    pub json: Option<PathBuf>,
+    /// Write the replayed timeline as Chrome-trace JSON, gzip when it ends in `.gz` (default: none).
+    pub perfetto: Option<PathBuf>,
+    /// Collectives over the whole job run over this many ranks (default: as measured).
+    pub world_size: Option<u32>,
+    /// Project onto this GPU (catalog id) (default: none).
+    pub target: Option<String>,
+    /// Calibration profile of the target GPU (default: its shipped profile).
+    pub profile: Option<PathBuf>,
+    /// The user's measurements for the pricing layer (default: none).
+    pub measurements: Vec<PathBuf>,
+    /// What-ifs replayed side by side, `NAME:K=V,...` (default: none).
+    pub what_if: Vec<String>,
+}
+
+impl Options {
+    /// Whether anything differs from the measured run: the table then shows the change, not the error.
+    fn changes_anything(&self, scale: Scale) -> bool {
+        scale != Scale::default() || self.world_size.is_some() || self.target.is_some() || self.link.is_some()
+    }
+}
+
+/// Replays every job the inputs stand for and writes the table, the JSON and
+/// the Perfetto timeline the options ask for.
+pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    let read = &args.inputs.read;
+    let read_opts = read.read_options()?;
+    let mut opts = ReplayOptions::default();
+    opts.classifier = read.classifier()?;
+    if let Some(spec) = &args.scale {
+        opts.scale = spec.parse()?;
+    }
+    if let Some(spec) = &args.link {
+        opts.link = Some(spec.parse()?);
+    }
+    let scenarios = scenario::parse_scenarios(&args.what_if)?;
+    let catalog = catalog_with(&read.hw)?;
+    opts.target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
+    opts.pricing = Some(pricing_with(&catalog, &args.measurements)?);
+    opts.world_size = args.world_size;
+    let opts = opts;
+    let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
+    let mut perfetto_error = None;
+    let failed = if args.perfetto.is_none() && scenarios.is_empty() {
+        // One rank at a time: each trace becomes its part of the graph and is dropped.
+        let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+            let part = |rank: &tracecast_ingest::job::Rank| {
+                let ctx = RankContext::new(rank, &opts.classifier);
+                (tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None, None), ctx.into_collectives())
+            };
+            let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
+            ((!parts.is_empty()).then_some((path, parts)), failures)
+        };
+        for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), _| {
+            let (parts, collectives): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+            let collectives = JobCollectives::new(collectives);
+            let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
+            let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
+            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &collectives, &opts, &catalog).report);
+        })?
+    } else {
+        // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
+        for_each_job(&args.inputs, |job| {
+            let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, read.gpus_per_node);
+            // One context per rank for the replay and every what-if.
+            let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
+            let path = job.path.display().to_string();
+            what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
+            let replayed = tracecast_replay::replay_parts(path, parts, &collectives, &opts, &catalog);
+            if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
+                let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
+                if let Err(e) = write_perfetto(&path, &job, &replayed) {
+                    perfetto_error = Some(e);
+                }
+            }
+            replays.push(replayed.report);
+        })?
+    };
+    if let Some(e) = perfetto_error {
+        return Err(e);
+    }
+    let what_if = |i: usize| what_ifs.get(i).map_or(&[][..], Vec::as_slice);
+    if !read.quiet {
+        for (i, r) in replays.iter().enumerate() {
+            write_replay(out, r, args.changes_anything(r.scale))?;
+            scenario::write_table(out, what_if(i))?;
+            writeln!(out)?;
+        }
+    }
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            jobs: Vec<JobWithScenarios<'a>>,
+        }
+        let jobs = replays.iter().enumerate().map(|(i, replay)| JobWithScenarios { replay, what_if: what_if(i) });
+        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: jobs.collect() })?;
+        bytes.push(b'\n');
+        output::write_atomic(path, &bytes)?;
+    }
+    Ok(Outcome::bad_files_if(failed))
+}
+
+/// The terminal form of a job's replay: per-rank steps, the projection's
+/// rules, the critical path, the graph's starts and the notes.
+fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::Result<()> {
+    writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
+    let what = if changed { "change" } else { "error" };
+    writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
+    for k in &r.ranks {
+        let (measured, replayed) = (k.measured_step_us / 1000.0, k.replayed_step_us / 1000.0);
+        writeln!(out, "{:>5} {:>10} {measured:>16.3} {replayed:>16.3} {:>7.2}%", k.rank, k.steps.len(), 100.0 * k.error)?;
+    }
+    if changed {
+        writeln!(out, "Speed-up of the step over the measured run: {:.3}×", r.speedup)?;
+        let measured: f64 = r.ranks.iter().map(|k| k.measured.busy_us).sum();
+        let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();
+        writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;
+    }
+    if let Some(p) = &r.projection {
+        let gpu = |g: &Option<String>| g.clone().unwrap_or_else(|| "an unknown GPU".into());
+        let (source, target) = (gpu(&p.source_gpu), gpu(&p.target_gpu));
+        writeln!(out, "Compute kernels priced from {source} ({}) onto {target} ({}):", p.source_fits, p.target_fits)?;
+        for s in &p.rules {
+            let (measured, projected) = (s.measured_us / 1000.0, s.projected_us / 1000.0);
+            writeln!(out, "  {:>6} kernels {measured:>12.3} ms → {projected:>12.3} ms  {}", s.kernels, s.description)?;
+        }
+        let by_class: Vec<String> = p
+            .classes
+            .iter()
+            .map(|c| format!("{} {:.3} → {:.3}", c.class.as_str(), c.measured_us / 1000.0, c.projected_us / 1000.0))
+            .collect();
+        writeln!(out, "  by kernel class (ms): {}", by_class.join(" · "))?;
+        let total: f64 = p.rules.iter().map(|s| s.projected_us).sum();
+        let [low, high] = p.projected_band_us.map(|x| x / 1000.0);
+        writeln!(out, "  projected kernel time {:.3} ms (95 % band of the efficiencies: {low:.3}–{high:.3} ms)", total / 1000.0)?;
+    }
+    let c = &r.critical_path;
+    if c.total_us > 0.0 {
+        let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
+        writeln!(
+            out,
+            "Critical path {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory {memory:.1} %, CPU {cpu:.1} %, launch/queue {launch:.1} %, unexplained waits {unexplained:.1} %",
+            c.total_us / 1000.0
+        )?;
+    }
+    for k in r.ranks.iter().take(if r.ranks.len() <= 8 { usize::MAX } else { 1 }) {
+        let (tm, st) = (&k.graph.timings, &k.graph.starts);
+        writeln!(
+            out,
+            "Graph of rank {}: queue gap {:.1} µs, launch latency {:.1} µs (measured); GPU starts by stream {}, launch {}, cross-stream {} recorded + {} inferred, unexplained {} ({:.3} ms), anchored {}",
+            k.rank,
+            tm.queue_gap_us,
+            tm.launch_latency_us,
+            st.stream,
+            st.launch,
+            st.cross_stream_recorded,
+            st.cross_stream_inferred,
+            st.unexplained,
+            st.unexplained_us / 1000.0,
+            st.anchored
+        )?;
+    }
+    for n in &r.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// Writes the replayed timeline of `job` for ui.perfetto.dev (gzip when the path ends in `.gz`).
+fn write_perfetto(path: &Path, job: &Job, r: &Replayed) -> Result<()> {
+    let mut text = Vec::new();
+    tracecast_replay::perfetto::write(&mut text, job, &r.graph, &r.schedule, &r.critical)?;
+    let bytes = if path.extension().is_some_and(|e| e == "gz") {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&text)?;
+        enc.finish()?
+    } else {
+        text
+    };
+    output::write_atomic(path, &bytes)?;
+    Ok(())
+}
