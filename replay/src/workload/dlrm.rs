@@ -296,6 +296,7 @@ mod tests {
             memory_efficiency: 0.8,
             intra: Link::from_si(10e-6, 200e9),
             inter: Link::from_si(25e-6, 7e9),
+            overlap_slowdown: 0.0,
             notes: vec![],
             fp8_peak_flops: None,
             prices: None,

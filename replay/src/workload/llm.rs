@@ -201,6 +201,9 @@ pub struct Cluster {
     pub intra: Link,
     /// Links between nodes (per GPU's share of the NICs).
     pub inter: Link,
+    /// How much longer compute takes while communication runs beside it, per
+    /// unit of that overlap ([`DEFAULT_OVERLAP_SLOWDOWN`]; 0 under MAD-Max's assumptions).
+    pub overlap_slowdown: f64,
     /// Where the figures come from.
     pub notes: Vec<String>,
     /// Dense FP8 peak, FLOP/s, where the GPU has one (for `fp8` plans).
@@ -263,6 +266,14 @@ pub const DEFAULT_INTER_LINK_EFFICIENCY: f64 = 0.90;
 pub const DEFAULT_INTRA_ALPHA_S: f64 = 10e-6;
 /// Default collective latency across nodes, seconds.
 pub const DEFAULT_INTER_ALPHA_S: f64 = 25e-6;
+/// How much slower compute kernels run while communication kernels run beside
+/// them: 18.9 %, the average slowdown Lee, Phanishayee and Mahajan measured for
+/// overlapped compute against the same compute alone over GPT and LLaMA training
+/// on A100, H100, MI250 and MI210 (maximum 40 %; "Characterizing Compute-Communication
+/// Overlap in GPU-Accelerated Distributed Deep Learning: Performance and Power
+/// Implications", arXiv 2507.03114, 2025). The collectives' kernels take SMs and
+/// HBM bandwidth from the compute kernels beside them.
+pub const DEFAULT_OVERLAP_SLOWDOWN: f64 = 0.189;
 
 /// A parallelization plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -829,6 +840,7 @@ impl Cluster {
             memory_efficiency,
             intra,
             inter,
+            overlap_slowdown: DEFAULT_OVERLAP_SLOWDOWN,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
             prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given }),
@@ -888,6 +900,7 @@ impl Cluster {
                 DEFAULT_INTER_ALPHA_S,
                 s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
             ),
+            overlap_slowdown: 0.0,
             fp8_peak_flops: None,
             prices: None,
             notes: vec![format!(
@@ -1068,6 +1081,8 @@ struct LayerCosts {
     /// Output head GEMM (vocabulary projection) and the loss over the logits, forward.
     head_gemm_f: f64,
     head_loss_f: f64,
+    /// Compute's slowdown under concurrent communication (the cluster's `overlap_slowdown`).
+    contention: f64,
 }
 
 /// Projects one iteration of `task` for `model` on `cluster` with `plan`.
@@ -1446,6 +1461,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         grad_after: plan.grad_sync_after,
         head_gemm_f,
         head_loss_f,
+        contention: cluster.overlap_slowdown,
     };
     // Pipeline: the activations of one microbatch cross each stage boundary.
     let p2p = if pp > 1 {
@@ -1794,6 +1810,7 @@ fn stage_timeline(
     }
     let k = |what: &'static str, l: usize, pass: &'static str| name(what, l, pass).0;
     let mut lanes = Lanes::with_capacity(layers * if train { 16 } else { 6 } + 8);
+    lanes.set_contention(c.contention);
     let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
         let (key, label) = name(what, l, pass);
         // FSDP gathers and gradient reduction run on the data-parallel group's own stream.
@@ -1971,6 +1988,7 @@ mod tests {
             memory_efficiency: 0.8,
             intra: Link::from_si(10e-6, 240e9),
             inter: Link::from_si(25e-6, 22.5e9),
+            overlap_slowdown: 0.0,
             notes: vec![],
             fp8_peak_flops: Some(624e12),
             prices: None,

@@ -139,6 +139,8 @@ pub struct Lanes {
     /// Tasks every next operation waits for (a barrier between passes).
     barrier: Vec<TaskId>,
     barrier_used: [bool; 3],
+    /// How much slower compute runs while communication runs beside it (0: not at all).
+    contention: f64,
 }
 
 /// Which lane an operation runs on: compute, the communication that compute
@@ -228,10 +230,75 @@ impl Lanes {
         self.barrier_used = [false; 3];
     }
 
-    /// Runs the simulator over the lanes.
-    pub fn simulate(self) -> Timeline {
-        let schedule = simulate(&self.graph);
+    /// Compute that runs while communication kernels run beside it takes
+    /// `slowdown` longer per unit of that overlap (0.189: 18.9 % — see
+    /// [`llm::DEFAULT_OVERLAP_SLOWDOWN`]): the collectives' kernels occupy SMs
+    /// and HBM bandwidth the compute kernels would use. Default 0 (MAD-Max's
+    /// two-stream overlap, where concurrent communication costs compute nothing).
+    pub fn set_contention(&mut self, slowdown: f64) {
+        self.contention = slowdown.max(0.0);
+    }
+
+    /// Runs the simulator over the lanes. With contention (see
+    /// [`Lanes::set_contention`]), a second pass: each compute operation is
+    /// lengthened by the slowdown × the time communication ran under it in the
+    /// first pass, and the lanes are simulated again.
+    pub fn simulate(mut self) -> Timeline {
+        let mut schedule = simulate(&self.graph);
+        if self.contention > 0.0 && self.contend(&schedule) {
+            schedule = simulate(&self.graph);
+        }
         Timeline { ops: self.ops, schedule }
+    }
+
+    /// Lengthens the compute operations that `schedule` overlapped with
+    /// communication; whether any changed.
+    fn contend(&mut self, schedule: &Schedule) -> bool {
+        // The union of the communication intervals, sorted.
+        let mut comm: Vec<(i64, i64)> = Vec::new();
+        for (op, (&s, &e)) in self.ops.iter().zip(schedule.start_ns.iter().zip(&schedule.end_ns)) {
+            if !op.kind.is_compute() && e > s {
+                comm.push((s, e));
+            }
+        }
+        if comm.is_empty() {
+            return false;
+        }
+        comm.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(comm.len());
+        for (s, e) in comm {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let mut changed = false;
+        for (i, op) in self.ops.iter_mut().enumerate() {
+            let (Some(&s), Some(&e)) = (schedule.start_ns.get(i), schedule.end_ns.get(i)) else { continue };
+            if !op.kind.is_compute() || e <= s {
+                continue;
+            }
+            // Communication under [s, e): the merged intervals are sorted, so start at the first ending after s.
+            let first = merged.partition_point(|iv| iv.1 <= s);
+            let overlap: i64 =
+                merged.get(first..).unwrap_or(&[]).iter().take_while(|iv| iv.0 < e).map(|iv| iv.1.min(e) - iv.0.max(s)).sum();
+            if overlap <= 0 {
+                continue;
+            }
+            let extra = (self.contention * overlap as f64).round() as i64;
+            let Some(d) = self.graph.dur_ns.get_mut(i) else { continue };
+            let before = *d;
+            *d += extra;
+            if before > 0 {
+                let k = *d as f64 / before as f64;
+                op.dur_s *= k;
+                for p in &mut op.parts {
+                    p.1 *= k;
+                }
+            }
+            changed = true;
+        }
+        changed
     }
 }
 
@@ -404,4 +471,32 @@ pub struct Projection {
     pub tpot_ms: Option<f64>,
     /// Where the numbers come from, and what was assumed.
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_under_communication_is_slowed_by_the_contention_per_unit_of_overlap() {
+        // A 10 ms GEMM on the compute lane with a 4 ms all-gather beside it from t = 0,
+        // then a 2 ms norm after the GEMM. With a 25 % slowdown the GEMM overlapped 4 ms
+        // of communication: 10 + 0.25 × 4 = 11 ms; the norm has nothing under it: 11 + 2 = 13 ms.
+        let build = |contention: f64| {
+            let mut l = Lanes::default();
+            l.set_contention(contention);
+            l.add("gemm", OpKind::Gemm, 10e-3, &[]);
+            l.add_keyed_on(Lane::DataParallel, key("ag"), Label::Text("ag".into()), OpKind::AllGather, 4e-3, &[]);
+            l.add("norm", OpKind::MemoryBound, 2e-3, &["gemm".into()]);
+            l.simulate()
+        };
+        let t = build(0.25).times();
+        assert!((t.iteration_ms - 13.0).abs() < 1e-6, "{t:?}");
+        // The slowdown is compute time: the GEMM's 11 ms, the norm's 2.
+        assert!((t.by_kind_ms["gemm"] - 11.0).abs() < 1e-6, "{t:?}");
+        assert!((t.compute_ms - 13.0).abs() < 1e-6, "{t:?}");
+        // Without contention (MAD-Max's two-stream overlap) the communication costs compute nothing.
+        let t = build(0.0).times();
+        assert!((t.iteration_ms - 12.0).abs() < 1e-6, "{t:?}");
+    }
 }

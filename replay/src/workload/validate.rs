@@ -217,6 +217,16 @@ pub struct RunResult {
     pub fits_memory: Option<bool>,
     /// Projected iteration, ms.
     pub iteration_ms: Option<f64>,
+    /// Where the projected iteration goes: compute per kind, communication,
+    /// exposed communication and pipeline bubble (`project --json`'s keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub times: Option<super::IterationTimes>,
+    /// Projected memory per GPU, by part, GB; and the HBM it is held against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<super::Memory>,
+    /// HBM per GPU the memory is checked against, GB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hbm_gb: Option<f64>,
     /// Why the run was not projected, or remarks.
     pub notes: Vec<String>,
 }
@@ -355,7 +365,7 @@ fn project_run(
     measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
 ) -> RunResult {
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
-    let projected = (|| -> Result<(f64, bool, f64, Vec<String>), String> {
+    let projected = (|| -> Result<(f64, super::Projection, Vec<String>), String> {
         let model = run.model.transformer(&run.id)?;
         let mut cluster = run.system.cluster(catalog, device)?;
         if let Some(m) = measurements {
@@ -387,20 +397,23 @@ fn project_run(
             notes.push(format!("framework: {f}"));
         }
         let (task, tokens_per_seq) = run.task(&model)?;
-        let p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
+        let mut p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
         let tokens = p.global_batch * tokens_per_seq;
         let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
-        notes.extend(p.notes);
-        Ok((per_gpu, p.fits_memory, p.times.iteration_ms, notes))
+        notes.append(&mut p.notes);
+        Ok((per_gpu, p, notes))
     })();
     match projected {
-        Ok((predicted, fits, iteration_ms, notes)) => RunResult {
+        Ok((predicted, p, notes)) => RunResult {
             id: run.id.clone(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: Some(predicted),
             error: (measured > 0.0).then(|| predicted / measured - 1.0),
-            fits_memory: Some(fits),
-            iteration_ms: Some(iteration_ms),
+            fits_memory: Some(p.fits_memory),
+            iteration_ms: Some(p.times.iteration_ms),
+            times: Some(p.times),
+            memory: Some(p.memory),
+            hbm_gb: Some(p.hbm_gb),
             notes,
         },
         Err(e) => RunResult {
@@ -410,6 +423,9 @@ fn project_run(
             error: None,
             fits_memory: None,
             iteration_ms: None,
+            times: None,
+            memory: None,
+            hbm_gb: None,
             notes: vec![format!("not projected: {e}")],
         },
     }
@@ -602,6 +618,9 @@ pub fn fit(
                         error: None,
                         fits_memory: None,
                         iteration_ms: None,
+                        times: None,
+                        memory: None,
+                        hbm_gb: None,
                         notes: vec![format!("the only {} run on {id}: nothing to fit without it", dtype.as_str())],
                     },
                 };
