@@ -637,6 +637,13 @@ impl Pricing {
     /// attention kernels: the achieved TFLOP/s interpolated in log sequence
     /// length at the nearest head dimension, same direction and mask.
     pub fn attention(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+        self.attention_of_family(gpu, shape, kernel).map(|x| x.0)
+    }
+
+    /// [`Pricing::attention`] and the kernel family that priced it (`fa2`, `fa3`, …):
+    /// a training step runs one family's forward and backward, so a model prices the
+    /// forward with the family that priced the forward plus backward.
+    pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         self.attention_measured(gpu, shape, kernel).or_else(|| self.attention_spec_model(gpu, shape, kernel))
     }
 
@@ -644,7 +651,7 @@ impl Pricing {
     /// vendor with the closest specs (peak, HBM bandwidth, SM/CU count), its
     /// price at this shape scaled by the two 16-bit peaks (attention at these
     /// sizes is compute-bound: the same fraction of peak carries over).
-    fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+    fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         let mine = specs(gpu, Dtype::Bf16)?;
         let (other, _) = self
             .catalog
@@ -657,18 +664,19 @@ impl Pricing {
                 self.attention_measured(g, shape, kernel).map(|_| (g, d))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1))?;
-        let p = self.attention_measured(other, shape, kernel)?;
+        let (p, fam) = self.attention_measured(other, shape, kernel)?;
         let scale = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
-        Some(Price {
+        let price = Price {
             time_us: p.time_us * scale,
             rule: PriceRule::AttentionSpecModel,
             extrapolated: true,
             basis: format!("{} (no attention measured on {}), × {scale:.3}, the two 16-bit peaks", p.basis, gpu.id),
             band: ATTENTION_SPEC_BAND,
-        })
+        };
+        Some((price, fam))
     }
 
-    fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+    fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
         let rows: Vec<_> = self
@@ -714,7 +722,7 @@ impl Pricing {
             if same_mask { "" } else { ", other mask" },
             sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
         );
-        Some(Price { time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND })
+        Some((Price { time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND }, fam))
     }
 
     /// What `collective` of `bytes` (nccl-tests size) over `gpus` GPUs,

@@ -1028,10 +1028,20 @@ impl Cluster {
         let p = self.prices.as_ref()?;
         let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
         let (fwd, both) = (shape(false), shape(true));
-        let f = p.pricing.attention(&p.gpu, &fwd, None)?.time_us * 1e-6 * flops / fwd.flops();
-        let fb = p.pricing.attention(&p.gpu, &both, None)?.time_us * 1e-6 * 3.5 * flops / both.flops();
-        // Never under 1.5× the forward: the backward does 2.5× its FLOPs (the two rows may
-        // come from different kernel families, FA3 forward and FA2 forward-plus-backward).
+        // One kernel family for both passes (a framework runs one attention kernel): the
+        // fastest measured forward plus backward, and that family's forward where the same
+        // rule measured it, else its forward-plus-backward time split by the FLOPs (the
+        // same rate). Taking the fastest forward of any family paired FA3's forward-only
+        // chart with FA2's forward plus backward on H100: a forward 2× too fast, counted
+        // twice under full recomputation.
+        let (fb_price, family) = p.pricing.attention_of_family(&p.gpu, &both, None)?;
+        let fb = fb_price.time_us * 1e-6 * flops / fwd.flops();
+        let f = p
+            .pricing
+            .attention_of_family(&p.gpu, &fwd, Some(&family))
+            .filter(|(x, _)| x.rule == fb_price.rule)
+            .map_or(fb * fwd.flops() / both.flops(), |(x, _)| x.time_us * 1e-6 * flops / fwd.flops());
+        // Never under 1.5× the forward: the backward does 2.5× its FLOPs.
         Some((f, (fb - f).max(1.5 * f)))
     }
 
@@ -2163,6 +2173,31 @@ mod tests {
         slow.attention_efficiency = Some(c.gemm_efficiency / 2.0);
         assert!((kind(&slow, "attention") / attn - 2.0).abs() < 1e-9, "{} vs {attn}", kind(&slow, "attention"));
         assert_eq!(kind(&slow, "gemm"), gemm);
+    }
+
+    #[test]
+    fn flash_attention_prices_both_passes_with_one_kernel_family() {
+        // H100's measured attention: FA3's chart is forward only, FA2's chart forward plus
+        // backward. A training step runs one of them: the two passes add up to FA2's
+        // forward-plus-backward time, and the forward is not FA3's (about 2× faster).
+        let catalog = Catalog::builtin();
+        let c = Cluster::from_catalog(&catalog, "h100-sxm", 8, Dtype::Bf16, None).unwrap();
+        let p = c.prices.as_ref().unwrap();
+        let shape = |backward| tracecast_calibrate::pricing::AttentionShape {
+            batch: 1.0,
+            heads: 32.0,
+            seq: 8192.0,
+            head_dim: 128.0,
+            causal: true,
+            backward,
+        };
+        let flops = shape(false).flops();
+        let (f, b) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops).unwrap();
+        let (fb, family) = p.pricing.attention_of_family(&p.gpu, &shape(true), None).unwrap();
+        assert_eq!(&*family, "fa2");
+        assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
+        let fa3 = p.pricing.attention(&p.gpu, &shape(false), Some("fa3")).unwrap();
+        assert!(f * 1e6 > 1.5 * fa3.time_us, "forward {} µs vs FA3's {} µs", f * 1e6, fa3.time_us);
     }
 
     #[test]
