@@ -169,8 +169,8 @@ fn reduce(
     let timeline = step_kernels(&first.into_ranks());
     let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
     // The summaries and calibration samples are gone: their memory goes back
-    // before the replay builds its graph (1024 ranks: 1.32 → 1.13 GB peak).
-    release_freed_memory();
+    // before the replay builds its graph.
+    tracecast_replay::release_freed_memory();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
     let opts = replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
     let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
@@ -189,17 +189,6 @@ fn reduce(
         collectives,
         ops: merge_op_rows(ops),
         class_times,
-    }
-}
-
-/// Hands the memory freed so far back to the system. glibc keeps what the
-/// rank threads freed in their arenas, where the main thread's replay graph
-/// cannot reuse it.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointers; it only returns free pages of the allocator's own arenas.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

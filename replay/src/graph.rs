@@ -58,7 +58,7 @@ pub enum TaskKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskOrigin {
     /// Index of the rank in the job.
-    pub rank: usize,
+    pub rank: u32,
     /// Row in that rank's trace.
     pub row: u32,
     /// Kind.
@@ -150,6 +150,28 @@ pub struct ExecGraph {
     pub join_edges: Vec<usize>,
     /// Per rank: the rules that built its graph.
     pub ranks: Vec<RankGraph>,
+}
+
+impl ExecGraph {
+    /// Hands back the spare capacity of every list.
+    fn shrink_to_fit(&mut self) {
+        self.graph.dur_ns.shrink_to_fit();
+        self.graph.release_ns.shrink_to_fit();
+        self.graph.edges.shrink_to_fit();
+        self.origin.shrink_to_fit();
+        self.measured_start_ns.shrink_to_fit();
+        self.measured_end_ns.shrink_to_fit();
+    }
+
+    /// Room for `tasks` more tasks and `edges` more edges.
+    fn reserve(&mut self, tasks: usize, edges: usize) {
+        self.graph.dur_ns.reserve_exact(tasks);
+        self.graph.release_ns.reserve_exact(tasks);
+        self.graph.edges.reserve_exact(edges);
+        self.origin.reserve_exact(tasks);
+        self.measured_start_ns.reserve_exact(tasks);
+        self.measured_end_ns.reserve_exact(tasks);
+    }
 }
 
 /// Host calls that block until GPU work is done: syncs, and copies without
@@ -347,6 +369,9 @@ impl RankPiece {
         let mut gpu_tasks: Vec<(u32, TaskId)> =
             tasks.into_iter().filter(|&(_, id)| matches!(g.origin[id as usize].kind, TaskKind::Gpu(_))).collect();
         gpu_tasks.sort_unstable();
+        // A job holds every rank's piece until its graph is built: no spare capacity.
+        g.shrink_to_fit();
+        gpu_tasks.shrink_to_fit();
         RankPiece { graph: g, gpu_tasks }
     }
 
@@ -385,15 +410,19 @@ impl Placement {
 /// `collectives`): each piece is moved onto the clock of `alignment`, and
 /// collectives matched across ranks are joined. Pieces are consumed one by
 /// one, so the job's graph and one piece are in memory at a time.
-pub fn build(
-    pieces: impl IntoIterator<Item = RankPiece>,
-    collectives: &JobCollectives,
-    alignment: Option<&ClockAlignment>,
-) -> (ExecGraph, Placement) {
+pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Option<&ClockAlignment>) -> (ExecGraph, Placement) {
     let mut g = ExecGraph::default();
+    // The job's lists at their final size from the start: growing them by
+    // doubling would hold up to three times their size while they move.
+    g.reserve(pieces.iter().map(|p| p.graph.graph.len()).sum(), pieces.iter().map(|p| p.graph.graph.edges.len()).sum());
     let mut place = Placement::default();
     let join = alignment.is_some_and(|a| (a.residual_us * 1000.0) as i64 <= JOIN_RESIDUAL_NS);
     for (r, piece) in pieces.into_iter().enumerate() {
+        // The pieces were made on the rank threads, in their allocator arenas,
+        // where the job's lists cannot reuse what they free: hand it back as we go.
+        if r % 256 == 255 {
+            crate::release_freed_memory();
+        }
         let off = alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
         let base = g.graph.len() as TaskId;
         let p = piece.graph;
@@ -402,8 +431,8 @@ pub fn build(
         place.gpu_tasks.push(piece.gpu_tasks.into_iter().map(|(row, t)| (row, t + base)).collect());
         g.graph.dur_ns.extend(p.graph.dur_ns);
         g.graph.release_ns.extend(p.graph.release_ns.into_iter().map(|x| if x == i64::MIN { x } else { x + off }));
-        g.graph.edges.extend(p.graph.edges.into_iter().map(|e| crate::sim::Edge { from: e.from + base, to: e.to + base, ..e }));
-        g.origin.extend(p.origin.into_iter().map(|o| TaskOrigin { rank: r, ..o }));
+        g.graph.edges.extend(p.graph.edges.into_iter().map(|e| crate::sim::Edge { from: e.from + 2 * base, to: e.to + 2 * base, ..e }));
+        g.origin.extend(p.origin.into_iter().map(|o| TaskOrigin { rank: r as u32, ..o }));
         g.measured_start_ns.extend(p.measured_start_ns.into_iter().map(|x| x + off));
         g.measured_end_ns.extend(p.measured_end_ns.into_iter().map(|x| x + off));
         g.offsets_ns.push(off);
@@ -419,6 +448,7 @@ pub fn build(
         }
         let mut instances: Vec<_> = members.into_iter().collect();
         instances.sort_by_key(|(k, _)| *k);
+        g.reserve(instances.len(), instances.iter().map(|(_, list)| 2 * list.len()).sum());
         for (_, list) in instances {
             let transfer = list.iter().map(|m| m.1).min().unwrap_or(0);
             let Some(&(first, _)) = list.first() else { continue };

@@ -105,7 +105,7 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
         if matches!(o.kind, TaskKind::Wait | TaskKind::Join) || s.start_ns[t] == i64::MIN {
             continue;
         }
-        let trace = &job.ranks[o.rank].trace;
+        let trace = &job.ranks[o.rank as usize].trace;
         let row = o.row as usize;
         let ev = &trace.events;
         let cat = match o.kind {
@@ -120,11 +120,11 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
         };
         let gpu = matches!(o.kind, TaskKind::Gpu(_));
         if !gpu {
-            let a = anchors.entry((o.rank, ev.pid[row], ev.tid[row])).or_default();
+            let a = anchors.entry((o.rank as usize, ev.pid[row], ev.tid[row])).or_default();
             a.push((ev.ts_ns[row], s.start_ns[t] - ev.ts_ns[row]));
             a.push((ev.end_ns(row), s.end_ns[t] - ev.end_ns(row)));
         }
-        slices.push(Slice { rank: o.rank, row, gpu, start: s.start_ns[t], end: s.end_ns[t], cat, task: Some(t) });
+        slices.push(Slice { rank: o.rank as usize, row, gpu, start: s.start_ns[t], end: s.end_ns[t], cat, task: Some(t) });
     }
     // CPU ops and annotations move with the runtime calls of their thread.
     let warps: FxHashMap<(usize, i64, i64), Warp> = anchors

@@ -717,7 +717,7 @@ fn recost_communication(
         return;
     }
     let collectives = collectives.samples();
-    let joined: FxHashSet<usize> = eg.join_edges.iter().filter_map(|&e| eg.graph.edges.get(e)).map(|e| e.to as usize).collect();
+    let joined: FxHashSet<usize> = eg.join_edges.iter().filter_map(|&e| eg.graph.edges.get(e)).map(|e| e.to_task() as usize).collect();
     let rank_index: FxHashMap<u32, usize> = rank_ids.iter().enumerate().map(|(i, &r)| (r, i)).collect();
     let sample_task = |c: &CollectiveSample| rank_index.get(&c.rank).and_then(|&r| place.task_of(r, c.row)).map(|t| t as usize);
     // The lower envelope per (rank, collective, group, size) of the unjoined kernels.
@@ -804,7 +804,7 @@ fn recost_communication(
     }
     for &e in &eg.join_edges {
         if let Some(edge) = eg.graph.edges.get_mut(e)
-            && let Some(&ns) = new_transfer.get(&(edge.to as usize))
+            && let Some(&ns) = new_transfer.get(&(edge.to_task() as usize))
         {
             edge.lag_ns = ns;
         }

@@ -23,19 +23,35 @@ pub enum At {
     End,
 }
 
-/// A constraint: `to`'s `to_at` event happens no earlier than `from`'s `from_at` event plus `lag_ns`.
+/// A constraint: event `to` happens no earlier than event `from` plus
+/// `lag_ns`. Events are numbered as the simulator fires them: 2·task for a
+/// task's start, 2·task + 1 for its end (16 bytes an edge: a job's graph
+/// holds millions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
-    /// The earlier task.
-    pub from: TaskId,
-    /// Its event.
-    pub from_at: At,
-    /// The later task.
-    pub to: TaskId,
-    /// Its event.
-    pub to_at: At,
+    /// The earlier event.
+    pub from: u32,
+    /// The later event.
+    pub to: u32,
     /// Minimum delay, ns.
     pub lag_ns: i64,
+}
+
+/// The event of a task: 2·task for its start, 2·task + 1 for its end.
+pub fn event(task: TaskId, at: At) -> u32 {
+    2 * task + u32::from(at == At::End)
+}
+
+impl Edge {
+    /// The task the edge leaves.
+    pub fn from_task(&self) -> TaskId {
+        self.from / 2
+    }
+
+    /// The task the edge arrives at.
+    pub fn to_task(&self) -> TaskId {
+        self.to / 2
+    }
 }
 
 /// Tasks and edges.
@@ -59,7 +75,7 @@ impl Graph {
 
     /// Adds a constraint.
     pub fn edge(&mut self, from: TaskId, from_at: At, to: TaskId, to_at: At, lag_ns: i64) {
-        self.edges.push(Edge { from, from_at, to, to_at, lag_ns });
+        self.edges.push(Edge { from: event(from, from_at), to: event(to, to_at), lag_ns });
     }
 
     /// Number of tasks.
@@ -93,10 +109,15 @@ pub const NO_EVENT: u32 = u32::MAX;
 
 impl Schedule {
     /// Task starts and ends from the times of events 2·t (start) and 2·t + 1 (end).
-    fn from_events(time: &[i64], binding: Vec<u32>, unscheduled: usize) -> Schedule {
+    fn from_events(mut time: Vec<i64>, binding: Vec<u32>, unscheduled: usize) -> Schedule {
         let start_ns: Vec<i64> = time.iter().step_by(2).copied().collect();
-        let end_ns: Vec<i64> = time.iter().skip(1).step_by(2).zip(&start_ns).map(|(e, s)| (*e).max(*s)).collect();
-        Schedule { start_ns, end_ns, unscheduled, binding }
+        // The ends in place of the event times (k ≤ 2k + 1): one list fewer at a time.
+        for (k, s) in start_ns.iter().enumerate() {
+            time[k] = time[2 * k + 1].max(*s);
+        }
+        time.truncate(start_ns.len());
+        time.shrink_to_fit();
+        Schedule { start_ns, end_ns: time, unscheduled, binding }
     }
 
     /// The chain of events that determined the time of `event`, latest first.
@@ -125,45 +146,38 @@ impl Schedule {
 pub fn simulate(g: &Graph) -> Schedule {
     let n = g.len();
     let ev = 2 * n;
-    let idx = |t: TaskId, at: At| 2 * t as usize + usize::from(at == At::End);
     // Generated workloads add each task with the edges into it, so every edge
     // points forward and the edges come sorted by their target: one sweep
     // over the events in index order settles each as it is reached.
-    if g.edges.iter().all(|e| (e.from as usize) < n && (e.to as usize) < n && idx(e.from, e.from_at) < idx(e.to, e.to_at))
-        && g.edges.windows(2).all(|w| idx(w[0].to, w[0].to_at) <= idx(w[1].to, w[1].to_at))
-    {
+    if g.edges.iter().all(|e| (e.to as usize) < ev && e.from < e.to) && g.edges.windows(2).all(|w| w[0].to <= w[1].to) {
         return sweep(g);
     }
-    // Adjacency of the event graph in CSR form.
+    // Adjacency of the event graph in CSR form, without each task's own
+    // start → end edge (its lag is the task's duration, applied as its
+    // start fires): the lists are sized by the graph's edges alone.
+    let valid = |e: &&Edge| (e.from as usize) < ev && (e.to as usize) < ev;
     let mut indeg = vec![0u32; ev];
-    let mut count = vec![0u32; ev + 1];
-    for e in &g.edges {
-        if (e.from as usize) < n && (e.to as usize) < n {
-            count[idx(e.from, e.from_at) + 1] += 1;
-            indeg[idx(e.to, e.to_at)] += 1;
-        }
+    let mut first = vec![0u32; ev + 1];
+    for e in g.edges.iter().filter(valid) {
+        first[e.from as usize + 1] += 1;
+        indeg[e.to as usize] += 1;
     }
     for t in 0..n {
-        count[2 * t + 1] += 1; // start -> end
         indeg[2 * t + 1] += 1;
     }
     for i in 0..ev {
-        count[i + 1] += count[i];
+        first[i + 1] += first[i];
     }
-    let mut fill = count.clone();
-    let mut out: Vec<(u32, i64)> = vec![(0, 0); count[ev] as usize];
-    let mut push = |from: usize, to: usize, lag: i64, fill: &mut Vec<u32>| {
-        out[fill[from] as usize] = (to as u32, lag);
-        fill[from] += 1;
-    };
-    for e in &g.edges {
-        if (e.from as usize) < n && (e.to as usize) < n {
-            push(idx(e.from, e.from_at), idx(e.to, e.to_at), e.lag_ns, &mut fill);
+    let (to, lag) = {
+        let mut fill = first.clone();
+        let (mut to, mut lag) = (vec![0u32; first[ev] as usize], vec![0i64; first[ev] as usize]);
+        for e in g.edges.iter().filter(valid) {
+            let k = fill[e.from as usize] as usize;
+            (to[k], lag[k]) = (e.to, e.lag_ns);
+            fill[e.from as usize] += 1;
         }
-    }
-    for t in 0..n {
-        push(2 * t, 2 * t + 1, g.dur_ns[t], &mut fill);
-    }
+        (to, lag)
+    };
     // Earliest time of each event; starts begin at their release.
     let mut time = vec![i64::MIN; ev];
     let mut binding = vec![NO_EVENT; ev];
@@ -180,7 +194,9 @@ pub fn simulate(g: &Graph) -> Schedule {
         fired += 1;
         let i = i as usize;
         let t = time[i];
-        for &(to, lag) in &out[count[i] as usize..count[i + 1] as usize] {
+        let (a, b) = (first[i] as usize, first[i + 1] as usize);
+        let own_end = i.is_multiple_of(2).then(|| (i as u32 + 1, g.dur_ns[i / 2]));
+        for (to, lag) in to[a..b].iter().copied().zip(lag[a..b].iter().copied()).chain(own_end) {
             let to = to as usize;
             let at = t.saturating_add(lag);
             let b = binding[to];
@@ -194,14 +210,15 @@ pub fn simulate(g: &Graph) -> Schedule {
             }
         }
     }
-    Schedule::from_events(&time, binding, (ev - fired) / 2)
+    // The adjacency is done with before the schedule's lists are made.
+    drop((indeg, first, to, lag, ready));
+    Schedule::from_events(time, binding, (ev - fired) / 2)
 }
 
 /// [`simulate`] for a graph whose edges all point forward in event order and
 /// are sorted by target event: O(N + E), no queue, no adjacency lists.
 fn sweep(g: &Graph) -> Schedule {
     let n = g.len();
-    let idx = |t: TaskId, at: At| 2 * t as usize + usize::from(at == At::End);
     let mut time = vec![i64::MIN; 2 * n];
     let mut binding = vec![NO_EVENT; 2 * n];
     let mut e = 0;
@@ -213,8 +230,8 @@ fn sweep(g: &Graph) -> Schedule {
                 time[i] = time[i - 1].saturating_add(g.dur_ns[t]);
                 binding[i] = (i - 1) as u32;
             }
-            while let Some(edge) = g.edges.get(e).filter(|x| idx(x.to, x.to_at) == i) {
-                let from = idx(edge.from, edge.from_at);
+            while let Some(edge) = g.edges.get(e).filter(|x| x.to as usize == i) {
+                let from = edge.from as usize;
                 let arrive = time[from].saturating_add(edge.lag_ns);
                 if arrive > time[i] {
                     time[i] = arrive;
@@ -224,7 +241,7 @@ fn sweep(g: &Graph) -> Schedule {
             }
         }
     }
-    Schedule::from_events(&time, binding, 0)
+    Schedule::from_events(time, binding, 0)
 }
 
 #[cfg(test)]
