@@ -347,14 +347,17 @@ fn kernel_fit(
     min: usize,
 ) -> Result<KernelFit, String> {
     let mut notes_of_fit = Vec::new();
-    let all: Vec<(f64, f64)> = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0).collect();
-    let pts: Vec<(f64, f64)> = all.iter().copied().filter(|(w, _)| *w >= min_work).collect();
+    // The points with known work, counted, and those of at least `min_work`
+    // kept (a job has millions of samples: one copy, not several).
+    let known = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
+    let all = known.clone().count();
+    let pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
     if pts.len() < min {
-        return Err(if all.len() >= min && min_work > 0.0 {
+        return Err(if all >= min && min_work > 0.0 {
             format!(
                 "{} of {} samples move at least {:.0} MB (twice the last-level cache); smaller ones can run from cache and do not measure HBM",
                 pts.len(),
-                all.len(),
+                all,
                 min_work / 1e6
             )
         } else {
@@ -386,21 +389,18 @@ fn kernel_fit(
     let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
     let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
     // Efficiency by size: median achieved throughput per half-decade of work.
-    let mut bins: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+    drop((x, y));
+    let mut bins: BTreeMap<i64, (f64, f64, Vec<f64>)> = BTreeMap::new();
     for &(w, t) in &pts {
-        bins.entry((w.log10() * 2.0).floor() as i64).or_default().push((w, w / t));
+        let (lo, hi, rates) = bins.entry((w.log10() * 2.0).floor() as i64).or_insert((f64::INFINITY, 0.0, Vec::new()));
+        (*lo, *hi) = (lo.min(w), hi.max(w));
+        rates.push(w / t);
     }
     let size_curve = bins
         .into_values()
-        .map(|mut v| {
-            v.sort_by(|a, b| a.1.total_cmp(&b.1));
-            let median = v[v.len() / 2].1;
-            SizeBin {
-                work_min: v.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
-                work_max: v.iter().map(|p| p.0).fold(0.0, f64::max),
-                samples: v.len(),
-                efficiency: median / per_us,
-            }
+        .map(|(work_min, work_max, mut rates)| {
+            rates.sort_by(f64::total_cmp);
+            SizeBin { work_min, work_max, samples: rates.len(), efficiency: rates[rates.len() / 2] / per_us }
         })
         .collect();
     let peak_shown = if class.counts_flops() { peak / 1e12 } else { peak / 1e9 };
@@ -604,7 +604,7 @@ fn table_corrections(samples: &[Vec<WorkSample>], gpu: &Gpu, catalog: &Catalog) 
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
     for s in samples.iter().flatten().filter(|s| s.dur_us > 0.0) {
-        let Some(shape) = GemmShape::of_op(s.shape, s.dtype) else { continue };
+        let Some(shape) = GemmShape::of_op(s.shape.as_deref().copied(), s.dtype) else { continue };
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
         let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
         let Some((time_us, rule)) = price else { continue };

@@ -119,9 +119,10 @@ pub struct WorkSample {
     pub kernels: u32,
     /// The op's name (or the kernel's, without an op), shared by the samples of a rank.
     pub op: std::sync::Arc<str>,
-    /// The op's shape, where the pricing layer's tables are indexed by it.
+    /// The op's shape, where the pricing layer's tables are indexed by it
+    /// (shared by a rank's samples of one shape: a job has millions of samples).
     #[serde(skip)]
-    pub shape: Option<OpShape>,
+    pub shape: Option<std::sync::Arc<OpShape>>,
 }
 
 fn numel(d: &[i64]) -> Option<f64> {
@@ -200,6 +201,23 @@ pub enum OpShape {
         /// The backward pass.
         backward: bool,
     },
+}
+
+impl OpShape {
+    /// Its numbers as bits: equal shapes, equal keys.
+    fn key(&self) -> [u64; 6] {
+        match *self {
+            OpShape::Gemm { batch, m, n, k } => [0, batch.to_bits(), m.to_bits(), n.to_bits(), k.to_bits(), 0],
+            OpShape::Attention { batch, heads, seq_q, seq_k, head_dim, causal, backward } => [
+                1 | u64::from(causal) << 1 | u64::from(backward) << 2,
+                batch.to_bits(),
+                heads.to_bits(),
+                seq_q.to_bits(),
+                seq_k.to_bits(),
+                head_dim.to_bits(),
+            ],
+        }
+    }
 }
 
 impl OpWork {
@@ -494,6 +512,8 @@ pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<
         let id = ev.name.get(row).copied().unwrap_or_default();
         names.entry(id).or_insert_with(|| std::sync::Arc::from(trace.name(row))).clone()
     };
+    let mut shapes: rustc_hash::FxHashMap<[u64; 6], std::sync::Arc<OpShape>> = rustc_hash::FxHashMap::default();
+    let mut shape = |s: Option<OpShape>| s.map(|s| shapes.entry(s.key()).or_insert_with(|| std::sync::Arc::new(s)).clone());
     let mut unattributed: Vec<WorkSample> = Vec::new();
     for (i, k) in kernel_work.iter().enumerate() {
         let Some(k) = k else { continue };
@@ -508,7 +528,7 @@ pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<
                     dur_us: 0.0,
                     kernels: 0,
                     op: name(row as usize),
-                    shape: k.op.and_then(|o| o.shape),
+                    shape: shape(k.op.and_then(|o| o.shape)),
                 });
                 s.dur_us += dur_us;
                 s.kernels += 1;

@@ -501,15 +501,24 @@ fn parse_block(block: &Block, opts: &ReadOptions) -> std::result::Result<Chunk, 
     Ok(chunk)
 }
 
+/// Block buffers shared by every file this process reads: a job of thousands
+/// of rank files zeroes its few multi-MiB buffers once, not per file.
+static BLOCK_POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+/// Frees the reader's block buffers (tens of MiB; more with more threads)
+/// once a job's files are read, so what comes next has that memory.
+pub fn release_read_buffers() {
+    if let Ok(mut pool) = BLOCK_POOL.lock() {
+        *pool = Vec::new();
+    }
+}
+
 fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: bool) -> Result<RankTrace> {
     let json_err = |offset: u64, message: String| Error::Json { path: path.to_path_buf(), byte_offset: offset, message };
     let mut scanner = scan::Scanner::new();
     let results: std::sync::Mutex<Vec<(usize, std::result::Result<Chunk, EventError>)>> = std::sync::Mutex::new(Vec::new());
     let mut carry: Vec<u8> = Vec::new();
-    // Block buffers are shared by every file this process reads: a job of
-    // thousands of rank files zeroes its few multi-MiB buffers once, not per file.
-    static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
-    let pool = &POOL;
+    let pool = &BLOCK_POOL;
     let mut base: u64 = 0;
     let mut total: u64 = 0;
     let mut block_len: usize = 64 << 10;
