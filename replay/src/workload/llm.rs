@@ -2005,6 +2005,23 @@ mod tests {
         }
     }
 
+    /// GB200 / GB300 NVL72: the node is the 72-GPU NVLink domain (DGX GB200 User Guide: 72-GPU NVL domains of 18
+    /// trays × 4 GPUs); each tray has one NIC per GPU: 4 ConnectX-7 at 400 Gb/s (GB200, 50 GB/s per GPU), 4
+    /// ConnectX-8 at 800 Gb/s (GB300, 100 GB/s per GPU).
+    #[test]
+    fn nvl72_racks_are_one_node_of_72_gpus_with_one_nic_per_gpu() {
+        let catalog = Catalog::builtin();
+        for (gpu, nic_gbps) in [("gb200", 50.0), ("gb300", 100.0)] {
+            let c = Cluster::from_catalog(&catalog, gpu, 144, Dtype::Bf16, None).unwrap();
+            assert_eq!(c.gpus_per_node, 72, "{gpu}");
+            assert!((c.inter.busbw_gbps - nic_gbps * DEFAULT_INTER_LINK_EFFICIENCY).abs() < 1e-9, "{gpu}: {}", c.inter.busbw_gbps);
+            // A tensor-parallel group of 16 no longer spans nodes.
+            let plan = Plan::parse("tp=16,dp=9,mb=1,gbs=9").unwrap();
+            let model = Transformer::preset("llama3-70b").unwrap();
+            assert!(project(&model, &c, &plan, Task::Train).is_ok(), "{gpu}");
+        }
+    }
+
     #[test]
     fn parameter_counts_match_the_published_sizes() {
         let p = |n: &str| Transformer::preset(n).unwrap().params() / 1e9;
