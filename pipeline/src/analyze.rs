@@ -9,7 +9,7 @@ use tracecast_ingest::analysis::{self, JobAnalysis};
 use tracecast_ingest::{Job, output};
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, node_gpus_for, node_gpus_of, world_of_rank};
+use crate::hardware::{catalog_with, node_gpus_for, rank_analysis, world_of_rank};
 use crate::inputs::{Inputs, WindowOptions, for_each_input};
 use crate::{export, summary};
 
@@ -52,10 +52,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         read,
         |path, files, on_file| {
             let summarize = |rank: &tracecast_ingest::job::Rank| {
-                analysis::check_step_range(&rank.trace, opts.steps, opts.drop_last_step)?;
-                let mut o = opts.clone();
-                o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, read.gpus_per_node));
-                Ok(analysis::summarize_rank(rank, world_of_rank(rank.trace.declared_world_size(), files), &o))
+                let (o, world) = rank_analysis(rank, files, &opts, &catalog, read.gpus_per_node)?;
+                Ok(analysis::summarize_rank(rank, world, &o))
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
             let cached = |f: &Path| {

@@ -11,7 +11,7 @@ use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{self, RankContext};
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, node_gpus_of, world_of_rank};
+use crate::hardware::{catalog_with, rank_analysis};
 use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
 
 /// The two runs `diff` compares and what it writes.
@@ -105,10 +105,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     for p in [&args.a, &args.b] {
         let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
-                analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
-                let mut o = analyze.clone();
-                o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
-                let world = world_of_rank(rank.trace.declared_world_size(), files);
+                let (o, world) = rank_analysis(rank, files, &analyze, &catalog, args.read.gpus_per_node)?;
                 let ctx = RankContext::new(rank, &classifier);
                 let work = kernel_work_of(&ctx);
                 let summary = analysis::summarize(&ctx, world, &o);

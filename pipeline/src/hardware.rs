@@ -11,6 +11,7 @@ use anyhow::Result;
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Gpu};
 use tracecast_calibrate::pricing::Pricing;
+use tracecast_ingest::analysis::AnalyzeOptions;
 use tracecast_ingest::device::DeviceProperties;
 use tracecast_ingest::job::Rank;
 use tracecast_replay::ReplayOptions;
@@ -34,6 +35,23 @@ pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>
 /// world size, else the number of files of its job.
 pub fn world_of_rank(declared: Option<u32>, files: &[PathBuf]) -> u32 {
     declared.unwrap_or(files.len() as u32)
+}
+
+/// How one rank read on its own is analysed: `base` with the rank's GPUs per
+/// node ([`node_gpus_of`]), and the world size it is analysed in
+/// ([`world_of_rank`]; `files` are its job's). A `--steps` range the rank's
+/// trace does not have is an error naming the steps it has.
+pub fn rank_analysis(
+    rank: &Rank,
+    files: &[PathBuf],
+    base: &AnalyzeOptions,
+    catalog: &Catalog,
+    given_gpus_per_node: Option<u32>,
+) -> tracecast_ingest::Result<(AnalyzeOptions, u32)> {
+    tracecast_ingest::analysis::check_step_range(&rank.trace, base.steps, base.drop_last_step)?;
+    let mut o = base.clone();
+    o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), catalog, given_gpus_per_node));
+    Ok((o, world_of_rank(rank.trace.declared_world_size(), files)))
 }
 
 /// The catalog entry of the job's GPU (the first of its ranks' devices the catalog knows).

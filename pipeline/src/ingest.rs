@@ -9,7 +9,7 @@ use tracecast_ingest::Job;
 use tracecast_ingest::analysis;
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, node_gpus_of, world_of_rank};
+use crate::hardware::{catalog_with, rank_analysis};
 use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
 
 /// What `ingest` reads and where it writes the dataset.
@@ -37,10 +37,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let write = |rank: &tracecast_ingest::job::Rank| {
             // The summary `analyze` would make of this rank with these options.
-            analysis::check_step_range(&rank.trace, analyze.steps, analyze.drop_last_step)?;
-            let mut o = analyze.clone();
-            o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), &catalog, args.read.gpus_per_node));
-            let world = world_of_rank(rank.trace.declared_world_size(), files);
+            let (o, world) = rank_analysis(rank, files, &analyze, &catalog, args.read.gpus_per_node)?;
             let ctx = analysis::RankContext::new(rank, &o.classifier);
             let summary = analysis::summarize(&ctx, world, &o);
             tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)

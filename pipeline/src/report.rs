@@ -15,7 +15,7 @@ use tracecast_plots::report::{JobReport, Report, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions, Scale};
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, node_gpus_of, replay_options_for, target_model, world_of_rank};
+use crate::hardware::{catalog_with, rank_analysis, replay_options_for, target_model};
 use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
@@ -106,10 +106,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
         let part = |rank: &tracecast_ingest::job::Rank| {
-            analysis::check_step_range(&rank.trace, plan.analyze.steps, plan.analyze.drop_last_step)?;
-            let world = world_of_rank(rank.trace.declared_world_size(), files);
-            let mut analyze = plan.analyze.clone();
-            analyze.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), plan.catalog, plan.gpus_per_node));
+            let (analyze, world) = rank_analysis(rank, files, plan.analyze, plan.catalog, plan.gpus_per_node)?;
             // Every product of the rank from one context: each fact computed once.
             let ctx = RankContext::new(rank, &plan.analyze.classifier);
             let work = kernel_work_of(&ctx);
