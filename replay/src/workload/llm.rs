@@ -341,6 +341,13 @@ pub struct Plan {
     /// instead of behind it layer by layer on their own stream (`grad_sync=overlap`, the
     /// default: PyTorch DDP and FSDP, Megatron-LM with overlap).
     pub grad_sync_after: bool,
+    /// `tp_overlap`: Megatron's tensor-parallel communication overlap
+    /// (`--tp-comm-overlap`, Transformer Engine userbuffers; Megatron-Bridge's
+    /// `CommOverlapConfig(tp_comm_overlap=True)`): with sequence parallelism the
+    /// TP all-gather and reduce-scatter are split into `tp` chunks pipelined with
+    /// the GEMMs beside them. Needs `sp` and tp > 1 (Megatron-Bridge turns it off
+    /// otherwise; the projection says so).
+    pub tp_overlap: bool,
 }
 
 impl Default for Plan {
@@ -366,6 +373,7 @@ impl Default for Plan {
             first_stage_layers: None,
             last_stage_layers: None,
             grad_sync_after: false,
+            tp_overlap: false,
         }
     }
 }
@@ -448,6 +456,11 @@ impl Plan {
                     other => return Err(format!("grad_sync={}: overlap or after", other.unwrap_or(""))),
                 },
                 "frozen" => p.frozen = num(v)?,
+                "tp_overlap" => match v {
+                    None | Some("on") => p.tp_overlap = true,
+                    Some("off") => p.tp_overlap = false,
+                    Some(other) => return Err(format!("tp_overlap={other}: on or off")),
+                },
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
                     Some("materialized") => p.materialized_attention = true,
@@ -456,7 +469,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap)"
                     ));
                 }
             }
@@ -515,6 +528,9 @@ impl Plan {
         }
         if self.grad_sync_after {
             parts.push("grad_sync=after".into());
+        }
+        if self.tp_overlap {
+            parts.push("tp_overlap".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -1080,6 +1096,10 @@ struct LayerCosts {
     /// Their backward.
     elementwise_b: f64,
     tp_comm: f64,
+    /// TP communication overlapped with the GEMMs beside it (`tp_overlap`): the
+    /// share of each TP collective that cannot overlap (the last of the `tp`
+    /// chunks of its reduce-scatter half, 1 / 2tp), 0 without the overlap.
+    tp_exposed_share: f64,
     moe_a2a: f64,
     attn_gather: f64,
     mlp_gather: f64,
@@ -1418,6 +1438,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
     };
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
+    // Megatron's TP overlap needs sequence parallelism (its all-gather / reduce-scatter pair).
+    let tp_overlap = plan.tp_overlap && tp > 1 && plan.sp;
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
     let zero3 = plan.zero == 3 && dp > 1;
     let attn_gather = if zero3 { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
@@ -1462,6 +1484,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         elementwise_f,
         elementwise_b,
         tp_comm,
+        tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         moe_a2a,
         attn_gather,
         mlp_gather,
@@ -1583,6 +1606,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             cluster.fp8_peak_flops.unwrap_or(0.0) / 1e12,
             cluster.gemm_efficiency
         ));
+    }
+    if plan.tp_overlap && tp_overlap {
+        notes.push(format!(
+            "tp_overlap: each TP all-gather / reduce-scatter ({:.3} ms per block) pipelined in {tp} chunks with the block's GEMMs; the last reduce-scatter chunk (1/{}) and what outlasts the GEMMs exposed",
+            tp_comm * 1e3,
+            2 * tp
+        ));
+    } else if plan.tp_overlap {
+        notes.push("tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
     }
     if cp > 1 {
         notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
@@ -1831,6 +1863,14 @@ fn stage_timeline(
         let (key, label) = name(what, l, pass);
         lanes.add_block(key, label, parts, deps);
     };
+    // `tp_overlap`: a TP collective beside the block whose GEMMs hide it, `hidden` running
+    // from the block's start (its dependencies) as long as the GEMMs do, the rest after it.
+    let tp_split = |gemm: f64| -> (f64, f64) {
+        let tail = c.tp_comm * c.tp_exposed_share;
+        let hidden = (c.tp_comm - tail).min(gemm.max(0.0));
+        (hidden, c.tp_comm - hidden)
+    };
+    let overlap_tp = c.tp_comm > 0.0 && c.tp_exposed_share > 0.0;
     // FSDP gathers are issued one block ahead (forward and backward prefetch):
     // each is queued right after the compute of the block before.
     let f = "f";
@@ -1855,7 +1895,11 @@ fn stage_timeline(
         }
         // Projections, attention core and norm run back to back: one block.
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
-        block(&mut lanes, "attn", l, f, parts, &[prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)]);
+        let deps = [prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)];
+        if overlap_tp {
+            add(&mut lanes, "attn_tpo", l, f, AllReduce, tp_split(c.attn_f).0, &deps);
+        }
+        block(&mut lanes, "attn", l, f, parts, &deps);
         // Prefetch: the gather `prefetch` layers ahead; just in time (0): this layer's MLP weights now.
         if prefetch == 0 && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[k("attn", l, f)]);
@@ -1863,14 +1907,20 @@ fn stage_timeline(
         if prefetch > 0 && l + prefetch < layers && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l + prefetch, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
         }
-        if c.tp_comm > 0.0 {
+        if overlap_tp {
+            add(&mut lanes, "attn_tp", l, f, AllReduce, tp_split(c.attn_f).1, &[k("attn", l, f), k("attn_tpo", l, f)]);
+        } else if c.tp_comm > 0.0 {
             add(&mut lanes, "attn_tp", l, f, AllReduce, c.tp_comm, &[k("attn", l, f)]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "dispatch", l, f, AllToAll, c.moe_a2a, &[k("attn_tp", l, f), k("attn", l, f)]);
         }
         let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
-        block(&mut lanes, "mlp", l, f, parts, &[k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)]);
+        let deps = [k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)];
+        if overlap_tp {
+            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.mlp_f).0, &deps);
+        }
+        block(&mut lanes, "mlp", l, f, parts, &deps);
         if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l + 1, f, AllGather, c.attn_gather, &[k("mlp", l, f)]);
         }
@@ -1880,7 +1930,10 @@ fn stage_timeline(
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, f, AllToAll, c.moe_a2a, &[k("mlp", l, f)]);
         }
-        if c.tp_comm > 0.0 {
+        if overlap_tp {
+            let deps = [k("mlp", l, f), k("combine", l, f), k("mlp_tpo", l, f)];
+            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.mlp_f).1, &deps);
+        } else if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, f, AllReduce, c.tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
         }
         prev = [k("mlp", l, f), k("mlp_tp", l, f), k("combine", l, f)];
@@ -1921,17 +1974,30 @@ fn stage_timeline(
                 add(&mut lanes, "kv_ag", l, b, AllGather, c.cp_kv, &[prev]);
             }
             let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
-            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("kv_ag", l, b)]);
+            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("kv_ag", l, b), k("attn_tp", l + 1, b)]);
         }
-        if c.tp_comm > 0.0 {
+        if overlap_tp {
+            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_b).0, &[prev, k("attn_tp", l + 1, b), k("recompute", l, b)]);
+        } else if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, b, AllToAll, c.moe_a2a, &[prev]);
         }
         // The layer above's K/V gradients must be reduced before its input gradient is used here.
-        let deps = [prev, k("mlp_ag", l, b), k("mlp_tp", l, b), k("combine", l, b), k("recompute", l, b), k("kv_rs", l + 1, b)];
+        let deps = [
+            prev,
+            k("mlp_ag", l, b),
+            k("mlp_tp", l, b),
+            k("combine", l, b),
+            k("recompute", l, b),
+            k("kv_rs", l + 1, b),
+            k("attn_tp", l + 1, b),
+        ];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
+        if overlap_tp {
+            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
+        }
         if prefetch == 0 && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
         }
@@ -1944,11 +2010,16 @@ fn stage_timeline(
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "dispatch", l, b, AllToAll, c.moe_a2a, &[k("mlp", l, b)]);
         }
-        if c.tp_comm > 0.0 {
+        if overlap_tp {
+            add(&mut lanes, "attn_tpo", l, b, AllReduce, tp_split(c.attn_b).0, &[k("mlp", l, b), k("mlp_tp", l, b)]);
+        } else if c.tp_comm > 0.0 {
             add(&mut lanes, "attn_tp", l, b, AllReduce, c.tp_comm, &[k("mlp", l, b)]);
         }
-        let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b)];
+        let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b), k("mlp_tp", l, b)];
         block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
+        if overlap_tp {
+            add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
+        }
         if prefetch == 0 && l > frozen && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("attn", l, b)]);
         }
@@ -2003,6 +2074,52 @@ mod tests {
             fp8_peak_flops: Some(624e12),
             prices: None,
         }
+    }
+
+    /// `tp_overlap` (Megatron's userbuffers): each TP collective runs beside the GEMMs of its block; only the last
+    /// of the `tp` chunks of its reduce-scatter half (1/2tp of it) and what outlasts the GEMMs stay exposed.
+    #[test]
+    fn tensor_parallel_overlap_hides_the_collective_behind_its_gemms() {
+        let costs = |gemm_ms: f64, share: f64| LayerCosts {
+            cp_kv: 0.0,
+            attn_f: gemm_ms * 1e-3,
+            mlp_f: gemm_ms * 1e-3,
+            attn_core_f: 0.0,
+            attn_b: 2.0 * gemm_ms * 1e-3,
+            mlp_b: 2.0 * gemm_ms * 1e-3,
+            attn_core_b: 0.0,
+            elementwise_f: 0.0,
+            elementwise_b: 0.0,
+            tp_comm: 0.4e-3,
+            tp_exposed_share: share,
+            moe_a2a: 0.0,
+            attn_gather: 0.0,
+            mlp_gather: 0.0,
+            attn_grad: 0.0,
+            mlp_grad: 0.0,
+            grad_kind: OpKind::AllReduce,
+            grad_after: false,
+            head_gemm_f: 0.0,
+            head_loss_f: 0.0,
+            contention: 0.0,
+        };
+        let step_ms = |c: &LayerCosts| stage_timeline(c, 2, 0, 1, true, false, false, 0.0).times().iteration_ms;
+        // Without the overlap: 2 layers × (forward 2 × 1 ms + backward 2 × 2 ms + 4 collectives of 0.4 ms).
+        assert!((step_ms(&costs(1.0, 0.0)) - 2.0 * (6.0 + 1.6)).abs() < 1e-6);
+        // tp = 4: 1/8 of each 0.4 ms collective exposed (0.05 ms), the rest under the 1 ms GEMMs.
+        assert!((step_ms(&costs(1.0, 1.0 / 8.0)) - 2.0 * (6.0 + 4.0 * 0.05)).abs() < 1e-6);
+        // GEMMs of 0.1 ms hide only 0.1 ms of each (forward); the backward's 0.2 ms GEMMs hide 0.2 ms.
+        let exposed = 2.0 * (2.0 * (0.4 - 0.1) + 2.0 * (0.4 - 0.2));
+        assert!((step_ms(&costs(0.1, 1.0 / 8.0)) - (2.0 * 0.6 + exposed)).abs() < 1e-6);
+        // The key: parsed, described, and refused without sequence parallelism.
+        assert!(Plan::parse(&Plan::parse("tp=2,sp,tp_overlap").unwrap().describe()).unwrap().tp_overlap);
+        let model = Transformer::preset("llama2-7b").unwrap();
+        let p = project(&model, &a100(8), &Plan::parse("tp=8,mb=1,gbs=1,tp_overlap").unwrap(), Task::Train).unwrap();
+        assert!(p.notes.iter().any(|n| n.contains("tp_overlap: not applied")), "{:?}", p.notes);
+        let with = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
+        let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
+        assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");
+        assert!(overlapped.iteration_ms < plain.iteration_ms);
     }
 
     /// GB200 / GB300 NVL72: the node is the 72-GPU NVLink domain (DGX GB200 User Guide: 72-GPU NVL domains of 18
