@@ -357,6 +357,63 @@ impl Run {
     }
 }
 
+/// A framework whose performance recipes set parallelism defaults that
+/// published tables leave unsaid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framework {
+    /// NeMo 1.x (NeMo-Framework-Launcher configs, e.g. `conf/training/llama/llama2_70b.yaml`):
+    /// `sequence_parallel: true`, the `distributed_fused_adam` optimizer (ZeRO-1) with
+    /// `overlap_grad_sync` and `overlap_param_sync`; `ub_tp_comm_overlap: false`.
+    NeMo,
+    /// Megatron-Bridge (and NeMo 2 on Megatron-Core): its performance configs
+    /// (`scripts/performance/configs/llama/llama3_llm_pretrain.py`) set
+    /// `CommOverlapConfig(tp_comm_overlap=...)` with userbuffers per GPU, off for NVFP4; the
+    /// Communication Overlap guide (docs.nvidia.com/nemo/megatron-bridge, *Communication
+    /// Overlap*) gates TP overlap on sequence parallelism and enables the distributed
+    /// optimizer (`use_distributed_optimizer`) for the data-parallel overlap.
+    MegatronBridge,
+}
+
+impl Framework {
+    /// The run's framework: its `framework` field, else the repository its
+    /// `source` names; and whether it came from the source.
+    fn of(run: &Run) -> Option<(Framework, &'static str, bool)> {
+        let find = |text: &str| {
+            let t = text.to_ascii_lowercase();
+            if t.contains("megatron-bridge") || t.contains("megatron bridge") {
+                Some((Framework::MegatronBridge, "Megatron-Bridge"))
+            } else if t.contains("nemo") {
+                Some((Framework::NeMo, "NeMo"))
+            } else {
+                None
+            }
+        };
+        match &run.framework {
+            Some(f) => find(f).map(|(k, n)| (k, n, false)),
+            None => run.source.as_deref().and_then(find).map(|(k, n)| (k, n, true)),
+        }
+    }
+
+    /// Applies the framework's defaults to what `spec` (the plan as written) does not say; notes what changed.
+    fn apply_defaults(self, spec: &str, plan: &mut Plan) -> Vec<String> {
+        let said = |key: &str| spec.split(',').map(|p| p.split('=').next().unwrap_or("").trim()).any(|k| k == key);
+        let mut applied = Vec::new();
+        if plan.tp > 1 && !plan.sp && !said("sp") {
+            plan.sp = true;
+            applied.push("sp (sequence parallelism with TP)");
+        }
+        if plan.dp * plan.cp > 1 && plan.zero == 0 && !said("zero") && !said("fsdp") && !said("ddp") {
+            plan.zero = 1;
+            applied.push("zero=1 (the distributed optimizer)");
+        }
+        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !said("tp_overlap") {
+            plan.tp_overlap = true;
+            applied.push("tp_overlap (TP communication overlap, userbuffers)");
+        }
+        applied.into_iter().map(String::from).collect()
+    }
+}
+
 /// One run projected with `device`.
 fn project_run(
     run: &Run,
@@ -395,6 +452,13 @@ fn project_run(
         }
         if let Some(f) = &run.framework {
             notes.push(format!("framework: {f}"));
+        }
+        if let Some((fw, name, from_source)) = Framework::of(run) {
+            let applied = fw.apply_defaults(&run.plan, &mut plan);
+            if !applied.is_empty() {
+                let how = if from_source { " (framework named by the source)" } else { "" };
+                notes.push(format!("{name} defaults the plan does not state{how}: {}", applied.join(", ")));
+            }
         }
         let (task, tokens_per_seq) = run.task(&model)?;
         let mut p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
@@ -722,5 +786,40 @@ mod tests {
         assert!(notes("classes").contains("attention in FP8: priced in 16-bit"), "{}", notes("classes"));
         // Refused runs are not in the summary.
         assert_eq!(v.optimistic + v.pessimistic, 3);
+    }
+
+    /// Where the source names NeMo or Megatron-Bridge, what their recipes default to and the plan leaves unsaid
+    /// is applied and said: sequence parallelism with TP and the distributed optimizer (NeMo-Framework-Launcher
+    /// `conf/training/llama/llama2_70b.yaml`: `sequence_parallel: true`, `distributed_fused_adam`); TP overlap
+    /// for Megatron-Bridge (its performance configs set `tp_comm_overlap`).
+    #[test]
+    fn framework_defaults_fill_what_the_plan_leaves_unsaid() {
+        let catalog = Catalog::builtin();
+        let run = |id: &str, source: &str, plan: &str| {
+            format!(
+                r#"{{"id": "{id}", "source": "{source}", "model": {MODEL}, "system": {{"gpu": "h100-sxm", "gpus": 16}}, "plan": "{plan}", "measured": {{"tokens_per_s_per_gpu": 5000}}}}"#
+            )
+        };
+        let file = runs(&format!(
+            r#"{{"runs": [{}, {}, {}, {}]}}"#,
+            run("bridge", "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md", "tp=2,dp=8,mb=1,gbs=16"),
+            run("nemo", "NVIDIA/NeMo docs/source/performance/performance_summary.md", "tp=2,dp=8,mb=1,gbs=16"),
+            run("stated", "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md", "tp=2,dp=8,mb=1,gbs=16,sp,zero=2,tp_overlap=off"),
+            run("other", "pytorch/torchtitan benchmarks", "tp=2,dp=8,mb=1,gbs=16"),
+        ));
+        let v = validate(&file, &catalog, &[], None);
+        let notes = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
+        let bridge = notes("bridge");
+        assert!(bridge.contains("Megatron-Bridge defaults the plan does not state (framework named by the source): sp"), "{bridge}");
+        assert!(bridge.contains("zero=1") && bridge.contains("tp_overlap (TP communication overlap"), "{bridge}");
+        let nemo = notes("nemo");
+        assert!(nemo.contains("NeMo defaults") && nemo.contains("sp") && nemo.contains("zero=1"), "{nemo}");
+        assert!(!nemo.contains("tp_overlap"), "{nemo}");
+        // What the plan states wins; a framework without such defaults gets none.
+        assert!(!notes("stated").contains("defaults the plan does not state"), "{}", notes("stated"));
+        assert!(!notes("other").contains("defaults the plan does not state"), "{}", notes("other"));
+        // The distributed optimizer shards the Adam state over the 8 data-parallel ranks.
+        let mem = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().memory.clone().unwrap();
+        assert!((mem("other").optimizer_gb / mem("nemo").optimizer_gb - 8.0).abs() < 1e-9);
     }
 }
