@@ -520,6 +520,17 @@ impl Pricing {
                 "; × {:.3}, the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)",
                 c.ratio, c.samples
             ));
+            // A correction measured on the traces' GEMMs (B200's: 109 GEMMs of at most a few
+            // GFLOP in one inference trace) never makes a shape faster than the fastest rate
+            // any measurement of this GPU reached (B200: 1745 TFLOP/s, the max-achievable-matmul
+            // search; the table × 0.79 priced Llama-3-8B's training GEMMs at 1793).
+            if c.ratio < 1.0
+                && let (Some((best, from)), Some(peak)) = (self.best_gemm_fraction(gpu, shape.dtype), peak(gpu, shape.dtype))
+                && p.time_us < shape.flops() / (best * peak) * 1e6
+            {
+                p.time_us = shape.flops() / (best * peak) * 1e6;
+                p.basis.push_str(&format!("; capped at {:.0} % of peak, the fastest this GPU was measured ({from})", 100.0 * best));
+            }
         }
         Some(p)
     }
@@ -1313,6 +1324,33 @@ mod tests {
         let median = all[all.len() / 2];
         println!("all: median |error| {:.1} %", 100.0 * median);
         assert!(median <= GEMM_TABLE_BAND, "{median}");
+    }
+
+    #[test]
+    fn a_trace_correction_never_prices_a_gemm_faster_than_the_gpu_was_ever_measured() {
+        // B200's corpus correction (0.79, from 109 GEMMs of an inference trace) on
+        // Llama-3-8B's MLP up-projection (16384 tokens × 14336 × 4096): the table × 0.79 would
+        // run it faster than the fastest B200 GEMM measured — the max-achievable-matmul row,
+        // 1745.0 TFLOP/s (gemm.csv, `mamf`, ml-engineering README line 356).
+        let p = Pricing::builtin();
+        let b200 = p.catalog.gpu("b200").unwrap().clone();
+        let shape = bf16(16384.0, 14336.0, 4096.0);
+        let correction = crate::profile::TableCorrection {
+            class: crate::work::KernelClass::Gemm,
+            dtype: Some(Dtype::Bf16),
+            ratio: 0.79,
+            ln_spread: 0.12,
+            samples: 109,
+            rule: "gemm_table".into(),
+        };
+        let price = p.gemm_corrected(&b200, &shape, Some(&correction)).unwrap();
+        let at_best = shape.flops() / 1745.0e12 * 1e6;
+        assert!((price.time_us - at_best).abs() / at_best < 1e-9, "{} vs {at_best}", price.time_us);
+        assert!(price.basis.contains("capped") && price.basis.contains("mamf"), "{}", price.basis);
+        // A correction that slows the table down is applied as measured.
+        let slower = crate::profile::TableCorrection { ratio: 1.7, ..correction };
+        let table = p.gemm(&b200, &shape).unwrap().time_us;
+        assert!((p.gemm_corrected(&b200, &shape, Some(&slower)).unwrap().time_us - 1.7 * table).abs() < 1e-6);
     }
 
     #[test]
