@@ -348,6 +348,11 @@ pub struct Plan {
     /// the GEMMs beside them. Needs `sp` and tp > 1 (Megatron-Bridge turns it off
     /// otherwise; the projection says so).
     pub tp_overlap: bool,
+    /// `p2p_overlap`: the pipeline's sends and receives run beside compute
+    /// (Megatron's `overlap_p2p_comm`, which NeMo and Megatron-Bridge set with
+    /// interleaved 1F1B): in the steady state a chunk's transfers overlap the
+    /// compute of the chunk before; only what outlasts it is exposed.
+    pub p2p_overlap: bool,
 }
 
 impl Default for Plan {
@@ -374,6 +379,7 @@ impl Default for Plan {
             last_stage_layers: None,
             grad_sync_after: false,
             tp_overlap: false,
+            p2p_overlap: false,
         }
     }
 }
@@ -456,6 +462,11 @@ impl Plan {
                     other => return Err(format!("grad_sync={}: overlap or after", other.unwrap_or(""))),
                 },
                 "frozen" => p.frozen = num(v)?,
+                "p2p_overlap" => match v {
+                    None | Some("on") => p.p2p_overlap = true,
+                    Some("off") => p.p2p_overlap = false,
+                    Some(other) => return Err(format!("p2p_overlap={other}: on or off")),
+                },
                 "tp_overlap" => match v {
                     None | Some("on") => p.tp_overlap = true,
                     Some("off") => p.tp_overlap = false,
@@ -469,7 +480,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
                     ));
                 }
             }
@@ -531,6 +542,9 @@ impl Plan {
         }
         if self.tp_overlap {
             parts.push("tp_overlap".into());
+        }
+        if self.p2p_overlap {
+            parts.push("p2p_overlap".into());
         }
         if self.vpp > 1 {
             parts.push(format!("vpp={}", self.vpp));
@@ -1100,6 +1114,8 @@ struct LayerCosts {
     /// share of each TP collective that cannot overlap (the last of the `tp`
     /// chunks of its reduce-scatter half, 1 / 2tp), 0 without the overlap.
     tp_exposed_share: f64,
+    /// Pipeline transfers beside compute (`p2p_overlap`) instead of before and after it.
+    p2p_overlap: bool,
     moe_a2a: f64,
     attn_gather: f64,
     mlp_gather: f64,
@@ -1485,6 +1501,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         elementwise_b,
         tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
+        p2p_overlap: plan.p2p_overlap,
         moe_a2a,
         attn_gather,
         mlp_gather,
@@ -1877,6 +1894,10 @@ fn stage_timeline(
     let b = "b";
     if p2p > 0.0 {
         add(&mut lanes, "recv", 0, f, SendRecv, p2p, &[]);
+        // Overlapped: the previous chunk's send runs beside this one's compute too; nothing waits for either.
+        if c.p2p_overlap {
+            add(&mut lanes, "send", 0, f, SendRecv, p2p, &[]);
+        }
     }
     // The first layers' weights (as deep as the prefetch reaches) before anything runs.
     for l in 0..prefetch.max(1).min(layers) {
@@ -1887,7 +1908,7 @@ fn stage_timeline(
             add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[]);
         }
     }
-    let mut prev = [k("recv", 0, f), 0, 0];
+    let mut prev = [if c.p2p_overlap { k("p2p_overlap", 0, f) } else { k("recv", 0, f) }, 0, 0];
     for l in 0..layers {
         // Context parallelism: the layer's K and V from every rank of the sequence first.
         if c.cp_kv > 0.0 {
@@ -1943,7 +1964,7 @@ fn stage_timeline(
         block(&mut lanes, "head", 0, f, [(Gemm, c.head_gemm_f), (MemoryBound, c.head_loss_f), (Gemm, 0.0)], &prev);
         prev = [k("head", 0, f), 0, 0];
     }
-    if p2p > 0.0 {
+    if p2p > 0.0 && !c.p2p_overlap {
         add(&mut lanes, "send", 0, f, SendRecv, p2p, &prev);
     }
     if !train {
@@ -1952,6 +1973,9 @@ fn stage_timeline(
     lanes.barrier();
     if p2p > 0.0 {
         add(&mut lanes, "recv", 0, b, SendRecv, p2p, &[]);
+        if c.p2p_overlap {
+            add(&mut lanes, "send", 0, b, SendRecv, p2p, &[]);
+        }
     }
     for depth in 0..prefetch.max(1) {
         let Some(l) = (layers - 1).checked_sub(depth).filter(|l| *l >= frozen) else { break };
@@ -1962,7 +1986,7 @@ fn stage_timeline(
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[]);
         }
     }
-    let mut prev = k("recv", 0, b);
+    let mut prev = if c.p2p_overlap { k("p2p_overlap", 0, b) } else { k("recv", 0, b) };
     if c.head_gemm_f > 0.0 {
         block(&mut lanes, "head", 0, b, [(Gemm, 2.0 * c.head_gemm_f), (Gemm, 0.0), (Gemm, 0.0)], &[prev]);
         prev = k("head", 0, b);
@@ -2045,7 +2069,7 @@ fn stage_timeline(
             }
         }
     }
-    if p2p > 0.0 {
+    if p2p > 0.0 && !c.p2p_overlap {
         add(&mut lanes, "send", 0, b, SendRecv, p2p, &[prev]);
     }
     lanes.simulate()
@@ -2078,8 +2102,9 @@ mod tests {
 
     /// `tp_overlap` (Megatron's userbuffers): each TP collective runs beside the GEMMs of its block; only the last
     /// of the `tp` chunks of its reduce-scatter half (1/2tp of it) and what outlasts the GEMMs stay exposed.
+    /// `p2p_overlap`: the pipeline's transfers beside the stage's compute.
     #[test]
-    fn tensor_parallel_overlap_hides_the_collective_behind_its_gemms() {
+    fn tensor_parallel_and_pipeline_overlap_hide_communication_behind_compute() {
         let costs = |gemm_ms: f64, share: f64| LayerCosts {
             cp_kv: 0.0,
             attn_f: gemm_ms * 1e-3,
@@ -2092,6 +2117,7 @@ mod tests {
             elementwise_b: 0.0,
             tp_comm: 0.4e-3,
             tp_exposed_share: share,
+            p2p_overlap: false,
             moe_a2a: 0.0,
             attn_gather: 0.0,
             mlp_gather: 0.0,
@@ -2111,6 +2137,17 @@ mod tests {
         // GEMMs of 0.1 ms hide only 0.1 ms of each (forward); the backward's 0.2 ms GEMMs hide 0.2 ms.
         let exposed = 2.0 * (2.0 * (0.4 - 0.1) + 2.0 * (0.4 - 0.2));
         assert!((step_ms(&costs(0.1, 1.0 / 8.0)) - (2.0 * 0.6 + exposed)).abs() < 1e-6);
+        // p2p_overlap (Megatron's overlap_p2p_comm): the stage's receive and send of 0.5 ms run beside the
+        // 4 ms forward and 8 ms backward instead of before and after them (2 × 1 ms); transfers longer than
+        // the compute (5 ms each) are exposed by what they outlast it.
+        let p2p = |c: &LayerCosts, ms: f64| stage_timeline(c, 2, 0, 1, true, false, false, ms * 1e-3).times().iteration_ms;
+        let serial = LayerCosts { tp_comm: 0.0, ..costs(1.0, 0.0) };
+        let overlapped = LayerCosts { p2p_overlap: true, ..LayerCosts { tp_comm: 0.0, ..costs(1.0, 0.0) } };
+        assert!((p2p(&serial, 0.5) - (12.0 + 2.0)).abs() < 1e-6);
+        assert!((p2p(&overlapped, 0.5) - 12.0).abs() < 1e-6);
+        assert!((p2p(&serial, 5.0) - (12.0 + 20.0)).abs() < 1e-6);
+        assert!((p2p(&overlapped, 5.0) - 20.0).abs() < 1e-6);
+        assert!(Plan::parse(&Plan::parse("pp=2,vpp=2,p2p_overlap").unwrap().describe()).unwrap().p2p_overlap);
         // The key: parsed, described, and refused without sequence parallelism.
         assert!(Plan::parse(&Plan::parse("tp=2,sp,tp_overlap").unwrap().describe()).unwrap().tp_overlap);
         let model = Transformer::preset("llama2-7b").unwrap();

@@ -406,6 +406,12 @@ impl Framework {
             plan.zero = 1;
             applied.push("zero=1 (the distributed optimizer)");
         }
+        // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
+        // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
+        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !said("p2p_overlap") {
+            plan.p2p_overlap = true;
+            applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)");
+        }
         if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !said("tp_overlap") {
             plan.tp_overlap = true;
             applied.push("tp_overlap (TP communication overlap, userbuffers)");
