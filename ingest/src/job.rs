@@ -66,6 +66,8 @@ impl Job {
                 }
             })
             .collect();
+        // The job's files are read: the reader's block buffers go back now.
+        crate::kineto::release_read_buffers();
         // An export's ranks follow those of the job's exports before it (as
         // `export_starts` numbers them, here without reading an export twice).
         let mut next = 0u32;
@@ -134,6 +136,9 @@ impl Job {
                 r
             })
             .collect();
+        // The job's files are read: the reader's block buffers go back before
+        // the caller's reduce (a report calibrates and replays inside its read).
+        crate::kineto::release_read_buffers();
         let mut seen: Vec<(u32, PathBuf)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
         for r in results.into_iter().flatten() {

@@ -160,8 +160,6 @@ pub fn for_each_input<T>(
         let bar = progress_bar(files.len(), total_bytes, quiet);
         let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
         bar.finish_and_clear();
-        // The job's files are read: the reader's buffers go back before its reduce.
-        tracecast_ingest::kineto::release_read_buffers();
         failures.extend(listing_errors);
         for e in &failures {
             eprintln!("error: {e}");
