@@ -313,6 +313,9 @@ pub(crate) struct ReportArgs {
     /// Also show a what-if with these link α-β (as `replay --link`).
     #[arg(long, value_name = "alpha=US,busbw=GBPS[,...]")]
     pub(crate) link: Option<String>,
+    /// Your own measurements for the pricing layer that prices the projection (as `replay --measurements`; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    pub(crate) measurements: Vec<PathBuf>,
     /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
     #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
     pub(crate) job_gpus: Option<f64>,
@@ -451,6 +454,7 @@ impl ReportArgs {
             (self.inputs.inputs(), self.window.window_options(), self.out, self.target, self.profile);
         (o.scale, o.world_size, o.link, o.job_gpus, o.job_hours, o.png) =
             (self.scale, self.world_size, self.link, self.job_gpus, self.job_hours, self.png);
+        o.measurements = self.measurements;
         o
     }
 }

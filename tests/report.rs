@@ -333,6 +333,49 @@ fn report_takes_the_replay_what_ifs() {
 }
 
 #[test]
+fn scale_out_is_priced_by_the_users_measurements_in_replay_and_report() {
+    let dir = scratch("report-measurements");
+    let demo = demo();
+    // The demo's 4 H100 ranks are below the shipped H100 curves' smallest GPU
+    // count (8): no price at the job's size, so the bus factor and the link
+    // bandwidths scale it, and the note says so (nothing substituted silently).
+    let json = dir.join("replay.json");
+    let o = bin().args(["replay", "-q", "--world-size", "64", "--json"]).arg(&json).arg(&demo).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = doc["jobs"][0]["notes"].to_string();
+    assert!(notes.contains("96 resized collective(s) without a price at both sizes"), "{notes}");
+    // The user's all-reduce sweeps of an H100 cluster: 100 GB/s bus bandwidth
+    // in a node, and across nodes either 100 GB/s too or 2 GB/s. With 2 GB/s a
+    // 402 MB gradient all-reduce over 64 ranks moves 2 × 63/64 × 402 MB, ≥ 0.39 s:
+    // over four times the demo's ~95 ms step, so that step is at most a quarter
+    // as fast, and the report's projection must say so.
+    let sweep = |across_gbps: f64| {
+        let mut csv = String::from("gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\n");
+        for (gpus, nodes) in [(4u32, 1u32), (8, 1), (16, 2), (32, 4), (64, 8)] {
+            let busbw = if nodes == 1 { 100.0 } else { across_gbps };
+            for size in (0..11).map(|k| 1024u64 << (2 * k)) {
+                let bus = 2.0 * f64::from(gpus - 1) / f64::from(gpus) * size as f64;
+                csv.push_str(&format!("h100-sxm,all_reduce,{gpus},{nodes},8,{size},{:.3}\n", 10.0 + bus / (busbw * 1e9) * 1e6));
+            }
+        }
+        let path = dir.join(format!("nccl-tests-{across_gbps}.csv"));
+        std::fs::write(&path, csv).unwrap();
+        path
+    };
+    let speedup = |mine: &Path| -> f64 {
+        let out = dir.join("r.html");
+        let html = report(&[&demo], &["--world-size", "64", "--measurements", mine.to_str().unwrap()], &out);
+        let caption = captions(&html).into_iter().find(|c| c.contains("speed-up of the step")).expect("a projection chart");
+        let x = caption.rsplit_once(": ").unwrap().1.split('×').next().unwrap();
+        x.trim().parse().unwrap()
+    };
+    let (fast, slow) = (speedup(&sweep(100.0)), speedup(&sweep(2.0)));
+    assert!(slow <= 0.25, "2 GB/s across nodes: {slow}× (100 GB/s: {fast}×)");
+    assert!(fast > 2.0 * slow, "{fast}× against {slow}×");
+}
+
+#[test]
 fn single_rank_charts_have_bars_and_shares_end_at_100() {
     let dir = scratch("single-rank-charts");
     let t = shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz");

@@ -15,7 +15,7 @@ use tracecast_plots::report::{JobReport, Report, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions, Scale};
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, rank_analysis, replay_options_for, target_model};
+use crate::hardware::{catalog_with, pricing_with, rank_analysis, replay_options_for, target_model};
 use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
@@ -38,6 +38,8 @@ pub struct Options {
     pub world_size: Option<u32>,
     /// Also show a what-if with these link α-β (default: none).
     pub link: Option<String>,
+    /// The user's measurements for the pricing layer, which prices the projection (default: none).
+    pub measurements: Vec<PathBuf>,
     /// GPUs of the whole job, to state its GPU-hours (with `job_hours`) (default: none).
     pub job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with `job_gpus`) (default: none).
@@ -238,10 +240,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
     let scale = args.scale.as_deref().map(str::parse::<Scale>).transpose()?.unwrap_or_default();
     let link = args.link.as_deref().map(str::parse::<tracecast_replay::LinkOverride>).transpose()?;
+    let pricing = pricing_with(&catalog, &args.measurements)?;
     let what_if = target.is_some() || scale != Scale::default() || link.is_some() || args.world_size.is_some();
     let projection = what_if.then(|| {
         let mut o = ReplayOptions::default();
         (o.scale, o.target, o.link, o.world_size) = (scale, target.clone(), link, args.world_size);
+        o.pricing = Some(pricing.clone());
         let mut label = projection_label(args.target.as_deref(), scale);
         for extra in [args.world_size.map(|n| format!("{n} ranks")), args.link.clone().map(|l| format!("link {l}"))].into_iter().flatten() {
             if !label.is_empty() {

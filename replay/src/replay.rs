@@ -832,7 +832,7 @@ fn recost_communication(
     if priced_count > 0 {
         let rules: Vec<String> = priced_by.iter().map(|(r, n)| format!("{n} by {r}")).collect();
         notes.push(format!(
-            "--world-size: {priced_count} of {grown} resized collective(s) scaled by the pricing layer's price at both sizes ({}){}; the others by the bus factor and the catalog's link bandwidths",
+            "--world-size: {priced_count} of {grown} resized collective(s) scaled by the pricing layer's price at both sizes ({}){}",
             rules.join(", "),
             if waited > 0 {
                 format!(
@@ -849,6 +849,14 @@ fn recost_communication(
     {
         notes.push(format!(
             "--world-size {to} is below the job's {world} ranks: its data-parallel collectives are priced at {to} ranks with each rank's work unchanged (the global batch shrinks with the job)"
+        ));
+    }
+    if grown > priced_count {
+        notes.push(format!(
+            "--world-size: {} resized collective(s) without a price at both sizes (no message size, a GPU the catalog does not know, or a size below the measured curves' smallest GPU count) scaled by the bus factor and the link bandwidths ({} GB/s in a node, {} GB/s across nodes)",
+            grown - priced_count,
+            opts.intra_gbps,
+            opts.inter_gbps
         ));
     }
     if opts.world_size.is_some() && grown == 0 && relinked == 0 {
