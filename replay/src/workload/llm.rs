@@ -353,6 +353,13 @@ pub struct Plan {
     /// interleaved 1F1B): in the steady state a chunk's transfers overlap the
     /// compute of the chunk before; only what outlasts it is exposed.
     pub p2p_overlap: bool,
+    /// `recompute=op`: torchtitan's per-op selective activation checkpointing
+    /// (`selective_ac_option = "op"`): the outputs of matmuls, attention and
+    /// reduce-scatters are saved except every second matmul of a block; the
+    /// backward recomputes those matmuls (per layer: K, output and the SwiGLU up
+    /// projection, or K, output and FC2) and every memory-bound forward op.
+    /// Memory as `recompute=selective`.
+    pub op_sac: bool,
 }
 
 impl Default for Plan {
@@ -380,6 +387,7 @@ impl Default for Plan {
             grad_sync_after: false,
             tp_overlap: false,
             p2p_overlap: false,
+            op_sac: false,
         }
     }
 }
@@ -447,8 +455,12 @@ impl Plan {
                 "recompute" => match v {
                     None | Some("full") => p.recompute = true,
                     Some("selective") => p.selective = true,
+                    Some("op") => {
+                        p.selective = true;
+                        p.op_sac = true;
+                    }
                     Some("none") => {}
-                    Some(other) => return Err(format!("recompute={other}: full, selective or none")),
+                    Some(other) => return Err(format!("recompute={other}: full, selective, op or none")),
                 },
                 "vpp" => p.vpp = num(v)?,
                 "cp" => p.cp = num(v)?,
@@ -480,7 +492,7 @@ impl Plan {
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
                     ));
                 }
             }
@@ -516,7 +528,9 @@ impl Plan {
         if self.recompute {
             parts.push("recompute".into());
         }
-        if self.selective {
+        if self.op_sac {
+            parts.push("recompute=op".into());
+        } else if self.selective {
             parts.push("recompute=selective".into());
         }
         if self.materialized_attention {
@@ -1116,6 +1130,8 @@ struct LayerCosts {
     tp_exposed_share: f64,
     /// Pipeline transfers beside compute (`p2p_overlap`) instead of before and after it.
     p2p_overlap: bool,
+    /// `recompute=op`: the matmuls and memory-bound ops its backward recomputes (GEMM, HBM), per layer.
+    op_sac: (f64, f64),
     moe_a2a: f64,
     attn_gather: f64,
     mlp_gather: f64,
@@ -1502,6 +1518,16 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         p2p_overlap: plan.p2p_overlap,
+        op_sac: if plan.op_sac && !plan.recompute && task == Task::Train {
+            // Every second matmul of a block in execution order: Q, K, V, O → K and O;
+            // SwiGLU's gate, up, down → up; GELU's FC1, FC2 → FC2.
+            // K and O are as large as V and Q: half the attention block's GEMM FLOPs.
+            let attn_share = 0.5;
+            let mlp_share = if model.swiglu { 1.0 / 3.0 } else { 0.5 };
+            (attn_f * attn_share + mlp_f * mlp_share, elementwise_f)
+        } else {
+            (0.0, 0.0)
+        },
         moe_a2a,
         attn_gather,
         mlp_gather,
@@ -1999,6 +2025,9 @@ fn stage_timeline(
             }
             let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
             block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("kv_ag", l, b), k("attn_tp", l + 1, b)]);
+        } else if c.op_sac.0 + c.op_sac.1 > 0.0 {
+            let parts = [(Gemm, c.op_sac.0), (MemoryBound, c.op_sac.1), (Gemm, 0.0)];
+            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("attn_tp", l + 1, b)]);
         }
         if overlap_tp {
             add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_b).0, &[prev, k("attn_tp", l + 1, b), k("recompute", l, b)]);
@@ -2118,6 +2147,7 @@ mod tests {
             tp_comm: 0.4e-3,
             tp_exposed_share: share,
             p2p_overlap: false,
+            op_sac: (0.0, 0.0),
             moe_a2a: 0.0,
             attn_gather: 0.0,
             mlp_gather: 0.0,
@@ -2157,6 +2187,31 @@ mod tests {
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");
         assert!(overlapped.iteration_ms < plain.iteration_ms);
+    }
+
+    /// `recompute=op` (torchtitan's per-op selective checkpointing, `parallelize_llama.py` @820504e: every second
+    /// matmul of a block recomputed): the backward recomputes K and O (half the attention GEMMs) and SwiGLU's up
+    /// projection (a third of the MLP's), and every memory-bound forward op, as full recomputation does.
+    #[test]
+    fn per_op_selective_checkpointing_recomputes_every_second_matmul() {
+        let model = Transformer::preset("llama3-8b").unwrap();
+        let mut c = a100(1);
+        c.overlap_slowdown = 0.0;
+        let t = |r: &str| project(&model, &c, &Plan::parse(&format!("mb=1,gbs=2,recompute={r}")).unwrap(), Task::Train).unwrap().times;
+        let (sel, op, full) = (t("selective"), t("op"), t("full"));
+        let gemm = |x: &IterationTimes| x.by_kind_ms["gemm"];
+        let mem = |x: &IterationTimes| x.by_kind_ms["memory_bound"];
+        // The same memory-bound recomputation as full checkpointing.
+        assert!(((mem(&op) - mem(&sel)) - (mem(&full) - mem(&sel))).abs() < 1e-9 * mem(&full));
+        // Between a third and a half of full recomputation's extra GEMM time; attention is not recomputed.
+        let share = (gemm(&op) - gemm(&sel)) / (gemm(&full) - gemm(&sel));
+        assert!(share > 1.0 / 3.0 && share < 0.5, "{share}");
+        assert_eq!(op.by_kind_ms["attention"], sel.by_kind_ms["attention"]);
+        assert_eq!(
+            Plan::parse("recompute=op").unwrap().describe(),
+            Plan::parse(&Plan::parse("recompute=op").unwrap().describe()).unwrap().describe()
+        );
+        assert!(Plan::parse("recompute=op").unwrap().describe().contains("recompute=op"));
     }
 
     /// GB200 / GB300 NVL72: the node is the 72-GPU NVLink domain (DGX GB200 User Guide: 72-GPU NVL domains of 18
@@ -2622,7 +2677,7 @@ mod tests {
         assert!(Plan::parse("recompute=full").unwrap().recompute);
         assert!(Plan::parse("recompute").unwrap().recompute);
         assert!(!Plan::parse("recompute=none").unwrap().recompute);
-        assert!(Plan::parse("recompute=some").unwrap_err().to_string().contains("full, selective or none"));
+        assert!(Plan::parse("recompute=some").unwrap_err().to_string().contains("full, selective, op or none"));
         let cp = Plan::parse("tp=2,cp=2,fp8").unwrap();
         assert_eq!((cp.cp, cp.fp8, cp.gpus()), (2, true, 4));
         assert_eq!(Plan::parse(&cp.describe()).unwrap(), cp);

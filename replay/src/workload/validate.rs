@@ -372,6 +372,12 @@ enum Framework {
     /// Overlap*) gates TP overlap on sequence parallelism and enables the distributed
     /// optimizer (`use_distributed_optimizer`) for the data-parallel overlap.
     MegatronBridge,
+    /// torchtitan: its `selective` activation checkpointing in the llama3 train configs is
+    /// `selective_ac_option = "op"` (`models/llama3/train_configs/llama3_8b.toml` @820504e), the
+    /// per-op policy of `models/llama3/parallelize_llama.py`: save matmul, attention and
+    /// reduce-scatter outputs except every second matmul; a runs file's `recompute=selective`
+    /// means that (`recompute=op`), not tracecast's attention-core recomputation.
+    Torchtitan,
 }
 
 impl Framework {
@@ -380,7 +386,9 @@ impl Framework {
     fn of(run: &Run) -> Option<(Framework, &'static str, bool)> {
         let find = |text: &str| {
             let t = text.to_ascii_lowercase();
-            if t.contains("megatron-bridge") || t.contains("megatron bridge") {
+            if t.contains("torchtitan") {
+                Some((Framework::Torchtitan, "torchtitan"))
+            } else if t.contains("megatron-bridge") || t.contains("megatron bridge") {
                 Some((Framework::MegatronBridge, "Megatron-Bridge"))
             } else if t.contains("nemo") {
                 Some((Framework::NeMo, "NeMo"))
@@ -398,6 +406,13 @@ impl Framework {
     fn apply_defaults(self, spec: &str, plan: &mut Plan) -> Vec<String> {
         let said = |key: &str| spec.split(',').map(|p| p.split('=').next().unwrap_or("").trim()).any(|k| k == key);
         let mut applied = Vec::new();
+        if self == Framework::Torchtitan {
+            if plan.selective && !plan.op_sac && !plan.recompute {
+                plan.op_sac = true;
+                return vec!["recompute=op for recompute=selective (its per-op selective activation checkpointing)".into()];
+            }
+            return Vec::new();
+        }
         if plan.tp > 1 && !plan.sp && !said("sp") {
             plan.sp = true;
             applied.push("sp (sequence parallelism with TP)");
@@ -824,6 +839,18 @@ mod tests {
         // What the plan states wins; a framework without such defaults gets none.
         assert!(!notes("stated").contains("defaults the plan does not state"), "{}", notes("stated"));
         assert!(!notes("other").contains("defaults the plan does not state"), "{}", notes("other"));
+        // torchtitan's `selective` is its per-op checkpointing.
+        let tt =
+            runs(&format!(r#"{{"runs": [{}]}}"#, run("tt", "pytorch/torchtitan benchmarks", "fsdp=16,mb=1,gbs=16,recompute=selective")));
+        let tt = validate(&tt, &catalog, &[], None);
+        assert!(
+            tt.runs[0]
+                .notes
+                .join(" | ")
+                .contains("torchtitan defaults the plan does not state (framework named by the source): recompute=op"),
+            "{:?}",
+            tt.runs[0].notes
+        );
         // The distributed optimizer shards the Adam state over the 8 data-parallel ranks.
         let mem = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().memory.clone().unwrap();
         assert!((mem("other").optimizer_gb / mem("nemo").optimizer_gb - 8.0).abs() < 1e-9);
