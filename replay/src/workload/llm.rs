@@ -2024,13 +2024,26 @@ fn stage_timeline(
                 add(&mut lanes, "kv_ag", l, b, AllGather, c.cp_kv, &[prev]);
             }
             let parts = [(Gemm, c.attn_f + c.mlp_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f)];
-            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("kv_ag", l, b), k("attn_tp", l + 1, b)]);
+            let deps = [prev, k("mlp_ag", l, b), k("kv_ag", l, b), k("attn_tp", l + 1, b)];
+            block(&mut lanes, "recompute", l, b, parts, &deps);
+            // The recomputed forward runs its two tensor-parallel collectives again.
+            if c.tp_comm > 0.0 {
+                let total = 2.0 * c.tp_comm;
+                if overlap_tp {
+                    let hidden = (total * (1.0 - c.tp_exposed_share)).min(c.attn_f + c.mlp_f);
+                    add(&mut lanes, "rc_tpo", l, b, AllReduce, hidden, &deps);
+                    add(&mut lanes, "rc_tp", l, b, AllReduce, total - hidden, &[k("recompute", l, b), k("rc_tpo", l, b)]);
+                } else {
+                    add(&mut lanes, "rc_tp", l, b, AllReduce, total, &[k("recompute", l, b)]);
+                }
+            }
         } else if c.op_sac.0 + c.op_sac.1 > 0.0 {
             let parts = [(Gemm, c.op_sac.0), (MemoryBound, c.op_sac.1), (Gemm, 0.0)];
             block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("attn_tp", l + 1, b)]);
         }
         if overlap_tp {
-            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_b).0, &[prev, k("attn_tp", l + 1, b), k("recompute", l, b)]);
+            let deps = [prev, k("attn_tp", l + 1, b), k("recompute", l, b), k("rc_tp", l, b)];
+            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_b).0, &deps);
         } else if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
         }
@@ -2046,6 +2059,7 @@ fn stage_timeline(
             k("recompute", l, b),
             k("kv_rs", l + 1, b),
             k("attn_tp", l + 1, b),
+            k("rc_tp", l, b),
         ];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
         if overlap_tp {
@@ -2167,6 +2181,10 @@ mod tests {
         // GEMMs of 0.1 ms hide only 0.1 ms of each (forward); the backward's 0.2 ms GEMMs hide 0.2 ms.
         let exposed = 2.0 * (2.0 * (0.4 - 0.1) + 2.0 * (0.4 - 0.2));
         assert!((step_ms(&costs(0.1, 1.0 / 8.0)) - (2.0 * 0.6 + exposed)).abs() < 1e-6);
+        // Full recomputation re-runs the forward, its two 0.4 ms TP collectives included (Megatron-LM's
+        // tensor_parallel CheckpointFunction.backward calls the forward function again): 2 ms + 0.8 ms per layer.
+        let recomputed = stage_timeline(&costs(1.0, 0.0), 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
+        assert!((recomputed - step_ms(&costs(1.0, 0.0)) - 2.0 * (2.0 + 0.8)).abs() < 1e-6, "{recomputed}");
         // p2p_overlap (Megatron's overlap_p2p_comm): the stage's receive and send of 0.5 ms run beside the
         // 4 ms forward and 8 ms backward instead of before and after them (2 × 1 ms); transfers longer than
         // the compute (5 ms each) are exposed by what they outlast it.
