@@ -375,7 +375,13 @@ pub struct Pricing {
     pub measurements: Arc<Measurements>,
     gemm: Arc<GemmTables>,
     link_shares: std::sync::OnceLock<LinkShares>,
+    /// [`Pricing::best_fraction`] per (measurement ids, GPU, dtype): a scan of
+    /// every measured GEMM, asked for every kernel a projection prices.
+    best_fractions: Arc<std::sync::Mutex<BestFractions>>,
 }
+
+/// Best measured fraction of peak per (measurement ids, GPU id, dtype), and its source.
+type BestFractions = rustc_hash::FxHashMap<(String, String, Dtype), Option<(f64, Arc<str>)>>;
 
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
@@ -388,7 +394,7 @@ impl Pricing {
         } else {
             Arc::new(gemm_tables(&measurements))
         };
-        Pricing { catalog, measurements, gemm, link_shares: std::sync::OnceLock::new() }
+        Pricing { catalog, measurements, gemm, link_shares: std::sync::OnceLock::new(), best_fractions: Default::default() }
     }
 
     /// The shipped catalog and measured base.
@@ -633,6 +639,19 @@ impl Pricing {
 
     /// The best fraction of its `dtype` peak any measured GEMM of `ids` reached, with its source.
     fn best_fraction(&self, ids: &[&str], gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
+        let key = (ids.join(","), gpu.id.clone(), dtype);
+        if let Some(known) = self.best_fractions.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return known;
+        }
+        let best = self.best_fraction_of_rows(ids, gpu, dtype);
+        if let Ok(mut m) = self.best_fractions.lock() {
+            m.insert(key, best.clone());
+        }
+        best
+    }
+
+    /// [`Pricing::best_fraction`], worked out from the measured rows.
+    fn best_fraction_of_rows(&self, ids: &[&str], gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
         let peak = peak(gpu, dtype)?;
         self.measurements
             .gemm

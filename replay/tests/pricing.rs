@@ -23,12 +23,13 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
         let gpu = catalog.gpu(gpu_id).unwrap().clone();
         let dtype = if gpu_id == "v100" { Dtype::Fp16 } else { Dtype::Bf16 };
         let shape = GemmShape { batch: 1.0, m, n, k, dtype };
-        // A profile whose traces ran GEMMs at 0.9× the table's time.
+        // A profile whose traces ran GEMMs at 1.1× the table's time (a correction
+        // that speeds the table up is capped at the GPU's best measured GEMM).
         let mut profile = Profile::of_catalog_gpu(&gpu, &catalog);
         profile.table_corrections.push(TableCorrection {
             class: KernelClass::Gemm,
             dtype: Some(dtype),
-            ratio: 0.9,
+            ratio: 1.1,
             ln_spread: 0.2,
             samples: 100,
             rule: "gemm_table".into(),
@@ -37,7 +38,7 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
         // hw cost GPU gemm --m --n --k [--profile P]
         let plain = pricing.quote(&gpu, &Operation::Gemm(shape), None).unwrap().time_us;
         let quoted = pricing.quote(&gpu, &Operation::Gemm(shape), Some(&profile)).unwrap().time_us;
-        assert!((quoted - 0.9 * plain).abs() < 1e-9 * plain, "{gpu_id}: {quoted} vs 0.9 × {plain}");
+        assert!((quoted - 1.1 * plain).abs() < 1e-9 * plain, "{gpu_id}: {quoted} vs 1.1 × {plain}");
         // project: the cluster's forward GEMM of that shape.
         let cluster = Cluster::from_catalog(&catalog, gpu_id, 8, dtype, Some(&target)).unwrap();
         let projected = cluster.prices.as_ref().unwrap().time_s(1.0, m, k, n, dtype).unwrap() * 1e6;
