@@ -99,6 +99,11 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
         o.classifier = plan.analyze.classifier.clone();
+        // The projection's source device is the page's own calibration of the
+        // job, made once at the reduce: no rank keeps a second copy of its samples.
+        if o.target.is_some() && o.source.is_none() {
+            o.source = Some(tracecast_replay::replay::source_model(None, plan.catalog));
+        }
         o
     });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
@@ -118,11 +123,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
             let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work), None);
-            let projection = projection.as_ref().map(|o| {
-                // The calibration samples made above serve the projection's source device too.
-                let source = o.target.is_some().then(|| samples.clone());
-                replay.retarget(&ctx, o, plan.catalog, Some(&work), source)
-            });
+            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work), None));
             Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
@@ -174,7 +175,10 @@ fn reduce(
     let opts = replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
     let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
     let projection = projection.map(|p| {
-        let o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
+        let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
+        if o.target.is_some() && plan.projection.as_ref().is_some_and(|(_, given)| given.source.is_none()) {
+            o.source = Some(tracecast_replay::replay::source_model(profile.clone(), plan.catalog));
+        }
         tracecast_replay::replay_parts(name.clone(), projection_parts, &collectives, &o, plan.catalog).report
     });
     let collectives = collectives.into_samples();
