@@ -783,7 +783,7 @@ impl Pricing {
         let Some(system) = systems.best(gpus, gpus_per_node) else {
             return self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node);
         };
-        let (mut time_us, rule, extrapolated, what) = system.price(size, gpus)?;
+        let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus)?;
         let mut substitution = substitution;
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
@@ -802,6 +802,21 @@ impl Pricing {
                 time_us *= f;
                 substitution = substitution
                     .map(|s| format!("{s}, × {f:.3} from {} measured point(s) of the {} itself", ratios.len(), collective.as_str()));
+            } else if let Some(spec) = self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node)
+                && spec.time_us > time_us
+            {
+                // Hopper and Blackwell switches reduce in the switch (NVLS): their
+                // all-reduce curves pass the wire rate, which an all-gather or a
+                // reduce-scatter never gets (8 × H200: 361 / 363 GB/s against the
+                // all-reduce's 480, `mle-h200-collectives`). Without points of its
+                // own the collective is held to the link rule's price.
+                (time_us, rule) = (spec.time_us, spec.rule);
+                substitution = substitution.map(|s| {
+                    format!(
+                        "{s}, held to the link rule (the all-reduce's in-switch reduction does not carry over to the {})",
+                        collective.as_str()
+                    )
+                });
             }
         }
         let basis = format!(
@@ -1370,6 +1385,29 @@ mod tests {
         let slower = crate::profile::TableCorrection { ratio: 1.7, ..correction };
         let table = p.gemm(&b200, &shape).unwrap().time_us;
         assert!((p.gemm_corrected(&b200, &shape, Some(&slower)).unwrap().time_us - 1.7 * table).abs() < 1e-6);
+    }
+
+    #[test]
+    fn an_all_gather_without_points_of_its_own_is_held_to_the_link_rule() {
+        // 8 × H200, NCCL 2.27.7, 16 GiB (`mle-h200-collectives`): all-reduce 480.0 GB/s
+        // with in-switch reduction (NVLS), 367.2 without it; all-gather 361.4 and
+        // reduce-scatter 362.9 — no NVLS for them. The H100 (the same NVLink 4 switch)
+        // has no all-gather point: its all-reduce curve must not price one at the NVLS rate.
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+        let bytes = 17_179_869_184.0;
+        let busbw = |c: Collective| {
+            let price = p.collective(&h100, c, bytes, 8, 8).unwrap();
+            (c.bus_factor(8).unwrap() * bytes / (price.time_us * 1e-6) / 1e9, price)
+        };
+        let (all_reduce, _) = busbw(Collective::AllReduce);
+        for c in [Collective::AllGather, Collective::ReduceScatter] {
+            let (gbps, price) = busbw(c);
+            assert!(gbps < all_reduce, "{c:?}: {gbps} GB/s, all-reduce {all_reduce}");
+            assert!((gbps / 361.4 - 1.0).abs() < 0.10, "{c:?}: {gbps} GB/s against the H200's measured 361.4");
+            assert_eq!(price.rule, PriceRule::CollectiveLinkSpec, "{}", price.basis);
+            assert!(price.basis.contains("in-switch reduction"), "{}", price.basis);
+        }
     }
 
     #[test]
