@@ -351,7 +351,9 @@ fn kernel_fit(
     // kept (a job has millions of samples: one copy, not several).
     let known = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
     let all = known.clone().count();
-    let pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
+    let mut pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
+    // The points stay in the profile for its charts: without the growth's spare capacity.
+    pts.shrink_to_fit();
     if pts.len() < min {
         return Err(if all >= min && min_work > 0.0 {
             format!(
