@@ -915,7 +915,6 @@ mod tests {
                 bytes: Some(b),
                 dur_us: t,
                 kernels: 1,
-                op: "aten::mm".into(),
                 shape: None,
             })
             .collect();

@@ -117,8 +117,6 @@ pub struct WorkSample {
     pub dur_us: f64,
     /// Kernels summed.
     pub kernels: u32,
-    /// The op's name (or the kernel's, without an op), shared by the samples of a rank.
-    pub op: std::sync::Arc<str>,
     /// The op's shape, where the pricing layer's tables are indexed by it
     /// (shared by a rank's samples of one shape: a job has millions of samples).
     #[serde(skip)]
@@ -505,13 +503,6 @@ pub fn samples(trace: &RankTrace, classifier: &Classifier) -> Vec<WorkSample> {
 pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<WorkSample> {
     let ev = &trace.events;
     let mut by_op: std::collections::BTreeMap<u32, WorkSample> = std::collections::BTreeMap::new();
-    // Thousands of samples per rank name a few dozen ops: one string each
-    // (names are interned, so one per name id).
-    let mut names: rustc_hash::FxHashMap<tracecast_ingest::NameId, std::sync::Arc<str>> = rustc_hash::FxHashMap::default();
-    let mut name = |row: usize| -> std::sync::Arc<str> {
-        let id = ev.name.get(row).copied().unwrap_or_default();
-        names.entry(id).or_insert_with(|| std::sync::Arc::from(trace.name(row))).clone()
-    };
     let mut shapes: rustc_hash::FxHashMap<[u64; 6], std::sync::Arc<OpShape>> = rustc_hash::FxHashMap::default();
     let mut shape = |s: Option<OpShape>| s.map(|s| shapes.entry(s.key()).or_insert_with(|| std::sync::Arc::new(s)).clone());
     let mut unattributed: Vec<WorkSample> = Vec::new();
@@ -527,26 +518,18 @@ pub fn samples_of(trace: &RankTrace, kernel_work: &[Option<KernelWork>]) -> Vec<
                     bytes: k.op.and_then(|o| o.bytes),
                     dur_us: 0.0,
                     kernels: 0,
-                    op: name(row as usize),
                     shape: shape(k.op.and_then(|o| o.shape)),
                 });
                 s.dur_us += dur_us;
                 s.kernels += 1;
             }
-            None => unattributed.push(WorkSample {
-                class: k.class,
-                dtype: None,
-                work: None,
-                bytes: None,
-                dur_us,
-                kernels: 1,
-                op: name(i),
-                shape: None,
-            }),
+            None => unattributed.push(WorkSample { class: k.class, dtype: None, work: None, bytes: None, dur_us, kernels: 1, shape: None }),
         }
     }
     let mut out: Vec<WorkSample> = by_op.into_values().collect();
     out.extend(unattributed);
+    // A job holds every rank's samples until it is calibrated: no spare capacity.
+    out.shrink_to_fit();
     out
 }
 
