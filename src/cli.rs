@@ -250,10 +250,10 @@ pub(crate) struct CalibrateArgs {
     pub(crate) nodes: u32,
 }
 
+/// What a replay changes from the measured run: the flags `replay` and
+/// `report` share.
 #[derive(clap::Args)]
-pub(crate) struct ReplayArgs {
-    #[command(flatten)]
-    pub(crate) inputs: Inputs,
+pub(crate) struct WhatIfArgs {
     /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast).
     #[arg(long, value_name = "K=V,...")]
     pub(crate) scale: Option<String>,
@@ -261,12 +261,6 @@ pub(crate) struct ReplayArgs {
     /// with a known size and group then takes α + bus factor × bytes / busbw (nccl-tests convention).
     #[arg(long, value_name = "K=V,...")]
     pub(crate) link: Option<String>,
-    /// Write the replay as JSON.
-    #[arg(long, value_name = "F")]
-    pub(crate) json: Option<PathBuf>,
-    /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz).
-    #[arg(long, value_name = "F")]
-    pub(crate) perfetto: Option<PathBuf>,
     /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and
     /// intra/inter-node bandwidth from the hardware catalog follow).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -274,21 +268,37 @@ pub(crate) struct ReplayArgs {
     /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
     #[arg(long, value_name = "GPU")]
     pub(crate) target: Option<String>,
-    /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there); required with --target.
+    /// Calibration profile of the target GPU (`tracecast calibrate` on traces measured there; default: its
+    /// shipped profile).
     #[arg(long, value_name = "P.json", requires = "target")]
     pub(crate) profile: Option<PathBuf>,
     /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     pub(crate) measurements: Vec<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ReplayArgs {
+    #[command(flatten)]
+    pub(crate) inputs: Inputs,
+    #[command(flatten)]
+    pub(crate) what_if: WhatIfArgs,
+    /// Write the replay as JSON.
+    #[arg(long, value_name = "F")]
+    pub(crate) json: Option<PathBuf>,
+    /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz).
+    #[arg(long, value_name = "F")]
+    pub(crate) perfetto: Option<PathBuf>,
     /// A what-if beside the others in one table of speed-ups (repeatable), `NAME:K=V,...`: `compute`,
     /// `memory`, `link` (speed-ups, as --scale), `world-size` (as --world-size), `alpha`, `busbw`,
     /// `inter-alpha`, `inter-busbw` (as --link; α-β keys need busbw). --scale, --link, --world-size and
     /// --target apply to every scenario and the keys a scenario names replace theirs. Each job is read
     /// whole (as with --perfetto) and replayed once per scenario, after an identity replay ("measured").
     #[arg(long = "what-if", value_name = "NAME:K=V,...", action = clap::ArgAction::Append)]
-    pub(crate) what_if: Vec<String>,
+    pub(crate) scenarios: Vec<String>,
 }
 
+/// `tracecast report`: its what-if flags are `replay`'s, shown beside the measured run.
 #[derive(clap::Args)]
 pub(crate) struct ReportArgs {
     #[command(flatten)]
@@ -298,24 +308,8 @@ pub(crate) struct ReportArgs {
     /// The HTML file to write.
     #[arg(long, value_name = "report.html")]
     pub(crate) out: PathBuf,
-    /// Also project each job onto this GPU (catalog id; its shipped profile unless --profile is given).
-    #[arg(long, value_name = "GPU")]
-    pub(crate) target: Option<String>,
-    /// Calibration profile of the --target GPU.
-    #[arg(long, value_name = "P.json", requires = "target")]
-    pub(crate) profile: Option<PathBuf>,
-    /// Also show a what-if with these speed-ups, e.g. `link=2`.
-    #[arg(long, value_name = "K=V,...")]
-    pub(crate) scale: Option<String>,
-    /// Also show a what-if with the job's collectives over N ranks (as `replay --world-size`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) world_size: Option<u32>,
-    /// Also show a what-if with these link α-β (as `replay --link`).
-    #[arg(long, value_name = "alpha=US,busbw=GBPS[,...]")]
-    pub(crate) link: Option<String>,
-    /// Your own measurements for the pricing layer that prices the projection (as `replay --measurements`; repeatable).
-    #[arg(long, value_name = "FILE.csv")]
-    pub(crate) measurements: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) what_if: WhatIfArgs,
     /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
     #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
     pub(crate) job_gpus: Option<f64>,
@@ -437,12 +431,20 @@ impl AnalyzeArgs {
     }
 }
 
+impl WhatIfArgs {
+    fn options(self) -> replay::WhatIf {
+        let mut o = replay::WhatIf::default();
+        (o.scale, o.link, o.world_size) = (self.scale, self.link, self.world_size);
+        (o.target, o.profile, o.measurements) = (self.target, self.profile, self.measurements);
+        o
+    }
+}
+
 impl ReplayArgs {
     pub(crate) fn into_options(self) -> replay::Options {
         let mut o = replay::Options::default();
-        (o.inputs, o.scale, o.link, o.json, o.perfetto) = (self.inputs.inputs(), self.scale, self.link, self.json, self.perfetto);
-        (o.world_size, o.target, o.profile, o.measurements, o.what_if) =
-            (self.world_size, self.target, self.profile, self.measurements, self.what_if);
+        (o.inputs, o.what_if, o.scenarios) = (self.inputs.inputs(), self.what_if.options(), self.scenarios);
+        (o.json, o.perfetto) = (self.json, self.perfetto);
         o
     }
 }
@@ -450,11 +452,8 @@ impl ReplayArgs {
 impl ReportArgs {
     pub(crate) fn into_options(self) -> report::Options {
         let mut o = report::Options::default();
-        (o.inputs, o.window, o.out, o.target, o.profile) =
-            (self.inputs.inputs(), self.window.window_options(), self.out, self.target, self.profile);
-        (o.scale, o.world_size, o.link, o.job_gpus, o.job_hours, o.png) =
-            (self.scale, self.world_size, self.link, self.job_gpus, self.job_hours, self.png);
-        o.measurements = self.measurements;
+        (o.inputs, o.window, o.out, o.what_if) = (self.inputs.inputs(), self.window.window_options(), self.out, self.what_if.options());
+        (o.job_gpus, o.job_hours, o.png) = (self.job_gpus, self.job_hours, self.png);
         o
     }
 }

@@ -58,7 +58,7 @@ impl Page {
 
     /// The report plan of the page: the measured job and the what-if, labelled by its speed-ups.
     fn plan(&self) -> report::Plan<'_> {
-        let projection = Some((report::projection_label(None, self.what_if.scale), self.what_if.clone()));
+        let projection = Some((crate::replay::WhatIf::default().label(self.what_if.scale), self.what_if.clone()));
         report::Plan { catalog: &self.catalog, analyze: &self.analyze, projection, gpus_per_node: None, png_dir: None }
     }
 }

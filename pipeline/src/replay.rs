@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use tracecast_calibrate::Catalog;
 use tracecast_ingest::analysis::{JobCollectives, RankContext};
 use tracecast_ingest::{Job, output};
 use tracecast_replay::scenario::{self, JobWithScenarios};
@@ -15,20 +16,15 @@ use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, t
 use crate::inputs::{Inputs, for_each_input, for_each_job};
 use crate::output::per_device;
 
-/// What `replay` replays, under which what-ifs, and what it writes.
+/// What a replay changes from the measured run: one definition for `replay`
+/// and the report's projection.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub struct Options {
-    /// The traces.
-    pub inputs: Inputs,
+pub struct WhatIf {
     /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (default: none).
     pub scale: Option<String>,
     /// Link α-β overrides, `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]` (default: none).
     pub link: Option<String>,
-    /// Write the replay as JSON (default: none).
-    pub json: Option<PathBuf>,
-    /// Write the replayed timeline as Chrome-trace JSON, gzip when it ends in `.gz` (default: none).
-    pub perfetto: Option<PathBuf>,
     /// Collectives over the whole job run over this many ranks (default: as measured).
     pub world_size: Option<u32>,
     /// Project onto this GPU (catalog id) (default: none).
@@ -37,15 +33,58 @@ pub struct Options {
     pub profile: Option<PathBuf>,
     /// The user's measurements for the pricing layer (default: none).
     pub measurements: Vec<PathBuf>,
-    /// What-ifs replayed side by side, `NAME:K=V,...` (default: none).
-    pub what_if: Vec<String>,
 }
 
-impl Options {
-    /// Whether anything differs from the measured run: the table then shows the change, not the error.
-    fn changes_anything(&self, scale: Scale) -> bool {
+impl WhatIf {
+    /// Replay options with these changes (parsed, the target's model found,
+    /// priced by the shipped base and the user's measurements).
+    pub fn replay_options(&self, catalog: &Catalog) -> Result<ReplayOptions> {
+        let mut o = ReplayOptions::default();
+        if let Some(spec) = &self.scale {
+            o.scale = spec.parse()?;
+        }
+        if let Some(spec) = &self.link {
+            o.link = Some(spec.parse()?);
+        }
+        o.target = target_model(self.target.as_ref(), self.profile.as_ref(), catalog)?;
+        o.pricing = Some(pricing_with(catalog, &self.measurements)?);
+        o.world_size = self.world_size;
+        Ok(o)
+    }
+
+    /// Whether anything differs from the measured run.
+    pub fn changes_anything(&self, scale: Scale) -> bool {
         scale != Scale::default() || self.world_size.is_some() || self.target.is_some() || self.link.is_some()
     }
+
+    /// A label for the changes: the target, the speed-ups, the ranks and the link.
+    pub fn label(&self, scale: Scale) -> String {
+        let mut parts: Vec<String> = self.target.iter().cloned().collect();
+        for (k, v) in [("compute", scale.compute), ("memory", scale.memory), ("link", scale.link)] {
+            if v != 1.0 {
+                parts.push(format!("{k} ×{v}"));
+            }
+        }
+        parts.extend(self.world_size.map(|n| format!("{n} ranks")));
+        parts.extend(self.link.as_ref().map(|l| format!("link {l}")));
+        parts.join(", ")
+    }
+}
+
+/// What `replay` replays, under which what-ifs, and what it writes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// The traces.
+    pub inputs: Inputs,
+    /// What the replay changes from the measured run (default: nothing, an identity replay).
+    pub what_if: WhatIf,
+    /// What-ifs replayed side by side, `NAME:K=V,...`, each on top of `what_if` (default: none).
+    pub scenarios: Vec<String>,
+    /// Write the replay as JSON (default: none).
+    pub json: Option<PathBuf>,
+    /// Write the replayed timeline as Chrome-trace JSON, gzip when it ends in `.gz` (default: none).
+    pub perfetto: Option<PathBuf>,
 }
 
 /// Replays every job the inputs stand for and writes the table, the JSON and
@@ -53,20 +92,11 @@ impl Options {
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = &args.inputs.read;
     let read_opts = read.read_options()?;
-    let mut opts = ReplayOptions::default();
-    opts.classifier = read.classifier()?;
-    if let Some(spec) = &args.scale {
-        opts.scale = spec.parse()?;
-    }
-    if let Some(spec) = &args.link {
-        opts.link = Some(spec.parse()?);
-    }
-    let scenarios = scenario::parse_scenarios(&args.what_if)?;
     let catalog = catalog_with(&read.hw)?;
-    opts.target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
-    opts.pricing = Some(pricing_with(&catalog, &args.measurements)?);
-    opts.world_size = args.world_size;
+    let mut opts = args.what_if.replay_options(&catalog)?;
+    opts.classifier = read.classifier()?;
     let opts = opts;
+    let scenarios = scenario::parse_scenarios(&args.scenarios)?;
     let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
     let mut perfetto_error = None;
     let failed = if args.perfetto.is_none() && scenarios.is_empty() {
@@ -110,7 +140,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let what_if = |i: usize| what_ifs.get(i).map_or(&[][..], Vec::as_slice);
     if !read.quiet {
         for (i, r) in replays.iter().enumerate() {
-            write_replay(out, r, args.changes_anything(r.scale))?;
+            write_replay(out, r, args.what_if.changes_anything(r.scale))?;
             scenario::write_table(out, what_if(i))?;
             writeln!(out)?;
         }

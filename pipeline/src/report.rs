@@ -12,11 +12,12 @@ use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{self, AnalyzeOptions, CollectiveSample, JobAnalysis, MessageSizeRow, RankContext};
 use tracecast_plots::report::{JobReport, Report, write_report};
-use tracecast_replay::{JobReplay, ReplayOptions, Scale};
+use tracecast_replay::{JobReplay, ReplayOptions};
 
 use crate::Outcome;
-use crate::hardware::{catalog_with, pricing_with, rank_analysis, replay_options_for, target_model};
+use crate::hardware::{catalog_with, rank_analysis, replay_options_for};
 use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
+use crate::replay::WhatIf;
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
 #[derive(Debug, Clone, Default)]
@@ -28,18 +29,8 @@ pub struct Options {
     pub window: WindowOptions,
     /// The HTML file to write (default: empty, refused).
     pub out: PathBuf,
-    /// Also project each job onto this GPU (catalog id) (default: none).
-    pub target: Option<String>,
-    /// Calibration profile of the target GPU (default: its shipped profile).
-    pub profile: Option<PathBuf>,
-    /// Also show a what-if with these speed-ups, e.g. `link=2` (default: none).
-    pub scale: Option<String>,
-    /// Also show a what-if with the job's collectives over this many ranks (default: none).
-    pub world_size: Option<u32>,
-    /// Also show a what-if with these link α-β (default: none).
-    pub link: Option<String>,
-    /// The user's measurements for the pricing layer, which prices the projection (default: none).
-    pub measurements: Vec<PathBuf>,
+    /// The what-if the page shows beside the measured run, as `replay`'s (default: none).
+    pub what_if: WhatIf,
     /// GPUs of the whole job, to state its GPU-hours (with `job_hours`) (default: none).
     pub job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with `job_gpus`) (default: none).
@@ -223,42 +214,12 @@ pub(crate) fn write(sections: &[Section], plan: &Plan<'_>, out: &Path) -> Result
     Ok(write_report(&report, out)?)
 }
 
-/// A label for a projection: the target and the speed-ups.
-pub(crate) fn projection_label(target: Option<&str>, scale: Scale) -> String {
-    let mut parts = Vec::new();
-    if let Some(t) = target {
-        parts.push(t.to_string());
-    }
-    for (k, v) in [("compute", scale.compute), ("memory", scale.memory), ("link", scale.link)] {
-        if v != 1.0 {
-            parts.push(format!("{k} ×{v}"));
-        }
-    }
-    parts.join(", ")
-}
-
 /// Writes the page of every job the inputs stand for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = &args.inputs.read;
     let catalog = catalog_with(&read.hw)?;
-    let target = target_model(args.target.as_ref(), args.profile.as_ref(), &catalog)?;
-    let scale = args.scale.as_deref().map(str::parse::<Scale>).transpose()?.unwrap_or_default();
-    let link = args.link.as_deref().map(str::parse::<tracecast_replay::LinkOverride>).transpose()?;
-    let pricing = pricing_with(&catalog, &args.measurements)?;
-    let what_if = target.is_some() || scale != Scale::default() || link.is_some() || args.world_size.is_some();
-    let projection = what_if.then(|| {
-        let mut o = ReplayOptions::default();
-        (o.scale, o.target, o.link, o.world_size) = (scale, target.clone(), link, args.world_size);
-        o.pricing = Some(pricing.clone());
-        let mut label = projection_label(args.target.as_deref(), scale);
-        for extra in [args.world_size.map(|n| format!("{n} ranks")), args.link.clone().map(|l| format!("link {l}"))].into_iter().flatten() {
-            if !label.is_empty() {
-                label.push_str(", ");
-            }
-            label.push_str(&extra);
-        }
-        (label, o)
-    });
+    let projection = args.what_if.replay_options(&catalog)?;
+    let projection = args.what_if.changes_anything(projection.scale).then(|| (args.what_if.label(projection.scale), projection));
     let mut analyze = args.window.analyze_options(read)?;
     (analyze.job_gpus, analyze.job_hours) = (args.job_gpus, args.job_hours);
     let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
