@@ -104,7 +104,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 let ctx = RankContext::new(rank, &opts.classifier);
-                (tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None, None), ctx.into_collectives())
+                (tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives())
             };
             let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
             ((!parts.is_empty()).then_some((path, parts)), failures)

@@ -50,6 +50,14 @@ pub(crate) struct Plan<'a> {
     pub(crate) png_dir: Option<PathBuf>,
 }
 
+impl Plan<'_> {
+    /// Whether the projection's source device is the page's own calibration
+    /// of the job (made once at the reduce; the ranks keep no samples for it).
+    fn calibrates_source(&self) -> bool {
+        self.projection.as_ref().is_some_and(|(_, p)| p.target.is_some() && p.source.is_none())
+    }
+}
+
 /// Everything computed for one job: the results the page draws.
 pub(crate) struct Section {
     analysis: JobAnalysis,
@@ -90,9 +98,9 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
         o.classifier = plan.analyze.classifier.clone();
-        // The projection's source device is the page's own calibration of the
-        // job, made once at the reduce: no rank keeps a second copy of its samples.
-        if o.target.is_some() && o.source.is_none() {
+        // A source is set, so no rank keeps a copy of its samples; the reduce
+        // puts the page's calibration in its place.
+        if plan.calibrates_source() {
             o.source = Some(tracecast_replay::replay::source_model(None, plan.catalog));
         }
         o
@@ -113,8 +121,8 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
-            let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work), None);
-            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work), None));
+            let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work));
+            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work)));
             Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
@@ -167,7 +175,7 @@ fn reduce(
     let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
     let projection = projection.map(|p| {
         let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-        if o.target.is_some() && plan.projection.as_ref().is_some_and(|(_, given)| given.source.is_none()) {
+        if plan.calibrates_source() {
             o.source = Some(tracecast_replay::replay::source_model(profile.clone(), plan.catalog));
         }
         tracecast_replay::replay_parts(name.clone(), projection_parts, &collectives, &o, plan.catalog).report

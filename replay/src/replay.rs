@@ -422,7 +422,7 @@ pub fn job_parts<'c>(job: &Job, opts: &ReplayOptions, catalog: &'c tracecast_cal
         .par_iter()
         .map(|r| {
             let ctx = RankContext::new(r, &opts.classifier);
-            (RankPart::of(&ctx, opts, catalog, None, None), ctx.into_collectives())
+            (RankPart::of(&ctx, opts, catalog, None), ctx.into_collectives())
         })
         .unzip();
     (parts, JobCollectives::new(ranks))
@@ -458,14 +458,13 @@ impl<'c> RankPart<'c> {
     /// One rank's part from its context (whose classifier should be
     /// `opts.classifier`). With a target in `opts` it keeps the compute
     /// kernels' work — `work`, the context's [`kernel_work_of`], computed here
-    /// when not given — and, without a source device, the rank's calibration
-    /// samples (`samples`, likewise).
+    /// when not given — and, without a source device in `opts`, the rank's
+    /// calibration samples, from which the replay calibrates the source.
     pub fn of(
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     ) -> RankPart<'c> {
         let trace = ctx.trace();
         let piece = RankPiece::of(trace, ctx.classes(), ctx.links());
@@ -487,22 +486,20 @@ impl<'c> RankPart<'c> {
             samples: None,
             for_target: false,
         };
-        part.with_target(ctx, opts, catalog, work, samples)
+        part.with_target(ctx, opts, catalog, work)
     }
 
     /// This part for a replay with other options (`opts`) of the same rank
-    /// (`ctx`): the graph piece is copied, not built again; `work` and
-    /// `samples` as for [`RankPart::of`].
+    /// (`ctx`): the graph piece is copied, not built again; `work` as for
+    /// [`RankPart::of`].
     pub fn retarget(
         &self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     ) -> RankPart<'c> {
-        let part = RankPart { work: Vec::new(), samples: None, for_target: false, ..self.clone() };
-        part.with_target(ctx, opts, catalog, work, samples)
+        self.without_target().with_target(ctx, opts, catalog, work)
     }
 
     /// This part for a replay without a target (its kernels keep their measured time).
@@ -517,7 +514,6 @@ impl<'c> RankPart<'c> {
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     ) -> RankPart<'c> {
         let part = &mut self;
         part.for_target = opts.target.is_some();
@@ -538,7 +534,7 @@ impl<'c> RankPart<'c> {
                 .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
                 .collect();
             if opts.source.is_none() {
-                part.samples = Some(samples.unwrap_or_else(|| tracecast_calibrate::profile::rank_samples(ctx, all, catalog)));
+                part.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
             }
         }
         self
