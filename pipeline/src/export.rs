@@ -165,7 +165,7 @@ pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<
                 job.push(j.path.clone());
                 rank.push(r.rank);
                 name.push(k.name.clone());
-                class.push(serde_json::to_value(k.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+                class.push(k.class.as_str());
                 count.push(k.count);
                 total.push(k.total_us);
                 mean.push(k.mean_us);

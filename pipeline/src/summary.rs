@@ -218,7 +218,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             writeln!(w, "\nTop kernels (rank {}):", r.rank)?;
             writeln!(w, "  {:>7} {:>11} {:>6}  {:<8} name", "count", "total ms", "busy%", "class")?;
             for k in r.top_kernels.iter().take(8) {
-                let class = serde_json::to_value(k.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let class = k.class.as_str();
                 writeln!(
                     w,
                     "  {:>7} {:>11.3} {:>6.1}  {:<8} {}",

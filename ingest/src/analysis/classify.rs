@@ -24,6 +24,17 @@ pub enum ActivityClass {
     Memory,
 }
 
+impl ActivityClass {
+    /// Its name, as serialized (`compute`, `comm`, `memory`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivityClass::Compute => "compute",
+            ActivityClass::Comm => "comm",
+            ActivityClass::Memory => "memory",
+        }
+    }
+}
+
 /// Which kernels count as communication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -227,7 +238,14 @@ pub fn family_collective(family: &str, name: &str) -> Option<crate::collective::
 
 #[cfg(test)]
 mod tests {
-    use super::Classifier;
+    use super::{ActivityClass, Classifier};
+
+    #[test]
+    fn a_class_name_is_its_serialized_name() {
+        for c in [ActivityClass::Compute, ActivityClass::Comm, ActivityClass::Memory] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
+    }
 
     #[test]
     fn the_nccl_rule_is_exactly_nccl_kernel() {

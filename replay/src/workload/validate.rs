@@ -231,6 +231,24 @@ pub struct RunResult {
     pub notes: Vec<String>,
 }
 
+impl RunResult {
+    /// A run that was not projected, and why.
+    fn not_projected(id: &str, measured: f64, why: String) -> RunResult {
+        RunResult {
+            id: id.to_string(),
+            measured_tokens_per_s_per_gpu: measured,
+            predicted_tokens_per_s_per_gpu: None,
+            error: None,
+            fits_memory: None,
+            iteration_ms: None,
+            times: None,
+            memory: None,
+            hbm_gb: None,
+            notes: vec![why],
+        }
+    }
+}
+
 /// All runs, with the summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct Validation {
@@ -501,18 +519,7 @@ fn project_run(
             hbm_gb: Some(p.hbm_gb),
             notes,
         },
-        Err(e) => RunResult {
-            id: run.id.clone(),
-            measured_tokens_per_s_per_gpu: measured,
-            predicted_tokens_per_s_per_gpu: None,
-            error: None,
-            fits_memory: None,
-            iteration_ms: None,
-            times: None,
-            memory: None,
-            hbm_gb: None,
-            notes: vec![format!("not projected: {e}")],
-        },
+        Err(e) => RunResult::not_projected(&run.id, measured, format!("not projected: {e}")),
     }
 }
 
@@ -696,18 +703,11 @@ pub fn fit(
                         );
                         res
                     }
-                    _ => RunResult {
-                        id: r.id.clone(),
-                        measured_tokens_per_s_per_gpu: r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
-                        predicted_tokens_per_s_per_gpu: None,
-                        error: None,
-                        fits_memory: None,
-                        iteration_ms: None,
-                        times: None,
-                        memory: None,
-                        hbm_gb: None,
-                        notes: vec![format!("the only {} run on {id}: nothing to fit without it", dtype.as_str())],
-                    },
+                    _ => RunResult::not_projected(
+                        &r.id,
+                        r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
+                        format!("the only {} run on {id}: nothing to fit without it", dtype.as_str()),
+                    ),
                 };
                 loo_results.insert(r.id.clone(), result);
             }
