@@ -613,30 +613,24 @@ pub fn replay_parts(
         let base = place.base[r] as usize;
         let nsteps = part.steps.len().max(1);
         // Window per step (or one window for the whole trace), measured and replayed.
-        let mut measured: Vec<Option<(i64, i64)>> = vec![None; nsteps];
-        let mut replayed: Vec<Option<(i64, i64)>> = vec![None; nsteps];
-        let widen = |w: &mut Option<(i64, i64)>, s: i64, e: i64| {
-            *w = Some(w.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
-        };
+        let mut measured: Vec<Option<Window>> = vec![None; nsteps];
+        let mut replayed: Vec<Option<Window>> = vec![None; nsteps];
         for &(t, k) in &part.step_of_task {
             let (t, k) = (base + t as usize, k as usize);
             let (Some(m), Some(p)) = (measured.get_mut(k), replayed.get_mut(k)) else { continue };
-            widen(m, eg.measured_start_ns[t], eg.measured_end_ns[t]);
-            widen(p, schedule.start_ns[t], schedule.end_ns[t]);
+            *m = Some(Window::cover(*m, eg.measured_start_ns[t], eg.measured_end_ns[t]));
+            *p = Some(Window::cover(*p, schedule.start_ns[t], schedule.end_ns[t]));
         }
         // The steps partition the window as `analyze`'s do (one rule): a
         // lagging stream's work belongs to the step it overlaps.
         if !part.steps.is_empty() {
-            for w in [&mut measured, &mut replayed] {
-                let mut windows: Vec<Option<Window>> = w.iter().map(|x| x.map(|(s, e)| Window { start_ns: s, end_ns: e })).collect();
-                analysis::partition_windows(&mut windows);
-                *w = windows.into_iter().map(|x| x.map(|w| (w.start_ns, w.end_ns))).collect();
-            }
+            analysis::partition_windows(&mut measured);
+            analysis::partition_windows(&mut replayed);
         }
         let mut rows = Vec::new();
         for k in 0..nsteps {
             let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
-            let (m_us, p_us) = ((m.1 - m.0) as f64 / 1000.0, (p.1 - p.0) as f64 / 1000.0);
+            let (m_us, p_us) = ((m.end_ns - m.start_ns) as f64 / 1000.0, (p.end_ns - p.start_ns) as f64 / 1000.0);
             rows.push(StepReplay {
                 step: part.steps.get(k).copied().unwrap_or(-1),
                 measured_step_us: m_us,
@@ -649,16 +643,15 @@ pub fn replay_parts(
         measured_total += m;
         replayed_total += p;
         // Breakdown of the replayed timeline over the replayed steps.
-        let window =
-            replayed.iter().flatten().fold(None, |w: Option<(i64, i64)>, &(a, b)| Some(w.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
-        if let Some((a, _)) = window {
-            steps_from_ns = steps_from_ns.min(a);
+        let window = replayed.iter().flatten().fold(None, |w, s| Some(Window::cover(w, s.start_ns, s.end_ns)));
+        if let Some(w) = window {
+            steps_from_ns = steps_from_ns.min(w.start_ns);
         }
         let sets = RankSets::from_intervals(place.tasks(r).filter_map(|t| match eg.origin[t].kind {
             TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
             TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
         }));
-        let replayed_breakdown = window.map(|(a, b)| Breakdown::from_sets(&sets, Window { start_ns: a, end_ns: b })).unwrap_or_default();
+        let replayed_breakdown = window.map(|w| Breakdown::from_sets(&sets, w)).unwrap_or_default();
         ranks.push(RankReplay {
             file: part.file.clone(),
             rank: part.rank,

@@ -33,13 +33,17 @@ impl Window {
         let ev = &trace.events;
         let mut w: Option<Window> = None;
         for i in trace.gpu_activity() {
-            let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
-            w = Some(match w {
-                None => Window { start_ns: s, end_ns: e },
-                Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
-            });
+            w = Some(Window::cover(w, ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i)));
         }
         w
+    }
+
+    /// `w` widened to cover `[start_ns, end_ns]` (that span alone without `w`).
+    pub fn cover(w: Option<Window>, start_ns: i64, end_ns: i64) -> Window {
+        match w {
+            None => Window { start_ns, end_ns },
+            Some(w) => Window { start_ns: w.start_ns.min(start_ns), end_ns: w.end_ns.max(end_ns) },
+        }
     }
 
     /// Length in ns.

@@ -51,11 +51,7 @@ pub(crate) fn steps_and_rows(trace: &RankTrace, links: &Links) -> (Vec<Step>, Ve
     let rows = step_of_activity(trace, links, &steps);
     for (i, k) in rows.iter().enumerate() {
         let Some(step) = k.and_then(|k| steps.get_mut(k as usize)) else { continue };
-        let (s, e) = (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
-        step.gpu = Some(match step.gpu {
-            None => Window { start_ns: s, end_ns: e },
-            Some(w) => Window { start_ns: w.start_ns.min(s), end_ns: w.end_ns.max(e) },
-        });
+        step.gpu = Some(Window::cover(step.gpu, ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i)));
     }
     partition(&mut steps);
     (steps, rows)
@@ -166,9 +162,7 @@ pub fn step_of_activity(trace: &RankTrace, links: &Links, steps: &[Step]) -> Vec
 
 /// The window spanning every step's GPU window, `None` when no step launched GPU work.
 pub fn steps_window(steps: &[Step]) -> Option<Window> {
-    let mut it = steps.iter().filter_map(|s| s.gpu);
-    let first = it.next()?;
-    Some(it.fold(first, |w, g| Window { start_ns: w.start_ns.min(g.start_ns), end_ns: w.end_ns.max(g.end_ns) }))
+    steps.iter().filter_map(|s| s.gpu).fold(None, |w, g| Some(Window::cover(w, g.start_ns, g.end_ns)))
 }
 
 #[cfg(test)]
