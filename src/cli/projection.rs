@@ -27,6 +27,18 @@ pub(crate) struct InferenceArgs {
     pub(crate) context: Option<u32>,
 }
 
+/// The files the models are priced with beyond the built-in catalog and
+/// measurements: one definition for `project`, `search` and `validate`.
+#[derive(clap::Args)]
+pub(crate) struct PricedWith {
+    /// Extra hardware catalog file (TOML, the format of the built-in catalog; repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hw: Vec<PathBuf>,
+    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
+    #[arg(long, value_name = "FILE.csv")]
+    pub(crate) measurements: Vec<PathBuf>,
+}
+
 /// What the system differs in from its catalog entry (the fields of a runs file's `system`).
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct SystemArgs {
@@ -71,9 +83,8 @@ pub(crate) struct ProjectArgs {
     pub(crate) gpus: Option<u32>,
     #[command(flatten)]
     pub(crate) system_overrides: SystemArgs,
-    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
-    #[arg(long, value_name = "FILE.csv")]
-    pub(crate) measurements: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) priced_with: PricedWith,
     /// train, prefill, decode, or a MAD-Max task file.
     #[arg(long, value_name = "TASK|F", default_value = "train")]
     pub(crate) task: String,
@@ -100,9 +111,6 @@ pub(crate) struct ProjectArgs {
     /// Write the simulated timeline for ui.perfetto.dev.
     #[arg(long, value_name = "F")]
     pub(crate) perfetto: Option<PathBuf>,
-    /// Extra hardware catalog file (TOML).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) hw: Vec<PathBuf>,
     /// Print nothing on stdout.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -121,9 +129,8 @@ pub(crate) struct SearchArgs {
     pub(crate) gpus: Option<u32>,
     #[command(flatten)]
     pub(crate) system_overrides: SystemArgs,
-    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
-    #[arg(long, value_name = "FILE.csv")]
-    pub(crate) measurements: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) priced_with: PricedWith,
     /// train, prefill or decode.
     #[arg(long, default_value = "train")]
     pub(crate) task: String,
@@ -144,9 +151,6 @@ pub(crate) struct SearchArgs {
     /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
-    /// Extra hardware catalog file (TOML).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) hw: Vec<PathBuf>,
     /// Print nothing on stdout.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -159,9 +163,6 @@ pub(crate) struct ValidateArgs {
     /// Calibration profile of a GPU of the runs (repeatable; each prices the runs on its GPU).
     #[arg(long, value_name = "P.json")]
     pub(crate) profile: Vec<PathBuf>,
-    /// Hardware catalog file(s) to add (same TOML format as the built-in catalog).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) hw: Vec<PathBuf>,
     /// Write the comparison as JSON.
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
@@ -169,9 +170,8 @@ pub(crate) struct ValidateArgs {
     /// leave-one-run-out error, and write the fitted profile(s) here (several GPUs: one file each, the GPU id before `.json`).
     #[arg(long, value_name = "OUT.json")]
     pub(crate) fit: Option<PathBuf>,
-    /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
-    #[arg(long, value_name = "FILE.csv")]
-    pub(crate) measurements: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) priced_with: PricedWith,
     /// Print nothing on stdout.
     #[arg(short, long)]
     pub(crate) quiet: bool,
@@ -189,7 +189,8 @@ impl ProjectArgs {
     pub(crate) fn into_options(self) -> project::Options {
         let mut o = project::Options::default();
         (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
-        (o.measurements, o.task, o.inference, o.parallel) = (self.measurements, self.task, self.inference.options(), self.parallel);
+        (o.measurements, o.hw) = (self.priced_with.measurements, self.priced_with.hw);
+        (o.task, o.inference, o.parallel) = (self.task, self.inference.options(), self.parallel);
         o.madmax = match self.madmax.as_deref() {
             Some([model, system, task]) => Some(project::MadmaxFiles { model: model.clone(), system: system.clone(), task: task.clone() }),
             _ => None,
@@ -198,8 +199,7 @@ impl ProjectArgs {
             AssumptionsArg::Tracecast => project::Assumptions::Tracecast,
             AssumptionsArg::Madmax => project::Assumptions::Madmax,
         };
-        (o.profile, o.sharding, o.json, o.perfetto, o.hw, o.quiet) =
-            (self.profile, self.sharding, self.json, self.perfetto, self.hw, self.quiet);
+        (o.profile, o.sharding, o.json, o.perfetto, o.quiet) = (self.profile, self.sharding, self.json, self.perfetto, self.quiet);
         o
     }
 }
@@ -208,9 +208,9 @@ impl SearchArgs {
     pub(crate) fn into_options(self) -> search::Options {
         let mut o = search::Options::default();
         (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
-        (o.measurements, o.task, o.gbs, o.inference, o.profile) =
-            (self.measurements, self.task, self.gbs, self.inference.options(), self.profile);
-        (o.top, o.json, o.plots, o.hw, o.quiet) = (self.top, self.json, self.plots, self.hw, self.quiet);
+        (o.measurements, o.hw) = (self.priced_with.measurements, self.priced_with.hw);
+        (o.task, o.gbs, o.inference, o.profile) = (self.task, self.gbs, self.inference.options(), self.profile);
+        (o.top, o.json, o.plots, o.quiet) = (self.top, self.json, self.plots, self.quiet);
         o
     }
 }
@@ -218,8 +218,8 @@ impl SearchArgs {
 impl ValidateArgs {
     pub(crate) fn into_options(self) -> validate::Options {
         let mut o = validate::Options::default();
-        (o.runs, o.profile, o.hw, o.json, o.fit, o.measurements, o.quiet) =
-            (self.runs, self.profile, self.hw, self.json, self.fit, self.measurements, self.quiet);
+        (o.measurements, o.hw) = (self.priced_with.measurements, self.priced_with.hw);
+        (o.runs, o.profile, o.json, o.fit, o.quiet) = (self.runs, self.profile, self.json, self.fit, self.quiet);
         o
     }
 }
