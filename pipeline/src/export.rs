@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use polars::prelude::*;
-use tracecast_ingest::analysis::JobAnalysis;
+use tracecast_ingest::analysis::{Breakdown, JobAnalysis, RankAnalysis, WindowMode};
 use tracecast_ingest::output;
 
 /// Table file format.
@@ -37,197 +37,123 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
     Ok(())
 }
 
+/// A column of `rows`: its name and what each row gives.
+fn column<R, V>(rows: &[R], name: &str, value: impl Fn(&R) -> V) -> Column
+where
+    Series: NamedFrom<Vec<V>, [V]>,
+{
+    col(name, rows.iter().map(value).collect::<Vec<V>>())
+}
+
+/// The rows of a table with a row per rank and item: every `items` of every
+/// rank of every job, with the job's path and the rank.
+fn per_rank<'a, T: 'a>(jobs: &'a [JobAnalysis], items: impl Fn(&'a RankAnalysis) -> &'a [T]) -> Vec<(&'a str, u32, &'a T)> {
+    let items = &items;
+    jobs.iter().flat_map(|j| j.ranks.iter().flat_map(move |r| items(r).iter().map(move |x| (j.path.as_str(), r.rank, x)))).collect()
+}
+
+/// The breakdown's columns (§3 of DESIGN), in the tables' order.
+const BREAKDOWN: [&str; 8] = ["gpu_span_us", "busy_us", "idle_us", "compute_us", "comm_us", "memory_us", "overlap_us", "exposed_comm_us"];
+
+/// A breakdown's values in [`BREAKDOWN`]'s order.
+fn breakdown_values(b: &Breakdown) -> [f64; 8] {
+    [b.gpu_span_us, b.busy_us, b.idle_us, b.compute_us, b.comm_us, b.memory_us, b.overlap_us, b.exposed_comm_us]
+}
+
 /// Writes `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and `stragglers` tables into `dir`.
 pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
     std::fs::create_dir_all(dir)?;
+    let table = |stem: &str, columns: Vec<Column>| -> Result<()> { write(&mut DataFrame::new_infer_height(columns)?, dir, stem, format) };
 
     // One row per rank.
-    let mut job = Vec::new();
-    let mut file = Vec::new();
-    let mut rank = Vec::new();
-    let mut window = Vec::new();
-    let mut m: [Vec<f64>; 11] = Default::default();
-    for j in jobs {
-        for r in &j.ranks {
-            job.push(j.path.clone());
-            file.push(r.file.clone());
-            rank.push(r.rank);
-            window.push(if r.window == tracecast_ingest::analysis::WindowMode::Steps { "steps" } else { "all" });
-            let b = &r.breakdown;
-            let vals = [
-                b.gpu_span_us,
-                b.busy_us,
-                b.idle_us,
-                b.compute_us,
-                b.comm_us,
-                b.memory_us,
-                b.overlap_us,
-                b.exposed_comm_us,
-                r.idle_split.host_wait_us,
-                r.idle_split.kernel_wait_us,
-                r.idle_split.other_us,
-            ];
-            for (c, v) in m.iter_mut().zip(vals) {
-                c.push(v);
-            }
-        }
-    }
-    const NAMES: [&str; 11] = [
-        "gpu_span_us",
-        "busy_us",
-        "idle_us",
-        "compute_us",
-        "comm_us",
-        "memory_us",
-        "overlap_us",
-        "exposed_comm_us",
-        "host_wait_us",
-        "kernel_wait_us",
-        "other_idle_us",
+    let rows = per_rank(jobs, std::slice::from_ref);
+    let mut cols = vec![
+        column(&rows, "job", |x| x.0),
+        column(&rows, "file", |x| x.2.file.as_str()),
+        column(&rows, "rank", |x| x.1),
+        column(&rows, "window", |x| if x.2.window == WindowMode::Steps { "steps" } else { "all" }),
     ];
-    let mut cols = vec![col("job", job), col("file", file), col("rank", rank), col("window", window)];
-    for (name, values) in NAMES.iter().zip(m) {
-        cols.push(col(name, values));
-    }
-    let mut df = DataFrame::new_infer_height(cols)?;
-    write(&mut df, dir, "breakdown", format)?;
+    cols.extend(BREAKDOWN.iter().enumerate().map(|(k, name)| column(&rows, name, |x| breakdown_values(&x.2.breakdown)[k])));
+    let idle = [("host_wait_us", 0), ("kernel_wait_us", 1), ("other_idle_us", 2)];
+    cols.extend(idle.iter().map(|&(name, k)| {
+        column(&rows, name, |x| {
+            let i = &x.2.idle_split;
+            [i.host_wait_us, i.kernel_wait_us, i.other_us][k]
+        })
+    }));
+    table("breakdown", cols)?;
 
     // One row per rank and step.
-    let (mut job, mut rank, mut step, mut cpu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut m: [Vec<f64>; 8] = Default::default();
-    for j in jobs {
-        for r in &j.ranks {
-            for s in &r.steps {
-                job.push(j.path.clone());
-                rank.push(r.rank);
-                step.push(s.step);
-                cpu.push(s.cpu_dur_us);
-                let b = &s.breakdown;
-                let vals = [b.gpu_span_us, b.busy_us, b.idle_us, b.compute_us, b.comm_us, b.memory_us, b.overlap_us, b.exposed_comm_us];
-                for (c, v) in m.iter_mut().zip(vals) {
-                    c.push(v);
-                }
-            }
-        }
-    }
-    let mut cols = vec![col("job", job), col("rank", rank), col("step", step), col("cpu_dur_us", cpu)];
-    for (name, values) in NAMES.iter().zip(m) {
-        cols.push(col(name, values));
-    }
-    let mut df = DataFrame::new_infer_height(cols)?;
-    write(&mut df, dir, "steps", format)?;
+    let rows = per_rank(jobs, |r| &r.steps);
+    let mut cols = vec![
+        column(&rows, "job", |x| x.0),
+        column(&rows, "rank", |x| x.1),
+        column(&rows, "step", |x| x.2.step),
+        column(&rows, "cpu_dur_us", |x| x.2.cpu_dur_us),
+    ];
+    cols.extend(BREAKDOWN.iter().enumerate().map(|(k, name)| column(&rows, name, |x| breakdown_values(&x.2.breakdown)[k])));
+    table("steps", cols)?;
 
     // One row per rank, collective and process group.
-    let (mut job, mut rank, mut name, mut pg, mut size, mut count) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut total, mut bytes, mut algbw, mut busbw, mut transfer, mut wait) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for j in jobs {
-        for r in &j.ranks {
-            for c in &r.collectives {
-                job.push(j.path.clone());
-                rank.push(r.rank);
-                name.push(c.collective.as_str());
-                pg.push(c.process_group.clone());
-                size.push(c.group_size);
-                count.push(c.count);
-                total.push(c.total_us);
-                bytes.push(c.bytes);
-                algbw.push(c.algbw_gbps);
-                busbw.push(c.busbw_gbps);
-                transfer.push(c.transfer_us);
-                wait.push(c.wait_us);
-            }
-        }
-    }
-    let mut df = DataFrame::new_infer_height(vec![
-        col("job", job),
-        col("rank", rank),
-        col("collective", name),
-        col("process_group", pg),
-        col("group_size", size),
-        col("count", count),
-        col("total_us", total),
-        col("bytes", bytes),
-        col("algbw_gbps", algbw),
-        col("busbw_gbps", busbw),
-        col("transfer_us", transfer),
-        col("wait_us", wait),
-    ])?;
-    write(&mut df, dir, "collectives", format)?;
+    let rows = per_rank(jobs, |r| &r.collectives);
+    table(
+        "collectives",
+        vec![
+            column(&rows, "job", |x| x.0),
+            column(&rows, "rank", |x| x.1),
+            column(&rows, "collective", |x| x.2.collective.as_str()),
+            column(&rows, "process_group", |x| x.2.process_group.as_deref()),
+            column(&rows, "group_size", |x| x.2.group_size),
+            column(&rows, "count", |x| x.2.count),
+            column(&rows, "total_us", |x| x.2.total_us),
+            column(&rows, "bytes", |x| x.2.bytes),
+            column(&rows, "algbw_gbps", |x| x.2.algbw_gbps),
+            column(&rows, "busbw_gbps", |x| x.2.busbw_gbps),
+            column(&rows, "transfer_us", |x| x.2.transfer_us),
+            column(&rows, "wait_us", |x| x.2.wait_us),
+        ],
+    )?;
 
     // One row per rank and kernel name.
-    let (mut job, mut rank, mut name, mut class, mut count, mut total, mut mean, mut max) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for j in jobs {
-        for r in &j.ranks {
-            for k in &r.all_kernels {
-                job.push(j.path.clone());
-                rank.push(r.rank);
-                name.push(k.name.clone());
-                class.push(k.class.as_str());
-                count.push(k.count);
-                total.push(k.total_us);
-                mean.push(k.mean_us);
-                max.push(k.max_us);
-            }
-        }
-    }
-    let mut df = DataFrame::new_infer_height(vec![
-        col("job", job),
-        col("rank", rank),
-        col("name", name),
-        col("class", class),
-        col("count", count),
-        col("total_us", total),
-        col("mean_us", mean),
-        col("max_us", max),
-    ])?;
-    write(&mut df, dir, "kernels", format)?;
+    let rows = per_rank(jobs, |r| &r.all_kernels);
+    table(
+        "kernels",
+        vec![
+            column(&rows, "job", |x| x.0),
+            column(&rows, "rank", |x| x.1),
+            column(&rows, "name", |x| x.2.name.as_str()),
+            column(&rows, "class", |x| x.2.class.as_str()),
+            column(&rows, "count", |x| x.2.count),
+            column(&rows, "total_us", |x| x.2.total_us),
+            column(&rows, "mean_us", |x| x.2.mean_us),
+            column(&rows, "max_us", |x| x.2.max_us),
+        ],
+    )?;
 
     // One row per rank and parallelism dimension.
-    let (mut job, mut rank, mut dim, mut from, mut comm, mut exposed) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for j in jobs {
-        for r in &j.ranks {
-            for d in &r.comm_by_dimension {
-                job.push(j.path.clone());
-                rank.push(r.rank);
-                dim.push(d.dimension.as_str());
-                from.push(d.from);
-                comm.push(d.comm_us);
-                exposed.push(d.exposed_comm_us);
-            }
-        }
-    }
-    let mut df = DataFrame::new_infer_height(vec![
-        col("job", job),
-        col("rank", rank),
-        col("dimension", dim),
-        col("from", from),
-        col("comm_us", comm),
-        col("exposed_comm_us", exposed),
-    ])?;
-    write(&mut df, dir, "dimensions", format)?;
+    let rows = per_rank(jobs, |r| &r.comm_by_dimension);
+    table(
+        "dimensions",
+        vec![
+            column(&rows, "job", |x| x.0),
+            column(&rows, "rank", |x| x.1),
+            column(&rows, "dimension", |x| x.2.dimension.as_str()),
+            column(&rows, "from", |x| x.2.from),
+            column(&rows, "comm_us", |x| x.2.comm_us),
+            column(&rows, "exposed_comm_us", |x| x.2.exposed_comm_us),
+        ],
+    )?;
 
     // One row per straggling rank.
-    let (mut job, mut rank, mut last, mut wait, mut hours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for j in jobs {
-        for s in &j.stragglers {
-            job.push(j.path.clone());
-            rank.push(s.rank);
-            last.push(s.times_last as u64);
-            wait.push(s.wait_caused_us);
-            hours.push(s.wait_caused_gpu_hours);
-        }
-    }
-    let mut df = DataFrame::new_infer_height(vec![
-        col("job", job),
-        col("rank", rank),
-        col("times_last", last),
-        col("wait_caused_us", wait),
-        col("wait_caused_gpu_hours", hours),
-    ])?;
-    write(&mut df, dir, "stragglers", format)?;
-    Ok(())
+    let rows: Vec<_> = jobs.iter().flat_map(|j| j.stragglers.iter().map(move |s| (j.path.as_str(), s))).collect();
+    table(
+        "stragglers",
+        vec![
+            column(&rows, "job", |x| x.0),
+            column(&rows, "rank", |x| x.1.rank),
+            column(&rows, "times_last", |x| x.1.times_last as u64),
+            column(&rows, "wait_caused_us", |x| x.1.wait_caused_us),
+            column(&rows, "wait_caused_gpu_hours", |x| x.1.wait_caused_gpu_hours),
+        ],
+    )
 }
