@@ -30,24 +30,52 @@ pub struct LineFit {
 /// `None` with fewer than three points or no spread in `x`.
 pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
     let n = x.len().min(y.len()).min(w.len());
+    line(n, |i| (x[i], y[i], w[i]))
+}
+
+/// [`weighted_line_nonneg`] of `(x, y)` points with [`relative_weights`],
+/// without copies of the points (a job's kernel fit has millions).
+pub fn relative_line_nonneg(points: &[(f64, f64)]) -> Option<LineFit> {
+    let at = |i: usize| {
+        let (x, y) = points[i];
+        (x, y, relative_weight(y))
+    };
+    let free = line(points.len(), at)?;
+    if free.intercept >= 0.0 { Some(free) } else { line_through_origin(free.n, at) }
+}
+
+/// [`weighted_line`] constrained to a non-negative intercept: where the free
+/// fit's intercept is negative (a fixed cost below zero, which no kernel or
+/// link has), the line through the origin (weighted least squares of y = s·x).
+pub fn weighted_line_nonneg(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
+    let free = weighted_line(x, y, w)?;
+    if free.intercept >= 0.0 {
+        return Some(free);
+    }
+    line_through_origin(free.n, |i| (x[i], y[i], w[i]))
+}
+
+/// Weighted least squares of the `n` points `at(i)` = (x, y, weight).
+fn line(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
     if n < 3 {
         return None;
     }
-    let sw: f64 = w.iter().take(n).sum();
-    let xm = x.iter().zip(w).take(n).map(|(x, w)| w * x).sum::<f64>() / sw;
-    let ym = y.iter().zip(w).take(n).map(|(y, w)| w * y).sum::<f64>() / sw;
+    let sw: f64 = (0..n).map(|i| at(i).2).sum();
+    let xm = (0..n).map(&at).map(|(x, _, w)| w * x).sum::<f64>() / sw;
+    let ym = (0..n).map(&at).map(|(_, y, w)| w * y).sum::<f64>() / sw;
     let (mut sxx, mut sxy) = (0.0, 0.0);
     for i in 0..n {
-        let dx = x[i] - xm;
-        sxx += w[i] * dx * dx;
-        sxy += w[i] * dx * (y[i] - ym);
+        let (x, y, w) = at(i);
+        let dx = x - xm;
+        sxx += w * dx * dx;
+        sxy += w * dx * (y - ym);
     }
     if sxx <= 0.0 || !sxx.is_finite() {
         return None;
     }
     let slope = sxy / sxx;
     let intercept = ym - slope * xm;
-    let (wss, wss_tot, rel) = residuals(x, y, w, n, intercept, slope, ym);
+    let (wss, wss_tot, rel) = residuals(n, &at, intercept, slope, ym);
     let dof = (n - 2) as f64;
     let sigma2 = wss / dof;
     let se_slope = (sigma2 / sxx).sqrt();
@@ -64,24 +92,17 @@ pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
     })
 }
 
-/// [`weighted_line`] constrained to a non-negative intercept: where the free
-/// fit's intercept is negative (a fixed cost below zero, which no kernel or
-/// link has), the line through the origin (weighted least squares of y = s·x).
-pub fn weighted_line_nonneg(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
-    let free = weighted_line(x, y, w)?;
-    if free.intercept >= 0.0 {
-        return Some(free);
-    }
-    let n = free.n;
-    let sxx: f64 = (0..n).map(|i| w[i] * x[i] * x[i]).sum();
-    let sxy: f64 = (0..n).map(|i| w[i] * x[i] * y[i]).sum();
+/// Weighted least squares of y = s·x over the `n` points `at(i)`.
+fn line_through_origin(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
+    let sxx: f64 = (0..n).map(&at).map(|(x, _, w)| w * x * x).sum();
+    let sxy: f64 = (0..n).map(&at).map(|(x, y, w)| w * x * y).sum();
     if sxx <= 0.0 || !sxx.is_finite() {
         return None;
     }
     let slope = sxy / sxx;
-    let sw: f64 = w.iter().take(n).sum();
-    let ym = (0..n).map(|i| w[i] * y[i]).sum::<f64>() / sw;
-    let (wss, wss_tot, rel) = residuals(x, y, w, n, 0.0, slope, ym);
+    let sw: f64 = (0..n).map(|i| at(i).2).sum();
+    let ym = (0..n).map(&at).map(|(_, y, w)| w * y).sum::<f64>() / sw;
+    let (wss, wss_tot, rel) = residuals(n, &at, 0.0, slope, ym);
     let dof = (n - 1) as f64;
     let se_slope = (wss / dof / sxx).sqrt();
     let t = StudentsT::new(0.0, 1.0, dof).map(|d| d.inverse_cdf(0.975)).unwrap_or(1.96);
@@ -98,13 +119,14 @@ pub fn weighted_line_nonneg(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> 
 
 /// Weighted residual and total sums of squares and the summed squared
 /// relative residual of the line `intercept + slope · x` over the first `n` points.
-fn residuals(x: &[f64], y: &[f64], w: &[f64], n: usize, intercept: f64, slope: f64, ym: f64) -> (f64, f64, f64) {
+fn residuals(n: usize, at: &impl Fn(usize) -> (f64, f64, f64), intercept: f64, slope: f64, ym: f64) -> (f64, f64, f64) {
     let (mut wss, mut wss_tot, mut rel) = (0.0, 0.0, 0.0);
     for i in 0..n {
-        let fit = intercept + slope * x[i];
-        let r = y[i] - fit;
-        wss += w[i] * r * r;
-        wss_tot += w[i] * (y[i] - ym).powi(2);
+        let (x, y, w) = at(i);
+        let fit = intercept + slope * x;
+        let r = y - fit;
+        wss += w * r * r;
+        wss_tot += w * (y - ym).powi(2);
         if fit != 0.0 {
             rel += (r / fit).powi(2);
         }
@@ -114,7 +136,11 @@ fn residuals(x: &[f64], y: &[f64], w: &[f64], n: usize, intercept: f64, slope: f
 
 /// Relative-error weights 1/y².
 pub fn relative_weights(y: &[f64]) -> Vec<f64> {
-    y.iter().map(|v| if *v > 0.0 { 1.0 / (v * v) } else { 0.0 }).collect()
+    y.iter().map(|v| relative_weight(*v)).collect()
+}
+
+fn relative_weight(y: f64) -> f64 {
+    if y > 0.0 { 1.0 / (y * y) } else { 0.0 }
 }
 
 /// The lower envelope of (x, y): per quarter-octave bin of x, the point with

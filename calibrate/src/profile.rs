@@ -9,8 +9,8 @@ use tracecast_ingest::analysis::{Classifier, CollectiveSample, JobCollectives, R
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
-use crate::fit::{lower_envelope, relative_weights, weighted_line_nonneg};
-use crate::work::{self, KernelClass, WorkSample};
+use crate::fit::{lower_envelope, relative_line_nonneg};
+use crate::work::{self, KernelClass, OpShape, WorkSample};
 
 /// Options of [`calibrate`].
 #[derive(Debug, Clone)]
@@ -341,7 +341,7 @@ fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Opti
 fn kernel_fit(
     class: KernelClass,
     dtype: Option<Dtype>,
-    samples: &[&WorkSample],
+    samples: &[&ClassSamples],
     (peak, peak_of): (f64, String),
     min_work: f64,
     min: usize,
@@ -349,7 +349,7 @@ fn kernel_fit(
     let mut notes_of_fit = Vec::new();
     // The points with known work, counted, and those of at least `min_work`
     // kept (a job has millions of samples: one copy, not several).
-    let known = samples.iter().filter_map(|s| Some((s.work?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
+    let known = samples.iter().flat_map(|c| &c.sized).filter_map(|s| Some((s.work()?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
     let all = known.clone().count();
     let mut pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
     // The points stay in the profile for its charts: without the growth's spare capacity.
@@ -366,10 +366,9 @@ fn kernel_fit(
             format!("{} samples with known work (need {min})", pts.len())
         });
     }
-    let (x, y): (Vec<f64>, Vec<f64>) = pts.iter().copied().unzip();
-    let (lo, hi) = x.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &w| (a.min(w), b.max(w)));
+    let (lo, hi) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &(w, _)| (a.min(w), b.max(w)));
     if hi < MIN_WORK_SPAN * lo {
-        let mut d: Vec<f64> = y.clone();
+        let mut d: Vec<f64> = pts.iter().map(|p| p.1).collect();
         d.sort_by(f64::total_cmp);
         return Err(format!(
             "latency-bound or too narrow: the work spans {:.1}× (a fit needs {MIN_WORK_SPAN}×); measured time median {:.1} µs, 90th percentile {:.1} µs",
@@ -378,8 +377,7 @@ fn kernel_fit(
             d[(d.len() * 9 / 10).min(d.len() - 1)]
         ));
     }
-    let f = weighted_line_nonneg(&x, &y, &relative_weights(&y))
-        .ok_or("all samples have the same work: efficiency and overhead cannot be separated")?;
+    let f = relative_line_nonneg(&pts).ok_or("all samples have the same work: efficiency and overhead cannot be separated")?;
     if f.slope_ci95[0] <= 0.0 {
         return Err("time does not grow significantly with work in these samples (95 % interval of the slope includes 0)".into());
     }
@@ -391,7 +389,6 @@ fn kernel_fit(
     let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
     let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
     // Efficiency by size: median achieved throughput per half-decade of work.
-    drop((x, y));
     let mut bins: BTreeMap<i64, (f64, f64, Vec<f64>)> = BTreeMap::new();
     for &(w, t) in &pts {
         let (lo, hi, rates) = bins.entry((w.log10() * 2.0).floor() as i64).or_insert((f64::INFINITY, 0.0, Vec::new()));
@@ -447,8 +444,77 @@ pub struct RankSamples<'c> {
     name: String,
     gpu: Option<(&'c Gpu, MatchKind)>,
     path: String,
-    samples: Vec<WorkSample>,
+    classes: Vec<ClassSamples>,
     durations: Vec<f64>,
+}
+
+/// One rank's samples of one (class, dtype), reduced on the rank's thread to
+/// what the fits read: a job holds every rank's samples until it is
+/// calibrated, millions of them.
+#[derive(Debug, Clone)]
+struct ClassSamples {
+    class: KernelClass,
+    dtype: Option<Dtype>,
+    /// Samples of the class, with a work model or not.
+    count: usize,
+    /// Their summed time, µs.
+    total_us: f64,
+    /// The samples with a work or a shape, in the rank's order.
+    sized: Vec<SizedSample>,
+}
+
+/// A sample with a work or a shape: what a kernel fit, its support check and
+/// the table corrections read (32 bytes, not a [`WorkSample`]'s 56).
+#[derive(Debug, Clone)]
+struct SizedSample {
+    /// FLOPs or bytes; NaN when the op has no work model.
+    work: f64,
+    /// Bytes the op moves; NaN when its shapes do not give them.
+    bytes: f64,
+    dur_us: f64,
+    shape: Option<std::sync::Arc<OpShape>>,
+}
+
+impl SizedSample {
+    fn work(&self) -> Option<f64> {
+        (!self.work.is_nan()).then_some(self.work)
+    }
+
+    fn bytes(&self) -> Option<f64> {
+        (!self.bytes.is_nan()).then_some(self.bytes)
+    }
+}
+
+impl ClassSamples {
+    /// A rank's samples by (class, dtype), each class's in the rank's order.
+    fn group(samples: Vec<WorkSample>) -> Vec<ClassSamples> {
+        let mut by: BTreeMap<(KernelClass, Option<Dtype>), ClassSamples> = BTreeMap::new();
+        for s in samples {
+            let c = by.entry((s.class, s.dtype)).or_insert_with(|| ClassSamples {
+                class: s.class,
+                dtype: s.dtype,
+                count: 0,
+                total_us: 0.0,
+                sized: Vec::new(),
+            });
+            c.count += 1;
+            c.total_us += s.dur_us;
+            if s.work.is_some() || s.shape.is_some() {
+                c.sized.push(SizedSample {
+                    work: s.work.unwrap_or(f64::NAN),
+                    bytes: s.bytes.unwrap_or(f64::NAN),
+                    dur_us: s.dur_us,
+                    shape: s.shape,
+                });
+            }
+        }
+        by.into_values()
+            .map(|mut c| {
+                c.sized.shrink_to_fit();
+                c
+            })
+            .collect()
+    }
 }
 
 /// One rank's calibration samples from its context and its kernel work
@@ -460,7 +526,7 @@ pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::Kerne
         name: t.device_name().unwrap_or("").to_string(),
         gpu: t.devices.iter().find_map(|d| catalog.match_device(d)),
         path: t.path.display().to_string(),
-        samples: work::samples_of(t, kernel_work),
+        classes: ClassSamples::group(work::samples_of(t, kernel_work)),
         durations: compute_kernel_durations(t, ctx.classes()),
     }
 }
@@ -492,8 +558,8 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         gpu: Option<(&'a Gpu, MatchKind)>,
         traces: Vec<String>,
         // Per rank, as made (not copied into one list).
-        samples: Vec<Vec<WorkSample>>,
-        links: Vec<CollectiveSample>,
+        samples: Vec<Vec<ClassSamples>>,
+        links: LinkSamples,
         world: u32,
         durations: Vec<f64>,
     }
@@ -510,7 +576,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
                         gpu: r.gpu,
                         traces: Vec::new(),
                         samples: Vec::new(),
-                        links: Vec::new(),
+                        links: LinkSamples::default(),
                         world: 1,
                         durations: Vec::new(),
                     });
@@ -519,8 +585,8 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             };
             let g = &mut groups[idx];
             g.traces.push(r.path);
-            g.samples.push(r.samples);
-            g.links.extend(collectives.rank_samples(r.rank));
+            g.samples.push(r.classes);
+            g.links.add(collectives.rank_samples(r.rank));
             g.world = g.world.max(world);
             g.durations.extend(r.durations);
         }
@@ -598,19 +664,20 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 
 /// The [`TableCorrection`]s of a device's samples: GEMMs with shapes, priced
 /// by the pricing layer on `gpu` (its measured table, else its spec model).
-fn table_corrections(samples: &[Vec<WorkSample>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
+fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
     let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String)> = BTreeMap::new();
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
-    for s in samples.iter().flatten().filter(|s| s.dur_us > 0.0) {
-        let Some(shape) = GemmShape::of_op(s.shape.as_deref().copied(), s.dtype) else { continue };
+    let shaped = samples.iter().flatten().flat_map(|c| c.sized.iter().map(move |s| (c.dtype, s)));
+    for (dtype, s) in shaped.filter(|(_, s)| s.dur_us > 0.0) {
+        let Some(shape) = GemmShape::of_op(s.shape.as_deref().copied(), dtype) else { continue };
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
         let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
         let Some((time_us, rule)) = price else { continue };
-        let e = by.entry(s.dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
+        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
         e.0.push((s.dur_us / time_us).ln());
     }
     by.into_iter()
@@ -636,21 +703,23 @@ fn table_corrections(samples: &[Vec<WorkSample>], gpu: &Gpu, catalog: &Catalog) 
 
 /// Kernel fits per (class, dtype); what cannot be fitted goes to `unfitted`.
 fn kernel_fits(
-    samples: &[Vec<WorkSample>],
+    samples: &[Vec<ClassSamples>],
     gpu: Option<&Gpu>,
     opts: &CalibrateOptions,
     unfitted: &mut Vec<Unfitted>,
     notes: &mut Vec<String>,
 ) -> Vec<KernelFit> {
-    let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&WorkSample>> = BTreeMap::new();
-    for s in samples.iter().flatten() {
-        by_class.entry((s.class, s.dtype)).or_default().push(s);
+    // Per (class, dtype), every rank's samples of it, in rank order.
+    let mut by_class: BTreeMap<(KernelClass, Option<Dtype>), Vec<&ClassSamples>> = BTreeMap::new();
+    for c in samples.iter().flatten() {
+        by_class.entry((c.class, c.dtype)).or_default().push(c);
     }
     let mut kernels = Vec::new();
     for ((class, dtype), samples) in by_class {
         let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
-        let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
-        let with_work = samples.iter().filter(|s| s.work.is_some()).count();
+        let count: usize = samples.iter().map(|c| c.count).sum();
+        let total_us: f64 = samples.iter().map(|c| c.total_us).sum();
+        let with_work = samples.iter().flat_map(|c| &c.sized).filter(|s| s.work().is_some()).count();
         let reason = if with_work == 0 {
             Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
         } else {
@@ -696,7 +765,7 @@ fn kernel_fits(
         });
         match fitted {
             Ok(f) => kernels.push(f),
-            Err(reason) => unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason }),
+            Err(reason) => unfitted.push(Unfitted { what, samples: count, total_us, reason }),
         }
     }
 
@@ -727,7 +796,7 @@ pub const MIN_FIT_R2: f64 = 0.3;
 /// A refused class goes to the profile's `unfitted` with the reason and to its
 /// notes (`gemm/bf16 not fitted: R² 0.19 < 0.3 …`); it is not among `kernels`,
 /// so nothing prices with it.
-fn supported(f: KernelFit, samples: &[&WorkSample], hbm_bytes_per_s: Option<f64>, min: usize) -> Result<KernelFit, String> {
+fn supported(f: KernelFit, samples: &[&ClassSamples], hbm_bytes_per_s: Option<f64>, min: usize) -> Result<KernelFit, String> {
     if f.r2 < MIN_FIT_R2 {
         return Err(format!("R² {:.2} < {MIN_FIT_R2}: the work explains too little of how the time of these ops varies", f.r2));
     }
@@ -744,17 +813,16 @@ fn supported(f: KernelFit, samples: &[&WorkSample], hbm_bytes_per_s: Option<f64>
         && let Some(hbm) = hbm_bytes_per_s.filter(|b| *b > 0.0)
     {
         let peak = f.peak_per_s();
-        let sized: Vec<(f64, f64)> = samples
+        let sized = samples
             .iter()
+            .flat_map(|c| &c.sized)
             .filter(|s| s.dur_us > 0.0)
-            .filter_map(|s| Some((s.work?, s.bytes?)))
-            .filter(|(w, b)| *w >= f.work_range[0] && *w > 0.0 && *b > 0.0)
-            .collect();
-        let compute_bound = sized.iter().filter(|(w, b)| w / peak >= b / hbm).count();
+            .filter_map(|s| Some((s.work()?, s.bytes()?)))
+            .filter(|(w, b)| *w >= f.work_range[0] && *w > 0.0 && *b > 0.0);
+        let (sized, compute_bound) = sized.fold((0, 0), |(n, c), (w, b)| (n + 1, c + usize::from(w / peak >= b / hbm)));
         if compute_bound < min {
             return Err(format!(
-                "{compute_bound} of {} samples are compute-bound (above the roofline's ridge of {:.0} FLOP/byte; a fit needs {min}): the ops are memory-bound, so η = {:.4} would measure HBM traffic, not {} throughput",
-                sized.len(),
+                "{compute_bound} of {sized} samples are compute-bound (above the roofline's ridge of {:.0} FLOP/byte; a fit needs {min}): the ops are memory-bound, so η = {:.4} would measure HBM traffic, not {} throughput",
                 peak / hbm,
                 f.efficiency,
                 f.peak_of
@@ -764,8 +832,53 @@ fn supported(f: KernelFit, samples: &[&WorkSample], hbm_bytes_per_s: Option<f64>
     Ok(f)
 }
 
+/// A device's collective kernels as the link fits read them, in rank order: a
+/// job has millions, so not as [`CollectiveSample`]s (their strings, and the
+/// fields the fits do not read).
+#[derive(Debug, Default)]
+struct LinkSamples {
+    samples: Vec<LinkSample>,
+    /// Algorithm and protocol names, each kept once.
+    names: rustc_hash::FxHashMap<String, std::sync::Arc<str>>,
+}
+
+/// One collective kernel of a rank (see [`CollectiveSample`] for the fields).
+#[derive(Debug)]
+struct LinkSample {
+    rank: u32,
+    collective: Collective,
+    group_size_inferred: bool,
+    group_size: Option<i64>,
+    pg_ranks: Option<std::sync::Arc<str>>,
+    algo: Option<std::sync::Arc<str>>,
+    proto: Option<std::sync::Arc<str>>,
+    bytes: Option<u64>,
+    dur_us: f64,
+    transfer_us: Option<f64>,
+}
+
+impl LinkSamples {
+    /// Adds one rank's collective samples.
+    fn add(&mut self, rank: Vec<CollectiveSample>) {
+        let names = &mut self.names;
+        let mut name = |n: Option<String>| n.map(|n| names.entry(n).or_insert_with_key(|k| std::sync::Arc::from(k.as_str())).clone());
+        self.samples.extend(rank.into_iter().map(|s| LinkSample {
+            rank: s.rank,
+            collective: s.collective,
+            group_size_inferred: s.group_size_inferred,
+            group_size: s.group_size,
+            pg_ranks: s.pg_ranks,
+            algo: name(s.algo),
+            proto: name(s.proto),
+            bytes: s.bytes,
+            dur_us: s.dur_us,
+            transfer_us: s.transfer_us,
+        }));
+    }
+}
+
 /// Where a collective's group lives: one node, several, or unknown.
-fn domain_of(s: &CollectiveSample, world: u32, gpus_per_node: u32) -> &'static str {
+fn domain_of(s: &LinkSample, world: u32, gpus_per_node: u32) -> &'static str {
     match s.pg_ranks.as_deref().map(tracecast_ingest::collective::parse_ranks).filter(|r| !r.is_empty()) {
         Some(r) => {
             let nodes: std::collections::BTreeSet<i64> = r.iter().map(|x| x / gpus_per_node as i64).collect();
@@ -783,7 +896,7 @@ fn domain_of(s: &CollectiveSample, world: u32, gpus_per_node: u32) -> &'static s
 /// be fitted goes to `unfitted`.
 #[allow(clippy::too_many_arguments)]
 fn link_fits(
-    samples: &[CollectiveSample],
+    samples: &LinkSamples,
     world: u32,
     gpus_per_node: u32,
     gpu: Option<&Gpu>,
@@ -792,10 +905,10 @@ fn link_fits(
     unfitted: &mut Vec<Unfitted>,
     notes: &mut Vec<String>,
 ) -> Vec<LinkFit> {
-    type LinkKey = (Collective, Option<i64>, &'static str, Option<String>, Option<String>);
-    let mut by_link: BTreeMap<LinkKey, Vec<&CollectiveSample>> = BTreeMap::new();
+    type LinkKey = (Collective, Option<i64>, &'static str, Option<std::sync::Arc<str>>, Option<std::sync::Arc<str>>);
+    let mut by_link: BTreeMap<LinkKey, Vec<&LinkSample>> = BTreeMap::new();
     let mut domains: std::collections::HashMap<(Option<std::sync::Arc<str>>, Option<i64>), &'static str> = std::collections::HashMap::new();
-    for s in samples {
+    for s in &samples.samples {
         // Parsed once per group: a world group's rank list repeats on every kernel.
         let group = (s.pg_ranks.clone(), s.group_size);
         let domain = *domains.entry(group).or_insert_with(|| domain_of(s, world, gpus_per_node));
@@ -844,8 +957,7 @@ fn link_fits(
             unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
             continue;
         }
-        let (x, y): (Vec<f64>, Vec<f64>) = points.iter().copied().unzip();
-        let Some(f) = weighted_line_nonneg(&x, &y, &relative_weights(&y)).filter(|f| f.slope_ci95[0] > 0.0) else {
+        let Some(f) = relative_line_nonneg(&points).filter(|f| f.slope_ci95[0] > 0.0) else {
             unfitted.push(Unfitted {
                 what,
                 samples: samples.len(),
@@ -881,8 +993,8 @@ fn link_fits(
             collective,
             group_size,
             domain: domain.to_string(),
-            algo,
-            proto,
+            algo: algo.as_deref().map(str::to_string),
+            proto: proto.as_deref().map(str::to_string),
             alpha_us: f.intercept,
             alpha_ci95: f.intercept_ci95,
             busbw_gbps: busbw,
@@ -919,7 +1031,7 @@ mod tests {
             })
             .collect();
         let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
-        let fits = kernel_fits(std::slice::from_ref(&samples), Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
+        let fits = kernel_fits(&[ClassSamples::group(samples)], Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
         (fits, unfitted, notes)
     }
 
