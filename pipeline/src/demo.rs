@@ -59,7 +59,15 @@ impl Page {
     /// The report plan of the page: the measured job and the what-if, labelled by its speed-ups.
     fn plan(&self) -> report::Plan<'_> {
         let projection = Some((crate::replay::WhatIf::default().label(self.what_if.scale), self.what_if.clone()));
-        report::Plan { catalog: &self.catalog, analyze: &self.analyze, projection, gpus_per_node: None, png_dir: None }
+        // The terminal summary is printed from the page's analysis: kept.
+        report::Plan {
+            catalog: &self.catalog,
+            analyze: &self.analyze,
+            projection,
+            gpus_per_node: None,
+            png_dir: None,
+            keeps_analysis: true,
+        }
     }
 }
 
@@ -72,11 +80,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let page = Page::demo();
     let plan = page.plan();
     let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan)?;
-    let Some(first) = sections.first() else { anyhow::bail!("the demo traces could not be read") };
-    write_job(out, first.analysis())?;
+    let Some(analysis) = sections.jobs.first().and_then(report::Section::analysis) else {
+        anyhow::bail!("the demo traces could not be read")
+    };
+    write_job(out, analysis)?;
     out.flush()?;
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
-    report::write(&sections, &plan, &args.report)?;
+    report::write(sections, &plan, &args.report)?;
     let shown = std::fs::canonicalize(&args.report).unwrap_or_else(|_| args.report.clone());
     writeln!(out, "Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
     Ok(Outcome::bad_files_if(failed))

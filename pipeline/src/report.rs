@@ -2,21 +2,23 @@
 //! jobs when there are two): the analysis, the profile, the replay and a
 //! projection, every product of a rank built from its one context.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use tracecast_calibrate::diff::{ClassTimes, diff_jobs};
-use tracecast_calibrate::timeline::{FirstRanks, StepKernels, step_kernels};
+use tracecast_calibrate::Profile;
+use tracecast_calibrate::diff::{ClassTimes, TraceDiff, diff_jobs};
+use tracecast_calibrate::timeline::{FirstRanks, step_kernels};
 use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{self, AnalyzeOptions, CollectiveSample, JobAnalysis, MessageSizeRow, RankContext};
-use tracecast_plots::report::{JobReport, Report, write_report};
+use tracecast_ingest::analysis::{self, AnalyzeOptions, JobAnalysis, RankContext};
+use tracecast_plots::report::{JobReport, JobSection, MeasuredPart, Report, draw_measured, write_report};
 use tracecast_replay::{JobReplay, ReplayOptions};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis, replay_options_for};
-use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
+use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input, jobs_of};
 use crate::replay::WhatIf;
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
@@ -48,6 +50,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) gpus_per_node: Option<u32>,
     /// Also write every chart as SVG and PNG here.
     pub(crate) png_dir: Option<PathBuf>,
+    /// Keep each job's analysis past its page (`demo` prints it).
+    pub(crate) keeps_analysis: bool,
 }
 
 impl Plan<'_> {
@@ -58,23 +62,54 @@ impl Plan<'_> {
     }
 }
 
-/// Everything computed for one job: the results the page draws.
+/// One job of the page: what was measured, already drawn (its results are
+/// gone before the replay runs), and the replays.
 pub(crate) struct Section {
-    analysis: JobAnalysis,
-    profile: Option<tracecast_calibrate::Profile>,
+    measured: MeasuredPart,
     replay: JobReplay,
     projection: Option<JobReplay>,
-    timeline: Option<(StepKernels, String)>,
-    collectives: Vec<CollectiveSample>,
-    message_sizes: Vec<MessageSizeRow>,
-    ops: Vec<OpRow>,
-    class_times: ClassTimes,
+    /// With [`Plan::keeps_analysis`].
+    analysis: Option<JobAnalysis>,
 }
 
 impl Section {
-    /// The job's analysis.
-    pub(crate) fn analysis(&self) -> &JobAnalysis {
-        &self.analysis
+    /// The job's analysis, when the plan kept it.
+    pub(crate) fn analysis(&self) -> Option<&JobAnalysis> {
+        self.analysis.as_ref()
+    }
+}
+
+/// The page's jobs, and the diff of the two when there are exactly two.
+pub(crate) struct Sections {
+    pub(crate) jobs: Vec<Section>,
+    diff: Option<TraceDiff>,
+}
+
+/// The diff as the jobs are reduced: the first job's class times and
+/// analysis wait for the second's (only when the inputs are two jobs or
+/// more), which makes the diff before its replay; a third job unmakes it.
+struct Pair {
+    may_diff: bool,
+    reduced: usize,
+    first: Option<(ClassTimes, JobAnalysis)>,
+    diff: Option<TraceDiff>,
+}
+
+impl Pair {
+    /// Takes a reduced job's class times and analysis; returns the analysis
+    /// when `keep` asks for it.
+    fn offer(&mut self, class_times: ClassTimes, analysis: JobAnalysis, keep: bool) -> Option<JobAnalysis> {
+        self.reduced += 1;
+        match self.reduced {
+            1 if self.may_diff => {
+                let kept = keep.then(|| analysis.clone());
+                self.first = Some((class_times, analysis));
+                return kept;
+            }
+            2 => self.diff = self.first.take().map(|(ct, a)| diff_jobs((&ct, &a), (&class_times, &analysis), 25)),
+            _ => self.diff = None,
+        }
+        keep.then_some(analysis)
     }
 }
 
@@ -91,7 +126,7 @@ struct RankPart<'c> {
 /// The report's sections of the jobs `paths` stand for, each read one rank
 /// at a time (a rank's trace is dropped once its part is built; the timeline
 /// keeps the first ranks' kernels only). Returns whether any file was bad.
-pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan: &Plan<'_>) -> Result<(Vec<Section>, bool)> {
+pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan: &Plan<'_>) -> Result<(Sections, bool)> {
     let read_opts = read.read_options()?;
     let mut base = ReplayOptions::default();
     base.classifier = plan.analyze.classifier.clone();
@@ -108,6 +143,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
     copts.classifier = plan.analyze.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
+    let pair = RefCell::new(Pair { may_diff: jobs_of(paths, each).len() >= 2, reduced: 0, first: None, diff: None });
     let mut out = Vec::new();
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
@@ -130,13 +166,16 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
-        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts)), failures)
+        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, &pair)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
-    Ok((out, failed))
+    let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok((Sections { jobs, diff: pair.into_inner().diff }, failed))
 }
 
-/// The job-level results from its ranks' parts.
+/// The job-level results from its ranks' parts: what was measured is drawn
+/// (and the diff made) before the replay, and dropped, so that the replay's
+/// graph does not sit on top of them.
 #[allow(clippy::too_many_arguments)]
 fn reduce(
     path: PathBuf,
@@ -147,7 +186,8 @@ fn reduce(
     base: &ReplayOptions,
     projection: Option<&ReplayOptions>,
     copts: &tracecast_calibrate::CalibrateOptions,
-) -> Section {
+    pair: &RefCell<Pair>,
+) -> Result<Section> {
     let name = path.display().to_string();
     let mut summaries = Vec::with_capacity(parts.len());
     let mut samples = Vec::with_capacity(parts.len());
@@ -165,61 +205,78 @@ fn reduce(
     }
     // One matching of the job's collectives, read by the analysis, the calibration, the replays and the tables.
     let (analysis, collectives) = analysis::reduce_matched(name.clone(), summaries, bad, plan.analyze);
-    let timeline = step_kernels(&first.into_ranks());
     let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
     // The summaries and calibration samples are gone: their memory goes back
-    // before the replay builds its graph.
+    // before the page is drawn.
+    tracecast_replay::release_freed_memory();
+    let measured = {
+        // The page's samples made afresh rank by rank (`samples()` would keep
+        // them in the matching, which the replay reads).
+        let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).collect();
+        let (timeline, message_sizes, ops) =
+            (step_kernels(&first.into_ranks()), analysis::message_size_rows_of(&samples), merge_op_rows(ops));
+        let job = JobReport {
+            analysis: &analysis,
+            profile: profile.as_ref(),
+            timeline: timeline.as_ref(),
+            collectives: &samples,
+            message_sizes: &message_sizes,
+            ops: &ops,
+        };
+        draw_measured(&job, plan.png_dir.as_deref())?
+    };
+    // What the rest needs of the measured job: the projection's source
+    // (the fits without the points only charts draw) and the diff's input.
+    let source = match (plan.calibrates_source(), profile) {
+        (true, profile) => Some(tracecast_replay::replay::source_model(profile.map(without_points), plan.catalog)),
+        (false, _) => None,
+    };
+    let analysis = pair.borrow_mut().offer(class_times, analysis, plan.keeps_analysis);
+    // And what was drawn goes back before the replay builds its graph.
     tracecast_replay::release_freed_memory();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
     let opts = replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
     let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
     let projection = projection.map(|p| {
         let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-        if plan.calibrates_source() {
-            o.source = Some(tracecast_replay::replay::source_model(profile.clone(), plan.catalog));
+        if source.is_some() {
+            o.source = source;
         }
-        tracecast_replay::replay_parts(name.clone(), projection_parts, &collectives, &o, plan.catalog).report
+        tracecast_replay::replay_parts(name, projection_parts, &collectives, &o, plan.catalog).report
     });
-    let collectives = collectives.into_samples();
-    Section {
-        analysis,
-        profile,
-        replay,
-        projection,
-        timeline,
-        message_sizes: analysis::message_size_rows_of(&collectives),
-        collectives,
-        ops: merge_op_rows(ops),
-        class_times,
-    }
+    Ok(Section { measured, replay, projection, analysis })
 }
 
-/// Writes the report of the sections (the diff of the first two when there are two) to `out`.
-pub(crate) fn write(sections: &[Section], plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
-    let diff = match sections {
-        [sa, sb] => Some(diff_jobs((&sa.class_times, &sa.analysis), (&sb.class_times, &sb.analysis), 25)),
-        _ => None,
-    };
+/// A calibration as a projection prices with it: the fits' points are for charts only.
+fn without_points(mut p: Profile) -> Profile {
+    for k in &mut p.kernels {
+        k.points = Vec::new();
+    }
+    for l in &mut p.links {
+        l.points = Vec::new();
+    }
+    p
+}
+
+/// Writes the report of the sections (the diff first when there is one) to `out`.
+pub(crate) fn write(sections: Sections, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
     let label = plan.projection.as_ref().map(|p| p.0.as_str());
+    let (measured, replays): (Vec<_>, Vec<_>) = sections.jobs.into_iter().map(|s| (s.measured, (s.replay, s.projection))).unzip();
     let report = Report {
-        jobs: sections
-            .iter()
-            .map(|s| JobReport {
-                analysis: &s.analysis,
-                profile: s.profile.as_ref(),
-                replay: Some(&s.replay),
-                projection: label.zip(s.projection.as_ref()),
-                timeline: s.timeline.as_ref(),
-                collectives: &s.collectives,
-                message_sizes: &s.message_sizes,
-                ops: &s.ops,
+        jobs: measured
+            .into_iter()
+            .zip(&replays)
+            .map(|(measured, (replay, projection))| JobSection {
+                measured,
+                replay: Some(replay),
+                projection: label.zip(projection.as_ref()),
             })
             .collect(),
-        diff: diff.as_ref(),
+        diff: sections.diff.as_ref(),
         generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
         png_dir: plan.png_dir.clone(),
     };
-    Ok(write_report(&report, out)?)
+    Ok(write_report(report, out)?)
 }
 
 /// Writes the page of every job the inputs stand for.
@@ -230,10 +287,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let projection = args.what_if.changes_anything(projection.scale).then(|| (args.what_if.label(projection.scale), projection));
     let mut analyze = args.window.analyze_options(read)?;
     (analyze.job_gpus, analyze.job_hours) = (args.job_gpus, args.job_hours);
-    let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
+    let plan = Plan {
+        catalog: &catalog,
+        analyze: &analyze,
+        projection,
+        gpus_per_node: read.gpus_per_node,
+        png_dir: args.png.clone(),
+        keeps_analysis: false,
+    };
     let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan)?;
-    anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
-    let charts = write(&sections, &plan, &args.out)?;
+    anyhow::ensure!(!sections.jobs.is_empty(), "no readable trace: nothing to report");
+    let charts = write(sections, &plan, &args.out)?;
     if !read.quiet {
         writeln!(out, "wrote {}", args.out.display())?;
         for f in charts {

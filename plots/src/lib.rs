@@ -34,6 +34,7 @@ pub mod bars;
 pub mod breakdown;
 mod chart;
 pub mod fits;
+mod page;
 pub mod report;
 pub mod timeline;
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
@@ -16,22 +16,20 @@ use tracecast_replay::JobReplay;
 
 use crate::bars::{Bars, Series};
 use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
-use crate::chart::{Chart, Error, Scatter, to_svg};
+use crate::chart::{Error, Scatter};
 use crate::fits::{kernel_charts, link_charts};
-use crate::timeline::{Draw, StepKernels};
+use crate::page::{Hole, Page, Part, esc};
+use crate::timeline::StepKernels;
 
-/// Everything the report shows about one job: results only, computed before
-/// (one rank at a time, see the CLI's `report`); the page draws them.
+/// Everything the report shows about one measured job: results only,
+/// computed before (one rank at a time, see the CLI's `report`); the page
+/// draws them ([`draw_measured`]).
 #[derive(Debug, Clone, Copy)]
 pub struct JobReport<'a> {
     /// Their analysis (`analyze`).
     pub analysis: &'a JobAnalysis,
     /// The calibration of this job's device(s), when computed.
     pub profile: Option<&'a Profile>,
-    /// Identity replay.
-    pub replay: Option<&'a JobReplay>,
-    /// A projection (label such as `MI300X`, the replay).
-    pub projection: Option<(&'a str, &'a JobReplay)>,
     /// The GPU timeline of one step and its note, when the traces have kernels.
     pub timeline: Option<&'a (StepKernels, String)>,
     /// Every communication kernel, matched across ranks.
@@ -42,17 +40,60 @@ pub struct JobReport<'a> {
     pub ops: &'a [OpRow],
 }
 
+/// The measured part of one job's section, drawn as soon as the job is
+/// analysed so that its results need not outlive it (the replay runs after):
+/// its HTML, with the job's and the figures' numbers left for the page to
+/// fill in, and (with a chart directory) its chart files under provisional
+/// names until the page numbers them. Dropped without a page, it removes them.
+#[derive(Debug)]
+pub struct MeasuredPart {
+    path: String,
+    part: Part,
+}
+
+impl MeasuredPart {
+    /// The job's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The figures it drew.
+    pub fn figures(&self) -> usize {
+        self.part.figures()
+    }
+}
+
+/// Draws the measured part of a job's section; with `png_dir`, its charts
+/// also go there as SVG and PNG files.
+pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<MeasuredPart, Error> {
+    let mut part = Part::new(png_dir);
+    measured_section(&mut part, job)?;
+    Ok(MeasuredPart { path: job.analysis.path.clone(), part })
+}
+
+/// One job's section of the page: its measured part and its replays.
+#[derive(Debug)]
+pub struct JobSection<'a> {
+    /// The measured job, drawn.
+    pub measured: MeasuredPart,
+    /// Identity replay.
+    pub replay: Option<&'a JobReplay>,
+    /// A projection (label such as `MI300X`, the replay).
+    pub projection: Option<(&'a str, &'a JobReplay)>,
+}
+
 /// The whole page.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Report<'a> {
     /// One section per job.
-    pub jobs: Vec<JobReport<'a>>,
+    pub jobs: Vec<JobSection<'a>>,
     /// The comparison of the first two jobs, when two were given.
     pub diff: Option<&'a TraceDiff>,
     /// Line at the foot of the page (tool and version).
     pub generator: String,
-    /// Also write every chart as SVG and PNG files into this directory.
-    pub png_dir: Option<std::path::PathBuf>,
+    /// Also write every chart as SVG and PNG files into this directory
+    /// (the measured parts' charts went where [`draw_measured`] was told).
+    pub png_dir: Option<PathBuf>,
 }
 
 /// Jobs with more ranks than this get the spread across ranks instead of a row per rank.
@@ -89,105 +130,6 @@ pub fn collective_charts(samples: &[CollectiveSample], profile: Option<&Profile>
             }
         })
         .collect()
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// Inline SVG: no XML prologue, no namespace URL (HTML5 knows `<svg>`), scaled to the page.
-fn inline_svg(chart: &impl Chart) -> Result<String, Error> {
-    let svg = to_svg(chart)?;
-    let svg = svg.trim_start();
-    let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |x| x.1) } else { svg };
-    Ok(svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1).replacen("<svg ", "<svg class=\"chart\" ", 1))
-}
-
-struct Page {
-    html: String,
-    figures: usize,
-    png_dir: Option<std::path::PathBuf>,
-    files: Vec<std::path::PathBuf>,
-}
-
-impl Page {
-    fn figure(&mut self, title: &str, chart: &impl Chart, note: Option<&str>) -> Result<(), Error> {
-        self.figures += 1;
-        if let Some(dir) = &self.png_dir {
-            // fig03-gpu-time-by-rank: numbered in page order, named after the title.
-            let slug: String = title
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-                .collect::<String>()
-                .split('-')
-                .filter(|w| !w.is_empty())
-                .take(6)
-                .collect::<Vec<_>>()
-                .join("-");
-            let files = crate::chart::write_chart(chart, &dir.join(format!("fig{:02}-{slug}", self.figures)))?;
-            self.files.extend(files);
-        }
-        let _ = write!(self.html, "<figure id=\"fig{}\">{}<figcaption>{}", self.figures, inline_svg(chart)?, esc(title));
-        if let Some(n) = note {
-            let _ = write!(self.html, " <span class=\"note\">{}</span>", esc(n));
-        }
-        self.html.push_str("</figcaption></figure>\n");
-        Ok(())
-    }
-
-    /// The step's kernels as the page's explorable timeline; `--png` still
-    /// gets the picture.
-    fn explorable_timeline(&mut self, k: &StepKernels, note: &str) -> Result<(), Error> {
-        self.figures += 1;
-        if let Some(dir) = &self.png_dir {
-            let files = crate::chart::write_chart(&k.to_static(), &dir.join(format!("fig{:02}-gpu-timeline", self.figures)))?;
-            self.files.extend(files);
-        }
-        let _ = write!(
-            self.html,
-            "<figure id=\"fig{}\">{}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>\n",
-            self.figures,
-            k.to_html(&format!("timeline{}", self.figures)),
-            esc(&k.title),
-            esc(note)
-        );
-        Ok(())
-    }
-
-    fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
-        if rows.len() > 5 {
-            let _ = write!(
-                self.html,
-                "<input type=\"search\" class=\"filter\" placeholder=\"filter: {}\" aria-label=\"filter {}\">",
-                esc(caption),
-                esc(caption)
-            );
-        }
-        let _ = write!(self.html, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
-        for h in head {
-            let _ = write!(self.html, "<th>{}</th>", esc(h));
-        }
-        self.html.push_str("</tr></thead><tbody>");
-        for r in rows {
-            self.html.push_str("<tr>");
-            for (i, c) in r.iter().enumerate() {
-                let class = if i > 0 && c.trim_start_matches(['-', '+']).chars().next().is_some_and(|d| d.is_ascii_digit()) {
-                    " class=\"n\""
-                } else {
-                    ""
-                };
-                if c.chars().count() > 80 {
-                    // Long kernel names: the part that tells them apart, the full name on hover.
-                    let short = tracecast_ingest::analysis::short_kernel_name(c, 80);
-                    let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(&short));
-                } else {
-                    let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
-                }
-            }
-            self.html.push_str("</tr>");
-        }
-        self.html.push_str("</tbody></table>\n");
-    }
 }
 
 fn ms(us: f64) -> String {
@@ -233,16 +175,13 @@ fn summary_words(a: &JobAnalysis) -> Vec<String> {
     out
 }
 
-fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), Error> {
+/// A job's section up to its replay: what was measured.
+fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     let a = j.analysis;
     let devices: std::collections::BTreeSet<&str> = a.ranks.iter().filter_map(|r| r.device.as_deref()).collect();
-    let _ = write!(
-        page.html,
-        "<section><h2>Job {}: {}</h2><p class=\"meta\">{}</p>",
-        index + 1,
-        esc(&a.path),
-        esc(&devices.into_iter().collect::<Vec<_>>().join(", "))
-    );
+    page.html.push_str("<section><h2>Job ");
+    page.hole(Hole::Job);
+    let _ = write!(page.html, ": {}</h2><p class=\"meta\">{}</p>", esc(&a.path), esc(&devices.into_iter().collect::<Vec<_>>().join(", ")));
     page.html.push_str("<div class=\"summary\">");
     for s in summary_words(a) {
         let _ = write!(page.html, "<p>{}</p>", esc(&s));
@@ -484,8 +423,12 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
         })
         .collect();
     page.table("Kernels with the most time (all ranks)", &["kernel", "kind", "count", "time ms", "mean µs", "max µs"], &rows);
+    Ok(())
+}
 
-    if let Some(r) = j.replay {
+/// The rest of a job's section: its replay and projection.
+fn replay_section(page: &mut Part, replay: Option<&JobReplay>, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
+    if let Some(r) = replay {
         page.html.push_str("<h3>Replay</h3>");
         // What bounds the step: the chain of dependencies that ends last.
         let c = &r.critical_path;
@@ -532,7 +475,7 @@ fn job_section(page: &mut Page, j: &JobReport<'_>, index: usize) -> Result<(), E
         let worst = r.ranks.iter().map(|k| k.error.abs()).fold(0.0, f64::max);
         page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
     }
-    if let Some((label, p)) = j.projection {
+    if let Some((label, p)) = projection {
         let mean = |f: &dyn Fn(&tracecast_replay::replay::RankReplay) -> [f64; 5]| {
             let n = p.ranks.len().max(1) as f64;
             p.ranks.iter().map(f).fold([0.0; 5], |acc, x| std::array::from_fn(|i| acc[i] + x[i] / n / 1000.0))
@@ -574,7 +517,7 @@ fn delta_rows(d: &[Delta], limit: usize) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn diff_section(page: &mut Page, d: &TraceDiff) -> Result<(), Error> {
+fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
     let _ = write!(page.html, "<section><h2>Diff: {} → {}</h2>", esc(&d.a), esc(&d.b));
     // The headline: step time, exposed communication, idle and busy, then what moved them.
     let words: Vec<String> = d
@@ -632,24 +575,30 @@ td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;pa
 const SCRIPT: &str = include_str!("../assets/report.js");
 
 /// The page as HTML text.
-pub fn render_html(report: &Report<'_>) -> Result<String, Error> {
+pub fn render_html(report: Report<'_>) -> Result<String, Error> {
     render(report).map(|p| p.0)
 }
 
 /// The page and the chart files written beside it (with `png_dir`).
-fn render(report: &Report<'_>) -> Result<(String, Vec<std::path::PathBuf>), Error> {
-    let mut page = Page { html: String::new(), figures: 0, png_dir: report.png_dir.clone(), files: Vec::new() };
+fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
+    let png_dir = report.png_dir.as_deref();
+    let mut page = Page::default();
     page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let title = match report.jobs.as_slice() {
-        [one] => format!("tracecast report — {}", one.analysis.path),
+        [one] => format!("tracecast report — {}", one.measured.path),
         jobs => format!("tracecast report — {} jobs", jobs.len()),
     };
     let _ = write!(page.html, "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>", esc(&title), esc(&title));
     if let Some(d) = report.diff {
-        diff_section(&mut page, d)?;
+        let mut part = Part::new(png_dir);
+        diff_section(&mut part, d)?;
+        page.append(part, 0)?;
     }
-    for (i, j) in report.jobs.iter().enumerate() {
-        job_section(&mut page, j, i)?;
+    for (i, j) in report.jobs.into_iter().enumerate() {
+        page.append(j.measured.part, i)?;
+        let mut part = Part::new(png_dir);
+        replay_section(&mut part, j.replay, j.projection)?;
+        page.append(part, i)?;
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
     Ok((page.html, page.files))
@@ -657,7 +606,7 @@ fn render(report: &Report<'_>) -> Result<(String, Vec<std::path::PathBuf>), Erro
 
 /// Writes the page to `path` atomically; returns the chart files written
 /// beside it (SVG and PNG, with `png_dir`).
-pub fn write_report(report: &Report<'_>, path: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
+pub fn write_report(report: Report<'_>, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let (html, files) = render(report)?;
     tracecast_ingest::output::write_atomic(path, html.as_bytes())?;
     Ok(files)

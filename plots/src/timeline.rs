@@ -61,80 +61,87 @@ impl Draw for StepKernels {
     /// data (names, ops and shapes in one string table) that the page's
     /// script draws; `id` must be unique in the page.
     fn to_html(&self, id: &str) -> String {
-        // Names, ops and shapes repeat: one string table.
-        fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
-            *index.entry(s).or_insert_with(|| {
-                strings.push(s);
-                strings.len() - 1
-            })
-        }
-        let mut strings: Vec<&str> = Vec::new();
-        let mut index = std::collections::HashMap::new();
-        let mut rows = String::new();
-        for (i, k) in self.kernels.iter().enumerate() {
-            if i > 0 {
-                rows.push(',');
-            }
-            let name = intern(&k.name, &mut strings, &mut index);
-            let op = k.op.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
-            let shapes = k.shapes.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
-            let num = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.6e}"));
-            let _ = write!(
-                rows,
-                "[{},{:.3},{:.3},{},{name},{op},{shapes},{},{}]",
-                k.lane,
-                k.start_us,
-                k.dur_us,
-                k.kind,
-                num(k.flops),
-                num(k.bytes)
-            );
-        }
-        let mut data = String::from("{\"lanes\":[");
-        for (i, l) in self.lanes.iter().enumerate() {
-            if i > 0 {
-                data.push(',');
-            }
-            json_str(&mut data, l);
-        }
-        data.push_str("],\"kinds\":[");
-        for (i, (label, c)) in self.kinds.iter().enumerate() {
-            if i > 0 {
-                data.push(',');
-            }
-            data.push('[');
-            json_str(&mut data, label);
-            let _ = write!(data, ",\"#{:02x}{:02x}{:02x}\"]", c.0, c.1, c.2);
-        }
-        data.push_str("],\"strings\":[");
-        for (i, s) in strings.iter().enumerate() {
-            if i > 0 {
-                data.push(',');
-            }
-            json_str(&mut data, s);
-        }
-        let _ = write!(data, "],\"kernels\":[{rows}]}}");
-        let mut legend = String::new();
-        for (label, c) in &self.kinds {
-            let _ = write!(
-                legend,
-                "<span class=\"tl-kind\"><i style=\"background:#{:02x}{:02x}{:02x}\"></i>{}</span>",
-                c.0,
-                c.1,
-                c.2,
-                label.replace('&', "&amp;").replace('<', "&lt;")
-            );
-        }
-        let mut html = String::new();
-        let _ = write!(
-            html,
-            "<div class=\"timeline\" id=\"{id}\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
-             <svg class=\"tl-svg\" viewBox=\"0 0 {WIDTH} {}\" role=\"img\" aria-label=\"{}\"></svg><script type=\"application/json\" class=\"tl-data\">{data}</script></div>",
-            60 + LANE_PX * self.lanes.len().max(1) as u32,
-            self.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
-        );
-        html
+        let (head, tail) = html_around_id(self);
+        format!("{head}{id}{tail}")
     }
+}
+
+/// [`Draw::to_html`] without its id: the HTML before the id and after it
+/// (the report fills the id in when it numbers the page's figures).
+pub(crate) fn html_around_id(step: &StepKernels) -> (&'static str, String) {
+    // Names, ops and shapes repeat: one string table.
+    fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
+        *index.entry(s).or_insert_with(|| {
+            strings.push(s);
+            strings.len() - 1
+        })
+    }
+    let mut strings: Vec<&str> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    let mut rows = String::new();
+    for (i, k) in step.kernels.iter().enumerate() {
+        if i > 0 {
+            rows.push(',');
+        }
+        let name = intern(&k.name, &mut strings, &mut index);
+        let op = k.op.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
+        let shapes = k.shapes.as_deref().map_or(-1, |o| intern(o, &mut strings, &mut index) as i64);
+        let num = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.6e}"));
+        let _ = write!(
+            rows,
+            "[{},{:.3},{:.3},{},{name},{op},{shapes},{},{}]",
+            k.lane,
+            k.start_us,
+            k.dur_us,
+            k.kind,
+            num(k.flops),
+            num(k.bytes)
+        );
+    }
+    let mut data = String::from("{\"lanes\":[");
+    for (i, l) in step.lanes.iter().enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        json_str(&mut data, l);
+    }
+    data.push_str("],\"kinds\":[");
+    for (i, (label, c)) in step.kinds.iter().enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        data.push('[');
+        json_str(&mut data, label);
+        let _ = write!(data, ",\"#{:02x}{:02x}{:02x}\"]", c.0, c.1, c.2);
+    }
+    data.push_str("],\"strings\":[");
+    for (i, s) in strings.iter().enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        json_str(&mut data, s);
+    }
+    let _ = write!(data, "],\"kernels\":[{rows}]}}");
+    let mut legend = String::new();
+    for (label, c) in &step.kinds {
+        let _ = write!(
+            legend,
+            "<span class=\"tl-kind\"><i style=\"background:#{:02x}{:02x}{:02x}\"></i>{}</span>",
+            c.0,
+            c.1,
+            c.2,
+            label.replace('&', "&amp;").replace('<', "&lt;")
+        );
+    }
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
+         <svg class=\"tl-svg\" viewBox=\"0 0 {WIDTH} {}\" role=\"img\" aria-label=\"{}\"></svg><script type=\"application/json\" class=\"tl-data\">{data}</script></div>",
+        60 + LANE_PX * step.lanes.len().max(1) as u32,
+        step.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+    );
+    ("<div class=\"timeline\" id=\"", html)
 }
 
 /// One lane: a GPU stream of one rank.

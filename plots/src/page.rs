@@ -1,0 +1,264 @@
+//! The page's pieces: parts of HTML drawn on their own, with holes for the
+//! numbers that depend on what comes before them on the page (the job's,
+//! the figures'), and the page they are put together into, which fills the
+//! holes in and gives the parts' chart files their names.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::chart::{Chart, Error, to_svg};
+use crate::timeline::{Draw, StepKernels, html_around_id};
+
+pub(crate) fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Inline SVG: no XML prologue, no namespace URL (HTML5 knows `<svg>`), scaled to the page.
+fn inline_svg(chart: &impl Chart) -> Result<String, Error> {
+    let svg = to_svg(chart)?;
+    let svg = svg.trim_start();
+    let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |x| x.1) } else { svg };
+    Ok(svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1).replacen("<svg ", "<svg class=\"chart\" ", 1))
+}
+
+/// A number that depends on what comes before a part on the page: parts are
+/// drawn on their own (a job's measured part before the diff above it, which
+/// needs the next job), so they leave a hole for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Hole {
+    /// The job's number (1 for the first).
+    Job,
+    /// The page-wide number of the part's figure with this index.
+    Figure(usize),
+}
+
+/// A figure of a part: the name of its files, and (with a chart directory)
+/// its files under provisional names until the page numbers them.
+#[derive(Debug)]
+struct Figure {
+    slug: String,
+    files: Vec<PathBuf>,
+}
+
+/// A piece of the page drawn on its own: HTML with holes (at byte offsets,
+/// ascending) for the numbers that depend on what comes before it.
+#[derive(Debug)]
+pub(crate) struct Part {
+    pub(crate) html: String,
+    holes: Vec<(usize, Hole)>,
+    figures: Vec<Figure>,
+    png_dir: Option<PathBuf>,
+}
+
+impl Drop for Part {
+    /// A part that never made it onto a page (an error on the way) leaves no provisional files.
+    fn drop(&mut self) {
+        for p in self.figures.iter().flat_map(|f| &f.files) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Part {
+    pub(crate) fn new(png_dir: Option<&Path>) -> Part {
+        Part { html: String::new(), holes: Vec::new(), figures: Vec::new(), png_dir: png_dir.map(Path::to_path_buf) }
+    }
+
+    pub(crate) fn hole(&mut self, hole: Hole) {
+        self.holes.push((self.html.len(), hole));
+    }
+
+    /// The figures drawn.
+    pub(crate) fn figures(&self) -> usize {
+        self.figures.len()
+    }
+
+    /// A new figure named `slug`; `write` draws its chart files (given a
+    /// provisional stem) when the part has a chart directory.
+    fn add_figure(&mut self, slug: String, write: impl FnOnce(&Path) -> Result<Vec<PathBuf>, Error>) -> Result<Hole, Error> {
+        let mut files = Vec::new();
+        if let Some(dir) = &self.png_dir {
+            // Unique in the directory while the run lasts; hidden.
+            static DRAWN: AtomicUsize = AtomicUsize::new(0);
+            files = write(&dir.join(format!(".tracecast-{}-{}", std::process::id(), DRAWN.fetch_add(1, Ordering::Relaxed))))?;
+        }
+        self.figures.push(Figure { slug, files });
+        Ok(Hole::Figure(self.figures.len() - 1))
+    }
+
+    pub(crate) fn figure(&mut self, title: &str, chart: &impl Chart, note: Option<&str>) -> Result<(), Error> {
+        // fig03-gpu-time-by-rank: numbered in page order, named after the title.
+        let slug: String = title
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .collect::<String>()
+            .split('-')
+            .filter(|w| !w.is_empty())
+            .take(6)
+            .collect::<Vec<_>>()
+            .join("-");
+        let number = self.add_figure(slug, |stem| crate::chart::write_chart(chart, stem))?;
+        self.html.push_str("<figure id=\"fig");
+        self.hole(number);
+        let _ = write!(self.html, "\">{}<figcaption>{}", inline_svg(chart)?, esc(title));
+        if let Some(n) = note {
+            let _ = write!(self.html, " <span class=\"note\">{}</span>", esc(n));
+        }
+        self.html.push_str("</figcaption></figure>\n");
+        Ok(())
+    }
+
+    /// The step's kernels as the page's explorable timeline; `--png` still
+    /// gets the picture.
+    pub(crate) fn explorable_timeline(&mut self, k: &StepKernels, note: &str) -> Result<(), Error> {
+        let number = self.add_figure("gpu-timeline".into(), |stem| crate::chart::write_chart(&k.to_static(), stem))?;
+        self.html.push_str("<figure id=\"fig");
+        self.hole(number);
+        let (head, tail) = html_around_id(k);
+        let _ = write!(self.html, "\">{head}timeline");
+        self.hole(number);
+        let _ = writeln!(self.html, "{tail}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>", esc(&k.title), esc(note));
+        Ok(())
+    }
+
+    pub(crate) fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
+        if rows.len() > 5 {
+            let _ = write!(
+                self.html,
+                "<input type=\"search\" class=\"filter\" placeholder=\"filter: {}\" aria-label=\"filter {}\">",
+                esc(caption),
+                esc(caption)
+            );
+        }
+        let _ = write!(self.html, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
+        for h in head {
+            let _ = write!(self.html, "<th>{}</th>", esc(h));
+        }
+        self.html.push_str("</tr></thead><tbody>");
+        for r in rows {
+            self.html.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let class = if i > 0 && c.trim_start_matches(['-', '+']).chars().next().is_some_and(|d| d.is_ascii_digit()) {
+                    " class=\"n\""
+                } else {
+                    ""
+                };
+                if c.chars().count() > 80 {
+                    // Long kernel names: the part that tells them apart, the full name on hover.
+                    let short = tracecast_ingest::analysis::short_kernel_name(c, 80);
+                    let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(&short));
+                } else {
+                    let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
+                }
+            }
+            self.html.push_str("</tr>");
+        }
+        self.html.push_str("</tbody></table>\n");
+    }
+}
+
+/// The page being put together: parts appended in page order, their holes
+/// filled in and their chart files moved to their names.
+#[derive(Debug, Default)]
+pub(crate) struct Page {
+    pub(crate) html: String,
+    /// Figures on the page so far.
+    figures: usize,
+    /// Chart files under their names, in page order.
+    pub(crate) files: Vec<PathBuf>,
+}
+
+impl Page {
+    /// Appends `part`; `job` (the index of the job it belongs to) numbers its [`Hole::Job`].
+    pub(crate) fn append(&mut self, mut part: Part, job: usize) -> Result<(), Error> {
+        let first = self.figures;
+        let mut at = 0;
+        for &(offset, hole) in &part.holes {
+            self.html.push_str(part.html.get(at..offset).unwrap_or_default());
+            let _ = match hole {
+                Hole::Job => write!(self.html, "{}", job + 1),
+                Hole::Figure(k) => write!(self.html, "{}", first + k + 1),
+            };
+            at = offset;
+        }
+        self.html.push_str(part.html.get(at..).unwrap_or_default());
+        self.figures += part.figures.len();
+        for (k, f) in part.figures.iter_mut().enumerate() {
+            let stem = format!("fig{:02}-{}", first + k + 1, f.slug);
+            // Taken one at a time: what is left when a move fails goes with the part.
+            while !f.files.is_empty() {
+                let from = f.files.remove(0);
+                let to = from.with_file_name(&stem).with_extension(from.extension().unwrap_or_default());
+                if let Err(cause) = std::fs::rename(&from, &to) {
+                    let _ = std::fs::remove_file(&from);
+                    return Err(tracecast_ingest::Error::Write { path: to, cause }.into());
+                }
+                self.files.push(to);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Hole, Page, Part};
+    use crate::chart::Scatter;
+
+    fn chart(title: &str) -> Scatter {
+        Scatter {
+            title: title.into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            points: vec![(1.0, 1.0), (2.0, 4.0)],
+            curve: Vec::new(),
+            log_x: false,
+            log_y: false,
+            reference: None,
+            legend: ["measured".into(), "fit".into()],
+        }
+    }
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    /// A part drawn before the one above it gets its numbers from its place on the page.
+    #[test]
+    fn numbers_follow_the_page_not_the_drawing() {
+        let dir = std::env::temp_dir().join(format!("tracecast-page-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut job = Part::new(Some(&dir));
+        job.html.push_str("<h2>Job ");
+        job.hole(Hole::Job);
+        job.figure("Second one", &chart("b"), None).unwrap();
+        job.figure("Third", &chart("c"), None).unwrap();
+        let mut above = Part::new(Some(&dir));
+        above.figure("First", &chart("a"), None).unwrap();
+        assert_eq!(names(&dir).iter().filter(|n| !n.starts_with('.')).count(), 0, "provisional names until numbered");
+        let mut page = Page::default();
+        page.append(above, 0).unwrap();
+        page.append(job, 1).unwrap();
+        let ids: Vec<&str> = page.html.match_indices("<figure id=\"fig").map(|(i, _)| &page.html[i + 15..i + 16]).collect();
+        assert_eq!(ids, ["1", "2", "3"]);
+        assert!(page.html.contains("<h2>Job 2<figure id=\"fig2\">"));
+        let expected =
+            ["fig01-first.png", "fig01-first.svg", "fig02-second-one.png", "fig02-second-one.svg", "fig03-third.png", "fig03-third.svg"];
+        assert_eq!(names(&dir), expected);
+        let listed: Vec<String> = page.files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            listed,
+            ["fig01-first.svg", "fig01-first.png", "fig02-second-one.svg", "fig02-second-one.png", "fig03-third.svg", "fig03-third.png"]
+        );
+        // A part that never reaches a page takes its files with it.
+        let mut lost = Part::new(Some(&dir));
+        lost.figure("Lost", &chart("d"), None).unwrap();
+        assert_eq!(names(&dir).len(), expected.len() + 2);
+        drop(lost);
+        assert_eq!(names(&dir), expected);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
