@@ -307,25 +307,57 @@ impl Profile {
     }
 }
 
-/// Durations (µs) of the compute kernels of a trace, given its rows' activity classes.
-pub fn compute_kernel_durations(
-    trace: &tracecast_ingest::RankTrace,
-    classes: &[Option<tracecast_ingest::analysis::ActivityClass>],
-) -> Vec<f64> {
-    trace
-        .gpu_activity()
-        .filter(|&i| classes.get(i).copied().flatten() == Some(tracecast_ingest::analysis::ActivityClass::Compute))
-        .map(|i| trace.events.dur_us(i))
-        .collect()
+/// A rank's compute-kernel durations in ns, 4 bytes each (a job holds
+/// millions until it is calibrated); the rare one outside `u32` kept apart.
+#[derive(Debug, Clone, Default)]
+struct KernelDurations {
+    ns: Vec<u32>,
+    other_ns: Vec<i64>,
 }
 
-/// The 10th percentile of `durations` (None when empty).
-pub fn kernel_floor_us(durations: &mut [f64]) -> Option<f64> {
-    if durations.is_empty() {
-        return None;
+impl KernelDurations {
+    /// The compute kernels of a trace, given its rows' activity classes.
+    fn of(trace: &tracecast_ingest::RankTrace, classes: &[Option<tracecast_ingest::analysis::ActivityClass>]) -> KernelDurations {
+        let mut d = KernelDurations::default();
+        let compute =
+            trace.gpu_activity().filter(|&i| classes.get(i).copied().flatten() == Some(tracecast_ingest::analysis::ActivityClass::Compute));
+        for i in compute {
+            let ns = trace.events.dur_ns.get(i).copied().unwrap_or(0);
+            match u32::try_from(ns) {
+                Ok(short) => d.ns.push(short),
+                Err(_) => d.other_ns.push(ns),
+            }
+        }
+        d.ns.shrink_to_fit();
+        d
     }
-    durations.sort_by(f64::total_cmp);
-    Some(durations[durations.len() / 10])
+}
+
+/// The 10th percentile of the ranks' compute-kernel durations, µs (None when
+/// there are none): the (n/10)-th smallest of them all.
+fn kernel_floor_us(ranks: &[KernelDurations]) -> Option<f64> {
+    let mut short: Vec<u32> = Vec::with_capacity(ranks.iter().map(|r| r.ns.len()).sum());
+    for r in ranks {
+        short.extend_from_slice(&r.ns);
+    }
+    let mut other: Vec<i64> = ranks.iter().flat_map(|r| r.other_ns.iter().copied()).collect();
+    short.sort_unstable();
+    other.sort_unstable();
+    // The two sorted lists merged up to position n/10.
+    let k = (short.len() + other.len()) / 10;
+    let (mut i, mut j) = (0, 0);
+    let mut kth = None;
+    while i + j <= k {
+        let take_short = match (short.get(i), other.get(j)) {
+            (Some(&a), Some(&b)) => i64::from(a) <= b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        kth = if take_short { short.get(i).map(|&a| i64::from(a)) } else { other.get(j).copied() };
+        if take_short { i += 1 } else { j += 1 }
+    }
+    kth.map(|ns| ns as f64 / 1000.0)
 }
 
 fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, String)> {
@@ -349,7 +381,7 @@ fn kernel_fit(
     let mut notes_of_fit = Vec::new();
     // The points with known work, counted, and those of at least `min_work`
     // kept (a job has millions of samples: one copy, not several).
-    let known = samples.iter().flat_map(|c| &c.sized).filter_map(|s| Some((s.work()?, s.dur_us))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
+    let known = samples.iter().flat_map(|c| c.sized()).filter_map(|(s, t)| Some((s.work()?, t))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
     let all = known.clone().count();
     let mut pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
     // The points stay in the profile for its charts: without the growth's spare capacity.
@@ -389,15 +421,20 @@ fn kernel_fit(
     let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
     let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
     // Efficiency by size: median achieved throughput per half-decade of work.
-    let mut bins: BTreeMap<i64, (f64, f64, Vec<f64>)> = BTreeMap::new();
-    for &(w, t) in &pts {
-        let (lo, hi, rates) = bins.entry((w.log10() * 2.0).floor() as i64).or_insert((f64::INFINITY, 0.0, Vec::new()));
+    // Each point's bin (a log10 of a positive f64 × 2 fits an i16), then one
+    // bin's rates at a time: not a copy of every rate at once.
+    let bin_of: Vec<i16> = pts.iter().map(|&(w, _)| (w.log10() * 2.0).floor() as i16).collect();
+    let mut bins: BTreeMap<i16, (f64, f64)> = BTreeMap::new();
+    for (&b, &(w, _)) in bin_of.iter().zip(&pts) {
+        let (lo, hi) = bins.entry(b).or_insert((f64::INFINITY, 0.0));
         (*lo, *hi) = (lo.min(w), hi.max(w));
-        rates.push(w / t);
     }
+    let mut rates = Vec::new();
     let size_curve = bins
-        .into_values()
-        .map(|(work_min, work_max, mut rates)| {
+        .into_iter()
+        .map(|(bin, (work_min, work_max))| {
+            rates.clear();
+            rates.extend(bin_of.iter().zip(&pts).filter(|(b, _)| **b == bin).map(|(_, &(w, t))| w / t));
             rates.sort_by(f64::total_cmp);
             SizeBin { work_min, work_max, samples: rates.len(), efficiency: rates[rates.len() / 2] / per_us }
         })
@@ -445,12 +482,12 @@ pub struct RankSamples<'c> {
     gpu: Option<(&'c Gpu, MatchKind)>,
     path: String,
     classes: Vec<ClassSamples>,
-    durations: Vec<f64>,
+    durations: KernelDurations,
 }
 
 /// One rank's samples of one (class, dtype), reduced on the rank's thread to
 /// what the fits read: a job holds every rank's samples until it is
-/// calibrated, millions of them.
+/// calibrated, millions of them, and a rank's ops repeat a few dozen sizes.
 #[derive(Debug, Clone)]
 struct ClassSamples {
     class: KernelClass,
@@ -459,23 +496,26 @@ struct ClassSamples {
     count: usize,
     /// Their summed time, µs.
     total_us: f64,
-    /// The samples with a work or a shape, in the rank's order.
-    sized: Vec<SizedSample>,
+    /// The distinct sizes of the samples with a work or a shape.
+    sizes: Vec<SampleSize>,
+    /// Those samples in the rank's order: the index of each one's size and
+    /// its time, µs (12 bytes a sample, not a [`WorkSample`]'s 56).
+    size_of: Vec<u32>,
+    dur_us: Vec<f64>,
 }
 
-/// A sample with a work or a shape: what a kernel fit, its support check and
-/// the table corrections read (32 bytes, not a [`WorkSample`]'s 56).
+/// The size of an op: what a kernel fit, its support check and the table
+/// corrections read besides its time.
 #[derive(Debug, Clone)]
-struct SizedSample {
+struct SampleSize {
     /// FLOPs or bytes; NaN when the op has no work model.
     work: f64,
     /// Bytes the op moves; NaN when its shapes do not give them.
     bytes: f64,
-    dur_us: f64,
     shape: Option<std::sync::Arc<OpShape>>,
 }
 
-impl SizedSample {
+impl SampleSize {
     fn work(&self) -> Option<f64> {
         (!self.work.is_nan()).then_some(self.work)
     }
@@ -489,31 +529,46 @@ impl ClassSamples {
     /// A rank's samples by (class, dtype), each class's in the rank's order.
     fn group(samples: Vec<WorkSample>) -> Vec<ClassSamples> {
         let mut by: BTreeMap<(KernelClass, Option<Dtype>), ClassSamples> = BTreeMap::new();
+        // A size's index, by its work and bytes bits and its shape (shared within a rank).
+        let mut index: rustc_hash::FxHashMap<(KernelClass, Option<Dtype>, u64, u64, usize), u32> = rustc_hash::FxHashMap::default();
         for s in samples {
             let c = by.entry((s.class, s.dtype)).or_insert_with(|| ClassSamples {
                 class: s.class,
                 dtype: s.dtype,
                 count: 0,
                 total_us: 0.0,
-                sized: Vec::new(),
+                sizes: Vec::new(),
+                size_of: Vec::new(),
+                dur_us: Vec::new(),
             });
             c.count += 1;
             c.total_us += s.dur_us;
-            if s.work.is_some() || s.shape.is_some() {
-                c.sized.push(SizedSample {
-                    work: s.work.unwrap_or(f64::NAN),
-                    bytes: s.bytes.unwrap_or(f64::NAN),
-                    dur_us: s.dur_us,
-                    shape: s.shape,
-                });
+            if s.work.is_none() && s.shape.is_none() {
+                continue;
             }
+            let size = SampleSize { work: s.work.unwrap_or(f64::NAN), bytes: s.bytes.unwrap_or(f64::NAN), shape: s.shape };
+            let shape_at = size.shape.as_ref().map_or(0, |a| std::sync::Arc::as_ptr(a) as usize);
+            let key = (s.class, s.dtype, size.work.to_bits(), size.bytes.to_bits(), shape_at);
+            let i = *index.entry(key).or_insert_with(|| {
+                c.sizes.push(size);
+                u32::try_from(c.sizes.len() - 1).unwrap_or(u32::MAX)
+            });
+            c.size_of.push(i);
+            c.dur_us.push(s.dur_us);
         }
         by.into_values()
             .map(|mut c| {
-                c.sized.shrink_to_fit();
+                c.sizes.shrink_to_fit();
+                c.size_of.shrink_to_fit();
+                c.dur_us.shrink_to_fit();
                 c
             })
             .collect()
+    }
+
+    /// The samples with a work or a shape, in the rank's order: their size and time (µs).
+    fn sized(&self) -> impl Iterator<Item = (&SampleSize, f64)> + Clone + '_ {
+        self.size_of.iter().zip(&self.dur_us).filter_map(|(&i, &t)| Some((self.sizes.get(i as usize)?, t)))
     }
 }
 
@@ -527,7 +582,7 @@ pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::Kerne
         gpu: t.devices.iter().find_map(|d| catalog.match_device(d)),
         path: t.path.display().to_string(),
         classes: ClassSamples::group(work::samples_of(t, kernel_work)),
-        durations: compute_kernel_durations(t, ctx.classes()),
+        durations: KernelDurations::of(t, ctx.classes()),
     }
 }
 
@@ -561,7 +616,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         samples: Vec<Vec<ClassSamples>>,
         links: LinkSamples,
         world: u32,
-        durations: Vec<f64>,
+        durations: Vec<KernelDurations>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
     for (ranks, collectives) in jobs {
@@ -588,13 +643,13 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             g.samples.push(r.classes);
             g.links.add(collectives.rank_samples(r.rank));
             g.world = g.world.max(world);
-            g.durations.extend(r.durations);
+            g.durations.push(r.durations);
         }
     }
 
     groups
         .into_iter()
-        .map(|mut g| {
+        .map(|g| {
             let gpu = g.gpu.map(|(x, _)| x);
             let node = gpu.and_then(|x| catalog.node_of(&x.id));
             let gpus_per_node = catalog.gpus_per_node(gpu.map(|x| x.id.as_str()), opts.gpus_per_node);
@@ -649,7 +704,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             unfitted.extend(link_unfitted);
             notes.extend(kernel_notes);
             notes.extend(link_notes);
-            let kernel_floor_us = kernel_floor_us(&mut g.durations);
+            let kernel_floor_us = kernel_floor_us(&g.durations);
             Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes, table_corrections }
         })
         .collect()
@@ -671,14 +726,24 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
-    let shaped = samples.iter().flatten().flat_map(|c| c.sized.iter().map(move |s| (c.dtype, s)));
-    for (dtype, s) in shaped.filter(|(_, s)| s.dur_us > 0.0) {
-        let Some(shape) = GemmShape::of_op(s.shape.as_deref().copied(), dtype) else { continue };
+    let shaped = || samples.iter().flatten().flat_map(|c| c.sized().map(move |(s, t)| (c.dtype, s, t))).filter(|(_, _, t)| *t > 0.0);
+    let mut price = |dtype: Option<Dtype>, s: &SampleSize| {
+        let shape = GemmShape::of_op(s.shape.as_deref().copied(), dtype)?;
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
-        let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
-        let Some((time_us, rule)) = price else { continue };
-        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
-        e.0.push((s.dur_us / time_us).ln());
+        *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)))
+    };
+    // Counted first, so that each dtype's list is made at its size (one value per GEMM of the job).
+    let mut count: BTreeMap<Option<Dtype>, usize> = BTreeMap::new();
+    for (dtype, s, _) in shaped() {
+        if price(dtype, s).is_some() {
+            *count.entry(dtype).or_default() += 1;
+        }
+    }
+    for (dtype, s, dur_us) in shaped() {
+        let Some((time_us, rule)) = price(dtype, s) else { continue };
+        let n = count.get(&dtype).copied().unwrap_or(0);
+        let e = by.entry(dtype).or_insert_with(|| (Vec::with_capacity(n), rule.as_str().to_string()));
+        e.0.push((dur_us / time_us).ln());
     }
     by.into_iter()
         .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
@@ -719,7 +784,7 @@ fn kernel_fits(
         let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
         let count: usize = samples.iter().map(|c| c.count).sum();
         let total_us: f64 = samples.iter().map(|c| c.total_us).sum();
-        let with_work = samples.iter().flat_map(|c| &c.sized).filter(|s| s.work().is_some()).count();
+        let with_work = samples.iter().flat_map(|c| c.sized()).filter(|(s, _)| s.work().is_some()).count();
         let reason = if with_work == 0 {
             Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
         } else {
@@ -815,9 +880,9 @@ fn supported(f: KernelFit, samples: &[&ClassSamples], hbm_bytes_per_s: Option<f6
         let peak = f.peak_per_s();
         let sized = samples
             .iter()
-            .flat_map(|c| &c.sized)
-            .filter(|s| s.dur_us > 0.0)
-            .filter_map(|s| Some((s.work()?, s.bytes()?)))
+            .flat_map(|c| c.sized())
+            .filter(|(_, t)| *t > 0.0)
+            .filter_map(|(s, _)| Some((s.work()?, s.bytes()?)))
             .filter(|(w, b)| *w >= f.work_range[0] && *w > 0.0 && *b > 0.0);
         let (sized, compute_bound) = sized.fold((0, 0), |(n, c), (w, b)| (n + 1, c + usize::from(w / peak >= b / hbm)));
         if compute_bound < min {
@@ -1033,6 +1098,29 @@ mod tests {
         let (mut unfitted, mut notes) = (Vec::new(), Vec::new());
         let fits = kernel_fits(&[ClassSamples::group(samples)], Some(gpu), &CalibrateOptions::default(), &mut unfitted, &mut notes);
         (fits, unfitted, notes)
+    }
+
+    #[test]
+    fn the_kernel_floor_is_the_tenth_percentile_of_every_ranks_durations() {
+        // Two ranks, one with durations outside u32 ns (a negative one from a
+        // broken trace, one of 5 s): the (n/10)-th smallest of all, in µs.
+        let ranks = [
+            KernelDurations { ns: vec![9000, 1000, 7000, 3000, 5000], other_ns: vec![-500, 5_000_000_000] },
+            KernelDurations { ns: vec![2000, 8000, 4000, 6000, 10_000, 11_000, 12_000, 13_000, 14_000, 15_000], other_ns: Vec::new() },
+        ];
+        let mut all: Vec<f64> = ranks
+            .iter()
+            .flat_map(|r| r.ns.iter().map(|&n| i64::from(n)).chain(r.other_ns.iter().copied()))
+            .map(|n| n as f64 / 1000.0)
+            .collect();
+        all.sort_by(f64::total_cmp);
+        assert_eq!(all.len(), 17);
+        // Index 1 of [-0.5, 1, 2, …]: 1 µs.
+        assert_eq!(kernel_floor_us(&ranks), Some(all[17 / 10]));
+        assert_eq!(kernel_floor_us(&ranks), Some(1.0));
+        let only_other = [KernelDurations { ns: Vec::new(), other_ns: vec![6_000_000_000, -1000] }];
+        assert_eq!(kernel_floor_us(&only_other), Some(-1.0));
+        assert_eq!(kernel_floor_us(&[KernelDurations::default()]), None);
     }
 
     /// ±`amp` deterministic relative noise on point `i`.
