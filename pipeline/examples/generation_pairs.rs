@@ -147,35 +147,17 @@ fn main() -> Result<()> {
         errs.push(err.abs());
         cerrs.push(cerr.abs());
         let (k, ga, gb) = (p.key, &p.from.system.gpu, &p.to.system.gpu);
+        let (stack, model, precision) = (&k.0, &k.1, &k.2);
+        let (na, nb) = (p.from.system.gpus, p.to.system.gpus);
+        let (measured, projected, attention, rest, carried) = (p.measured, p.projected, p.attention, p.rest, p.carried);
+        let (err, cerr) = (100.0 * err, 100.0 * cerr);
         if markdown {
             println!(
-                "| {} | {} | {} | {ga} ({}) → {gb} ({}) | {:.2}× | {:.2}× | {:+.1} % | {:.2}× | {:.2}× | {:.2}× | {:+.1} % |",
-                k.0,
-                k.1,
-                k.2,
-                p.from.system.gpus,
-                p.to.system.gpus,
-                p.measured,
-                p.projected,
-                100.0 * err,
-                p.attention,
-                p.rest,
-                p.carried,
-                100.0 * cerr
+                "| {stack} | {model} | {precision} | {ga} ({na}) → {gb} ({nb}) | {measured:.2}× | {projected:.2}× | {err:+.1} % | {attention:.2}× | {rest:.2}× | {carried:.2}× | {cerr:+.1} % |"
             );
         } else {
             println!(
-                "{:12} {:28} {:10} {ga:>9}→{gb:<7} measured {:5.2}  projected {:5.2} ({:+6.1} %)  attention {:5.2}  rest {:5.2}  carried {:5.2} ({:+6.1} %)",
-                k.0,
-                k.1,
-                k.2,
-                p.measured,
-                p.projected,
-                100.0 * err,
-                p.attention,
-                p.rest,
-                p.carried,
-                100.0 * cerr
+                "{stack:12} {model:28} {precision:10} {ga:>9}→{gb:<7} measured {measured:5.2}  projected {projected:5.2} ({err:+6.1} %)  attention {attention:5.2}  rest {rest:5.2}  carried {carried:5.2} ({cerr:+6.1} %)"
             );
         }
     }
