@@ -114,7 +114,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let collectives = JobCollectives::new(collectives);
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
-            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, &collectives, &opts, &catalog).report);
+            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, collectives, &opts, &catalog).report);
         })?
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.

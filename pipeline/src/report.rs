@@ -236,14 +236,18 @@ fn reduce(
     tracecast_replay::release_freed_memory();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
     let opts = replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
-    let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
-    let projection = projection.map(|p| {
-        let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-        if source.is_some() {
-            o.source = source;
+    // The last replay of the job takes the matching, and frees it before its simulation.
+    let (replay, projection) = match projection {
+        None => (tracecast_replay::replay_parts(name, replay_parts, collectives, &opts, plan.catalog).report, None),
+        Some(p) => {
+            let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
+            let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
+            if source.is_some() {
+                o.source = source;
+            }
+            (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
         }
-        tracecast_replay::replay_parts(name, projection_parts, &collectives, &o, plan.catalog).report
-    });
+    };
     Ok(Section { measured, replay, projection, analysis })
 }
 

@@ -550,14 +550,17 @@ impl RankPart<'_> {
 
 /// Replays the ranks of one job from their parts (any order; `path` names
 /// the job) and the job's collectives matched across those ranks, and keeps
-/// the simulated timeline.
-pub fn replay_parts(
+/// the simulated timeline. Given the matching itself rather than a reference,
+/// it frees it before the simulation, the replay's peak (a job's collective
+/// instances are tens of MB at a thousand ranks).
+pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     path: String,
     mut parts: Vec<RankPart<'_>>,
-    collectives: &JobCollectives,
+    matching: C,
     opts: &ReplayOptions,
     catalog: &tracecast_calibrate::Catalog,
 ) -> Replayed {
+    let collectives = matching.borrow();
     parts.sort_by_key(|p| p.rank);
     debug_assert!(parts.iter().all(|p| p.for_target == opts.target.is_some()), "parts built with other options than the replay");
     let rank_ids: Vec<u32> = parts.iter().map(|p| p.rank).collect();
@@ -602,6 +605,8 @@ pub fn replay_parts(
     }
     let priced = job_gpu.map(|g| (g, pricing));
     recost_communication(world, &rank_ids, &place, &mut eg, collectives, opts, priced, &mut notes);
+    drop(matching);
+    crate::release_freed_memory();
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
