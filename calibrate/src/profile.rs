@@ -336,28 +336,12 @@ impl KernelDurations {
 /// The 10th percentile of the ranks' compute-kernel durations, µs (None when
 /// there are none): the (n/10)-th smallest of them all.
 fn kernel_floor_us(ranks: &[KernelDurations]) -> Option<f64> {
-    let mut short: Vec<u32> = Vec::with_capacity(ranks.iter().map(|r| r.ns.len()).sum());
-    for r in ranks {
-        short.extend_from_slice(&r.ns);
+    let mut all: Vec<i64> = ranks.iter().flat_map(|r| r.ns.iter().map(|&n| i64::from(n)).chain(r.other_ns.iter().copied())).collect();
+    if all.is_empty() {
+        return None;
     }
-    let mut other: Vec<i64> = ranks.iter().flat_map(|r| r.other_ns.iter().copied()).collect();
-    short.sort_unstable();
-    other.sort_unstable();
-    // The two sorted lists merged up to position n/10.
-    let k = (short.len() + other.len()) / 10;
-    let (mut i, mut j) = (0, 0);
-    let mut kth = None;
-    while i + j <= k {
-        let take_short = match (short.get(i), other.get(j)) {
-            (Some(&a), Some(&b)) => i64::from(a) <= b,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        kth = if take_short { short.get(i).map(|&a| i64::from(a)) } else { other.get(j).copied() };
-        if take_short { i += 1 } else { j += 1 }
-    }
-    kth.map(|ns| ns as f64 / 1000.0)
+    let k = all.len() / 10;
+    Some(*all.select_nth_unstable(k).1 as f64 / 1000.0)
 }
 
 fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, String)> {
@@ -726,23 +710,13 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
-    let shaped = || samples.iter().flatten().flat_map(|c| c.sized().map(move |(s, t)| (c.dtype, s, t))).filter(|(_, _, t)| *t > 0.0);
-    let mut price = |dtype: Option<Dtype>, s: &SampleSize| {
-        let shape = GemmShape::of_op(s.shape.as_deref().copied(), dtype)?;
+    let shaped = samples.iter().flatten().flat_map(|c| c.sized().map(move |(s, t)| (c.dtype, s, t)));
+    for (dtype, s, dur_us) in shaped.filter(|(_, _, t)| *t > 0.0) {
+        let Some(shape) = GemmShape::of_op(s.shape.as_deref().copied(), dtype) else { continue };
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
-        *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)))
-    };
-    // Counted first, so that each dtype's list is made at its size (one value per GEMM of the job).
-    let mut count: BTreeMap<Option<Dtype>, usize> = BTreeMap::new();
-    for (dtype, s, _) in shaped() {
-        if price(dtype, s).is_some() {
-            *count.entry(dtype).or_default() += 1;
-        }
-    }
-    for (dtype, s, dur_us) in shaped() {
-        let Some((time_us, rule)) = price(dtype, s) else { continue };
-        let n = count.get(&dtype).copied().unwrap_or(0);
-        let e = by.entry(dtype).or_insert_with(|| (Vec::with_capacity(n), rule.as_str().to_string()));
+        let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
+        let Some((time_us, rule)) = price else { continue };
+        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
         e.0.push((dur_us / time_us).ln());
     }
     by.into_iter()
