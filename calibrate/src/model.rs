@@ -83,6 +83,25 @@ impl DeviceModel {
         Ok(m)
     }
 
+    /// The model of a trace's own GPU from the trace's calibration (`profile`,
+    /// `None` when nothing could be calibrated): classes the trace cannot fit
+    /// take the GPU's shipped fits. A caller that calibrated the job already
+    /// (`report`) gives the replay this as its source device instead of samples.
+    pub fn from_own_calibration(profile: Option<Profile>, catalog: &Catalog) -> DeviceModel {
+        let Some(mut p) = profile else {
+            return DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None };
+        };
+        let shipped = p.device.catalog_id.as_deref().and_then(crate::shipped::profile);
+        let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
+        let mut m = DeviceModel::from_profile(&p, catalog);
+        m.source = if filled > 0 {
+            format!("this trace's own calibration, {filled} class(es) from the shipped profile")
+        } else {
+            "this trace's own calibration".into()
+        };
+        m
+    }
+
     /// A GPU known only by its catalog specs (nobody has traced it yet).
     pub fn from_gpu(gpu: &Gpu) -> DeviceModel {
         DeviceModel { gpu: Some(gpu.clone()), profile: None, source: "catalog specs only".into(), kernel_floor_us: None }

@@ -365,7 +365,7 @@ fn kernel_fit(
     let mut notes_of_fit = Vec::new();
     // The points with known work, counted, and those of at least `min_work`
     // kept (a job has millions of samples: one copy, not several).
-    let known = samples.iter().flat_map(|c| c.sized()).filter_map(|(s, t)| Some((s.work()?, t))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
+    let known = samples.iter().flat_map(|c| c.sized()).filter_map(|(s, t)| Some((s.work?, t))).filter(|(w, t)| *w > 0.0 && *t > 0.0);
     let all = known.clone().count();
     let mut pts: Vec<(f64, f64)> = known.filter(|(w, _)| *w >= min_work).collect();
     // The points stay in the profile for its charts: without the growth's spare capacity.
@@ -492,21 +492,11 @@ struct ClassSamples {
 /// corrections read besides its time.
 #[derive(Debug, Clone)]
 struct SampleSize {
-    /// FLOPs or bytes; NaN when the op has no work model.
-    work: f64,
-    /// Bytes the op moves; NaN when its shapes do not give them.
-    bytes: f64,
+    /// FLOPs or bytes, when the op has a work model.
+    work: Option<f64>,
+    /// Bytes the op moves, when its shapes give them.
+    bytes: Option<f64>,
     shape: Option<std::sync::Arc<OpShape>>,
-}
-
-impl SampleSize {
-    fn work(&self) -> Option<f64> {
-        (!self.work.is_nan()).then_some(self.work)
-    }
-
-    fn bytes(&self) -> Option<f64> {
-        (!self.bytes.is_nan()).then_some(self.bytes)
-    }
 }
 
 impl ClassSamples {
@@ -514,7 +504,8 @@ impl ClassSamples {
     fn group(samples: Vec<WorkSample>) -> Vec<ClassSamples> {
         let mut by: BTreeMap<(KernelClass, Option<Dtype>), ClassSamples> = BTreeMap::new();
         // A size's index, by its work and bytes bits and its shape (shared within a rank).
-        let mut index: rustc_hash::FxHashMap<(KernelClass, Option<Dtype>, u64, u64, usize), u32> = rustc_hash::FxHashMap::default();
+        type SizeKey = (KernelClass, Option<Dtype>, Option<u64>, Option<u64>, usize);
+        let mut index: rustc_hash::FxHashMap<SizeKey, u32> = rustc_hash::FxHashMap::default();
         for s in samples {
             let c = by.entry((s.class, s.dtype)).or_insert_with(|| ClassSamples {
                 class: s.class,
@@ -530,9 +521,9 @@ impl ClassSamples {
             if s.work.is_none() && s.shape.is_none() {
                 continue;
             }
-            let size = SampleSize { work: s.work.unwrap_or(f64::NAN), bytes: s.bytes.unwrap_or(f64::NAN), shape: s.shape };
+            let size = SampleSize { work: s.work, bytes: s.bytes, shape: s.shape };
             let shape_at = size.shape.as_ref().map_or(0, |a| std::sync::Arc::as_ptr(a) as usize);
-            let key = (s.class, s.dtype, size.work.to_bits(), size.bytes.to_bits(), shape_at);
+            let key = (s.class, s.dtype, size.work.map(f64::to_bits), size.bytes.map(f64::to_bits), shape_at);
             let i = *index.entry(key).or_insert_with(|| {
                 c.sizes.push(size);
                 u32::try_from(c.sizes.len() - 1).unwrap_or(u32::MAX)
@@ -758,7 +749,7 @@ fn kernel_fits(
         let what = format!("{}/{}", class.as_str(), dtype.map_or("unknown", Dtype::as_str));
         let count: usize = samples.iter().map(|c| c.count).sum();
         let total_us: f64 = samples.iter().map(|c| c.total_us).sum();
-        let with_work = samples.iter().flat_map(|c| c.sized()).filter(|(s, _)| s.work().is_some()).count();
+        let with_work = samples.iter().flat_map(|c| c.sized()).filter(|(s, _)| s.work.is_some()).count();
         let reason = if with_work == 0 {
             Some("no shapes: the ops of these kernels have no recorded Input Dims or no work model".to_string())
         } else {
@@ -856,7 +847,7 @@ fn supported(f: KernelFit, samples: &[&ClassSamples], hbm_bytes_per_s: Option<f6
             .iter()
             .flat_map(|c| c.sized())
             .filter(|(_, t)| *t > 0.0)
-            .filter_map(|(s, _)| Some((s.work()?, s.bytes()?)))
+            .filter_map(|(s, _)| Some((s.work?, s.bytes?)))
             .filter(|(w, b)| *w >= f.work_range[0] && *w > 0.0 && *b > 0.0);
         let (sized, compute_bound) = sized.fold((0, 0), |(n, c), (w, b)| (n + 1, c + usize::from(w / peak >= b / hbm)));
         if compute_bound < min {

@@ -136,7 +136,7 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
         // A source is set, so no rank keeps a copy of its samples; the reduce
         // puts the page's calibration in its place.
         if plan.calibrates_source() {
-            o.source = Some(tracecast_replay::replay::source_model(None, plan.catalog));
+            o.source = Some(tracecast_calibrate::DeviceModel::from_own_calibration(None, plan.catalog));
         }
         o
     });
@@ -228,7 +228,7 @@ fn reduce(
     // What the rest needs of the measured job: the projection's source
     // (the fits without the points only charts draw) and the diff's input.
     let source = match (plan.calibrates_source(), profile) {
-        (true, profile) => Some(tracecast_replay::replay::source_model(profile.map(without_points), plan.catalog)),
+        (true, profile) => Some(tracecast_calibrate::DeviceModel::from_own_calibration(profile.map(without_points), plan.catalog)),
         (false, _) => None,
     };
     let analysis = pair.borrow_mut().offer(class_times, analysis, plan.keeps_analysis);

@@ -412,11 +412,25 @@ impl Placement {
 /// one, so the job's graph and one piece are in memory at a time.
 pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Option<&ClockAlignment>) -> (ExecGraph, Placement) {
     let mut g = ExecGraph::default();
-    // The job's lists at their final size from the start: growing them by
-    // doubling would hold up to three times their size while they move.
-    g.reserve(pieces.iter().map(|p| p.graph.graph.len()).sum(), pieces.iter().map(|p| p.graph.graph.edges.len()).sum());
-    let mut place = Placement::default();
     let join = alignment.is_some_and(|a| (a.residual_us * 1000.0) as i64 <= JOIN_RESIDUAL_NS);
+    // The job's lists at their final size from the start, the joins' task and
+    // two edges per member included (at most): growing them would hold up to
+    // three times their size while they move.
+    let (join_tasks, join_edges) = if join {
+        let (mut instances, mut members) = (rustc_hash::FxHashSet::default(), 0);
+        for (_, _, instance, _) in collectives.joins() {
+            instances.insert(instance);
+            members += 1;
+        }
+        (instances.len(), 2 * members)
+    } else {
+        (0, 0)
+    };
+    g.reserve(
+        pieces.iter().map(|p| p.graph.graph.len()).sum::<usize>() + join_tasks,
+        pieces.iter().map(|p| p.graph.graph.edges.len()).sum::<usize>() + join_edges,
+    );
+    let mut place = Placement::default();
     for (r, piece) in pieces.into_iter().enumerate() {
         // The pieces were made on the rank threads, in their allocator arenas,
         // where the job's lists cannot reuse what they free: hand it back as we go.
@@ -448,7 +462,6 @@ pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Op
         }
         let mut instances: Vec<_> = members.into_iter().collect();
         instances.sort_by_key(|(k, _)| *k);
-        g.reserve(instances.len(), instances.iter().map(|(_, list)| 2 * list.len()).sum());
         for (_, list) in instances {
             let transfer = list.iter().map(|m| m.1).min().unwrap_or(0);
             let Some(&(first, _)) = list.first() else { continue };

@@ -282,25 +282,6 @@ pub struct RuleShare {
 /// Re-prices every compute kernel of `eg` on `target` through the one cost
 /// model; the source device is the trace's own calibration (`opts.source`
 /// when given), fitted from the ranks' samples.
-/// The model of a trace's own GPU from the trace's calibration (`profile`,
-/// `None` when nothing could be calibrated): classes the trace cannot fit
-/// take the GPU's shipped fits. A caller that calibrated the job already
-/// (`report`) passes it as [`ReplayOptions::source`] instead of samples.
-pub fn source_model(profile: Option<tracecast_calibrate::Profile>, catalog: &tracecast_calibrate::Catalog) -> DeviceModel {
-    let Some(mut p) = profile else {
-        return DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None };
-    };
-    let shipped = p.device.catalog_id.as_deref().and_then(tracecast_calibrate::shipped::profile);
-    let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
-    let mut m = DeviceModel::from_profile(&p, catalog);
-    m.source = if filled > 0 {
-        format!("this trace's own calibration, {filled} class(es) from the shipped profile")
-    } else {
-        "this trace's own calibration".into()
-    };
-    m
-}
-
 #[allow(clippy::too_many_arguments)]
 fn project_kernels(
     parts: &mut [RankPart<'_>],
@@ -320,7 +301,7 @@ fn project_kernels(
             copts.classifier = opts.classifier.clone();
             let samples: Vec<_> = parts.iter_mut().filter_map(|p| p.samples.take()).collect();
             let profiles = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, collectives)], catalog, &copts);
-            source_model(profiles.into_iter().next(), catalog)
+            DeviceModel::from_own_calibration(profiles.into_iter().next(), catalog)
         }
     };
     for r in target.rejected_fits() {
@@ -410,7 +391,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         }
     };
     let (parts, collectives) = job_parts(job, opts, catalog);
-    replay_parts(job.path.display().to_string(), parts, &collectives, opts, catalog)
+    replay_parts(job.path.display().to_string(), parts, collectives, opts, catalog)
 }
 
 /// The replay parts of every rank of `job` for `opts` (one [`RankContext`]

@@ -38,16 +38,11 @@ pub struct Edge {
 }
 
 /// The event of a task: 2·task for its start, 2·task + 1 for its end.
-pub fn event(task: TaskId, at: At) -> u32 {
+fn event(task: TaskId, at: At) -> u32 {
     2 * task + u32::from(at == At::End)
 }
 
 impl Edge {
-    /// The task the edge leaves.
-    pub fn from_task(&self) -> TaskId {
-        self.from / 2
-    }
-
     /// The task the edge arrives at.
     pub fn to_task(&self) -> TaskId {
         self.to / 2

@@ -1650,7 +1650,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             cluster.gemm_efficiency
         ));
     }
-    if plan.tp_overlap && tp_overlap {
+    if tp_overlap {
         notes.push(format!(
             "tp_overlap: each TP all-gather / reduce-scatter ({:.3} ms per block) pipelined in {tp} chunks with the block's GEMMs; the last reduce-scatter chunk (1/{}) and what outlasts the GEMMs exposed",
             tp_comm * 1e3,
@@ -1934,7 +1934,7 @@ fn stage_timeline(
             add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[]);
         }
     }
-    let mut prev = [if c.p2p_overlap { k("p2p_overlap", 0, f) } else { k("recv", 0, f) }, 0, 0];
+    let mut prev = [if c.p2p_overlap { 0 } else { k("recv", 0, f) }, 0, 0];
     for l in 0..layers {
         // Context parallelism: the layer's K and V from every rank of the sequence first.
         if c.cp_kv > 0.0 {
@@ -2012,7 +2012,7 @@ fn stage_timeline(
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[]);
         }
     }
-    let mut prev = if c.p2p_overlap { k("p2p_overlap", 0, b) } else { k("recv", 0, b) };
+    let mut prev = if c.p2p_overlap { 0 } else { k("recv", 0, b) };
     if c.head_gemm_f > 0.0 {
         block(&mut lanes, "head", 0, b, [(Gemm, 2.0 * c.head_gemm_f), (Gemm, 0.0), (Gemm, 0.0)], &[prev]);
         prev = k("head", 0, b);

@@ -254,23 +254,17 @@ impl Lanes {
     /// Lengthens the compute operations that `schedule` overlapped with
     /// communication; whether any changed.
     fn contend(&mut self, schedule: &Schedule) -> bool {
-        // The union of the communication intervals, sorted.
-        let mut comm: Vec<(i64, i64)> = Vec::new();
-        for (op, (&s, &e)) in self.ops.iter().zip(schedule.start_ns.iter().zip(&schedule.end_ns)) {
-            if !op.kind.is_compute() && e > s {
-                comm.push((s, e));
-            }
-        }
-        if comm.is_empty() {
+        // The union of the communication intervals.
+        let comm: Vec<(i64, i64)> = self
+            .ops
+            .iter()
+            .zip(schedule.start_ns.iter().zip(&schedule.end_ns))
+            .filter(|(op, _)| !op.kind.is_compute())
+            .map(|(_, (&s, &e))| (s, e))
+            .collect();
+        let comm = tracecast_ingest::analysis::interval::IntervalSet::union(comm);
+        if comm.spans().is_empty() {
             return false;
-        }
-        comm.sort_unstable();
-        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(comm.len());
-        for (s, e) in comm {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
         }
         let mut changed = false;
         for (i, op) in self.ops.iter_mut().enumerate() {
@@ -278,10 +272,7 @@ impl Lanes {
             if !op.kind.is_compute() || e <= s {
                 continue;
             }
-            // Communication under [s, e): the merged intervals are sorted, so start at the first ending after s.
-            let first = merged.partition_point(|iv| iv.1 <= s);
-            let overlap: i64 =
-                merged.get(first..).unwrap_or(&[]).iter().take_while(|iv| iv.0 < e).map(|iv| iv.1.min(e) - iv.0.max(s)).sum();
+            let overlap = comm.measure(s, e);
             if overlap <= 0 {
                 continue;
             }
