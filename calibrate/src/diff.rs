@@ -156,77 +156,89 @@ fn join(a: &Tally, b: &Tally) -> Vec<Delta> {
     out
 }
 
-/// Compares run A with run B; `kernels` limits the per-kernel list.
-pub fn diff_jobs(a: (&ClassTimes, &JobAnalysis), b: (&ClassTimes, &JobAnalysis), kernels: usize) -> TraceDiff {
-    let ranks = |j: &JobAnalysis| j.ranks.len().max(1) as f64;
-    let summary_of = |j: &JobAnalysis| {
+/// What a diff reads of one job: its per-rank totals and tallies, small
+/// enough to keep once the job's analysis is gone (`report` diffs two jobs
+/// after it has replayed both).
+#[derive(Debug, Clone)]
+pub struct DiffSide {
+    path: String,
+    ranks: usize,
+    /// Step, exposed, idle, busy, compute and communication time per rank, µs.
+    summary: [(&'static str, f64); 6],
+    /// Per kernel class, collective and kernel name: (count, µs) per rank.
+    kernel_classes: Tally,
+    collectives: Tally,
+    kernels: Tally,
+    /// Mean GPU span of each step over the ranks, µs.
+    steps: Vec<(i64, f64)>,
+}
+
+impl DiffSide {
+    /// The side of a job from its per-class times and its analysis.
+    pub fn of(class_times: &ClassTimes, j: &JobAnalysis) -> DiffSide {
+        let n = j.ranks.len().max(1) as f64;
         let t = &j.totals.breakdown;
-        let n = ranks(j);
         // The mean step (the whole window without steps), per rank.
-        let steps: Vec<f64> = j.ranks.iter().flat_map(|r| r.steps.iter().map(|s| s.breakdown.gpu_span_us)).collect();
-        let step = if steps.is_empty() { t.gpu_span_us / n } else { steps.iter().sum::<f64>() / steps.len() as f64 };
-        [
+        let spans: Vec<f64> = j.ranks.iter().flat_map(|r| r.steps.iter().map(|s| s.breakdown.gpu_span_us)).collect();
+        let step = if spans.is_empty() { t.gpu_span_us / n } else { spans.iter().sum::<f64>() / spans.len() as f64 };
+        let summary = [
             ("step", step),
             ("exposed", t.exposed_comm_us / n),
             ("idle", t.idle_us / n),
             ("busy", t.busy_us / n),
             ("compute", t.compute_us / n),
             ("comm", t.comm_us / n),
-        ]
-    };
-    let summary = summary_of(a.1)
-        .into_iter()
-        .zip(summary_of(b.1))
-        .map(|((name, x), (_, y))| Delta::new(name.to_string(), (1.0, x), (1.0, y)))
-        .collect();
-
-    let collective_tally = |j: &JobAnalysis| {
-        let mut t = Tally::new();
+        ];
+        let (mut collectives, mut kernels) = (Tally::new(), Tally::new());
+        let mut steps: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
         for r in &j.ranks {
             for c in &r.collectives {
-                let e = t.entry(c.collective.as_str().to_string()).or_default();
+                let e = collectives.entry(c.collective.as_str().to_string()).or_default();
                 e.0 += c.count as f64;
                 e.1 += c.total_us;
             }
-        }
-        per_rank(t, j.ranks.len())
-    };
-    let kernel_tally = |j: &JobAnalysis| {
-        let mut t = Tally::new();
-        for r in &j.ranks {
             for k in &r.all_kernels {
-                let e = t.entry(k.name.clone()).or_default();
+                let e = kernels.entry(k.name.clone()).or_default();
                 e.0 += k.count as f64;
                 e.1 += k.total_us;
             }
-        }
-        per_rank(t, j.ranks.len())
-    };
-    let steps_of = |j: &JobAnalysis| {
-        let mut by: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
-        for r in &j.ranks {
             for s in &r.steps {
-                let e = by.entry(s.step).or_default();
+                let e = steps.entry(s.step).or_default();
                 e.0 += 1.0;
                 e.1 += s.breakdown.gpu_span_us;
             }
         }
-        by.into_iter().map(|(k, (n, t))| (k, t / n)).collect::<Vec<_>>()
-    };
-    let steps = steps_of(a.1)
-        .into_iter()
-        .zip(steps_of(b.1))
-        .map(|((ka, ta), (kb, tb))| Delta::new(format!("{ka} → {kb}"), (1.0, ta), (1.0, tb)))
-        .collect();
-    let mut kernel_deltas = join(&kernel_tally(a.1), &kernel_tally(b.1));
+        DiffSide {
+            path: j.path.clone(),
+            ranks: j.ranks.len(),
+            summary,
+            kernel_classes: per_rank(class_times.0.clone(), j.ranks.len()),
+            collectives: per_rank(collectives, j.ranks.len()),
+            kernels: per_rank(kernels, j.ranks.len()),
+            steps: steps.into_iter().map(|(k, (n, t))| (k, t / n)).collect(),
+        }
+    }
+}
+
+/// Compares run A with run B; `kernels` limits the per-kernel list.
+pub fn diff_jobs(a: (&ClassTimes, &JobAnalysis), b: (&ClassTimes, &JobAnalysis), kernels: usize) -> TraceDiff {
+    diff_sides(&DiffSide::of(a.0, a.1), &DiffSide::of(b.0, b.1), kernels)
+}
+
+/// [`diff_jobs`] of two jobs' sides.
+pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
+    let summary = a.summary.iter().zip(&b.summary).map(|(&(name, x), &(_, y))| Delta::new(name.to_string(), (1.0, x), (1.0, y))).collect();
+    let steps =
+        a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (1.0, ta), (1.0, tb))).collect();
+    let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
     TraceDiff {
-        a: a.1.path.clone(),
-        b: b.1.path.clone(),
-        ranks: [a.1.ranks.len(), b.1.ranks.len()],
+        a: a.path.clone(),
+        b: b.path.clone(),
+        ranks: [a.ranks, b.ranks],
         summary,
-        kernel_classes: join(&per_rank(a.0.0.clone(), a.1.ranks.len()), &per_rank(b.0.0.clone(), b.1.ranks.len())),
-        collectives: join(&collective_tally(a.1), &collective_tally(b.1)),
+        kernel_classes: join(&a.kernel_classes, &b.kernel_classes),
+        collectives: join(&a.collectives, &b.collectives),
         steps,
         kernels: kernel_deltas,
     }

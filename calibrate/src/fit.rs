@@ -24,35 +24,25 @@ pub struct LineFit {
     pub residual_spread: f64,
 }
 
-/// Weighted least squares of `y` on `x`. With durations whose noise grows
-/// with their size, weights 1/y² make every point count by its relative
-/// error, so small messages pin the latency and large ones the bandwidth.
-/// `None` with fewer than three points or no spread in `x`.
-pub fn weighted_line(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
-    let n = x.len().min(y.len()).min(w.len());
-    line(n, |i| (x[i], y[i], w[i]))
-}
-
-/// [`weighted_line_nonneg`] of `(x, y)` points with [`relative_weights`],
-/// without copies of the points (a job's kernel fit has millions).
+/// A line through `(x, y)` points weighted by 1/y² and constrained to a
+/// non-negative intercept ([`line_nonneg`]), without copies of the points (a
+/// job's kernel fit has millions). With durations whose noise grows with
+/// their size, weights 1/y² make every point count by its relative error, so
+/// small messages pin the latency and large ones the bandwidth. `None` with
+/// fewer than three points or no spread in `x`.
 pub fn relative_line_nonneg(points: &[(f64, f64)]) -> Option<LineFit> {
-    let at = |i: usize| {
+    line_nonneg(points.len(), |i: usize| {
         let (x, y) = points[i];
         (x, y, relative_weight(y))
-    };
-    let free = line(points.len(), at)?;
-    if free.intercept >= 0.0 { Some(free) } else { line_through_origin(free.n, at) }
+    })
 }
 
-/// [`weighted_line`] constrained to a non-negative intercept: where the free
-/// fit's intercept is negative (a fixed cost below zero, which no kernel or
-/// link has), the line through the origin (weighted least squares of y = s·x).
-pub fn weighted_line_nonneg(x: &[f64], y: &[f64], w: &[f64]) -> Option<LineFit> {
-    let free = weighted_line(x, y, w)?;
-    if free.intercept >= 0.0 {
-        return Some(free);
-    }
-    line_through_origin(free.n, |i| (x[i], y[i], w[i]))
+/// [`line`] constrained to a non-negative intercept: where the free fit's
+/// intercept is negative (a fixed cost below zero, which no kernel or link
+/// has), the line through the origin (weighted least squares of y = s·x).
+fn line_nonneg(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
+    let free = line(n, &at)?;
+    if free.intercept >= 0.0 { Some(free) } else { line_through_origin(free.n, at) }
 }
 
 /// Weighted least squares of the `n` points `at(i)` = (x, y, weight).
@@ -134,11 +124,7 @@ fn residuals(n: usize, at: &impl Fn(usize) -> (f64, f64, f64), intercept: f64, s
     (wss, wss_tot, rel)
 }
 
-/// Relative-error weights 1/y².
-pub fn relative_weights(y: &[f64]) -> Vec<f64> {
-    y.iter().map(|v| relative_weight(*v)).collect()
-}
-
+/// The relative-error weight 1/y².
 fn relative_weight(y: f64) -> f64 {
     if y > 0.0 { 1.0 / (y * y) } else { 0.0 }
 }
@@ -172,12 +158,12 @@ mod tests {
         // Deterministic ±1 % multiplicative noise.
         let y: Vec<f64> =
             x.iter().enumerate().map(|(i, x)| (15.0 + x / 150.0) * (1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0) / 5.0)).collect();
-        let f = weighted_line(&x, &y, &relative_weights(&y)).unwrap();
+        let f = line(x.len(), |i| (x[i], y[i], relative_weight(y[i]))).unwrap();
         assert!((f.slope * 150.0 - 1.0).abs() < 0.02, "{f:?}");
         assert!(f.slope_ci95[0] < f.slope && f.slope < f.slope_ci95[1]);
         assert!(f.r2 > 0.99);
-        assert!(weighted_line(&[1.0, 2.0], &[1.0, 2.0], &[1.0, 1.0]).is_none());
-        assert!(weighted_line(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0], &[1.0; 3]).is_none());
+        assert!(line(2, |i| ([1.0, 2.0][i], [1.0, 2.0][i], 1.0)).is_none());
+        assert!(line(3, |i| (1.0, [1.0, 2.0, 3.0][i], 1.0)).is_none());
     }
 
     #[test]
@@ -185,14 +171,13 @@ mod tests {
         // Points on y = 2x − 5: the free fit says t0 = −5; constrained, t0 = 0.
         let x = [10.0, 20.0, 40.0, 80.0];
         let y: Vec<f64> = x.iter().map(|x| 2.0 * x - 5.0).collect();
-        let w = vec![1.0; 4];
-        assert!(weighted_line(&x, &y, &w).unwrap().intercept < -4.9);
-        let c = weighted_line_nonneg(&x, &y, &w).unwrap();
+        assert!(line(4, |i| (x[i], y[i], 1.0)).unwrap().intercept < -4.9);
+        let c = line_nonneg(4, |i| (x[i], y[i], 1.0)).unwrap();
         assert_eq!(c.intercept, 0.0);
         assert!(c.slope > 1.8 && c.slope < 2.0, "{}", c.slope);
         // A positive intercept is left alone.
         let y: Vec<f64> = x.iter().map(|x| 2.0 * x + 5.0).collect();
-        assert!((weighted_line_nonneg(&x, &y, &w).unwrap().intercept - 5.0).abs() < 1e-9);
+        assert!((line_nonneg(4, |i| (x[i], y[i], 1.0)).unwrap().intercept - 5.0).abs() < 1e-9);
     }
 
     #[test]

@@ -171,13 +171,17 @@ impl Measurements {
         SHIPPED_BASE.get_or_init(|| Arc::new(Measurements::builtin())).clone()
     }
 
-    /// The shipped base plus the user's files (their rows take precedence).
-    pub fn with_files(files: &[std::path::PathBuf]) -> Result<Measurements> {
+    /// The shipped base plus the user's files (their rows take precedence);
+    /// without files, the [`Measurements::shared`] base, parsed once per process.
+    pub fn with_files(files: &[std::path::PathBuf]) -> Result<Arc<Measurements>> {
+        if files.is_empty() {
+            return Ok(Measurements::shared());
+        }
         let mut m = Measurements::builtin();
         for f in files {
             m.add_file(f)?;
         }
-        Ok(m)
+        Ok(Arc::new(m))
     }
 
     /// Adds a CSV file in one of the four formats (told apart by its header).

@@ -80,9 +80,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let page = Page::demo();
     let plan = page.plan();
     let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan)?;
-    let Some(analysis) = sections.jobs.first().and_then(report::Section::analysis) else {
-        anyhow::bail!("the demo traces could not be read")
-    };
+    let Some(analysis) = sections.first().and_then(report::Section::analysis) else { anyhow::bail!("the demo traces could not be read") };
     write_job(out, analysis)?;
     out.flush()?;
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;

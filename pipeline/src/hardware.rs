@@ -28,7 +28,7 @@ pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
 /// The pricing layer over `catalog`: the shipped measurements and the user's files.
 pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>> {
     let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
-    Ok(Arc::new(Pricing::new(catalog.clone(), Arc::new(measurements))))
+    Ok(Arc::new(Pricing::new(catalog.clone(), measurements)))
 }
 
 /// The world size a rank read on its own is analysed in: its `distributedInfo`

@@ -152,7 +152,7 @@ pub(crate) fn cluster(
 ) -> Result<Cluster> {
     let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
     if !measurements.is_empty() {
-        c.use_measurements(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(measurements)?));
+        c.use_measurements(tracecast_calibrate::measured::Measurements::with_files(measurements)?);
     }
     overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
 }

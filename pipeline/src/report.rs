@@ -2,13 +2,12 @@
 //! jobs when there are two): the analysis, the profile, the replay and a
 //! projection, every product of a rank built from its one context.
 
-use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use tracecast_calibrate::Profile;
-use tracecast_calibrate::diff::{ClassTimes, TraceDiff, diff_jobs};
+use tracecast_calibrate::diff::{ClassTimes, DiffSide, diff_sides};
 use tracecast_calibrate::timeline::{FirstRanks, step_kernels};
 use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
@@ -18,7 +17,7 @@ use tracecast_replay::{JobReplay, ReplayOptions};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis, replay_options_for};
-use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input, jobs_of};
+use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
 use crate::replay::WhatIf;
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
@@ -68,6 +67,8 @@ pub(crate) struct Section {
     measured: MeasuredPart,
     replay: JobReplay,
     projection: Option<JobReplay>,
+    /// What a diff with another job reads of it.
+    diff: DiffSide,
     /// With [`Plan::keeps_analysis`].
     analysis: Option<JobAnalysis>,
 }
@@ -76,40 +77,6 @@ impl Section {
     /// The job's analysis, when the plan kept it.
     pub(crate) fn analysis(&self) -> Option<&JobAnalysis> {
         self.analysis.as_ref()
-    }
-}
-
-/// The page's jobs, and the diff of the two when there are exactly two.
-pub(crate) struct Sections {
-    pub(crate) jobs: Vec<Section>,
-    diff: Option<TraceDiff>,
-}
-
-/// The diff as the jobs are reduced: the first job's class times and
-/// analysis wait for the second's (only when the inputs are two jobs or
-/// more), which makes the diff before its replay; a third job unmakes it.
-struct Pair {
-    may_diff: bool,
-    reduced: usize,
-    first: Option<(ClassTimes, JobAnalysis)>,
-    diff: Option<TraceDiff>,
-}
-
-impl Pair {
-    /// Takes a reduced job's class times and analysis; returns the analysis
-    /// when `keep` asks for it.
-    fn offer(&mut self, class_times: ClassTimes, analysis: JobAnalysis, keep: bool) -> Option<JobAnalysis> {
-        self.reduced += 1;
-        match self.reduced {
-            1 if self.may_diff => {
-                let kept = keep.then(|| analysis.clone());
-                self.first = Some((class_times, analysis));
-                return kept;
-            }
-            2 => self.diff = self.first.take().map(|(ct, a)| diff_jobs((&ct, &a), (&class_times, &analysis), 25)),
-            _ => self.diff = None,
-        }
-        keep.then_some(analysis)
     }
 }
 
@@ -126,7 +93,7 @@ struct RankPart<'c> {
 /// The report's sections of the jobs `paths` stand for, each read one rank
 /// at a time (a rank's trace is dropped once its part is built; the timeline
 /// keeps the first ranks' kernels only). Returns whether any file was bad.
-pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan: &Plan<'_>) -> Result<(Sections, bool)> {
+pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan: &Plan<'_>) -> Result<(Vec<Section>, bool)> {
     let read_opts = read.read_options()?;
     let mut base = ReplayOptions::default();
     base.classifier = plan.analyze.classifier.clone();
@@ -143,7 +110,6 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
     copts.classifier = plan.analyze.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
-    let pair = RefCell::new(Pair { may_diff: jobs_of(paths, each).len() >= 2, reduced: 0, first: None, diff: None });
     let mut out = Vec::new();
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
@@ -166,15 +132,15 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
-        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, &pair)), failures)
+        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((Sections { jobs, diff: pair.into_inner().diff }, failed))
+    Ok((jobs, failed))
 }
 
 /// The job-level results from its ranks' parts: what was measured is drawn
-/// (and the diff made) before the replay, and dropped, so that the replay's
+/// (and its diff side kept) before the replay, and dropped, so that the replay's
 /// graph does not sit on top of them.
 #[allow(clippy::too_many_arguments)]
 fn reduce(
@@ -186,7 +152,6 @@ fn reduce(
     base: &ReplayOptions,
     projection: Option<&ReplayOptions>,
     copts: &tracecast_calibrate::CalibrateOptions,
-    pair: &RefCell<Pair>,
 ) -> Result<Section> {
     let name = path.display().to_string();
     let mut summaries = Vec::with_capacity(parts.len());
@@ -226,12 +191,13 @@ fn reduce(
         draw_measured(&job, plan.png_dir.as_deref())?
     };
     // What the rest needs of the measured job: the projection's source
-    // (the fits without the points only charts draw) and the diff's input.
+    // (the fits without the points only charts draw) and what a diff reads.
     let source = match (plan.calibrates_source(), profile) {
         (true, profile) => Some(tracecast_calibrate::DeviceModel::from_own_calibration(profile.map(without_points), plan.catalog)),
         (false, _) => None,
     };
-    let analysis = pair.borrow_mut().offer(class_times, analysis, plan.keeps_analysis);
+    let diff = DiffSide::of(&class_times, &analysis);
+    let analysis = plan.keeps_analysis.then_some(analysis);
     // And what was drawn goes back before the replay builds its graph.
     tracecast_replay::release_freed_memory();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
@@ -248,7 +214,7 @@ fn reduce(
             (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
         }
     };
-    Ok(Section { measured, replay, projection, analysis })
+    Ok(Section { measured, replay, projection, diff, analysis })
 }
 
 /// A calibration as a projection prices with it: the fits' points are for charts only.
@@ -263,9 +229,13 @@ fn without_points(mut p: Profile) -> Profile {
 }
 
 /// Writes the report of the sections (the diff first when there is one) to `out`.
-pub(crate) fn write(sections: Sections, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
+    let diff = match sections.as_slice() {
+        [a, b] => Some(diff_sides(&a.diff, &b.diff, 25)),
+        _ => None,
+    };
     let label = plan.projection.as_ref().map(|p| p.0.as_str());
-    let (measured, replays): (Vec<_>, Vec<_>) = sections.jobs.into_iter().map(|s| (s.measured, (s.replay, s.projection))).unzip();
+    let (measured, replays): (Vec<_>, Vec<_>) = sections.into_iter().map(|s| (s.measured, (s.replay, s.projection))).unzip();
     let report = Report {
         jobs: measured
             .into_iter()
@@ -276,7 +246,7 @@ pub(crate) fn write(sections: Sections, plan: &Plan<'_>, out: &Path) -> Result<V
                 projection: label.zip(projection.as_ref()),
             })
             .collect(),
-        diff: sections.diff.as_ref(),
+        diff: diff.as_ref(),
         generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
         png_dir: plan.png_dir.clone(),
     };
@@ -300,7 +270,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         keeps_analysis: false,
     };
     let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan)?;
-    anyhow::ensure!(!sections.jobs.is_empty(), "no readable trace: nothing to report");
+    anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
     let charts = write(sections, &plan, &args.out)?;
     if !read.quiet {
         writeln!(out, "wrote {}", args.out.display())?;

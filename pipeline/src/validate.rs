@@ -72,7 +72,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let measurements = if args.measurements.is_empty() {
         None
     } else {
-        Some(std::sync::Arc::new(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?))
+        Some(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?)
     };
     if let Some(out_path) = &args.fit {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::chart::{Chart, Error, to_svg};
-use crate::timeline::{Draw, StepKernels, html_around_id};
+use crate::timeline::{Draw, StepKernels, html_after_id};
 
 pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -69,11 +69,6 @@ impl Part {
         self.holes.push((self.html.len(), hole));
     }
 
-    /// The figures drawn.
-    pub(crate) fn figures(&self) -> usize {
-        self.figures.len()
-    }
-
     /// A new figure named `slug`; `write` draws its chart files (given a
     /// provisional stem) when the part has a chart directory.
     fn add_figure(&mut self, slug: String, write: impl FnOnce(&Path) -> Result<Vec<PathBuf>, Error>) -> Result<Hole, Error> {
@@ -115,8 +110,8 @@ impl Part {
         let number = self.add_figure("gpu-timeline".into(), |stem| crate::chart::write_chart(&k.to_static(), stem))?;
         self.html.push_str("<figure id=\"fig");
         self.hole(number);
-        let (head, tail) = html_around_id(k);
-        let _ = write!(self.html, "\">{head}timeline");
+        let tail = html_after_id(k);
+        self.html.push_str("\"><div class=\"timeline\" id=\"timeline");
         self.hole(number);
         let _ = writeln!(self.html, "{tail}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>", esc(&k.title), esc(note));
         Ok(())

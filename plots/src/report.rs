@@ -51,18 +51,6 @@ pub struct MeasuredPart {
     part: Part,
 }
 
-impl MeasuredPart {
-    /// The job's path.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The figures it drew.
-    pub fn figures(&self) -> usize {
-        self.part.figures()
-    }
-}
-
 /// Draws the measured part of a job's section; with `png_dir`, its charts
 /// also go there as SVG and PNG files.
 pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<MeasuredPart, Error> {

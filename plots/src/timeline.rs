@@ -34,10 +34,6 @@ fn json_str(out: &mut String, s: &str) {
 pub trait Draw {
     /// The picture: every lane's spans, merged to `pixels` across.
     fn to_static(&self) -> Timeline;
-    /// The explorable timeline as HTML: a container with the kernels as JSON
-    /// data (names, ops and shapes in one string table) that the page's
-    /// script draws; `id` must be unique in the page.
-    fn to_html(&self, id: &str) -> String;
 }
 
 impl Draw for StepKernels {
@@ -56,19 +52,13 @@ impl Draw for StepKernels {
         t.downsample(1000);
         t
     }
-
-    /// The explorable timeline as HTML: a container with the kernels as JSON
-    /// data (names, ops and shapes in one string table) that the page's
-    /// script draws; `id` must be unique in the page.
-    fn to_html(&self, id: &str) -> String {
-        let (head, tail) = html_around_id(self);
-        format!("{head}{id}{tail}")
-    }
 }
 
-/// [`Draw::to_html`] without its id: the HTML before the id and after it
-/// (the report fills the id in when it numbers the page's figures).
-pub(crate) fn html_around_id(step: &StepKernels) -> (&'static str, String) {
+/// The explorable timeline as HTML, after its container's opening
+/// `<div class="timeline" id="…` (the page writes that and fills the id in
+/// when it numbers its figures): the kernels as JSON data (names, ops and
+/// shapes in one string table) that the page's script draws.
+pub(crate) fn html_after_id(step: &StepKernels) -> String {
     // Names, ops and shapes repeat: one string table.
     fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
         *index.entry(s).or_insert_with(|| {
@@ -141,7 +131,7 @@ pub(crate) fn html_around_id(step: &StepKernels) -> (&'static str, String) {
         60 + LANE_PX * step.lanes.len().max(1) as u32,
         step.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
     );
-    ("<div class=\"timeline\" id=\"", html)
+    html
 }
 
 /// One lane: a GPU stream of one rank.
