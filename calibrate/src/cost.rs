@@ -369,32 +369,9 @@ impl AlphaBeta {
     }
 }
 
-/// Seconds per token per GPU of a software stack's step on another GPU, from its measured
-/// step on the source GPU: the target's projection plus the source's time the model does not
-/// explain (`measured − projected` on the source), unchanged. A model prices what scales with
-/// the GPU — GEMMs, attention, memory-bound passes, collectives —; a stack also spends time the
-/// model has no term for (host dispatch, synchronisations, kernels it does not list), and that
-/// time does not get shorter with a faster GPU: MosaicML's llm-foundry runs of MPT-7B, -13B and
-/// -70B on A100 and H100 (`shared/validation/published-runs.json`) leave 0.400 / 0.385 s,
-/// 0.331 / 0.308 s and 3.683 / 3.688 s per microbatch unexplained on the two GPUs (BENCHMARKS.md,
-/// *Generation to generation*). Where the model prices the source slower than measured, nothing is
-/// carried: the excess is the model's error on that GPU, not the stack's.
-pub fn step_carried_s(measured_source_s: f64, projected_source_s: f64, projected_target_s: f64) -> f64 {
-    projected_target_s + (measured_source_s - projected_source_s).max(0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stacks_unexplained_time_carries_to_the_target_unchanged() {
-        // Source measured 2.0 s, projected 1.5 s: 0.5 s the model does not explain stays 0.5 s
-        // on a target the model prices at 0.5 s — a speed-up of 2.0 / 1.0, not 1.5 / 0.5.
-        assert!((step_carried_s(2.0, 1.5, 0.5) - 1.0).abs() < 1e-12);
-        // The model slower than the measurement on the source: its excess is not carried.
-        assert!((step_carried_s(1.0, 1.2, 0.4) - 0.4).abs() < 1e-12);
-    }
 
     #[test]
     fn the_collective_model_is_alpha_plus_bus_bytes_over_bandwidth() {

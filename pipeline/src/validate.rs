@@ -2,7 +2,7 @@
 //! and compared, and the model's free parameter fitted to them.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -57,13 +57,18 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
     Ok(())
 }
 
+/// Reads the runs file at `path`, as `validate` does. Public so that the
+/// pipeline's `generation_pairs` example reads the same files the same way.
+pub fn read_runs_file(path: &Path) -> Result<tracecast_replay::workload::validate::RunsFile> {
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("{}: not a runs file (see `tracecast validate --help`)", path.display()))
+}
+
 /// Projects the runs and compares (or fits, with `fit`), writing the terminal text and files.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     use tracecast_replay::workload::validate;
     let catalog = catalog_with(&args.hw)?;
-    let text = std::fs::read(&args.runs).with_context(|| format!("reading {}", args.runs.display()))?;
-    let file: validate::RunsFile = serde_json::from_slice(&text)
-        .with_context(|| format!("{}: not a runs file (see `tracecast validate --help`)", args.runs.display()))?;
+    let file = read_runs_file(&args.runs)?;
     let devices = args
         .profile
         .iter()
