@@ -1,62 +1,193 @@
-//! Prints, per trace, the distribution of gaps between queued kernels and of
-//! launch-to-start latency on idle streams (evidence for the graph's rules).
-use tracecast_ingest::link::Links;
-use tracecast_ingest::{EventKind, Job, ReadOptions};
+//! Per trace: the timings the execution graph measures ([`Timings`]) with
+//! the distributions behind them — evidence for the graph's rules — and the
+//! per-kernel overheads that do not shrink with the GPU (BENCHMARKS.md,
+//! *Generation to generation*).
+//!
+//! For each rank of each trace (a directory stands for its trace files, each
+//! read on its own):
+//!
+//! - kernels: how many, and the 10th percentile of their durations;
+//! - launch call: durations of the runtime/driver launch calls
+//!   (`cudaLaunchKernel`, `cuLaunchKernelEx`, …), the host's per-kernel cost;
+//! - queued gap: the gap between back-to-back activities (kernels, copies,
+//!   memsets) on one stream whose launch call started at least a launch
+//!   latency before the previous one ended, the device's own per-activity
+//!   cost — the graph's `queue_gap_us` is its median (0 when negative: with
+//!   programmatic dependent launch the next kernel starts before the previous
+//!   ends), `queue_tolerance_us` its 99th percentile (clamped); without launch
+//!   calls in the trace, the lower half of all back-to-back gaps, as the graph
+//!   takes them;
+//! - all gaps: every back-to-back gap, queued or not;
+//! - idle launch: launch-to-start latency of activities launched onto an
+//!   idle stream (the graph's `launch_latency_us` is its median).
+//!
+//! The queued and idle-launch samples are taken here by the graph's rule and
+//! checked against the [`Timings`] the graph itself measures on the rank.
+//! Times in µs; quantiles as the graph takes them (the sample at the rounded
+//! rank).
+//!
+//! `cargo run --release -p tracecast-replay --example gaps -- TRACE_OR_DIR...`
 
-fn q(v: &mut [i64], p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use tracecast_ingest::analysis::Classifier;
+use tracecast_ingest::link::{Links, NONE};
+use tracecast_ingest::{EventKind, Job, RankTrace, ReadOptions};
+use tracecast_replay::graph::{RankPiece, Timings};
+
+/// Launch latency the graph assumes when a trace has no launch onto an idle stream, ns.
+const DEFAULT_LAUNCH_NS: i64 = 5_000;
+
+/// Value at quantile `p` of `v` (sorted in place), as the graph takes it; `None` when empty.
+fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
     v.sort_unstable();
-    v[((v.len() - 1) as f64 * p) as usize] as f64 / 1000.0
+    let last = v.len().checked_sub(1)?;
+    v.get((last as f64 * p).round() as usize).copied()
+}
+
+/// [`quantile`] in µs with two decimals in `width` columns, `nan` when `v` is empty.
+fn q(v: &mut [i64], p: f64, width: usize) -> String {
+    match quantile(v, p) {
+        Some(ns) => format!("{:width$.2}", ns as f64 / 1000.0),
+        None => format!("{:>width$}", "nan"),
+    }
+}
+
+/// What one rank's trace says about its gaps and per-kernel overheads, ns.
+struct Samples {
+    kernels: Vec<i64>,
+    launch_calls: Vec<i64>,
+    queued: Vec<i64>,
+    all: Vec<i64>,
+    idle_launch: Vec<i64>,
+}
+
+/// The samples of `t`, the queued gaps and idle launches taken by the graph's rule.
+fn samples(t: &RankTrace, links: &Links) -> Samples {
+    let ev = &t.events;
+    // GPU activities per stream (device, stream), in start order (row order among equal starts).
+    let mut by_stream: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    for i in t.gpu_activity() {
+        by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
+    }
+    let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
+    let mut idle_launch = Vec::new();
+    for rows in by_stream.values_mut() {
+        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
+        let mut prev_end = None;
+        for &i in rows.iter() {
+            let l = links.launch_ns(t, i);
+            if let Some(e) = prev_end {
+                gaps.push((ev.ts_ns[i] - e, l, e));
+            }
+            if let Some(l) = l
+                && prev_end.is_none_or(|e| e < l)
+                && ev.ts_ns[i] >= l
+            {
+                idle_launch.push(ev.ts_ns[i] - l);
+            }
+            prev_end = Some(ev.end_ns(i));
+        }
+    }
+    let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
+    let all: Vec<i64> = gaps.iter().map(|g| g.0).collect();
+    let queued = if links.launch.iter().all(|&c| c == NONE) {
+        let mut lower = all.clone();
+        lower.sort_unstable();
+        lower.truncate(lower.len().div_ceil(2));
+        lower
+    } else {
+        gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect()
+    };
+    let is_launch = |i: usize| ev.kind[i] == EventKind::Runtime && t.name(i).contains("aunch");
+    Samples {
+        kernels: (0..ev.len()).filter(|&i| ev.kind[i] == EventKind::Kernel).map(|i| ev.dur_ns[i]).collect(),
+        launch_calls: (0..ev.len()).filter(|&i| is_launch(i)).map(|i| ev.dur_ns[i]).collect(),
+        queued,
+        all,
+        idle_launch,
+    }
+}
+
+/// Panics unless `s`'s queued gaps and idle launches are those the graph measured.
+fn check(s: &mut Samples, graph: &Timings, name: &str) {
+    let us = |ns: i64| ns as f64 / 1000.0;
+    let queue = us(quantile(&mut s.queued, 0.5).unwrap_or(0).max(0));
+    let launch = us(quantile(&mut s.idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS));
+    assert_eq!(
+        (s.queued.len(), queue, s.idle_launch.len(), launch),
+        (graph.queue_samples, graph.queue_gap_us, graph.launch_samples, graph.launch_latency_us),
+        "{name}: the samples here are not the graph's"
+    );
+}
+
+fn report(path: &Path, opts: &ReadOptions, classifier: &Classifier) -> bool {
+    let job = Job::read(path.to_path_buf(), &[path.to_path_buf()], opts, &|_| {});
+    for e in &job.failures {
+        eprintln!("error: {e}");
+    }
+    for rank in &job.ranks {
+        let t = &rank.trace;
+        let links = Links::new(t);
+        let piece = RankPiece::of(t, &classifier.classes(t), &links);
+        let name = if job.ranks.len() > 1 { format!("{} rank {}", path.display(), rank.rank) } else { path.display().to_string() };
+        let mut s = samples(t, &links);
+        if let Some(graph) = piece.graph.ranks.first() {
+            check(&mut s, &graph.timings, &name);
+        }
+        let (k, c, qd, a, l) = (&mut s.kernels, &mut s.launch_calls, &mut s.queued, &mut s.all, &mut s.idle_launch);
+        println!("{name}");
+        println!(
+            "  kernels {:6} p10 {}  launch call n={} p50 {} p99 {} max {}",
+            k.len(),
+            q(k, 0.1, 6),
+            c.len(),
+            q(c, 0.5, 5),
+            q(c, 0.99, 6),
+            q(c, 1.0, 8)
+        );
+        println!(
+            "  queued gap n={} p10 {} p50 {} p90 {} p99 {} | all gaps p50 {} | idle launch n={} p10 {} p50 {} p90 {}",
+            qd.len(),
+            q(qd, 0.1, 5),
+            q(qd, 0.5, 5),
+            q(qd, 0.9, 5),
+            q(qd, 0.99, 6),
+            q(a, 0.5, 5),
+            l.len(),
+            q(l, 0.1, 6),
+            q(l, 0.5, 6),
+            q(l, 0.9, 6)
+        );
+    }
+    job.failures.is_empty()
 }
 
 fn main() {
-    for path in std::env::args().skip(1) {
-        let p = std::path::PathBuf::from(&path);
-        let files = tracecast_ingest::job::trace_files(&p).unwrap();
-        let job = Job::read(p.clone(), &files, &ReadOptions::default(), &|_| {});
-        let t = &job.ranks[0].trace;
-        let ev = &t.events;
-        let links = Links::new(t);
-        let mut streams: std::collections::HashMap<(i64, i64), Vec<usize>> = Default::default();
-        for i in t.gpu_activity() {
-            streams.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-        }
-        let (mut queued, mut lat, mut all) = (Vec::new(), Vec::new(), Vec::new());
-        for rows in streams.values_mut() {
-            rows.sort_by_key(|&i| ev.ts_ns[i]);
-            for k in 1..rows.len() {
-                let (p, i) = (rows[k - 1], rows[k]);
-                let gap = ev.ts_ns[i] - ev.end_ns(p);
-                all.push(gap);
-                if let Some(l) = links.launch_ns(t, i) {
-                    if l + 5_000 < ev.end_ns(p) {
-                        queued.push(gap);
-                    }
-                    if l > ev.end_ns(p) {
-                        lat.push(ev.ts_ns[i] - l);
-                    }
+    let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    if args.is_empty() {
+        eprintln!("usage: gaps TRACE_OR_DIR...");
+        std::process::exit(2);
+    }
+    let mut opts = ReadOptions::default();
+    opts.shapes = false;
+    let classifier = Classifier::default();
+    let mut ok = true;
+    for arg in &args {
+        match tracecast_ingest::job::trace_files(arg) {
+            Ok(files) => {
+                for f in &files {
+                    ok &= report(f, &opts, &classifier);
                 }
             }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ok = false;
+            }
         }
-        let mut calls: Vec<i64> =
-            (0..ev.len()).filter(|&i| ev.kind[i] == EventKind::Runtime && t.name(i).contains("aunch")).map(|i| ev.dur_ns[i]).collect();
-        println!(
-            "{path}\n  queued n={} p10 {:.2} p50 {:.2} p90 {:.2} p99 {:.2} | all p50 {:.2} | idle-launch n={} p10 {:.1} p50 {:.1} p90 {:.1} | launch call p50 {:.1} p99 {:.1} max {:.1}",
-            queued.len(),
-            q(&mut queued, 0.1),
-            q(&mut queued, 0.5),
-            q(&mut queued, 0.9),
-            q(&mut queued, 0.99),
-            q(&mut all, 0.5),
-            lat.len(),
-            q(&mut lat, 0.1),
-            q(&mut lat, 0.5),
-            q(&mut lat, 0.9),
-            q(&mut calls, 0.5),
-            q(&mut calls, 0.99),
-            q(&mut calls, 1.0)
-        );
+    }
+    if !ok {
+        std::process::exit(1);
     }
 }
