@@ -38,6 +38,7 @@ pub mod job;
 pub mod kineto;
 mod lenient;
 pub mod link;
+pub mod memory;
 pub mod nsys;
 pub mod output;
 mod rank;

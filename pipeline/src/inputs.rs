@@ -137,7 +137,9 @@ pub fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::Progres
 /// The jobs `paths` stand for, each read by `read` (given the job's path, its
 /// files and a per-file progress callback) and handed to `each_job`; bad files
 /// are reported on stderr and, with `opts.strict`, stop everything. Returns
-/// whether any file was bad.
+/// whether any file was bad. Memory a job freed goes back to the system as
+/// it is freed, and what its read freed before `each_job` runs
+/// ([`tracecast_ingest::memory`]).
 pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
@@ -147,6 +149,7 @@ pub fn for_each_input<T>(
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
     let mut failed = false;
+    tracecast_ingest::memory::return_freed_memory_promptly();
     for (path, inputs) in jobs_of(paths, each) {
         let mut files = Vec::new();
         let mut listing_errors = Vec::new();
@@ -159,6 +162,7 @@ pub fn for_each_input<T>(
         let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let bar = progress_bar(files.len(), total_bytes, quiet);
         let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
+        tracecast_ingest::memory::release_freed_memory();
         bar.finish_and_clear();
         failures.extend(listing_errors);
         for e in &failures {

@@ -388,14 +388,18 @@ pub struct Placement {
     pub base: Vec<TaskId>,
     /// Number of tasks of each rank (collective joins come after all ranks).
     pub len: Vec<u32>,
-    /// Per rank, (row, global task) of its GPU activities, by row.
-    pub gpu_tasks: Vec<Vec<(u32, TaskId)>>,
+    /// (row, global task) of every GPU activity, by rank, then by row: one
+    /// job-sized list (a list per rank would stay where its rank thread
+    /// allocated it, pinning that memory through the simulation).
+    gpu_tasks: Vec<(u32, TaskId)>,
+    /// Where each rank's GPU activities start in `gpu_tasks`, and the end.
+    gpu_first: Vec<u32>,
 }
 
 impl Placement {
     /// The global task of GPU row `row` of rank index `r`.
     pub fn task_of(&self, r: usize, row: u32) -> Option<TaskId> {
-        let list = self.gpu_tasks.get(r)?;
+        let list = self.gpu_tasks.get(*self.gpu_first.get(r)? as usize..*self.gpu_first.get(r + 1)? as usize)?;
         list.binary_search_by_key(&row, |&(x, _)| x).ok().map(|k| list[k].1)
     }
 
@@ -431,18 +435,21 @@ pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Op
         pieces.iter().map(|p| p.graph.graph.edges.len()).sum::<usize>() + join_edges,
     );
     let mut place = Placement::default();
+    place.gpu_tasks.reserve_exact(pieces.iter().map(|p| p.gpu_tasks.len()).sum());
+    place.gpu_first.push(0);
     for (r, piece) in pieces.into_iter().enumerate() {
         // The pieces were made on the rank threads, in their allocator arenas,
         // where the job's lists cannot reuse what they free: hand it back as we go.
         if r % 256 == 255 {
-            crate::release_freed_memory();
+            tracecast_ingest::memory::release_freed_memory();
         }
         let off = alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
         let base = g.graph.len() as TaskId;
         let p = piece.graph;
         place.base.push(base);
         place.len.push(p.graph.len() as u32);
-        place.gpu_tasks.push(piece.gpu_tasks.into_iter().map(|(row, t)| (row, t + base)).collect());
+        place.gpu_tasks.extend(piece.gpu_tasks.iter().map(|&(row, t)| (row, t + base)));
+        place.gpu_first.push(place.gpu_tasks.len() as u32);
         g.graph.dur_ns.extend(p.graph.dur_ns);
         g.graph.release_ns.extend(p.graph.release_ns.into_iter().map(|x| if x == i64::MIN { x } else { x + off }));
         g.graph.edges.extend(p.graph.edges.into_iter().map(|e| crate::sim::Edge { from: e.from + 2 * base, to: e.to + 2 * base, ..e }));

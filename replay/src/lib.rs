@@ -40,14 +40,3 @@ pub use replay::{
     replay_job, replay_parts,
 };
 pub use scenario::{Scenario, ScenarioRow, replay_scenarios, scenario_rows};
-
-/// Hands the memory freed so far back to the system. glibc keeps what rank
-/// threads freed in their arenas, where the main thread's job-sized lists
-/// cannot reuse it (a no-op elsewhere).
-pub fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointers; it only returns free pages of the allocator's own arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}

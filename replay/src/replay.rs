@@ -523,6 +523,22 @@ impl<'c> RankPart<'c> {
 }
 
 impl RankPart<'_> {
+    /// Copies what the replay keeps of the part through the simulation onto
+    /// this thread. The part was made on its rank's thread, among what that
+    /// thread has freed since (the rank's trace, its context): left there, its
+    /// lists would keep those pages from going back to the system (7 MiB at
+    /// 1024 ranks, BENCHMARKS.md).
+    fn copy_here(&mut self) {
+        fn copy<T: Clone>(x: &mut T) {
+            *x = x.clone();
+        }
+        copy(&mut self.file);
+        copy(&mut self.gpu);
+        copy(&mut self.steps);
+        copy(&mut self.step_of_task);
+        copy(&mut self.work);
+    }
+
     /// Catalog id of the rank's GPU, when the catalog knows it.
     pub fn gpu_id(&self) -> Option<&str> {
         self.gpu.as_deref()
@@ -558,6 +574,9 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         ));
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
+    for p in &mut parts {
+        p.copy_here();
+    }
     let (mut eg, place) = build(pieces, collectives, alignment);
     // The pricing layer: the caller's (with the user's measurements), else the shipped base.
     let shipped;
@@ -587,7 +606,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     let priced = job_gpu.map(|g| (g, pricing));
     recost_communication(world, &rank_ids, &place, &mut eg, collectives, opts, priced, &mut notes);
     drop(matching);
-    crate::release_freed_memory();
+    tracecast_ingest::memory::release_freed_memory();
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
