@@ -868,8 +868,6 @@ fn supported(f: KernelFit, samples: &[&ClassSamples], hbm_bytes_per_s: Option<f6
 #[derive(Debug, Default)]
 struct LinkSamples {
     samples: Vec<LinkSample>,
-    /// Algorithm and protocol names, each kept once.
-    names: rustc_hash::FxHashMap<String, std::sync::Arc<str>>,
 }
 
 /// One collective kernel of a rank (see [`CollectiveSample`] for the fields).
@@ -890,16 +888,14 @@ struct LinkSample {
 impl LinkSamples {
     /// Adds one rank's collective samples.
     fn add(&mut self, rank: Vec<CollectiveSample>) {
-        let names = &mut self.names;
-        let mut name = |n: Option<String>| n.map(|n| names.entry(n).or_insert_with_key(|k| std::sync::Arc::from(k.as_str())).clone());
         self.samples.extend(rank.into_iter().map(|s| LinkSample {
             rank: s.rank,
             collective: s.collective,
             group_size_inferred: s.group_size_inferred,
             group_size: s.group_size,
             pg_ranks: s.pg_ranks,
-            algo: name(s.algo),
-            proto: name(s.proto),
+            algo: s.algo,
+            proto: s.proto,
             bytes: s.bytes,
             dur_us: s.dur_us,
             transfer_us: s.transfer_us,

@@ -31,8 +31,9 @@ pub(crate) struct Instance {
     pub(crate) start_ns: i64,
     pub(crate) end_ns: i64,
     pub(crate) seq: u32,
-    pub(crate) algo: Option<String>,
-    pub(crate) proto: Option<String>,
+    // Interned within a rank like the groups: a few names over thousands of kernels.
+    pub(crate) algo: Option<Arc<str>>,
+    pub(crate) proto: Option<Arc<str>>,
     pub(crate) row: u32,
 }
 
@@ -50,7 +51,7 @@ pub(crate) struct CachedInstances {
     /// collective, process group, group ranks (indices into `strings`), group
     /// size, bytes, start, end, sequence number, algorithm, protocol, row.
     #[allow(clippy::type_complexity)]
-    rows: Vec<(Collective, Option<u32>, Option<u32>, Option<i64>, Option<u64>, i64, i64, u32, Option<String>, Option<String>, u32)>,
+    rows: Vec<(Collective, Option<u32>, Option<u32>, Option<i64>, Option<u64>, i64, i64, u32, Option<Arc<str>>, Option<Arc<str>>, u32)>,
 }
 
 impl CachedInstances {
@@ -182,8 +183,8 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             start_ns: ev.ts_ns.get(i).copied().unwrap_or(0),
             end_ns: ev.end_ns(i),
             seq: *counter,
-            algo: parsed.as_ref().and_then(|k| k.algo.clone()),
-            proto: parsed.and_then(|k| k.proto),
+            algo: parsed.as_ref().and_then(|k| k.algo.as_deref()).map(&mut shared),
+            proto: parsed.as_ref().and_then(|k| k.proto.as_deref()).map(&mut shared),
             row: i as u32,
         });
         *counter += 1;
@@ -461,9 +462,9 @@ pub struct CollectiveSample {
     /// Message size in bytes (nccl-tests convention), when known.
     pub bytes: Option<u64>,
     /// NCCL algorithm from the kernel name (`RING`, `TREE`, …).
-    pub algo: Option<String>,
+    pub algo: Option<Arc<str>>,
     /// NCCL protocol from the kernel name (`LL`, `LL128`, `SIMPLE`).
-    pub proto: Option<String>,
+    pub proto: Option<Arc<str>>,
     /// Kernel start, ns on the rank's clock.
     pub start_ns: i64,
     /// Kernel duration, µs.
