@@ -100,11 +100,6 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
         o.classifier = plan.analyze.classifier.clone();
-        // A source is set, so no rank keeps a copy of its samples; the reduce
-        // puts the page's calibration in its place.
-        if plan.calibrates_source() {
-            o.source = Some(tracecast_calibrate::DeviceModel::from_own_calibration(None, plan.catalog));
-        }
         o
     });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();
@@ -124,7 +119,8 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
             let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work));
-            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work)));
+            // The projection's source is the page's own calibration (the reduce sets it): no rank keeps a copy of its samples.
+            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work), plan.calibrates_source()));
             Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);

@@ -467,20 +467,27 @@ impl<'c> RankPart<'c> {
             samples: None,
             for_target: false,
         };
-        part.with_target(ctx, opts, catalog, work)
+        let mut part = part;
+        part.add_target(ctx, opts, catalog, work, opts.source.is_none());
+        part
     }
 
     /// This part for a replay with other options (`opts`) of the same rank
     /// (`ctx`): the graph piece is copied, not built again; `work` as for
-    /// [`RankPart::of`].
+    /// [`RankPart::of`]. With `caller_gives_source`, a projection's source
+    /// device is set in the options later by the caller (a report's own
+    /// calibration of the job), so the part keeps no calibration samples.
     pub fn retarget(
         &self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
+        caller_gives_source: bool,
     ) -> RankPart<'c> {
-        self.without_target().with_target(ctx, opts, catalog, work)
+        let mut part = self.without_target();
+        part.add_target(ctx, opts, catalog, work, opts.source.is_none() && !caller_gives_source);
+        part
     }
 
     /// This part for a replay without a target (its kernels keep their measured time).
@@ -488,15 +495,18 @@ impl<'c> RankPart<'c> {
         RankPart { work: Vec::new(), samples: None, for_target: false, ..self.clone() }
     }
 
-    /// This part with what a projection with `opts` needs (nothing without a target).
-    fn with_target(
-        mut self,
+    /// What a projection with `opts` needs (nothing without a target): the
+    /// compute kernels' work, and with `samples` the rank's calibration
+    /// samples, from which the replay calibrates the projection's source.
+    fn add_target(
+        &mut self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-    ) -> RankPart<'c> {
-        let part = &mut self;
+        samples: bool,
+    ) {
+        let part = self;
         part.for_target = opts.target.is_some();
         if opts.target.is_some() {
             let computed;
@@ -514,11 +524,10 @@ impl<'c> RankPart<'c> {
                 .filter(|&&(_, t)| part.piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
                 .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
                 .collect();
-            if opts.source.is_none() {
+            if samples {
                 part.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
             }
         }
-        self
     }
 }
 
