@@ -39,12 +39,8 @@ pub struct Dlrm {
 impl Dlrm {
     /// The DLRM of a MAD-Max model file (type `DLRM`).
     pub fn from_madmax(m: &ModelConfig) -> Result<Dlrm, crate::Error> {
-        Self::from_madmax_text(m).map_err(crate::Error::Model)
-    }
-
-    fn from_madmax_text(m: &ModelConfig) -> Result<Dlrm, String> {
         if m.kind != "DLRM" {
-            return Err(format!("{} is not a DLRM", m.kind));
+            return Err(crate::Error::Model(format!("{} is not a DLRM", m.kind)));
         }
         Ok(Dlrm {
             name: m.name.clone(),
@@ -78,16 +74,12 @@ pub enum Sharding {
 impl Sharding {
     /// Parses `tw`, `rw`, `cw`, `dp`.
     pub fn parse(s: &str) -> Result<Sharding, crate::Error> {
-        Self::parse_text(s).map_err(crate::Error::Plan)
-    }
-
-    fn parse_text(s: &str) -> Result<Sharding, String> {
         Ok(match s {
             "tw" | "table" | "table-wise" => Sharding::TableWise,
             "rw" | "row" | "row-wise" => Sharding::RowWise,
             "cw" | "column" | "column-wise" => Sharding::ColumnWise,
             "dp" | "data-parallel" => Sharding::DataParallel,
-            other => return Err(format!("embedding sharding {other:?}: tw, rw, cw or dp")),
+            other => return Err(crate::Error::Plan(format!("embedding sharding {other:?}: tw, rw, cw or dp"))),
         })
     }
 
@@ -116,18 +108,14 @@ impl DlrmPlan {
     /// The plan of a MAD-Max DLRM task: MLPs `ddp` or `fsdp`, tables `mp`
     /// (table-wise) or `ddp` (replicated).
     pub fn from_madmax(t: &TaskConfig) -> Result<DlrmPlan, crate::Error> {
-        Self::from_madmax_text(t).map_err(crate::Error::Plan)
-    }
-
-    fn from_madmax_text(t: &TaskConfig) -> Result<DlrmPlan, String> {
         let fsdp = t.mlp_parallel.first().is_some_and(|s| s == "fsdp");
         if t.mlp_parallel.iter().any(|s| s == "tp") {
-            return Err("tensor-parallel MLPs are not in tracecast's DLRM model (use --assumptions madmax)".into());
+            return Err(crate::Error::Plan("tensor-parallel MLPs are not in tracecast's DLRM model (use --assumptions madmax)".into()));
         }
         let sharding = match t.emb_parallel.first().map(String::as_str) {
             Some("mp") | None => Sharding::TableWise,
             Some("ddp") => Sharding::DataParallel,
-            Some(other) => return Err(format!("emb_parallel {other:?}")),
+            Some(other) => return Err(crate::Error::Plan(format!("emb_parallel {other:?}"))),
         };
         Ok(DlrmPlan { batch_per_gpu: t.local_mlp_bs.max(1.0) as u32, fsdp, sharding })
     }

@@ -402,10 +402,6 @@ impl Plan {
 
     /// tp × cp × pp × dp, or an error naming the product and its degrees when it passes `u32::MAX`.
     pub fn checked_gpus(&self) -> Result<u32, crate::Error> {
-        self.checked_gpus_text().map_err(crate::Error::Plan)
-    }
-
-    fn checked_gpus_text(&self) -> Result<u32, String> {
         checked_product("tp × cp × pp × dp", &[self.tp, self.cp, self.pp, self.dp])
     }
 
@@ -418,19 +414,15 @@ impl Plan {
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
     /// `fsdp=N` is `dp=N` with ZeRO-3; `gbs` sets the microbatches from the global batch.
     pub fn parse(spec: &str) -> Result<Plan, crate::Error> {
-        Self::parse_text(spec).map_err(crate::Error::Plan)
-    }
-
-    fn parse_text(spec: &str) -> Result<Plan, String> {
         let mut p = Plan::default();
         let mut gbs = None;
         for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = part.split_once('=').map_or((part, None), |(k, v)| (k.trim(), Some(v.trim())));
-            let num = |v: Option<&str>| -> Result<u32, String> {
-                v.ok_or_else(|| format!("{k} needs a value"))?
+            let num = |v: Option<&str>| -> Result<u32, crate::Error> {
+                v.ok_or_else(|| crate::Error::Plan(format!("{k} needs a value")))?
                     .parse::<u32>()
-                    .map_err(|_| format!("{k}: {v:?} is not a whole number"))
-                    .and_then(|n| if n == 0 { Err(format!("{k} must be at least 1")) } else { Ok(n) })
+                    .map_err(|_| crate::Error::Plan(format!("{k}: {v:?} is not a whole number")))
+                    .and_then(|n| if n == 0 { Err(crate::Error::Plan(format!("{k} must be at least 1"))) } else { Ok(n) })
             };
             match k {
                 "tp" => p.tp = num(v)?,
@@ -441,9 +433,10 @@ impl Plan {
                     p.zero = 3;
                 }
                 "zero" => {
-                    let z = num(v).or_else(|_| if v == Some("0") { Ok(0) } else { Err("zero: 0, 1, 2 or 3".to_string()) })?;
+                    let z =
+                        num(v).or_else(|_| if v == Some("0") { Ok(0) } else { Err(crate::Error::Plan("zero: 0, 1, 2 or 3".into())) })?;
                     if z > 3 {
-                        return Err("zero: 0, 1, 2 or 3".into());
+                        return Err(crate::Error::Plan("zero: 0, 1, 2 or 3".into()));
                     }
                     p.zero = z as u8;
                 }
@@ -460,7 +453,7 @@ impl Plan {
                         p.op_sac = true;
                     }
                     Some("none") => {}
-                    Some(other) => return Err(format!("recompute={other}: full, selective, op or none")),
+                    Some(other) => return Err(crate::Error::Plan(format!("recompute={other}: full, selective, op or none"))),
                 },
                 "vpp" => p.vpp = num(v)?,
                 "cp" => p.cp = num(v)?,
@@ -471,29 +464,29 @@ impl Plan {
                 "grad_sync" => match v {
                     Some("overlap") => p.grad_sync_after = false,
                     Some("after") => p.grad_sync_after = true,
-                    other => return Err(format!("grad_sync={}: overlap or after", other.unwrap_or(""))),
+                    other => return Err(crate::Error::Plan(format!("grad_sync={}: overlap or after", other.unwrap_or("")))),
                 },
                 "frozen" => p.frozen = num(v)?,
                 "p2p_overlap" => match v {
                     None | Some("on") => p.p2p_overlap = true,
                     Some("off") => p.p2p_overlap = false,
-                    Some(other) => return Err(format!("p2p_overlap={other}: on or off")),
+                    Some(other) => return Err(crate::Error::Plan(format!("p2p_overlap={other}: on or off"))),
                 },
                 "tp_overlap" => match v {
                     None | Some("on") => p.tp_overlap = true,
                     Some("off") => p.tp_overlap = false,
-                    Some(other) => return Err(format!("tp_overlap={other}: on or off")),
+                    Some(other) => return Err(crate::Error::Plan(format!("tp_overlap={other}: on or off"))),
                 },
                 "attention" => match v {
                     Some("flash") => p.materialized_attention = false,
                     Some("materialized") => p.materialized_attention = true,
-                    other => return Err(format!("attention={}: flash or materialized", other.unwrap_or(""))),
+                    other => return Err(crate::Error::Plan(format!("attention={}: flash or materialized", other.unwrap_or("")))),
                 },
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
-                    return Err(format!(
+                    return Err(crate::Error::Plan(format!(
                         "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
-                    ));
+                    )));
                 }
             }
         }
@@ -503,7 +496,7 @@ impl Plan {
         if let Some(g) = gbs {
             let per = checked_product("dp × mb", &[p.dp, p.microbatch])?;
             if g % per != 0 {
-                return Err(format!("gbs={g} is not a multiple of dp × mb = {per}"));
+                return Err(crate::Error::Plan(format!("gbs={g} is not a multiple of dp × mb = {per}")));
             }
             p.microbatches = g / per;
         }
@@ -575,10 +568,10 @@ impl Plan {
 
 /// The product of `factors` (user-supplied degrees), or an error naming it
 /// (`what`, as `tp × pp`) and its factors when it passes `u32::MAX`.
-fn checked_product(what: &str, factors: &[u32]) -> Result<u32, String> {
+fn checked_product(what: &str, factors: &[u32]) -> Result<u32, crate::Error> {
     factors.iter().try_fold(1u32, |acc, f| acc.checked_mul(*f)).ok_or_else(|| {
         let values: Vec<String> = factors.iter().map(u32::to_string).collect();
-        format!("{what} = {} overflows: more than {}", values.join(" × "), u32::MAX)
+        crate::Error::Plan(format!("{what} = {} overflows: more than {}", values.join(" × "), u32::MAX))
     })
 }
 
@@ -620,10 +613,6 @@ impl Plan {
     /// levels; the local transformer batch is the microbatch; inference is a
     /// prefill of the model's sequence length.
     pub fn from_madmax(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), crate::Error> {
-        Self::from_madmax_text(t, seq).map_err(crate::Error::Plan)
-    }
-
-    fn from_madmax_text(t: &TaskConfig, seq: f64) -> Result<(Plan, Task), String> {
         let mut p = Plan::default();
         for (s, d) in t.transformer_parallel.iter().zip(&t.transformer_parallel_degree) {
             match s.as_str() {
@@ -634,7 +623,7 @@ impl Plan {
                     p.zero = 3;
                 }
                 "pp" => p.pp = *d,
-                other => return Err(format!("transformer_parallel {other:?} is not modelled")),
+                other => return Err(crate::Error::Plan(format!("transformer_parallel {other:?} is not modelled"))),
             }
         }
         p.checked_gpus()?;
@@ -642,7 +631,7 @@ impl Plan {
         let task = match t.kind.as_str() {
             "pretrain" | "finetune" => Task::Train,
             "inference" => Task::Prefill { batch: p.microbatch, prompt: seq as u32 },
-            other => return Err(format!("task type {other:?}")),
+            other => return Err(crate::Error::Plan(format!("task type {other:?}"))),
         };
         Ok((p, task))
     }
@@ -669,17 +658,13 @@ impl Transformer {
     /// The transformer of a MAD-Max model file (`LLM`, `LLM_MoE`, `ViT`): its
     /// FC layer has two matrices, attention full multi-head.
     pub fn from_madmax(m: &ModelConfig) -> Result<Transformer, crate::Error> {
-        Self::from_madmax_text(m).map_err(crate::Error::Model)
-    }
-
-    fn from_madmax_text(m: &ModelConfig) -> Result<Transformer, String> {
         let (seq, vocab) = match m.kind.as_str() {
             "LLM" | "LLM_MoE" => (m.transformer_seq_len, m.entries_per_table),
             "ViT" if m.patch_dim > 0.0 => ((m.image_size / m.patch_dim).ceil().powi(2), m.patch_dim * m.patch_dim * 3.0),
             other => {
-                return Err(format!(
+                return Err(crate::Error::Model(format!(
                     "tracecast's own models cover transformers (LLM, LLM_MoE, ViT) and plain DLRMs, not {other}: use --assumptions madmax"
-                ));
+                )));
             }
         };
         Ok(Transformer {
@@ -721,13 +706,10 @@ pub struct SystemOverrides {
 
 impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
-    pub fn apply(&self, c: Cluster) -> Result<Cluster, crate::Error> {
-        self.apply_text(c).map_err(crate::Error::System)
-    }
-
-    fn apply_text(&self, mut c: Cluster) -> Result<Cluster, String> {
-        let positive =
-            |key: &str, v: f64| if v.is_finite() && v > 0.0 { Ok(v) } else { Err(format!("{key} {v}: must be a positive number")) };
+    pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
+        let positive = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {v}: must be a positive number"))) }
+        };
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
             c.gpus_per_node = g;
@@ -765,20 +747,11 @@ impl Cluster {
         dtype: Dtype,
         device: Option<&DeviceModel>,
     ) -> Result<Cluster, crate::Error> {
-        Self::from_catalog_text(catalog, gpu_id, gpus, dtype, device).map_err(crate::Error::System)
-    }
-
-    fn from_catalog_text(
-        catalog: &Catalog,
-        gpu_id: &str,
-        gpus: u32,
-        dtype: Dtype,
-        device: Option<&DeviceModel>,
-    ) -> Result<Cluster, String> {
-        let gpu = catalog.gpu(gpu_id).map_err(|e| e.to_string())?;
+        let gpu = catalog.gpu(gpu_id).map_err(|e| crate::Error::System(e.to_string()))?;
         let node = catalog.node_of(&gpu.id);
         let per_node = catalog.gpus_per_node(Some(&gpu.id), None);
-        let peak = gpu.peak_flops(dtype).ok_or_else(|| format!("{}: the catalog has no {} peak", gpu.id, dtype.as_str()))?;
+        let peak =
+            gpu.peak_flops(dtype).ok_or_else(|| crate::Error::System(format!("{}: the catalog has no {} peak", gpu.id, dtype.as_str())))?;
         let mut notes = Vec::new();
         let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
             (DEFAULT_GEMM_EFFICIENCY, DEFAULT_GEMM_OVERHEAD_S, DEFAULT_MEMORY_EFFICIENCY);
@@ -916,16 +889,12 @@ impl Cluster {
     /// the efficiencies, its effective link rates the bus bandwidths, with
     /// the default latencies added.
     pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, crate::Error> {
-        Self::from_madmax_text(s, bytes_per_param).map_err(crate::Error::System)
-    }
-
-    fn from_madmax_text(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, String> {
         let peak = match bytes_per_param as u32 {
             8 => s.f64_flops,
             4 => s.f32_flops,
             2 => s.f16_flops,
             1 => s.i8_ops,
-            b => return Err(format!("{b} bytes per parameter: no matching peak")),
+            b => return Err(crate::Error::System(format!("{b} bytes per parameter: no matching peak"))),
         };
         let per_node = s.num_devices / s.num_nodes.max(1);
         Ok(Cluster {
@@ -1205,11 +1174,11 @@ pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
 /// to the middle stages first: the end stages also hold the input embedding
 /// and the output head, so they are the ones made lighter (Llama 3 405B: 126
 /// layers on 16 stages, one layer fewer on the first and the last).
-pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Option<u32>) -> Result<Vec<usize>, String> {
+pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Option<u32>) -> Result<Vec<usize>, crate::Error> {
     let p = pp.max(1) as usize;
     if p == 1 {
         if first.is_some() || last.is_some() {
-            return Err("first= and last= set the end stages of a pipeline: they need pp ≥ 2".into());
+            return Err(crate::Error::Plan("first= and last= set the end stages of a pipeline: they need pp ≥ 2".into()));
         }
         return Ok(vec![layers]);
     }
@@ -1227,10 +1196,12 @@ pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Opti
             None => free.push(i),
         }
     }
-    let remaining = layers.checked_sub(fixed).ok_or_else(|| format!("first + last = {fixed} layers, more than the model's {layers}"))?;
+    let remaining = layers
+        .checked_sub(fixed)
+        .ok_or_else(|| crate::Error::Plan(format!("first + last = {fixed} layers, more than the model's {layers}")))?;
     if free.is_empty() {
         if remaining != 0 {
-            return Err(format!("first + last = {fixed} layers on pp=2, but the model has {layers}"));
+            return Err(crate::Error::Plan(format!("first + last = {fixed} layers on pp=2, but the model has {layers}")));
         }
     } else {
         let (base, extra) = (remaining / free.len(), remaining % free.len());
@@ -1239,7 +1210,9 @@ pub fn stage_layer_counts(layers: usize, pp: u32, first: Option<u32>, last: Opti
         }
     }
     if counts.contains(&0) {
-        return Err(format!("{layers} layers cannot fill pp={pp} stages with first={first:?}, last={last:?}: a stage would hold none"));
+        return Err(crate::Error::Plan(format!(
+            "{layers} layers cannot fill pp={pp} stages with first={first:?}, last={last:?}: a stage would hold none"
+        )));
     }
     Ok(counts)
 }
@@ -1346,7 +1319,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let cpf = f64::from(cp);
     let d = model.hidden;
     let bytes = model.bytes;
-    let stage_counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers).map_err(Infeasible)?;
+    let stage_counts =
+        stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers).map_err(|e| Infeasible(e.to_string()))?;
     let layers_per_stage = stage_counts.iter().copied().max().unwrap_or(model.layers);
     let (tokens_per_seq, batch, kv_context, decode) = match task {
         Task::Train => (model.seq, f64::from(plan.microbatch), model.seq, false),
