@@ -374,27 +374,23 @@ pub struct Pricing {
     /// The measured base.
     pub measurements: Arc<Measurements>,
     gemm: Arc<GemmTables>,
+    /// The measured GEMM rates [`Pricing::best_fraction`] looks up, built beside `gemm`.
+    gemm_rates: Arc<GemmRates>,
     link_shares: std::sync::OnceLock<LinkShares>,
-    /// [`Pricing::best_fraction`] per (measurement ids, GPU, dtype): a scan of
-    /// every measured GEMM, asked for every kernel a projection prices.
-    best_fractions: Arc<std::sync::Mutex<BestFractions>>,
 }
-
-/// Best measured fraction of peak per (measurement ids, GPU id, dtype), and its source.
-type BestFractions = rustc_hash::FxHashMap<(String, String, Dtype), Option<(f64, Arc<str>)>>;
 
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
-        // The shipped base's tables are built once per process (the analytical
+        // The shipped base's tables and rates are built once per process (the analytical
         // model makes a cluster, and so a pricing layer, per projected run).
-        let gemm = if Arc::ptr_eq(&measurements, &Measurements::shared()) {
-            static SHIPPED_TABLES: std::sync::OnceLock<Arc<GemmTables>> = std::sync::OnceLock::new();
-            SHIPPED_TABLES.get_or_init(|| Arc::new(gemm_tables(&measurements))).clone()
+        let (gemm, gemm_rates) = if Arc::ptr_eq(&measurements, &Measurements::shared()) {
+            static SHIPPED_GEMMS: std::sync::OnceLock<(Arc<GemmTables>, Arc<GemmRates>)> = std::sync::OnceLock::new();
+            SHIPPED_GEMMS.get_or_init(|| (Arc::new(gemm_tables(&measurements)), Arc::new(GemmRates::of(&measurements)))).clone()
         } else {
-            Arc::new(gemm_tables(&measurements))
+            (Arc::new(gemm_tables(&measurements)), Arc::new(GemmRates::of(&measurements)))
         };
-        Pricing { catalog, measurements, gemm, link_shares: std::sync::OnceLock::new(), best_fractions: Default::default() }
+        Pricing { catalog, measurements, gemm, gemm_rates, link_shares: std::sync::OnceLock::new() }
     }
 
     /// The shipped catalog and measured base.
@@ -561,8 +557,7 @@ impl Pricing {
         // What the GPU reached at its best measured shape (a max-achievable-matmul
         // search, a user's sweep), as a fraction of its peak: the throughput
         // its software stack attains, which the datasheet does not say.
-        let ids: Vec<&str> = gpu.measurement_ids().filter(|id| !exclude.contains(id)).collect();
-        let best = self.best_fraction(&ids, gpu, shape.dtype);
+        let best = self.best_fraction(gpu.measurement_ids().filter(|id| !exclude.contains(id)), gpu, shape.dtype);
         let (mut sum_w, mut sum_wln, mut extrapolated) = (0.0, 0.0, false);
         let mut learned: Vec<(String, f64, f64)> = Vec::new();
         let mut ids: Vec<&Arc<str>> = self.gemm.keys().filter(|(_, d)| *d == table_dtype(shape.dtype)).map(|(g, _)| g).collect();
@@ -604,7 +599,7 @@ impl Pricing {
             let w = (-2.0 * distance).exp();
             // Their time, with the throughput-bound part scaled by the two
             // rooflines and by the two GPUs' best measured fractions of peak.
-            let attained = match (&best, self.best_fraction(&[&**id], other, shape.dtype)) {
+            let attained = match (&best, self.best_fraction([&**id], other, shape.dtype)) {
                 (Some((b, _)), Some((theirs, _))) => (theirs / *b).ln(),
                 _ => 0.0,
             };
@@ -633,33 +628,13 @@ impl Pricing {
     /// The best fraction of its `dtype` peak any measured GEMM of `gpu` reached
     /// (its own id and its `measured_as` ids), with the source.
     pub fn best_gemm_fraction(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
-        let ids: Vec<&str> = gpu.measurement_ids().collect();
-        self.best_fraction(&ids, gpu, dtype)
+        self.best_fraction(gpu.measurement_ids(), gpu, dtype)
     }
 
-    /// The best fraction of its `dtype` peak any measured GEMM of `ids` reached, with its source.
-    fn best_fraction(&self, ids: &[&str], gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
-        let key = (ids.join(","), gpu.id.clone(), dtype);
-        if let Some(known) = self.best_fractions.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return known;
-        }
-        let best = self.best_fraction_of_rows(ids, gpu, dtype);
-        if let Ok(mut m) = self.best_fractions.lock() {
-            m.insert(key, best.clone());
-        }
-        best
-    }
-
-    /// [`Pricing::best_fraction`], worked out from the measured rows.
-    fn best_fraction_of_rows(&self, ids: &[&str], gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
-        let peak = peak(gpu, dtype)?;
-        self.measurements
-            .gemm
-            .iter()
-            .filter(|r| table_dtype(r.dtype) == table_dtype(dtype) && ids.contains(&&*r.gpu) && !unreliable(r))
-            .map(|r| (2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6) / peak, r.from.source_id.clone()))
-            .filter(|(f, _)| f.is_finite() && *f <= 1.0)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
+    /// The best fraction of `gpu`'s `dtype` peak any measured GEMM of the
+    /// measurement ids `ids` reached, with its source.
+    fn best_fraction<'a>(&self, ids: impl IntoIterator<Item = &'a str>, gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
+        self.gemm_rates.best_fraction(ids, dtype, peak(gpu, dtype)?)
     }
 
     /// What an attention kernel of `shape` costs on `gpu` with kernel family
@@ -1065,6 +1040,75 @@ fn unreliable(r: &crate::measured::GemmRow) -> bool {
 /// GEMM tables per (measurement id, dtype class).
 type GemmTables = HashMap<(Arc<str>, Dtype), Vec<GemmTable>>;
 
+/// One measured GEMM's rate, FLOP/s, and where it stands in the base.
+#[derive(Debug, Clone)]
+struct GemmRate {
+    flops_per_s: f64,
+    /// Its index in [`Measurements::gemm`]: of equal fractions, the last row's is the best.
+    row: usize,
+    source: Arc<str>,
+}
+
+/// The rates of a measured base's GEMMs (those that price: not [`unreliable`],
+/// finite) per dtype class and measurement id, sorted by (rate, row): what
+/// the best fraction of a GPU's peak is looked up in, built once per base.
+#[derive(Debug, Default)]
+struct GemmRates(rustc_hash::FxHashMap<Dtype, rustc_hash::FxHashMap<Arc<str>, Vec<GemmRate>>>);
+
+impl GemmRates {
+    fn of(measurements: &Measurements) -> GemmRates {
+        let mut rates = GemmRates::default();
+        for (row, r) in measurements.gemm.iter().enumerate().filter(|(_, r)| !unreliable(r)) {
+            let flops_per_s = 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6);
+            // A NaN or infinite rate is no finite fraction of any peak.
+            if flops_per_s.is_finite() {
+                let id = rates.0.entry(table_dtype(r.dtype)).or_default().entry(r.gpu.clone()).or_default();
+                id.push(GemmRate { flops_per_s, row, source: r.from.source_id.clone() });
+            }
+        }
+        for rates in rates.0.values_mut().flat_map(|by_id| by_id.values_mut()) {
+            rates.sort_by(|a, b| a.flops_per_s.total_cmp(&b.flops_per_s).then(a.row.cmp(&b.row)));
+        }
+        rates
+    }
+
+    /// The best fraction of `peak` (at most 1) a GEMM of `dtype`'s class
+    /// measured on one of `ids` reached, and its source: the largest rate ÷
+    /// peak, of equal fractions the last row's, as a scan of the rows gives.
+    fn best_fraction<'a>(&self, ids: impl IntoIterator<Item = &'a str>, dtype: Dtype, peak: f64) -> Option<(f64, Arc<str>)> {
+        let by_id = self.0.get(&table_dtype(dtype))?;
+        let mut best: Option<(f64, &GemmRate)> = None;
+        for c in ids.into_iter().filter_map(|id| Self::best_of(by_id.get(id)?, peak)) {
+            if best.is_none_or(|b| cmp_fraction(&c, &b).is_gt()) {
+                best = Some(c);
+            }
+        }
+        best.map(|(f, r)| (f, r.source.clone()))
+    }
+
+    /// [`GemmRates::best_fraction`] of one measurement id's sorted rates.
+    fn best_of(rates: &[GemmRate], peak: f64) -> Option<(f64, &GemmRate)> {
+        let fraction = |r: &GemmRate| r.flops_per_s / peak;
+        if peak > 0.0 {
+            // The fraction grows with the rate: the fractions ≤ 1 are a prefix,
+            // the best is its last; of equal fractions, the last row's.
+            let below = rates.get(..rates.partition_point(|r| fraction(r) <= 1.0))?;
+            let top = fraction(below.last()?);
+            if !top.is_finite() {
+                return None;
+            }
+            return below.iter().rev().take_while(|r| fraction(r).total_cmp(&top).is_eq()).max_by_key(|r| r.row).map(|r| (top, r));
+        }
+        // A peak of 0, NaN or below: every row's fraction.
+        rates.iter().map(|r| (fraction(r), r)).filter(|(f, _)| f.is_finite() && *f <= 1.0).max_by(cmp_fraction)
+    }
+}
+
+/// Fractions of a peak in order, equal ones by their row.
+fn cmp_fraction(a: &(f64, &GemmRate), b: &(f64, &GemmRate)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.row.cmp(&b.1.row))
+}
+
 /// The GEMM tables of a measured base: one per GPU, dtype class and source, each a grid where it is one.
 fn gemm_tables(measurements: &Measurements) -> GemmTables {
     // One table per GPU, dtype class and source: a source's sweep is one design (XLA's complete grid).
@@ -1408,6 +1452,90 @@ mod tests {
             assert_eq!(price.rule, PriceRule::CollectiveLinkSpec, "{}", price.basis);
             assert!(price.basis.contains("in-switch reduction"), "{}", price.basis);
         }
+    }
+
+    /// The best fraction of `peak` as a scan of every GEMM row works it out.
+    fn best_fraction_of_rows(m: &Measurements, ids: &[&str], dtype: Dtype, peak: f64) -> Option<(f64, Arc<str>)> {
+        m.gemm
+            .iter()
+            .filter(|r| table_dtype(r.dtype) == table_dtype(dtype) && ids.contains(&&*r.gpu) && !unreliable(r))
+            .map(|r| (2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6) / peak, r.from.source_id.clone()))
+            .filter(|(f, _)| f.is_finite() && *f <= 1.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    fn same(a: &Option<(f64, Arc<str>)>, b: &Option<(f64, Arc<str>)>) -> bool {
+        a.as_ref().map(|(f, s)| (f.to_bits(), s)) == b.as_ref().map(|(f, s)| (f.to_bits(), s))
+    }
+
+    #[test]
+    fn the_best_fraction_looked_up_is_the_one_a_scan_of_the_rows_finds() {
+        let p = Pricing::builtin();
+        let mut ids: Vec<&str> = p.measurements.gemm.iter().map(|r| &*r.gpu).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let dtypes = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Tf32, Dtype::Fp32, Dtype::Fp64, Dtype::Int8];
+        let mut found = 0;
+        for gpu in &p.catalog.gpus {
+            let own: Vec<&str> = gpu.measurement_ids().collect();
+            for d in dtypes {
+                let want = peak(gpu, d).and_then(|pk| best_fraction_of_rows(&p.measurements, &own, d, pk));
+                let got = p.best_gemm_fraction(gpu, d);
+                assert!(same(&got, &want), "{} {d:?}: {got:?} vs {want:?}", gpu.id);
+                found += usize::from(got.is_some());
+            }
+        }
+        assert!(found > 10, "{found}");
+        // Peaks that leave out the fastest rows, and ones no fraction is finite of.
+        for d in dtypes {
+            for pk in [1e15, 4e14, 1e14, 1e13, 1.0, 1e-310, f64::INFINITY, 0.0, -1e15, f64::NAN] {
+                let sets = ids.iter().map(|id| vec![*id]).chain([ids.clone(), vec!["h200", "hopper-sm90"], vec!["nothing"]]);
+                for set in sets {
+                    let want = best_fraction_of_rows(&p.measurements, &set, d, pk);
+                    let got = p.gemm_rates.best_fraction(set.iter().copied(), d, pk);
+                    assert!(same(&got, &want), "{set:?} {d:?} at {pk}: {got:?} vs {want:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn of_equal_best_fractions_the_last_row_gives_the_source() {
+        let row = |gpu: &str, source: &str, m: f64, time_us: f64| crate::measured::GemmRow {
+            gpu: gpu.into(),
+            dtype: Dtype::Bf16,
+            batch: 1.0,
+            m,
+            n: 1024.0,
+            k: 1024.0,
+            time_us,
+            from: crate::measured::Provenance { source_id: source.into(), file: "test".into(), line: 1 },
+        };
+        let m = Measurements {
+            gemm: vec![
+                row("a", "first", 1024.0, 10.0),
+                row("b", "second", 2048.0, 20.0),
+                row("a", "third", 512.0, 5.0),
+                row("b", "fourth", 1024.0, 10.0),
+                row("a", "fastest", 1024.0, 1.0),
+                row("a", "zero", 0.0, 1.0),
+                row("a", "negative", -1.0, 1.0),
+            ],
+            attention: Vec::new(),
+            collectives: Vec::new(),
+            memory: Vec::new(),
+            user_files: Vec::new(),
+        };
+        let rates = GemmRates::of(&m);
+        for ids in [&["a"][..], &["b"], &["a", "b"], &["b", "a"]] {
+            // 2 GFLOP/10 µs is 214.7 TFLOP/s; a peak of 1 PFLOP/s leaves out the fastest row (2.1 PFLOP/s).
+            for pk in [1e15, 3e15, 1e14, f64::INFINITY, -1e15] {
+                let want = best_fraction_of_rows(&m, ids, Dtype::Bf16, pk);
+                assert!(same(&rates.best_fraction(ids.iter().copied(), Dtype::Bf16, pk), &want), "{ids:?} at {pk}: {want:?}");
+            }
+        }
+        assert_eq!(rates.best_fraction(["a", "b"], Dtype::Bf16, 1e15).map(|b| b.1), Some("fourth".into()));
+        assert_eq!(rates.best_fraction(["a"], Dtype::Fp16, 1e15).map(|b| b.1), Some("third".into()));
     }
 
     #[test]
