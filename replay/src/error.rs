@@ -63,7 +63,7 @@ pub enum Error {
         /// The name as written.
         name: String,
     },
-    /// A parallelization plan that does not parse, overflows or does not fit its cluster.
+    /// A parallelization plan that does not parse, overflows, or cannot run its model on its cluster.
     #[error("{0}")]
     Plan(String),
     /// A model the analytical models cannot project (missing or invalid dimensions).
@@ -72,7 +72,7 @@ pub enum Error {
     /// A cluster or system description that cannot be built (unknown GPU, missing peak, bad figure).
     #[error("{0}")]
     System(String),
-    /// A measured run whose task or measurement cannot be compared.
+    /// A measured run whose task, precision or measurement cannot be compared.
     #[error("{0}")]
     Run(String),
     /// Two scenarios of one run with the same name (or one named `measured`, the identity row).
@@ -83,12 +83,4 @@ pub enum Error {
         /// Given twice, or reserved.
         reason: &'static str,
     },
-}
-
-/// Where the analytical models still report a reason as text (a run's
-/// "not projected" note), the error's message.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
 }

@@ -95,7 +95,7 @@ impl Format {
 
 impl Precision {
     /// The linear layers' format and notes; an error where the model cannot price it.
-    fn linear(&self) -> Result<(Option<Format>, Vec<String>), String> {
+    fn linear(&self) -> Result<(Option<Format>, Vec<String>), crate::Error> {
         let mut notes = Vec::new();
         let linear = match self {
             Precision::Linear(s) => s.as_str(),
@@ -118,11 +118,11 @@ impl Precision {
             }
         };
         match Format::parse(linear) {
-            Some(Format::Fp4) => Err(format!(
+            Some(Format::Fp4) => Err(crate::Error::Run(format!(
                 "linear layers in {linear}: the catalog has no FP4 peak and the measured base no FP4 GEMM, so FP4 is not priced"
-            )),
+            ))),
             Some(f) => Ok((Some(f), notes)),
-            None => Err(format!("precision {linear:?}: BF16, FP16, FP8 (FP8-CS, MXFP8, Float8) or FP4")),
+            None => Err(crate::Error::Run(format!("precision {linear:?}: BF16, FP16, FP8 (FP8-CS, MXFP8, Float8) or FP4"))),
         }
     }
 }
@@ -267,13 +267,9 @@ pub struct Validation {
 impl RunModel {
     /// The transformer (BF16); `id` names it unless the model has a name.
     pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
-        self.transformer_text(id).map_err(crate::Error::Model)
-    }
-
-    fn transformer_text(&self, id: &str) -> Result<Transformer, String> {
         match self {
             RunModel::Preset { preset, seq } => {
-                let mut m = Transformer::preset(preset).ok_or_else(|| format!("unknown preset {preset:?}"))?;
+                let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
                 m.seq = *seq;
                 Ok(m)
             }
@@ -281,18 +277,18 @@ impl RunModel {
                 let swiglu = match activation.as_str() {
                     "swiglu" => true,
                     "gelu" => false,
-                    other => return Err(format!("activation {other:?}: gelu or swiglu")),
+                    other => return Err(crate::Error::Model(format!("activation {other:?}: gelu or swiglu"))),
                 };
                 let positive =
                     [("hidden", *hidden), ("heads", *heads), ("kv_heads", *kv_heads), ("ffn", *ffn), ("vocab", *vocab), ("seq", *seq)];
                 if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
-                    return Err(format!("{key} {v}: must be a positive number"));
+                    return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
                 }
                 if *layers == 0 {
-                    return Err("layers 0: must be positive".into());
+                    return Err(crate::Error::Model("layers 0: must be positive".into()));
                 }
                 if heads % kv_heads != 0.0 {
-                    return Err(format!("heads {heads} do not divide into kv_heads {kv_heads} groups"));
+                    return Err(crate::Error::Model(format!("heads {heads} do not divide into kv_heads {kv_heads} groups")));
                 }
                 Ok(Transformer {
                     name: name.clone().unwrap_or_else(|| id.to_string()),
@@ -311,10 +307,10 @@ impl RunModel {
                     tied_embeddings: *tied_embeddings,
                 })
             }
-            RunModel::Incomplete(v) => Err(format!(
+            RunModel::Incomplete(v) => Err(crate::Error::Model(format!(
                 "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation)",
                 v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}"))
-            )),
+            ))),
         }
     }
 }
@@ -343,7 +339,7 @@ fn gpu_id(run: &Run, catalog: &Catalog) -> String {
 impl Run {
     /// The run's task and the tokens one sequence of it produces per step
     /// (training: the sequence; prefill: the prompt; decode: one).
-    fn task(&self, model: &Transformer) -> Result<(Task, f64), String> {
+    fn task(&self, model: &Transformer) -> Result<(Task, f64), crate::Error> {
         let batch = self.batch.unwrap_or(1).max(1);
         let seq = model.seq as u32;
         match self.task.as_deref().unwrap_or("train") {
@@ -353,12 +349,12 @@ impl Run {
                 Ok((Task::Prefill { batch, prompt }, f64::from(prompt)))
             }
             "decode" => Ok((Task::Decode { batch, context: self.context.unwrap_or(seq).max(1) }, 1.0)),
-            other => Err(format!("task {other:?}: train, prefill or decode")),
+            other => Err(crate::Error::Run(format!("task {other:?}: train, prefill or decode"))),
         }
     }
 
     /// The measured tokens per second per GPU (see [`Measured`]).
-    fn measured_per_gpu(&self, model: &Transformer, plan: &Plan) -> Result<f64, String> {
+    fn measured_per_gpu(&self, model: &Transformer, plan: &Plan) -> Result<f64, crate::Error> {
         if let Some(t) = self.measured.tokens_per_s_per_gpu {
             return Ok(t);
         }
@@ -369,7 +365,7 @@ impl Run {
             _ => None,
         }
         .filter(|v| *v > 0.0)
-        .ok_or("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)")?;
+        .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
         let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
         Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
     }
@@ -461,7 +457,7 @@ fn project_run(
     measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
 ) -> RunResult {
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
-    let projected = (|| -> Result<(f64, super::Projection, Vec<String>), String> {
+    let projected = (|| -> Result<(f64, super::Projection, Vec<String>), crate::Error> {
         let model = run.model.transformer(&run.id)?;
         let mut cluster = run.system.cluster(catalog, device)?;
         if let Some(m) = measurements {
@@ -500,7 +496,7 @@ fn project_run(
             }
         }
         let (task, tokens_per_seq) = run.task(&model)?;
-        let mut p = project(&model, &cluster, &plan, task).map_err(|e| e.0)?;
+        let mut p = project(&model, &cluster, &plan, task).map_err(|e| crate::Error::Plan(e.0))?;
         let tokens = p.global_batch * tokens_per_seq;
         let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
         notes.append(&mut p.notes);
