@@ -416,9 +416,8 @@ impl Framework {
         }
     }
 
-    /// Applies the framework's defaults to what `spec` (the plan as written) does not say; notes what changed.
-    fn apply_defaults(self, spec: &str, plan: &mut Plan) -> Vec<String> {
-        let said = |key: &str| spec.split(',').map(|p| p.split('=').next().unwrap_or("").trim()).any(|k| k == key);
+    /// Applies the framework's defaults to what `plan` (as parsed from the run's text) does not state; notes what changed.
+    fn apply_defaults(self, plan: &mut Plan) -> Vec<String> {
         let mut applied = Vec::new();
         if self == Framework::Torchtitan {
             if plan.selective && !plan.op_sac && !plan.recompute {
@@ -427,21 +426,21 @@ impl Framework {
             }
             return Vec::new();
         }
-        if plan.tp > 1 && !plan.sp && !said("sp") {
+        if plan.tp > 1 && !plan.sp && !plan.states("sp") {
             plan.sp = true;
             applied.push("sp (sequence parallelism with TP)");
         }
-        if plan.dp * plan.cp > 1 && plan.zero == 0 && !said("zero") && !said("fsdp") && !said("ddp") {
+        if plan.dp * plan.cp > 1 && plan.zero == 0 && !plan.states("zero") && !plan.states("fsdp") && !plan.states("ddp") {
             plan.zero = 1;
             applied.push("zero=1 (the distributed optimizer)");
         }
         // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
         // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
-        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !said("p2p_overlap") {
+        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !plan.states("p2p_overlap") {
             plan.p2p_overlap = true;
             applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)");
         }
-        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !said("tp_overlap") {
+        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !plan.states("tp_overlap") {
             plan.tp_overlap = true;
             applied.push("tp_overlap (TP communication overlap, userbuffers)");
         }
@@ -489,7 +488,7 @@ fn project_run(
             notes.push(format!("framework: {f}"));
         }
         if let Some((fw, name, from_source)) = Framework::of(run) {
-            let applied = fw.apply_defaults(&run.plan, &mut plan);
+            let applied = fw.apply_defaults(&mut plan);
             if !applied.is_empty() {
                 let how = if from_source { " (framework named by the source)" } else { "" };
                 notes.push(format!("{name} defaults the plan does not state{how}: {}", applied.join(", ")));
