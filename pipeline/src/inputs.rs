@@ -137,9 +137,8 @@ pub fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::Progres
 /// The jobs `paths` stand for, each read by `read` (given the job's path, its
 /// files and a per-file progress callback) and handed to `each_job`; bad files
 /// are reported on stderr and, with `opts.strict`, stop everything. Returns
-/// whether any file was bad. Memory a job freed goes back to the system as
-/// it is freed, and what its read freed before `each_job` runs
-/// ([`tracecast_ingest::memory`]).
+/// whether any file was bad. What a job's read freed goes back to the
+/// system before `each_job` runs ([`tracecast_ingest::memory`]).
 pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
@@ -149,7 +148,6 @@ pub fn for_each_input<T>(
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
     let mut failed = false;
-    tracecast_ingest::memory::return_freed_memory_promptly();
     for (path, inputs) in jobs_of(paths, each) {
         let mut files = Vec::new();
         let mut listing_errors = Vec::new();
