@@ -1,4 +1,4 @@
-//! Per trace: the timings the execution graph measures ([`Timings`]) with
+//! Per trace: the timings the execution graph measures ([`Timings`](tracecast_replay::graph::Timings)) with
 //! the distributions behind them — evidence for the graph's rules — and the
 //! per-kernel overheads that do not shrink with the GPU (BENCHMARKS.md,
 //! *Generation to generation*).
@@ -21,23 +21,17 @@
 //! - idle launch: launch-to-start latency of activities launched onto an
 //!   idle stream (the graph's `launch_latency_us` is its median).
 //!
-//! The queued and idle-launch samples are taken here by the graph's rule and
-//! checked against the [`Timings`] the graph itself measures on the rank.
-//! Times in µs; quantiles as the graph takes them (the sample at the rounded
-//! rank).
+//! The gap samples are the graph's own ([`GapSamples`], from which it
+//! measures its [`Timings`](tracecast_replay::graph::Timings)). Times in µs; quantiles as the graph takes them
+//! (the sample at the rounded rank).
 //!
 //! `cargo run --release -p tracecast-replay --example gaps -- TRACE_OR_DIR...`
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use tracecast_ingest::analysis::Classifier;
-use tracecast_ingest::link::{Links, NONE};
+use tracecast_ingest::link::Links;
 use tracecast_ingest::{EventKind, Job, RankTrace, ReadOptions};
-use tracecast_replay::graph::{RankPiece, Timings};
-
-/// Launch latency the graph assumes when a trace has no launch onto an idle stream, ns.
-const DEFAULT_LAUNCH_NS: i64 = 5_000;
+use tracecast_replay::graph::GapSamples;
 
 /// Value at quantile `p` of `v` (sorted in place), as the graph takes it; `None` when empty.
 fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
@@ -54,75 +48,25 @@ fn q(v: &mut [i64], p: f64, width: usize) -> String {
     }
 }
 
-/// What one rank's trace says about its gaps and per-kernel overheads, ns.
+/// What one rank's trace says about its per-kernel overheads, ns.
 struct Samples {
     kernels: Vec<i64>,
     launch_calls: Vec<i64>,
-    queued: Vec<i64>,
-    all: Vec<i64>,
-    idle_launch: Vec<i64>,
+    gaps: GapSamples,
 }
 
-/// The samples of `t`, the queued gaps and idle launches taken by the graph's rule.
+/// The samples of `t`: its kernels and launch calls, and the graph's own gap samples.
 fn samples(t: &RankTrace, links: &Links) -> Samples {
     let ev = &t.events;
-    // GPU activities per stream (device, stream), in start order (row order among equal starts).
-    let mut by_stream: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
-    for i in t.gpu_activity() {
-        by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-    }
-    let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
-    let mut idle_launch = Vec::new();
-    for rows in by_stream.values_mut() {
-        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
-        let mut prev_end = None;
-        for &i in rows.iter() {
-            let l = links.launch_ns(t, i);
-            if let Some(e) = prev_end {
-                gaps.push((ev.ts_ns[i] - e, l, e));
-            }
-            if let Some(l) = l
-                && prev_end.is_none_or(|e| e < l)
-                && ev.ts_ns[i] >= l
-            {
-                idle_launch.push(ev.ts_ns[i] - l);
-            }
-            prev_end = Some(ev.end_ns(i));
-        }
-    }
-    let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
-    let all: Vec<i64> = gaps.iter().map(|g| g.0).collect();
-    let queued = if links.launch.iter().all(|&c| c == NONE) {
-        let mut lower = all.clone();
-        lower.sort_unstable();
-        lower.truncate(lower.len().div_ceil(2));
-        lower
-    } else {
-        gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect()
-    };
     let is_launch = |i: usize| ev.kind[i] == EventKind::Runtime && t.name(i).contains("aunch");
     Samples {
         kernels: (0..ev.len()).filter(|&i| ev.kind[i] == EventKind::Kernel).map(|i| ev.dur_ns[i]).collect(),
         launch_calls: (0..ev.len()).filter(|&i| is_launch(i)).map(|i| ev.dur_ns[i]).collect(),
-        queued,
-        all,
-        idle_launch,
+        gaps: GapSamples::of(t, links),
     }
 }
 
-/// Panics unless `s`'s queued gaps and idle launches are those the graph measured.
-fn check(s: &mut Samples, graph: &Timings, name: &str) {
-    let us = |ns: i64| ns as f64 / 1000.0;
-    let queue = us(quantile(&mut s.queued, 0.5).unwrap_or(0).max(0));
-    let launch = us(quantile(&mut s.idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS));
-    assert_eq!(
-        (s.queued.len(), queue, s.idle_launch.len(), launch),
-        (graph.queue_samples, graph.queue_gap_us, graph.launch_samples, graph.launch_latency_us),
-        "{name}: the samples here are not the graph's"
-    );
-}
-
-fn report(path: &Path, opts: &ReadOptions, classifier: &Classifier) -> bool {
+fn report(path: &Path, opts: &ReadOptions) -> bool {
     let job = Job::read(path.to_path_buf(), &[path.to_path_buf()], opts, &|_| {});
     for e in &job.failures {
         eprintln!("error: {e}");
@@ -130,13 +74,10 @@ fn report(path: &Path, opts: &ReadOptions, classifier: &Classifier) -> bool {
     for rank in &job.ranks {
         let t = &rank.trace;
         let links = Links::new(t);
-        let piece = RankPiece::of(t, &classifier.classes(t), &links);
         let name = if job.ranks.len() > 1 { format!("{} rank {}", path.display(), rank.rank) } else { path.display().to_string() };
         let mut s = samples(t, &links);
-        if let Some(graph) = piece.graph.ranks.first() {
-            check(&mut s, &graph.timings, &name);
-        }
-        let (k, c, qd, a, l) = (&mut s.kernels, &mut s.launch_calls, &mut s.queued, &mut s.all, &mut s.idle_launch);
+        let g = &mut s.gaps;
+        let (k, c, qd, a, l) = (&mut s.kernels, &mut s.launch_calls, &mut g.queued, &mut g.all, &mut g.idle_launch);
         println!("{name}");
         println!(
             "  kernels {:6} p10 {}  launch call n={} p50 {} p99 {} max {}",
@@ -172,13 +113,12 @@ fn main() {
     }
     let mut opts = ReadOptions::default();
     opts.shapes = false;
-    let classifier = Classifier::default();
     let mut ok = true;
     for arg in &args {
         match tracecast_ingest::job::trace_files(arg) {
             Ok(files) => {
                 for f in &files {
-                    ok &= report(f, &opts, &classifier);
+                    ok &= report(f, &opts);
                 }
             }
             Err(e) => {

@@ -300,48 +300,95 @@ fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
     v.get(((v.len() - 1) as f64 * p).round() as usize).copied()
 }
 
-/// The measured timings of one rank (see [`Timings`]), in ns: (queue gap,
-/// queue tolerance, launch latency, launch tolerance) and the report.
-fn measure(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> ([i64; 4], Timings) {
-    let ev = &t.events;
-    let mut idle_launch = Vec::new();
-    let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
-    for rows in streams {
-        for (k, &i) in rows.iter().enumerate() {
-            let prev_end = k.checked_sub(1).and_then(|p| rows.get(p)).map(|&p| ev.end_ns(p));
-            let l = links.launch_ns(t, i);
-            if let Some(e) = prev_end {
-                gaps.push((ev.ts_ns[i] - e, l, e));
-            }
-            if let Some(l) = l
-                && prev_end.is_none_or(|e| e < l)
-                && ev.ts_ns[i] >= l
-            {
-                idle_launch.push(ev.ts_ns[i] - l);
+/// The samples behind a rank's [`Timings`], ns: the gaps between
+/// back-to-back GPU activities (kernels, copies, memsets) of a stream, those
+/// of them that were queued, and the launch-to-start latencies of activities
+/// launched onto an idle stream.
+#[derive(Debug, Clone, Default)]
+pub struct GapSamples {
+    /// Every back-to-back gap (negative where the next activity started before the previous ended).
+    pub all: Vec<i64>,
+    /// The gaps of activities whose launch call started at least a launch
+    /// latency (the idle launches' median) before the previous one ended: the
+    /// device's own per-activity cost. Without launch calls in the trace, the
+    /// lower half of all gaps (a stream that went idle was not queued).
+    pub queued: Vec<i64>,
+    /// Launch-to-start latencies of activities launched onto an idle stream.
+    pub idle_launch: Vec<i64>,
+}
+
+impl GapSamples {
+    /// The samples of trace `t` with launch links `links`.
+    pub fn of(t: &RankTrace, links: &Links) -> GapSamples {
+        GapSamples::of_streams(t, links, &streams_of(t))
+    }
+
+    /// The samples of `streams`, each a stream's GPU activities in start order.
+    fn of_streams(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> GapSamples {
+        let ev = &t.events;
+        let mut idle_launch = Vec::new();
+        let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
+        for rows in streams {
+            for (k, &i) in rows.iter().enumerate() {
+                let prev_end = k.checked_sub(1).and_then(|p| rows.get(p)).map(|&p| ev.end_ns(p));
+                let l = links.launch_ns(t, i);
+                if let Some(e) = prev_end {
+                    gaps.push((ev.ts_ns[i] - e, l, e));
+                }
+                if let Some(l) = l
+                    && prev_end.is_none_or(|e| e < l)
+                    && ev.ts_ns[i] >= l
+                {
+                    idle_launch.push(ev.ts_ns[i] - l);
+                }
             }
         }
+        let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
+        let all: Vec<i64> = gaps.iter().map(|g| g.0).collect();
+        let queued = if links.launch.iter().all(|&c| c == NONE) {
+            let mut lower = all.clone();
+            lower.sort_unstable();
+            lower.truncate(lower.len().div_ceil(2));
+            lower
+        } else {
+            gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect()
+        };
+        GapSamples { all, queued, idle_launch }
     }
-    let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
-    let launch_tol = quantile(&mut idle_launch, 0.9).unwrap_or(launch).clamp(launch, 2 * launch + 5_000);
-    // Queued: launched at least a launch latency before the previous one ended.
-    let mut queued: Vec<i64> = gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect();
-    // Without launch calls every back-to-back pair counts; keep the lower half
-    // (a stream that went idle was not queued).
-    if links.launch.iter().all(|&c| c == NONE) {
-        queued = gaps.iter().map(|g| g.0).collect();
-        queued.sort_unstable();
-        queued.truncate(queued.len().div_ceil(2));
+}
+
+/// A trace's GPU activities per stream (device, stream), each in start order
+/// (row order among equal starts), the streams in the order of their first row.
+fn streams_of(t: &RankTrace) -> Vec<Vec<usize>> {
+    let ev = &t.events;
+    let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
+    for i in t.gpu_activity() {
+        by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
     }
-    let queue = quantile(&mut queued, 0.5).unwrap_or(0).max(0);
-    let queue_tol = quantile(&mut queued, 0.99).unwrap_or(0).clamp(2_000, 20_000);
+    let mut streams: Vec<Vec<usize>> = by_stream.into_values().collect();
+    streams.sort_by_key(|rows| rows.first().copied());
+    for rows in &mut streams {
+        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
+    }
+    streams
+}
+
+/// The measured timings of one rank (see [`Timings`]) from its samples, in
+/// ns: (queue gap, queue tolerance, launch latency, launch tolerance) and the
+/// report.
+fn measure(mut s: GapSamples) -> ([i64; 4], Timings) {
+    let launch = quantile(&mut s.idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
+    let launch_tol = quantile(&mut s.idle_launch, 0.9).unwrap_or(launch).clamp(launch, 2 * launch + 5_000);
+    let queue = quantile(&mut s.queued, 0.5).unwrap_or(0).max(0);
+    let queue_tol = quantile(&mut s.queued, 0.99).unwrap_or(0).clamp(2_000, 20_000);
     let us = |ns: i64| ns as f64 / 1000.0;
     let report = Timings {
         queue_gap_us: us(queue),
         queue_tolerance_us: us(queue_tol),
-        queue_samples: queued.len(),
+        queue_samples: s.queued.len(),
         launch_latency_us: us(launch),
         launch_tolerance_us: us(launch_tol),
-        launch_samples: idle_launch.len(),
+        launch_samples: s.idle_launch.len(),
     };
     ([queue, queue_tol, launch, launch_tol], report)
 }
@@ -508,16 +555,8 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
     let mut out = RankGraph::default();
 
     // GPU activities, per stream in start order.
-    let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
-    for i in t.gpu_activity() {
-        by_stream.entry((ev.pid[i], ev.tid[i])).or_default().push(i);
-    }
-    let mut streams: Vec<Vec<usize>> = by_stream.into_values().collect();
-    streams.sort_by_key(|rows| rows.first().copied());
-    for rows in &mut streams {
-        rows.sort_by_key(|&i| (ev.ts_ns[i], i));
-    }
-    let ([queue, queue_tol, launch, launch_tol], timings) = measure(t, links, &streams);
+    let streams = streams_of(t);
+    let ([queue, queue_tol, launch, launch_tol], timings) = measure(GapSamples::of_streams(t, links, &streams));
     out.timings = timings;
 
     // Host calls first (launch edges need them), per thread in order.
