@@ -1955,12 +1955,13 @@ fn stage_timeline(
         let (key, label) = name(what, l, pass);
         lanes.add_block(key, label, parts, deps);
     };
-    // `tp_overlap`: a TP collective beside the block whose GEMMs hide it, `hidden` running
-    // from the block's start (its dependencies) as long as the GEMMs do, the rest after it.
-    let tp_split = |gemm: f64| -> (f64, f64) {
-        let tail = c.tp_comm * c.tp_exposed_share;
-        let hidden = (c.tp_comm - tail).min(gemm.max(0.0));
-        (hidden, c.tp_comm - hidden)
+    // `tp_overlap`: TP collectives taking `comm` beside the block whose GEMMs (`gemm`) hide
+    // them, `hidden` running from the block's start (its dependencies) as long as the GEMMs
+    // do, the rest after it.
+    let tp_split = |comm: f64, gemm: f64| -> (f64, f64) {
+        let tail = comm * c.tp_exposed_share;
+        let hidden = (comm - tail).min(gemm.max(0.0));
+        (hidden, comm - hidden)
     };
     let overlap_tp = c.tp_comm > 0.0 && c.tp_exposed_share > 0.0;
     // FSDP gathers are issued one block ahead (forward and backward prefetch):
@@ -1993,7 +1994,7 @@ fn stage_timeline(
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
         let deps = [prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)];
         if overlap_tp {
-            add(&mut lanes, "attn_tpo", l, f, AllReduce, tp_split(c.attn_f).0, &deps);
+            add(&mut lanes, "attn_tpo", l, f, AllReduce, tp_split(c.tp_comm, c.attn_f).0, &deps);
         }
         block(&mut lanes, "attn", l, f, parts, &deps);
         // Prefetch: the gather `prefetch` layers ahead; just in time (0): this layer's MLP weights now.
@@ -2004,7 +2005,7 @@ fn stage_timeline(
             add(&mut lanes, "attn_ag", l + prefetch, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
         }
         if overlap_tp {
-            add(&mut lanes, "attn_tp", l, f, AllReduce, tp_split(c.attn_f).1, &[k("attn", l, f), k("attn_tpo", l, f)]);
+            add(&mut lanes, "attn_tp", l, f, AllReduce, tp_split(c.tp_comm, c.attn_f).1, &[k("attn", l, f), k("attn_tpo", l, f)]);
         } else if c.tp_comm > 0.0 {
             add(&mut lanes, "attn_tp", l, f, AllReduce, c.tp_comm, &[k("attn", l, f)]);
         }
@@ -2014,7 +2015,7 @@ fn stage_timeline(
         let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
         let deps = [k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)];
         if overlap_tp {
-            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.mlp_f).0, &deps);
+            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.tp_comm, c.mlp_f).0, &deps);
         }
         block(&mut lanes, "mlp", l, f, parts, &deps);
         if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
@@ -2028,7 +2029,7 @@ fn stage_timeline(
         }
         if overlap_tp {
             let deps = [k("mlp", l, f), k("combine", l, f), k("mlp_tpo", l, f)];
-            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.mlp_f).1, &deps);
+            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.tp_comm, c.mlp_f).1, &deps);
         } else if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, f, AllReduce, c.tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
         }
@@ -2079,9 +2080,9 @@ fn stage_timeline(
             if c.tp_comm > 0.0 {
                 let total = 2.0 * c.tp_comm;
                 if overlap_tp {
-                    let hidden = (total * (1.0 - c.tp_exposed_share)).min(c.attn_f + c.mlp_f);
+                    let (hidden, rest) = tp_split(total, c.attn_f + c.mlp_f);
                     add(&mut lanes, "rc_tpo", l, b, AllReduce, hidden, &deps);
-                    add(&mut lanes, "rc_tp", l, b, AllReduce, total - hidden, &[k("recompute", l, b), k("rc_tpo", l, b)]);
+                    add(&mut lanes, "rc_tp", l, b, AllReduce, rest, &[k("recompute", l, b), k("rc_tpo", l, b)]);
                 } else {
                     add(&mut lanes, "rc_tp", l, b, AllReduce, total, &[k("recompute", l, b)]);
                 }
@@ -2092,7 +2093,7 @@ fn stage_timeline(
         }
         if overlap_tp {
             let deps = [prev, k("attn_tp", l + 1, b), k("recompute", l, b), k("rc_tp", l, b)];
-            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_b).0, &deps);
+            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.tp_comm, c.mlp_b).0, &deps);
         } else if c.tp_comm > 0.0 {
             add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
         }
@@ -2112,7 +2113,7 @@ fn stage_timeline(
         ];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
         if overlap_tp {
-            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
+            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
         }
         if prefetch == 0 && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
@@ -2127,14 +2128,14 @@ fn stage_timeline(
             add(&mut lanes, "dispatch", l, b, AllToAll, c.moe_a2a, &[k("mlp", l, b)]);
         }
         if overlap_tp {
-            add(&mut lanes, "attn_tpo", l, b, AllReduce, tp_split(c.attn_b).0, &[k("mlp", l, b), k("mlp_tp", l, b)]);
+            add(&mut lanes, "attn_tpo", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).0, &[k("mlp", l, b), k("mlp_tp", l, b)]);
         } else if c.tp_comm > 0.0 {
             add(&mut lanes, "attn_tp", l, b, AllReduce, c.tp_comm, &[k("mlp", l, b)]);
         }
         let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b), k("mlp_tp", l, b)];
         block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
         if overlap_tp {
-            add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
+            add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
         }
         if prefetch == 0 && l > frozen && c.mlp_gather > 0.0 {
             add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("attn", l, b)]);
@@ -2234,6 +2235,10 @@ mod tests {
         // tensor_parallel CheckpointFunction.backward calls the forward function again): 2 ms + 0.8 ms per layer.
         let recomputed = stage_timeline(&costs(1.0, 0.0), 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
         assert!((recomputed - step_ms(&costs(1.0, 0.0)) - 2.0 * (2.0 + 0.8)).abs() < 1e-6, "{recomputed}");
+        // With the overlap the recomputed forward's two collectives (0.8 ms) run under its 2 ms of GEMMs
+        // but for their exposed eighth: 0.1 ms per layer.
+        let recomputed = stage_timeline(&costs(1.0, 1.0 / 8.0), 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
+        assert!((recomputed - step_ms(&costs(1.0, 1.0 / 8.0)) - 2.0 * (2.0 + 0.1)).abs() < 1e-6, "{recomputed}");
         // p2p_overlap (Megatron's overlap_p2p_comm): the stage's receive and send of 0.5 ms run beside the
         // 4 ms forward and 8 ms backward instead of before and after them (2 × 1 ms); transfers longer than
         // the compute (5 ms each) are exposed by what they outlast it.
