@@ -148,7 +148,10 @@ pub fn for_each_input<T>(
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
     let mut failed = false;
-    for (path, inputs) in jobs_of(paths, each) {
+    let jobs = jobs_of(paths, each);
+    let count = jobs.len();
+    for (k, (path, inputs)) in jobs.into_iter().enumerate() {
+        let last = k + 1 == count;
         let mut files = Vec::new();
         let mut listing_errors = Vec::new();
         for p in &inputs {
@@ -159,6 +162,9 @@ pub fn for_each_input<T>(
         }
         let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let bar = progress_bar(files.len(), total_bytes, quiet);
+        if last {
+            tracecast_ingest::memory::last_rank_pass();
+        }
         let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
         tracecast_ingest::memory::release_freed_memory();
         bar.finish_and_clear();

@@ -169,7 +169,7 @@ fn reduce(
     let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
     // The summaries and calibration samples are gone: their memory goes back
     // before the page is drawn.
-    tracecast_ingest::memory::release_freed_memory();
+    tracecast_ingest::memory::release_for_replay();
     let measured = {
         // The page's samples made afresh rank by rank (`samples()` would keep
         // them in the matching, which the replay reads).
@@ -195,7 +195,7 @@ fn reduce(
     let diff = DiffSide::of(&class_times, &analysis);
     let analysis = plan.keeps_analysis.then_some(analysis);
     // And what was drawn goes back before the replay builds its graph.
-    tracecast_ingest::memory::release_freed_memory();
+    tracecast_ingest::memory::release_for_replay();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
     let opts = replay_options_for(gpu, base, plan.catalog, plan.gpus_per_node);
     // The last replay of the job takes the matching, and frees it before its simulation.

@@ -291,8 +291,9 @@ const IDLE_GAP_NS: i64 = 100_000;
 /// Launch latency assumed when a trace has no launch onto an idle stream.
 const DEFAULT_LAUNCH_NS: i64 = 5_000;
 
-/// Value at quantile `p` of `v` (sorted in place), or `None` when empty.
-fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
+/// Value at quantile `p` of `v` (sorted in place) as the graph's [`Timings`]
+/// take it, the sample at the rounded rank; `None` when empty.
+pub fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
     if v.is_empty() {
         return None;
     }
@@ -488,7 +489,7 @@ pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Op
         // The pieces were made on the rank threads, in their allocator arenas,
         // where the job's lists cannot reuse what they free: hand it back as we go.
         if r % 256 == 255 {
-            tracecast_ingest::memory::release_freed_memory();
+            tracecast_ingest::memory::release_for_replay();
         }
         let off = alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
         let base = g.graph.len() as TaskId;

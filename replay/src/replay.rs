@@ -429,7 +429,8 @@ pub struct RankPart<'c> {
     measured: Breakdown,
     /// Compute kernels' work, (local task, work); only with a target.
     work: Vec<(TaskId, KernelWork)>,
-    /// Calibration samples for the source device; only with a target and no source.
+    /// Calibration samples for the source device; only with a target and no
+    /// source, neither in the options nor to come from the caller.
     samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     /// Whether it was built for a projection (work and samples kept).
     for_target: bool,
@@ -468,7 +469,7 @@ impl<'c> RankPart<'c> {
             for_target: false,
         };
         let mut part = part;
-        part.add_target(ctx, opts, catalog, work, opts.source.is_none());
+        part.add_target(ctx, opts, catalog, work, false);
         part
     }
 
@@ -486,7 +487,7 @@ impl<'c> RankPart<'c> {
         caller_gives_source: bool,
     ) -> RankPart<'c> {
         let mut part = self.without_target();
-        part.add_target(ctx, opts, catalog, work, opts.source.is_none() && !caller_gives_source);
+        part.add_target(ctx, opts, catalog, work, caller_gives_source);
         part
     }
 
@@ -496,15 +497,16 @@ impl<'c> RankPart<'c> {
     }
 
     /// What a projection with `opts` needs (nothing without a target): the
-    /// compute kernels' work, and with `samples` the rank's calibration
-    /// samples, from which the replay calibrates the projection's source.
+    /// compute kernels' work, and the rank's calibration samples, from which
+    /// the replay calibrates the projection's source, unless `opts` or (later)
+    /// the caller gives the source.
     fn add_target(
         &mut self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        samples: bool,
+        caller_gives_source: bool,
     ) {
         let part = self;
         part.for_target = opts.target.is_some();
@@ -524,7 +526,7 @@ impl<'c> RankPart<'c> {
                 .filter(|&&(_, t)| part.piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
                 .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
                 .collect();
-            if samples {
+            if opts.source.is_none() && !caller_gives_source {
                 part.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
             }
         }
@@ -535,7 +537,7 @@ impl RankPart<'_> {
     /// Copies what the replay keeps of the part through the simulation onto
     /// this thread. The part was made on its rank's thread, among what that
     /// thread has freed since (the rank's trace, its context): left there, its
-    /// lists would keep those pages from going back to the system (7 MiB at
+    /// lists would keep those pages from going back to the system (5–7 MiB at
     /// 1024 ranks, BENCHMARKS.md).
     fn copy_here(&mut self) {
         fn copy<T: Clone>(x: &mut T) {
@@ -615,7 +617,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     let priced = job_gpu.map(|g| (g, pricing));
     recost_communication(world, &rank_ids, &place, &mut eg, collectives, opts, priced, &mut notes);
     drop(matching);
-    tracecast_ingest::memory::release_freed_memory();
+    tracecast_ingest::memory::release_for_replay();
     let schedule = simulate(&eg.graph);
     if schedule.unscheduled > 0 {
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
