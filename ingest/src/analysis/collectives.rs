@@ -43,15 +43,17 @@ impl Instance {
     }
 }
 
-/// A rank's instances as cached text: each distinct group string once (a
-/// world group's rank list is kilobytes, on every instance), then rows.
+/// A rank's instances as cached text: each distinct string once (a world
+/// group's rank list is kilobytes, on every instance; algorithm and protocol
+/// names shared again when read back), then rows.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CachedInstances {
     strings: Vec<Arc<str>>,
     /// collective, process group, group ranks (indices into `strings`), group
-    /// size, bytes, start, end, sequence number, algorithm, protocol, row.
+    /// size, bytes, start, end, sequence number, algorithm, protocol (indices
+    /// into `strings`), row.
     #[allow(clippy::type_complexity)]
-    rows: Vec<(Collective, Option<u32>, Option<u32>, Option<i64>, Option<u64>, i64, i64, u32, Option<Arc<str>>, Option<Arc<str>>, u32)>,
+    rows: Vec<(Collective, Option<u32>, Option<u32>, Option<i64>, Option<u64>, i64, i64, u32, Option<u32>, Option<u32>, u32)>,
 }
 
 impl CachedInstances {
@@ -69,8 +71,8 @@ impl CachedInstances {
         let rows = instances
             .iter()
             .map(|i| {
-                let (pg, ranks) = (id(&i.process_group), id(&i.pg_ranks));
-                (i.collective, pg, ranks, i.group_size, i.bytes, i.start_ns, i.end_ns, i.seq, i.algo.clone(), i.proto.clone(), i.row)
+                let (pg, ranks, algo, proto) = (id(&i.process_group), id(&i.pg_ranks), id(&i.algo), id(&i.proto));
+                (i.collective, pg, ranks, i.group_size, i.bytes, i.start_ns, i.end_ns, i.seq, algo, proto, i.row)
             })
             .collect();
         CachedInstances { strings, rows }
@@ -96,8 +98,8 @@ impl CachedInstances {
                     start_ns: r.5,
                     end_ns: r.6,
                     seq: r.7,
-                    algo: r.8.clone(),
-                    proto: r.9.clone(),
+                    algo: get(r.8)?,
+                    proto: get(r.9)?,
                     row: r.10,
                 })
             })
