@@ -31,14 +31,7 @@ use std::path::{Path, PathBuf};
 
 use tracecast_ingest::link::Links;
 use tracecast_ingest::{EventKind, Job, RankTrace, ReadOptions};
-use tracecast_replay::graph::GapSamples;
-
-/// Value at quantile `p` of `v` (sorted in place), as the graph takes it; `None` when empty.
-fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
-    v.sort_unstable();
-    let last = v.len().checked_sub(1)?;
-    v.get((last as f64 * p).round() as usize).copied()
-}
+use tracecast_replay::graph::{GapSamples, quantile};
 
 /// [`quantile`] in µs with two decimals in `width` columns, `nan` when `v` is empty.
 fn q(v: &mut [i64], p: f64, width: usize) -> String {

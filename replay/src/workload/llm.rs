@@ -411,7 +411,9 @@ impl StatedKeys {
     }
 
     fn insert(&mut self, key: &str) {
-        self.0 |= Self::bit(key).unwrap_or(0);
+        let bit = Self::bit(key);
+        debug_assert!(bit.is_some(), "plan key {key:?} is parsed but missing from StatedKeys::KEYS");
+        self.0 |= bit.unwrap_or(0);
     }
 
     /// Whether `key` (as [`Plan::parse`] takes it) was stated.
