@@ -456,7 +456,7 @@ impl<'c> RankPart<'c> {
             .iter()
             .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
-        let part = RankPart {
+        let mut part = RankPart {
             rank: ctx.rank(),
             file: trace.path.display().to_string(),
             gpu: trace.devices.iter().find_map(|d| catalog.match_device(d)).map(|(g, _)| g.id.clone()),
@@ -468,7 +468,6 @@ impl<'c> RankPart<'c> {
             samples: None,
             for_target: false,
         };
-        let mut part = part;
         part.add_target(ctx, opts, catalog, work, false);
         part
     }
@@ -508,27 +507,28 @@ impl<'c> RankPart<'c> {
         work: Option<&[Option<KernelWork>]>,
         caller_gives_source: bool,
     ) {
-        let part = self;
-        part.for_target = opts.target.is_some();
-        if opts.target.is_some() {
-            let computed;
-            let all = match work {
-                Some(w) => w,
-                None => {
-                    computed = kernel_work_of(ctx);
-                    &computed
-                }
-            };
-            part.work = part
-                .piece
-                .gpu_tasks
-                .iter()
-                .filter(|&&(_, t)| part.piece.graph.origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
-                .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
-                .collect();
-            if opts.source.is_none() && !caller_gives_source {
-                part.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
+        self.for_target = opts.target.is_some();
+        if opts.target.is_none() {
+            return;
+        }
+        let computed;
+        let all = match work {
+            Some(w) => w,
+            None => {
+                computed = kernel_work_of(ctx);
+                &computed
             }
+        };
+        let origin = &self.piece.graph.origin;
+        self.work = self
+            .piece
+            .gpu_tasks
+            .iter()
+            .filter(|&&(_, t)| origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
+            .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
+            .collect();
+        if opts.source.is_none() && !caller_gives_source {
+            self.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
         }
     }
 }
