@@ -93,6 +93,13 @@ impl DeviceModel {
         };
         let shipped = p.device.catalog_id.as_deref().and_then(crate::shipped::profile);
         let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
+        // The fits' points are for charts only: a projection prices with the fits.
+        for k in &mut p.kernels {
+            k.points = Vec::new();
+        }
+        for l in &mut p.links {
+            l.points = Vec::new();
+        }
         let mut m = DeviceModel::from_profile(&p, catalog);
         m.source = if filled > 0 {
             format!("this trace's own calibration, {filled} class(es) from the shipped profile")

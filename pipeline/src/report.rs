@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{ClassTimes, DiffSide, diff_sides};
 use tracecast_calibrate::timeline::{FirstRanks, step_kernels};
 use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of_rank};
@@ -187,11 +186,8 @@ fn reduce(
         draw_measured(&job, plan.png_dir.as_deref())?
     };
     // What the rest needs of the measured job: the projection's source
-    // (the fits without the points only charts draw) and what a diff reads.
-    let source = match (plan.calibrates_source(), profile) {
-        (true, profile) => Some(tracecast_calibrate::DeviceModel::from_own_calibration(profile.map(without_points), plan.catalog)),
-        (false, _) => None,
-    };
+    // (the page's own calibration) and what a diff reads.
+    let source = plan.calibrates_source().then(|| tracecast_calibrate::DeviceModel::from_own_calibration(profile, plan.catalog));
     let diff = DiffSide::of(&class_times, &analysis);
     let analysis = plan.keeps_analysis.then_some(analysis);
     // And what was drawn goes back before the replay builds its graph.
@@ -204,24 +200,11 @@ fn reduce(
         Some(p) => {
             let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
             let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-            if source.is_some() {
-                o.source = source;
-            }
+            o.source = source.or(o.source);
             (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
         }
     };
     Ok(Section { measured, replay, projection, diff, analysis })
-}
-
-/// A calibration as a projection prices with it: the fits' points are for charts only.
-fn without_points(mut p: Profile) -> Profile {
-    for k in &mut p.kernels {
-        k.points = Vec::new();
-    }
-    for l in &mut p.links {
-        l.points = Vec::new();
-    }
-    p
 }
 
 /// Writes the report of the sections (the diff first when there is one) to `out`.

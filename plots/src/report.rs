@@ -562,11 +562,6 @@ td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;pa
 /// Sorts and filters tables, and draws the explorable timelines.
 const SCRIPT: &str = include_str!("../assets/report.js");
 
-/// The page as HTML text.
-pub fn render_html(report: Report<'_>) -> Result<String, Error> {
-    render(report).map(|p| p.0)
-}
-
 /// The page and the chart files written beside it (with `png_dir`).
 fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
     let png_dir = report.png_dir.as_deref();
