@@ -334,14 +334,29 @@ impl KernelDurations {
 }
 
 /// The 10th percentile of the ranks' compute-kernel durations, µs (None when
-/// there are none): the (n/10)-th smallest of them all.
-fn kernel_floor_us(ranks: &[KernelDurations]) -> Option<f64> {
-    let mut all: Vec<i64> = ranks.iter().flat_map(|r| r.ns.iter().map(|&n| i64::from(n)).chain(r.other_ns.iter().copied())).collect();
-    if all.is_empty() {
+/// there are none): the (n/10)-th smallest of them all. The 4-byte durations
+/// stay 4 bytes (one list of every rank's, each rank's freed as it joins);
+/// the rare others are negative, below them all, or above `u32` ns.
+fn kernel_floor_us(ranks: Vec<KernelDurations>) -> Option<f64> {
+    let mut ns = Vec::with_capacity(ranks.iter().map(|r| r.ns.len()).sum());
+    let mut other = Vec::new();
+    for r in ranks {
+        ns.extend_from_slice(&r.ns);
+        other.extend(r.other_ns);
+    }
+    let n = ns.len() + other.len();
+    if n == 0 {
         return None;
     }
-    let k = all.len() / 10;
-    Some(*all.select_nth_unstable(k).1 as f64 / 1000.0)
+    let k = n / 10;
+    other.sort_unstable();
+    let below = other.partition_point(|&x| x < 0);
+    let kth = match k.checked_sub(below) {
+        None => other[k],
+        Some(j) if j < ns.len() => i64::from(*ns.select_nth_unstable(j).1),
+        Some(_) => other[k - ns.len()],
+    };
+    Some(kth as f64 / 1000.0)
 }
 
 fn peak_for(gpu: Option<&Gpu>, class: KernelClass, dtype: Option<Dtype>) -> Option<(f64, String)> {
@@ -679,7 +694,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             unfitted.extend(link_unfitted);
             notes.extend(kernel_notes);
             notes.extend(link_notes);
-            let kernel_floor_us = kernel_floor_us(&g.durations);
+            let kernel_floor_us = kernel_floor_us(g.durations);
             Profile { device, traces: g.traces, kernels, links, unfitted, kernel_floor_us, notes, table_corrections }
         })
         .collect()
@@ -1077,11 +1092,11 @@ mod tests {
         all.sort_by(f64::total_cmp);
         assert_eq!(all.len(), 17);
         // Index 1 of [-0.5, 1, 2, …]: 1 µs.
-        assert_eq!(kernel_floor_us(&ranks), Some(all[17 / 10]));
-        assert_eq!(kernel_floor_us(&ranks), Some(1.0));
+        assert_eq!(kernel_floor_us(ranks.to_vec()), Some(all[17 / 10]));
+        assert_eq!(kernel_floor_us(ranks.to_vec()), Some(1.0));
         let only_other = [KernelDurations { ns: Vec::new(), other_ns: vec![6_000_000_000, -1000] }];
-        assert_eq!(kernel_floor_us(&only_other), Some(-1.0));
-        assert_eq!(kernel_floor_us(&[KernelDurations::default()]), None);
+        assert_eq!(kernel_floor_us(only_other.to_vec()), Some(-1.0));
+        assert_eq!(kernel_floor_us(vec![KernelDurations::default()]), None);
     }
 
     /// ±`amp` deterministic relative noise on point `i`.
