@@ -420,22 +420,18 @@ fn kernel_fit(
     let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
     let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
     // Efficiency by size: median achieved throughput per half-decade of work.
-    // Each point's bin (a log10 of a positive f64 × 2 fits an i16), then one
-    // bin's rates at a time: not a copy of every rate at once.
+    // Each point's bin (a log10 of a positive f64 × 2 fits an i16), and the
+    // points' indices sorted once by (bin, rate): each bin is a run.
     let bin_of: Vec<i16> = pts.iter().map(|&(w, _)| (w.log10() * 2.0).floor() as i16).collect();
-    let mut bins: BTreeMap<i16, (f64, f64)> = BTreeMap::new();
-    for (&b, &(w, _)) in bin_of.iter().zip(&pts) {
-        let (lo, hi) = bins.entry(b).or_insert((f64::INFINITY, 0.0));
-        (*lo, *hi) = (lo.min(w), hi.max(w));
-    }
-    let mut rates = Vec::new();
-    let size_curve = bins
-        .into_iter()
-        .map(|(bin, (work_min, work_max))| {
-            rates.clear();
-            rates.extend(bin_of.iter().zip(&pts).filter(|(b, _)| **b == bin).map(|(_, &(w, t))| w / t));
-            rates.sort_by(f64::total_cmp);
-            SizeBin { work_min, work_max, samples: rates.len(), efficiency: rates[rates.len() / 2] / per_us }
+    let rate = |i: u32| pts[i as usize].0 / pts[i as usize].1;
+    let mut order: Vec<u32> = (0..pts.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| bin_of[a as usize].cmp(&bin_of[b as usize]).then(rate(a).total_cmp(&rate(b))));
+    let size_curve = order
+        .chunk_by(|&a, &b| bin_of[a as usize] == bin_of[b as usize])
+        .map(|run| {
+            let (work_min, work_max) =
+                run.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &i| (lo.min(pts[i as usize].0), hi.max(pts[i as usize].0)));
+            SizeBin { work_min, work_max, samples: run.len(), efficiency: rate(run[run.len() / 2]) / per_us }
         })
         .collect();
     let peak_shown = if class.counts_flops() { peak / 1e12 } else { peak / 1e9 };
