@@ -129,6 +129,18 @@ fn relative_weight(y: f64) -> f64 {
     if y > 0.0 { 1.0 / (y * y) } else { 0.0 }
 }
 
+/// The median of `values` (sorted in place): the middle one, or the mean of
+/// the two middle ones; `None` when there are none.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
 /// The lower envelope of (x, y): per quarter-octave bin of x, the point with
 /// the smallest y. Durations measured on one rank include waits for the
 /// others, which only lengthen them, so the fastest point of each size is

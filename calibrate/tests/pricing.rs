@@ -12,12 +12,7 @@ use tracecast_calibrate::pricing::{GemmShape, PriceRule, Pricing};
 use tracecast_ingest::collective::Collective;
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    tracecast_calibrate::fit::median(&mut v).unwrap_or(f64::NAN)
 }
 
 /// The catalog GPU whose specs stand for a measurement id.

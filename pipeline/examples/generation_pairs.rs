@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use regex::Regex;
+use tracecast_calibrate::fit::median;
 use tracecast_replay::workload::validate::{self, Run, RunResult};
 
 /// GPUs from oldest to newest: a pair goes from the older to the newer.
@@ -96,18 +97,6 @@ fn pair<'a>(key: &'a Key, a: &'a Run, b: &'a Run, proj: &HashMap<String, RunResu
     Some(Pair { key, from: a, to: b, measured: mb / ma, projected: tb / ta, attention: aa / ab, rest: ra / rb, carried })
 }
 
-/// Median of `v` (NaN when empty), as Python's `statistics.median`.
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    match (s.get(n / 2), n.checked_sub(1).and_then(|i| s.get(i / 2))) {
-        (Some(&hi), Some(&lo)) if n.is_multiple_of(2) => (lo + hi) / 2.0,
-        (Some(&mid), _) => mid,
-        _ => f64::NAN,
-    }
-}
-
 fn main() -> Result<()> {
     // Source measured 2.0 s, projected 1.5 s: 0.5 s the model does not explain stays 0.5 s
     // on a target the model prices at 0.5 s — a speed-up of 2.0 / 1.0, not 1.5 / 0.5.
@@ -186,10 +175,10 @@ fn main() -> Result<()> {
         println!(
             "\n{} pairs: median |error| {:.1} %, max {:.1} %, within 10 %: {}; with the source's unexplained time carried: median {:.1} %, max {:.1} %, within 10 %: {}",
             errs.len(),
-            100.0 * median(&errs),
+            100.0 * median(&mut errs.clone()).unwrap_or(f64::NAN),
             100.0 * max(&errs),
             within(&errs),
-            100.0 * median(&cerrs),
+            100.0 * median(&mut cerrs.clone()).unwrap_or(f64::NAN),
             100.0 * max(&cerrs),
             within(&cerrs)
         );

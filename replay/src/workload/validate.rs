@@ -524,12 +524,8 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
     let optimistic = errors.iter().filter(|e| **e > 0.0).count();
     let pessimistic = errors.iter().filter(|e| **e < 0.0).count();
     let mut abs: Vec<f64> = errors.into_iter().map(f64::abs).collect();
-    abs.sort_by(f64::total_cmp);
-    let median_abs_error = match abs.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => abs[n / 2],
-        n => (abs[n / 2 - 1] + abs[n / 2]) / 2.0,
-    };
+    // Sorted by the median: its last is the largest.
+    let median_abs_error = tracecast_calibrate::fit::median(&mut abs).unwrap_or(0.0);
     Validation { runs, median_abs_error, max_abs_error: abs.last().copied().unwrap_or(0.0), optimistic, pessimistic }
 }
 
