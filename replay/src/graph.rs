@@ -321,11 +321,13 @@ pub struct GapSamples {
 impl GapSamples {
     /// The samples of trace `t` with launch links `links`.
     pub fn of(t: &RankTrace, links: &Links) -> GapSamples {
-        GapSamples::of_streams(t, links, &streams_of(t))
+        GapSamples::of_streams(t, links, &streams_of(t)).0
     }
 
-    /// The samples of `streams`, each a stream's GPU activities in start order.
-    fn of_streams(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> GapSamples {
+    /// The samples of `streams`, each a stream's GPU activities in start
+    /// order, and the launch latency that picked the queued gaps (the idle
+    /// launches' median, ns; [`DEFAULT_LAUNCH_NS`] without idle launches).
+    fn of_streams(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> (GapSamples, i64) {
         let ev = &t.events;
         let mut idle_launch = Vec::new();
         let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
@@ -354,7 +356,7 @@ impl GapSamples {
         } else {
             gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect()
         };
-        GapSamples { all, queued, idle_launch }
+        (GapSamples { all, queued, idle_launch }, launch)
     }
 }
 
@@ -374,11 +376,11 @@ fn streams_of(t: &RankTrace) -> Vec<Vec<usize>> {
     streams
 }
 
-/// The measured timings of one rank (see [`Timings`]) from its samples, in
-/// ns: (queue gap, queue tolerance, launch latency, launch tolerance) and the
+/// The measured timings of one rank (see [`Timings`]) from its samples and
+/// the launch latency [`GapSamples::of_streams`] took (`launch`, ns), in ns:
+/// (queue gap, queue tolerance, launch latency, launch tolerance) and the
 /// report.
-fn measure(mut s: GapSamples) -> ([i64; 4], Timings) {
-    let launch = quantile(&mut s.idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
+fn measure(mut s: GapSamples, launch: i64) -> ([i64; 4], Timings) {
     let launch_tol = quantile(&mut s.idle_launch, 0.9).unwrap_or(launch).clamp(launch, 2 * launch + 5_000);
     let queue = quantile(&mut s.queued, 0.5).unwrap_or(0).max(0);
     let queue_tol = quantile(&mut s.queued, 0.99).unwrap_or(0).clamp(2_000, 20_000);
@@ -557,7 +559,8 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
 
     // GPU activities, per stream in start order.
     let streams = streams_of(t);
-    let ([queue, queue_tol, launch, launch_tol], timings) = measure(GapSamples::of_streams(t, links, &streams));
+    let (samples, launch) = GapSamples::of_streams(t, links, &streams);
+    let ([queue, queue_tol, launch, launch_tol], timings) = measure(samples, launch);
     out.timings = timings;
 
     // Host calls first (launch edges need them), per thread in order.
