@@ -30,21 +30,31 @@ fn files() -> [PathBuf; 2] {
 /// (stack, model, task and precision) of a run; `None` when it pairs with nothing.
 type Key = (String, String, String);
 
-fn key(run: &Run) -> Result<Option<Key>> {
+/// The run-id patterns of the `mb` tables (`mb<release>-<task and model>-<gpu>-<gpus>-<precision>`),
+/// one per GPU of [`ORDER`] (its id token: `h100` for `h100-sxm`), compiled once.
+fn mb_ids() -> Result<Vec<Regex>> {
+    let pattern = |gpu: &str| {
+        let tok = if gpu == "h100-sxm" { "h100" } else { gpu };
+        Regex::new(&format!(r"^(mb[0-9.]+)-(.*)-{}-(\d+)-(.*)$", regex::escape(tok)))
+    };
+    Ok(ORDER.iter().map(|gpu| pattern(gpu)).collect::<Result<_, _>>()?)
+}
+
+/// The key of `run` with `mb_ids` from [`mb_ids`]; a run on a GPU outside [`ORDER`] pairs with nothing.
+fn key(run: &Run, mb_ids: &[Regex]) -> Option<Key> {
     let (rid, gpu) = (run.id.as_str(), run.system.gpu.as_str());
-    let tok = if gpu == "h100-sxm" { "h100" } else { gpu };
     if rid.starts_with("mb") {
-        let re = Regex::new(&format!(r"^(mb[0-9.]+)-(.*)-{}-(\d+)-(.*)$", regex::escape(tok)))?;
-        let Some(m) = re.captures(rid) else { return Ok(None) };
+        let re = ORDER.iter().position(|&g| g == gpu).and_then(|i| mb_ids.get(i))?;
+        let m = re.captures(rid)?;
         let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
         let alt = if rid.ends_with("-alt") { "-alt" } else { "" };
-        return Ok(Some((group(1).to_string(), group(2).to_string(), group(4).replace("-alt", "") + alt)));
+        return Some((group(1).to_string(), group(2).to_string(), group(4).replace("-alt", "") + alt));
     }
     if rid.starts_with("mpt-") {
         let size = rid.split('-').nth(1).unwrap_or("");
-        return Ok(Some(("llm-foundry".to_string(), size.to_string(), "bf16".to_string())));
+        return Some(("llm-foundry".to_string(), size.to_string(), "bf16".to_string()));
     }
-    Ok(None)
+    None
 }
 
 /// Seconds per token per GPU of a software stack's step on another GPU, from its measured
@@ -121,9 +131,10 @@ fn main() -> Result<()> {
         }
     }
     let rank = |r: &Run| ORDER.iter().position(|&g| g == r.system.gpu);
+    let mb_ids = mb_ids()?;
     let mut groups: BTreeMap<Key, Vec<&Run>> = BTreeMap::new();
     for r in &runs {
-        if let Some(k) = key(r)?
+        if let Some(k) = key(r, &mb_ids)
             && rank(r).is_some()
             && proj.contains_key(&r.id)
         {
