@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use tracecast_calibrate::Catalog;
-use tracecast_ingest::analysis::AnalyzeOptions;
+use tracecast_ingest::analysis::{AnalyzeOptions, JobAnalysis};
 use tracecast_replay::{ReplayOptions, Scale};
 
 use crate::inputs::TraceOptions;
@@ -59,15 +59,7 @@ impl Page {
     /// The report plan of the page: the measured job and the what-if, labelled by its speed-ups.
     fn plan(&self) -> report::Plan<'_> {
         let projection = Some((crate::replay::WhatIf::default().label(self.what_if.scale), self.what_if.clone()));
-        // The terminal summary is printed from the page's analysis: kept.
-        report::Plan {
-            catalog: &self.catalog,
-            analyze: &self.analyze,
-            projection,
-            gpus_per_node: None,
-            png_dir: None,
-            keeps_analysis: true,
-        }
+        report::Plan { catalog: &self.catalog, analyze: &self.analyze, projection, gpus_per_node: None, png_dir: None }
     }
 }
 
@@ -79,10 +71,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // The page: charts, tables, an identity replay and a what-if with links twice as fast.
     let page = Page::demo();
     let plan = page.plan();
-    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan)?;
-    let Some(analysis) = sections.first().and_then(report::Section::analysis) else { anyhow::bail!("the demo traces could not be read") };
-    write_job(out, analysis)?;
-    out.flush()?;
+    // The terminal summary is printed from the page's analysis, as the job is reduced.
+    let out = std::cell::RefCell::new(out);
+    let shown = |analysis: &JobAnalysis| -> Result<()> {
+        let mut out = out.borrow_mut();
+        write_job(&mut **out, analysis)?;
+        Ok(out.flush()?)
+    };
+    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan, &shown)?;
+    let out = out.into_inner();
+    anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
     report::write(sections, &plan, &args.report)?;
     let shown = std::fs::canonicalize(&args.report).unwrap_or_else(|_| args.report.clone());

@@ -11,8 +11,8 @@ use tracecast_calibrate::timeline::{FirstRanks, step_kernels};
 use tracecast_calibrate::work::{OpRow, kernel_work_of, merge_op_rows, op_rows_of_rank};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{self, AnalyzeOptions, JobAnalysis, RankContext};
-use tracecast_plots::report::{JobReport, JobSection, MeasuredPart, Report, draw_measured, write_report};
-use tracecast_replay::{JobReplay, ReplayOptions};
+use tracecast_plots::report::{JobPart, JobReport, Report, draw_measured, write_report};
+use tracecast_replay::ReplayOptions;
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis, replay_options_for};
@@ -48,8 +48,6 @@ pub(crate) struct Plan<'a> {
     pub(crate) gpus_per_node: Option<u32>,
     /// Also write every chart as SVG and PNG here.
     pub(crate) png_dir: Option<PathBuf>,
-    /// Keep each job's analysis past its page (`demo` prints it).
-    pub(crate) keeps_analysis: bool,
 }
 
 impl Plan<'_> {
@@ -60,23 +58,11 @@ impl Plan<'_> {
     }
 }
 
-/// One job of the page: what was measured, already drawn (its results are
-/// gone before the replay runs), and the replays.
+/// One job of the page: its section, drawn (what was measured before the
+/// replay ran, its results gone by then), and what a diff with another job reads of it.
 pub(crate) struct Section {
-    measured: MeasuredPart,
-    replay: JobReplay,
-    projection: Option<JobReplay>,
-    /// What a diff with another job reads of it.
+    part: JobPart,
     diff: DiffSide,
-    /// With [`Plan::keeps_analysis`].
-    analysis: Option<JobAnalysis>,
-}
-
-impl Section {
-    /// The job's analysis, when the plan kept it.
-    pub(crate) fn analysis(&self) -> Option<&JobAnalysis> {
-        self.analysis.as_ref()
-    }
 }
 
 /// What one rank gives the report, built from its context while its trace is in memory.
@@ -91,8 +77,15 @@ struct RankPart<'c> {
 
 /// The report's sections of the jobs `paths` stand for, each read one rank
 /// at a time (a rank's trace is dropped once its part is built; the timeline
-/// keeps the first ranks' kernels only). Returns whether any file was bad.
-pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan: &Plan<'_>) -> Result<(Vec<Section>, bool)> {
+/// keeps the first ranks' kernels only); `shown` sees each job's analysis
+/// before it is dropped (`demo` prints it). Returns whether any file was bad.
+pub(crate) fn sections(
+    paths: &[PathBuf],
+    each: bool,
+    read: &TraceOptions,
+    plan: &Plan<'_>,
+    shown: &dyn Fn(&JobAnalysis) -> Result<()>,
+) -> Result<(Vec<Section>, bool)> {
     let read_opts = read.read_options()?;
     let mut base = ReplayOptions::default();
     base.classifier = plan.analyze.classifier.clone();
@@ -127,16 +120,16 @@ pub(crate) fn sections(paths: &[PathBuf], each: bool, read: &TraceOptions, plan:
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
-        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts)), failures)
+        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, shown)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
     Ok((jobs, failed))
 }
 
-/// The job-level results from its ranks' parts: what was measured is drawn
-/// (and its diff side kept) before the replay, and dropped, so that the replay's
-/// graph does not sit on top of them.
+/// The job's section from its ranks' parts: what was measured is drawn (and
+/// its diff side kept) before the replay, and dropped, so that the replay's
+/// graph does not sit on top of them; then the replays are drawn below it.
 #[allow(clippy::too_many_arguments)]
 fn reduce(
     path: PathBuf,
@@ -147,6 +140,7 @@ fn reduce(
     base: &ReplayOptions,
     projection: Option<&ReplayOptions>,
     copts: &tracecast_calibrate::CalibrateOptions,
+    shown: &dyn Fn(&JobAnalysis) -> Result<()>,
 ) -> Result<Section> {
     let name = path.display().to_string();
     let mut summaries = Vec::with_capacity(parts.len());
@@ -169,7 +163,8 @@ fn reduce(
     // The summaries and calibration samples are gone: their memory goes back
     // before the page is drawn.
     tracecast_ingest::memory::release_for_replay();
-    let measured = {
+    shown(&analysis)?;
+    let mut part = {
         // The page's samples made afresh rank by rank (`samples()` would keep
         // them in the matching, which the replay reads).
         let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).collect();
@@ -189,7 +184,7 @@ fn reduce(
     // (the page's own calibration) and what a diff reads.
     let source = plan.calibrates_source().then(|| tracecast_calibrate::DeviceModel::from_own_calibration(profile, plan.catalog));
     let diff = DiffSide::of(&class_times, &analysis);
-    let analysis = plan.keeps_analysis.then_some(analysis);
+    drop(analysis);
     // And what was drawn goes back before the replay builds its graph.
     tracecast_ingest::memory::release_for_replay();
     let gpu = replay_parts.iter().find_map(|p| p.gpu_id()).and_then(|id| plan.catalog.gpu(id).ok());
@@ -204,7 +199,9 @@ fn reduce(
             (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
         }
     };
-    Ok(Section { measured, replay, projection, diff, analysis })
+    let label = plan.projection.as_ref().map(|p| p.0.as_str());
+    part.draw_replays(&replay, label.zip(projection.as_ref()))?;
+    Ok(Section { part, diff })
 }
 
 /// Writes the report of the sections (the diff first when there is one) to `out`.
@@ -213,18 +210,8 @@ pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Resu
         [a, b] => Some(diff_sides(&a.diff, &b.diff, 25)),
         _ => None,
     };
-    let label = plan.projection.as_ref().map(|p| p.0.as_str());
-    let (measured, replays): (Vec<_>, Vec<_>) = sections.into_iter().map(|s| (s.measured, (s.replay, s.projection))).unzip();
     let report = Report {
-        jobs: measured
-            .into_iter()
-            .zip(&replays)
-            .map(|(measured, (replay, projection))| JobSection {
-                measured,
-                replay: Some(replay),
-                projection: label.zip(projection.as_ref()),
-            })
-            .collect(),
+        jobs: sections.into_iter().map(|s| s.part).collect(),
         diff: diff.as_ref(),
         generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
         png_dir: plan.png_dir.clone(),
@@ -240,15 +227,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let projection = args.what_if.changes_anything(projection.scale).then(|| (args.what_if.label(projection.scale), projection));
     let mut analyze = args.window.analyze_options(read)?;
     (analyze.job_gpus, analyze.job_hours) = (args.job_gpus, args.job_hours);
-    let plan = Plan {
-        catalog: &catalog,
-        analyze: &analyze,
-        projection,
-        gpus_per_node: read.gpus_per_node,
-        png_dir: args.png.clone(),
-        keeps_analysis: false,
-    };
-    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan)?;
+    let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
+    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &|_| Ok(()))?;
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
     let charts = write(sections, &plan, &args.out)?;
     if !read.quiet {

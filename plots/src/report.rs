@@ -40,41 +40,40 @@ pub struct JobReport<'a> {
     pub ops: &'a [OpRow],
 }
 
-/// The measured part of one job's section, drawn as soon as the job is
-/// analysed so that its results need not outlive it (the replay runs after):
-/// its HTML, with the job's and the figures' numbers left for the page to
-/// fill in, and (with a chart directory) its chart files under provisional
-/// names until the page numbers them. Dropped without a page, it removes them.
+/// One job's section of the page, drawn in two steps so that no result
+/// outlives what it is drawn from: what was measured as soon as the job is
+/// analysed ([`draw_measured`]; the replay runs after), then its replays
+/// ([`JobPart::draw_replays`]). Its HTML leaves the job's and the figures'
+/// numbers for the page to fill in, and (with a chart directory) its chart
+/// files keep provisional names until the page numbers them. Dropped without
+/// a page, it removes them.
 #[derive(Debug)]
-pub struct MeasuredPart {
+pub struct JobPart {
     path: String,
     part: Part,
 }
 
 /// Draws the measured part of a job's section; with `png_dir`, its charts
 /// also go there as SVG and PNG files.
-pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<MeasuredPart, Error> {
+pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<JobPart, Error> {
     let mut part = Part::new(png_dir);
     measured_section(&mut part, job)?;
-    Ok(MeasuredPart { path: job.analysis.path.clone(), part })
+    Ok(JobPart { path: job.analysis.path.clone(), part })
 }
 
-/// One job's section of the page: its measured part and its replays.
-#[derive(Debug)]
-pub struct JobSection<'a> {
-    /// The measured job, drawn.
-    pub measured: MeasuredPart,
-    /// Identity replay.
-    pub replay: Option<&'a JobReplay>,
-    /// A projection (label such as `MI300X`, the replay).
-    pub projection: Option<(&'a str, &'a JobReplay)>,
+impl JobPart {
+    /// Draws the job's identity replay and, when there is one, a projection
+    /// (its label, such as `MI300X`, and its replay) below what was measured.
+    pub fn draw_replays(&mut self, replay: &JobReplay, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
+        replay_section(&mut self.part, replay, projection)
+    }
 }
 
 /// The whole page.
 #[derive(Debug)]
 pub struct Report<'a> {
     /// One section per job.
-    pub jobs: Vec<JobSection<'a>>,
+    pub jobs: Vec<JobPart>,
     /// The comparison of the first two jobs, when two were given.
     pub diff: Option<&'a TraceDiff>,
     /// Line at the foot of the page (tool and version).
@@ -415,54 +414,52 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
 }
 
 /// The rest of a job's section: its replay and projection.
-fn replay_section(page: &mut Part, replay: Option<&JobReplay>, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
-    if let Some(r) = replay {
-        page.html.push_str("<h3>Replay</h3>");
-        // What bounds the step: the chain of dependencies that ends last.
-        let c = &r.critical_path;
-        if c.total_us > 0.0 {
-            let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
-            let words = format!(
-                "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency, queue gaps and event waits {launch:.1} %, waits the trace does not explain {unexplained:.1} %. Speeding up what is not on it does not shorten the step.",
-                c.total_us / 1000.0
-            );
-            let _ = write!(page.html, "<p>{}</p>", esc(&words));
-        }
-        let unexplained: Vec<String> = r
-            .ranks
-            .iter()
-            .filter(|k| k.graph.starts.unexplained > 0)
-            .map(|k| format!("rank {}: {} ({:.3} ms)", k.rank, k.graph.starts.unexplained, k.graph.starts.unexplained_us / 1000.0))
-            .collect();
-        if !unexplained.is_empty() {
-            let words = format!(
-                "GPU starts that nothing in the trace explains (no launch, queue, event or peer accounts for the delay), replayed as explicit waits: {}.",
-                unexplained.join(", ")
-            );
-            let _ = write!(page.html, "<p>{}</p>", esc(&words));
-        }
-        let chart = Bars {
-            title: format!("Measured and replayed step time per rank (speed-up {:.3}×)", r.speedup),
-            x_label: "rank".into(),
-            y_label: "mean step time (ms)".into(),
-            categories: r.ranks.iter().map(|k| k.rank.to_string()).collect(),
-            series: vec![
-                Series {
-                    label: "measured".into(),
-                    color: (120, 120, 120),
-                    values: r.ranks.iter().map(|k| k.measured_step_us / 1000.0).collect(),
-                },
-                Series {
-                    label: "replayed".into(),
-                    color: (76, 114, 176),
-                    values: r.ranks.iter().map(|k| k.replayed_step_us / 1000.0).collect(),
-                },
-            ],
-            stacked: false,
-        };
-        let worst = r.ranks.iter().map(|k| k.error.abs()).fold(0.0, f64::max);
-        page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
+fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
+    page.html.push_str("<h3>Replay</h3>");
+    // What bounds the step: the chain of dependencies that ends last.
+    let c = &r.critical_path;
+    if c.total_us > 0.0 {
+        let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
+        let words = format!(
+            "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency, queue gaps and event waits {launch:.1} %, waits the trace does not explain {unexplained:.1} %. Speeding up what is not on it does not shorten the step.",
+            c.total_us / 1000.0
+        );
+        let _ = write!(page.html, "<p>{}</p>", esc(&words));
     }
+    let unexplained: Vec<String> = r
+        .ranks
+        .iter()
+        .filter(|k| k.graph.starts.unexplained > 0)
+        .map(|k| format!("rank {}: {} ({:.3} ms)", k.rank, k.graph.starts.unexplained, k.graph.starts.unexplained_us / 1000.0))
+        .collect();
+    if !unexplained.is_empty() {
+        let words = format!(
+            "GPU starts that nothing in the trace explains (no launch, queue, event or peer accounts for the delay), replayed as explicit waits: {}.",
+            unexplained.join(", ")
+        );
+        let _ = write!(page.html, "<p>{}</p>", esc(&words));
+    }
+    let chart = Bars {
+        title: format!("Measured and replayed step time per rank (speed-up {:.3}×)", r.speedup),
+        x_label: "rank".into(),
+        y_label: "mean step time (ms)".into(),
+        categories: r.ranks.iter().map(|k| k.rank.to_string()).collect(),
+        series: vec![
+            Series {
+                label: "measured".into(),
+                color: (120, 120, 120),
+                values: r.ranks.iter().map(|k| k.measured_step_us / 1000.0).collect(),
+            },
+            Series {
+                label: "replayed".into(),
+                color: (76, 114, 176),
+                values: r.ranks.iter().map(|k| k.replayed_step_us / 1000.0).collect(),
+            },
+        ],
+        stacked: false,
+    };
+    let worst = r.ranks.iter().map(|k| k.error.abs()).fold(0.0, f64::max);
+    page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
     if let Some((label, p)) = projection {
         let mean = |f: &dyn Fn(&tracecast_replay::replay::RankReplay) -> [f64; 5]| {
             let n = p.ranks.len().max(1) as f64;
@@ -568,7 +565,7 @@ fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
     let mut page = Page::default();
     page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let title = match report.jobs.as_slice() {
-        [one] => format!("tracecast report — {}", one.measured.path),
+        [one] => format!("tracecast report — {}", one.path),
         jobs => format!("tracecast report — {} jobs", jobs.len()),
     };
     let _ = write!(page.html, "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>", esc(&title), esc(&title));
@@ -578,10 +575,7 @@ fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
         page.append(part, 0)?;
     }
     for (i, j) in report.jobs.into_iter().enumerate() {
-        page.append(j.measured.part, i)?;
-        let mut part = Part::new(png_dir);
-        replay_section(&mut part, j.replay, j.projection)?;
-        page.append(part, i)?;
+        page.append(j.part, i)?;
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
     Ok((page.html, page.files))
