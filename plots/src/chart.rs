@@ -20,6 +20,9 @@ pub enum Error {
     /// Writing failed.
     #[error(transparent)]
     Write(#[from] tracecast_ingest::Error),
+    /// A drawn part of the page, held deflated, could not be inflated again.
+    #[error("cannot restore a drawn part of the page: {0}")]
+    Held(std::io::Error),
 }
 
 /// The font every chart uses, embedded so no system font library is needed.

@@ -50,22 +50,28 @@ pub struct JobReport<'a> {
 #[derive(Debug)]
 pub struct JobPart {
     path: String,
-    part: Part,
+    measured: Part,
+    replays: Option<Part>,
 }
 
 /// Draws the measured part of a job's section; with `png_dir`, its charts
 /// also go there as SVG and PNG files.
 pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<JobPart, Error> {
-    let mut part = Part::new(png_dir);
-    measured_section(&mut part, job)?;
-    Ok(JobPart { path: job.analysis.path.clone(), part })
+    let mut measured = Part::new(png_dir);
+    measured_section(&mut measured, job)?;
+    measured.hold();
+    Ok(JobPart { path: job.analysis.path.clone(), measured, replays: None })
 }
 
 impl JobPart {
     /// Draws the job's identity replay and, when there is one, a projection
     /// (its label, such as `MI300X`, and its replay) below what was measured.
     pub fn draw_replays(&mut self, replay: &JobReplay, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
-        replay_section(&mut self.part, replay, projection)
+        let mut part = Part::new(self.measured.png_dir());
+        replay_section(&mut part, replay, projection)?;
+        part.hold();
+        self.replays = Some(part);
+        Ok(())
     }
 }
 
@@ -575,7 +581,10 @@ fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
         page.append(part, 0)?;
     }
     for (i, j) in report.jobs.into_iter().enumerate() {
-        page.append(j.part, i)?;
+        page.append(j.measured, i)?;
+        if let Some(replays) = j.replays {
+            page.append(replays, i)?;
+        }
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
     Ok((page.html, page.files))
