@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::chart::{Chart, Error, to_svg};
-use crate::timeline::{Draw, StepKernels, html_after_id};
+use crate::timeline::{Draw, StepKernels, explorable_html};
 
 pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -143,10 +143,13 @@ impl Part {
         let number = self.add_figure("gpu-timeline".into(), |stem| crate::chart::write_chart(&k.to_static(), stem))?;
         self.html.push_str("<figure id=\"fig");
         self.hole(number);
-        let tail = html_after_id(k);
-        self.html.push_str("\"><div class=\"timeline\" id=\"timeline");
-        self.hole(number);
-        let _ = writeln!(self.html, "{tail}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>", esc(&k.title), esc(note));
+        let _ = writeln!(
+            self.html,
+            "\">{}<figcaption>{} <span class=\"note\">{}</span></figcaption></figure>",
+            explorable_html(k),
+            esc(&k.title),
+            esc(note)
+        );
         Ok(())
     }
 

@@ -54,11 +54,10 @@ impl Draw for StepKernels {
     }
 }
 
-/// The explorable timeline as HTML, after its container's opening
-/// `<div class="timeline" id="…` (the page writes that and fills the id in
-/// when it numbers its figures): the kernels as JSON data (names, ops and
-/// shapes in one string table) that the page's script draws.
-pub(crate) fn html_after_id(step: &StepKernels) -> String {
+/// The explorable timeline as HTML, `<div class="timeline">` and what is in
+/// it: the kernels as JSON data (names, ops and shapes in one string table)
+/// that the page's script finds by the class and draws.
+pub(crate) fn explorable_html(step: &StepKernels) -> String {
     // Names, ops and shapes repeat: one string table.
     fn intern<'a>(s: &'a str, strings: &mut Vec<&'a str>, index: &mut std::collections::HashMap<&'a str, usize>) -> usize {
         *index.entry(s).or_insert_with(|| {
@@ -126,7 +125,7 @@ pub(crate) fn html_after_id(step: &StepKernels) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
-        "\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
+        "<div class=\"timeline\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
          <svg class=\"tl-svg\" viewBox=\"0 0 {WIDTH} {}\" role=\"img\" aria-label=\"{}\"></svg><script type=\"application/json\" class=\"tl-data\">{data}</script></div>",
         60 + LANE_PX * step.lanes.len().max(1) as u32,
         step.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
