@@ -27,7 +27,7 @@ fn files() -> [PathBuf; 2] {
     [shared.join("evidence/training-runs.json"), shared.join("validation/published-runs.json")]
 }
 
-/// (stack, model, task and precision) of a run; `None` when it pairs with nothing.
+/// (stack, model, task and precision) of a run.
 type Key = (String, String, String);
 
 /// The run-id patterns of the `mb` tables (`mb<release>-<task and model>-<gpu>-<gpus>-<precision>`),

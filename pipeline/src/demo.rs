@@ -72,14 +72,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let page = Page::demo();
     let plan = page.plan();
     // The terminal summary is printed from the page's analysis, as the job is reduced.
-    let out = std::cell::RefCell::new(out);
-    let shown = |analysis: &JobAnalysis| -> Result<()> {
-        let mut out = out.borrow_mut();
-        write_job(&mut **out, analysis)?;
+    let mut show_summary = |analysis: &JobAnalysis| -> Result<()> {
+        write_job(out, analysis)?;
         Ok(out.flush()?)
     };
-    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan, &shown)?;
-    let out = out.into_inner();
+    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan, &mut show_summary)?;
     anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
     report::write(sections, &plan, &args.report)?;

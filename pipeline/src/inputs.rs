@@ -143,7 +143,7 @@ pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &TraceOptions,
-    read: impl Fn(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    mut read: impl FnMut(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
     mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);

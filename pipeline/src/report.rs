@@ -77,14 +77,15 @@ struct RankPart<'c> {
 
 /// The report's sections of the jobs `paths` stand for, each read one rank
 /// at a time (a rank's trace is dropped once its part is built; the timeline
-/// keeps the first ranks' kernels only); `shown` sees each job's analysis
-/// before it is dropped (`demo` prints it). Returns whether any file was bad.
+/// keeps the first ranks' kernels only); `show_analysis` sees each job's
+/// analysis before it is dropped, ahead of the job's drawing and replay
+/// (`demo` prints it). Returns whether any file was bad.
 pub(crate) fn sections(
     paths: &[PathBuf],
     each: bool,
     read: &TraceOptions,
     plan: &Plan<'_>,
-    shown: &dyn Fn(&JobAnalysis) -> Result<()>,
+    show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
 ) -> Result<(Vec<Section>, bool)> {
     let read_opts = read.read_options()?;
     let mut base = ReplayOptions::default();
@@ -120,7 +121,7 @@ pub(crate) fn sections(
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
-        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, shown)), failures)
+        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, &mut *show_analysis)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
@@ -140,7 +141,7 @@ fn reduce(
     base: &ReplayOptions,
     projection: Option<&ReplayOptions>,
     copts: &tracecast_calibrate::CalibrateOptions,
-    shown: &dyn Fn(&JobAnalysis) -> Result<()>,
+    show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
 ) -> Result<Section> {
     let name = path.display().to_string();
     let mut summaries = Vec::with_capacity(parts.len());
@@ -163,7 +164,7 @@ fn reduce(
     // The summaries and calibration samples are gone: their memory goes back
     // before the page is drawn.
     tracecast_ingest::memory::release_for_replay();
-    shown(&analysis)?;
+    show_analysis(&analysis)?;
     let mut part = {
         // The page's samples made afresh rank by rank (`samples()` would keep
         // them in the matching, which the replay reads).
@@ -228,7 +229,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut analyze = args.window.analyze_options(read)?;
     (analyze.job_gpus, analyze.job_hours) = (args.job_gpus, args.job_hours);
     let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
-    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &|_| Ok(()))?;
+    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &mut |_| Ok(()))?;
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
     let charts = write(sections, &plan, &args.out)?;
     if !read.quiet {

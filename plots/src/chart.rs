@@ -6,7 +6,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-/// Errors while drawing or writing a chart.
+/// Errors while drawing or writing a chart or the page.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Drawing failed.
@@ -21,8 +21,11 @@ pub enum Error {
     #[error(transparent)]
     Write(#[from] tracecast_ingest::Error),
     /// A drawn part of the page, held deflated, could not be inflated again.
-    #[error("cannot restore a drawn part of the page: {0}")]
-    Held(std::io::Error),
+    #[error("cannot restore a drawn part of the page: {cause}")]
+    Held {
+        /// What went wrong.
+        cause: std::io::Error,
+    },
 }
 
 /// The font every chart uses, embedded so no system font library is needed.

@@ -73,6 +73,9 @@ impl Part {
     /// is drawn into a held part.
     pub(crate) fn hold(&mut self) {
         use std::io::Write as _;
+        if self.held.is_some() {
+            return;
+        }
         let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
         // Into memory: only an allocation failure could stop it, and then the part stays as drawn.
         if z.write_all(self.html.as_bytes()).is_ok()
@@ -87,8 +90,10 @@ impl Part {
     /// The drawn HTML, inflated when held.
     fn take_html(&mut self) -> Result<String, Error> {
         let Some(held) = self.held.take() else { return Ok(std::mem::take(&mut self.html)) };
+        debug_assert!(self.html.is_empty(), "drawn into a held part");
         let mut html = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::DeflateDecoder::new(held.as_slice()), &mut html).map_err(Error::Held)?;
+        std::io::Read::read_to_string(&mut flate2::read::DeflateDecoder::new(held.as_slice()), &mut html)
+            .map_err(|cause| Error::Held { cause })?;
         Ok(html)
     }
 

@@ -54,8 +54,9 @@ pub struct JobPart {
     replays: Option<Part>,
 }
 
-/// Draws the measured part of a job's section; with `png_dir`, its charts
-/// also go there as SVG and PNG files.
+/// Draws the measured part of a job's section and holds it until the page
+/// takes it ([`JobPart::draw_replays`] adds the replays); with `png_dir`, its
+/// charts also go there as SVG and PNG files.
 pub fn draw_measured(job: &JobReport<'_>, png_dir: Option<&Path>) -> Result<JobPart, Error> {
     let mut measured = Part::new(png_dir);
     measured_section(&mut measured, job)?;

@@ -378,9 +378,8 @@ fn streams_of(t: &RankTrace) -> Vec<Vec<usize>> {
 
 /// The measured timings of one rank (see [`Timings`]) from its samples and
 /// the launch latency [`GapSamples::of_streams`] took (`launch`, ns), in ns:
-/// (queue gap, queue tolerance, launch latency, launch tolerance) and the
-/// report.
-fn measure(mut s: GapSamples, launch: i64) -> ([i64; 4], Timings) {
+/// (queue gap, queue tolerance, launch tolerance) and the report.
+fn measure(mut s: GapSamples, launch: i64) -> ([i64; 3], Timings) {
     let launch_tol = quantile(&mut s.idle_launch, 0.9).unwrap_or(launch).clamp(launch, 2 * launch + 5_000);
     let queue = quantile(&mut s.queued, 0.5).unwrap_or(0).max(0);
     let queue_tol = quantile(&mut s.queued, 0.99).unwrap_or(0).clamp(2_000, 20_000);
@@ -393,7 +392,7 @@ fn measure(mut s: GapSamples, launch: i64) -> ([i64; 4], Timings) {
         launch_tolerance_us: us(launch_tol),
         launch_samples: s.idle_launch.len(),
     };
-    ([queue, queue_tol, launch, launch_tol], report)
+    ([queue, queue_tol, launch_tol], report)
 }
 
 /// One rank's tasks and edges, built while its trace is in memory: task ids
@@ -560,7 +559,7 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
     // GPU activities, per stream in start order.
     let streams = streams_of(t);
     let (samples, launch) = GapSamples::of_streams(t, links, &streams);
-    let ([queue, queue_tol, launch, launch_tol], timings) = measure(samples, launch);
+    let ([queue, queue_tol, launch_tol], timings) = measure(samples, launch);
     out.timings = timings;
 
     // Host calls first (launch edges need them), per thread in order.
