@@ -202,10 +202,24 @@ pub(crate) struct Page {
     /// Figures on the page so far.
     figures: usize,
     /// Chart files under their names, in page order.
-    pub(crate) files: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+}
+
+impl Drop for Page {
+    /// A page never finished (a part that failed to append) leaves none of its chart files, as a part does.
+    fn drop(&mut self) {
+        for p in &self.files {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 impl Page {
+    /// The finished page's HTML and its chart files, in page order.
+    pub(crate) fn finish(mut self) -> (String, Vec<PathBuf>) {
+        (std::mem::take(&mut self.html), std::mem::take(&mut self.files))
+    }
+
     /// Appends `part`; `job` (the index of the job it belongs to) numbers its [`Hole::Job`].
     pub(crate) fn append(&mut self, mut part: Part, job: usize) -> Result<(), Error> {
         let first = self.figures;
@@ -306,7 +320,9 @@ mod tests {
         let expected =
             ["fig01-first.png", "fig01-first.svg", "fig02-second-one.png", "fig02-second-one.svg", "fig03-third.png", "fig03-third.svg"];
         assert_eq!(names(&dir), expected);
-        let listed: Vec<String> = page.files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let (html, files) = page.finish();
+        assert!(html.contains("<h2>Job 2"));
+        let listed: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             listed,
             ["fig01-first.svg", "fig01-first.png", "fig02-second-one.svg", "fig02-second-one.png", "fig03-third.svg", "fig03-third.png"]
@@ -316,6 +332,14 @@ mod tests {
         lost.figure("Lost", &chart("d"), None).unwrap();
         assert_eq!(names(&dir).len(), expected.len() + 2);
         drop(lost);
+        assert_eq!(names(&dir), expected);
+        // Nor does a page that is never finished.
+        let mut more = Part::new(Some(&dir));
+        more.figure("Unfinished", &chart("e"), None).unwrap();
+        let mut unfinished = Page::default();
+        unfinished.append(more, 0).unwrap();
+        assert_eq!(names(&dir).len(), expected.len() + 2);
+        drop(unfinished);
         assert_eq!(names(&dir), expected);
         std::fs::remove_dir_all(&dir).unwrap();
     }

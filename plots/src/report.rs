@@ -588,13 +588,19 @@ fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
         }
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
-    Ok((page.html, page.files))
+    Ok(page.finish())
 }
 
 /// Writes the page to `path` atomically; returns the chart files written
 /// beside it (SVG and PNG, with `png_dir`).
 pub fn write_report(report: Report<'_>, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let (html, files) = render(report)?;
-    tracecast_ingest::output::write_atomic(path, html.as_bytes())?;
+    if let Err(e) = tracecast_ingest::output::write_atomic(path, html.as_bytes()) {
+        // The charts of a page that was not written go with it.
+        for f in &files {
+            let _ = std::fs::remove_file(f);
+        }
+        return Err(e.into());
+    }
     Ok(files)
 }
