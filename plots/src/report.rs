@@ -85,8 +85,8 @@ pub struct Report<'a> {
     pub diff: Option<&'a TraceDiff>,
     /// Line at the foot of the page (tool and version).
     pub generator: String,
-    /// Also write every chart as SVG and PNG files into this directory
-    /// (the measured parts' charts went where [`draw_measured`] was told).
+    /// Where the diff's charts also go as SVG and PNG files (the jobs' went
+    /// where [`draw_measured`] was told).
     pub png_dir: Option<PathBuf>,
 }
 
@@ -566,8 +566,8 @@ td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;pa
 /// Sorts and filters tables, and draws the explorable timelines.
 const SCRIPT: &str = include_str!("../assets/report.js");
 
-/// The page and the chart files written beside it (with `png_dir`).
-fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
+/// The page, with the chart files written beside it (with `png_dir`).
+fn render(report: Report<'_>) -> Result<Page, Error> {
     let png_dir = report.png_dir.as_deref();
     let mut page = Page::default();
     page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
@@ -588,19 +588,14 @@ fn render(report: Report<'_>) -> Result<(String, Vec<PathBuf>), Error> {
         }
     }
     let _ = writeln!(page.html, "<footer><p class=\"meta\">{}</p></footer><script>{SCRIPT}</script></body></html>", esc(&report.generator));
-    Ok(page.finish())
+    Ok(page)
 }
 
 /// Writes the page to `path` atomically; returns the chart files written
 /// beside it (SVG and PNG, with `png_dir`).
 pub fn write_report(report: Report<'_>, path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let (html, files) = render(report)?;
-    if let Err(e) = tracecast_ingest::output::write_atomic(path, html.as_bytes()) {
-        // The charts of a page that was not written go with it.
-        for f in &files {
-            let _ = std::fs::remove_file(f);
-        }
-        return Err(e.into());
-    }
-    Ok(files)
+    let page = render(report)?;
+    // A page that is not written takes its chart files with it (`Page`'s drop).
+    tracecast_ingest::output::write_atomic(path, page.html.as_bytes())?;
+    Ok(page.finish())
 }

@@ -1,7 +1,7 @@
 //! The GPU timeline of one step: one lane per (rank, stream), kernels as
 //! boxes coloured by kind. As a picture ([`Timeline`], SVG/PNG) runs longer
 //! than the chart has pixels are merged into boxes at least a pixel wide; in
-//! the page ([`StepKernels::to_html`]) every kernel is there, with its name,
+//! the page (its explorable timeline) every kernel is there, with its name,
 //! stream, times, launching op, shapes and work, and the page's script zooms,
 //! pans, shows each kernel on hover and highlights the ones a search matches
 //! (merging only what a pixel cannot show at the current zoom).
@@ -30,28 +30,20 @@ fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Drawing a [`StepKernels`]: the static picture and the explorable page element.
-pub trait Draw {
-    /// The picture: every lane's spans, merged to `pixels` across.
-    fn to_static(&self) -> Timeline;
-}
-
-impl Draw for StepKernels {
-    /// The picture: every lane's spans, merged to `pixels` across.
-    fn to_static(&self) -> Timeline {
-        let mut lanes: Vec<Lane> = self.lanes.iter().map(|l| Lane { label: l.clone(), spans: Vec::new() }).collect();
-        for k in &self.kernels {
-            if let Some(l) = lanes.get_mut(k.lane) {
-                l.spans.push((k.start_us, k.start_us + k.dur_us, k.kind));
-            }
+/// The picture of a step: every lane's spans, merged to what the chart's pixels can show.
+pub(crate) fn static_timeline(step: &StepKernels) -> Timeline {
+    let mut lanes: Vec<Lane> = step.lanes.iter().map(|l| Lane { label: l.clone(), spans: Vec::new() }).collect();
+    for k in &step.kernels {
+        if let Some(l) = lanes.get_mut(k.lane) {
+            l.spans.push((k.start_us, k.start_us + k.dur_us, k.kind));
         }
-        for l in &mut lanes {
-            l.spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        let mut t = Timeline { title: self.title.clone(), lanes, kinds: self.kinds.clone() };
-        t.downsample(1000);
-        t
     }
+    for l in &mut lanes {
+        l.spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let mut t = Timeline { title: step.title.clone(), lanes, kinds: step.kinds.clone() };
+    t.downsample(1000);
+    t
 }
 
 /// The explorable timeline as HTML, `<div class="timeline">` and what is in
