@@ -12,7 +12,7 @@ use tracecast_ingest::analysis::{self, RankContext};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis};
-use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
+use crate::inputs::{TraceOptions, WindowOptions, for_each_listed};
 
 /// The two runs `diff` compares and what it writes.
 #[derive(Debug, Clone)]
@@ -101,33 +101,32 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read_opts = args.read.read_options()?;
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
-    let mut failed = false;
-    for p in [&args.a, &args.b] {
-        let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
-            let part = |rank: &tracecast_ingest::job::Rank| {
-                let (o, world) = rank_analysis(rank, files, &analyze, &catalog, args.read.gpus_per_node)?;
-                let ctx = RankContext::new(rank, &classifier);
-                let work = kernel_work_of(&ctx);
-                let summary = analysis::summarize(&ctx, world, &o);
-                // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
-                let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
-                Ok((summary, times))
-            };
-            let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
-            if parts.is_empty() {
-                return (None, failures);
-            }
-            let mut times = ClassTimes::default();
-            let mut summaries = Vec::with_capacity(parts.len());
-            for (s, t) in parts {
-                summaries.push(s);
-                times.add(t);
-            }
-            let bad = failures.iter().map(analysis::BadFile::of).collect();
-            (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
+    let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let part = |rank: &tracecast_ingest::job::Rank| {
+            let (o, world) = rank_analysis(rank, files, &analyze, &catalog, args.read.gpus_per_node)?;
+            let ctx = RankContext::new(rank, &classifier);
+            let work = kernel_work_of(&ctx);
+            let summary = analysis::summarize(&ctx, world, &o);
+            // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
+            let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
+            Ok((summary, times))
         };
-        failed |= for_each_input(std::slice::from_ref(p), false, &args.read, read, |run, _| runs.push(run))?;
-    }
+        let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
+        if parts.is_empty() {
+            return (None, failures);
+        }
+        let mut times = ClassTimes::default();
+        let mut summaries = Vec::with_capacity(parts.len());
+        for (s, t) in parts {
+            summaries.push(s);
+            times.add(t);
+        }
+        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
+    };
+    // Both runs in one pass over the inputs: each path is its own job.
+    let jobs = [&args.a, &args.b].map(|p| (p.clone(), vec![p.clone()])).into();
+    let failed = for_each_listed(jobs, &args.read, read, |run, _| runs.push(run))?;
     let [(aa, at), (ba, bt)] = runs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
     let d = tracecast_calibrate::diff::diff_jobs((at, aa), (bt, ba), args.top);
     if !args.read.quiet {

@@ -100,7 +100,7 @@ pub struct Inputs {
 
 /// The jobs the paths stand for: each directory is a job; the files together
 /// are one job (or one job each with `each`).
-pub fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
+fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
     let mut jobs = Vec::new();
     let mut files = Vec::new();
     for p in paths {
@@ -123,7 +123,7 @@ pub fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
 }
 
 /// A progress bar on stderr over a job's files, hidden when `quiet` or the job is small.
-pub fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar {
+fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet || (files < 4 && bytes < 64 << 20) {
         return indicatif::ProgressBar::hidden();
     }
@@ -143,12 +143,22 @@ pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &TraceOptions,
+    read: impl FnMut(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
+) -> Result<bool> {
+    for_each_listed(jobs_of(paths, each), opts, read, each_job)
+}
+
+/// [`for_each_input`] over jobs the caller lists (each a name and its paths),
+/// all of the command's rank passes in one loop, so that the last is known.
+pub fn for_each_listed<T>(
+    jobs: Vec<(PathBuf, Vec<PathBuf>)>,
+    opts: &TraceOptions,
     mut read: impl FnMut(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
     mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
     let mut failed = false;
-    let jobs = jobs_of(paths, each);
     let count = jobs.len();
     for (k, (path, inputs)) in jobs.into_iter().enumerate() {
         let last = k + 1 == count;
