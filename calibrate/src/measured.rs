@@ -24,6 +24,7 @@ use tracecast_ingest::collective::Collective;
 
 use crate::catalog::Dtype;
 use crate::error::{Error, Result};
+use crate::pricing::GemmIndex;
 
 /// Where a row comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +145,13 @@ pub struct Measurements {
     pub memory: Vec<MemoryRow>,
     /// Files added by the user, in order (their rows take precedence).
     pub user_files: Vec<Arc<str>>,
+    /// The pricing layer's GEMM tables and rates derived from `gemm` and
+    /// `user_files`: built by the first [`crate::pricing::Pricing`] over this
+    /// base that needs them and shared by every later one. Empty in a default
+    /// or a clone; [`Measurements::add_text`] empties it. Changing `gemm` or
+    /// `user_files` in place after pricing leaves it stale: set it to
+    /// [`GemmIndex::default`] then.
+    pub gemm_index: GemmIndex,
 }
 
 const SHIPPED: [(&str, &str); 4] = [
@@ -200,6 +208,8 @@ impl Measurements {
 
     /// Parses one CSV table; `name` names it in errors and provenance.
     pub fn add_text(&mut self, text: &[u8], name: &str) -> Result<usize> {
+        // New rows (and, from `add_file`, a new user file) change the GEMM tables.
+        self.gemm_index = GemmIndex::default();
         let bad = |line: usize, message: String| Error::Measurements { path: name.into(), line, message };
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);
         let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();

@@ -371,26 +371,25 @@ impl GemmTable {
 pub struct Pricing {
     /// The catalog (specs of every GPU).
     pub catalog: Catalog,
-    /// The measured base.
+    /// The measured base (with its GEMM tables, [`Measurements::gemm_index`]).
     pub measurements: Arc<Measurements>,
-    gemm: Arc<GemmTables>,
-    /// The measured GEMM rates [`Pricing::best_fraction`] looks up, built beside `gemm`.
-    gemm_rates: Arc<GemmRates>,
     link_shares: std::sync::OnceLock<LinkShares>,
 }
 
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
-        // The shipped base's tables and rates are built once per process (the analytical
-        // model makes a cluster, and so a pricing layer, per projected run).
-        let (gemm, gemm_rates) = if Arc::ptr_eq(&measurements, &Measurements::shared()) {
-            static SHIPPED_GEMMS: std::sync::OnceLock<(Arc<GemmTables>, Arc<GemmRates>)> = std::sync::OnceLock::new();
-            SHIPPED_GEMMS.get_or_init(|| (Arc::new(gemm_tables(&measurements)), Arc::new(GemmRates::of(&measurements)))).clone()
-        } else {
-            (Arc::new(gemm_tables(&measurements)), Arc::new(GemmRates::of(&measurements)))
-        };
-        Pricing { catalog, measurements, gemm, gemm_rates, link_shares: std::sync::OnceLock::new() }
+        Pricing { catalog, measurements, link_shares: std::sync::OnceLock::new() }
+    }
+
+    /// The base's GEMM tables and rates, built on first use and kept on the
+    /// base: every pricing layer over it shares them (the analytical model
+    /// makes a cluster, and so a pricing layer, per projected run).
+    fn gemms(&self) -> &Gemms {
+        self.measurements
+            .gemm_index
+            .0
+            .get_or_init(|| Gemms { tables: gemm_tables(&self.measurements), rates: GemmRates::of(&self.measurements) })
     }
 
     /// The shipped catalog and measured base.
@@ -406,8 +405,13 @@ impl Pricing {
         for (rank, id) in ids.iter().enumerate() {
             // A few best shapes (a max-achievable-matmul row) are no table: they say what the
             // GPU reaches at its best, which the spec model uses, not how time follows shape.
-            for t in
-                self.gemm.get(&(Arc::from(*id), table_dtype(dtype))).into_iter().flatten().filter(|t| t.points.len() >= MIN_TABLE_SHAPES)
+            for t in self
+                .gemms()
+                .tables
+                .get(&(Arc::from(*id), table_dtype(dtype)))
+                .into_iter()
+                .flatten()
+                .filter(|t| t.points.len() >= MIN_TABLE_SHAPES)
             {
                 let score = (t.user, t.points.len(), usize::MAX - rank);
                 if best.as_ref().is_none_or(|b| score > b.1) {
@@ -560,7 +564,7 @@ impl Pricing {
         let best = self.best_fraction(gpu.measurement_ids().filter(|id| !exclude.contains(id)), gpu, shape.dtype);
         let (mut sum_w, mut sum_wln, mut extrapolated) = (0.0, 0.0, false);
         let mut learned: Vec<(String, f64, f64)> = Vec::new();
-        let mut ids: Vec<&Arc<str>> = self.gemm.keys().filter(|(_, d)| *d == table_dtype(shape.dtype)).map(|(g, _)| g).collect();
+        let mut ids: Vec<&Arc<str>> = self.gemms().tables.keys().filter(|(_, d)| *d == table_dtype(shape.dtype)).map(|(g, _)| g).collect();
         ids.sort();
         ids.dedup();
         for id in ids {
@@ -568,7 +572,9 @@ impl Pricing {
                 continue;
             }
             let Some(other) = self.gpu_of_measurement_id(id) else { continue };
-            let Some(t) = self.gemm.get(&(id.clone(), table_dtype(shape.dtype))).and_then(|v| v.iter().find(|t| t.grid.is_some())) else {
+            let Some(t) =
+                self.gemms().tables.get(&(id.clone(), table_dtype(shape.dtype))).and_then(|v| v.iter().find(|t| t.grid.is_some()))
+            else {
                 continue;
             };
             let (Some((ln_t, ex)), Some(roof), Some(theirs)) = (t.at(shape), Self::roofline_us(other, shape), specs(other, shape.dtype))
@@ -634,7 +640,7 @@ impl Pricing {
     /// The best fraction of `gpu`'s `dtype` peak any measured GEMM of the
     /// measurement ids `ids` reached, with its source.
     fn best_fraction<'a>(&self, ids: impl IntoIterator<Item = &'a str>, gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
-        self.gemm_rates.best_fraction(ids, dtype, peak(gpu, dtype)?)
+        self.gemms().rates.best_fraction(ids, dtype, peak(gpu, dtype)?)
     }
 
     /// What an attention kernel of `shape` costs on `gpu` with kernel family
@@ -1040,6 +1046,32 @@ fn unreliable(r: &crate::measured::GemmRow) -> bool {
 /// GEMM tables per (measurement id, dtype class).
 type GemmTables = HashMap<(Arc<str>, Dtype), Vec<GemmTable>>;
 
+/// What the pricing layer derives from a measured base's GEMM rows (its
+/// tables and measured rates), kept on the base
+/// ([`Measurements::gemm_index`]): built by the first [`Pricing`] over the
+/// base that prices a GEMM, shared by every later one. A default is empty,
+/// and so is a clone (a cloned base may be changed): built again on use.
+#[derive(Default)]
+pub struct GemmIndex(std::sync::OnceLock<Gemms>);
+
+impl Clone for GemmIndex {
+    fn clone(&self) -> GemmIndex {
+        GemmIndex::default()
+    }
+}
+
+impl std::fmt::Debug for GemmIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GemmIndex").field("built", &self.0.get().is_some()).finish()
+    }
+}
+
+/// A base's GEMM tables and the measured rates [`Pricing::best_fraction`] looks up.
+struct Gemms {
+    tables: GemmTables,
+    rates: GemmRates,
+}
+
 /// One measured GEMM's rate, FLOP/s, and where it stands in the base.
 #[derive(Debug, Clone)]
 struct GemmRate {
@@ -1383,7 +1415,7 @@ mod tests {
         let p = Pricing::builtin();
         let mut all = Vec::new();
         for id in ["b200", "hopper-sm90", "cdna3-gfx942"] {
-            let t = p.gemm.get(&(Arc::from(id), Dtype::Bf16)).and_then(|v| v.iter().find(|t| t.grid.is_some())).unwrap();
+            let t = p.gemms().tables.get(&(Arc::from(id), Dtype::Bf16)).and_then(|v| v.iter().find(|t| t.grid.is_some())).unwrap();
             let even = |x: f64| (x - 8.0).rem_euclid(2.0) < 1e-9;
             let kept: Vec<([f64; 4], f64)> = t.points.iter().filter(|(x, _)| (1..4).all(|d| even(x[d]))).copied().collect();
             let thin = Grid::of(&kept).expect("a complete thinned grid");
@@ -1492,11 +1524,26 @@ mod tests {
                 let sets = ids.iter().map(|id| vec![*id]).chain([ids.clone(), vec!["h200", "hopper-sm90"], vec!["nothing"]]);
                 for set in sets {
                     let want = best_fraction_of_rows(&p.measurements, &set, d, pk);
-                    let got = p.gemm_rates.best_fraction(set.iter().copied(), d, pk);
+                    let got = p.gemms().rates.best_fraction(set.iter().copied(), d, pk);
                     assert!(same(&got, &want), "{set:?} {d:?} at {pk}: {got:?} vs {want:?}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn pricing_layers_of_one_base_share_its_gemm_tables_and_a_clone_builds_its_own() {
+        let mut m = Measurements::builtin();
+        m.add_text(b"gpu,dtype,m,n,k,tflops\nh100-sxm,bf16,4096,4096,4096,300\n", "mine.csv").unwrap();
+        let m = Arc::new(m);
+        assert!(m.gemm_index.0.get().is_none());
+        let (a, b) = (Pricing::new(Catalog::builtin(), m.clone()), Pricing::new(Catalog::builtin(), m.clone()));
+        assert!(std::ptr::eq(a.gemms(), b.gemms()));
+        let copy = Arc::new((*m).clone());
+        assert!(copy.gemm_index.0.get().is_none());
+        let c = Pricing::new(Catalog::builtin(), copy);
+        assert!(!std::ptr::eq(a.gemms(), c.gemms()));
+        assert_eq!(a.gemms().tables.len(), c.gemms().tables.len());
     }
 
     #[test]
@@ -1525,6 +1572,7 @@ mod tests {
             collectives: Vec::new(),
             memory: Vec::new(),
             user_files: Vec::new(),
+            gemm_index: GemmIndex::default(),
         };
         let rates = GemmRates::of(&m);
         for ids in [&["a"][..], &["b"], &["a", "b"], &["b", "a"]] {
