@@ -307,7 +307,9 @@ pub fn quantile(v: &mut [i64], p: f64) -> Option<i64> {
 /// launched onto an idle stream.
 #[derive(Debug, Clone, Default)]
 pub struct GapSamples {
-    /// Every back-to-back gap (negative where the next activity started before the previous ended).
+    /// Every back-to-back gap (negative where the next activity started
+    /// before the previous ended); [`GapSamples::of`] fills it, the graph's
+    /// own samples leave it empty (its [`Timings`] do not read it).
     pub all: Vec<i64>,
     /// The gaps of activities whose launch call started at least a launch
     /// latency (the idle launches' median) before the previous one ended: the
@@ -321,13 +323,14 @@ pub struct GapSamples {
 impl GapSamples {
     /// The samples of trace `t` with launch links `links`.
     pub fn of(t: &RankTrace, links: &Links) -> GapSamples {
-        GapSamples::of_streams(t, links, &streams_of(t)).0
+        GapSamples::of_streams(t, links, &streams_of(t), true).0
     }
 
     /// The samples of `streams`, each a stream's GPU activities in start
     /// order, and the launch latency that picked the queued gaps (the idle
-    /// launches' median, ns; [`DEFAULT_LAUNCH_NS`] without idle launches).
-    fn of_streams(t: &RankTrace, links: &Links, streams: &[Vec<usize>]) -> (GapSamples, i64) {
+    /// launches' median, ns; [`DEFAULT_LAUNCH_NS`] without idle launches);
+    /// `all` filled only `with_all`.
+    fn of_streams(t: &RankTrace, links: &Links, streams: &[Vec<usize>], with_all: bool) -> (GapSamples, i64) {
         let ev = &t.events;
         let mut idle_launch = Vec::new();
         let mut gaps: Vec<(i64, Option<i64>, i64)> = Vec::new(); // (gap, launch, previous end)
@@ -347,15 +350,15 @@ impl GapSamples {
             }
         }
         let launch = quantile(&mut idle_launch, 0.5).unwrap_or(DEFAULT_LAUNCH_NS);
-        let all: Vec<i64> = gaps.iter().map(|g| g.0).collect();
         let queued = if links.launch.iter().all(|&c| c == NONE) {
-            let mut lower = all.clone();
+            let mut lower: Vec<i64> = gaps.iter().map(|g| g.0).collect();
             lower.sort_unstable();
             lower.truncate(lower.len().div_ceil(2));
             lower
         } else {
             gaps.iter().filter(|(_, l, e)| l.is_some_and(|l| l + launch <= *e)).map(|g| g.0).collect()
         };
+        let all = if with_all { gaps.iter().map(|g| g.0).collect() } else { Vec::new() };
         (GapSamples { all, queued, idle_launch }, launch)
     }
 }
@@ -422,11 +425,6 @@ impl RankPiece {
         g.shrink_to_fit();
         gpu_tasks.shrink_to_fit();
         RankPiece { graph: g, gpu_tasks }
-    }
-
-    /// The task of GPU row `row`, if it is one.
-    pub fn task_of(&self, row: u32) -> Option<TaskId> {
-        self.gpu_tasks.binary_search_by_key(&row, |&(r, _)| r).ok().map(|k| self.gpu_tasks[k].1)
     }
 }
 
@@ -558,7 +556,7 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
 
     // GPU activities, per stream in start order.
     let streams = streams_of(t);
-    let (samples, launch) = GapSamples::of_streams(t, links, &streams);
+    let (samples, launch) = GapSamples::of_streams(t, links, &streams, false);
     let ([queue, queue_tol, launch_tol], timings) = measure(samples, launch);
     out.timings = timings;
 
