@@ -113,7 +113,7 @@ pub(crate) fn sections(
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
             let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work));
             // The projection's source is the page's own calibration (the reduce sets it): no rank keeps a copy of its samples.
-            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work), plan.calibrates_source()));
+            let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work)));
             Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);

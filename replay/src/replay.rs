@@ -429,8 +429,8 @@ pub struct RankPart<'c> {
     measured: Breakdown,
     /// Compute kernels' work, (local task, work); only with a target.
     work: Vec<(TaskId, KernelWork)>,
-    /// Calibration samples for the source device; only with a target and no
-    /// source, neither in the options nor to come from the caller.
+    /// Calibration samples for the source device; only in a part made by
+    /// [`RankPart::of`] with a target and no source in the options.
     samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     /// Whether it was built for a projection (work and samples kept).
     for_target: bool,
@@ -468,25 +468,24 @@ impl<'c> RankPart<'c> {
             samples: None,
             for_target: false,
         };
-        part.add_target(ctx, opts, catalog, work, false);
+        part.add_target(ctx, opts, catalog, work, true);
         part
     }
 
     /// This part for a replay with other options (`opts`) of the same rank
     /// (`ctx`): the graph piece is copied, not built again; `work` as for
-    /// [`RankPart::of`]. With `caller_gives_source`, a projection's source
-    /// device is set in the options later by the caller (a report's own
-    /// calibration of the job), so the part keeps no calibration samples.
+    /// [`RankPart::of`]. It keeps no calibration samples: a projection's
+    /// source device is the caller's to give, in `opts` or set in the
+    /// options later (a report's own calibration of the job).
     pub fn retarget(
         &self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        caller_gives_source: bool,
     ) -> RankPart<'c> {
         let mut part = self.without_target();
-        part.add_target(ctx, opts, catalog, work, caller_gives_source);
+        part.add_target(ctx, opts, catalog, work, false);
         part
     }
 
@@ -496,16 +495,16 @@ impl<'c> RankPart<'c> {
     }
 
     /// What a projection with `opts` needs (nothing without a target): the
-    /// compute kernels' work, and the rank's calibration samples, from which
-    /// the replay calibrates the projection's source, unless `opts` or (later)
-    /// the caller gives the source.
+    /// compute kernels' work and, `with_samples` and without a source in
+    /// `opts`, the rank's calibration samples, from which the replay
+    /// calibrates the projection's source.
     fn add_target(
         &mut self,
         ctx: &RankContext<'_>,
         opts: &ReplayOptions,
         catalog: &'c tracecast_calibrate::Catalog,
         work: Option<&[Option<KernelWork>]>,
-        caller_gives_source: bool,
+        with_samples: bool,
     ) {
         self.for_target = opts.target.is_some();
         if opts.target.is_none() {
@@ -527,7 +526,7 @@ impl<'c> RankPart<'c> {
             .filter(|&&(_, t)| origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
             .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
             .collect();
-        if opts.source.is_none() && !caller_gives_source {
+        if with_samples && opts.source.is_none() {
             self.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
         }
     }
