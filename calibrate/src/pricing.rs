@@ -1160,17 +1160,18 @@ fn gemm_tables(measurements: &Measurements) -> GemmTables {
         if !t.sources.contains(&r.from.source_id) {
             t.sources.push(r.from.source_id.clone());
         }
-        // Several rows of one shape (two output types, a repeated entry): their median.
         let bits = x.map(f64::to_bits);
         let e = seen.entry((key, bits)).or_insert_with(|| {
             t.points.push((x, 0.0));
             (t.points.len() - 1, Vec::new())
         });
         e.1.push(r.time_us);
-        let mut v = e.1.clone();
-        v.sort_by(f64::total_cmp);
-        let median = if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 };
-        if let Some(p) = t.points.get_mut(e.0) {
+    }
+    // Several rows of one shape (two output types, a repeated entry): their median.
+    for ((key, _), (point, mut times)) in seen {
+        if let Some(p) = groups.get_mut(&key).and_then(|t| t.points.get_mut(point))
+            && let Some(median) = crate::fit::median(&mut times)
+        {
             p.1 = median.ln();
         }
     }
