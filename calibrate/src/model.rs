@@ -68,17 +68,22 @@ impl Profile {
 impl DeviceModel {
     /// The model of a calibration profile.
     pub fn from_profile(p: &Profile, catalog: &Catalog) -> DeviceModel {
+        DeviceModel::of_profile(p.clone(), catalog)
+    }
+
+    /// [`DeviceModel::from_profile`], the profile moved in.
+    fn of_profile(p: Profile, catalog: &Catalog) -> DeviceModel {
         DeviceModel {
             gpu: p.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok()).cloned(),
-            profile: Some(p.clone()),
-            source: "calibration profile".into(),
             kernel_floor_us: p.kernel_floor_us,
+            profile: Some(p),
+            source: "calibration profile".into(),
         }
     }
 
     /// The model of a profile file written by `tracecast calibrate`.
     pub fn from_profile_file(path: &Path, catalog: &Catalog) -> Result<DeviceModel> {
-        let mut m = DeviceModel::from_profile(&Profile::read(path)?, catalog);
+        let mut m = DeviceModel::of_profile(Profile::read(path)?, catalog);
         m.source = format!("profile {}", path.display());
         Ok(m)
     }
@@ -100,7 +105,7 @@ impl DeviceModel {
         for l in &mut p.links {
             l.points = Vec::new();
         }
-        let mut m = DeviceModel::from_profile(&p, catalog);
+        let mut m = DeviceModel::of_profile(p, catalog);
         m.source = if filled > 0 {
             format!("this trace's own calibration, {filled} class(es) from the shipped profile")
         } else {
