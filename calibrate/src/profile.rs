@@ -420,10 +420,11 @@ fn kernel_fit(
     let eta_lo = if f.slope_ci95[1] > 0.0 { 1.0 / (f.slope_ci95[1] * per_us) } else { 0.0 };
     let eta_hi = if f.slope_ci95[0] > 0.0 { 1.0 / (f.slope_ci95[0] * per_us) } else { f64::INFINITY };
     // Efficiency by size: median achieved throughput per half-decade of work.
-    // Each point's bin (a log10 of a positive f64 × 2 fits an i16), and the
-    // points' indices sorted once by (bin, rate): each bin is a run.
+    // Each point's bin (a log10 of a positive f64 × 2 fits an i16) and rate,
+    // and the points' indices sorted once by (bin, rate): each bin is a run.
     let bin_of: Vec<i16> = pts.iter().map(|&(w, _)| (w.log10() * 2.0).floor() as i16).collect();
-    let rate = |i: u32| pts[i as usize].0 / pts[i as usize].1;
+    let rate_of: Vec<f64> = pts.iter().map(|&(w, t)| w / t).collect();
+    let rate = |i: u32| rate_of[i as usize];
     let mut order: Vec<u32> = (0..pts.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| bin_of[a as usize].cmp(&bin_of[b as usize]).then(rate(a).total_cmp(&rate(b))));
     let size_curve = order
