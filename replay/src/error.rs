@@ -84,3 +84,10 @@ pub enum Error {
         reason: &'static str,
     },
 }
+
+impl From<crate::workload::llm::Infeasible> for Error {
+    /// A plan that cannot run on its cluster: [`Error::Plan`], same message.
+    fn from(e: crate::workload::llm::Infeasible) -> Error {
+        Error::Plan(e.0)
+    }
+}

@@ -714,7 +714,8 @@ impl Plan {
     }
 }
 
-/// Why a plan cannot run.
+/// Why a plan cannot run on its cluster; [`crate::Error::Plan`] with the
+/// same message once converted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Infeasible(pub String);

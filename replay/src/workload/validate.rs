@@ -495,7 +495,7 @@ fn project_run(
             }
         }
         let (task, tokens_per_seq) = run.task(&model)?;
-        let mut p = project(&model, &cluster, &plan, task).map_err(|e| crate::Error::Plan(e.0))?;
+        let mut p = project(&model, &cluster, &plan, task)?;
         let tokens = p.global_batch * tokens_per_seq;
         let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
         notes.append(&mut p.notes);
