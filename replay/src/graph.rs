@@ -468,12 +468,13 @@ pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Op
     // two edges per member included (at most): growing them would hold up to
     // three times their size while they move.
     let (join_tasks, join_edges) = if join {
-        let (mut instances, mut members) = (rustc_hash::FxHashSet::default(), 0);
-        for (_, _, instance, _) in collectives.joins() {
-            instances.insert(instance);
-            members += 1;
-        }
-        (instances.len(), 2 * members)
+        let (instances, members) = collectives.joined_counts();
+        debug_assert_eq!(
+            (instances, members),
+            (collectives.joins().map(|j| j.2).collect::<FxHashSet<_>>().len(), collectives.joins().count()),
+            "the counts of the joins the build walks"
+        );
+        (instances, 2 * members)
     } else {
         (0, 0)
     };

@@ -291,6 +291,12 @@ impl JobCollectives {
         self.samples.take().unwrap_or_default()
     }
 
+    /// What [`JobCollectives::joins`] yields, counted: the instances found on
+    /// at least two ranks and their kernels.
+    pub fn joined_counts(&self) -> (usize, usize) {
+        self.matched.iter().filter(|m| m.ranks >= 2).fold((0, 0), |(n, k), m| (n + 1, k + m.ranks as usize))
+    }
+
     /// Every kernel of an instance found on at least two ranks: (rank index,
     /// its row in the rank's trace, instance id, transfer ns), by rank then time.
     pub fn joins(&self) -> impl Iterator<Item = (usize, u32, u32, i64)> + '_ {
