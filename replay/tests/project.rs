@@ -181,8 +181,8 @@ fn overflowing_degrees_are_errors_naming_the_product() {
     let by_hand = Plan { tp: 65536, pp: 65536, ..Plan::default() };
     assert!(by_hand.checked_gpus().is_err());
     let model = Transformer::preset("llama2-7b").unwrap();
-    let e = project(&model, &cluster("h100-sxm", 8), &by_hand, Task::Train).unwrap_err();
-    assert!(e.0.contains("tp × cp × pp × dp = 65536 × 1 × 65536 × 1 overflows"), "{e}");
+    let e = project(&model, &cluster("h100-sxm", 8), &by_hand, Task::Train).unwrap_err().to_string();
+    assert!(e.contains("tp × cp × pp × dp = 65536 × 1 × 65536 × 1 overflows"), "{e}");
     let by_hand = Plan { pp: 65536, vpp: 65536, ..Plan::default() };
     assert!(project(&model, &cluster("h100-sxm", 65536), &by_hand, Task::Train).is_err());
     // A search over microbatch sizes whose dp × mb cannot be formed rejects those plans.

@@ -1195,45 +1195,45 @@ struct LayerCosts {
 }
 
 /// Projects one iteration of `task` for `model` on `cluster` with `plan`.
-pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<Projection, Infeasible> {
+pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<Projection, crate::Error> {
     project_timeline(model, cluster, plan, task).map(|x| x.0)
 }
 
 /// Checks that `plan` can run `model` on `cluster` at all.
-fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), Infeasible> {
+fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crate::Error> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
-    let gpus = plan.checked_gpus().map_err(|e| Infeasible(e.to_string()))?;
+    let gpus = plan.checked_gpus()?;
     if gpus != cluster.gpus {
-        return Err(Infeasible(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
+        return Err(crate::Error::Plan(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
     }
     if tp > cluster.gpus_per_node {
-        return Err(Infeasible(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
+        return Err(crate::Error::Plan(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
     }
     // Heads split over TP ranks; fewer KV heads than ranks are replicated.
     let kv = model.kv_heads as u32;
     if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
-        return Err(Infeasible(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
+        return Err(crate::Error::Plan(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
     if (model.layers as u64) < u64::from(pp) * u64::from(plan.vpp) {
-        return Err(Infeasible(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
+        return Err(crate::Error::Plan(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
     }
     if plan.fp8 && cluster.fp8_peak_flops.is_none() {
-        return Err(Infeasible(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
+        return Err(crate::Error::Plan(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
     }
     if plan.cp > 1 && !(model.seq as u64).is_multiple_of(2 * u64::from(plan.cp)) {
-        return Err(Infeasible(format!(
+        return Err(crate::Error::Plan(format!(
             "cp={}: the sequence of {} tokens does not split into 2·cp load-balanced chunks",
             plan.cp, model.seq
         )));
     }
     if plan.frozen as usize >= model.layers {
-        return Err(Infeasible(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
+        return Err(crate::Error::Plan(format!("frozen={} leaves none of the {} layers to train", plan.frozen, model.layers)));
     }
     if plan.frozen > 0 && plan.pp > 1 {
-        return Err(Infeasible("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
+        return Err(crate::Error::Plan("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
     }
     if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !dp.is_multiple_of(plan.ep)) {
-        return Err(Infeasible(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
+        return Err(crate::Error::Plan(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
     }
     Ok(())
 }
@@ -1388,7 +1388,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
 }
 
 /// [`project`] with the simulated timeline of the last microbatch on the first stage.
-pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), Infeasible> {
+pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), crate::Error> {
     check(model, cluster, plan)?;
     // `dp` below is the group that holds the same weights (gradients, ZeRO): dp × cp;
     // the sequences of the global batch are split over plan.dp replicas.
@@ -1397,8 +1397,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let cpf = f64::from(cp);
     let d = model.hidden;
     let bytes = model.bytes;
-    let stage_counts =
-        stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers).map_err(|e| Infeasible(e.to_string()))?;
+    let stage_counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers)?;
     let layers_per_stage = stage_counts.iter().copied().max().unwrap_or(model.layers);
     let (tokens_per_seq, batch, kv_context, decode) = match task {
         Task::Train => (model.seq, f64::from(plan.microbatch), model.seq, false),
@@ -2544,7 +2543,7 @@ mod tests {
         assert!((opt("tp=2,cp=4,zero=1") / opt("tp=2,zero=1") - 0.25).abs() < 1e-9);
         assert!(Plan::parse("tp=2,cp=4").unwrap().gpus() == 8);
         let odd = Transformer { seq: 1001.0, ..m.clone() };
-        assert!(project(&odd, &a100(2), &Plan::parse("cp=2").unwrap(), Task::Train).unwrap_err().0.contains("chunks"));
+        assert!(project(&odd, &a100(2), &Plan::parse("cp=2").unwrap(), Task::Train).unwrap_err().to_string().contains("chunks"));
     }
 
     #[test]
@@ -2562,7 +2561,7 @@ mod tests {
         assert!(fp8.notes.iter().any(|n| n.starts_with("fp8:")), "{:?}", fp8.notes);
         let mut no_fp8 = a100(8);
         no_fp8.fp8_peak_flops = None;
-        assert!(project(&m, &no_fp8, &Plan::parse("fsdp=8,fp8").unwrap(), Task::Train).unwrap_err().0.contains("no FP8 peak"));
+        assert!(project(&m, &no_fp8, &Plan::parse("fsdp=8,fp8").unwrap(), Task::Train).unwrap_err().to_string().contains("no FP8 peak"));
     }
 
     #[test]
