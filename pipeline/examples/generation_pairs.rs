@@ -113,7 +113,7 @@ fn main() -> Result<()> {
     let mut runs: Vec<Run> = Vec::new();
     let mut proj: HashMap<String, RunResult> = HashMap::new();
     for path in files() {
-        let file = tracecast_pipeline::validate::read_runs_file(&path)?;
+        let file = validate::RunsFile::read(&path)?;
         for r in validate::validate(&file, &catalog, &[], None).runs {
             proj.insert(r.id.clone(), r);
         }

@@ -2,9 +2,9 @@
 //! and compared, and the model's free parameter fitted to them.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::Outcome;
 use crate::hardware::catalog_with;
@@ -57,18 +57,11 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
     Ok(())
 }
 
-/// Reads the runs file at `path`, as `validate` does. Public so that the
-/// pipeline's `generation_pairs` example reads the same files the same way.
-pub fn read_runs_file(path: &Path) -> Result<tracecast_replay::workload::validate::RunsFile> {
-    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("{}: not a runs file (see `tracecast validate --help`)", path.display()))
-}
-
 /// Projects the runs and compares (or fits, with `fit`), writing the terminal text and files.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     use tracecast_replay::workload::validate;
     let catalog = catalog_with(&args.hw)?;
-    let file = read_runs_file(&args.runs)?;
+    let file = validate::RunsFile::read(&args.runs)?;
     let devices = args
         .profile
         .iter()

@@ -1,10 +1,13 @@
 //! The one error type of the replay crate: what-if settings that do not parse,
-//! and plans, models, systems and runs the analytical models cannot project.
+//! plans, models, systems and runs the analytical models cannot project, and
+//! runs files that cannot be read.
+
+use std::path::PathBuf;
 
 /// A `--scale`, `--link` or `--what-if` setting that is not valid. `flag`
 /// names where it was written (`--scale`, `--what-if fast`), so every message
 /// says which flag, scenario, key and value.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A part between commas that is not `KEY=VALUE`.
@@ -82,6 +85,24 @@ pub enum Error {
         name: String,
         /// Given twice, or reserved.
         reason: &'static str,
+    },
+    /// A file (a runs file) that could not be read.
+    #[error("reading {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A file given as a runs file that is not one.
+    #[error("{}: not a runs file (see `tracecast validate --help`)", path.display())]
+    RunsFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where in the file.
+        #[source]
+        cause: serde_json::Error,
     },
 }
 

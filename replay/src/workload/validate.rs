@@ -3,6 +3,8 @@
 //! against clusters they know (the format of
 //! `shared/validation/published-runs.json`).
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
@@ -17,6 +19,15 @@ pub struct RunsFile {
     pub about: Option<String>,
     /// The runs.
     pub runs: Vec<Run>,
+}
+
+impl RunsFile {
+    /// Reads the runs file at `path` (JSON in the format of
+    /// `shared/validation/published-runs.json`); its errors name the file.
+    pub fn read(path: &Path) -> Result<RunsFile, crate::Error> {
+        let text = std::fs::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
+        serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile { path: path.to_path_buf(), cause })
+    }
 }
 
 /// One measured run.
