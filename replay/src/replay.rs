@@ -323,10 +323,15 @@ fn project_kernels(
     let mut shares: std::collections::BTreeMap<Rule, (usize, f64, f64)> = Default::default();
     let mut classes: std::collections::BTreeMap<tracecast_calibrate::work::KernelClass, (usize, f64, f64)> = Default::default();
     let mut band = [0.0, 0.0];
-    let work = parts.iter().enumerate().flat_map(|(r, p)| p.work.iter().map(move |(t, k)| (place.base[r] as usize + *t as usize, k)));
+    // Taken: nothing after the projection reads the parts' work, so it is freed here, before the
+    // simulation, rather than copied onto this thread with the rest (`RankPart::copy_here`).
+    let work = parts
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(r, p)| std::mem::take(&mut p.work).into_iter().map(move |(t, k)| (place.base[r] as usize + t as usize, k)));
     for (t, k) in work {
         let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
-        let cost = model.kernel(k, measured_us);
+        let cost = model.kernel(&k, measured_us);
         let e = shares.entry(cost.rule).or_default();
         e.0 += 1;
         e.1 += measured_us;
@@ -427,7 +432,8 @@ pub struct RankPart<'c> {
     step_of_task: Vec<(TaskId, u32)>,
     /// The §3 breakdown of the measured trace, as `analyze` reports it with its default window.
     measured: Breakdown,
-    /// Compute kernels' work, (local task, work); only with a target.
+    /// Compute kernels' work, (local task, work); only with a target. The
+    /// projection takes it, before the simulation.
     work: Vec<(TaskId, KernelWork)>,
     /// Calibration samples for the source device; only in a part made by
     /// [`RankPart::of`] with a target and no source in the options.
@@ -546,7 +552,6 @@ impl RankPart<'_> {
         copy(&mut self.gpu);
         copy(&mut self.steps);
         copy(&mut self.step_of_task);
-        copy(&mut self.work);
     }
 
     /// Catalog id of the rank's GPU, when the catalog knows it.
