@@ -105,10 +105,3 @@ pub enum Error {
         cause: serde_json::Error,
     },
 }
-
-impl From<crate::workload::llm::Infeasible> for Error {
-    /// A plan that cannot run on its cluster: [`Error::Plan`], same message.
-    fn from(e: crate::workload::llm::Infeasible) -> Error {
-        Error::Plan(e.0)
-    }
-}

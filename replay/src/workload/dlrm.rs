@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::llm::{Cluster, Infeasible};
+use super::llm::Cluster;
 use super::madmax::{ModelConfig, TaskConfig};
 use super::{IterationTimes, Key, Label, Lanes, Memory, OpKind, Projection, Timeline};
 
@@ -122,12 +122,12 @@ impl DlrmPlan {
 }
 
 /// Projects one iteration (training, or a forward pass for inference).
-pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) -> Result<(Projection, Timeline), Infeasible> {
+pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) -> Result<(Projection, Timeline), crate::Error> {
     let n = cluster.gpus.max(1);
     let nf = f64::from(n);
     let g = cluster.gpus_per_node.min(n).max(1);
     if plan.sharding == Sharding::TableWise && model.tables < nf {
-        return Err(Infeasible(format!("{} tables cannot be spread table-wise over {n} GPUs", model.tables)));
+        return Err(crate::Error::Plan(format!("{} tables cannot be spread table-wise over {n} GPUs", model.tables)));
     }
     let b = f64::from(plan.batch_per_gpu);
     let global = b * nf;

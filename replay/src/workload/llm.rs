@@ -714,12 +714,6 @@ impl Plan {
     }
 }
 
-/// Why a plan cannot run on its cluster; [`crate::Error::Plan`] with the
-/// same message once converted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Infeasible(pub String);
-
 /// Where a group of `n` ranks with adjacent members `stride` apart sits:
 /// members per node (1 when every member is on another node).
 fn members_per_node(n: u32, stride: u32, gpus_per_node: u32) -> u32 {
