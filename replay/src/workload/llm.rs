@@ -360,19 +360,13 @@ pub struct Plan {
     /// projection, or K, output and FC2) and every memory-bound forward op.
     /// Memory as `recompute=selective`.
     pub op_sac: bool,
-    /// The keys its text stated ([`Plan::parse`]; none for a plan built by
-    /// hand): what a framework's defaults may fill ([`Plan::states`]). Not
-    /// part of what the plan runs, so plans compare equal whatever text
-    /// stated them, and not serialized.
-    #[serde(skip)]
-    pub stated: StatedKeys,
 }
 
 /// The keys of [`Plan::parse`] that a plan's text stated, as written (`ddp`
-/// and `dp`, `mb` and `microbatch` apart): one bit per key, so a plan grows
-/// by four bytes and allocates nothing. Where a plan came from, not what it
-/// runs: any two compare equal (see [`Plan::stated`]).
-#[derive(Debug, Clone, Copy, Default)]
+/// and `dp`, `mb` and `microbatch` apart), one bit per key
+/// ([`Plan::parse_stated`]): where a plan came from, which a framework's
+/// defaults leave alone, not what it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StatedKeys(u32);
 
 impl StatedKeys {
@@ -422,14 +416,6 @@ impl StatedKeys {
     }
 }
 
-impl PartialEq for StatedKeys {
-    fn eq(&self, _: &StatedKeys) -> bool {
-        true
-    }
-}
-
-impl Eq for StatedKeys {}
-
 impl Default for Plan {
     fn default() -> Self {
         Plan {
@@ -456,7 +442,6 @@ impl Default for Plan {
             tp_overlap: false,
             p2p_overlap: false,
             op_sac: false,
-            stated: StatedKeys::default(),
         }
     }
 }
@@ -480,17 +465,16 @@ impl Plan {
         self.dp.saturating_mul(self.cp)
     }
 
-    /// Whether the plan's text stated `key` (as written: `ddp` is not `dp`),
-    /// whatever its value; false for a plan built by hand.
-    pub fn states(&self, key: &str) -> bool {
-        self.stated.contains(key)
-    }
-
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
     /// `fsdp=N` is `dp=N` with ZeRO-3; `gbs` sets the microbatches from the global batch.
-    /// The plan remembers which keys it stated ([`Plan::states`]).
     pub fn parse(spec: &str) -> Result<Plan, crate::Error> {
+        Plan::parse_stated(spec).map(|(p, _)| p)
+    }
+
+    /// [`Plan::parse`], and the keys the text stated, whatever their values.
+    pub fn parse_stated(spec: &str) -> Result<(Plan, StatedKeys), crate::Error> {
         let mut p = Plan::default();
+        let mut stated = StatedKeys::default();
         let mut gbs = None;
         for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = part.split_once('=').map_or((part, None), |(k, v)| (k.trim(), Some(v.trim())));
@@ -565,7 +549,7 @@ impl Plan {
                     )));
                 }
             }
-            p.stated.insert(k);
+            stated.insert(k);
         }
         // Degrees are the user's numbers: every product the projection forms of them must fit.
         p.checked_gpus()?;
@@ -577,7 +561,7 @@ impl Plan {
             }
             p.microbatches = g / per;
         }
-        Ok(p)
+        Ok((p, stated))
     }
 
     /// `tp=8,pp=4,dp=64,zero=3,mb=1,microbatches=16` (only what differs from 1 / off).
@@ -2388,25 +2372,26 @@ mod tests {
         assert!(Plan::parse("dp=3,gbs=10").is_err());
     }
 
-    /// A parsed plan remembers the keys its text stated, as written, whatever their value
+    /// A plan parsed with its stated keys: those its text wrote, as written, whatever their value
     /// (what `validate`'s framework defaults leave alone); the text does not change what it runs.
     #[test]
     fn plans_remember_the_keys_their_text_states() {
-        let p = Plan::parse(" tp = 2 ,ddp=4, zero=0,tp_overlap=off,,recompute=none").unwrap();
+        let (p, stated) = Plan::parse_stated(" tp = 2 ,ddp=4, zero=0,tp_overlap=off,,recompute=none").unwrap();
         for key in ["tp", "ddp", "zero", "tp_overlap", "recompute"] {
-            assert!(p.states(key), "{key}");
+            assert!(stated.contains(key), "{key}");
         }
         for key in ["dp", "fsdp", "sp", "p2p_overlap", "pp", "", "tq"] {
-            assert!(!p.states(key), "{key}");
+            assert!(!stated.contains(key), "{key}");
         }
         assert_eq!(p, Plan { tp: 2, dp: 4, ..Plan::default() });
-        assert!(StatedKeys::KEYS.iter().all(|k| !Plan::default().states(k)));
+        assert_eq!(Plan::parse_stated("tp=2,dp=4").unwrap().0, p);
+        assert!(StatedKeys::KEYS.iter().all(|k| !StatedKeys::default().contains(k)));
         // Every key parse takes has its bit.
         let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
                      fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1";
-        let p = Plan::parse(every).unwrap();
+        let (_, stated) = Plan::parse_stated(every).unwrap();
         assert_eq!(every.split(',').count(), StatedKeys::KEYS.len());
-        assert!(every.split(',').all(|part| p.states(part.trim().split('=').next().unwrap())), "{:?}", p.stated);
+        assert!(every.split(',').all(|part| stated.contains(part.trim().split('=').next().unwrap())), "{stated:?}");
     }
 
     #[test]

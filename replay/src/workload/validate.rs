@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
 
-use super::llm::{Cluster, Plan, SystemOverrides, Task, Transformer, project};
+use super::llm::{Cluster, Plan, StatedKeys, SystemOverrides, Task, Transformer, project};
 
 /// A file of measured runs.
 #[derive(Debug, Clone, Deserialize)]
@@ -427,8 +427,8 @@ impl Framework {
         }
     }
 
-    /// Applies the framework's defaults to what `plan` (as parsed from the run's text) does not state; notes what changed.
-    fn apply_defaults(self, plan: &mut Plan) -> Vec<String> {
+    /// Applies the framework's defaults to what `plan` does not state (`stated`: the keys of the run's text); notes what changed.
+    fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys) -> Vec<String> {
         let mut applied = Vec::new();
         if self == Framework::Torchtitan {
             if plan.selective && !plan.op_sac && !plan.recompute {
@@ -437,21 +437,21 @@ impl Framework {
             }
             return Vec::new();
         }
-        if plan.tp > 1 && !plan.sp && !plan.states("sp") {
+        if plan.tp > 1 && !plan.sp && !stated.contains("sp") {
             plan.sp = true;
             applied.push("sp (sequence parallelism with TP)");
         }
-        if plan.dp * plan.cp > 1 && plan.zero == 0 && !plan.states("zero") && !plan.states("fsdp") && !plan.states("ddp") {
+        if plan.dp * plan.cp > 1 && plan.zero == 0 && !stated.contains("zero") && !stated.contains("fsdp") && !stated.contains("ddp") {
             plan.zero = 1;
             applied.push("zero=1 (the distributed optimizer)");
         }
         // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
         // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
-        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !plan.states("p2p_overlap") {
+        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
             plan.p2p_overlap = true;
             applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)");
         }
-        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !plan.states("tp_overlap") {
+        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !stated.contains("tp_overlap") {
             plan.tp_overlap = true;
             applied.push("tp_overlap (TP communication overlap, userbuffers)");
         }
@@ -473,7 +473,7 @@ fn project_run(
         if let Some(m) = measurements {
             cluster.use_measurements(m.clone());
         }
-        let mut plan = Plan::parse(&run.plan)?;
+        let (mut plan, stated) = Plan::parse_stated(&run.plan)?;
         measured = run.measured_per_gpu(&model, &plan)?;
         let mut notes = Vec::new();
         if let Some(precision) = &run.precision {
@@ -499,7 +499,7 @@ fn project_run(
             notes.push(format!("framework: {f}"));
         }
         if let Some((fw, name, from_source)) = Framework::of(run) {
-            let applied = fw.apply_defaults(&mut plan);
+            let applied = fw.apply_defaults(&mut plan, &stated);
             if !applied.is_empty() {
                 let how = if from_source { " (framework named by the source)" } else { "" };
                 notes.push(format!("{name} defaults the plan does not state{how}: {}", applied.join(", ")));
