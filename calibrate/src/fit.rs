@@ -25,7 +25,7 @@ pub struct LineFit {
 }
 
 /// A line through `(x, y)` points weighted by 1/y² and constrained to a
-/// non-negative intercept ([`line_nonneg`]), without copies of the points (a
+/// non-negative intercept (`line_nonneg`), without copies of the points (a
 /// job's kernel fit has millions). With durations whose noise grows with
 /// their size, weights 1/y² make every point count by its relative error, so
 /// small messages pin the latency and large ones the bandwidth. `None` with

@@ -148,10 +148,9 @@ pub struct Measurements {
     /// The pricing layer's GEMM tables and rates derived from `gemm` and
     /// `user_files`: built by the first [`crate::pricing::Pricing`] over this
     /// base that needs them and shared by every later one. Empty in a default
-    /// or a clone; [`Measurements::add_text`] empties it. Changing `gemm` or
-    /// `user_files` in place after pricing leaves it stale: set it to
-    /// [`GemmIndex::default`] then.
-    pub gemm_index: GemmIndex,
+    /// or a clone; [`Measurements::add_text`] empties it. Rows changed in
+    /// place after pricing would leave it stale: change them in a clone.
+    pub(crate) gemm_index: GemmIndex,
 }
 
 const SHIPPED: [(&str, &str); 4] = [

@@ -371,7 +371,7 @@ impl GemmTable {
 pub struct Pricing {
     /// The catalog (specs of every GPU).
     pub catalog: Catalog,
-    /// The measured base (with its GEMM tables, [`Measurements::gemm_index`]).
+    /// The measured base (with the GEMM tables derived from it, kept on it).
     pub measurements: Arc<Measurements>,
     link_shares: std::sync::OnceLock<LinkShares>,
 }
@@ -1052,7 +1052,7 @@ type GemmTables = HashMap<(Arc<str>, Dtype), Vec<GemmTable>>;
 /// base that prices a GEMM, shared by every later one. A default is empty,
 /// and so is a clone (a cloned base may be changed): built again on use.
 #[derive(Default)]
-pub struct GemmIndex(std::sync::OnceLock<Gemms>);
+pub(crate) struct GemmIndex(std::sync::OnceLock<Gemms>);
 
 impl Clone for GemmIndex {
     fn clone(&self) -> GemmIndex {

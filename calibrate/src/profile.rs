@@ -814,7 +814,7 @@ fn kernel_fits(
     kernels
 }
 
-/// Least R² of a published kernel fit (see [`supported`]).
+/// Least R² of a published kernel fit (see `supported`).
 pub const MIN_FIT_R2: f64 = 0.3;
 
 /// Whether the samples of a kernel fit support it. A fit already has at

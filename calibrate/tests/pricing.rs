@@ -108,7 +108,8 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
             // Only this system's rows up to the cut-off: the user's file of a smaller job.
             let collectives =
                 full.collectives.iter().filter(|r| &*r.from.source_id == source && &*r.gpu == gpu_id && r.gpus <= cut).cloned().collect();
-            let m = Measurements { collectives, ..Measurements::default() };
+            let mut m = Measurements::default();
+            m.collectives = collectives;
             let pricing = Pricing::new(catalog.clone(), Arc::new(m));
             let (mut small, mut large, mut every) = (Vec::new(), Vec::new(), Vec::new());
             // Measured: the faster of the in-place and out-of-place columns at each size.
@@ -178,8 +179,9 @@ fn link_spec_predicts_each_gpu_from_the_others() {
         seen.push(gpu.id.clone());
         let same: Vec<String> = gpu.measurement_ids().map(str::to_string).collect();
         let held: Vec<_> = full.collectives.iter().filter(|r| same.iter().any(|s| s == &*r.gpu)).collect();
-        let rest = full.collectives.iter().filter(|r| !same.iter().any(|s| s == &*r.gpu)).cloned().collect();
-        let pricing = Pricing::new(catalog.clone(), Arc::new(Measurements { collectives: rest, ..Measurements::default() }));
+        let mut rest = Measurements::default();
+        rest.collectives = full.collectives.iter().filter(|r| !same.iter().any(|s| s == &*r.gpu)).cloned().collect();
+        let pricing = Pricing::new(catalog.clone(), Arc::new(rest));
         let (mut large, mut small) = (Vec::new(), Vec::new());
         for r in held.iter().filter(|r| r.collective == Collective::AllReduce && r.gpus == 8 && r.nodes == 1) {
             let p = pricing.collective(&gpu, Collective::AllReduce, r.size_bytes, 8, 8).expect("a price");
