@@ -139,7 +139,39 @@ pub struct Gpu {
     pub vendor: Option<String>,
 }
 
+/// `what = value` when `value` is not a positive finite number.
+fn not_positive(what: &str, value: f64) -> Option<String> {
+    (!(value.is_finite() && value > 0.0)).then(|| format!("{what} = {value}: must be a positive number"))
+}
+
 impl Gpu {
+    /// Why the entry's numbers cannot price anything, if they cannot: a
+    /// peak, capacity, bandwidth or clock that is not positive, a negative
+    /// cache, no SMs.
+    fn unusable(&self) -> Option<String> {
+        let peaks = [
+            ("fp64", self.fp64),
+            ("fp32", self.fp32),
+            ("tf32", self.tf32),
+            ("bf16", self.bf16),
+            ("fp16", self.fp16),
+            ("fp8", self.fp8),
+            ("int8", self.int8),
+        ];
+        let message = peaks
+            .into_iter()
+            .find_map(|(what, v)| v.and_then(|v| not_positive(what, v)))
+            .or_else(|| not_positive("memory_gb", self.memory_gb))
+            .or_else(|| not_positive("hbm_gbps", self.hbm_gbps))
+            .or_else(|| not_positive("link_gbps", self.link_gbps))
+            .or_else(|| self.clock_mhz.and_then(|v| not_positive("clock_mhz", v)))
+            .or_else(|| {
+                (!(self.cache_mb.is_finite() && self.cache_mb >= 0.0)).then(|| format!("cache_mb = {}: must be 0 or more", self.cache_mb))
+            })
+            .or_else(|| (self.sms == Some(0)).then(|| "sms = 0: must be at least 1".to_string()))?;
+        Some(format!("gpu {:?}: {message}", self.id))
+    }
+
     /// Peak dense throughput for `dtype`, FLOP/s.
     pub fn peak_flops(&self, dtype: Dtype) -> Option<f64> {
         let tflops = match dtype {
@@ -203,6 +235,17 @@ pub struct Node {
     pub source: String,
 }
 
+impl Node {
+    /// Why the preset's numbers cannot price anything, if they cannot.
+    fn unusable(&self) -> Option<String> {
+        let message = (self.gpus == 0)
+            .then(|| "gpus = 0: must be at least 1".to_string())
+            .or_else(|| (self.nics == 0).then(|| "nics = 0: must be at least 1".to_string()))
+            .or_else(|| not_positive("nic_gbps", self.nic_gbps))?;
+        Some(format!("node {:?}: {message}", self.id))
+    }
+}
+
 #[derive(Deserialize)]
 struct File {
     #[serde(default)]
@@ -253,6 +296,11 @@ impl Catalog {
 
     fn add_toml(&mut self, text: &str, path: &Path) -> Result<()> {
         let file: File = toml::from_str(text).map_err(|e| Error::Catalog { path: path.to_path_buf(), message: e.to_string() })?;
+        // Every number divides or scales a price: one that is not a positive
+        // (finite) quantity would project NaN or infinite times.
+        if let Some(message) = file.gpu.iter().find_map(Gpu::unusable).or_else(|| file.node.iter().find_map(Node::unusable)) {
+            return Err(Error::Catalog { path: path.to_path_buf(), message });
+        }
         for g in file.gpu {
             match self.gpus.iter_mut().find(|x| x.id == g.id) {
                 Some(x) => *x = g,
@@ -483,5 +531,38 @@ mod tests {
         assert_eq!(c.gpus.len(), n);
         assert_eq!(c.gpu("h100-sxm").unwrap().bf16, Some(1.0));
         assert!(c.add_toml("[[gpu]]\nid = 3\n", Path::new("bad.toml")).is_err());
+    }
+
+    /// A user's entry whose numbers cannot price (a zero, negative or NaN peak,
+    /// bandwidth or capacity; a node of no GPUs) is refused, naming the file,
+    /// the entry and the field, and the catalog is left as it was.
+    #[test]
+    fn user_entries_with_numbers_that_cannot_price_are_refused() {
+        let gpu = |field: &str| {
+            let mut text = "[[gpu]]\nid = \"mine\"\nname = \"x\"\nsource = \"s\"\nbf16 = 100.0\nmemory_gb = 80.0\nhbm_gbps = 2000.0\nlink_gbps = 400.0\n".to_string();
+            let key = field.split(" = ").next().unwrap();
+            text = text.lines().filter(|l| !l.starts_with(&format!("{key} "))).map(|l| format!("{l}\n")).collect();
+            text + field + "\n"
+        };
+        for (field, says) in [
+            ("bf16 = 0.0", "bf16 = 0"),
+            ("fp8 = -5.0", "fp8 = -5"),
+            ("hbm_gbps = nan", "hbm_gbps = NaN"),
+            ("link_gbps = 0.0", "link_gbps = 0"),
+            ("memory_gb = -1.0", "memory_gb = -1"),
+            ("cache_mb = -2.0", "cache_mb = -2"),
+            ("clock_mhz = inf", "clock_mhz = inf"),
+            ("sms = 0", "sms = 0"),
+        ] {
+            let mut c = Catalog::builtin();
+            let n = c.gpus.len();
+            let e = c.add_toml(&gpu(field), Path::new("mine.toml")).expect_err(field).to_string();
+            assert!(e.contains("mine.toml") && e.contains("\"mine\"") && e.contains(says), "{field}: {e}");
+            assert_eq!(c.gpus.len(), n, "{field}");
+        }
+        assert!(Catalog::builtin().add_toml(&gpu("fp8 = 200.0"), Path::new("mine.toml")).is_ok());
+        let node = "[[node]]\nid = \"box\"\ngpu = \"h100-sxm\"\ngpus = 0\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
+        let e = Catalog::builtin().add_toml(node, Path::new("n.toml")).unwrap_err().to_string();
+        assert!(e.contains("n.toml") && e.contains("\"box\"") && e.contains("gpus = 0"), "{e}");
     }
 }
