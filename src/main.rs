@@ -3,6 +3,7 @@
 
 mod cli;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let out = &mut std::io::stdout();
+    let out = &mut Stdout { inner: std::io::stdout(), closed: false };
     let result = match cli.command {
         Command::Analyze(args) => analyze::run(&args.into_options(), out),
         Command::Calibrate(args) => calibrate::run(&args.into_options(), out),
@@ -43,15 +44,48 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NoPlan | Outcome::Regressed) => ExitCode::from(1),
         Ok(Outcome::BadFiles) => ExitCode::from(2),
-        // A write to a closed pipe (`tracecast … | head`) ends quietly with exit status 0, as
-        // ripgrep's: the reader took what it wanted (STYLE). Rust ignores SIGPIPE, so the write
-        // fails with `BrokenPipe` instead of killing the process.
-        Err(e) if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) => {
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Standard output that a closed pipe silences instead of failing: the reader
+/// took what it wanted (`tracecast … | head`, STYLE), while the command still
+/// writes its files and ends with its own exit status. Rust ignores SIGPIPE,
+/// so such a write fails with `BrokenPipe` instead of ending the process.
+struct Stdout {
+    inner: std::io::Stdout,
+    closed: bool,
+}
+
+impl Stdout {
+    fn unless_closed(&mut self, r: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(len)
+            }
+            r => r,
+        }
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.unless_closed(r, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush().map(|()| 0);
+        self.unless_closed(r, 0).map(|_| ())
     }
 }

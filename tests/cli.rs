@@ -1015,30 +1015,60 @@ fn parquet_tables_carry_large_strings_that_older_readers_open() {
 }
 
 /// Issue 25: `tracecast demo | head -1` panicked ("failed printing to stdout"), as did
-/// every command that printed with `println!`. A closed pipe now ends a command quietly
-/// with exit 0. The pipe's read end is closed before the command starts, so every write fails.
+/// every command that printed with `println!`. A closed pipe now silences the terminal
+/// text only: the command still writes its files and ends with its own exit status (a
+/// closed pipe used to end it at its first line, before its files, with status 0 even
+/// when an input was bad). The pipe's read end is closed before the command starts, so
+/// every write to stdout fails.
 #[test]
-fn commands_writing_to_a_closed_pipe_exit_zero_without_a_panic() {
+fn commands_writing_to_a_closed_pipe_still_write_their_files_and_keep_their_exit_status() {
     let dir = scratch("closed-pipe");
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
     let a = shared().join("hta/trace_diff/control/control.json.gz");
     let b = shared().join("hta/trace_diff/test/test.json.gz");
-    let commands: Vec<Vec<std::ffi::OsString>> = vec![
-        vec!["demo".into()],
-        vec!["analyze".into(), demo.clone().into()],
-        vec!["ingest".into(), demo.clone().into(), "--out".into(), dir.join("ds").into()],
-        vec!["synth".into(), "--out".into(), dir.join("synth").into(), "--ranks".into(), "2".into()],
-        vec!["report".into(), demo.into(), "--out".into(), dir.join("r.html").into()],
-        vec!["diff".into(), a.into(), b.into()],
-        vec!["project".into(), "--model".into(), "llama2-7b".into(), "--system".into(), "h100-sxm".into(), "--gpus".into(), "8".into()],
-        vec!["hw".into(), "list".into()],
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(&a, bad.join("good.json.gz")).unwrap();
+    std::fs::write(bad.join("broken.json.gz"), b"not gzip at all").unwrap();
+    let os = |p: &Path| std::ffi::OsString::from(p);
+    let commands: Vec<(Vec<std::ffi::OsString>, i32, Vec<PathBuf>)> = vec![
+        (vec!["demo".into()], 0, vec![dir.join("tracecast-demo/report.html")]),
+        (
+            vec!["analyze".into(), os(&demo), "--json".into(), os(&dir.join("a.json")), "--csv".into(), os(&dir.join("csv"))],
+            0,
+            vec![dir.join("a.json"), dir.join("csv")],
+        ),
+        (vec!["analyze".into(), os(&bad), "--json".into(), os(&dir.join("bad.json"))], 2, vec![dir.join("bad.json")]),
+        (vec!["ingest".into(), os(&demo), "--out".into(), os(&dir.join("ds"))], 0, vec![dir.join("ds")]),
+        (vec!["synth".into(), "--out".into(), os(&dir.join("synth")), "--ranks".into(), "2".into()], 0, vec![dir.join("synth")]),
+        (vec!["report".into(), os(&demo), "--out".into(), os(&dir.join("r.html"))], 0, vec![dir.join("r.html")]),
+        (vec!["diff".into(), os(&a), os(&b), "--json".into(), os(&dir.join("d.json"))], 0, vec![dir.join("d.json")]),
+        (
+            vec![
+                "project".into(),
+                "--model".into(),
+                "llama2-7b".into(),
+                "--system".into(),
+                "h100-sxm".into(),
+                "--gpus".into(),
+                "8".into(),
+                "--json".into(),
+                os(&dir.join("p.json")),
+            ],
+            0,
+            vec![dir.join("p.json")],
+        ),
+        (vec!["hw".into(), "list".into()], 0, vec![]),
     ];
-    for args in commands {
+    for (args, status, files) in commands {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let o = bin().args(&args).current_dir(&dir).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(status), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        for f in files {
+            assert!(f.exists(), "{args:?}: {} not written", f.display());
+        }
     }
 }
 
