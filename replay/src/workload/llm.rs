@@ -1160,6 +1160,8 @@ struct LayerCosts {
     moe_a2a: f64,
     attn_gather: f64,
     mlp_gather: f64,
+    /// The weights gathered again for the backward (ZeRO-3); ZeRO-2 keeps the forward's.
+    gathers_in_backward: bool,
     attn_grad: f64,
     mlp_grad: f64,
     grad_kind: OpKind,
@@ -1502,10 +1504,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Megatron's TP overlap needs sequence parallelism (its all-gather / reduce-scatter pair).
     let tp_overlap = plan.tp_overlap && tp > 1 && plan.sp;
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
-    let zero3 = plan.zero == 3 && dp > 1;
-    let attn_gather = if zero3 { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
+    // Sharded weights are gathered layer by layer before the forward uses them
+    // (prefetched): ZeRO-3 shards them between uses and gathers them again for the
+    // backward; ZeRO-2, which updates a shard of whole weights, gathers the updated
+    // weights in the next forward and keeps them through the backward (FSDP's
+    // SHARD_GRAD_OP), the bytes of ZeRO-1's all-reduce beyond a reduce-scatter.
+    let gathered = plan.zero >= 2 && dp > 1;
+    let attn_gather = if gathered { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
     let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
-    let mlp_gather = if zero3 { cluster.all_gather(mlp_params_gpu * bytes, dp, dp_g) } else { 0.0 };
+    let mlp_gather = if gathered { cluster.all_gather(mlp_params_gpu * bytes, dp, dp_g) } else { 0.0 };
     // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
     // (experts: over the replicas of each expert).
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 {
@@ -1560,6 +1567,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         moe_a2a,
         attn_gather,
         mlp_gather,
+        gathers_in_backward: plan.zero == 3,
         attn_grad,
         mlp_grad,
         grad_kind,
@@ -2033,13 +2041,15 @@ fn stage_timeline(
             add(&mut lanes, "send", 0, b, SendRecv, p2p, &[]);
         }
     }
+    // ZeRO-2 keeps the forward's gathered weights through the backward.
+    let (attn_gather, mlp_gather) = if c.gathers_in_backward { (c.attn_gather, c.mlp_gather) } else { (0.0, 0.0) };
     for depth in 0..prefetch.max(1) {
         let Some(l) = (layers - 1).checked_sub(depth).filter(|l| *l >= frozen) else { break };
-        if c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l, b, AllGather, c.mlp_gather, &[]);
+        if mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l, b, AllGather, mlp_gather, &[]);
         }
-        if c.attn_gather > 0.0 && (prefetch > 0 || depth > 0) {
-            add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[]);
+        if attn_gather > 0.0 && (prefetch > 0 || depth > 0) {
+            add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[]);
         }
     }
     let mut prev = if c.p2p_overlap { 0 } else { k("recv", 0, b) };
@@ -2095,11 +2105,11 @@ fn stage_timeline(
         if overlap_tp {
             add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
         }
-        if prefetch == 0 && c.attn_gather > 0.0 {
-            add(&mut lanes, "attn_ag", l, b, AllGather, c.attn_gather, &[k("mlp", l, b)]);
+        if prefetch == 0 && attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[k("mlp", l, b)]);
         }
-        if prefetch > 0 && l >= frozen + prefetch && c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, c.mlp_gather, &[k("mlp", l, b)]);
+        if prefetch > 0 && l >= frozen + prefetch && mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, mlp_gather, &[k("mlp", l, b)]);
         }
         if sync && !c.grad_after && c.mlp_grad > 0.0 {
             add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[k("mlp", l, b)]);
@@ -2117,11 +2127,11 @@ fn stage_timeline(
         if overlap_tp {
             add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
         }
-        if prefetch == 0 && l > frozen && c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, c.mlp_gather, &[k("attn", l, b)]);
+        if prefetch == 0 && l > frozen && mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, mlp_gather, &[k("attn", l, b)]);
         }
-        if prefetch > 0 && l >= frozen + prefetch && c.attn_gather > 0.0 {
-            add(&mut lanes, "attn_ag", l - prefetch, b, AllGather, c.attn_gather, &[k("attn", l, b)]);
+        if prefetch > 0 && l >= frozen + prefetch && attn_gather > 0.0 {
+            add(&mut lanes, "attn_ag", l - prefetch, b, AllGather, attn_gather, &[k("attn", l, b)]);
         }
         if sync && !c.grad_after && c.attn_grad > 0.0 {
             add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[k("attn", l, b)]);
@@ -2195,6 +2205,7 @@ mod tests {
             moe_a2a: 0.0,
             attn_gather: 0.0,
             mlp_gather: 0.0,
+            gathers_in_backward: false,
             attn_grad: 0.0,
             mlp_grad: 0.0,
             grad_kind: OpKind::AllReduce,
@@ -2458,6 +2469,34 @@ mod tests {
         let kept = mem("mb=1,attention=materialized,dropout") - mem("mb=1");
         assert!((kept - m.layers as f64 * 5.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
         assert!(Plan::parse(&Plan::parse("dropout").unwrap().describe()).unwrap().dropout);
+    }
+
+    /// ZeRO-2 updates a shard of whole weights: the next forward all-gathers the updated
+    /// weights layer by layer (once per microbatch, as FSDP's SHARD_GRAD_OP) and the
+    /// backward keeps them, where ZeRO-3 gathers them again. ZeRO-2 had gathered nothing,
+    /// moving half of ZeRO-1's bytes, and `search` ranked it first for that.
+    #[test]
+    fn zero_2_gathers_the_updated_weights_in_each_forward_only() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(16);
+        let kind = |spec: &str, k: &str| {
+            project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms.get(k).copied().unwrap_or(0.0)
+        };
+        let layers = m.layers as f64;
+        let bytes = m.bytes;
+        // One layer's weights gathered over the 16 replicas (8 to a node), in ms.
+        let layer_ms = (c.all_gather(m.attention_params() * bytes, 16, 8) + c.all_gather(m.ffn_params() * bytes, 16, 8)) * 1e3;
+        for microbatches in [1.0, 3.0] {
+            let spec = |z: u32| format!("dp=16,zero={z},mb=1,microbatches={microbatches}");
+            let (two, three) = (kind(&spec(2), "all_gather"), kind(&spec(3), "all_gather"));
+            assert!(
+                (two / (microbatches * layers * layer_ms) - 1.0).abs() < 1e-9,
+                "zero=2: {two} ms, {microbatches} × {layers} × {layer_ms}"
+            );
+            assert!((three / two - 2.0).abs() < 1e-9, "zero=3 {three} ms against zero=2 {two} ms");
+            assert_eq!(kind(&spec(2), "reduce_scatter"), kind(&spec(3), "reduce_scatter"));
+            assert_eq!(kind(&spec(1), "all_gather"), 0.0);
+        }
     }
 
     #[test]
