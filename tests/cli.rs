@@ -1173,3 +1173,53 @@ fn every_command_computes_each_per_rank_fact_once() {
         assert_eq!(got, want, "{args:?}");
     }
 }
+
+/// `replay --target` onto the trace's own GPU, without a profile, is the identity: the
+/// trace measured its kernels there, the most specific price of each (before, the H100
+/// timesformer trace replayed 1.165× faster "on H100", its GEMMs priced by the shipped
+/// profile's tables: 53.5 → 32.1 ms). A profile given with --profile is a software stack
+/// to price with on the same GPU.
+#[test]
+fn projecting_onto_the_traces_own_gpu_keeps_its_kernels_unless_a_profile_is_given() {
+    let dir = scratch("same-gpu");
+    let trace = shared().join("tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    let other = shared().join("tracelens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz");
+    let (same, priced, profile) = (dir.join("same.json"), dir.join("priced.json"), dir.join("owlv2.json"));
+    let o = run(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--target".as_ref(),
+        "h100-sxm".as_ref(),
+        "--json".as_ref(),
+        same.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&same);
+    let job = &doc["jobs"][0];
+    let rank = &job["ranks"][0];
+    assert_eq!(rank["replayed_step_us"], rank["measured_step_us"], "{rank}");
+    let rules = job["projection"]["rules"].as_array().unwrap();
+    assert!(rules.iter().all(|r| r["rule"] == "measured_on_target" && r["measured_us"] == r["projected_us"]), "{rules:?}");
+    // Another H100 run's calibration as the stack: the kernels are priced, the step moves.
+    let o = run(&["calibrate".as_ref(), other.as_os_str(), "--out".as_ref(), profile.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--target".as_ref(),
+        "h100-sxm".as_ref(),
+        "--profile".as_ref(),
+        profile.as_os_str(),
+        "--json".as_ref(),
+        priced.as_os_str(),
+        "-q".as_ref(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&priced);
+    let rules = doc["jobs"][0]["projection"]["rules"].as_array().unwrap();
+    assert!(rules.iter().all(|r| r["rule"] != "measured_on_target"), "{rules:?}");
+    let rank = &doc["jobs"][0]["ranks"][0];
+    assert_ne!(rank["replayed_step_us"], rank["measured_step_us"], "{rank}");
+}

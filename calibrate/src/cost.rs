@@ -58,6 +58,8 @@ pub enum Rule {
     LatencyBound,
     /// Kept its measured time: no work model, not short.
     Measured,
+    /// Kept its measured time: measured on the target GPU itself.
+    MeasuredOnTarget,
 }
 
 impl Rule {
@@ -77,6 +79,9 @@ impl Rule {
             Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
             Rule::LatencyBound => "latency-bound short kernel, scaled by the GPUs' short-kernel times",
             Rule::Measured => "kept its measured time (no work model)",
+            Rule::MeasuredOnTarget => {
+                "kept its measured time (measured on the target GPU itself; give a profile of another stack with --profile to price it)"
+            }
         }
     }
 }
@@ -189,6 +194,12 @@ impl CrossDevice<'_> {
     pub fn kernel(&self, k: &KernelWork, measured_us: f64) -> KernelCost {
         let keep = KernelCost { us: measured_us, low_us: measured_us, high_us: measured_us, rule: Rule::Measured };
         let (Some(sg), Some(tg)) = (self.source.gpu.as_ref(), self.target.gpu.as_ref()) else { return keep };
+        // The most specific price of a kernel on a GPU is its own measurement there: the
+        // GPU's default model is fitted on other work (a profile chosen for its software
+        // stack prices the kernels: "this run with that stack").
+        if sg.id == tg.id && self.target.default_for_gpu {
+            return KernelCost { rule: Rule::MeasuredOnTarget, ..keep };
+        }
         let (src, tgt) = (Side { gpu: sg, model: self.source }, Side { gpu: tg, model: self.target });
         if let Some(cost) = self.gemm_by_shape(k, sg, tg, measured_us) {
             return cost;

@@ -28,6 +28,11 @@ pub struct DeviceModel {
     pub source: String,
     /// The profile's short-kernel time, µs.
     pub kernel_floor_us: Option<f64>,
+    /// Whether this is the GPU's default model (its shipped profile, a similar
+    /// GPU's, or its specs) rather than a calibration chosen for its software
+    /// stack: a trace projected onto its own GPU keeps its measured kernels
+    /// instead of taking a default fitted on other work.
+    pub default_for_gpu: bool,
 }
 
 /// How a link fit was found for a collective.
@@ -78,6 +83,7 @@ impl DeviceModel {
             kernel_floor_us: p.kernel_floor_us,
             profile: Some(p),
             source: "calibration profile".into(),
+            default_for_gpu: false,
         }
     }
 
@@ -94,7 +100,7 @@ impl DeviceModel {
     /// (`report`) gives the replay this as its source device instead of samples.
     pub fn from_own_calibration(profile: Option<Profile>, catalog: &Catalog) -> DeviceModel {
         let Some(mut p) = profile else {
-            return DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None };
+            return DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None, default_for_gpu: false };
         };
         let shipped = p.device.catalog_id.as_deref().and_then(crate::shipped::profile);
         let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
@@ -116,7 +122,13 @@ impl DeviceModel {
 
     /// A GPU known only by its catalog specs (nobody has traced it yet).
     pub fn from_gpu(gpu: &Gpu) -> DeviceModel {
-        DeviceModel { gpu: Some(gpu.clone()), profile: None, source: "catalog specs only".into(), kernel_floor_us: None }
+        DeviceModel {
+            gpu: Some(gpu.clone()),
+            profile: None,
+            source: "catalog specs only".into(),
+            kernel_floor_us: None,
+            default_for_gpu: false,
+        }
     }
 
     /// The valid fit of `class` for exactly `dtype`: one inside the physical

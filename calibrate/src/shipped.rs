@@ -124,7 +124,9 @@ pub fn untraced(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> DeviceModel {
 /// What prices `gpu` as the target of a trace's replay without a profile:
 /// [`for_gpu`], else [`untraced`].
 pub fn target(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> DeviceModel {
-    for_gpu(gpu, catalog).unwrap_or_else(|| untraced(gpu, catalog))
+    let mut m = for_gpu(gpu, catalog).unwrap_or_else(|| untraced(gpu, catalog));
+    m.default_for_gpu = true;
+    m
 }
 
 #[cfg(test)]
