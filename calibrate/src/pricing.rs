@@ -46,6 +46,8 @@ pub enum PriceRule {
     GemmTable,
     /// The spec model with shape behaviour learned across measured GPUs.
     GemmSpecModel,
+    /// The user's measurement of this very shape on this GPU.
+    GemmMeasuredShape,
     /// The GPU's measured attention kernels, interpolated in sequence length.
     AttentionTable,
     /// Another GPU's measured attention kernels (same vendor, closest specs), scaled by the peaks.
@@ -70,6 +72,7 @@ impl PriceRule {
         match self {
             PriceRule::GemmTable => "gemm_table",
             PriceRule::GemmSpecModel => "gemm_spec_model",
+            PriceRule::GemmMeasuredShape => "gemm_measured_shape",
             PriceRule::AttentionTable => "attention_table",
             PriceRule::AttentionSpecModel => "attention_spec_model",
             PriceRule::CollectiveCurve => "collective_curve",
@@ -85,6 +88,7 @@ impl PriceRule {
         match self {
             PriceRule::GemmTable => "the GPU's measured GEMM table, interpolated in log shape",
             PriceRule::GemmSpecModel => "the GPU's specs, shape behaviour learned across measured GPUs",
+            PriceRule::GemmMeasuredShape => "the user's measurement of this shape on this GPU",
             PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
             PriceRule::AttentionSpecModel => "the closest measured GPU's attention kernels of its vendor, scaled by the peaks",
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
@@ -101,7 +105,7 @@ impl PriceRule {
     /// BENCHMARKS.md "Pricing layer"): the band a projection states.
     pub fn band(self) -> f64 {
         match self {
-            PriceRule::GemmTable => GEMM_TABLE_BAND,
+            PriceRule::GemmTable | PriceRule::GemmMeasuredShape => GEMM_TABLE_BAND,
             PriceRule::GemmSpecModel => GEMM_SPEC_BAND,
             PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
             PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
@@ -435,7 +439,67 @@ impl Pricing {
 
     /// What `shape` costs on `gpu`. `learn_without` names measurement ids
     /// the spec model must not learn from (leave-one-GPU-out validation).
+    /// The user's rows of this GPU, when too few for a table of their own
+    /// ([`MIN_TABLE_SHAPES`]), still come first: the shape they measured is
+    /// priced at its measured time; other shapes at the rule's price × the
+    /// geometric mean of the rows' measured ÷ priced times (as a collective's
+    /// single measured points scale its curve).
     pub fn gemm_excluding(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
+        let Some(rows) = self.user_gemm_rows(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu)) else {
+            return self.gemm_by_rule(gpu, shape, exclude);
+        };
+        let at = |p: &([f64; 4], f64)| GemmShape {
+            batch: p.0[0].exp2(),
+            m: p.0[1].exp2(),
+            n: p.0[2].exp2(),
+            k: p.0[3].exp2(),
+            dtype: shape.dtype,
+        };
+        let x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
+        if let Some(p) = rows.points.iter().find(|p| p.0.iter().zip(x).all(|(a, b)| (a - b).abs() < 1e-9)) {
+            let basis = format!(
+                "the user's measurement of this shape on {} ({})",
+                rows.gpu,
+                rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+            );
+            return Some(Price {
+                time_us: p.1.exp(),
+                rule: PriceRule::GemmMeasuredShape,
+                extrapolated: false,
+                basis,
+                band: PriceRule::GemmMeasuredShape.band(),
+            });
+        }
+        let mut price = self.gemm_by_rule(gpu, shape, exclude)?;
+        let ln_ratios: Vec<f64> = rows
+            .points
+            .iter()
+            .filter_map(|p| Some(p.1 - self.gemm_by_rule(gpu, &at(p), exclude)?.time_us.ln()))
+            .filter(|r| r.is_finite())
+            .collect();
+        if !ln_ratios.is_empty() {
+            let f = (ln_ratios.iter().sum::<f64>() / ln_ratios.len() as f64).exp();
+            price.time_us *= f;
+            price.basis.push_str(&format!(
+                "; × {f:.3}, the measured ÷ priced time of the user's {} shape(s) of {} (too few for a table of their own)",
+                ln_ratios.len(),
+                rows.gpu
+            ));
+        }
+        Some(price)
+    }
+
+    /// The user's GEMM rows of `gpu` and `dtype`'s class when fewer than a table needs.
+    fn user_gemm_rows(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
+        let tables = &self.gemms().tables;
+        gpu.measurement_ids()
+            .filter_map(|id| tables.get(&(Arc::from(id), table_dtype(dtype))))
+            .flatten()
+            .find(|t| t.user && t.points.len() < MIN_TABLE_SHAPES)
+    }
+
+    /// [`Pricing::gemm_excluding`] by the table and spec-model rules alone.
+    fn gemm_by_rule(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
         if let Some(t) = self.gemm_table(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu))
             && let Some((ln_t, extrapolated)) = t.at(shape)
         {
@@ -519,7 +583,8 @@ impl Pricing {
     /// `replay --target` and `project`.
     pub fn gemm_corrected(&self, gpu: &Gpu, shape: &GemmShape, correction: Option<&crate::profile::TableCorrection>) -> Option<Price> {
         let mut p = self.gemm(gpu, shape)?;
-        if let Some(c) = correction {
+        // The user's measurement of the shape is of their stack already.
+        if let Some(c) = correction.filter(|_| p.rule != PriceRule::GemmMeasuredShape) {
             p.time_us *= c.ratio;
             p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
             p.basis.push_str(&format!(
@@ -738,15 +803,64 @@ impl Pricing {
 
     /// What `collective` of `bytes` (nccl-tests size) over `gpus` GPUs,
     /// `gpus_per_node` to a node, costs on `gpu`, from measured curves.
+    /// The user's rows of the GPU come first: their curves when they make
+    /// one; else the shipped rows' price, at the user's measured time where
+    /// they measured this collective, size and GPU count, and otherwise × the
+    /// geometric mean of their measured ÷ priced times at this GPU count (their
+    /// points of it too few for a curve).
     pub fn collective(&self, gpu: &Gpu, collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> Option<Price> {
         if gpus < 2 {
             return None;
         }
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         let m = &self.measurements;
-        let rows: Vec<&CollectiveRow> = m.collectives.iter().filter(|r| ids.contains(&&*r.gpu)).collect();
+        let (user, shipped): (Vec<&CollectiveRow>, Vec<&CollectiveRow>) =
+            m.collectives.iter().filter(|r| ids.contains(&&*r.gpu)).partition(|r| m.is_user(&r.from));
+        if !user.is_empty()
+            && let Some(p) = self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, &user)
+        {
+            return Some(p);
+        }
+        let price = |bytes: f64| {
+            self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, &shipped)
+                .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node))
+        };
+        let mut p = price(bytes)?;
+        let points: Vec<&&CollectiveRow> =
+            user.iter().filter(|r| r.collective == collective && r.gpus == gpus && r.time_us > 0.0).collect();
+        if let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us)) {
+            p.time_us = r.time_us;
+            p.basis = format!("the user's measurement of this size at {gpus} GPUs ({})", r.from.source_id);
+            p.extrapolated = false;
+            return Some(p);
+        }
+        let ln_ratios: Vec<f64> =
+            points.iter().filter_map(|r| Some((r.time_us / price(r.size_bytes)?.time_us).ln())).filter(|x| x.is_finite()).collect();
+        if !ln_ratios.is_empty() {
+            let f = (ln_ratios.iter().sum::<f64>() / ln_ratios.len() as f64).exp();
+            p.time_us *= f;
+            p.basis.push_str(&format!(
+                "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs (too few for a curve of their own)",
+                ln_ratios.len()
+            ));
+        }
+        Some(p)
+    }
+
+    /// [`Pricing::collective`] from `rows` alone (the user's or the shipped
+    /// ones of the GPU): `None` when they make no curve for the query.
+    fn collective_of_rows(
+        &self,
+        gpu: &Gpu,
+        collective: Collective,
+        bytes: f64,
+        gpus: u32,
+        gpus_per_node: u32,
+        rows: &[&CollectiveRow],
+    ) -> Option<Price> {
+        let m = &self.measurements;
         let any_user = rows.iter().any(|r| m.is_user(&r.from));
-        let rows: Vec<&CollectiveRow> = rows.into_iter().filter(|r| !any_user || m.is_user(&r.from)).collect();
+        let rows: Vec<&CollectiveRow> = rows.to_vec();
         let multi = gpus > gpus_per_node.max(1);
         let own: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == collective).collect();
         let own_systems = Systems::of(&own, multi, m);
@@ -761,9 +875,7 @@ impl Pricing {
         } else {
             (own_systems, bytes, None)
         };
-        let Some(system) = systems.best(gpus, gpus_per_node) else {
-            return self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node);
-        };
+        let system = systems.best(gpus, gpus_per_node)?;
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus)?;
         let mut substitution = substitution;
         if substitution.is_some() {

@@ -250,3 +250,53 @@ fn the_spec_model_prices_a_gpu_without_an_sm_count() {
         }
     }
 }
+
+/// A user's measurements too few for a table or a curve of their own still come first:
+/// the GEMM shape or collective size they measured is priced at their measured time,
+/// other shapes and sizes at the shipped rule's price × their measured ÷ priced ratio.
+/// Before, fewer than 8 GEMM shapes were dropped without a note, and one all-reduce row
+/// made the price ignore both it and the shipped curves (the link rule priced it).
+#[test]
+fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
+    let dir = std::env::temp_dir().join(format!("tracecast-few-measurements-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (gemm_file, coll_file) = (dir.join("gemm.csv"), dir.join("nccl.csv"));
+    std::fs::write(&gemm_file, "gpu,dtype,m,n,k,time_us\nh100-sxm,bf16,4096,4096,4096,250\nh100-sxm,bf16,2048,2048,2048,40\n").unwrap();
+    std::fs::write(
+        &coll_file,
+        "source_id,gpu,collective,library,gpus,nodes,gpus_per_node,network,algo,size_bytes,time_us,algbw_gbps,busbw_gbps,in_place,notes\n\
+         mine,h100-sxm,all_reduce,nccl,8,1,8,,,1073741824,10000,,,0,\n",
+    )
+    .unwrap();
+    let shipped = Pricing::builtin();
+    let mine = Pricing::new(Catalog::builtin(), Measurements::with_files(&[gemm_file, coll_file]).unwrap());
+    let h100 = shipped.catalog.gpu("h100-sxm").unwrap().clone();
+    let shape = |m: f64, n: f64, k: f64| GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
+    let own = mine.gemm(&h100, &shape(4096.0, 4096.0, 4096.0)).unwrap();
+    assert!((own.time_us / 250.0 - 1.0).abs() < 1e-12 && own.rule == PriceRule::GemmMeasuredShape, "{} µs: {}", own.time_us, own.basis);
+    // Another shape: the shipped price × the geometric mean of the two rows' ratios.
+    let ratio = |s: GemmShape, t: f64| t / shipped.gemm(&h100, &s).unwrap().time_us;
+    let f = (ratio(shape(4096.0, 4096.0, 4096.0), 250.0) * ratio(shape(2048.0, 2048.0, 2048.0), 40.0)).sqrt();
+    let other = shape(8192.0, 4096.0, 1024.0);
+    let want = shipped.gemm(&h100, &other).unwrap().time_us * f;
+    let got = mine.gemm(&h100, &other).unwrap();
+    assert!(
+        (got.time_us / want - 1.0).abs() < 1e-9 && got.basis.contains("the user's 2 shape(s)"),
+        "{} vs {want}: {}",
+        got.time_us,
+        got.basis
+    );
+    // The all-reduce: the measured size as measured, another size × its ratio to the shipped curve.
+    let (gib, half) = (1073741824.0, 536870912.0);
+    assert_eq!(mine.collective(&h100, Collective::AllReduce, gib, 8, 8).unwrap().time_us, 10000.0);
+    let curve = |b: f64| shipped.collective(&h100, Collective::AllReduce, b, 8, 8).unwrap().time_us;
+    let scaled = mine.collective(&h100, Collective::AllReduce, half, 8, 8).unwrap();
+    assert!((scaled.time_us / (curve(half) * 10000.0 / curve(gib)) - 1.0).abs() < 1e-9, "{}", scaled.basis);
+    assert_eq!(scaled.rule, PriceRule::CollectiveCurve);
+    // Other GPU counts and collectives: the shipped price, untouched.
+    assert_eq!(
+        mine.collective(&h100, Collective::AllGather, half, 8, 8).unwrap().time_us,
+        shipped.collective(&h100, Collective::AllGather, half, 8, 8).unwrap().time_us
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
