@@ -302,3 +302,30 @@ fn analyze_reads_a_parquetdir_export_as_its_sqlite_export() {
     let err = analyze_fails(&pq, "a corrupt Parquet file");
     assert!(err.contains("CUPTI_ACTIVITY_KIND_KERNEL.parquet"), "{err}");
 }
+
+/// `--world-size` grows the groups that span the job; a point-to-point transfer stays
+/// between its two ranks. The 2-GPU export's 33 send/recv pairs were issued in a group
+/// the size of the job's world (2) and were all "resized" to 256 ranks (0.878×).
+#[test]
+fn world_size_leaves_point_to_point_transfers_alone() {
+    let dir = scratch("nsys-world-size");
+    let (plain, grown) = (dir.join("plain.json"), dir.join("grown.json"));
+    let export = shared().join("nsys/mfu_2gpu_before.sqlite");
+    let o = run(&["replay".as_ref(), export.as_os_str(), "--json".as_ref(), plain.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let args = [
+        "replay".as_ref(),
+        export.as_os_str(),
+        "--world-size".as_ref(),
+        "256".as_ref(),
+        "--json".as_ref(),
+        grown.as_os_str(),
+        "-q".as_ref(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (a, b) = (json(&plain), json(&grown));
+    assert_eq!(a["jobs"][0]["ranks"], b["jobs"][0]["ranks"], "send/recv re-costed for 256 ranks");
+    let notes = b["jobs"][0]["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("nothing was rescaled")), "{notes:?}");
+}

@@ -756,10 +756,12 @@ fn recost_communication(
         let dur = eg.graph.dur_ns[t];
         let transfer =
             if is_joined { dur } else { envelope.get(&(c.rank, c.collective, c.group_size, c.bytes)).copied().unwrap_or(dur).min(dur) };
-        // The data-parallel groups that --world-size grows are costed at their new size.
-        let grows = opts.world_size.is_some() && c.group_size == Some(world);
+        // The data-parallel groups that --world-size grows are costed at their new size;
+        // a point-to-point transfer (a pipeline's) stays between its two ranks, whatever
+        // the size of the group it was issued in (a 2-rank job's world).
+        let grows = opts.world_size.is_some() && c.group_size == Some(world) && c.collective != Collective::SendRecv;
         let n = match (c.group_size, opts.world_size) {
-            (Some(g), Some(to)) if g == world => Some(i64::from(to)),
+            (Some(_), Some(to)) if grows => Some(i64::from(to)),
             (g, _) => g,
         };
         let overridden = match (&opts.link, c.bytes, n) {
