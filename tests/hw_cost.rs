@@ -107,3 +107,24 @@ fn collectives_at_a_larger_scale_from_the_users_smaller_sweeps() {
         assert!(q["basis"].as_str().unwrap().contains("the user's measurements"), "{q}");
     }
 }
+
+/// An FP32 GEMM on a GPU whose catalog states an FP32 peak: no measured FP32 GEMMs to learn
+/// shape behaviour from, which the error says (it said "no fp32 peak in the catalog"
+/// beside `hw show` listing 67 TFLOP/s); a user's FP32 sweep prices it.
+#[test]
+fn a_gemm_in_a_dtype_nothing_measured_says_what_is_missing_and_a_users_sweep_prices_it() {
+    let dir = common::scratch("hw-cost-fp32");
+    let args = ["hw", "cost", "h100-sxm", "gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "fp32"];
+    let o = common::run(&args.iter().map(OsStr::new).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(2));
+    let e = common::stderr(&o);
+    assert!(e.contains("no measured fp32 GEMMs") && !e.contains("peak"), "{e}");
+    let sweep = dir.join("fp32.csv");
+    std::fs::write(&sweep, "gpu,dtype,m,n,k,time_us\nh100-sxm,fp32,4096,4096,4096,2500\n").unwrap();
+    let q = quote(
+        &["h100-sxm", "gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "fp32", "--measurements", sweep.to_str().unwrap()],
+        &dir.join("q.json"),
+    );
+    assert!((q["time_us"].as_f64().unwrap() / 2500.0 - 1.0).abs() < 1e-9, "{q}");
+    assert_eq!(q["rule"], "gemm_measured_shape", "{q}");
+}

@@ -1089,7 +1089,15 @@ impl Pricing {
                 let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
                 let correction = profile.and_then(|p| p.table_correction(crate::work::KernelClass::Gemm, Some(s.dtype)));
                 let p = self.gemm_corrected(gpu, s, correction).ok_or_else(|| {
-                    format!("{what} on {}: no measured table and no {} peak in the catalog to price it", gpu.id, s.dtype.as_str())
+                    let dtype = s.dtype.as_str();
+                    match peak(gpu, s.dtype) {
+                        None => format!("{what} on {}: no measured {dtype} table and no {dtype} peak in the catalog to price it", gpu.id),
+                        // The spec model learns how time follows shape from other GPUs' tables of the dtype.
+                        Some(_) => format!(
+                            "{what} on {}: no measured {dtype} GEMMs of it nor of another GPU to learn how their time follows shape (give a sweep of {dtype} GEMMs with --measurements)",
+                            gpu.id
+                        ),
+                    }
                 })?;
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p.clone(), Some(tf), peak(gpu, s.dtype).map(|pk| tf * 1e12 / pk), None)
