@@ -185,6 +185,30 @@ fn a_damaged_part_is_named_and_the_other_ranks_are_read() {
     assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
 }
 
+/// A rank whose events part is missing (lost, or an ingest still writing it: it is
+/// written last) is a bad rank named by its missing file, not left out unseen: the ranks
+/// table lists it. Before, `analyze` read 3 of 4 ranks and exited 0.
+#[test]
+fn a_rank_without_its_events_part_is_named_and_the_others_are_read() {
+    let dir = scratch("dataset-lost-part");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    std::fs::remove_file(ds.join("events/rank-000002.parquet")).unwrap();
+    for command in ["analyze", "replay"] {
+        let out = dir.join(format!("{command}.json"));
+        // `--window all` for analyze: not the options the summaries were cached under, so it reads events.
+        let mut args: Vec<&OsStr> = vec![OsStr::new(command), ds.as_os_str(), OsStr::new("--json"), out.as_os_str(), OsStr::new("-q")];
+        if command == "analyze" {
+            args.extend([OsStr::new("--window"), OsStr::new("all")]);
+        }
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(stderr(&o).contains("events/rank-000002.parquet"), "{command}: {}", stderr(&o));
+        assert_eq!(json(&out)["jobs"][0]["ranks"].as_array().unwrap().len(), 3, "{command}");
+    }
+}
+
 #[test]
 fn analyze_with_the_ingest_options_reads_the_cached_summaries_not_the_events() {
     let dir = scratch("dataset-cache");

@@ -84,25 +84,35 @@ pub fn is_dataset(dir: &Path) -> bool {
     dir.join("manifest.json").is_file() && dir.join("events").is_dir()
 }
 
-/// The event part files of the dataset `dir`, sorted (one per rank).
+/// The event part files of the dataset `dir`, sorted (one per rank): every
+/// rank with an events part, and every rank the `ranks` table has, so that a
+/// rank whose events part was lost (or is still being written: it is written
+/// last) is read as a missing file, a bad rank, not left out unseen.
 pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
     read_manifest(dir)?;
     let events = dir.join("events");
-    let io = |cause| Error::Io { path: events.clone(), cause };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(&events).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // Dot files are parts still being written.
-        if !name.starts_with('.') && name.ends_with(".parquet") {
-            files.push(entry.path());
+    let mut names = std::collections::BTreeSet::new();
+    for table in [&events, &dir.join("ranks")] {
+        let io = |cause| Error::Io { path: table.clone(), cause };
+        let Ok(entries) = std::fs::read_dir(table) else {
+            // A dataset without a ranks table is refused when a rank is read.
+            if table == &events {
+                std::fs::read_dir(table).map_err(io)?;
+            }
+            continue;
+        };
+        for entry in entries {
+            let name = entry.map_err(io)?.file_name().to_string_lossy().into_owned();
+            // Dot files are parts still being written.
+            if !name.starts_with('.') && name.ends_with(".parquet") {
+                names.insert(name);
+            }
         }
     }
-    if files.is_empty() {
+    if names.is_empty() {
         return Err(Error::NoTraces { path: dir.to_path_buf() });
     }
-    files.sort();
-    Ok(files)
+    Ok(names.into_iter().map(|n| events.join(n)).collect())
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
