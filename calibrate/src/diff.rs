@@ -267,6 +267,10 @@ pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
             }
             let pct = bound.trim().trim_end_matches('%').trim();
             let v: f64 = pct.parse().map_err(|_| format!("{part:?}: {bound:?} is not a percentage"))?;
+            // `NaN` and `inf` parse but no change ever exceeds them: a gate that never fires.
+            if !v.is_finite() {
+                return Err(format!("{part:?}: {bound:?} is not a finite percentage"));
+            }
             Ok(Gate { metric: metric.to_string(), max_change: v / 100.0 })
         })
         .collect()
@@ -308,5 +312,9 @@ mod tests {
         assert!(parse_gates("latency>+3%").unwrap_err().contains("not a metric"));
         assert!(parse_gates("step+3%").unwrap_err().contains("METRIC>+N%"));
         assert!(parse_gates("step>fast").unwrap_err().contains("not a percentage"));
+        for bound in ["NaN%", "inf%", "+inf%", "-inf%", "infinity"] {
+            let e = parse_gates(&format!("step>{bound}")).unwrap_err();
+            assert!(e.contains("not a finite percentage") && e.contains(bound), "{bound}: {e}");
+        }
     }
 }
