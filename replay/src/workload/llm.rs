@@ -476,11 +476,26 @@ impl Plan {
         let mut p = Plan::default();
         let mut stated = StatedKeys::default();
         let mut gbs = None;
+        // The setting each part set, and the part: a setting written twice is refused (as `--scale`
+        // refuses a key given twice), whatever its spelling (`dp`, `ddp` and `fsdp` all set dp).
+        let mut seen: Vec<(&str, &str)> = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = part.split_once('=').map_or((part, None), |(k, v)| (k.trim(), Some(v.trim())));
+            if StatedKeys::bit(k).is_some() {
+                let setting = match k {
+                    "ddp" | "fsdp" => "dp",
+                    "microbatch" => "mb",
+                    "m" => "microbatches",
+                    other => other,
+                };
+                if let Some((_, first)) = seen.iter().find(|(s, _)| *s == setting) {
+                    return Err(crate::Error::Plan(format!("{setting} is given twice ({first}, {part})")));
+                }
+                seen.push((setting, part));
+            }
             let num = |v: Option<&str>| -> Result<u32, crate::Error> {
-                v.ok_or_else(|| crate::Error::Plan(format!("{k} needs a value")))?
-                    .parse::<u32>()
+                let v = v.ok_or_else(|| crate::Error::Plan(format!("{k} needs a value")))?;
+                v.parse::<u32>()
                     .map_err(|_| crate::Error::Plan(format!("{k}: {v:?} is not a whole number")))
                     .and_then(|n| if n == 0 { Err(crate::Error::Plan(format!("{k} must be at least 1"))) } else { Ok(n) })
             };
@@ -2383,6 +2398,31 @@ mod tests {
         assert!(Plan::parse("dp=3,gbs=10").is_err());
     }
 
+    /// A setting written twice is refused, naming it and both parts, whatever its spelling;
+    /// a value that is not a whole number is quoted as written.
+    #[test]
+    fn plans_refuse_a_setting_given_twice_and_quote_bad_numbers() {
+        let err = |spec: &str| Plan::parse(spec).unwrap_err().to_string();
+        for (spec, setting, first, second) in [
+            ("tp=8,tp=4", "tp", "tp=8", "tp=4"),
+            ("tp=2,dp=2,fsdp=4", "dp", "dp=2", "fsdp=4"),
+            ("ddp=2,dp=2", "dp", "ddp=2", "dp=2"),
+            ("mb=2, microbatch=4", "mb", "mb=2", "microbatch=4"),
+            ("microbatches=2,m=4", "microbatches", "microbatches=2", "m=4"),
+            ("sp,sp", "sp", "sp", "sp"),
+            ("recompute,recompute=selective", "recompute", "recompute", "recompute=selective"),
+        ] {
+            assert_eq!(err(spec), format!("{setting} is given twice ({first}, {second})"), "{spec}");
+        }
+        // Different settings that read alike are not twice the same.
+        assert_eq!(Plan::parse("mb=2,microbatches=4").unwrap().microbatches, 4);
+        for key in ["tp", "pp", "dp", "fsdp", "ep", "mb", "microbatches", "gbs", "vpp", "cp", "first", "last", "frozen", "prefetch"] {
+            for value in ["-1", "x", "1.5"] {
+                assert_eq!(err(&format!("{key}={value}")), format!("{key}: \"{value}\" is not a whole number"));
+            }
+        }
+    }
+
     /// A plan parsed with its stated keys: those its text wrote, as written, whatever their value
     /// (what `validate`'s framework defaults leave alone); the text does not change what it runs.
     #[test]
@@ -2400,9 +2440,12 @@ mod tests {
         // Every key parse takes has its bit.
         let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
                      fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1";
-        let (_, stated) = Plan::parse_stated(every).unwrap();
         assert_eq!(every.split(',').count(), StatedKeys::KEYS.len());
-        assert!(every.split(',').all(|part| stated.contains(part.trim().split('=').next().unwrap())), "{stated:?}");
+        // One key at a time: `dp`, `ddp` and `fsdp` (and `mb` and `microbatch`, …) set one setting, given once.
+        for part in every.split(',') {
+            let (_, stated) = Plan::parse_stated(part).unwrap();
+            assert!(stated.contains(part.trim().split('=').next().unwrap()), "{part}: {stated:?}");
+        }
     }
 
     #[test]
