@@ -246,7 +246,7 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, value_name = "F")]
     pub(crate) madmax_system: Option<PathBuf>,
     /// Nodes of the MAD-Max system configuration.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) nodes: u32,
 }
 

@@ -765,6 +765,37 @@ fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_reje
 }
 
 #[test]
+fn zero_counts_are_refused_naming_the_option() {
+    // Each was taken before: 0 GPUs per node priced as 1, gbs 0 as the default batch, 0 nodes written.
+    let dir = scratch("zero-counts");
+    let trace = shared().join("kineto/tb_plugin_test/gpu_metrics_input.json.gz");
+    let (out, system) = (dir.join("p.json"), dir.join("m.json"));
+    for (args, option) in [
+        (vec!["hw", "cost", "h100-sxm", "all_reduce", "--bytes", "1e9", "--gpus", "16", "--gpus-per-node", "0"], "--gpus-per-node"),
+        (vec!["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--gbs", "0"], "--gbs"),
+        (
+            vec![
+                "calibrate",
+                "-q",
+                trace.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--madmax-system",
+                system.to_str().unwrap(),
+                "--nodes",
+                "0",
+            ],
+            "--nodes",
+        ),
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(&format!("invalid value '0' for '{option}")), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!system.exists() && !out.exists());
+}
+
+#[test]
 fn damaged_files_fail_fast_or_keep_their_complete_events() {
     let ev = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"stream": 7}}"#;
     // A JSON header and then 64 MiB of NUL bytes: an error at the first one, at once.

@@ -73,7 +73,7 @@ pub(crate) struct CostArgs {
     #[arg(long)]
     pub(crate) gpus: Option<u32>,
     /// GPUs per node (default: the GPU's node preset, else 8).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) gpus_per_node: Option<u32>,
     /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]

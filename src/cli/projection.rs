@@ -135,7 +135,7 @@ pub(crate) struct SearchArgs {
     #[arg(long, default_value = "train")]
     pub(crate) task: String,
     /// Sequences per iteration over the system (training; default: one per GPU).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) gbs: Option<u32>,
     #[command(flatten)]
     pub(crate) inference: InferenceArgs,
