@@ -20,7 +20,7 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
     };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     // A missing output directory is made, as `--plots DIR` does.
-    std::fs::create_dir_all(&dir).map_err(fail)?;
+    std::fs::create_dir_all(&dir).map_err(|e| fail(not_a_directory(&dir).unwrap_or(e)))?;
     // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -37,6 +37,15 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
         return Err(fail(e));
     }
     Ok(())
+}
+
+/// Why `dir` cannot be made when a part of it is a file: `create_dir_all`
+/// says only "File exists" or "Not a directory". `None` when the deepest
+/// part of `dir` that exists is a directory (the cause is something else).
+fn not_a_directory(dir: &Path) -> Option<std::io::Error> {
+    let existing = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists())?;
+    (!existing.is_dir())
+        .then(|| std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("{} is not a directory", existing.display())))
 }
 
 /// A table as Parquet bytes. polars writes the newest Arrow schema (strings
@@ -77,6 +86,21 @@ mod tests {
         super::write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An output whose directory is a file (or lies under one) names that file.
+    #[test]
+    fn a_file_where_the_directory_should_be_is_named() {
+        let dir = std::env::temp_dir().join(format!("tracecast-out-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("afile");
+        std::fs::write(&file, b"kept").unwrap();
+        for path in [file.join("x.json"), file.join("sub/x.json")] {
+            let e = super::write_atomic(&path, b"new").unwrap_err().to_string();
+            assert_eq!(e, format!("{}: cannot write: {} is not a directory", path.display(), file.display()));
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"kept");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
