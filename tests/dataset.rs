@@ -210,6 +210,22 @@ fn a_rank_without_its_events_part_is_named_and_the_others_are_read() {
 }
 
 #[test]
+fn a_dataset_that_cannot_be_written_is_a_write_error_naming_the_file_in_the_way() {
+    let dir = scratch("dataset-under-a-file");
+    let file = dir.join("afile");
+    std::fs::write(&file, b"").unwrap();
+    let trace = common::shared().join("kineto/tb_plugin_test/gpu_metrics_input.json.gz");
+    let ds = file.join("x.tcds");
+    let o = run(&["ingest".as_ref(), trace.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The trace was read: the write failed, and the message says so (not "no trace could be read").
+    let err = stderr(&o);
+    assert!(err.contains(&format!("cannot write: {} is not a directory", file.display())), "{err}");
+    assert!(err.contains(&format!("1 rank(s) read, none written: nothing was written to {}", ds.display())), "{err}");
+    assert!(!err.contains("no trace could be read"), "{err}");
+}
+
+#[test]
 fn analyze_with_the_ingest_options_reads_the_cached_summaries_not_the_events() {
     let dir = scratch("dataset-cache");
     let job = synthetic_job(&dir, 4);

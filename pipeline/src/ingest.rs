@@ -32,7 +32,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;
     let dataset = &args.out;
-    let mut written = 0usize;
+    // Ranks written, and ranks read but not written (their analysis or their write failed).
+    let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let write = |rank: &tracecast_ingest::job::Rank| {
@@ -43,16 +44,25 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
         };
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
-        let mut ok = Vec::new();
+        let (mut ok, mut not_written) = (Vec::new(), 0usize);
         for p in parts {
             match p {
                 Ok(p) => ok.push(p),
-                Err(e) => failures.push(e),
+                Err(e) => {
+                    not_written += 1;
+                    failures.push(e);
+                }
             }
         }
-        (Some(ok), failures)
+        (Some((ok, not_written)), failures)
     };
-    let failed = for_each_input(&args.paths, false, &args.read, read, |parts, _| written += parts.len())?;
+    let failed = for_each_input(&args.paths, false, &args.read, read, |(parts, not_written), _| {
+        written += parts.len();
+        unwritten += not_written;
+    })?;
+    if written == 0 && unwritten > 0 {
+        anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());
+    }
     if written == 0 {
         anyhow::bail!("no trace could be read: nothing was written to {}", dataset.display());
     }
