@@ -44,7 +44,7 @@ pub(crate) enum Command {
     Ingest(IngestArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),
-    /// The hardware catalog: `hw list`, `hw show ID`.
+    /// The hardware catalog: `hw list`, `hw show ID`, and the price of one operation: `hw cost GPU OP`.
     Hw(HwArgs),
     /// Analyze the bundled demo job (a synthetic 4-rank data-parallel run) and write its HTML report.
     Demo,

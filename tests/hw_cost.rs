@@ -128,3 +128,19 @@ fn a_gemm_in_a_dtype_nothing_measured_says_what_is_missing_and_a_users_sweep_pri
     assert!((q["time_us"].as_f64().unwrap() / 2500.0 - 1.0).abs() < 1e-9, "{q}");
     assert_eq!(q["rule"], "gemm_measured_shape", "{q}");
 }
+
+#[test]
+fn the_help_names_every_operation_hw_cost_prices() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&common::bin().args(args).output().unwrap().stdout).into_owned();
+    let cost_help = help(&["hw", "cost", "--help"]);
+    // The collectives `Collective::from_name` reads that have a bus factor; `barrier` has none.
+    for op in ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"] {
+        let o = common::bin().args(["hw", "cost", "h100-sxm", op, "--bytes", "1e8", "--gpus", "8"]).output().unwrap();
+        assert!(o.status.success(), "{op}: {}", common::stderr(&o));
+        assert!(cost_help.contains(&format!("`{op}`")), "{op} missing from: {cost_help}");
+    }
+    let o = common::bin().args(["hw", "cost", "h100-sxm", "barrier", "--bytes", "1e8", "--gpus", "8"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(help(&["hw", "--help"]).contains("hw cost"));
+    assert!(help(&["--help"]).contains("hw cost"));
+}

@@ -31,7 +31,8 @@ pub(crate) enum HwCommand {
 pub(crate) struct CostArgs {
     /// GPU id, e.g. `h100-sxm`.
     pub(crate) gpu: String,
-    /// `gemm`, `attention`, or a collective: `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`.
+    /// `gemm`, `attention`, or a collective: `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast`,
+    /// `reduce`, `send_recv` (NCCL and c10d spellings such as `allreduce` are read too).
     pub(crate) op: String,
     /// GEMM rows.
     #[arg(long)]
