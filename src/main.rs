@@ -4,16 +4,12 @@
 mod cli;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use cli::{Cli, Command};
 use tracecast_ingest::analysis;
 use tracecast_pipeline::{Outcome, analyze, calibrate, demo, diff, hw, ingest, project, replay, report, search, synth, validate};
-
-/// The bundled demo job, relative to the crate root so `cargo run` finds it anywhere.
-const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo");
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -30,11 +26,7 @@ fn main() -> ExitCode {
         Command::Ingest(args) => ingest::run(&args.into_options(), out),
         Command::Synth(args) => synth::run(&args.into_options(), out),
         Command::Hw(args) => hw::run(&args.into_options(), out),
-        Command::Demo => {
-            let mut o = demo::Options::default();
-            o.dir = PathBuf::from(DEMO_DIR);
-            demo::run(&o, out)
-        }
+        Command::Demo => demo::run(&demo::Options::default(), out),
     };
     // A diagnostic for tests: how often each per-rank fact was computed.
     if std::env::var_os("TRACECAST_COUNT_FACTS").is_some() {

@@ -154,6 +154,13 @@ fn demo_runs_on_the_bundled_fixture() {
     assert!(last.starts_with("Report") && last.ends_with("tracecast-demo/report.html"), "{last}");
     let html = std::fs::read_to_string(report).unwrap();
     assert!(html.contains("Measured and projected onto link ×2"));
+    // The job comes from the binary, written out beside the page: `demo` needs no checkout.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    for rank in 0..4 {
+        let name = format!("rank-{rank}.json.gz");
+        assert_eq!(std::fs::read(dir.join("tracecast-demo/traces").join(&name)).unwrap(), std::fs::read(fixture.join(&name)).unwrap());
+    }
+    assert!(stdout.lines().next().unwrap().ends_with("tracecast-demo/traces"), "{stdout}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! written with an identity replay and a what-if with links twice as fast.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use tracecast_calibrate::Catalog;
@@ -17,10 +17,28 @@ use crate::{Outcome, report};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
-    /// The demo job's directory (default: empty; the binary passes its bundled fixture).
+    /// The demo job's directory (default: empty, the job bundled in the
+    /// binary, written out beside the page as `traces/`).
     pub dir: PathBuf,
     /// The HTML page to write (default: `tracecast-demo/report.html`, relative to the working directory).
     pub report: PathBuf,
+}
+
+/// The demo job (`fixtures/demo`), in the binary: `demo` runs wherever the
+/// binary is, not only in a checkout.
+const BUNDLED: [(&str, &[u8]); 4] = [
+    ("rank-0.json.gz", include_bytes!("../../fixtures/demo/rank-0.json.gz")),
+    ("rank-1.json.gz", include_bytes!("../../fixtures/demo/rank-1.json.gz")),
+    ("rank-2.json.gz", include_bytes!("../../fixtures/demo/rank-2.json.gz")),
+    ("rank-3.json.gz", include_bytes!("../../fixtures/demo/rank-3.json.gz")),
+];
+
+/// Writes the bundled demo job's traces into `dir` (each atomically).
+pub fn unpack(dir: &Path) -> Result<()> {
+    for (name, bytes) in BUNDLED {
+        tracecast_ingest::output::write_atomic(&dir.join(name), bytes)?;
+    }
+    Ok(())
 }
 
 impl Default for Options {
@@ -65,7 +83,14 @@ impl Page {
 
 /// Analyses the demo job, prints its summary and writes its page.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    writeln!(out, "tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", args.dir.display())?;
+    let dir = if args.dir.as_os_str().is_empty() {
+        let dir = args.report.parent().unwrap_or(Path::new(".")).join("traces");
+        unpack(&dir)?;
+        dir
+    } else {
+        args.dir.clone()
+    };
+    writeln!(out, "tracecast demo: analysing the bundled synthetic 4-rank data-parallel job in {}", dir.display())?;
     writeln!(out, "(made by `tracecast synth --out fixtures/demo --busbw-gbps 12`: gradients all-reduced over a slow inter-node link;")?;
     writeln!(out, " point `tracecast analyze` at your own trace directory the same way)\n")?;
     // The page: charts, tables, an identity replay and a what-if with links twice as fast.
@@ -76,7 +101,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         write_job(out, analysis)?;
         Ok(out.flush()?)
     };
-    let (sections, failed) = report::sections(std::slice::from_ref(&args.dir), false, &page.read, &plan, &mut show_summary)?;
+    let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &page.read, &plan, &mut show_summary)?;
     anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
     report::write(sections, &plan, &args.report)?;
