@@ -223,12 +223,28 @@ fn synthetic_trace() -> String {
     tracecast_calibrate::synth::render_job(&spec).remove(0).json
 }
 
+/// The offset of a gzip stream's damage is where inflating stops, as `zcat` recovers it
+/// (it was the start of the read block the damage fell in: byte 65536, or 0).
 #[test]
-fn truncated_gzip_is_a_clean_error() {
+fn truncated_gzip_is_a_clean_error_at_the_decompressed_offset_of_the_cut() {
+    use std::io::Read;
     let full = std::fs::read(shared().join("hta/trace_filter/sampled_rank-0.json.gz")).unwrap();
-    let (o, p) = analyze_bad("trunc-gz", "rank-0.json.gz", &full[..full.len() / 2]);
-    assert_clean_failure(&o, &p, Some("(decompressed)"));
-    assert!(stderr(&o).contains("gzip"));
+    for cut in [full.len() / 2, 3000] {
+        let half = &full[..cut];
+        // What inflates before the stream breaks.
+        let (mut inflated, mut buf) = (0u64, [0u8; 4096]);
+        let mut decoder = flate2::read::MultiGzDecoder::new(half);
+        while let Ok(n) = decoder.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            inflated += n as u64;
+        }
+        assert!(inflated > 0, "{cut}");
+        let (o, p) = analyze_bad("trunc-gz", "rank-0.json.gz", half);
+        assert_clean_failure(&o, &p, Some(&format!("byte {inflated} (decompressed)")));
+        assert!(stderr(&o).contains("gzip"));
+    }
 }
 
 #[test]

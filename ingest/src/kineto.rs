@@ -412,13 +412,18 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    read_full_counted(r, buf).map_err(|(_, e)| e)
+}
+
+/// [`read_full`], an error coming with the bytes read before it.
+fn read_full_counted(r: &mut impl Read, buf: &mut [u8]) -> std::result::Result<usize, (usize, std::io::Error)> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err((n, e)),
         }
     }
     Ok(n)
@@ -548,11 +553,12 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             }
             let old = carry.len();
             text[..old].copy_from_slice(&carry);
-            let got = match read_full(&mut input, &mut text[old..old + want]) {
+            let got = match read_full_counted(&mut input, &mut text[old..old + want]) {
                 Ok(n) => n,
-                Err(source) => {
+                Err((n, source)) => {
+                    // The offset of the damage itself: what was inflated before it, this block's part included.
                     return Err(if gzip {
-                        Error::Gzip { path: path.to_path_buf(), decompressed_offset: total, cause: source }
+                        Error::Gzip { path: path.to_path_buf(), decompressed_offset: total + n as u64, cause: source }
                     } else {
                         Error::Io { path: path.to_path_buf(), cause: source }
                     });
