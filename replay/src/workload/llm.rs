@@ -476,22 +476,27 @@ impl Plan {
         let mut p = Plan::default();
         let mut stated = StatedKeys::default();
         let mut gbs = None;
-        // The setting each part set, and the part: a setting written twice is refused (as `--scale`
-        // refuses a key given twice), whatever its spelling (`dp`, `ddp` and `fsdp` all set dp).
+        // The settings each part set, and the part: a setting written twice is refused (as `--scale`
+        // refuses a key given twice), whatever its spelling (`dp`, `ddp` and `fsdp` all set dp;
+        // `fsdp` sets the ZeRO stage too, `gbs` the microbatches).
         let mut seen: Vec<(&str, &str)> = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = part.split_once('=').map_or((part, None), |(k, v)| (k.trim(), Some(v.trim())));
             if StatedKeys::bit(k).is_some() {
-                let setting = match k {
-                    "ddp" | "fsdp" => "dp",
-                    "microbatch" => "mb",
-                    "m" => "microbatches",
-                    other => other,
+                let own = [k];
+                let settings: &[&str] = match k {
+                    "dp" | "ddp" => &["dp"],
+                    "fsdp" => &["dp", "zero"],
+                    "mb" | "microbatch" => &["mb"],
+                    "microbatches" | "m" | "gbs" => &["microbatches"],
+                    _ => &own,
                 };
-                if let Some((_, first)) = seen.iter().find(|(s, _)| *s == setting) {
-                    return Err(crate::Error::Plan(format!("{setting} is given twice ({first}, {part})")));
+                for &setting in settings {
+                    if let Some((_, first)) = seen.iter().find(|(s, _)| *s == setting) {
+                        return Err(crate::Error::Plan(format!("{setting} is given twice ({first}, {part})")));
+                    }
+                    seen.push((setting, part));
                 }
-                seen.push((setting, part));
             }
             let num = |v: Option<&str>| -> Result<u32, crate::Error> {
                 let v = v.ok_or_else(|| crate::Error::Plan(format!("{k} needs a value")))?;
@@ -2411,6 +2416,10 @@ mod tests {
             ("microbatches=2,m=4", "microbatches", "microbatches=2", "m=4"),
             ("sp,sp", "sp", "sp", "sp"),
             ("recompute,recompute=selective", "recompute", "recompute", "recompute=selective"),
+            // fsdp=N is dp=N with ZeRO-3; gbs sets the microbatches (either one silently won).
+            ("fsdp=8,zero=1", "zero", "fsdp=8", "zero=1"),
+            ("zero=3,fsdp=8", "zero", "zero=3", "fsdp=8"),
+            ("dp=4,gbs=64,microbatches=2", "microbatches", "gbs=64", "microbatches=2"),
         ] {
             assert_eq!(err(spec), format!("{setting} is given twice ({first}, {second})"), "{spec}");
         }
