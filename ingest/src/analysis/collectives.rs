@@ -301,7 +301,8 @@ pub struct Straggler {
     /// Matched collective instances at which it arrived last.
     pub times_last: usize,
     /// Σ over those instances and the other ranks of how long each waited for
-    /// it (its arrival minus theirs, on aligned clocks), GPU-µs.
+    /// it (their kernel time beyond the instance's transfer, the collectives
+    /// table's wait), GPU-µs.
     pub wait_caused_us: f64,
     /// That wait as GPU-hours of the whole job (with `--job-gpus`/`--job-hours`).
     pub wait_caused_gpu_hours: Option<f64>,

@@ -5,7 +5,6 @@
 //! offsets that make instances end together, who arrived last and made the
 //! others wait. The analysis, calibration, replay and report all read it.
 
-use std::cmp::Reverse;
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap as HashMap;
@@ -206,28 +205,24 @@ impl JobCollectives {
             .as_ref()
     }
 
-    /// Clock offset of rank index `r`, ns (0 without an alignment).
-    fn offset_ns(&self, r: usize) -> i64 {
-        self.alignment().and_then(|c| c.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64)
-    }
-
     /// Per rank: how often it arrived last at a collective matched across
-    /// ranks (on aligned clocks) and the waiting it caused the others, most first.
+    /// ranks and the waiting it caused the others, most first. The last to
+    /// arrive spends the least time in the collective's kernel (the
+    /// instance's transfer); each other member waited its kernel's time
+    /// beyond that, the wait of the collectives table: one definition, which
+    /// needs no clock alignment and never exceeds a rank's kernel time.
     pub fn stragglers(&self) -> Vec<Straggler> {
-        let offsets: Vec<i64> = (0..self.per_rank.len()).map(|r| self.offset_ns(r)).collect();
         let mut out: Vec<Straggler> =
             self.ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
         for &id in &self.hash_order {
-            let arrivals: Vec<(usize, i64)> = self
+            let Some(m) = self.matched.get(id as usize).filter(|m| m.ranks >= 2) else { continue };
+            let durations: Vec<(usize, i64)> = self
                 .members(id)
                 .iter()
-                .filter_map(|&(r, i)| Some((r as usize, self.instance(r, i)?.start_ns + offsets.get(r as usize).copied().unwrap_or(0))))
+                .filter_map(|&(r, i)| self.instance(r, i).map(|inst| (r as usize, inst.end_ns - inst.start_ns)))
                 .collect();
-            if arrivals.len() < 2 {
-                continue;
-            }
-            let Some(&(last, at)) = arrivals.iter().max_by_key(|(r, t)| (*t, Reverse(*r))) else { continue };
-            let waited: i64 = arrivals.iter().filter(|(r, _)| *r != last).map(|(_, t)| (at - t).max(0)).sum();
+            let Some(&(last, _)) = durations.iter().min_by_key(|(r, d)| (*d, *r)) else { continue };
+            let waited: i64 = durations.iter().filter(|(r, _)| *r != last).map(|(_, d)| (d - m.transfer_ns).max(0)).sum();
             // Arriving together is no straggling.
             if waited <= 0 {
                 continue;
