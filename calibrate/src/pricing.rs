@@ -587,10 +587,15 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| p.rule != PriceRule::GemmMeasuredShape) {
             p.time_us *= c.ratio;
             p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
-            p.basis.push_str(&format!(
-                "; × {:.3}, the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)",
-                c.ratio, c.samples
-            ));
+            // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
+            let from = if c.rule == PriceRule::GemmTable.as_str() || c.rule == PriceRule::GemmSpecModel.as_str() {
+                format!("the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)", c.samples)
+            } else if c.rule.is_empty() {
+                format!("a correction of {} measured run(s)", c.samples)
+            } else {
+                format!("{} to {} measured run(s) (their software stack)", c.rule, c.samples)
+            };
+            p.basis.push_str(&format!("; × {:.3}, {from}", c.ratio));
             // A correction measured on the traces' GEMMs (B200's: 109 GEMMs of at most a few
             // GFLOP in one inference trace) never makes a shape faster than the fastest rate
             // any measurement of this GPU reached (B200: 1745 TFLOP/s, the max-achievable-matmul
