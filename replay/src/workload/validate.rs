@@ -367,7 +367,12 @@ impl Run {
     /// The measured tokens per second per GPU (see [`Measured`]).
     fn measured_per_gpu(&self, model: &Transformer, plan: &Plan) -> Result<f64, crate::Error> {
         if let Some(t) = self.measured.tokens_per_s_per_gpu {
-            return Ok(t);
+            // A throughput nothing can be compared with is the file's error, not a projection's.
+            return if t.is_finite() && t > 0.0 {
+                Ok(t)
+            } else {
+                Err(crate::Error::Run(format!("measured tokens_per_s_per_gpu {t}: must be a positive number")))
+            };
         }
         let (_, tokens) = self.task(model)?;
         let latency_ms = match self.task.as_deref().unwrap_or("train") {
@@ -809,6 +814,22 @@ mod tests {
         assert!(notes("classes").contains("attention in FP8: priced in 16-bit"), "{}", notes("classes"));
         // Refused runs are not in the summary.
         assert_eq!(v.optimistic + v.pessimistic, 3);
+    }
+
+    /// A measured throughput that is not a positive number is refused by name: it was
+    /// projected, compared with nothing, and its row showed its notes as if they were a reason.
+    #[test]
+    fn a_run_measured_at_no_positive_throughput_is_refused_by_name() {
+        let catalog = Catalog::builtin();
+        let with = |t: &str| run(t, MODEL, "").replace("\"tokens_per_s_per_gpu\": 5000", &format!("\"tokens_per_s_per_gpu\": {t}"));
+        let file = runs(&format!(r#"{{"runs": [{}}}, {}}}, {}}}]}}"#, with("0"), with("-5"), with("5000")));
+        let v = validate(&file, &catalog, &[], None);
+        for id in ["0", "-5"] {
+            let r = v.runs.iter().find(|r| r.id == id).unwrap();
+            assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
+            assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
+        }
+        assert_eq!(v.optimistic + v.pessimistic, 1);
     }
 
     /// Where the source names NeMo or Megatron-Bridge, what their recipes default to and the plan leaves unsaid
