@@ -366,6 +366,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             Some(spec) => parse_plan(spec)?,
             None => plan,
         };
+        // Inference batches come from --batch; the plan's would be echoed and not run.
+        if task != llm::Task::Train
+            && let Some(spec) = &args.parallel
+        {
+            anyhow::ensure!(
+                plan.microbatch == 1 && plan.microbatches == 1,
+                "--parallel {spec:?}: mb, microbatches and gbs are training settings; --task {} takes its batch from --batch",
+                args.task
+            );
+        }
         llm::project_timeline(&model, &cluster, &plan, task)?
     };
     if !args.quiet {
