@@ -603,7 +603,7 @@ pub struct WriteError {
 
 /// Writes `rank-N.json(.gz)` files into `dir` (created) and returns their paths.
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
-    std::fs::create_dir_all(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
+    tracecast_ingest::output::create_dir(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
     let mut written = Vec::new();
     let mut failed = None;
     let mut rank = 0usize;

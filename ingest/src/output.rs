@@ -20,7 +20,7 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
     };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     // A missing output directory is made, as `--plots DIR` does.
-    std::fs::create_dir_all(&dir).map_err(|e| fail(not_a_directory(&dir).unwrap_or(e)))?;
+    create_dir(&dir).map_err(fail)?;
     // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -37,6 +37,13 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
         return Err(fail(e));
     }
     Ok(())
+}
+
+/// Makes the output directory `dir` and its missing parents; where a part
+/// of it is a file, the error says so (`create_dir_all` says only "File
+/// exists" or "Not a directory").
+pub fn create_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| not_a_directory(dir).unwrap_or(e))
 }
 
 /// Why `dir` cannot be made when a part of it is a file: `create_dir_all`
@@ -99,6 +106,10 @@ mod tests {
         for path in [file.join("x.json"), file.join("sub/x.json")] {
             let e = super::write_atomic(&path, b"new").unwrap_err().to_string();
             assert_eq!(e, format!("{}: cannot write: {} is not a directory", path.display(), file.display()));
+        }
+        // Output directories (synth --out, --csv, --plots) the same.
+        for sub in [file.join("csv"), file.join("a/b")] {
+            assert_eq!(super::create_dir(&sub).unwrap_err().to_string(), format!("{} is not a directory", file.display()));
         }
         assert_eq!(std::fs::read(&file).unwrap(), b"kept");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -62,7 +62,7 @@ fn breakdown_values(b: &Breakdown) -> [f64; 8] {
 
 /// Writes `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and `stragglers` tables into `dir`.
 pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
-    std::fs::create_dir_all(dir)?;
+    tracecast_ingest::output::create_dir(dir)?;
     let table = |stem: &str, columns: Vec<Column>| -> Result<()> { write(&mut DataFrame::new_infer_height(columns)?, dir, stem, format) };
 
     // One row per rank.

@@ -308,7 +308,7 @@ pub(crate) fn render(
     png: impl FnOnce(DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> Result<(), String>,
 ) -> Result<Vec<PathBuf>, Error> {
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|cause| tracecast_ingest::Error::Write { path: dir.to_path_buf(), cause })?;
+        tracecast_ingest::output::create_dir(dir).map_err(|cause| tracecast_ingest::Error::Write { path: dir.to_path_buf(), cause })?;
     }
     let svg_path = stem.with_extension("svg");
     let mut text = String::new();
