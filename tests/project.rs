@@ -456,32 +456,19 @@ fn overflowing_plan_degrees_are_refused_by_name() {
 /// echoed ("microbatches=64") and not run (global batch 1).
 #[test]
 fn inference_refuses_the_plans_training_batch_settings() {
-    for parallel in ["tp=8,gbs=64", "tp=8,mb=4", "tp=8,microbatches=2"] {
-        let o = bin()
-            .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--task", "decode", "--parallel", parallel])
+    let decode = |extra: &[&str]| {
+        bin()
+            .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--task", "decode"])
+            .args(extra)
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    for parallel in ["tp=8,gbs=64", "tp=8,mb=4", "tp=8,microbatches=2"] {
+        let o = decode(&["--parallel", parallel]);
         assert_eq!(o.status.code(), Some(2), "{parallel}");
         assert!(stderr(&o).contains("training settings") && stderr(&o).contains("--batch"), "{parallel}: {}", stderr(&o));
     }
-    let o = bin()
-        .args([
-            "project",
-            "--model",
-            "llama2-7b",
-            "--system",
-            "h100-sxm",
-            "--gpus",
-            "8",
-            "--task",
-            "decode",
-            "--parallel",
-            "tp=8",
-            "--batch",
-            "64",
-        ])
-        .output()
-        .unwrap();
+    let o = decode(&["--parallel", "tp=8", "--batch", "64"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("global batch 64"), "{}", String::from_utf8_lossy(&o.stdout));
 }
