@@ -1283,28 +1283,41 @@ fn projecting_onto_the_traces_own_gpu_keeps_its_kernels_unless_a_profile_is_give
 /// not arrive last. On two of a 128-rank job's ranks with clocks that do not align (61 ms
 /// RMS), rank 1 had "caused 400 GPU-ms" of waiting where rank 0's collectives waited
 /// 114 ms in all and its communication took 396 ms.
+///
+/// The same holds in every analysis window: a narrower one (`--drop-last-step`, `--steps`)
+/// narrows both, where the stragglers once counted the whole trace's waits.
 #[test]
 fn stragglers_caused_the_waits_the_collectives_table_measures() {
     let dir = scratch("stragglers-waits");
-    let out = dir.join("a.json");
     let job = shared().join("hta/trace_filter");
-    let o =
-        run(&["analyze".as_ref(), job.as_os_str(), "--window".as_ref(), "all".as_ref(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let doc = json(&out);
-    let job = &doc["jobs"][0];
-    let caused: f64 = job["stragglers"].as_array().unwrap().iter().map(|s| s["wait_caused_us"].as_f64().unwrap()).sum();
-    let waited: f64 = job["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["collectives"].as_array().unwrap())
-        .filter_map(|c| c["wait_us"].as_f64())
-        .sum();
-    assert!(caused > 0.0 && (caused - waited).abs() < 1e-6 * waited, "caused {caused} µs, waited {waited} µs");
-    for s in job["stragglers"].as_array().unwrap() {
-        let others: f64 =
-            job["ranks"].as_array().unwrap().iter().filter(|r| r["rank"] != s["rank"]).map(|r| r["comm_us"].as_f64().unwrap()).sum();
-        assert!(s["wait_caused_us"].as_f64().unwrap() <= others, "{s} beyond the others' communication {others} µs");
+    let mut all_waited = None;
+    for (n, window) in [&["--window", "all"][..], &["--drop-last-step"], &["--steps", "552"]].into_iter().enumerate() {
+        let out = dir.join(format!("a{n}.json"));
+        let mut args: Vec<&std::ffi::OsStr> = vec!["analyze".as_ref(), job.as_os_str()];
+        args.extend(window.iter().map(std::ffi::OsStr::new));
+        args.extend(["--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        let o = run(&args);
+        assert!(o.status.success(), "{window:?}: {}", stderr(&o));
+        let doc = json(&out);
+        let job = &doc["jobs"][0];
+        let caused: f64 = job["stragglers"].as_array().unwrap().iter().map(|s| s["wait_caused_us"].as_f64().unwrap()).sum();
+        let waited: f64 = job["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["collectives"].as_array().unwrap())
+            .filter_map(|c| c["wait_us"].as_f64())
+            .sum();
+        assert!(caused > 0.0 && (caused - waited).abs() < 1e-6 * waited, "{window:?}: caused {caused} µs, waited {waited} µs");
+        // The narrower windows wait less than the whole trace.
+        match all_waited {
+            None => all_waited = Some(waited),
+            Some(all) => assert!(waited < all, "{window:?}: waited {waited} µs, the whole trace {all} µs"),
+        }
+        for s in job["stragglers"].as_array().unwrap() {
+            let others: f64 =
+                job["ranks"].as_array().unwrap().iter().filter(|r| r["rank"] != s["rank"]).map(|r| r["comm_us"].as_f64().unwrap()).sum();
+            assert!(s["wait_caused_us"].as_f64().unwrap() <= others, "{window:?}: {s} beyond the others' communication {others} µs");
+        }
     }
 }

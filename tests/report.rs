@@ -94,6 +94,48 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     }
 }
 
+/// Cells of the page's table captioned `caption`, row by row.
+fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
+    let Some(start) = html.find(&format!("<caption>{caption}</caption>")) else { return Vec::new() };
+    let body = &html[start..];
+    let body = &body[..body.find("</table>").unwrap_or(body.len())];
+    body.split("<tr>")
+        .skip(2)
+        .map(|row| row.split("<td").skip(1).map(|c| c.split('>').nth(1).unwrap_or_default().trim_end_matches("</td").to_string()).collect())
+        .collect()
+}
+
+/// The page's job-level collectives table is the terminal's: the same rows (type, group,
+/// kernels) and bus bandwidth over all ranks, where it once showed the last rank's bus
+/// bandwidth (all_reduce 0.3 where the job moved 13.37 GB/s) and had no process group.
+#[test]
+fn report_collectives_over_ranks_agree_with_analyze() {
+    let dir = scratch("report-collectives");
+    let job = shared().join("hta/trace_filter");
+    let html = report(&[&job], &[], &dir.join("r.html"));
+    let page = table_rows(&html, "Collectives over all ranks");
+    let o = bin().arg("analyze").arg(&job).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    let terminal: Vec<Vec<&str>> = stdout
+        .split("Collectives (all ranks):")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(page.len(), terminal.len(), "{page:?} against {terminal:?}");
+    assert!(terminal.len() >= 3);
+    for (p, t) in page.iter().zip(&terminal) {
+        // collective, group, kernels
+        assert_eq!((p[0].as_str(), p[2].as_str(), p[3].as_str()), (t[0], t[2], t[3]), "{p:?} against {t:?}");
+        let (page_bw, terminal_bw): (f64, f64) = (p[6].parse().unwrap(), t[7].parse().unwrap());
+        assert!((page_bw - terminal_bw).abs() <= 0.05 + 1e-9, "{}: busbw {page_bw} on the page, {terminal_bw} in the terminal", t[0]);
+    }
+}
+
 #[test]
 fn diff_of_a_run_with_itself_is_zero_and_deltas_add_up() {
     let dir = scratch("diff");

@@ -1,6 +1,5 @@
 //! The terminal summary of `tracecast analyze`.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use tracecast_ingest::analysis::JobAnalysis;
@@ -137,38 +136,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     }
 
     // Collectives summed over ranks.
-    #[derive(Default)]
-    struct Acc {
-        count: u64,
-        total_us: f64,
-        bytes: u64,
-        sized_us: f64,
-        sized: u64,
-        wait_us: f64,
-        matched_us: f64,
-    }
-    let mut coll: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
-    for r in &a.ranks {
-        for c in &r.collectives {
-            let key = (
-                c.collective.as_str().to_string(),
-                c.process_group.clone().unwrap_or_else(|| "-".into()),
-                c.group_size.map_or("-".into(), |n| n.to_string()),
-            );
-            let e = coll.entry(key).or_default();
-            e.count += c.count;
-            e.total_us += c.total_us;
-            if let Some(b) = c.bytes {
-                e.bytes += b;
-                e.sized += c.sized_count;
-                e.sized_us += c.algbw_gbps.map_or(0.0, |bw| if bw > 0.0 { b as f64 / bw / 1000.0 } else { 0.0 });
-            }
-            if let (Some(wt), Some(tr)) = (c.wait_us, c.transfer_us) {
-                e.wait_us += wt;
-                e.matched_us += wt + tr;
-            }
-        }
-    }
+    let coll = a.collectives_over_ranks();
     if !coll.is_empty() {
         writeln!(w, "\nCollectives (all ranks):")?;
         writeln!(
@@ -176,23 +144,20 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             "  {:<15} {:<18} {:>5} {:>7} {:>11} {:>10} {:>11} {:>11} {:>7}",
             "collective", "process group", "ranks", "count", "total ms", "GB", "algbw GB/s", "busbw GB/s", "wait%"
         )?;
-        for ((name, pg, n), e) in &coll {
-            let algbw = (e.sized_us > 0.0).then(|| e.bytes as f64 / e.sized_us / 1000.0);
-            let factor =
-                n.parse::<i64>().ok().and_then(|n| tracecast_ingest::collective::Collective::from_name(name).and_then(|c| c.bus_factor(n)));
+        for c in &coll {
             let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
             writeln!(
                 w,
                 "  {:<15} {:<18} {:>5} {:>7} {:>11.3} {:>10} {:>11} {:>11} {:>7}",
-                name,
-                clip(pg, 18),
-                n,
-                e.count,
-                e.total_us / 1000.0,
-                if e.sized > 0 { format!("{:.3}", e.bytes as f64 / 1e9) } else { "-".into() },
-                fmt(algbw),
-                fmt(algbw.zip(factor).map(|(a, f)| a * f)),
-                if e.matched_us > 0.0 { format!("{:.1}", pct(e.wait_us, e.matched_us)) } else { "-".into() }
+                c.collective.as_str(),
+                clip(c.process_group.as_deref().unwrap_or("-"), 18),
+                c.group_size.map_or("-".into(), |n| n.to_string()),
+                c.count,
+                c.total_us / 1000.0,
+                c.bytes.map_or("-".into(), |b| format!("{:.3}", b as f64 / 1e9)),
+                fmt(c.algbw_gbps),
+                fmt(c.busbw_gbps),
+                c.wait_us.filter(|_| c.matched_us > 0.0).map_or("-".into(), |wt| format!("{:.1}", pct(wt, c.matched_us)))
             )?;
         }
     }

@@ -254,27 +254,27 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     for c in &charts {
         page.figure(&c.title, c, None)?;
     }
-    // (collective, group) → (kernels, time, wait, bus bandwidth)
-    type Row = (u64, f64, f64, Option<f64>);
-    let mut by: BTreeMap<(String, String), Row> = BTreeMap::new();
-    for r in &a.ranks {
-        for c in &r.collectives {
-            let key = (c.collective.as_str().to_string(), c.group_size.map_or("?".into(), |n| n.to_string()));
-            let e = by.entry(key).or_default();
-            e.0 += c.count;
-            e.1 += c.total_us;
-            e.2 += c.wait_us.unwrap_or(0.0);
-            e.3 = c.busbw_gbps.or(e.3);
-        }
-    }
-    if !by.is_empty() {
-        let rows: Vec<Vec<String>> = by
-            .into_iter()
-            .map(|((c, n), (count, total, wait, bw))| {
-                vec![c, n, count.to_string(), ms(total), ms(wait), bw.map_or("–".into(), |b| format!("{b:.1}"))]
+    let coll = a.collectives_over_ranks();
+    if !coll.is_empty() {
+        let rows: Vec<Vec<String>> = coll
+            .iter()
+            .map(|c| {
+                vec![
+                    c.collective.as_str().to_string(),
+                    c.process_group.clone().unwrap_or_else(|| "–".into()),
+                    c.group_size.map_or("?".into(), |n| n.to_string()),
+                    c.count.to_string(),
+                    ms(c.total_us),
+                    c.wait_us.map_or("–".into(), ms),
+                    c.busbw_gbps.map_or("–".into(), |b| format!("{b:.1}")),
+                ]
             })
             .collect();
-        page.table("Collectives over all ranks", &["collective", "group", "kernels", "time ms", "wait ms", "busbw GB/s"], &rows);
+        page.table(
+            "Collectives over all ranks",
+            &["collective", "process group", "group", "kernels", "time ms", "wait ms", "busbw GB/s"],
+            &rows,
+        );
     }
     let sizes = j.message_sizes;
     if !sizes.is_empty() {

@@ -188,6 +188,81 @@ pub struct JobAnalysis {
     pub bad_files: Vec<BadFile>,
 }
 
+/// One row of a job's collectives over all its ranks: a collective type,
+/// process group and group size (the terminal's and the report's table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobCollectiveRow {
+    /// The collective type.
+    pub collective: crate::collective::Collective,
+    /// Process group, when the trace names it.
+    pub process_group: Option<String>,
+    /// Ranks in the group, when known.
+    pub group_size: Option<i64>,
+    /// Kernels over all ranks.
+    pub count: u64,
+    /// Σ kernel time, µs.
+    pub total_us: f64,
+    /// Σ message bytes of the kernels whose size is known (none: no size known).
+    pub bytes: Option<u64>,
+    /// Σ bytes ÷ Σ time of the sized kernels over all ranks, GB/s.
+    pub algbw_gbps: Option<f64>,
+    /// The algorithm bandwidth × the collective's bus factor (as the
+    /// per-rank table's), GB/s.
+    pub busbw_gbps: Option<f64>,
+    /// Σ wait of the kernels matched across ranks, µs (none: none matched).
+    pub wait_us: Option<f64>,
+    /// Σ time of those matched kernels (wait + transfer), µs.
+    pub matched_us: f64,
+}
+
+impl JobAnalysis {
+    /// The job's collectives over all ranks, by type, process group and
+    /// group size (in that order; an unnamed group as `-`).
+    pub fn collectives_over_ranks(&self) -> Vec<JobCollectiveRow> {
+        // (bytes, sized time) beside each row while summing.
+        let mut by: std::collections::BTreeMap<(String, String, String), (JobCollectiveRow, f64)> = Default::default();
+        for c in self.ranks.iter().flat_map(|r| &r.collectives) {
+            let key = (
+                c.collective.as_str().to_string(),
+                c.process_group.clone().unwrap_or_else(|| "-".into()),
+                c.group_size.map_or("-".into(), |n| n.to_string()),
+            );
+            let (row, sized_us) = by.entry(key).or_insert_with(|| {
+                let row = JobCollectiveRow {
+                    collective: c.collective,
+                    process_group: c.process_group.clone(),
+                    group_size: c.group_size,
+                    count: 0,
+                    total_us: 0.0,
+                    bytes: None,
+                    algbw_gbps: None,
+                    busbw_gbps: None,
+                    wait_us: None,
+                    matched_us: 0.0,
+                };
+                (row, 0.0)
+            });
+            row.count += c.count;
+            row.total_us += c.total_us;
+            if let Some(b) = c.bytes {
+                row.bytes = Some(row.bytes.unwrap_or(0) + b);
+                *sized_us += c.algbw_gbps.map_or(0.0, |bw| if bw > 0.0 { b as f64 / bw / 1000.0 } else { 0.0 });
+            }
+            if let (Some(wt), Some(tr)) = (c.wait_us, c.transfer_us) {
+                row.wait_us = Some(row.wait_us.unwrap_or(0.0) + wt);
+                row.matched_us += wt + tr;
+            }
+        }
+        by.into_values()
+            .map(|(mut row, sized_us)| {
+                row.algbw_gbps = row.bytes.filter(|_| sized_us > 0.0).map(|b| b as f64 / sized_us / 1000.0);
+                row.busbw_gbps = row.algbw_gbps.and_then(|a| Some(a * row.collective.bus_factor_in(row.group_size)?));
+                row
+            })
+            .collect()
+    }
+}
+
 impl BadFile {
     /// The file and message of a read error.
     pub fn of(e: &crate::Error) -> BadFile {
@@ -418,7 +493,8 @@ pub fn reduce_matched(
     partials.sort_by_key(|p| p.analysis.rank);
     let matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>());
     let clock_alignment = matched.alignment().cloned();
-    let mut stragglers = matched.stragglers();
+    let windows: Vec<Option<Window>> = partials.iter().map(|p| p.window).collect();
+    let mut stragglers = matched.stragglers(&windows);
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {

@@ -211,18 +211,27 @@ impl JobCollectives {
     /// instance's transfer); each other member waited its kernel's time
     /// beyond that, the wait of the collectives table: one definition, which
     /// needs no clock alignment and never exceeds a rank's kernel time.
-    pub fn stragglers(&self) -> Vec<Straggler> {
+    ///
+    /// `windows[r]` is rank index `r`'s analysis window: a member's wait counts
+    /// where its kernel starts inside it, the collectives table's inclusion
+    /// rule, so the two agree under `--steps` and `--drop-last-step` too.
+    pub fn stragglers(&self, windows: &[Option<Window>]) -> Vec<Straggler> {
         let mut out: Vec<Straggler> =
             self.ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
+        let inside = |r: usize, inst: &Instance| {
+            windows.get(r).copied().flatten().is_some_and(|w| inst.start_ns >= w.start_ns && inst.start_ns < w.end_ns)
+        };
         for &id in &self.hash_order {
             let Some(m) = self.matched.get(id as usize).filter(|m| m.ranks >= 2) else { continue };
-            let durations: Vec<(usize, i64)> = self
+            // (rank index, kernel time, inside its window)
+            let durations: Vec<(usize, i64, bool)> = self
                 .members(id)
                 .iter()
-                .filter_map(|&(r, i)| self.instance(r, i).map(|inst| (r as usize, inst.end_ns - inst.start_ns)))
+                .filter_map(|&(r, i)| self.instance(r, i).map(|inst| (r as usize, inst.end_ns - inst.start_ns, inside(r as usize, inst))))
                 .collect();
-            let Some(&(last, _)) = durations.iter().min_by_key(|(r, d)| (*d, *r)) else { continue };
-            let waited: i64 = durations.iter().filter(|(r, _)| *r != last).map(|(_, d)| (d - m.transfer_ns).max(0)).sum();
+            let Some(&(last, _, _)) = durations.iter().min_by_key(|(r, d, _)| (*d, *r)) else { continue };
+            let waited: i64 =
+                durations.iter().filter(|(r, _, counted)| *r != last && *counted).map(|(_, d, _)| (d - m.transfer_ns).max(0)).sum();
             // Arriving together is no straggling.
             if waited <= 0 {
                 continue;
