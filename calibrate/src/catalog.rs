@@ -133,6 +133,13 @@ pub struct Gpu {
     /// Where `sms` and `clock_mhz` come from.
     #[serde(default)]
     pub sms_source: Option<String>,
+    /// Special-function-unit base-2 exponentials, 10¹² per second: what an
+    /// attention kernel's softmax runs on besides the matrix units.
+    #[serde(default)]
+    pub exp_tps: Option<f64>,
+    /// Where `exp_tps` comes from.
+    #[serde(default)]
+    pub exp_source: Option<String>,
     /// Who makes it (`NVIDIA`, `AMD`, …); default: the first word of `name`
     /// when that is a vendor the catalog knows.
     #[serde(default)]
@@ -165,6 +172,7 @@ impl Gpu {
             .or_else(|| not_positive("hbm_gbps", self.hbm_gbps))
             .or_else(|| not_positive("link_gbps", self.link_gbps))
             .or_else(|| self.clock_mhz.and_then(|v| not_positive("clock_mhz", v)))
+            .or_else(|| self.exp_tps.and_then(|v| not_positive("exp_tps", v)))
             .or_else(|| {
                 (!(self.cache_mb.is_finite() && self.cache_mb >= 0.0)).then(|| format!("cache_mb = {}: must be 0 or more", self.cache_mb))
             })
@@ -552,6 +560,7 @@ mod tests {
             ("memory_gb = -1.0", "memory_gb = -1"),
             ("cache_mb = -2.0", "cache_mb = -2"),
             ("clock_mhz = inf", "clock_mhz = inf"),
+            ("exp_tps = 0.0", "exp_tps = 0"),
             ("sms = 0", "sms = 0"),
         ] {
             let mut c = Catalog::builtin();

@@ -302,7 +302,7 @@ impl CrossDevice<'_> {
 impl CrossDevice<'_> {
     /// An attention op whose shape is known: its measured time × (target price ÷
     /// source price) at that shape, each GPU's fastest measured kernel family
-    /// (or its vendor's closest measured GPU scaled by the peaks): what the
+    /// (or its vendor's closest measured GPU: matmul share by the peaks, softmax by the SFU rates): what the
     /// source's stack achieved against its best kernel carries over.
     fn attention_by_shape(&self, k: &KernelWork, sg: &Gpu, tg: &Gpu, measured_us: f64) -> Option<KernelCost> {
         let pricing = self.pricing?;

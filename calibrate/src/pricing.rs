@@ -50,7 +50,8 @@ pub enum PriceRule {
     GemmMeasuredShape,
     /// The GPU's measured attention kernels, interpolated in sequence length.
     AttentionTable,
-    /// Another GPU's measured attention kernels (same vendor, closest specs), scaled by the peaks.
+    /// Another GPU's measured attention kernels (same vendor, closest specs):
+    /// the matmul share scaled by the peaks, the exponentials by the SFU rates.
     AttentionSpecModel,
     /// A measured collective curve at this GPU count, interpolated in size.
     CollectiveCurve,
@@ -90,7 +91,9 @@ impl PriceRule {
             PriceRule::GemmSpecModel => "the GPU's specs, shape behaviour learned across measured GPUs",
             PriceRule::GemmMeasuredShape => "the user's measurement of this shape on this GPU",
             PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
-            PriceRule::AttentionSpecModel => "the closest measured GPU's attention kernels of its vendor, scaled by the peaks",
+            PriceRule::AttentionSpecModel => {
+                "the closest measured GPU's attention kernels of its vendor: matmul share scaled by the peaks, exponentials by the SFU rates"
+            }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
@@ -234,6 +237,13 @@ impl AttentionShape {
     pub fn flops(&self) -> f64 {
         let fwd = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim * if self.causal { 0.5 } else { 1.0 };
         if self.backward { 3.5 * fwd } else { fwd }
+    }
+
+    /// Softmax exponentials: one per score of the forward (half the scores
+    /// when causal); the backward recomputes the probabilities, one more each.
+    pub fn exponentials(&self) -> f64 {
+        let fwd = self.batch * self.heads * self.seq * self.seq * if self.causal { 0.5 } else { 1.0 };
+        if self.backward { 2.0 * fwd } else { fwd }
     }
 }
 
@@ -747,11 +757,35 @@ impl Pricing {
             .min_by(|a, b| a.1.total_cmp(&b.1))?;
         let (p, fam) = self.attention_measured(other, shape, kernel)?;
         let scale = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
+        // The softmax's exponentials run on the special-function units, whose
+        // rate grew slower than the matrix units' (H100 3.9, B200 5, B300 10.7
+        // T/s against 989, 2250, 2250 TFLOP/s): the measured time less the
+        // exponentials at the measured GPU's rate is its matmul share, scaled by
+        // the peaks; the exponentials are priced at this GPU's rate. Measured
+        // FA kernels bear it out: 1/throughput grows as 1/head dim (fewer FLOPs
+        // per exponential), by about the exponential time (BENCHMARKS.md).
+        let exp_us = |g: &Gpu| g.exp_tps.map(|r| shape.exponentials() / (r * 1e12) * 1e6);
+        let (time_us, how) = match (exp_us(other), exp_us(gpu)) {
+            (Some(theirs), Some(mine)) if theirs < p.time_us => (
+                (p.time_us - theirs) * scale + mine,
+                format!(
+                    "its time less its exponentials ({theirs:.1} µs at {} T/s) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {} T/s",
+                    other.exp_tps.unwrap_or(0.0),
+                    gpu.id,
+                    gpu.exp_tps.unwrap_or(0.0)
+                ),
+            ),
+            (Some(theirs), Some(_)) => (
+                p.time_us * scale,
+                format!("× {scale:.3}, the two 16-bit peaks (it ran faster than its exponentials at the SFU rate, {theirs:.1} µs)"),
+            ),
+            _ => (p.time_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
+        };
         let price = Price {
-            time_us: p.time_us * scale,
+            time_us,
             rule: PriceRule::AttentionSpecModel,
             extrapolated: true,
-            basis: format!("{} (no attention measured on {}), × {scale:.3}, the two 16-bit peaks", p.basis, gpu.id),
+            basis: format!("{} (no attention measured on {}), {how}", p.basis, gpu.id),
             band: ATTENTION_SPEC_BAND,
         };
         Some((price, fam))

@@ -300,3 +300,62 @@ fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The exponential rates in the catalog against the measured attention kernels: at
+/// a fixed FLOP count a head dimension half as large computes twice the softmax
+/// exponentials, so 1/throughput(d = 64) − 1/throughput(d = 128) on one GPU and kernel
+/// is the extra exponential time if the exponentials are not hidden behind the
+/// matmuls. On H100's forward kernels (FA2, FA3, cuDNN at 16k tokens) it is 0.8–1.5
+/// times what 3.9 T/s predicts: the rate the spec model prices a GPU's softmax at.
+#[test]
+fn attention_head_dim_cost_is_the_exponentials_at_the_sfu_rate() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let h100 = gpu_for(&pricing.catalog, "h100-sxm");
+    let rate = h100.exp_tps.expect("h100-sxm states its exponential rate") * 1e12;
+    for kernel in ["fa2", "fa3", "cudnn"] {
+        // Seconds per FLOP at head dim d, the same FLOPs (heads × d = 2048).
+        let per_flop = |d: f64| {
+            let shape = AttentionShape { batch: 1.0, heads: 2048.0 / d, seq: 16384.0, head_dim: d, causal: false, backward: false };
+            let p = pricing.attention(&h100, &shape, Some(kernel)).expect("measured on H100");
+            assert_eq!(p.rule, PriceRule::AttentionTable);
+            p.time_us * 1e-6 / shape.flops()
+        };
+        let measured = per_flop(64.0) - per_flop(128.0);
+        // Exponentials per FLOP: 1/(4d) forward.
+        let predicted = (1.0 / (4.0 * 64.0) - 1.0 / (4.0 * 128.0)) / rate;
+        let ratio = measured / predicted;
+        println!("{kernel}: head-dim cost {ratio:.2} × the exponentials at {} T/s", rate / 1e12);
+        assert!((0.6..=1.8).contains(&ratio), "{kernel}: {ratio:.2}");
+    }
+}
+
+/// A GPU without measured attention: its matmul share scales by the peaks, its
+/// exponentials by its own rate. GB200 and GB300 have the same 16-bit peak and the
+/// same measured GPU to borrow from, so their prices differ by the exponentials alone:
+/// E/5 T/s − E/10.7 T/s. Without a rate (a `--hw` GPU) the whole time scales by the
+/// peaks and the basis says so.
+#[test]
+fn attention_without_measurements_prices_the_exponentials_at_the_gpus_rate() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let mut pricing = Pricing::builtin();
+    let (gb200, gb300) = (gpu_for(&pricing.catalog, "gb200"), gpu_for(&pricing.catalog, "gb300"));
+    for backward in [false, true] {
+        let shape = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: true, backward };
+        let (a, b) = (pricing.attention(&gb200, &shape, None).unwrap(), pricing.attention(&gb300, &shape, None).unwrap());
+        assert_eq!((a.rule, b.rule), (PriceRule::AttentionSpecModel, PriceRule::AttentionSpecModel));
+        // 2·16·8192²/2 scores, one exponential each forward, two with the backward.
+        let exps = 2.0 * 16.0 * 8192.0 * 8192.0 / 2.0 * if backward { 2.0 } else { 1.0 };
+        let want_us = exps / 5.0e12 * 1e6 - exps / 10.7e12 * 1e6;
+        assert!(((a.time_us - b.time_us) / want_us - 1.0).abs() < 1e-9, "{} − {} µs, want {want_us} µs", a.time_us, b.time_us);
+        assert!(b.basis.contains("10.7 T/s"), "{}", b.basis);
+    }
+    let text = "[[gpu]]\nid = \"mine\"\nname = \"NVIDIA Mine\"\nsource = \"s\"\nbf16 = 2500.0\nmemory_gb = 186.0\nhbm_gbps = 8000.0\nlink_gbps = 900.0\n";
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("attention-without-rate.toml");
+    std::fs::write(&file, text).unwrap();
+    pricing.catalog.add_file(&file).unwrap();
+    let mine = gpu_for(&pricing.catalog, "mine");
+    let shape = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: true, backward: false };
+    let p = pricing.attention(&mine, &shape, None).unwrap();
+    assert!(p.basis.contains("no exponential rate"), "{}", p.basis);
+}
