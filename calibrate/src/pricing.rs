@@ -739,23 +739,30 @@ impl Pricing {
     }
 
     /// A GPU without measured attention kernels: the measured GPU of the same
-    /// vendor with the closest specs (peak, HBM bandwidth, SM/CU count), its
-    /// price at this shape scaled by the two 16-bit peaks (attention at these
-    /// sizes is compute-bound: the same fraction of peak carries over).
+    /// vendor with the closest compute (16-bit peak, SM/CU count), its price
+    /// at this shape with the matmul share scaled by the two 16-bit peaks
+    /// (attention at these sizes is compute-bound: the same fraction of peak
+    /// carries over) and the softmax's exponentials by the two SFU rates.
     fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
-        let mine = specs(gpu, Dtype::Bf16)?;
-        let (other, _) = self
+        // Attention at these sizes is compute-bound: the distance is over the
+        // 16-bit peak and SM count (HBM bandwidth left out). Among GPUs of the
+        // same compute (H100 and H200, one GH100) a price measured at this head
+        // dimension, mask and length comes first, then the fastest kernel, as
+        // on a GPU's own table.
+        let compute = |g: &Gpu| specs(g, Dtype::Bf16).map(|(s, _)| [s[0], f64::NAN, s[2]]);
+        let mine = compute(gpu)?;
+        let candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> = self
             .catalog
             .gpus
             .iter()
             .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
-            .filter_map(|g| {
-                let theirs = specs(g, Dtype::Bf16)?;
-                let d = spec_distance(&mine.0, &theirs.0);
-                self.attention_measured(g, shape, kernel).map(|_| (g, d))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))?;
-        let (p, fam) = self.attention_measured(other, shape, kernel)?;
+            .filter_map(|g| Some((g, spec_distance(&mine, &compute(g)?), self.attention_measured(g, shape, kernel)?)))
+            .collect();
+        let nearest = candidates.iter().map(|c| c.1).min_by(f64::total_cmp)?;
+        let (other, _, (p, fam)) = candidates
+            .into_iter()
+            .filter(|c| c.1 <= nearest + 1e-9)
+            .min_by(|a, b| a.2.0.extrapolated.cmp(&b.2.0.extrapolated).then(a.2.0.time_us.total_cmp(&b.2.0.time_us)))?;
         let scale = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
         // The softmax's exponentials run on the special-function units, whose
         // rate grew slower than the matrix units' (H100 3.9, B200 5, B300 10.7

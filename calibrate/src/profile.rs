@@ -789,9 +789,14 @@ fn kernel_fits(
         // peak, the sizes span too narrow a range to separate overhead from
         // throughput, or the op's work is not what its shapes say.
         let fitted = fitted.and_then(|f| {
-            if f.efficiency > 1.0 || f.achieved_max > 1.0 {
+            if f.efficiency > 1.0 {
                 Err(format!(
-                    "the fit gives η = {:.2} (best single op {:.0} % of peak), more than the peak: the sizes span too narrow a range to separate overhead from throughput, or the work model does not hold",
+                    "the fit gives η = {:.2}, more than the peak: the sizes span too narrow a range to separate overhead from throughput, or the work model does not hold",
+                    f.efficiency
+                ))
+            } else if f.achieved_max > 1.0 {
+                Err(format!(
+                    "the fit gives η = {:.2}, but the fastest op ran at {:.1} % of the peak, faster than the GPU can: its work is not what its shapes say, or its time is not the whole op's",
                     f.efficiency,
                     100.0 * f.achieved_max
                 ))
@@ -1016,9 +1021,13 @@ fn link_fits(
                 what,
                 samples: samples.len(),
                 total_us,
-                reason: format!(
-                    "the fit gives {busbw:.0} GB/s, above the nominal {n:.0} GB/s: the sizes do not separate latency from bandwidth"
-                ),
+                reason: if domain == "inter" {
+                    format!(
+                        "the fit gives {busbw:.0} GB/s, above the {n:.0} GB/s of the NICs per GPU: the group may lie inside one node (--gpus-per-node says how many GPUs a node has), or the sizes do not separate latency from bandwidth"
+                    )
+                } else {
+                    format!("the fit gives {busbw:.0} GB/s, above the nominal {n:.0} GB/s: the sizes do not separate latency from bandwidth")
+                },
             });
             continue;
         }

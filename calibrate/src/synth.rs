@@ -285,7 +285,9 @@ impl RankWriter {
 fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k: u64, n: u64) {
     w.draw_gap(rng);
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    let dur = (spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * rng.jitter(spec.noise);
+    // Noise never takes a kernel past the peak (at η 0.95 a 3σ draw of 2 % would).
+    let dur = ((spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * rng.jitter(spec.noise))
+        .max(flops / spec.peak_flops * 1e6);
     let args = format!("\"Input Dims\": [[{m}, {k}], [{k}, {n}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         name,
@@ -303,7 +305,8 @@ fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k
 fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elems: u64) {
     w.draw_gap(rng);
     let bytes = 3.0 * 2.0 * elems as f64;
-    let dur = (spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * rng.jitter(spec.noise);
+    let dur = ((spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * rng.jitter(spec.noise))
+        .max(bytes / spec.peak_hbm_bytes_per_s * 1e6);
     let args = format!("\"Input Dims\": [[{elems}], [{elems}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         op,

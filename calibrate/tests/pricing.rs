@@ -350,6 +350,16 @@ fn attention_without_measurements_prices_the_exponentials_at_the_gpus_rate() {
         assert!(((a.time_us - b.time_us) / want_us - 1.0).abs() < 1e-9, "{} − {} µs, want {want_us} µs", a.time_us, b.time_us);
         assert!(b.basis.contains("10.7 T/s"), "{}", b.basis);
     }
+    // B200 borrows from GH100 (H100 and H200: the same peak and SMs; HBM does not bound
+    // attention): the forward from H100's FA3, the fastest measured forward there, and the
+    // causal forward + backward from H100's causal FA2 rather than H200's row of another mask.
+    let b200 = gpu_for(&pricing.catalog, "b200");
+    let fwd = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: false };
+    let p = pricing.attention(&b200, &fwd, None).unwrap();
+    assert!(p.basis.starts_with("fa3 on h100-sxm"), "{}", p.basis);
+    let train = AttentionShape { causal: true, backward: true, ..fwd };
+    let p = pricing.attention(&b200, &train, None).unwrap();
+    assert!(p.basis.contains("h100-sxm") && !p.basis.contains("other mask"), "{}", p.basis);
     let text = "[[gpu]]\nid = \"mine\"\nname = \"NVIDIA Mine\"\nsource = \"s\"\nbf16 = 2500.0\nmemory_gb = 186.0\nhbm_gbps = 8000.0\nlink_gbps = 900.0\n";
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("attention-without-rate.toml");
     std::fs::write(&file, text).unwrap();

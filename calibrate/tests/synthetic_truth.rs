@@ -196,3 +196,30 @@ fn calibrating_one_rank_at_a_time_gives_the_same_profile() {
         assert_eq!(serde_json::to_string(&apart).unwrap(), serde_json::to_string(&whole).unwrap(), "{}", dir.display());
     }
 }
+
+/// A truth near the peak: at η 0.95 over 16 ranks, 2 % kernel noise once drew GEMMs
+/// faster than the GPU's peak, so the fit was refused as "η = 0.95 (best single op
+/// 100 % of peak), more than the peak". The generator no longer runs a kernel past
+/// the peak, and the fit recovers the truth. The 16-rank all-reduce is one node's
+/// (150 GB/s); with the default 8 GPUs per node it looks like a cross-node group
+/// above the NICs' 50 GB/s, and the refusal says to set the node size.
+#[test]
+fn recovers_an_efficiency_near_the_peak_and_says_when_a_group_fits_one_node() {
+    let mut spec = JobSpec::default();
+    spec.ranks = 16;
+    spec.steps = 2;
+    spec.gemm_efficiency = 0.95;
+    let job = job_of(&spec);
+    let p = &calibrate(std::slice::from_ref(&job), &Catalog::builtin(), &CalibrateOptions::default())[0];
+    let gemm = p.kernels.iter().find(|k| k.class == KernelClass::Gemm).unwrap_or_else(|| panic!("no GEMM fit: {:?}", p.unfitted));
+    within("gemm η", gemm.efficiency, 0.95, 0.02);
+    assert!(gemm.achieved_max <= 1.0, "{}", gemm.achieved_max);
+    let refused = p.unfitted.iter().find(|u| u.what.starts_with("all_reduce")).expect("the 16-rank group refused across nodes");
+    assert!(refused.reason.contains("--gpus-per-node"), "{}", refused.reason);
+    let mut opts = CalibrateOptions::default();
+    opts.gpus_per_node = Some(16);
+    let p = &calibrate(&[job], &Catalog::builtin(), &opts)[0];
+    let l = p.links.iter().find(|l| l.collective.as_str() == "all_reduce").unwrap_or_else(|| panic!("no link fit: {:?}", p.unfitted));
+    assert_eq!(l.domain, "intra");
+    within("bus bandwidth", l.busbw_gbps, 150.0, 0.02);
+}
