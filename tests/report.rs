@@ -94,9 +94,9 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     }
 }
 
-/// Cells of the page's table captioned `caption`, row by row.
+/// Cells of the page's table whose caption starts with `caption`, row by row.
 fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
-    let Some(start) = html.find(&format!("<caption>{caption}</caption>")) else { return Vec::new() };
+    let Some(start) = html.find(&format!("<caption>{caption}")) else { return Vec::new() };
     let body = &html[start..];
     let body = &body[..body.find("</table>").unwrap_or(body.len())];
     body.split("<tr>")
@@ -134,6 +134,28 @@ fn report_collectives_over_ranks_agree_with_analyze() {
         let (page_bw, terminal_bw): (f64, f64) = (p[6].parse().unwrap(), t[7].parse().unwrap());
         assert!((page_bw - terminal_bw).abs() <= 0.05 + 1e-9, "{}: busbw {page_bw} on the page, {terminal_bw} in the terminal", t[0]);
     }
+}
+
+/// The analysis window applies to the whole page: the per-message-size table and the
+/// ops table count what the collectives table counts — kernels starting inside each
+/// rank's window — where they once counted the whole trace under `--drop-last-step`.
+#[test]
+fn the_window_narrows_every_table_of_the_page() {
+    let dir = scratch("report-window");
+    let job = shared().join("hta/trace_filter");
+    let kernels = |rows: &[Vec<String>], col: usize| -> u64 { rows.iter().map(|r| r[col].parse::<u64>().unwrap()).sum() };
+    let mut seen = Vec::new();
+    for (n, extra) in [&[][..], &["--drop-last-step"]].into_iter().enumerate() {
+        let html = report(&[&job], extra, &dir.join(format!("r{n}.html")));
+        let over_ranks = kernels(&table_rows(&html, "Collectives over all ranks"), 3);
+        let by_size = kernels(&table_rows(&html, "Collectives per message size"), 3);
+        assert_eq!(by_size, over_ranks, "{extra:?}: message sizes count {by_size} kernels, the collectives table {over_ranks}");
+        let ops = table_rows(&html, "Ops with the most kernel time");
+        let calls = kernels(&ops, 3);
+        assert!(calls > 0, "{extra:?}: no ops");
+        seen.push((over_ranks, calls));
+    }
+    assert!(seen[1].0 < seen[0].0 && seen[1].1 < seen[0].1, "the last step left out: {seen:?}");
 }
 
 #[test]

@@ -567,12 +567,13 @@ impl OpRow {
 /// Compute kernels by the op that launched them (its name, shapes and dtype),
 /// over every rank, longest total time first.
 pub fn op_rows(job: &tracecast_ingest::Job, classifier: &Classifier) -> Vec<OpRow> {
-    merge_op_rows(job.ranks.iter().map(|r| op_rows_of_rank(&r.trace, &kernel_work(&r.trace, classifier))))
+    merge_op_rows(job.ranks.iter().map(|r| op_rows_of_rank(&r.trace, &kernel_work(&r.trace, classifier), None)))
 }
 
 /// [`op_rows`] of one rank (in no particular order) from its [`kernel_work`],
-/// to merge with [`merge_op_rows`].
-pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>]) -> Vec<OpRow> {
+/// to merge with [`merge_op_rows`]: the kernels that start inside `window`
+/// when given (the analysed window; the collectives table's rule), else all.
+pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>], window: Option<tracecast_ingest::analysis::Window>) -> Vec<OpRow> {
     type Key = (String, String, Option<String>);
     let ev = &trace.events;
     // Each op's row of the table, found once per op (not per kernel): ops of
@@ -582,9 +583,13 @@ pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>]) -> Vec<Op
     let mut row_of_text: rustc_hash::FxHashMap<(tracecast_ingest::NameId, &str, Option<Dtype>), usize> = rustc_hash::FxHashMap::default();
     let mut row_of_key: rustc_hash::FxHashMap<Key, usize> = rustc_hash::FxHashMap::default();
     let mut rows: Vec<(Key, OpRow)> = Vec::new();
+    let inside = |i: usize| window.is_none_or(|w| ev.ts_ns.get(i).is_some_and(|&t| t >= w.start_ns && t < w.end_ns));
     for (i, w) in work.iter().enumerate() {
         let Some(w) = w else { continue };
         let Some(op) = w.op_row else { continue };
+        if !inside(i) {
+            continue;
+        }
         let (k, first_call) = match row_of_op.get(&op) {
             Some(&k) => (k, false),
             None => {

@@ -110,11 +110,12 @@ pub(crate) fn sections(
             let summary = analysis::summarize(&ctx, world, &analyze);
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
+            let ops = op_rows_of_rank(&rank.trace, &work, summary.window());
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
             let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work));
             // The projection's source is the page's own calibration (the reduce sets it): no rank keeps a copy of its samples.
             let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work)));
-            Ok(RankPart { summary, samples, replay, projection, ops: op_rows_of_rank(&rank.trace, &work), class_times })
+            Ok(RankPart { summary, samples, replay, projection, ops, class_times })
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
         if parts.is_empty() {
@@ -158,6 +159,8 @@ fn reduce(
         ops.push(p.ops);
         class_times.add(p.class_times);
     }
+    // Each rank's analysed window, for the page's per-message tables and charts (`--window`, `--steps`).
+    let windows: std::collections::HashMap<u32, Option<analysis::Window>> = summaries.iter().map(|s| (s.rank(), s.window())).collect();
     // One matching of the job's collectives, read by the analysis, the calibration, the replays and the tables.
     let (analysis, collectives) = analysis::reduce_matched(name.clone(), summaries, bad, plan.analyze);
     let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
@@ -168,7 +171,11 @@ fn reduce(
     let mut part = {
         // The page's samples made afresh rank by rank (`samples()` would keep
         // them in the matching, which the replay reads).
-        let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).collect();
+        // Inside each rank's analysed window, as the collectives table counts them.
+        let inside = |s: &analysis::CollectiveSample| {
+            windows.get(&s.rank).copied().flatten().is_some_and(|w| s.start_ns >= w.start_ns && s.start_ns < w.end_ns)
+        };
+        let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).filter(|s| inside(s)).collect();
         let (timeline, message_sizes, ops) =
             (step_kernels(&first.into_ranks()), analysis::message_size_rows_of(&samples), merge_op_rows(ops));
         let job = JobReport {
