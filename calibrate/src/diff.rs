@@ -256,6 +256,10 @@ pub struct Gate {
 /// Parses `step>+3%,exposed>+5%`.
 pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
     const METRICS: [&str; 6] = ["step", "busy", "idle", "exposed", "comm", "compute"];
+    // An empty bound (`--fail-if ""`, a script's unset variable) would gate nothing while the run passes.
+    if spec.trim().trim_matches(',').trim().is_empty() {
+        return Err("no bound given: write METRIC>+N% (e.g. step>+3%)".into());
+    }
     spec.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -265,7 +269,7 @@ pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
             if !METRICS.contains(&metric) {
                 return Err(format!("{metric:?} is not a metric ({})", METRICS.join(", ")));
             }
-            let pct = bound.trim().trim_end_matches('%').trim();
+            let pct = bound.trim().strip_suffix('%').unwrap_or(bound.trim()).trim();
             let v: f64 = pct.parse().map_err(|_| format!("{part:?}: {bound:?} is not a percentage"))?;
             // `NaN` and `inf` parse but no change ever exceeds them: a gate that never fires.
             if !v.is_finite() {
@@ -316,5 +320,11 @@ mod tests {
             let e = parse_gates(&format!("step>{bound}")).unwrap_err();
             assert!(e.contains("not a finite percentage") && e.contains(bound), "{bound}: {e}");
         }
+        // Nothing to gate on, or a doubled sign, is refused rather than passed.
+        for spec in ["", " ", ",", " , "] {
+            assert!(parse_gates(spec).unwrap_err().contains("no bound given"), "{spec:?}");
+        }
+        assert!(parse_gates("step>+3%%").unwrap_err().contains("not a percentage"));
+        assert_eq!(parse_gates("step>3").unwrap(), vec![Gate { metric: "step".into(), max_change: 0.03 }]);
     }
 }

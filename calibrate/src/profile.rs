@@ -643,7 +643,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             let mut notes = Vec::new();
             if gpu.is_none() {
                 notes.push(format!(
-                    "device {:?} is not in the hardware catalog: efficiencies need its peaks (add it with --hw FILE)",
+                    "device {:?} is not in the hardware catalog: efficiencies need its peaks (name a catalog GPU with --device ID, or add one with --hw FILE)",
                     g.name
                 ));
             }

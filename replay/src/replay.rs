@@ -308,7 +308,7 @@ fn project_kernels(
         notes.push(format!("target profile: {r}"));
     }
     if source.gpu.is_none() {
-        notes.push("the trace's GPU is not in the catalog: kernels keep their measured time (add it with --hw FILE)".into());
+        notes.push("the trace's GPU is not in the catalog: kernels keep their measured time (name a catalog GPU with --device ID, or add one with --hw FILE)".into());
     }
     if target.profile.is_none() {
         notes.push(format!(
