@@ -95,6 +95,37 @@ fn diff_report_and_replay_take_exports() {
     }
 }
 
+/// Each process of the training export calls `cudaStreamSynchronize` once a step (16 and
+/// 17 calls). In one process the copy each call waits for ends 4–7 µs *after* the call
+/// returned — GPU timestamps converted to the host clock — so only 3 of its calls were
+/// taken as syncs and a 2× faster GPU sped that rank up 1.002×. Every call is a sync now,
+/// the identity replay stays exact, and halving compute time shortens both ranks' steps.
+#[test]
+fn replay_waits_at_every_stream_sync_despite_the_clock_skew() {
+    let dir = scratch("nsys-syncs");
+    let f = export(MFU);
+    let read = |extra: &[&str], name: &str| {
+        let out = dir.join(name);
+        let mut args: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone()
+    };
+    let identity = read(&[], "identity.json");
+    let mut syncs: Vec<u64> = identity.iter().map(|r| r["graph"]["host_syncs"].as_u64().unwrap()).collect();
+    syncs.sort();
+    assert!(syncs[0] >= 16 && syncs[1] >= 17, "host syncs per rank {syncs:?}");
+    for r in &identity {
+        let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
+        assert!((p / m - 1.0).abs() < 0.001, "identity replay {p} µs vs measured {m} µs");
+    }
+    for r in read(&["--scale", "compute=2"], "compute2.json") {
+        let speedup = r["measured_step_us"].as_f64().unwrap() / r["replayed_step_us"].as_f64().unwrap();
+        assert!(speedup > 1.1, "rank {}: compute 2× faster, step {speedup:.3}× faster", r["rank"]);
+    }
+}
+
 #[test]
 fn calibrate_says_why_an_export_without_shapes_cannot_be_fitted() {
     let dir = scratch("nsys-noshapes");
