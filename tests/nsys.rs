@@ -113,6 +113,12 @@ fn replay_waits_at_every_stream_sync_despite_the_clock_skew() {
         json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone()
     };
     let identity = read(&[], "identity.json");
+    // A sync that returned before its awaited copy ended (negative lag) is counted once on
+    // the critical path: the shares add up to its length (they exceeded it by 11 µs).
+    let cp = &json(&dir.join("identity.json"))["jobs"][0]["critical_path"];
+    let parts: f64 =
+        ["compute_us", "comm_us", "memory_us", "cpu_us", "launch_us", "unexplained_us"].iter().map(|k| cp[k].as_f64().unwrap()).sum();
+    assert!((parts - cp["total_us"].as_f64().unwrap()).abs() < 0.5, "critical path parts {parts} µs, length {}", cp["total_us"]);
     let mut syncs: Vec<u64> = identity.iter().map(|r| r["graph"]["host_syncs"].as_u64().unwrap()).collect();
     syncs.sort();
     assert!(syncs[0] >= 16 && syncs[1] >= 17, "host syncs per rank {syncs:?}");

@@ -126,6 +126,25 @@ fn report_collectives_over_ranks_agree_with_analyze() {
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().collect())
         .collect();
+    // The all-reduce's bus bandwidth from its definition over the per-rank rows of
+    // `analyze --json`: Σ bytes ÷ Σ time of the sized kernels × 2(n−1)/n.
+    let out = dir.join("a.json");
+    let o = bin().arg("analyze").arg(&job).arg("--json").arg(&out).arg("-q").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let (mut bytes, mut us, mut n) = (0.0, 0.0, 0.0);
+    for c in doc["jobs"][0]["ranks"].as_array().unwrap().iter().flat_map(|r| r["collectives"].as_array().unwrap()) {
+        if c["collective"] == "all_reduce"
+            && let (Some(b), Some(bw)) = (c["bytes"].as_f64(), c["algbw_gbps"].as_f64())
+        {
+            bytes += b;
+            us += b / bw / 1e3;
+            n = c["group_size"].as_f64().unwrap();
+        }
+    }
+    let busbw = bytes / us / 1e3 * 2.0 * (n - 1.0) / n;
+    let row = page.iter().find(|r| r[0] == "all_reduce").expect("an all_reduce row");
+    assert!((row[6].parse::<f64>().unwrap() - busbw).abs() <= 0.05 + 1e-9, "page {} GB/s, by definition {busbw:.2}", row[6]);
     assert_eq!(page.len(), terminal.len(), "{page:?} against {terminal:?}");
     assert!(terminal.len() >= 3);
     for (p, t) in page.iter().zip(&terminal) {

@@ -773,18 +773,17 @@ impl Pricing {
         // per exponential), by about the exponential time (BENCHMARKS.md).
         let exp_us = |g: &Gpu| g.exp_tps.map(|r| shape.exponentials() / (r * 1e12) * 1e6);
         let (time_us, how) = match (exp_us(other), exp_us(gpu)) {
-            (Some(theirs), Some(mine)) if theirs < p.time_us => (
-                (p.time_us - theirs) * scale + mine,
+            (Some(theirs), Some(mine)) => (
+                // A kernel that beat its exponentials at the SFU rate (emulating
+                // some in software) has no matmul share left: the exponentials bound it.
+                (p.time_us - theirs).max(0.0) * scale + mine,
                 format!(
-                    "its time less its exponentials ({theirs:.1} µs at {} T/s) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {} T/s",
+                    "its time less its exponentials ({theirs:.1} µs at {} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {} T/s",
                     other.exp_tps.unwrap_or(0.0),
+                    if theirs >= p.time_us { ", more than its time" } else { "" },
                     gpu.id,
                     gpu.exp_tps.unwrap_or(0.0)
                 ),
-            ),
-            (Some(theirs), Some(_)) => (
-                p.time_us * scale,
-                format!("× {scale:.3}, the two 16-bit peaks (it ran faster than its exponentials at the SFU rate, {theirs:.1} µs)"),
             ),
             _ => (p.time_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
         };

@@ -285,9 +285,10 @@ impl RankWriter {
 fn gemm(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, name: &str, m: u64, k: u64, n: u64) {
     w.draw_gap(rng);
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    // Noise never takes a kernel past the peak (at η 0.95 a 3σ draw of 2 % would).
+    // Noise never takes a kernel past the peak (at η 0.95 a 3σ draw of 2 % would);
+    // a nanosecond above it, as the trace's rounding to ns could land below.
     let dur = ((spec.kernel_overhead_us + flops / (spec.gemm_efficiency * spec.peak_flops) * 1e6) * rng.jitter(spec.noise))
-        .max(flops / spec.peak_flops * 1e6);
+        .max(flops / spec.peak_flops * 1e6 + 1e-3);
     let args = format!("\"Input Dims\": [[{m}, {k}], [{k}, {n}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         name,
@@ -306,7 +307,7 @@ fn elementwise(w: &mut RankWriter, rng: &mut Rng, spec: &JobSpec, op: &str, elem
     w.draw_gap(rng);
     let bytes = 3.0 * 2.0 * elems as f64;
     let dur = ((spec.kernel_overhead_us + bytes / (spec.memory_efficiency * spec.peak_hbm_bytes_per_s) * 1e6) * rng.jitter(spec.noise))
-        .max(bytes / spec.peak_hbm_bytes_per_s * 1e6);
+        .max(bytes / spec.peak_hbm_bytes_per_s * 1e6 + 1e-3);
     let args = format!("\"Input Dims\": [[{elems}], [{elems}]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]");
     w.launch(
         op,

@@ -61,6 +61,10 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPat
     let Some(last) = last else { return (CriticalPath::default(), Vec::new()) };
     let path = s.critical_path(last);
     let mut cp = CriticalPath { events: path.len(), ..Default::default() };
+    // How far back the path's time is accounted: an edge with a negative lag
+    // (a sync that returned within the clock slack before the work it awaited
+    // ended) steps forward in time, and that stretch is counted once.
+    let mut reached = path.first().map_or(i64::MAX, |&e| s.event_ns(e));
     for pair in path.windows(2) {
         let (later, earlier) = (pair[0], pair[1]);
         if earlier == NO_EVENT {
@@ -69,7 +73,8 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPat
         if s.event_ns(later) <= from_ns {
             break;
         }
-        let dt = (s.event_ns(later) - s.event_ns(earlier).max(from_ns)).max(0) as f64 / 1000.0;
+        let dt = (s.event_ns(later).min(reached) - s.event_ns(earlier).max(from_ns)).max(0) as f64 / 1000.0;
+        reached = reached.min(s.event_ns(earlier));
         let (lt, et) = (later as usize / 2, earlier as usize / 2);
         let later_kind = eg.origin[lt].kind;
         let earlier_kind = eg.origin[et].kind;

@@ -186,7 +186,7 @@ pub fn is_blocking_call(name: &str) -> bool {
 const BLOCKING_COPY_NS: i64 = 20_000;
 
 /// How far past a synchronising call's return the work it waited for may
-/// appear to end (an "async" copy, which may not have blocked, gets 1 µs): GPU timestamps converted to the host clock lead or lag it by a few µs
+/// appear to end (telling whether an "async" copy blocked at all keeps 1 µs; once it did, it gets this too): GPU timestamps converted to the host clock lead or lag it by a few µs
 /// (an Nsight Systems export of two H100 processes: the awaited copy ends
 /// 4–7 µs after `cudaStreamSynchronize` returned in one process, 8–10 µs
 /// before in the other; Kineto's traces within 1 µs).
@@ -779,8 +779,9 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
         let device_wide = t.name(i).contains("DeviceSynchronize") || t.name(i).contains("CtxSynchronize");
         let mut awaited_end = i64::MIN;
         for rows in &streams {
-            // The last activity launched on this stream before the call ended.
-            let last = rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= end));
+            // The last activity launched on this stream before the call began
+            // (a sync does not wait for work other threads launch meanwhile).
+            let last = rows.iter().rev().find(|&&k| links.launch_ns(t, k).is_some_and(|l| l <= start));
             let Some(&k) = last else { continue };
             let k_end = ev.end_ns(k);
             // A device sync waits for every stream; other syncs for the
@@ -951,7 +952,7 @@ fn event_syncs(
         let Some(awaited) = last_launched_on(t, links, streams, wait.wait_on_stream, ev.ts_ns[record]) else { continue };
         let Some(&awaited_id) = tasks.get(&(awaited as u32)) else { continue };
         if let Some(&c) = call_of.get(&ev.correlation[row])
-            && ev.end_ns(c) >= ev.end_ns(awaited)
+            && ev.end_ns(c) + SYNC_CLOCK_SLACK_NS >= ev.end_ns(awaited)
             && let Some(&call_id) = tasks.get(&(c as u32))
         {
             g.graph.edge(awaited_id, At::End, call_id, At::End, ev.end_ns(c) - ev.end_ns(awaited));
