@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use plotters::coord::combinators::{BindKeyPointMethod, LogCoord, WithKeyPointMethod};
+use plotters::coord::ranged1d::{BoldPoints, LightPoints, Ranged};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
@@ -287,12 +289,30 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
         }};
     }
     match (c.log_x, c.log_y) {
-        (true, true) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()).map_err(|e| e.to_string())?),
-        (true, false) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(|e| e.to_string())?),
-        (false, true) => body!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()).map_err(|e| e.to_string())?),
+        (true, true) => body!(builder.build_cartesian_2d(log_axis(x0, x1), log_axis(y0, y1)).map_err(|e| e.to_string())?),
+        (true, false) => body!(builder.build_cartesian_2d(log_axis(x0, x1), y0..y1).map_err(|e| e.to_string())?),
+        (false, true) => body!(builder.build_cartesian_2d(x0..x1, log_axis(y0, y1)).map_err(|e| e.to_string())?),
         (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| e.to_string())?),
     }
     root.present().map_err(|e| e.to_string())
+}
+
+/// A log axis over `lo..hi` with plotters' ticks, each once: its last tick of
+/// a decade (1e7 × 10) and the next decade's first (1e8) can differ by a
+/// rounding and were drawn as two "100M" labels.
+fn log_axis(lo: f64, hi: f64) -> WithKeyPointMethod<LogCoord<f64>> {
+    let (bold, light) = ((lo..hi).log_scale(), (lo..hi).log_scale());
+    (lo..hi)
+        .log_scale()
+        .with_key_point_func(move |n| distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n))))
+        .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
+}
+
+/// Ticks in ascending order, one of each value within a relative 1e-9.
+fn distinct_ticks(mut ticks: Vec<f64>) -> Vec<f64> {
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup_by(|b, a| (*b - *a).abs() <= 1e-9 * a.abs().max(b.abs()));
+    ticks
 }
 
 /// Writes `STEM.svg` and `STEM.png` (atomically) and returns their paths.
@@ -330,6 +350,23 @@ pub(crate) fn render(
 
 #[cfg(test)]
 mod tests {
+    use plotters::coord::ranged1d::Ranged;
+
+    /// A message-size axis over 10–150 MB labelled every 10 MB: each label once
+    /// (the page's all_gather chart had "100M" twice), the decade's bound included.
+    #[test]
+    fn log_axis_labels_each_tick_once() {
+        for (lo, hi) in [(1e7, 1.5e8), (3.0, 2e9), (0.5, 7.0)] {
+            let ticks = super::log_axis(lo, hi).key_points(100usize);
+            let labels: Vec<String> = ticks.iter().map(|&v| super::si(v)).collect();
+            let mut distinct = labels.clone();
+            distinct.dedup();
+            assert_eq!(labels, distinct, "{lo}..{hi}");
+            assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+        }
+        assert_eq!(super::log_axis(1e7, 1.5e8).key_points(100usize).iter().filter(|&&v| super::si(v) == "100M").count(), 1);
+    }
+
     #[test]
     fn small_values_are_not_zero() {
         assert_eq!(super::si(0.001), "1.0e-3");
