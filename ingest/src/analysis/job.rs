@@ -204,7 +204,7 @@ pub struct JobCollectiveRow {
     pub total_us: f64,
     /// Σ message bytes of the kernels whose size is known (none: no size known).
     pub bytes: Option<u64>,
-    /// Σ bytes ÷ Σ time of the sized kernels over all ranks, GB/s.
+    /// Σ bytes ÷ Σ time of the kernels with a known bandwidth over all ranks, GB/s.
     pub algbw_gbps: Option<f64>,
     /// The algorithm bandwidth × the collective's bus factor (as the
     /// per-rank table's), GB/s.
@@ -219,15 +219,16 @@ impl JobAnalysis {
     /// The job's collectives over all ranks, by type, process group and
     /// group size (in that order; an unnamed group as `-`).
     pub fn collectives_over_ranks(&self) -> Vec<JobCollectiveRow> {
-        // (bytes, sized time) beside each row while summing.
-        let mut by: std::collections::BTreeMap<(String, String, String), (JobCollectiveRow, f64)> = Default::default();
+        // (bytes, time) of the kernels with a bandwidth beside each row while
+        // summing: a rank's bytes without a time do not raise the bandwidth.
+        let mut by: std::collections::BTreeMap<(String, String, String), (JobCollectiveRow, u64, f64)> = Default::default();
         for c in self.ranks.iter().flat_map(|r| &r.collectives) {
             let key = (
                 c.collective.as_str().to_string(),
                 c.process_group.clone().unwrap_or_else(|| "-".into()),
                 c.group_size.map_or("-".into(), |n| n.to_string()),
             );
-            let (row, sized_us) = by.entry(key).or_insert_with(|| {
+            let (row, timed_bytes, timed_us) = by.entry(key).or_insert_with(|| {
                 let row = JobCollectiveRow {
                     collective: c.collective,
                     process_group: c.process_group.clone(),
@@ -240,13 +241,16 @@ impl JobAnalysis {
                     wait_us: None,
                     matched_us: 0.0,
                 };
-                (row, 0.0)
+                (row, 0, 0.0)
             });
             row.count += c.count;
             row.total_us += c.total_us;
             if let Some(b) = c.bytes {
                 row.bytes = Some(row.bytes.unwrap_or(0) + b);
-                *sized_us += c.algbw_gbps.map_or(0.0, |bw| if bw > 0.0 { b as f64 / bw / 1000.0 } else { 0.0 });
+                if let Some(bw) = c.algbw_gbps.filter(|bw| *bw > 0.0) {
+                    *timed_bytes += b;
+                    *timed_us += b as f64 / bw / 1000.0;
+                }
             }
             if let (Some(wt), Some(tr)) = (c.wait_us, c.transfer_us) {
                 row.wait_us = Some(row.wait_us.unwrap_or(0.0) + wt);
@@ -254,8 +258,8 @@ impl JobAnalysis {
             }
         }
         by.into_values()
-            .map(|(mut row, sized_us)| {
-                row.algbw_gbps = row.bytes.filter(|_| sized_us > 0.0).map(|b| b as f64 / sized_us / 1000.0);
+            .map(|(mut row, timed_bytes, timed_us)| {
+                row.algbw_gbps = (timed_us > 0.0).then(|| timed_bytes as f64 / timed_us / 1000.0);
                 row.busbw_gbps = row.algbw_gbps.and_then(|a| Some(a * row.collective.bus_factor_in(row.group_size)?));
                 row
             })
