@@ -23,6 +23,15 @@ fn json(path: &Path) -> serde_json::Value {
 const H100: &str = "h100_2gpu_1s.sqlite";
 const MFU: &str = "mfu_2gpu_before.sqlite";
 
+/// `tracecast replay FILE --json OUT -q EXTRA…`, which must succeed: its JSON.
+fn replay_json(file: &Path, extra: &[&str], out: &Path) -> serde_json::Value {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), file.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let o = run(&args);
+    assert!(o.status.success(), "{}: {}", file.display(), stderr(&o));
+    json(out)
+}
+
 #[test]
 fn analyze_reads_an_export_as_one_rank_per_gpu() {
     let dir = scratch("nsys-analyze");
@@ -85,10 +94,7 @@ fn diff_report_and_replay_take_exports() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&html).unwrap().contains("ncclDevKernel_SendRecv"));
     for f in [&a, &b] {
-        let out = dir.join("replay.json");
-        let o = run(&["replay".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        for r in json(&out)["jobs"][0]["ranks"].as_array().unwrap() {
+        for r in replay_json(f, &[], &dir.join("replay.json"))["jobs"][0]["ranks"].as_array().unwrap() {
             let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
             assert!((p / m - 1.0).abs() < 0.01, "{}: identity replay {p} µs vs measured {m} µs", f.display());
         }
@@ -104,29 +110,22 @@ fn diff_report_and_replay_take_exports() {
 fn replay_waits_at_every_stream_sync_despite_the_clock_skew() {
     let dir = scratch("nsys-syncs");
     let f = export(MFU);
-    let read = |extra: &[&str], name: &str| {
-        let out = dir.join(name);
-        let mut args: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let o = run(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone()
-    };
-    let identity = read(&[], "identity.json");
+    let doc = replay_json(&f, &[], &dir.join("identity.json"));
+    let identity = doc["jobs"][0]["ranks"].as_array().unwrap();
     // A sync that returned before its awaited copy ended (negative lag) is counted once on
     // the critical path: the shares add up to its length (they exceeded it by 11 µs).
-    let cp = &json(&dir.join("identity.json"))["jobs"][0]["critical_path"];
+    let cp = &doc["jobs"][0]["critical_path"];
     let parts: f64 =
         ["compute_us", "comm_us", "memory_us", "cpu_us", "launch_us", "unexplained_us"].iter().map(|k| cp[k].as_f64().unwrap()).sum();
     assert!((parts - cp["total_us"].as_f64().unwrap()).abs() < 0.5, "critical path parts {parts} µs, length {}", cp["total_us"]);
     let mut syncs: Vec<u64> = identity.iter().map(|r| r["graph"]["host_syncs"].as_u64().unwrap()).collect();
     syncs.sort();
     assert!(syncs[0] >= 16 && syncs[1] >= 17, "host syncs per rank {syncs:?}");
-    for r in &identity {
+    for r in identity {
         let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
         assert!((p / m - 1.0).abs() < 0.001, "identity replay {p} µs vs measured {m} µs");
     }
-    for r in read(&["--scale", "compute=2"], "compute2.json") {
+    for r in replay_json(&f, &["--scale", "compute=2"], &dir.join("compute2.json"))["jobs"][0]["ranks"].as_array().unwrap() {
         let speedup = r["measured_step_us"].as_f64().unwrap() / r["replayed_step_us"].as_f64().unwrap();
         assert!(speedup > 1.1, "rank {}: compute 2× faster, step {speedup:.3}× faster", r["rank"]);
     }
@@ -346,22 +345,8 @@ fn analyze_reads_a_parquetdir_export_as_its_sqlite_export() {
 #[test]
 fn world_size_leaves_point_to_point_transfers_alone() {
     let dir = scratch("nsys-world-size");
-    let (plain, grown) = (dir.join("plain.json"), dir.join("grown.json"));
-    let export = shared().join("nsys/mfu_2gpu_before.sqlite");
-    let o = run(&["replay".as_ref(), export.as_os_str(), "--json".as_ref(), plain.as_os_str(), "-q".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let args = [
-        "replay".as_ref(),
-        export.as_os_str(),
-        "--world-size".as_ref(),
-        "256".as_ref(),
-        "--json".as_ref(),
-        grown.as_os_str(),
-        "-q".as_ref(),
-    ];
-    let o = run(&args);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let (a, b) = (json(&plain), json(&grown));
+    let f = export(MFU);
+    let (a, b) = (replay_json(&f, &[], &dir.join("plain.json")), replay_json(&f, &["--world-size", "256"], &dir.join("grown.json")));
     assert_eq!(a["jobs"][0]["ranks"], b["jobs"][0]["ranks"], "send/recv re-costed for 256 ranks");
     let notes = b["jobs"][0]["notes"].as_array().unwrap();
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains("nothing was rescaled")), "{notes:?}");

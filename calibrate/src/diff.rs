@@ -256,11 +256,8 @@ pub struct Gate {
 /// Parses `step>+3%,exposed>+5%`.
 pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
     const METRICS: [&str; 6] = ["step", "busy", "idle", "exposed", "comm", "compute"];
-    // An empty bound (`--fail-if ""`, a script's unset variable) would gate nothing while the run passes.
-    if spec.trim().trim_matches(',').trim().is_empty() {
-        return Err("no bound given: write METRIC>+N% (e.g. step>+3%)".into());
-    }
-    spec.split(',')
+    let gates = spec
+        .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(|part| {
@@ -277,7 +274,12 @@ pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
             }
             Ok(Gate { metric: metric.to_string(), max_change: v / 100.0 })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    // No bound (`--fail-if ""`, a script's unset variable) would gate nothing while the run passes.
+    if gates.is_empty() {
+        return Err("no bound given: write METRIC>+N% (e.g. step>+3%)".into());
+    }
+    Ok(gates)
 }
 
 /// The gates B fails, in words (empty when it passes).

@@ -481,18 +481,11 @@ impl Pricing {
             });
         }
         let mut price = self.gemm_by_rule(gpu, shape, exclude)?;
-        let ln_ratios: Vec<f64> = rows
-            .points
-            .iter()
-            .filter_map(|p| Some(p.1 - self.gemm_by_rule(gpu, &at(p), exclude)?.time_us.ln()))
-            .filter(|r| r.is_finite())
-            .collect();
-        if !ln_ratios.is_empty() {
-            let f = (ln_ratios.iter().sum::<f64>() / ln_ratios.len() as f64).exp();
+        let ratios = rows.points.iter().filter_map(|p| Some(p.1.exp() / self.gemm_by_rule(gpu, &at(p), exclude)?.time_us));
+        if let Some((f, n)) = geometric_mean(ratios) {
             price.time_us *= f;
             price.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {} shape(s) of {} (too few for a table of their own)",
-                ln_ratios.len(),
+                "; × {f:.3}, the measured ÷ priced time of the user's {n} shape(s) of {} (too few for a table of their own)",
                 rows.gpu
             ));
         }
@@ -879,14 +872,10 @@ impl Pricing {
             p.extrapolated = false;
             return Some(p);
         }
-        let ln_ratios: Vec<f64> =
-            points.iter().filter_map(|r| Some((r.time_us / price(r.size_bytes)?.time_us).ln())).filter(|x| x.is_finite()).collect();
-        if !ln_ratios.is_empty() {
-            let f = (ln_ratios.iter().sum::<f64>() / ln_ratios.len() as f64).exp();
+        if let Some((f, n)) = geometric_mean(points.iter().filter_map(|r| Some(r.time_us / price(r.size_bytes)?.time_us))) {
             p.time_us *= f;
             p.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs (too few for a curve of their own)",
-                ln_ratios.len()
+                "; × {f:.3}, the measured ÷ priced time of the user's {n} point(s) at {gpus} GPUs (too few for a curve of their own)"
             ));
         }
         Some(p)
@@ -905,7 +894,6 @@ impl Pricing {
     ) -> Option<Price> {
         let m = &self.measurements;
         let any_user = rows.iter().any(|r| m.is_user(&r.from));
-        let rows: Vec<&CollectiveRow> = rows.to_vec();
         let multi = gpus > gpus_per_node.max(1);
         let own: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == collective).collect();
         let own_systems = Systems::of(&own, multi, m);
@@ -913,7 +901,7 @@ impl Pricing {
         let (systems, size, substitution) = if own_systems.0.is_empty() {
             let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
             let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
-            let rows: Vec<&CollectiveRow> = rows.into_iter().filter(|r| r.collective == Collective::AllReduce).collect();
+            let rows: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == Collective::AllReduce).collect();
             let note = (collective != Collective::AllReduce)
                 .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
             (Systems::of(&rows, multi, m), bytes * k / ar, note)
@@ -926,20 +914,14 @@ impl Pricing {
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
-            let ratios: Vec<f64> = own
-                .iter()
-                .filter(|r| r.gpus == gpus)
-                .filter_map(|r| {
-                    let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                    Some(r.time_us / system.price(r.size_bytes * k / ar, gpus)?.0)
-                })
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .collect();
-            if !ratios.is_empty() {
-                let f = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
+            let ratios = own.iter().filter(|r| r.gpus == gpus).filter_map(|r| {
+                let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
+                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus)?.0)
+            });
+            if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
-                substitution = substitution
-                    .map(|s| format!("{s}, × {f:.3} from {} measured point(s) of the {} itself", ratios.len(), collective.as_str()));
+                substitution =
+                    substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
             } else if let Some(spec) = self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node)
                 && spec.time_us > time_us
             {
@@ -1362,6 +1344,14 @@ fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
         Dtype::Fp16 => gpu.peak_flops(Dtype::Bf16),
         _ => None,
     })
+}
+
+/// The geometric mean of measured ÷ priced time ratios (the positive, finite
+/// ones) and their count: what a few measurements, too few for a table or a
+/// curve of their own, scale a rule's price by.
+fn geometric_mean(ratios: impl IntoIterator<Item = f64>) -> Option<(f64, usize)> {
+    let ln: Vec<f64> = ratios.into_iter().filter(|r| r.is_finite() && *r > 0.0).map(f64::ln).collect();
+    (!ln.is_empty()).then(|| ((ln.iter().sum::<f64>() / ln.len() as f64).exp(), ln.len()))
 }
 
 /// (peak, HBM bandwidth, SMs/CUs), vendor.

@@ -583,7 +583,7 @@ pub fn op_rows_of_rank(trace: &RankTrace, work: &[Option<KernelWork>], window: O
     let mut row_of_text: rustc_hash::FxHashMap<(tracecast_ingest::NameId, &str, Option<Dtype>), usize> = rustc_hash::FxHashMap::default();
     let mut row_of_key: rustc_hash::FxHashMap<Key, usize> = rustc_hash::FxHashMap::default();
     let mut rows: Vec<(Key, OpRow)> = Vec::new();
-    let inside = |i: usize| window.is_none_or(|w| ev.ts_ns.get(i).is_some_and(|&t| t >= w.start_ns && t < w.end_ns));
+    let inside = |i: usize| window.is_none_or(|w| ev.ts_ns.get(i).is_some_and(|&t| w.starts_inside(t)));
     for (i, w) in work.iter().enumerate() {
         let Some(w) = w else { continue };
         let Some(op) = w.op_row else { continue };

@@ -94,12 +94,11 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut names = std::collections::BTreeSet::new();
     for table in [&events, &dir.join("ranks")] {
         let io = |cause| Error::Io { path: table.clone(), cause };
-        let Ok(entries) = std::fs::read_dir(table) else {
+        let entries = match std::fs::read_dir(table) {
+            Ok(entries) => entries,
+            Err(cause) if table == &events => return Err(io(cause)),
             // A dataset without a ranks table is refused when a rank is read.
-            if table == &events {
-                std::fs::read_dir(table).map_err(io)?;
-            }
-            continue;
+            Err(_) => continue,
         };
         for entry in entries {
             let name = entry.map_err(io)?.file_name().to_string_lossy().into_owned();

@@ -30,3 +30,23 @@ fn one_rank_at_a_time_equals_the_whole_job() {
         same_both_ways(&d);
     }
 }
+
+/// The counts the replay sizes its graph by (`JobCollectives::joined_counts`, from the
+/// matching's own tallies) are those of the joins it then walks: instances on at least
+/// two ranks, and their kernels.
+#[test]
+fn joined_counts_are_those_of_the_joins() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in [root.join("fixtures/demo"), root.join("../shared/traces/hta/trace_filter")] {
+        let files = job::trace_files_under(&dir).unwrap();
+        let opts = AnalyzeOptions::default();
+        let whole = Job::read(dir.clone(), &files, &ReadOptions::default(), &|_| {});
+        let world = whole.world_size();
+        let summaries = whole.ranks.iter().map(|r| analysis::summarize_rank(r, world, &opts)).collect();
+        let (_, matched) = analysis::reduce_matched(dir.display().to_string(), summaries, Vec::new(), &opts);
+        let instances: std::collections::HashSet<u32> = matched.joins().map(|j| j.2).collect();
+        let counts = matched.joined_counts();
+        assert!(counts.0 > 0, "{}: no joins", dir.display());
+        assert_eq!(counts, (instances.len(), matched.joins().count()), "{}", dir.display());
+    }
+}

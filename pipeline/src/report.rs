@@ -172,9 +172,7 @@ fn reduce(
         // The page's samples made afresh rank by rank (`samples()` would keep
         // them in the matching, which the replay reads).
         // Inside each rank's analysed window, as the collectives table counts them.
-        let inside = |s: &analysis::CollectiveSample| {
-            windows.get(&s.rank).copied().flatten().is_some_and(|w| s.start_ns >= w.start_ns && s.start_ns < w.end_ns)
-        };
+        let inside = |s: &analysis::CollectiveSample| windows.get(&s.rank).copied().flatten().is_some_and(|w| w.starts_inside(s.start_ns));
         let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).filter(|s| inside(s)).collect();
         let (timeline, message_sizes, ops) =
             (step_kernels(&first.into_ranks()), analysis::message_size_rows_of(&samples), merge_op_rows(ops));

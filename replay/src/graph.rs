@@ -186,10 +186,12 @@ pub fn is_blocking_call(name: &str) -> bool {
 const BLOCKING_COPY_NS: i64 = 20_000;
 
 /// How far past a synchronising call's return the work it waited for may
-/// appear to end (telling whether an "async" copy blocked at all keeps 1 µs; once it did, it gets this too): GPU timestamps converted to the host clock lead or lag it by a few µs
-/// (an Nsight Systems export of two H100 processes: the awaited copy ends
-/// 4–7 µs after `cudaStreamSynchronize` returned in one process, 8–10 µs
-/// before in the other; Kineto's traces within 1 µs).
+/// appear to end: GPU timestamps converted to the host clock lead or lag it
+/// by a few µs (an Nsight Systems export of two H100 processes: the awaited
+/// copy ends 4–7 µs after `cudaStreamSynchronize` returned in one process,
+/// 8–10 µs before in the other; Kineto's traces within 1 µs). Whether an
+/// "async" copy blocked at all is still told at 1 µs; once it did, it gets
+/// this slack too.
 const SYNC_CLOCK_SLACK_NS: i64 = 20_000;
 
 /// Runtime calls that ask whether GPU work is done without blocking.
@@ -476,11 +478,6 @@ pub fn build(pieces: Vec<RankPiece>, collectives: &JobCollectives, alignment: Op
     // three times their size while they move.
     let (join_tasks, join_edges) = if join {
         let (instances, members) = collectives.joined_counts();
-        debug_assert_eq!(
-            (instances, members),
-            (collectives.joins().map(|j| j.2).collect::<FxHashSet<_>>().len(), collectives.joins().count()),
-            "the counts of the joins the build walks"
-        );
         (instances, 2 * members)
     } else {
         (0, 0)

@@ -60,6 +60,13 @@ impl Window {
             || (end_ns == start_ns && (start_ns < self.start_ns || start_ns >= self.end_ns));
         (!outside).then(|| end_ns.min(self.end_ns).saturating_sub(start_ns.max(self.start_ns)).max(0))
     }
+
+    /// Whether an activity starting at `start_ns` is counted in the window:
+    /// the one rule of the per-instance tables (collectives, stragglers, ops,
+    /// message sizes), which count whole kernels by where they start.
+    pub fn starts_inside(&self, start_ns: i64) -> bool {
+        start_ns >= self.start_ns && start_ns < self.end_ns
+    }
 }
 
 /// The unions of one rank's GPU activity by class, built once and measured in any window.

@@ -250,7 +250,7 @@ pub(crate) fn collective_stats(
         wait: i64,
     }
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
-    for (i, inst) in instances.iter().enumerate().filter(|(_, x)| x.start_ns >= w.start_ns && x.start_ns < w.end_ns) {
+    for (i, inst) in instances.iter().enumerate().filter(|(_, x)| w.starts_inside(x.start_ns)) {
         let matched = matched(i);
         let group_size = inst
             .group_size

@@ -218,9 +218,7 @@ impl JobCollectives {
     pub fn stragglers(&self, windows: &[Option<Window>]) -> Vec<Straggler> {
         let mut out: Vec<Straggler> =
             self.ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
-        let inside = |r: usize, inst: &Instance| {
-            windows.get(r).copied().flatten().is_some_and(|w| inst.start_ns >= w.start_ns && inst.start_ns < w.end_ns)
-        };
+        let inside = |r: usize, inst: &Instance| windows.get(r).copied().flatten().is_some_and(|w| w.starts_inside(inst.start_ns));
         for &id in &self.hash_order {
             let Some(m) = self.matched.get(id as usize).filter(|m| m.ranks >= 2) else { continue };
             // (rank index, kernel time, inside its window)
