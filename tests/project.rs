@@ -472,3 +472,78 @@ fn inference_refuses_the_plans_training_batch_settings() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("global batch 64"), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// The measured runs files beside the repository.
+fn runs_file(rel: &str) -> PathBuf {
+    shared().join("..").join(rel)
+}
+
+/// Tokens per second per GPU of a training projection's JSON: the global batch's tokens over the iteration.
+fn tokens_per_s_per_gpu(p: &serde_json::Value, seq: f64, gpus: f64, iteration_ms: f64) -> f64 {
+    p["global_batch"].as_f64().unwrap() * seq / (iteration_ms / 1e3) / gpus
+}
+
+#[test]
+fn project_from_a_measured_run_carries_the_stacks_time_to_the_next_generation() {
+    let dir = scratch("project-from");
+    let published = runs_file("validation/published-runs.json");
+    let file = json(&published);
+    let run = |id: &str| file["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
+    // llm-foundry's MPT-7B measured on 8 A100 and, with the same stack, on 8 H100 (its own plan there).
+    let (a100, h100) = (run("mpt-7b-8xa100-80gb"), run("mpt-7b-8xh100-sxm"));
+    let measured = h100["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+    let out = dir.join("h100.json");
+    let from = format!("{}:mpt-7b-8xa100-80gb", published.display());
+    let o = bin()
+        .args(["project", "--from", &from, "--system", "h100-sxm", "--gpus", "8", "--parallel", h100["plan"].as_str().unwrap(), "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Stack time carried from the measured run"), "{text}");
+    let p = json(&out);
+    let (iteration, stack) = (p["iteration_ms"].as_f64().unwrap(), p["stack_ms"].as_f64().unwrap());
+    let carried = tokens_per_s_per_gpu(&p, 2048.0, 8.0, iteration);
+    let plain = tokens_per_s_per_gpu(&p, 2048.0, 8.0, iteration - stack);
+    // The plain projection is far too fast for this stack; with its A100 run's unexplained time carried it is close.
+    assert!(plain > 1.2 * measured, "plain {plain:.0} against {measured}");
+    assert!((carried / measured - 1.0).abs() < 0.05, "carried {carried:.0} against {measured}");
+    assert!(p["notes"][0].as_str().unwrap().contains("mpt-7b-8xa100-80gb"), "{}", p["notes"][0]);
+    // Onto its own system the carried projection is the measurement itself.
+    let own = dir.join("own.json");
+    let o = bin().args(["project", "-q", "--from", &from, "--json"]).arg(&own).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = json(&own);
+    let own_rate = tokens_per_s_per_gpu(&p, 2048.0, 8.0, p["iteration_ms"].as_f64().unwrap());
+    let a100_measured = a100["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert!((own_rate / a100_measured - 1.0).abs() < 1e-9, "{own_rate} against {a100_measured}");
+}
+
+#[test]
+fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_cannot_carry() {
+    let dir = scratch("project-from-refused");
+    let evidence = runs_file("evidence/training-runs.json");
+    // A Megatron-Bridge run the model prices slower than measured: nothing to carry, said so.
+    let file = json(&evidence);
+    let slower = ["mb25.09-pre-training-llama3-70b-h100-64-fp8"];
+    assert!(file["runs"].as_array().unwrap().iter().any(|r| r["id"] == slower[0]));
+    let out = dir.join("p.json");
+    let o = bin().args(["project", "-q", "--from", &format!("{}:{}", evidence.display(), slower[0]), "--json"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = json(&out);
+    assert!(p.get("stack_ms").is_none(), "{p}");
+    assert!(p["notes"][0].as_str().unwrap().contains("nothing carried"), "{}", p["notes"][0]);
+    // A file of many runs needs the run's id; an unknown id names some that exist; the model is the run's.
+    let published = runs_file("validation/published-runs.json");
+    let refused = |args: &[&str], says: &str| {
+        let o = bin().args(["project", "--system", "h100-sxm"]).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    };
+    let p = published.display().to_string();
+    refused(&["--from", &p], "name one of its 17 runs");
+    refused(&["--from", &format!("{p}:mpt-8b")], "has no run \"mpt-8b\" (it has sc21-gpt-1.7b");
+    refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--model", "llama2-7b"], "takes the model from the run");
+    refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--task", "decode"], "is not training");
+}

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use regex::Regex;
 use tracecast_calibrate::fit::median;
-use tracecast_replay::workload::validate::{self, Run, RunResult};
+use tracecast_replay::workload::validate::{self, Run, RunResult, step_carried_s};
 
 /// GPUs from oldest to newest: a pair goes from the older to the newer.
 const ORDER: [&str; 6] = ["a100-80gb", "h100-sxm", "h200", "b200", "gb200", "gb300"];
@@ -54,22 +54,6 @@ fn key(run: &Run, mb_id: &Regex) -> Option<Key> {
         return Some(("llm-foundry".to_string(), size.to_string(), "bf16".to_string()));
     }
     None
-}
-
-/// Seconds per token per GPU of a software stack's step on another GPU, from its measured
-/// step on the source GPU: the target's projection plus the source's time the model does not
-/// explain (`measured − projected` on the source), unchanged. The hypothesis this example
-/// tests against the plain projection, not the pricing layer's cross-GPU rule (DESIGN.md §4):
-/// a model prices what scales with the GPU — GEMMs, attention, memory-bound passes,
-/// collectives —; a stack also spends time the model has no term for (host dispatch,
-/// synchronisations, kernels it does not list), and that time does not get shorter with a
-/// faster GPU: MosaicML's llm-foundry runs of MPT-7B, -13B and -70B on A100 and H100
-/// (`shared/validation/published-runs.json`) leave 0.400 / 0.385 s, 0.331 / 0.308 s and
-/// 3.683 / 3.688 s per microbatch unexplained on the two GPUs (BENCHMARKS.md, *Generation to
-/// generation*). Where the model prices the source slower than measured, nothing is carried:
-/// the excess is the model's error on that GPU, not the stack's.
-fn step_carried_s(measured_source_s: f64, projected_source_s: f64, projected_target_s: f64) -> f64 {
-    projected_target_s + (measured_source_s - projected_source_s).max(0.0)
 }
 
 /// One pair's speed-ups, target over source.
@@ -189,18 +173,4 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::step_carried_s;
-
-    #[test]
-    fn the_sources_unexplained_time_is_carried_and_its_excess_is_not() {
-        // Source measured 2.0 s, projected 1.5 s: 0.5 s the model does not explain stays 0.5 s
-        // on a target the model prices at 0.5 s — a speed-up of 2.0 / 1.0, not 1.5 / 0.5.
-        assert!((step_carried_s(2.0, 1.5, 0.5) - 1.0).abs() < 1e-12);
-        // The model slower than the measurement on the source: its excess is not carried.
-        assert!((step_carried_s(1.0, 1.2, 0.4) - 0.4).abs() < 1e-12);
-    }
 }

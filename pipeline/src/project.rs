@@ -87,6 +87,12 @@ pub struct Options {
     pub perfetto: Option<PathBuf>,
     /// Extra hardware catalog files (default: none).
     pub hw: Vec<PathBuf>,
+    /// A measured training run, `RUNS.json:ID` (a runs file, the format of
+    /// `shared/validation/published-runs.json`; `:ID` may be left out when the
+    /// file has one run): projected onto `system` with its model, plan (unless
+    /// `parallel`), precision and framework, its time the model does not
+    /// explain carried unchanged (default: none).
+    pub from: Option<String>,
     /// Write nothing on the terminal (default: false).
     pub quiet: bool,
 }
@@ -109,6 +115,7 @@ impl Default for Options {
             json: None,
             perfetto: None,
             hw: Vec::new(),
+            from: None,
             quiet: false,
         }
     }
@@ -237,6 +244,14 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
     if t.bubble_ms > 0.0 {
         writeln!(out, "  Pipeline bubble {:.2} ms ({:.1} % of the iteration)", t.bubble_ms, of(t.bubble_ms, t.iteration_ms))?;
     }
+    if t.stack_ms > 0.0 {
+        writeln!(
+            out,
+            "  Stack time carried from the measured run {:.2} ms ({:.1} % of the iteration)",
+            t.stack_ms,
+            of(t.stack_ms, t.iteration_ms)
+        )?;
+    }
     writeln!(out, "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {})", t.iteration_ms, p.throughput, p.global_batch)?;
     if let Some(v) = p.ttft_ms {
         writeln!(out, "  Time to first token {v:.2} ms")?;
@@ -293,13 +308,92 @@ pub(crate) fn device_of(
     })
 }
 
+/// The run `RUNS.json:ID` names (`RUNS.json` alone: its one run).
+fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
+    use tracecast_replay::workload::validate::RunsFile;
+    let (path, id) = match spec.rsplit_once(':') {
+        Some((path, id)) if !Path::new(spec).exists() => (Path::new(path), Some(id)),
+        _ => (Path::new(spec), None),
+    };
+    let file = RunsFile::read(path)?;
+    let ids = || {
+        let shown: Vec<&str> = file.runs.iter().take(12).map(|r| r.id.as_str()).collect();
+        let more = if file.runs.len() > shown.len() { format!(", … ({} runs)", file.runs.len()) } else { String::new() };
+        format!("{}{more}", shown.join(", "))
+    };
+    match id {
+        Some(id) => file
+            .runs
+            .iter()
+            .find(|r| r.id == id)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("--from {spec}: {} has no run {id:?} (it has {})", path.display(), ids())),
+        None if file.runs.len() == 1 => Ok(file.runs[0].clone()),
+        None => anyhow::bail!("--from {spec}: name one of its {} runs as {}:ID ({})", file.runs.len(), path.display(), ids()),
+    }
+}
+
+/// `--from RUNS.json:ID`: the measured run projected onto the system, its
+/// unexplained time carried.
+fn carried(
+    from: &str,
+    args: &Options,
+    catalog: &tracecast_calibrate::Catalog,
+    device: Option<&tracecast_calibrate::DeviceModel>,
+) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline)> {
+    use tracecast_replay::workload::validate::{RunSystem, carry_run};
+    anyhow::ensure!(
+        args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
+        "--from projects with tracecast's model, not MAD-Max's files"
+    );
+    anyhow::ensure!(args.model.is_none(), "--from takes the model from the run; leave out --model");
+    anyhow::ensure!(
+        matches!(args.task.as_str(), "train" | "pretrain"),
+        "--from carries a training run's step; --task {} is not training",
+        args.task
+    );
+    let run = source_run(from)?;
+    // The target: --system (its catalog entry and --gpus-per-node …), else the run's own system.
+    let target = match &args.system {
+        Some(gpu) => {
+            let g = catalog.gpu(gpu)?;
+            RunSystem { gpu: g.id.clone(), gpus: args.gpus.unwrap_or(run.system.gpus), overrides: args.system_overrides, power_w: None }
+        }
+        None => {
+            let mut own = run.system.clone();
+            own.gpus = args.gpus.unwrap_or(own.gpus);
+            own
+        }
+    };
+    if let Some(d) = device {
+        let of = crate::hardware::profile_gpu(d);
+        anyhow::ensure!(
+            of == Some(target.gpu.as_str()),
+            "--profile ({}) is of {}, not of the target {}",
+            d.source,
+            of.unwrap_or("a GPU the catalog does not know"),
+            target.gpu
+        );
+    }
+    let measurements = if args.measurements.is_empty() {
+        None
+    } else {
+        Some(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?)
+    };
+    let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
+        .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
+    Ok((c.projection, c.timeline))
+}
+
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     use tracecast_replay::workload::{llm, madmax};
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;
     let overrides = args.system_overrides;
-    let (projection, timeline) = if let Some(files) = &args.madmax {
+    let (projection, timeline) = if let Some(from) = &args.from {
+        carried(from, args, &catalog, device.as_ref())?
+    } else if let Some(files) = &args.madmax {
         anyhow::ensure!(
             overrides == SystemOverrides::default(),
             "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"

@@ -111,6 +111,11 @@ pub(crate) struct ProjectArgs {
     /// Write the simulated timeline for ui.perfetto.dev.
     #[arg(long, value_name = "F")]
     pub(crate) perfetto: Option<PathBuf>,
+    /// A measured training run of your stack (a runs file, `validate`'s format; `:ID` names the run): projected onto
+    /// --system (default: its own) with its model, plan (unless --parallel), precision and framework, and the time
+    /// it spent beyond what the model prices carried unchanged (host dispatch and other costs no GPU shortens)
+    #[arg(long, value_name = "RUNS.json:ID")]
+    pub(crate) from: Option<String>,
     /// Print nothing on stdout.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -200,6 +205,7 @@ impl ProjectArgs {
             AssumptionsArg::Madmax => project::Assumptions::Madmax,
         };
         (o.profile, o.sharding, o.json, o.perfetto, o.quiet) = (self.profile, self.sharding, self.json, self.perfetto, self.quiet);
+        o.from = self.from;
         o
     }
 }

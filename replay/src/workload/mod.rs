@@ -320,6 +320,14 @@ pub struct IterationTimes {
     pub overlapped_comm_ms: f64,
     /// Time per kind (`gemm`, `embedding`, `all_gather`, …), ms.
     pub by_kind_ms: BTreeMap<&'static str, f64>,
+    /// Time of the software stack carried from a measured run (`project
+    /// --from`), in the iteration beside what the model prices, ms.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stack_ms: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl IterationTimes {
