@@ -546,4 +546,39 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     refused(&["--from", &format!("{p}:mpt-8b")], "has no run \"mpt-8b\" (it has sc21-gpt-1.7b");
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--model", "llama2-7b"], "takes the model from the run");
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--task", "decode"], "is not training");
+    refused(&["--from", &format!("{}:x", dir.join("absent.json").display())], "absent.json");
+    // A file of one run needs no id.
+    let one = dir.join("one.json");
+    let mpt = file_run(&published, "mpt-7b-8xa100-80gb");
+    std::fs::write(&one, serde_json::json!({"runs": [mpt]}).to_string()).unwrap();
+    let o = bin().args(["project", "-q", "--from"]).arg(&one).args(["--system", "h100-sxm"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn file_run(path: &std::path::Path, id: &str) -> serde_json::Value {
+    json(path)["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone()
+}
+
+#[test]
+fn project_from_keeps_the_runs_gpu_variant_on_its_gpu_and_names_it_elsewhere() {
+    let dir = scratch("project-from-variant");
+    let evidence = runs_file("evidence/training-runs.json");
+    // torchtitan's Grand Teton H100s: 96 GB of HBM2e at 2.4 TB/s, not the catalog's 80 GB.
+    let id = "tt-llama3.1-8b-8xh100-fsdp8-cp1";
+    assert_eq!(file_run(&evidence, id)["system"]["hbm_gb"], 96);
+    let from = format!("{}:{id}", evidence.display());
+    let project = |args: &[&str], name: &str| {
+        let out = dir.join(name);
+        let o = bin().args(["project", "-q", "--from", &from, "--json"]).arg(&out).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        json(&out)
+    };
+    let own = project(&["--gpus", "8"], "own.json");
+    assert_eq!(own["hbm_gb"], 96.0);
+    let same_gpu = project(&["--system", "h100-sxm"], "same.json");
+    assert_eq!(same_gpu["hbm_gb"], 96.0);
+    let other = project(&["--system", "h200"], "h200.json");
+    assert_eq!(other["hbm_gb"], 141.0);
+    let notes: Vec<&str> = other["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(notes.iter().any(|n| n.contains("hbm_gb 96") && n.contains("not carried")), "{notes:?}");
 }

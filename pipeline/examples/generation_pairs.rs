@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use regex::Regex;
 use tracecast_calibrate::fit::median;
-use tracecast_replay::workload::validate::{self, Run, RunResult, step_carried_s};
+use tracecast_replay::workload::carry::step_carried_s;
+use tracecast_replay::workload::validate::{self, Run, RunResult};
 
 /// GPUs from oldest to newest: a pair goes from the older to the newer.
 const ORDER: [&str; 6] = ["a100-80gb", "h100-sxm", "h200", "b200", "gb200", "gb300"];

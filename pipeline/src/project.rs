@@ -89,7 +89,8 @@ pub struct Options {
     pub hw: Vec<PathBuf>,
     /// A measured training run, `RUNS.json:ID` (a runs file, the format of
     /// `shared/validation/published-runs.json`; `:ID` may be left out when the
-    /// file has one run): projected onto `system` with its model, plan (unless
+    /// file has one run): projected onto `system` (default: the run's own
+    /// system) and `gpus` (default: the run's) with its model, plan (unless
     /// `parallel`), precision and framework, its time the model does not
     /// explain carried unchanged (default: none).
     pub from: Option<String>,
@@ -328,8 +329,10 @@ fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
             .find(|r| r.id == id)
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("--from {spec}: {} has no run {id:?} (it has {})", path.display(), ids())),
-        None if file.runs.len() == 1 => Ok(file.runs[0].clone()),
-        None => anyhow::bail!("--from {spec}: name one of its {} runs as {}:ID ({})", file.runs.len(), path.display(), ids()),
+        None => match file.runs.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => anyhow::bail!("--from {spec}: name one of its {} runs as {}:ID ({})", file.runs.len(), path.display(), ids()),
+        },
     }
 }
 
@@ -341,39 +344,22 @@ fn carried(
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
 ) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline)> {
-    use tracecast_replay::workload::validate::{RunSystem, carry_run};
+    use tracecast_replay::workload::carry::{carry_run, target_system};
     anyhow::ensure!(
         args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
         "--from projects with tracecast's model, not MAD-Max's files"
     );
     anyhow::ensure!(args.model.is_none(), "--from takes the model from the run; leave out --model");
     anyhow::ensure!(
-        matches!(args.task.as_str(), "train" | "pretrain"),
+        matches!(args.task.as_str(), "train" | "pretrain" | "finetune"),
         "--from carries a training run's step; --task {} is not training",
         args.task
     );
     let run = source_run(from)?;
-    // The target: --system (its catalog entry and --gpus-per-node …), else the run's own system.
-    let target = match &args.system {
-        Some(gpu) => {
-            let g = catalog.gpu(gpu)?;
-            RunSystem { gpu: g.id.clone(), gpus: args.gpus.unwrap_or(run.system.gpus), overrides: args.system_overrides, power_w: None }
-        }
-        None => {
-            let mut own = run.system.clone();
-            own.gpus = args.gpus.unwrap_or(own.gpus);
-            own
-        }
-    };
+    // The target: --system (default: the run's GPU), --gpus (default: the run's), the overrides.
+    let target = target_system(&run, args.system.as_deref(), args.gpus, args.system_overrides, catalog)?;
     if let Some(d) = device {
-        let of = crate::hardware::profile_gpu(d);
-        anyhow::ensure!(
-            of == Some(target.gpu.as_str()),
-            "--profile ({}) is of {}, not of the target {}",
-            d.source,
-            of.unwrap_or("a GPU the catalog does not know"),
-            target.gpu
-        );
+        crate::hardware::ensure_profile_of(d, &target.system.gpu, args.profile.as_deref().unwrap_or(Path::new("--profile")))?;
     }
     let measurements = if args.measurements.is_empty() {
         None

@@ -111,9 +111,10 @@ pub(crate) struct ProjectArgs {
     /// Write the simulated timeline for ui.perfetto.dev.
     #[arg(long, value_name = "F")]
     pub(crate) perfetto: Option<PathBuf>,
-    /// A measured training run of your stack (a runs file, `validate`'s format; `:ID` names the run): projected onto
-    /// --system (default: its own) with its model, plan (unless --parallel), precision and framework, and the time
-    /// it spent beyond what the model prices carried unchanged (host dispatch and other costs no GPU shortens)
+    /// A measured training run of your stack (a runs file, `validate`'s format; `:ID` names the run, needless when the
+    /// file has one): projected onto --system and --gpus (default: its own) with its model, plan (unless --parallel),
+    /// precision and framework, and the time it spent beyond what the model prices carried unchanged (host dispatch
+    /// and other costs no GPU shortens).
     #[arg(long, value_name = "RUNS.json:ID")]
     pub(crate) from: Option<String>,
     /// Print nothing on stdout.

@@ -9,6 +9,7 @@
 //! calibrated efficiencies, memory per GPU, inference); [`search`] ranks
 //! plans.
 
+pub mod carry;
 pub mod dlrm;
 pub mod llm;
 pub mod madmax;
@@ -312,7 +313,7 @@ pub struct IterationTimes {
     pub compute_ms: f64,
     /// Communication lane busy time, ms.
     pub comm_ms: f64,
-    /// Iteration − compute − pipeline bubble, ms.
+    /// Iteration − compute − pipeline bubble (− `stack_ms`), ms.
     pub exposed_comm_ms: f64,
     /// Pipeline bubble (stages idle at the start and end of a 1F1B schedule), ms.
     pub bubble_ms: f64,

@@ -335,7 +335,7 @@ impl RunSystem {
 
 /// The device model that prices runs on GPU `gpu_id`: its profile among
 /// `devices`, else the GPU's shipped one (or the most similar traced GPU's).
-fn device_for(gpu_id: &str, catalog: &Catalog, devices: &[DeviceModel]) -> Option<DeviceModel> {
+pub(crate) fn device_for(gpu_id: &str, catalog: &Catalog, devices: &[DeviceModel]) -> Option<DeviceModel> {
     devices
         .iter()
         .find(|d| d.gpu.as_ref().is_some_and(|g| g.id == gpu_id))
@@ -343,7 +343,7 @@ fn device_for(gpu_id: &str, catalog: &Catalog, devices: &[DeviceModel]) -> Optio
         .or_else(|| catalog.gpu(gpu_id).ok().and_then(|g| tracecast_calibrate::shipped::for_gpu(g, catalog)))
 }
 
-fn gpu_id(run: &Run, catalog: &Catalog) -> String {
+pub(crate) fn gpu_id(run: &Run, catalog: &Catalog) -> String {
     catalog.gpu(&run.system.gpu).map(|g| g.id.clone()).unwrap_or_else(|_| run.system.gpu.clone())
 }
 
@@ -466,16 +466,17 @@ impl Framework {
 
 /// A run projected: what it measured, its projection and timeline, and the
 /// projected tokens per second per GPU.
-struct Projected {
-    measured: f64,
-    projection: super::Projection,
-    timeline: super::Timeline,
-    per_gpu: f64,
+pub(crate) struct Projected {
+    pub(crate) measured: f64,
+    pub(crate) projection: super::Projection,
+    pub(crate) timeline: super::Timeline,
+    pub(crate) per_gpu: f64,
 }
 
-/// Projects `run` with `device`; `measured` is 0 where the run's measurement
-/// could not be read (the error says why).
-fn projected(
+/// Projects `run` with `device`; `measured` is set to the run's measured
+/// tokens per second per GPU once they are read (an error before leaves it as
+/// it was).
+pub(crate) fn projected(
     run: &Run,
     catalog: &Catalog,
     device: Option<&DeviceModel>,
@@ -551,98 +552,6 @@ fn project_run(
         },
         Err(e) => RunResult::not_projected(&run.id, measured, format!("not projected: {e}")),
     }
-}
-
-/// Seconds per token per GPU of a software stack's step on another GPU, from
-/// its measured step on the source GPU (all three per token per GPU): the
-/// target's projection plus the source's time the model does not explain
-/// (`measured − projected` on the source), unchanged. The model prices what
-/// scales with the GPU — GEMMs, attention, memory-bound passes, collectives —;
-/// a stack also spends time the model has no term for (host dispatch,
-/// synchronisations, kernels it does not list), and that time does not get
-/// shorter on a faster GPU: MosaicML's llm-foundry runs of MPT-7B, -13B and
-/// -70B on A100 and H100 (`shared/validation/published-runs.json`) leave
-/// 0.400 / 0.385 s, 0.331 / 0.308 s and 3.683 / 3.688 s per microbatch
-/// unexplained on the two GPUs (BENCHMARKS.md, *Generation to generation*).
-/// Where the model prices the source slower than measured, nothing is carried:
-/// the excess is the model's error on that GPU, not the stack's.
-pub fn step_carried_s(measured_source_s: f64, projected_source_s: f64, projected_target_s: f64) -> f64 {
-    projected_target_s + (measured_source_s - projected_source_s).max(0.0)
-}
-
-/// A measured training run carried to another system: the target's
-/// projection plus the source run's time the model does not explain
-/// ([`step_carried_s`]), in the iteration, the throughput and a note.
-pub struct Carried {
-    /// The target's projection, the carried time included (`stack_ms`).
-    pub projection: super::Projection,
-    /// The target's simulated timeline (without the carried time, which has no place in it).
-    pub timeline: super::Timeline,
-    /// The source run: measured and projected tokens per second per GPU.
-    pub source_measured: f64,
-    /// The source run as the model projects it.
-    pub source_projected: f64,
-}
-
-/// Projects `source` — a measured training run — onto `target` (its GPU,
-/// GPUs and what differs from the catalog) under `plan` (default: the run's
-/// plan), with the same model, precision and framework (the same software
-/// stack), and carries the run's unexplained time ([`step_carried_s`]).
-/// `device` prices the target (default: its GPU's shipped profile); the source
-/// is priced as `validate` prices it.
-pub fn carry_run(
-    source: &Run,
-    target: RunSystem,
-    plan: Option<&str>,
-    catalog: &Catalog,
-    device: Option<&DeviceModel>,
-    measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
-) -> Result<Carried, crate::Error> {
-    let task = source.task.as_deref().unwrap_or("train");
-    if task != "train" {
-        return Err(crate::Error::Run(format!(
-            "run {:?} is a {task} run: only a training run's step carries a stack's time per token",
-            source.id
-        )));
-    }
-    let of = |e: crate::Error| crate::Error::Run(format!("run {:?} on its own system: {e}", source.id));
-    let mut measured = 0.0;
-    let own = device_for(&gpu_id(source, catalog), catalog, &[]);
-    let src = projected(source, catalog, own.as_ref(), measurements, &mut measured).map_err(of)?;
-    let mut to = source.clone();
-    to.system = target;
-    if let Some(p) = plan {
-        to.plan = p.to_string();
-    }
-    // Without a profile of the target, its shipped one, as `validate` prices a run on it.
-    let shipped = if device.is_none() { device_for(&gpu_id(&to, catalog), catalog, &[]) } else { None };
-    let tgt = projected(&to, catalog, device.or(shipped.as_ref()), measurements, &mut measured)?;
-    let (m, ps, pt) = (1.0 / src.measured, 1.0 / src.per_gpu, 1.0 / tgt.per_gpu);
-    let carried = step_carried_s(m, ps, pt);
-    let mut p = tgt.projection;
-    let stack_ms = p.times.iteration_ms * (carried / pt - 1.0);
-    let (gpu, n) = (&source.system.gpu, source.system.gpus);
-    p.notes.insert(
-        0,
-        if stack_ms > 0.0 {
-            format!(
-                "stack time carried from run {:?} ({gpu} × {n}: measured {:.0} tokens/s per GPU where the model projects {:.0}): {:.2} µs per token per GPU the model does not explain, added unchanged, {stack_ms:.2} ms per iteration (host dispatch, synchronisations, kernels the model does not list: a cost of the software stack, not of the GPU)",
-                source.id,
-                src.measured,
-                src.per_gpu,
-                (m - ps) * 1e6,
-            )
-        } else {
-            format!(
-                "stack time from run {:?} ({gpu} × {n}): nothing carried, the model projects it slower than measured ({:.0} against {:.0} tokens/s per GPU): the model's error on that GPU, not the stack's",
-                source.id, src.per_gpu, src.measured,
-            )
-        },
-    );
-    p.times.stack_ms = stack_ms;
-    p.times.iteration_ms += stack_ms;
-    p.throughput = p.global_batch / (p.times.iteration_ms / 1e3);
-    Ok(Carried { projection: p, timeline: tgt.timeline, source_measured: src.measured, source_projected: src.per_gpu })
 }
 
 /// The summary of projected runs.
@@ -988,14 +897,5 @@ mod tests {
         // The distributed optimizer shards the Adam state over the 8 data-parallel ranks.
         let mem = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().memory.clone().unwrap();
         assert!((mem("other").optimizer_gb / mem("nemo").optimizer_gb - 8.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn the_sources_unexplained_time_is_carried_and_its_excess_is_not() {
-        // Source measured 2.0 s, projected 1.5 s: 0.5 s the model does not explain stays 0.5 s
-        // on a target the model prices at 0.5 s — a speed-up of 2.0 / 1.0, not 1.5 / 0.5.
-        assert!((step_carried_s(2.0, 1.5, 0.5) - 1.0).abs() < 1e-12);
-        // The model slower than the measurement on the source: its excess is not carried.
-        assert!((step_carried_s(1.0, 1.2, 0.4) - 0.4).abs() < 1e-12);
     }
 }
