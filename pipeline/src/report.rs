@@ -176,8 +176,10 @@ fn reduce(
         let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).filter(|s| inside(s)).collect();
         let (timeline, message_sizes, ops) =
             (step_kernels(&first.into_ranks()), analysis::message_size_rows_of(&samples), merge_op_rows(ops));
+        let collectives_over_ranks = analysis.collectives_over_ranks();
         let job = JobReport {
             analysis: &analysis,
+            collectives_over_ranks: &collectives_over_ranks,
             profile: profile.as_ref(),
             timeline: timeline.as_ref(),
             collectives: &samples,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
 use tracecast_calibrate::work::OpRow;
-use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, JobAnalysis, MessageSizeRow};
+use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, JobAnalysis, JobCollectiveRow, MessageSizeRow};
 use tracecast_replay::JobReplay;
 
 use crate::bars::{Bars, Series};
@@ -34,6 +34,8 @@ pub struct JobReport<'a> {
     pub timeline: Option<&'a (StepKernels, String)>,
     /// Every communication kernel, matched across ranks.
     pub collectives: &'a [CollectiveSample],
+    /// The collectives table of the job, as `analyze` prints it ([`JobAnalysis::collectives_over_ranks`]).
+    pub collectives_over_ranks: &'a [JobCollectiveRow],
     /// Collectives by type, group and message size.
     pub message_sizes: &'a [MessageSizeRow],
     /// Compute kernels by launching op.
@@ -254,7 +256,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     for c in &charts {
         page.figure(&c.title, c, None)?;
     }
-    let coll = a.collectives_over_ranks();
+    let coll = j.collectives_over_ranks;
     if !coll.is_empty() {
         let rows: Vec<Vec<String>> = coll
             .iter()
