@@ -141,7 +141,7 @@ pub fn model(spec: &str) -> Result<Transformer> {
     }
     let m: tracecast_replay::workload::validate::RunModel = serde_json::from_value(value).map_err(|_| {
         anyhow::anyhow!(
-            "{}: neither a model (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings; or preset, seq) nor a MAD-Max model configuration (type, …)",
+            "{}: neither a model (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; or preset, seq) nor a MAD-Max model configuration (type, …)",
             path.display()
         )
     })?;

@@ -33,7 +33,10 @@ pub struct Transformer {
     pub heads: f64,
     /// Key/value heads (grouped-query attention; = heads without GQA).
     pub kv_heads: f64,
-    /// FFN width.
+    /// Width of one attention head (`hidden / heads` unless the model says
+    /// otherwise: Qwen3's are 128 wide whatever its width).
+    pub head_dim: f64,
+    /// FFN width (of one expert in a mixture of experts).
     pub ffn: f64,
     /// Vocabulary.
     pub vocab: f64,
@@ -61,6 +64,8 @@ struct Preset {
     hidden: f64,
     heads: f64,
     kv_heads: f64,
+    /// Head width where it is not `hidden / heads` (0: that).
+    head_dim: f64,
     ffn: f64,
     vocab: f64,
     seq: f64,
@@ -71,7 +76,7 @@ struct Preset {
 
 #[allow(clippy::too_many_arguments)] // one argument per column of the table below
 const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_heads: f64, ffn: f64, vocab: f64, seq: f64) -> Preset {
-    Preset { name, layers, hidden, heads, kv_heads, ffn, vocab, seq, swiglu: true, experts: 1.0, top_k: 1.0 }
+    Preset { name, layers, hidden, heads, kv_heads, head_dim: 0.0, ffn, vocab, seq, swiglu: true, experts: 1.0, top_k: 1.0 }
 }
 
 /// Built-in models.
@@ -84,6 +89,11 @@ const PRESETS: &[Preset] = &[
     preset("llama3-405b", 126, 16384.0, 128.0, 8.0, 53248.0, 128256.0, 8192.0),
     Preset { swiglu: false, ..preset("gpt3-175b", 96, 12288.0, 96.0, 96.0, 49152.0, 50257.0, 2048.0) },
     Preset { experts: 8.0, top_k: 2.0, ..preset("mixtral-8x7b", 32, 4096.0, 32.0, 8.0, 14336.0, 32000.0, 4096.0) },
+    // Qwen3 MoE (Hugging Face `Qwen/Qwen3-30B-A3B` and `Qwen/Qwen3-235B-A22B` config.json:
+    // head_dim 128, every layer a mixture of 128 experts of `moe_intermediate_size`, 8 per
+    // token, no shared expert, untied embeddings; sequence 4096 as Megatron-Bridge trains them).
+    Preset { head_dim: 128.0, experts: 128.0, top_k: 8.0, ..preset("qwen3-30b-a3b", 48, 2048.0, 32.0, 4.0, 768.0, 151936.0, 4096.0) },
+    Preset { head_dim: 128.0, experts: 128.0, top_k: 8.0, ..preset("qwen3-235b-a22b", 94, 4096.0, 64.0, 4.0, 1536.0, 151936.0, 4096.0) },
 ];
 
 impl Transformer {
@@ -95,6 +105,7 @@ impl Transformer {
             hidden: p.hidden,
             heads: p.heads,
             kv_heads: p.kv_heads,
+            head_dim: if p.head_dim > 0.0 { p.head_dim } else { p.hidden / p.heads },
             ffn: p.ffn,
             vocab: p.vocab,
             seq: p.seq,
@@ -114,13 +125,18 @@ impl Transformer {
 
     /// Key/value width.
     fn kv_dim(&self) -> f64 {
-        self.hidden * self.kv_heads / self.heads.max(1.0)
+        self.kv_heads * self.head_dim
+    }
+
+    /// Query width (the output projection's input): `hidden` unless the heads are wider or narrower.
+    fn q_dim(&self) -> f64 {
+        self.heads * self.head_dim
     }
 
     /// Attention parameters of one layer (Q, K, V, output projections).
     pub fn attention_params(&self) -> f64 {
-        let d = self.hidden;
-        d * (d + 2.0 * self.kv_dim()) + d * d
+        let (d, q) = (self.hidden, self.q_dim());
+        d * (q + 2.0 * self.kv_dim()) + q * d
     }
 
     /// FFN parameters of one expert of one layer.
@@ -150,10 +166,10 @@ impl Transformer {
     /// QKV, output projection, FFN up (and gate, fused) and down.
     pub fn layer_gemms(&self, tokens: u64) -> Vec<(u64, u64, u64)> {
         let d = self.hidden as u64;
-        let kv = self.kv_dim() as u64;
+        let (q, kv) = (self.q_dim() as u64, self.kv_dim() as u64);
         let ffn = self.ffn as u64;
         let up = if self.swiglu { 2 * ffn } else { ffn };
-        vec![(tokens, d, d + 2 * kv), (tokens, d, d), (tokens, d, up), (tokens, ffn, d)]
+        vec![(tokens, d, q + 2 * kv), (tokens, q, d), (tokens, d, up), (tokens, ffn, d)]
     }
 
     /// All parameters.
@@ -465,6 +481,24 @@ impl Plan {
         self.dp.saturating_mul(self.cp)
     }
 
+    /// Ranks each expert's weights are split over (Megatron-Core's expert
+    /// tensor parallelism): `tp` where the expert-parallel group fits in the
+    /// data-parallel one (its default, expert TP = TP); else 1 — the experts
+    /// whole on each GPU and the expert-parallel group folded over the tensor-,
+    /// context- and data-parallel ranks (MoE parallel folding: EP × expert DP
+    /// = TP × CP × DP), as Megatron-Bridge's Qwen3-235B recipes on H100 run
+    /// `tp=2, dp=16, ep=32`.
+    pub fn expert_tp(&self) -> u32 {
+        if self.ep <= 1 || self.dp.is_multiple_of(self.ep) { self.tp } else { 1 }
+    }
+
+    /// Ranks that hold the same experts (expert data parallelism): dp × cp ÷ ep,
+    /// folded: tp × cp × dp ÷ ep.
+    fn expert_replicas(&self) -> u32 {
+        let ranks = self.replicas().saturating_mul(self.tp / self.expert_tp());
+        (ranks / self.ep.max(1)).max(1)
+    }
+
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
     /// `fsdp=N` is `dp=N` with ZeRO-3; `gbs` sets the microbatches from the global batch.
     pub fn parse(spec: &str) -> Result<Plan, crate::Error> {
@@ -749,6 +783,7 @@ impl Transformer {
             hidden: m.attention_dim,
             heads: m.num_transformer_heads,
             kv_heads: m.num_transformer_heads,
+            head_dim: m.attention_dim / m.num_transformer_heads.max(1.0),
             ffn: m.transformer_fc_dim,
             vocab,
             seq,
@@ -1232,8 +1267,13 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     if plan.frozen > 0 && plan.pp > 1 {
         return Err(crate::Error::Plan("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
     }
-    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !dp.is_multiple_of(plan.ep)) {
-        return Err(crate::Error::Plan(format!("ep={} needs a MoE model whose experts and dp divide by it", plan.ep)));
+    // Expert parallelism within the data-parallel ranks, or folded over tp × cp × dp.
+    let folds = tp.saturating_mul(plan.cp).saturating_mul(dp);
+    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !folds.is_multiple_of(plan.ep)) {
+        return Err(crate::Error::Plan(format!(
+            "ep={} needs a MoE model whose experts divide by it, and dp (or tp × cp × dp, folded) too",
+            plan.ep
+        )));
     }
     Ok(())
 }
@@ -1329,7 +1369,8 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     let d = model.hidden;
     let bytes = model.bytes;
     let layers_per_stage = layers as f64;
-    let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
+    let etpf = f64::from(plan.expert_tp());
+    let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
     let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
     // ZeRO shards a parameter over the ranks that hold it: the dense part over
@@ -1337,7 +1378,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     // expert-parallel group of ep ranks holds every expert once).
     let expert_params_gpu = if model.experts > 1.0 { mlp_params_gpu * layers_per_stage } else { 0.0 };
     let dense_params_gpu = params_gpu - expert_params_gpu;
-    let expert_replicas = (dpf / f64::from(plan.ep.max(1))).max(1.0);
+    let expert_replicas = f64::from(plan.expert_replicas());
     let shard = |stage: u8, replicas: f64| if plan.zero >= stage && plan.replicas() > 1 { replicas } else { 1.0 };
     let sharded = |stage: u8, dense: f64, expert: f64| dense / shard(stage, dpf) + expert / shard(stage, expert_replicas);
     let mut m = Memory { weights_gb: sharded(3, dense_params_gpu, expert_params_gpu) * bytes / 1e9, ..Memory::default() };
@@ -1412,21 +1453,30 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let tp_g = members_per_node(tp, 1, cluster.gpus_per_node);
     let cp_g = members_per_node(cp, tp, cluster.gpus_per_node);
     let dp_g = members_per_node(dp, tp, cluster.gpus_per_node);
-    let ep_g = members_per_node(plan.ep, tp * cp, cluster.gpus_per_node);
+    // Expert parallelism next to TP × CP, or folded over them (the experts whole on each GPU).
+    let etp = plan.expert_tp();
+    let etpf = f64::from(etp);
+    let ep_g = if etp == tp {
+        members_per_node(plan.ep, tp * cp, cluster.gpus_per_node)
+    } else {
+        members_per_node(plan.ep, 1, cluster.gpus_per_node)
+    };
     let pp_crosses = tp * dp >= cluster.gpus_per_node;
 
     // Forward FLOPs per microbatch and GPU.
     let attn_proj_flops = 2.0 * tokens * model.attention_params() / tpf;
-    // Score and context products: 4·s²·d per sequence, half of it under the causal mask.
-    // Context parallelism splits each sequence's (load-balanced) causal attention evenly over its ranks.
+    // Score and context products: 4·s²·(heads · head width) per sequence, half of it under the
+    // causal mask. Context parallelism splits each sequence's (load-balanced) causal attention
+    // evenly over its ranks.
+    let q = model.q_dim();
     let attn_core_flops =
-        if decode { 4.0 * batch * kv_context * d / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * d * 0.5 / tpf / cpf };
+        if decode { 4.0 * batch * kv_context * q / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * q * 0.5 / tpf / cpf };
     let active = model.top_k.min(model.experts);
     let mlp_flops = 2.0 * tokens * model.ffn_params() * active / tpf;
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
     let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
     let attn_weight_bytes = model.attention_params() * bytes / tpf;
-    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / tpf / f64::from(plan.ep);
+    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep);
     // KV heads split over TP ranks (replicated when fewer than the ranks).
     let kv_bytes_read = if decode { 2.0 * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
@@ -1436,8 +1486,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // grouped GEMM of the tokens routed to them), forward and backward.
     let kv = model.kv_dim();
     let up = if model.swiglu { 2.0 * model.ffn } else { model.ffn };
+    // Folded (expert TP 1), each GPU routes its 1/tp of the tokens (sequence-parallel) to whole experts.
     let (experts_here, expert_tokens) = if model.experts > 1.0 {
-        (model.experts / f64::from(plan.ep), tokens * active * f64::from(plan.ep) / model.experts)
+        (model.experts / f64::from(plan.ep), tokens / (tpf / etpf) * active * f64::from(plan.ep) / model.experts)
     } else {
         (1.0, tokens)
     };
@@ -1445,12 +1496,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         gemms.iter().map(|&(b, m, k, n)| cluster.gemm_at(b, m, k, n, plan.fp8)).fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1))
     };
     let (attn_lin_f, attn_lin_b) = if cluster.prices.is_some() {
-        sum(&[(1.0, tokens, d, (d + 2.0 * kv) / tpf), (1.0, tokens, d / tpf, d)])
+        sum(&[(1.0, tokens, d, (q + 2.0 * kv) / tpf), (1.0, tokens, q / tpf, d)])
     } else {
         (linear(attn_proj_flops), 2.0 * linear(attn_proj_flops))
     };
     let (mlp_lin_f, mlp_lin_b) = if cluster.prices.is_some() {
-        sum(&[(experts_here, expert_tokens, d, up / tpf), (experts_here, expert_tokens, model.ffn / tpf, d)])
+        sum(&[(experts_here, expert_tokens, d, up / etpf), (experts_here, expert_tokens, model.ffn / etpf, d)])
     } else {
         (linear(mlp_flops), 2.0 * linear(mlp_flops))
     };
@@ -1460,7 +1511,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let measured_flash = if decode {
         None
     } else {
-        cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, d / model.heads.max(1.0), attn_core_flops)
+        cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, model.head_dim, attn_core_flops)
     };
     let flash_core_f = match measured_flash {
         Some((f, _)) => f,
@@ -1476,7 +1527,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let materialized = (plan.materialized_attention && !decode).then(|| {
         let heads = (model.heads / tpf).max(1.0);
         let e = batch * heads * tokens_per_seq / cpf * kv_context;
-        let d_head = d / model.heads.max(1.0);
+        let d_head = model.head_dim;
         let gemm = |elems: f64| cluster.gemm(2.0 * e * d_head).max(cluster.memory(elems * bytes) + cluster.gemm_overhead_s);
         // Dropout on the probabilities: forward reads P, writes the dropped copy and the
         // 1-byte mask; backward reads the incoming gradient and the mask, writes dP.
@@ -1501,7 +1552,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (act_fwd, act_bwd) = if model.swiglu { (3.0, 5.0) } else { (2.0, 3.0) };
     // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
     // FC1 read the full width, the output projection and FC2 their 1/tp shards.
-    let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (d + model.ffn * model.top_k) / tpf) } else { 0.0 };
+    let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (q + model.ffn * model.top_k) / tpf) } else { 0.0 };
     // Dropout: the two bias-dropout-adds write a 1-byte mask each (read back in the backward).
     let dropout_masks = if plan.dropout && task == Task::Train { 2.0 * act_elems } else { 0.0 };
     let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
@@ -1523,7 +1574,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
     // Megatron's TP overlap needs sequence parallelism (its all-gather / reduce-scatter pair).
     let tp_overlap = plan.tp_overlap && tp > 1 && plan.sp;
-    let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes * model.top_k, plan.ep, ep_g) } else { 0.0 };
+    let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes / (tpf / etpf) * model.top_k, plan.ep, ep_g) } else { 0.0 };
     // Sharded weights are gathered layer by layer before the forward uses them
     // (prefetched): ZeRO-3 shards them between uses and gathers them again for the
     // backward; ZeRO-2, which updates a shard of whole weights, gathers the updated
@@ -1531,13 +1582,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // SHARD_GRAD_OP), the bytes of ZeRO-1's all-reduce beyond a reduce-scatter.
     let gathered = plan.zero >= 2 && dp > 1;
     let attn_gather = if gathered { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
-    let mlp_params_gpu = model.ffn_params() * model.experts / tpf / f64::from(plan.ep);
+    let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
     let mlp_gather = if gathered { cluster.all_gather(mlp_params_gpu * bytes, dp, dp_g) } else { 0.0 };
     // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
     // (experts: over the replicas of each expert).
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 {
-        let mlp_dp = dp / plan.ep;
-        let mlp_g = members_per_node(mlp_dp, tp * plan.ep, cluster.gpus_per_node);
+        let mlp_dp = plan.expert_replicas();
+        let mlp_g = members_per_node(mlp_dp, etp * plan.ep, cluster.gpus_per_node);
         if plan.zero >= 2 {
             (
                 cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g),
@@ -2350,6 +2401,31 @@ mod tests {
         let want = 6.0 * m.active_params() * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
         assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
         assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
+    }
+
+    #[test]
+    fn expert_parallelism_beyond_the_data_parallel_ranks_folds_over_tensor_parallelism() {
+        // Qwen3-235B-A22B (attention 4096·(8192 + 2·512) + 8192·4096 and one expert
+        // 3·4096·1536 parameters per layer, 128 experts) as Megatron-Bridge runs it on H100:
+        // tp=2, dp=16, ep=32. EP 32 does not fit in the 16 data-parallel ranks: it folds over
+        // tp × dp, each GPU holding 128 / 32 = 4 whole experts (expert TP 1), one replica of each
+        // (tp · dp / ep = 1), where tp=2, dp=16, ep=8 splits each of 16 experts over the TP pair.
+        let m = Transformer::preset("qwen3-235b-a22b").unwrap();
+        let (attn, expert) = (4096.0 * (8192.0 + 2.0 * 512.0) + 8192.0 * 4096.0, 3.0 * 4096.0 * 1536.0);
+        assert_eq!(m.attention_params(), attn);
+        let folded = Plan::parse("tp=2,dp=16,ep=32,sp").unwrap();
+        let within = Plan::parse("tp=2,dp=16,ep=8,sp").unwrap();
+        assert_eq!((folded.expert_tp(), folded.expert_replicas()), (1, 1));
+        assert_eq!((within.expert_tp(), within.expert_replicas()), (2, 2));
+        let weights = |plan: &Plan| stage_memory(&m, plan, Task::Train, 1, 0, 0.0, 1).weights_gb * 1e9 / 2.0;
+        assert!((weights(&folded) - (attn / 2.0 + 4.0 * expert)).abs() < 1.0, "{}", weights(&folded));
+        assert!((weights(&within) - (attn / 2.0 + 16.0 * expert / 2.0)).abs() < 1.0, "{}", weights(&within));
+        // Each GPU's grouped GEMM: its 1/tp of the tokens, 8 experts each, over its 4 experts at full width —
+        // the FLOPs of the TP-split layout, and the plan projects where it was refused.
+        let c = a100(32);
+        assert!(project(&m, &c, &folded, Task::Train).is_ok());
+        let e = project(&m, &c, &Plan::parse("tp=2,dp=16,ep=64,sp").unwrap(), Task::Train).unwrap_err().to_string();
+        assert!(e.contains("ep=64"), "{e}");
     }
 
     #[test]

@@ -149,34 +149,50 @@ pub enum RunModel {
         /// Training sequence length.
         seq: f64,
     },
-    /// A transformer.
-    Spec {
-        /// Name (default: the run's id, or the file's name).
-        #[serde(default)]
-        name: Option<String>,
-        /// Layers.
-        layers: usize,
-        /// Model width.
-        hidden: f64,
-        /// Attention heads.
-        heads: f64,
-        /// Key/value heads (GQA).
-        kv_heads: f64,
-        /// FFN width.
-        ffn: f64,
-        /// Vocabulary.
-        vocab: f64,
-        /// Sequence length.
-        seq: f64,
-        /// `gelu` or `swiglu`.
-        activation: String,
-        /// Input embedding and output head share their weights.
-        #[serde(default)]
-        tied_embeddings: bool,
-    },
+    /// A transformer, dense or a mixture of experts.
+    Spec(ModelSpec),
     /// Anything else (a model named but without its dimensions): refused
     /// with a message, never guessed.
     Incomplete(serde_json::Value),
+}
+
+/// A transformer's figures in a runs file (or a `project --model` file). A key
+/// it does not know makes the model [`RunModel::Incomplete`] — refused by
+/// name, never read as a dense model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Name (default: the run's id, or the file's name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Layers.
+    pub layers: usize,
+    /// Model width.
+    pub hidden: f64,
+    /// Attention heads.
+    pub heads: f64,
+    /// Key/value heads (GQA).
+    pub kv_heads: f64,
+    /// Width of one attention head (default: hidden / heads; Qwen3: 128).
+    #[serde(default)]
+    pub head_dim: Option<f64>,
+    /// FFN width; of one expert with `experts`.
+    pub ffn: f64,
+    /// Vocabulary.
+    pub vocab: f64,
+    /// Sequence length.
+    pub seq: f64,
+    /// `gelu` or `swiglu`.
+    pub activation: String,
+    /// Input embedding and output head share their weights.
+    #[serde(default)]
+    pub tied_embeddings: bool,
+    /// Experts of every layer's mixture (default 1: dense).
+    #[serde(default)]
+    pub experts: Option<f64>,
+    /// Experts each token is routed to (needed with `experts`).
+    #[serde(default)]
+    pub top_k: Option<f64>,
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
@@ -284,42 +300,62 @@ impl RunModel {
                 m.seq = *seq;
                 Ok(m)
             }
-            RunModel::Spec { name, layers, hidden, heads, kv_heads, ffn, vocab, seq, activation, tied_embeddings } => {
-                let swiglu = match activation.as_str() {
+            RunModel::Spec(m) => {
+                let swiglu = match m.activation.as_str() {
                     "swiglu" => true,
                     "gelu" => false,
                     other => return Err(crate::Error::Model(format!("activation {other:?}: gelu or swiglu"))),
                 };
-                let positive =
-                    [("hidden", *hidden), ("heads", *heads), ("kv_heads", *kv_heads), ("ffn", *ffn), ("vocab", *vocab), ("seq", *seq)];
+                let head_dim = m.head_dim.unwrap_or(m.hidden / m.heads);
+                let (experts, top_k) = match (m.experts, m.top_k) {
+                    (None, None) => (1.0, 1.0),
+                    (Some(e), Some(k)) => (e, k),
+                    (Some(_), None) => return Err(crate::Error::Model("experts without top_k (experts each token is routed to)".into())),
+                    (None, Some(_)) => return Err(crate::Error::Model("top_k without experts".into())),
+                };
+                let positive = [
+                    ("hidden", m.hidden),
+                    ("heads", m.heads),
+                    ("kv_heads", m.kv_heads),
+                    ("head_dim", head_dim),
+                    ("ffn", m.ffn),
+                    ("vocab", m.vocab),
+                    ("seq", m.seq),
+                    ("experts", experts),
+                    ("top_k", top_k),
+                ];
                 if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
                     return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
                 }
-                if *layers == 0 {
+                if m.layers == 0 {
                     return Err(crate::Error::Model("layers 0: must be positive".into()));
                 }
-                if heads % kv_heads != 0.0 {
-                    return Err(crate::Error::Model(format!("heads {heads} do not divide into kv_heads {kv_heads} groups")));
+                if m.heads % m.kv_heads != 0.0 {
+                    return Err(crate::Error::Model(format!("heads {} do not divide into kv_heads {} groups", m.heads, m.kv_heads)));
+                }
+                if top_k > experts {
+                    return Err(crate::Error::Model(format!("top_k {top_k} of {experts} experts: more than there are")));
                 }
                 Ok(Transformer {
-                    name: name.clone().unwrap_or_else(|| id.to_string()),
-                    layers: *layers,
-                    hidden: *hidden,
-                    heads: *heads,
-                    kv_heads: *kv_heads,
-                    ffn: *ffn,
-                    vocab: *vocab,
-                    seq: *seq,
+                    name: m.name.clone().unwrap_or_else(|| id.to_string()),
+                    layers: m.layers,
+                    hidden: m.hidden,
+                    heads: m.heads,
+                    kv_heads: m.kv_heads,
+                    head_dim,
+                    ffn: m.ffn,
+                    vocab: m.vocab,
+                    seq: m.seq,
                     swiglu,
-                    experts: 1.0,
-                    top_k: 1.0,
+                    experts,
+                    top_k,
                     bytes: 2.0,
                     causal: true,
-                    tied_embeddings: *tied_embeddings,
+                    tied_embeddings: m.tied_embeddings,
                 })
             }
             RunModel::Incomplete(v) => Err(crate::Error::Model(format!(
-                "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation)",
+                "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; no other keys)",
                 v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}"))
             ))),
         }
@@ -897,5 +933,29 @@ mod tests {
         // The distributed optimizer shards the Adam state over the 8 data-parallel ranks.
         let mem = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().memory.clone().unwrap();
         assert!((mem("other").optimizer_gb / mem("nemo").optimizer_gb - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_mixture_of_experts_is_read_with_its_experts_and_head_width_and_unknown_keys_are_refused() {
+        // Qwen3-30B-A3B's config.json (hidden 2048, 32 heads of 128, 4 KV heads, 128 experts of
+        // 768, 8 per token): its model card says 30.5 B parameters, 3.3 B activated.
+        let qwen = r#"{"layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128, "ffn": 768, "vocab": 151936, "seq": 4096, "activation": "swiglu", "experts": 128, "top_k": 8}"#;
+        let m = |json: &str| serde_json::from_str::<RunModel>(json).unwrap().transformer("t");
+        let t = m(qwen).unwrap();
+        assert!((t.params() / 30.5e9 - 1.0).abs() < 0.01, "{} parameters", t.params());
+        assert!((t.active_params() / 3.3e9 - 1.0).abs() < 0.02, "{} active", t.active_params());
+        // The preset is the same model.
+        assert_eq!(t.params(), Transformer::preset("qwen3-30b-a3b").unwrap().params());
+        // Without head_dim the heads are hidden / heads wide: a dense model's figures as before.
+        let dense = m(MODEL).unwrap();
+        assert_eq!((dense.head_dim, dense.experts, dense.top_k), (128.0, 1.0, 1.0));
+        // A key the format does not have is refused by name, never read as a dense model.
+        let hf = qwen.replace(r#""experts": 128"#, r#""num_experts": 128"#).replace(r#", "top_k": 8"#, "");
+        let e = m(&hf).unwrap_err().to_string();
+        assert!(e.contains("no other keys"), "{e}");
+        let e = m(&qwen.replace(r#", "top_k": 8"#, "")).unwrap_err().to_string();
+        assert!(e.contains("experts without top_k"), "{e}");
+        let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 200"#)).unwrap_err().to_string();
+        assert!(e.contains("more than there are"), "{e}");
     }
 }
