@@ -56,11 +56,15 @@ fn main() -> Result<()> {
     }
     for (run, r) in file.runs.iter().zip(&v.runs) {
         let (Some(p), Some(e)) = (r.predicted_tokens_per_s_per_gpu, r.error) else {
-            println!("{:<62} not projected: {}", r.id, r.notes.join("; "));
+            if markdown {
+                println!("| {} | {:.0} | {} | |", r.id, r.measured_tokens_per_s_per_gpu, r.notes.join("; "));
+            } else {
+                println!("{:<62} {}", r.id, r.notes.join("; "));
+            }
             continue;
         };
         let model = match &run.model {
-            validate::RunModel::Preset { preset, .. } => preset.clone(),
+            validate::RunModel::Preset(p) => p.preset.clone(),
             _ => String::new(),
         };
         by.entry((model, run.system.gpu.clone())).or_default().push(e);

@@ -489,12 +489,18 @@ impl Plan {
     /// = TP × CP × DP), as Megatron-Bridge's Qwen3-235B recipes on H100 run
     /// `tp=2, dp=16, ep=32`.
     pub fn expert_tp(&self) -> u32 {
-        if self.ep <= 1 || self.dp.is_multiple_of(self.ep) { self.tp } else { 1 }
+        if self.folds_experts() { 1 } else { self.tp }
+    }
+
+    /// Whether expert parallelism folds over the tensor-parallel ranks: `ep`
+    /// does not divide the data-parallel ranks (dp × cp).
+    pub fn folds_experts(&self) -> bool {
+        self.ep > 1 && !self.replicas().is_multiple_of(self.ep)
     }
 
     /// Ranks that hold the same experts (expert data parallelism): dp × cp ÷ ep,
     /// folded: tp × cp × dp ÷ ep.
-    fn expert_replicas(&self) -> u32 {
+    pub fn expert_replicas(&self) -> u32 {
         let ranks = self.replicas().saturating_mul(self.tp / self.expert_tp());
         (ranks / self.ep.max(1)).max(1)
     }
@@ -1203,7 +1209,11 @@ struct LayerCosts {
     elementwise_f: f64,
     /// Their backward.
     elementwise_b: f64,
+    /// The attention block's tensor-parallel collective (all-reduce, or its
+    /// sequence-parallel all-gather and reduce-scatter), each way.
     tp_comm: f64,
+    /// The MLP block's (none where experts fold over the TP ranks).
+    mlp_tp_comm: f64,
     /// TP communication overlapped with the GEMMs beside it (`tp_overlap`): the
     /// share of each TP collective that cannot overlap (the last of the `tp`
     /// chunks of its reduce-scatter half, 1 / 2tp), 0 without the overlap.
@@ -1271,7 +1281,14 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     let folds = tp.saturating_mul(plan.cp).saturating_mul(dp);
     if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !folds.is_multiple_of(plan.ep)) {
         return Err(crate::Error::Plan(format!(
-            "ep={} needs a MoE model whose experts divide by it, and dp (or tp × cp × dp, folded) too",
+            "ep={} needs a MoE model whose experts divide by it, and dp × cp (or tp × cp × dp, folded) too",
+            plan.ep
+        )));
+    }
+    // Folded, each GPU routes its sequence-parallel shard of the tokens to whole experts.
+    if plan.folds_experts() && tp > 1 && !plan.sp {
+        return Err(crate::Error::Plan(format!(
+            "ep={} folds over tp={tp} (it does not divide dp × cp): that needs sequence parallelism (add sp), as Megatron-Core's MoE with TP does",
             plan.ep
         )));
     }
@@ -1456,10 +1473,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Expert parallelism next to TP × CP, or folded over them (the experts whole on each GPU).
     let etp = plan.expert_tp();
     let etpf = f64::from(etp);
-    let ep_g = if etp == tp {
-        members_per_node(plan.ep, tp * cp, cluster.gpus_per_node)
-    } else {
+    let ep_g = if plan.folds_experts() {
         members_per_node(plan.ep, 1, cluster.gpus_per_node)
+    } else {
+        members_per_node(plan.ep, tp * cp, cluster.gpus_per_node)
     };
     let pp_crosses = tp * dp >= cluster.gpus_per_node;
 
@@ -1572,6 +1589,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
     };
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
+    // Folded experts are whole on each GPU: the MLP block has no tensor-parallel collective.
+    let mlp_tp_comm = if etp == tp { tp_comm } else { 0.0 };
     // Megatron's TP overlap needs sequence parallelism (its all-gather / reduce-scatter pair).
     let tp_overlap = plan.tp_overlap && tp > 1 && plan.sp;
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes / (tpf / etpf) * model.top_k, plan.ep, ep_g) } else { 0.0 };
@@ -1583,12 +1602,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let gathered = plan.zero >= 2 && dp > 1;
     let attn_gather = if gathered { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
-    let mlp_gather = if gathered { cluster.all_gather(mlp_params_gpu * bytes, dp, dp_g) } else { 0.0 };
+    // Experts are gathered and reduced over their replicas (dense: the data-parallel group).
+    let mlp_dp = plan.expert_replicas();
+    let mlp_g = members_per_node(mlp_dp, etp * plan.ep, cluster.gpus_per_node);
+    let mlp_gather = if plan.zero >= 2 && mlp_dp > 1 { cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g) } else { 0.0 };
     // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
     // (experts: over the replicas of each expert).
-    let (attn_grad, mlp_grad, grad_kind) = if dp > 1 {
-        let mlp_dp = plan.expert_replicas();
-        let mlp_g = members_per_node(mlp_dp, etp * plan.ep, cluster.gpus_per_node);
+    let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
         if plan.zero >= 2 {
             (
                 cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g),
@@ -1623,6 +1643,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         elementwise_f,
         elementwise_b,
         tp_comm,
+        mlp_tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         p2p_overlap: plan.p2p_overlap,
         op_sac: if plan.op_sac && !plan.recompute && task == Task::Train {
@@ -1733,10 +1754,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // Adam's step over this GPU's shard of the trainable parameters, HBM-bound:
         // FP32 master weights, momentum and variance read and written (24 bytes),
         // the gradient read and the 16-bit weights written (2 + 2).
-        let shard = if plan.zero >= 1 && dp > 1 { f64::from(dp) } else { 1.0 };
-        let stage_params = (model.attention_params() / tpf + mlp_params_gpu) * (layers_per_stage - plan.frozen as usize) as f64
-            + model.embedding_copies(pp) * model.vocab * d / tpf;
-        let optimizer_ms = cluster.memory(28.0 * stage_params / shard) * 1e3;
+        // ZeRO shards the dense parameters over the data-parallel ranks, the experts over their replicas.
+        let shard = |ranks: u32| if plan.zero >= 1 && ranks > 1 { f64::from(ranks) } else { 1.0 };
+        let trained = (layers_per_stage - plan.frozen as usize) as f64;
+        let stage_params = (model.attention_params() / tpf + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
+        let bytes_stepped = if model.experts > 1.0 {
+            let experts = mlp_params_gpu * trained;
+            28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
+        } else {
+            28.0 * stage_params / shard(dp)
+        };
+        let optimizer_ms = cluster.memory(bytes_stepped) * 1e3;
         times.iteration_ms += optimizer_ms;
         times.compute_ms += optimizer_ms;
         *times.by_kind_ms.entry(OpKind::MemoryBound.as_str()).or_default() += optimizer_ms;
@@ -2073,8 +2101,8 @@ fn stage_timeline(
         }
         let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
         let deps = [k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)];
-        if overlap_tp {
-            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.tp_comm, c.mlp_f).0, &deps);
+        if overlap_tp && c.mlp_tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_f).0, &deps);
         }
         block(&mut lanes, "mlp", l, f, parts, &deps);
         if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
@@ -2086,11 +2114,11 @@ fn stage_timeline(
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, f, AllToAll, c.moe_a2a, &[k("mlp", l, f)]);
         }
-        if overlap_tp {
+        if overlap_tp && c.mlp_tp_comm > 0.0 {
             let deps = [k("mlp", l, f), k("combine", l, f), k("mlp_tpo", l, f)];
-            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.tp_comm, c.mlp_f).1, &deps);
-        } else if c.tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tp", l, f, AllReduce, c.tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
+            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_f).1, &deps);
+        } else if c.mlp_tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tp", l, f, AllReduce, c.mlp_tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
         }
         prev = [k("mlp", l, f), k("mlp_tp", l, f), k("combine", l, f)];
     }
@@ -2139,7 +2167,7 @@ fn stage_timeline(
             block(&mut lanes, "recompute", l, b, parts, &deps);
             // The recomputed forward runs its two tensor-parallel collectives again.
             if c.tp_comm > 0.0 {
-                let total = 2.0 * c.tp_comm;
+                let total = c.tp_comm + c.mlp_tp_comm;
                 if overlap_tp {
                     let (hidden, rest) = tp_split(total, c.attn_f + c.mlp_f);
                     add(&mut lanes, "rc_tpo", l, b, AllReduce, hidden, &deps);
@@ -2152,11 +2180,11 @@ fn stage_timeline(
             let parts = [(Gemm, c.op_sac.0), (MemoryBound, c.op_sac.1), (Gemm, 0.0)];
             block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("attn_tp", l + 1, b)]);
         }
-        if overlap_tp {
+        if overlap_tp && c.mlp_tp_comm > 0.0 {
             let deps = [prev, k("attn_tp", l + 1, b), k("recompute", l, b), k("rc_tp", l, b)];
-            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.tp_comm, c.mlp_b).0, &deps);
-        } else if c.tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tp", l, b, AllReduce, c.tp_comm, &[prev]);
+            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_b).0, &deps);
+        } else if c.mlp_tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tp", l, b, AllReduce, c.mlp_tp_comm, &[prev]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, b, AllToAll, c.moe_a2a, &[prev]);
@@ -2173,8 +2201,8 @@ fn stage_timeline(
             k("rc_tp", l, b),
         ];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
-        if overlap_tp {
-            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
+        if overlap_tp && c.mlp_tp_comm > 0.0 {
+            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
         }
         if prefetch == 0 && attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[k("mlp", l, b)]);
@@ -2270,6 +2298,7 @@ mod tests {
             elementwise_f: 0.0,
             elementwise_b: 0.0,
             tp_comm: 0.4e-3,
+            mlp_tp_comm: 0.4e-3,
             tp_exposed_share: share,
             p2p_overlap: false,
             op_sac: (0.0, 0.0),
@@ -2305,8 +2334,8 @@ mod tests {
         // 4 ms forward and 8 ms backward instead of before and after them (2 × 1 ms); transfers longer than
         // the compute (5 ms each) are exposed by what they outlast it.
         let p2p = |c: &LayerCosts, ms: f64| stage_timeline(c, 2, 0, 1, true, false, false, ms * 1e-3).times().iteration_ms;
-        let serial = LayerCosts { tp_comm: 0.0, ..costs(1.0, 0.0) };
-        let overlapped = LayerCosts { p2p_overlap: true, ..LayerCosts { tp_comm: 0.0, ..costs(1.0, 0.0) } };
+        let serial = LayerCosts { tp_comm: 0.0, mlp_tp_comm: 0.0, ..costs(1.0, 0.0) };
+        let overlapped = LayerCosts { p2p_overlap: true, tp_comm: 0.0, mlp_tp_comm: 0.0, ..costs(1.0, 0.0) };
         assert!((p2p(&serial, 0.5) - (12.0 + 2.0)).abs() < 1e-6);
         assert!((p2p(&overlapped, 0.5) - 12.0).abs() < 1e-6);
         assert!((p2p(&serial, 5.0) - (12.0 + 20.0)).abs() < 1e-6);
@@ -2420,10 +2449,19 @@ mod tests {
         let weights = |plan: &Plan| stage_memory(&m, plan, Task::Train, 1, 0, 0.0, 1).weights_gb * 1e9 / 2.0;
         assert!((weights(&folded) - (attn / 2.0 + 4.0 * expert)).abs() < 1.0, "{}", weights(&folded));
         assert!((weights(&within) - (attn / 2.0 + 16.0 * expert / 2.0)).abs() < 1.0, "{}", weights(&within));
-        // Each GPU's grouped GEMM: its 1/tp of the tokens, 8 experts each, over its 4 experts at full width —
-        // the FLOPs of the TP-split layout, and the plan projects where it was refused.
+        // ZeRO-1 shards each expert's optimizer state over its replicas: none to share with folded, two within.
+        let optimizer = |plan: &str| {
+            let plan = Plan::parse(plan).unwrap();
+            stage_memory(&m, &plan, Task::Train, 1, 0, 0.0, 1).optimizer_gb * 1e9 / 12.0
+        };
+        assert!((optimizer("tp=2,dp=16,ep=32,sp,zero=1") - (attn / 2.0 / 16.0 + 4.0 * expert)).abs() < 1.0);
+        assert!((optimizer("tp=2,dp=16,ep=8,sp,zero=1") - (attn / 2.0 / 16.0 + 16.0 * expert / 2.0 / 2.0)).abs() < 1.0);
+        // The plan projects where it was refused; folded without sequence parallelism it is refused, by name.
         let c = a100(32);
-        assert!(project(&m, &c, &folded, Task::Train).is_ok());
+        let p = project(&m, &c, &folded, Task::Train).unwrap();
+        assert!(p.times.by_kind_ms.get(OpKind::AllToAll.as_str()).is_some_and(|&t| t > 0.0));
+        let e = project(&m, &c, &Plan::parse("tp=2,dp=16,ep=32").unwrap(), Task::Train).unwrap_err().to_string();
+        assert!(e.contains("needs sequence parallelism"), "{e}");
         let e = project(&m, &c, &Plan::parse("tp=2,dp=16,ep=64,sp").unwrap(), Task::Train).unwrap_err().to_string();
         assert!(e.contains("ep=64"), "{e}");
     }

@@ -142,18 +142,24 @@ impl Precision {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum RunModel {
-    /// A built-in preset (`tracecast project --model NAME`).
-    Preset {
-        /// Preset name.
-        preset: String,
-        /// Training sequence length.
-        seq: f64,
-    },
+    /// A built-in preset (`tracecast project --model NAME`) at a sequence length.
+    Preset(PresetModel),
     /// A transformer, dense or a mixture of experts.
     Spec(ModelSpec),
     /// Anything else (a model named but without its dimensions): refused
     /// with a message, never guessed.
     Incomplete(serde_json::Value),
+}
+
+/// A built-in model at a sequence length, `{"preset": …, "seq": …}`; any other
+/// key makes the model [`RunModel::Incomplete`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetModel {
+    /// Preset name.
+    pub preset: String,
+    /// Training sequence length.
+    pub seq: f64,
 }
 
 /// A transformer's figures in a runs file (or a `project --model` file). A key
@@ -295,7 +301,7 @@ impl RunModel {
     /// The transformer (BF16); `id` names it unless the model has a name.
     pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
         match self {
-            RunModel::Preset { preset, seq } => {
+            RunModel::Preset(PresetModel { preset, seq }) => {
                 let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
                 m.seq = *seq;
                 Ok(m)
@@ -354,10 +360,19 @@ impl RunModel {
                     tied_embeddings: m.tied_embeddings,
                 })
             }
-            RunModel::Incomplete(v) => Err(crate::Error::Model(format!(
-                "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; no other keys)",
-                v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}"))
-            ))),
+            RunModel::Incomplete(v) => {
+                // What serde says of the figures (an unknown key, a wrong type), when it is that.
+                let why = if v.get("preset").is_some() {
+                    serde_json::from_value::<PresetModel>(v.clone()).err()
+                } else {
+                    serde_json::from_value::<ModelSpec>(v.clone()).err()
+                };
+                Err(crate::Error::Model(format!(
+                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; no other keys){}",
+                    v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
+                    why.map_or_else(String::new, |e| format!(": {e}"))
+                )))
+            }
         }
     }
 }
@@ -952,7 +967,9 @@ mod tests {
         // A key the format does not have is refused by name, never read as a dense model.
         let hf = qwen.replace(r#""experts": 128"#, r#""num_experts": 128"#).replace(r#", "top_k": 8"#, "");
         let e = m(&hf).unwrap_err().to_string();
-        assert!(e.contains("no other keys"), "{e}");
+        assert!(e.contains("no other keys") && e.contains("unknown field `num_experts`"), "{e}");
+        let e = m(r#"{"preset": "qwen3-30b-a3b", "seq": 4096, "experts": 64}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `experts`"), "{e}");
         let e = m(&qwen.replace(r#", "top_k": 8"#, "")).unwrap_err().to_string();
         assert!(e.contains("experts without top_k"), "{e}");
         let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 200"#)).unwrap_err().to_string();
