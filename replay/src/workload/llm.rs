@@ -54,6 +54,10 @@ pub struct Transformer {
     pub causal: bool,
     /// The input embedding and the output head share one matrix.
     pub tied_embeddings: bool,
+    /// Sliding-window attention: the window in tokens (0: every layer attends to the whole causal context).
+    pub window: f64,
+    /// Layers whose attention is windowed (GPT-OSS: every second).
+    pub windowed_layers: usize,
 }
 
 /// A built-in model (public architecture figures).
@@ -72,11 +76,28 @@ struct Preset {
     swiglu: bool,
     experts: f64,
     top_k: f64,
+    window: f64,
+    windowed_layers: usize,
 }
 
 #[allow(clippy::too_many_arguments)] // one argument per column of the table below
 const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_heads: f64, ffn: f64, vocab: f64, seq: f64) -> Preset {
-    Preset { name, layers, hidden, heads, kv_heads, head_dim: 0.0, ffn, vocab, seq, swiglu: true, experts: 1.0, top_k: 1.0 }
+    Preset {
+        name,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: 0.0,
+        ffn,
+        vocab,
+        seq,
+        swiglu: true,
+        experts: 1.0,
+        top_k: 1.0,
+        window: 0.0,
+        windowed_layers: 0,
+    }
 }
 
 /// Built-in models.
@@ -94,6 +115,16 @@ const PRESETS: &[Preset] = &[
     // token, no shared expert, untied embeddings; sequence 4096 as Megatron-Bridge trains them).
     Preset { head_dim: 128.0, experts: 128.0, top_k: 8.0, ..preset("qwen3-30b-a3b", 48, 2048.0, 32.0, 4.0, 768.0, 151936.0, 4096.0) },
     Preset { head_dim: 128.0, experts: 128.0, top_k: 8.0, ..preset("qwen3-235b-a22b", 94, 4096.0, 64.0, 4.0, 1536.0, 151936.0, 4096.0) },
+    // GPT-OSS-120B (`openai/gpt-oss-120b` config.json: 64 heads of 64, 128 experts of 2880, 4 per
+    // token, a 128-token sliding window on every second layer; sequence 4096 as Megatron-Bridge trains it).
+    Preset {
+        head_dim: 64.0,
+        experts: 128.0,
+        top_k: 4.0,
+        window: 128.0,
+        windowed_layers: 18,
+        ..preset("gpt-oss-120b", 36, 2880.0, 64.0, 8.0, 2880.0, 201088.0, 4096.0)
+    },
 ];
 
 impl Transformer {
@@ -115,6 +146,8 @@ impl Transformer {
             bytes: 2.0,
             causal: true,
             tied_embeddings: false,
+            window: p.window,
+            windowed_layers: p.windowed_layers,
         })
     }
 
@@ -183,6 +216,21 @@ impl Transformer {
     pub fn active_params(&self) -> f64 {
         let k = self.top_k.min(self.experts);
         self.layers as f64 * (self.attention_params() + k * self.ffn_params()) + self.embedding_params()
+    }
+
+    /// The attention core's work per layer, on average, against every layer
+    /// attending to its whole causal context of `context` tokens (`decode`: one
+    /// query over a cache of `context`): a windowed layer's query sees at most
+    /// `window` keys, so over a sequence of s its causal work is (2sw − w²)/s² of
+    /// the full one; one decode step's w/context.
+    pub fn window_factor(&self, context: f64, decode: bool) -> f64 {
+        if self.window <= 0.0 || self.windowed_layers == 0 || context <= self.window {
+            return 1.0;
+        }
+        let (w, s) = (self.window, context);
+        let windowed = if decode { w / s } else { (2.0 * s * w - w * w) / (s * s) };
+        let share = self.windowed_layers.min(self.layers) as f64 / self.layers.max(1) as f64;
+        1.0 - share + share * windowed
     }
 }
 
@@ -799,6 +847,8 @@ impl Transformer {
             bytes: m.bytes_per_nonemb_param,
             causal: m.kind != "ViT",
             tied_embeddings: false,
+            window: 0.0,
+            windowed_layers: 0,
         })
     }
 }
@@ -1553,7 +1603,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let backward = gemm(e) + dropout + cluster.memory(3.0 * e * bytes) + 3.0 * gemm(e);
         (forward, backward)
     });
-    let attn_core_f = materialized.map_or(flash_core_f, |m| m.0);
+    // Sliding windows: the windowed layers' attention core at their share of the causal work.
+    let window = model.window_factor(if decode { kv_context } else { tokens_per_seq }, decode);
+    let core_f = materialized.map_or(flash_core_f, |m| m.0);
+    // Flash attention's backward recomputes the scores: 2.5× the forward.
+    // Materialized: its own backward, plus the forward again under selective recomputation.
+    let core_b = materialized.map_or(measured_flash.map_or(2.5 * core_f, |(_, b)| b), |m| m.1 + if plan.selective { m.0 } else { 0.0 });
+    let (attn_core_f, attn_core_b) = (core_f * window, core_b * window);
     let mlp_f = mlp_lin_f.max(cluster.memory(mlp_weight_bytes));
     // Norms, residual adds and the MLP activation move, per token and layer, in 16-bit
     // elements (fused norm kernels: their FP32 math stays in registers):
@@ -1636,10 +1692,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         attn_core_f,
         attn_b: attn_lin_b.max(2.0 * cluster.memory(attn_weight_bytes)),
         mlp_b: mlp_lin_b.max(2.0 * cluster.memory(mlp_weight_bytes)),
-        // Flash attention's backward recomputes the scores: 2.5× the forward.
-        // Materialized: its own backward, plus the forward again under selective recomputation.
-        attn_core_b: materialized
-            .map_or(measured_flash.map_or(2.5 * attn_core_f, |(_, b)| b), |m| m.1 + if plan.selective { m.0 } else { 0.0 }),
+        attn_core_b,
         elementwise_f,
         elementwise_b,
         tp_comm,
@@ -1794,6 +1847,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ));
     } else if plan.tp_overlap {
         notes.push("tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
+    }
+    if window < 1.0 {
+        notes.push(format!(
+            "sliding-window attention on {} of {} layers ({:.0} tokens): their attention core at its share of the causal work, {:.1} % of every layer attending to its whole context on average",
+            model.windowed_layers.min(model.layers),
+            model.layers,
+            model.window,
+            100.0 * window
+        ));
     }
     if cp > 1 {
         notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
@@ -2464,6 +2526,30 @@ mod tests {
         assert!(e.contains("needs sequence parallelism"), "{e}");
         let e = project(&m, &c, &Plan::parse("tp=2,dp=16,ep=64,sp").unwrap(), Task::Train).unwrap_err().to_string();
         assert!(e.contains("ep=64"), "{e}");
+    }
+
+    #[test]
+    fn sliding_windows_price_the_windowed_layers_at_their_share_of_the_causal_work() {
+        // GPT-OSS-120B (config.json: 36 layers of 64 heads of 64, 8 KV heads, 128 experts of
+        // 2880, untied 201 088-token vocabulary): the model card's 117 B parameters.
+        let m = Transformer::preset("gpt-oss-120b").unwrap();
+        assert!((m.params() / 117e9 - 1.0).abs() < 0.01, "{}", m.params());
+        // Half the layers see 128 keys at most: over 4096 tokens a windowed layer's causal work
+        // is (2·4096·128 − 128²) / 4096² of the full one; decode over a 4096-token cache 128/4096.
+        let windowed = (2.0 * 4096.0 * 128.0 - 128.0 * 128.0) / (4096.0 * 4096.0);
+        assert!((m.window_factor(4096.0, false) - (0.5 + 0.5 * windowed)).abs() < 1e-12);
+        assert!((m.window_factor(4096.0, true) - (0.5 + 0.5 * 128.0 / 4096.0)).abs() < 1e-12);
+        assert_eq!(m.window_factor(128.0, false), 1.0);
+        // The projection's attention is that share of the same model without windows.
+        let full = Transformer { windowed_layers: 0, ..m.clone() };
+        let c = a100(8);
+        let plan = Plan::parse("dp=8,ep=8,mb=1").unwrap();
+        let attention = |m: &Transformer| {
+            let p = project(m, &c, &plan, Task::Train).unwrap();
+            p.times.by_kind_ms.get(OpKind::Attention.as_str()).copied().unwrap_or(0.0)
+        };
+        let ratio = attention(&m) / attention(&full);
+        assert!((ratio - m.window_factor(4096.0, false)).abs() < 1e-9, "{ratio}");
     }
 
     #[test]

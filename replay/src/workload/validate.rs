@@ -199,6 +199,12 @@ pub struct ModelSpec {
     /// Experts each token is routed to (needed with `experts`).
     #[serde(default)]
     pub top_k: Option<f64>,
+    /// Sliding-window attention: the window in tokens (with `windowed_layers`).
+    #[serde(default)]
+    pub sliding_window: Option<f64>,
+    /// Layers whose attention is windowed (GPT-OSS: half of them).
+    #[serde(default)]
+    pub windowed_layers: Option<usize>,
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
@@ -342,6 +348,17 @@ impl RunModel {
                 if top_k > experts {
                     return Err(crate::Error::Model(format!("top_k {top_k} of {experts} experts: more than there are")));
                 }
+                let (window, windowed_layers) = match (m.sliding_window, m.windowed_layers) {
+                    (None, None) => (0.0, 0),
+                    (Some(w), Some(n)) if w.is_finite() && w >= 1.0 && n <= m.layers => (w, n),
+                    (Some(w), Some(n)) => {
+                        return Err(crate::Error::Model(format!(
+                            "sliding_window {w} on {n} layers: a positive window on at most the {} layers",
+                            m.layers
+                        )));
+                    }
+                    _ => return Err(crate::Error::Model("sliding_window and windowed_layers go together".into())),
+                };
                 Ok(Transformer {
                     name: m.name.clone().unwrap_or_else(|| id.to_string()),
                     layers: m.layers,
@@ -358,6 +375,8 @@ impl RunModel {
                     bytes: 2.0,
                     causal: true,
                     tied_embeddings: m.tied_embeddings,
+                    window,
+                    windowed_layers,
                 })
             }
             RunModel::Incomplete(v) => {
@@ -368,7 +387,7 @@ impl RunModel {
                     serde_json::from_value::<ModelSpec>(v.clone()).err()
                 };
                 Err(crate::Error::Model(format!(
-                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; no other keys){}",
+                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k, sliding_window with windowed_layers; no other keys){}",
                     v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
                     why.map_or_else(String::new, |e| format!(": {e}"))
                 )))
@@ -974,5 +993,10 @@ mod tests {
         assert!(e.contains("experts without top_k"), "{e}");
         let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 200"#)).unwrap_err().to_string();
         assert!(e.contains("more than there are"), "{e}");
+        // Sliding windows: both keys or neither.
+        let windowed = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 8, "sliding_window": 128, "windowed_layers": 24"#)).unwrap();
+        assert_eq!((windowed.window, windowed.windowed_layers), (128.0, 24));
+        let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 8, "sliding_window": 128"#)).unwrap_err().to_string();
+        assert!(e.contains("go together"), "{e}");
     }
 }
