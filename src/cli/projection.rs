@@ -71,9 +71,8 @@ impl SystemArgs {
 #[derive(clap::Args)]
 pub(crate) struct ProjectArgs {
     /// Model: a preset (llama2-7b, llama2-70b, llama3-70b, gpt3-175b, mixtral-8x7b, qwen3-30b-a3b, …), a model file
-    /// (JSON: `layers, hidden, heads, kv_heads, ffn, vocab, seq, activation` gelu|swiglu, `tied_embeddings`, `head_dim`,
-    /// `experts` with `top_k`, `sliding_window` with `windowed_layers`, as in a runs file; or `preset, seq`) or a
-    /// MAD-Max model file.
+    /// (JSON: `layers, hidden, heads, kv_heads, ffn, vocab, seq, activation` gelu|swiglu, and optional keys as in a runs
+    /// file — README; or `preset, seq`) or a MAD-Max model file.
     #[arg(long, value_name = "NAME|F")]
     pub(crate) model: Option<String>,
     /// System: a catalog GPU id (with --gpus) or a MAD-Max system file.

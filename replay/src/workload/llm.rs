@@ -58,6 +58,29 @@ pub struct Transformer {
     pub window: f64,
     /// Layers whose attention is windowed (GPT-OSS: every second).
     pub windowed_layers: usize,
+    /// Experts every token runs through besides its `top_k` routed ones, each `ffn` wide (DeepSeek: 1).
+    pub shared_experts: f64,
+    /// Multi-head latent attention (DeepSeek): low-rank query and key/value projections.
+    pub mla: Option<Mla>,
+}
+
+/// Multi-head latent attention's projections (DeepSeek-V2/V3): the query
+/// through a rank-`q_lora` bottleneck, keys and values from one shared latent of
+/// `kv_lora` plus a `qk_rope`-wide positional key; per head a `qk_nope + qk_rope`
+/// query/key width and a `v_head` value width. The model's `head_dim` is the
+/// mean of the two widths, which is what the attention core's FLOPs see.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Mla {
+    /// Query bottleneck rank.
+    pub q_lora: f64,
+    /// Key/value latent rank.
+    pub kv_lora: f64,
+    /// Per-head query/key width without rotary embedding.
+    pub qk_nope: f64,
+    /// Per-head rotary query/key width (one shared rotary key).
+    pub qk_rope: f64,
+    /// Per-head value width.
+    pub v_head: f64,
 }
 
 /// A built-in model (public architecture figures).
@@ -78,6 +101,8 @@ struct Preset {
     top_k: f64,
     window: f64,
     windowed_layers: usize,
+    shared_experts: f64,
+    mla: Option<Mla>,
 }
 
 #[allow(clippy::too_many_arguments)] // one argument per column of the table below
@@ -97,6 +122,8 @@ const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_h
         top_k: 1.0,
         window: 0.0,
         windowed_layers: 0,
+        shared_experts: 0.0,
+        mla: None,
     }
 }
 
@@ -125,6 +152,19 @@ const PRESETS: &[Preset] = &[
         windowed_layers: 18,
         ..preset("gpt-oss-120b", 36, 2880.0, 64.0, 8.0, 2880.0, 201088.0, 4096.0)
     },
+    // DeepSeek-V3 (`deepseek-ai/DeepSeek-V3` config.json: multi-head latent attention with
+    // q_lora_rank 1536, kv_lora_rank 512, 128 heads of 128 + 64 rotary query/key and 128 value
+    // widths; 256 routed experts of 2048, 8 per token, and one shared; sequence 4096 as
+    // Megatron-Bridge trains it). Its first 3 of 61 layers are dense (FFN 18 432 = 9 × 2048): priced
+    // as MoE layers of the same active width; the multi-token-prediction layer is not modelled.
+    Preset {
+        head_dim: 160.0,
+        experts: 256.0,
+        top_k: 8.0,
+        shared_experts: 1.0,
+        mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
+        ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
+    },
 ];
 
 impl Transformer {
@@ -148,6 +188,8 @@ impl Transformer {
             tied_embeddings: false,
             window: p.window,
             windowed_layers: p.windowed_layers,
+            shared_experts: p.shared_experts,
+            mla: p.mla,
         })
     }
 
@@ -156,9 +198,25 @@ impl Transformer {
         PRESETS.iter().map(|p| p.name).collect()
     }
 
-    /// Key/value width.
+    /// Key/value width per token (what a KV cache holds): latent attention keeps its shared latent and rotary key.
     fn kv_dim(&self) -> f64 {
-        self.kv_heads * self.head_dim
+        match self.mla {
+            Some(m) => m.kv_lora + m.qk_rope,
+            None => self.kv_heads * self.head_dim,
+        }
+    }
+
+    /// Tensors of [`Transformer::kv_dim`] a token keeps per layer: keys and values, or latent attention's one latent.
+    fn kv_tensors(&self) -> f64 {
+        if self.mla.is_some() { 1.0 } else { 2.0 }
+    }
+
+    /// The output projection's input width.
+    fn o_in(&self) -> f64 {
+        match self.mla {
+            Some(m) => self.heads * m.v_head,
+            None => self.q_dim(),
+        }
     }
 
     /// Query width (the output projection's input): `hidden` unless the heads are wider or narrower.
@@ -168,8 +226,47 @@ impl Transformer {
 
     /// Attention parameters of one layer (Q, K, V, output projections).
     pub fn attention_params(&self) -> f64 {
-        let (d, q) = (self.hidden, self.q_dim());
-        d * (q + 2.0 * self.kv_dim()) + q * d
+        let d = self.hidden;
+        match self.mla {
+            Some(_) => self.attention_gemms(1.0).iter().map(|&(_, k, n)| k * n).sum(),
+            None => {
+                let q = self.q_dim();
+                d * (q + 2.0 * self.kv_dim()) + q * d
+            }
+        }
+    }
+
+    /// The attention block's forward GEMMs for `tokens` tokens as (m, k, n), the
+    /// tensor-parallel ones split over `tp` (latent attention's down-projections are not).
+    fn attention_gemms_tp(&self, tokens: f64, tp: f64) -> Vec<(f64, f64, f64)> {
+        let d = self.hidden;
+        match self.mla {
+            Some(m) => {
+                let h = self.heads;
+                vec![
+                    (tokens, d, m.q_lora),
+                    (tokens, m.q_lora, h * (m.qk_nope + m.qk_rope) / tp),
+                    (tokens, d, m.kv_lora + m.qk_rope),
+                    (tokens, m.kv_lora, h * (m.qk_nope + m.v_head) / tp),
+                    (tokens, h * m.v_head / tp, d),
+                ]
+            }
+            None => {
+                let q = self.q_dim();
+                vec![(tokens, d, (q + 2.0 * self.kv_dim()) / tp), (tokens, q / tp, d)]
+            }
+        }
+    }
+
+    /// [`Transformer::attention_gemms_tp`] on one GPU.
+    fn attention_gemms(&self, tokens: f64) -> Vec<(f64, f64, f64)> {
+        self.attention_gemms_tp(tokens, 1.0)
+    }
+
+    /// Parameters of a layer that every GPU holds its tensor-parallel share of:
+    /// attention and the shared experts.
+    pub fn dense_params(&self) -> f64 {
+        self.attention_params() + self.shared_experts * self.ffn_params()
     }
 
     /// FFN parameters of one expert of one layer.
@@ -179,7 +276,7 @@ impl Transformer {
 
     /// Parameters of one layer (all experts).
     pub fn layer_params(&self) -> f64 {
-        self.attention_params() + self.experts * self.ffn_params()
+        self.dense_params() + self.experts * self.ffn_params()
     }
 
     /// Embedding and output head (one matrix when tied).
@@ -199,10 +296,12 @@ impl Transformer {
     /// QKV, output projection, FFN up (and gate, fused) and down.
     pub fn layer_gemms(&self, tokens: u64) -> Vec<(u64, u64, u64)> {
         let d = self.hidden as u64;
-        let (q, kv) = (self.q_dim() as u64, self.kv_dim() as u64);
         let ffn = self.ffn as u64;
         let up = if self.swiglu { 2 * ffn } else { ffn };
-        vec![(tokens, d, q + 2 * kv), (tokens, q, d), (tokens, d, up), (tokens, ffn, d)]
+        let mut gemms: Vec<(u64, u64, u64)> =
+            self.attention_gemms(tokens as f64).into_iter().map(|(m, k, n)| (m as u64, k as u64, n as u64)).collect();
+        gemms.extend([(tokens, d, up), (tokens, ffn, d)]);
+        gemms
     }
 
     /// All parameters.
@@ -215,7 +314,7 @@ impl Transformer {
     /// embeddings (what model FLOPs and MFU count).
     pub fn active_params(&self) -> f64 {
         let k = self.top_k.min(self.experts);
-        self.layers as f64 * (self.attention_params() + k * self.ffn_params()) + self.embedding_params()
+        self.layers as f64 * (self.dense_params() + k * self.ffn_params()) + self.embedding_params()
     }
 
     /// The attention core's work per layer, on average, against every layer
@@ -849,6 +948,8 @@ impl Transformer {
             tied_embeddings: false,
             window: 0.0,
             windowed_layers: 0,
+            shared_experts: 0.0,
+            mla: None,
         })
     }
 }
@@ -1438,7 +1539,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     let layers_per_stage = layers as f64;
     let etpf = f64::from(plan.expert_tp());
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
-    let layer_params_gpu = (model.attention_params() / tpf + mlp_params_gpu) * layers_per_stage;
+    let layer_params_gpu = (model.dense_params() / tpf + mlp_params_gpu) * layers_per_stage;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
     // ZeRO shards a parameter over the ranks that hold it: the dense part over
     // every replica, an expert over its replicas only (dp × cp ÷ ep: each
@@ -1455,11 +1556,11 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     }
     if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
-        m.weights_gb += f64::from(plan.prefetch + 1) * (model.attention_params() / tpf + mlp_params_gpu) * bytes / 1e9;
+        m.weights_gb += f64::from(plan.prefetch + 1) * (model.dense_params() / tpf + mlp_params_gpu) * bytes / 1e9;
     }
     // Frozen bottom layers keep weights only.
     let trainable_layers = (layers - frozen) as f64;
-    let trainable = params_gpu - (model.attention_params() / tpf + mlp_params_gpu) * frozen as f64;
+    let trainable = params_gpu - (model.dense_params() / tpf + mlp_params_gpu) * frozen as f64;
     // The experts' share of the trainable parameters (frozen layers hold experts in the same proportion).
     let trainable_experts = if layers_per_stage > 0.0 { expert_params_gpu * trainable_layers / layers_per_stage } else { 0.0 };
     let trainable_dense = trainable - trainable_experts;
@@ -1489,7 +1590,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
-            m.kv_cache_gb = 2.0 * f64::from(batch) * f64::from(tokens) * kv_per_gpu * bytes * layers_per_stage / 1e9;
+            m.kv_cache_gb = model.kv_tensors() * f64::from(batch) * f64::from(tokens) * kv_per_gpu * bytes * layers_per_stage / 1e9;
         }
     }
     m
@@ -1539,19 +1640,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let attn_core_flops =
         if decode { 4.0 * batch * kv_context * q / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * q * 0.5 / tpf / cpf };
     let active = model.top_k.min(model.experts);
-    let mlp_flops = 2.0 * tokens * model.ffn_params() * active / tpf;
+    let mlp_flops = 2.0 * tokens * model.ffn_params() * (active + model.shared_experts) / tpf;
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
     let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
     let attn_weight_bytes = model.attention_params() * bytes / tpf;
     let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep);
     // KV heads split over TP ranks (replicated when fewer than the ranks).
-    let kv_bytes_read = if decode { 2.0 * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
+    let kv_bytes_read =
+        if decode { model.kv_tensors() * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
     // FP8 runs the linear layers at the FP8 peak (the attention core stays in 16 bits).
     let linear = |flops: f64| if plan.fp8 { cluster.gemm_fp8(flops) } else { cluster.gemm(flops) };
     // The linear layers' GEMMs at their shapes (TP shards; MoE: each GPU's experts as a
     // grouped GEMM of the tokens routed to them), forward and backward.
-    let kv = model.kv_dim();
     let up = if model.swiglu { 2.0 * model.ffn } else { model.ffn };
     // Folded (expert TP 1), each GPU routes its 1/tp of the tokens (sequence-parallel) to whole experts.
     let (experts_here, expert_tokens) = if model.experts > 1.0 {
@@ -1563,12 +1664,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         gemms.iter().map(|&(b, m, k, n)| cluster.gemm_at(b, m, k, n, plan.fp8)).fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1))
     };
     let (attn_lin_f, attn_lin_b) = if cluster.prices.is_some() {
-        sum(&[(1.0, tokens, d, (q + 2.0 * kv) / tpf), (1.0, tokens, q / tpf, d)])
+        let gemms: Vec<_> = model.attention_gemms_tp(tokens, tpf).into_iter().map(|(m, k, n)| (1.0, m, k, n)).collect();
+        sum(&gemms)
     } else {
         (linear(attn_proj_flops), 2.0 * linear(attn_proj_flops))
     };
     let (mlp_lin_f, mlp_lin_b) = if cluster.prices.is_some() {
-        sum(&[(experts_here, expert_tokens, d, up / etpf), (experts_here, expert_tokens, model.ffn / etpf, d)])
+        let mut gemms = vec![(experts_here, expert_tokens, d, up / etpf), (experts_here, expert_tokens, model.ffn / etpf, d)];
+        // Shared experts: a dense MLP of their summed width over every token, split over TP.
+        if model.shared_experts > 0.0 {
+            let s = model.shared_experts;
+            gemms.extend([(1.0, tokens, d, s * up / tpf), (1.0, tokens, s * model.ffn / tpf, d)]);
+        }
+        sum(&gemms)
     } else {
         (linear(mlp_flops), 2.0 * linear(mlp_flops))
     };
@@ -1621,11 +1729,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // inputs and the gradient and writes its inputs' gradients (GeLU 3f, SwiGLU 5f).
     // The d-wide tensors are 1/t per rank with sequence parallelism; MoE: top-k experts.
     let act_elems = tokens * d / if plan.sp { tpf } else { 1.0 };
-    let ffn_elems = tokens * model.ffn * model.top_k.min(model.experts) / tpf;
+    let ffn_elems = tokens * model.ffn * (model.top_k.min(model.experts) + model.shared_experts) / tpf;
     let (act_fwd, act_bwd) = if model.swiglu { (3.0, 5.0) } else { (2.0, 3.0) };
     // FP8: each linear layer's input is cast from 16 bits (read 2 bytes, write 1): QKV and
     // FC1 read the full width, the output projection and FC2 their 1/tp shards.
-    let fp8_casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (q + model.ffn * model.top_k) / tpf) } else { 0.0 };
+    let fp8_casts =
+        if plan.fp8 { 3.0 * tokens * (2.0 * d + (model.o_in() + model.ffn * (model.top_k + model.shared_experts)) / tpf) } else { 0.0 };
     // Dropout: the two bias-dropout-adds write a 1-byte mask each (read back in the backward).
     let dropout_masks = if plan.dropout && task == Task::Train { 2.0 * act_elems } else { 0.0 };
     let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
@@ -1634,7 +1743,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
     // each layer's attention (their gradients reduce-scattered in the backward).
     let kv_heads_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
-    let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
+    let cp_kv = if cp > 1 && !decode {
+        cluster.all_gather(model.kv_tensors() * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g)
+    } else {
+        0.0
+    };
     let act_bytes = tokens * d * bytes;
     // The output head on the last stage (vocabulary-parallel over TP) and the
     // cross-entropy over FP32 logits: written, read by the softmax, gradient
@@ -1656,7 +1769,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // weights in the next forward and keeps them through the backward (FSDP's
     // SHARD_GRAD_OP), the bytes of ZeRO-1's all-reduce beyond a reduce-scatter.
     let gathered = plan.zero >= 2 && dp > 1;
-    let attn_gather = if gathered { cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
+    let attn_gather = if gathered { cluster.all_gather(model.dense_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
     // Experts are gathered and reduced over their replicas (dense: the data-parallel group).
     let mlp_dp = plan.expert_replicas();
@@ -1667,13 +1780,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
         if plan.zero >= 2 {
             (
-                cluster.all_gather(model.attention_params() * bytes / tpf, dp, dp_g),
+                cluster.all_gather(model.dense_params() * bytes / tpf, dp, dp_g),
                 cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g),
                 OpKind::ReduceScatter,
             )
         } else {
             (
-                cluster.all_reduce(model.attention_params() * bytes / tpf, dp, dp_g),
+                cluster.all_reduce(model.dense_params() * bytes / tpf, dp, dp_g),
                 cluster.all_reduce(mlp_params_gpu * bytes, mlp_dp, mlp_g),
                 OpKind::AllReduce,
             )
@@ -1810,7 +1923,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // ZeRO shards the dense parameters over the data-parallel ranks, the experts over their replicas.
         let shard = |ranks: u32| if plan.zero >= 1 && ranks > 1 { f64::from(ranks) } else { 1.0 };
         let trained = (layers_per_stage - plan.frozen as usize) as f64;
-        let stage_params = (model.attention_params() / tpf + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
+        let stage_params = (model.dense_params() / tpf + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
         let bytes_stepped = if model.experts > 1.0 {
             let experts = mlp_params_gpu * trained;
             28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
@@ -2550,6 +2663,31 @@ mod tests {
         };
         let ratio = attention(&m) / attention(&full);
         assert!((ratio - m.window_factor(4096.0, false)).abs() < 1e-9, "{ratio}");
+    }
+
+    #[test]
+    fn latent_attention_and_shared_experts_count_deepseeks_parameters() {
+        // DeepSeek-V3 per layer: q_a 7168·1536, q_b 1536·128·(128+64), kv_a 7168·(512+64),
+        // kv_b 512·128·(128+128), o 128·128·7168; 256 routed and 1 shared expert of 3·7168·2048.
+        let m = Transformer::preset("deepseek-v3").unwrap();
+        let attn = 7168.0 * 1536.0 + 1536.0 * 128.0 * 192.0 + 7168.0 * 576.0 + 512.0 * 128.0 * 256.0 + 128.0 * 128.0 * 7168.0;
+        let expert = 3.0 * 7168.0 * 2048.0;
+        assert_eq!(m.attention_params(), attn);
+        assert_eq!(m.layer_params(), attn + 257.0 * expert);
+        // 37 B activated per token, as the model card says (its 3 dense layers have the active width of 9 experts).
+        assert_eq!(m.active_params(), 61.0 * (attn + 9.0 * expert) + 2.0 * 129280.0 * 7168.0);
+        assert!((m.active_params() / 37e9 - 1.0).abs() < 0.02, "{}", m.active_params());
+        // The KV cache holds one latent of 512 and the rotary key of 64 per token and layer, 16-bit.
+        let plan = Plan::parse("tp=1").unwrap();
+        let cache = stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, 1, 0, 0.0, 1).kv_cache_gb * 1e9;
+        assert_eq!(cache, 4096.0 * (512.0 + 64.0) * 2.0);
+        // The attention core sees 128 heads of (192 + 128) / 2: twice the FLOPs of 64 such heads.
+        assert_eq!(m.q_dim(), 128.0 * 160.0);
+        // The same model without its shared expert: less MLP time, the routed experts unchanged.
+        let c = a100(16);
+        let plan = Plan::parse("dp=16,ep=16,mb=1").unwrap();
+        let gemm = |m: &Transformer| project(m, &c, &plan, Task::Train).unwrap().times.by_kind_ms[OpKind::Gemm.as_str()];
+        assert!(gemm(&m) > gemm(&Transformer { shared_experts: 0.0, ..m.clone() }));
     }
 
     #[test]

@@ -205,6 +205,24 @@ pub struct ModelSpec {
     /// Layers whose attention is windowed (GPT-OSS: half of them).
     #[serde(default)]
     pub windowed_layers: Option<usize>,
+    /// Experts every token runs through besides its routed ones, `ffn` wide each (DeepSeek: 1).
+    #[serde(default)]
+    pub shared_experts: Option<f64>,
+    /// Multi-head latent attention (DeepSeek): the query's bottleneck rank (with the four below).
+    #[serde(default)]
+    pub q_lora_rank: Option<f64>,
+    /// Latent attention: the key/value latent's rank.
+    #[serde(default)]
+    pub kv_lora_rank: Option<f64>,
+    /// Latent attention: per-head query/key width without rotary embedding.
+    #[serde(default)]
+    pub qk_nope_head_dim: Option<f64>,
+    /// Latent attention: per-head rotary query/key width.
+    #[serde(default)]
+    pub qk_rope_head_dim: Option<f64>,
+    /// Latent attention: per-head value width.
+    #[serde(default)]
+    pub v_head_dim: Option<f64>,
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
@@ -318,7 +336,40 @@ impl RunModel {
                     "gelu" => false,
                     other => return Err(crate::Error::Model(format!("activation {other:?}: gelu or swiglu"))),
                 };
-                let head_dim = m.head_dim.unwrap_or(m.hidden / m.heads);
+                let mla = match (m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim) {
+                    (None, None, None, None, None) => None,
+                    (Some(q_lora), Some(kv_lora), Some(qk_nope), Some(qk_rope), Some(v_head)) => {
+                        let all =
+                            [("q_lora_rank", q_lora), ("kv_lora_rank", kv_lora), ("qk_nope_head_dim", qk_nope), ("v_head_dim", v_head)];
+                        if let Some((key, v)) = all.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
+                            return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
+                        }
+                        if !(qk_rope.is_finite() && qk_rope >= 0.0) {
+                            return Err(crate::Error::Model(format!("qk_rope_head_dim {qk_rope}: must be 0 or more")));
+                        }
+                        Some(super::llm::Mla { q_lora, kv_lora, qk_nope, qk_rope, v_head })
+                    }
+                    _ => {
+                        return Err(crate::Error::Model(
+                            "latent attention takes all of q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
+                                .into(),
+                        ));
+                    }
+                };
+                if mla.is_some() && m.head_dim.is_some() {
+                    return Err(crate::Error::Model(
+                        "head_dim with latent attention: its widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim".into(),
+                    ));
+                }
+                // Latent attention: the attention core's FLOPs see the mean of the query/key and value widths.
+                let head_dim = match mla {
+                    Some(a) => (a.qk_nope + a.qk_rope + a.v_head) / 2.0,
+                    None => m.head_dim.unwrap_or(m.hidden / m.heads),
+                };
+                let shared_experts = m.shared_experts.unwrap_or(0.0);
+                if !(shared_experts.is_finite() && shared_experts >= 0.0) || (shared_experts > 0.0 && m.experts.is_none()) {
+                    return Err(crate::Error::Model(format!("shared_experts {shared_experts}: 0 or more, with experts")));
+                }
                 let (experts, top_k) = match (m.experts, m.top_k) {
                     (None, None) => (1.0, 1.0),
                     (Some(e), Some(k)) => (e, k),
@@ -377,6 +428,8 @@ impl RunModel {
                     tied_embeddings: m.tied_embeddings,
                     window,
                     windowed_layers,
+                    shared_experts,
+                    mla,
                 })
             }
             RunModel::Incomplete(v) => {
@@ -387,7 +440,7 @@ impl RunModel {
                     serde_json::from_value::<ModelSpec>(v.clone()).err()
                 };
                 Err(crate::Error::Model(format!(
-                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k, sliding_window with windowed_layers; no other keys){}",
+                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; no other keys){}",
                     v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
                     why.map_or_else(String::new, |e| format!(": {e}"))
                 )))
@@ -998,5 +1051,10 @@ mod tests {
         assert_eq!((windowed.window, windowed.windowed_layers), (128.0, 24));
         let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 8, "sliding_window": 128"#)).unwrap_err().to_string();
         assert!(e.contains("go together"), "{e}");
+        // Latent attention and a shared expert: DeepSeek-V3's figures give the preset's parameters.
+        let deepseek = r#"{"layers": 61, "hidden": 7168, "heads": 128, "kv_heads": 128, "ffn": 2048, "vocab": 129280, "seq": 4096, "activation": "swiglu", "experts": 256, "top_k": 8, "shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}"#;
+        assert_eq!(m(deepseek).unwrap().params(), Transformer::preset("deepseek-v3").unwrap().params());
+        let e = m(&deepseek.replace(r#", "v_head_dim": 128"#, "")).unwrap_err().to_string();
+        assert!(e.contains("takes all of"), "{e}");
     }
 }
