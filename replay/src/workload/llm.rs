@@ -269,6 +269,32 @@ impl Transformer {
         self.attention_params() + self.shared_experts * self.ffn_params()
     }
 
+    /// Attention parameters on one GPU of `tp`: latent attention keeps its two
+    /// down-projections whole on every rank (Megatron replicates them).
+    fn attention_per_gpu(&self, tp: f64) -> f64 {
+        match self.mla {
+            Some(m) => {
+                let d = self.hidden;
+                let whole = d * m.q_lora + d * (m.kv_lora + m.qk_rope);
+                whole + (self.attention_params() - whole) / tp
+            }
+            None => self.attention_params() / tp,
+        }
+    }
+
+    /// [`Transformer::dense_params`] on one GPU of `tp`.
+    fn dense_per_gpu(&self, tp: f64) -> f64 {
+        match self.mla {
+            Some(_) => self.attention_per_gpu(tp) + self.shared_experts * self.ffn_params() / tp,
+            None => self.dense_params() / tp,
+        }
+    }
+
+    /// Ranks the KV cache's heads split over under `tp`: none for latent attention's one shared latent.
+    fn kv_split(&self, tp: f64) -> f64 {
+        if self.mla.is_some() { 1.0 } else { tp.min(self.kv_heads.max(1.0)) }
+    }
+
     /// FFN parameters of one expert of one layer.
     pub fn ffn_params(&self) -> f64 {
         (if self.swiglu { 3.0 } else { 2.0 }) * self.hidden * self.ffn
@@ -1539,7 +1565,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     let layers_per_stage = layers as f64;
     let etpf = f64::from(plan.expert_tp());
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
-    let layer_params_gpu = (model.dense_params() / tpf + mlp_params_gpu) * layers_per_stage;
+    let layer_params_gpu = (model.dense_per_gpu(tpf) + mlp_params_gpu) * layers_per_stage;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
     // ZeRO shards a parameter over the ranks that hold it: the dense part over
     // every replica, an expert over its replicas only (dp × cp ÷ ep: each
@@ -1556,11 +1582,11 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     }
     if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
-        m.weights_gb += f64::from(plan.prefetch + 1) * (model.dense_params() / tpf + mlp_params_gpu) * bytes / 1e9;
+        m.weights_gb += f64::from(plan.prefetch + 1) * (model.dense_per_gpu(tpf) + mlp_params_gpu) * bytes / 1e9;
     }
     // Frozen bottom layers keep weights only.
     let trainable_layers = (layers - frozen) as f64;
-    let trainable = params_gpu - (model.dense_params() / tpf + mlp_params_gpu) * frozen as f64;
+    let trainable = params_gpu - (model.dense_per_gpu(tpf) + mlp_params_gpu) * frozen as f64;
     // The experts' share of the trainable parameters (frozen layers hold experts in the same proportion).
     let trainable_experts = if layers_per_stage > 0.0 { expert_params_gpu * trainable_layers / layers_per_stage } else { 0.0 };
     let trainable_dense = trainable - trainable_experts;
@@ -1589,7 +1615,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
             m.activations_gb = (per_layer * trainable_layers * f64::from(in_flight) + working) / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
-            let kv_per_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
+            let kv_per_gpu = model.kv_dim() / model.kv_split(tpf);
             m.kv_cache_gb = model.kv_tensors() * f64::from(batch) * f64::from(tokens) * kv_per_gpu * bytes * layers_per_stage / 1e9;
         }
     }
@@ -1632,7 +1658,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let pp_crosses = tp * dp >= cluster.gpus_per_node;
 
     // Forward FLOPs per microbatch and GPU.
-    let attn_proj_flops = 2.0 * tokens * model.attention_params() / tpf;
+    let attn_proj_flops =
+        if model.mla.is_some() { 2.0 * tokens * model.attention_per_gpu(tpf) } else { 2.0 * tokens * model.attention_params() / tpf };
     // Score and context products: 4·s²·(heads · head width) per sequence, half of it under the
     // causal mask. Context parallelism splits each sequence's (load-balanced) causal attention
     // evenly over its ranks.
@@ -1643,11 +1670,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mlp_flops = 2.0 * tokens * model.ffn_params() * (active + model.shared_experts) / tpf;
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
     let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
-    let attn_weight_bytes = model.attention_params() * bytes / tpf;
-    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep);
+    let attn_weight_bytes = if model.mla.is_some() { model.dense_per_gpu(tpf) * bytes } else { model.attention_params() * bytes / tpf };
+    let mlp_weight_bytes =
+        model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep) + model.shared_experts * model.ffn_params() * bytes / tpf;
     // KV heads split over TP ranks (replicated when fewer than the ranks).
-    let kv_bytes_read =
-        if decode { model.kv_tensors() * batch * kv_context * model.kv_dim() * bytes / tpf.min(model.kv_heads.max(1.0)) } else { 0.0 };
+    let kv_bytes_read = if decode { model.kv_tensors() * batch * kv_context * model.kv_dim() * bytes / model.kv_split(tpf) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
     // FP8 runs the linear layers at the FP8 peak (the attention core stays in 16 bits).
     let linear = |flops: f64| if plan.fp8 { cluster.gemm_fp8(flops) } else { cluster.gemm(flops) };
@@ -1712,7 +1739,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (forward, backward)
     });
     // Sliding windows: the windowed layers' attention core at their share of the causal work.
-    let window = model.window_factor(if decode { kv_context } else { tokens_per_seq }, decode);
+    // (Materialized attention computes every score; the mask is applied after.)
+    let window = if materialized.is_some() { 1.0 } else { model.window_factor(if decode { kv_context } else { tokens_per_seq }, decode) };
     let core_f = materialized.map_or(flash_core_f, |m| m.0);
     // Flash attention's backward recomputes the scores: 2.5× the forward.
     // Materialized: its own backward, plus the forward again under selective recomputation.
@@ -1742,12 +1770,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
     // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
     // each layer's attention (their gradients reduce-scattered in the backward).
-    let kv_heads_gpu = model.kv_dim() / tpf.min(model.kv_heads.max(1.0));
-    let cp_kv = if cp > 1 && !decode {
-        cluster.all_gather(model.kv_tensors() * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g)
-    } else {
-        0.0
+    // Latent attention up-projects before the core: its ranks exchange per-head keys and values.
+    let kv_heads_gpu = match model.mla {
+        Some(m) => model.heads * (m.qk_nope + m.qk_rope + m.v_head) / 2.0 / tpf,
+        None => model.kv_dim() / tpf.min(model.kv_heads.max(1.0)),
     };
+    let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
     let act_bytes = tokens * d * bytes;
     // The output head on the last stage (vocabulary-parallel over TP) and the
     // cross-entropy over FP32 logits: written, read by the softmax, gradient
@@ -1769,7 +1797,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // weights in the next forward and keeps them through the backward (FSDP's
     // SHARD_GRAD_OP), the bytes of ZeRO-1's all-reduce beyond a reduce-scatter.
     let gathered = plan.zero >= 2 && dp > 1;
-    let attn_gather = if gathered { cluster.all_gather(model.dense_params() * bytes / tpf, dp, dp_g) } else { 0.0 };
+    let dense_bytes_gpu = if model.mla.is_some() { model.dense_per_gpu(tpf) * bytes } else { model.dense_params() * bytes / tpf };
+    let attn_gather = if gathered { cluster.all_gather(dense_bytes_gpu, dp, dp_g) } else { 0.0 };
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
     // Experts are gathered and reduced over their replicas (dense: the data-parallel group).
     let mlp_dp = plan.expert_replicas();
@@ -1780,16 +1809,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
         if plan.zero >= 2 {
             (
-                cluster.all_gather(model.dense_params() * bytes / tpf, dp, dp_g),
+                cluster.all_gather(dense_bytes_gpu, dp, dp_g),
                 cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g),
                 OpKind::ReduceScatter,
             )
         } else {
-            (
-                cluster.all_reduce(model.dense_params() * bytes / tpf, dp, dp_g),
-                cluster.all_reduce(mlp_params_gpu * bytes, mlp_dp, mlp_g),
-                OpKind::AllReduce,
-            )
+            (cluster.all_reduce(dense_bytes_gpu, dp, dp_g), cluster.all_reduce(mlp_params_gpu * bytes, mlp_dp, mlp_g), OpKind::AllReduce)
         }
     } else {
         (0.0, 0.0, OpKind::AllReduce)
@@ -1816,7 +1841,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             // Every second matmul of a block in execution order: Q, K, V, O → K and O;
             // SwiGLU's gate, up, down → up; GELU's FC1, FC2 → FC2.
             // K and O are as large as V and Q: half the attention block's GEMM FLOPs.
-            let attn_share = 0.5;
+            // Latent attention's five: q_b and kv_b, by their FLOPs.
+            let attn_share = if model.mla.is_some() {
+                let gemms = model.attention_gemms(1.0);
+                let flops = |i: usize| gemms.get(i).map_or(0.0, |&(m, k, n)| m * k * n);
+                (flops(1) + flops(3)) / gemms.iter().map(|&(m, k, n)| m * k * n).sum::<f64>()
+            } else {
+                0.5
+            };
             let mlp_share = if model.swiglu { 1.0 / 3.0 } else { 0.5 };
             (attn_f * attn_share + mlp_f * mlp_share, elementwise_f)
         } else {
@@ -1923,7 +1955,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // ZeRO shards the dense parameters over the data-parallel ranks, the experts over their replicas.
         let shard = |ranks: u32| if plan.zero >= 1 && ranks > 1 { f64::from(ranks) } else { 1.0 };
         let trained = (layers_per_stage - plan.frozen as usize) as f64;
-        let stage_params = (model.dense_params() / tpf + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
+        let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
         let bytes_stepped = if model.experts > 1.0 {
             let experts = mlp_params_gpu * trained;
             28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
@@ -2677,12 +2709,20 @@ mod tests {
         // 37 B activated per token, as the model card says (its 3 dense layers have the active width of 9 experts).
         assert_eq!(m.active_params(), 61.0 * (attn + 9.0 * expert) + 2.0 * 129280.0 * 7168.0);
         assert!((m.active_params() / 37e9 - 1.0).abs() < 0.02, "{}", m.active_params());
-        // The KV cache holds one latent of 512 and the rotary key of 64 per token and layer, 16-bit.
-        let plan = Plan::parse("tp=1").unwrap();
-        let cache = stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, 1, 0, 0.0, 1).kv_cache_gb * 1e9;
-        assert_eq!(cache, 4096.0 * (512.0 + 64.0) * 2.0);
-        // The attention core sees 128 heads of (192 + 128) / 2: twice the FLOPs of 64 such heads.
-        assert_eq!(m.q_dim(), 128.0 * 160.0);
+        // The KV cache holds one latent of 512 and the rotary key of 64 per token and layer, 16-bit,
+        // on every tensor-parallel rank (all heads share it).
+        let cache = |tp: &str| {
+            let plan = Plan::parse(tp).unwrap();
+            stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, 1, 0, 0.0, 1).kv_cache_gb * 1e9
+        };
+        assert_eq!(cache("tp=1"), 4096.0 * (512.0 + 64.0) * 2.0);
+        assert_eq!(cache("tp=8"), cache("tp=1"));
+        // Under TP the two down-projections stay whole on every rank, the rest is split.
+        let whole = 7168.0 * 1536.0 + 7168.0 * 576.0;
+        assert!((m.attention_per_gpu(8.0) - (whole + (attn - whole) / 8.0)).abs() < 1.0);
+        // The attention core's FLOPs: per head a 192-wide query/key product and a 128-wide value product.
+        let mla = m.mla.unwrap();
+        assert_eq!(m.q_dim() * 2.0, m.heads * (mla.qk_nope + mla.qk_rope + mla.v_head));
         // The same model without its shared expert: less MLP time, the routed experts unchanged.
         let c = a100(16);
         let plan = Plan::parse("dp=16,ep=16,mb=1").unwrap();

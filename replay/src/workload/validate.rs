@@ -356,6 +356,12 @@ impl RunModel {
                         ));
                     }
                 };
+                if mla.is_some() && m.kv_heads != m.heads {
+                    return Err(crate::Error::Model(format!(
+                        "kv_heads {} with latent attention: every head has its own keys and values from the latent (kv_heads = heads = {})",
+                        m.kv_heads, m.heads
+                    )));
+                }
                 if mla.is_some() && m.head_dim.is_some() {
                     return Err(crate::Error::Model(
                         "head_dim with latent attention: its widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim".into(),
@@ -1056,5 +1062,11 @@ mod tests {
         assert_eq!(m(deepseek).unwrap().params(), Transformer::preset("deepseek-v3").unwrap().params());
         let e = m(&deepseek.replace(r#", "v_head_dim": 128"#, "")).unwrap_err().to_string();
         assert!(e.contains("takes all of"), "{e}");
+        let e = m(&deepseek.replace(r#""kv_heads": 128"#, r#""kv_heads": 1"#)).unwrap_err().to_string();
+        assert!(e.contains("kv_heads 1 with latent attention"), "{e}");
+        let e = m(&deepseek.replace(r#""heads": 128,"#, r#""heads": 128, "head_dim": 192,"#)).unwrap_err().to_string();
+        assert!(e.contains("head_dim with latent attention"), "{e}");
+        let e = m(&qwen.replace(r#", "experts": 128, "top_k": 8"#, r#", "shared_experts": 1"#)).unwrap_err().to_string();
+        assert!(e.contains("with experts"), "{e}");
     }
 }
