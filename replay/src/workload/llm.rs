@@ -1601,7 +1601,20 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
             // the layer being recomputed holds its full activations once.
             // Context parallelism: each rank keeps the activations of its 1/cp of the sequence.
             let sbd = f64::from(plan.microbatch) * model.seq / f64::from(plan.cp.max(1)) * d;
-            let full = if plan.sp { sbd * 34.0 / tpf } else { sbd * (10.0 + 24.0 / tpf) };
+            let mut full = if plan.sp { sbd * 34.0 / tpf } else { sbd * (10.0 + 24.0 / tpf) };
+            // A mixture of experts keeps, in place of Korthikanti's dense 4h MLP (its input 2·s·b·d and
+            // its FC1 and activation outputs 16·s·b·d), each token's routed copies: per copy its input
+            // (2d bytes) and its experts' up and activation outputs (2·(up + ffn)); shared experts'
+            // outputs likewise. Routed outputs split over the TP ranks (by width, or folded by tokens).
+            if model.experts > 1.0 {
+                let up = if model.swiglu { 2.0 * model.ffn } else { model.ffn };
+                let (k, sb) = (model.top_k.min(model.experts), sbd / d);
+                let dense_mlp = if plan.sp { 18.0 * sbd / tpf } else { 2.0 * sbd + 16.0 * sbd / tpf };
+                let routed_in = k * 2.0 * sbd / if plan.sp { tpf } else { 1.0 };
+                let outputs = (k + model.shared_experts) * 2.0 * sb * (up + model.ffn) / tpf;
+                full += routed_in + outputs - dense_mlp;
+            }
+            let full = full;
             let mut per_layer = if plan.recompute { 2.0 * sbd / if plan.sp { tpf } else { 1.0 } } else { full };
             // Materialized attention keeps the softmax output for the backward
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
@@ -2728,6 +2741,23 @@ mod tests {
         let plan = Plan::parse("dp=16,ep=16,mb=1").unwrap();
         let gemm = |m: &Transformer| project(m, &c, &plan, Task::Train).unwrap().times.by_kind_ms[OpKind::Gemm.as_str()];
         assert!(gemm(&m) > gemm(&Transformer { shared_experts: 0.0, ..m.clone() }));
+    }
+
+    #[test]
+    fn a_mixture_of_experts_keeps_its_routed_activations() {
+        // Mixtral (d 4096, SwiGLU experts of 14 336, 2 per token), one layer, 4096 tokens, no TP:
+        // Korthikanti's 34·s·b·d less the dense MLP's 18·s·b·d, plus two routed copies of the input
+        // (2 · 2d bytes) and of the experts' up (2 · 14 336) and activation (14 336) outputs in 16 bits.
+        let m = Transformer::preset("mixtral-8x7b").unwrap();
+        let plan = Plan::parse("dp=8,ep=8,mb=1").unwrap();
+        let activations = stage_memory(&m, &plan, Task::Train, 1, 0, 0.0, 1).activations_gb * 1e9;
+        let sbd = 4096.0 * 4096.0;
+        let want = 34.0 * sbd - 18.0 * sbd + 2.0 * 2.0 * sbd + 2.0 * 2.0 * 4096.0 * (2.0 * 14336.0 + 14336.0);
+        assert!((activations - want).abs() < 1.0, "{activations} vs {want}");
+        // A dense model keeps Korthikanti's formula.
+        let dense = Transformer::preset("llama3-8b").unwrap();
+        let a = stage_memory(&dense, &Plan::parse("mb=1").unwrap(), Task::Train, 1, 0, 0.0, 1).activations_gb * 1e9;
+        assert!((a - 34.0 * 8192.0 * 4096.0).abs() < 1.0, "{a}");
     }
 
     #[test]
