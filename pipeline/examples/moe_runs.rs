@@ -4,7 +4,7 @@
 //! source names the model but gives no dimensions. Where the name is a model with a built-in
 //! preset (its public `config.json`), the run is projected as `validate` projects any run, with
 //! `{"preset": …, "seq": …}` as its model (the sequence its notes state). Runs of other models
-//! (DeepSeek-V4, Kimi-K2, Nemotron's hybrid Mamba layers) are counted and left out.
+//! (DeepSeek-V4, Nemotron's hybrid Mamba layers) are counted and left out.
 //!
 //! `cargo run --release -p tracecast-pipeline --example moe_runs -- [--markdown]`
 
@@ -16,11 +16,12 @@ use tracecast_calibrate::fit::median;
 use tracecast_replay::workload::validate::{self, RunsFile};
 
 /// Model names of the source table → tracecast presets.
-const PRESETS: [(&str, &str); 4] = [
+const PRESETS: [(&str, &str); 5] = [
     ("Qwen3_30B_a3B", "qwen3-30b-a3b"),
     ("Qwen3_235B_a22B", "qwen3-235b-a22b"),
     ("GPT OSS 120B", "gpt-oss-120b"),
     ("DeepSeekV3", "deepseek-v3"),
+    ("Kimi_K2", "kimi-k2"),
 ];
 
 /// The sequence length a run's notes state (`sequence 4096`).

@@ -165,6 +165,16 @@ const PRESETS: &[Preset] = &[
         mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
         ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
     },
+    // Kimi-K2 (`moonshotai/Kimi-K2` config.json): DeepSeek-V3's layout with 64 heads, 384 routed
+    // experts and a 163 840-token vocabulary; its first layer dense, priced like DeepSeek's.
+    Preset {
+        head_dim: 160.0,
+        experts: 384.0,
+        top_k: 8.0,
+        shared_experts: 1.0,
+        mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
+        ..preset("kimi-k2", 61, 7168.0, 64.0, 64.0, 2048.0, 163840.0, 4096.0)
+    },
 ];
 
 impl Transformer {
@@ -2722,6 +2732,9 @@ mod tests {
         // 37 B activated per token, as the model card says (its 3 dense layers have the active width of 9 experts).
         assert_eq!(m.active_params(), 61.0 * (attn + 9.0 * expert) + 2.0 * 129280.0 * 7168.0);
         assert!((m.active_params() / 37e9 - 1.0).abs() < 0.02, "{}", m.active_params());
+        // Kimi-K2, the same layout with 64 heads and 384 experts: 32 B activated, as its model card says.
+        let kimi = Transformer::preset("kimi-k2").unwrap();
+        assert!((kimi.active_params() / 32e9 - 1.0).abs() < 0.03, "{}", kimi.active_params());
         // The KV cache holds one latent of 512 and the rotary key of 64 per token and layer, 16-bit,
         // on every tensor-parallel rank (all heads share it).
         let cache = |tp: &str| {
