@@ -82,8 +82,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize { &[1, 2] } else { &[1] };
             for &cp in &cps {
                 let dp = gpus / (tp * pp * cp);
+                // Expert parallelism inside the data-parallel ranks, or folded over tp × cp × dp.
                 let eps: Vec<u32> =
-                    if experts > 1 { divisors(dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
+                    if experts > 1 { divisors(tp * cp * dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
                 let zeros: &[u8] = if dp * cp > 1 && train { &[0, 1, 2, 3] } else { &[0] };
                 let mbs: Vec<u32> = if train { space.microbatch_sizes.clone() } else { vec![1] };
                 let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
