@@ -127,6 +127,20 @@ const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_h
     }
 }
 
+/// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3` config.json: multi-head latent attention with
+/// q_lora_rank 1536, kv_lora_rank 512, 128 heads of 128 + 64 rotary query/key and 128 value
+/// widths; 256 routed experts of 2048, 8 per token, and one shared; sequence 4096 as
+/// Megatron-Bridge trains it). Its first 3 of 61 layers are dense (FFN 18 432 = 9 × 2048): priced
+/// as MoE layers of the same active width; the multi-token-prediction layer is not modelled.
+const DEEPSEEK_V3: Preset = Preset {
+    head_dim: 160.0,
+    experts: 256.0,
+    top_k: 8.0,
+    shared_experts: 1.0,
+    mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
+    ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
+};
+
 /// Built-in models.
 const PRESETS: &[Preset] = &[
     preset("llama2-7b", 32, 4096.0, 32.0, 32.0, 11008.0, 32000.0, 4096.0),
@@ -152,29 +166,10 @@ const PRESETS: &[Preset] = &[
         windowed_layers: 18,
         ..preset("gpt-oss-120b", 36, 2880.0, 64.0, 8.0, 2880.0, 201088.0, 4096.0)
     },
-    // DeepSeek-V3 (`deepseek-ai/DeepSeek-V3` config.json: multi-head latent attention with
-    // q_lora_rank 1536, kv_lora_rank 512, 128 heads of 128 + 64 rotary query/key and 128 value
-    // widths; 256 routed experts of 2048, 8 per token, and one shared; sequence 4096 as
-    // Megatron-Bridge trains it). Its first 3 of 61 layers are dense (FFN 18 432 = 9 × 2048): priced
-    // as MoE layers of the same active width; the multi-token-prediction layer is not modelled.
-    Preset {
-        head_dim: 160.0,
-        experts: 256.0,
-        top_k: 8.0,
-        shared_experts: 1.0,
-        mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
-        ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
-    },
+    DEEPSEEK_V3,
     // Kimi-K2 (`moonshotai/Kimi-K2` config.json): DeepSeek-V3's layout with 64 heads, 384 routed
     // experts and a 163 840-token vocabulary; its first layer dense, priced like DeepSeek's.
-    Preset {
-        head_dim: 160.0,
-        experts: 384.0,
-        top_k: 8.0,
-        shared_experts: 1.0,
-        mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
-        ..preset("kimi-k2", 61, 7168.0, 64.0, 64.0, 2048.0, 163840.0, 4096.0)
-    },
+    Preset { name: "kimi-k2", heads: 64.0, kv_heads: 64.0, experts: 384.0, vocab: 163840.0, ..DEEPSEEK_V3 },
 ];
 
 impl Transformer {
