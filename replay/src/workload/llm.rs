@@ -1336,7 +1336,7 @@ impl Cluster {
     /// parallel rank's share): (forward, backward) seconds from the GPU's measured
     /// attention kernels (forward rows for the forward, forward-plus-backward rows
     /// less it for the backward); `None` without measurements of both.
-    fn attention_at(&self, batch: f64, heads: f64, seq: f64, head_dim: f64, flops: f64) -> Option<(f64, f64)> {
+    fn attention_at(&self, batch: f64, heads: f64, seq: f64, head_dim: f64, flops: f64) -> Option<(f64, f64, String)> {
         let p = self.prices.as_ref()?;
         let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
         let (fwd, both) = (shape(false), shape(true));
@@ -1354,7 +1354,13 @@ impl Cluster {
             .filter(|(x, _)| x.rule == fb_price.rule)
             .map_or(fb * fwd.flops() / both.flops(), |(x, _)| x.time_us * 1e-6 * flops / fwd.flops());
         // Never under 1.5× the forward: the backward does 2.5× its FLOPs.
-        Some((f, (fb - f).max(1.5 * f)))
+        let basis = format!(
+            "flash attention at its shapes: {} ({} heads of {head_dim} over {seq} tokens: {})",
+            fb_price.rule.describe(),
+            heads,
+            fb_price.basis
+        );
+        Some((f, (fb - f).max(1.5 * f), basis))
     }
 
     /// A fused attention kernel of `flops` (one kernel).
@@ -1734,7 +1740,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, model.head_dim, attn_core_flops)
     };
     let flash_core_f = match measured_flash {
-        Some((f, _)) => f,
+        Some((f, _, _)) => f,
         None => (cluster.attention(attn_core_flops) - cluster.gemm_overhead_s).max(cluster.memory(kv_bytes_read)) + cluster.gemm_overhead_s,
     };
     // Materialized attention (training and prefill): the score matrix of
@@ -1762,7 +1768,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let core_f = materialized.map_or(flash_core_f, |m| m.0);
     // Flash attention's backward recomputes the scores: 2.5× the forward.
     // Materialized: its own backward, plus the forward again under selective recomputation.
-    let core_b = materialized.map_or(measured_flash.map_or(2.5 * core_f, |(_, b)| b), |m| m.1 + if plan.selective { m.0 } else { 0.0 });
+    let core_b =
+        materialized.map_or(measured_flash.as_ref().map_or(2.5 * core_f, |(_, b, _)| *b), |m| m.1 + if plan.selective { m.0 } else { 0.0 });
     let (attn_core_f, attn_core_b) = (core_f * window, core_b * window);
     let mlp_f = mlp_lin_f.max(cluster.memory(mlp_weight_bytes));
     // Norms, residual adds and the MLP activation move, per token and layer, in 16-bit
@@ -1995,6 +2002,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let memory = memory(model, plan, task);
     let dpf = f64::from(plan.dp);
     let mut notes = cluster.notes.clone();
+    // The attention kernels' basis at this model's shape, not the cluster's probe shape.
+    if let (Some((_, _, basis)), None) = (&measured_flash, &materialized)
+        && let Some(n) = notes.iter_mut().find(|n| n.starts_with("flash attention at its shapes"))
+    {
+        n.clone_from(basis);
+    }
     if plan.fp8 {
         notes.push(format!(
             "fp8: linear layers at the FP8 peak {:.0} TFLOP/s with the 16-bit GEMM η {:.3} (no FP8 trace calibrated), their inputs cast (3 bytes per element), an FP8 copy of the weights",
@@ -2713,6 +2726,12 @@ mod tests {
         };
         let ratio = attention(&m) / attention(&full);
         assert!((ratio - m.window_factor(4096.0, false)).abs() < 1e-9, "{ratio}");
+        // Its notes say which kernels priced its 64-wide heads, at its own shape (H100's measured ones).
+        let h100 = Cluster::for_model(&Catalog::builtin(), "h100-sxm", 8, 2.0, None).unwrap();
+        let notes = project(&m, &h100, &plan, Task::Train).unwrap().notes;
+        let flash = notes.iter().find(|n| n.starts_with("flash attention at its shapes")).unwrap();
+        assert!(flash.contains("64 heads of 64 over 4096 tokens") && flash.contains("head dim 64"), "{flash}");
+        assert!(notes.iter().any(|n| n.starts_with("sliding-window attention on 18 of 36 layers")), "{notes:?}");
     }
 
     #[test]
@@ -2999,7 +3018,7 @@ mod tests {
             backward,
         };
         let flops = shape(false).flops();
-        let (f, b) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops).unwrap();
+        let (f, b, _) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops).unwrap();
         let (fb, family) = p.pricing.attention_of_family(&p.gpu, &shape(true), None).unwrap();
         assert_eq!(&*family, "fa2");
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
