@@ -191,3 +191,43 @@ fn overflowing_degrees_are_errors_naming_the_product() {
     assert_eq!((r.simulated, r.ranked.len()), (0, 0));
     assert!(r.rejected > 0);
 }
+
+/// Megatron-Bridge's mixture-of-experts runs of the newest containers (26.06 and later) in
+/// `../shared/evidence/training-runs.json` (kept apart there for want of dimensions), each
+/// projected with its model's preset as `validate` projects a run: the measurements, not this
+/// code, give the expected values. BENCHMARKS.md, *Mixture-of-experts runs*.
+#[test]
+fn the_newest_mixture_of_experts_runs_project_within_a_third_of_their_measurement() {
+    use tracecast_replay::workload::validate::{RunsFile, validate};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/evidence/training-runs.json");
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let preset = |name: &str| match name {
+        "Qwen3_30B_a3B" => Some("qwen3-30b-a3b"),
+        "Qwen3_235B_a22B" => Some("qwen3-235b-a22b"),
+        "DeepSeekV3" => Some("deepseek-v3"),
+        "Kimi_K2" => Some("kimi-k2"),
+        _ => None,
+    };
+    let newest = |id: &str| id.starts_with("mb26.06") || id.starts_with("mb26.08");
+    let runs: Vec<serde_json::Value> = file["runs_without_dims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| newest(r["id"].as_str().unwrap()))
+        .filter_map(|r| {
+            let p = preset(r["model"]["name"].as_str()?)?;
+            let mut run = r.clone();
+            run["model"] = serde_json::json!({"preset": p, "seq": 4096});
+            Some(run)
+        })
+        .collect();
+    assert!(runs.len() >= 20, "{} runs", runs.len());
+    let file: RunsFile = serde_json::from_value(serde_json::json!({ "runs": runs })).unwrap();
+    let v = validate(&file, &Catalog::builtin(), &[], None);
+    for r in &v.runs {
+        let e = r.error.unwrap_or_else(|| panic!("{} not projected: {:?}", r.id, r.notes));
+        println!("{:<60} {:+.1} %", r.id, 100.0 * e);
+        assert!(e.abs() < 1.0 / 3.0, "{}: {:+.1} %", r.id, 100.0 * e);
+    }
+    assert!(v.median_abs_error < 0.15, "median {}", v.median_abs_error);
+}
