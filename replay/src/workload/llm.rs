@@ -1694,7 +1694,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mlp_flops = 2.0 * tokens * model.ffn_params() * (active + model.shared_experts) / tpf;
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
     let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
-    let attn_weight_bytes = if model.mla.is_some() { model.dense_per_gpu(tpf) * bytes } else { model.attention_params() * bytes / tpf };
+    let attn_weight_bytes = if model.mla.is_some() { model.attention_per_gpu(tpf) * bytes } else { model.attention_params() * bytes / tpf };
     let mlp_weight_bytes =
         model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep) + model.shared_experts * model.ffn_params() * bytes / tpf;
     // KV heads split over TP ranks (replicated when fewer than the ranks).
@@ -1811,8 +1811,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
     };
     let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
-    // Folded experts are whole on each GPU: the MLP block has no tensor-parallel collective.
-    let mlp_tp_comm = if etp == tp { tp_comm } else { 0.0 };
+    // Folded experts are whole on each GPU: the MLP block has no tensor-parallel collective,
+    // unless shared experts (split over TP) run beside them.
+    let mlp_tp_comm = if etp == tp || model.shared_experts > 0.0 { tp_comm } else { 0.0 };
     // Megatron's TP overlap needs sequence parallelism (its all-gather / reduce-scatter pair).
     let tp_overlap = plan.tp_overlap && tp > 1 && plan.sp;
     let moe_a2a = if plan.ep > 1 { cluster.all_to_all(act_bytes / (tpf / etpf) * model.top_k, plan.ep, ep_g) } else { 0.0 };

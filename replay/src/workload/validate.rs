@@ -151,11 +151,14 @@ pub enum RunModel {
     Incomplete(serde_json::Value),
 }
 
-/// A built-in model at a sequence length, `{"preset": …, "seq": …}`; any other
-/// key makes the model [`RunModel::Incomplete`].
+/// A built-in model at a sequence length, `{"preset": …, "seq": …}` (and
+/// optionally its `name`); any other key makes the model [`RunModel::Incomplete`].
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PresetModel {
+    /// Name (default: the preset's).
+    #[serde(default)]
+    pub name: Option<String>,
     /// Preset name.
     pub preset: String,
     /// Training sequence length.
@@ -325,9 +328,12 @@ impl RunModel {
     /// The transformer (BF16); `id` names it unless the model has a name.
     pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
         match self {
-            RunModel::Preset(PresetModel { preset, seq }) => {
+            RunModel::Preset(PresetModel { name, preset, seq }) => {
                 let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
                 m.seq = *seq;
+                if let Some(n) = name {
+                    m.name.clone_from(n);
+                }
                 Ok(m)
             }
             RunModel::Spec(m) => {
@@ -1048,6 +1054,7 @@ mod tests {
         assert!(e.contains("no other keys") && e.contains("unknown field `num_experts`"), "{e}");
         let e = m(r#"{"preset": "qwen3-30b-a3b", "seq": 4096, "experts": 64}"#).unwrap_err().to_string();
         assert!(e.contains("unknown field `experts`"), "{e}");
+        assert_eq!(m(r#"{"preset": "qwen3-30b-a3b", "seq": 4096, "name": "mine"}"#).unwrap().name, "mine");
         let e = m(&qwen.replace(r#", "top_k": 8"#, "")).unwrap_err().to_string();
         assert!(e.contains("experts without top_k"), "{e}");
         let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 200"#)).unwrap_err().to_string();
