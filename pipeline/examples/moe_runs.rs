@@ -30,8 +30,9 @@ fn sequence(notes: &str) -> Option<f64> {
     rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
-fn main() -> Result<()> {
-    let markdown = std::env::args().skip(1).any(|a| a == "--markdown");
+/// The measured MoE runs of the evidence file whose model has a preset, each with
+/// `{"preset", "seq"}` as its model, and how many runs of each other model were left out.
+fn moe_runs() -> Result<(RunsFile, usize, BTreeMap<String, usize>)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/evidence/training-runs.json");
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).with_context(|| path.display().to_string())?)?;
     let all = file["runs_without_dims"].as_array().context("no runs_without_dims")?;
@@ -51,7 +52,12 @@ fn main() -> Result<()> {
             _ => *left_out.entry(base.to_string()).or_default() += 1,
         }
     }
-    let file: RunsFile = serde_json::from_value(serde_json::json!({"runs": runs}))?;
+    Ok((serde_json::from_value(serde_json::json!({"runs": runs}))?, all.len(), left_out))
+}
+
+fn main() -> Result<()> {
+    let markdown = std::env::args().skip(1).any(|a| a == "--markdown");
+    let (file, all, left_out) = moe_runs()?;
     let catalog = tracecast_pipeline::hardware::catalog_with(&[])?;
     let v = validate::validate(&file, &catalog, &[], None);
     let mut by: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
@@ -96,8 +102,7 @@ fn main() -> Result<()> {
     }
     let projected = v.runs.iter().filter(|r| r.error.is_some()).count();
     println!(
-        "\n{projected} of {} MoE runs projected: median |error| {:.1} %, max {:.1} %; {} faster than measured, {} slower. Left out (no preset): {}",
-        all.len(),
+        "\n{projected} of {all} MoE runs projected: median |error| {:.1} %, max {:.1} %; {} faster than measured, {} slower. Left out (no preset): {}",
         100.0 * v.median_abs_error,
         100.0 * v.max_abs_error,
         v.optimistic,
@@ -105,4 +110,30 @@ fn main() -> Result<()> {
         left_out.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::moe_runs;
+    use tracecast_calibrate::Catalog;
+    use tracecast_replay::workload::validate::{RunModel, RunsFile, validate};
+
+    /// Megatron-Bridge's runs of the newest containers (26.06 and later), GPT-OSS aside (its
+    /// sinks, biases and head are not modelled): the measurements, not this code, give the
+    /// expected values. BENCHMARKS.md, *Mixture-of-experts runs*.
+    #[test]
+    fn the_newest_mixture_of_experts_runs_project_within_a_third_of_their_measurement() {
+        let (file, _, _) = moe_runs().unwrap();
+        let newest = |id: &str| id.starts_with("mb26.06") || id.starts_with("mb26.08");
+        let gpt_oss = |m: &RunModel| matches!(m, RunModel::Preset(p) if p.preset == "gpt-oss-120b");
+        let runs: Vec<_> = file.runs.into_iter().filter(|r| newest(&r.id) && !gpt_oss(&r.model)).collect();
+        assert!(runs.len() >= 20, "{} runs", runs.len());
+        let v = validate(&RunsFile { about: None, runs }, &Catalog::builtin(), &[], None);
+        for r in &v.runs {
+            let e = r.error.unwrap_or_else(|| panic!("{} not projected: {:?}", r.id, r.notes));
+            println!("{:<60} {:+.1} %", r.id, 100.0 * e);
+            assert!(e.abs() < 1.0 / 3.0, "{}: {:+.1} %", r.id, 100.0 * e);
+        }
+        assert!(v.median_abs_error < 0.15, "median {}", v.median_abs_error);
+    }
 }
