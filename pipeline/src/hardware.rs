@@ -25,6 +25,11 @@ pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
     Ok(catalog)
 }
 
+/// The shipped measurements with the user's files, when they gave some (`None`: the shipped base alone).
+pub fn measurements_of(files: &[PathBuf]) -> Result<Option<Arc<tracecast_calibrate::measured::Measurements>>> {
+    Ok(if files.is_empty() { None } else { Some(tracecast_calibrate::measured::Measurements::with_files(files)?) })
+}
+
 /// The pricing layer over `catalog`: the shipped measurements and the user's files.
 pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>> {
     let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;

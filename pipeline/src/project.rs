@@ -139,12 +139,8 @@ pub fn model(spec: &str) -> Result<Transformer> {
             serde_json::from_value(value).with_context(|| format!("{}: not a MAD-Max model configuration", path.display()))?;
         return Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
-    let m: tracecast_replay::workload::validate::RunModel = serde_json::from_value(value).map_err(|_| {
-        anyhow::anyhow!(
-            "{}: neither a model (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k; or preset, seq) nor a MAD-Max model configuration (type, …)",
-            path.display()
-        )
-    })?;
+    // Any other JSON is a runs file's model; `transformer` names what is missing or unknown.
+    let m: tracecast_replay::workload::validate::RunModel = serde_json::from_value(value)?;
     m.transformer(&name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -159,8 +155,8 @@ pub(crate) fn cluster(
     measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
     let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
-    if !measurements.is_empty() {
-        c.use_measurements(tracecast_calibrate::measured::Measurements::with_files(measurements)?);
+    if let Some(m) = crate::hardware::measurements_of(measurements)? {
+        c.use_measurements(m);
     }
     overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
 }
@@ -361,11 +357,7 @@ fn carried(
     if let Some(d) = device {
         crate::hardware::ensure_profile_of(d, &target.system.gpu, args.profile.as_deref().unwrap_or(Path::new("--profile")))?;
     }
-    let measurements = if args.measurements.is_empty() {
-        None
-    } else {
-        Some(tracecast_calibrate::measured::Measurements::with_files(&args.measurements)?)
-    };
+    let measurements = crate::hardware::measurements_of(&args.measurements)?;
     let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
         .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
     Ok((c.projection, c.timeline))
