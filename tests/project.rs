@@ -487,8 +487,7 @@ fn tokens_per_s_per_gpu(p: &serde_json::Value, seq: f64, gpus: f64, iteration_ms
 fn project_from_a_measured_run_carries_the_stacks_time_to_the_next_generation() {
     let dir = scratch("project-from");
     let published = runs_file("validation/published-runs.json");
-    let file = json(&published);
-    let run = |id: &str| file["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
+    let run = |id: &str| file_run(&published, id);
     // llm-foundry's MPT-7B measured on 8 A100 and, with the same stack, on 8 H100 (its own plan there).
     let (a100, h100) = (run("mpt-7b-8xa100-80gb"), run("mpt-7b-8xh100-sxm"));
     let measured = h100["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
@@ -525,9 +524,8 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     let dir = scratch("project-from-refused");
     let evidence = runs_file("evidence/training-runs.json");
     // A Megatron-Bridge run the model prices slower than measured: nothing to carry, said so.
-    let file = json(&evidence);
     let slower = ["mb25.09-pre-training-llama3-70b-h100-64-fp8"];
-    assert!(file["runs"].as_array().unwrap().iter().any(|r| r["id"] == slower[0]));
+    assert_eq!(file_run(&evidence, slower[0])["id"], slower[0]);
     let out = dir.join("p.json");
     let o = bin().args(["project", "-q", "--from", &format!("{}:{}", evidence.display(), slower[0]), "--json"]).arg(&out).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

@@ -63,21 +63,9 @@ pub fn target_system(
     };
     let theirs = run.system.overrides;
     let (merged, left) = if id == own {
-        let merged = super::llm::SystemOverrides {
-            gpus_per_node: overrides.gpus_per_node.or(theirs.gpus_per_node),
-            nic_gbps_per_gpu: overrides.nic_gbps_per_gpu.or(theirs.nic_gbps_per_gpu),
-            hbm_gb: overrides.hbm_gb.or(theirs.hbm_gb),
-            hbm_gbps: overrides.hbm_gbps.or(theirs.hbm_gbps),
-        };
-        (merged, None)
+        (overrides.or(theirs), None)
     } else {
-        let named = [
-            ("gpus_per_node", theirs.gpus_per_node.map(f64::from)),
-            ("nic_gbps_per_gpu", theirs.nic_gbps_per_gpu),
-            ("hbm_gb", theirs.hbm_gb),
-            ("hbm_gbps", theirs.hbm_gbps),
-        ];
-        let left: Vec<String> = named.iter().filter_map(|(k, v)| v.map(|v| format!("{k} {v}"))).collect();
+        let left: Vec<String> = theirs.given().iter().map(|(k, v)| format!("{k} {v}")).collect();
         let note = (!left.is_empty()).then(|| format!("the run's {} describe its {own}, not {id}: not carried", left.join(", ")));
         (overrides, note)
     };
@@ -107,7 +95,8 @@ pub fn carry_run(
         )));
     }
     let devices = device.map(std::slice::from_ref).unwrap_or_default();
-    let mut measured = 0.0;
+    // The source's measured tokens per second per GPU (the target's call reads the same run's).
+    let (mut measured, mut same) = (0.0, 0.0);
     let own = device_for(&gpu_id(source, catalog), catalog, devices);
     let src = projected(source, catalog, own.as_ref(), measurements, &mut measured)
         .map_err(|e| crate::Error::Run(format!("run {:?} on its own system: {e}", source.id)))?;
@@ -117,7 +106,7 @@ pub fn carry_run(
         to.plan = p.to_string();
     }
     let theirs = device_for(&gpu_id(&to, catalog), catalog, devices);
-    let tgt = projected(&to, catalog, theirs.as_ref(), measurements, &mut measured).map_err(|e| match plan {
+    let tgt = projected(&to, catalog, theirs.as_ref(), measurements, &mut same).map_err(|e| match plan {
         Some(_) => e,
         None => crate::Error::Run(format!(
             "the run's plan {:?} on {} × {}: {e} (give the target's plan)",
@@ -125,21 +114,21 @@ pub fn carry_run(
         )),
     })?;
     let Projected { projection: mut p, timeline, per_gpu, .. } = tgt;
-    let (m, ps, pt) = (1.0 / src.measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
+    let (m, ps, pt) = (1.0 / measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
     let stack_ms = p.times.iteration_ms * (step_carried_s(m, ps, pt) / pt - 1.0);
     let (gpu, n) = (&source.system.gpu, source.system.gpus);
     let mut notes = vec![if stack_ms > 0.0 {
         format!(
             "stack time carried from run {:?} ({gpu} × {n}: measured {:.0} tokens/s per GPU where the model projects {:.0}): {:.2} µs per token per GPU the model does not explain, added unchanged, {stack_ms:.2} ms per iteration (host dispatch, synchronisations, kernels the model does not list: a cost of the software stack, not of the GPU)",
             source.id,
-            src.measured,
+            measured,
             src.per_gpu,
             (m - ps) * 1e6,
         )
     } else {
         format!(
             "stack time from run {:?} ({gpu} × {n}): nothing carried, the model projects it slower than measured ({:.0} against {:.0} tokens/s per GPU): the model's error on that GPU, not the stack's",
-            source.id, src.per_gpu, src.measured,
+            source.id, src.per_gpu, measured,
         )
     }];
     notes.extend(target.note);

@@ -83,6 +83,13 @@ pub struct Mla {
     pub v_head: f64,
 }
 
+impl Mla {
+    /// The head width the attention core's FLOPs see: the mean of the query/key and value widths.
+    pub const fn head_dim(&self) -> f64 {
+        (self.qk_nope + self.qk_rope + self.v_head) / 2.0
+    }
+}
+
 /// A built-in model (public architecture figures).
 #[derive(Debug, Clone, Copy)]
 struct Preset {
@@ -127,17 +134,20 @@ const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_h
     }
 }
 
+/// DeepSeek-V3's latent attention (Kimi-K2's too).
+const DEEPSEEK_MLA: Mla = Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 };
+
 /// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3` config.json: multi-head latent attention with
 /// q_lora_rank 1536, kv_lora_rank 512, 128 heads of 128 + 64 rotary query/key and 128 value
 /// widths; 256 routed experts of 2048, 8 per token, and one shared; sequence 4096 as
 /// Megatron-Bridge trains it). Its first 3 of 61 layers are dense (FFN 18 432 = 9 × 2048): priced
 /// as MoE layers of the same active width; the multi-token-prediction layer is not modelled.
 const DEEPSEEK_V3: Preset = Preset {
-    head_dim: 160.0,
+    head_dim: DEEPSEEK_MLA.head_dim(),
     experts: 256.0,
     top_k: 8.0,
     shared_experts: 1.0,
-    mla: Some(Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, qk_rope: 64.0, v_head: 128.0 }),
+    mla: Some(DEEPSEEK_MLA),
     ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
 };
 
@@ -1004,6 +1014,29 @@ pub struct SystemOverrides {
 }
 
 impl SystemOverrides {
+    /// These figures, each where given, else `other`'s.
+    pub fn or(self, other: SystemOverrides) -> SystemOverrides {
+        SystemOverrides {
+            gpus_per_node: self.gpus_per_node.or(other.gpus_per_node),
+            nic_gbps_per_gpu: self.nic_gbps_per_gpu.or(other.nic_gbps_per_gpu),
+            hbm_gb: self.hbm_gb.or(other.hbm_gb),
+            hbm_gbps: self.hbm_gbps.or(other.hbm_gbps),
+        }
+    }
+
+    /// The figures given, by their runs-file key.
+    pub fn given(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("gpus_per_node", self.gpus_per_node.map(f64::from)),
+            ("nic_gbps_per_gpu", self.nic_gbps_per_gpu),
+            ("hbm_gb", self.hbm_gb),
+            ("hbm_gbps", self.hbm_gbps),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+    }
+
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
     pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {

@@ -375,7 +375,7 @@ impl RunModel {
                 }
                 // Latent attention: the attention core's FLOPs see the mean of the query/key and value widths.
                 let head_dim = match mla {
-                    Some(a) => (a.qk_nope + a.qk_rope + a.v_head) / 2.0,
+                    Some(a) => a.head_dim(),
                     None => m.head_dim.unwrap_or(m.hidden / m.heads),
                 };
                 let shared_experts = m.shared_experts.unwrap_or(0.0);
@@ -599,10 +599,9 @@ impl Framework {
     }
 }
 
-/// A run projected: what it measured, its projection and timeline, and the
-/// projected tokens per second per GPU.
+/// A run projected: its projection and timeline, and the projected tokens per
+/// second per GPU (what it measured comes back through [`projected`]'s `measured`).
 pub(crate) struct Projected {
-    pub(crate) measured: f64,
     pub(crate) projection: super::Projection,
     pub(crate) timeline: super::Timeline,
     pub(crate) per_gpu: f64,
@@ -661,7 +660,7 @@ pub(crate) fn projected(
     let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
     notes.append(&mut p.notes);
     p.notes = notes;
-    Ok(Projected { measured: *measured, projection: p, timeline, per_gpu })
+    Ok(Projected { projection: p, timeline, per_gpu })
 }
 
 /// One run projected with `device`.
@@ -673,7 +672,7 @@ fn project_run(
 ) -> RunResult {
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
     match projected(run, catalog, device, measurements, &mut measured) {
-        Ok(Projected { measured, projection: p, per_gpu: predicted, .. }) => RunResult {
+        Ok(Projected { projection: p, per_gpu: predicted, .. }) => RunResult {
             id: run.id.clone(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: Some(predicted),
