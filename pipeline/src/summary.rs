@@ -157,7 +157,10 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
                 c.bytes.map_or("-".into(), |b| format!("{:.3}", b as f64 / 1e9)),
                 fmt(c.algbw_gbps),
                 fmt(c.busbw_gbps),
-                c.wait_us.filter(|_| c.matched_us > 0.0).map_or("-".into(), |wt| format!("{:.1}", pct(wt, c.matched_us)))
+                match (c.wait_us, c.transfer_us) {
+                    (Some(wt), Some(tr)) if wt + tr > 0.0 => format!("{:.1}", pct(wt, wt + tr)),
+                    _ => "-".into(),
+                }
             )?;
         }
     }

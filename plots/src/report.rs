@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
 use tracecast_calibrate::work::OpRow;
-use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, JobAnalysis, JobCollectiveRow, MessageSizeRow};
+use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, CollectiveStats, JobAnalysis, MessageSizeRow};
 use tracecast_replay::JobReplay;
 
 use crate::bars::{Bars, Series};
@@ -35,7 +35,7 @@ pub struct JobReport<'a> {
     /// Every communication kernel, matched across ranks.
     pub collectives: &'a [CollectiveSample],
     /// The collectives table of the job, as `analyze` prints it ([`JobAnalysis::collectives_over_ranks`]).
-    pub collectives_over_ranks: &'a [JobCollectiveRow],
+    pub collectives_over_ranks: &'a [CollectiveStats],
     /// Collectives by type, group and message size.
     pub message_sizes: &'a [MessageSizeRow],
     /// Compute kernels by launching op.

@@ -188,40 +188,14 @@ pub struct JobAnalysis {
     pub bad_files: Vec<BadFile>,
 }
 
-/// One row of a job's collectives over all its ranks: a collective type,
-/// process group and group size (the terminal's and the report's table).
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobCollectiveRow {
-    /// The collective type.
-    pub collective: crate::collective::Collective,
-    /// Process group, when the trace names it.
-    pub process_group: Option<String>,
-    /// Ranks in the group, when known.
-    pub group_size: Option<i64>,
-    /// Kernels over all ranks.
-    pub count: u64,
-    /// Σ kernel time, µs.
-    pub total_us: f64,
-    /// Σ message bytes of the kernels whose size is known (none: no size known).
-    pub bytes: Option<u64>,
-    /// Σ bytes ÷ Σ time of the kernels with a known bandwidth over all ranks, GB/s.
-    pub algbw_gbps: Option<f64>,
-    /// The algorithm bandwidth × the collective's bus factor (as the
-    /// per-rank table's), GB/s.
-    pub busbw_gbps: Option<f64>,
-    /// Σ wait of the kernels matched across ranks, µs (none: none matched).
-    pub wait_us: Option<f64>,
-    /// Σ time of those matched kernels (wait + transfer), µs.
-    pub matched_us: f64,
-}
-
 impl JobAnalysis {
     /// The job's collectives over all ranks, by type, process group and
-    /// group size (in that order; an unnamed group as `-`).
-    pub fn collectives_over_ranks(&self) -> Vec<JobCollectiveRow> {
+    /// group size (in that order; an unnamed group as `-`): each rank's rows
+    /// summed, the bandwidth Σ bytes ÷ Σ time of the kernels that have one.
+    pub fn collectives_over_ranks(&self) -> Vec<CollectiveStats> {
         // (bytes, time) of the kernels with a bandwidth beside each row while
         // summing: a rank's bytes without a time do not raise the bandwidth.
-        let mut by: std::collections::BTreeMap<(String, String, String), (JobCollectiveRow, u64, f64)> = Default::default();
+        let mut by: std::collections::BTreeMap<(String, String, String), (CollectiveStats, u64, f64)> = Default::default();
         for c in self.ranks.iter().flat_map(|r| &r.collectives) {
             let key = (
                 c.collective.as_str().to_string(),
@@ -229,22 +203,27 @@ impl JobAnalysis {
                 c.group_size.map_or("-".into(), |n| n.to_string()),
             );
             let (row, timed_bytes, timed_us) = by.entry(key).or_insert_with(|| {
-                let row = JobCollectiveRow {
+                let row = CollectiveStats {
                     collective: c.collective,
                     process_group: c.process_group.clone(),
                     group_size: c.group_size,
                     count: 0,
                     total_us: 0.0,
+                    mean_us: 0.0,
                     bytes: None,
+                    sized_count: 0,
                     algbw_gbps: None,
                     busbw_gbps: None,
+                    matched: 0,
+                    transfer_us: None,
                     wait_us: None,
-                    matched_us: 0.0,
                 };
                 (row, 0, 0.0)
             });
             row.count += c.count;
             row.total_us += c.total_us;
+            row.sized_count += c.sized_count;
+            row.matched += c.matched;
             if let Some(b) = c.bytes {
                 row.bytes = Some(row.bytes.unwrap_or(0) + b);
                 if let Some(bw) = c.algbw_gbps.filter(|bw| *bw > 0.0) {
@@ -254,11 +233,12 @@ impl JobAnalysis {
             }
             if let (Some(wt), Some(tr)) = (c.wait_us, c.transfer_us) {
                 row.wait_us = Some(row.wait_us.unwrap_or(0.0) + wt);
-                row.matched_us += wt + tr;
+                row.transfer_us = Some(row.transfer_us.unwrap_or(0.0) + tr);
             }
         }
         by.into_values()
             .map(|(mut row, timed_bytes, timed_us)| {
+                row.mean_us = if row.count > 0 { row.total_us / row.count as f64 } else { 0.0 };
                 row.algbw_gbps = (timed_us > 0.0).then(|| timed_bytes as f64 / timed_us / 1000.0);
                 row.busbw_gbps = row.algbw_gbps.and_then(|a| Some(a * row.collective.bus_factor_in(row.group_size)?));
                 row
