@@ -764,20 +764,21 @@ impl Pricing {
         // the peaks; the exponentials are priced at this GPU's rate. Measured
         // FA kernels bear it out: 1/throughput grows as 1/head dim (fewer FLOPs
         // per exponential), by about the exponential time (BENCHMARKS.md).
-        let exp_us = |g: &Gpu| g.exp_tps.map(|r| shape.exponentials() / (r * 1e12) * 1e6);
-        let (time_us, how) = match (exp_us(other), exp_us(gpu)) {
-            (Some(theirs), Some(mine)) => (
-                // A kernel that beat its exponentials at the SFU rate (emulating
-                // some in software) has no matmul share left: the exponentials bound it.
-                (p.time_us - theirs).max(0.0) * scale + mine,
-                format!(
-                    "its time less its exponentials ({theirs:.1} µs at {} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {} T/s",
-                    other.exp_tps.unwrap_or(0.0),
-                    if theirs >= p.time_us { ", more than its time" } else { "" },
-                    gpu.id,
-                    gpu.exp_tps.unwrap_or(0.0)
-                ),
-            ),
+        let exp_us = |rate: f64| shape.exponentials() / (rate * 1e12) * 1e6;
+        let (time_us, how) = match (other.exp_tps, gpu.exp_tps) {
+            (Some(their_rate), Some(my_rate)) => {
+                let (theirs, mine) = (exp_us(their_rate), exp_us(my_rate));
+                (
+                    // A kernel that beat its exponentials at the SFU rate (emulating
+                    // some in software) has no matmul share left: the exponentials bound it.
+                    (p.time_us - theirs).max(0.0) * scale + mine,
+                    format!(
+                        "its time less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
+                        if theirs >= p.time_us { ", more than its time" } else { "" },
+                        gpu.id,
+                    ),
+                )
+            }
             _ => (p.time_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
         };
         let price = Price {

@@ -301,10 +301,9 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
 /// a decade (1e7 × 10) and the next decade's first (1e8) can differ by a
 /// rounding and were drawn as two "100M" labels.
 fn log_axis(lo: f64, hi: f64) -> WithKeyPointMethod<LogCoord<f64>> {
-    let (bold, light) = ((lo..hi).log_scale(), (lo..hi).log_scale());
-    (lo..hi)
-        .log_scale()
-        .with_key_point_func(move |n| distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n))))
+    let axis = (lo..hi).log_scale();
+    let (bold, light) = (axis.clone(), axis.clone());
+    axis.with_key_point_func(move |n| distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n))))
         .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
 }
 

@@ -194,6 +194,10 @@ const BLOCKING_COPY_NS: i64 = 20_000;
 /// this slack too.
 const SYNC_CLOCK_SLACK_NS: i64 = 20_000;
 
+/// How far past an "async" copy call's return its copy may end for the call to
+/// count as having waited for it (pageable memory made it synchronous): 1 µs.
+const BLOCKED_COPY_END_NS: i64 = 1_000;
+
 /// Runtime calls that ask whether GPU work is done without blocking.
 pub fn is_query_call(name: &str) -> bool {
     name.contains("EventQuery") || name.contains("StreamQuery")
@@ -762,7 +766,7 @@ fn build_rank(g: &mut ExecGraph, t: &RankTrace, classes: &[Option<ActivityClass>
             if t.name(c).contains("Memcpy")
                 && ev.dur_ns[c] > BLOCKING_COPY_NS
                 && ev.end_ns(k) > call_start
-                && ev.end_ns(k) <= call_end + 1_000
+                && ev.end_ns(k) <= call_end + BLOCKED_COPY_END_NS
                 && named.insert(c)
                 && let Some(&id) = tasks.get(&(c as u32))
             {
