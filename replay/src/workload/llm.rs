@@ -280,7 +280,7 @@ impl Transformer {
 
     /// Parameters of a layer that every GPU holds its tensor-parallel share of:
     /// attention and the shared experts.
-    pub fn dense_params(&self) -> f64 {
+    pub(crate) fn dense_params(&self) -> f64 {
         self.attention_params() + self.shared_experts * self.ffn_params()
     }
 
@@ -363,7 +363,7 @@ impl Transformer {
     /// query over a cache of `context`): a windowed layer's query sees at most
     /// `window` keys, so over a sequence of s its causal work is (2sw − w²)/s² of
     /// the full one; one decode step's w/context.
-    pub fn window_factor(&self, context: f64, decode: bool) -> f64 {
+    pub(crate) fn window_factor(&self, context: f64, decode: bool) -> f64 {
         if self.window <= 0.0 || self.windowed_layers == 0 || context <= self.window {
             return 1.0;
         }
@@ -676,19 +676,19 @@ impl Plan {
     /// context- and data-parallel ranks (MoE parallel folding: EP × expert DP
     /// = TP × CP × DP), as Megatron-Bridge's Qwen3-235B recipes on H100 run
     /// `tp=2, dp=16, ep=32`.
-    pub fn expert_tp(&self) -> u32 {
+    pub(crate) fn expert_tp(&self) -> u32 {
         if self.folds_experts() { 1 } else { self.tp }
     }
 
     /// Whether expert parallelism folds over the tensor-parallel ranks: `ep`
     /// does not divide the data-parallel ranks (dp × cp).
-    pub fn folds_experts(&self) -> bool {
+    pub(crate) fn folds_experts(&self) -> bool {
         self.ep > 1 && !self.replicas().is_multiple_of(self.ep)
     }
 
     /// Ranks that hold the same experts (expert data parallelism): dp × cp ÷ ep,
     /// folded: tp × cp × dp ÷ ep.
-    pub fn expert_replicas(&self) -> u32 {
+    pub(crate) fn expert_replicas(&self) -> u32 {
         let ranks = self.replicas().saturating_mul(self.tp / self.expert_tp());
         (ranks / self.ep.max(1)).max(1)
     }
@@ -1499,8 +1499,8 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
         return Err(crate::Error::Plan("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
     }
     // Expert parallelism within the data-parallel ranks, or folded over tp × cp × dp.
-    let folds = tp.saturating_mul(plan.cp).saturating_mul(dp);
-    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !folds.is_multiple_of(plan.ep)) {
+    let ep_ranks = tp.saturating_mul(plan.cp).saturating_mul(dp);
+    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !ep_ranks.is_multiple_of(plan.ep)) {
         return Err(crate::Error::Plan(format!(
             "ep={} needs a MoE model whose experts divide by it, and dp × cp (or tp × cp × dp, folded) too",
             plan.ep
