@@ -159,8 +159,6 @@ fn reduce(
         ops.push(p.ops);
         class_times.add(p.class_times);
     }
-    // Each rank's analysed window, for the page's per-message tables and charts (`--window`, `--steps`).
-    let windows: std::collections::HashMap<u32, Option<analysis::Window>> = summaries.iter().map(|s| (s.rank(), s.window())).collect();
     // One matching of the job's collectives, read by the analysis, the calibration, the replays and the tables.
     let (analysis, collectives) = analysis::reduce_matched(name.clone(), summaries, bad, plan.analyze);
     let profile = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], plan.catalog, copts).into_iter().next();
@@ -169,11 +167,10 @@ fn reduce(
     tracecast_ingest::memory::release_for_replay();
     show_analysis(&analysis)?;
     let mut part = {
-        // The page's samples made afresh rank by rank (`samples()` would keep
-        // them in the matching, which the replay reads).
-        // Inside each rank's analysed window, as the collectives table counts them.
-        let inside = |s: &analysis::CollectiveSample| windows.get(&s.rank).copied().flatten().is_some_and(|w| w.starts_inside(s.start_ns));
-        let samples: Vec<_> = collectives.ranks().iter().flat_map(|&r| collectives.rank_samples(r)).filter(|s| inside(s)).collect();
+        // The page's samples made afresh (`samples()` would keep them in the
+        // matching, which the replay reads), inside each rank's analysed window
+        // (`--window`, `--steps`) as the collectives table counts them.
+        let samples = collectives.samples_in_windows();
         let (timeline, message_sizes, ops) =
             (step_kernels(&first.into_ranks()), analysis::message_size_rows_of(&samples), merge_op_rows(ops));
         let collectives_over_ranks = analysis.collectives_over_ranks();

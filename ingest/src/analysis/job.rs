@@ -475,10 +475,10 @@ pub fn reduce_matched(
     opts: &AnalyzeOptions,
 ) -> (JobAnalysis, JobCollectives) {
     partials.sort_by_key(|p| p.analysis.rank);
-    let matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>());
+    let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>());
+    matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
-    let windows: Vec<Option<Window>> = partials.iter().map(|p| p.window).collect();
-    let mut stragglers = matched.stragglers(&windows);
+    let mut stragglers = matched.stragglers();
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {

@@ -51,6 +51,9 @@ pub struct JobCollectives {
     hash_order: Vec<u32>,
     alignment: OnceLock<Option<ClockAlignment>>,
     samples: OnceLock<Vec<CollectiveSample>>,
+    /// Per rank index, its analysed window once the job's reduce set them
+    /// (`None`: not set, or no GPU activity): what the per-instance tables count.
+    windows: Vec<Option<Window>>,
 }
 
 impl JobCollectives {
@@ -154,6 +157,7 @@ impl JobCollectives {
             hash_order,
             alignment: OnceLock::new(),
             samples: OnceLock::new(),
+            windows: Vec::new(),
         }
     }
 
@@ -212,13 +216,14 @@ impl JobCollectives {
     /// beyond that, the wait of the collectives table: one definition, which
     /// needs no clock alignment and never exceeds a rank's kernel time.
     ///
-    /// `windows[r]` is rank index `r`'s analysis window: a member's wait counts
-    /// where its kernel starts inside it, the collectives table's inclusion
-    /// rule, so the two agree under `--steps` and `--drop-last-step` too.
-    pub fn stragglers(&self, windows: &[Option<Window>]) -> Vec<Straggler> {
+    /// A member's wait counts where its kernel starts inside its rank's
+    /// analysed window ([`JobCollectives::set_windows`]), the collectives
+    /// table's inclusion rule, so the two agree under `--steps` and
+    /// `--drop-last-step` too.
+    pub fn stragglers(&self) -> Vec<Straggler> {
         let mut out: Vec<Straggler> =
             self.ranks.iter().map(|&rank| Straggler { rank, times_last: 0, wait_caused_us: 0.0, wait_caused_gpu_hours: None }).collect();
-        let inside = |r: usize, inst: &Instance| windows.get(r).copied().flatten().is_some_and(|w| w.starts_inside(inst.start_ns));
+        let inside = |r: usize, inst: &Instance| self.inside_window(r, inst.start_ns);
         for &id in &self.hash_order {
             let Some(m) = self.matched.get(id as usize).filter(|m| m.ranks >= 2) else { continue };
             // (rank index, kernel time, inside its window)
@@ -262,6 +267,27 @@ impl JobCollectives {
             }
             out
         })
+    }
+
+    /// Each rank's analysed window, in rank order (the summaries' windows),
+    /// which [`JobCollectives::stragglers`] and
+    /// [`JobCollectives::samples_in_windows`] count within.
+    pub fn set_windows(&mut self, windows: Vec<Option<Window>>) {
+        self.windows = windows;
+    }
+
+    /// Whether a kernel of rank index `r` starting at `start_ns` starts inside that rank's window.
+    fn inside_window(&self, r: usize, start_ns: i64) -> bool {
+        self.windows.get(r).copied().flatten().is_some_and(|w| w.starts_inside(start_ns))
+    }
+
+    /// The [`JobCollectives::samples`] whose kernels start inside their
+    /// rank's analysed window, made afresh (not kept): the report's tables
+    /// and charts per message size count what the collectives table counts.
+    pub fn samples_in_windows(&self) -> Vec<CollectiveSample> {
+        (0..self.per_rank.len())
+            .flat_map(|r| self.samples_of_index(r).into_iter().filter(move |s| self.inside_window(r, s.start_ns)))
+            .collect()
     }
 
     /// The [`JobCollectives::samples`] of global rank `rank`, made afresh
