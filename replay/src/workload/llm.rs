@@ -456,6 +456,33 @@ impl MeasuredPrices {
     }
 }
 
+/// How a cluster's note on its attention pricing begins; a projection puts
+/// what priced its own model's attention in its place.
+const ATTENTION_NOTE: &str = "flash attention";
+/// The cluster's note where its profile has no attention fit (void where
+/// measured kernels or materialized attention priced the model).
+const ATTENTION_AT_GEMM_ETA: &str = "attention kernels at the GEMM η (the profile has no attention fit)";
+
+/// What priced an `fp8` plan's linear layers: the pricing layer's FP8 GEMMs
+/// at their shapes where it has them (named at a probe shape, as the 16-bit
+/// note is), else the 16-bit GEMM η at the FP8 peak.
+fn fp8_note(cluster: &Cluster) -> String {
+    let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype: Dtype::Fp8 };
+    let priced = cluster.prices.as_ref().filter(|_| cluster.fp8_peak_flops.is_some()).and_then(|p| {
+        let correction = p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(Dtype::Fp8)));
+        p.pricing.gemm_corrected(&p.gpu, &probe, correction)
+    });
+    let gemms = match priced {
+        Some(p) => format!("linear layers' GEMMs at their shapes in FP8: {} ({})", p.rule.describe(), p.basis),
+        None => format!(
+            "linear layers at the FP8 peak {:.0} TFLOP/s with the 16-bit GEMM η {:.3} (no FP8 table or trace prices this GPU)",
+            cluster.fp8_peak_flops.unwrap_or(0.0) / 1e12,
+            cluster.gemm_efficiency
+        ),
+    };
+    format!("fp8: {gemms}, their inputs cast (3 bytes per element), an FP8 copy of the weights")
+}
+
 /// Default efficiencies when no calibration profile is given.
 pub const DEFAULT_GEMM_EFFICIENCY: f64 = 0.70;
 /// Default HBM efficiency.
@@ -1149,8 +1176,8 @@ impl Cluster {
             backward: true,
         };
         notes.push(match pricing.attention(gpu, &attention, None) {
-            Some(p) => format!("flash attention at its shapes: {} ({})", p.rule.describe(), p.basis),
-            None => "flash attention by η (no attention kernel of this GPU or its vendor measured)".into(),
+            Some(p) => format!("{ATTENTION_NOTE} at its shapes: {} ({})", p.rule.describe(), p.basis),
+            None => format!("{ATTENTION_NOTE} by η (no attention kernel of this GPU or its vendor measured)"),
         });
         let in_node = per_node.max(2);
         let curve = pricing
@@ -1173,7 +1200,7 @@ impl Cluster {
             let of = device.map_or("the calibration profile".to_string(), |d| d.source.clone());
             notes.push(format!("from {of}: {}; the rest catalog defaults", from_profile.join(", ")));
             if attention_efficiency.is_none() {
-                notes.push("attention kernels at the GEMM η (the profile has no attention fit)".into());
+                notes.push(ATTENTION_AT_GEMM_ETA.into());
             }
         }
         Ok(Cluster {
@@ -1388,7 +1415,7 @@ impl Cluster {
             .map_or(fb * fwd.flops() / both.flops(), |(x, _)| x.time_us * 1e-6 * flops / fwd.flops());
         // Never under 1.5× the forward: the backward does 2.5× its FLOPs.
         let basis = format!(
-            "flash attention at its shapes: {} ({} heads of {head_dim} over {seq} tokens: {})",
+            "{ATTENTION_NOTE} at its shapes: {} ({} heads of {head_dim} over {seq} tokens: {})",
             fb_price.rule.describe(),
             heads,
             fb_price.basis
@@ -2036,18 +2063,25 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let memory = memory(model, plan, task);
     let dpf = f64::from(plan.dp);
     let mut notes = cluster.notes.clone();
-    // The attention kernels' basis at this model's shape, not the cluster's probe shape.
-    if let (Some((_, _, basis)), None) = (&measured_flash, &materialized)
-        && let Some(n) = notes.iter_mut().find(|n| n.starts_with("flash attention at its shapes"))
-    {
-        n.clone_from(basis);
+    // What priced this model's attention core, in place of the cluster's note on its probe shape.
+    let attention_note = match (&measured_flash, &materialized) {
+        (_, Some(_)) => Some(format!(
+            "attention materialized: the score matrix (batch × heads × seq² per layer) written and read through HBM at HBM η {:.3}{}; QKᵀ, P·V and their gradients each the slower of that traffic and GEMM η {:.3} of the peak",
+            cluster.memory_efficiency,
+            if plan.dropout && task == Task::Train { ", its dropout mask and dropped copy too" } else { "" },
+            cluster.gemm_efficiency
+        )),
+        (Some((_, _, basis)), None) => Some(basis.clone()),
+        (None, None) => None,
+    };
+    if let Some(a) = attention_note {
+        notes.retain(|n| n != ATTENTION_AT_GEMM_ETA);
+        if let Some(n) = notes.iter_mut().find(|n| n.starts_with(ATTENTION_NOTE)) {
+            *n = a;
+        }
     }
     if plan.fp8 {
-        notes.push(format!(
-            "fp8: linear layers at the FP8 peak {:.0} TFLOP/s with the 16-bit GEMM η {:.3} (no FP8 trace calibrated), their inputs cast (3 bytes per element), an FP8 copy of the weights",
-            cluster.fp8_peak_flops.unwrap_or(0.0) / 1e12,
-            cluster.gemm_efficiency
-        ));
+        notes.push(fp8_note(cluster));
     }
     if tp_overlap {
         notes.push(format!(
@@ -2071,7 +2105,16 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
     }
     if task == Task::Train {
-        notes.push("memory: BF16 weights and gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with flash attention".into());
+        notes.push(format!(
+            "memory: BF16 weights and gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with {}",
+            if !plan.materialized_attention {
+                "flash attention"
+            } else if plan.recompute || plan.selective {
+                "materialized attention (its scores recomputed, not kept)"
+            } else {
+                "materialized attention (its softmax output kept for the backward)"
+            }
+        ));
     }
     let memory_gb = memory.total_gb();
     let hbm_gb = cluster.hbm_bytes / 1e9;
@@ -3101,6 +3144,35 @@ mod tests {
         let mut no_fp8 = a100(8);
         no_fp8.fp8_peak_flops = None;
         assert!(project(&m, &no_fp8, &Plan::parse("fsdp=8,fp8").unwrap(), Task::Train).unwrap_err().to_string().contains("no FP8 peak"));
+    }
+
+    #[test]
+    fn notes_name_what_priced_attention_and_fp8_linears() {
+        // Materialized attention is priced by its score traffic and η GEMMs, not by flash
+        // kernels: its note replaces the cluster's flash one, and memory says what it keeps.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let catalog = Catalog::builtin();
+        let a100_80gb = Cluster::for_model(&catalog, "a100-80gb", 8, 2.0, None).unwrap();
+        let notes = |c: &Cluster, spec: &str| project(&m, c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().notes;
+        let flash = notes(&a100_80gb, "dp=8,mb=1");
+        assert!(flash.iter().any(|n| n.starts_with("flash attention at its shapes") && n.contains("32 heads of 128")), "{flash:?}");
+        assert!(flash.iter().any(|n| n.starts_with("memory:") && n.ends_with("with flash attention")), "{flash:?}");
+        let materialized = notes(&a100_80gb, "dp=8,mb=1,attention=materialized,dropout");
+        assert!(!materialized.iter().any(|n| n.contains("flash attention")), "{materialized:?}");
+        assert!(materialized.iter().any(|n| n.starts_with("attention materialized:") && n.contains("dropout mask")), "{materialized:?}");
+        assert!(materialized.iter().any(|n| n.starts_with("memory:") && n.contains("softmax output kept")), "{materialized:?}");
+        let recomputed = notes(&a100_80gb, "dp=8,mb=1,recompute,attention=materialized");
+        assert!(recomputed.iter().any(|n| n.starts_with("memory:") && n.contains("recomputed, not kept")), "{recomputed:?}");
+        // FP8 linears on H100: the measured FP8 GEMM table priced them, and the note says so.
+        let h100 = Cluster::for_model(&catalog, "h100-sxm", 8, 2.0, None).unwrap();
+        let fp8 = notes(&h100, "dp=8,mb=1,fp8");
+        assert!(
+            fp8.iter().any(|n| n.starts_with("fp8: linear layers' GEMMs at their shapes in FP8") && n.contains("fp8 table")),
+            "{fp8:?}"
+        );
+        // Without a pricing layer (the test cluster: an FP8 peak, no tables): the 16-bit η at the FP8 peak.
+        let eta = notes(&a100(8), "fsdp=8,mb=1,fp8");
+        assert!(eta.iter().any(|n| n.starts_with("fp8: linear layers at the FP8 peak") && n.contains("16-bit GEMM η")), "{eta:?}");
     }
 
     #[test]
