@@ -310,6 +310,23 @@ fn empty_and_foreign_files_are_clean_errors() {
 }
 
 #[test]
+fn synth_refuses_truths_that_cannot_make_a_job() {
+    // A zero bandwidth or efficiency wrote kernels of ~9.2e18 ns and exited 0.
+    for (flag, value, says) in [
+        ("--busbw-gbps", "0", "all-reduce bus bandwidth (GB/s) 0"),
+        ("--gemm-efficiency", "0", "GEMM efficiency 0"),
+        ("--gemm-efficiency", "1.5", "GEMM efficiency 1.5"),
+        ("--ranks", "0", "ranks 0"),
+    ] {
+        let dir = scratch("synth-refused");
+        let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref(), value.as_ref()]);
+        assert!(!o.status.success(), "{flag} {value}");
+        assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
+        assert!(std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_none()), "{flag} {value}: nothing written");
+    }
+}
+
+#[test]
 fn one_bad_rank_does_not_hide_the_others() {
     let dir = scratch("bad-rank");
     let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "--ranks".as_ref(), "3".as_ref(), "--steps".as_ref(), "1".as_ref()]);

@@ -91,6 +91,36 @@ pub struct JobSpec {
     pub layer_gemms: Vec<(u64, u64, u64)>,
 }
 
+impl JobSpec {
+    /// Why these truths cannot make a job (`None`: they can): counts of at
+    /// least one, efficiencies in (0, 1], positive peaks and link bandwidth,
+    /// non-negative latencies. A zero bandwidth or efficiency would write
+    /// kernels of effectively infinite duration.
+    pub fn invalid(&self) -> Option<String> {
+        let counts = [("ranks", self.ranks), ("steps", self.steps), ("layers", self.layers)];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Some(format!("{name} 0: at least 1"));
+        }
+        let fraction = [("GEMM efficiency", self.gemm_efficiency), ("HBM efficiency", self.memory_efficiency)];
+        if let Some((name, x)) = fraction.iter().find(|(_, x)| !(*x > 0.0 && *x <= 1.0)) {
+            return Some(format!("{name} {x}: a fraction of the peak in (0, 1]"));
+        }
+        let positive = [
+            ("all-reduce bus bandwidth (GB/s)", self.allreduce_busbw_gbps),
+            ("peak FLOP/s", self.peak_flops),
+            ("peak HBM bandwidth", self.peak_hbm_bytes_per_s),
+        ];
+        if let Some((name, x)) = positive.iter().find(|(_, x)| !(x.is_finite() && *x > 0.0)) {
+            return Some(format!("{name} {x}: more than 0"));
+        }
+        let latency = [("all-reduce latency (µs)", self.allreduce_alpha_us), ("kernel fixed cost (µs)", self.kernel_overhead_us)];
+        if let Some((name, x)) = latency.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
+            return Some(format!("{name} {x}: 0 or more"));
+        }
+        None
+    }
+}
+
 impl Default for JobSpec {
     fn default() -> Self {
         JobSpec {

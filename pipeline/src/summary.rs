@@ -123,7 +123,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         if host + kern + other > 0.0 {
             writeln!(
                 w,
-                "Idle: host wait {:.3} ms, kernel wait {:.3} ms (gaps ≤ {} µs), other {:.3} ms.",
+                "Idle: host wait {:.3} ms, kernel wait {:.3} ms (gaps < {} µs), other {:.3} ms.",
                 host / 1000.0,
                 kern / 1000.0,
                 a.ranks.first().map_or(0.0, |r| r.idle_split.kernel_wait_threshold_us),

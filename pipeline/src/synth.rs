@@ -95,6 +95,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             spec.allreduce_busbw_gbps = m.fit.busbw_gbps;
         }
     }
+    if let Some(why) = spec.invalid() {
+        anyhow::bail!("synth: {why}");
+    }
     let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
     if !args.quiet {
         for f in written {
