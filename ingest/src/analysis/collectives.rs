@@ -15,9 +15,12 @@ use crate::link::Links;
 use crate::rank::RankTrace;
 
 /// Identifies the same collective on every member rank: operation, process
-/// group (name and member list when known) and its sequence number within
-/// that group on the rank.
-pub(crate) type InstanceKey = (Collective, Option<Arc<str>>, Option<Arc<str>>, u32);
+/// group (name and member list when known), size where every member moves
+/// the same ([`Instance::matching_bytes`]) and its sequence number among the
+/// rank's instances of that operation, group and size. A rank whose trace
+/// lacks an instance (a filtered or cut trace) then shifts only the
+/// instances of that size: an all-reduce is never paired with one of another size.
+pub(crate) type InstanceKey = (Collective, Option<Arc<str>>, Option<Arc<str>>, Option<u64>, u32);
 
 /// One communication kernel.
 #[derive(Debug, Clone)]
@@ -39,7 +42,20 @@ pub(crate) struct Instance {
 
 impl Instance {
     pub(crate) fn key(&self) -> InstanceKey {
-        (self.collective, self.process_group.clone(), self.pg_ranks.clone(), self.seq)
+        (self.collective, self.process_group.clone(), self.pg_ranks.clone(), self.matching_bytes(), self.seq)
+    }
+
+    /// The size every member of the instance moves, where the operation
+    /// requires one (all-reduce, all-gather, reduce-scatter, broadcast,
+    /// reduce); `None` for all-to-all and point-to-point, whose sizes may
+    /// differ by rank.
+    pub(crate) fn matching_bytes(&self) -> Option<u64> {
+        match self.collective {
+            Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::Broadcast | Collective::Reduce => {
+                self.bytes
+            }
+            _ => None,
+        }
     }
 }
 
@@ -136,7 +152,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
     let groups = trace.distributed.as_ref().map(|d| d.process_groups.as_slice()).unwrap_or_default();
     let mut rows: Vec<usize> = classes.iter().enumerate().filter(|(_, c)| **c == Some(ActivityClass::Comm)).map(|(i, _)| i).collect();
     rows.sort_by_key(|&i| (ev.ts_ns.get(i).copied().unwrap_or(0), i));
-    let mut seq: HashMap<(Collective, Option<Arc<str>>, Option<Arc<str>>), u32> = HashMap::default();
+    let mut seq: HashMap<(Collective, Option<Arc<str>>, Option<Arc<str>>, Option<u64>), u32> = HashMap::default();
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
     let mut out = Vec::with_capacity(rows.len());
     for i in rows {
@@ -175,8 +191,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             let pg = groups.iter().find(|g| g.name.is_some() && g.name == pg_name)?;
             pg.size.or(Some(pg.ranks.len() as i64)).filter(|&n| n > 0)
         });
-        let counter = seq.entry((collective, process_group.clone(), pg_ranks.clone())).or_insert(0);
-        out.push(Instance {
+        let mut inst = Instance {
             collective,
             process_group,
             pg_ranks,
@@ -184,12 +199,15 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
             bytes: bytes.or(op_bytes),
             start_ns: ev.ts_ns.get(i).copied().unwrap_or(0),
             end_ns: ev.end_ns(i),
-            seq: *counter,
+            seq: 0,
             algo: parsed.as_ref().and_then(|k| k.algo.as_deref()).map(&mut shared),
             proto: parsed.as_ref().and_then(|k| k.proto.as_deref()).map(&mut shared),
             row: i as u32,
-        });
+        };
+        let counter = seq.entry((collective, inst.process_group.clone(), inst.pg_ranks.clone(), inst.matching_bytes())).or_insert(0);
+        inst.seq = *counter;
         *counter += 1;
+        out.push(inst);
     }
     out
 }

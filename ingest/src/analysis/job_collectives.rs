@@ -24,7 +24,7 @@ struct Matched {
 }
 
 /// An instance's identity with its group strings numbered job-wide.
-type CheapKey = (Collective, Option<u32>, Option<u32>, u32);
+type CheapKey = (Collective, Option<u32>, Option<u32>, Option<u64>, u32);
 
 /// A job's collectives matched across its ranks, once. Built from every
 /// rank's [`RankCollectives`] (any order; held in rank order); the clock
@@ -88,7 +88,7 @@ impl JobCollectives {
                 .iter()
                 .enumerate()
                 .map(|(i, inst)| {
-                    let key = (inst.collective, number(&inst.process_group), number(&inst.pg_ranks), inst.seq);
+                    let key = (inst.collective, number(&inst.process_group), number(&inst.pg_ranks), inst.matching_bytes(), inst.seq);
                     let next = matched.len() as u32;
                     let id = *id_of_key.entry(key).or_insert(next);
                     if id == next {
@@ -335,5 +335,54 @@ impl JobCollectives {
                 (m.ranks >= 2).then_some((r, inst.row, id, m.transfer_ns))
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank's all-reduces of these sizes (MB), one every millisecond, seq numbered as the reader does.
+    fn rank(rank: u32, sizes_mb: &[u64]) -> RankCollectives {
+        let pg: Option<Arc<str>> = Some(Arc::from("0"));
+        let mut seen: HashMap<u64, u32> = HashMap::default();
+        let instances = sizes_mb
+            .iter()
+            .enumerate()
+            .map(|(k, &mb)| {
+                let seq = seen.entry(mb).or_insert(0);
+                *seq += 1;
+                Instance {
+                    collective: Collective::AllReduce,
+                    process_group: pg.clone(),
+                    pg_ranks: None,
+                    group_size: Some(2),
+                    bytes: Some(mb << 20),
+                    start_ns: k as i64 * 1_000_000,
+                    end_ns: k as i64 * 1_000_000 + 1000,
+                    seq: *seq - 1,
+                    algo: None,
+                    proto: None,
+                    row: k as u32,
+                }
+            })
+            .collect();
+        RankCollectives::new(rank, Some(2), instances)
+    }
+
+    #[test]
+    fn an_all_reduce_is_never_matched_with_one_of_another_size() {
+        // Rank 1's trace lacks the 107 MB all-reduce (a filtered trace): matching by position
+        // in the group paired rank 0's 107 MB with rank 1's 105 MB and its 105 MB with nothing.
+        let job = JobCollectives::new([rank(0, &[78, 107, 105, 22]), rank(1, &[78, 105, 22])]);
+        let samples = job.samples();
+        let mut by_instance: HashMap<u32, Vec<Option<u64>>> = HashMap::default();
+        for s in samples.iter().filter(|s| s.matched_ranks >= 2) {
+            by_instance.entry(s.instance.unwrap()).or_default().push(s.bytes);
+        }
+        assert_eq!(by_instance.len(), 3, "{by_instance:?}");
+        assert!(by_instance.values().all(|b| b.len() == 2 && b[0] == b[1]), "{by_instance:?}");
+        let unmatched: Vec<_> = samples.iter().filter(|s| s.matched_ranks < 2).map(|s| (s.rank, s.bytes)).collect();
+        assert_eq!(unmatched, [(0, Some(107 << 20))]);
     }
 }
