@@ -89,7 +89,7 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     assert_self_contained(&html);
     assert!(html.find("<h2>Diff:").unwrap() < html.find("<h2>Job 1:").unwrap());
     assert!(captions(&html).iter().any(|c| c.contains("Time per rank by kernel class: A against B")));
-    for table in ["Per kernel class, per rank", "Per collective, per rank", "Step time (mean over ranks)"] {
+    for table in ["Per kernel class, per rank", "Per collective, per rank", "Step time (the slowest rank per step)"] {
         assert!(html.contains(table), "{table}");
     }
 }
@@ -214,6 +214,28 @@ fn diff_of_a_run_with_itself_is_zero_and_deltas_add_up() {
     let o = bin().args(["diff"]).arg(&a).arg(dir.join("missing.json")).output().unwrap();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("missing.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn diff_gates_on_the_job_step_time_analyze_reports() {
+    // Two ranks whose steps differ: the job's step is the slowest rank's (615.6 ms mean
+    // on hta/trace_filter); diff gated on the mean over ranks (613.5 ms) instead.
+    let dir = scratch("diff-step");
+    let job = shared().join("hta/trace_filter");
+    let (analysis, diff) = (dir.join("a.json"), dir.join("d.json"));
+    assert!(bin().args(["analyze", "--json"]).arg(&analysis).arg(&job).output().unwrap().status.success());
+    assert!(bin().args(["diff", "--json"]).arg(&diff).arg(&job).arg(&job).output().unwrap().status.success());
+    let read = |p: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let steps: Vec<f64> =
+        read(&analysis)["jobs"][0]["totals"]["steps"].as_array().unwrap().iter().map(|s| s["step_us"].as_f64().unwrap()).collect();
+    assert!(steps.len() >= 2);
+    let job_step = steps.iter().sum::<f64>() / steps.len() as f64;
+    let d = read(&diff);
+    assert_eq!(d["summary"][0]["name"], "step");
+    let gated = d["summary"][0]["time_a_us"].as_f64().unwrap();
+    assert!((gated - job_step).abs() < 1e-6 * job_step, "diff's step {gated} µs, analyze's job step {job_step} µs");
+    let per_step: Vec<f64> = d["steps"].as_array().unwrap().iter().map(|s| s["time_a_us"].as_f64().unwrap()).collect();
+    assert_eq!(per_step, steps);
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! memory), per collective, per step, and the kernels whose time moved most.
 //!
 //! Totals are per rank (summed over a job's ranks, divided by its rank
-//! count) so that runs of different sizes compare; step times are the mean
-//! over ranks, matched by position (first step of A against first of B).
+//! count) so that runs of different sizes compare; step times are the job's
+//! (the slowest rank per step, as `analyze` reports them), matched by
+//! position (first step of A against first of B).
 
 use std::collections::BTreeMap;
 
@@ -58,7 +59,7 @@ pub struct TraceDiff {
     pub b: String,
     /// Ranks of A and B.
     pub ranks: [usize; 2],
-    /// The headline, per rank: step time, exposed communication, idle, GPU
+    /// The headline: the job's step time, and per rank exposed communication, idle, GPU
     /// busy, compute and communication (names as `--fail-if` takes them:
     /// `step`, `exposed`, `idle`, `busy`, `compute`, `comm`).
     pub summary: Vec<Delta>,
@@ -66,7 +67,7 @@ pub struct TraceDiff {
     pub kernel_classes: Vec<Delta>,
     /// Per collective type, per rank.
     pub collectives: Vec<Delta>,
-    /// Step times (mean over ranks), matched by position; `name` is `A#n → B#m`.
+    /// The job's step times (the slowest rank per step), matched by position; `name` is `A#n → B#m`.
     pub steps: Vec<Delta>,
     /// The kernels whose time per rank changed most (largest |Δ| first).
     pub kernels: Vec<Delta>,
@@ -169,7 +170,7 @@ pub struct DiffSide {
     kernel_classes: Tally,
     collectives: Tally,
     kernels: Tally,
-    /// Mean GPU span of each step over the ranks, µs.
+    /// The job's time of each step (its slowest rank's window), µs.
     steps: Vec<(i64, f64)>,
 }
 
@@ -178,9 +179,14 @@ impl DiffSide {
     pub fn of(class_times: &ClassTimes, j: &JobAnalysis) -> DiffSide {
         let n = j.ranks.len().max(1) as f64;
         let t = &j.totals.breakdown;
-        // The mean step (the whole window without steps), per rank.
-        let spans: Vec<f64> = j.ranks.iter().flat_map(|r| r.steps.iter().map(|s| s.breakdown.gpu_span_us)).collect();
-        let step = if spans.is_empty() { t.gpu_span_us / n } else { spans.iter().sum::<f64>() / spans.len() as f64 };
+        // The job's step time, as `analyze` reports it: the slowest rank's window of each
+        // step, averaged over the steps; without steps the slowest rank's whole window.
+        let job_steps = &j.totals.steps;
+        let step = if job_steps.is_empty() {
+            j.ranks.iter().map(|r| r.breakdown.gpu_span_us).fold(0.0, f64::max)
+        } else {
+            job_steps.iter().map(|s| s.step_us).sum::<f64>() / job_steps.len() as f64
+        };
         let summary = [
             ("step", step),
             ("exposed", t.exposed_comm_us / n),
@@ -190,7 +196,6 @@ impl DiffSide {
             ("comm", t.comm_us / n),
         ];
         let (mut collectives, mut kernels) = (Tally::new(), Tally::new());
-        let mut steps: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
         for r in &j.ranks {
             for c in &r.collectives {
                 let e = collectives.entry(c.collective.as_str().to_string()).or_default();
@@ -202,11 +207,6 @@ impl DiffSide {
                 e.0 += k.count as f64;
                 e.1 += k.total_us;
             }
-            for s in &r.steps {
-                let e = steps.entry(s.step).or_default();
-                e.0 += 1.0;
-                e.1 += s.breakdown.gpu_span_us;
-            }
         }
         DiffSide {
             path: j.path.clone(),
@@ -215,7 +215,7 @@ impl DiffSide {
             kernel_classes: per_rank(class_times.0.clone(), j.ranks.len()),
             collectives: per_rank(collectives, j.ranks.len()),
             kernels: per_rank(kernels, j.ranks.len()),
-            steps: steps.into_iter().map(|(k, (n, t))| (k, t / n)).collect(),
+            steps: job_steps.iter().map(|s| (s.step, s.step_us)).collect(),
         }
     }
 }

@@ -69,7 +69,7 @@ fn write_rows(out: &mut dyn Write, title: &str, rows: &[Delta], limit: usize) ->
 /// The terminal form of a diff.
 pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     writeln!(out, "A: {} ({} rank(s))\nB: {} ({} rank(s))", d.a, d.ranks[0], d.b, d.ranks[1])?;
-    writeln!(out, "Times are per rank; step times are the mean over ranks, steps matched in order.")?;
+    writeln!(out, "Times are per rank; step times are the job's (the slowest rank per step, as analyze reports), steps matched in order.")?;
     let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
     writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
     if let Some(k) = d.kernel_classes.first() {

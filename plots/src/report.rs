@@ -546,7 +546,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         page.table("Per collective, per rank", &head, &delta_rows(&d.collectives, 20));
     }
     if !d.steps.is_empty() {
-        page.table("Step time (mean over ranks)", &head, &delta_rows(&d.steps, 50));
+        page.table("Step time (the slowest rank per step)", &head, &delta_rows(&d.steps, 50));
     }
     page.table("Kernels that moved most, per rank", &head, &delta_rows(&d.kernels, 25));
     page.html.push_str("</section>\n");
