@@ -175,6 +175,17 @@ fn the_window_narrows_every_table_of_the_page() {
         seen.push((over_ranks, calls));
     }
     assert!(seen[1].0 < seen[0].0 && seen[1].1 < seen[0].1, "the last step left out: {seen:?}");
+    // The timeline draws a step the page analyses: steps 1010–1015 in the trace, the
+    // median-length one of all of them (1010) was drawn whatever `--steps` chose.
+    let control = shared().join("hta/trace_diff/control/control.json.gz");
+    let title = |html: &str| {
+        html.split("GPU timeline of step ").nth(1).and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next()).map(str::to_owned)
+    };
+    assert_eq!(title(&report(&[&control], &[], &dir.join("all.html"))).as_deref(), Some("1010"));
+    for (steps, allowed) in [("1013-1014", &["1013", "1014"][..]), ("1012", &["1012"][..])] {
+        let drawn = title(&report(&[&control], &["--steps", steps], &dir.join(format!("s{steps}.html"))));
+        assert!(drawn.as_deref().is_some_and(|d| allowed.contains(&d)), "--steps {steps}: timeline of step {drawn:?}");
+    }
 }
 
 #[test]

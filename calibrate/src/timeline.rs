@@ -100,8 +100,10 @@ pub struct RankKernels {
 
 impl RankKernels {
     /// The kernels, copies and collectives of a rank, from its context and
-    /// its kernel work (`work`, the context's [`crate::work::kernel_work_of`]).
-    pub fn of(ctx: &RankContext<'_>, work: &[Option<KernelWork>]) -> RankKernels {
+    /// its kernel work (`work`, the context's [`crate::work::kernel_work_of`]);
+    /// its steps those whose GPU window starts inside `analysed` (the rank's
+    /// analysed window: `--steps`, `--drop-last-step`), all of them without one.
+    pub fn of(ctx: &RankContext<'_>, work: &[Option<KernelWork>], analysed: Option<Window>) -> RankKernels {
         let (trace, links, classes) = (ctx.trace(), ctx.links(), ctx.classes());
         let ev = &trace.events;
         let mut spans = Vec::new();
@@ -125,7 +127,12 @@ impl RankKernels {
                 bytes: op_work.and_then(|o| o.bytes),
             });
         }
-        RankKernels { rank: ctx.rank(), steps: ctx.steps().iter().map(|s| (s.number, s.gpu)).collect(), spans }
+        let selected = |g: &Option<Window>| match (analysed, g) {
+            (Some(a), Some(g)) => a.starts_inside(g.start_ns),
+            _ => true,
+        };
+        let steps = ctx.steps().iter().filter(|s| selected(&s.gpu)).map(|s| (s.number, s.gpu)).collect();
+        RankKernels { rank: ctx.rank(), steps, spans }
     }
 }
 
@@ -138,15 +145,15 @@ pub struct FirstRanks {
 }
 
 impl FirstRanks {
-    /// Offers a rank (its context and kernel work): its kernels are
-    /// collected only when it is among the lowest ranks so far.
-    pub fn offer(&self, ctx: &RankContext<'_>, work: &[Option<KernelWork>]) {
+    /// Offers a rank (its context, kernel work and analysed window): its
+    /// kernels are collected only when it is among the lowest ranks so far.
+    pub fn offer(&self, ctx: &RankContext<'_>, work: &[Option<KernelWork>], analysed: Option<Window>) {
         let rank = ctx.rank();
         let wanted = |m: &BTreeMap<u32, RankKernels>| m.len() < MAX_LANES || m.keys().next_back().is_some_and(|&k| rank < k);
         if !self.ranks.lock().map(|m| wanted(&m)).unwrap_or(false) {
             return;
         }
-        let kernels = RankKernels::of(ctx, work);
+        let kernels = RankKernels::of(ctx, work, analysed);
         if let Ok(mut m) = self.ranks.lock() {
             m.insert(rank, kernels);
             while m.len() > MAX_LANES {

@@ -106,8 +106,8 @@ pub(crate) fn sections(
             // Every product of the rank from one context: each fact computed once.
             let ctx = RankContext::new(rank, &plan.analyze.classifier);
             let work = kernel_work_of(&ctx);
-            first.offer(&ctx, &work);
             let summary = analysis::summarize(&ctx, world, &analyze);
+            first.offer(&ctx, &work, summary.window());
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
             let ops = op_rows_of_rank(&rank.trace, &work, summary.window());
