@@ -254,6 +254,10 @@ fn truncated_json_is_a_clean_error_with_offset() {
     let (o, p) = analyze_bad("trunc-json", "t.json", &text.as_bytes()[..cut]);
     assert_clean_failure(&o, &p, Some(&format!("byte {cut}")));
     assert!(stderr(&o).contains("truncated"));
+    // Where the cut event starts, counted back from the end (it was an offset into the read block).
+    let start = text[..cut].rfind('{').unwrap();
+    let back = format!("it starts {} bytes before the end", cut - start);
+    assert!(stderr(&o).contains(&back), "{} (want: {back})", stderr(&o));
     // The same bytes gzip-compressed: the offset is into the decompressed text.
     let (o, p) = analyze_bad("trunc-json-gz", "t.json.gz", &gzip(&text.as_bytes()[..cut]));
     assert_clean_failure(&o, &p, Some(&format!("byte {cut}")));

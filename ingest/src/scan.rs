@@ -314,7 +314,12 @@ impl Scanner {
                     Some(c) if *c != b'{' => return Err(err(i, format!("expected an event object ('{{'), found byte {c:#04x}"))),
                     Some(_) => {
                         let Some(end) = skip_value(b, i, eof) else {
-                            more!(format!("truncated JSON: event {} starting at byte {i} is incomplete", self.events))
+                            // `i` is an offset into this block, not the file: say where the event starts from the end.
+                            more!(format!(
+                                "truncated JSON: event {} is incomplete (it starts {} bytes before the end)",
+                                self.events,
+                                b.len() - i
+                            ))
                         };
                         items.push(Item::Event(i, end));
                         self.events += 1;
