@@ -314,6 +314,22 @@ fn empty_and_foreign_files_are_clean_errors() {
 }
 
 #[test]
+fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
+    // One step: --drop-last-step keeps it; --window all: --steps narrows only the step list.
+    let one_step = shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz");
+    let o = run(&["analyze".as_ref(), one_step.as_os_str(), "--drop-last-step".as_ref()]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--drop-last-step: the trace has one step, kept"));
+    let control = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = run(&["analyze".as_ref(), control.as_os_str(), "--window".as_ref(), "all".as_ref(), "--steps".as_ref(), "1010".as_ref()]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--window all: the breakdown and tables cover the whole GPU window"));
+    // Neither note where the options apply.
+    let o = run(&["analyze".as_ref(), control.as_os_str(), "--steps".as_ref(), "1010".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("--window all:"));
+}
+
+#[test]
 fn synth_refuses_truths_that_cannot_make_a_job() {
     // A zero bandwidth or efficiency wrote kernels of ~9.2e18 ns and exited 0.
     for (flag, value, says) in [

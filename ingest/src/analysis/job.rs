@@ -369,13 +369,21 @@ struct Selection {
 
 fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
     let mut steps = ctx.steps().to_vec();
+    let mut notes = Vec::new();
     if opts.drop_last_step && steps.len() > 1 {
         steps.pop();
+    } else if opts.drop_last_step && steps.len() == 1 {
+        notes.push("--drop-last-step: the trace has one step, kept (dropping it would leave nothing to analyse)".to_string());
     }
     if let Some((lo, hi)) = opts.steps {
         steps.retain(|s| s.number >= lo && s.number <= hi);
     }
-    let mut notes = Vec::new();
+    if opts.window == WindowMode::All && (opts.steps.is_some() || opts.drop_last_step) {
+        notes.push(
+            "--window all: the breakdown and tables cover the whole GPU window; --steps / --drop-last-step choose only the steps listed per step"
+                .to_string(),
+        );
+    }
     let all = ctx.window_all();
     let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
         (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
