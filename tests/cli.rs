@@ -330,6 +330,17 @@ fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
 }
 
 #[test]
+fn ranks_of_unrelated_runs_are_named_as_such() {
+    // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.
+    let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
+    let o = run(&["analyze".as_ref(), a.as_os_str(), b.as_os_str()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ranks of unrelated runs? their declared world sizes differ (2, 8)"));
+    // The ranks of one run are not.
+    let o = run(&["analyze".as_ref(), shared().join("hta/trace_filter").as_os_str()]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("unrelated runs"));
+}
+
+#[test]
 fn synth_refuses_truths_that_cannot_make_a_job() {
     // A zero bandwidth or efficiency wrote kernels of ~9.2e18 ns and exited 0.
     for (flag, value, says) in [

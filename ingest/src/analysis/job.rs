@@ -469,6 +469,24 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
     }
 }
 
+/// Why a job's ranks look like files of different runs (`None`: they do not):
+/// declared world sizes that differ, or GPU windows that start more than an
+/// hour apart (the ranks of one run share a clock to well under that).
+fn unrelated_runs(partials: &[RankSummary]) -> Option<String> {
+    let mut worlds: Vec<u32> = partials.iter().filter_map(|p| p.declared_world).collect();
+    worlds.sort_unstable();
+    worlds.dedup();
+    if worlds.len() > 1 {
+        let list: Vec<String> = worlds.iter().map(u32::to_string).collect();
+        return Some(format!("their declared world sizes differ ({})", list.join(", ")));
+    }
+    let starts = partials.iter().filter_map(|p| p.window.map(|w| w.start_ns));
+    let (lo, hi) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
+    const HOUR_NS: i64 = 3_600_000_000_000;
+    (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
+        .then(|| format!("their GPU windows start {:.1} h apart", hi.saturating_sub(lo) as f64 / HOUR_NS as f64))
+}
+
 /// The job's analysis from its ranks' summaries (any order; sorted by rank here).
 pub fn reduce(path: String, partials: Vec<RankSummary>, bad_files: Vec<BadFile>, opts: &AnalyzeOptions) -> JobAnalysis {
     reduce_matched(path, partials, bad_files, opts).0
@@ -487,6 +505,7 @@ pub fn reduce_matched(
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
+    let unrelated = unrelated_runs(&partials);
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
@@ -496,6 +515,11 @@ pub fn reduce_matched(
             a.collectives = matched.stats(r, w);
         }
         a.clock_offset_us = clock_alignment.as_ref().and_then(|c| c.offsets_us.get(r).copied());
+        if r == 0
+            && let Some(why) = &unrelated
+        {
+            a.notes.push(format!("ranks of unrelated runs? {why}: analysed as one job (give the files with --each to analyse each alone)"));
+        }
         sum.add(&a.breakdown);
         ranks.push(a);
     }
