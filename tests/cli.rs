@@ -540,6 +540,17 @@ fn replay_reports_identity_and_what_if() {
         assert!(!r0[k].is_null(), "{k}");
     }
     assert!((r0["measured_step_us"].as_f64().unwrap() - r0["replayed_step_us"].as_f64().unwrap()).abs() < 1.0);
+    // DESIGN §6: analyze's shape — its job totals and per-rank collectives, the replayed totals beside them.
+    let analyzed = dir.join("analyze.json");
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), analyzed.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (analyzed, mut totals) = (json(&analyzed), ident["jobs"][0]["totals"].clone());
+    let replayed_totals = totals.as_object_mut().unwrap().remove("replayed").unwrap();
+    assert_eq!(totals, analyzed["jobs"][0]["totals"]);
+    assert_eq!(replayed_totals["steps"].as_array().unwrap().len(), 3);
+    for r in 0..4 {
+        assert_eq!(ident["jobs"][0]["ranks"][r]["collectives"], analyzed["jobs"][0]["ranks"][r]["collectives"], "rank {r}");
+    }
     let f0 = &fast["jobs"][0]["ranks"][0];
     assert!(f0["replayed"]["exposed_comm_us"].as_f64().unwrap() < r0["replayed"]["exposed_comm_us"].as_f64().unwrap());
     assert!(fast["jobs"][0]["speedup"].as_f64().unwrap() > 1.05);

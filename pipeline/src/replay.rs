@@ -114,7 +114,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let collectives = JobCollectives::new(collectives);
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
-            replays.push(tracecast_replay::replay_parts(path.display().to_string(), parts, collectives, &opts, &catalog).report);
+            let rows = tracecast_replay::collective_rows(&parts, &collectives);
+            let mut replayed = tracecast_replay::replay_parts(path.display().to_string(), parts, collectives, &opts, &catalog).report;
+            replayed.set_collectives(rows);
+            replays.push(replayed);
         })?
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
@@ -124,7 +127,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
             let path = job.path.display().to_string();
             what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
-            let replayed = tracecast_replay::replay_parts(path, parts, &collectives, &opts, &catalog);
+            let rows = tracecast_replay::collective_rows(&parts, &collectives);
+            let mut replayed = tracecast_replay::replay_parts(path, parts, &collectives, &opts, &catalog);
+            replayed.report.set_collectives(rows);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
                 if let Err(e) = write_perfetto(&path, &job, &replayed) {

@@ -10,7 +10,9 @@ use tracecast_calibrate::cost::{AlphaBeta, CrossDevice, Rule};
 use tracecast_calibrate::work::{KernelWork, kernel_work_of};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
-use tracecast_ingest::analysis::{self, ActivityClass, Breakdown, Classifier, JobCollectives, RankContext, RankSets, Window};
+use tracecast_ingest::analysis::{
+    self, ActivityClass, Breakdown, Classifier, CollectiveStats, JobCollectives, JobStep, RankContext, RankSets, Totals, Window,
+};
 use tracecast_ingest::collective::Collective;
 
 use crate::critical::CriticalPath;
@@ -198,6 +200,10 @@ pub struct RankReplay {
     pub error: f64,
     /// Per step.
     pub steps: Vec<StepReplay>,
+    /// The measured collectives in the measured window by type, process group
+    /// and size, as `analyze` reports them (set by [`JobReplay::set_collectives`];
+    /// empty until then).
+    pub collectives: Vec<CollectiveStats>,
     /// The §3 breakdown of the replayed timeline over the replayed steps.
     pub replayed: Breakdown,
     /// The graph's measured timings and what explained each GPU start.
@@ -215,6 +221,9 @@ pub struct JobReplay {
     pub scale: Scale,
     /// Per rank.
     pub ranks: Vec<RankReplay>,
+    /// Sums over ranks of the measured trace and the job's step time, as
+    /// `analyze` reports them, with the replayed timeline's beside them.
+    pub totals: ReplayTotals,
     /// Measured / replayed mean step time over all ranks (1 for identity).
     pub speedup: f64,
     /// Where the time on the critical path went.
@@ -228,6 +237,41 @@ pub struct JobReplay {
     /// How the kernels were priced on the target GPU (with `target`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projection: Option<ProjectionReport>,
+}
+
+/// A job's totals, measured and replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayTotals {
+    /// The measured trace's sums over ranks, fractions and job step time (`analyze`'s `totals`).
+    #[serde(flatten)]
+    pub measured: Totals,
+    /// The same of the replayed timeline.
+    pub replayed: Totals,
+}
+
+impl JobReplay {
+    /// Each rank's measured collectives (`(rank, rows)` from
+    /// [`collective_rows`]).
+    pub fn set_collectives(&mut self, rows: Vec<(u32, Vec<CollectiveStats>)>) {
+        for (rank, rows) in rows {
+            if let Some(r) = self.ranks.iter_mut().find(|r| r.rank == rank) {
+                r.collectives = rows;
+            }
+        }
+    }
+}
+
+/// Each part's collectives in its measured window, by type, process group and
+/// size with their transfer and wait where matched (`analyze`'s rows), from
+/// the job's matching: what `replay --json` reports beside the replay.
+pub fn collective_rows(parts: &[RankPart<'_>], collectives: &JobCollectives) -> Vec<(u32, Vec<CollectiveStats>)> {
+    parts
+        .iter()
+        .filter_map(|p| {
+            let r = collectives.ranks().binary_search(&p.rank).ok()?;
+            Some((p.rank, p.window.map(|w| collectives.stats(r, w)).unwrap_or_default()))
+        })
+        .collect()
 }
 
 /// What priced the kernels of a projection onto another GPU.
@@ -396,7 +440,10 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         }
     };
     let (parts, collectives) = job_parts(job, opts, catalog);
-    replay_parts(job.path.display().to_string(), parts, collectives, opts, catalog)
+    let rows = collective_rows(&parts, &collectives);
+    let mut replayed = replay_parts(job.path.display().to_string(), parts, collectives, opts, catalog);
+    replayed.report.set_collectives(rows);
+    replayed
 }
 
 /// The replay parts of every rank of `job` for `opts` (one [`RankContext`]
@@ -432,6 +479,8 @@ pub struct RankPart<'c> {
     step_of_task: Vec<(TaskId, u32)>,
     /// The §3 breakdown of the measured trace, as `analyze` reports it with its default window.
     measured: Breakdown,
+    /// That window (`None` without GPU activity).
+    window: Option<Window>,
     /// Compute kernels' work, (local task, work); only with a target. The
     /// projection takes it, before the simulation.
     work: Vec<(TaskId, KernelWork)>,
@@ -462,6 +511,7 @@ impl<'c> RankPart<'c> {
             .iter()
             .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
+        let (measured, window) = analysis::measured_breakdown(ctx, &analysis::AnalyzeOptions::default());
         let mut part = RankPart {
             rank: ctx.rank(),
             file: trace.path.display().to_string(),
@@ -469,7 +519,8 @@ impl<'c> RankPart<'c> {
             piece,
             steps: steps.iter().map(|s| s.number).collect(),
             step_of_task,
-            measured: analysis::measured_breakdown(ctx, &analysis::AnalyzeOptions::default()),
+            measured,
+            window,
             work: Vec::new(),
             samples: None,
             for_target: false,
@@ -628,6 +679,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     }
     let mut ranks = Vec::new();
     let (mut measured_total, mut replayed_total) = (0.0, 0.0);
+    let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
     let mut steps_from_ns = i64::MAX;
     for (r, part) in parts.iter().enumerate() {
         let base = place.base[r] as usize;
@@ -672,6 +724,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
         }));
         let replayed_breakdown = window.map(|w| Breakdown::from_sets(&sets, w)).unwrap_or_default();
+        measured_sum.add(&part.measured);
+        replayed_sum.add(&replayed_breakdown);
         ranks.push(RankReplay {
             file: part.file.clone(),
             rank: part.rank,
@@ -680,6 +734,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             replayed_step_us: p,
             error: if m > 0.0 { (p - m) / m } else { 0.0 },
             steps: rows,
+            collectives: Vec::new(),
             replayed: replayed_breakdown,
             graph: eg.ranks.get(r).copied().unwrap_or_default(),
         });
@@ -693,11 +748,21 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             cpu + launch
         ));
     }
+    // The job's step time per step: the slowest rank's (steps of traces with them).
+    let job_steps = |us: fn(&StepReplay) -> f64| -> Vec<JobStep> {
+        let with_steps = ranks.iter().filter(|r| r.steps.iter().all(|s| s.step >= 0));
+        analysis::job_steps(with_steps.flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))))
+    };
+    let totals = ReplayTotals {
+        measured: Totals::new(ranks.len(), measured_sum, job_steps(|s| s.measured_step_us), None),
+        replayed: Totals::new(ranks.len(), replayed_sum, job_steps(|s| s.replayed_step_us), None),
+    };
     let report = JobReplay {
         path,
         world_size: world,
         scale: opts.scale,
         ranks,
+        totals,
         speedup: if replayed_total > 0.0 { measured_total / replayed_total } else { 1.0 },
         critical_path,
         tasks: eg.graph.len(),

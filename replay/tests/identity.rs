@@ -52,15 +52,30 @@ fn identity_replay_reproduces_measured_steps_on_the_corpus() {
     assert!(max <= 0.03, "max {max}");
 }
 
+/// `replay --json`'s measured totals and per-rank collectives are
+/// `analyze --json`'s (DESIGN §6: the same shape), value for value.
+fn assert_measured_as_analyze(name: &str, analysis: &tracecast_ingest::analysis::JobAnalysis, r: &tracecast_replay::JobReplay) {
+    fn value<T: serde::Serialize>(x: &T) -> serde_json::Value {
+        serde_json::to_value(x).unwrap()
+    }
+    assert_eq!(value(&analysis.totals), value(&r.totals.measured), "{name}: totals");
+    assert_eq!(analysis.ranks.len(), r.ranks.len(), "{name}: ranks");
+    for (a, p) in analysis.ranks.iter().zip(&r.ranks) {
+        assert_eq!(value(&a.collectives), value(&p.collectives), "{name}: rank {} collectives", a.rank);
+    }
+}
+
 #[test]
 fn replayed_steps_are_the_steps_analyze_reports() {
     // One definition of a step's window: replay's measured steps are
-    // `analyze`'s partitioned windows, on every trace with steps.
+    // `analyze`'s partitioned windows, on every trace with steps; its
+    // totals and collectives are analyze's too.
     let mut compared = 0;
     for path in all_traces() {
         let j = job(&path);
         let analysis = tracecast_ingest::analysis::analyze_job(&j, &tracecast_ingest::analysis::AnalyzeOptions::default());
         let r = replay_job(&j, &ReplayOptions::default());
+        assert_measured_as_analyze(&path.display().to_string(), &analysis, &r);
         for (a, p) in analysis.ranks.iter().zip(&r.ranks) {
             for s in a.steps.iter().filter(|s| s.breakdown.gpu_span_us > 0.0) {
                 let replayed = p.steps.iter().find(|x| x.step == s.step);
@@ -85,9 +100,18 @@ fn replayed_steps_are_the_steps_analyze_reports() {
 fn multi_rank_identity_with_collective_joins() {
     // The synthetic job's ranks are joined at every all-reduce.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo");
-    let r = replay_job(&job(&dir), &ReplayOptions::default());
+    let j = job(&dir);
+    let r = replay_job(&j, &ReplayOptions::default());
     assert_eq!(r.ranks.len(), 4);
     assert!(r.notes.is_empty(), "{:?}", r.notes);
+    // Matched across ranks: transfer and wait as analyze reports them.
+    let analysis = tracecast_ingest::analysis::analyze_job(&j, &tracecast_ingest::analysis::AnalyzeOptions::default());
+    assert!(r.ranks.iter().all(|p| p.collectives.iter().any(|c| c.matched > 0)));
+    assert_measured_as_analyze("demo", &analysis, &r);
+    assert_eq!(r.totals.replayed.steps.len(), 3);
+    for (m, p) in r.totals.measured.steps.iter().zip(&r.totals.replayed.steps) {
+        assert!((m.step_us - p.step_us).abs() < 1e-4 * m.step_us, "step {}: {} vs {}", m.step, m.step_us, p.step_us);
+    }
     for rank in &r.ranks {
         assert!(rank.error.abs() < 1e-4, "rank {} error {}", rank.rank, rank.error);
     }

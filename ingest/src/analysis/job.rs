@@ -154,8 +154,52 @@ pub struct JobStep {
     pub step_us: f64,
     /// That rank.
     pub slowest_rank: u32,
-    /// Ranks with this step.
+    /// Ranks with GPU work in this step.
     pub ranks: usize,
+}
+
+impl Totals {
+    /// The totals of `ranks` ranks whose breakdowns sum to `sum`, with the
+    /// job's steps and, given (GPUs, hours) of the whole job, its GPU-hours.
+    pub fn new(ranks: usize, sum: Breakdown, steps: Vec<JobStep>, job: Option<(f64, f64)>) -> Totals {
+        let span = sum.gpu_span_us;
+        let gpu_hours = job.map(|(g, h)| GpuHours {
+            job_gpus: g,
+            job_hours: h,
+            total: g * h,
+            exposed_comm: fraction(sum.exposed_comm_us, span) * g * h,
+            compute: fraction(sum.compute_us, span) * g * h,
+            idle: fraction(sum.idle_us, span) * g * h,
+        });
+        Totals {
+            ranks,
+            breakdown: sum,
+            exposed_comm_fraction: fraction(sum.exposed_comm_us, span),
+            comm_fraction: fraction(sum.comm_us, span),
+            compute_fraction: fraction(sum.compute_us, span),
+            idle_fraction: fraction(sum.idle_us, span),
+            gpu_hours,
+            steps,
+        }
+    }
+}
+
+/// The job's step time per profiler step from (rank, step, the rank's GPU
+/// window of the step in µs): the slowest rank's, steps matched by number —
+/// the one definition of a job's step time (`analyze`, `replay`, `diff`). A
+/// rank without GPU work in a step has no GPU window there and does not
+/// count (a trailing step with CPU work only is no 0 µs step of the job).
+pub fn job_steps(rank_steps: impl IntoIterator<Item = (u32, i64, f64)>) -> Vec<JobStep> {
+    let mut by_step: std::collections::BTreeMap<i64, JobStep> = Default::default();
+    for (rank, step, us) in rank_steps.into_iter().filter(|&(_, _, us)| us > 0.0) {
+        let e = by_step.entry(step).or_insert(JobStep { step, step_us: -1.0, slowest_rank: rank, ranks: 0 });
+        e.ranks += 1;
+        if us > e.step_us {
+            e.step_us = us;
+            e.slowest_rank = rank;
+        }
+    }
+    by_step.into_values().collect()
 }
 
 /// A file of the job that could not be analysed.
@@ -403,9 +447,11 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
 }
 
 /// The §3 breakdown a rank's analysis with `opts` reports ([`summarize`]'s
-/// `breakdown`), without the rest of the analysis.
-pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Breakdown {
-    select(ctx, opts).window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default()
+/// `breakdown`), without the rest of the analysis, and the window it covers
+/// (`None` without GPU activity).
+pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>) {
+    let window = select(ctx, opts).window;
+    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window)
 }
 
 /// The analysis of one rank from its context (its activity classes are the
@@ -524,29 +570,7 @@ pub fn reduce_matched(
         ranks.push(a);
     }
     let span = sum.gpu_span_us;
-    let mut by_step: std::collections::BTreeMap<i64, JobStep> = Default::default();
-    for r in &ranks {
-        for st in &r.steps {
-            let e = by_step.entry(st.step).or_insert(JobStep { step: st.step, step_us: -1.0, slowest_rank: r.rank, ranks: 0 });
-            e.ranks += 1;
-            if st.breakdown.gpu_span_us > e.step_us {
-                e.step_us = st.breakdown.gpu_span_us;
-                e.slowest_rank = r.rank;
-            }
-        }
-    }
-    let job_steps: Vec<JobStep> = by_step.into_values().collect();
-    let gpu_hours = match (opts.job_gpus, opts.job_hours) {
-        (Some(g), Some(h)) => Some(GpuHours {
-            job_gpus: g,
-            job_hours: h,
-            total: g * h,
-            exposed_comm: fraction(sum.exposed_comm_us, span) * g * h,
-            compute: fraction(sum.compute_us, span) * g * h,
-            idle: fraction(sum.idle_us, span) * g * h,
-        }),
-        _ => None,
-    };
+    let job_steps = job_steps(ranks.iter().flat_map(|r| r.steps.iter().map(|st| (r.rank, st.step, st.breakdown.gpu_span_us))));
     let mut dims: std::collections::BTreeMap<super::dimension::Dimension, (f64, f64)> = Default::default();
     for r in &ranks {
         for d in &r.comm_by_dimension {
@@ -574,16 +598,7 @@ pub fn reduce_matched(
         comm_by_dimension,
         path,
         world_size: matched.world(),
-        totals: Totals {
-            ranks: ranks.len(),
-            breakdown: sum,
-            exposed_comm_fraction: fraction(sum.exposed_comm_us, span),
-            comm_fraction: fraction(sum.comm_us, span),
-            compute_fraction: fraction(sum.compute_us, span),
-            idle_fraction: fraction(sum.idle_us, span),
-            gpu_hours,
-            steps: job_steps,
-        },
+        totals: Totals::new(ranks.len(), sum, job_steps, opts.job_gpus.zip(opts.job_hours)),
         ranks,
         clock_alignment,
         bad_files,

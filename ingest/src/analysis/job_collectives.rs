@@ -251,7 +251,7 @@ impl JobCollectives {
 
     /// Collectives of rank index `r` inside window `w` by type, process group
     /// and size, with their transfer and wait where matched.
-    pub(crate) fn stats(&self, r: usize, w: Window) -> Vec<CollectiveStats> {
+    pub fn stats(&self, r: usize, w: Window) -> Vec<CollectiveStats> {
         let Some(list) = self.per_rank.get(r) else { return Vec::new() };
         collectives::collective_stats(list, w, |i| self.matched_of(r, i), i64::from(self.world))
     }
