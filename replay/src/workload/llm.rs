@@ -62,6 +62,11 @@ pub struct Transformer {
     pub shared_experts: f64,
     /// Multi-head latent attention (DeepSeek): low-rank query and key/value projections.
     pub mla: Option<Mla>,
+    /// Of a mixture of experts, the first layers whose MLP is one dense FFN of
+    /// `dense_ffn` instead of experts (DeepSeek-V3: 3, Kimi-K2: 1; 0: none).
+    pub dense_layers: usize,
+    /// Width of those layers' dense FFN.
+    pub dense_ffn: f64,
 }
 
 /// Multi-head latent attention's projections (DeepSeek-V2/V3): the query
@@ -110,6 +115,8 @@ struct Preset {
     windowed_layers: usize,
     shared_experts: f64,
     mla: Option<Mla>,
+    dense_layers: usize,
+    dense_ffn: f64,
 }
 
 #[allow(clippy::too_many_arguments)] // one argument per column of the table below
@@ -131,6 +138,8 @@ const fn preset(name: &'static str, layers: usize, hidden: f64, heads: f64, kv_h
         windowed_layers: 0,
         shared_experts: 0.0,
         mla: None,
+        dense_layers: 0,
+        dense_ffn: 0.0,
     }
 }
 
@@ -140,14 +149,16 @@ const DEEPSEEK_MLA: Mla = Mla { q_lora: 1536.0, kv_lora: 512.0, qk_nope: 128.0, 
 /// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3` config.json: multi-head latent attention with
 /// q_lora_rank 1536, kv_lora_rank 512, 128 heads of 128 + 64 rotary query/key and 128 value
 /// widths; 256 routed experts of 2048, 8 per token, and one shared; sequence 4096 as
-/// Megatron-Bridge trains it). Its first 3 of 61 layers are dense (FFN 18 432 = 9 × 2048): priced
-/// as MoE layers of the same active width; the multi-token-prediction layer is not modelled.
+/// Megatron-Bridge trains it). Its first 3 of 61 layers are dense (`first_k_dense_replace` 3,
+/// `intermediate_size` 18 432); the multi-token-prediction layer is not modelled.
 const DEEPSEEK_V3: Preset = Preset {
     head_dim: DEEPSEEK_MLA.head_dim(),
     experts: 256.0,
     top_k: 8.0,
     shared_experts: 1.0,
     mla: Some(DEEPSEEK_MLA),
+    dense_layers: 3,
+    dense_ffn: 18432.0,
     ..preset("deepseek-v3", 61, 7168.0, 128.0, 128.0, 2048.0, 129280.0, 4096.0)
 };
 
@@ -178,8 +189,8 @@ const PRESETS: &[Preset] = &[
     },
     DEEPSEEK_V3,
     // Kimi-K2 (`moonshotai/Kimi-K2` config.json): DeepSeek-V3's layout with 64 heads, 384 routed
-    // experts and a 163 840-token vocabulary; its first layer dense, priced like DeepSeek's.
-    Preset { name: "kimi-k2", heads: 64.0, kv_heads: 64.0, experts: 384.0, vocab: 163840.0, ..DEEPSEEK_V3 },
+    // experts and a 163 840-token vocabulary; its first layer dense (`first_k_dense_replace` 1).
+    Preset { name: "kimi-k2", heads: 64.0, kv_heads: 64.0, experts: 384.0, vocab: 163840.0, dense_layers: 1, ..DEEPSEEK_V3 },
 ];
 
 impl Transformer {
@@ -205,6 +216,8 @@ impl Transformer {
             windowed_layers: p.windowed_layers,
             shared_experts: p.shared_experts,
             mla: p.mla,
+            dense_layers: p.dense_layers,
+            dense_ffn: p.dense_ffn,
         })
     }
 
@@ -320,6 +333,21 @@ impl Transformer {
         self.dense_params() + self.experts * self.ffn_params()
     }
 
+    /// Of the first `layers` layers, those with a dense FFN in place of experts.
+    pub(crate) fn dense_of(&self, layers: usize) -> usize {
+        if self.experts > 1.0 { self.dense_layers.min(layers) } else { 0 }
+    }
+
+    /// Parameters of a dense FFN layer's MLP ([`Transformer::dense_layers`]).
+    fn dense_mlp_params(&self) -> f64 {
+        (if self.swiglu { 3.0 } else { 2.0 }) * self.hidden * self.dense_ffn
+    }
+
+    /// Parameters of one of the first, dense FFN layers of a mixture of experts.
+    fn dense_layer_params(&self) -> f64 {
+        self.attention_params() + self.dense_mlp_params()
+    }
+
     /// Embedding and output head (one matrix when tied).
     pub fn embedding_params(&self) -> f64 {
         self.embedding_copies(1) * self.vocab * self.hidden
@@ -347,7 +375,8 @@ impl Transformer {
 
     /// All parameters.
     pub fn params(&self) -> f64 {
-        self.layers as f64 * self.layer_params() + self.embedding_params()
+        let dense = self.dense_of(self.layers) as f64;
+        (self.layers as f64 - dense) * self.layer_params() + dense * self.dense_layer_params() + self.embedding_params()
     }
 
     /// Parameters each token runs through: all of a dense model; of a
@@ -355,7 +384,10 @@ impl Transformer {
     /// embeddings (what model FLOPs and MFU count).
     pub fn active_params(&self) -> f64 {
         let k = self.top_k.min(self.experts);
-        self.layers as f64 * (self.dense_params() + k * self.ffn_params()) + self.embedding_params()
+        let dense = self.dense_of(self.layers) as f64;
+        (self.layers as f64 - dense) * (self.dense_params() + k * self.ffn_params())
+            + dense * self.dense_layer_params()
+            + self.embedding_params()
     }
 
     /// The attention core's work per layer, on average, against every layer
@@ -1018,6 +1050,8 @@ impl Transformer {
             windowed_layers: 0,
             shared_experts: 0.0,
             mla: None,
+            dense_layers: 0,
+            dense_ffn: 0.0,
         })
     }
 }
@@ -1612,13 +1646,17 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let last = counts.len() - 1;
     // Frozen layers are the bottom ones: on the first stages.
     let mut frozen_left = plan.frozen as usize;
+    // A mixture of experts' dense FFN layers are its first: on the first stages too.
+    let mut dense_left = model.dense_of(model.layers);
     let mut best = Memory::default();
     for (s, &layers) in counts.iter().enumerate() {
         let frozen = frozen_left.min(layers);
         frozen_left -= frozen;
+        let dense = dense_left.min(layers);
+        dense_left -= dense;
         let vocab = if s == 0 || s == last { model.embedding_copies(pp) } else { 0.0 };
         let in_flight = (pp - s as u32).min(plan.microbatches).max(1);
-        let m = stage_memory(model, plan, task, layers, frozen, vocab, in_flight);
+        let m = stage_memory(model, plan, task, StageLayers { layers, dense, frozen }, vocab, in_flight);
         if s == 0 || m.total_gb() > best.total_gb() {
             best = m;
         }
@@ -1626,9 +1664,19 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     best
 }
 
-/// Memory of one pipeline stage of `layers` layers (`frozen` of them frozen), holding
-/// `vocab` vocabulary matrices and `in_flight` microbatches' activations.
-fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, frozen: usize, vocab: f64, in_flight: u32) -> Memory {
+/// A pipeline stage's layers: how many, how many of them (its first) are a
+/// mixture of experts' dense FFN layers, and how many (its first) are frozen.
+#[derive(Debug, Clone, Copy)]
+struct StageLayers {
+    layers: usize,
+    dense: usize,
+    frozen: usize,
+}
+
+/// Memory of one pipeline stage of `stage` layers, holding `vocab` vocabulary
+/// matrices and `in_flight` microbatches' activations.
+fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers, vocab: f64, in_flight: u32) -> Memory {
+    let StageLayers { layers, dense, frozen } = stage;
     // ZeRO shards over every rank that holds the same weights (dp × cp).
     let (tpf, dpf) = (f64::from(plan.tp), f64::from(plan.replicas()));
     let d = model.hidden;
@@ -1636,12 +1684,16 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     let layers_per_stage = layers as f64;
     let etpf = f64::from(plan.expert_tp());
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
-    let layer_params_gpu = (model.dense_per_gpu(tpf) + mlp_params_gpu) * layers_per_stage;
+    let moe_layer_gpu = model.dense_per_gpu(tpf) + mlp_params_gpu;
+    // A dense FFN layer: attention and its FFN, split over TP like every dense weight.
+    let dense_layer_gpu = model.attention_per_gpu(tpf) + model.dense_mlp_params() / tpf;
+    let moe_layers = (layers - dense) as f64;
+    let layer_params_gpu = moe_layer_gpu * moe_layers + dense_layer_gpu * dense as f64;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
     // ZeRO shards a parameter over the ranks that hold it: the dense part over
     // every replica, an expert over its replicas only (dp × cp ÷ ep: each
     // expert-parallel group of ep ranks holds every expert once).
-    let expert_params_gpu = if model.experts > 1.0 { mlp_params_gpu * layers_per_stage } else { 0.0 };
+    let expert_params_gpu = if model.experts > 1.0 { mlp_params_gpu * moe_layers } else { 0.0 };
     let dense_params_gpu = params_gpu - expert_params_gpu;
     let expert_replicas = f64::from(plan.expert_replicas());
     let shard = |stage: u8, replicas: f64| if plan.zero >= stage && plan.replicas() > 1 { replicas } else { 1.0 };
@@ -1653,13 +1705,14 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
     }
     if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
-        m.weights_gb += f64::from(plan.prefetch + 1) * (model.dense_per_gpu(tpf) + mlp_params_gpu) * bytes / 1e9;
+        let largest = if dense > 0 && dense == layers { dense_layer_gpu } else { moe_layer_gpu };
+        m.weights_gb += f64::from(plan.prefetch + 1) * largest * bytes / 1e9;
     }
-    // Frozen bottom layers keep weights only.
+    // Frozen bottom layers keep weights only: the dense FFN layers first, then MoE layers.
     let trainable_layers = (layers - frozen) as f64;
-    let trainable = params_gpu - (model.dense_per_gpu(tpf) + mlp_params_gpu) * frozen as f64;
-    // The experts' share of the trainable parameters (frozen layers hold experts in the same proportion).
-    let trainable_experts = if layers_per_stage > 0.0 { expert_params_gpu * trainable_layers / layers_per_stage } else { 0.0 };
+    let (frozen_dense, frozen_moe) = (frozen.min(dense), frozen.saturating_sub(dense));
+    let trainable = params_gpu - dense_layer_gpu * frozen_dense as f64 - moe_layer_gpu * frozen_moe as f64;
+    let trainable_experts = if model.experts > 1.0 { mlp_params_gpu * (moe_layers - frozen_moe as f64) } else { 0.0 };
     let trainable_dense = trainable - trainable_experts;
     match task {
         Task::Train => {
@@ -1672,7 +1725,8 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
             // the layer being recomputed holds its full activations once.
             // Context parallelism: each rank keeps the activations of its 1/cp of the sequence.
             let sbd = f64::from(plan.microbatch) * model.seq / f64::from(plan.cp.max(1)) * d;
-            let mut full = if plan.sp { sbd * 34.0 / tpf } else { sbd * (10.0 + 24.0 / tpf) };
+            let dense_full = if plan.sp { sbd * 34.0 / tpf } else { sbd * (10.0 + 24.0 / tpf) };
+            let mut full = dense_full;
             // A mixture of experts keeps, in place of Korthikanti's dense 4h MLP (its input 2·s·b·d and
             // its FC1 and activation outputs 16·s·b·d), each token's routed copies: per copy its input
             // (2d bytes) and its experts' up and activation outputs (2·(up + ffn)); shared experts'
@@ -1686,7 +1740,10 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
                 full += routed_in + outputs - dense_mlp;
             }
             let full = full;
-            let mut per_layer = if plan.recompute { 2.0 * sbd / if plan.sp { tpf } else { 1.0 } } else { full };
+            let kept_input = 2.0 * sbd / if plan.sp { tpf } else { 1.0 };
+            let mut per_layer = if plan.recompute { kept_input } else { full };
+            // Its dense FFN layers keep Korthikanti's dense terms.
+            let mut per_dense_layer = if plan.recompute { kept_input } else { dense_full };
             // Materialized attention keeps the softmax output for the backward
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
@@ -1694,9 +1751,18 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, layers: usize, fro
             if plan.materialized_attention && !plan.recompute && !plan.selective {
                 let scores = f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
                 per_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
+                per_dense_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
             }
-            let working = if plan.recompute && trainable_layers > 0.0 { full } else { 0.0 };
-            m.activations_gb = (per_layer * trainable_layers * f64::from(in_flight) + working) / 1e9;
+            let trainable_dense_layers = (dense - frozen_dense) as f64;
+            // The layer being recomputed: the larger kind the stage has.
+            let recomputed = match (dense, layers - dense) {
+                (0, _) => full,
+                (_, 0) => dense_full,
+                _ => full.max(dense_full),
+            };
+            let working = if plan.recompute && trainable_layers > 0.0 { recomputed } else { 0.0 };
+            let kept = per_layer * (trainable_layers - trainable_dense_layers) + per_dense_layer * trainable_dense_layers;
+            m.activations_gb = (kept * f64::from(in_flight) + working) / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / model.kv_split(tpf);
@@ -1909,6 +1975,23 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // the fullest stage without it, and the schedule adds it to the last stage.
     let head = if pp > 1 { Head { gemm_f: head_gemm_f, loss_f: head_loss_f } } else { Head::default() };
     let (head_gemm_f, head_loss_f) = if pp > 1 { (0.0, 0.0) } else { (head_gemm_f, head_loss_f) };
+    // `recompute=op`: every second matmul of a block in execution order: Q, K, V, O → K and O;
+    // SwiGLU's gate, up, down → up; GELU's FC1, FC2 → FC2. K and O are as large as V and Q:
+    // half the attention block's GEMM FLOPs. Latent attention's five: q_b and kv_b, by their FLOPs.
+    let op_sac = |mlp_f: f64, elementwise_f: f64| {
+        if !(plan.op_sac && !plan.recompute && task == Task::Train) {
+            return (0.0, 0.0);
+        }
+        let attn_share = if model.mla.is_some() {
+            let gemms = model.attention_gemms(1.0);
+            let flops = |i: usize| gemms.get(i).map_or(0.0, |&(m, k, n)| m * k * n);
+            (flops(1) + flops(3)) / gemms.iter().map(|&(m, k, n)| m * k * n).sum::<f64>()
+        } else {
+            0.5
+        };
+        let mlp_share = if model.swiglu { 1.0 / 3.0 } else { 0.5 };
+        (attn_f * attn_share + mlp_f * mlp_share, elementwise_f)
+    };
     let costs = LayerCosts {
         cp_kv,
         attn_f,
@@ -1923,23 +2006,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         mlp_tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         p2p_overlap: plan.p2p_overlap,
-        op_sac: if plan.op_sac && !plan.recompute && task == Task::Train {
-            // Every second matmul of a block in execution order: Q, K, V, O → K and O;
-            // SwiGLU's gate, up, down → up; GELU's FC1, FC2 → FC2.
-            // K and O are as large as V and Q: half the attention block's GEMM FLOPs.
-            // Latent attention's five: q_b and kv_b, by their FLOPs.
-            let attn_share = if model.mla.is_some() {
-                let gemms = model.attention_gemms(1.0);
-                let flops = |i: usize| gemms.get(i).map_or(0.0, |&(m, k, n)| m * k * n);
-                (flops(1) + flops(3)) / gemms.iter().map(|&(m, k, n)| m * k * n).sum::<f64>()
-            } else {
-                0.5
-            };
-            let mlp_share = if model.swiglu { 1.0 / 3.0 } else { 0.5 };
-            (attn_f * attn_share + mlp_f * mlp_share, elementwise_f)
-        } else {
-            (0.0, 0.0)
-        },
+        op_sac: op_sac(mlp_f, elementwise_f),
         moe_a2a,
         attn_gather,
         mlp_gather,
@@ -1951,6 +2018,56 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         head_gemm_f,
         head_loss_f,
         contention: cluster.overlap_slowdown,
+    };
+    // A mixture of experts' dense FFN layers (its first): one FFN of `dense_ffn` over every
+    // token, split over TP with its TP collective, no all-to-all; its weights gathered and
+    // reduced over the data-parallel group, as attention's.
+    let dense_costs = (model.dense_of(model.layers) > 0).then(|| {
+        let width = model.dense_ffn;
+        let up = if model.swiglu { 2.0 * width } else { width };
+        let weight_bytes = model.dense_mlp_params() * bytes / tpf;
+        let (lin_f, lin_b) = if cluster.prices.is_some() {
+            sum(&[(1.0, tokens, d, up / tpf), (1.0, tokens, width / tpf, d)])
+        } else {
+            let flops = 2.0 * tokens * model.dense_mlp_params() / tpf;
+            (linear(flops), 2.0 * linear(flops))
+        };
+        let mlp_f = lin_f.max(cluster.memory(weight_bytes));
+        let ffn_elems = tokens * width / tpf;
+        let casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (model.o_in() + width) / tpf) } else { 0.0 };
+        let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + casts);
+        let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + casts);
+        let mlp_grad = match (dp > 1, plan.zero >= 2) {
+            (false, _) => 0.0,
+            (true, true) => cluster.all_gather(weight_bytes, dp, dp_g),
+            (true, false) => cluster.all_reduce(weight_bytes, dp, dp_g),
+        };
+        LayerCosts {
+            mlp_f,
+            mlp_b: lin_b.max(2.0 * cluster.memory(weight_bytes)),
+            elementwise_f,
+            elementwise_b,
+            mlp_tp_comm: tp_comm,
+            op_sac: op_sac(mlp_f, elementwise_f),
+            moe_a2a: 0.0,
+            mlp_gather: if gathered { cluster.all_gather(weight_bytes, dp, dp_g) } else { 0.0 },
+            mlp_grad,
+            ..costs
+        }
+    });
+    // The stage whose timeline is simulated: of the fullest stages the one with the
+    // fewest dense FFN layers (the slowest; the dense layers are the first stages').
+    let dense_here = {
+        let mut left = model.dense_of(model.layers);
+        let mut fewest = usize::MAX;
+        for &n in &stage_counts {
+            let here = left.min(n);
+            left -= here;
+            if n == layers_per_stage {
+                fewest = fewest.min(here);
+            }
+        }
+        if fewest == usize::MAX { 0 } else { fewest }
     };
     // Pipeline: the activations of one microbatch cross each stage boundary.
     let p2p = if pp > 1 {
@@ -1973,10 +2090,22 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // ZeRO-2/3 keep only their shard of the gradients, so every microbatch reduce-scatters
     // its gradients (what the memory model assumes). With one microbatch only the last runs.
     let sync_every = plan.zero >= 2 && dp > 1;
-    let last = stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
+    let dense = dense_costs.as_ref().map(|d| (d, dense_here));
+    let last =
+        stage_timeline(&costs, dense, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
     let first_timeline = (train && plan.microbatches > 1).then(|| {
-        stage_timeline(&costs, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, sync_every, p2p)
+        stage_timeline(
+            &costs,
+            dense,
+            layers_per_stage,
+            plan.frozen as usize,
+            plan.prefetch as usize,
+            train,
+            plan.recompute,
+            sync_every,
+            p2p,
+        )
     });
     let t_first = first_timeline.as_ref().map_or_else(|| t_last.clone(), Timeline::times);
     let m = if train { f64::from(plan.microbatches) } else { 1.0 };
@@ -2040,8 +2169,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // the gradient read and the 16-bit weights written (2 + 2).
         // ZeRO shards the dense parameters over the data-parallel ranks, the experts over their replicas.
         let shard = |ranks: u32| if plan.zero >= 1 && ranks > 1 { f64::from(ranks) } else { 1.0 };
-        let trained = (layers_per_stage - plan.frozen as usize) as f64;
-        let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained + model.embedding_copies(pp) * model.vocab * d / tpf;
+        // The simulated stage's trained layers: its dense FFN layers (frozen first) and MoE layers.
+        let frozen = plan.frozen as usize;
+        let trained_dense = dense_here.saturating_sub(frozen) as f64;
+        let trained = (layers_per_stage - frozen) as f64 - trained_dense;
+        let dense_layer_gpu = model.attention_per_gpu(tpf) + model.dense_mlp_params() / tpf;
+        let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained
+            + dense_layer_gpu * trained_dense
+            + model.embedding_copies(pp) * model.vocab * d / tpf;
         let bytes_stepped = if model.experts > 1.0 {
             let experts = mlp_params_gpu * trained;
             28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
@@ -2328,6 +2463,7 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage]) -> f64 {
 #[allow(clippy::too_many_arguments)]
 fn stage_timeline(
     c: &LayerCosts,
+    dense: Option<(&LayerCosts, usize)>,
     layers: usize,
     frozen: usize,
     prefetch: usize,
@@ -2337,6 +2473,13 @@ fn stage_timeline(
     p2p: f64,
 ) -> Timeline {
     use OpKind::*;
+    // Layer l's costs: a mixture of experts' first `n` layers are its dense FFN layers.
+    let c_of = |l: usize| -> &LayerCosts {
+        match dense {
+            Some((d, n)) if l < n => d,
+            _ => c,
+        }
+    };
     // Blocks are keyed by (what, layer, pass) without building strings: a
     // search simulates thousands of plans.
     fn name(what: &'static str, l: usize, pass: &'static str) -> (Key, Label) {
@@ -2382,12 +2525,13 @@ fn stage_timeline(
         if c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, f, AllGather, c.attn_gather, &[]);
         }
-        if c.mlp_gather > 0.0 && prefetch > 0 {
-            add(&mut lanes, "mlp_ag", l, f, AllGather, c.mlp_gather, &[]);
+        if c_of(l).mlp_gather > 0.0 && prefetch > 0 {
+            add(&mut lanes, "mlp_ag", l, f, AllGather, c_of(l).mlp_gather, &[]);
         }
     }
     let mut prev = [if c.p2p_overlap { 0 } else { k("recv", 0, f) }, 0, 0];
     for l in 0..layers {
+        let c = c_of(l);
         // Context parallelism: the layer's K and V from every rank of the sequence first.
         if c.cp_kv > 0.0 {
             add(&mut lanes, "kv_ag", l, f, AllGather, c.cp_kv, &prev);
@@ -2423,8 +2567,8 @@ fn stage_timeline(
         if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l + 1, f, AllGather, c.attn_gather, &[k("mlp", l, f)]);
         }
-        if prefetch > 0 && l + prefetch < layers && c.mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l + prefetch, f, AllGather, c.mlp_gather, &[k("mlp", l, f)]);
+        if prefetch > 0 && l + prefetch < layers && c_of(l + prefetch).mlp_gather > 0.0 {
+            add(&mut lanes, "mlp_ag", l + prefetch, f, AllGather, c_of(l + prefetch).mlp_gather, &[k("mlp", l, f)]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, f, AllToAll, c.moe_a2a, &[k("mlp", l, f)]);
@@ -2456,11 +2600,12 @@ fn stage_timeline(
         }
     }
     // ZeRO-2 keeps the forward's gathered weights through the backward.
-    let (attn_gather, mlp_gather) = if c.gathers_in_backward { (c.attn_gather, c.mlp_gather) } else { (0.0, 0.0) };
+    let attn_gather = if c.gathers_in_backward { c.attn_gather } else { 0.0 };
+    let mlp_gather = |l: usize| if c.gathers_in_backward { c_of(l).mlp_gather } else { 0.0 };
     for depth in 0..prefetch.max(1) {
         let Some(l) = (layers - 1).checked_sub(depth).filter(|l| *l >= frozen) else { break };
-        if mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l, b, AllGather, mlp_gather, &[]);
+        if mlp_gather(l) > 0.0 {
+            add(&mut lanes, "mlp_ag", l, b, AllGather, mlp_gather(l), &[]);
         }
         if attn_gather > 0.0 && (prefetch > 0 || depth > 0) {
             add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[]);
@@ -2473,6 +2618,7 @@ fn stage_timeline(
     }
     // Frozen bottom layers need no backward: nothing below them wants a gradient.
     for l in (frozen..layers).rev() {
+        let c = c_of(l);
         if recompute {
             if c.cp_kv > 0.0 {
                 add(&mut lanes, "kv_ag", l, b, AllGather, c.cp_kv, &[prev]);
@@ -2522,8 +2668,8 @@ fn stage_timeline(
         if prefetch == 0 && attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[k("mlp", l, b)]);
         }
-        if prefetch > 0 && l >= frozen + prefetch && mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, mlp_gather, &[k("mlp", l, b)]);
+        if prefetch > 0 && l >= frozen + prefetch && mlp_gather(l - prefetch) > 0.0 {
+            add(&mut lanes, "mlp_ag", l - prefetch, b, AllGather, mlp_gather(l - prefetch), &[k("mlp", l, b)]);
         }
         if sync && !c.grad_after && c.mlp_grad > 0.0 {
             add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[k("mlp", l, b)]);
@@ -2541,8 +2687,8 @@ fn stage_timeline(
         if overlap_tp {
             add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
         }
-        if prefetch == 0 && l > frozen && mlp_gather > 0.0 {
-            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, mlp_gather, &[k("attn", l, b)]);
+        if prefetch == 0 && l > frozen && mlp_gather(l - 1) > 0.0 {
+            add(&mut lanes, "mlp_ag", l - 1, b, AllGather, mlp_gather(l - 1), &[k("attn", l, b)]);
         }
         if prefetch > 0 && l >= frozen + prefetch && attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l - prefetch, b, AllGather, attn_gather, &[k("attn", l, b)]);
@@ -2558,8 +2704,8 @@ fn stage_timeline(
     // grad_sync=after: every gradient reduced once the backward has ended.
     if sync && c.grad_after {
         for l in (frozen..layers).rev() {
-            if c.mlp_grad > 0.0 {
-                add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c.mlp_grad, &[prev]);
+            if c_of(l).mlp_grad > 0.0 {
+                add(&mut lanes, "mlp_grad", l, b, c.grad_kind, c_of(l).mlp_grad, &[prev]);
             }
             if c.attn_grad > 0.0 {
                 add(&mut lanes, "attn_grad", l, b, c.grad_kind, c.attn_grad, &[prev]);
@@ -2629,7 +2775,7 @@ mod tests {
             head_loss_f: 0.0,
             contention: 0.0,
         };
-        let step_ms = |c: &LayerCosts| stage_timeline(c, 2, 0, 1, true, false, false, 0.0).times().iteration_ms;
+        let step_ms = |c: &LayerCosts| stage_timeline(c, None, 2, 0, 1, true, false, false, 0.0).times().iteration_ms;
         // Without the overlap: 2 layers × (forward 2 × 1 ms + backward 2 × 2 ms + 4 collectives of 0.4 ms).
         assert!((step_ms(&costs(1.0, 0.0)) - 2.0 * (6.0 + 1.6)).abs() < 1e-6);
         // tp = 4: 1/8 of each 0.4 ms collective exposed (0.05 ms), the rest under the 1 ms GEMMs.
@@ -2639,16 +2785,16 @@ mod tests {
         assert!((step_ms(&costs(0.1, 1.0 / 8.0)) - (2.0 * 0.6 + exposed)).abs() < 1e-6);
         // Full recomputation re-runs the forward, its two 0.4 ms TP collectives included (Megatron-LM's
         // tensor_parallel CheckpointFunction.backward calls the forward function again): 2 ms + 0.8 ms per layer.
-        let recomputed = stage_timeline(&costs(1.0, 0.0), 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
+        let recomputed = stage_timeline(&costs(1.0, 0.0), None, 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
         assert!((recomputed - step_ms(&costs(1.0, 0.0)) - 2.0 * (2.0 + 0.8)).abs() < 1e-6, "{recomputed}");
         // With the overlap the recomputed forward's two collectives (0.8 ms) run under its 2 ms of GEMMs
         // but for their exposed eighth: 0.1 ms per layer.
-        let recomputed = stage_timeline(&costs(1.0, 1.0 / 8.0), 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
+        let recomputed = stage_timeline(&costs(1.0, 1.0 / 8.0), None, 2, 0, 1, true, true, false, 0.0).times().iteration_ms;
         assert!((recomputed - step_ms(&costs(1.0, 1.0 / 8.0)) - 2.0 * (2.0 + 0.1)).abs() < 1e-6, "{recomputed}");
         // p2p_overlap (Megatron's overlap_p2p_comm): the stage's receive and send of 0.5 ms run beside the
         // 4 ms forward and 8 ms backward instead of before and after them (2 × 1 ms); transfers longer than
         // the compute (5 ms each) are exposed by what they outlast it.
-        let p2p = |c: &LayerCosts, ms: f64| stage_timeline(c, 2, 0, 1, true, false, false, ms * 1e-3).times().iteration_ms;
+        let p2p = |c: &LayerCosts, ms: f64| stage_timeline(c, None, 2, 0, 1, true, false, false, ms * 1e-3).times().iteration_ms;
         let serial = LayerCosts { tp_comm: 0.0, mlp_tp_comm: 0.0, ..costs(1.0, 0.0) };
         let overlapped = LayerCosts { p2p_overlap: true, tp_comm: 0.0, mlp_tp_comm: 0.0, ..costs(1.0, 0.0) };
         assert!((p2p(&serial, 0.5) - (12.0 + 2.0)).abs() < 1e-6);
@@ -2732,7 +2878,7 @@ mod tests {
         // Adam's 12 bytes per parameter come to the same per GPU.
         let optimizer = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, 32, 0, m.embedding_copies(1), 1).optimizer_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 32, dense: 0, frozen: 0 }, m.embedding_copies(1), 1).optimizer_gb
         };
         let truth = 12.0 * m.params() / 64.0 / 1e9;
         for spec in ["fsdp=64", "fsdp=64,ep=4", "fsdp=64,ep=8"] {
@@ -2761,13 +2907,15 @@ mod tests {
         let within = Plan::parse("tp=2,dp=16,ep=8,sp").unwrap();
         assert_eq!((folded.expert_tp(), folded.expert_replicas()), (1, 1));
         assert_eq!((within.expert_tp(), within.expert_replicas()), (2, 2));
-        let weights = |plan: &Plan| stage_memory(&m, plan, Task::Train, 1, 0, 0.0, 1).weights_gb * 1e9 / 2.0;
+        let weights = |plan: &Plan| {
+            stage_memory(&m, plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1).weights_gb * 1e9 / 2.0
+        };
         assert!((weights(&folded) - (attn / 2.0 + 4.0 * expert)).abs() < 1.0, "{}", weights(&folded));
         assert!((weights(&within) - (attn / 2.0 + 16.0 * expert / 2.0)).abs() < 1.0, "{}", weights(&within));
         // ZeRO-1 shards each expert's optimizer state over its replicas: none to share with folded, two within.
         let optimizer = |plan: &str| {
             let plan = Plan::parse(plan).unwrap();
-            stage_memory(&m, &plan, Task::Train, 1, 0, 0.0, 1).optimizer_gb * 1e9 / 12.0
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1).optimizer_gb * 1e9 / 12.0
         };
         assert!((optimizer("tp=2,dp=16,ep=32,sp,zero=1") - (attn / 2.0 / 16.0 + 4.0 * expert)).abs() < 1.0);
         assert!((optimizer("tp=2,dp=16,ep=8,sp,zero=1") - (attn / 2.0 / 16.0 + 16.0 * expert / 2.0 / 2.0)).abs() < 1.0);
@@ -2812,6 +2960,29 @@ mod tests {
     }
 
     #[test]
+    fn dense_ffn_layers_of_a_mixture_of_experts_route_nothing_and_hold_no_experts() {
+        // DeepSeek-V3 on one pipeline stage, FSDP over 256 GPUs and experts over 64: its first 3
+        // of 61 layers (one FFN of 18 432 = 9 experts' width) have no all-to-all ...
+        let m = Transformer::preset("deepseek-v3").unwrap();
+        let all_moe = Transformer { dense_layers: 0, ..m.clone() };
+        let gb200 = Cluster::for_model(&Catalog::builtin(), "gb200", 256, 2.0, None).unwrap();
+        let plan = Plan::parse("fsdp=256,ep=64,mb=1,gbs=2048").unwrap();
+        let run = |m: &Transformer| project(m, &gb200, &plan, Task::Train).unwrap();
+        let (dense_first, moe) = (run(&m), run(&all_moe));
+        let a2a = |p: &Projection| p.times.by_kind_ms["all_to_all"];
+        assert!((a2a(&dense_first) / a2a(&moe) - 58.0 / 61.0).abs() < 1e-9, "{} vs {}", a2a(&dense_first), a2a(&moe));
+        // ... and hold no experts: per GPU 4 of each layer's 256 experts, sharded over their 4
+        // replicas, and its shared expert over all 256 ranks, where a dense layer holds its FFN
+        // sharded over the 256 ranks (16-bit weights).
+        let expert = 3.0 * 7168.0 * 2048.0;
+        let fewer = 3.0 * (4.0 * expert / 4.0 + expert / 256.0 - 9.0 * expert / 256.0) * 2.0 / 1e9;
+        let weights = moe.memory.weights_gb - dense_first.memory.weights_gb;
+        assert!((weights / fewer - 1.0).abs() < 1e-9, "{weights} GB fewer, expected {fewer}");
+        // The runs format takes the same two figures (`dense_layers`, `dense_ffn`); a dense model has none.
+        assert_eq!(Transformer::preset("llama3-8b").unwrap().dense_of(32), 0);
+    }
+
+    #[test]
     fn latent_attention_and_shared_experts_count_deepseeks_parameters() {
         // DeepSeek-V3 per layer: q_a 7168·1536, q_b 1536·128·(128+64), kv_a 7168·(512+64),
         // kv_b 512·128·(128+128), o 128·128·7168; 256 routed and 1 shared expert of 3·7168·2048.
@@ -2820,17 +2991,29 @@ mod tests {
         let expert = 3.0 * 7168.0 * 2048.0;
         assert_eq!(m.attention_params(), attn);
         assert_eq!(m.layer_params(), attn + 257.0 * expert);
-        // 37 B activated per token, as the model card says (its 3 dense layers have the active width of 9 experts).
-        assert_eq!(m.active_params(), 61.0 * (attn + 9.0 * expert) + 2.0 * 129280.0 * 7168.0);
+        // Its first 3 layers have one dense FFN of 18 432 (3·7168·18432 = 9 experts' parameters)
+        // in place of experts: 671 B parameters and 37 B activated per token, as the model card says.
+        let (dense_ffn, embeddings) = (3.0 * 7168.0 * 18432.0, 2.0 * 129280.0 * 7168.0);
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+        assert!(close(m.params(), 58.0 * (attn + 257.0 * expert) + 3.0 * (attn + dense_ffn) + embeddings), "{}", m.params());
+        assert!((m.params() / 671e9 - 1.0).abs() < 0.001, "{}", m.params());
+        assert!(close(m.active_params(), 58.0 * (attn + 9.0 * expert) + 3.0 * (attn + dense_ffn) + embeddings));
         assert!((m.active_params() / 37e9 - 1.0).abs() < 0.02, "{}", m.active_params());
-        // Kimi-K2, the same layout with 64 heads and 384 experts: 32 B activated, as its model card says.
+        // Kimi-K2, the same layout with 64 heads, 384 experts, a 163 840-token vocabulary and one
+        // dense layer: 1 T parameters and 32 B activated, as its model card says.
         let kimi = Transformer::preset("kimi-k2").unwrap();
+        let kimi_attn = 7168.0 * 1536.0 + 1536.0 * 64.0 * 192.0 + 7168.0 * 576.0 + 512.0 * 64.0 * 256.0 + 64.0 * 128.0 * 7168.0;
+        let kimi_embeddings = 2.0 * 163840.0 * 7168.0;
+        assert!(close(kimi.params(), 60.0 * (kimi_attn + 385.0 * expert) + kimi_attn + dense_ffn + kimi_embeddings));
+        assert!((kimi.params() / 1e12 - 1.0).abs() < 0.05, "{}", kimi.params());
         assert!((kimi.active_params() / 32e9 - 1.0).abs() < 0.03, "{}", kimi.active_params());
         // The KV cache holds one latent of 512 and the rotary key of 64 per token and layer, 16-bit,
         // on every tensor-parallel rank (all heads share it).
         let cache = |tp: &str| {
             let plan = Plan::parse(tp).unwrap();
-            stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, 1, 0, 0.0, 1).kv_cache_gb * 1e9
+            stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1)
+                .kv_cache_gb
+                * 1e9
         };
         assert_eq!(cache("tp=1"), 4096.0 * (512.0 + 64.0) * 2.0);
         assert_eq!(cache("tp=8"), cache("tp=1"));
@@ -2854,13 +3037,15 @@ mod tests {
         // (2 · 2d bytes) and of the experts' up (2 · 14 336) and activation (14 336) outputs in 16 bits.
         let m = Transformer::preset("mixtral-8x7b").unwrap();
         let plan = Plan::parse("dp=8,ep=8,mb=1").unwrap();
-        let activations = stage_memory(&m, &plan, Task::Train, 1, 0, 0.0, 1).activations_gb * 1e9;
+        let activations = stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1).activations_gb * 1e9;
         let sbd = 4096.0 * 4096.0;
         let want = 34.0 * sbd - 18.0 * sbd + 2.0 * 2.0 * sbd + 2.0 * 2.0 * 4096.0 * (2.0 * 14336.0 + 14336.0);
         assert!((activations - want).abs() < 1.0, "{activations} vs {want}");
         // A dense model keeps Korthikanti's formula.
         let dense = Transformer::preset("llama3-8b").unwrap();
-        let a = stage_memory(&dense, &Plan::parse("mb=1").unwrap(), Task::Train, 1, 0, 0.0, 1).activations_gb * 1e9;
+        let a = stage_memory(&dense, &Plan::parse("mb=1").unwrap(), Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1)
+            .activations_gb
+            * 1e9;
         assert!((a - 34.0 * 8192.0 * 4096.0).abs() < 1.0, "{a}");
     }
 
@@ -2897,7 +3082,7 @@ mod tests {
         let sbd = 16.0 * 8192.0 * 8192.0;
         let acts = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, 80, 0, m.embedding_copies(1), 1).activations_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 80, dense: 0, frozen: 0 }, m.embedding_copies(1), 1).activations_gb
         };
         let with_sp = (2.0 * sbd / 8.0 * 80.0 + sbd * 34.0 / 8.0) / 1e9;
         let without = (2.0 * sbd * 80.0 + sbd * (10.0 + 3.0)) / 1e9;

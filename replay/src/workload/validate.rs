@@ -226,6 +226,13 @@ pub struct ModelSpec {
     /// Latent attention: per-head value width.
     #[serde(default)]
     pub v_head_dim: Option<f64>,
+    /// Of a mixture of experts, the first layers whose MLP is one dense FFN
+    /// (`first_k_dense_replace` in DeepSeek's config; with `dense_ffn`).
+    #[serde(default)]
+    pub dense_layers: Option<usize>,
+    /// Their FFN width (`intermediate_size` in DeepSeek's config).
+    #[serde(default)]
+    pub dense_ffn: Option<f64>,
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
@@ -422,6 +429,17 @@ impl RunModel {
                     }
                     _ => return Err(crate::Error::Model("sliding_window and windowed_layers go together".into())),
                 };
+                let (dense_layers, dense_ffn) = match (m.dense_layers, m.dense_ffn) {
+                    (None, None) => (0, 0.0),
+                    (Some(n), Some(f)) if experts > 1.0 && n <= m.layers && f.is_finite() && f >= 1.0 => (n, f),
+                    (Some(n), Some(f)) => {
+                        return Err(crate::Error::Model(format!(
+                            "dense_layers {n} of dense_ffn {f}: a mixture of experts' first layers, at most the {} layers, with a positive width",
+                            m.layers
+                        )));
+                    }
+                    _ => return Err(crate::Error::Model("dense_layers and dense_ffn go together".into())),
+                };
                 Ok(Transformer {
                     name: m.name.clone().unwrap_or_else(|| id.to_string()),
                     layers: m.layers,
@@ -442,6 +460,8 @@ impl RunModel {
                     windowed_layers,
                     shared_experts,
                     mla,
+                    dense_layers,
+                    dense_ffn,
                 })
             }
             RunModel::Incomplete(v) => {
@@ -452,7 +472,7 @@ impl RunModel {
                     serde_json::from_value::<ModelSpec>(v.clone()).err()
                 };
                 Err(crate::Error::Model(format!(
-                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; no other keys){}",
+                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys){}",
                     v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
                     why.map_or_else(String::new, |e| format!(": {e}"))
                 )))
@@ -1064,8 +1084,12 @@ mod tests {
         let e = m(&qwen.replace(r#""top_k": 8"#, r#""top_k": 8, "sliding_window": 128"#)).unwrap_err().to_string();
         assert!(e.contains("go together"), "{e}");
         // Latent attention and a shared expert: DeepSeek-V3's figures give the preset's parameters.
-        let deepseek = r#"{"layers": 61, "hidden": 7168, "heads": 128, "kv_heads": 128, "ffn": 2048, "vocab": 129280, "seq": 4096, "activation": "swiglu", "experts": 256, "top_k": 8, "shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}"#;
+        let deepseek = r#"{"layers": 61, "hidden": 7168, "heads": 128, "kv_heads": 128, "ffn": 2048, "vocab": 129280, "seq": 4096, "activation": "swiglu", "experts": 256, "top_k": 8, "shared_experts": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "dense_layers": 3, "dense_ffn": 18432}"#;
         assert_eq!(m(deepseek).unwrap().params(), Transformer::preset("deepseek-v3").unwrap().params());
+        let e = m(&deepseek.replace(r#", "dense_ffn": 18432"#, "")).unwrap_err().to_string();
+        assert!(e.contains("go together"), "{e}");
+        let e = m(&deepseek.replace(r#""dense_layers": 3"#, r#""dense_layers": 62"#)).unwrap_err().to_string();
+        assert!(e.contains("at most the 61 layers"), "{e}");
         let e = m(&deepseek.replace(r#", "v_head_dim": 128"#, "")).unwrap_err().to_string();
         assert!(e.contains("takes all of"), "{e}");
         let e = m(&deepseek.replace(r#""kv_heads": 128"#, r#""kv_heads": 1"#)).unwrap_err().to_string();
