@@ -57,13 +57,17 @@ fn report_of_the_synthetic_job_has_every_chart() {
         "GPU time per step",
         "GPU timeline of step",
         "all_reduce: bus bandwidth by message size",
-        "gemm bf16: η = 0.70",
+        "gemm bf16: η = ",
         "elementwise bf16: η",
         "Measured and replayed step time per rank",
         "Measured and projected onto link ×2",
     ] {
         assert!(caps.iter().any(|c| c.contains(want)), "no chart {want:?} in {caps:?}");
     }
+    // The GEMM fit's chart gives the generator's truth, η 0.70.
+    let gemm = caps.iter().find_map(|c| c.split("gemm bf16: η = ").nth(1)).unwrap();
+    let eta: f64 = gemm.split_whitespace().next().unwrap().parse().unwrap();
+    assert!((eta - 0.70).abs() < 0.005, "{gemm}");
     // One inline SVG per figure, and the summary in words with the job's GPU-hours.
     assert_eq!(html.matches("<svg").count(), caps.len());
     assert!(html.contains("of GPU time was communication with nothing overlapping it:"));
