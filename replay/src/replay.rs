@@ -224,7 +224,8 @@ pub struct JobReplay {
     /// Sums over ranks of the measured trace and the job's step time, as
     /// `analyze` reports them, with the replayed timeline's beside them.
     pub totals: ReplayTotals,
-    /// Measured / replayed mean step time over all ranks (1 for identity).
+    /// Measured ÷ replayed job step time (the slowest rank's per step, as
+    /// `analyze` reports it; mean over the steps): 1 for identity.
     pub speedup: f64,
     /// Where the time on the critical path went.
     pub critical_path: CriticalPath,
@@ -678,7 +679,6 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
     }
     let mut ranks = Vec::new();
-    let (mut measured_total, mut replayed_total) = (0.0, 0.0);
     let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
     let mut steps_from_ns = i64::MAX;
     for (r, part) in parts.iter().enumerate() {
@@ -712,8 +712,6 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         }
         let mean = |f: fn(&StepReplay) -> f64| if rows.is_empty() { 0.0 } else { rows.iter().map(f).sum::<f64>() / rows.len() as f64 };
         let (m, p) = (mean(|s| s.measured_step_us), mean(|s| s.replayed_step_us));
-        measured_total += m;
-        replayed_total += p;
         // Breakdown of the replayed timeline over the replayed steps.
         let window = replayed.iter().flatten().fold(None, |w, s| Some(Window::cover(w, s.start_ns, s.end_ns)));
         if let Some(w) = window {
@@ -753,6 +751,13 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         let with_steps = ranks.iter().filter(|r| r.steps.iter().all(|s| s.step >= 0));
         analysis::job_steps(with_steps.flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))))
     };
+    // The speed-up of the job's step (the slowest rank's per step; the whole GPU
+    // window of traces without steps), mean over the steps.
+    let mean_job_step = |us: fn(&StepReplay) -> f64| -> f64 {
+        let steps = analysis::job_steps(ranks.iter().flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))));
+        steps.iter().map(|s| s.step_us).sum::<f64>() / steps.len().max(1) as f64
+    };
+    let (measured_step, replayed_step) = (mean_job_step(|s| s.measured_step_us), mean_job_step(|s| s.replayed_step_us));
     let totals = ReplayTotals {
         measured: Totals::new(ranks.len(), measured_sum, job_steps(|s| s.measured_step_us), None),
         replayed: Totals::new(ranks.len(), replayed_sum, job_steps(|s| s.replayed_step_us), None),
@@ -763,7 +768,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         scale: opts.scale,
         ranks,
         totals,
-        speedup: if replayed_total > 0.0 { measured_total / replayed_total } else { 1.0 },
+        speedup: if replayed_step > 0.0 { measured_step / replayed_step } else { 1.0 },
         critical_path,
         tasks: eg.graph.len(),
         edges: eg.graph.edges.len(),

@@ -303,7 +303,7 @@ pub struct ScenarioRow {
     pub name: String,
     /// What it replayed, in words ([`describe`]).
     pub settings: String,
-    /// Measured ÷ replayed mean step time ([`JobReplay::speedup`]).
+    /// Measured ÷ replayed job step time ([`JobReplay::speedup`]).
     pub speedup: f64,
     /// Mean measured step time over the ranks, µs.
     pub measured_step_us: f64,
