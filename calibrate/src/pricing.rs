@@ -342,6 +342,22 @@ impl Grid {
 }
 
 impl GemmTable {
+    /// Whether `shape` is smaller in m, n or k than every shape a scattered
+    /// table measured: its rates (of larger shapes, whose tiles
+    /// are full) would make such a GEMM arbitrarily fast (A100's 8 shapes of
+    /// at least 1024 rows priced 64³ at 0.00 µs). A grid keeps its smallest
+    /// size's time below its range instead.
+    fn scattered_below(&self, shape: &GemmShape) -> bool {
+        if self.grid.is_some() {
+            return false;
+        }
+        let x = [shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
+        (0..3).any(|d| {
+            let least = self.points.iter().map(|p| p.0[d + 1]).fold(f64::INFINITY, f64::min);
+            x[d] < least - 1e-9
+        })
+    }
+
     /// ln time at `shape`, whether extrapolated.
     fn at(&self, shape: &GemmShape) -> Option<(f64, bool)> {
         let mut x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
@@ -503,7 +519,17 @@ impl Pricing {
 
     /// [`Pricing::gemm_excluding`] by the table and spec-model rules alone.
     fn gemm_by_rule(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
-        if let Some(t) = self.gemm_table(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu))
+        let table = self.gemm_table(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu));
+        // Below a scattered table's shapes, the spec model (shape behaviour learned
+        // from the measured grids) prices it; the table only where nothing else can.
+        if let Some(t) = table.filter(|t| t.scattered_below(shape))
+            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude)
+        {
+            p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
+            p.extrapolated = true;
+            return Some(p);
+        }
+        if let Some(t) = table
             && let Some((ln_t, extrapolated)) = t.at(shape)
         {
             let basis = format!(
@@ -690,8 +716,16 @@ impl Pricing {
         if sum_w <= 0.0 {
             return None;
         }
-        let time_us = (sum_wln / sum_w).exp();
+        let mut time_us = (sum_wln / sum_w).exp();
         let total: f64 = learned.iter().map(|l| l.1).sum();
+        // Never faster than the fastest this GPU was measured at any shape (a
+        // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
+        // put A100's mid-size GEMMs above its peak.
+        let cap = best.as_ref().zip(peak(gpu, shape.dtype)).map(|((b, from), p)| (shape.flops() / (b * p) * 1e6, b, from));
+        let capped = cap.filter(|(floor, _, _)| time_us < *floor).map(|(floor, b, from)| {
+            time_us = floor;
+            format!("; capped at {:.0} % of peak, the fastest it was measured ({from})", 100.0 * b)
+        });
         let basis = format!(
             "measured GPUs' times at this shape, their throughput-bound share scaled to {}'s roofline{} (weight, elasticity: {})",
             gpu.id,
@@ -700,7 +734,7 @@ impl Pricing {
                 100.0 * b
             )),
             learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
-        );
+        ) + capped.as_deref().unwrap_or("");
         Some(Price { time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
     }
 

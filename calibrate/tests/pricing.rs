@@ -369,3 +369,32 @@ fn attention_without_measurements_prices_the_exponentials_at_the_gpus_rate() {
     let p = pricing.attention(&mine, &shape, None).unwrap();
     assert!(p.basis.contains("no exponential rate"), "{}", p.basis);
 }
+
+#[test]
+fn gemms_smaller_than_a_scattered_table_are_priced_by_shape_not_by_its_rates() {
+    // A100-80GB's table is Azure's 8 shapes of at least 1024 rows; the rates of
+    // those full-tile shapes priced 64³ at 0.00 µs and a one-row GEMM over a
+    // 4096² bf16 weight (33.5 MB) at 0.21 µs, 160 TB/s of HBM.
+    let pricing = Pricing::builtin();
+    let a100_80 = pricing.catalog.gpu("a100-80gb").unwrap().clone();
+    let a100_40 = pricing.catalog.gpu("a100-40gb").unwrap().clone();
+    let shape = |m: f64, n: f64, k: f64| GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
+    let tiny = pricing.gemm(&a100_80, &shape(64.0, 64.0, 64.0)).unwrap();
+    assert!(tiny.time_us >= 1.0 && tiny.extrapolated, "{tiny:?}");
+    let gemv = pricing.gemm(&a100_80, &shape(1.0, 4096.0, 4096.0)).unwrap();
+    let (hbm, _) = pricing.hbm_bytes_per_s(&a100_80);
+    assert!(gemv.time_us >= 4096.0 * 4096.0 * 2.0 / hbm * 1e6, "{gemv:?}");
+    // The same chip with 40 GB, which has no table, within the spec rule's band of it.
+    for s in [shape(64.0, 64.0, 64.0), shape(1.0, 4096.0, 4096.0), shape(512.0, 512.0, 512.0)] {
+        let (a, b) = (pricing.gemm(&a100_80, &s).unwrap().time_us, pricing.gemm(&a100_40, &s).unwrap().time_us);
+        assert!((a / b).ln().abs() < 0.25, "{s:?}: {a} vs {b} µs");
+    }
+    // Inside the table's shapes, the table prices.
+    assert_eq!(pricing.gemm(&a100_80, &shape(8192.0, 8192.0, 8192.0)).unwrap().rule, PriceRule::GemmTable);
+    // The spec rule never prices a GEMM faster than the GPU's best measured fraction
+    // of peak (A100's max-achievable-matmul search, 87 %): it had 1024×4096×4096 at 100 %.
+    let mid = shape(1024.0, 4096.0, 4096.0);
+    let p = pricing.gemm(&a100_40, &mid).unwrap();
+    let (best, _) = pricing.best_gemm_fraction(&a100_40, Dtype::Bf16).unwrap();
+    assert!(mid.flops() / (p.time_us * 1e-6) <= best * 312e12 * (1.0 + 1e-9), "{p:?}");
+}
