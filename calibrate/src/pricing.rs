@@ -99,7 +99,7 @@ impl PriceRule {
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
             PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
             PriceRule::CollectiveLinkSpec => {
-                "no curve of this GPU: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
+                "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
             }
         }
     }
@@ -931,7 +931,7 @@ impl Pricing {
         let any_user = rows.iter().any(|r| m.is_user(&r.from));
         let multi = gpus > gpus_per_node.max(1);
         let own: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == collective).collect();
-        let own_systems = Systems::of(&own, multi, m);
+        let own_systems = Systems::of(&own, multi, m).laid_out(multi, gpus_per_node);
         // Without a curve of its own, the all-reduce curve at equal bus bytes.
         let (systems, size, substitution) = if own_systems.0.is_empty() {
             let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
@@ -939,7 +939,7 @@ impl Pricing {
             let rows: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == Collective::AllReduce).collect();
             let note = (collective != Collective::AllReduce)
                 .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
-            (Systems::of(&rows, multi, m), bytes * k / ar, note)
+            (Systems::of(&rows, multi, m).laid_out(multi, gpus_per_node), bytes * k / ar, note)
         } else {
             (own_systems, bytes, None)
         };
@@ -1458,6 +1458,17 @@ struct System {
 struct Systems(Vec<System>);
 
 impl Systems {
+    /// Across nodes, only the systems measured with `gpus_per_node` GPUs in a
+    /// node: the GPUs of a node share its NVLink domain and NICs, so a curve of
+    /// 8 per node is several times as fast as the same count at 1 per node
+    /// (Echo's 16 A100s: 124.5 GB/s where one 25 GB/s NIC per GPU bounds it).
+    fn laid_out(mut self, multi: bool, gpus_per_node: u32) -> Systems {
+        if multi {
+            self.0.retain(|s| s.gpus_per_node == gpus_per_node);
+        }
+        self
+    }
+
     fn of(rows: &[&CollectiveRow], multi: bool, m: &Measurements) -> Systems {
         // Per (source, GPU id, GPUs per node): one measuring system.
         let mut by: HashMap<SystemKey, Vec<&CollectiveRow>> = HashMap::new();

@@ -398,3 +398,19 @@ fn gemms_smaller_than_a_scattered_table_are_priced_by_shape_not_by_its_rates() {
     let (best, _) = pricing.best_gemm_fraction(&a100_40, Dtype::Bf16).unwrap();
     assert!(mid.flops() / (p.time_us * 1e-6) <= best * 312e12 * (1.0 + 1e-9), "{p:?}");
 }
+
+#[test]
+fn curves_of_one_node_layout_do_not_price_another() {
+    // Echo's A100 sweeps at 16 GPUs are of 2 nodes × 8 (124.5 GB/s of bus bandwidth for
+    // 1 GiB); 16 nodes of one GPU each have one 25 GB/s NIC per GPU, which a ring
+    // all-reduce cannot beat.
+    let pricing = Pricing::builtin();
+    let a100 = pricing.catalog.gpu("a100-40gb").unwrap().clone();
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let dense = pricing.collective(&a100, Collective::AllReduce, gib, 16, 8).unwrap();
+    assert_eq!(dense.rule, PriceRule::CollectiveCurve);
+    let spread = pricing.collective(&a100, Collective::AllReduce, gib, 16, 1).unwrap();
+    let busbw = 2.0 * 15.0 / 16.0 * gib / (spread.time_us * 1e-6) / 1e9;
+    assert!(busbw <= 25.0, "{busbw} GB/s over one 25 GB/s NIC per GPU: {spread:?}");
+    assert_ne!(spread.rule, PriceRule::CollectiveCurve);
+}
