@@ -968,7 +968,7 @@ impl Pricing {
                 (time_us, rule) = (spec.time_us, spec.rule);
                 substitution = substitution.map(|s| {
                     format!(
-                        "{s}, held to the link rule (the all-reduce's in-switch reduction does not carry over to the {})",
+                        "{s}, held to the link rule (the all-reduce's in-switch reduction and shared NICs do not carry over to the {})",
                         collective.as_str()
                     )
                 });
@@ -1017,7 +1017,14 @@ impl Pricing {
             // node: the bus bandwidth is a share of the node's NICs together,
             // never above the in-node rate.
             let (nic, rule) = self.catalog.nic_gbps_per_gpu(&gpu.id);
-            let node_nics = nic * f64::from(gpus_per_node.max(1));
+            let gpn = gpus_per_node.max(1);
+            let node_nics = if collective == Collective::AllToAll {
+                // An all-to-all sends (n − g)/n of each GPU's data to other nodes through
+                // its own NIC share, against (n − 1)/n bus bytes: no ring shares the NICs.
+                nic * f64::from(gpus - 1) / f64::from(gpus.saturating_sub(gpn).max(1))
+            } else {
+                nic * f64::from(gpn)
+            };
             what = format!(
                 "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
                 shares.inter_share, shares.inter_systems

@@ -414,3 +414,19 @@ fn curves_of_one_node_layout_do_not_price_another() {
     assert!(busbw <= 25.0, "{busbw} GB/s over one 25 GB/s NIC per GPU: {spread:?}");
     assert_ne!(spread.rule, PriceRule::CollectiveCurve);
 }
+
+#[test]
+fn an_all_to_all_across_nodes_leaves_through_each_gpus_own_nics() {
+    // 1 GiB all-to-all over 1024 H100s, 8 per node: each GPU sends 1016/1024 of its data
+    // to other nodes through its 50 GB/s NIC (≥ 21 ms); the all-reduce curve at equal bus
+    // bytes, whose hierarchy shares a node's NICs, had it at 4.06 ms.
+    let pricing = Pricing::builtin();
+    let h100 = pricing.catalog.gpu("h100-sxm").unwrap().clone();
+    let (nic, _) = pricing.catalog.nic_gbps_per_gpu("h100-sxm");
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let p = pricing.collective(&h100, Collective::AllToAll, gib, 1024, 8).unwrap();
+    assert!(p.time_us >= gib * 1016.0 / 1024.0 / (nic * 1e9) * 1e6, "{p:?}");
+    // In a node it keeps the NVLink rate.
+    let inside = pricing.collective(&h100, Collective::AllToAll, gib, 8, 8).unwrap();
+    assert!(inside.time_us < p.time_us / 4.0, "{inside:?}");
+}
