@@ -288,10 +288,13 @@ impl Measurements {
                     });
                 }
                 "collectives" => {
-                    let Some(collective) = Collective::from_name(get("collective")) else {
+                    let Some(collective) = Collective::from_user_name(get("collective")) else {
                         return Err(bad(
                             line,
-                            format!("collective {:?} is not all_reduce, all_gather, reduce_scatter, all_to_all, …", get("collective")),
+                            format!(
+                                "collective {:?} is not all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv",
+                                get("collective")
+                            ),
                         ));
                     };
                     let gpus = need("gpus")? as u32;

@@ -74,6 +74,26 @@ impl Collective {
         Some(c)
     }
 
+    /// A collective named by a user (a measurements file's `collective`
+    /// column, `hw cost`'s operation): one of the names nccl-tests and this
+    /// tool give them (`all_reduce` or `allreduce`, `all_gather`,
+    /// `reduce_scatter`, `all_to_all` or `alltoall`, `broadcast`, `reduce`,
+    /// `send_recv` or `sendrecv`), exactly, in any case — unlike a trace's names
+    /// ([`Collective::from_name`]), where `allreduce_coalesced` is an all-reduce.
+    pub fn from_user_name(name: &str) -> Option<Collective> {
+        let key: String = name.trim().chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect();
+        Some(match key.as_str() {
+            "allreduce" => Collective::AllReduce,
+            "allgather" => Collective::AllGather,
+            "reducescatter" => Collective::ReduceScatter,
+            "alltoall" => Collective::AllToAll,
+            "broadcast" => Collective::Broadcast,
+            "reduce" => Collective::Reduce,
+            "sendrecv" => Collective::SendRecv,
+            _ => return None,
+        })
+    }
+
     /// [`Collective::bus_factor`] when the group's size may be unknown:
     /// point-to-point, broadcast and reduce move the message once whatever the group.
     pub fn bus_factor_in(self, n: Option<i64>) -> Option<f64> {
@@ -245,6 +265,26 @@ impl CollectiveArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_users_collective_names_match_exactly() {
+        for (name, c) in [
+            ("all_reduce", Collective::AllReduce),
+            ("AllReduce", Collective::AllReduce),
+            ("all-gather", Collective::AllGather),
+            ("reduce_scatter", Collective::ReduceScatter),
+            ("alltoall", Collective::AllToAll),
+            ("send_recv", Collective::SendRecv),
+            ("reduce", Collective::Reduce),
+        ] {
+            assert_eq!(Collective::from_user_name(name), Some(c), "{name}");
+        }
+        // A trace's names match loosely; a user's typo or a compound name does not.
+        for name in ["allreduceX", "xall_reduce", "all_reduce_scatter", "allreduce_coalesced", "reduce_scatterX", "wait", ""] {
+            assert_eq!(Collective::from_user_name(name), None, "{name}");
+        }
+        assert_eq!(Collective::from_name("allreduce_coalesced"), Some(Collective::AllReduce));
+    }
 
     #[test]
     fn kernel_names_of_every_era() {

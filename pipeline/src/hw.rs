@@ -141,7 +141,7 @@ impl Cost {
                 self.kernel.clone(),
             ),
             other => {
-                let collective = tracecast_ingest::collective::Collective::from_name(other)
+                let collective = tracecast_ingest::collective::Collective::from_user_name(other)
                     .filter(|c| c.bus_factor_in(Some(2)).is_some())
                     .ok_or_else(|| anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"))?;
                 let gpus =
