@@ -183,6 +183,22 @@ fn validate_compares_published_runs_with_their_projection() {
     let o = common::run(&["validate".as_ref(), bad.as_os_str()]);
     assert!(!o.status.success());
     assert!(common::stderr(&o).contains("bad.json: not a runs file"), "{}", common::stderr(&o));
+    // Nothing to compare is no perfect score: an empty file is refused, and runs that
+    // cannot be projected leave the summary empty (null), not 0 %.
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, b"{\"runs\": []}").unwrap();
+    let o = common::run(&["validate".as_ref(), empty.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("empty.json: no runs to compare"), "{}", common::stderr(&o));
+    let refused = dir.join("refused.json");
+    let run = r#"{"runs": [{"id": "x", "source": "s", "model": {"preset": "llama3-8b", "seq": 8192}, "system": {"gpu": "no-such-gpu", "gpus": 8}, "plan": "fsdp=8", "measured": {"tokens_per_s_per_gpu": 1000}}]}"#;
+    std::fs::write(&refused, run).unwrap();
+    let json = dir.join("refused-out.json");
+    let o = common::run(&["validate".as_ref(), refused.as_os_str(), "--json".as_ref(), json.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no run projected: nothing to compare"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(v["median_abs_error"].is_null() && v["max_abs_error"].is_null(), "{v}");
 }
 
 #[test]

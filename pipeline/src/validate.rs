@@ -45,12 +45,16 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
             _ => writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?,
         }
     }
+    let (Some(median), Some(max)) = (v.median_abs_error, v.max_abs_error) else {
+        writeln!(out, "no run projected: nothing to compare")?;
+        return Ok(());
+    };
     writeln!(
         out,
         "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
         v.runs.iter().filter(|r| r.error.is_some()).count(),
-        100.0 * v.median_abs_error,
-        100.0 * v.max_abs_error,
+        100.0 * median,
+        100.0 * max,
         v.optimistic,
         v.pessimistic
     )?;
@@ -62,6 +66,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     use tracecast_replay::workload::validate;
     let catalog = catalog_with(&args.hw)?;
     let file = validate::RunsFile::read(&args.runs)?;
+    anyhow::ensure!(!file.runs.is_empty(), "{}: no runs to compare", args.runs.display());
     let devices = args
         .profile
         .iter()

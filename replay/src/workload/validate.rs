@@ -321,10 +321,10 @@ impl RunResult {
 pub struct Validation {
     /// Per run.
     pub runs: Vec<RunResult>,
-    /// Median of |error| over the projected runs.
-    pub median_abs_error: f64,
-    /// Largest |error|.
-    pub max_abs_error: f64,
+    /// Median of |error| over the projected runs (`None`: no run projected).
+    pub median_abs_error: Option<f64>,
+    /// Largest |error| (`None`: no run projected).
+    pub max_abs_error: Option<f64>,
     /// Runs the model projects faster than measured.
     pub optimistic: usize,
     /// Runs it projects slower.
@@ -715,8 +715,8 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
     let pessimistic = errors.iter().filter(|e| **e < 0.0).count();
     let mut abs: Vec<f64> = errors.into_iter().map(f64::abs).collect();
     // Sorted by the median: its last is the largest.
-    let median_abs_error = tracecast_calibrate::fit::median(&mut abs).unwrap_or(0.0);
-    Validation { runs, median_abs_error, max_abs_error: abs.last().copied().unwrap_or(0.0), optimistic, pessimistic }
+    let median_abs_error = tracecast_calibrate::fit::median(&mut abs);
+    Validation { runs, median_abs_error, max_abs_error: abs.last().copied(), optimistic, pessimistic }
 }
 
 /// Projects every run of `file`; `devices` are calibration profiles, each
