@@ -231,6 +231,10 @@ pub struct AttentionShape {
     pub backward: bool,
 }
 
+/// Query rows per tile of the measured attention kernels (FlashAttention 2 and 3
+/// at head dimensions up to 128): the unit that spreads over the SMs.
+const ATTENTION_QUERY_TILE: f64 = 128.0;
+
 impl AttentionShape {
     /// FLOPs as the attention benchmarks count them: forward 4·b·h·s²·d
     /// (half when causal); forward plus backward 3.5× that.
@@ -863,10 +867,24 @@ impl Pricing {
                 best = Some((tflops, ex || hd != shape.head_dim || !same_mask, fam.clone(), sources));
             }
         }
-        let (tflops, extrapolated, fam, sources) = best?;
-        let time_us = shape.flops() / (tflops * 1e12) * 1e6;
+        let (tflops, mut extrapolated, fam, sources) = best?;
+        let mut time_us = shape.flops() / (tflops * 1e12) * 1e6;
+        // The measured rates are of grids that fill the GPU (batch × heads of 16–1024 ×
+        // sequence tiles); a grid of fewer query tiles (128 rows each, as FlashAttention
+        // splits them) than SMs leaves the rest idle: its rate is that share of the
+        // measured one (1 × 1 × 512 at 225 TFLOP/s was priced at 0.15 µs).
+        let tiles = shape.batch * shape.heads * (shape.seq / ATTENTION_QUERY_TILE).ceil();
+        let mut occupancy = String::new();
+        if let Some(sms) = gpu.sms.map(f64::from)
+            && tiles < sms
+        {
+            time_us *= sms / tiles.max(1.0);
+            occupancy = format!("; {tiles:.0} query tiles of {ATTENTION_QUERY_TILE:.0} rows for {sms:.0} SMs: that share of its rate");
+        }
+        let least = rows.iter().map(|r| r.batch * r.heads).fold(f64::INFINITY, f64::min);
+        extrapolated |= shape.batch * shape.heads < least;
         let basis = format!(
-            "{fam} on {} at head dim {hd}{} ({})",
+            "{fam} on {} at head dim {hd}{} ({}){occupancy}",
             gpu.id,
             if same_mask { "" } else { ", other mask" },
             sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")

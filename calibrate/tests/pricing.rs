@@ -430,3 +430,21 @@ fn an_all_to_all_across_nodes_leaves_through_each_gpus_own_nics() {
     let inside = pricing.collective(&h100, Collective::AllToAll, gib, 8, 8).unwrap();
     assert!(inside.time_us < p.time_us / 4.0, "{inside:?}");
 }
+
+#[test]
+fn an_attention_grid_smaller_than_the_gpu_runs_at_its_share_of_the_measured_rate() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    // The measured rates are of grids that fill H100's 132 SMs; one sequence of 512 with
+    // one head is 4 query tiles of 128 rows: 4/132 of that rate, and outside the measured
+    // batch × heads (it had been priced at 0.15 µs, 225 TFLOP/s).
+    let pricing = Pricing::builtin();
+    let h100 = pricing.catalog.gpu("h100-sxm").unwrap().clone();
+    let shape = |batch: f64, heads: f64, seq: f64| AttentionShape { batch, heads, seq, head_dim: 64.0, causal: true, backward: false };
+    let small = pricing.attention(&h100, &shape(1.0, 1.0, 512.0), None).unwrap();
+    let full = pricing.attention(&h100, &shape(16.0, 32.0, 512.0), None).unwrap();
+    let rate = |s: &AttentionShape, time_us: f64| s.flops() / time_us;
+    let ratio = rate(&shape(16.0, 32.0, 512.0), full.time_us) / rate(&shape(1.0, 1.0, 512.0), small.time_us);
+    assert!((ratio - 132.0 / 4.0).abs() < 1e-6, "{ratio}");
+    assert!(small.extrapolated && small.time_us > 1.0, "{small:?}");
+    assert!(!full.basis.contains("query tiles"), "{full:?}");
+}
