@@ -402,7 +402,9 @@ fn world_size_scales_transfers_by_measured_curves_and_keeps_waits() {
     // all-reduces scale by the A100's measured nccl-tests curves at both sizes (Echo's
     // 2–128 GPU sweeps in the measured base), and a transfer far slower than the curve
     // is a wait for peers, kept as measured — the step never grows by the NVLink/NIC
-    // ratio applied to waits.
+    // ratio applied to waits (12× on DGX A100). Its all-to-alls across nodes leave
+    // through each GPU's own 25 GB/s NIC (the link rule): at 64 ranks the step grows
+    // 1.6×, within 2×.
     let j = job(&shared().join("hta/trace_diff/control/control.json.gz"));
     let measured = replay_job(&j, &ReplayOptions::default());
     let step = |r: &tracecast_replay::JobReplay| r.ranks.iter().map(|x| x.replayed_step_us).sum::<f64>();
@@ -415,7 +417,7 @@ fn world_size_scales_transfers_by_measured_curves_and_keeps_waits() {
         assert!(r.notes.iter().any(|x| x.contains("by collective_curve")), "{:?}", r.notes);
         assert!(comm(&r) >= last, "{n} ranks: communication {} < {last}", comm(&r));
         last = comm(&r);
-        assert!(step(&r) <= 1.5 * step(&measured), "{n} ranks: step {} against {}", step(&r), step(&measured));
+        assert!(step(&r) <= 2.0 * step(&measured), "{n} ranks: step {} against {}", step(&r), step(&measured));
     }
 }
 
@@ -426,13 +428,14 @@ fn world_size_on_a_wait_dominated_rank_without_curves_prices_transfers_not_waits
     // the peer. No V100 curve is measured, so the pricing layer prices both
     // sizes from the catalog's links (`collective_link_spec`); the excess over
     // 4× that price is a wait and stays as measured. Grown to 64 ranks the
-    // step must not grow by the NVLink/NIC ratio applied to waits (it was 24×).
+    // step must not grow by the NVLink/NIC ratio applied to waits (it was 24×);
+    // its all-to-alls' transfers leave through each GPU's own NIC (1.8×).
     let j = job(&shared().join("hta/trace_diff/test/test.json.gz"));
     let mut opts = ReplayOptions::default();
     opts.world_size = Some(64);
     let r = replay_job(&j, &opts);
     assert!(r.notes.iter().any(|x| x.contains("by collective_link_spec") && x.contains("waiting for peers")), "{:?}", r.notes);
-    assert!(r.speedup > 1.0 / 1.5 && r.speedup < 1.0, "64 ranks: speed-up {}", r.speedup);
+    assert!(r.speedup > 1.0 / 3.0 && r.speedup < 1.0, "64 ranks: speed-up {}", r.speedup);
 }
 
 #[test]
