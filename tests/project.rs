@@ -446,7 +446,25 @@ fn validate_and_project_price_gemms_from_the_users_sweep_first() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", common::stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("sweep.csv"), "{}", String::from_utf8_lossy(&o.stdout));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("sweep.csv"), "{text}");
+    // One note says what priced the GEMMs: the user's table (the shipped table's note replaced).
+    let gemm_notes: Vec<&str> = text.lines().filter(|l| l.contains("note: GEMMs at their shapes")).collect();
+    assert_eq!(gemm_notes.len(), 1, "{text}");
+    assert!(gemm_notes[0].contains("the user's"), "{text}");
+    // A user's all-reduce point: the collectives note says it scaled the curve, and no
+    // note claims a GEMM rule the point did not change.
+    let point = dir.join("allreduce.csv");
+    std::fs::write(&point, "gpu,collective,gpus,size_bytes,time_us\nh100-sxm,all_reduce,8,1073741824,8000\n").unwrap();
+    let o = common::bin()
+        .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "dp=8", "--measurements"])
+        .arg(&point)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l.contains("note: collectives inside a node") && l.contains("the user's 1 point(s)")), "{text}");
+    assert!(!text.contains("GEMMs now by"), "{text}");
 }
 
 /// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"

@@ -495,6 +495,53 @@ const ATTENTION_NOTE: &str = "flash attention";
 /// measured kernels or materialized attention priced the model).
 const ATTENTION_AT_GEMM_ETA: &str = "attention kernels at the GEMM η (the profile has no attention fit)";
 
+/// How the notes of [`pricing_notes`] begin (to replace them when the base changes).
+const PRICING_NOTES: [&str; 5] = ["GEMMs at their shapes", "GEMMs by η", ATTENTION_NOTE, "collectives inside a node", "collectives by α-β"];
+
+/// What prices a cluster's GEMMs, attention and collectives, in words: each
+/// rule at a probe shape (8192³ GEMM, 32 heads of 128 over 4096 tokens, a
+/// 64 MiB all-reduce in a node), the GEMM table's `correction` (ratio, traced
+/// GEMMs) from the GPU's profile.
+fn pricing_notes(
+    pricing: &tracecast_calibrate::pricing::Pricing,
+    gpu: &tracecast_calibrate::catalog::Gpu,
+    dtype: Dtype,
+    correction: Option<(f64, usize)>,
+    per_node: u32,
+) -> Vec<String> {
+    let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
+    let gemm = match (pricing.gemm(gpu, &probe), correction) {
+        (Some(p), Some((c, n))) => format!(
+            "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs",
+            p.rule.describe(),
+            p.basis
+        ),
+        (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
+        (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
+    };
+    let shape = tracecast_calibrate::pricing::AttentionShape {
+        batch: 1.0,
+        heads: 32.0,
+        seq: 4096.0,
+        head_dim: 128.0,
+        causal: true,
+        backward: true,
+    };
+    let attention = match pricing.attention(gpu, &shape, None) {
+        Some(p) => format!("{ATTENTION_NOTE} at its shapes: {} ({})", p.rule.describe(), p.basis),
+        None => format!("{ATTENTION_NOTE} by η (no attention kernel of this GPU or its vendor measured)"),
+    };
+    let in_node = per_node.max(2);
+    let curve = pricing
+        .collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node)
+        .filter(|x| x.rule != PriceRule::CollectiveLinkSpec);
+    let collectives = match curve {
+        Some(p) => format!("collectives inside a node from measured curves ({}); across nodes α-β with the node's NICs", p.basis),
+        None => "collectives by α-β (no measured curve of this GPU)".into(),
+    };
+    vec![gemm, attention, collectives]
+}
+
 /// What priced an `fp8` plan's linear layers: the pricing layer's FP8 GEMMs
 /// at their shapes where it has them (named at a probe shape, as the 16-bit
 /// note is), else the 16-bit GEMM η at the FP8 peak.
@@ -1191,36 +1238,7 @@ impl Cluster {
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
-        let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
-        notes.push(match (pricing.gemm(gpu, &probe), correction) {
-            (Some(p), Some((c, n))) => format!(
-                "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs",
-                p.rule.describe(),
-                p.basis
-            ),
-            (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
-            (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
-        });
-        let attention = tracecast_calibrate::pricing::AttentionShape {
-            batch: 1.0,
-            heads: 32.0,
-            seq: 4096.0,
-            head_dim: 128.0,
-            causal: true,
-            backward: true,
-        };
-        notes.push(match pricing.attention(gpu, &attention, None) {
-            Some(p) => format!("{ATTENTION_NOTE} at its shapes: {} ({})", p.rule.describe(), p.basis),
-            None => format!("{ATTENTION_NOTE} by η (no attention kernel of this GPU or its vendor measured)"),
-        });
-        let in_node = per_node.max(2);
-        let curve = pricing
-            .collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node)
-            .filter(|x| x.rule != PriceRule::CollectiveLinkSpec);
-        notes.push(match curve {
-            Some(p) => format!("collectives inside a node from measured curves ({}); across nodes α-β with the node's NICs", p.basis),
-            None => "collectives by α-β (no measured curve of this GPU)".into(),
-        });
+        notes.extend(pricing_notes(&pricing, gpu, dtype, correction, per_node));
         if from_profile.is_empty() {
             notes.push(format!(
                 "no fits in the calibration profile: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
@@ -1330,9 +1348,16 @@ impl Cluster {
         if let Some(p) = &mut self.prices {
             let catalog = p.pricing.catalog.clone();
             p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
-            let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype: p.dtype };
-            let gemm = p.pricing.gemm(&p.gpu, &probe).map_or(String::new(), |x| format!(": GEMMs now by {}", x.basis));
-            self.notes.push(format!("measurements of {} added to the shipped base{gemm}", p.pricing.measurements.user_files.join(", ")));
+            // The notes on what priced GEMMs, attention and collectives, of the new base.
+            let correction =
+                p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype))).map(|c| (c.ratio, c.samples));
+            let fresh = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node);
+            let stale = |n: &String| PRICING_NOTES.iter().any(|start| n.starts_with(start));
+            let at = self.notes.iter().position(stale).unwrap_or(self.notes.len());
+            self.notes.retain(|n| !stale(n));
+            let at = at.min(self.notes.len());
+            self.notes.splice(at..at, fresh);
+            self.notes.push(format!("measurements of {} added to the shipped base", p.pricing.measurements.user_files.join(", ")));
         }
     }
 
