@@ -144,3 +144,54 @@ fn the_help_names_every_operation_hw_cost_prices() {
     assert!(help(&["hw", "--help"]).contains("hw cost"));
     assert!(help(&["--help"]).contains("hw cost"));
 }
+
+#[test]
+fn a_users_measurements_that_cannot_be_are_refused_and_single_points_scale_only_their_sizes() {
+    let dir = common::scratch("hw-cost-impossible");
+    let out = dir.join("q.json");
+    // A GPU the catalog does not know, and a GEMM 5× above H100's bf16 peak: refused, each by line.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "gpu,collective,gpus,size_bytes,time_us\nh999,all_reduce,8,1048576,100\n").unwrap();
+    let o = common::run(&[
+        "hw".as_ref(),
+        "cost".as_ref(),
+        "h100-sxm".as_ref(),
+        "all_reduce".as_ref(),
+        "--bytes".as_ref(),
+        "1024".as_ref(),
+        "--gpus".as_ref(),
+        "8".as_ref(),
+        "--measurements".as_ref(),
+        bad.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("bad.csv: line 2: GPU \"h999\" is not in the catalog"), "{}", common::stderr(&o));
+    let fast = dir.join("fast.csv");
+    std::fs::write(&fast, "gpu,dtype,m,n,k,tflops\nh100-sxm,bf16,4096,4096,4096,5000\n").unwrap();
+    let o = common::run(&[
+        "hw".as_ref(),
+        "cost".as_ref(),
+        "h100-sxm".as_ref(),
+        "gemm".as_ref(),
+        "--m".as_ref(),
+        "64".as_ref(),
+        "--n".as_ref(),
+        "64".as_ref(),
+        "--k".as_ref(),
+        "64".as_ref(),
+        "--measurements".as_ref(),
+        fast.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("fast.csv: line 2: 5000 TFLOP/s is above h100-sxm's bf16 peak"), "{}", common::stderr(&o));
+    // One 1 KiB all-reduce point (latency) scales 4 KiB, not 1 GiB (it had priced 1 GiB at 2.7× NVLink).
+    let point = dir.join("point.csv");
+    std::fs::write(&point, "gpu,collective,gpus,size_bytes,time_us\nh100-sxm,all_reduce,8,1024,10\n").unwrap();
+    let m = point.to_str().unwrap();
+    let shipped = quote(&["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "8"], &out)["time_us"].as_f64().unwrap();
+    let large = quote(&["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "8", "--measurements", m], &out);
+    assert_eq!(large["time_us"].as_f64().unwrap(), shipped, "{large}");
+    let small_shipped = quote(&["h100-sxm", "all_reduce", "--bytes", "4096", "--gpus", "8"], &out)["time_us"].as_f64().unwrap();
+    let small = quote(&["h100-sxm", "all_reduce", "--bytes", "4096", "--gpus", "8", "--measurements", m], &out);
+    assert!(small["time_us"].as_f64().unwrap() < small_shipped, "{small}");
+}

@@ -426,6 +426,52 @@ impl Pricing {
             .get_or_init(|| Gemms { tables: gemm_tables(&self.measurements), rates: GemmRates::of(&self.measurements) })
     }
 
+    /// The user's measurement rows that cannot be: a GPU the catalog does not
+    /// know (the row would price nothing, silently), a GEMM above its dtype's
+    /// peak, a collective whose bus bandwidth is over twice the GPU's link
+    /// (in-switch reduction reaches ~1.1×). One message per such row, naming
+    /// its file and line.
+    pub fn impossible_user_rows(&self) -> Vec<String> {
+        let m = &self.measurements;
+        let gpu = |id: &str| self.catalog.gpus.iter().find(|g| g.id == id || g.measurement_ids().any(|x| x == id));
+        let mut out = Vec::new();
+        let mut say =
+            |from: &crate::measured::Provenance, message: String| out.push(format!("{}: line {}: {message}", from.file, from.line));
+        let unknown = |id: &str| format!("GPU {id:?} is not in the catalog (`hw list`; `--hw FILE` adds one)");
+        for r in m.gemm.iter().filter(|r| m.is_user(&r.from)) {
+            let Some(g) = gpu(&r.gpu) else {
+                say(&r.from, unknown(&r.gpu));
+                continue;
+            };
+            let flops = 2.0 * r.batch * r.m * r.n * r.k;
+            if let Some(p) = peak(g, r.dtype)
+                && flops / (r.time_us * 1e-6) > p * 1.02
+            {
+                let tflops = flops / (r.time_us * 1e6);
+                say(&r.from, format!("{tflops:.0} TFLOP/s is above {}'s {} peak of {:.0}", g.id, r.dtype.as_str(), p / 1e12));
+            }
+        }
+        for r in m.collectives.iter().filter(|r| m.is_user(&r.from)) {
+            let Some(g) = gpu(&r.gpu) else {
+                say(&r.from, unknown(&r.gpu));
+                continue;
+            };
+            let busbw = r.collective.bus_factor_in(Some(i64::from(r.gpus))).unwrap_or(0.0) * r.size_bytes / (r.time_us * 1e3);
+            if g.link_gbps > 0.0 && busbw > 2.0 * g.link_gbps {
+                say(
+                    &r.from,
+                    format!(
+                        "{} at {busbw:.0} GB/s of bus bandwidth: over twice {}'s {:.0} GB/s link",
+                        r.collective.as_str(),
+                        g.id,
+                        g.link_gbps
+                    ),
+                );
+            }
+        }
+        out
+    }
+
     /// The shipped catalog and measured base.
     pub fn builtin() -> Pricing {
         Pricing::new(Catalog::builtin(), Measurements::shared())
@@ -925,11 +971,18 @@ impl Pricing {
             p.extrapolated = false;
             return Some(p);
         }
-        if let Some((f, n)) = geometric_mean(points.iter().filter_map(|r| Some(r.time_us / price(r.size_bytes)?.time_us))) {
+        // Only points of about this size (within 16×) scale it: a small message's
+        // latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
+        // had priced 1 GiB at 2.7× NVLink).
+        let near = |r: &&&&CollectiveRow| (r.size_bytes / bytes).log2().abs() <= 4.0;
+        if let Some((f, n)) = geometric_mean(points.iter().filter(near).filter_map(|r| Some(r.time_us / price(r.size_bytes)?.time_us))) {
             p.time_us *= f;
             p.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {n} point(s) at {gpus} GPUs (too few for a curve of their own)"
+                "; × {f:.3}, the measured ÷ priced time of the user's {n} point(s) within 16× of this size at {gpus} GPUs (too few for a curve of their own)"
             ));
+        } else if !points.is_empty() {
+            p.basis
+                .push_str(&format!("; the user's {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): not used", points.len()));
         }
         Some(p)
     }

@@ -26,14 +26,18 @@ pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
 }
 
 /// The shipped measurements with the user's files, when they gave some (`None`: the shipped base alone).
-pub fn measurements_of(files: &[PathBuf]) -> Result<Option<Arc<tracecast_calibrate::measured::Measurements>>> {
-    Ok(if files.is_empty() { None } else { Some(tracecast_calibrate::measured::Measurements::with_files(files)?) })
+pub fn measurements_of(files: &[PathBuf], catalog: &Catalog) -> Result<Option<Arc<tracecast_calibrate::measured::Measurements>>> {
+    Ok(if files.is_empty() { None } else { Some(pricing_with(catalog, files)?.measurements.clone()) })
 }
 
-/// The pricing layer over `catalog`: the shipped measurements and the user's files.
+/// The pricing layer over `catalog`: the shipped measurements and the user's
+/// files, refused where a row of theirs cannot be (an unknown GPU, above the peak).
 pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>> {
     let measurements = tracecast_calibrate::measured::Measurements::with_files(files)?;
-    Ok(Arc::new(Pricing::new(catalog.clone(), measurements)))
+    let pricing = Pricing::new(catalog.clone(), measurements);
+    let bad = pricing.impossible_user_rows();
+    anyhow::ensure!(bad.is_empty(), "measurements that cannot be:\n  {}", bad.join("\n  "));
+    Ok(Arc::new(pricing))
 }
 
 /// The world size a rank read on its own is analysed in: its `distributedInfo`

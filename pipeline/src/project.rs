@@ -155,7 +155,7 @@ pub(crate) fn cluster(
     measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
     let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
-    if let Some(m) = crate::hardware::measurements_of(measurements)? {
+    if let Some(m) = crate::hardware::measurements_of(measurements, catalog)? {
         c.use_measurements(m);
     }
     overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
@@ -357,7 +357,7 @@ fn carried(
     if let Some(d) = device {
         crate::hardware::ensure_profile_of(d, &target.system.gpu, args.profile.as_deref().unwrap_or(Path::new("--profile")))?;
     }
-    let measurements = crate::hardware::measurements_of(&args.measurements)?;
+    let measurements = crate::hardware::measurements_of(&args.measurements, catalog)?;
     let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
         .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
     Ok((c.projection, c.timeline))

@@ -72,7 +72,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         .iter()
         .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
-    let measurements = crate::hardware::measurements_of(&args.measurements)?;
+    let measurements = crate::hardware::measurements_of(&args.measurements, &catalog)?;
     if let Some(out_path) = &args.fit {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
         anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
