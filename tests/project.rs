@@ -199,6 +199,14 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("no run projected: nothing to compare"));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["median_abs_error"].is_null() && v["max_abs_error"].is_null(), "{v}");
+    // Two runs of one id: refused (ids name runs in tables, fits and `project --from`).
+    let twice = dir.join("twice.json");
+    let one: serde_json::Value = serde_json::from_str(run).unwrap();
+    let r = &one["runs"][0];
+    std::fs::write(&twice, serde_json::to_vec(&serde_json::json!({"runs": [r, r]})).unwrap()).unwrap();
+    let o = common::run(&["validate".as_ref(), twice.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("twice.json: run id \"x\" names more than one run"), "{}", common::stderr(&o));
 }
 
 #[test]

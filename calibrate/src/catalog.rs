@@ -78,8 +78,10 @@ impl Dtype {
     }
 }
 
-/// One GPU of the catalog (units as in `gpus.toml`).
+/// One GPU of the catalog (units as in `gpus.toml`); a key it does not know is
+/// refused (a misspelt `bf61` would leave the peak unset, silently).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Gpu {
     /// The id users type (`h100-sxm`).
@@ -227,6 +229,7 @@ pub const DEFAULT_NIC_GBPS_PER_GPU: f64 = 50.0;
 
 /// A node preset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Node {
     /// The id users type (`dgx-h100`).
@@ -539,6 +542,11 @@ mod tests {
         assert_eq!(c.gpus.len(), n);
         assert_eq!(c.gpu("h100-sxm").unwrap().bf16, Some(1.0));
         assert!(c.add_toml("[[gpu]]\nid = 3\n", Path::new("bad.toml")).is_err());
+        // A misspelt key is refused, not ignored (the peak would stay unset).
+        let typo =
+            "[[gpu]]\nid = \"mine\"\nname = \"x\"\nsource = \"s\"\nbf61 = 100.0\nmemory_gb = 80.0\nhbm_gbps = 2000.0\nlink_gbps = 400.0\n";
+        let e = c.add_toml(typo, Path::new("typo.toml")).unwrap_err().to_string();
+        assert!(e.contains("typo.toml") && e.contains("unknown field `bf61`"), "{e}");
     }
 
     /// A user's entry whose numbers cannot price (a zero, negative or NaN peak,

@@ -26,7 +26,14 @@ impl RunsFile {
     /// `shared/validation/published-runs.json`); its errors name the file.
     pub fn read(path: &Path) -> Result<RunsFile, crate::Error> {
         let text = std::fs::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
-        serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile { path: path.to_path_buf(), cause })
+        let file: RunsFile = serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile { path: path.to_path_buf(), cause })?;
+        // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
+        let mut ids: Vec<&str> = file.runs.iter().map(|r| r.id.as_str()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(crate::Error::Run(format!("{}: run id {:?} names more than one run", path.display(), w[0])));
+        }
+        Ok(file)
     }
 }
 
