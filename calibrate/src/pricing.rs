@@ -694,6 +694,11 @@ impl Pricing {
     /// Hopper FP8 table has values above it).
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_excluding(gpu, shape, &[])?;
+        // A 16-bit type the GPU has no path for (V100: FP16, no BF16) is priced as the other.
+        if gpu.peak_flops(shape.dtype).is_none() && peak(gpu, shape.dtype).is_some() {
+            let other = if shape.dtype == Dtype::Bf16 { "fp16" } else { "bf16" };
+            p.basis.push_str(&format!("; {} has no {} path: priced as {other}", gpu.id, shape.dtype.as_str()));
+        }
         if let Some(peak) = peak(gpu, shape.dtype) {
             let floor = shape.flops() / peak * 1e6;
             if p.time_us < floor {
