@@ -622,3 +622,19 @@ fn project_from_keeps_the_runs_gpu_variant_on_its_gpu_and_names_it_elsewhere() {
     let notes: Vec<&str> = other["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
     assert!(notes.iter().any(|n| n.contains("hbm_gb 96") && n.contains("not carried")), "{notes:?}");
 }
+
+#[test]
+fn a_task_shape_flag_the_task_does_not_read_is_refused() {
+    for (task, flag, value, wants) in [
+        ("train", "--prompt", "7", "--prompt applies to --task prefill"),
+        ("prefill", "--context", "99", "--context applies to --task decode"),
+        ("decode", "--prompt", "99", "--prompt applies to --task prefill"),
+    ] {
+        let o = common::bin()
+            .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--task", task, flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{task} {flag}");
+        assert!(common::stderr(&o).contains(wants), "{}", common::stderr(&o));
+    }
+}
