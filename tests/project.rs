@@ -638,3 +638,20 @@ fn a_task_shape_flag_the_task_does_not_read_is_refused() {
         assert!(common::stderr(&o).contains(wants), "{}", common::stderr(&o));
     }
 }
+
+#[test]
+fn validate_takes_one_profile_per_gpu() {
+    // Two profiles of H100: which one priced the runs would be the order's accident.
+    let h100 = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/h100-sxm.json");
+    let runs = common::shared().join("../validation/published-runs.json");
+    let o = common::run(&[
+        "validate".as_ref(),
+        runs.as_os_str(),
+        "--profile".as_ref(),
+        h100.as_os_str(),
+        "--profile".as_ref(),
+        h100.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("are both of h100-sxm: give one profile per GPU"), "{}", common::stderr(&o));
+}

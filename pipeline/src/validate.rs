@@ -2,7 +2,7 @@
 //! and compared, and the model's free parameter fitted to them.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -73,6 +73,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         .map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
     let measurements = crate::hardware::measurements_of(&args.measurements, &catalog)?;
+    // One profile per GPU: of two, which prices the runs would be the order's accident.
+    let mut gpus: Vec<(&str, &Path)> =
+        devices.iter().zip(&args.profile).filter_map(|(d, p)| Some((d.gpu.as_ref()?.id.as_str(), p.as_path()))).collect();
+    gpus.sort_by_key(|g| g.0);
+    if let Some(w) = gpus.windows(2).find(|w| w[0].0 == w[1].0) {
+        anyhow::bail!("--profile {} and --profile {} are both of {}: give one profile per GPU", w[0].1.display(), w[1].1.display(), w[0].0);
+    }
     if let Some(out_path) = &args.fit {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
         anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
