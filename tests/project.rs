@@ -654,4 +654,9 @@ fn validate_takes_one_profile_per_gpu() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("are both of h100-sxm: give one profile per GPU"), "{}", common::stderr(&o));
+    // A profile of a GPU no run uses prices nothing, and says so.
+    let mi300x = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/mi300x.json");
+    let o = common::run(&["validate".as_ref(), runs.as_os_str(), "--profile".as_ref(), mi300x.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("is of mi300x, which no run uses"), "{}", String::from_utf8_lossy(&o.stdout));
 }

@@ -127,6 +127,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let v = validate::validate(&file, &catalog, &devices, measurements.as_ref());
     if !args.quiet {
         print_validation(out, &v)?;
+        // A profile that prices nothing is said, not silently dropped.
+        for (d, path) in devices.iter().zip(&args.profile) {
+            if let Some(g) = &d.gpu
+                && !file.runs.iter().any(|r| catalog.gpu(&r.system.gpu).is_ok_and(|x| x.id == g.id))
+            {
+                writeln!(out, "note: --profile {} is of {}, which no run uses", path.display(), g.id)?;
+            }
+        }
     }
     if let Some(path) = &args.json {
         write_json(path, &v)?;
