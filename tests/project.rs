@@ -660,3 +660,14 @@ fn validate_takes_one_profile_per_gpu() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("is of mi300x, which no run uses"), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+#[test]
+fn gpus_that_do_not_fill_whole_nodes_are_said() {
+    let o = common::bin()
+        .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "16", "--gpus-per-node", "3", "--parallel", "fsdp=16"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("16 GPUs do not fill nodes of 3: 5 full nodes and one of 1"), "{text}");
+}

@@ -1154,6 +1154,15 @@ impl SystemOverrides {
             positive("gpus_per_node", f64::from(g))?;
             c.gpus_per_node = g;
             c.notes.push(format!("{g} GPUs per node as given"));
+            // GPUs that do not fill whole nodes: the last node is partial (said, not refused).
+            if c.gpus > g && c.gpus % g != 0 {
+                c.notes.push(format!(
+                    "{} GPUs do not fill nodes of {g}: {} full nodes and one of {}; groups are placed as if every node were full",
+                    c.gpus,
+                    c.gpus / g,
+                    c.gpus % g
+                ));
+            }
         }
         if let Some(nic) = self.nic_gbps_per_gpu {
             let nic = positive("nic_gbps_per_gpu", nic)?;
