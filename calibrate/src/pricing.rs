@@ -433,17 +433,16 @@ impl Pricing {
     /// its file and line.
     pub fn impossible_user_rows(&self) -> Vec<String> {
         let m = &self.measurements;
-        let gpu = |id: &str| self.catalog.gpus.iter().find(|g| g.id == id || g.measurement_ids().any(|x| x == id));
         let mut out = Vec::new();
         let mut say =
             |from: &crate::measured::Provenance, message: String| out.push(format!("{}: line {}: {message}", from.file, from.line));
         let unknown = |id: &str| format!("GPU {id:?} is not in the catalog (`hw list`; `--hw FILE` adds one)");
         for r in m.gemm.iter().filter(|r| m.is_user(&r.from)) {
-            let Some(g) = gpu(&r.gpu) else {
+            let Some(g) = self.gpu_of_measurement_id(&r.gpu) else {
                 say(&r.from, unknown(&r.gpu));
                 continue;
             };
-            let flops = 2.0 * r.batch * r.m * r.n * r.k;
+            let flops = GemmShape { batch: r.batch, m: r.m, n: r.n, k: r.k, dtype: r.dtype }.flops();
             if let Some(p) = peak(g, r.dtype)
                 && flops / (r.time_us * 1e-6) > p * 1.02
             {
@@ -452,7 +451,7 @@ impl Pricing {
             }
         }
         for r in m.collectives.iter().filter(|r| m.is_user(&r.from)) {
-            let Some(g) = gpu(&r.gpu) else {
+            let Some(g) = self.gpu_of_measurement_id(&r.gpu) else {
                 say(&r.from, unknown(&r.gpu));
                 continue;
             };
@@ -680,11 +679,9 @@ impl Pricing {
             // any measurement of this GPU reached (B200: 1745 TFLOP/s, the max-achievable-matmul
             // search; the table × 0.79 priced Llama-3-8B's training GEMMs at 1793).
             if c.ratio < 1.0
-                && let (Some((best, from)), Some(peak)) = (self.best_gemm_fraction(gpu, shape.dtype), peak(gpu, shape.dtype))
-                && p.time_us < shape.flops() / (best * peak) * 1e6
+                && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
             {
-                p.time_us = shape.flops() / (best * peak) * 1e6;
-                p.basis.push_str(&format!("; capped at {:.0} % of peak, the fastest this GPU was measured ({from})", 100.0 * best));
+                p.basis.push_str(&capped);
             }
         }
         Some(p)
@@ -776,11 +773,7 @@ impl Pricing {
         // Never faster than the fastest this GPU was measured at any shape (a
         // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
         // put A100's mid-size GEMMs above its peak.
-        let cap = best.as_ref().zip(peak(gpu, shape.dtype)).map(|((b, from), p)| (shape.flops() / (b * p) * 1e6, b, from));
-        let capped = cap.filter(|(floor, _, _)| time_us < *floor).map(|(floor, b, from)| {
-            time_us = floor;
-            format!("; capped at {:.0} % of peak, the fastest it was measured ({from})", 100.0 * b)
-        });
+        let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref());
         let basis = format!(
             "measured GPUs' times at this shape, their throughput-bound share scaled to {}'s roofline{} (weight, elasticity: {})",
             gpu.id,
@@ -1453,6 +1446,18 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::Bf16 => "16-bit",
         other => other.as_str(),
     }
+}
+
+/// Raises `time_us` of `shape` on `gpu` to the time at `best`, the fastest
+/// fraction of its dtype peak any measurement of the GPU reached (and where);
+/// the basis text when it did.
+fn cap_at_best(time_us: &mut f64, gpu: &Gpu, shape: &GemmShape, best: Option<&(f64, Arc<str>)>) -> Option<String> {
+    let (b, from) = best?;
+    let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
+    (*time_us < floor).then(|| {
+        *time_us = floor;
+        format!("; capped at {:.0} % of peak, the fastest this GPU was measured ({from})", 100.0 * b)
+    })
 }
 
 /// The dtype's peak, FLOP/s; 16-bit types fall back to each other.

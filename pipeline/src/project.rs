@@ -207,21 +207,17 @@ fn cluster_of(
 /// The task from `--task` (train, prefill, decode); `seq` is the model's sequence length.
 pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
     let batch = shape.batch;
-    // A shape flag the task does not read is refused, not ignored.
-    let training = matches!(spec, "train" | "pretrain" | "finetune");
-    if let Some((flag, task)) = [(shape.prompt.is_some(), "--prompt", "prefill"), (shape.context.is_some(), "--context", "decode")]
-        .into_iter()
-        .find(|(given, _, task)| *given && (training || matches!(spec, "prefill" | "decode") && spec != *task))
-        .map(|(_, flag, task)| (flag, task))
-    {
-        anyhow::bail!("{flag} applies to --task {task}, not --task {spec}");
-    }
-    Ok(match spec {
+    let task = match spec {
         "train" | "pretrain" | "finetune" => Task::Train,
         "prefill" => Task::Prefill { batch, prompt: shape.prompt.unwrap_or(seq) },
         "decode" => Task::Decode { batch, context: shape.context.unwrap_or(seq) },
         other => anyhow::bail!("--task {other}: train, prefill, decode, or a MAD-Max task file"),
-    })
+    };
+    // A shape flag the task does not read is refused, not ignored.
+    for (given, flag, reads) in [(shape.prompt.is_some(), "--prompt", "prefill"), (shape.context.is_some(), "--context", "decode")] {
+        anyhow::ensure!(!given || spec == reads, "{flag} applies to --task {reads}, not --task {spec}");
+    }
+    Ok(task)
 }
 
 /// The terminal summary of a projection.

@@ -114,10 +114,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let collectives = JobCollectives::new(collectives);
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
-            let rows = tracecast_replay::collective_rows(&parts, &collectives);
-            let mut replayed = tracecast_replay::replay_parts(path.display().to_string(), parts, collectives, &opts, &catalog).report;
-            replayed.set_collectives(rows);
-            replays.push(replayed);
+            let path = path.display().to_string();
+            replays.push(tracecast_replay::replay_parts_with_collectives(path, parts, collectives, &opts, &catalog).report);
         })?
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
@@ -127,9 +125,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
             let path = job.path.display().to_string();
             what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
-            let rows = tracecast_replay::collective_rows(&parts, &collectives);
-            let mut replayed = tracecast_replay::replay_parts(path, parts, &collectives, &opts, &catalog);
-            replayed.report.set_collectives(rows);
+            let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
                 if let Err(e) = write_perfetto(&path, &job, &replayed) {

@@ -201,8 +201,8 @@ pub struct RankReplay {
     /// Per step.
     pub steps: Vec<StepReplay>,
     /// The measured collectives in the measured window by type, process group
-    /// and size, as `analyze` reports them (set by [`JobReplay::set_collectives`];
-    /// empty until then).
+    /// and size, as `analyze` reports them (by [`replay_parts_with_collectives`];
+    /// empty from [`replay_parts`]).
     pub collectives: Vec<CollectiveStats>,
     /// The §3 breakdown of the replayed timeline over the replayed steps.
     pub replayed: Breakdown,
@@ -250,29 +250,34 @@ pub struct ReplayTotals {
     pub replayed: Totals,
 }
 
-impl JobReplay {
-    /// Each rank's measured collectives (`(rank, rows)` from
-    /// [`collective_rows`]).
-    pub fn set_collectives(&mut self, rows: Vec<(u32, Vec<CollectiveStats>)>) {
-        for (rank, rows) in rows {
-            if let Some(r) = self.ranks.iter_mut().find(|r| r.rank == rank) {
-                r.collectives = rows;
-            }
-        }
-    }
-}
-
-/// Each part's collectives in its measured window, by type, process group and
-/// size with their transfer and wait where matched (`analyze`'s rows), from
-/// the job's matching: what `replay --json` reports beside the replay.
-pub fn collective_rows(parts: &[RankPart<'_>], collectives: &JobCollectives) -> Vec<(u32, Vec<CollectiveStats>)> {
-    parts
+/// [`replay_parts`] with each rank's measured collectives in its report
+/// (`analyze`'s rows: by type, process group and size in the measured window,
+/// with their transfer and wait where matched), taken from the matching before
+/// the replay frees it: what `replay` reports. The report, whose analysis has
+/// them in its own window, calls [`replay_parts`].
+pub fn replay_parts_with_collectives<C: std::borrow::Borrow<JobCollectives>>(
+    path: String,
+    parts: Vec<RankPart<'_>>,
+    matching: C,
+    opts: &ReplayOptions,
+    catalog: &tracecast_calibrate::Catalog,
+) -> Replayed {
+    let collectives = matching.borrow();
+    let mut rows: Vec<(u32, Vec<CollectiveStats>)> = parts
         .iter()
         .filter_map(|p| {
             let r = collectives.ranks().binary_search(&p.rank).ok()?;
             Some((p.rank, p.window.map(|w| collectives.stats(r, w)).unwrap_or_default()))
         })
-        .collect()
+        .collect();
+    let mut replayed = replay_parts(path, parts, matching, opts, catalog);
+    // Both in rank order.
+    rows.sort_unstable_by_key(|r| r.0);
+    for (rank, (id, rows)) in replayed.report.ranks.iter_mut().zip(rows) {
+        debug_assert_eq!(rank.rank, id);
+        rank.collectives = rows;
+    }
+    replayed
 }
 
 /// What priced the kernels of a projection onto another GPU.
@@ -441,10 +446,7 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
         }
     };
     let (parts, collectives) = job_parts(job, opts, catalog);
-    let rows = collective_rows(&parts, &collectives);
-    let mut replayed = replay_parts(job.path.display().to_string(), parts, collectives, opts, catalog);
-    replayed.report.set_collectives(rows);
-    replayed
+    replay_parts_with_collectives(job.path.display().to_string(), parts, collectives, opts, catalog)
 }
 
 /// The replay parts of every rank of `job` for `opts` (one [`RankContext`]
@@ -746,21 +748,19 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             cpu + launch
         ));
     }
-    // The job's step time per step: the slowest rank's (steps of traces with them).
-    let job_steps = |us: fn(&StepReplay) -> f64| -> Vec<JobStep> {
-        let with_steps = ranks.iter().filter(|r| r.steps.iter().all(|s| s.step >= 0));
-        analysis::job_steps(with_steps.flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))))
-    };
-    // The speed-up of the job's step (the slowest rank's per step; the whole GPU
-    // window of traces without steps), mean over the steps.
-    let mean_job_step = |us: fn(&StepReplay) -> f64| -> f64 {
+    // The job's step time per step, the slowest rank's (a trace without steps has
+    // one, -1: its whole GPU window). The speed-up is of its mean; the totals list
+    // the profiler steps, as `analyze` does.
+    let job_steps = |us: fn(&StepReplay) -> f64| -> (f64, Vec<JobStep>) {
         let steps = analysis::job_steps(ranks.iter().flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))));
-        steps.iter().map(|s| s.step_us).sum::<f64>() / steps.len().max(1) as f64
+        let mean = steps.iter().map(|s| s.step_us).sum::<f64>() / steps.len().max(1) as f64;
+        (mean, steps.into_iter().filter(|s| s.step >= 0).collect())
     };
-    let (measured_step, replayed_step) = (mean_job_step(|s| s.measured_step_us), mean_job_step(|s| s.replayed_step_us));
+    let ((measured_step, measured_steps), (replayed_step, replayed_steps)) =
+        (job_steps(|s| s.measured_step_us), job_steps(|s| s.replayed_step_us));
     let totals = ReplayTotals {
-        measured: Totals::new(ranks.len(), measured_sum, job_steps(|s| s.measured_step_us), None),
-        replayed: Totals::new(ranks.len(), replayed_sum, job_steps(|s| s.replayed_step_us), None),
+        measured: Totals::new(ranks.len(), measured_sum, measured_steps, None),
+        replayed: Totals::new(ranks.len(), replayed_sum, replayed_steps, None),
     };
     let report = JobReplay {
         path,

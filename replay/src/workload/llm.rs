@@ -348,6 +348,24 @@ impl Transformer {
         self.attention_params() + self.dense_mlp_params()
     }
 
+    /// [`Transformer::dense_layer_params`] on one GPU of `tp`: its FFN split over TP like every dense weight.
+    fn dense_layer_per_gpu(&self, tp: f64) -> f64 {
+        self.attention_per_gpu(tp) + self.dense_mlp_params() / tp
+    }
+
+    /// The dense FFN layers on each pipeline stage of `counts` layers (they are the first).
+    fn dense_per_stage(&self, counts: &[usize]) -> Vec<usize> {
+        let mut left = self.dense_of(self.layers);
+        counts
+            .iter()
+            .map(|&n| {
+                let here = left.min(n);
+                left -= here;
+                here
+            })
+            .collect()
+    }
+
     /// Embedding and output head (one matrix when tied).
     pub fn embedding_params(&self) -> f64 {
         self.embedding_copies(1) * self.vocab * self.hidden
@@ -1680,14 +1698,11 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     let last = counts.len() - 1;
     // Frozen layers are the bottom ones: on the first stages.
     let mut frozen_left = plan.frozen as usize;
-    // A mixture of experts' dense FFN layers are its first: on the first stages too.
-    let mut dense_left = model.dense_of(model.layers);
+    let dense_counts = model.dense_per_stage(&counts);
     let mut best = Memory::default();
-    for (s, &layers) in counts.iter().enumerate() {
+    for (s, (&layers, &dense)) in counts.iter().zip(&dense_counts).enumerate() {
         let frozen = frozen_left.min(layers);
         frozen_left -= frozen;
-        let dense = dense_left.min(layers);
-        dense_left -= dense;
         let vocab = if s == 0 || s == last { model.embedding_copies(pp) } else { 0.0 };
         let in_flight = (pp - s as u32).min(plan.microbatches).max(1);
         let m = stage_memory(model, plan, task, StageLayers { layers, dense, frozen }, vocab, in_flight);
@@ -1719,8 +1734,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
     let etpf = f64::from(plan.expert_tp());
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
     let moe_layer_gpu = model.dense_per_gpu(tpf) + mlp_params_gpu;
-    // A dense FFN layer: attention and its FFN, split over TP like every dense weight.
-    let dense_layer_gpu = model.attention_per_gpu(tpf) + model.dense_mlp_params() / tpf;
+    let dense_layer_gpu = model.dense_layer_per_gpu(tpf);
     let moe_layers = (layers - dense) as f64;
     let layer_params_gpu = moe_layer_gpu * moe_layers + dense_layer_gpu * dense as f64;
     let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
@@ -2091,18 +2105,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     });
     // The stage whose timeline is simulated: of the fullest stages the one with the
     // fewest dense FFN layers (the slowest; the dense layers are the first stages').
-    let dense_here = {
-        let mut left = model.dense_of(model.layers);
-        let mut fewest = usize::MAX;
-        for &n in &stage_counts {
-            let here = left.min(n);
-            left -= here;
-            if n == layers_per_stage {
-                fewest = fewest.min(here);
-            }
-        }
-        if fewest == usize::MAX { 0 } else { fewest }
-    };
+    let dense_here = stage_counts
+        .iter()
+        .zip(model.dense_per_stage(&stage_counts))
+        .filter(|(n, _)| **n == layers_per_stage)
+        .map(|(_, dense)| dense)
+        .min()
+        .unwrap_or(0);
     // Pipeline: the activations of one microbatch cross each stage boundary.
     let p2p = if pp > 1 {
         // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages):
@@ -2207,7 +2216,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let frozen = plan.frozen as usize;
         let trained_dense = dense_here.saturating_sub(frozen) as f64;
         let trained = (layers_per_stage - frozen) as f64 - trained_dense;
-        let dense_layer_gpu = model.attention_per_gpu(tpf) + model.dense_mlp_params() / tpf;
+        let dense_layer_gpu = model.dense_layer_per_gpu(tpf);
         let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained
             + dense_layer_gpu * trained_dense
             + model.embedding_copies(pp) * model.vocab * d / tpf;
