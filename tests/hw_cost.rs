@@ -195,3 +195,23 @@ fn a_users_measurements_that_cannot_be_are_refused_and_single_points_scale_only_
     let small = quote(&["h100-sxm", "all_reduce", "--bytes", "4096", "--gpus", "8", "--measurements", m], &out);
     assert!(small["time_us"].as_f64().unwrap() < small_shipped, "{small}");
 }
+
+/// A network other than the node preset's (as `project --nic-gbps-per-gpu` and a runs file's
+/// `system.nic_gbps_per_gpu` give it) prices collectives across nodes over that network; the
+/// preset's own figure changes nothing.
+#[test]
+fn a_given_network_prices_collectives_across_nodes_over_it() {
+    let out = common::scratch("hw-cost-network").join("q.json");
+    let across = ["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "16", "--gpus-per-node", "8"];
+    let preset = quote(&across, &out);
+    let with = |nic: &str| quote(&[&across[..], &["--nic-gbps-per-gpu", nic]].concat(), &out);
+    assert_eq!(with("50")["time_us"], preset["time_us"], "dgx-h100's NICs are 8 × 50 GB/s");
+    let slow = with("12.5");
+    assert!(slow["basis"].as_str().unwrap().contains("12.5 GB/s of network per GPU as given"), "{slow}");
+    // A ring's bus bandwidth across nodes is bounded by the node's NICs together: 8 × 12.5 GB/s.
+    let busbw = slow["busbw_gbps"].as_f64().unwrap();
+    assert!(busbw <= 100.0 && busbw > 50.0, "{busbw} GB/s");
+    // Inside one node the network plays no part.
+    let inside = ["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "8"];
+    assert_eq!(quote(&[&inside[..], &["--nic-gbps-per-gpu", "12.5"]].concat(), &out)["time_us"], quote(&inside, &out)["time_us"]);
+}

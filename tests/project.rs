@@ -471,7 +471,7 @@ fn validate_and_project_price_gemms_from_the_users_sweep_first() {
         .unwrap();
     assert!(o.status.success(), "{}", common::stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.lines().any(|l| l.contains("note: collectives inside a node") && l.contains("the user's 1 point(s)")), "{text}");
+    assert!(text.lines().any(|l| l.contains("note: collectives in a node") && l.contains("the user's 1 point(s)")), "{text}");
     assert!(!text.contains("GEMMs now by"), "{text}");
 }
 

@@ -24,7 +24,7 @@ use tracecast_ingest::collective::Collective;
 
 use crate::catalog::Dtype;
 use crate::error::{Error, Result};
-use crate::pricing::GemmIndex;
+use crate::pricing::{CollectiveIndex, GemmIndex};
 
 /// Where a row comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,6 +151,8 @@ pub struct Measurements {
     /// or a clone; [`Measurements::add_text`] empties it. Rows changed in
     /// place after pricing would leave it stale: change them in a clone.
     pub(crate) gemm_index: GemmIndex,
+    /// The pricing layer's collective curves per GPU, built and emptied as `gemm_index` is.
+    pub(crate) collective_index: CollectiveIndex,
 }
 
 const SHIPPED: [(&str, &str); 4] = [
@@ -209,6 +211,7 @@ impl Measurements {
     pub fn add_text(&mut self, text: &[u8], name: &str) -> Result<usize> {
         // New rows (and, from `add_file`, a new user file) change the GEMM tables.
         self.gemm_index = GemmIndex::default();
+        self.collective_index = CollectiveIndex::default();
         let bad = |line: usize, message: String| Error::Measurements { path: name.into(), line, message };
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);
         let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();

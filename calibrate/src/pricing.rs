@@ -942,27 +942,38 @@ impl Pricing {
     /// one; else the shipped rows' price, at the user's measured time where
     /// they measured this collective, size and GPU count, and otherwise × the
     /// geometric mean of their measured ÷ priced times at this GPU count (their
-    /// points of it too few for a curve).
-    pub fn collective(&self, gpu: &Gpu, collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> Option<Price> {
+    /// points of it too few for a curve). `nic_gbps_per_gpu`: the network of the
+    /// query's nodes where the user gave it; a figure other than the catalog's
+    /// node preset sets aside the shipped curves across nodes (measured on the
+    /// preset's network) and prices the link rule over that figure.
+    pub fn collective(
+        &self,
+        gpu: &Gpu,
+        collective: Collective,
+        bytes: f64,
+        gpus: u32,
+        gpus_per_node: u32,
+        nic_gbps_per_gpu: Option<f64>,
+    ) -> Option<Price> {
         if gpus < 2 {
             return None;
         }
-        let ids: Vec<&str> = gpu.measurement_ids().collect();
         let m = &self.measurements;
-        let (user, shipped): (Vec<&CollectiveRow>, Vec<&CollectiveRow>) =
-            m.collectives.iter().filter(|r| ids.contains(&&*r.gpu)).partition(|r| m.is_user(&r.from));
-        if !user.is_empty()
-            && let Some(p) = self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, &user)
-        {
+        let users = self.curves(gpu, collective, true);
+        if let Some(p) = self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, true, nic_gbps_per_gpu) {
             return Some(p);
         }
+        let other_network =
+            gpus > gpus_per_node.max(1) && nic_gbps_per_gpu.is_some_and(|nic| nic != self.catalog.nic_gbps_per_gpu(&gpu.id).0);
         let price = |bytes: f64| {
-            self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, &shipped)
-                .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node))
+            (!other_network)
+                .then(|| self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, false, nic_gbps_per_gpu))
+                .flatten()
+                .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu))
         };
         let mut p = price(bytes)?;
-        let points: Vec<&&CollectiveRow> =
-            user.iter().filter(|r| r.collective == collective && r.gpus == gpus && r.time_us > 0.0).collect();
+        let points: Vec<&CollectiveRow> =
+            users.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus && r.time_us > 0.0).collect();
         if let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us)) {
             p.time_us = r.time_us;
             p.basis = format!("the user's measurement of this size at {gpus} GPUs ({})", r.from.source_id);
@@ -972,7 +983,7 @@ impl Pricing {
         // Only points of about this size (within 16×) scale it: a small message's
         // latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
         // had priced 1 GiB at 2.7× NVLink).
-        let near = |r: &&&&CollectiveRow| (r.size_bytes / bytes).log2().abs() <= 4.0;
+        let near = |r: &&&CollectiveRow| (r.size_bytes / bytes).log2().abs() <= 4.0;
         if let Some((f, n)) = geometric_mean(points.iter().filter(near).filter_map(|r| Some(r.time_us / price(r.size_bytes)?.time_us))) {
             p.time_us *= f;
             p.basis.push_str(&format!(
@@ -985,8 +996,9 @@ impl Pricing {
         Some(p)
     }
 
-    /// [`Pricing::collective`] from `rows` alone (the user's or the shipped
-    /// ones of the GPU): `None` when they make no curve for the query.
+    /// [`Pricing::collective`] from the user's rows of the GPU alone (`user`)
+    /// or the shipped ones: `None` when they make no curve for the query.
+    #[allow(clippy::too_many_arguments)]
     fn collective_of_rows(
         &self,
         gpu: &Gpu,
@@ -994,31 +1006,31 @@ impl Pricing {
         bytes: f64,
         gpus: u32,
         gpus_per_node: u32,
-        rows: &[&CollectiveRow],
+        user: bool,
+        nic_gbps_per_gpu: Option<f64>,
     ) -> Option<Price> {
         let m = &self.measurements;
-        let any_user = rows.iter().any(|r| m.is_user(&r.from));
         let multi = gpus > gpus_per_node.max(1);
-        let own: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == collective).collect();
-        let own_systems = Systems::of(&own, multi, m).laid_out(multi, gpus_per_node);
+        let own = self.curves(gpu, collective, user);
+        let all_reduce;
         // Without a curve of its own, the all-reduce curve at equal bus bytes.
-        let (systems, size, substitution) = if own_systems.0.is_empty() {
-            let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
-            let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
-            let rows: Vec<&CollectiveRow> = rows.iter().copied().filter(|r| r.collective == Collective::AllReduce).collect();
-            let note = (collective != Collective::AllReduce)
-                .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
-            (Systems::of(&rows, multi, m).laid_out(multi, gpus_per_node), bytes * k / ar, note)
-        } else {
-            (own_systems, bytes, None)
+        let (system, size, substitution) = match own.systems[usize::from(multi)].best(gpus, gpus_per_node, multi) {
+            Some(system) => (system, bytes, None),
+            None => {
+                let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
+                let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
+                all_reduce = self.curves(gpu, Collective::AllReduce, user);
+                let note = (collective != Collective::AllReduce)
+                    .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
+                (all_reduce.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?, bytes * k / ar, note)
+            }
         };
-        let system = systems.best(gpus, gpus_per_node)?;
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus)?;
         let mut substitution = substitution;
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
-            let ratios = own.iter().filter(|r| r.gpus == gpus).filter_map(|r| {
+            let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
                 Some(r.time_us / system.price(r.size_bytes * k / ar, gpus)?.0)
             });
@@ -1026,7 +1038,7 @@ impl Pricing {
                 time_us *= f;
                 substitution =
                     substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
-            } else if let Some(spec) = self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node)
+            } else if let Some(spec) = self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu)
                 && spec.time_us > time_us
             {
                 // Hopper and Blackwell switches reduce in the switch (NVLS): their
@@ -1047,7 +1059,7 @@ impl Pricing {
             "{} {}{}{}",
             system.label,
             what,
-            if any_user { " (the user's measurements)" } else { "" },
+            if user { " (the user's measurements)" } else { "" },
             substitution.map(|s| format!("; {s}")).unwrap_or_default()
         );
         Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
@@ -1059,20 +1071,29 @@ impl Pricing {
     /// activations): in a node the two-GPU send/recv by the collective rules
     /// (its own curves, else the all-reduce curves at equal bus bytes, else the
     /// link rule); across nodes the link rule over one GPU's NIC share, since
-    /// the measured multi-node curves are of 16 GPUs and more.
-    pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool) -> Option<Price> {
+    /// the measured multi-node curves are of 16 GPUs and more (over
+    /// `nic_gbps_per_gpu` where the user gave it).
+    pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool, nic_gbps_per_gpu: Option<f64>) -> Option<Price> {
         if across_nodes {
-            self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1)
+            self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1, nic_gbps_per_gpu)
         } else {
-            self.collective(gpu, Collective::SendRecv, bytes, 2, 2)
+            self.collective(gpu, Collective::SendRecv, bytes, 2, 2, None)
         }
     }
 
     /// [`PriceRule::CollectiveLinkSpec`]: `collective` of `bytes` over `gpus`
     /// on a GPU without curves, as α + bus factor × bytes ÷ (share × link),
     /// the link being the catalog's in a node and the NICs' share per GPU
-    /// across nodes ([`Catalog::nic_gbps_per_gpu`]).
-    fn collective_link_spec(&self, gpu: &Gpu, collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> Option<Price> {
+    /// across nodes (`nic_gbps_per_gpu` where the user gave it, else [`Catalog::nic_gbps_per_gpu`]).
+    fn collective_link_spec(
+        &self,
+        gpu: &Gpu,
+        collective: Collective,
+        bytes: f64,
+        gpus: u32,
+        gpus_per_node: u32,
+        nic_gbps_per_gpu: Option<f64>,
+    ) -> Option<Price> {
         let k = collective.bus_factor(i64::from(gpus)).filter(|k| *k > 0.0)?;
         let shares = self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog));
         let multi = gpus > gpus_per_node.max(1);
@@ -1085,7 +1106,10 @@ impl Pricing {
             // Across nodes a ring's chunk crosses each node boundary once per
             // node: the bus bandwidth is a share of the node's NICs together,
             // never above the in-node rate.
-            let (nic, rule) = self.catalog.nic_gbps_per_gpu(&gpu.id);
+            let (nic, rule) = match nic_gbps_per_gpu {
+                Some(nic) => (nic, format!("{nic} GB/s of network per GPU as given")),
+                None => self.catalog.nic_gbps_per_gpu(&gpu.id),
+            };
             let gpn = gpus_per_node.max(1);
             let node_nics = if collective == Collective::AllToAll {
                 // An all-to-all sends (n − g)/n of each GPU's data to other nodes through
@@ -1185,6 +1209,8 @@ pub enum Operation {
         gpus: u32,
         /// GPUs per node.
         gpus_per_node: u32,
+        /// Network per GPU across nodes, GB/s, where the user gave it (else the node preset's).
+        nic_gbps_per_gpu: Option<f64>,
     },
 }
 
@@ -1260,14 +1286,14 @@ impl Pricing {
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p, Some(tf), None, None)
             }
-            Operation::Collective { collective, bytes, gpus, gpus_per_node } => {
+            Operation::Collective { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } => {
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
                 let p2p = *collective == Collective::SendRecv && *gpus == 2;
                 let price = if p2p {
-                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2)
+                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu)
                 } else {
-                    self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node)
+                    self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node, *nic_gbps_per_gpu)
                 };
                 let p = price.ok_or_else(|| {
                     format!("{what} on {}: no measured collective curve of this GPU (add yours with --measurements FILE.csv)", gpu.id)
@@ -1299,6 +1325,57 @@ impl Pricing {
 /// path: median 56 TFLOP/s with isolated values up to 1 392).
 fn unreliable(r: &crate::measured::GemmRow) -> bool {
     &*r.from.source_id == "xla-matmul-perf-table" && r.dtype == Dtype::Fp8 && matches!(&*r.gpu, "hopper-sm90" | "cdna3-gfx942")
+}
+
+/// One GPU's measured rows of one collective (indices into the base's
+/// collectives), the user's or the shipped ones, and the measuring systems
+/// they make in one node (`systems[0]`) and across nodes (`systems[1]`).
+struct CollectiveCurves {
+    rows: Vec<usize>,
+    systems: [Systems; 2],
+}
+
+/// The [`CollectiveCurves`] of a base per (the GPU's measurement ids, collective,
+/// the user's rows), built on first use and kept on the base
+/// ([`Measurements::collective_index`]) as [`GemmIndex`] keeps the GEMM tables:
+/// `search` prices collectives of thousands of plans. Empty in a default or a clone.
+#[derive(Default)]
+pub(crate) struct CollectiveIndex(std::sync::Mutex<HashMap<(String, Collective, bool), Arc<CollectiveCurves>>>);
+
+impl Clone for CollectiveIndex {
+    fn clone(&self) -> CollectiveIndex {
+        CollectiveIndex::default()
+    }
+}
+
+impl std::fmt::Debug for CollectiveIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let built = self.0.lock().map_or(0, |m| m.len());
+        f.debug_struct("CollectiveIndex").field("built", &built).finish()
+    }
+}
+
+impl Pricing {
+    /// `gpu`'s curves of `collective` from the user's rows or the shipped ones.
+    fn curves(&self, gpu: &Gpu, collective: Collective, user: bool) -> Arc<CollectiveCurves> {
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let key = (ids.join("\n"), collective, user);
+        let m = &self.measurements;
+        // A poisoned lock only means another thread panicked mid-insert: the map is still whole.
+        let index = || m.collective_index.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = index().get(&key) {
+            return c.clone();
+        }
+        let rows: Vec<usize> = (0..m.collectives.len())
+            .filter(|&i| {
+                let r = &m.collectives[i];
+                r.collective == collective && ids.contains(&&*r.gpu) && m.is_user(&r.from) == user
+            })
+            .collect();
+        let of: Vec<&CollectiveRow> = rows.iter().map(|&i| &m.collectives[i]).collect();
+        let systems = [Systems::of(&of, false, m), Systems::of(&of, true, m)];
+        index().entry(key).or_insert_with(|| Arc::new(CollectiveCurves { rows, systems })).clone()
+    }
 }
 
 /// GEMM tables per (measurement id, dtype class).
@@ -1546,17 +1623,6 @@ struct System {
 struct Systems(Vec<System>);
 
 impl Systems {
-    /// Across nodes, only the systems measured with `gpus_per_node` GPUs in a
-    /// node: the GPUs of a node share its NVLink domain and NICs, so a curve of
-    /// 8 per node is several times as fast as the same count at 1 per node
-    /// (Echo's 16 A100s: 124.5 GB/s where one 25 GB/s NIC per GPU bounds it).
-    fn laid_out(mut self, multi: bool, gpus_per_node: u32) -> Systems {
-        if multi {
-            self.0.retain(|s| s.gpus_per_node == gpus_per_node);
-        }
-        self
-    }
-
     fn of(rows: &[&CollectiveRow], multi: bool, m: &Measurements) -> Systems {
         // Per (source, GPU id, GPUs per node): one measuring system.
         let mut by: HashMap<SystemKey, Vec<&CollectiveRow>> = HashMap::new();
@@ -1609,9 +1675,13 @@ impl Systems {
 
     /// The system that knows most about `gpus` GPUs: the user's; then one
     /// measured at this count; then one whose counts bracket it; then the
-    /// one measured at the largest count; the same node size first.
-    fn best(&self, gpus: u32, gpus_per_node: u32) -> Option<&System> {
-        self.0.iter().max_by_key(|s| {
+    /// one measured at the largest count; the same node size first. Across
+    /// nodes (`multi`) only the systems measured with `gpus_per_node` GPUs in
+    /// a node: the GPUs of a node share its NVLink domain and NICs, so a curve
+    /// of 8 per node is several times as fast as the same count at 1 per node
+    /// (Echo's 16 A100s: 124.5 GB/s where one 25 GB/s NIC per GPU bounds it).
+    fn best(&self, gpus: u32, gpus_per_node: u32, multi: bool) -> Option<&System> {
+        self.0.iter().filter(|s| !multi || s.gpus_per_node == gpus_per_node).max_by_key(|s| {
             let max = s.curves.iter().map(|c| c.0).max().unwrap_or(0);
             let min = s.curves.iter().map(|c| c.0).min().unwrap_or(0);
             (
@@ -1763,7 +1833,7 @@ mod tests {
         let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
         let bytes = 17_179_869_184.0;
         let busbw = |c: Collective| {
-            let price = p.collective(&h100, c, bytes, 8, 8).unwrap();
+            let price = p.collective(&h100, c, bytes, 8, 8, None).unwrap();
             (c.bus_factor(8).unwrap() * bytes / (price.time_us * 1e-6) / 1e9, price)
         };
         let (all_reduce, _) = busbw(Collective::AllReduce);
@@ -1863,6 +1933,7 @@ mod tests {
             memory: Vec::new(),
             user_files: Vec::new(),
             gemm_index: GemmIndex::default(),
+            collective_index: CollectiveIndex::default(),
         };
         let rates = GemmRates::of(&m);
         for ids in [&["a"][..], &["b"], &["a", "b"], &["b", "a"]] {
@@ -1893,14 +1964,14 @@ mod tests {
         let p = Pricing::builtin();
         let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
         // Echo's 16-GPU log, out-of-place, 1 MiB: measured time.
-        let at16 = p.collective(&a100, Collective::AllReduce, 1048576.0, 16, 8).unwrap();
+        let at16 = p.collective(&a100, Collective::AllReduce, 1048576.0, 16, 8, None).unwrap();
         assert_eq!(at16.rule, PriceRule::CollectiveCurve);
         assert!(at16.basis.contains("echo-a100"), "{}", at16.basis);
-        let beyond = p.collective(&a100, Collective::AllReduce, 1048576.0, 1024, 8).unwrap();
+        let beyond = p.collective(&a100, Collective::AllReduce, 1048576.0, 1024, 8, None).unwrap();
         assert_eq!(beyond.rule, PriceRule::CollectiveScaleOut);
         assert!(beyond.extrapolated && beyond.time_us > at16.time_us);
         // Larger messages take longer.
-        let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8).unwrap();
+        let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8, None).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
     }
 }

@@ -74,6 +74,8 @@ pub struct Cost {
     pub gpus: Option<u32>,
     /// GPUs per node (default: the rule of [`Catalog::gpus_per_node`]).
     pub gpus_per_node: Option<u32>,
+    /// Network per GPU across nodes, GB/s (default: the GPU's node preset).
+    pub nic_gbps_per_gpu: Option<f64>,
     /// The user's measurements for the pricing layer (default: none).
     pub measurements: Vec<PathBuf>,
     /// Calibration profile of the GPU: its traces' correction of the GEMM table (default: none).
@@ -101,6 +103,7 @@ impl Default for Cost {
             bytes: None,
             gpus: None,
             gpus_per_node: None,
+            nic_gbps_per_gpu: None,
             measurements: Vec::new(),
             profile: None,
             json: None,
@@ -147,7 +150,11 @@ impl Cost {
                 let gpus =
                     self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
                 let gpus_per_node = catalog.gpus_per_node(Some(&self.gpu), self.gpus_per_node);
-                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node }
+                let nic_gbps_per_gpu = match self.nic_gbps_per_gpu {
+                    Some(nic) => Some(need(Some(nic), "nic-gbps-per-gpu")?),
+                    None => None,
+                };
+                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node, nic_gbps_per_gpu }
             }
         })
     }

@@ -146,7 +146,7 @@ fn priced_scaling(
     use tracecast_calibrate::pricing::PriceRule;
     let at = |n: u32| {
         pricing
-            .collective(gpu, collective, bytes, n, opts.gpus_per_node)
+            .collective(gpu, collective, bytes, n, opts.gpus_per_node, None)
             .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
             .map(|p| (p.time_us * 1000.0, p.rule))
     };

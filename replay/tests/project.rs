@@ -4,7 +4,7 @@
 
 use tracecast_calibrate::Catalog;
 use tracecast_calibrate::catalog::Dtype;
-use tracecast_replay::workload::llm::{Cluster, Plan, Task, Transformer, project};
+use tracecast_replay::workload::llm::{Cluster, Plan, SystemOverrides, Task, Transformer, project};
 use tracecast_replay::workload::search::{SearchSpace, front, search};
 
 fn cluster(gpu: &str, gpus: u32) -> Cluster {
@@ -130,8 +130,8 @@ fn projection_totals_are_consistent() {
     // Faster links never slow an iteration down.
     let plan = Plan::parse("fsdp=64").unwrap();
     let slow = project(&model, &c, &plan, Task::Train).unwrap();
-    let mut fast_c = c.clone();
-    fast_c.inter.busbw_gbps *= 4.0;
+    // Four times the node preset's 50 GB/s of network per GPU.
+    let fast_c = SystemOverrides { nic_gbps_per_gpu: Some(200.0), ..Default::default() }.apply(c.clone()).unwrap();
     let fast = project(&model, &fast_c, &plan, Task::Train).unwrap();
     assert!(fast.times.iteration_ms <= slow.times.iteration_ms);
     assert!(fast.times.exposed_comm_ms < slow.times.exposed_comm_ms);

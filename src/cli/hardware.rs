@@ -76,6 +76,9 @@ pub(crate) struct CostArgs {
     /// GPUs per node (default: the GPU's node preset, else 8).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) gpus_per_node: Option<u32>,
+    /// Network per GPU, GB/s, across nodes (default: the GPU's node preset), as `project`'s flag.
+    #[arg(long)]
+    pub(crate) nic_gbps_per_gpu: Option<f64>,
     /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     pub(crate) measurements: Vec<PathBuf>,
@@ -108,6 +111,7 @@ impl CostArgs {
             (self.heads, self.seq, self.head_dim, self.causal, self.backward, self.kernel);
         (o.bytes, o.gpus, o.gpus_per_node, o.measurements, o.profile, o.json) =
             (self.bytes, self.gpus, self.gpus_per_node, self.measurements, self.profile, self.json);
+        o.nic_gbps_per_gpu = self.nic_gbps_per_gpu;
         o
     }
 }

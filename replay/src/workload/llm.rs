@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
-use tracecast_calibrate::pricing::PriceRule;
 use tracecast_calibrate::work::KernelClass;
 
 use super::madmax::{ModelConfig, SystemConfig, TaskConfig};
@@ -451,9 +450,11 @@ pub struct Cluster {
     pub attention_efficiency: Option<f64>,
     /// HBM efficiency of memory-bound kernels.
     pub memory_efficiency: f64,
-    /// Links inside a node.
+    /// Links inside a node, where the pricing layer does not price them (a
+    /// profile's fit, MAD-Max's system files, clusters built by hand).
     pub intra: Link,
-    /// Links between nodes (per GPU's share of the NICs).
+    /// Links between nodes (per GPU's share of the NICs), where the pricing
+    /// layer does not price them; a run's network goes in with [`SystemOverrides`].
     pub inter: Link,
     /// How much longer compute takes while communication runs beside it, per
     /// unit of that overlap ([`DEFAULT_OVERLAP_SLOWDOWN`]; 0 under MAD-Max's assumptions).
@@ -484,15 +485,20 @@ pub struct MeasuredPrices {
     pub dtype: Dtype,
     /// The GPU's profile (its traces' correction against the tables), when there is one.
     pub profile: Option<tracecast_calibrate::Profile>,
-    /// Whether the in-node and across-node links are the user's (a profile's
-    /// fits, a given NIC bandwidth): those price transfers before the measured base.
+    /// Whether the in-node and across-node links are a profile's fits: those
+    /// price transfers before the measured base.
     pub links_given: [bool; 2],
+    /// The network per GPU where the user gave it (a run's `nic_gbps_per_gpu`):
+    /// collectives across nodes are priced over it.
+    pub nic_gbps_per_gpu: Option<f64>,
 }
 
 impl PartialEq for MeasuredPrices {
     fn eq(&self, other: &Self) -> bool {
         self.gpu.id == other.gpu.id
             && self.dtype == other.dtype
+            && self.links_given == other.links_given
+            && self.nic_gbps_per_gpu == other.nic_gbps_per_gpu
             && self.profile.as_ref().map(|p| &p.table_corrections) == other.profile.as_ref().map(|p| &p.table_corrections)
     }
 }
@@ -514,7 +520,7 @@ const ATTENTION_NOTE: &str = "flash attention";
 const ATTENTION_AT_GEMM_ETA: &str = "attention kernels at the GEMM η (the profile has no attention fit)";
 
 /// How the notes of [`pricing_notes`] begin (to replace them when the base changes).
-const PRICING_NOTES: [&str; 5] = ["GEMMs at their shapes", "GEMMs by η", ATTENTION_NOTE, "collectives inside a node", "collectives by α-β"];
+const PRICING_NOTES: [&str; 4] = ["GEMMs at their shapes", "GEMMs by η", ATTENTION_NOTE, "collectives "];
 
 /// What prices a cluster's GEMMs, attention and collectives, in words: each
 /// rule at a probe shape (8192³ GEMM, 32 heads of 128 over 4096 tokens, a
@@ -526,6 +532,8 @@ fn pricing_notes(
     dtype: Dtype,
     correction: Option<(f64, usize)>,
     per_node: u32,
+    links_given: [bool; 2],
+    nic_gbps_per_gpu: Option<f64>,
 ) -> Vec<String> {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     let gemm = match (pricing.gemm(gpu, &probe), correction) {
@@ -549,15 +557,20 @@ fn pricing_notes(
         Some(p) => format!("{ATTENTION_NOTE} at its shapes: {} ({})", p.rule.describe(), p.basis),
         None => format!("{ATTENTION_NOTE} by η (no attention kernel of this GPU or its vendor measured)"),
     };
+    // Collectives at a 64 MiB all-reduce in one node and over two.
     let in_node = per_node.max(2);
-    let curve = pricing
-        .collective(gpu, tracecast_ingest::collective::Collective::AllReduce, 67108864.0, in_node, in_node)
-        .filter(|x| x.rule != PriceRule::CollectiveLinkSpec);
-    let collectives = match curve {
-        Some(p) => format!("collectives inside a node from measured curves ({}); across nodes α-β with the node's NICs", p.basis),
-        None => "collectives by α-β (no measured curve of this GPU)".into(),
-    };
-    vec![gemm, attention, collectives]
+    let collectives = [("in a node", in_node, in_node), ("across nodes", 2 * per_node.max(1), per_node.max(1))]
+        .into_iter()
+        .zip(links_given)
+        .map(|((tier, gpus, gpn), given)| {
+            let all_reduce = tracecast_ingest::collective::Collective::AllReduce;
+            match pricing.collective(gpu, all_reduce, 67108864.0, gpus, gpn, nic_gbps_per_gpu) {
+                _ if given => format!("collectives {tier} by the profile's α-β fit"),
+                Some(p) => format!("collectives {tier}: {} ({}; a 64 MiB all-reduce over {gpus} GPUs)", p.rule.describe(), p.basis),
+                None => format!("collectives {tier} by α-β at the defaults (nothing measured nor a link prices this GPU)"),
+            }
+        });
+    [gemm, attention].into_iter().chain(collectives).collect()
 }
 
 /// What priced an `fp8` plan's linear layers: the pricing layer's FP8 GEMMs
@@ -1185,11 +1198,13 @@ impl SystemOverrides {
         if let Some(nic) = self.nic_gbps_per_gpu {
             let nic = positive("nic_gbps_per_gpu", nic)?;
             c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
+            c.notes.push(format!("network {nic} GB/s per GPU as given"));
             if let Some(p) = c.prices.as_mut() {
-                p.links_given[1] = true;
+                p.nic_gbps_per_gpu = Some(nic);
+                c.refresh_pricing_notes();
+            } else {
+                c.notes.push(format!("bus bandwidth across nodes {:.0} % of the network", DEFAULT_INTER_LINK_EFFICIENCY * 100.0));
             }
-            c.notes
-                .push(format!("network {nic} GB/s per GPU as given (bus bandwidth {:.0} % of it)", DEFAULT_INTER_LINK_EFFICIENCY * 100.0));
         }
         if let Some(gb) = self.hbm_gb {
             c.hbm_bytes = positive("hbm_gb", gb)? * 1e9;
@@ -1265,7 +1280,7 @@ impl Cluster {
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
-        notes.extend(pricing_notes(&pricing, gpu, dtype, correction, per_node));
+        notes.extend(pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None));
         if from_profile.is_empty() {
             notes.push(format!(
                 "no fits in the calibration profile: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
@@ -1298,7 +1313,7 @@ impl Cluster {
             overlap_slowdown: DEFAULT_OVERLAP_SLOWDOWN,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
-            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given }),
+            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given, nic_gbps_per_gpu: None }),
         })
     }
 
@@ -1375,30 +1390,40 @@ impl Cluster {
         if let Some(p) = &mut self.prices {
             let catalog = p.pricing.catalog.clone();
             p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
-            // The notes on what priced GEMMs, attention and collectives, of the new base.
-            let correction =
-                p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype))).map(|c| (c.ratio, c.samples));
-            let fresh = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node);
-            let stale = |n: &String| PRICING_NOTES.iter().any(|start| n.starts_with(start));
-            let at = self.notes.iter().position(stale).unwrap_or(self.notes.len());
-            self.notes.retain(|n| !stale(n));
-            let at = at.min(self.notes.len());
-            self.notes.splice(at..at, fresh);
-            self.notes.push(format!("measurements of {} added to the shipped base", p.pricing.measurements.user_files.join(", ")));
+            let files = p.pricing.measurements.user_files.join(", ");
+            self.refresh_pricing_notes();
+            self.notes.push(format!("measurements of {files} added to the shipped base"));
         }
     }
 
-    /// A collective inside one node (`g == n`) from the GPU's measured
-    /// single-node curves, seconds; `None` across nodes (the network is the
-    /// cluster's, not the GPU's: α-β from the node preset's NICs) or without curves.
-    fn measured_in_node(&self, collective: tracecast_ingest::collective::Collective, bytes: f64, n: u32, g: u32) -> Option<f64> {
+    /// The notes on what priced GEMMs, attention and collectives rebuilt where
+    /// the old ones stood, after the base or the network changed.
+    fn refresh_pricing_notes(&mut self) {
+        let Some(p) = &self.prices else { return };
+        let correction =
+            p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype))).map(|c| (c.ratio, c.samples));
+        let fresh = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
+        let stale = |n: &String| PRICING_NOTES.iter().any(|start| n.starts_with(start));
+        let at = self.notes.iter().position(stale).unwrap_or(self.notes.len());
+        self.notes.retain(|n| !stale(n));
+        let at = at.min(self.notes.len());
+        self.notes.splice(at..at, fresh);
+    }
+
+    /// A collective over `n` ranks, `g` of them per node, priced by the
+    /// pricing layer (the GPU's measured curves, else the link rule over the
+    /// catalog's links and the network), seconds — the price `hw cost` gives;
+    /// `None` where a profile's α-β fit of the tier it crosses prices it (the
+    /// NICs across nodes, the in-node links inside one) or the cluster has no
+    /// pricing layer (MAD-Max's system files).
+    fn priced_collective(&self, collective: tracecast_ingest::collective::Collective, bytes: f64, n: u32, g: u32) -> Option<f64> {
         let p = self.prices.as_ref()?;
-        if n < 2 || g != n || n > self.gpus_per_node || bytes <= 0.0 {
+        let across = g < n || n > self.gpus_per_node;
+        if n < 2 || bytes <= 0.0 || p.links_given[usize::from(across)] {
             return None;
         }
-        // Measured curves only: without one the cluster's own links (a profile's fits or the defaults) price it.
-        let price = p.pricing.collective(&p.gpu, collective, bytes, n, n).filter(|x| x.rule != PriceRule::CollectiveLinkSpec)?;
-        Some(price.time_us * 1e-6)
+        let g = g.min(n).min(self.gpus_per_node.max(1));
+        Some(p.pricing.collective(&p.gpu, collective, bytes, n, g, p.nic_gbps_per_gpu)?.time_us * 1e-6)
     }
 
     /// All-gather (or reduce-scatter) of a buffer of `bytes` (the full,
@@ -1416,13 +1441,14 @@ impl Cluster {
         self.hierarchical(tracecast_ingest::collective::Collective::AllReduce, 2.0, bytes, n, g)
     }
 
-    /// A collective over `n` ranks, `g` per node: measured inside one node,
-    /// else `passes` × the all-gather's bytes per tier, one α per tier.
+    /// A collective over `n` ranks, `g` per node: by the pricing layer, else
+    /// (a profile's fit, MAD-Max's rates) `passes` × the all-gather's bytes per
+    /// tier over the cluster's links, one α per tier.
     fn hierarchical(&self, collective: tracecast_ingest::collective::Collective, passes: f64, bytes: f64, n: u32, g: u32) -> f64 {
         if n <= 1 {
             return 0.0;
         }
-        if let Some(t) = self.measured_in_node(collective, bytes, n, g) {
+        if let Some(t) = self.priced_collective(collective, bytes, n, g) {
             return t;
         }
         let (n, g) = (f64::from(n), f64::from(g.max(1)));
@@ -1443,7 +1469,7 @@ impl Cluster {
         if n <= 1 {
             return 0.0;
         }
-        if let Some(t) = self.measured_in_node(tracecast_ingest::collective::Collective::AllToAll, bytes, n, g) {
+        if let Some(t) = self.priced_collective(tracecast_ingest::collective::Collective::AllToAll, bytes, n, g) {
             return t;
         }
         let (nf, gf) = (f64::from(n), f64::from(g.max(1)));
@@ -2122,7 +2148,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             .prices
             .as_ref()
             .filter(|p| !p.links_given[usize::from(pp_crosses)])
-            .and_then(|p| p.pricing.point_to_point(&p.gpu, act_bytes / tpf, pp_crosses))
+            .and_then(|p| p.pricing.point_to_point(&p.gpu, act_bytes / tpf, pp_crosses, p.nic_gbps_per_gpu))
             .map(|p| p.time_us * 1e-6);
         priced.unwrap_or_else(|| link.transfer_s(act_bytes / tpf)) * f64::from(plan.vpp.max(1))
     } else {
@@ -3206,6 +3232,43 @@ mod tests {
         assert!(inside < across && across < flat, "{inside} {across} {flat}");
         // Bandwidth-bound: twice the bytes, about twice the time.
         assert!((c.all_reduce(2e9, 8, 8) / inside - 2.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn collectives_are_the_price_hw_cost_gives_in_a_node_and_across_nodes() {
+        use tracecast_calibrate::pricing::{Operation, Pricing};
+        use tracecast_ingest::collective::Collective;
+        let catalog = Catalog::builtin();
+        let cluster = Cluster::from_catalog(&catalog, "h100-sxm", 64, Dtype::Bf16, None).unwrap();
+        let pricing = Pricing::builtin();
+        let gpu = catalog.gpu("h100-sxm").unwrap();
+        let quote = |collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu| {
+            let op = Operation::Collective { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu };
+            pricing.quote(gpu, &op, None).unwrap().time_us
+        };
+        let same = |a: f64, b: f64| (a * 1e6 / b - 1.0).abs() < 1e-9;
+        for (gpus, per_node) in [(8, 8), (16, 8), (64, 8), (8, 1)] {
+            let (ar, ag, a2a) = (
+                cluster.all_reduce(16e9, gpus, per_node),
+                cluster.all_gather(1e9, gpus, per_node),
+                cluster.all_to_all(1e8, gpus, per_node),
+            );
+            assert!(same(ar, quote(Collective::AllReduce, 16e9, gpus, per_node, None)), "all-reduce over {gpus}: {ar} s");
+            assert!(same(ag, quote(Collective::AllGather, 1e9, gpus, per_node, None)), "all-gather over {gpus}: {ag} s");
+            assert!(same(a2a, quote(Collective::AllToAll, 1e8, gpus, per_node, None)), "all-to-all over {gpus}: {a2a} s");
+        }
+        // A run's network other than the node preset's (50 GB/s per GPU): the link rule over
+        // it across nodes; inside a node nothing changes.
+        let slow = SystemOverrides { nic_gbps_per_gpu: Some(12.5), ..Default::default() }.apply(cluster.clone()).unwrap();
+        let across = slow.all_reduce(16e9, 16, 8);
+        assert!(same(across, quote(Collective::AllReduce, 16e9, 16, 8, Some(12.5))), "{across} s");
+        assert!(across > 2.0 * cluster.all_reduce(16e9, 16, 8), "a quarter of the network: {across} s");
+        assert_eq!(slow.all_reduce(16e9, 8, 8), cluster.all_reduce(16e9, 8, 8));
+        assert!(
+            slow.notes.iter().any(|n| n.starts_with("collectives across nodes") && n.contains("12.5 GB/s of network per GPU as given")),
+            "{:#?}",
+            slow.notes
+        );
     }
 
     #[test]
