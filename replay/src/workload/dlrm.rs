@@ -159,7 +159,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let (gemm, gemm_bwd) = cluster.gemm_at(1.0, b, model.mlp_dim, model.mlp_dim, false);
     let layer_bytes = layer_params * model.dense_bytes;
     let gather = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { 0.0 };
-    let grad = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { cluster.all_reduce(layer_bytes, n, g) };
+    let grad = if plan.fsdp { cluster.reduce_scatter(layer_bytes, n, g) } else { cluster.all_reduce(layer_bytes, n, g) };
     let grad_kind = if plan.fsdp { OpKind::ReduceScatter } else { OpKind::AllReduce };
     // Feature interaction: pairwise dot products of the pooled features, HBM-bound.
     let interaction = b * (model.tables + 1.0) * model.dim * model.dense_bytes * 2.0 / (cluster.memory_efficiency * cluster.hbm_bw);

@@ -1434,6 +1434,12 @@ impl Cluster {
         self.hierarchical(tracecast_ingest::collective::Collective::AllGather, 1.0, bytes, n, g)
     }
 
+    /// Reduce-scatter of a buffer of `bytes` (the full, unscattered size) over
+    /// `n` ranks, `g` of them per node: the all-gather's bytes, priced as itself.
+    pub fn reduce_scatter(&self, bytes: f64, n: u32, g: u32) -> f64 {
+        self.hierarchical(tracecast_ingest::collective::Collective::ReduceScatter, 1.0, bytes, n, g)
+    }
+
     /// All-reduce (hierarchical across nodes): twice the all-gather's bytes on
     /// each tier, one latency α per tier — the convention of the profile's link
     /// fits (t = α + k·S/B with the all-reduce bus factor k = 2(n−1)/n).
@@ -1572,6 +1578,9 @@ struct LayerCosts {
     /// The attention block's tensor-parallel collective (all-reduce, or its
     /// sequence-parallel all-gather and reduce-scatter), each way.
     tp_comm: f64,
+    /// The share of each tensor-parallel collective's time that is its
+    /// reduce-scatter under sequence parallelism (the rest its all-gather); 0: an all-reduce.
+    tp_rs_share: f64,
     /// The MLP block's (none where experts fold over the TP ranks).
     mlp_tp_comm: f64,
     /// TP communication overlapped with the GEMMs beside it (`tp_overlap`): the
@@ -2010,7 +2019,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
     };
-    let tp_comm = if tp > 1 { cluster.all_reduce(act_bytes, tp, tp_g) } else { 0.0 };
+    // Sequence parallelism replaces each tensor-parallel all-reduce by a reduce-scatter and an
+    // all-gather of the same bytes (Korthikanti et al. 2022), each priced as itself: an all-reduce
+    // curve's in-switch reduction (NVLS) does not carry over to them.
+    let (tp_comm, tp_rs_share) = match (tp > 1, plan.sp) {
+        (false, _) => (0.0, 0.0),
+        (true, false) => (cluster.all_reduce(act_bytes, tp, tp_g), 0.0),
+        (true, true) => {
+            let (rs, ag) = (cluster.reduce_scatter(act_bytes, tp, tp_g), cluster.all_gather(act_bytes, tp, tp_g));
+            (rs + ag, if rs + ag > 0.0 { rs / (rs + ag) } else { 0.5 })
+        }
+    };
     // Folded experts are whole on each GPU: the MLP block has no tensor-parallel collective,
     // unless shared experts (split over TP) run beside them.
     let mlp_tp_comm = if etp == tp || model.shared_experts > 0.0 { tp_comm } else { 0.0 };
@@ -2035,8 +2054,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
         if plan.zero >= 2 {
             (
-                cluster.all_gather(dense_bytes_gpu, dp, dp_g),
-                cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g),
+                cluster.reduce_scatter(dense_bytes_gpu, dp, dp_g),
+                cluster.reduce_scatter(mlp_params_gpu * bytes, mlp_dp, mlp_g),
                 OpKind::ReduceScatter,
             )
         } else {
@@ -2077,6 +2096,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         elementwise_f,
         elementwise_b,
         tp_comm,
+        tp_rs_share,
         mlp_tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         p2p_overlap: plan.p2p_overlap,
@@ -2113,7 +2133,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + casts);
         let mlp_grad = match (dp > 1, plan.zero >= 2) {
             (false, _) => 0.0,
-            (true, true) => cluster.all_gather(weight_bytes, dp, dp_g),
+            (true, true) => cluster.reduce_scatter(weight_bytes, dp, dp_g),
             (true, false) => cluster.all_reduce(weight_bytes, dp, dp_g),
         };
         LayerCosts {
@@ -2578,6 +2598,24 @@ fn stage_timeline(
         (hidden, comm - hidden)
     };
     let overlap_tp = c.tp_comm > 0.0 && c.tp_exposed_share > 0.0;
+    // A tensor-parallel collective of `dur`: an all-reduce, or under sequence parallelism its
+    // reduce-scatter and then its all-gather (the pair sits between the blocks as the all-reduce did).
+    let rs_share = c.tp_rs_share;
+    let tp = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, dur: f64, deps: &[Key]| {
+        if rs_share <= 0.0 {
+            return add(lanes, what, l, pass, AllReduce, dur, deps);
+        }
+        let rs = match what {
+            "attn_tp" => "attn_tp_rs",
+            "attn_tpo" => "attn_tpo_rs",
+            "mlp_tp" => "mlp_tp_rs",
+            "mlp_tpo" => "mlp_tpo_rs",
+            "rc_tp" => "rc_tp_rs",
+            _ => "rc_tpo_rs",
+        };
+        add(lanes, rs, l, pass, ReduceScatter, dur * rs_share, deps);
+        add(lanes, what, l, pass, AllGather, dur * (1.0 - rs_share), &[k(rs, l, pass)]);
+    };
     // FSDP gathers are issued one block ahead (forward and backward prefetch):
     // each is queued right after the compute of the block before.
     let f = "f";
@@ -2609,7 +2647,7 @@ fn stage_timeline(
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
         let deps = [prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)];
         if overlap_tp {
-            add(&mut lanes, "attn_tpo", l, f, AllReduce, tp_split(c.tp_comm, c.attn_f).0, &deps);
+            tp(&mut lanes, "attn_tpo", l, f, tp_split(c.tp_comm, c.attn_f).0, &deps);
         }
         block(&mut lanes, "attn", l, f, parts, &deps);
         // Prefetch: the gather `prefetch` layers ahead; just in time (0): this layer's MLP weights now.
@@ -2620,9 +2658,9 @@ fn stage_timeline(
             add(&mut lanes, "attn_ag", l + prefetch, f, AllGather, c.attn_gather, &[k("attn", l, f)]);
         }
         if overlap_tp {
-            add(&mut lanes, "attn_tp", l, f, AllReduce, tp_split(c.tp_comm, c.attn_f).1, &[k("attn", l, f), k("attn_tpo", l, f)]);
+            tp(&mut lanes, "attn_tp", l, f, tp_split(c.tp_comm, c.attn_f).1, &[k("attn", l, f), k("attn_tpo", l, f)]);
         } else if c.tp_comm > 0.0 {
-            add(&mut lanes, "attn_tp", l, f, AllReduce, c.tp_comm, &[k("attn", l, f)]);
+            tp(&mut lanes, "attn_tp", l, f, c.tp_comm, &[k("attn", l, f)]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "dispatch", l, f, AllToAll, c.moe_a2a, &[k("attn_tp", l, f), k("attn", l, f)]);
@@ -2630,7 +2668,7 @@ fn stage_timeline(
         let parts = [(Gemm, c.mlp_f), (MemoryBound, c.elementwise_f / 2.0), (Gemm, 0.0)];
         let deps = [k("attn", l, f), k("attn_tp", l, f), k("mlp_ag", l, f), k("dispatch", l, f)];
         if overlap_tp && c.mlp_tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tpo", l, f, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_f).0, &deps);
+            tp(&mut lanes, "mlp_tpo", l, f, tp_split(c.mlp_tp_comm, c.mlp_f).0, &deps);
         }
         block(&mut lanes, "mlp", l, f, parts, &deps);
         if prefetch == 0 && l + 1 < layers && c.attn_gather > 0.0 {
@@ -2644,9 +2682,9 @@ fn stage_timeline(
         }
         if overlap_tp && c.mlp_tp_comm > 0.0 {
             let deps = [k("mlp", l, f), k("combine", l, f), k("mlp_tpo", l, f)];
-            add(&mut lanes, "mlp_tp", l, f, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_f).1, &deps);
+            tp(&mut lanes, "mlp_tp", l, f, tp_split(c.mlp_tp_comm, c.mlp_f).1, &deps);
         } else if c.mlp_tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tp", l, f, AllReduce, c.mlp_tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
+            tp(&mut lanes, "mlp_tp", l, f, c.mlp_tp_comm, &[k("mlp", l, f), k("combine", l, f)]);
         }
         prev = [k("mlp", l, f), k("mlp_tp", l, f), k("combine", l, f)];
     }
@@ -2700,10 +2738,10 @@ fn stage_timeline(
                 let total = c.tp_comm + c.mlp_tp_comm;
                 if overlap_tp {
                     let (hidden, rest) = tp_split(total, c.attn_f + c.mlp_f);
-                    add(&mut lanes, "rc_tpo", l, b, AllReduce, hidden, &deps);
-                    add(&mut lanes, "rc_tp", l, b, AllReduce, rest, &[k("recompute", l, b), k("rc_tpo", l, b)]);
+                    tp(&mut lanes, "rc_tpo", l, b, hidden, &deps);
+                    tp(&mut lanes, "rc_tp", l, b, rest, &[k("recompute", l, b), k("rc_tpo", l, b)]);
                 } else {
-                    add(&mut lanes, "rc_tp", l, b, AllReduce, total, &[k("recompute", l, b)]);
+                    tp(&mut lanes, "rc_tp", l, b, total, &[k("recompute", l, b)]);
                 }
             }
         } else if c.op_sac.0 + c.op_sac.1 > 0.0 {
@@ -2712,9 +2750,9 @@ fn stage_timeline(
         }
         if overlap_tp && c.mlp_tp_comm > 0.0 {
             let deps = [prev, k("attn_tp", l + 1, b), k("recompute", l, b), k("rc_tp", l, b)];
-            add(&mut lanes, "mlp_tpo", l, b, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_b).0, &deps);
+            tp(&mut lanes, "mlp_tpo", l, b, tp_split(c.mlp_tp_comm, c.mlp_b).0, &deps);
         } else if c.mlp_tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tp", l, b, AllReduce, c.mlp_tp_comm, &[prev]);
+            tp(&mut lanes, "mlp_tp", l, b, c.mlp_tp_comm, &[prev]);
         }
         if c.moe_a2a > 0.0 {
             add(&mut lanes, "combine", l, b, AllToAll, c.moe_a2a, &[prev]);
@@ -2732,7 +2770,7 @@ fn stage_timeline(
         ];
         block(&mut lanes, "mlp", l, b, [(Gemm, c.mlp_b), (MemoryBound, c.elementwise_b), (Gemm, 0.0)], &deps);
         if overlap_tp && c.mlp_tp_comm > 0.0 {
-            add(&mut lanes, "mlp_tp", l, b, AllReduce, tp_split(c.mlp_tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
+            tp(&mut lanes, "mlp_tp", l, b, tp_split(c.mlp_tp_comm, c.mlp_b).1, &[k("mlp", l, b), k("mlp_tpo", l, b)]);
         }
         if prefetch == 0 && attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, b, AllGather, attn_gather, &[k("mlp", l, b)]);
@@ -2747,14 +2785,14 @@ fn stage_timeline(
             add(&mut lanes, "dispatch", l, b, AllToAll, c.moe_a2a, &[k("mlp", l, b)]);
         }
         if overlap_tp {
-            add(&mut lanes, "attn_tpo", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).0, &[k("mlp", l, b), k("mlp_tp", l, b)]);
+            tp(&mut lanes, "attn_tpo", l, b, tp_split(c.tp_comm, c.attn_b).0, &[k("mlp", l, b), k("mlp_tp", l, b)]);
         } else if c.tp_comm > 0.0 {
-            add(&mut lanes, "attn_tp", l, b, AllReduce, c.tp_comm, &[k("mlp", l, b)]);
+            tp(&mut lanes, "attn_tp", l, b, c.tp_comm, &[k("mlp", l, b)]);
         }
         let deps = [k("mlp", l, b), k("dispatch", l, b), k("attn_ag", l, b), k("attn_tp", l, b), k("mlp_tp", l, b)];
         block(&mut lanes, "attn", l, b, [(Attention, c.attn_core_b), (Gemm, c.attn_b), (Gemm, 0.0)], &deps);
         if overlap_tp {
-            add(&mut lanes, "attn_tp", l, b, AllReduce, tp_split(c.tp_comm, c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
+            tp(&mut lanes, "attn_tp", l, b, tp_split(c.tp_comm, c.attn_b).1, &[k("attn", l, b), k("attn_tpo", l, b)]);
         }
         if prefetch == 0 && l > frozen && mlp_gather(l - 1) > 0.0 {
             add(&mut lanes, "mlp_ag", l - 1, b, AllGather, mlp_gather(l - 1), &[k("attn", l, b)]);
@@ -2828,6 +2866,7 @@ mod tests {
             elementwise_f: 0.0,
             elementwise_b: 0.0,
             tp_comm: 0.4e-3,
+            tp_rs_share: 0.5,
             mlp_tp_comm: 0.4e-3,
             tp_exposed_share: share,
             p2p_overlap: false,
@@ -3269,6 +3308,28 @@ mod tests {
             "{:#?}",
             slow.notes
         );
+    }
+
+    #[test]
+    fn sequence_parallelism_reduce_scatters_and_gathers_where_tensor_parallelism_all_reduces() {
+        // One H100 node, tp=8, one microbatch of one sequence: per layer two tensor-parallel
+        // collectives each way over the layer's activations (seq × hidden × 2 bytes). Without sp
+        // each is an all-reduce; with sp a reduce-scatter and an all-gather, priced as themselves.
+        let catalog = Catalog::builtin();
+        let c = Cluster::from_catalog(&catalog, "h100-sxm", 8, Dtype::Bf16, None).unwrap();
+        let m = Transformer::preset("llama3-8b").unwrap();
+        let act = m.seq * m.hidden * 2.0;
+        let per_kind = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms;
+        let ops = 4.0 * m.layers as f64;
+        let plain = per_kind("tp=8,mb=1,gbs=1");
+        assert!((plain["all_reduce"] / (ops * c.all_reduce(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{plain:?}");
+        assert!(!plain.contains_key("all_gather") && !plain.contains_key("reduce_scatter"), "{plain:?}");
+        let sp = per_kind("tp=8,sp,mb=1,gbs=1");
+        assert!(!sp.contains_key("all_reduce"), "{sp:?}");
+        assert!((sp["all_gather"] / (ops * c.all_gather(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{sp:?}");
+        assert!((sp["reduce_scatter"] / (ops * c.reduce_scatter(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{sp:?}");
+        // H100's all-reduce curve includes in-switch reduction; the pair moves the same bytes slower.
+        assert!(sp["all_gather"] + sp["reduce_scatter"] > plain["all_reduce"], "{sp:?} {plain:?}");
     }
 
     #[test]
