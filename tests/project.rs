@@ -512,7 +512,7 @@ fn inference_refuses_the_plans_training_batch_settings() {
     }
     let o = decode(&["--parallel", "tp=8", "--batch", "64"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("global batch 64"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("one token for each of 64 sequences"), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
 /// The measured runs files beside the repository.
@@ -629,6 +629,7 @@ fn a_task_shape_flag_the_task_does_not_read_is_refused() {
         ("train", "--prompt", "7", "--prompt applies to --task prefill"),
         ("prefill", "--context", "99", "--context applies to --task decode"),
         ("decode", "--prompt", "99", "--prompt applies to --task prefill"),
+        ("train", "--batch", "4", "--batch applies to --task prefill and decode, not --task train"),
     ] {
         let o = common::bin()
             .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--task", task, flag, value])
@@ -637,6 +638,14 @@ fn a_task_shape_flag_the_task_does_not_read_is_refused() {
         assert_eq!(o.status.code(), Some(2), "{task} {flag}");
         assert!(common::stderr(&o).contains(wants), "{}", common::stderr(&o));
     }
+    // A decode step's throughput is tokens: one for each sequence per step.
+    let o = common::bin()
+        .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=8"])
+        .args(["--task", "decode", "--batch", "32", "--context", "1024"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("one token for each of 32 sequences") && !text.contains("samples/s"), "{text}");
 }
 
 #[test]

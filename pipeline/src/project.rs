@@ -27,8 +27,8 @@ pub enum Assumptions {
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Inference {
-    /// Sequences per replica (default: 1).
-    pub batch: u32,
+    /// Sequences per replica of prefill and decode (default: 1).
+    pub batch: Option<u32>,
     /// Prompt tokens of prefill (default: the model's sequence length).
     pub prompt: Option<u32>,
     /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
@@ -37,7 +37,7 @@ pub struct Inference {
 
 impl Default for Inference {
     fn default() -> Self {
-        Inference { batch: 1, prompt: None, context: None }
+        Inference { batch: None, prompt: None, context: None }
     }
 }
 
@@ -206,7 +206,7 @@ fn cluster_of(
 
 /// The task from `--task` (train, prefill, decode); `seq` is the model's sequence length.
 pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
-    let batch = shape.batch;
+    let batch = shape.batch.unwrap_or(1);
     let task = match spec {
         "train" | "pretrain" | "finetune" => Task::Train,
         "prefill" => Task::Prefill { batch, prompt: shape.prompt.unwrap_or(seq) },
@@ -214,6 +214,10 @@ pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
         other => anyhow::bail!("--task {other}: train, prefill, decode, or a MAD-Max task file"),
     };
     // A shape flag the task does not read is refused, not ignored.
+    anyhow::ensure!(
+        shape.batch.is_none() || matches!(task, Task::Prefill { .. } | Task::Decode { .. }),
+        "--batch applies to --task prefill and decode, not --task {spec}: a training step's batch is the plan's gbs (and mb)"
+    );
     for (given, flag, reads) in [(shape.prompt.is_some(), "--prompt", "prefill"), (shape.context.is_some(), "--context", "decode")] {
         anyhow::ensure!(!given || spec == reads, "{flag} applies to --task {reads}, not --task {spec}");
     }
@@ -254,7 +258,12 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
             of(t.stack_ms, t.iteration_ms)
         )?;
     }
-    writeln!(out, "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {})", t.iteration_ms, p.throughput, p.global_batch)?;
+    if p.tpot_ms.is_some() {
+        // A decode step advances every sequence by one token: its throughput is tokens, said below.
+        writeln!(out, "  Iteration {:.2} ms · one token for each of {} sequences", t.iteration_ms, p.global_batch)?;
+    } else {
+        writeln!(out, "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {})", t.iteration_ms, p.throughput, p.global_batch)?;
+    }
     if let Some(v) = p.ttft_ms {
         writeln!(out, "  Time to first token {v:.2} ms")?;
     }

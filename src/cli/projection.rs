@@ -16,9 +16,9 @@ pub(crate) enum AssumptionsArg {
 /// The shape of an inference task, as `project` and `search` take it.
 #[derive(clap::Args)]
 pub(crate) struct InferenceArgs {
-    /// Sequences per replica (inference).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) batch: u32,
+    /// Sequences per replica (prefill and decode; default 1). A training step's batch is the plan's `gbs` and `mb`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) batch: Option<u32>,
     /// Prompt tokens (prefill; default: the model's sequence length).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) prompt: Option<u32>,
