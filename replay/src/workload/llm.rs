@@ -407,6 +407,15 @@ impl Transformer {
             + self.embedding_params()
     }
 
+    /// Parameters a token's matmuls use: the active parameters less an untied
+    /// input embedding (a lookup, no FLOPs; a tied one is the output head's
+    /// matrix). The N of MFU's 6·N per token, and what OpenAI's GPT-OSS card
+    /// counts as active (5.13 B of 117 B: experts, attention and unembedding).
+    pub fn matmul_params(&self) -> f64 {
+        let lookup = if self.tied_embeddings { 0.0 } else { self.vocab * self.hidden };
+        self.active_params() - lookup
+    }
+
     /// The attention core's work per layer, on average, against every layer
     /// attending to its whole causal context of `context` tokens (`decode`: one
     /// query over a cache of `context`): a windowed layer's query sees at most
@@ -1664,12 +1673,13 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     Ok(())
 }
 
-/// Model FLOPs utilization of a training projection: 6 · active parameters
-/// (a mixture of experts counts the experts each token runs through) ·
+/// Model FLOPs utilization of a training projection: 6 · the parameters each
+/// token's matmuls use ([`Transformer::matmul_params`]: a mixture of experts
+/// counts the experts each token runs through, no model the embedding lookup) ·
 /// tokens per iteration over the iteration time and the cluster's peak.
 pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
     let tokens = p.global_batch * model.seq;
-    6.0 * model.active_params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
+    6.0 * model.matmul_params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// Layers of each pipeline stage. `first` and `last` fix the end stages'
@@ -2358,7 +2368,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let list: Vec<String> = stage_counts.iter().map(usize::to_string).collect();
         format!("layers per stage {} (the output head on the last)", list.join(", "))
     };
-    let active = if model.experts > 1.0 { format!(" ({:.1} B active per token)", model.active_params() / 1e9) } else { String::new() };
+    let active = if model.experts > 1.0 {
+        format!(" ({:.1} B active per token, {:.1} B of them in matmuls)", model.active_params() / 1e9, model.matmul_params() / 1e9)
+    } else {
+        String::new()
+    };
     notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
     let projection = Projection {
         model: model.name.clone(),
@@ -2992,11 +3006,13 @@ mod tests {
         for spec in ["fsdp=64", "fsdp=64,ep=4", "fsdp=64,ep=8"] {
             assert!((optimizer(spec) - truth).abs() < 1e-9 * truth, "{spec}: {} GB, truth {truth} GB", optimizer(spec));
         }
-        // MFU from the active parameters: 6 · 12.88 B · tokens / (time · GPUs · peak).
+        // MFU from the parameters a token's matmuls use (the active ones less the input
+        // embedding's lookup): 6 · 12.75 B · tokens / (time · GPUs · peak).
         let c = a100(64);
         let plan = Plan::parse("fsdp=64,ep=8,mb=1,gbs=64").unwrap();
         let p = project(&m, &c, &plan, Task::Train).unwrap();
-        let want = 6.0 * m.active_params() * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
+        let matmul = 32.0 * (attn + 2.0 * expert) + 32000.0 * 4096.0;
+        let want = 6.0 * matmul * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
         assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
         assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
     }
@@ -3043,6 +3059,9 @@ mod tests {
         // 2880, untied 201 088-token vocabulary): the model card's 117 B parameters.
         let m = Transformer::preset("gpt-oss-120b").unwrap();
         assert!((m.params() / 117e9 - 1.0).abs() < 0.01, "{}", m.params());
+        // The card's 5.13 B active: experts, attention and the unembedding, not the input embedding.
+        assert!((m.matmul_params() / 5.13e9 - 1.0).abs() < 0.01, "{}", m.matmul_params());
+        assert_eq!(m.active_params() - m.matmul_params(), 201088.0 * 2880.0);
         // Half the layers see 128 keys at most: over 4096 tokens a windowed layer's causal work
         // is (2·4096·128 − 128²) / 4096² of the full one; decode over a 4096-token cache 128/4096.
         let windowed = (2.0 * 4096.0 * 128.0 - 128.0 * 128.0) / (4096.0 * 4096.0);
