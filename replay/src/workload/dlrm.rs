@@ -240,7 +240,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     };
     let memory_gb = memory.total_gb();
     let hbm_gb = cluster.hbm_bytes / 1e9;
-    let mut notes = cluster.notes.clone();
+    let mut notes = cluster.all_notes();
     notes.push(
         "embedding tables: row-wise Adagrad state (4 bytes per row); MLPs: Adam (8 bytes per parameter) beside the weights and gradients"
             .into(),
@@ -285,6 +285,7 @@ mod tests {
             intra: Link::from_si(10e-6, 200e9),
             inter: Link::from_si(25e-6, 7e9),
             overlap_slowdown: 0.0,
+            priced_by: Default::default(),
             notes: vec![],
             fp8_peak_flops: None,
             prices: None,

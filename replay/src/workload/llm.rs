@@ -468,7 +468,9 @@ pub struct Cluster {
     /// How much longer compute takes while communication runs beside it, per
     /// unit of that overlap ([`DEFAULT_OVERLAP_SLOWDOWN`]; 0 under MAD-Max's assumptions).
     pub overlap_slowdown: f64,
-    /// Where the figures come from.
+    /// What priced GEMMs, attention and collectives (empty for MAD-Max's system files).
+    pub priced_by: PricingNotes,
+    /// Where the other figures come from.
     pub notes: Vec<String>,
     /// Dense FP8 peak, FLOP/s, where the GPU has one (for `fp8` plans).
     pub fp8_peak_flops: Option<f64>,
@@ -521,15 +523,34 @@ impl MeasuredPrices {
     }
 }
 
-/// How a cluster's note on its attention pricing begins; a projection puts
-/// what priced its own model's attention in its place.
+/// How a cluster's note on its flash-attention pricing begins.
 const ATTENTION_NOTE: &str = "flash attention";
 /// The cluster's note where its profile has no attention fit (void where
 /// measured kernels or materialized attention priced the model).
 const ATTENTION_AT_GEMM_ETA: &str = "attention kernels at the GEMM η (the profile has no attention fit)";
 
-/// How the notes of [`pricing_notes`] begin (to replace them when the base changes).
-const PRICING_NOTES: [&str; 4] = ["GEMMs at their shapes", "GEMMs by η", ATTENTION_NOTE, "collectives "];
+/// What priced a cluster's GEMMs, attention and collectives, in words; kept
+/// apart from its other notes so that a projection (what priced its own
+/// model's attention) and a new base or network replace them by field.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PricingNotes {
+    /// GEMMs at a probe shape.
+    pub gemm: Option<String>,
+    /// Attention at a probe shape, or what priced a projection's model.
+    pub attention: Option<String>,
+    /// A profile priced other classes but has no attention fit: attention at its GEMM η.
+    pub attention_at_gemm_eta: bool,
+    /// Collectives in a node and across nodes.
+    pub collectives: Vec<String>,
+}
+
+impl PricingNotes {
+    /// The notes in the order a projection prints them.
+    fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let eta = self.attention_at_gemm_eta.then(|| ATTENTION_AT_GEMM_ETA.to_string());
+        self.gemm.iter().chain(&self.attention).cloned().chain(eta).chain(self.collectives.iter().cloned())
+    }
+}
 
 /// What prices a cluster's GEMMs, attention and collectives, in words: each
 /// rule at a probe shape (8192³ GEMM, 32 heads of 128 over 4096 tokens, a
@@ -543,7 +564,7 @@ fn pricing_notes(
     per_node: u32,
     links_given: [bool; 2],
     nic_gbps_per_gpu: Option<f64>,
-) -> Vec<String> {
+) -> PricingNotes {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     let gemm = match (pricing.gemm(gpu, &probe), correction) {
         (Some(p), Some((c, n))) => format!(
@@ -579,7 +600,7 @@ fn pricing_notes(
                 None => format!("collectives {tier} by α-β at the defaults (nothing measured nor a link prices this GPU)"),
             }
         });
-    [gemm, attention].into_iter().chain(collectives).collect()
+    PricingNotes { gemm: Some(gemm), attention: Some(attention), attention_at_gemm_eta: false, collectives: collectives.collect() }
 }
 
 /// What priced an `fp8` plan's linear layers: the pricing layer's FP8 GEMMs
@@ -1289,22 +1310,17 @@ impl Cluster {
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
-        notes.extend(pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None));
+        let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None);
         if from_profile.is_empty() {
+            // Collectives are always the pricing layer's (its notes above): only compute has defaults.
             notes.push(format!(
-                "no fits in the calibration profile: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}, NCCL at {:.0} % of NVLink and {:.0} % of the NICs, α {} / {} µs",
+                "no fits in the calibration profile: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}",
                 DEFAULT_GEMM_OVERHEAD_S * 1e6,
-                DEFAULT_INTRA_LINK_EFFICIENCY * 100.0,
-                DEFAULT_INTER_LINK_EFFICIENCY * 100.0,
-                DEFAULT_INTRA_ALPHA_S * 1e6,
-                DEFAULT_INTER_ALPHA_S * 1e6
             ));
         } else {
             let of = device.map_or("the calibration profile".to_string(), |d| d.source.clone());
             notes.push(format!("from {of}: {}; the rest catalog defaults", from_profile.join(", ")));
-            if attention_efficiency.is_none() {
-                notes.push(ATTENTION_AT_GEMM_ETA.into());
-            }
+            priced_by.attention_at_gemm_eta = attention_efficiency.is_none();
         }
         Ok(Cluster {
             name: format!("{} × {gpus}", gpu.id),
@@ -1320,6 +1336,7 @@ impl Cluster {
             intra,
             inter,
             overlap_slowdown: DEFAULT_OVERLAP_SLOWDOWN,
+            priced_by,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
             prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given, nic_gbps_per_gpu: None }),
@@ -1378,6 +1395,7 @@ impl Cluster {
             overlap_slowdown: 0.0,
             fp8_peak_flops: None,
             prices: None,
+            priced_by: PricingNotes::default(),
             notes: vec![format!(
                 "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
                 s.name,
@@ -1405,18 +1423,20 @@ impl Cluster {
         }
     }
 
-    /// The notes on what priced GEMMs, attention and collectives rebuilt where
-    /// the old ones stood, after the base or the network changed.
+    /// The notes on what priced GEMMs, attention and collectives rebuilt after
+    /// the base or the network changed.
     fn refresh_pricing_notes(&mut self) {
         let Some(p) = &self.prices else { return };
         let correction =
             p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype))).map(|c| (c.ratio, c.samples));
-        let fresh = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
-        let stale = |n: &String| PRICING_NOTES.iter().any(|start| n.starts_with(start));
-        let at = self.notes.iter().position(stale).unwrap_or(self.notes.len());
-        self.notes.retain(|n| !stale(n));
-        let at = at.min(self.notes.len());
-        self.notes.splice(at..at, fresh);
+        let eta = self.priced_by.attention_at_gemm_eta;
+        self.priced_by = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
+        self.priced_by.attention_at_gemm_eta = eta;
+    }
+
+    /// Every note: what priced the work, then where the other figures come from.
+    pub fn all_notes(&self) -> Vec<String> {
+        self.priced_by.lines().chain(self.notes.iter().cloned()).collect()
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
@@ -2296,8 +2316,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
 
     let memory = memory(model, plan, task);
     let dpf = f64::from(plan.dp);
-    let mut notes = cluster.notes.clone();
     // What priced this model's attention core, in place of the cluster's note on its probe shape.
+    let mut priced_by = cluster.priced_by.clone();
     let attention_note = match (&measured_flash, &materialized) {
         (_, Some(_)) => Some(format!(
             "attention materialized: the score matrix (batch × heads × seq² per layer) written and read through HBM at HBM η {:.3}{}; QKᵀ, P·V and their gradients each the slower of that traffic and GEMM η {:.3} of the peak",
@@ -2308,12 +2328,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (Some((_, _, basis)), None) => Some(basis.clone()),
         (None, None) => None,
     };
-    if let Some(a) = attention_note {
-        notes.retain(|n| n != ATTENTION_AT_GEMM_ETA);
-        if let Some(n) = notes.iter_mut().find(|n| n.starts_with(ATTENTION_NOTE)) {
-            *n = a;
-        }
+    if let Some(a) = attention_note.filter(|_| priced_by.attention.is_some()) {
+        priced_by.attention = Some(a);
+        priced_by.attention_at_gemm_eta = false;
     }
+    let mut notes: Vec<String> = priced_by.lines().chain(cluster.notes.iter().cloned()).collect();
     if plan.fp8 {
         notes.push(fp8_note(cluster));
     }
@@ -2858,6 +2877,7 @@ mod tests {
             intra: Link::from_si(10e-6, 240e9),
             inter: Link::from_si(25e-6, 22.5e9),
             overlap_slowdown: 0.0,
+            priced_by: PricingNotes::default(),
             notes: vec![],
             fp8_peak_flops: Some(624e12),
             prices: None,
@@ -3323,9 +3343,12 @@ mod tests {
         assert!(across > 2.0 * cluster.all_reduce(16e9, 16, 8), "a quarter of the network: {across} s");
         assert_eq!(slow.all_reduce(16e9, 8, 8), cluster.all_reduce(16e9, 8, 8));
         assert!(
-            slow.notes.iter().any(|n| n.starts_with("collectives across nodes") && n.contains("12.5 GB/s of network per GPU as given")),
+            slow.priced_by
+                .collectives
+                .iter()
+                .any(|n| n.starts_with("collectives across nodes") && n.contains("12.5 GB/s of network per GPU as given")),
             "{:#?}",
-            slow.notes
+            slow.priced_by
         );
     }
 
