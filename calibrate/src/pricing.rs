@@ -847,21 +847,29 @@ impl Pricing {
         // FA kernels bear it out: 1/throughput grows as 1/head dim (fewer FLOPs
         // per exponential), by about the exponential time (BENCHMARKS.md).
         let exp_us = |rate: f64| shape.exponentials() / (rate * 1e12) * 1e6;
+        // A grid of fewer query tiles than SMs: the measured GPU's share of its SMs out,
+        // this GPU's in (the peaks scale a full GPU).
+        let (theirs_idle, mine_idle) = (idle_sms(other, shape).map_or(1.0, |x| x.0), idle_sms(gpu, shape));
+        let full_us = p.time_us / theirs_idle;
         let (time_us, how) = match (other.exp_tps, gpu.exp_tps) {
             (Some(their_rate), Some(my_rate)) => {
                 let (theirs, mine) = (exp_us(their_rate), exp_us(my_rate));
                 (
                     // A kernel that beat its exponentials at the SFU rate (emulating
                     // some in software) has no matmul share left: the exponentials bound it.
-                    (p.time_us - theirs).max(0.0) * scale + mine,
+                    (full_us - theirs).max(0.0) * scale + mine,
                     format!(
-                        "its time less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
-                        if theirs >= p.time_us { ", more than its time" } else { "" },
+                        "its time on a grid that fills it less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
+                        if theirs >= full_us { ", more than its time" } else { "" },
                         gpu.id,
                     ),
                 )
             }
-            _ => (p.time_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
+            _ => (full_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
+        };
+        let (time_us, how) = match mine_idle {
+            Some((f, words)) => (time_us * f, format!("{how}{words}")),
+            None => (time_us, how),
         };
         let price = Price {
             time_us,
@@ -917,14 +925,13 @@ impl Pricing {
         // sequence tiles); a grid of fewer query tiles (128 rows each, as FlashAttention
         // splits them) than SMs leaves the rest idle: its rate is that share of the
         // measured one (1 × 1 × 512 at 225 TFLOP/s was priced at 0.15 µs).
-        let tiles = shape.batch * shape.heads * (shape.seq / ATTENTION_QUERY_TILE).ceil();
-        let mut occupancy = String::new();
-        if let Some(sms) = gpu.sms.map(f64::from)
-            && tiles < sms
-        {
-            time_us *= sms / tiles.max(1.0);
-            occupancy = format!("; {tiles:.0} query tiles of {ATTENTION_QUERY_TILE:.0} rows for {sms:.0} SMs: that share of its rate");
-        }
+        let occupancy = match idle_sms(gpu, shape) {
+            Some((f, words)) => {
+                time_us *= f;
+                words
+            }
+            None => String::new(),
+        };
         let least = rows.iter().map(|r| r.batch * r.heads).fold(f64::INFINITY, f64::min);
         extrapolated |= shape.batch * shape.heads < least;
         let basis = format!(
@@ -1376,6 +1383,18 @@ impl Pricing {
         let systems = [Systems::of(&of, false, m), Systems::of(&of, true, m)];
         index().entry(key).or_insert_with(|| Arc::new(CollectiveCurves { rows, systems })).clone()
     }
+}
+
+/// An attention grid of fewer query tiles (128 rows each, as FlashAttention
+/// splits them) than `gpu` has SMs runs at that share of the rate measured on
+/// grids that fill it: (the factor on its time, the words); `None` when it fills them.
+fn idle_sms(gpu: &Gpu, shape: &AttentionShape) -> Option<(f64, String)> {
+    let tiles = shape.batch * shape.heads * (shape.seq / ATTENTION_QUERY_TILE).ceil();
+    let sms = gpu.sms.map(f64::from).filter(|sms| tiles < *sms)?;
+    Some((
+        sms / tiles.max(1.0),
+        format!("; {tiles:.0} query tiles of {ATTENTION_QUERY_TILE:.0} rows for {sms:.0} SMs: that share of its rate"),
+    ))
 }
 
 /// GEMM tables per (measurement id, dtype class).
@@ -1957,6 +1976,23 @@ mod tests {
         let floor = 2.0 * 4096f64.powi(3) / 125e12 * 1e6;
         assert!(price.time_us > floor, "{} vs {floor}", price.time_us);
         assert!(price.basis.contains("b200"), "{}", price.basis);
+    }
+
+    #[test]
+    fn a_grid_of_fewer_query_tiles_than_sms_runs_at_that_share_on_the_gpu_it_is_priced_for() {
+        // Rates are measured on grids that fill the GPU and depend on the sequence length: at
+        // one length the time is linear in batch × heads, until the grid has fewer 128-row
+        // query tiles than SMs (H100 132, B200 148: its attention is H100's scaled).
+        let p = Pricing::builtin();
+        let shape = |batch: f64| AttentionShape { batch, heads: 8.0, seq: 1024.0, head_dim: 128.0, causal: true, backward: false };
+        for (id, sms) in [("h100-sxm", 132.0), ("b200", 148.0)] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            let time = |batch: f64| p.attention(gpu, &shape(batch), None).unwrap().time_us;
+            // 3 × 8 × 8 = 192 tiles fill both; 1 × 8 × 8 = 64 leave SMs idle.
+            let (full, small) = (time(3.0), time(1.0));
+            let want = full / 3.0 * sms / 64.0;
+            assert!((small / want - 1.0).abs() < 1e-9, "{id}: {small} µs, want {want}");
+        }
     }
 
     #[test]
