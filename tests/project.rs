@@ -638,6 +638,17 @@ fn a_task_shape_flag_the_task_does_not_read_is_refused() {
         assert_eq!(o.status.code(), Some(2), "{task} {flag}");
         assert!(common::stderr(&o).contains(wants), "{}", common::stderr(&o));
     }
+    // A MAD-Max task file sets its own batch and lengths, given whole or as --task.
+    let task = madmax("task_cfgs/llm/llm_train.json");
+    let whole = [madmax("model_cfgs/llm/llama2_70b.json"), madmax("system_cfgs/dc_A/dc_A_2048.json"), task.clone()];
+    let o = common::bin().args(["project", "--batch", "4", "--madmax"]).args(&whole).output().unwrap();
+    assert!(!o.status.success() && common::stderr(&o).contains("--batch applies to --task prefill and decode; the MAD-Max task file"));
+    let o = common::bin()
+        .args(["project", "--model", "llama2-70b", "--system", "a100-80gb", "--gpus", "2048", "--prompt", "512", "--task"])
+        .arg(&task)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && common::stderr(&o).contains("--prompt applies to --task prefill and decode; the MAD-Max task file"));
     // A decode step's throughput is tokens: one for each sequence per step.
     let o = common::bin()
         .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=8"])

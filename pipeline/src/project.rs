@@ -41,6 +41,18 @@ impl Default for Inference {
     }
 }
 
+impl Inference {
+    /// A MAD-Max task file sets its own batch and lengths: a shape flag
+    /// beside it would be ignored, so it is refused.
+    fn refuse_with_task_file(&self, task: &Path) -> Result<()> {
+        for (given, flag) in [(self.batch.is_some(), "--batch"), (self.prompt.is_some(), "--prompt"), (self.context.is_some(), "--context")]
+        {
+            anyhow::ensure!(!given, "{flag} applies to --task prefill and decode; the MAD-Max task file {} sets its own", task.display());
+        }
+        Ok(())
+    }
+}
+
 /// MAD-Max's model, system and task configuration files.
 #[derive(Debug, Clone)]
 pub struct MadmaxFiles {
@@ -386,6 +398,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let (projection, timeline) = if let Some(from) = &args.from {
         carried(from, args, &catalog, device.as_ref())?
     } else if let Some(files) = &args.madmax {
+        args.inference.refuse_with_task_file(&files.task)?;
         anyhow::ensure!(
             overrides == SystemOverrides::default(),
             "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"
@@ -435,6 +448,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
+            args.inference.refuse_with_task_file(Path::new(&args.task))?;
             let text = std::fs::read(&args.task)?;
             let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
             llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
