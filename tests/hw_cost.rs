@@ -205,13 +205,29 @@ fn a_given_network_prices_collectives_across_nodes_over_it() {
     let across = ["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "16", "--gpus-per-node", "8"];
     let preset = quote(&across, &out);
     let with = |nic: &str| quote(&[&across[..], &["--nic-gbps-per-gpu", nic]].concat(), &out);
+    let time = |nic: &str| with(nic)["time_us"].as_f64().unwrap();
     assert_eq!(with("50")["time_us"], preset["time_us"], "dgx-h100's NICs are 8 × 50 GB/s");
+    // Over A3 Mega's own network (8 × 200 Gb/s per 8 GPUs) the price is its measured
+    // 1 GiB all-reduce: 298.82 GB/s bus bandwidth in place (a3mega-h100 in the evidence).
+    let measured_us = 2.0 * 15.0 / 16.0 * 1073741824.0 / (298.82 * 1e3);
+    assert!((time("25") / measured_us - 1.0).abs() < 1e-3, "{} µs, measured {measured_us}", time("25"));
+    // A faster network never prices slower (a given 49 GB/s had priced faster than the preset's 50).
+    let times: Vec<f64> = ["12.5", "25", "45", "49", "50", "100"].iter().map(|nic| time(nic)).collect();
+    assert!(times.windows(2).all(|w| w[1] <= w[0]), "{times:?}");
+    // Half the network: about twice the bandwidth-bound time.
     let slow = with("12.5");
-    assert!(slow["basis"].as_str().unwrap().contains("12.5 GB/s of network per GPU as given"), "{slow}");
-    // A ring's bus bandwidth across nodes is bounded by the node's NICs together: 8 × 12.5 GB/s.
-    let busbw = slow["busbw_gbps"].as_f64().unwrap();
-    assert!(busbw <= 100.0 && busbw > 50.0, "{busbw} GB/s");
+    assert!(slow["basis"].as_str().unwrap().contains("12.5 GB/s of network per GPU where the curve ran over 25"), "{slow}");
+    let halved = times[0] / times[1];
+    assert!(halved > 1.8 && halved <= 2.0, "{halved}");
+    // However fast the network, the ring also crosses each node's NVLink (450 GB/s).
+    let busbw = with("100")["busbw_gbps"].as_f64().unwrap();
+    assert!(busbw < 450.0, "{busbw} GB/s");
     // Inside one node the network plays no part.
     let inside = ["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "8"];
     assert_eq!(quote(&[&inside[..], &["--nic-gbps-per-gpu", "12.5"]].concat(), &out)["time_us"], quote(&inside, &out)["time_us"]);
+    // A network that cannot be is refused, not priced at 10^290 s.
+    let bad = ["hw", "cost", "h100-sxm", "all_reduce", "--bytes", "1e9", "--gpus", "16", "--nic-gbps-per-gpu", "1e-300"];
+    let bad = common::run(&bad.iter().map(OsStr::new).collect::<Vec<_>>());
+    assert!(!bad.status.success());
+    assert!(common::stderr(&bad).contains("at least 0.1"), "{}", common::stderr(&bad));
 }

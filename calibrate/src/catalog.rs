@@ -227,6 +227,22 @@ pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 /// preset of `nodes.toml`.
 pub const DEFAULT_NIC_GBPS_PER_GPU: f64 = 50.0;
 
+/// The least network per GPU a user may give, GB/s: 1 Gb/s Ethernet is
+/// 0.125 GB/s; a figure below is a unit slip (1e-300 priced a gradient
+/// all-reduce at 10²⁹⁰ s), refused by every consumer through [`nic_gbps_per_gpu_given`].
+pub const MIN_NIC_GBPS_PER_GPU: f64 = 0.1;
+
+/// A network per GPU as a user gave it (`--nic-gbps-per-gpu`, a runs file's
+/// `nic_gbps_per_gpu`): `Err` with the reason where it cannot be one.
+pub fn nic_gbps_per_gpu_given(nic: f64) -> std::result::Result<f64, String> {
+    if nic.is_finite() && nic >= MIN_NIC_GBPS_PER_GPU {
+        Ok(nic)
+    } else {
+        let shown = if (1e-3..1e9).contains(&nic.abs()) { format!("{nic}") } else { format!("{nic:e}") };
+        Err(format!("{shown} GB/s of network per GPU: at least {MIN_NIC_GBPS_PER_GPU} (1 Gb/s Ethernet is 0.125 GB/s)"))
+    }
+}
+
 /// A node preset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

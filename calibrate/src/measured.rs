@@ -119,6 +119,22 @@ pub struct CollectiveRow {
     pub from: Provenance,
 }
 
+/// The network a source's multi-node collectives ran over: GB/s of NICs per
+/// GPU (the `networks` table, shipped for the sources that state or name it,
+/// or the user's). A curve of a source without one is taken to be on its
+/// GPU's node preset network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkRow {
+    /// GPU id as the source names it.
+    pub gpu: Arc<str>,
+    /// GPUs per node of the measured system.
+    pub gpus_per_node: u32,
+    /// NIC bandwidth per GPU, GB/s (one direction).
+    pub nic_gbps_per_gpu: f64,
+    /// Where it comes from (`source_id` names the collectives' source).
+    pub from: Provenance,
+}
+
 /// One measured memory bandwidth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryRow {
@@ -143,6 +159,8 @@ pub struct Measurements {
     pub collectives: Vec<CollectiveRow>,
     /// HBM and host-link bandwidths.
     pub memory: Vec<MemoryRow>,
+    /// Networks of the collectives' multi-node sources.
+    pub networks: Vec<NetworkRow>,
     /// Files added by the user, in order (their rows take precedence).
     pub user_files: Vec<Arc<str>>,
     /// The pricing layer's GEMM tables and rates derived from `gemm` and
@@ -155,11 +173,12 @@ pub struct Measurements {
     pub(crate) collective_index: CollectiveIndex,
 }
 
-const SHIPPED: [(&str, &str); 4] = [
+const SHIPPED: [(&str, &str); 5] = [
     ("gemm", include_str!("../measurements/gemm.csv")),
     ("attention", include_str!("../measurements/attention.csv")),
     ("collectives", include_str!("../measurements/collectives.csv")),
     ("memory", include_str!("../measurements/memory.csv")),
+    ("networks", include_str!("../measurements/networks.csv")),
 ];
 
 impl Measurements {
@@ -225,8 +244,10 @@ impl Measurements {
             "collectives"
         } else if has(&["gpu", "metric", "bandwidth_gbps"]) {
             "memory"
+        } else if has(&["source_id", "gpu", "gpus_per_node", "nic_gbps_per_gpu"]) {
+            "networks"
         } else {
-            return Err(bad(1, "not a measurements table: the header has neither the GEMM, attention, collectives nor memory columns (see README, Measurements)".into()));
+            return Err(bad(1, "not a measurements table: the header has neither the GEMM, attention, collectives, memory nor networks columns (see README, Measurements)".into()));
         };
         let file: Arc<str> = name.into();
         let mut added = 0;
@@ -335,6 +356,16 @@ impl Measurements {
                         from,
                     });
                 }
+                "networks" => {
+                    let nic_gbps_per_gpu = Some(need("nic_gbps_per_gpu")?)
+                        .filter(|x| *x > 0.0)
+                        .ok_or_else(|| bad(line, "nic_gbps_per_gpu must be above 0".into()))?;
+                    let gpus_per_node = need("gpus_per_node")? as u32;
+                    if gpus_per_node == 0 {
+                        return Err(bad(line, "gpus_per_node must be at least 1".into()));
+                    }
+                    self.networks.push(NetworkRow { gpu, gpus_per_node, nic_gbps_per_gpu, from });
+                }
                 _ => {
                     let Some(bandwidth_gbps) = num("bandwidth_gbps")?.filter(|b| *b > 0.0) else { continue };
                     self.memory.push(MemoryRow { gpu, metric: get("metric").into(), bandwidth_gbps, from });
@@ -343,6 +374,12 @@ impl Measurements {
             added += 1;
         }
         Ok(added)
+    }
+
+    /// The network a source measured `gpu` over at `gpus_per_node` to a node:
+    /// the last such row (a user's file, added after the shipped table, wins).
+    pub fn network_of(&self, source_id: &str, gpu: &str, gpus_per_node: u32) -> Option<&NetworkRow> {
+        self.networks.iter().rev().find(|n| &*n.from.source_id == source_id && &*n.gpu == gpu && n.gpus_per_node == gpus_per_node)
     }
 
     /// Rows per source for the measurement ids `ids`: (table, source id, rows), sorted.
@@ -400,6 +437,16 @@ mod tests {
         assert!(m.attention.len() > 300 && m.attention.len() <= 357, "{}", m.attention.len());
         assert!(m.collectives.len() > 800 && m.collectives.len() < 895, "{}", m.collectives.len());
         assert_eq!(m.memory.len(), 31);
+        // Every network names a multi-node system of the collectives (source, GPU, node size).
+        assert_eq!(m.networks.len(), 5);
+        for n in &m.networks {
+            assert!(
+                m.collectives
+                    .iter()
+                    .any(|r| r.from.source_id == n.from.source_id && r.gpu == n.gpu && r.gpus_per_node == n.gpus_per_node && r.nodes > 1),
+                "{n:?}"
+            );
+        }
         // XLA's B200 bf16 256³ entry: 6.765006451612 TFLOP/s, an implied 4 960 ns.
         let r =
             m.gemm.iter().find(|r| &*r.gpu == "b200" && r.dtype == Dtype::Bf16 && r.m == 256.0 && r.k == 256.0 && r.n == 256.0).unwrap();
@@ -417,6 +464,8 @@ mod tests {
         let bad = "gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,1024,x,1024,10\n";
         let e = m.add_text(bad.as_bytes(), "sweep.csv").unwrap_err().to_string();
         assert!(e.contains("sweep.csv") && e.contains("line 2") && e.contains("n ="), "{e}");
+        let e = m.add_text(b"source_id,gpu,gpus_per_node,nic_gbps_per_gpu\nmine,my-gpu,8,0\n", "net.csv").unwrap_err().to_string();
+        assert!(e.contains("net.csv") && e.contains("line 2") && e.contains("above 0"), "{e}");
         let e = m.add_text(b"a,b\n1,2\n", "other.csv").unwrap_err().to_string();
         assert!(e.contains("not a measurements table"), "{e}");
     }

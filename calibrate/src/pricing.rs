@@ -848,9 +848,18 @@ impl Pricing {
         // per exponential), by about the exponential time (BENCHMARKS.md).
         let exp_us = |rate: f64| shape.exponentials() / (rate * 1e12) * 1e6;
         // A grid of fewer query tiles than SMs: the measured GPU's share of its SMs out,
-        // this GPU's in (the peaks scale a full GPU).
-        let (theirs_idle, mine_idle) = (idle_sms(other, shape).map_or(1.0, |x| x.0), idle_sms(gpu, shape));
+        // this GPU's in (the peaks scale a full GPU). A GPU the catalog gives no SM
+        // count keeps the measured GPU's share (GB200's grid of 64 tiles had been
+        // priced on a full GPU, 2.5× too fast).
+        let (theirs_idle, mine_idle) = match gpu.sms {
+            Some(_) => (idle_sms(other, shape).map_or(1.0, |x| x.0), idle_sms(gpu, shape)),
+            None => match idle_sms(other, shape) {
+                Some((f, words)) => (f, Some((f, format!("{words} of {}, kept: the catalog gives {} no SM count", other.id, gpu.id)))),
+                None => (1.0, None),
+            },
+        };
         let full_us = p.time_us / theirs_idle;
+        let its_time = if theirs_idle > 1.0 { "its time on a grid that fills it" } else { "its time" };
         let (time_us, how) = match (other.exp_tps, gpu.exp_tps) {
             (Some(their_rate), Some(my_rate)) => {
                 let (theirs, mine) = (exp_us(their_rate), exp_us(my_rate));
@@ -859,7 +868,7 @@ impl Pricing {
                     // some in software) has no matmul share left: the exponentials bound it.
                     (full_us - theirs).max(0.0) * scale + mine,
                     format!(
-                        "its time on a grid that fills it less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
+                        "{its_time} less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
                         if theirs >= full_us { ", more than its time" } else { "" },
                         gpu.id,
                     ),
@@ -950,9 +959,9 @@ impl Pricing {
     /// they measured this collective, size and GPU count, and otherwise × the
     /// geometric mean of their measured ÷ priced times at this GPU count (their
     /// points of it too few for a curve). `nic_gbps_per_gpu`: the network of the
-    /// query's nodes where the user gave it; a figure other than the catalog's
-    /// node preset sets aside the shipped curves across nodes (measured on the
-    /// preset's network) and prices the link rule over that figure.
+    /// query's nodes where the user gave it, else the node preset's; a curve
+    /// across nodes measured over another network is carried onto it
+    /// ([`Pricing::onto_network`]).
     pub fn collective(
         &self,
         gpu: &Gpu,
@@ -970,12 +979,8 @@ impl Pricing {
         if let Some(p) = self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, true, nic_gbps_per_gpu) {
             return Some(p);
         }
-        let other_network =
-            gpus > gpus_per_node.max(1) && nic_gbps_per_gpu.is_some_and(|nic| nic != self.catalog.nic_gbps_per_gpu(&gpu.id).0);
         let price = |bytes: f64| {
-            (!other_network)
-                .then(|| self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, false, nic_gbps_per_gpu))
-                .flatten()
+            self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, false, nic_gbps_per_gpu)
                 .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu))
         };
         let mut p = price(bytes)?;
@@ -1033,6 +1038,11 @@ impl Pricing {
             }
         };
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus)?;
+        let network =
+            if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
+        if let Some((f, _)) = &network {
+            time_us *= f;
+        }
         let mut substitution = substitution;
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
@@ -1063,13 +1073,67 @@ impl Pricing {
             }
         }
         let basis = format!(
-            "{} {}{}{}",
+            "{} {}{}{}{}",
             system.label,
             what,
             if user { " (the user's measurements)" } else { "" },
+            network.map(|(_, note)| format!("; {note}")).unwrap_or_default(),
             substitution.map(|s| format!("; {s}")).unwrap_or_default()
         );
         Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
+    }
+
+    /// A curve measured across nodes carried onto the query's network (the
+    /// given GB/s of NICs per GPU, else the node preset's): × the link rule's
+    /// price over the query's network ÷ its price over the curve's (the
+    /// networks table's, else the node preset's), never faster than the link
+    /// rule over an unbounded network (the in-node links bound it) unless the
+    /// curve itself was (`time_us`: the curve's price). `None` where the
+    /// networks are the same. A faster network never prices slower: A3 Mega's
+    /// 25 GB/s curve had priced H100 at 50 GB/s (its preset) and a given 49
+    /// GB/s by the link rule alone, faster.
+    #[allow(clippy::too_many_arguments)]
+    fn onto_network(
+        &self,
+        gpu: &Gpu,
+        collective: Collective,
+        bytes: f64,
+        gpus: u32,
+        gpus_per_node: u32,
+        system: &System,
+        time_us: f64,
+        nic_gbps_per_gpu: Option<f64>,
+    ) -> Option<(f64, String)> {
+        let (preset, _) = self.catalog.nic_gbps_per_gpu(&gpu.id);
+        let query = nic_gbps_per_gpu.unwrap_or(preset);
+        let (curve, whose) = match system.nic_gbps_per_gpu {
+            Some(nic) => (nic, "its source's network"),
+            None => (preset, "its source states no network: the node preset's taken"),
+        };
+        if (query - curve).abs() <= 1e-9 * curve {
+            return None;
+        }
+        let at = |nic: f64| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, Some(nic)).map(|p| p.time_us);
+        let f = at(query)? / at(curve)?;
+        let mut note = format!(
+            "× {f:.3} for {query} GB/s of network per GPU where the curve ran over {curve} ({whose}): the link rule's price over the one ÷ over the other"
+        );
+        // However fast the network, a ring across nodes still crosses the node's own
+        // links: never below the link rule's in-node bound (an unbounded network),
+        // nor below the curve itself where it already ran faster than that.
+        let mut f = f;
+        if f < 1.0 {
+            let bound = at(f64::INFINITY)?.min(time_us);
+            if time_us * f < bound {
+                f = bound / time_us;
+                note = format!(
+                    "× {f:.3}, the link rule's bound in a node ({} GB/s of links), which {query} GB/s of network per GPU would pass (the curve ran over {curve}, {whose}; the link rule's price over the one ÷ over the other × {:.3})",
+                    gpu.link_gbps,
+                    at(query)? / at(curve)?
+                );
+            }
+        }
+        Some((f, note))
     }
 }
 
@@ -1636,6 +1700,9 @@ struct System {
     gpu: Arc<str>,
     gpus_per_node: u32,
     user: bool,
+    /// Across nodes: the GB/s of NICs per GPU its source ran over, where the
+    /// networks table has it.
+    nic_gbps_per_gpu: Option<f64>,
     curves: Vec<(u32, Curve)>,
 }
 
@@ -1685,7 +1752,15 @@ impl Systems {
                 }
             }
             if !curves.is_empty() {
-                systems.push(System { label: format!("{source} ({gpu}, {gpn} per node)"), gpu, gpus_per_node: gpn, user, curves });
+                let nic_gbps_per_gpu = m.network_of(&source, &gpu, gpn).filter(|_| multi).map(|n| n.nic_gbps_per_gpu);
+                systems.push(System {
+                    label: format!("{source} ({gpu}, {gpn} per node)"),
+                    gpu,
+                    gpus_per_node: gpn,
+                    user,
+                    nic_gbps_per_gpu,
+                    curves,
+                });
             }
         }
         systems.sort_by(|a, b| a.label.cmp(&b.label));
@@ -1950,6 +2025,7 @@ mod tests {
             attention: Vec::new(),
             collectives: Vec::new(),
             memory: Vec::new(),
+            networks: Vec::new(),
             user_files: Vec::new(),
             gemm_index: GemmIndex::default(),
             collective_index: CollectiveIndex::default(),
@@ -1985,7 +2061,8 @@ mod tests {
         // query tiles than SMs (H100 132, B200 148: its attention is H100's scaled).
         let p = Pricing::builtin();
         let shape = |batch: f64| AttentionShape { batch, heads: 8.0, seq: 1024.0, head_dim: 128.0, causal: true, backward: false };
-        for (id, sms) in [("h100-sxm", 132.0), ("b200", 148.0)] {
+        // GB200 has no SM count in the catalog: the measured H100's share is kept.
+        for (id, sms) in [("h100-sxm", 132.0), ("b200", 148.0), ("gb200", 132.0)] {
             let gpu = p.catalog.gpu(id).unwrap();
             let time = |batch: f64| p.attention(gpu, &shape(batch), None).unwrap().time_us;
             // 3 × 8 × 8 = 192 tiles fill both; 1 × 8 × 8 = 64 leave SMs idle.
@@ -1993,6 +2070,30 @@ mod tests {
             let want = full / 3.0 * sms / 64.0;
             assert!((small / want - 1.0).abs() < 1e-9, "{id}: {small} µs, want {want}");
         }
+    }
+
+    #[test]
+    fn a_curve_across_nodes_is_carried_onto_the_network_it_is_priced_for() {
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+        let at = |nic: Option<f64>| p.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, nic).unwrap().time_us;
+        // A3 Mega's curve ran over 8 × 200 Gb/s per 8 GPUs (the networks table): over 25 GB/s
+        // per GPU it is priced as measured; dgx-h100's 50 GB/s NICs price faster; never slower
+        // for a faster network.
+        let nics = [6.25, 12.5, 25.0, 40.0, 49.0, 50.0, 100.0, 400.0];
+        let times: Vec<f64> = nics.iter().map(|n| at(Some(*n))).collect();
+        assert!(times.windows(2).all(|w| w[1] <= w[0]), "{times:?}");
+        assert_eq!(at(None), at(Some(50.0)));
+        assert!(at(Some(50.0)) < at(Some(25.0)));
+        let own = p.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, Some(25.0)).unwrap();
+        assert!(!own.basis.contains("network per GPU"), "{}", own.basis);
+        // A user's networks row moves the curve's network, and so its price over 25 GB/s.
+        let mut m = Measurements::builtin();
+        m.add_text(b"source_id,gpu,gpus_per_node,nic_gbps_per_gpu\na3mega-h100,h100-sxm,8,50\n", "networks.csv").unwrap();
+        let q = Pricing::new(p.catalog.clone(), Arc::new(m));
+        let theirs = q.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, Some(25.0)).unwrap();
+        assert!(theirs.time_us > 1.5 * own.time_us, "{} vs {}", theirs.time_us, own.time_us);
+        assert!(theirs.basis.contains("where the curve ran over 50"), "{}", theirs.basis);
     }
 
     #[test]

@@ -151,7 +151,9 @@ impl Cost {
                     self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
                 let gpus_per_node = catalog.gpus_per_node(Some(&self.gpu), self.gpus_per_node);
                 let nic_gbps_per_gpu = match self.nic_gbps_per_gpu {
-                    Some(nic) => Some(need(Some(nic), "nic-gbps-per-gpu")?),
+                    Some(nic) => Some(
+                        tracecast_calibrate::catalog::nic_gbps_per_gpu_given(nic).map_err(|e| anyhow::anyhow!("--nic-gbps-per-gpu {e}"))?,
+                    ),
                     None => None,
                 };
                 Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node, nic_gbps_per_gpu }

@@ -127,14 +127,17 @@ fn projection_totals_are_consistent() {
         assert!((t.compute_ms - one.compute_ms).abs() < 0.02 * one.compute_ms, "{spec}: {} vs {}", t.compute_ms, one.compute_ms);
         assert!(t.iteration_ms >= one.iteration_ms, "{spec}");
     }
-    // Faster links never slow an iteration down.
+    // Faster links never slow an iteration down; a slower network exposes more communication.
     let plan = Plan::parse("fsdp=64").unwrap();
-    let slow = project(&model, &c, &plan, Task::Train).unwrap();
-    // Four times the node preset's 50 GB/s of network per GPU.
-    let fast_c = SystemOverrides { nic_gbps_per_gpu: Some(200.0), ..Default::default() }.apply(c.clone()).unwrap();
-    let fast = project(&model, &fast_c, &plan, Task::Train).unwrap();
-    assert!(fast.times.iteration_ms <= slow.times.iteration_ms);
-    assert!(fast.times.exposed_comm_ms < slow.times.exposed_comm_ms);
+    let network = |nic: f64| {
+        let c = SystemOverrides { nic_gbps_per_gpu: Some(nic), ..Default::default() }.apply(c.clone()).unwrap();
+        project(&model, &c, &plan, Task::Train).unwrap().times
+    };
+    // A quarter of, the same as, and four times the node preset's 50 GB/s of network per GPU.
+    let (slow, preset, fast) = (network(12.5), network(50.0), network(200.0));
+    assert_eq!(preset.iteration_ms, project(&model, &c, &plan, Task::Train).unwrap().times.iteration_ms);
+    assert!(fast.iteration_ms <= preset.iteration_ms && preset.iteration_ms < slow.iteration_ms, "{fast:?} {preset:?} {slow:?}");
+    assert!(fast.exposed_comm_ms <= preset.exposed_comm_ms && preset.exposed_comm_ms < slow.exposed_comm_ms);
 }
 
 #[test]
