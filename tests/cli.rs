@@ -823,6 +823,12 @@ fn hw_show_prints_the_shipped_calibration() {
     assert!(out.contains("132 SMs/CUs"), "{out}");
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
+    // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.
+    assert!(out.contains("collectives of a3mega-h100 across nodes of 8 GPUs: 25 GB/s of NICs per GPU"), "{out}");
+    // hisohara's MI300X nodes: the source names the NICs, not their speed.
+    let o = run(&["hw".as_ref(), "show".as_ref(), "mi300x".as_ref()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("collectives of hisohara-rccl across nodes of 8 GPUs: its source states no network"), "{out}");
 }
 
 #[test]

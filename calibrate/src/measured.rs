@@ -382,6 +382,22 @@ impl Measurements {
         self.networks.iter().rev().find(|n| &*n.from.source_id == source_id && &*n.gpu == gpu && n.gpus_per_node == gpus_per_node)
     }
 
+    /// The networks the collectives across nodes of the measurement ids `ids`
+    /// ran over: (source id, GPUs per node, GB/s of NICs per GPU where the
+    /// networks table has it), one per source and node size, sorted. A source
+    /// without a row is priced as on its GPU's node preset.
+    pub fn networks_for(&self, ids: &[&str]) -> Vec<(Arc<str>, u32, Option<f64>)> {
+        let mut out: Vec<(Arc<str>, u32, Option<f64>)> = Vec::new();
+        for r in self.collectives.iter().filter(|r| r.nodes > 1 && ids.contains(&&*r.gpu)) {
+            if !out.iter().any(|(s, g, _)| *s == r.from.source_id && *g == r.gpus_per_node) {
+                let nic = self.network_of(&r.from.source_id, &r.gpu, r.gpus_per_node).map(|n| n.nic_gbps_per_gpu);
+                out.push((r.from.source_id.clone(), r.gpus_per_node, nic));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        out
+    }
+
     /// Rows per source for the measurement ids `ids`: (table, source id, rows), sorted.
     pub fn sources_for(&self, ids: &[&str]) -> Vec<(&'static str, Arc<str>, usize)> {
         let mut out: Vec<(&'static str, Arc<str>, usize)> = Vec::new();

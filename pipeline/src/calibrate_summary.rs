@@ -134,13 +134,21 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
         writeln!(w, "  SMs and clock: {s}")?;
     }
     let ids: Vec<&str> = g.measurement_ids().collect();
-    let sources = tracecast_calibrate::measured::Measurements::builtin().sources_for(&ids);
+    let base = tracecast_calibrate::measured::Measurements::builtin();
+    let sources = base.sources_for(&ids);
     if sources.is_empty() {
         writeln!(w, "\nNo measurements of it in the shipped base: GEMMs are priced by the spec model learned across measured GPUs")?;
     } else {
         writeln!(w, "\nMeasured performance base (rows per table and source; calibrate/measurements, sources in README):")?;
         for (table, source, rows) in sources {
             writeln!(w, "  {table:<12} {source:<28} {rows:>5} rows")?;
+        }
+        for (source, gpus_per_node, nic) in base.networks_for(&ids) {
+            let network = match nic {
+                Some(nic) => format!("{nic} GB/s of NICs per GPU (networks table)"),
+                None => "its source states no network: taken as the node preset's".to_string(),
+            };
+            writeln!(w, "  collectives of {source} across nodes of {gpus_per_node} GPUs: {network}; carried onto the priced network")?;
         }
     }
     match tracecast_calibrate::shipped::profile(&g.id) {
