@@ -751,7 +751,8 @@ pub struct Plan {
     /// reduce-scatters are saved except every second matmul of a block; the
     /// backward recomputes those matmuls (per layer: K, output and the SwiGLU up
     /// projection, or K, output and FC2) and every memory-bound forward op.
-    /// Memory as `recompute=selective`.
+    /// Memory: each layer keeps its input and the outputs it saves (dense
+    /// models; MoE and latent attention as `recompute=selective`).
     pub op_sac: bool,
 }
 
@@ -1947,9 +1948,12 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
                 dense_full
             };
             let kept_input = 2.0 * sbd / if plan.sp { tpf } else { 1.0 };
-            let mut per_layer = if plan.recompute { kept_input } else { full };
+            // torchtitan's per-op selective checkpointing keeps what its policy saves.
+            let op_sac =
+                (plan.op_sac && !plan.recompute && model.experts <= 1.0 && model.mla.is_none()).then(|| sbd * acts.op_sac_saved(model));
+            let mut per_layer = if plan.recompute { kept_input } else { op_sac.unwrap_or(full) };
             // Its dense FFN layers keep Korthikanti's dense terms.
-            let mut per_dense_layer = if plan.recompute { kept_input } else { dense_full };
+            let mut per_dense_layer = if plan.recompute { kept_input } else { op_sac.unwrap_or(dense_full) };
             // Materialized attention keeps the softmax output for the backward
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
@@ -1966,7 +1970,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
                 (_, 0) => dense_full,
                 _ => full.max(dense_full),
             };
-            let working = if plan.recompute && trainable_layers > 0.0 { recomputed } else { 0.0 };
+            let working = if (plan.recompute || op_sac.is_some()) && trainable_layers > 0.0 { recomputed } else { 0.0 };
             let kept = per_layer * (trainable_layers - trainable_dense_layers) + per_dense_layer * trainable_dense_layers;
             m.activations_gb = (kept * in_flight + working) / 1e9;
         }
@@ -2022,6 +2026,30 @@ impl LayerActivations {
     /// Terms kept whole on every TP rank unless sequence parallelism splits them.
     fn whole(&self, units: f64) -> f64 {
         if self.sp { units / self.tp } else { units }
+    }
+
+    /// What a dense layer keeps under torchtitan's per-op selective checkpointing,
+    /// in s·b·d bytes per TP rank. Its policy (`_custom_policy` in torchtitan's
+    /// activation checkpointing) saves the outputs of matmuls, attention and
+    /// reduce-scatters, except every second matmul of the block in execution
+    /// order; the checkpoint keeps the block's input. In a block's order (Q, K,
+    /// V, O, then gate, up, down or FC1, FC2) that saves Q, V, the attention
+    /// output, the gate (FC1) and the down projection (a gated FFN's seventh
+    /// matmul; FC2 is the sixth): under TP the down projection's output is the
+    /// partial sum, whole on every rank, and with sequence parallelism the
+    /// reduce-scatters after the output and down projections keep 1/t each.
+    /// Everything else the backward recomputes.
+    fn op_sac_saved(&self, model: &Transformer) -> f64 {
+        let (d, tp) = (self.d, self.tp);
+        let q = model.q_dim();
+        let v = model.kv_heads * model.head_dim;
+        let input = self.whole(2.0);
+        let attention = 2.0 * (q + v + q) / d / tp;
+        let ffn_in = 2.0 * model.ffn / d / tp;
+        let down = if self.swiglu { 2.0 } else { 0.0 };
+        // The reduce-scatters after the output and the down (FC2) projections.
+        let scattered = if tp > 1.0 && self.sp { 2.0 * 2.0 / tp } else { 0.0 };
+        input + attention + ffn_in + down + scattered
     }
 
     /// The MLP's terms for an FFN of `width`, per TP rank.
@@ -3359,6 +3387,39 @@ mod tests {
         let truth = traffic / (c.memory_efficiency * c.hbm_bw);
         let got = memory_bound(&swiglu) - memory_bound(&gelu);
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
+    }
+
+    #[test]
+    fn per_op_selective_checkpointing_keeps_the_outputs_its_policy_saves() {
+        // Llama-3-8B (d 4096, 8 of 32 KV heads of 128, SwiGLU 14 336), one layer of 8192
+        // tokens, no TP: the block's input (2), Q (2), V (2 · 1024/4096), the attention
+        // output (2), the gate (2 · 3.5) and the down projection (2): 15.5 · s·b·d, plus the
+        // layer being recomputed at its full 34 · s·b·d.
+        let m = Transformer::preset("llama3-8b").unwrap();
+        let sbd = 8192.0 * 4096.0;
+        let one = |spec: &str, layers: usize| {
+            let plan = Plan::parse(spec).unwrap();
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers, dense: 0, frozen: 0 }, 0.0, 1.0).activations_gb * 1e9
+        };
+        let (a1, a2) = (one("mb=1,recompute=op", 1), one("mb=1,recompute=op", 2));
+        assert!((a2 - a1 - 15.5 * sbd).abs() < 1.0, "{}", (a2 - a1) / sbd);
+        assert!((a1 - (15.5 + 34.0) * sbd).abs() < 1.0, "{}", a1 / sbd);
+        // tp=8 with sequence parallelism: the input, Q, V, attention output and gate split 8
+        // ways (13.5 / 8), the down projection's partial sum whole (2), the two
+        // reduce-scatters' outputs 2 / 8 each.
+        let (t1, t2) = (one("tp=8,sp,mb=1,recompute=op", 1), one("tp=8,sp,mb=1,recompute=op", 2));
+        let want = 13.5 / 8.0 + 2.0 + 4.0 / 8.0;
+        assert!((t2 - t1 - want * sbd).abs() < 1.0, "{} vs {want}", (t2 - t1) / sbd);
+
+        // torchtitan's Llama-2 70B on 64 A100-80GB, FSDP, per-op selective checkpointing:
+        // local batch 1 ran, "local batch 2 OOMs with selective AC" (its performance table's
+        // footnote, `tt-llama2-70b-64xa100-selective-op-lbs1` in the evidence's training-runs.json). Keeping every activation, as
+        // before, made local batch 1 not fit either (89.9 GB of activations).
+        let llama2 = Transformer { seq: 4096.0, ..Transformer::preset("llama2-70b").unwrap() };
+        let c = a100(64);
+        let fits = |spec: &str| project(&llama2, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().fits_memory;
+        assert!(fits("fsdp=64,mb=1,recompute=op"));
+        assert!(!fits("fsdp=64,mb=2,recompute=op"));
     }
 
     #[test]
