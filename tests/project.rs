@@ -691,3 +691,25 @@ fn gpus_that_do_not_fill_whole_nodes_are_said() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("16 GPUs do not fill nodes of 3: 5 full nodes and one of 1"), "{text}");
 }
+
+#[test]
+fn a_torchtitan_runs_memory_is_near_what_it_logged() {
+    // torchtitan logged the memory its caching allocator reserved (47.96 and 46.97 GiB) for
+    // Llama-3.1-8B, FP8 linears, per-op selective checkpointing, 2 × 8192 tokens per GPU on 32 and
+    // 64 H200s. Keeping every activation and no logits had priced 68.5 and 66.3 GB (33 and 31 %
+    // above); the policy's saved outputs and the loss's 32-bit logits 49.1 and 46.9 GB.
+    let dir = scratch("project-from-memory");
+    let evidence = runs_file("evidence/training-runs.json");
+    for id in ["tt-llama3.1-8b-32xh200-trainy", "tt-llama3.1-8b-64xh200-trainy"] {
+        let run = file_run(&evidence, id);
+        let published = run["measured"]["as_published"].as_str().unwrap();
+        let gib: f64 = published.split("memory ").nth(1).unwrap().split(" GiB").next().unwrap().parse().unwrap();
+        let out = dir.join(format!("{id}.json"));
+        let o = bin().args(["project", "-q", "--from", &format!("{}:{id}", evidence.display()), "--json"]).arg(&out).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let p = json(&out);
+        let gb: f64 = p["memory"].as_object().unwrap().values().filter_map(|v| v.as_f64()).sum();
+        let logged = gib * 1024f64.powi(3) / 1e9;
+        assert!((gb / logged - 1.0).abs() < 0.15, "{id}: {gb:.1} GB projected, {logged:.1} GB logged");
+    }
+}

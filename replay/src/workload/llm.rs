@@ -1846,7 +1846,8 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
         let frozen = frozen_left.min(layers);
         frozen_left -= frozen;
         let vocab = if s == 0 || s == last { model.embedding_copies(pp) } else { 0.0 };
-        let m = stage_memory(model, plan, task, StageLayers { layers, dense, frozen }, vocab, in_flight(plan, s as u32));
+        let stage = StageLayers { layers, dense, frozen, loss: s == last };
+        let m = stage_memory(model, plan, task, stage, vocab, in_flight(plan, s as u32));
         if s == 0 || m.total_gb() > best.total_gb() {
             best = m;
         }
@@ -1870,18 +1871,20 @@ fn in_flight(plan: &Plan, s: u32) -> f64 {
 }
 
 /// A pipeline stage's layers: how many, how many of them (its first) are a
-/// mixture of experts' dense FFN layers, and how many (its first) are frozen.
+/// mixture of experts' dense FFN layers, how many (its first) are frozen, and
+/// whether it computes the loss (the last stage: final norm, output head).
 #[derive(Debug, Clone, Copy)]
 struct StageLayers {
     layers: usize,
     dense: usize,
     frozen: usize,
+    loss: bool,
 }
 
 /// Memory of one pipeline stage of `stage` layers, holding `vocab` vocabulary
 /// matrices and `in_flight` microbatches' activations.
 fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers, vocab: f64, in_flight: f64) -> Memory {
-    let StageLayers { layers, dense, frozen } = stage;
+    let StageLayers { layers, dense, frozen, loss } = stage;
     // ZeRO shards over every rank that holds the same weights (dp × cp).
     let (tpf, dpf) = (f64::from(plan.tp), f64::from(plan.replicas()));
     let d = model.hidden;
@@ -1972,7 +1975,12 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             };
             let working = if (plan.recompute || op_sac.is_some()) && trainable_layers > 0.0 { recomputed } else { 0.0 };
             let kept = per_layer * (trainable_layers - trainable_dense_layers) + per_dense_layer * trainable_dense_layers;
-            m.activations_gb = (kept * in_flight + working) / 1e9;
+            // The stage with the loss also keeps, for the microbatch whose backward starts there,
+            // the final norm's and the output head's inputs (2·s·b·d each, split by sequence
+            // parallelism) and the logits the cross-entropy computes in 32 bits, vocabulary-
+            // parallel over TP: Korthikanti et al. (2022) §4.3's 4·s·b·d/t·(1 + v/d).
+            let head = if loss { 2.0 * kept_input + 4.0 * sbd / d * model.vocab / tpf } else { 0.0 };
+            m.activations_gb = (kept * in_flight + working + head) / 1e9;
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / model.kv_split(tpf);
@@ -3188,7 +3196,8 @@ mod tests {
         // Adam's 12 bytes per parameter come to the same per GPU.
         let optimizer = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 32, dense: 0, frozen: 0 }, m.embedding_copies(1), 1.0).optimizer_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 32, dense: 0, frozen: 0, loss: false }, m.embedding_copies(1), 1.0)
+                .optimizer_gb
         };
         let truth = 12.0 * m.params() / 64.0 / 1e9;
         for spec in ["fsdp=64", "fsdp=64,ep=4", "fsdp=64,ep=8"] {
@@ -3220,14 +3229,16 @@ mod tests {
         assert_eq!((folded.expert_tp(), folded.expert_replicas()), (1, 1));
         assert_eq!((within.expert_tp(), within.expert_replicas()), (2, 2));
         let weights = |plan: &Plan| {
-            stage_memory(&m, plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1.0).weights_gb * 1e9 / 2.0
+            stage_memory(&m, plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).weights_gb * 1e9
+                / 2.0
         };
         assert!((weights(&folded) - (attn / 2.0 + 4.0 * expert)).abs() < 1.0, "{}", weights(&folded));
         assert!((weights(&within) - (attn / 2.0 + 16.0 * expert / 2.0)).abs() < 1.0, "{}", weights(&within));
         // ZeRO-1 shards each expert's optimizer state over its replicas: none to share with folded, two within.
         let optimizer = |plan: &str| {
             let plan = Plan::parse(plan).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1.0).optimizer_gb * 1e9 / 12.0
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).optimizer_gb * 1e9
+                / 12.0
         };
         assert!((optimizer("tp=2,dp=16,ep=32,sp,zero=1") - (attn / 2.0 / 16.0 + 4.0 * expert)).abs() < 1.0);
         assert!((optimizer("tp=2,dp=16,ep=8,sp,zero=1") - (attn / 2.0 / 16.0 + 16.0 * expert / 2.0 / 2.0)).abs() < 1.0);
@@ -3326,8 +3337,15 @@ mod tests {
         // on every tensor-parallel rank (all heads share it).
         let cache = |tp: &str| {
             let plan = Plan::parse(tp).unwrap();
-            stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1.0)
-                .kv_cache_gb
+            stage_memory(
+                &m,
+                &plan,
+                Task::Decode { batch: 1, context: 4096 },
+                StageLayers { layers: 1, dense: 0, frozen: 0, loss: false },
+                0.0,
+                1.0,
+            )
+            .kv_cache_gb
                 * 1e9
         };
         assert_eq!(cache("tp=1"), 4096.0 * (512.0 + 64.0) * 2.0);
@@ -3353,15 +3371,23 @@ mod tests {
         // (2 · 2d bytes) and of the experts' up (2 · 14 336) and activation (14 336) outputs in 16 bits.
         let m = Transformer::preset("mixtral-8x7b").unwrap();
         let plan = Plan::parse("dp=8,ep=8,mb=1").unwrap();
-        let activations =
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1.0).activations_gb * 1e9;
+        let activations = stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0)
+            .activations_gb
+            * 1e9;
         let sbd = 4096.0 * 4096.0;
         let want = 11.0 * sbd + 2.0 * 2.0 * sbd + 2.0 * 2.0 * 4096.0 * (2.0 * 14336.0 + 14336.0);
         assert!((activations - want).abs() < 1.0, "{activations} vs {want}");
         // Llama-3-8B's terms (the same with a dense SwiGLU FFN of 3.5d: 8 whole, 5 + 21 split) sum to GPT-3's 34.
         let dense = Transformer::preset("llama3-8b").unwrap();
-        let a = stage_memory(&dense, &Plan::parse("mb=1").unwrap(), Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0 }, 0.0, 1.0)
-            .activations_gb
+        let a = stage_memory(
+            &dense,
+            &Plan::parse("mb=1").unwrap(),
+            Task::Train,
+            StageLayers { layers: 1, dense: 0, frozen: 0, loss: false },
+            0.0,
+            1.0,
+        )
+        .activations_gb
             * 1e9;
         assert!((a - 34.0 * 8192.0 * 4096.0).abs() < 1.0, "{a}");
     }
@@ -3399,7 +3425,7 @@ mod tests {
         let sbd = 8192.0 * 4096.0;
         let one = |spec: &str, layers: usize| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers, dense: 0, frozen: 0 }, 0.0, 1.0).activations_gb * 1e9
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).activations_gb * 1e9
         };
         let (a1, a2) = (one("mb=1,recompute=op", 1), one("mb=1,recompute=op", 2));
         assert!((a2 - a1 - 15.5 * sbd).abs() < 1.0, "{}", (a2 - a1) / sbd);
@@ -3432,7 +3458,8 @@ mod tests {
         let sbd = 16.0 * 8192.0 * 8192.0;
         let acts = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 80, dense: 0, frozen: 0 }, m.embedding_copies(1), 1.0).activations_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 80, dense: 0, frozen: 0, loss: false }, m.embedding_copies(1), 1.0)
+                .activations_gb
         };
         let with_sp = (2.0 * sbd / 8.0 * 80.0 + sbd * 33.5 / 8.0) / 1e9;
         let without = (2.0 * sbd * 80.0 + sbd * (8.0 + 25.5 / 8.0)) / 1e9;
@@ -3626,18 +3653,22 @@ mod tests {
         let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
         // GPT-3 175B (FFN 4h, every head its own K and V) with dropout in BF16: Korthikanti et
         // al.'s Table 2, 34·s·b·h per layer under sequence parallelism, 10 + 24/t without.
+        // Without a pipeline the one stage also keeps what §4.3 adds for the output: the final
+        // norm's and the head's inputs, 2·s·b·h each (over t with sequence parallelism), and the
+        // 32-bit logits, 4·s·b·v/t.
         let gpt3 = Transformer::preset("gpt3-175b").unwrap();
         let sbh = gpt3.seq * gpt3.hidden;
         let layers = gpt3.layers as f64;
-        assert!(close(acts(&gpt3, "tp=8,sp,dropout,mb=1,gbs=1"), layers * 34.0 / 8.0 * sbh));
-        assert!(close(acts(&gpt3, "tp=8,dropout,mb=1,gbs=1"), layers * (10.0 + 24.0 / 8.0) * sbh));
+        let head = |m: &Transformer, sp: bool| 4.0 * m.seq * m.hidden / if sp { 8.0 } else { 1.0 } + 4.0 * m.seq * m.vocab / 8.0;
+        assert!(close(acts(&gpt3, "tp=8,sp,dropout,mb=1,gbs=1"), layers * 34.0 / 8.0 * sbh + head(&gpt3, true)));
+        assert!(close(acts(&gpt3, "tp=8,dropout,mb=1,gbs=1"), layers * (10.0 + 24.0 / 8.0) * sbh + head(&gpt3, false)));
         // Llama-3 70B (gated FFN 3.5h, 8 of 64 KV heads, no dropout): norms 4, QKV and FC1 inputs 2 + 2
         // kept whole; Q 2, K and V 2 · 2/8, output 2, FC1's both halves 2 · 7, SiLU·up 2 · 3.5 split.
         // In FP8 the linear inputs are kept cast (1 byte), the output projection's beside the attention's.
         let llama = Transformer::preset("llama3-70b").unwrap();
         let sbh = llama.seq * llama.hidden;
-        assert!(close(acts(&llama, "tp=8,mb=1,gbs=1"), 80.0 * (8.0 + 25.5 / 8.0) * sbh));
-        assert!(close(acts(&llama, "tp=8,fp8,mb=1,gbs=1"), 80.0 * (6.0 + 23.0 / 8.0) * sbh));
+        assert!(close(acts(&llama, "tp=8,mb=1,gbs=1"), 80.0 * (8.0 + 25.5 / 8.0) * sbh + head(&llama, false)));
+        assert!(close(acts(&llama, "tp=8,fp8,mb=1,gbs=1"), 80.0 * (6.0 + 23.0 / 8.0) * sbh + head(&llama, false)));
         // Interleaved 1F1B: rank 0 of pp=4 runs 2·3 + 4·4 chunks of 1/5 of its 20 layers ahead and
         // holds one more: 4.6 microbatches' worth, 1 + 3/20 times 1F1B's 4.
         let per_layer = (8.0 + 25.5) / 8.0 * sbh;
