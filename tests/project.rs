@@ -177,6 +177,18 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!((v["max_abs_error"].as_f64().unwrap() - abs.last().unwrap()).abs() < 1e-12);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("median |error|"), "{stdout}");
+    // Every published run fits as priced: no line says otherwise.
+    assert!(list.iter().all(|r| r["fits_memory"] == true), "{v}");
+    assert!(!stdout.contains("do not fit"), "{stdout}");
+    // A run whose stated plan cannot fit (Llama-3 70B replicated on each of 8 H100s: 16 bytes of
+    // weights, gradients and Adam per parameter, 1.1 TB) is counted under the summary.
+    let big = dir.join("big.json");
+    let run = r#"{"runs": [{"id": "replicated", "source": "s", "model": {"preset": "llama3-70b", "seq": 8192}, "system": {"gpu": "h100-sxm", "gpus": 8}, "plan": "ddp=8,mb=1,gbs=8", "measured": {"tokens_per_s_per_gpu": 100}}]}"#;
+    std::fs::write(&big, run).unwrap();
+    let o = common::run(&["validate".as_ref(), big.as_os_str()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("DOES NOT FIT") && text.contains("1 of them do not fit their GPU's memory"), "{text}");
     // A runs file that is not one: a clear error naming it.
     let bad = dir.join("bad.json");
     std::fs::write(&bad, b"{\"runs\": [{\"id\": 1}]}").unwrap();

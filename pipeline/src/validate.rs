@@ -58,6 +58,15 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
         v.optimistic,
         v.pessimistic
     )?;
+    // A measured run ran, so it fit: a plan that does not is missing what made it fit
+    // (activation offloading, recomputation the source does not state) or the memory model is.
+    let not_fitting = v.runs.iter().filter(|r| r.fits_memory == Some(false)).count();
+    if not_fitting > 0 {
+        writeln!(
+            out,
+            "{not_fitting} of them do not fit their GPU's memory as priced for their stated plans: they ran, so the plan leaves out what made it fit (offloading, recomputation) or the memory model counts too much"
+        )?;
+    }
     Ok(())
 }
 
