@@ -1973,6 +1973,9 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
                 (_, 0) => dense_full,
                 _ => full.max(dense_full),
             };
+            // The layer being recomputed at its full size, on top of what it keeps (its input, and
+            // under per-op checkpointing its saved outputs): counted twice, an upper bound of at most
+            // one layer's kept bytes, as Korthikanti et al. count full recomputation.
             let working = if (plan.recompute || op_sac.is_some()) && trainable_layers > 0.0 { recomputed } else { 0.0 };
             let kept = per_layer * (trainable_layers - trainable_dense_layers) + per_dense_layer * trainable_dense_layers;
             // The stage with the loss also keeps, for the microbatch whose backward starts there,
