@@ -720,7 +720,7 @@ fn a_torchtitan_runs_memory_is_near_what_it_logged() {
         let o = bin().args(["project", "-q", "--from", &format!("{}:{id}", evidence.display()), "--json"]).arg(&out).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let p = json(&out);
-        let gb: f64 = p["memory"].as_object().unwrap().values().filter_map(|v| v.as_f64()).sum();
+        let gb = p["memory_gb_per_gpu"].as_f64().unwrap();
         let logged = gib * 1024f64.powi(3) / 1e9;
         assert!((gb / logged - 1.0).abs() < 0.15, "{id}: {gb:.1} GB projected, {logged:.1} GB logged");
     }

@@ -1881,6 +1881,14 @@ struct StageLayers {
     loss: bool,
 }
 
+#[cfg(test)]
+impl StageLayers {
+    /// `layers` trainable layers of one kind, without the loss.
+    fn plain(layers: usize) -> StageLayers {
+        StageLayers { layers, dense: 0, frozen: 0, loss: false }
+    }
+}
+
 /// Memory of one pipeline stage of `stage` layers, holding `vocab` vocabulary
 /// matrices and `in_flight` microbatches' activations.
 fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers, vocab: f64, in_flight: f64) -> Memory {
@@ -3199,8 +3207,7 @@ mod tests {
         // Adam's 12 bytes per parameter come to the same per GPU.
         let optimizer = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 32, dense: 0, frozen: 0, loss: false }, m.embedding_copies(1), 1.0)
-                .optimizer_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers::plain(32), m.embedding_copies(1), 1.0).optimizer_gb
         };
         let truth = 12.0 * m.params() / 64.0 / 1e9;
         for spec in ["fsdp=64", "fsdp=64,ep=4", "fsdp=64,ep=8"] {
@@ -3231,17 +3238,13 @@ mod tests {
         let within = Plan::parse("tp=2,dp=16,ep=8,sp").unwrap();
         assert_eq!((folded.expert_tp(), folded.expert_replicas()), (1, 1));
         assert_eq!((within.expert_tp(), within.expert_replicas()), (2, 2));
-        let weights = |plan: &Plan| {
-            stage_memory(&m, plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).weights_gb * 1e9
-                / 2.0
-        };
+        let weights = |plan: &Plan| stage_memory(&m, plan, Task::Train, StageLayers::plain(1), 0.0, 1.0).weights_gb * 1e9 / 2.0;
         assert!((weights(&folded) - (attn / 2.0 + 4.0 * expert)).abs() < 1.0, "{}", weights(&folded));
         assert!((weights(&within) - (attn / 2.0 + 16.0 * expert / 2.0)).abs() < 1.0, "{}", weights(&within));
         // ZeRO-1 shards each expert's optimizer state over its replicas: none to share with folded, two within.
         let optimizer = |plan: &str| {
             let plan = Plan::parse(plan).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).optimizer_gb * 1e9
-                / 12.0
+            stage_memory(&m, &plan, Task::Train, StageLayers::plain(1), 0.0, 1.0).optimizer_gb * 1e9 / 12.0
         };
         assert!((optimizer("tp=2,dp=16,ep=32,sp,zero=1") - (attn / 2.0 / 16.0 + 4.0 * expert)).abs() < 1.0);
         assert!((optimizer("tp=2,dp=16,ep=8,sp,zero=1") - (attn / 2.0 / 16.0 + 16.0 * expert / 2.0 / 2.0)).abs() < 1.0);
@@ -3340,16 +3343,7 @@ mod tests {
         // on every tensor-parallel rank (all heads share it).
         let cache = |tp: &str| {
             let plan = Plan::parse(tp).unwrap();
-            stage_memory(
-                &m,
-                &plan,
-                Task::Decode { batch: 1, context: 4096 },
-                StageLayers { layers: 1, dense: 0, frozen: 0, loss: false },
-                0.0,
-                1.0,
-            )
-            .kv_cache_gb
-                * 1e9
+            stage_memory(&m, &plan, Task::Decode { batch: 1, context: 4096 }, StageLayers::plain(1), 0.0, 1.0).kv_cache_gb * 1e9
         };
         assert_eq!(cache("tp=1"), 4096.0 * (512.0 + 64.0) * 2.0);
         assert_eq!(cache("tp=8"), cache("tp=1"));
@@ -3374,24 +3368,13 @@ mod tests {
         // (2 · 2d bytes) and of the experts' up (2 · 14 336) and activation (14 336) outputs in 16 bits.
         let m = Transformer::preset("mixtral-8x7b").unwrap();
         let plan = Plan::parse("dp=8,ep=8,mb=1").unwrap();
-        let activations = stage_memory(&m, &plan, Task::Train, StageLayers { layers: 1, dense: 0, frozen: 0, loss: false }, 0.0, 1.0)
-            .activations_gb
-            * 1e9;
+        let activations = stage_memory(&m, &plan, Task::Train, StageLayers::plain(1), 0.0, 1.0).activations_gb * 1e9;
         let sbd = 4096.0 * 4096.0;
         let want = 11.0 * sbd + 2.0 * 2.0 * sbd + 2.0 * 2.0 * 4096.0 * (2.0 * 14336.0 + 14336.0);
         assert!((activations - want).abs() < 1.0, "{activations} vs {want}");
         // Llama-3-8B's terms (the same with a dense SwiGLU FFN of 3.5d: 8 whole, 5 + 21 split) sum to GPT-3's 34.
         let dense = Transformer::preset("llama3-8b").unwrap();
-        let a = stage_memory(
-            &dense,
-            &Plan::parse("mb=1").unwrap(),
-            Task::Train,
-            StageLayers { layers: 1, dense: 0, frozen: 0, loss: false },
-            0.0,
-            1.0,
-        )
-        .activations_gb
-            * 1e9;
+        let a = stage_memory(&dense, &Plan::parse("mb=1").unwrap(), Task::Train, StageLayers::plain(1), 0.0, 1.0).activations_gb * 1e9;
         assert!((a - 34.0 * 8192.0 * 4096.0).abs() < 1.0, "{a}");
     }
 
@@ -3428,7 +3411,7 @@ mod tests {
         let sbd = 8192.0 * 4096.0;
         let one = |spec: &str, layers: usize| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers, dense: 0, frozen: 0, loss: false }, 0.0, 1.0).activations_gb * 1e9
+            stage_memory(&m, &plan, Task::Train, StageLayers::plain(layers), 0.0, 1.0).activations_gb * 1e9
         };
         let (a1, a2) = (one("mb=1,recompute=op", 1), one("mb=1,recompute=op", 2));
         assert!((a2 - a1 - 15.5 * sbd).abs() < 1.0, "{}", (a2 - a1) / sbd);
@@ -3461,8 +3444,7 @@ mod tests {
         let sbd = 16.0 * 8192.0 * 8192.0;
         let acts = |spec: &str| {
             let plan = Plan::parse(spec).unwrap();
-            stage_memory(&m, &plan, Task::Train, StageLayers { layers: 80, dense: 0, frozen: 0, loss: false }, m.embedding_copies(1), 1.0)
-                .activations_gb
+            stage_memory(&m, &plan, Task::Train, StageLayers::plain(80), m.embedding_copies(1), 1.0).activations_gb
         };
         let with_sp = (2.0 * sbd / 8.0 * 80.0 + sbd * 33.5 / 8.0) / 1e9;
         let without = (2.0 * sbd * 80.0 + sbd * (8.0 + 25.5 / 8.0)) / 1e9;
