@@ -825,6 +825,11 @@ fn hw_show_prints_the_shipped_calibration() {
     assert!(out.contains("gemm"), "{out}");
     // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.
     assert!(out.contains("collectives of a3mega-h100 across nodes of 8 GPUs: 25 GB/s of NICs per GPU"), "{out}");
+    // The FA charts measured FA1, FA2, FA3, cuDNN, Triton and materialized attention on H100.
+    assert!(
+        out.contains("attention kernel families (a plan's `attention=FAMILY`): cudnn, fa1, fa2, fa3, pytorch-standard, triton"),
+        "{out}"
+    );
     // hisohara's MI300X nodes: the source names the NICs, not their speed.
     let o = run(&["hw".as_ref(), "show".as_ref(), "mi300x".as_ref()]);
     let out = String::from_utf8_lossy(&o.stdout);

@@ -449,3 +449,63 @@ fn an_attention_grid_smaller_than_the_gpu_runs_at_its_share_of_the_measured_rate
     assert!(small.extrapolated && small.time_us > 1.0, "{small:?}");
     assert!(!full.basis.contains("query tiles"), "{full:?}");
 }
+
+/// A kernel family measured on one GPU carried to another that measured other
+/// families: each family measured on both A100 and H100 (FA1, FA2, PyTorch's
+/// materialized attention, forward plus backward) withheld on one of them and
+/// predicted from the other GPU's measurement × the median ratio of the other
+/// families measured on both, every shape both ways; against the rule a GPU
+/// without attention measurements gets (the closest measured GPU scaled by the
+/// peaks), with all of the withheld GPU's attention rows out.
+#[test]
+fn a_family_carried_by_its_siblings_beats_the_peak_ratio() {
+    use tracecast_calibrate::measured::Direction;
+    use tracecast_calibrate::pricing::AttentionShape;
+    let full = Measurements::builtin();
+    let catalog = Catalog::builtin();
+    let (mut carried, mut peaks) = (Vec::new(), Vec::new());
+    println!("{:<10} {:<17} {:>6} {:>14} {:>14}", "withheld", "family", "shapes", "carried |err|", "peaks |err|");
+    for (target, source) in [("h100-sxm", "a100-80gb"), ("a100-80gb", "h100-sxm")] {
+        let gpu = gpu_for(&catalog, target);
+        for family in ["fa1", "fa2", "pytorch-standard"] {
+            let rows: Vec<_> = full
+                .attention
+                .iter()
+                .filter(|r| &*r.gpu == target && &*r.kernel == family && r.direction == Direction::ForwardBackward)
+                .cloned()
+                .collect();
+            assert!(full.attention.iter().any(|r| &*r.gpu == source && &*r.kernel == family), "{family} on {source}");
+            let mut without_family = full.clone();
+            without_family.attention.retain(|r| !(&*r.gpu == target && &*r.kernel == family));
+            let mut without_gpu = full.clone();
+            without_gpu.attention.retain(|r| &*r.gpu != target);
+            let (one, none) = (Pricing::new(catalog.clone(), without_family.into()), Pricing::new(catalog.clone(), without_gpu.into()));
+            let (mut c, mut p) = (Vec::new(), Vec::new());
+            for r in &rows {
+                let shape =
+                    AttentionShape { batch: r.batch, heads: r.heads, seq: r.seq, head_dim: r.head_dim, causal: r.causal, backward: true };
+                let measured_us = shape.flops() / (r.tflops * 1e12) * 1e6;
+                let a = one.attention(&gpu, &shape, Some(family)).expect("carried");
+                assert_eq!(a.rule, PriceRule::AttentionCarried, "{}", a.basis);
+                assert!(a.basis.contains(source), "{}", a.basis);
+                let b = none.attention(&gpu, &shape, Some(family)).expect("spec model");
+                assert_eq!(b.rule, PriceRule::AttentionSpecModel, "{}", b.basis);
+                c.push((a.time_us / measured_us - 1.0).abs());
+                p.push((b.time_us / measured_us - 1.0).abs());
+            }
+            println!(
+                "{target:<10} {family:<17} {:>6} {:>13.1}% {:>13.1}%",
+                rows.len(),
+                100.0 * median(c.clone()),
+                100.0 * median(p.clone())
+            );
+            carried.extend(c);
+            peaks.extend(p);
+        }
+    }
+    let (c, p) = (median(carried.clone()), median(peaks.clone()));
+    println!("all {} shapes: carried median |error| {:.1} %, peak ratio {:.1} %", carried.len(), 100.0 * c, 100.0 * p);
+    // The carried rule's band is its measured error; the peak ratio is far off for Ampere-era kernels.
+    assert!(c <= tracecast_calibrate::pricing::ATTENTION_CARRIED_BAND, "carried {c:.3}");
+    assert!(c < p / 2.0, "carried {c:.3}, peaks {p:.3}");
+}

@@ -150,6 +150,12 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
             };
             writeln!(w, "  collectives of {source} across nodes of {gpus_per_node} GPUs: {network}; carried onto the priced network")?;
         }
+        let mut families: Vec<&str> = base.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| &*r.kernel).collect();
+        families.sort_unstable();
+        families.dedup();
+        if !families.is_empty() {
+            writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
+        }
     }
     match tracecast_calibrate::shipped::profile(&g.id) {
         Some(p) => {

@@ -707,6 +707,9 @@ pub struct Plan {
     /// frameworks before FlashAttention, 2022, e.g. Megatron-LM's fused
     /// scale-mask-softmax) instead of computing it in tiles on chip (`flash`, the default).
     pub materialized_attention: bool,
+    /// The flash attention kernel family the framework runs (`attention=fa2`, `fa-triton`,
+    /// `cudnn`, … as the measurements name them); `None`: the fastest measured family.
+    pub attention_kernel: Option<String>,
     /// Context parallel degree (`cp=C`): each sequence is split over C ranks
     /// (load-balanced causal chunks); K and V are all-gathered across them
     /// before the attention core and their gradients reduce-scattered, as in
@@ -827,6 +830,7 @@ impl Default for Plan {
             frozen: 0,
             prefetch: 1,
             materialized_attention: false,
+            attention_kernel: None,
             cp: 1,
             fp8: false,
             dropout: false,
@@ -976,14 +980,23 @@ impl Plan {
                     Some(other) => return Err(crate::Error::Plan(format!("tp_overlap={other}: on or off"))),
                 },
                 "attention" => match v {
-                    Some("flash") => p.materialized_attention = false,
-                    Some("materialized") => p.materialized_attention = true,
-                    other => return Err(crate::Error::Plan(format!("attention={}: flash or materialized", other.unwrap_or("")))),
+                    Some("flash") => (p.materialized_attention, p.attention_kernel) = (false, None),
+                    Some("materialized") => (p.materialized_attention, p.attention_kernel) = (true, None),
+                    // A kernel family as the measurements name it (`fa2`, `fa-triton`, `cudnn`, …).
+                    Some(family) if !family.is_empty() && family.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') => {
+                        (p.materialized_attention, p.attention_kernel) = (false, Some(family.to_ascii_lowercase()))
+                    }
+                    other => {
+                        return Err(crate::Error::Plan(format!(
+                            "attention={}: flash, materialized or a kernel family (fa2, fa3, cudnn, fa-triton, …)",
+                            other.unwrap_or("")
+                        )));
+                    }
                 },
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
                 other => {
                     return Err(crate::Error::Plan(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
                     )));
                 }
             }
@@ -1027,6 +1040,9 @@ impl Plan {
         }
         if self.materialized_attention {
             parts.push("attention=materialized".into());
+        }
+        if let Some(k) = &self.attention_kernel {
+            parts.push(format!("attention={k}"));
         }
         if self.cp > 1 {
             parts.push(format!("cp={}", self.cp));
@@ -1620,7 +1636,15 @@ impl Cluster {
     /// parallel rank's share): (forward, backward) seconds from the GPU's measured
     /// attention kernels (forward rows for the forward, forward-plus-backward rows
     /// less it for the backward); `None` without measurements of both.
-    fn attention_at(&self, batch: f64, heads: f64, seq: f64, head_dim: f64, flops: f64) -> Option<(f64, f64, String)> {
+    fn attention_at(
+        &self,
+        batch: f64,
+        heads: f64,
+        seq: f64,
+        head_dim: f64,
+        flops: f64,
+        kernel: Option<&str>,
+    ) -> Option<(f64, f64, String)> {
         let p = self.prices.as_ref()?;
         let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
         let (fwd, both) = (shape(false), shape(true));
@@ -1630,7 +1654,7 @@ impl Cluster {
         // same rate). Taking the fastest forward of any family paired FA3's forward-only
         // chart with FA2's forward plus backward on H100: a forward 2× too fast, counted
         // twice under full recomputation.
-        let (fb_price, family) = p.pricing.attention_of_family(&p.gpu, &both, None)?;
+        let (fb_price, family) = p.pricing.attention_of_family(&p.gpu, &both, kernel)?;
         let fb = fb_price.time_us * 1e-6 * flops / fwd.flops();
         let f = p
             .pricing
@@ -1728,6 +1752,18 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     }
     if tp > cluster.gpus_per_node {
         return Err(crate::Error::Plan(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
+    }
+    // A kernel family no measurement names is a typo, not a kernel to substitute.
+    if let (Some(k), Some(p)) = (&plan.attention_kernel, &cluster.prices) {
+        let mut known: Vec<&str> = p.pricing.measurements.attention.iter().map(|r| &*r.kernel).collect();
+        known.sort_unstable();
+        known.dedup();
+        if !known.contains(&k.as_str()) {
+            return Err(crate::Error::Plan(format!(
+                "attention={k}: no measured attention kernel family of that name (flash, materialized, or one of: {})",
+                known.join(", ")
+            )));
+        }
     }
     // Heads split over TP ranks; fewer KV heads than ranks are replicated.
     let kv = model.kv_heads as u32;
@@ -2165,11 +2201,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     let attn_f = attn_lin_f.max(cluster.memory(attn_weight_bytes));
     // Flash attention (training, prefill) at its shape from the GPU's measured attention
-    // kernels where it has them (the fastest measured family; causal), else at the profile's η.
-    let measured_flash = if decode {
-        None
-    } else {
-        cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, model.head_dim, attn_core_flops)
+    // kernels where it has them (the plan's kernel family, else the fastest measured; causal),
+    // else at the profile's η. A family nothing measured on this GPU's vendor is said to be
+    // replaced by the fastest.
+    let flash_at =
+        |kernel| cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, model.head_dim, attn_core_flops, kernel);
+    let mut kernel_unpriced = None;
+    let measured_flash = match plan.attention_kernel.as_deref() {
+        _ if decode => None,
+        Some(k) => flash_at(Some(k)).or_else(|| {
+            kernel_unpriced = Some(k);
+            flash_at(None)
+        }),
+        None => flash_at(None),
     };
     let flash_core_f = match measured_flash {
         Some((f, _, _)) => f,
@@ -2519,6 +2563,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         priced_by.attention_at_gemm_eta = false;
     }
     let mut notes: Vec<String> = priced_by.lines().chain(cluster.notes.iter().cloned()).collect();
+    if let Some(k) = kernel_unpriced.filter(|_| materialized.is_none()) {
+        notes.push(format!(
+            "attention={k}: no measurement of that kernel family on this GPU or another of its vendor; the attention core priced {}",
+            if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
+        ));
+    }
     if plan.fp8 {
         notes.push(fp8_note(cluster));
     }
@@ -3687,8 +3737,11 @@ mod tests {
         let kept = mem("mb=1,attention=materialized") - mem("mb=1");
         assert!((kept - m.layers as f64 * 2.0 * e / 1e9).abs() < 1e-6, "{kept} GB");
         assert_eq!(mem("mb=1,recompute,attention=materialized"), mem("mb=1,recompute"));
-        assert!(Plan::parse("attention=tiled").unwrap_err().to_string().contains("flash or materialized"));
+        assert!(Plan::parse("attention=").unwrap_err().to_string().contains("flash, materialized or a kernel family"));
         assert!(Plan::parse(&Plan::parse("attention=materialized").unwrap().describe()).unwrap().materialized_attention);
+        let family = Plan::parse("attention=FA-Triton").unwrap();
+        assert_eq!((family.attention_kernel.as_deref(), family.materialized_attention), (Some("fa-triton"), false));
+        assert_eq!(Plan::parse(&family.describe()).unwrap(), family);
     }
 
     #[test]
@@ -3779,12 +3832,37 @@ mod tests {
             backward,
         };
         let flops = shape(false).flops();
-        let (f, b, _) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops).unwrap();
+        let (f, b, _) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops, None).unwrap();
         let (fb, family) = p.pricing.attention_of_family(&p.gpu, &shape(true), None).unwrap();
         assert_eq!(&*family, "fa2");
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
         let fa3 = p.pricing.attention(&p.gpu, &shape(false), Some("fa3")).unwrap();
         assert!(f * 1e6 > 1.5 * fa3.time_us, "forward {} µs vs FA3's {} µs", f * 1e6, fa3.time_us);
+    }
+
+    #[test]
+    fn a_plans_attention_kernel_family_prices_the_core() {
+        // MPT-7B's shapes (32 heads of 128, 2048 tokens, causal) on A100: FlashAttention-2's
+        // chart measures 155 TFLOP/s forward plus backward, its "FlashAttention Triton" 68
+        // (`fa2-chart-a100`): the attention core takes 155/68 as long, nothing else moves
+        // (one GPU: no collective beside the compute to slow it).
+        let mut m = Transformer::preset("llama2-7b").unwrap();
+        m.seq = 2048.0;
+        let catalog = Catalog::builtin();
+        let c = Cluster::from_catalog(&catalog, "a100-80gb", 1, Dtype::Bf16, None).unwrap();
+        let run = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train);
+        let (fast, triton) = (run("mb=4").unwrap(), run("mb=4,attention=fa-triton").unwrap());
+        let ratio = triton.times.by_kind_ms["attention"] / fast.times.by_kind_ms["attention"];
+        assert!((ratio / (155.0 / 68.0) - 1.0).abs() < 0.01, "{ratio}");
+        assert_eq!(triton.times.by_kind_ms["gemm"], fast.times.by_kind_ms["gemm"]);
+        assert!(triton.notes.iter().any(|n| n.contains("fa-triton on a100-80gb")), "{:?}", triton.notes);
+        // A family measured only on another vendor's GPUs is said to be replaced by the fastest.
+        let amd = run("mb=4,attention=aotriton").unwrap();
+        assert_eq!(amd.times.by_kind_ms["attention"], fast.times.by_kind_ms["attention"]);
+        assert!(amd.notes.iter().any(|n| n.starts_with("attention=aotriton: no measurement") && n.contains("fastest")), "{:?}", amd.notes);
+        // A name no measurement knows is refused, with the names it could be.
+        let typo = run("mb=4,attention=fa-trition").unwrap_err().to_string();
+        assert!(typo.contains("attention=fa-trition") && typo.contains("fa-triton"), "{typo}");
     }
 
     #[test]

@@ -570,6 +570,12 @@ enum Framework {
     /// reduce-scatter outputs except every second matmul; a runs file's `recompute=selective`
     /// means that (`recompute=op`), not tracecast's attention-core recomputation.
     Torchtitan,
+    /// llm-foundry's benchmark tables (`scripts/train/benchmarking/README.md`): every commit
+    /// that wrote them (2023-05 … 2024-01) ran `submit_benchmarks.py`, whose `--attn_impl`
+    /// defaulted to `triton` (`flash` from 2024-03-26, 7f0fdae): MPT's Triton FlashAttention
+    /// (`llmfoundry/models/layers/flash_attn_triton.py` on `triton-pre-mlir`), the
+    /// "FlashAttention Triton" of FlashAttention-2's A100 chart (`fa-triton`).
+    LlmFoundryBenchmarks,
 }
 
 impl Framework {
@@ -584,6 +590,8 @@ impl Framework {
                 Some((Framework::MegatronBridge, "Megatron-Bridge"))
             } else if t.contains("nemo") {
                 Some((Framework::NeMo, "NeMo"))
+            } else if t.contains("llm-foundry") && t.contains("benchmarking") {
+                Some((Framework::LlmFoundryBenchmarks, "llm-foundry (benchmark tables)"))
             } else {
                 None
             }
@@ -601,6 +609,13 @@ impl Framework {
             if plan.selective && !plan.op_sac && !plan.recompute {
                 plan.op_sac = true;
                 return vec!["recompute=op for recompute=selective (its per-op selective activation checkpointing)".into()];
+            }
+            return Vec::new();
+        }
+        if self == Framework::LlmFoundryBenchmarks {
+            if !plan.materialized_attention && plan.attention_kernel.is_none() && !stated.contains("attention") {
+                plan.attention_kernel = Some("fa-triton".into());
+                return vec!["attention=fa-triton (`attn_impl: triton`, the default of the script that measured them)".into()];
             }
             return Vec::new();
         }
@@ -1055,6 +1070,27 @@ mod tests {
             "{:?}",
             tt.runs[0].notes
         );
+        // llm-foundry's benchmark tables ran its Triton FlashAttention; a stated kernel wins,
+        // and llm-foundry outside those tables (its later default is `flash`) gets nothing.
+        let foundry = runs(&format!(
+            r#"{{"runs": [{}, {}, {}]}}"#,
+            run("tables", "mosaicml/llm-foundry scripts/train/benchmarking/README.md", "fsdp=16,mb=1,gbs=16"),
+            run("stated", "mosaicml/llm-foundry scripts/train/benchmarking/README.md", "fsdp=16,mb=1,gbs=16,attention=fa2"),
+            run("later", "mosaicml/llm-foundry", "fsdp=16,mb=1,gbs=16"),
+        ));
+        let foundry = validate(&foundry, &catalog, &[], None);
+        let notes = |id: &str| foundry.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
+        assert!(
+            notes("tables").contains(
+                "llm-foundry (benchmark tables) defaults the plan does not state (framework named by the source): attention=fa-triton"
+            ),
+            "{}",
+            notes("tables")
+        );
+        assert!(notes("tables").contains("fa-triton not measured on h100-sxm"), "{}", notes("tables"));
+        for id in ["stated", "later"] {
+            assert!(!notes(id).contains("defaults the plan does not state") && !notes(id).contains("fa-triton"), "{}", notes(id));
+        }
         // The distributed optimizer shards the Adam state over the 8 data-parallel ranks.
         let mem = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().memory.clone().unwrap();
         assert!((mem("other").optimizer_gb / mem("nemo").optimizer_gb - 8.0).abs() < 1e-9);
