@@ -1891,6 +1891,23 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     best
 }
 
+/// Bytes per gradient element FSDP accumulates in under a pipeline: torchtitan's
+/// `mixed_precision_reduce = "float32"`.
+const FSDP_REDUCE_BYTES: f64 = 4.0;
+
+/// FSDP (ZeRO-3) training under a pipeline, as PyTorch's pipelining runs it: torchtitan
+/// does not reshard after the forward when PP is on (`reshard_after_forward = not
+/// pp_enabled`, "to avoid per-microbatch all-gathers", `parallelize_llama.py`), and the
+/// schedule runs every backward with `set_reshard_after_backward(False)` and
+/// `set_requires_gradient_sync(False)` (`torch/distributed/pipelining/stage.py`,
+/// `backward_maybe_with_nosync`), reducing after the stage's last backward. So a stage's
+/// weights are gathered once per step and stay whole, its gradients accumulate whole in
+/// FSDP2's reduce type (`to_accumulated_grad_if_needed`: torchtitan reduces in FP32) and
+/// are reduce-scattered once. (DeepSpeed does not combine ZeRO-3 with its pipeline.)
+fn fsdp_under_pipeline(plan: &Plan, task: Task) -> bool {
+    task == Task::Train && plan.zero >= 3 && plan.pp > 1 && plan.replicas() > 1
+}
+
 /// Microbatches' worth of activations pipeline rank `s` holds at its peak.
 /// 1F1B: min(pp − s, microbatches). Interleaved 1F1B (`vpp` = v model chunks
 /// per rank, Megatron's schedule): the rank runs 2(pp − s − 1) + (v − 1)·pp
@@ -1954,7 +1971,11 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
         // Transformer Engine keeps an FP8 copy of the linear layers' weights (1 byte per parameter).
         m.weights_gb += sharded(3, layer_params_gpu - expert_params_gpu, expert_params_gpu) / 1e9;
     }
-    if plan.zero >= 3 && plan.replicas() > 1 {
+    let fsdp_pp = fsdp_under_pipeline(plan, task);
+    if fsdp_pp {
+        // Under a pipeline the stage's weights stay gathered across its microbatches.
+        m.weights_gb += params_gpu * bytes / 1e9;
+    } else if plan.zero >= 3 && plan.replicas() > 1 {
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
         let largest = if dense > 0 && dense == layers { dense_layer_gpu } else { moe_layer_gpu };
         m.weights_gb += f64::from(plan.prefetch + 1) * largest * bytes / 1e9;
@@ -1967,7 +1988,9 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
     let trainable_dense = trainable - trainable_experts;
     match task {
         Task::Train => {
-            m.gradients_gb = sharded(2, trainable_dense, trainable_experts) * bytes / 1e9;
+            // Under a pipeline FSDP accumulates the stage's gradients whole, in FP32, until its last backward.
+            m.gradients_gb =
+                if fsdp_pp { trainable * FSDP_REDUCE_BYTES } else { sharded(2, trainable_dense, trainable_experts) * bytes } / 1e9;
             // Adam in mixed precision: FP32 master weights, momentum and variance.
             m.optimizer_gb = sharded(1, trainable_dense, trainable_experts) * 12.0 / 1e9;
             // Korthikanti et al. (2022) per layer and microbatch, with flash attention (no s² term),
@@ -2309,6 +2332,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // weights in the next forward and keeps them through the backward (FSDP's
     // SHARD_GRAD_OP), the bytes of ZeRO-1's all-reduce beyond a reduce-scatter.
     let gathered = plan.zero >= 2 && dp > 1;
+    let fsdp_pp = fsdp_under_pipeline(plan, task);
     let dense_bytes_gpu = if model.mla.is_some() { model.dense_per_gpu(tpf) * bytes } else { model.dense_params() * bytes / tpf };
     let attn_gather = if gathered { cluster.all_gather(dense_bytes_gpu, dp, dp_g) } else { 0.0 };
     let mlp_params_gpu = model.ffn_params() * model.experts / etpf / f64::from(plan.ep);
@@ -2371,11 +2395,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         moe_a2a,
         attn_gather,
         mlp_gather,
-        gathers_in_backward: plan.zero == 3,
+        gathers_in_backward: plan.zero == 3 && !fsdp_pp,
         attn_grad,
         mlp_grad,
         grad_kind,
-        grad_after: plan.grad_sync_after,
+        grad_after: plan.grad_sync_after || fsdp_pp,
         head_gemm_f,
         head_loss_f,
         contention: cluster.overlap_slowdown,
@@ -2438,15 +2462,25 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // DDP and ZeRO-1 accumulate full gradients and reduce them after the last microbatch;
     // ZeRO-2/3 keep only their shard of the gradients, so every microbatch reduce-scatters
     // its gradients (what the memory model assumes). With one microbatch only the last runs.
-    let sync_every = plan.zero >= 2 && dp > 1;
+    // FSDP under a pipeline (PyTorch's pipelining) gathers a stage's weights once per step
+    // and reduce-scatters its gradients once, after its last backward: the microbatches
+    // before the last neither gather nor reduce; the last carries the step's gather (its
+    // forward) and the reduction (after its backward).
+    let sync_every = plan.zero >= 2 && dp > 1 && !fsdp_pp;
     let dense = dense_costs.as_ref().map(|d| (d, dense_here));
     let last =
         stage_timeline(&costs, dense, layers_per_stage, plan.frozen as usize, plan.prefetch as usize, train, plan.recompute, train, p2p);
     let t_last = last.times();
+    let (ungathered, ungathered_dense) = if fsdp_pp {
+        let dense = dense_costs.as_ref().map(|d| LayerCosts { attn_gather: 0.0, mlp_gather: 0.0, ..*d });
+        (Some(LayerCosts { attn_gather: 0.0, mlp_gather: 0.0, ..costs }), dense)
+    } else {
+        (None, None)
+    };
     let first_timeline = (train && plan.microbatches > 1).then(|| {
         stage_timeline(
-            &costs,
-            dense,
+            ungathered.as_ref().unwrap_or(&costs),
+            ungathered_dense.as_ref().map(|d| (d, dense_here)).or(dense),
             layers_per_stage,
             plan.frozen as usize,
             plan.prefetch as usize,
@@ -2472,7 +2506,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let stage_latency_ms = t_first.iteration_ms;
     // Each stage's work: the fullest stage's timeline scaled by its layers, the last
     // stage's output head added.
-    let fwd_ms = forward_end_ms(&last);
+    // Every microbatch's forward but the one that gathers (FSDP under a pipeline): the others'.
+    let fwd_ms = forward_end_ms(first_timeline.as_ref().filter(|_| fsdp_pp).unwrap_or(&last));
     let fullest = PipelineStage {
         fwd_s: fwd_ms / 1e3,
         bwd_s: (t_first.iteration_ms - fwd_ms).max(0.0) / 1e3,
@@ -2567,6 +2602,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         notes.push(format!(
             "attention={k}: no measurement of that kernel family on this GPU or another of its vendor; the attention core priced {}",
             if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
+        ));
+    }
+    if fsdp_pp {
+        notes.push(format!(
+            "fsdp under pp (PyTorch's pipelining; torchtitan does not reshard after the forward with PP): each stage's weights gathered once per step and kept whole across its {} microbatches, its gradients accumulated whole in FP32 and reduce-scattered once, after its last backward",
+            plan.microbatches
         ));
     }
     if plan.fp8 {
@@ -3838,6 +3879,32 @@ mod tests {
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
         let fa3 = p.pricing.attention(&p.gpu, &shape(false), Some("fa3")).unwrap();
         assert!(f * 1e6 > 1.5 * fa3.time_us, "forward {} µs vs FA3's {} µs", f * 1e6, fa3.time_us);
+    }
+
+    #[test]
+    fn fsdp_under_a_pipeline_gathers_and_reduces_once_per_step_and_keeps_the_stage_whole() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(16);
+        let kinds = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms;
+        // With a pipeline the step's gathers and reductions do not grow with its microbatches ...
+        let (two, eight) = (kinds("pp=2,fsdp=8,mb=1,microbatches=2"), kinds("pp=2,fsdp=8,mb=1,microbatches=8"));
+        for k in ["all_gather", "reduce_scatter"] {
+            assert!(two[k] > 0.0 && (eight[k] / two[k] - 1.0).abs() < 1e-9, "{k}: {} vs {}", eight[k], two[k]);
+        }
+        // ... without one, each microbatch gathers its weights twice and reduce-scatters its gradients.
+        let c8 = a100(8);
+        let plain = |mb: u32| {
+            project(&m, &c8, &Plan::parse(&format!("fsdp=8,mb=1,microbatches={mb}")).unwrap(), Task::Train).unwrap().times.by_kind_ms
+        };
+        assert!((plain(8)["all_gather"] / plain(2)["all_gather"] - 4.0).abs() < 1e-9);
+        // Memory: the stage's weights whole beside their shard, its gradients whole in FP32.
+        let mem = |spec: &str| memory(&m, &Plan::parse(spec).unwrap(), Task::Train);
+        let (whole, fsdp) = (mem("pp=2,mb=1,microbatches=8"), mem("pp=2,fsdp=8,mb=1,microbatches=8"));
+        assert!((fsdp.weights_gb - whole.weights_gb * (1.0 + 1.0 / 8.0)).abs() < 1e-9, "{} vs {}", fsdp.weights_gb, whole.weights_gb);
+        assert!((fsdp.gradients_gb - whole.gradients_gb * 4.0 / m.bytes).abs() < 1e-9, "{} vs {}", fsdp.gradients_gb, whole.gradients_gb);
+        assert!((fsdp.optimizer_gb - whole.optimizer_gb / 8.0).abs() < 1e-9);
+        let p = project(&m, &c, &Plan::parse("pp=2,fsdp=8,mb=1,microbatches=8").unwrap(), Task::Train).unwrap();
+        assert!(p.notes.iter().any(|n| n.starts_with("fsdp under pp") && n.contains("8 microbatches")), "{:?}", p.notes);
     }
 
     #[test]
