@@ -707,6 +707,9 @@ pub struct Plan {
     /// frameworks before FlashAttention, 2022, e.g. Megatron-LM's fused
     /// scale-mask-softmax) instead of computing it in tiles on chip (`flash`, the default).
     pub materialized_attention: bool,
+    /// Gradient bucket of the data-parallel reduction (DDP, ZeRO-1/2), bytes (`bucket=MiB`):
+    /// `None` is PyTorch DDP's `bucket_cap_mb` of 25.
+    pub bucket_bytes: Option<u64>,
     /// The flash attention kernel family the framework runs (`attention=fa2`, `fa-triton`,
     /// `cudnn`, … as the measurements name them); `None`: the fastest measured family.
     pub attention_kernel: Option<String>,
@@ -768,7 +771,7 @@ pub struct StatedKeys(u32);
 
 impl StatedKeys {
     /// Every key [`Plan::parse`] takes, in the order of their bits.
-    const KEYS: [&'static str; 26] = [
+    const KEYS: [&'static str; 27] = [
         "tp",
         "pp",
         "dp",
@@ -795,6 +798,7 @@ impl StatedKeys {
         "tp_overlap",
         "attention",
         "prefetch",
+        "bucket",
     ];
 
     fn bit(key: &str) -> Option<u32> {
@@ -831,6 +835,7 @@ impl Default for Plan {
             prefetch: 1,
             materialized_attention: false,
             attention_kernel: None,
+            bucket_bytes: None,
             cp: 1,
             fp8: false,
             dropout: false,
@@ -994,9 +999,18 @@ impl Plan {
                     }
                 },
                 "prefetch" => p.prefetch = if v == Some("0") { 0 } else { num(v)? },
+                "bucket" => {
+                    let mib: f64 = v.and_then(|x| x.parse().ok()).filter(|x: &f64| x.is_finite() && *x > 0.0).ok_or_else(|| {
+                        crate::Error::Plan(format!(
+                            "bucket={}: a gradient bucket in MiB (PyTorch DDP's bucket_cap_mb, default 25)",
+                            v.unwrap_or("")
+                        ))
+                    })?;
+                    p.bucket_bytes = Some((mib * MIB).round() as u64);
+                }
                 other => {
                     return Err(crate::Error::Plan(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, bucket=MiB, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
                     )));
                 }
             }
@@ -1043,6 +1057,9 @@ impl Plan {
         }
         if let Some(k) = &self.attention_kernel {
             parts.push(format!("attention={k}"));
+        }
+        if let Some(b) = self.bucket_bytes {
+            parts.push(format!("bucket={}", b as f64 / MIB));
         }
         if self.cp > 1 {
             parts.push(format!("cp={}", self.cp));
@@ -1891,6 +1908,13 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
     best
 }
 
+/// PyTorch DDP's default gradient bucket, MiB (`bucket_cap_mb=25`,
+/// `torch/nn/parallel/distributed.py`).
+pub const DDP_BUCKET_MIB: f64 = 25.0;
+
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
 /// Bytes per gradient element FSDP accumulates in under a pipeline: torchtitan's
 /// `mixed_precision_reduce = "float32"`.
 const FSDP_REDUCE_BYTES: f64 = 4.0;
@@ -2342,15 +2366,33 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mlp_gather = if plan.zero >= 2 && mlp_dp > 1 { cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g) } else { 0.0 };
     // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
     // (experts: over the replicas of each expert).
+    // DDP and ZeRO-1/2 reduce gradients in buckets (PyTorch DDP's `bucket_cap_mb`, Megatron-Core's
+    // `bucket_size`): a layer's gradients cost their share of a bucket's collective, a layer
+    // smaller than a bucket sharing one, a larger one split over several. Reduced after the
+    // backward (`grad_sync=after`) the stage's gradients are one bucket (Megatron-Core without
+    // overlap). FSDP reduces each layer's unit as it is.
+    let bucket_bytes = plan.bucket_bytes.map_or(DDP_BUCKET_MIB * MIB, |b| b as f64);
+    let stage_bytes = (dense_bytes_gpu + mlp_params_gpu * bytes) * layers_per_stage as f64;
+    let bucketed = |price: &dyn Fn(f64) -> f64, layer_bytes: f64| {
+        if plan.zero >= 3 || layer_bytes <= 0.0 {
+            return price(layer_bytes);
+        }
+        let bucket = if plan.grad_sync_after { stage_bytes } else { bucket_bytes.min(stage_bytes) };
+        price(bucket) * layer_bytes / bucket
+    };
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
         if plan.zero >= 2 {
             (
-                cluster.reduce_scatter(dense_bytes_gpu, dp, dp_g),
-                cluster.reduce_scatter(mlp_params_gpu * bytes, mlp_dp, mlp_g),
+                bucketed(&|b| cluster.reduce_scatter(b, dp, dp_g), dense_bytes_gpu),
+                bucketed(&|b| cluster.reduce_scatter(b, mlp_dp, mlp_g), mlp_params_gpu * bytes),
                 OpKind::ReduceScatter,
             )
         } else {
-            (cluster.all_reduce(dense_bytes_gpu, dp, dp_g), cluster.all_reduce(mlp_params_gpu * bytes, mlp_dp, mlp_g), OpKind::AllReduce)
+            (
+                bucketed(&|b| cluster.all_reduce(b, dp, dp_g), dense_bytes_gpu),
+                bucketed(&|b| cluster.all_reduce(b, mlp_dp, mlp_g), mlp_params_gpu * bytes),
+                OpKind::AllReduce,
+            )
         }
     } else {
         (0.0, 0.0, OpKind::AllReduce)
@@ -3598,7 +3640,7 @@ mod tests {
         assert!(StatedKeys::KEYS.iter().all(|k| !StatedKeys::default().contains(k)));
         // Every key parse takes has its bit.
         let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
-                     fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1";
+                     fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1,bucket=25";
         assert_eq!(every.split(',').count(), StatedKeys::KEYS.len());
         // One key at a time: `dp`, `ddp` and `fsdp` (and `mb` and `microbatch`, …) set one setting, given once.
         for part in every.split(',') {
@@ -3836,7 +3878,13 @@ mod tests {
                 "zero=2: {two} ms, {microbatches} × {layers} × {layer_ms}"
             );
             assert!((three / two - 2.0).abs() < 1e-9, "zero=3 {three} ms against zero=2 {two} ms");
-            assert_eq!(kind(&spec(2), "reduce_scatter"), kind(&spec(3), "reduce_scatter"));
+            // Both reduce-scatter every microbatch's gradients: ZeRO-2 in 25 MiB buckets, FSDP per layer.
+            let (attn, ffn) = (m.attention_params() * bytes, m.ffn_params() * bytes);
+            let bucket = 25.0 * 1024.0 * 1024.0;
+            let zero2 = microbatches * (attn + ffn) * layers / bucket * c.reduce_scatter(bucket, 16, 8) * 1e3;
+            let fsdp = microbatches * layers * (c.reduce_scatter(attn, 16, 8) + c.reduce_scatter(ffn, 16, 8)) * 1e3;
+            assert!((kind(&spec(2), "reduce_scatter") / zero2 - 1.0).abs() < 1e-9, "{} vs {zero2}", kind(&spec(2), "reduce_scatter"));
+            assert!((kind(&spec(3), "reduce_scatter") / fsdp - 1.0).abs() < 1e-9, "{} vs {fsdp}", kind(&spec(3), "reduce_scatter"));
             assert_eq!(kind(&spec(1), "all_gather"), 0.0);
         }
     }
@@ -3879,6 +3927,31 @@ mod tests {
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
         let fa3 = p.pricing.attention(&p.gpu, &shape(false), Some("fa3")).unwrap();
         assert!(f * 1e6 > 1.5 * fa3.time_us, "forward {} µs vs FA3's {} µs", f * 1e6, fa3.time_us);
+    }
+
+    #[test]
+    fn ddp_reduces_gradients_in_buckets() {
+        // Llama-2-7B on 8 GPUs, DDP: each layer's 16-bit gradients (attention and MLP weights) are
+        // reduced as their share of a bucket's all-reduce; the step's all-reduce time is the
+        // stage's gradient bytes in buckets of 25 MiB (PyTorch DDP's default), or of `bucket=`.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(8);
+        let all_reduce = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms["all_reduce"];
+        let (attn, mlp) = (m.dense_params() * m.bytes, m.ffn_params() * m.bytes);
+        let stage = (attn + mlp) * m.layers as f64;
+        let at = |bucket: f64| (c.all_reduce(bucket, 8, 8) * stage / bucket) * 1e3;
+        let mib = 1024.0 * 1024.0;
+        for (spec, bucket) in [("dp=8,mb=1", 25.0 * mib), ("dp=8,mb=1,bucket=100", 100.0 * mib)] {
+            assert!((all_reduce(spec) / at(bucket) - 1.0).abs() < 1e-9, "{spec}: {} vs {}", all_reduce(spec), at(bucket));
+        }
+        // A bucket larger than the stage is one all-reduce of it; so is a reduction after the backward.
+        for spec in ["dp=8,mb=1,bucket=1000000", "dp=8,mb=1,grad_sync=after"] {
+            assert!((all_reduce(spec) / at(stage) - 1.0).abs() < 1e-9, "{spec}");
+        }
+        // Small buckets pay the collective's latency more often.
+        assert!(all_reduce("dp=8,mb=1,bucket=1") > all_reduce("dp=8,mb=1"));
+        assert!(Plan::parse("bucket=0").unwrap_err().to_string().contains("bucket=0: a gradient bucket in MiB"));
+        assert_eq!(Plan::parse(&Plan::parse("bucket=76.3").unwrap().describe()).unwrap(), Plan::parse("bucket=76.3").unwrap());
     }
 
     #[test]

@@ -637,7 +637,19 @@ impl Framework {
             plan.tp_overlap = true;
             applied.push("tp_overlap (TP communication overlap, userbuffers)");
         }
-        applied.into_iter().map(String::from).collect()
+        let mut applied: Vec<String> = applied.into_iter().map(String::from).collect();
+        // Megatron-Core's gradient buckets (`DistributedDataParallelConfig.bucket_size`):
+        // max(40 M, 1 M × dp) parameters, of 16-bit gradients as the model prices them.
+        if plan.zero <= 2 && plan.replicas() > 1 && plan.bucket_bytes.is_none() && !stated.contains("bucket") {
+            let params = 40_000_000u64.max(1_000_000 * u64::from(plan.replicas()));
+            plan.bucket_bytes = Some(2 * params);
+            applied.push(format!(
+                "bucket={:.1} (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = {} M parameters)",
+                (2 * params) as f64 / (1024.0 * 1024.0),
+                params / 1_000_000
+            ));
+        }
+        applied
     }
 }
 
@@ -1044,7 +1056,11 @@ mod tests {
             r#"{{"runs": [{}, {}, {}, {}]}}"#,
             run("bridge", "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md", "tp=2,dp=8,mb=1,gbs=16"),
             run("nemo", "NVIDIA/NeMo docs/source/performance/performance_summary.md", "tp=2,dp=8,mb=1,gbs=16"),
-            run("stated", "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md", "tp=2,dp=8,mb=1,gbs=16,sp,zero=2,tp_overlap=off"),
+            run(
+                "stated",
+                "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md",
+                "tp=2,dp=8,mb=1,gbs=16,sp,zero=2,tp_overlap=off,bucket=25"
+            ),
             run("other", "pytorch/torchtitan benchmarks", "tp=2,dp=8,mb=1,gbs=16"),
         ));
         let v = validate(&file, &catalog, &[], None);
@@ -1052,6 +1068,8 @@ mod tests {
         let bridge = notes("bridge");
         assert!(bridge.contains("Megatron-Bridge defaults the plan does not state (framework named by the source): sp"), "{bridge}");
         assert!(bridge.contains("zero=1") && bridge.contains("tp_overlap (TP communication overlap"), "{bridge}");
+        // Megatron-Core's gradient buckets: 40 M parameters at dp = 8 (16-bit: 80 MB = 76.3 MiB).
+        assert!(bridge.contains("bucket=76.3 (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = 40 M parameters)"), "{bridge}");
         let nemo = notes("nemo");
         assert!(nemo.contains("NeMo defaults") && nemo.contains("sp") && nemo.contains("zero=1"), "{nemo}");
         assert!(!nemo.contains("tp_overlap"), "{nemo}");
