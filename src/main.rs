@@ -66,18 +66,12 @@ impl Stdout {
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.closed {
-            return Ok(buf.len());
-        }
-        let r = self.inner.write(buf);
+        let r = if self.closed { Ok(buf.len()) } else { self.inner.write(buf) };
         self.unless_closed(r, buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        let r = self.inner.flush().map(|()| 0);
+        let r = if self.closed { Ok(0) } else { self.inner.flush().map(|()| 0) };
         self.unless_closed(r, 0).map(|_| ())
     }
 }

@@ -726,3 +726,16 @@ fn a_torchtitan_runs_memory_is_near_what_it_logged() {
         assert!((gb / logged - 1.0).abs() < 0.15, "{id}: {gb:.1} GB projected, {logged:.1} GB logged");
     }
 }
+
+#[test]
+fn search_with_settings_refuses_what_it_chooses() {
+    let o =
+        common::bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "tp=2"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("--with tp=2: the search chooses tp itself"), "{}", common::stderr(&o));
+    let o = common::bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1", "--with", "bucket=40"])
+        .output()
+        .unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(",bucket=40 "), "{}", String::from_utf8_lossy(&o.stdout));
+}

@@ -43,6 +43,8 @@ pub struct Options {
     pub plots: Option<PathBuf>,
     /// Extra hardware catalog files (default: none).
     pub hw: Vec<PathBuf>,
+    /// Plan settings every candidate keeps, the software stack's (`attention=fa2,bucket=76`; default: none).
+    pub with: Option<String>,
     /// Write nothing on the terminal (default: false).
     pub quiet: bool,
 }
@@ -63,6 +65,7 @@ impl Default for Options {
             json: None,
             plots: None,
             hw: Vec::new(),
+            with: None,
             quiet: false,
         }
     }
@@ -77,7 +80,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let cluster = cluster(&args.system, args.gpus, &args.system_overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
     let seq = model.seq as u32;
     let task = task(&args.task, &args.inference, seq)?;
-    let space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    if let Some(settings) = &args.with {
+        space = space.with(settings).map_err(|e| anyhow::anyhow!("--with {e}"))?;
+    }
     let started = std::time::Instant::now();
     let result = search::search(&model, &cluster, task, &space);
     let elapsed = started.elapsed().as_secs_f64();

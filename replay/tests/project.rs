@@ -194,3 +194,25 @@ fn overflowing_degrees_are_errors_naming_the_product() {
     assert_eq!((r.simulated, r.ranked.len()), (0, 0));
     assert!(r.rejected > 0);
 }
+
+/// A search keeps the stack's settings on every plan: MPT-style Triton attention on A100
+/// (FlashAttention-2's chart: 68 against FA2's 155 TFLOP/s at 128-wide causal heads) makes every
+/// plan slower than with the fastest kernel; the keys the search chooses are refused.
+#[test]
+fn a_search_keeps_the_stacks_settings_on_every_plan() {
+    let model = Transformer::preset("llama2-7b").unwrap();
+    let c = cluster("a100-80gb", 16);
+    let space = SearchSpace::default();
+    let triton = space.clone().with("attention=fa-triton,bucket=40").unwrap();
+    let (fast, slow) = (search(&model, &c, Task::Train, &space), search(&model, &c, Task::Train, &triton));
+    assert!(!slow.ranked.is_empty());
+    for p in &slow.ranked {
+        assert!(p.plan.contains(",attention=fa-triton") && p.plan.contains(",bucket=40"), "{}", p.plan);
+    }
+    let best = |r: &tracecast_replay::workload::search::SearchResult| r.ranked[0].throughput;
+    assert!(best(&slow) < best(&fast), "{} against {}", best(&slow), best(&fast));
+    for key in ["tp=2", "recompute", "mb=2,attention=fa2"] {
+        let e = space.clone().with(key).unwrap_err().to_string();
+        assert!(e.contains("the search chooses"), "{key}: {e}");
+    }
+}

@@ -157,6 +157,9 @@ pub(crate) struct SearchArgs {
     /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
+    /// Plan settings every candidate keeps, your stack's: `attention=fa2,bucket=76,tp_overlap` (not the degrees, microbatches or recomputation, which the search chooses).
+    #[arg(long, value_name = "SETTINGS")]
+    pub(crate) with: Option<String>,
     /// Print nothing on stdout.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -217,7 +220,7 @@ impl SearchArgs {
         (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
         (o.measurements, o.hw) = (self.priced_with.measurements, self.priced_with.hw);
         (o.task, o.gbs, o.inference, o.profile) = (self.task, self.gbs, self.inference.options(), self.profile);
-        (o.top, o.json, o.plots, o.quiet) = (self.top, self.json, self.plots, self.quiet);
+        (o.top, o.json, o.plots, o.quiet, o.with) = (self.top, self.json, self.plots, self.quiet, self.with);
         o
     }
 }

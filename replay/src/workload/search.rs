@@ -19,11 +19,61 @@ pub struct SearchSpace {
     pub recompute: bool,
     /// Try sequence parallelism.
     pub sequence_parallel: bool,
+    /// What every plan keeps, the software stack's settings ([`SearchSpace::with`]): the
+    /// attention kernel, gradient buckets, FP8, dropout, overlap options; the degrees,
+    /// microbatches and recomputation are the search's.
+    pub settings: Plan,
 }
 
 impl Default for SearchSpace {
     fn default() -> Self {
-        SearchSpace { global_batch: 0, microbatch_sizes: vec![1, 2, 4, 8, 16], recompute: true, sequence_parallel: true }
+        SearchSpace {
+            global_batch: 0,
+            microbatch_sizes: vec![1, 2, 4, 8, 16],
+            recompute: true,
+            sequence_parallel: true,
+            settings: Plan::default(),
+        }
+    }
+}
+
+impl SearchSpace {
+    /// The plan keys a search chooses itself, refused in [`SearchSpace::with`].
+    const CHOSEN: [&'static str; 18] = [
+        "tp",
+        "pp",
+        "dp",
+        "ddp",
+        "fsdp",
+        "zero",
+        "ep",
+        "mb",
+        "microbatch",
+        "microbatches",
+        "m",
+        "gbs",
+        "sp",
+        "recompute",
+        "vpp",
+        "cp",
+        "first",
+        "last",
+    ];
+
+    /// This space with `settings` (plan keys, `attention=fa2,bucket=76,tp_overlap`) kept by
+    /// every plan; a key the search chooses (a degree, the microbatches, recomputation) is refused.
+    pub fn with(mut self, settings: &str) -> Result<SearchSpace, crate::Error> {
+        let (plan, stated) = Plan::parse_stated(settings)?;
+        let chosen: Vec<&str> = Self::CHOSEN.iter().copied().filter(|k| stated.contains(k)).collect();
+        if !chosen.is_empty() {
+            return Err(crate::Error::Plan(format!(
+                "{}: the search chooses {} itself; settings are what every plan keeps (attention, bucket, fp8, dropout, grad_sync, prefetch, tp_overlap, p2p_overlap, frozen)",
+                settings,
+                chosen.join(", ")
+            )));
+        }
+        self.settings = plan;
+        Ok(self)
     }
 }
 
@@ -119,9 +169,10 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             selective,
                                             vpp,
                                             cp,
-                                            // The rest as today's frameworks run (flash attention, 16-bit
-                                            // GEMMs, no dropout, overlapped gradients, Megatron's split).
-                                            ..Plan::default()
+                                            // The rest as the settings say, by default as today's frameworks
+                                            // run (flash attention, 16-bit GEMMs, no dropout, overlapped
+                                            // gradients, Megatron's split).
+                                            ..space.settings.clone()
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
