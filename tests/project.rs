@@ -733,6 +733,11 @@ fn search_with_settings_refuses_what_it_chooses() {
         common::bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "tp=2"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("--with tp=2: the search chooses tp itself"), "{}", common::stderr(&o));
+    // A family no measurement names is refused before any plan is tried (each would be).
+    let typo = ["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "attention=fa-trition"];
+    let o = common::bin().args(typo).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("attention=fa-trition: no measured attention kernel family"), "{}", common::stderr(&o));
     let o = common::bin()
         .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1", "--with", "bucket=40"])
         .output()

@@ -398,6 +398,16 @@ impl Measurements {
         out
     }
 
+    /// The attention kernel families measured on the measurement ids `ids`
+    /// (every GPU's when `ids` is empty), sorted, each once.
+    pub fn attention_families(&self, ids: &[&str]) -> Vec<Arc<str>> {
+        let mut families: Vec<Arc<str>> =
+            self.attention.iter().filter(|r| ids.is_empty() || ids.contains(&&*r.gpu)).map(|r| r.kernel.clone()).collect();
+        families.sort();
+        families.dedup();
+        families
+    }
+
     /// Rows per source for the measurement ids `ids`: (table, source id, rows), sorted.
     pub fn sources_for(&self, ids: &[&str]) -> Vec<(&'static str, Arc<str>, usize)> {
         let mut out: Vec<(&'static str, Arc<str>, usize)> = Vec::new();

@@ -831,12 +831,7 @@ impl Pricing {
 
     /// The attention kernel families measured on `gpu` (any direction), sorted.
     pub fn attention_families(&self, gpu: &Gpu) -> Vec<Arc<str>> {
-        let ids: Vec<&str> = gpu.measurement_ids().collect();
-        let mut families: Vec<Arc<str>> =
-            self.measurements.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| r.kernel.clone()).collect();
-        families.sort();
-        families.dedup();
-        families
+        self.measurements.attention_families(&gpu.measurement_ids().collect::<Vec<_>>())
     }
 
     /// A family `kernel` that `gpu` has no measurement of, where `gpu` has
@@ -852,19 +847,21 @@ impl Pricing {
         if mine.is_empty() {
             return None;
         }
-        let compute = |g: &Gpu| specs(g, Dtype::Bf16).map(|(s, _)| [s[0], f64::NAN, s[2]]);
-        let my_specs = compute(gpu);
+        let my_specs = attention_compute(gpu);
         // (distance, other GPU, its price of the family, (ratio, family) of the shared families)
         let mut best: Option<(f64, &Gpu, Price, Vec<(f64, Arc<str>)>)> = None;
         for other in self.catalog.gpus.iter().filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor()) {
             let Some((theirs, _)) = self.attention_measured(other, shape, Some(kernel)) else { continue };
+            // Only siblings measured at this shape on both GPUs (their mask, head dimension and
+            // length range): a ratio of one GPU's causal row to the other's unmasked one is not
+            // what the generation gave the kernel.
             let mut ratios: Vec<(f64, Arc<str>)> = self
                 .attention_families(other)
                 .into_iter()
-                .filter(|f| &**f != kernel && mine.contains(f))
+                .filter(|f| !f.eq_ignore_ascii_case(kernel) && mine.contains(f))
                 .filter_map(|f| {
-                    let (a, _) = self.attention_measured(gpu, shape, Some(&f))?;
-                    let (b, _) = self.attention_measured(other, shape, Some(&f))?;
+                    let (a, _) = self.attention_measured(gpu, shape, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
+                    let (b, _) = self.attention_measured(other, shape, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
                     Some((a.time_us / b.time_us, f))
                 })
                 .collect();
@@ -872,12 +869,11 @@ impl Pricing {
                 continue;
             }
             ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let distance = match (&my_specs, compute(other)) {
+            let distance = match (&my_specs, attention_compute(other)) {
                 (Some(a), Some(b)) => spec_distance(a, &b),
                 _ => f64::INFINITY,
             };
-            // The most shared families first (more siblings, firmer evidence: H200's one
-            // shared row of an unstated direction must not outvote A100's two), then specs.
+            // The most shared families first (more siblings, firmer evidence), then the closest specs.
             if best.as_ref().is_none_or(|b| (ratios.len(), -distance) > (b.3.len(), -b.0)) {
                 best = Some((distance, other, theirs, ratios));
             }
@@ -910,14 +906,18 @@ impl Pricing {
         // same compute (H100 and H200, one GH100) a price measured at this head
         // dimension, mask and length comes first, then the fastest kernel, as
         // on a GPU's own table.
-        let compute = |g: &Gpu| specs(g, Dtype::Bf16).map(|(s, _)| [s[0], f64::NAN, s[2]]);
-        let mine = compute(gpu)?;
+        let mine = attention_compute(gpu)?;
         let candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> = self
             .catalog
             .gpus
             .iter()
             .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
-            .filter_map(|g| Some((g, spec_distance(&mine, &compute(g)?), self.attention_measured(g, shape, kernel)?)))
+            .filter_map(|g| {
+                // A family the GPU did not measure but carries from a sibling GPU counts as its
+                // own: H200 takes H100's carried price (one GH100), not A100's by the peaks.
+                let priced = self.attention_measured(g, shape, kernel).or_else(|| kernel.and_then(|k| self.attention_carried(g, shape, k)));
+                Some((g, spec_distance(&mine, &attention_compute(g)?), priced?))
+            })
             .collect();
         let nearest = candidates.iter().map(|c| c.1).min_by(f64::total_cmp)?;
         let (other, _, (p, fam)) = candidates
@@ -970,7 +970,7 @@ impl Pricing {
             time_us,
             rule: PriceRule::AttentionSpecModel,
             extrapolated: true,
-            basis: format!("{} (no attention measured on {}), {how}", p.basis, gpu.id),
+            basis: format!("{} (no attention of this family and shape measured on {}), {how}", p.basis, gpu.id),
             band: ATTENTION_SPEC_BAND,
         };
         Some((price, fam))
@@ -984,7 +984,7 @@ impl Pricing {
             .attention
             .iter()
             .filter(|r| ids.contains(&&*r.gpu) && (r.direction == want || r.direction == Direction::Unstated))
-            .filter(|r| kernel.is_none_or(|k| &*r.kernel == k))
+            .filter(|r| kernel.is_none_or(|k| r.kernel.eq_ignore_ascii_case(k)))
             .collect();
         // The nearest head dimension, the same mask where measured, then per kernel family.
         let hd =
@@ -1732,6 +1732,12 @@ fn specs(gpu: &Gpu, d: Dtype) -> Option<([f64; 3], Option<String>)> {
 }
 
 /// Σ |ln(a/b)| over the specs both GPUs state.
+/// A GPU's compute for choosing whose attention kernels stand for it: its 16-bit
+/// peak and SM count (attention at these sizes is compute-bound: HBM left out).
+fn attention_compute(g: &Gpu) -> Option<[f64; 3]> {
+    specs(g, Dtype::Bf16).map(|(s, _)| [s[0], f64::NAN, s[2]])
+}
+
 fn spec_distance(a: &[f64; 3], b: &[f64; 3]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x / y).ln().abs()).filter(|d| d.is_finite()).sum()
 }

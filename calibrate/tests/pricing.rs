@@ -509,3 +509,21 @@ fn a_family_carried_by_its_siblings_beats_the_peak_ratio() {
     assert!(c <= tracecast_calibrate::pricing::ATTENTION_CARRIED_BAND, "carried {c:.3}");
     assert!(c < p / 2.0, "carried {c:.3}, peaks {p:.3}");
 }
+
+/// The carried rule holds its siblings to the query's shape: H200's two rows (Azure's, one
+/// unmasked shape of an unstated direction) do not carry A100's causal Triton kernel by a
+/// ratio to A100's causal rows; H200 takes H100's carried price instead (one GH100: the same
+/// peak and SMs), so the two price it alike.
+#[test]
+fn a_carried_family_is_held_to_the_shape_and_shared_by_gpus_of_one_compute() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let shape = AttentionShape { batch: 8.0, heads: 32.0, seq: 2048.0, head_dim: 128.0, causal: true, backward: true };
+    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
+    let a = pricing.attention(&h100, &shape, Some("fa-triton")).unwrap();
+    let b = pricing.attention(&h200, &shape, Some("fa-triton")).unwrap();
+    assert_eq!(a.rule, PriceRule::AttentionCarried, "{}", a.basis);
+    assert!((b.time_us / a.time_us - 1.0).abs() < 0.02, "H200 {} µs against H100 {} µs: {}", b.time_us, a.time_us, b.basis);
+    // Names are matched whatever their case.
+    assert_eq!(pricing.attention(&h100, &shape, Some("FA-Triton")).unwrap().time_us, a.time_us);
+}

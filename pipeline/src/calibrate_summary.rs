@@ -150,9 +150,7 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
             };
             writeln!(w, "  collectives of {source} across nodes of {gpus_per_node} GPUs: {network}; carried onto the priced network")?;
         }
-        let mut families: Vec<&str> = base.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| &*r.kernel).collect();
-        families.sort_unstable();
-        families.dedup();
+        let families: Vec<String> = base.attention_families(&ids).iter().map(|f| f.to_string()).collect();
         if !families.is_empty() {
             writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
         }

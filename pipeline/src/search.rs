@@ -83,6 +83,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
     if let Some(settings) = &args.with {
         space = space.with(settings).map_err(|e| anyhow::anyhow!("--with {e}"))?;
+        cluster.check_attention_kernel(&space.settings).map_err(|e| anyhow::anyhow!("--with {settings}: {e}"))?;
     }
     let started = std::time::Instant::now();
     let result = search::search(&model, &cluster, task, &space);

@@ -603,14 +603,20 @@ impl Framework {
     }
 
     /// Applies the framework's defaults to what `plan` does not state (`stated`: the keys of the run's text); notes what changed.
-    fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys) -> Vec<String> {
+    fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys, bytes: f64) -> Vec<String> {
         let mut applied = Vec::new();
         if self == Framework::Torchtitan {
+            let mut applied = Vec::new();
             if plan.selective && !plan.op_sac && !plan.recompute {
                 plan.op_sac = true;
-                return vec!["recompute=op for recompute=selective (its per-op selective activation checkpointing)".into()];
+                applied.push("recompute=op for recompute=selective (its per-op selective activation checkpointing)".into());
             }
-            return Vec::new();
+            // Its FSDP2 mixed precision reduces in FP32 (`mixed_precision_reduce = "float32"`).
+            if !plan.grad_reduce_fp32 && !stated.contains("grad_reduce") {
+                plan.grad_reduce_fp32 = true;
+                applied.push("grad_reduce=fp32 (its FSDP2 default, mixed_precision_reduce = \"float32\")".into());
+            }
+            return applied;
         }
         if self == Framework::LlmFoundryBenchmarks {
             if !plan.materialized_attention && plan.attention_kernel.is_none() && !stated.contains("attention") {
@@ -639,13 +645,14 @@ impl Framework {
         }
         let mut applied: Vec<String> = applied.into_iter().map(String::from).collect();
         // Megatron-Core's gradient buckets (`DistributedDataParallelConfig.bucket_size`):
-        // max(40 M, 1 M × dp) parameters, of 16-bit gradients as the model prices them.
-        if plan.zero <= 2 && plan.replicas() > 1 && plan.bucket_bytes.is_none() && !stated.contains("bucket") {
+        // max(40 M, 1 M × dp) parameters, of the gradients the model reduces.
+        if plan.zero <= 1 && plan.replicas() > 1 && plan.bucket_bytes.is_none() && !stated.contains("bucket") {
             let params = 40_000_000u64.max(1_000_000 * u64::from(plan.replicas()));
-            plan.bucket_bytes = Some(2 * params);
+            let bucket = (params as f64 * plan.grad_bytes(bytes)).round() as u64;
+            plan.bucket_bytes = Some(bucket);
             applied.push(format!(
                 "bucket={:.1} (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = {} M parameters)",
-                (2 * params) as f64 / (1024.0 * 1024.0),
+                bucket as f64 / (1024.0 * 1024.0),
                 params / 1_000_000
             ));
         }
@@ -702,7 +709,7 @@ pub(crate) fn projected(
         notes.push(format!("framework: {f}"));
     }
     if let Some((fw, name, from_source)) = Framework::of(run) {
-        let applied = fw.apply_defaults(&mut plan, &stated);
+        let applied = fw.apply_defaults(&mut plan, &stated, model.bytes);
         if !applied.is_empty() {
             let how = if from_source { " (framework named by the source)" } else { "" };
             notes.push(format!("{name} defaults the plan does not state{how}: {}", applied.join(", ")));
@@ -995,7 +1002,7 @@ mod tests {
     fn runs_file_fields_are_read_and_what_cannot_be_priced_is_refused() {
         let catalog = Catalog::builtin();
         let file = runs(&format!(
-            r#"{{"runs": [{}, "precision": "BF16", "framework": "torchtitan"}}, {}, "precision": "FP8-CS"}}, {}, "precision": "NVFP4"}}, {}}}, {}, "precision": {{"linear": "BF16", "attention": "FP8"}}}}]}}"#,
+            r#"{{"runs": [{}, "precision": "BF16", "framework": "torchtitan"}}, {}, "precision": "FP8-CS"}}, {}, "precision": "NVFP4"}}, {}}}, {}, "precision": {{"linear": "BF16", "attention": "FP8"}}, "framework": "torchtitan"}}]}}"#,
             run("bf16", MODEL, r#", "power_w": 500"#),
             run("fp8", MODEL, ""),
             run("fp4", MODEL, ""),
@@ -1061,7 +1068,7 @@ mod tests {
                 "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md",
                 "tp=2,dp=8,mb=1,gbs=16,sp,zero=2,tp_overlap=off,bucket=25"
             ),
-            run("other", "pytorch/torchtitan benchmarks", "tp=2,dp=8,mb=1,gbs=16"),
+            run("other", "a lab's own benchmarks", "tp=2,dp=8,mb=1,gbs=16"),
         ));
         let v = validate(&file, &catalog, &[], None);
         let notes = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
@@ -1084,7 +1091,7 @@ mod tests {
             tt.runs[0]
                 .notes
                 .join(" | ")
-                .contains("torchtitan defaults the plan does not state (framework named by the source): recompute=op"),
+                .contains("torchtitan defaults the plan does not state (framework named by the source): recompute=op for recompute=selective (its per-op selective activation checkpointing), grad_reduce=fp32"),
             "{:?}",
             tt.runs[0].notes
         );
