@@ -792,10 +792,10 @@ impl StatedKeys {
         "recompute",
         "vpp",
         "cp",
-        "fp8",
-        "dropout",
         "first",
         "last",
+        "fp8",
+        "dropout",
         "grad_sync",
         "frozen",
         "p2p_overlap",
@@ -805,6 +805,17 @@ impl StatedKeys {
         "bucket",
         "grad_reduce",
     ];
+
+    /// The keys that lay a plan out — its degrees, microbatches, recomputation and stage
+    /// split (what `search` chooses); the rest are settings of the software stack.
+    pub fn layout_keys() -> &'static [&'static str] {
+        &Self::KEYS[..18]
+    }
+
+    /// The other keys: settings of the software stack (attention kernel, buckets, overlap, …).
+    pub fn setting_keys() -> &'static [&'static str] {
+        &Self::KEYS[18..]
+    }
 
     fn bit(key: &str) -> Option<u32> {
         Self::KEYS.iter().position(|k| *k == key).map(|i| 1 << i)

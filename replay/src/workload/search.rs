@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::Projection;
-use super::llm::{Cluster, Plan, Task, Transformer, memory, project};
+use super::llm::{Cluster, Plan, StatedKeys, Task, Transformer, memory, project};
 
 /// What to search.
 #[derive(Debug, Clone)]
@@ -38,38 +38,17 @@ impl Default for SearchSpace {
 }
 
 impl SearchSpace {
-    /// The plan keys a search chooses itself, refused in [`SearchSpace::with`].
-    const CHOSEN: [&'static str; 18] = [
-        "tp",
-        "pp",
-        "dp",
-        "ddp",
-        "fsdp",
-        "zero",
-        "ep",
-        "mb",
-        "microbatch",
-        "microbatches",
-        "m",
-        "gbs",
-        "sp",
-        "recompute",
-        "vpp",
-        "cp",
-        "first",
-        "last",
-    ];
-
     /// This space with `settings` (plan keys, `attention=fa2,bucket=76,tp_overlap`) kept by
     /// every plan; a key the search chooses (a degree, the microbatches, recomputation) is refused.
     pub fn with(mut self, settings: &str) -> Result<SearchSpace, crate::Error> {
         let (plan, stated) = Plan::parse_stated(settings)?;
-        let chosen: Vec<&str> = Self::CHOSEN.iter().copied().filter(|k| stated.contains(k)).collect();
+        let chosen: Vec<&str> = StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k)).collect();
         if !chosen.is_empty() {
             return Err(crate::Error::Plan(format!(
-                "{}: the search chooses {} itself; settings are what every plan keeps (attention, bucket, fp8, dropout, grad_sync, prefetch, tp_overlap, p2p_overlap, frozen)",
+                "{}: the search chooses {} itself; settings are what every plan keeps ({})",
                 settings,
-                chosen.join(", ")
+                chosen.join(", "),
+                StatedKeys::setting_keys().join(", ")
             )));
         }
         self.settings = plan;
