@@ -1699,7 +1699,10 @@ impl Cluster {
     /// heads of `head_dim` on this GPU, doing `flops` forward FLOPs (a context-
     /// parallel rank's share): (forward, backward) seconds from the GPU's measured
     /// attention kernels (forward rows for the forward, forward-plus-backward rows
-    /// less it for the backward); `None` without measurements of both.
+    /// less it for the backward); `None` without measurements of both. Without a
+    /// backward (`train` false: a prefill) the forward alone, from the family's — or the
+    /// fastest family's — forward rows: a server runs the fastest forward kernel it has.
+    #[allow(clippy::too_many_arguments)]
     fn attention_at(
         &self,
         batch: f64,
@@ -1708,10 +1711,24 @@ impl Cluster {
         head_dim: f64,
         flops: f64,
         kernel: Option<&str>,
+        train: bool,
     ) -> Option<(f64, f64, String)> {
         let p = self.prices.as_ref()?;
         let shape = |backward| tracecast_calibrate::pricing::AttentionShape { batch, heads, seq, head_dim, causal: true, backward };
         let (fwd, both) = (shape(false), shape(true));
+        let basis = |price: &tracecast_calibrate::pricing::Price| {
+            format!(
+                "{ATTENTION_NOTE} at its shapes: {} ({} heads of {head_dim} over {seq} tokens: {})",
+                price.rule.describe(),
+                heads,
+                price.basis
+            )
+        };
+        if !train {
+            let (price, _) = p.pricing.attention_of_family(&p.gpu, &fwd, kernel)?;
+            let f = price.time_us * 1e-6 * flops / fwd.flops();
+            return Some((f, 2.5 * f, basis(&price)));
+        }
         // One kernel family for both passes (a framework runs one attention kernel): the
         // fastest measured forward plus backward, and that family's forward where the same
         // rule measured it, else its forward-plus-backward time split by the FLOPs (the
@@ -1726,13 +1743,7 @@ impl Cluster {
             .filter(|(x, _)| x.rule == fb_price.rule)
             .map_or(fb * fwd.flops() / both.flops(), |(x, _)| x.time_us * 1e-6 * flops / fwd.flops());
         // Never under 1.5× the forward: the backward does 2.5× its FLOPs.
-        let basis = format!(
-            "{ATTENTION_NOTE} at its shapes: {} ({} heads of {head_dim} over {seq} tokens: {})",
-            fb_price.rule.describe(),
-            heads,
-            fb_price.basis
-        );
-        Some((f, (fb - f).max(1.5 * f), basis))
+        Some((f, (fb - f).max(1.5 * f), basis(&fb_price)))
     }
 
     /// A fused attention kernel of `flops` (one kernel).
@@ -2286,8 +2297,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // kernels where it has them (the plan's kernel family, else the fastest measured; causal),
     // else at the profile's η. A family nothing measured on this GPU's vendor is said to be
     // replaced by the fastest.
-    let flash_at =
-        |kernel| cluster.attention_at(batch, (model.heads / tpf).max(1.0), tokens_per_seq, model.head_dim, attn_core_flops, kernel);
+    let flash_at = |kernel| {
+        let heads = (model.heads / tpf).max(1.0);
+        cluster.attention_at(batch, heads, tokens_per_seq, model.head_dim, attn_core_flops, kernel, task == Task::Train)
+    };
     let mut kernel_unpriced = None;
     let measured_flash = match plan.attention_kernel.as_deref() {
         _ if decode => None,
@@ -2682,7 +2695,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mut notes: Vec<String> = priced_by.lines().chain(cluster.notes.iter().cloned()).collect();
     if let Some(k) = kernel_unpriced.filter(|_| materialized.is_none()) {
         notes.push(format!(
-            "attention={k}: no forward-plus-backward measurement of that kernel family on this GPU or another of its vendor (a forward-only chart does not price the pass a step needs); the attention core priced {}",
+            "attention={k}: no {} measurement of that kernel family on this GPU or another of its vendor{}; the attention core priced {}",
+            if task == Task::Train { "forward-plus-backward" } else { "forward" },
+            if task == Task::Train { " (a forward-only chart does not price a training step's backward)" } else { "" },
             if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
         ));
     }
@@ -3958,7 +3973,7 @@ mod tests {
             backward,
         };
         let flops = shape(false).flops();
-        let (f, b, _) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops, None).unwrap();
+        let (f, b, _) = c.attention_at(1.0, 32.0, 8192.0, 128.0, flops, None, true).unwrap();
         let (fb, family) = p.pricing.attention_of_family(&p.gpu, &shape(true), None).unwrap();
         assert_eq!(&*family, "fa2");
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
@@ -4047,6 +4062,35 @@ mod tests {
         // A name no measurement knows is refused, with the names it could be.
         let typo = run("mb=4,attention=fa-trition").unwrap_err().to_string();
         assert!(typo.contains("attention=fa-trition") && typo.contains("fa-triton"), "{typo}");
+    }
+
+    #[test]
+    fn a_prefill_runs_the_fastest_forward_kernel_and_a_forward_only_family() {
+        // H100's FA3 chart is forward only (602 TFLOP/s at 8 k tokens, head dim 128, where FA2's
+        // forward plus backward runs 308): a prefill prices its attention by the fastest forward
+        // (FA3's) by default and by `attention=fa3`; a training step cannot run FA3 from that chart
+        // and says so.
+        let catalog = Catalog::builtin();
+        let c = Cluster::from_catalog(&catalog, "h100-sxm", 1, Dtype::Bf16, None).unwrap();
+        let mut m = Transformer::preset("llama2-7b").unwrap();
+        m.seq = 8192.0;
+        let prefill = Task::Prefill { batch: 1, prompt: 8192 };
+        let attn = |spec: &str, task| project(&m, &c, &Plan::parse(spec).unwrap(), task).unwrap().times.by_kind_ms["attention"];
+        let p = c.prices.as_ref().unwrap();
+        let fwd = tracecast_calibrate::pricing::AttentionShape {
+            batch: 1.0,
+            heads: 32.0,
+            seq: 8192.0,
+            head_dim: 128.0,
+            causal: true,
+            backward: false,
+        };
+        let fa3 = p.pricing.attention(&p.gpu, &fwd, Some("fa3")).unwrap().time_us * 1e-3 * m.layers as f64;
+        for spec in ["mb=1", "mb=1,attention=fa3"] {
+            assert!((attn(spec, prefill) / fa3 - 1.0).abs() < 1e-6, "{spec}: {} ms against FA3's {fa3} ms", attn(spec, prefill));
+        }
+        let train = project(&m, &c, &Plan::parse("mb=1,attention=fa3").unwrap(), Task::Train).unwrap();
+        assert!(train.notes.iter().any(|n| n.starts_with("attention=fa3: no forward-plus-backward measurement")), "{:?}", train.notes);
     }
 
     #[test]
