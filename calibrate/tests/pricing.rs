@@ -527,3 +527,23 @@ fn a_carried_family_is_held_to_the_shape_and_shared_by_gpus_of_one_compute() {
     // Names are matched whatever their case.
     assert_eq!(pricing.attention(&h100, &shape, Some("FA-Triton")).unwrap().time_us, a.time_us);
 }
+
+/// Rows of an unstated direction stand in only for a family that has none in the wanted
+/// direction: Azure's one H100 row of PyTorch's materialized attention (145 TFLOP/s at
+/// 8 192 tokens) no longer replaces the FA2 chart's forward-plus-backward value there (167).
+#[test]
+fn a_row_of_unstated_direction_does_not_replace_a_stated_one() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let h100 = gpu_for(&pricing.catalog, "h100-sxm");
+    for seq in [8192.0, 16384.0] {
+        let shape = AttentionShape { batch: 1.0, heads: 16.0, seq, head_dim: 128.0, causal: false, backward: true };
+        let p = pricing.attention(&h100, &shape, Some("pytorch-standard")).unwrap();
+        let tflops = shape.flops() / (p.time_us * 1e-6) / 1e12;
+        assert!((tflops - 167.0).abs() < 0.5 && !p.basis.contains("azure"), "{seq}: {tflops} TFLOP/s, {}", p.basis);
+    }
+    // H200, measured only by Azure's rows, still prices from them.
+    let h200 = gpu_for(&pricing.catalog, "h200");
+    let shape = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
+    assert!(pricing.attention(&h200, &shape, Some("fa2")).unwrap().basis.contains("azure-aibench"));
+}
