@@ -824,9 +824,32 @@ impl Pricing {
     /// a training step runs one family's forward and backward, so a model prices the
     /// forward with the family that priced the forward plus backward.
     pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
-        self.attention_measured(gpu, shape, kernel)
-            .or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k)))
-            .or_else(|| self.attention_spec_model(gpu, shape, kernel))
+        let own = self.attention_measured(gpu, shape, kernel);
+        // Where the GPU's own rows price this shape only from another mask, head dimension or
+        // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
+        if own.as_ref().is_some_and(|(p, _)| p.extrapolated)
+            && let Some(twin) = self.attention_twin(gpu, shape, kernel)
+        {
+            return Some(twin);
+        }
+        own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k))).or_else(|| self.attention_spec_model(gpu, shape, kernel))
+    }
+
+    /// A price of this shape measured without extrapolation on another GPU of the same
+    /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
+    fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+        let mine = attention_compute(gpu)?;
+        self.catalog
+            .gpus
+            .iter()
+            .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
+            .filter(|g| attention_compute(g).is_some_and(|c| spec_distance(&mine, &c) < 1e-9))
+            .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
+            .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
+            .map(|(_, (mut p, fam))| {
+                p.basis = format!("{} (the same compute as {}, whose own rows are of another shape)", p.basis, gpu.id);
+                (p, fam)
+            })
     }
 
     /// The attention kernel families measured on `gpu` (any direction), sorted.

@@ -547,3 +547,20 @@ fn a_row_of_unstated_direction_does_not_replace_a_stated_one() {
     let shape = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
     assert!(pricing.attention(&h200, &shape, Some("fa2")).unwrap().basis.contains("azure-aibench"));
 }
+
+/// A GPU whose own rows price a shape only from another mask takes a measurement of the
+/// same silicon at that shape: H200's Azure rows are unmasked, so a causal training shape
+/// is priced by H100's causal FA2 chart (one GH100: the same peak and SMs); at the shape
+/// Azure measured, H200 keeps its own row.
+#[test]
+fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
+    let causal = AttentionShape { batch: 2.0, heads: 32.0, seq: 8192.0, head_dim: 128.0, causal: true, backward: true };
+    let (a, b) = (pricing.attention(&h100, &causal, None).unwrap(), pricing.attention(&h200, &causal, None).unwrap());
+    assert_eq!(a.time_us, b.time_us);
+    assert!(b.basis.contains("fa2-chart-h100") && b.basis.contains("the same compute as h200"), "{}", b.basis);
+    let azure = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
+    assert!(pricing.attention(&h200, &azure, Some("fa2")).unwrap().basis.starts_with("fa2 on h200"));
+}
