@@ -1098,8 +1098,15 @@ impl Pricing {
                 .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu))
         };
         let mut p = price(bytes)?;
-        let points: Vec<&CollectiveRow> =
-            users.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus && r.time_us > 0.0).collect();
+        // The user's points of this GPU count and node layout (in a node, or across nodes): a two-node
+        // send/recv does not price one inside a node.
+        let across = gpus > gpus_per_node.max(1);
+        let points: Vec<&CollectiveRow> = users
+            .rows
+            .iter()
+            .map(|&i| &m.collectives[i])
+            .filter(|r| r.gpus == gpus && r.time_us > 0.0 && (r.gpus > r.gpus_per_node.max(1)) == across)
+            .collect();
         if let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us)) {
             p.time_us = r.time_us;
             p.basis = format!("the user's measurement of this size at {gpus} GPUs ({})", r.from.source_id);
@@ -1255,12 +1262,14 @@ impl Pricing {
     /// A point-to-point transfer of `bytes` between two GPUs (a pipeline's
     /// activations): in a node the two-GPU send/recv by the collective rules
     /// (its own curves, else the all-reduce curves at equal bus bytes, else the
-    /// link rule); across nodes the link rule over one GPU's NIC share, since
-    /// the measured multi-node curves are of 16 GPUs and more (over
-    /// `nic_gbps_per_gpu` where the user gave it).
+    /// link rule); across nodes the user's two-node send/recv curve where given, else the
+    /// link rule over one GPU's NIC share, since the shipped multi-node curves are of 16
+    /// GPUs and more (over `nic_gbps_per_gpu` where the user gave it).
     pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool, nic_gbps_per_gpu: Option<f64>) -> Option<Price> {
         if across_nodes {
-            self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1, nic_gbps_per_gpu)
+            // The user's send/recv curve between two nodes (nccl-tests `sendrecv_perf`) first.
+            self.collective_of_rows(gpu, Collective::SendRecv, bytes, 2, 1, true, nic_gbps_per_gpu)
+                .or_else(|| self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1, nic_gbps_per_gpu))
         } else {
             self.collective(gpu, Collective::SendRecv, bytes, 2, 2, None)
         }

@@ -564,3 +564,31 @@ fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
     let azure = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
     assert!(pricing.attention(&h200, &azure, Some("fa2")).unwrap().basis.starts_with("fa2 on h200"));
 }
+
+/// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep
+/// (nccl-tests `sendrecv_perf` with one rank per node) where given, else by the link rule.
+#[test]
+fn a_users_send_recv_between_nodes_prices_the_pipelines_transfer() {
+    let dir = std::env::temp_dir().join(format!("tracecast-sendrecv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sendrecv.csv");
+    std::fs::write(
+        &file,
+        "source_id,gpu,collective,library,gpus,nodes,gpus_per_node,network,algo,size_bytes,time_us,algbw_gbps,busbw_gbps,in_place,notes\n\
+         mine,h100-sxm,send_recv,nccl,2,2,1,,,1048576,40,,,0,\n\
+         mine,h100-sxm,send_recv,nccl,2,2,1,,,16777216,380,,,0,\n",
+    )
+    .unwrap();
+    let shipped = Pricing::builtin();
+    let mine = Pricing::new(Catalog::builtin(), Measurements::with_files(&[file]).unwrap());
+    let h100 = shipped.catalog.gpu("h100-sxm").unwrap().clone();
+    let p = mine.point_to_point(&h100, 16777216.0, true, None).unwrap();
+    assert!((p.time_us / 380.0 - 1.0).abs() < 1e-9 && p.rule == PriceRule::CollectiveCurve, "{} µs: {}", p.time_us, p.basis);
+    let q = shipped.point_to_point(&h100, 16777216.0, true, None).unwrap();
+    assert_eq!(q.rule, PriceRule::CollectiveLinkSpec, "{}", q.basis);
+    // In a node the user's rows of another layout leave the shipped price as it was.
+    assert_eq!(
+        mine.point_to_point(&h100, 16777216.0, false, None).unwrap().time_us,
+        shipped.point_to_point(&h100, 16777216.0, false, None).unwrap().time_us
+    );
+}
