@@ -838,12 +838,24 @@ impl Pricing {
     /// A price of this shape measured without extrapolation on another GPU of the same
     /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
     fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+        // The user's own attention rows of this GPU come first, whatever shape they cover.
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        if self.measurements.attention.iter().any(|r| ids.contains(&&*r.gpu) && self.measurements.is_user(&r.from)) {
+            return None;
+        }
         let mine = attention_compute(gpu)?;
+        // The same silicon: the same 16-bit peak, SM count and exponential rate, all stated.
+        let same = |g: &Gpu| {
+            gpu.sms.is_some()
+                && g.sms == gpu.sms
+                && g.exp_tps == gpu.exp_tps
+                && attention_compute(g).is_some_and(|c| spec_distance(&mine, &c) < 1e-9)
+        };
         self.catalog
             .gpus
             .iter()
             .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
-            .filter(|g| attention_compute(g).is_some_and(|c| spec_distance(&mine, &c) < 1e-9))
+            .filter(|g| same(g))
             .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {

@@ -563,10 +563,26 @@ fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
     assert!(b.basis.contains("fa2-chart-h100") && b.basis.contains("the same compute as h200"), "{}", b.basis);
     let azure = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
     assert!(pricing.attention(&h200, &azure, Some("fa2")).unwrap().basis.starts_with("fa2 on h200"));
+    // A user's own H200 rows come first, even of another length: the same silicon's shipped
+    // chart does not replace them.
+    let dir = std::env::temp_dir().join(format!("tracecast-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("attention.csv");
+    std::fs::write(
+        &file,
+        "source_id,gpu,kernel,direction,causal,head_dim,seqlen,batch,heads,tflops,time_us,dtype,notes
+mine,h200,fa2,fwd+bwd,1,128,4096,4,32,250,,bf16,
+",
+    )
+    .unwrap();
+    let mine = Pricing::new(Catalog::builtin(), Measurements::with_files(&[file]).unwrap());
+    let p = mine.attention(&h200, &causal, None).unwrap();
+    assert!(p.basis.contains("mine") && !p.basis.contains("fa2-chart-h100"), "{}", p.basis);
 }
 
 /// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep
-/// (nccl-tests `sendrecv_perf` with one rank per node) where given, else by the link rule.
+/// (nccl-tests `sendrecv_perf` with one rank per node; rows that state one GPU per node and
+/// leave `nodes` blank) where given, else by the link rule.
 #[test]
 fn a_users_send_recv_between_nodes_prices_the_pipelines_transfer() {
     let dir = std::env::temp_dir().join(format!("tracecast-sendrecv-{}", std::process::id()));
@@ -575,8 +591,8 @@ fn a_users_send_recv_between_nodes_prices_the_pipelines_transfer() {
     std::fs::write(
         &file,
         "source_id,gpu,collective,library,gpus,nodes,gpus_per_node,network,algo,size_bytes,time_us,algbw_gbps,busbw_gbps,in_place,notes\n\
-         mine,h100-sxm,send_recv,nccl,2,2,1,,,1048576,40,,,0,\n\
-         mine,h100-sxm,send_recv,nccl,2,2,1,,,16777216,380,,,0,\n",
+         mine,h100-sxm,send_recv,nccl,2,,1,,,1048576,40,,,0,\n\
+         mine,h100-sxm,send_recv,nccl,2,,1,,,16777216,380,,,0,\n",
     )
     .unwrap();
     let shipped = Pricing::builtin();

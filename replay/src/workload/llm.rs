@@ -3695,6 +3695,29 @@ mod tests {
         assert_eq!(p, Plan { tp: 2, dp: 4, ..Plan::default() });
         assert_eq!(Plan::parse_stated("tp=2,dp=4").unwrap().0, p);
         assert!(StatedKeys::KEYS.iter().all(|k| !StatedKeys::default().contains(k)));
+        // What a search chooses, the rest being the stack's settings.
+        let layout = [
+            "tp",
+            "pp",
+            "dp",
+            "ddp",
+            "fsdp",
+            "zero",
+            "ep",
+            "mb",
+            "microbatch",
+            "microbatches",
+            "m",
+            "gbs",
+            "sp",
+            "recompute",
+            "vpp",
+            "cp",
+            "first",
+            "last",
+        ];
+        assert_eq!(StatedKeys::layout_keys(), layout);
+        assert!(StatedKeys::setting_keys().iter().all(|k| !layout.contains(k)) && StatedKeys::setting_keys().contains(&"grad_reduce"));
         // Every key parse takes has its bit.
         let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
                      fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1,bucket=25,grad_reduce=fp32";
@@ -3936,7 +3959,12 @@ mod tests {
             );
             assert!((three / two - 2.0).abs() < 1e-9, "zero=3 {three} ms against zero=2 {two} ms");
             // Both reduce-scatter every microbatch's gradients layer by layer (no buckets).
-            assert_eq!(kind(&spec(2), "reduce_scatter"), kind(&spec(3), "reduce_scatter"));
+            let (attn, ffn) = (m.attention_params() * bytes, m.ffn_params() * bytes);
+            let per_layer = microbatches * layers * (c.reduce_scatter(attn, 16, 8) + c.reduce_scatter(ffn, 16, 8)) * 1e3;
+            for z in [2, 3] {
+                let rs = kind(&spec(z), "reduce_scatter");
+                assert!((rs / per_layer - 1.0).abs() < 1e-9, "zero={z}: {rs} ms against {per_layer}");
+            }
             assert_eq!(kind(&spec(1), "all_gather"), 0.0);
         }
     }
