@@ -1795,7 +1795,11 @@ fn spec_distance(a: &[f64; 3], b: &[f64; 3]) -> f64 {
 /// the end value. Returns whether `x` lay outside.
 fn interpolate(pts: &[(f64, f64)], x: f64) -> (f64, bool) {
     let (Some(first), Some(last)) = (pts.first(), pts.last()) else { return (f64::NAN, true) };
-    if pts.len() == 1 || x <= first.0 {
+    // One point measures its own abscissa only: anywhere else is outside it, above as below.
+    if pts.len() == 1 {
+        return (first.1, (x - first.0).abs() > 1e-9);
+    }
+    if x <= first.0 {
         return (first.1, x < first.0 - 1e-9);
     }
     if x >= last.0 {

@@ -563,6 +563,9 @@ fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
     assert!(b.basis.contains("fa2-chart-h100") && b.basis.contains("the same compute as h200"), "{}", b.basis);
     let azure = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
     assert!(pricing.attention(&h200, &azure, Some("fa2")).unwrap().basis.starts_with("fa2 on h200"));
+    // One measured length prices only itself: at twice it the same silicon's chart, measured there, does.
+    let longer = AttentionShape { seq: 16384.0, batch: 1.0, ..azure };
+    assert!(pricing.attention(&h200, &longer, Some("fa2")).unwrap().basis.contains("fa2-chart-h100"));
     // A user's own H200 rows come first, even of another length: the same silicon's shipped
     // chart does not replace them.
     let dir = std::env::temp_dir().join(format!("tracecast-twin-{}", std::process::id()));
