@@ -56,6 +56,9 @@ pub enum PriceRule {
     /// A kernel family this GPU has no measurement of, from another GPU that
     /// measured it, × the ratio the families measured on both GPUs show.
     AttentionCarried,
+    /// Another GPU of the same silicon (peak, SMs, exponential rate) measured at
+    /// the shape, where this GPU's own rows reach it only by extrapolation.
+    AttentionSameSilicon,
     /// A measured collective curve at this GPU count, interpolated in size.
     CollectiveCurve,
     /// Between two measured GPU counts of one system.
@@ -80,6 +83,7 @@ impl PriceRule {
             PriceRule::AttentionTable => "attention_table",
             PriceRule::AttentionSpecModel => "attention_spec_model",
             PriceRule::AttentionCarried => "attention_carried",
+            PriceRule::AttentionSameSilicon => "attention_same_silicon",
             PriceRule::CollectiveCurve => "collective_curve",
             PriceRule::CollectiveCounts => "collective_counts",
             PriceRule::CollectiveScaleOut => "collective_scale_out",
@@ -101,6 +105,9 @@ impl PriceRule {
             PriceRule::AttentionCarried => {
                 "a kernel family measured on another GPU of the vendor, × the median ratio of the families measured on both GPUs at this shape"
             }
+            PriceRule::AttentionSameSilicon => {
+                "the attention kernels of a GPU of the same silicon measured at this shape (this GPU's own rows are of another)"
+            }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
@@ -120,6 +127,7 @@ impl PriceRule {
             PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
             PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
             PriceRule::AttentionCarried => ATTENTION_CARRIED_BAND,
+            PriceRule::AttentionSameSilicon => ATTENTION_TABLE_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
             PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_BAND,
@@ -860,6 +868,7 @@ impl Pricing {
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {
                 p.basis = format!("{} (the same compute as {}, whose own rows are of another shape)", p.basis, gpu.id);
+                p.rule = PriceRule::AttentionSameSilicon;
                 (p, fam)
             })
     }

@@ -561,6 +561,7 @@ fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
     let (a, b) = (pricing.attention(&h100, &causal, None).unwrap(), pricing.attention(&h200, &causal, None).unwrap());
     assert_eq!(a.time_us, b.time_us);
     assert!(b.basis.contains("fa2-chart-h100") && b.basis.contains("the same compute as h200"), "{}", b.basis);
+    assert_eq!((a.rule, b.rule), (PriceRule::AttentionTable, PriceRule::AttentionSameSilicon));
     let azure = AttentionShape { batch: 2.0, heads: 16.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: true };
     assert!(pricing.attention(&h200, &azure, Some("fa2")).unwrap().basis.starts_with("fa2 on h200"));
     // One measured length prices only itself: at twice it the same silicon's chart, measured there, does.
