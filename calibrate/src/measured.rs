@@ -325,12 +325,9 @@ impl Measurements {
                     let size_bytes = need("size_bytes")?;
                     // Either of nodes and GPUs per node gives the other (a two-node send/recv row may
                     // state `gpus_per_node` 1 alone); neither: one node.
-                    let (nodes, gpus_per_node) = match (num("nodes")?, num("gpus_per_node")?) {
-                        (Some(n), Some(g)) => ((n as u32).max(1), (g as u32).max(1)),
-                        (Some(n), None) => ((n as u32).max(1), gpus.div_ceil((n as u32).max(1)).max(1)),
-                        (None, Some(g)) => (gpus.div_ceil((g as u32).max(1)).max(1), (g as u32).max(1)),
-                        (None, None) => (1, gpus.max(1)),
-                    };
+                    let given_gpn = num("gpus_per_node")?.map(|g| (g as u32).max(1));
+                    let nodes = num("nodes")?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
+                    let gpus_per_node = given_gpn.unwrap_or_else(|| gpus.div_ceil(nodes).max(1));
                     let time_us = match (num("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
                         (Some(t), _, _) if t > 0.0 => t,
                         (_, Some(a), _) if a > 0.0 => size_bytes / (a * 1e3),

@@ -843,6 +843,11 @@ impl Pricing {
         own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k))).or_else(|| self.attention_spec_model(gpu, shape, kernel))
     }
 
+    /// The catalog's other GPUs of `gpu`'s vendor: whose attention kernels can stand for its.
+    fn vendor_peers<'a>(&'a self, gpu: &'a Gpu) -> impl Iterator<Item = &'a Gpu> {
+        self.catalog.gpus.iter().filter(move |g| g.id != gpu.id && g.vendor() == gpu.vendor())
+    }
+
     /// A price of this shape measured without extrapolation on another GPU of the same
     /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
     fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
@@ -851,19 +856,11 @@ impl Pricing {
         if self.measurements.attention.iter().any(|r| ids.contains(&&*r.gpu) && self.measurements.is_user(&r.from)) {
             return None;
         }
-        let mine = attention_compute(gpu)?;
         // The same silicon: the same 16-bit peak, SM count and exponential rate, all stated.
-        let same = |g: &Gpu| {
-            gpu.sms.is_some()
-                && g.sms == gpu.sms
-                && g.exp_tps == gpu.exp_tps
-                && attention_compute(g).is_some_and(|c| spec_distance(&mine, &c) < 1e-9)
-        };
-        self.catalog
-            .gpus
-            .iter()
-            .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
-            .filter(|g| same(g))
+        let mine = peak(gpu, Dtype::Bf16)?;
+        let same = |g: &&Gpu| gpu.sms.is_some() && g.sms == gpu.sms && g.exp_tps == gpu.exp_tps && peak(g, Dtype::Bf16) == Some(mine);
+        self.vendor_peers(gpu)
+            .filter(same)
             .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {
@@ -894,7 +891,7 @@ impl Pricing {
         let my_specs = attention_compute(gpu);
         // (distance, other GPU, its price of the family, (ratio, family) of the shared families)
         let mut best: Option<(f64, &Gpu, Price, Vec<(f64, Arc<str>)>)> = None;
-        for other in self.catalog.gpus.iter().filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor()) {
+        for other in self.vendor_peers(gpu) {
             let Some((theirs, _)) = self.attention_measured(other, shape, Some(kernel)) else { continue };
             // Only siblings measured at this shape on both GPUs (their mask, head dimension and
             // length range): a ratio of one GPU's causal row to the other's unmasked one is not
@@ -952,10 +949,7 @@ impl Pricing {
         // on a GPU's own table.
         let mine = attention_compute(gpu)?;
         let candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> = self
-            .catalog
-            .gpus
-            .iter()
-            .filter(|g| g.id != gpu.id && g.vendor() == gpu.vendor())
+            .vendor_peers(gpu)
             .filter_map(|g| {
                 // A family the GPU did not measure but carries from a sibling GPU counts as its
                 // own: H200 takes H100's carried price (one GH100), not A100's by the peaks.
@@ -1789,13 +1783,13 @@ fn specs(gpu: &Gpu, d: Dtype) -> Option<([f64; 3], Option<String>)> {
     Some(([peak(gpu, d)?, gpu.hbm_gbps, gpu.sms.map_or(f64::NAN, f64::from)], gpu.vendor()))
 }
 
-/// Σ |ln(a/b)| over the specs both GPUs state.
 /// A GPU's compute for choosing whose attention kernels stand for it: its 16-bit
 /// peak and SM count (attention at these sizes is compute-bound: HBM left out).
 fn attention_compute(g: &Gpu) -> Option<[f64; 3]> {
     specs(g, Dtype::Bf16).map(|(s, _)| [s[0], f64::NAN, s[2]])
 }
 
+/// Σ |ln(a/b)| over the specs both GPUs state.
 fn spec_distance(a: &[f64; 3], b: &[f64; 3]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x / y).ln().abs()).filter(|d| d.is_finite()).sum()
 }

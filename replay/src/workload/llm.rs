@@ -2412,40 +2412,31 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mlp_dp = plan.expert_replicas();
     let mlp_g = members_per_node(mlp_dp, etp * plan.ep, cluster.gpus_per_node);
     let mlp_gather = if plan.zero >= 2 && mlp_dp > 1 { cluster.all_gather(mlp_params_gpu * bytes, mlp_dp, mlp_g) } else { 0.0 };
-    // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the data-parallel group
-    // (experts: over the replicas of each expert).
-    // DDP and ZeRO-1 (Megatron's distributed optimizer) reduce gradients in buckets (PyTorch
-    // DDP's `bucket_cap_mb`, Megatron-Core's `bucket_size`): a layer's gradients cost their
-    // share of a bucket's collective, a layer smaller than a bucket sharing one, a larger one
-    // split over several. Reduced after the backward (`grad_sync=after`) the stage's gradients
-    // are one bucket (Megatron-Core without overlap). ZeRO-2 (FSDP's SHARD_GRAD_OP) and FSDP
-    // reduce each layer's unit as it is.
-    let bucket_bytes = plan.bucket_bytes.map_or(DDP_BUCKET_MIB * MIB, |b| b as f64);
-    // Gradients are reduced in their reduce type: FP32 (`grad_reduce=fp32`) or the model's 16 bits.
+    // Gradients: all-reduce (DDP, ZeRO-1) or reduce-scatter (ZeRO-2/3) over the ranks that hold
+    // the weights (experts: over the replicas of each expert), in their reduce type: FP32
+    // (`grad_reduce=fp32`) or the model's 16 bits. DDP and ZeRO-1 (Megatron's distributed
+    // optimizer) reduce in buckets (PyTorch DDP's `bucket_cap_mb`, Megatron-Core's
+    // `bucket_size`): a layer's gradients cost their share of a bucket's all-reduce, a layer
+    // smaller than a bucket sharing one, a larger one split over several; reduced after the
+    // backward (`grad_sync=after`) the stage's gradients are one bucket (Megatron-Core without
+    // overlap). ZeRO-2 (FSDP's SHARD_GRAD_OP) and FSDP reduce each layer's unit as it is.
     let grad_scale = plan.grad_bytes(bytes) / bytes;
-    let (dense_grad_gpu, mlp_grad_gpu) = (dense_bytes_gpu * grad_scale, mlp_params_gpu * bytes * grad_scale);
-    let stage_bytes = (dense_grad_gpu + mlp_grad_gpu) * layers_per_stage as f64;
-    let bucketed = |price: &dyn Fn(f64) -> f64, layer_bytes: f64| {
-        if plan.zero >= 2 || layer_bytes <= 0.0 {
-            return price(layer_bytes);
+    let stage_bytes = (dense_bytes_gpu + mlp_params_gpu * bytes) * grad_scale * layers_per_stage as f64;
+    let bucket =
+        if plan.grad_sync_after { stage_bytes } else { plan.bucket_bytes.map_or(DDP_BUCKET_MIB * MIB, |b| b as f64).min(stage_bytes) };
+    let reduce_grads = |weight_bytes: f64, n: u32, g: u32| {
+        let grad_bytes = weight_bytes * grad_scale;
+        if plan.zero >= 2 {
+            cluster.reduce_scatter(grad_bytes, n, g)
+        } else if grad_bytes > 0.0 {
+            cluster.all_reduce(bucket, n, g) * grad_bytes / bucket
+        } else {
+            cluster.all_reduce(grad_bytes, n, g)
         }
-        let bucket = if plan.grad_sync_after { stage_bytes } else { bucket_bytes.min(stage_bytes) };
-        price(bucket) * layer_bytes / bucket
     };
     let (attn_grad, mlp_grad, grad_kind) = if dp > 1 || mlp_dp > 1 {
-        if plan.zero >= 2 {
-            (
-                bucketed(&|b| cluster.reduce_scatter(b, dp, dp_g), dense_grad_gpu),
-                bucketed(&|b| cluster.reduce_scatter(b, mlp_dp, mlp_g), mlp_grad_gpu),
-                OpKind::ReduceScatter,
-            )
-        } else {
-            (
-                bucketed(&|b| cluster.all_reduce(b, dp, dp_g), dense_grad_gpu),
-                bucketed(&|b| cluster.all_reduce(b, mlp_dp, mlp_g), mlp_grad_gpu),
-                OpKind::AllReduce,
-            )
-        }
+        let kind = if plan.zero >= 2 { OpKind::ReduceScatter } else { OpKind::AllReduce };
+        (reduce_grads(dense_bytes_gpu, dp, dp_g), reduce_grads(mlp_params_gpu * bytes, mlp_dp, mlp_g), kind)
     } else {
         (0.0, 0.0, OpKind::AllReduce)
     };

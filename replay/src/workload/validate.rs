@@ -604,57 +604,62 @@ impl Framework {
 
     /// Applies the framework's defaults to what `plan` does not state (`stated`: the keys of the run's text); notes what changed.
     fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys, bytes: f64) -> Vec<String> {
-        let mut applied = Vec::new();
-        if self == Framework::Torchtitan {
-            let mut applied = Vec::new();
-            if plan.selective && !plan.op_sac && !plan.recompute {
-                plan.op_sac = true;
-                applied.push("recompute=op for recompute=selective (its per-op selective activation checkpointing)".into());
+        let mut applied: Vec<String> = Vec::new();
+        match self {
+            Framework::Torchtitan => {
+                if plan.selective && !plan.op_sac && !plan.recompute {
+                    plan.op_sac = true;
+                    applied.push("recompute=op for recompute=selective (its per-op selective activation checkpointing)".into());
+                }
+                // Its FSDP2 mixed precision reduces in FP32 (`mixed_precision_reduce = "float32"`).
+                if !plan.grad_reduce_fp32 && !stated.contains("grad_reduce") {
+                    plan.grad_reduce_fp32 = true;
+                    applied.push("grad_reduce=fp32 (its FSDP2 default, mixed_precision_reduce = \"float32\")".into());
+                }
             }
-            // Its FSDP2 mixed precision reduces in FP32 (`mixed_precision_reduce = "float32"`).
-            if !plan.grad_reduce_fp32 && !stated.contains("grad_reduce") {
-                plan.grad_reduce_fp32 = true;
-                applied.push("grad_reduce=fp32 (its FSDP2 default, mixed_precision_reduce = \"float32\")".into());
+            Framework::LlmFoundryBenchmarks => {
+                if !plan.materialized_attention && plan.attention_kernel.is_none() && !stated.contains("attention") {
+                    plan.attention_kernel = Some("fa-triton".into());
+                    applied.push("attention=fa-triton (`attn_impl: triton`, the default of the script that measured them)".into());
+                }
             }
-            return applied;
-        }
-        if self == Framework::LlmFoundryBenchmarks {
-            if !plan.materialized_attention && plan.attention_kernel.is_none() && !stated.contains("attention") {
-                plan.attention_kernel = Some("fa-triton".into());
-                return vec!["attention=fa-triton (`attn_impl: triton`, the default of the script that measured them)".into()];
+            Framework::NeMo | Framework::MegatronBridge => {
+                if plan.tp > 1 && !plan.sp && !stated.contains("sp") {
+                    plan.sp = true;
+                    applied.push("sp (sequence parallelism with TP)".into());
+                }
+                if plan.dp * plan.cp > 1
+                    && plan.zero == 0
+                    && !stated.contains("zero")
+                    && !stated.contains("fsdp")
+                    && !stated.contains("ddp")
+                {
+                    plan.zero = 1;
+                    applied.push("zero=1 (the distributed optimizer)".into());
+                }
+                // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
+                // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
+                if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
+                    plan.p2p_overlap = true;
+                    applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)".into());
+                }
+                if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !stated.contains("tp_overlap") {
+                    plan.tp_overlap = true;
+                    applied.push("tp_overlap (TP communication overlap, userbuffers)".into());
+                }
+                // Megatron-Core's gradient buckets (`DistributedDataParallelConfig.bucket_size`):
+                // max(40 M, 1 M × dp) parameters, of the gradients the model reduces.
+                if plan.zero <= 1 && plan.replicas() > 1 && plan.bucket_bytes.is_none() && !stated.contains("bucket") {
+                    let params = 40_000_000u64.max(1_000_000 * u64::from(plan.replicas()));
+                    let bucket = (params as f64 * plan.grad_bytes(bytes)).round() as u64;
+                    plan.bucket_bytes = Some(bucket);
+                    applied.push(format!(
+                        "bucket={:.1} (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = {} M parameters)",
+                        bucket as f64 / (1024.0 * 1024.0),
+                        params / 1_000_000
+                    ));
+                }
             }
-            return Vec::new();
-        }
-        if plan.tp > 1 && !plan.sp && !stated.contains("sp") {
-            plan.sp = true;
-            applied.push("sp (sequence parallelism with TP)");
-        }
-        if plan.dp * plan.cp > 1 && plan.zero == 0 && !stated.contains("zero") && !stated.contains("fsdp") && !stated.contains("ddp") {
-            plan.zero = 1;
-            applied.push("zero=1 (the distributed optimizer)");
-        }
-        // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
-        // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
-        if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
-            plan.p2p_overlap = true;
-            applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)");
-        }
-        if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !stated.contains("tp_overlap") {
-            plan.tp_overlap = true;
-            applied.push("tp_overlap (TP communication overlap, userbuffers)");
-        }
-        let mut applied: Vec<String> = applied.into_iter().map(String::from).collect();
-        // Megatron-Core's gradient buckets (`DistributedDataParallelConfig.bucket_size`):
-        // max(40 M, 1 M × dp) parameters, of the gradients the model reduces.
-        if plan.zero <= 1 && plan.replicas() > 1 && plan.bucket_bytes.is_none() && !stated.contains("bucket") {
-            let params = 40_000_000u64.max(1_000_000 * u64::from(plan.replicas()));
-            let bucket = (params as f64 * plan.grad_bytes(bytes)).round() as u64;
-            plan.bucket_bytes = Some(bucket);
-            applied.push(format!(
-                "bucket={:.1} (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = {} M parameters)",
-                bucket as f64 / (1024.0 * 1024.0),
-                params / 1_000_000
-            ));
         }
         applied
     }
