@@ -2507,11 +2507,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (model.o_in() + width) / tpf) } else { 0.0 };
         let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + casts);
         let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + casts);
-        let mlp_grad = match (dp > 1, plan.zero >= 2) {
-            (false, _) => 0.0,
-            (true, true) => cluster.reduce_scatter(weight_bytes, dp, dp_g),
-            (true, false) => cluster.all_reduce(weight_bytes, dp, dp_g),
-        };
+        // Reduced as the other layers' gradients are (reduce type, buckets).
+        let mlp_grad = reduce_grads(weight_bytes, dp, dp_g);
         LayerCosts {
             mlp_f,
             mlp_b: lin_b.max(2.0 * cluster.memory(weight_bytes)),
@@ -4007,6 +4004,18 @@ mod tests {
         assert!(all_reduce("dp=8,mb=1,bucket=1") > all_reduce("dp=8,mb=1"));
         assert!(Plan::parse("bucket=0").unwrap_err().to_string().contains("bucket=0: a gradient bucket in MiB"));
         assert_eq!(Plan::parse(&Plan::parse("bucket=76.3").unwrap().describe()).unwrap(), Plan::parse("bucket=76.3").unwrap());
+    }
+
+    #[test]
+    fn every_layers_gradients_follow_the_reduce_type() {
+        // DeepSeek-V3's first three layers are dense FFN layers: their gradients are reduced like
+        // the MoE layers' (in 25 MiB buckets, linear in the bytes), so FP32 gradients double the
+        // step's all-reduce time, dense layers included.
+        let m = Transformer::preset("deepseek-v3").unwrap();
+        let c = a100(16);
+        let all_reduce = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms["all_reduce"];
+        let (bf16, fp32) = (all_reduce("dp=16,ep=8,mb=1,gbs=16"), all_reduce("dp=16,ep=8,mb=1,gbs=16,grad_reduce=fp32"));
+        assert!((fp32 / bf16 - 2.0).abs() < 1e-9, "{fp32} ms against {bf16} ms");
     }
 
     #[test]
