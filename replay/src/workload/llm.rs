@@ -1573,10 +1573,11 @@ impl Cluster {
     /// layer, MAD-Max's, has no names to hold it to).
     pub fn check_attention_kernel(&self, plan: &Plan) -> Result<(), crate::Error> {
         let (Some(k), Some(p)) = (&plan.attention_kernel, &self.prices) else { return Ok(()) };
-        let known = p.pricing.measurements.attention_families(&[]);
-        if known.iter().any(|f| f.eq_ignore_ascii_case(k)) {
+        // Every projection of a search checks: a scan, the sorted list only for the error.
+        if p.pricing.measurements.attention.iter().any(|r| r.kernel.eq_ignore_ascii_case(k)) {
             return Ok(());
         }
+        let known = p.pricing.measurements.attention_families(&[]);
         let names: Vec<&str> = known.iter().map(|f| &**f).collect();
         Err(crate::Error::Plan(format!(
             "attention={k}: no measured attention kernel family of that name (flash, materialized, or one of: {})",
