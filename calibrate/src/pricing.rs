@@ -430,12 +430,29 @@ pub struct Pricing {
     /// The measured base (with the GEMM tables derived from it, kept on it).
     pub measurements: Arc<Measurements>,
     link_shares: std::sync::OnceLock<LinkShares>,
+    attention_prices: AttentionPrices,
+}
+
+/// Attention prices made so far, by GPU, shape and family: a search prices the same few
+/// shapes for each of thousands of plans, and the carried rule reads every peer GPU's rows
+/// for each (`search --with attention=fa-triton` on H100 took 2.5× the time of FA2).
+#[derive(Debug, Default)]
+struct AttentionPrices(std::sync::Mutex<Vec<AttentionPriced>>);
+
+/// One price made: the GPU, the shape, the family asked for, what priced it.
+type AttentionPriced = (Gpu, AttentionShape, Option<Arc<str>>, Option<(Price, Arc<str>)>);
+
+/// A copy of a pricing layer starts with no prices made.
+impl Clone for AttentionPrices {
+    fn clone(&self) -> AttentionPrices {
+        AttentionPrices::default()
+    }
 }
 
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
-        Pricing { catalog, measurements, link_shares: std::sync::OnceLock::new() }
+        Pricing { catalog, measurements, link_shares: std::sync::OnceLock::new(), attention_prices: AttentionPrices::default() }
     }
 
     /// The base's GEMM tables and rates, built on first use and kept on the
@@ -832,6 +849,22 @@ impl Pricing {
     /// a training step runs one family's forward and backward, so a model prices the
     /// forward with the family that priced the forward plus backward.
     pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+        let made = |(g, s, k, _): &&AttentionPriced| s == shape && k.as_deref() == kernel && g == gpu;
+        // A poisoned lock only means another thread panicked while pricing: price afresh.
+        if let Ok(prices) = self.attention_prices.0.lock()
+            && let Some((.., priced)) = prices.iter().find(made)
+        {
+            return priced.clone();
+        }
+        let priced = self.attention_priced(gpu, shape, kernel);
+        if let Ok(mut prices) = self.attention_prices.0.lock() {
+            prices.push((gpu.clone(), *shape, kernel.map(Arc::from), priced.clone()));
+        }
+        priced
+    }
+
+    /// [`Pricing::attention_of_family`], priced afresh.
+    fn attention_priced(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         let own = self.attention_measured(gpu, shape, kernel);
         // Where the GPU's own rows price this shape only from another mask, head dimension or
         // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
@@ -2218,6 +2251,27 @@ mod tests {
             let want = full / 3.0 * sms / 64.0;
             assert!((small / want - 1.0).abs() < 1e-9, "{id}: {small} µs, want {want}");
         }
+    }
+
+    #[test]
+    fn an_attention_price_is_kept_for_its_gpu_shape_and_family_only() {
+        let p = Pricing::builtin();
+        let shape = AttentionShape { batch: 1.0, heads: 8.0, seq: 1024.0, head_dim: 128.0, causal: true, backward: true };
+        let b200 = p.catalog.gpu("b200").unwrap().clone();
+        let first = p.attention_of_family(&b200, &shape, None).unwrap();
+        assert_eq!(p.attention_of_family(&b200, &shape, None).unwrap(), first, "kept");
+        assert_eq!(p.attention_priced(&b200, &shape, None).unwrap(), first, "the kept price is the fresh one");
+        // The same id with half the SMs: 64 query tiles fill more of it, so it must not get
+        // the kept price of the whole GPU.
+        let half = Gpu { sms: Some(74), ..b200.clone() };
+        let other = p.attention_of_family(&half, &shape, None).unwrap();
+        assert_eq!(other, p.attention_priced(&half, &shape, None).unwrap());
+        assert!(other.0.time_us < first.0.time_us * 0.9, "{} µs on 74 SMs, {} µs on 148", other.0.time_us, first.0.time_us);
+        // Another family or shape is priced afresh too.
+        let fa2 = p.attention_of_family(&b200, &shape, Some("fa2")).unwrap();
+        assert_eq!(fa2, p.attention_priced(&b200, &shape, Some("fa2")).unwrap());
+        let longer = AttentionShape { seq: 4096.0, ..shape };
+        assert!(p.attention_of_family(&b200, &longer, None).unwrap().0.time_us > first.0.time_us);
     }
 
     #[test]
