@@ -1807,6 +1807,14 @@ struct LayerCosts {
     grad_kind: OpKind,
     /// Gradients synchronized after the whole backward instead of behind it layer by layer.
     grad_after: bool,
+    /// A single stage's input embedding and output head (the FSDP root unit's weights):
+    /// gathered once before the first layer (the root keeps them through the backward),
+    /// the head's gradient reduced behind its backward (DDP and ZeRO buckets fill in the
+    /// order gradients are ready), the embedding's — and under FSDP the whole root's —
+    /// after the whole backward, when the embedding's gradient exists.
+    embed_gather: f64,
+    head_grad: f64,
+    embed_grad: f64,
     /// Output head GEMM (vocabulary projection) and the loss over the logits, forward.
     head_gemm_f: f64,
     head_loss_f: f64,
@@ -2422,7 +2430,20 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // backward (`grad_sync=after`) the stage's gradients are one bucket (Megatron-Core without
     // overlap). ZeRO-2 (FSDP's SHARD_GRAD_OP) and FSDP reduce each layer's unit as it is.
     let grad_scale = plan.grad_bytes(bytes) / bytes;
-    let stage_bytes = (dense_bytes_gpu + mlp_params_gpu * bytes) * grad_scale * layers_per_stage as f64;
+    // A single stage's input embedding and output head (one matrix when tied), per GPU: their
+    // gradients are reduced as the layers' are; with a pipeline they sit on the end stages,
+    // outside the simulated fullest stage. Frozen bottom layers stop the backward before the
+    // input embedding: it has no gradient then.
+    let (embed_bytes, head_bytes) = if pp == 1 && task == Task::Train {
+        let matrix = model.vocab * d / tpf * bytes;
+        if model.tied_embeddings { (matrix, 0.0) } else { (matrix, matrix) }
+    } else {
+        (0.0, 0.0)
+    };
+    let embed_grads = if plan.frozen == 0 || model.tied_embeddings { embed_bytes } else { 0.0 };
+    // The gradients the stage reduces: its trained layers' and the embedding's and head's.
+    let trained_layers = layers_per_stage.saturating_sub(plan.frozen as usize) as f64;
+    let stage_bytes = ((dense_bytes_gpu + mlp_params_gpu * bytes) * trained_layers + embed_grads + head_bytes) * grad_scale;
     let bucket =
         if plan.grad_sync_after { stage_bytes } else { plan.bucket_bytes.map_or(DDP_BUCKET_MIB * MIB, |b| b as f64).min(stage_bytes) };
     let reduce_grads = |weight_bytes: f64, n: u32, g: u32| {
@@ -2440,6 +2461,23 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (reduce_grads(dense_bytes_gpu, dp, dp_g), reduce_grads(mlp_params_gpu * bytes, mlp_dp, mlp_g), kind)
     } else {
         (0.0, 0.0, OpKind::AllReduce)
+    };
+    // The embedding and head: gathered with the root unit before the first layer; the head's
+    // gradient (a tied matrix's too, where frozen layers keep the backward from the input
+    // embedding) reduced behind the head's backward, the input embedding's once the backward
+    // reaches it; FSDP reduces the root unit's gradients together, after the whole backward.
+    let (embed_gather, head_grad, embed_grad) = if dp > 1 && embed_bytes > 0.0 {
+        let gather = if gathered { cluster.all_gather(embed_bytes + head_bytes, dp, dp_g) } else { 0.0 };
+        let tied_at_head = model.tied_embeddings && plan.frozen > 0;
+        let (early, late) = match (plan.zero >= 3, tied_at_head) {
+            (true, _) => (0.0, embed_grads + head_bytes),
+            (false, true) => (embed_grads, 0.0),
+            (false, false) => (head_bytes, embed_grads),
+        };
+        let reduce = |b: f64| if b > 0.0 { reduce_grads(b, dp, dp_g) } else { 0.0 };
+        (gather, reduce(early), reduce(late))
+    } else {
+        (0.0, 0.0, 0.0)
     };
     // With a pipeline the output head runs on the last stage only: the timeline is that of
     // the fullest stage without it, and the schedule adds it to the last stage.
@@ -2486,6 +2524,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         mlp_grad,
         grad_kind,
         grad_after: plan.grad_sync_after || fsdp_pp,
+        embed_gather,
+        head_grad,
+        embed_grad,
         head_gemm_f,
         head_loss_f,
         contention: cluster.overlap_slowdown,
@@ -2980,7 +3021,11 @@ fn stage_timeline(
     let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
         let (key, label) = name(what, l, pass);
         // FSDP gathers and gradient reduction run on the data-parallel group's own stream.
-        let lane = if matches!(what, "attn_ag" | "mlp_ag" | "attn_grad" | "mlp_grad") { Lane::DataParallel } else { Lane::ByKind };
+        let lane = if matches!(what, "attn_ag" | "mlp_ag" | "attn_grad" | "mlp_grad" | "embed_ag" | "head_grad" | "embed_grad") {
+            Lane::DataParallel
+        } else {
+            Lane::ByKind
+        };
         lanes.add_keyed_on(lane, key, label, kind, dur, deps);
     };
     let block = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, parts: [(OpKind, f64); 3], deps: &[Key]| {
@@ -3026,7 +3071,11 @@ fn stage_timeline(
             add(&mut lanes, "send", 0, f, SendRecv, p2p, &[]);
         }
     }
-    // The first layers' weights (as deep as the prefetch reaches) before anything runs.
+    // The embedding and head first (the root unit's pre-forward), then the first layers'
+    // weights (as deep as the prefetch reaches), before anything runs.
+    if c.embed_gather > 0.0 {
+        add(&mut lanes, "embed_ag", 0, f, AllGather, c.embed_gather, &[]);
+    }
     for l in 0..prefetch.max(1).min(layers) {
         if c.attn_gather > 0.0 {
             add(&mut lanes, "attn_ag", l, f, AllGather, c.attn_gather, &[]);
@@ -3044,7 +3093,7 @@ fn stage_timeline(
         }
         // Projections, attention core and norm run back to back: one block.
         let parts = [(Gemm, c.attn_f), (Attention, c.attn_core_f), (MemoryBound, c.elementwise_f / 2.0)];
-        let deps = [prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f)];
+        let deps = [prev[0], prev[1], prev[2], k("attn_ag", l, f), k("kv_ag", l, f), k("embed_ag", l, f)];
         if overlap_tp {
             tp(&mut lanes, "attn_tpo", l, f, tp_split(c.tp_comm, c.attn_f).0, &deps);
         }
@@ -3121,6 +3170,9 @@ fn stage_timeline(
     if c.head_gemm_f > 0.0 {
         block(&mut lanes, "head", 0, b, [(Gemm, 2.0 * c.head_gemm_f), (Gemm, 0.0), (Gemm, 0.0)], &[prev]);
         prev = k("head", 0, b);
+        if sync && !c.grad_after && c.head_grad > 0.0 {
+            add(&mut lanes, "head_grad", 0, b, c.grad_kind, c.head_grad, &[prev]);
+        }
     }
     // Frozen bottom layers need no backward: nothing below them wants a gradient.
     for l in (frozen..layers).rev() {
@@ -3207,6 +3259,14 @@ fn stage_timeline(
         }
         prev = k("attn", l, b);
     }
+    // The embedding's gradient once the backward has reached it (and under `grad_sync=after`
+    // the head's with it).
+    if sync {
+        let head = if c.grad_after { c.head_grad } else { 0.0 };
+        if c.embed_grad + head > 0.0 {
+            add(&mut lanes, "embed_grad", 0, b, c.grad_kind, c.embed_grad + head, &[prev]);
+        }
+    }
     // grad_sync=after: every gradient reduced once the backward has ended.
     if sync && c.grad_after {
         for l in (frozen..layers).rev() {
@@ -3279,6 +3339,9 @@ mod tests {
             mlp_grad: 0.0,
             grad_kind: OpKind::AllReduce,
             grad_after: false,
+            embed_gather: 0.0,
+            head_grad: 0.0,
+            embed_grad: 0.0,
             head_gemm_f: 0.0,
             head_loss_f: 0.0,
             contention: 0.0,
@@ -3921,22 +3984,28 @@ mod tests {
         };
         let layers = m.layers as f64;
         let bytes = m.bytes;
-        // One layer's weights gathered over the 16 replicas (8 to a node), in ms.
+        // One layer's weights gathered over the 16 replicas (8 to a node), in ms; the input
+        // embedding and the output head (untied: two 32 000 × 4 096 matrices) with the root unit,
+        // once per forward (the root keeps them through the backward).
         let layer_ms = (c.all_gather(m.attention_params() * bytes, 16, 8) + c.all_gather(m.ffn_params() * bytes, 16, 8)) * 1e3;
+        let matrix = 32000.0 * 4096.0 * bytes;
+        let embed_ms = c.all_gather(2.0 * matrix, 16, 8) * 1e3;
         for microbatches in [1.0, 3.0] {
             let spec = |z: u32| format!("dp=16,zero={z},mb=1,microbatches={microbatches}");
             let (two, three) = (kind(&spec(2), "all_gather"), kind(&spec(3), "all_gather"));
-            assert!(
-                (two / (microbatches * layers * layer_ms) - 1.0).abs() < 1e-9,
-                "zero=2: {two} ms, {microbatches} × {layers} × {layer_ms}"
-            );
-            assert!((three / two - 2.0).abs() < 1e-9, "zero=3 {three} ms against zero=2 {two} ms");
-            // Both reduce-scatter every microbatch's gradients layer by layer (no buckets).
+            let want = microbatches * (layers * layer_ms + embed_ms);
+            assert!((two / want - 1.0).abs() < 1e-9, "zero=2: {two} ms, {microbatches} × ({layers} × {layer_ms} + {embed_ms})");
+            let want = microbatches * (2.0 * layers * layer_ms + embed_ms);
+            assert!((three / want - 1.0).abs() < 1e-9, "zero=3 {three} ms against {want}");
+            // Both reduce-scatter every microbatch's gradients layer by layer (no buckets): ZeRO-2
+            // the head's behind its backward and the embedding's at the end, FSDP both together
+            // with the root unit.
             let (attn, ffn) = (m.attention_params() * bytes, m.ffn_params() * bytes);
-            let per_layer = microbatches * layers * (c.reduce_scatter(attn, 16, 8) + c.reduce_scatter(ffn, 16, 8)) * 1e3;
-            for z in [2, 3] {
+            let per_layer = layers * (c.reduce_scatter(attn, 16, 8) + c.reduce_scatter(ffn, 16, 8)) * 1e3;
+            for (z, embed) in [(2, 2.0 * c.reduce_scatter(matrix, 16, 8)), (3, c.reduce_scatter(2.0 * matrix, 16, 8))] {
                 let rs = kind(&spec(z), "reduce_scatter");
-                assert!((rs / per_layer - 1.0).abs() < 1e-9, "zero={z}: {rs} ms against {per_layer}");
+                let want = microbatches * (per_layer + embed * 1e3);
+                assert!((rs / want - 1.0).abs() < 1e-9, "zero={z}: {rs} ms against {want}");
             }
             assert_eq!(kind(&spec(1), "all_gather"), 0.0);
         }
@@ -3990,8 +4059,9 @@ mod tests {
         let m = Transformer::preset("llama2-7b").unwrap();
         let c = a100(8);
         let all_reduce = |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms["all_reduce"];
+        // The input embedding's and the output head's gradients too (two 32 000 × 4 096 matrices).
         let (attn, mlp) = (m.dense_params() * m.bytes, m.ffn_params() * m.bytes);
-        let stage = (attn + mlp) * m.layers as f64;
+        let stage = (attn + mlp) * m.layers as f64 + 2.0 * 32000.0 * 4096.0 * m.bytes;
         let at = |bucket: f64| (c.all_reduce(bucket, 8, 8) * stage / bucket) * 1e3;
         let mib = 1024.0 * 1024.0;
         for (spec, bucket) in [("dp=8,mb=1", 25.0 * mib), ("dp=8,mb=1,bucket=100", 100.0 * mib)] {
@@ -4001,6 +4071,10 @@ mod tests {
         for spec in ["dp=8,mb=1,bucket=1000000", "dp=8,mb=1,grad_sync=after"] {
             assert!((all_reduce(spec) / at(stage) - 1.0).abs() < 1e-9, "{spec}");
         }
+        // A frozen bottom layer has no gradients, nor has the input embedding below it (the
+        // backward stops above them); the head's still are reduced.
+        let frozen = (c.all_reduce(25.0 * mib, 8, 8) * (stage - attn - mlp - 32000.0 * 4096.0 * m.bytes) / (25.0 * mib)) * 1e3;
+        assert!((all_reduce("dp=8,mb=1,frozen=1") / frozen - 1.0).abs() < 1e-9, "{} vs {frozen}", all_reduce("dp=8,mb=1,frozen=1"));
         // Small buckets pay the collective's latency more often.
         assert!(all_reduce("dp=8,mb=1,bucket=1") > all_reduce("dp=8,mb=1"));
         assert!(Plan::parse("bucket=0").unwrap_err().to_string().contains("bucket=0: a gradient bucket in MiB"));
