@@ -231,3 +231,17 @@ fn a_given_network_prices_collectives_across_nodes_over_it() {
     assert!(!bad.status.success());
     assert!(common::stderr(&bad).contains("at least 0.1"), "{}", common::stderr(&bad));
 }
+
+/// An attention family the GPU has no price for: the error names the families that could
+/// price it (the GPU's own, or where it has none, those measured on others).
+#[test]
+fn an_attention_family_nothing_prices_is_refused_with_the_families_that_exist() {
+    let shape = ["attention", "--batch", "1", "--heads", "8", "--seq", "1024", "--head-dim", "128", "--kernel", "nope"];
+    for (gpu, want) in [("h100-sxm", "families measured on it: "), ("mi210", "no family measured on it; measured elsewhere: ")] {
+        let args: Vec<&str> = ["hw", "cost", gpu].iter().chain(&shape).copied().collect();
+        let o = common::run(&args.iter().map(OsStr::new).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(2), "{gpu}");
+        let e = common::stderr(&o);
+        assert!(e.contains("in family nope") && e.contains(want) && e.contains("fa2"), "{gpu}: {e}");
+    }
+}

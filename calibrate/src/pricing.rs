@@ -1519,8 +1519,16 @@ impl Pricing {
                     if s.backward { " fwd+bwd" } else { " fwd" }
                 );
                 let p = self.attention(gpu, s, kernel.as_deref()).ok_or_else(|| {
+                    // Name the families that could price it: this GPU's, else the base's.
+                    let list = |families: Vec<Arc<str>>| families.iter().map(|f| &**f).collect::<Vec<_>>().join(", ");
+                    let (here, all) = (self.attention_families(gpu), self.measurements.attention_families(&[]));
+                    let known = if here.is_empty() {
+                        format!("no family measured on it; measured elsewhere: {}", list(all))
+                    } else {
+                        format!("families measured on it: {}", list(here))
+                    };
                     format!(
-                        "{what} on {}: no measured attention kernel of this GPU{}",
+                        "{what} on {}: no measured attention kernel of this GPU{} ({known})",
                         gpu.id,
                         kernel.as_ref().map_or(String::new(), |k| format!(" in family {k}"))
                     )
