@@ -237,7 +237,7 @@ fn a_given_network_prices_collectives_across_nodes_over_it() {
 #[test]
 fn an_attention_family_nothing_prices_is_refused_with_the_families_that_exist() {
     let shape = ["attention", "--batch", "1", "--heads", "8", "--seq", "1024", "--head-dim", "128", "--kernel", "nope"];
-    for (gpu, want) in [("h100-sxm", "families measured on it: "), ("mi210", "no family measured on it; measured elsewhere: ")] {
+    for (gpu, want) in [("h100-sxm", "families measured on it: "), ("mi210", "no family measured on it; on other GPUs of its vendor: ")] {
         let args: Vec<&str> = ["hw", "cost", gpu].iter().chain(&shape).copied().collect();
         let o = common::run(&args.iter().map(OsStr::new).collect::<Vec<_>>());
         assert_eq!(o.status.code(), Some(2), "{gpu}");

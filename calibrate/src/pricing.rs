@@ -425,7 +425,8 @@ impl GemmTable {
 /// The pricing layer over a catalog and a measured base.
 #[derive(Debug, Clone)]
 pub struct Pricing {
-    /// The catalog (specs of every GPU).
+    /// The catalog (specs of every GPU). Fixed once pricing starts: prices made are kept
+    /// (build a new layer for another catalog).
     pub catalog: Catalog,
     /// The measured base (with the GEMM tables derived from it, kept on it).
     pub measurements: Arc<Measurements>,
@@ -435,12 +436,23 @@ pub struct Pricing {
 
 /// Attention prices made so far, by GPU, shape and family: a search prices the same few
 /// shapes for each of thousands of plans, and the carried rule reads every peer GPU's rows
-/// for each (`search --with attention=fa-triton` on H100 took 2.5× the time of FA2).
+/// for each (`search --with attention=fa-triton` on H100 took 2.5× the time of FA2). Keyed
+/// by the GPU's id, the shape's bits and the family, then the whole GPU compared (a variant
+/// of a catalog GPU keeps its id); at most [`ATTENTION_PRICES_KEPT`] are kept (a trace's
+/// decode steps each have their own length).
 #[derive(Debug, Default)]
-struct AttentionPrices(std::sync::Mutex<Vec<AttentionPriced>>);
+struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, Option<(Price, Arc<str>)>)>>>);
 
-/// One price made: the GPU, the shape, the family asked for, what priced it.
-type AttentionPriced = (Gpu, AttentionShape, Option<Arc<str>>, Option<(Price, Arc<str>)>);
+/// The GPU's id, the shape's numbers as bits, its mask and direction, the family asked for.
+type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>);
+
+/// Attention prices a pricing layer keeps; beyond, it prices afresh.
+const ATTENTION_PRICES_KEPT: usize = 4096;
+
+fn attention_key(gpu: &Gpu, s: &AttentionShape, kernel: Option<&str>) -> AttentionKey {
+    let bits = [s.batch, s.heads, s.seq, s.head_dim].map(f64::to_bits);
+    (gpu.id.clone(), bits, s.causal, s.backward, kernel.map(Arc::from))
+}
 
 /// A copy of a pricing layer starts with no prices made.
 impl Clone for AttentionPrices {
@@ -849,16 +861,18 @@ impl Pricing {
     /// a training step runs one family's forward and backward, so a model prices the
     /// forward with the family that priced the forward plus backward.
     pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
-        let made = |(g, s, k, _): &&AttentionPriced| s == shape && k.as_deref() == kernel && g == gpu;
+        let key = attention_key(gpu, shape, kernel);
         // A poisoned lock only means another thread panicked while pricing: price afresh.
         if let Ok(prices) = self.attention_prices.0.lock()
-            && let Some((.., priced)) = prices.iter().find(made)
+            && let Some((_, priced)) = prices.get(&key).and_then(|made| made.iter().find(|(g, _)| g == gpu))
         {
             return priced.clone();
         }
         let priced = self.attention_priced(gpu, shape, kernel);
-        if let Ok(mut prices) = self.attention_prices.0.lock() {
-            prices.push((gpu.clone(), *shape, kernel.map(Arc::from), priced.clone()));
+        if let Ok(mut prices) = self.attention_prices.0.lock()
+            && prices.len() < ATTENTION_PRICES_KEPT
+        {
+            prices.entry(key).or_default().push((gpu.clone(), priced.clone()));
         }
         priced
     }
@@ -1519,13 +1533,19 @@ impl Pricing {
                     if s.backward { " fwd+bwd" } else { " fwd" }
                 );
                 let p = self.attention(gpu, s, kernel.as_deref()).ok_or_else(|| {
-                    // Name the families that could price it: this GPU's, else the base's.
-                    let list = |families: Vec<Arc<str>>| families.iter().map(|f| &**f).collect::<Vec<_>>().join(", ");
-                    let (here, all) = (self.attention_families(gpu), self.measurements.attention_families(&[]));
+                    // Name the families that could price it: this GPU's, else its vendor's other GPUs'
+                    // (only those stand in for it).
+                    let here = self.attention_families(gpu);
                     let known = if here.is_empty() {
-                        format!("no family measured on it; measured elsewhere: {}", list(all))
+                        let ids: Vec<&str> = self.vendor_peers(gpu).flat_map(Gpu::measurement_ids).collect();
+                        // (An empty id list would mean every GPU's families.)
+                        let peers = if ids.is_empty() { Vec::new() } else { self.measurements.attention_families(&ids) };
+                        match peers.is_empty() {
+                            true => "no family measured on it or on another GPU of its vendor".to_string(),
+                            false => format!("no family measured on it; on other GPUs of its vendor: {}", peers.join(", ")),
+                        }
                     } else {
-                        format!("families measured on it: {}", list(here))
+                        format!("families measured on it: {}", here.join(", "))
                     };
                     format!(
                         "{what} on {}: no measured attention kernel of this GPU{} ({known})",

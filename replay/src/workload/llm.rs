@@ -698,7 +698,9 @@ pub struct Plan {
     /// factor, each microbatch crosses this many more stage boundaries.
     pub vpp: u32,
     /// Fine-tuning: this many bottom layers are frozen (no backward, no
-    /// gradients, no optimizer state). 0 for pre-training.
+    /// gradients, no optimizer state), and with them the input embedding below
+    /// them (a tied one too: the usual partial fine-tuning, and a trained tied
+    /// matrix would need the frozen layers' backward). 0 for pre-training.
     pub frozen: u32,
     /// FSDP (ZeRO-3) prefetch depth: weights are gathered this many layers
     /// ahead of the compute that needs them (0: just in time). Default 1.
@@ -2058,11 +2060,17 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
         // ZeRO-3 holds the gathered weights of the layer in use and of those prefetched.
         let largest = if dense > 0 && dense == layers { dense_layer_gpu } else { moe_layer_gpu };
         m.weights_gb += f64::from(plan.prefetch + 1) * largest * bytes / 1e9;
+        // The root unit (embedding and head) stays gathered from the forward's start to the
+        // backward's end (FSDP does not reshard the root after the forward).
+        m.weights_gb += vocab * model.vocab * d / tpf * bytes * (1.0 - 1.0 / dpf) / 1e9;
     }
     // Frozen bottom layers keep weights only: the dense FFN layers first, then MoE layers.
     let trainable_layers = (layers - frozen) as f64;
     let (frozen_dense, frozen_moe) = (frozen.min(dense), frozen.saturating_sub(dense));
-    let trainable = params_gpu - dense_layer_gpu * frozen_dense as f64 - moe_layer_gpu * frozen_moe as f64;
+    // The first stage's input embedding is frozen with the layers above it (see `Plan::frozen`).
+    let first_stage = plan.pp <= 1 || !loss;
+    let frozen_embedding = if frozen > 0 && vocab > 0.0 && first_stage { model.vocab * d / tpf } else { 0.0 };
+    let trainable = params_gpu - dense_layer_gpu * frozen_dense as f64 - moe_layer_gpu * frozen_moe as f64 - frozen_embedding;
     let trainable_experts = if model.experts > 1.0 { mlp_params_gpu * (moe_layers - frozen_moe as f64) } else { 0.0 };
     let trainable_dense = trainable - trainable_experts;
     match task {
@@ -2440,7 +2448,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (0.0, 0.0)
     };
-    let embed_grads = if plan.frozen == 0 || model.tied_embeddings { embed_bytes } else { 0.0 };
+    // Frozen layers freeze the input embedding below them, a tied matrix too (`Plan::frozen`).
+    let embed_grads = if plan.frozen == 0 { embed_bytes } else { 0.0 };
     // The gradients the stage reduces: its trained layers' and the embedding's and head's.
     let trained_layers = layers_per_stage.saturating_sub(plan.frozen as usize) as f64;
     let stage_bytes = ((dense_bytes_gpu + mlp_params_gpu * bytes) * trained_layers + embed_grads + head_bytes) * grad_scale;
@@ -2462,18 +2471,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (0.0, 0.0, OpKind::AllReduce)
     };
-    // The embedding and head: gathered with the root unit before the first layer; the head's
-    // gradient (a tied matrix's too, where frozen layers keep the backward from the input
-    // embedding) reduced behind the head's backward, the input embedding's once the backward
-    // reaches it; FSDP reduces the root unit's gradients together, after the whole backward.
+    // The embedding and head: gathered with the root unit before the first layer; an untied
+    // head's gradient reduced behind the head's backward (DDP's buckets and DeepSpeed's ZeRO
+    // fill in the order gradients are ready), the input embedding's (a tied matrix's) once the
+    // backward reaches it; FSDP's root unit (FSDP1, and FSDP2 wrapping the model) reduces its
+    // gradients together, after the whole backward.
     let (embed_gather, head_grad, embed_grad) = if dp > 1 && embed_bytes > 0.0 {
         let gather = if gathered { cluster.all_gather(embed_bytes + head_bytes, dp, dp_g) } else { 0.0 };
-        let tied_at_head = model.tied_embeddings && plan.frozen > 0;
-        let (early, late) = match (plan.zero >= 3, tied_at_head) {
-            (true, _) => (0.0, embed_grads + head_bytes),
-            (false, true) => (embed_grads, 0.0),
-            (false, false) => (head_bytes, embed_grads),
-        };
+        let (early, late) = if plan.zero >= 3 { (0.0, embed_grads + head_bytes) } else { (head_bytes, embed_grads) };
         let reduce = |b: f64| if b > 0.0 { reduce_grads(b, dp, dp_g) } else { 0.0 };
         (gather, reduce(early), reduce(late))
     } else {
@@ -2683,9 +2688,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let trained_dense = dense_here.saturating_sub(frozen) as f64;
         let trained = (layers_per_stage - frozen) as f64 - trained_dense;
         let dense_layer_gpu = model.dense_layer_per_gpu(tpf);
+        // A single stage's input embedding is frozen with frozen layers (`Plan::frozen`).
+        let frozen_embedding = if pp == 1 && frozen > 0 { 1.0 } else { 0.0 };
         let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained
             + dense_layer_gpu * trained_dense
-            + model.embedding_copies(pp) * model.vocab * d / tpf;
+            + (model.embedding_copies(pp) - frozen_embedding) * model.vocab * d / tpf;
         let bytes_stepped = if model.experts > 1.0 {
             let experts = mlp_params_gpu * trained;
             28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
@@ -4049,6 +4056,37 @@ mod tests {
         assert!(((f + b) * 1e6 - fb.time_us).abs() < 1e-6 * fb.time_us, "{f} + {b} s vs {} µs", fb.time_us);
         let fa3 = p.pricing.attention(&p.gpu, &shape(false), Some("fa3")).unwrap();
         assert!(f * 1e6 > 1.5 * fa3.time_us, "forward {} µs vs FA3's {} µs", f * 1e6, fa3.time_us);
+    }
+
+    /// FSDP's root unit (the input embedding and the output head) stays gathered from the
+    /// forward's start to the backward's end: whole on every GPU beside its shard; frozen
+    /// bottom layers freeze the input embedding below them (no gradient, no Adam state, no
+    /// reduction), the head still trains.
+    #[test]
+    fn the_embedding_is_held_whole_under_fsdp_and_frozen_with_the_bottom_layers() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let matrix = 32000.0 * 4096.0;
+        let stage = |spec: &str, frozen: usize, vocab: f64| {
+            let stage = StageLayers { layers: 32, dense: 0, frozen, loss: true };
+            stage_memory(&m, &Plan::parse(spec).unwrap(), Task::Train, stage, vocab, 1.0)
+        };
+        // Two 16-bit matrices held whole: their shard (1/16) and the rest gathered (15/16).
+        let held = stage("dp=16,zero=3,mb=1", 0, 2.0).weights_gb - stage("dp=16,zero=3,mb=1", 0, 0.0).weights_gb;
+        assert!((held * 1e9 - 2.0 * matrix * 2.0).abs() < 1e-3, "{held} GB");
+        // DDP, nothing sharded: one layer and the input embedding leave the Adam states (12 bytes
+        // a parameter) and the 16-bit gradients; the head's stay.
+        let (all, frozen) = (stage("dp=16,mb=1", 0, 2.0), stage("dp=16,mb=1", 1, 2.0));
+        let layer = m.dense_params() + m.ffn_params();
+        assert!(((all.optimizer_gb - frozen.optimizer_gb) * 1e9 - 12.0 * (layer + matrix)).abs() < 1e-2);
+        assert!(((all.gradients_gb - frozen.gradients_gb) * 1e9 - 2.0 * (layer + matrix)).abs() < 1e-2);
+        // The optimizer step (28 bytes a trained parameter at the HBM rate) loses one layer and
+        // the input embedding: more than a frozen layer's backward norms and activations save
+        // beside one layer's step alone (about 0.8 GB of traffic against the matrix's 3.7 GB).
+        let c = a100(16);
+        let memory_bound_ms =
+            |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms["memory_bound"];
+        let saved = memory_bound_ms("dp=16,mb=1") - memory_bound_ms("dp=16,mb=1,frozen=1");
+        assert!(saved > c.memory(28.0 * (layer + matrix)) * 1e3, "{saved} ms");
     }
 
     #[test]
