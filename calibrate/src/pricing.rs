@@ -441,7 +441,10 @@ pub struct Pricing {
 /// of a catalog GPU keeps its id); at most [`ATTENTION_PRICES_KEPT`] are kept (a trace's
 /// decode steps each have their own length).
 #[derive(Debug, Default)]
-struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, Option<(Price, Arc<str>)>)>>>);
+struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, AttentionPriced)>>>);
+
+/// What priced an attention shape (and the family that did), or nothing.
+type AttentionPriced = Option<(Price, Arc<str>)>;
 
 /// The GPU's id, the shape's numbers as bits, its mask and direction, the family asked for.
 type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>);
