@@ -1845,8 +1845,18 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
         return Err(crate::Error::Plan(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
-    if (model.layers as u64) < u64::from(pp) * u64::from(plan.vpp) {
-        return Err(crate::Error::Plan(format!("{} layers cannot fill pp={pp} × vpp={} stages", model.layers, plan.vpp)));
+    // A pipeline's first and last model chunks can hold the input embedding and the loss in
+    // place of a layer (Megatron-Core's `account_for_embedding_in_pipeline_split` and
+    // `account_for_loss_in_pipeline_split`, which Megatron-Bridge's Llama 3.1 405B recipe sets:
+    // 126 layers + 2 on pp=16 × vpp=8): the stage split already makes the end stages lighter.
+    let ends = if pp > 1 { 2 } else { 0 };
+    if (model.layers as u64) + ends < u64::from(pp) * u64::from(plan.vpp) {
+        return Err(crate::Error::Plan(format!(
+            "{} layers{} cannot fill pp={pp} × vpp={} stages",
+            model.layers,
+            if ends > 0 { " with the embedding and the loss" } else { "" },
+            plan.vpp
+        )));
     }
     if plan.fp8 && cluster.fp8_peak_flops.is_none() {
         return Err(crate::Error::Plan(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
@@ -4438,6 +4448,12 @@ mod tests {
         // Heavier end stages (first=last=14, 7 on each of the 14 middle ones) make it slower.
         let heavy = project(&m, &c, &Plan::parse("pp=16,mb=1,gbs=64,first=14,last=14").unwrap(), Task::Train).unwrap();
         assert!(heavy.times.iteration_ms > 1.4 * a, "{} vs {a}", heavy.times.iteration_ms);
+        // Interleaved over 8 chunks a stage: 126 layers and the embedding and the loss fill the
+        // 128 chunks (Megatron-Bridge's Llama 3.1 405B recipe); 9 chunks a stage are too many.
+        let interleaved = |vpp: u32| project(&m, &c, &Plan::parse(&format!("pp=16,vpp={vpp},mb=1,gbs=64")).unwrap(), Task::Train);
+        assert!(interleaved(8).is_ok());
+        let e = interleaved(9).unwrap_err().to_string();
+        assert!(e.contains("126 layers with the embedding and the loss cannot fill pp=16 × vpp=9"), "{e}");
     }
 
     #[test]
