@@ -3038,10 +3038,11 @@ fn stage_timeline(
     let add = |lanes: &mut Lanes, what: &'static str, l: usize, pass: &'static str, kind: OpKind, dur: f64, deps: &[Key]| {
         let (key, label) = name(what, l, pass);
         // FSDP gathers and gradient reduction run on the data-parallel group's own stream.
-        let lane = if matches!(what, "attn_ag" | "mlp_ag" | "attn_grad" | "mlp_grad" | "embed_ag" | "head_grad" | "embed_grad") {
-            Lane::DataParallel
-        } else {
-            Lane::ByKind
+        // The pipeline's sends and receives on their own communicator and stream.
+        let lane = match what {
+            "attn_ag" | "mlp_ag" | "attn_grad" | "mlp_grad" | "embed_ag" | "head_grad" | "embed_grad" => Lane::DataParallel,
+            "recv" | "send" => Lane::Pipeline,
+            _ => Lane::ByKind,
         };
         lanes.add_keyed_on(lane, key, label, kind, dur, deps);
     };
@@ -3389,6 +3390,10 @@ mod tests {
         assert!((p2p(&overlapped, 0.5) - 12.0).abs() < 1e-6);
         assert!((p2p(&serial, 5.0) - (12.0 + 20.0)).abs() < 1e-6);
         assert!((p2p(&overlapped, 5.0) - 20.0).abs() < 1e-6);
+        // The transfers run on the pipeline group's own stream, beside the tensor-parallel
+        // collectives that compute waits for (0.4 ms each, not overlapped): they delay none of them.
+        let tp_serial = LayerCosts { p2p_overlap: true, ..costs(1.0, 0.0) };
+        assert!((p2p(&tp_serial, 0.5) - p2p(&tp_serial, 0.0)).abs() < 1e-6, "{} vs {}", p2p(&tp_serial, 0.5), p2p(&tp_serial, 0.0));
         assert!(Plan::parse(&Plan::parse("pp=2,vpp=2,p2p_overlap").unwrap().describe()).unwrap().p2p_overlap);
         // The key: parsed, described, and refused without sequence parallelism.
         assert!(Plan::parse(&Plan::parse("tp=2,sp,tp_overlap").unwrap().describe()).unwrap().tp_overlap);

@@ -124,7 +124,8 @@ pub struct Op {
     /// A block of several kinds run back to back (GEMM, attention, norm):
     /// the time of each, for the totals. Unused slots have zero time.
     pub parts: [(OpKind, f64); 3],
-    /// The lane it ran on (0 compute, 1 communication, 2 data-parallel communication).
+    /// The lane it ran on (0 compute, 1 communication, 2 data-parallel communication,
+    /// 3 pipeline sends and receives).
     pub lane: u8,
 }
 
@@ -136,32 +137,39 @@ pub struct Lanes {
     ops: Vec<Op>,
     graph: Graph,
     by_key: FxHashMap<Key, TaskId>,
-    last: [Option<TaskId>; 3],
+    last: [Option<TaskId>; LANES],
     /// Tasks every next operation waits for (a barrier between passes).
     barrier: Vec<TaskId>,
-    barrier_used: [bool; 3],
+    barrier_used: [bool; LANES],
     /// How much slower compute runs while communication runs beside it (0: not at all).
     contention: f64,
 }
 
 /// Which lane an operation runs on: compute, the communication that compute
-/// waits for (tensor, context, expert and pipeline parallelism), or the
-/// data-parallel collectives (FSDP gathers, gradient reduction), which
-/// PyTorch runs on their own process group's NCCL stream, concurrently with
-/// the others (contention for links and SMs is not modelled).
+/// waits for (tensor, context and expert parallelism), the data-parallel
+/// collectives (FSDP gathers, gradient reduction), which PyTorch runs on their
+/// own process group's NCCL stream, or the pipeline's sends and receives
+/// (Megatron's `batch_isend_irecv` on the pipeline group's communicator), each
+/// concurrently with the others (contention for links and SMs is not modelled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
     /// By the operation's kind: compute, or the communication lane.
     ByKind,
     /// The data-parallel communication lane.
     DataParallel,
+    /// The pipeline's point-to-point lane.
+    Pipeline,
 }
+
+/// Lanes: compute, communication, data-parallel communication, pipeline transfers.
+const LANES: usize = 4;
 
 fn lane_index(kind: OpKind, lane: Lane) -> usize {
     match lane {
         _ if kind.is_compute() => 0,
         Lane::ByKind => 1,
         Lane::DataParallel => 2,
+        Lane::Pipeline => 3,
     }
 }
 
@@ -228,7 +236,7 @@ impl Lanes {
     /// ended (forward pass, then backward pass).
     pub fn barrier(&mut self) {
         self.barrier = self.last.iter().flatten().copied().collect();
-        self.barrier_used = [false; 3];
+        self.barrier_used = [false; LANES];
     }
 
     /// Compute that runs while communication kernels run beside it takes
@@ -394,7 +402,7 @@ impl Timeline {
         write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
         let name = serde_json::to_string(title).unwrap_or_else(|_| "\"projection\"".into());
         write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{{\"name\":{name}}}}}")?;
-        for (tid, lane) in [(0, "compute"), (1, "communication"), (2, "data-parallel communication")] {
+        for (tid, lane) in [(0, "compute"), (1, "communication"), (2, "data-parallel communication"), (3, "pipeline communication")] {
             write!(w, ",{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}")?;
         }
         for (i, op) in self.ops.iter().enumerate() {
