@@ -579,7 +579,7 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     let dir = scratch("project-from-refused");
     let evidence = runs_file("evidence/training-runs.json");
     // A Megatron-Bridge run the model prices slower than measured: nothing to carry, said so.
-    let slower = ["mb25.09-pre-training-llama3-70b-h100-64-fp8"];
+    let slower = ["mb26.06-pre-training-llama3.1-405b-gb300-256-fp8"];
     assert_eq!(file_run(&evidence, slower[0])["id"], slower[0]);
     let out = dir.join("p.json");
     let o = bin().args(["project", "-q", "--from", &format!("{}:{}", evidence.display(), slower[0]), "--json"]).arg(&out).output().unwrap();
