@@ -1845,18 +1845,32 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
         return Err(crate::Error::Plan(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
-    // A pipeline's first and last model chunks can hold the input embedding and the loss in
-    // place of a layer (Megatron-Core's `account_for_embedding_in_pipeline_split` and
-    // `account_for_loss_in_pipeline_split`, which Megatron-Bridge's Llama 3.1 405B recipe sets:
-    // 126 layers + 2 on pp=16 × vpp=8): the stage split already makes the end stages lighter.
-    let ends = if pp > 1 { 2 } else { 0 };
-    if (model.layers as u64) + ends < u64::from(pp) * u64::from(plan.vpp) {
-        return Err(crate::Error::Plan(format!(
-            "{} layers{} cannot fill pp={pp} × vpp={} stages",
-            model.layers,
-            if ends > 0 { " with the embedding and the loss" } else { "" },
-            plan.vpp
-        )));
+    if (model.layers as u64) < u64::from(pp) {
+        return Err(crate::Error::Plan(format!("{} layers cannot fill pp={pp} stages", model.layers)));
+    }
+    // Interleaved: every model chunk of a stage holds a layer, but the first stage's first chunk
+    // can hold the input embedding and the last stage's last the loss in its place (Megatron-Core's
+    // `account_for_embedding_in_pipeline_split` and `account_for_loss_in_pipeline_split`, which
+    // Megatron-Bridge's Llama 3.1 405B recipe sets: 126 layers on pp=16 × vpp=8, the end stages
+    // 7 layers and the embedding or the loss) where `first=` / `last=` do not set that stage.
+    if plan.vpp > 1 && pp > 1 {
+        let counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers)?;
+        let last = counts.len() - 1;
+        for (stage, &n) in counts.iter().enumerate() {
+            let end = match stage {
+                0 => plan.first_stage_layers.is_none().then_some("the embedding"),
+                s if s == last => plan.last_stage_layers.is_none().then_some("the loss"),
+                _ => None,
+            };
+            if n + usize::from(end.is_some()) < plan.vpp as usize {
+                return Err(crate::Error::Plan(format!(
+                    "vpp={}: pipeline stage {stage} holds {n} layers{} for {} model chunks",
+                    plan.vpp,
+                    end.map_or(String::new(), |e| format!(" and {e}")),
+                    plan.vpp
+                )));
+            }
+        }
     }
     if plan.fp8 && cluster.fp8_peak_flops.is_none() {
         return Err(crate::Error::Plan(format!("fp8: {} has no FP8 peak in the catalog", cluster.name)));
@@ -2529,7 +2543,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         tp_rs_share,
         mlp_tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
-        p2p_overlap: plan.p2p_overlap,
+        // Megatron overlaps pipeline transfers only in the interleaved schedule.
+        p2p_overlap: plan.p2p_overlap && plan.vpp > 1,
         op_sac: op_sac(mlp_f, elementwise_f),
         moe_a2a,
         attn_gather,
@@ -2672,7 +2687,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let mb = plan.microbatches.max(1);
         let (bound, busy_s) =
             stages.iter().map(|st| st.busy_s(mb)).enumerate().fold((0, 0.0), |a, (i, b)| if b > a.1 { (i, b) } else { a });
-        let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages) * 1e3;
+        // Overlapped transfers leave the stages' work; each crossing still delays the chunk
+        // that waits for it (the fill and the drain).
+        let hop_s = if costs.p2p_overlap { p2p / f64::from(plan.vpp.max(1)) } else { 0.0 };
+        let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages, hop_s) * 1e3;
         times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
         times.iteration_ms = busy_s * 1e3 + times.bubble_ms;
         times.scale(share(stage_counts[bound]));
@@ -2766,6 +2784,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ));
     } else if plan.tp_overlap {
         notes.push("tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
+    }
+    if plan.p2p_overlap && plan.pp > 1 && plan.vpp <= 1 {
+        notes.push(
+            "p2p_overlap: not applied (Megatron overlaps pipeline transfers only in the interleaved schedule, vpp > 1: its arguments set overlap_p2p_comm off otherwise)"
+                .into(),
+        );
     }
     if window < 1.0 {
         notes.push(format!(
@@ -2895,8 +2919,15 @@ impl Head {
 /// tasks for the one simulator: each stage runs its tasks in schedule
 /// order, a chunk's forward waits for the previous virtual stage's, its
 /// backward for the next one's. Each stage has its own durations; seconds.
-fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f64 {
+/// `hop_s`: the lag of each crossing between virtual stages (a transfer overlapped with
+/// compute, outside the stages' work).
+fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
     let v = if vpp > 1 && m.is_multiple_of(pp) { vpp } else { 1 };
+    // Lags between stages lengthen the cycle two neighbouring stages' forwards and backwards
+    // make, so a steady microbatch can cost more than the slowest stage's work: the whole graph.
+    if hop_s > 0.0 {
+        return pipeline_graph_s(pp, v, m, stages, hop_s);
+    }
     // Once the slowest stage is never idle, every further microbatch (round of pp when
     // interleaved, whose order repeats per round) adds one forward and one backward of
     // it, so only that much of the graph is simulated and the rest added (a search
@@ -2909,12 +2940,12 @@ fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f
     let alike_but_last = stages[..stages.len() - 1].windows(2).all(|w| w[0].fwd_s == w[1].fwd_s && w[0].bwd_s == w[1].bwd_s)
         && stages.last().is_some_and(|l| l.fwd_s + l.bwd_s >= stages[0].fwd_s + stages[0].bwd_s);
     let mut k = round.min(m);
-    let mut t = pipeline_graph_s(pp, v, k, stages);
+    let mut t = pipeline_graph_s(pp, v, k, stages, hop_s);
     if !alike_but_last {
         // (Task durations are whole nanoseconds: equal to 1 ppm.)
         while k < m {
             let more = (2 * k).min(m);
-            let next = pipeline_graph_s(pp, v, more, stages);
+            let next = pipeline_graph_s(pp, v, more, stages, hop_s);
             let steady = (next - t - f64::from(more - k) * slowest).abs() <= 1e-6 * f64::from(more - k) * slowest;
             (k, t) = (more, next);
             if steady {
@@ -2926,7 +2957,7 @@ fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage]) -> f
 }
 
 /// [`pipeline_makespan_s`] simulated for all `m` microbatches (`v` chunks, already checked).
-fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage]) -> f64 {
+fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
     use crate::sim::{At, Graph, simulate};
     let (p, units) = (pp as usize, (m * v) as usize);
     let chunks = v as usize;
@@ -2953,13 +2984,14 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage]) -> f64 {
             bwd[idx(vs, mb)] = g.task(ns(stage.bwd_s / v as f64), 0);
         }
     }
+    let hop = ns(hop_s);
     for vs in 0..total_vs {
         for mb in 0..ms {
             if vs > 0 {
-                g.edge(fwd[idx(vs - 1, mb)], At::End, fwd[idx(vs, mb)], At::Start, 0);
+                g.edge(fwd[idx(vs - 1, mb)], At::End, fwd[idx(vs, mb)], At::Start, hop);
             }
             if vs + 1 < total_vs {
-                g.edge(bwd[idx(vs + 1, mb)], At::End, bwd[idx(vs, mb)], At::Start, 0);
+                g.edge(bwd[idx(vs + 1, mb)], At::End, bwd[idx(vs, mb)], At::Start, hop);
             } else {
                 g.edge(fwd[idx(vs, mb)], At::End, bwd[idx(vs, mb)], At::Start, 0);
             }
@@ -3296,8 +3328,9 @@ fn stage_timeline(
             }
         }
     }
+    // The input gradient is whole once the first layer's TP collective and K/V reduction end.
     if p2p > 0.0 && !c.p2p_overlap {
-        add(&mut lanes, "send", 0, b, SendRecv, p2p, &[prev]);
+        add(&mut lanes, "send", 0, b, SendRecv, p2p, &[prev, k("attn_tp", 0, b), k("kv_rs", 0, b)]);
     }
     lanes.simulate()
 }
@@ -3394,12 +3427,21 @@ mod tests {
         // collectives that compute waits for (0.4 ms each, not overlapped): they delay none of them.
         let tp_serial = LayerCosts { p2p_overlap: true, ..costs(1.0, 0.0) };
         assert!((p2p(&tp_serial, 0.5) - p2p(&tp_serial, 0.0)).abs() < 1e-6, "{} vs {}", p2p(&tp_serial, 0.5), p2p(&tp_serial, 0.0));
+        // Not overlapped, the backward's send waits for the first layer's TP collective, whose
+        // exposed tail (`tp_overlap`) follows the block: the four 0.5 ms transfers add 2 ms.
+        let tp_tail = costs(1.0, 1.0 / 8.0);
+        assert!((p2p(&tp_tail, 0.5) - p2p(&tp_tail, 0.0) - 2.0).abs() < 1e-6, "{} vs {}", p2p(&tp_tail, 0.5), p2p(&tp_tail, 0.0));
         assert!(Plan::parse(&Plan::parse("pp=2,vpp=2,p2p_overlap").unwrap().describe()).unwrap().p2p_overlap);
         // The key: parsed, described, and refused without sequence parallelism.
         assert!(Plan::parse(&Plan::parse("tp=2,sp,tp_overlap").unwrap().describe()).unwrap().tp_overlap);
         let model = Transformer::preset("llama2-7b").unwrap();
         let p = project(&model, &a100(8), &Plan::parse("tp=8,mb=1,gbs=1,tp_overlap").unwrap(), Task::Train).unwrap();
         assert!(p.notes.iter().any(|n| n.contains("tp_overlap: not applied")), "{:?}", p.notes);
+        // Megatron overlaps the pipeline's transfers only when interleaved.
+        let plain = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap();
+        let (serial, asked) = (plain("pp=2,dp=4,mb=1,gbs=8"), plain("pp=2,dp=4,mb=1,gbs=8,p2p_overlap"));
+        assert_eq!(serial.times.iteration_ms, asked.times.iteration_ms);
+        assert!(asked.notes.iter().any(|n| n.contains("p2p_overlap: not applied")), "{:?}", asked.notes);
         let with = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");
@@ -4313,15 +4355,29 @@ mod tests {
         let st = PipelineStage { fwd_s: 1.0, bwd_s: 2.0, last_bwd_s: 2.5 };
         let uniform = |pp: u32| vec![st; pp as usize];
         for (pp, v, m, want) in [(4, 1, 8, 33.0), (4, 2, 8, 28.5), (8, 1, 64, 213.0), (2, 1, 1, 6.0), (1, 1, 4, 12.0), (8, 4, 16, 53.25)] {
-            let got = pipeline_makespan_s(pp, v, m, &uniform(pp));
+            let got = pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0);
             assert!((got - (want + 0.5)).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {got} s, want {}", want + 0.5);
         }
         // Interleaving needs the microbatches to divide by the stages; otherwise plain 1F1B.
-        assert!((pipeline_makespan_s(4, 2, 6, &uniform(4)) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
-        // The extrapolation past the first microbatch (round) equals the whole graph.
-        for (pp, v, m) in [(4, 1, 8), (4, 2, 8), (8, 1, 64), (8, 4, 16), (3, 1, 2)] {
-            let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp)), pipeline_graph_s(pp, v, m, &uniform(pp)));
-            assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {short} vs {full}");
+        assert!((pipeline_makespan_s(4, 2, 6, &uniform(4), 0.0) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
+        // The extrapolation past the first microbatch (round) equals the whole graph, with and
+        // without a lag on each crossing between virtual stages (transfers overlapped with compute).
+        for (pp, v, m) in [(4, 1, 8), (4, 2, 8), (8, 1, 64), (8, 4, 16), (3, 1, 2), (4, 2, 32)] {
+            for hop in [0.0, 0.05, 0.4] {
+                let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp), hop), pipeline_graph_s(pp, v, m, &uniform(pp), hop));
+                assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m} hop {hop}: {short} vs {full}");
+            }
+            // The lags delay at least the first microbatch's way through the first chunk's stages
+            // and back; interleaved, the other chunks' work hides the rest but for at most every
+            // crossing of one microbatch's way there and back (1F1B has no such slack: each
+            // microbatch's exchange between neighbours waits, which is why Megatron overlaps
+            // transfers only when interleaved).
+            let hop = 0.05;
+            let added = pipeline_makespan_s(pp, v, m, &uniform(pp), hop) - pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0);
+            assert!(added >= 2.0 * f64::from(pp - 1) * hop - 1e-6, "pp {pp} v {v} m {m}: {added}");
+            if v > 1 && m.is_multiple_of(pp) {
+                assert!(added <= 2.0 * f64::from(pp * v - 1) * hop + 1e-6, "pp {pp} v {v} m {m}: {added}");
+            }
         }
         // Uneven stages: lighter end stages (7/8 of the middle's work, the last one with a
         // head worth 0.6 of a layer's eighth), and one heavy middle stage.
@@ -4331,14 +4387,16 @@ mod tests {
         for stages in [vec![light, st, st, headed], vec![st, heavy, st, st, st, headed], vec![light, headed]] {
             let pp = stages.len() as u32;
             for (v, m) in [(1, 1), (1, 2), (1, 8), (1, 33), (2, 2 * pp), (2, 4 * pp), (3, 3 * pp), (2, 8 * pp)] {
-                let (short, full) =
-                    (pipeline_makespan_s(pp, v, m, &stages), pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages));
+                let (short, full) = (
+                    pipeline_makespan_s(pp, v, m, &stages, 0.0),
+                    pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages, 0.0),
+                );
                 assert!((short - full).abs() <= 1e-9 * full, "pp {pp} vpp {v} m {m}: {short} vs {full}");
             }
             // Never faster than the slowest stage's own work, never slower than uniform at the slowest.
             let slowest = stages.iter().copied().max_by(|a, b| a.busy_s(1).total_cmp(&b.busy_s(1))).unwrap();
-            let t = pipeline_makespan_s(pp, 1, 16, &stages);
-            assert!(t >= slowest.busy_s(16) - 1e-9 && t <= pipeline_makespan_s(pp, 1, 16, &vec![slowest; pp as usize]) + 1e-9, "{t}");
+            let t = pipeline_makespan_s(pp, 1, 16, &stages, 0.0);
+            assert!(t >= slowest.busy_s(16) - 1e-9 && t <= pipeline_makespan_s(pp, 1, 16, &vec![slowest; pp as usize], 0.0) + 1e-9, "{t}");
         }
     }
 
@@ -4373,8 +4431,8 @@ mod tests {
             }
             for stages in &cases {
                 for (v, m) in [(1, 1), (1, 2), (1, 5), (1, 16), (1, 64), (2, pp), (2, 3 * pp), (2, 8 * pp), (4, 4 * pp)] {
-                    let full = pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages);
-                    let short = pipeline_makespan_s(pp, v, m, stages);
+                    let full = pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages, 0.0);
+                    let short = pipeline_makespan_s(pp, v, m, stages, 0.0);
                     assert!((short - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {short} vs {full} ({stages:?})");
                 }
             }
@@ -4458,7 +4516,12 @@ mod tests {
         let interleaved = |vpp: u32| project(&m, &c, &Plan::parse(&format!("pp=16,vpp={vpp},mb=1,gbs=64")).unwrap(), Task::Train);
         assert!(interleaved(8).is_ok());
         let e = interleaved(9).unwrap_err().to_string();
-        assert!(e.contains("126 layers with the embedding and the loss cannot fill pp=16 × vpp=9"), "{e}");
+        assert!(e.contains("vpp=9: pipeline stage 0 holds 7 layers and the embedding for 9 model chunks"), "{e}");
+        // Where `first=` sets the first stage, that stage's chunks are all layers (128 layers): 8 of
+        // them for 8 chunks pass, 7 do not.
+        let first = |n: u32| project(&even, &c, &Plan::parse(&format!("pp=16,vpp=8,first={n},mb=1,gbs=64")).unwrap(), Task::Train);
+        assert!(first(8).is_ok());
+        assert!(first(7).unwrap_err().to_string().contains("stage 0 holds 7 layers for 8 model chunks"));
     }
 
     #[test]
