@@ -4360,13 +4360,11 @@ mod tests {
         }
         // Interleaving needs the microbatches to divide by the stages; otherwise plain 1F1B.
         assert!((pipeline_makespan_s(4, 2, 6, &uniform(4), 0.0) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
-        // The extrapolation past the first microbatch (round) equals the whole graph, with and
-        // without a lag on each crossing between virtual stages (transfers overlapped with compute).
+        // The extrapolation past the first microbatch (round) equals the whole graph (with lags
+        // between stages the whole graph is simulated).
         for (pp, v, m) in [(4, 1, 8), (4, 2, 8), (8, 1, 64), (8, 4, 16), (3, 1, 2), (4, 2, 32)] {
-            for hop in [0.0, 0.05, 0.4] {
-                let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp), hop), pipeline_graph_s(pp, v, m, &uniform(pp), hop));
-                assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m} hop {hop}: {short} vs {full}");
-            }
+            let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0), pipeline_graph_s(pp, v, m, &uniform(pp), 0.0));
+            assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {short} vs {full}");
             // The lags delay at least the first microbatch's way through the first chunk's stages
             // and back; interleaved, the other chunks' work hides the rest but for at most every
             // crossing of one microbatch's way there and back (1F1B has no such slack: each
