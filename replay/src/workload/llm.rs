@@ -2508,6 +2508,28 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (0.0, 0.0, 0.0)
     };
+    // With a pipeline the embedding and head sit on the end stages, outside the simulated
+    // fullest stage: what their gradients add to those stages' ends, (first, last) seconds.
+    // The first stage's input embedding is reduced after its last backward, which ends the
+    // schedule's drain (its bucket is the last; FSDP under a pipeline reduces the stage's
+    // gradients then anyway), the last stage's head behind its own backward unless FSDP under
+    // a pipeline holds it to the end. Tied, Megatron all-reduces the two end stages' copies'
+    // gradients once the backward is over (`_allreduce_word_embedding_grads`).
+    let end_stage_grads = if pp > 1 && task == Task::Train {
+        let matrix = model.vocab * d / tpf * bytes;
+        let reduce = |b: f64| if dp > 1 { reduce_grads(b, dp, dp_g) } else { 0.0 };
+        let tied = if model.tied_embeddings {
+            // The two ends in one node only when the whole pipeline of TP groups fits in it.
+            let g = if pp * tp <= cluster.gpus_per_node { 2 } else { 1 };
+            cluster.all_reduce(matrix * plan.grad_bytes(bytes) / bytes, 2, g)
+        } else {
+            0.0
+        };
+        let head = if fsdp_pp && !model.tied_embeddings { reduce(matrix) } else { 0.0 };
+        (reduce(matrix), tied, head)
+    } else {
+        (0.0, 0.0, 0.0)
+    };
     // With a pipeline the output head runs on the last stage only: the timeline is that of
     // the fullest stage without it, and the schedule adds it to the last stage.
     let head = if pp > 1 { Head { gemm_f: head_gemm_f, loss_f: head_loss_f } } else { Head::default() };
@@ -2683,6 +2705,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // What is reported, in units of the fullest stage's timeline: in training the
     // stage that bounds the step (its output head added if it is the last); in
     // inference the request's pass through every stage (and the head once).
+    // The end stages' embedding and head gradient time the step adds, by kind, ms.
+    let mut end_grads_ms = [(OpKind::AllReduce, 0.0); 2];
     let reported_share = if train {
         let mb = plan.microbatches.max(1);
         let (bound, busy_s) =
@@ -2692,7 +2716,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let hop_s = if costs.p2p_overlap { p2p / f64::from(plan.vpp.max(1)) } else { 0.0 };
         let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages, hop_s) * 1e3;
         times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
-        times.iteration_ms = busy_s * 1e3 + times.bubble_ms;
+        // The end stages' embedding and head gradients: what they add to the step is
+        // communication nothing runs beside (the step's end).
+        let (first, tied, last) = end_stage_grads;
+        if first + tied + last > 0.0 {
+            let mut ended = stages.clone();
+            ended[0].last_bwd_s += first + tied;
+            ended[last_stage].last_bwd_s += last + tied;
+            let added_ms = (pipeline_makespan_s(pp, plan.vpp.max(1), mb, &ended, hop_s) * 1e3 - makespan_ms).max(0.0);
+            let reduced = first + last;
+            end_grads_ms =
+                [(costs.grad_kind, added_ms * reduced / (reduced + tied)), (OpKind::AllReduce, added_ms * tied / (reduced + tied))];
+        }
+        times.iteration_ms = busy_s * 1e3 + times.bubble_ms + end_grads_ms.iter().map(|x| x.1).sum::<f64>();
         times.scale(share(stage_counts[bound]));
         if bound == last_stage {
             head.add_to(&mut times, f64::from(mb), f64::from(mb));
@@ -2737,6 +2773,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
     times.exposed_comm_ms =
         if train { exposed_first * (m - 1.0) + last.exposed_comm_ms() } else { last.exposed_comm_ms() } * reported_share;
+    for (kind, ms) in end_grads_ms.into_iter().filter(|x| x.1 > 0.0) {
+        *times.by_kind_ms.entry(kind.as_str()).or_default() += ms;
+        times.comm_ms += ms;
+        times.exposed_comm_ms += ms;
+    }
     times.overlapped_comm_ms = (times.comm_ms - times.exposed_comm_ms).max(0.0);
 
     let memory = memory(model, plan, task);
@@ -4144,6 +4185,24 @@ mod tests {
             |spec: &str| project(&m, &c, &Plan::parse(spec).unwrap(), Task::Train).unwrap().times.by_kind_ms["memory_bound"];
         let saved = memory_bound_ms("dp=16,mb=1") - memory_bound_ms("dp=16,mb=1,frozen=1");
         assert!(saved > c.memory(28.0 * (layer + matrix)) * 1e3, "{saved} ms");
+    }
+
+    /// With a pipeline the first stage's input embedding is reduced after its last backward,
+    /// which ends the schedule: the step grows by that reduction, all of it exposed. Llama-2-7B
+    /// on pp=2 × dp=4 (DDP, 25 MiB buckets): the reported stage's 16 layers and the embedding
+    /// (32 000 × 4 096 16-bit weights) in buckets.
+    #[test]
+    fn a_pipelines_first_stage_reduces_its_embedding_at_the_end_of_the_step() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let c = a100(8);
+        let p = project(&m, &c, &Plan::parse("pp=2,dp=4,mb=1,gbs=16").unwrap(), Task::Train).unwrap();
+        let bucket = 25.0 * 1024.0 * 1024.0;
+        let (layers, embedding) = (16.0 * (m.dense_params() + m.ffn_params()) * m.bytes, 32000.0 * 4096.0 * m.bytes);
+        let g = members_per_node(4, 1, 8);
+        let per_byte = c.all_reduce(bucket, 4, g) / bucket * 1e3;
+        let all_reduce = p.times.by_kind_ms["all_reduce"];
+        assert!((all_reduce / (per_byte * (layers + embedding)) - 1.0).abs() < 1e-6, "{all_reduce} ms");
+        assert!(p.times.exposed_comm_ms >= per_byte * embedding - 1e-6, "{} ms exposed", p.times.exposed_comm_ms);
     }
 
     #[test]
