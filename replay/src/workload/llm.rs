@@ -2509,7 +2509,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         (0.0, 0.0, 0.0)
     };
     // With a pipeline the embedding and head sit on the end stages, outside the simulated
-    // fullest stage: what their gradients add to those stages' ends, (first, last) seconds.
+    // fullest stage: what their gradients add to those stages' ends, (first, tied, last) seconds.
     // The first stage's input embedding is reduced after its last backward, which ends the
     // schedule's drain (its bucket is the last; FSDP under a pipeline reduces the stage's
     // gradients then anyway), the last stage's head behind its own backward unless FSDP under
@@ -2519,13 +2519,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let matrix = model.vocab * d / tpf * bytes;
         let reduce = |b: f64| if dp > 1 { reduce_grads(b, dp, dp_g) } else { 0.0 };
         let tied = if model.tied_embeddings {
-            // The two ends in one node only when the whole pipeline of TP groups fits in it.
-            let g = if pp * tp <= cluster.gpus_per_node { 2 } else { 1 };
+            // Ranks are TP, then CP and DP, then PP outermost: the end stages are (pp − 1)·tp·dp
+            // ranks apart, in one node only when the whole job is.
+            let g = if pp * tp * dp <= cluster.gpus_per_node { 2 } else { 1 };
             cluster.all_reduce(matrix * plan.grad_bytes(bytes) / bytes, 2, g)
         } else {
             0.0
         };
-        let head = if fsdp_pp && !model.tied_embeddings { reduce(matrix) } else { 0.0 };
+        // (FSDP's reduce-scatter of the last stage covers its copy of a tied matrix too.)
+        let head = if fsdp_pp { reduce(matrix) } else { 0.0 };
         (reduce(matrix), tied, head)
     } else {
         (0.0, 0.0, 0.0)
@@ -4203,6 +4205,16 @@ mod tests {
         let all_reduce = p.times.by_kind_ms["all_reduce"];
         assert!((all_reduce / (per_byte * (layers + embedding)) - 1.0).abs() < 1e-6, "{all_reduce} ms");
         assert!(p.times.exposed_comm_ms >= per_byte * embedding - 1e-6, "{} ms exposed", p.times.exposed_comm_ms);
+        // Tied, on 16 GPUs (tp=2 with sp, dp=4, pp=2): the end stages are 8 ranks apart, on two nodes, and
+        // all-reduce their copies' gradients across them after the backward, as Megatron does.
+        let mut tied = m.clone();
+        tied.tied_embeddings = true;
+        let c = a100(16);
+        let p = project(&tied, &c, &Plan::parse("tp=2,pp=2,dp=4,sp,mb=1,gbs=16").unwrap(), Task::Train).unwrap();
+        let per_byte = c.all_reduce(bucket, 4, members_per_node(4, 2, 8)) / bucket * 1e3;
+        let want = per_byte * (layers + embedding) / 2.0 + c.all_reduce(embedding / 2.0, 2, 1) * 1e3;
+        let all_reduce = p.times.by_kind_ms["all_reduce"];
+        assert!((all_reduce / want - 1.0).abs() < 1e-6, "{all_reduce} ms against {want}");
     }
 
     #[test]
