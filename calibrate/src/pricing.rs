@@ -1543,9 +1543,10 @@ impl Pricing {
                         let ids: Vec<&str> = self.vendor_peers(gpu).flat_map(Gpu::measurement_ids).collect();
                         // (An empty id list would mean every GPU's families.)
                         let peers = if ids.is_empty() { Vec::new() } else { self.measurements.attention_families(&ids) };
-                        match peers.is_empty() {
-                            true => "no family measured on it or on another GPU of its vendor".to_string(),
-                            false => format!("no family measured on it; on other GPUs of its vendor: {}", peers.join(", ")),
+                        if peers.is_empty() {
+                            "no family measured on it or on another GPU of its vendor".to_string()
+                        } else {
+                            format!("no family measured on it; on other GPUs of its vendor: {}", peers.join(", "))
                         }
                     } else {
                         format!("families measured on it: {}", here.join(", "))

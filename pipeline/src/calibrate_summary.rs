@@ -150,7 +150,7 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
             };
             writeln!(w, "  collectives of {source} across nodes of {gpus_per_node} GPUs: {network}; carried onto the priced network")?;
         }
-        let families: Vec<String> = base.attention_families(&ids).iter().map(|f| f.to_string()).collect();
+        let families = base.attention_families(&ids);
         if !families.is_empty() {
             writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
         }

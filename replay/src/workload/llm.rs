@@ -371,6 +371,12 @@ impl Transformer {
         self.embedding_copies(1) * self.vocab * self.hidden
     }
 
+    /// Parameters of one vocabulary matrix (the input embedding or the output head) on
+    /// each of `tpf` tensor-parallel ranks, which split it by vocabulary.
+    fn vocab_matrix(&self, tpf: f64) -> f64 {
+        self.vocab * self.hidden / tpf
+    }
+
     /// Vocabulary matrices a pipeline stage holds: the first the input
     /// embedding, the last the output head, a single stage both — one when
     /// they are tied (Megatron keeps a tied copy on the last stage, so with
@@ -1053,6 +1059,12 @@ impl Plan {
         Ok((p, stated))
     }
 
+    /// Whether the input embedding is frozen: frozen bottom layers (`frozen=N`) stop the
+    /// backward above it, so it has no gradient, a tied one neither (see [`Plan::frozen`]).
+    pub fn embedding_frozen(&self) -> bool {
+        self.frozen > 0
+    }
+
     /// Bytes of one gradient element as the data-parallel reduction moves and keeps it:
     /// 4 under `grad_reduce=fp32`, else the model's `bytes`.
     pub fn grad_bytes(&self, bytes: f64) -> f64 {
@@ -1579,11 +1591,9 @@ impl Cluster {
         if p.pricing.measurements.attention.iter().any(|r| r.kernel.eq_ignore_ascii_case(k)) {
             return Ok(());
         }
-        let known = p.pricing.measurements.attention_families(&[]);
-        let names: Vec<&str> = known.iter().map(|f| &**f).collect();
         Err(crate::Error::Plan(format!(
             "attention={k}: no measured attention kernel family of that name (flash, materialized, or one of: {})",
-            names.join(", ")
+            p.pricing.measurements.attention_families(&[]).join(", ")
         )))
     }
 
@@ -2059,7 +2069,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
     let dense_layer_gpu = model.dense_layer_per_gpu(tpf);
     let moe_layers = (layers - dense) as f64;
     let layer_params_gpu = moe_layer_gpu * moe_layers + dense_layer_gpu * dense as f64;
-    let params_gpu = layer_params_gpu + vocab * model.vocab * d / tpf;
+    let params_gpu = layer_params_gpu + vocab * model.vocab_matrix(tpf);
     // ZeRO shards a parameter over the ranks that hold it: the dense part over
     // every replica, an expert over its replicas only (dp × cp ÷ ep: each
     // expert-parallel group of ep ranks holds every expert once).
@@ -2086,14 +2096,14 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
         m.weights_gb += f64::from(plan.prefetch + 1) * largest * bytes / 1e9;
         // The root unit (embedding and head) stays gathered from the forward's start to the
         // backward's end (FSDP does not reshard the root after the forward).
-        m.weights_gb += vocab * model.vocab * d / tpf * bytes * (1.0 - 1.0 / dpf) / 1e9;
+        m.weights_gb += vocab * model.vocab_matrix(tpf) * bytes * (1.0 - 1.0 / dpf) / 1e9;
     }
     // Frozen bottom layers keep weights only: the dense FFN layers first, then MoE layers.
     let trainable_layers = (layers - frozen) as f64;
     let (frozen_dense, frozen_moe) = (frozen.min(dense), frozen.saturating_sub(dense));
-    // The first stage's input embedding is frozen with the layers above it (see `Plan::frozen`).
-    let first_stage = plan.pp <= 1 || !loss;
-    let frozen_embedding = if frozen > 0 && vocab > 0.0 && first_stage { model.vocab * d / tpf } else { 0.0 };
+    // The input embedding frozen with the stage's frozen layers above it (`Plan::embedding_frozen`;
+    // frozen layers need a single stage: with a pipeline they are refused).
+    let frozen_embedding = if frozen > 0 && vocab > 0.0 { model.vocab_matrix(tpf) } else { 0.0 };
     let trainable = params_gpu - dense_layer_gpu * frozen_dense as f64 - moe_layer_gpu * frozen_moe as f64 - frozen_embedding;
     let trainable_experts = if model.experts > 1.0 { mlp_params_gpu * (moe_layers - frozen_moe as f64) } else { 0.0 };
     let trainable_dense = trainable - trainable_experts;
@@ -2462,18 +2472,16 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // backward (`grad_sync=after`) the stage's gradients are one bucket (Megatron-Core without
     // overlap). ZeRO-2 (FSDP's SHARD_GRAD_OP) and FSDP reduce each layer's unit as it is.
     let grad_scale = plan.grad_bytes(bytes) / bytes;
-    // A single stage's input embedding and output head (one matrix when tied), per GPU: their
-    // gradients are reduced as the layers' are; with a pipeline they sit on the end stages,
-    // outside the simulated fullest stage. Frozen bottom layers stop the backward before the
-    // input embedding: it has no gradient then.
-    let (embed_bytes, head_bytes) = if pp == 1 && task == Task::Train {
-        let matrix = model.vocab * d / tpf * bytes;
-        if model.tied_embeddings { (matrix, 0.0) } else { (matrix, matrix) }
-    } else {
-        (0.0, 0.0)
+    // One vocabulary matrix's weights per GPU. A single stage's input embedding and output head
+    // (one matrix when tied): their gradients are reduced as the layers' are; with a pipeline
+    // they sit on the end stages, outside the simulated fullest stage (`end_stage_grads`).
+    let matrix = model.vocab_matrix(tpf) * bytes;
+    let (embed_bytes, head_bytes) = match (pp == 1 && task == Task::Train, model.tied_embeddings) {
+        (false, _) => (0.0, 0.0),
+        (true, true) => (matrix, 0.0),
+        (true, false) => (matrix, matrix),
     };
-    // Frozen layers freeze the input embedding below them, a tied matrix too (`Plan::frozen`).
-    let embed_grads = if plan.frozen == 0 { embed_bytes } else { 0.0 };
+    let embed_grads = if plan.embedding_frozen() { 0.0 } else { embed_bytes };
     // The gradients the stage reduces: its trained layers' and the embedding's and head's.
     let trained_layers = layers_per_stage.saturating_sub(plan.frozen as usize) as f64;
     let stage_bytes = ((dense_bytes_gpu + mlp_params_gpu * bytes) * trained_layers + embed_grads + head_bytes) * grad_scale;
@@ -2516,13 +2524,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // a pipeline holds it to the end. Tied, Megatron all-reduces the two end stages' copies'
     // gradients once the backward is over (`_allreduce_word_embedding_grads`).
     let end_stage_grads = if pp > 1 && task == Task::Train {
-        let matrix = model.vocab * d / tpf * bytes;
         let reduce = |b: f64| if dp > 1 { reduce_grads(b, dp, dp_g) } else { 0.0 };
         let tied = if model.tied_embeddings {
             // Ranks are TP, then CP and DP, then PP outermost: the end stages are (pp − 1)·tp·dp
             // ranks apart, in one node only when the whole job is.
             let g = if pp * tp * dp <= cluster.gpus_per_node { 2 } else { 1 };
-            cluster.all_reduce(matrix * plan.grad_bytes(bytes) / bytes, 2, g)
+            cluster.all_reduce(matrix * grad_scale, 2, g)
         } else {
             0.0
         };
@@ -2754,11 +2761,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let trained_dense = dense_here.saturating_sub(frozen) as f64;
         let trained = (layers_per_stage - frozen) as f64 - trained_dense;
         let dense_layer_gpu = model.dense_layer_per_gpu(tpf);
-        // A single stage's input embedding is frozen with frozen layers (`Plan::frozen`).
-        let frozen_embedding = if pp == 1 && frozen > 0 { 1.0 } else { 0.0 };
+        let frozen_embedding = if plan.embedding_frozen() { 1.0 } else { 0.0 };
         let stage_params = (model.dense_per_gpu(tpf) + mlp_params_gpu) * trained
             + dense_layer_gpu * trained_dense
-            + (model.embedding_copies(pp) - frozen_embedding) * model.vocab * d / tpf;
+            + (model.embedding_copies(pp) - frozen_embedding) * model.vocab_matrix(tpf);
         let bytes_stepped = if model.experts > 1.0 {
             let experts = mlp_params_gpu * trained;
             28.0 * ((stage_params - experts) / shard(dp) + experts / shard(plan.expert_replicas()))
