@@ -2005,7 +2005,7 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
 pub const DDP_BUCKET_MIB: f64 = 25.0;
 
 /// Bytes in a MiB.
-const MIB: f64 = 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 /// FSDP (ZeRO-3) training under a pipeline, as PyTorch's pipelining runs it: torchtitan
 /// does not reshard after the forward when PP is on (`reshard_after_forward = not

@@ -655,7 +655,7 @@ impl Framework {
                     plan.bucket_bytes = Some(bucket);
                     applied.push(format!(
                         "bucket={:.1} (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = {} M parameters)",
-                        bucket as f64 / (1024.0 * 1024.0),
+                        bucket as f64 / super::llm::MIB,
                         params / 1_000_000
                     ));
                 }
