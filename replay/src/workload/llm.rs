@@ -2723,16 +2723,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // Overlapped transfers leave the stages' work; each crossing still delays the chunk
         // that waits for it (the fill and the drain).
         let hop_s = if costs.p2p_overlap { p2p / f64::from(plan.vpp.max(1)) } else { 0.0 };
-        let makespan_ms = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages, hop_s) * 1e3;
-        times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
         // The end stages' embedding and head gradients: what they add to the step is
         // communication nothing runs beside (the step's end).
         let (first, tied, last) = end_stage_grads;
+        let mut extra = vec![0.0; stages.len()];
+        extra[0] += first + tied;
+        extra[last_stage] += last + tied;
+        let (makespan_s, ended_s) = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages, hop_s, &extra);
+        let makespan_ms = makespan_s * 1e3;
+        times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
         if first + tied + last > 0.0 {
-            let mut ended = stages.clone();
-            ended[0].last_bwd_s += first + tied;
-            ended[last_stage].last_bwd_s += last + tied;
-            let added_ms = (pipeline_makespan_s(pp, plan.vpp.max(1), mb, &ended, hop_s) * 1e3 - makespan_ms).max(0.0);
+            let added_ms = (ended_s * 1e3 - makespan_ms).max(0.0);
             let reduced = first + last;
             end_grads_ms =
                 [(costs.grad_kind, added_ms * reduced / (reduced + tied)), (OpKind::AllReduce, added_ms * tied / (reduced + tied))];
@@ -2969,44 +2970,59 @@ impl Head {
 /// order, a chunk's forward waits for the previous virtual stage's, its
 /// backward for the next one's. Each stage has its own durations; seconds.
 /// `hop_s`: the lag of each crossing between virtual stages (a transfer overlapped with
-/// compute, outside the stages' work).
-fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
+/// compute, outside the stages' work). Returns the makespan as the stages are, and with
+/// `extra[s]` more on stage `s`'s last backward (the end stages' embedding gradients): what
+/// follows a stage's last backward delays no other stage, so one simulation gives both.
+fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage], hop_s: f64, extra: &[f64]) -> (f64, f64) {
     let v = if vpp > 1 && m.is_multiple_of(pp) { vpp } else { 1 };
+    let spans = |ends: &[i64]| (stages_end_s(ends, stages, &[]), stages_end_s(ends, stages, extra));
     // Lags between stages lengthen the cycle two neighbouring stages' forwards and backwards
     // make, so a steady microbatch can cost more than the slowest stage's work: the whole graph.
     if hop_s > 0.0 {
-        return pipeline_graph_s(pp, v, m, stages, hop_s);
+        return spans(&pipeline_stage_ends_ns(pp, v, m, stages, hop_s));
     }
     // Once the slowest stage is never idle, every further microbatch (round of pp when
     // interleaved, whose order repeats per round) adds one forward and one backward of
     // it, so only that much of the graph is simulated and the rest added (a search
     // simulates thousands of plans). Stages alike but for the last (the output head
     // there) are steady after the first round; uneven splits are simulated for
-    // doubling counts until the added ones cost exactly the slowest stage's work.
-    // The tests check both against full graphs.
+    // doubling counts until the added ones cost exactly the slowest stage's work, with
+    // and without the extra. The tests check both against full graphs.
     let round = if v > 1 { pp } else { 1 };
     let slowest = stages.iter().map(|s| s.fwd_s + s.bwd_s).fold(0.0, f64::max);
     let alike_but_last = stages[..stages.len() - 1].windows(2).all(|w| w[0].fwd_s == w[1].fwd_s && w[0].bwd_s == w[1].bwd_s)
         && stages.last().is_some_and(|l| l.fwd_s + l.bwd_s >= stages[0].fwd_s + stages[0].bwd_s);
     let mut k = round.min(m);
-    let mut t = pipeline_graph_s(pp, v, k, stages, hop_s);
+    let mut t = spans(&pipeline_stage_ends_ns(pp, v, k, stages, hop_s));
     if !alike_but_last {
         // (Task durations are whole nanoseconds: equal to 1 ppm.)
         while k < m {
             let more = (2 * k).min(m);
-            let next = pipeline_graph_s(pp, v, more, stages, hop_s);
-            let steady = (next - t - f64::from(more - k) * slowest).abs() <= 1e-6 * f64::from(more - k) * slowest;
+            let next = spans(&pipeline_stage_ends_ns(pp, v, more, stages, hop_s));
+            let added = f64::from(more - k) * slowest;
+            let steady = |a: f64, b: f64| (b - a - added).abs() <= 1e-6 * added;
+            let both = steady(t.0, next.0) && steady(t.1, next.1);
             (k, t) = (more, next);
-            if steady {
+            if both {
                 break;
             }
         }
     }
-    t + f64::from(m - k) * slowest
+    let rest = f64::from(m - k) * slowest;
+    (t.0 + rest, t.1 + rest)
 }
 
-/// [`pipeline_makespan_s`] simulated for all `m` microbatches (`v` chunks, already checked).
-fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
+/// The step's end from each stage's last backward (`ends`, ns): the latest of them with
+/// what its last microbatch's gradient synchronisation adds, `extra[s]` more on stage `s`; s.
+fn stages_end_s(ends: &[i64], stages: &[PipelineStage], extra: &[f64]) -> f64 {
+    let ns = |s: f64| (s * 1e9).round() as i64;
+    let tail = |s: usize| ns((stages[s].last_bwd_s + extra.get(s).copied().unwrap_or(0.0) - stages[s].bwd_s).max(0.0));
+    ends.iter().enumerate().map(|(s, &end)| end + tail(s)).max().unwrap_or(0) as f64 / 1e9
+}
+
+/// [`pipeline_makespan_s`] simulated for all `m` microbatches (`v` chunks, already checked):
+/// when each stage's last backward ends, ns.
+fn pipeline_stage_ends_ns(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> Vec<i64> {
     use crate::sim::{At, Graph, simulate};
     let (p, units) = (pp as usize, (m * v) as usize);
     let chunks = v as usize;
@@ -3047,7 +3063,8 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f6
         }
     }
     // Each stage's own order: warm-up forwards, then one forward and one backward in turn, then the rest.
-    for (s, stage) in stages.iter().enumerate().take(p) {
+    let mut last_tasks = Vec::with_capacity(p);
+    for s in 0..p {
         let warmup = if chunks == 1 { (p - s - 1).min(units) } else { ((p - s - 1) * 2 + (chunks - 1) * p).min(units) };
         let mut order = Vec::with_capacity(2 * units);
         let task = |k: usize, backward: bool| {
@@ -3068,20 +3085,15 @@ fn pipeline_graph_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f6
         for w in order.windows(2) {
             g.edge(w[0], At::End, w[1], At::Start, 0);
         }
-        // What the gradient synchronisation adds after the stage's last backward: it
-        // delays no other stage (their gradients were already sent on).
-        if let Some(&last) = order.last() {
-            let tail = g.task(ns((stage.last_bwd_s - stage.bwd_s).max(0.0)), 0);
-            g.edge(last, At::End, tail, At::Start, 0);
-        }
+        last_tasks.push(order.last().copied());
     }
     let schedule = simulate(&g);
     if schedule.unscheduled > 0 {
-        // Not a valid schedule (cannot happen for 1F1B): the closed form instead.
-        let stage = stages.iter().max_by(|a, b| (a.fwd_s + a.bwd_s).total_cmp(&(b.fwd_s + b.bwd_s))).copied().unwrap_or(stages[0]);
-        return (f64::from(m) + f64::from(pp - 1) / f64::from(v)) * (stage.fwd_s + stage.bwd_s) + stage.last_bwd_s - stage.bwd_s;
+        // Not a valid schedule (cannot happen for 1F1B): the closed form for every stage instead.
+        let slowest = stages.iter().map(|s| s.fwd_s + s.bwd_s).fold(0.0, f64::max);
+        return vec![ns((f64::from(m) + f64::from(pp - 1) / f64::from(v)) * slowest); p];
     }
-    schedule.end_ns.iter().copied().max().unwrap_or(0) as f64 / 1e9
+    last_tasks.iter().map(|t| t.map_or(0, |t| schedule.end_ns[t as usize])).collect()
 }
 
 /// One microbatch through one pipeline stage: forward, then (training)
@@ -4424,6 +4436,16 @@ mod tests {
         assert!(eta.iter().any(|n| n.starts_with("fp8: linear layers at the FP8 peak") && n.contains("16-bit GEMM η")), "{eta:?}");
     }
 
+    /// The pipeline's makespan as projections extrapolate it, no extra on any stage.
+    fn makespan(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
+        pipeline_makespan_s(pp, v, m, stages, hop_s, &[]).0
+    }
+
+    /// The same simulated for every microbatch.
+    fn whole_graph(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
+        stages_end_s(&pipeline_stage_ends_ns(pp, v, m, stages, hop_s), stages, &[])
+    }
+
     #[test]
     fn the_pipeline_schedule_graph_gives_megatrons_bubble() {
         // Uniform stages, f = 1 s, b = 2 s: 1F1B takes (m + pp − 1)(f + b), interleaved over v
@@ -4432,15 +4454,15 @@ mod tests {
         let st = PipelineStage { fwd_s: 1.0, bwd_s: 2.0, last_bwd_s: 2.5 };
         let uniform = |pp: u32| vec![st; pp as usize];
         for (pp, v, m, want) in [(4, 1, 8, 33.0), (4, 2, 8, 28.5), (8, 1, 64, 213.0), (2, 1, 1, 6.0), (1, 1, 4, 12.0), (8, 4, 16, 53.25)] {
-            let got = pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0);
+            let got = makespan(pp, v, m, &uniform(pp), 0.0);
             assert!((got - (want + 0.5)).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {got} s, want {}", want + 0.5);
         }
         // Interleaving needs the microbatches to divide by the stages; otherwise plain 1F1B.
-        assert!((pipeline_makespan_s(4, 2, 6, &uniform(4), 0.0) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
+        assert!((makespan(4, 2, 6, &uniform(4), 0.0) - (9.0 * 3.0 + 0.5)).abs() < 1e-6);
         // The extrapolation past the first microbatch (round) equals the whole graph (with lags
         // between stages the whole graph is simulated).
         for (pp, v, m) in [(4, 1, 8), (4, 2, 8), (8, 1, 64), (8, 4, 16), (3, 1, 2), (4, 2, 32)] {
-            let (short, full) = (pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0), pipeline_graph_s(pp, v, m, &uniform(pp), 0.0));
+            let (short, full) = (makespan(pp, v, m, &uniform(pp), 0.0), whole_graph(pp, v, m, &uniform(pp), 0.0));
             assert!((short - full).abs() < 1e-6, "pp {pp} vpp {v} m {m}: {short} vs {full}");
             // The lags delay at least the first microbatch's way through the first chunk's stages
             // and back; interleaved, the other chunks' work hides the rest but for at most every
@@ -4448,7 +4470,7 @@ mod tests {
             // microbatch's exchange between neighbours waits, which is why Megatron overlaps
             // transfers only when interleaved).
             let hop = 0.05;
-            let added = pipeline_makespan_s(pp, v, m, &uniform(pp), hop) - pipeline_makespan_s(pp, v, m, &uniform(pp), 0.0);
+            let added = makespan(pp, v, m, &uniform(pp), hop) - makespan(pp, v, m, &uniform(pp), 0.0);
             assert!(added >= 2.0 * f64::from(pp - 1) * hop - 1e-6, "pp {pp} v {v} m {m}: {added}");
             if v > 1 && m.is_multiple_of(pp) {
                 assert!(added <= 2.0 * f64::from(pp * v - 1) * hop + 1e-6, "pp {pp} v {v} m {m}: {added}");
@@ -4462,16 +4484,14 @@ mod tests {
         for stages in [vec![light, st, st, headed], vec![st, heavy, st, st, st, headed], vec![light, headed]] {
             let pp = stages.len() as u32;
             for (v, m) in [(1, 1), (1, 2), (1, 8), (1, 33), (2, 2 * pp), (2, 4 * pp), (3, 3 * pp), (2, 8 * pp)] {
-                let (short, full) = (
-                    pipeline_makespan_s(pp, v, m, &stages, 0.0),
-                    pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages, 0.0),
-                );
+                let (short, full) =
+                    (makespan(pp, v, m, &stages, 0.0), whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages, 0.0));
                 assert!((short - full).abs() <= 1e-9 * full, "pp {pp} vpp {v} m {m}: {short} vs {full}");
             }
             // Never faster than the slowest stage's own work, never slower than uniform at the slowest.
             let slowest = stages.iter().copied().max_by(|a, b| a.busy_s(1).total_cmp(&b.busy_s(1))).unwrap();
-            let t = pipeline_makespan_s(pp, 1, 16, &stages, 0.0);
-            assert!(t >= slowest.busy_s(16) - 1e-9 && t <= pipeline_makespan_s(pp, 1, 16, &vec![slowest; pp as usize], 0.0) + 1e-9, "{t}");
+            let t = makespan(pp, 1, 16, &stages, 0.0);
+            assert!(t >= slowest.busy_s(16) - 1e-9 && t <= makespan(pp, 1, 16, &vec![slowest; pp as usize], 0.0) + 1e-9, "{t}");
         }
     }
 
@@ -4506,9 +4526,28 @@ mod tests {
             }
             for stages in &cases {
                 for (v, m) in [(1, 1), (1, 2), (1, 5), (1, 16), (1, 64), (2, pp), (2, 3 * pp), (2, 8 * pp), (4, 4 * pp)] {
-                    let full = pipeline_graph_s(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages, 0.0);
-                    let short = pipeline_makespan_s(pp, v, m, stages, 0.0);
+                    let full = whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages, 0.0);
+                    let short = makespan(pp, v, m, stages, 0.0);
                     assert!((short - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {short} vs {full} ({stages:?})");
+                    // The end stages' gradient time from the same simulation: the whole graph of
+                    // stages whose last backward is that much longer.
+                    let extra: Vec<f64> = (0..n)
+                        .map(|s| {
+                            if s == 0 {
+                                0.4
+                            } else if s + 1 == n {
+                                0.2
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    let ended: Vec<PipelineStage> =
+                        stages.iter().zip(&extra).map(|(st, x)| PipelineStage { last_bwd_s: st.last_bwd_s + x, ..*st }).collect();
+                    let full = whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &ended, 0.0);
+                    let (plain, with_extra) = pipeline_makespan_s(pp, v, m, stages, 0.0, &extra);
+                    assert!((plain - short).abs() < 1e-12, "pp {pp} vpp {v} m {m}: {plain} vs {short}");
+                    assert!((with_extra - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {with_extra} vs {full} ({stages:?})");
                 }
             }
         }
