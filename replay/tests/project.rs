@@ -86,6 +86,14 @@ fn search_on_llama2_70b_over_2048_a100s_fits_memory_and_beats_plain_fsdp() {
     assert!(best > 1.1 * plain_fsdp, "{best} vs {plain_fsdp}");
     // Every plan at this batch trains on 2048 sequences.
     assert!(r.ranked.iter().all(|p| (p.global_batch - 2048.0).abs() < 1e-9));
+    // Only plans a framework runs: ZeRO-2 without a pipeline, pipelines with ZeRO-1 or FSDP.
+    let parsed: Vec<Plan> = r.ranked.iter().map(|p| Plan::parse(&p.plan).unwrap()).collect();
+    assert!(
+        parsed.iter().all(|p| !(p.zero == 2 && p.pp > 1)),
+        "a ZeRO-2 pipeline among {:?}",
+        r.ranked.iter().map(|p| &p.plan).collect::<Vec<_>>()
+    );
+    assert!(parsed.iter().any(|p| p.zero == 2) && parsed.iter().any(|p| p.pp > 1 && p.zero >= 1));
 }
 
 #[test]

@@ -2841,6 +2841,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
                 .into(),
         );
     }
+    if plan.zero == 2 && plan.pp > 1 && plan.replicas() > 1 && task == Task::Train {
+        notes.push(
+            "zero=2 under a pipeline: priced as it would run (each microbatch's layer gradients reduce-scattered, the first stage's input embedding once, after its last backward); no mainstream framework runs it: DeepSpeed's pipeline engine refuses ZeRO-2/3, Megatron's distributed optimizer is ZeRO-1"
+                .into(),
+        );
+    }
     if window < 1.0 {
         notes.push(format!(
             "sliding-window attention on {} of {} layers ({:.0} tokens): their attention core at its share of the causal work, {:.1} % of every layer attending to its whole context on average",
@@ -3503,6 +3509,9 @@ mod tests {
         let (serial, asked) = (plain("pp=2,dp=4,mb=1,gbs=8"), plain("pp=2,dp=4,mb=1,gbs=8,p2p_overlap"));
         assert_eq!(serial.times.iteration_ms, asked.times.iteration_ms);
         assert!(asked.notes.iter().any(|n| n.contains("p2p_overlap: not applied")), "{:?}", asked.notes);
+        // ZeRO-2 under a pipeline is priced, and said to be a plan no mainstream framework runs.
+        let zero2 = |spec: &str| plain(spec).notes.iter().any(|n| n.starts_with("zero=2 under a pipeline"));
+        assert!(zero2("pp=2,dp=4,zero=2,mb=1,gbs=8") && !zero2("pp=2,dp=4,zero=1,mb=1,gbs=8") && !zero2("dp=8,zero=2,mb=1,gbs=8"));
         let with = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");

@@ -114,7 +114,14 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                 // Expert parallelism inside the data-parallel ranks, or folded over tp × cp × dp.
                 let eps: Vec<u32> =
                     if experts > 1 { divisors(tp * cp * dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
-                let zeros: &[u8] = if dp * cp > 1 && train { &[0, 1, 2, 3] } else { &[0] };
+                // ZeRO-2 under a pipeline is a plan no framework runs (DeepSpeed's pipeline engine
+                // refuses ZeRO-2/3, Megatron's distributed optimizer is ZeRO-1; PyTorch's
+                // pipelining shards with FSDP, zero=3 here): not offered.
+                let zeros: &[u8] = match (dp * cp > 1 && train, pp > 1) {
+                    (false, _) => &[0],
+                    (true, false) => &[0, 1, 2, 3],
+                    (true, true) => &[0, 1, 3],
+                };
                 let mbs: Vec<u32> = if train { space.microbatch_sizes.clone() } else { vec![1] };
                 let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
                 for &ep in &eps {
