@@ -1059,6 +1059,13 @@ impl Plan {
         Ok((p, stated))
     }
 
+    /// The model chunks per stage the training schedule interleaves: `vpp` where the
+    /// microbatches divide by the stages — Megatron's interleaved 1F1B needs them to and
+    /// refuses the plan otherwise — else 1 (plain 1F1B, which `project` notes).
+    pub fn interleaved_chunks(&self) -> u32 {
+        if self.vpp > 1 && self.pp > 1 && self.microbatches.max(1).is_multiple_of(self.pp) { self.vpp } else { 1 }
+    }
+
     /// Whether the input embedding is frozen: frozen bottom layers (`frozen=N`) stop the
     /// backward above it, so it has no gradient, a tied one neither (see [`Plan::frozen`]).
     pub fn embedding_frozen(&self) -> bool {
@@ -2029,8 +2036,8 @@ fn fsdp_under_pipeline(plan: &Plan, task: Task) -> bool {
 fn in_flight(plan: &Plan, s: u32) -> f64 {
     let (pp, m) = (plan.pp.max(1), plan.microbatches.max(1));
     let s = s.min(pp - 1);
-    match plan.vpp {
-        v if v > 1 && pp > 1 => f64::from((2 * (pp - s - 1) + (v - 1) * pp + 1).min(m * v)) / f64::from(v),
+    match plan.interleaved_chunks() {
+        v if v > 1 => f64::from((2 * (pp - s - 1) + (v - 1) * pp + 1).min(m * v)) / f64::from(v),
         _ => f64::from((pp - s).min(m)),
     }
 }
@@ -2575,7 +2582,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         mlp_tp_comm,
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         // Megatron overlaps pipeline transfers only in the interleaved schedule.
-        p2p_overlap: plan.p2p_overlap && plan.vpp > 1,
+        p2p_overlap: plan.p2p_overlap && plan.interleaved_chunks() > 1,
         op_sac: op_sac(mlp_f, elementwise_f),
         moe_a2a,
         attn_gather,
@@ -2639,7 +2646,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         // Each TP rank sends its 1/tp slice (Megatron's scatter-gather across stages):
         // the user's link where given, else the pricing layer's point-to-point price.
         // Interleaved 1F1B: a microbatch crosses vpp times as many stage boundaries.
-        cluster.point_to_point(act_bytes / tpf, pp_crosses) * f64::from(plan.vpp.max(1))
+        // (Inference: a request crosses every virtual stage, interleaved or not.)
+        let chunks = if task == Task::Train { plan.interleaved_chunks() } else { plan.vpp.max(1) };
+        cluster.point_to_point(act_bytes / tpf, pp_crosses) * f64::from(chunks)
     } else {
         0.0
     };
@@ -2722,14 +2731,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             stages.iter().map(|st| st.busy_s(mb)).enumerate().fold((0, 0.0), |a, (i, b)| if b > a.1 { (i, b) } else { a });
         // Overlapped transfers leave the stages' work; each crossing still delays the chunk
         // that waits for it (the fill and the drain).
-        let hop_s = if costs.p2p_overlap { p2p / f64::from(plan.vpp.max(1)) } else { 0.0 };
+        let hop_s = if costs.p2p_overlap { p2p / f64::from(plan.interleaved_chunks()) } else { 0.0 };
         // The end stages' embedding and head gradients: what they add to the step is
         // communication nothing runs beside (the step's end).
         let (first, tied, last) = end_stage_grads;
         let mut extra = vec![0.0; stages.len()];
         extra[0] += first + tied;
         extra[last_stage] += last + tied;
-        let (makespan_s, ended_s) = pipeline_makespan_s(pp, plan.vpp.max(1), mb, &stages, hop_s, &extra);
+        let (makespan_s, ended_s) = pipeline_makespan_s(pp, plan.interleaved_chunks(), mb, &stages, hop_s, &extra);
         let makespan_ms = makespan_s * 1e3;
         times.bubble_ms = (makespan_ms - busy_s * 1e3).max(0.0);
         if first + tied + last > 0.0 {
@@ -2835,7 +2844,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else if plan.tp_overlap {
         notes.push("tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
     }
-    if plan.p2p_overlap && plan.pp > 1 && plan.vpp <= 1 {
+    if plan.vpp > 1 && plan.interleaved_chunks() == 1 && task == Task::Train {
+        notes.push(format!(
+            "vpp={}: not applied — {} microbatches do not divide by pp={} (Megatron's interleaved schedule needs them to and refuses the plan otherwise): priced as plain 1F1B",
+            plan.vpp, plan.microbatches, plan.pp
+        ));
+    } else if plan.p2p_overlap && plan.pp > 1 && plan.vpp <= 1 {
         notes.push(
             "p2p_overlap: not applied (Megatron overlaps pipeline transfers only in the interleaved schedule, vpp > 1: its arguments set overlap_p2p_comm off otherwise)"
                 .into(),
@@ -3512,6 +3526,13 @@ mod tests {
         // ZeRO-2 under a pipeline is priced, and said to be a plan no mainstream framework runs.
         let zero2 = |spec: &str| plain(spec).notes.iter().any(|n| n.starts_with("zero=2 under a pipeline"));
         assert!(zero2("pp=2,dp=4,zero=2,mb=1,gbs=8") && !zero2("pp=2,dp=4,zero=1,mb=1,gbs=8") && !zero2("dp=8,zero=2,mb=1,gbs=8"));
+        // Interleaving needs the microbatches to divide by the stages: otherwise plain 1F1B in
+        // every respect (schedule, transfers, memory), said.
+        let (odd, plain_1f1b) = (plain("pp=4,dp=2,vpp=2,mb=1,gbs=12"), plain("pp=4,dp=2,mb=1,gbs=12"));
+        assert_eq!((odd.times.iteration_ms, odd.memory_gb_per_gpu), (plain_1f1b.times.iteration_ms, plain_1f1b.memory_gb_per_gpu));
+        let not_applied = |p: &Projection| p.notes.iter().any(|n| n.starts_with("vpp=2: not applied"));
+        assert!(not_applied(&odd) && !not_applied(&plain("pp=4,dp=2,vpp=2,mb=1,gbs=16")), "{:?}", odd.notes);
+        assert!(plain("pp=4,dp=2,vpp=2,mb=1,gbs=16").times.iteration_ms < plain("pp=4,dp=2,mb=1,gbs=16").times.iteration_ms);
         let with = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");

@@ -142,6 +142,11 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                             for &sp in sps {
                                 for &(recompute, selective) in rcs {
                                     for &vpp in vpps {
+                                        // Interleaving needs the microbatches to divide by the stages
+                                        // (else it would be the plain 1F1B plan again, under another name).
+                                        if vpp > 1 && !microbatches.is_multiple_of(pp) {
+                                            continue;
+                                        }
                                         let plan = Plan {
                                             tp,
                                             pp,

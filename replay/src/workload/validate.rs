@@ -639,7 +639,7 @@ impl Framework {
                 }
                 // Both set `overlap_p2p_comm` with interleaved 1F1B (NeMo launcher: `overlap_p2p_comm: true`,
                 // `batch_p2p_comm: false`; Megatron-Bridge's comm_overlap: on when the virtual pipeline size > 1).
-                if plan.pp > 1 && plan.vpp > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
+                if plan.interleaved_chunks() > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
                     plan.p2p_overlap = true;
                     applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)".into());
                 }
