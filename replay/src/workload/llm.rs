@@ -2984,8 +2984,8 @@ impl Head {
 }
 
 /// The iteration of `pp` stages running `m` microbatches by Megatron's 1F1B
-/// schedule — interleaved over `vpp` model chunks per stage when the
-/// microbatches divide by `pp` — built as a graph of forward and backward
+/// schedule — interleaved over `v` model chunks per stage ([`Plan::interleaved_chunks`]:
+/// 1 unless the microbatches divide by `pp`) — built as a graph of forward and backward
 /// tasks for the one simulator: each stage runs its tasks in schedule
 /// order, a chunk's forward waits for the previous virtual stage's, its
 /// backward for the next one's. Each stage has its own durations; seconds.
@@ -2993,8 +2993,7 @@ impl Head {
 /// compute, outside the stages' work). Returns the makespan as the stages are, and with
 /// `extra[s]` more on stage `s`'s last backward (the end stages' embedding gradients): what
 /// follows a stage's last backward delays no other stage, so one simulation gives both.
-fn pipeline_makespan_s(pp: u32, vpp: u32, m: u32, stages: &[PipelineStage], hop_s: f64, extra: &[f64]) -> (f64, f64) {
-    let v = if vpp > 1 && m.is_multiple_of(pp) { vpp } else { 1 };
+fn pipeline_makespan_s(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64, extra: &[f64]) -> (f64, f64) {
     let spans = |ends: &[i64]| (stages_end_s(ends, stages, &[]), stages_end_s(ends, stages, extra));
     // Lags between stages lengthen the cycle two neighbouring stages' forwards and backwards
     // make, so a steady microbatch can cost more than the slowest stage's work: the whole graph.
@@ -4466,9 +4465,14 @@ mod tests {
         assert!(eta.iter().any(|n| n.starts_with("fp8: linear layers at the FP8 peak") && n.contains("16-bit GEMM η")), "{eta:?}");
     }
 
+    /// The chunks a plan of `pp` stages, `vpp` and `m` microbatches interleaves.
+    fn chunks(pp: u32, vpp: u32, m: u32) -> u32 {
+        Plan { pp, vpp, microbatches: m, ..Plan::default() }.interleaved_chunks()
+    }
+
     /// The pipeline's makespan as projections extrapolate it, no extra on any stage.
     fn makespan(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop_s: f64) -> f64 {
-        pipeline_makespan_s(pp, v, m, stages, hop_s, &[]).0
+        pipeline_makespan_s(pp, chunks(pp, v, m), m, stages, hop_s, &[]).0
     }
 
     /// The same simulated for every microbatch.
@@ -4514,8 +4518,7 @@ mod tests {
         for stages in [vec![light, st, st, headed], vec![st, heavy, st, st, st, headed], vec![light, headed]] {
             let pp = stages.len() as u32;
             for (v, m) in [(1, 1), (1, 2), (1, 8), (1, 33), (2, 2 * pp), (2, 4 * pp), (3, 3 * pp), (2, 8 * pp)] {
-                let (short, full) =
-                    (makespan(pp, v, m, &stages, 0.0), whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &stages, 0.0));
+                let (short, full) = (makespan(pp, v, m, &stages, 0.0), whole_graph(pp, chunks(pp, v, m), m, &stages, 0.0));
                 assert!((short - full).abs() <= 1e-9 * full, "pp {pp} vpp {v} m {m}: {short} vs {full}");
             }
             // Never faster than the slowest stage's own work, never slower than uniform at the slowest.
@@ -4556,7 +4559,7 @@ mod tests {
             }
             for stages in &cases {
                 for (v, m) in [(1, 1), (1, 2), (1, 5), (1, 16), (1, 64), (2, pp), (2, 3 * pp), (2, 8 * pp), (4, 4 * pp)] {
-                    let full = whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, stages, 0.0);
+                    let full = whole_graph(pp, chunks(pp, v, m), m, stages, 0.0);
                     let short = makespan(pp, v, m, stages, 0.0);
                     assert!((short - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {short} vs {full} ({stages:?})");
                     // The end stages' gradient time from the same simulation: the whole graph of
@@ -4574,8 +4577,8 @@ mod tests {
                         .collect();
                     let ended: Vec<PipelineStage> =
                         stages.iter().zip(&extra).map(|(st, x)| PipelineStage { last_bwd_s: st.last_bwd_s + x, ..*st }).collect();
-                    let full = whole_graph(pp, if m.is_multiple_of(pp) { v } else { 1 }, m, &ended, 0.0);
-                    let (plain, with_extra) = pipeline_makespan_s(pp, v, m, stages, 0.0, &extra);
+                    let full = whole_graph(pp, chunks(pp, v, m), m, &ended, 0.0);
+                    let (plain, with_extra) = pipeline_makespan_s(pp, chunks(pp, v, m), m, stages, 0.0, &extra);
                     assert!((plain - short).abs() < 1e-12, "pp {pp} vpp {v} m {m}: {plain} vs {short}");
                     assert!((with_extra - full).abs() <= 1e-6 * full, "pp {pp} vpp {v} m {m}: {with_extra} vs {full} ({stages:?})");
                 }
