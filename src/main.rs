@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use cli::{Cli, Command};
 use tracecast_ingest::analysis;
-use tracecast_pipeline::{Outcome, analyze, calibrate, demo, diff, hw, ingest, project, replay, report, search, synth, validate};
+use tracecast_pipeline::{Outcome, analyze, calibrate, demo, diff, hw, ingest, output, project, replay, report, search, synth, validate};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -30,14 +30,14 @@ fn main() -> ExitCode {
     };
     // A diagnostic for tests: how often each per-rank fact was computed.
     if std::env::var_os("TRACECAST_COUNT_FACTS").is_some() {
-        eprintln!("facts computed: {}", analysis::facts::counts());
+        output::stderr_line(format_args!("facts computed: {}", analysis::facts::counts()));
     }
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NoPlan | Outcome::Regressed) => ExitCode::from(1),
         Ok(Outcome::BadFiles) => ExitCode::from(2),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            output::stderr_line(format_args!("error: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -1196,6 +1196,66 @@ fn commands_writing_to_a_closed_pipe_still_write_their_files_and_keep_their_exit
     }
 }
 
+/// `2>&1 | head -1`: an error or a failed gate written to a closed stderr ended the command
+/// with a panic (status 101) instead of its own status — a CI gate reading `diff --fail-if`
+/// got 101 for 1. Both streams closed here; the exit status is the command's.
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let dir = scratch("closed-stderr");
+    let a = shared().join("hta/trace_diff/control/control.json.gz");
+    let b = shared().join("hta/trace_diff/test/test.json.gz");
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(&a, bad.join("good.json.gz")).unwrap();
+    std::fs::write(bad.join("broken.json.gz"), b"not gzip at all").unwrap();
+    let os = |p: &Path| std::ffi::OsString::from(p);
+    let commands: Vec<(Vec<std::ffi::OsString>, i32)> = vec![
+        // A bad rank: the good one analysed, the error line written to the closed stream.
+        (vec!["analyze".into(), os(&bad)], 2),
+        // An output that cannot be written (a folder).
+        (vec!["analyze".into(), os(&a), "--json".into(), os(&dir)], 2),
+        (vec!["diff".into(), os(&a), os(&b), "--fail-if".into(), "step>+0%".into()], 1),
+        (vec!["diff".into(), os(&a), os(&a), "--fail-if".into(), "step>+0%".into()], 0),
+    ];
+    for (args, status) in commands {
+        let (out_r, out_w) = std::io::pipe().unwrap();
+        let (err_r, err_w) = std::io::pipe().unwrap();
+        drop((out_r, err_r));
+        let o = bin().args(&args).current_dir(&dir).stdout(out_w).stderr(err_w).output().unwrap();
+        assert_eq!(o.status.code(), Some(status), "{args:?}");
+    }
+}
+
+/// An output path that is one of the command's inputs is refused before anything is
+/// replaced: `report t.json.gz --out t.json.gz` had turned the trace into HTML (exit 0),
+/// as had `analyze --json`, `replay --json` / `--perfetto`, `diff --json` and `calibrate --out`.
+#[test]
+fn an_output_never_replaces_an_input() {
+    let dir = scratch("output-onto-input");
+    let t = dir.join("t.json.gz");
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &t).unwrap();
+    let before = std::fs::read(&t).unwrap();
+    let os = std::ffi::OsStr::new;
+    let (tt, dotted) = (t.as_os_str(), dir.join(".").join("t.json.gz"));
+    for args in [
+        vec![os("report"), tt, os("--out"), tt],
+        vec![os("analyze"), tt, os("-q"), os("--json"), dotted.as_os_str()],
+        vec![os("replay"), tt, os("-q"), os("--json"), tt],
+        vec![os("replay"), tt, os("-q"), os("--perfetto"), tt],
+        vec![os("diff"), tt, tt, os("-q"), os("--json"), tt],
+        vec![os("calibrate"), tt, os("-q"), os("--out"), tt],
+    ] {
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains("t.json.gz: cannot write: it is an input of this command"), "{args:?}: {e}");
+        assert_eq!(std::fs::read(&t).unwrap(), before, "{args:?} replaced its input");
+    }
+    // Beside the input, in its folder: written.
+    let o = run(&[os("report"), tt, os("--out"), dir.join("r.html").as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// Issue 25: `--steps 100` on a trace without step 100 analysed the whole trace, exited 0
 /// and said "no ProfilerStep annotations".
 #[test]

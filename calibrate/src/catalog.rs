@@ -317,7 +317,7 @@ impl Catalog {
 
     /// Adds (or replaces by id) the entries of a TOML file.
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+        let text = tracecast_ingest::input::read_to_string(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         self.add_toml(&text, path)
     }
 

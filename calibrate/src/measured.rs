@@ -214,7 +214,7 @@ impl Measurements {
 
     /// Adds a CSV file in one of the four formats (told apart by its header).
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
-        let text = std::fs::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+        let text = tracecast_ingest::input::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         let name = path.display().to_string();
         self.add_text(&text, &name)?;
         self.user_files.push(name.into());

@@ -48,7 +48,7 @@ pub struct LinkMatch<'a> {
 impl Profile {
     /// Reads a profile written by `tracecast calibrate` (the same type, deserialized).
     pub fn read(path: &Path) -> Result<Profile> {
-        let text = std::fs::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+        let text = tracecast_ingest::input::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         Profile::from_json(&text, path)
     }
 

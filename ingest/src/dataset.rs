@@ -395,7 +395,7 @@ impl RankMeta {
 }
 
 fn read_df(path: &Path) -> Result<DataFrame> {
-    let file = std::fs::File::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+    let file = crate::input::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
     // One part per thread already: polars' own threads would only contend.
     ParquetReader::new(file).read_parallel(ParallelStrategy::None).finish().map_err(|e| polars_error(path, e))
 }

@@ -5,7 +5,6 @@
 //! scanned structurally (see `scan`), then the events are deserialized into
 //! borrowed, typed rows in parallel chunks and appended to columns.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -367,7 +366,7 @@ impl Chunk {
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = crate::input::open(path).map_err(io)?;
     // What the file is, by its magic bytes: gzip, a rank of a trace dataset (Parquet), else JSON.
     let mut magic = [0u8; 4];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
@@ -394,7 +393,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
 /// The JSON text of a trace file, inflated when it is gzip.
 pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = crate::input::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;

@@ -34,6 +34,7 @@ pub mod device;
 mod error;
 pub mod event;
 mod fast;
+pub mod input;
 pub mod job;
 pub mod kineto;
 mod lenient;

@@ -14,6 +14,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Creates `path` atomically from what `fill` writes.
 pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<()> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
+    refuse_input(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -35,6 +36,18 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(fail(e));
+    }
+    Ok(())
+}
+
+/// An error when `path` is a file this command read ([`crate::input`]): an
+/// output never replaces an input.
+pub fn refuse_input(path: &Path) -> Result<()> {
+    if crate::input::is_input(path) {
+        return Err(Error::Write {
+            path: path.to_path_buf(),
+            cause: std::io::Error::new(std::io::ErrorKind::AlreadyExists, "it is an input of this command; choose another output path"),
+        });
     }
     Ok(())
 }

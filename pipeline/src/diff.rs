@@ -139,7 +139,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
         let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);
         for f in &failed_gates {
-            eprintln!("regression: {f}");
+            crate::output::stderr_line(format_args!("regression: {f}"));
         }
         if !failed_gates.is_empty() {
             return Ok(Outcome::Regressed);

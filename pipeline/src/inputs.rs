@@ -180,9 +180,9 @@ pub fn for_each_listed<T>(
         bar.finish_and_clear();
         failures.extend(listing_errors);
         for e in &failures {
-            eprintln!("error: {e}");
+            crate::output::stderr_line(format_args!("error: {e}"));
             if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
-                eprintln!("  (files of unrelated runs? give them with --each)");
+                crate::output::stderr_line(format_args!("  (files of unrelated runs? give them with --each)"));
             }
         }
         if !failures.is_empty() {

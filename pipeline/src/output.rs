@@ -5,6 +5,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+/// Writes one line of diagnostics (an error, a failed gate) to stderr. A
+/// closed stderr (`2>&1 | head -1`) silences it, as a closed stdout silences
+/// the terminal text: `eprintln!` would panic and end the command with
+/// status 101 instead of its own.
+pub fn stderr_line(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// Writes `value` as pretty JSON with a final newline, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;

@@ -142,7 +142,7 @@ pub fn model(spec: &str) -> Result<Transformer> {
     }
     let path = Path::new(spec);
     anyhow::ensure!(path.exists(), "--model {spec}: neither a preset ({}) nor a file", Transformer::preset_names().join(", "));
-    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = tracecast_ingest::input::read(path).with_context(|| format!("reading {}", path.display()))?;
     let name = path.file_stem().map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned());
     // A MAD-Max file says its `type`; anything else is read as a runs file's model.
     let value: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
@@ -182,7 +182,7 @@ fn cluster_of(
 ) -> Result<Cluster> {
     let path = Path::new(spec);
     if path.exists() {
-        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = tracecast_ingest::input::read(path).with_context(|| format!("reading {}", path.display()))?;
         let s: madmax::SystemConfig =
             serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max system configuration", path.display()))?;
         let mut c = Cluster::from_madmax(&s, bytes_per_param).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -449,7 +449,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             args.inference.refuse_with_task_file(Path::new(&args.task))?;
-            let text = std::fs::read(&args.task)?;
+            let text = tracecast_ingest::input::read(Path::new(&args.task))?;
             let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
             llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
         } else {

@@ -336,8 +336,12 @@ pub(crate) fn render(
 
     // PNG: drawn into a temporary file beside the target, then moved in place.
     let png_path = stem.with_extension("png");
+    tracecast_ingest::output::refuse_input(&png_path)?;
     let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = png_path.with_file_name(format!(".{name}.tmp.png"));
+    // Unique per process and call, as `write_atomic`'s: two runs drawing into one folder never share one.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = png_path.with_file_name(format!(".{name}.tmp-{}-{n}.png", std::process::id()));
     let drawn = png(BitMapBackend::new(&tmp, size).into_drawing_area());
     if let Err(message) = drawn {
         let _ = std::fs::remove_file(&tmp);

@@ -241,6 +241,10 @@ impl Page {
             while !f.files.is_empty() {
                 let from = f.files.remove(0);
                 let to = from.with_file_name(&stem).with_extension(from.extension().unwrap_or_default());
+                if let Err(e) = tracecast_ingest::output::refuse_input(&to) {
+                    let _ = std::fs::remove_file(&from);
+                    return Err(e.into());
+                }
                 if let Err(cause) = std::fs::rename(&from, &to) {
                     let _ = std::fs::remove_file(&from);
                     return Err(tracecast_ingest::Error::Write { path: to, cause }.into());

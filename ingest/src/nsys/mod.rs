@@ -99,6 +99,7 @@ pub fn ranks(path: &Path) -> Result<Vec<ExportRank>> {
 /// The tables of the export at `path`: its SQLite file, or a `parquetdir`
 /// export's Parquet files loaded into memory.
 fn open_db(path: &Path) -> Result<tables::Db> {
+    crate::input::mark(path);
     if parquet::is_parquet_export(path) { parquet::load(path) } else { Ok(tables::Db::file(path)) }
 }
 

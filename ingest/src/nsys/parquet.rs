@@ -50,7 +50,7 @@ pub(crate) fn load(dir: &Path) -> Result<Db> {
         }
         let name = format!("{table}.parquet");
         let bad = |message: String| Error::Schema { path: dir.to_path_buf(), message: format!("{name}: {}", message.replace('\n', " ")) };
-        let f = std::fs::File::open(&file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
+        let f = crate::input::open(&file).map_err(|cause| Error::Io { path: file.clone(), cause })?;
         let df = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ParquetReader::new(f).finish()))
             .map_err(|_| bad("not a readable Parquet file (the reader failed)".into()))?
             .map_err(|e| bad(format!("not a readable Parquet file ({e})")))?;

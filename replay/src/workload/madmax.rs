@@ -44,7 +44,7 @@ pub enum Error {
 type Result<T> = std::result::Result<T, Error>;
 
 fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read(path).map_err(|e| Error::File { path: path.to_path_buf(), message: e.to_string() })?;
+    let text = tracecast_ingest::input::read(path).map_err(|e| Error::File { path: path.to_path_buf(), message: e.to_string() })?;
     serde_json::from_slice(&text)
         .map_err(|e| Error::File { path: path.to_path_buf(), message: format!("not a MAD-Max configuration: {e}") })
 }

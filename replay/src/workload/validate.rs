@@ -25,7 +25,7 @@ impl RunsFile {
     /// Reads the runs file at `path` (JSON in the format of
     /// `shared/validation/published-runs.json`); its errors name the file.
     pub fn read(path: &Path) -> Result<RunsFile, crate::Error> {
-        let text = std::fs::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
+        let text = tracecast_ingest::input::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
         let file: RunsFile = serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile { path: path.to_path_buf(), cause })?;
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
         let mut ids: Vec<&str> = file.runs.iter().map(|r| r.id.as_str()).collect();
