@@ -348,6 +348,9 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         ("--gemm-efficiency", "0", "GEMM efficiency 0"),
         ("--gemm-efficiency", "1.5", "GEMM efficiency 1.5"),
         ("--ranks", "0", "ranks 0"),
+        // Sizes that aborted ("memory allocation of … bytes failed") or grew without bound.
+        ("--ranks", "4294967295", "ranks 4294967295: at most 65536"),
+        ("--steps", "4294967295", "steps × layers = 4294967295 × 8 per rank: at most 20000"),
     ] {
         let dir = scratch("synth-refused");
         let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref(), value.as_ref()]);
@@ -355,6 +358,54 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
         assert!(std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_none()), "{flag} {value}: nothing written");
     }
+}
+
+/// `synth --out DIR` replaced whatever `rank-N.json.gz` DIR held — someone's real traces —
+/// and left an earlier, larger job's extra ranks beside its own. It replaces only traces it
+/// wrote itself, of the ranks it writes.
+#[test]
+fn synth_replaces_only_its_own_traces() {
+    let dir = scratch("synth-foreign");
+    let real = dir.join("rank-0.json.gz");
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &real).unwrap();
+    let before = std::fs::read(&real).unwrap();
+    let synth =
+        |ranks: &str| run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "-q".as_ref(), "--ranks".as_ref(), ranks.as_ref()]);
+    let o = synth("2");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("rank-0.json.gz: cannot write: not a trace `tracecast synth` wrote"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&real).unwrap(), before);
+    assert!(!dir.join("rank-1.json.gz").exists(), "nothing written when refused");
+    // Its own traces: replaced by the same job again, but not left beside a smaller one.
+    std::fs::remove_file(&real).unwrap();
+    assert_eq!(synth("4").status.code(), Some(0));
+    assert_eq!(synth("4").status.code(), Some(0));
+    let o = synth("2");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rank-2.json.gz: cannot write: the folder holds this trace, which this job would not replace"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A symbolic link back up the tree made `--each` walk forever (two links) or read one file
+/// once per level (a self-link): each directory is walked once.
+#[cfg(unix)]
+#[test]
+fn each_walks_a_directory_once_through_symbolic_links() {
+    let dir = scratch("each-loop");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), tree.join("sub/a.json.gz")).unwrap();
+    std::os::unix::fs::symlink(&tree, tree.join("sub/up")).unwrap();
+    std::os::unix::fs::symlink(".", tree.join("self")).unwrap();
+    let out = dir.join("each.json");
+    let o = run(&["analyze".as_ref(), "--each".as_ref(), "-q".as_ref(), tree.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&out);
+    let jobs = doc["jobs"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(jobs.len(), 1, "{doc}");
 }
 
 #[test]

@@ -91,6 +91,11 @@ pub struct JobSpec {
     pub layer_gemms: Vec<(u64, u64, u64)>,
 }
 
+/// The most ranks `synth` writes.
+pub const MAX_RANKS: u32 = 65_536;
+/// The most steps × layers of one synthetic rank (about 460 MB of JSON).
+pub const MAX_LAYER_STEPS: u64 = 20_000;
+
 impl JobSpec {
     /// Why these truths cannot make a job (`None`: they can): counts of at
     /// least one, efficiencies in (0, 1], positive peaks and link bandwidth,
@@ -100,6 +105,18 @@ impl JobSpec {
         let counts = [("ranks", self.ranks), ("steps", self.steps), ("layers", self.layers)];
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Some(format!("{name} 0: at least 1"));
+        }
+        // Each rank's trace is rendered in memory (about 23 KB of JSON per layer and step),
+        // and a job of many thousands of ranks is what the reader is built for.
+        if self.ranks > MAX_RANKS {
+            return Some(format!("ranks {}: at most {MAX_RANKS}", self.ranks));
+        }
+        let per_rank = u64::from(self.steps) * u64::from(self.layers);
+        if per_rank > MAX_LAYER_STEPS {
+            return Some(format!(
+                "steps × layers = {} × {} per rank: at most {MAX_LAYER_STEPS} (about 23 KB of trace each)",
+                self.steps, self.layers
+            ));
         }
         let fraction = [("GEMM efficiency", self.gemm_efficiency), ("HBM efficiency", self.memory_efficiency)];
         if let Some((name, x)) = fraction.iter().find(|(_, x)| !(*x > 0.0 && *x <= 1.0)) {
@@ -580,7 +597,7 @@ pub fn render_job_each(spec: &JobSpec, mut each: impl FnMut(SynthRank)) {
             let mut s = String::with_capacity(w.rows.iter().map(|r| r.len() + 3).sum::<usize>() + 1024);
             let _ = write!(
                 s,
-                "{{\"schemaVersion\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85017755648, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}], \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {n}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {n}, \"ranks\": [{ranks_list}]}}]}},\n\"traceEvents\": [\n",
+                "{{\"schemaVersion\": 1, \"tracecastSynth\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85017755648, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}], \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {n}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {n}, \"ranks\": [{ranks_list}]}}]}},\n\"traceEvents\": [\n",
                 w.rank
             );
             for (i, row) in w.rows.iter().enumerate() {
@@ -638,6 +655,7 @@ pub struct WriteError {
 /// Writes `rank-N.json(.gz)` files into `dir` (created) and returns their paths.
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
     tracecast_ingest::output::create_dir(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
+    refuse_foreign_traces(spec, dir)?;
     let mut written = Vec::new();
     let mut failed = None;
     let mut rank = 0usize;
@@ -657,11 +675,54 @@ pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError>
     }
 }
 
+/// The name of rank `rank`'s file.
+fn rank_file_name(spec: &JobSpec, rank: usize) -> String {
+    if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") }
+}
+
+/// The first line of every trace `synth` writes carries this key: a file that
+/// has it may be replaced by another synthetic job, any other may not.
+const MARKER: &[u8] = b"\"tracecastSynth\"";
+
+/// Whether the trace at `path` was written by `synth` (its first bytes, inflated
+/// when gzip, hold [`MARKER`]).
+fn is_synthetic(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    let mut head = Vec::with_capacity(256);
+    let mut raw = std::io::BufReader::new(file);
+    let gzip = std::io::BufRead::fill_buf(&mut raw).is_ok_and(|b| b.starts_with(&[0x1f, 0x8b]));
+    let got =
+        if gzip { flate2::read::MultiGzDecoder::new(raw).take(256).read_to_end(&mut head) } else { raw.take(256).read_to_end(&mut head) };
+    got.is_ok() && head.windows(MARKER.len()).any(|w| w == MARKER)
+}
+
+/// Refuses to write into `dir` when it holds trace files a synthetic job may
+/// not replace: a trace `synth` did not write (someone's real trace), or one
+/// this job would not overwrite (an earlier job's extra rank, which a job read
+/// from the folder would mix with this one).
+fn refuse_foreign_traces(spec: &JobSpec, dir: &Path) -> Result<(), WriteError> {
+    let Ok(files) = tracecast_ingest::job::trace_files(dir) else { return Ok(()) };
+    let ours: std::collections::HashSet<String> = (0..spec.ranks as usize).map(|r| rank_file_name(spec, r)).collect();
+    for file in files {
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let cause = if !ours.contains(&name) {
+            "the folder holds this trace, which this job would not replace (a job read from the folder would mix the two): choose another or an empty folder"
+        } else if !is_synthetic(&file) {
+            "not a trace `tracecast synth` wrote: not overwritten (choose another or an empty folder)"
+        } else {
+            continue;
+        };
+        return Err(WriteError { path: file, cause: std::io::Error::new(std::io::ErrorKind::AlreadyExists, cause) });
+    }
+    Ok(())
+}
+
 /// Writes one rank's file.
 fn write_rank(spec: &JobSpec, dir: &Path, rank: usize, synth: SynthRank) -> Result<PathBuf, WriteError> {
     {
         let text = synth.json;
-        let path = dir.join(if spec.gzip { format!("rank-{rank}.json.gz") } else { format!("rank-{rank}.json") });
+        let path = dir.join(rank_file_name(spec, rank));
         let bytes = if spec.gzip {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9));
             enc.write_all(text.as_bytes()).and_then(|_| enc.finish()).map_err(|cause| WriteError { path: path.clone(), cause })?

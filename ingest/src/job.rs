@@ -302,7 +302,12 @@ fn is_trace_name(name: &str) -> bool {
 /// Every trace file (`.json`, `.json.gz`, `.gz`, `.sqlite`) under `dir`, at any depth,
 /// sorted: a corpus of unrelated runs, to be read one file per job.
 pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    // Each directory once, by its canonical path: a symbolic link back up the tree
+    // (`loop/self -> .`) would otherwise be walked forever or list a file many times.
+    fn walk(dir: &Path, seen: &mut std::collections::HashSet<PathBuf>, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        if !seen.insert(std::fs::canonicalize(dir)?) {
+            return Ok(());
+        }
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             let p = entry.path();
@@ -313,7 +318,7 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             if p.is_dir() && crate::nsys::is_export(&p) {
                 out.push(p);
             } else if p.is_dir() {
-                walk(&p, out)?;
+                walk(&p, seen, out)?;
             } else if is_trace_name(&name) {
                 out.push(p);
             }
@@ -321,7 +326,7 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
         Ok(())
     }
     let mut files = Vec::new();
-    walk(dir, &mut files).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;
+    walk(dir, &mut Default::default(), &mut files).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;
     files.sort();
     Ok(files)
 }

@@ -1847,8 +1847,15 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 }
 
 /// Checks that `plan` can run `model` on `cluster` at all.
+/// The most layers a projection simulates: each is a few dozen tasks of a stage's
+/// timeline (about 2.6 KB), and the deepest published models have under 200.
+pub const MAX_LAYERS: usize = 100_000;
+
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crate::Error> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
+    if model.layers > MAX_LAYERS {
+        return Err(crate::Error::Model(format!("layers {}: more than the {MAX_LAYERS} a projection simulates", model.layers)));
+    }
     let gpus = plan.checked_gpus()?;
     if gpus != cluster.gpus {
         return Err(crate::Error::Plan(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
@@ -3418,6 +3425,16 @@ fn stage_timeline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model file with 4 294 967 295 layers aborted the process ("memory allocation of
+    /// 7146825579712 bytes failed"): refused by name before anything is built.
+    #[test]
+    fn layers_beyond_what_a_projection_simulates_are_refused_by_name() {
+        let mut m = Transformer::preset("llama2-7b").unwrap();
+        m.layers = 4_294_967_295;
+        let e = project(&m, &a100(8), &Plan::parse("tp=8").unwrap(), Task::Train).unwrap_err().to_string();
+        assert!(e.contains("layers 4294967295: more than the 100000 a projection simulates"), "{e}");
+    }
 
     fn a100(gpus: u32) -> Cluster {
         Cluster {

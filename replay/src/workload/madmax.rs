@@ -482,6 +482,9 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
         (m.transformer_seq_len, m.entries_per_table)
     };
     let (d, layers) = (m.attention_dim, m.num_transformer_layers);
+    if layers == 0 || layers > super::llm::MAX_LAYERS {
+        return Err(Error::Invalid(format!("num_transformer_layers {layers}: from 1 to {}", super::llm::MAX_LAYERS)));
+    }
     let attn_params = 4.0 * d * d;
     // MoE: every expert's FC weights are gathered and reduced; a token's FLOPs go through its active experts;
     // under TP the experts are spread over the ranks, and tokens are dispatched to them and back (all-to-all).
