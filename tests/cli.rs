@@ -441,6 +441,39 @@ fn duplicate_ranks_name_both_files() {
     assert!(err.contains("worker0.1623143089861") && err.contains("worker0.1623143566756") && err.contains("rank 0"), "{err}");
 }
 
+/// A file whose `distributedInfo.rank` is not a rank number (-3) was numbered by its
+/// position, took rank 0 first, and the file that declares rank 0 was the one left out.
+/// The declared number wins; the bad file is named; a rank beyond its world size is said.
+#[test]
+fn a_declared_rank_outranks_one_taken_from_a_position() {
+    let dir = scratch("bad-declared-rank");
+    let ev = r#"{"ph": "X", "cat": "kernel", "name": "sm80_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 10}"#;
+    let write = |name: &str, rank: &str, world: u32| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!(r#"{{"distributedInfo": {{"rank": {rank}, "world_size": {world}}}, "traceEvents": [{ev}]}}"#))
+            .unwrap();
+        path
+    };
+    let (a, b) = (write("a.json", "-3", 2), write("b.json", "0", 2));
+    let out = dir.join("a.out.json");
+    let o = run(&["analyze".as_ref(), a.as_os_str(), b.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("a.json: rank 0 is also claimed by") && err.contains("b.json"), "{err}");
+    let ranks = json(&out)["jobs"][0]["ranks"].clone();
+    assert_eq!(ranks.as_array().map(Vec::len), Some(1), "{ranks}");
+    assert!(ranks[0]["file"].as_str().is_some_and(|f| f.ends_with("b.json")), "{ranks}");
+    // Alone, the bad number is ignored with a note, and a rank beyond the world size is said.
+    let alone = dir.join("alone.json");
+    let o = run(&["analyze".as_ref(), a.as_os_str(), "-q".as_ref(), "--json".as_ref(), alone.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json(&alone).to_string().contains("`distributedInfo.rank` -3 at byte"), "{}", json(&alone));
+    let c = write("c.json", "5", 2);
+    let o = run(&["analyze".as_ref(), c.as_os_str(), "-q".as_ref(), "--json".as_ref(), alone.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(json(&alone).to_string().contains("`distributedInfo.rank` 5 at byte"), "{}", json(&alone));
+}
+
 #[test]
 fn calibrate_writes_profile_plots_and_madmax_system() {
     let dir = scratch("calibrate");

@@ -24,6 +24,18 @@ pub enum RankSource {
     Export,
 }
 
+impl RankSource {
+    /// How much a rank number from this source is trusted when two files claim
+    /// one number: what a trace or an export declares, then a file name, then a position.
+    fn strength(self) -> u8 {
+        match self {
+            RankSource::DistributedInfo | RankSource::Export => 2,
+            RankSource::FileName => 1,
+            RankSource::FileOrder => 0,
+        }
+    }
+}
+
 /// One rank of a job.
 #[derive(Debug, Clone)]
 pub struct Rank {
@@ -111,13 +123,14 @@ impl Job {
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
-        let results: Vec<Vec<Result<(u32, PathBuf, T)>>> = files
+        let results: Vec<Vec<Result<(u32, PathBuf, T, u8)>>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
-                if let Some(k) = known(f) {
+                if let Some((rank, path, t)) = known(f) {
                     on_file(f);
-                    return vec![Ok(k)];
+                    // A dataset keeps the rank it resolved when it was made.
+                    return vec![Ok((rank, path, t, RankSource::DistributedInfo.strength()))];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -127,7 +140,7 @@ impl Job {
                             let (rank, source) = resolve_rank(&trace, order);
                             let path = trace.path.clone();
                             let rank = Rank { rank, source, trace };
-                            Ok((rank.rank, path, summarize(&rank)))
+                            Ok((rank.rank, path, summarize(&rank), source.strength()))
                         })
                         .collect(),
                     Err(e) => vec![Err(e)],
@@ -139,16 +152,27 @@ impl Job {
         // The job's files are read: the reader's block buffers go back before
         // the caller's reduce (a report calibrates and replays inside its read).
         crate::kineto::release_read_buffers();
-        let mut seen: Vec<(u32, PathBuf)> = Vec::new();
+        // Each rank's file, its number's strength and its place in `out`.
+        let mut seen: Vec<(u32, PathBuf, u8, usize)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
         for r in results.into_iter().flatten() {
             match r {
-                Ok((rank, path, t)) => {
-                    if let Some((_, first)) = seen.iter().find(|(r, _)| *r == rank) {
-                        failures.push(Error::DuplicateRank { rank, first: first.clone(), second: path });
+                Ok((rank, path, t, strength)) => {
+                    if let Some(held) = seen.iter_mut().find(|s| s.0 == rank) {
+                        // A number the trace declares outranks one taken from a name or a position.
+                        if strength > held.2 {
+                            let displaced = std::mem::replace(&mut held.1, path.clone());
+                            held.2 = strength;
+                            if let Some(slot) = out.get_mut(held.3) {
+                                *slot = t;
+                            }
+                            failures.push(Error::DuplicateRank { rank, first: path, second: displaced });
+                        } else {
+                            failures.push(Error::DuplicateRank { rank, first: held.1.clone(), second: path });
+                        }
                         continue;
                     }
-                    seen.push((rank, path));
+                    seen.push((rank, path, strength, out.len()));
                     out.push(t);
                 }
                 Err(e) => failures.push(e),
@@ -191,8 +215,14 @@ impl Job {
                 }
             };
             let (rank, source) = resolve_rank(&trace, order);
-            if let Some(first) = ranks.iter().find(|r| r.rank == rank) {
-                failures.push(Error::DuplicateRank { rank, first: first.trace.path.clone(), second: trace.path.clone() });
+            if let Some(held) = ranks.iter_mut().find(|r| r.rank == rank) {
+                // As in `summarize_or`: a declared number outranks a name's or a position's.
+                if source.strength() > held.source.strength() {
+                    let displaced = std::mem::replace(held, Rank { rank, source, trace });
+                    failures.push(Error::DuplicateRank { rank, first: held.trace.path.clone(), second: displaced.trace.path });
+                } else {
+                    failures.push(Error::DuplicateRank { rank, first: held.trace.path.clone(), second: trace.path.clone() });
+                }
                 continue;
             }
             ranks.push(Rank { rank, source, trace });

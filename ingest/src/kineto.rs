@@ -682,7 +682,23 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 Err(e) => trace.warnings.push(format!("`{key}` at byte {start} is unreadable and was ignored: {e}")),
             },
             "distributedInfo" => match serde_json::from_slice::<RawDistributedInfo<'_>>(&value) {
-                Ok(info) => trace.distributed = Some(DistributedInfo::from(info)),
+                Ok(info) => {
+                    let mut info = DistributedInfo::from(info);
+                    // A rank that is not a rank number would otherwise be dropped silently
+                    // (and the file numbered by its position, perhaps as another file's rank).
+                    if let Some(r) = info.rank.filter(|&r| u32::try_from(r).is_err()) {
+                        trace.warnings.push(format!(
+                            "`distributedInfo.rank` {r} at byte {start} is not a rank number and was ignored: the rank comes from the file name or the file's position"
+                        ));
+                        info.rank = None;
+                    }
+                    if let (Some(r), Some(w)) = (info.rank, info.positive_world_size()) {
+                        if r >= i64::from(w) {
+                            trace.warnings.push(format!("`distributedInfo.rank` {r} at byte {start} is not below its world_size {w}"));
+                        }
+                    }
+                    trace.distributed = Some(info);
+                }
                 Err(e) => trace.warnings.push(format!("`distributedInfo` at byte {start} is unreadable and was ignored: {e}")),
             },
             "baseTimeNanoseconds" => {
