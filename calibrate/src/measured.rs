@@ -267,6 +267,16 @@ impl Measurements {
                     .ok_or_else(|| bad(line, format!("{n} = {v:?} is not a number ≥ 0")))
             };
             let need = |n: &str| num(n)?.ok_or_else(|| bad(line, format!("{n} is empty")));
+            // A measured time or rate: empty where the source measured nothing (an OOM bar), never 0.
+            let measured = |n: &str| -> Result<Option<f64>> {
+                match num(n)? {
+                    Some(x) if x <= 0.0 => Err(bad(
+                        line,
+                        format!("{n} = {:?}: a measured time or rate is above 0 (leave it empty where nothing was measured)", get(n)),
+                    )),
+                    x => Ok(x),
+                }
+            };
             let source_id: Arc<str> = if get("source_id").is_empty() { "user".into() } else { get("source_id").into() };
             let from = Provenance { source_id: source_id.clone(), file: file.clone(), line };
             let gpu: Arc<str> = get("gpu").to_ascii_lowercase().into();
@@ -277,9 +287,9 @@ impl Measurements {
                 "gemm" => {
                     let (batch, m, n, k) = (num("batch")?.unwrap_or(1.0), need("m")?, need("n")?, need("k")?);
                     let flops = 2.0 * batch * m * n * k;
-                    let time_us = match (num("time_us")?, num("tflops")?) {
-                        (Some(t), _) if t > 0.0 => t,
-                        (_, Some(tf)) if tf > 0.0 => flops / (tf * 1e12) * 1e6,
+                    let time_us = match (measured("time_us")?, measured("tflops")?) {
+                        (Some(t), _) => t,
+                        (_, Some(tf)) => flops / (tf * 1e12) * 1e6,
                         // A measurement the source left empty (an OOM bar): nothing to price with.
                         _ => continue,
                     };
@@ -292,7 +302,7 @@ impl Measurements {
                     self.gemm.push(GemmRow { gpu, dtype, batch, m, n, k, time_us, from });
                 }
                 "attention" => {
-                    let Some(tflops) = num("tflops")?.filter(|t| *t > 0.0) else { continue };
+                    let Some(tflops) = measured("tflops")? else { continue };
                     let direction = match get("direction") {
                         "fwd" => Direction::Forward,
                         "fwd+bwd" => Direction::ForwardBackward,
@@ -322,14 +332,18 @@ impl Measurements {
                         ));
                     };
                     let gpus = need("gpus")? as u32;
+                    if gpus == 0 {
+                        return Err(bad(line, "gpus = 0: at least 1".into()));
+                    }
                     let size_bytes = need("size_bytes")?;
                     // Either of nodes and GPUs per node gives the other (a two-node send/recv row may
                     // state `gpus_per_node` 1 alone); neither: one node.
                     let given_gpn = num("gpus_per_node")?.map(|g| (g as u32).max(1));
                     let nodes = num("nodes")?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
                     let gpus_per_node = given_gpn.unwrap_or_else(|| gpus.div_ceil(nodes).max(1));
-                    let time_us = match (num("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
-                        (Some(t), _, _) if t > 0.0 => t,
+                    // nccl-tests rounds the bandwidths of the smallest sizes to 0.00: only the time must be above 0.
+                    let time_us = match (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
+                        (Some(t), _, _) => t,
                         (_, Some(a), _) if a > 0.0 => size_bytes / (a * 1e3),
                         (_, _, Some(b)) if b > 0.0 => match collective.bus_factor_in(Some(i64::from(gpus))) {
                             Some(f) if f > 0.0 => f * size_bytes / (b * 1e3),
@@ -370,7 +384,7 @@ impl Measurements {
                     self.networks.push(NetworkRow { gpu, gpus_per_node, nic_gbps_per_gpu, from });
                 }
                 _ => {
-                    let Some(bandwidth_gbps) = num("bandwidth_gbps")?.filter(|b| *b > 0.0) else { continue };
+                    let Some(bandwidth_gbps) = measured("bandwidth_gbps")? else { continue };
                     self.memory.push(MemoryRow { gpu, metric: get("metric").into(), bandwidth_gbps, from });
                 }
             }
@@ -497,5 +511,18 @@ mod tests {
         assert!(e.contains("net.csv") && e.contains("line 2") && e.contains("above 0"), "{e}");
         let e = m.add_text(b"a,b\n1,2\n", "other.csv").unwrap_err().to_string();
         assert!(e.contains("not a measurements table"), "{e}");
+        // A measured 0 (time, rate, GPU count) was dropped without a word; an empty cell still is.
+        for (table, column) in [
+            ("gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,1024,1024,1024,0\n", "time_us = \"0\""),
+            ("gpu,dtype,m,n,k,tflops\nmy-gpu,bf16,1024,1024,1024,0\n", "tflops = \"0\""),
+            ("gpu,kernel,head_dim,seqlen,tflops\nmy-gpu,fa2,128,4096,0\n", "tflops = \"0\""),
+            ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,1024,0\n", "time_us = \"0\""),
+            ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,0,1024,10\n", "gpus = 0"),
+            ("gpu,metric,bandwidth_gbps\nmy-gpu,stream,0\n", "bandwidth_gbps = \"0\""),
+        ] {
+            let e = m.add_text(table.as_bytes(), "zeros.csv").unwrap_err().to_string();
+            assert!(e.contains("zeros.csv") && e.contains("line 2") && e.contains(column), "{e}");
+        }
+        assert_eq!(m.add_text(b"gpu,dtype,m,n,k,time_us,tflops\nmy-gpu,bf16,1024,1024,1024,,\n", "empty.csv").unwrap(), 0);
     }
 }

@@ -344,6 +344,10 @@ impl RunModel {
         match self {
             RunModel::Preset(PresetModel { name, preset, seq }) => {
                 let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
+                // As a model's own `seq`: a sequence of no tokens would project a step without attention.
+                if !(seq.is_finite() && *seq >= 1.0) {
+                    return Err(crate::Error::Model(format!("seq {seq}: must be a positive number")));
+                }
                 m.seq = *seq;
                 if let Some(n) = name {
                     m.name.clone_from(n);
@@ -1050,6 +1054,19 @@ mod tests {
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
+    }
+
+    /// A preset given a sequence of no tokens projected a step without attention; a model's
+    /// own `seq` 0 was already refused.
+    #[test]
+    fn a_preset_of_no_sequence_is_refused_by_name() {
+        for seq in ["0", "-1"] {
+            let m: RunModel = serde_json::from_str(&format!(r#"{{"preset": "llama2-7b", "seq": {seq}}}"#)).unwrap();
+            let e = m.transformer("run").unwrap_err().to_string();
+            assert!(e.contains(&format!("seq {seq}: must be a positive number")), "{e}");
+        }
+        let m: RunModel = serde_json::from_str(r#"{"preset": "llama2-7b", "seq": 4096}"#).unwrap();
+        assert_eq!(m.transformer("run").unwrap().seq, 4096.0);
     }
 
     /// Where the source names NeMo or Megatron-Bridge, what their recipes default to and the plan leaves unsaid
