@@ -245,3 +245,23 @@ fn an_attention_family_nothing_prices_is_refused_with_the_families_that_exist() 
         assert!(e.contains("in family nope") && e.contains(want) && e.contains("fa2"), "{gpu}: {e}");
     }
 }
+
+/// Sizes count things: `--m 1.5` priced a "1×1.5×1×1" GEMM, `--heads 1.5` and `--bytes 0.5`
+/// were priced too, a 64-bit size was shown rounded, and NaN was said to be missing.
+#[test]
+fn sizes_are_whole_numbers_and_a_bad_one_is_named() {
+    for (args, says) in [
+        (vec!["h100-sxm", "gemm", "--m", "1.5", "--n", "8", "--k", "8"], "--m 1.5: a whole number from 1 to 2^53"),
+        (vec!["h100-sxm", "gemm", "--m", "NaN", "--n", "8", "--k", "8"], "--m NaN: a whole number"),
+        (vec!["h100-sxm", "gemm", "--m", "18446744073709551615", "--n", "8", "--k", "8"], "a whole number from 1 to 2^53"),
+        (vec!["h100-sxm", "gemm", "--n", "8", "--k", "8"], "--m is required"),
+        (vec!["h100-sxm", "attention", "--heads", "1.5", "--seq", "1024", "--head-dim", "128"], "--heads 1.5"),
+        (vec!["h100-sxm", "all_reduce", "--bytes", "0.5", "--gpus", "8"], "--bytes 0.5"),
+    ] {
+        let mut all: Vec<&OsStr> = vec!["hw".as_ref(), "cost".as_ref()];
+        all.extend(args.iter().map(|a| OsStr::new(*a)));
+        let o = common::run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(common::stderr(&o).contains(says), "{args:?}: {}", common::stderr(&o));
+    }
+}

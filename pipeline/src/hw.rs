@@ -116,9 +116,11 @@ impl Cost {
     pub fn operation(&self, catalog: &Catalog) -> Result<Operation> {
         use tracecast_calibrate::catalog::Dtype;
         use tracecast_calibrate::pricing::{AttentionShape, GemmShape};
-        let need = |v: Option<f64>, flag: &str| {
-            v.filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| anyhow::anyhow!("hw cost {}: --{flag} (a number > 0) is required", self.op))
+        // Sizes count elements, heads, bytes: whole numbers, at most 2^53 (exact in an f64).
+        let need = |v: Option<f64>, flag: &str| match v {
+            None => Err(anyhow::anyhow!("hw cost {}: --{flag} is required", self.op)),
+            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= 2f64.powi(53) => Ok(x),
+            Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53", self.op)),
         };
         Ok(match self.op.as_str() {
             "gemm" => {
