@@ -11,7 +11,23 @@ use anyhow::Result;
 /// status 101 instead of its own.
 pub fn stderr_line(line: std::fmt::Arguments) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let text = line.to_string();
+    let mut err = std::io::stderr().lock();
+    for l in text.lines() {
+        let _ = writeln!(err, "{}", shorten(l, MAX_LINE_CHARS));
+    }
+}
+
+/// The most characters of one diagnostic line: a parser's error quotes the offending
+/// line of its input, and a one-line JSON trace given as a TOML catalog made it 1.8 MB.
+const MAX_LINE_CHARS: usize = 400;
+
+/// `line`, cut after `max` characters with a count of what was left out.
+fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(max) {
+        None => line.into(),
+        Some((cut, _)) => format!("{} … ({} more characters)", &line[..cut], line[cut..].chars().count()).into(),
+    }
 }
 
 /// Writes `value` as pretty JSON with a final newline, atomically.
@@ -51,5 +67,12 @@ mod tests {
     fn per_device_puts_the_id_before_the_extension() {
         assert_eq!(per_device(Path::new("out/profile.json"), "h100-sxm"), PathBuf::from("out/profile.h100-sxm.json"));
         assert_eq!(per_device(Path::new("profile"), "mi300x"), PathBuf::from("profile.mi300x"));
+    }
+
+    #[test]
+    fn a_long_diagnostic_line_is_cut_with_what_was_left_out() {
+        assert_eq!(shorten("short", 400), "short");
+        let long = "é".repeat(1000);
+        assert_eq!(shorten(&long, 400), format!("{} … (600 more characters)", "é".repeat(400)));
     }
 }
