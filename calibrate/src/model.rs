@@ -65,8 +65,44 @@ impl Profile {
 
     /// Parses a profile; `path` names it in errors.
     pub fn from_json(text: &[u8], path: &Path) -> Result<Profile> {
-        serde_json::from_slice(text)
-            .map_err(|e| Error::Profile { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })
+        let p: Profile = serde_json::from_slice(text)
+            .map_err(|e| Error::Profile { path: path.to_path_buf(), message: format!("not a tracecast profile: {e}") })?;
+        p.unpriceable().map_or(Ok(p), |message| Err(Error::Profile { path: path.to_path_buf(), message }))
+    }
+
+    /// Why a value of this profile cannot price anything (an efficiency, bandwidth,
+    /// peak or correction of 0 or less, a negative latency: projections printed NaN
+    /// and 9·10¹² ms from such a file), naming the entry; `None` when every one can.
+    fn unpriceable(&self) -> Option<String> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let at_least_0 = |x: f64| x.is_finite() && x >= 0.0;
+        for (i, k) in self.kernels.iter().enumerate() {
+            let what = format!("kernels[{i}] ({})", k.class.as_str());
+            if !positive(k.efficiency) {
+                return Some(format!("{what}: efficiency {}: above 0", k.efficiency));
+            }
+            if !positive(k.peak) {
+                return Some(format!("{what}: peak {}: above 0", k.peak));
+            }
+            if !at_least_0(k.overhead_us) {
+                return Some(format!("{what}: overhead_us {}: 0 or more", k.overhead_us));
+            }
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let what = format!("links[{i}] ({})", l.collective.as_str());
+            if !positive(l.busbw_gbps) {
+                return Some(format!("{what}: busbw_gbps {}: above 0", l.busbw_gbps));
+            }
+            if !at_least_0(l.alpha_us) {
+                return Some(format!("{what}: alpha_us {}: 0 or more", l.alpha_us));
+            }
+        }
+        for (i, c) in self.table_corrections.iter().enumerate() {
+            if !positive(c.ratio) {
+                return Some(format!("table_corrections[{i}] ({}): ratio {}: above 0", c.class.as_str(), c.ratio));
+            }
+        }
+        self.kernel_floor_us.filter(|f| !at_least_0(*f)).map(|f| format!("kernel_floor_us {f}: 0 or more"))
     }
 }
 
@@ -208,4 +244,40 @@ impl DeviceModel {
 
 fn physical(f: &KernelFit) -> bool {
     f.efficiency >= PHYSICAL_EFFICIENCY[0] && f.efficiency <= PHYSICAL_EFFICIENCY[1] && f.overhead_us >= 0.0 && f.efficiency.is_finite()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile whose efficiency, bandwidth or correction cannot price (0, negative)
+    /// made `project` print "Communication: NaN ms"; it is refused naming the entry.
+    /// Every shipped profile prices.
+    #[test]
+    fn a_profile_that_cannot_price_is_refused_naming_the_entry() {
+        for id in crate::shipped::ids() {
+            assert!(crate::shipped::profile(id).is_some(), "shipped profile of {id}");
+        }
+        let good = serde_json::to_value(crate::shipped::profile("h100-sxm").unwrap()).unwrap();
+        for (pointer, value, says) in [
+            ("/kernels/0/efficiency", -1.0, "kernels[0] (gemm): efficiency -1: above 0"),
+            ("/kernels/0/efficiency", 0.0, "efficiency 0: above 0"),
+            ("/kernels/0/overhead_us", -2.0, "overhead_us -2: 0 or more"),
+        ] {
+            check(&good, pointer, value, says);
+        }
+        // V100's profile has a link fit.
+        let v100 = serde_json::to_value(crate::shipped::profile("v100").unwrap()).unwrap();
+        check(&v100, "/links/0/busbw_gbps", 0.0, "links[0] (all_to_all): busbw_gbps 0: above 0");
+        check(&v100, "/links/0/alpha_us", -1.0, "alpha_us -1: 0 or more");
+
+        fn check(good: &serde_json::Value, pointer: &str, value: f64, says: &str) {
+            let path = Path::new("bad.json");
+            let mut bad = good.clone();
+            let Some(slot) = bad.pointer_mut(pointer) else { panic!("{pointer} not in the shipped H100 profile") };
+            *slot = serde_json::json!(value);
+            let e = Profile::from_json(&serde_json::to_vec(&bad).unwrap(), path).unwrap_err().to_string();
+            assert!(e.contains("bad.json") && e.contains(says), "{e}");
+        }
+    }
 }
