@@ -182,9 +182,7 @@ fn cluster_of(
 ) -> Result<Cluster> {
     let path = Path::new(spec);
     if path.exists() {
-        let text = tracecast_ingest::input::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let s: madmax::SystemConfig =
-            serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max system configuration", path.display()))?;
+        let s = madmax::read_system(path)?;
         let mut c = Cluster::from_madmax(&s, bytes_per_param).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if let Some(n) = gpus {
             c.gpus = n;

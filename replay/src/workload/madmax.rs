@@ -206,7 +206,65 @@ pub struct TaskConfig {
 
 /// Reads the three files.
 pub fn read_configs(model: &Path, system: &Path, task: &Path) -> Result<(ModelConfig, SystemConfig, TaskConfig)> {
-    Ok((read(model)?, read(system)?, read(task)?))
+    Ok((read(model)?, read_system(system)?, read(task)?))
+}
+
+/// Reads a system file and checks that it can price (under either assumptions).
+pub fn read_system(path: &Path) -> Result<SystemConfig> {
+    let s: SystemConfig = read(path)?;
+    s.unpriceable().map_or(Ok(s), |message| Err(Error::File { path: path.to_path_buf(), message }))
+}
+
+impl SystemConfig {
+    /// Why this system cannot price anything (a utilization of 0 or above 1, no
+    /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
+    /// where the system needs it: projections printed NaN and negative times);
+    /// `None` when it can.
+    fn unpriceable(&self) -> Option<String> {
+        let name = &self.name;
+        if self.num_devices == 0 || self.num_nodes == 0 || !self.num_devices.is_multiple_of(self.num_nodes) {
+            return Some(format!(
+                "{name}: {} GPUs in {} nodes: at least one node, each of the same number of GPUs",
+                self.num_devices, self.num_nodes
+            ));
+        }
+        let fractions = [
+            ("flops_util", self.flops_util),
+            ("mem_bw_util", self.mem_bw_util),
+            ("nvlink_util", self.nvlink_util),
+            ("ibroce_util", self.ibroce_util),
+        ];
+        if let Some((key, v)) = fractions.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0 && *v <= 1.0)) {
+            return Some(format!("{name}: {key} {v}: a fraction in (0, 1]"));
+        }
+        if !(self.ar_perc_intra.is_finite() && (0.0..=1.0).contains(&self.ar_perc_intra)) {
+            return Some(format!("{name}: ar_perc_intra {}: a fraction in [0, 1]", self.ar_perc_intra));
+        }
+        let positive = [("mem_bw", self.mem_bw), ("mem_cap", self.mem_cap)];
+        if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Some(format!("{name}: {key} {v}: above 0"));
+        }
+        let at_least_0 = [
+            ("f64_flops", self.f64_flops),
+            ("f32_flops", self.f32_flops),
+            ("f16_flops", self.f16_flops),
+            ("i8_ops", self.i8_ops),
+            ("num_nvlinks", self.num_nvlinks),
+            ("bw_per_nvlink", self.bw_per_nvlink),
+            ("num_ibroce_ports", self.num_ibroce_ports),
+            ("ibroce_bw", self.ibroce_bw),
+        ];
+        if let Some((key, v)) = at_least_0.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
+            return Some(format!("{name}: {key} {v}: 0 or more"));
+        }
+        if self.num_devices > self.num_nodes && self.num_nvlinks * self.bw_per_nvlink <= 0.0 {
+            return Some(format!("{name}: several GPUs per node and no NVLink bandwidth (num_nvlinks × bw_per_nvlink)"));
+        }
+        if self.num_nodes > 1 && self.num_ibroce_ports * self.ibroce_bw <= 0.0 {
+            return Some(format!("{name}: several nodes and no network bandwidth (num_ibroce_ports × ibroce_bw)"));
+        }
+        None
+    }
 }
 
 /// The system's effective rates.
@@ -235,6 +293,9 @@ impl Rates {
             1 => s.i8_ops,
             _ => return Err(Error::Invalid(format!("{} bytes per dense parameter: no matching peak", bytes_per_param))),
         };
+        if !(peak.is_finite() && peak > 0.0) {
+            return Err(Error::Invalid(format!("{}: the peak for {bytes_per_param} bytes per dense parameter is {peak}: above 0", s.name)));
+        }
         if s.num_nodes == 0 || !s.num_devices.is_multiple_of(s.num_nodes) {
             return Err(Error::Invalid(format!("{}: {} GPUs do not divide into {} nodes", s.name, s.num_devices, s.num_nodes)));
         }
@@ -1081,4 +1142,37 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
         + m.num_tables * m.entries_per_table * m.emb_dim * m.bytes_per_emb_param / emb_shard
         + layers as f64 * (attn_params + fc_params) * bytes / tf_shard;
     Ok(MadmaxRun { timeline: lanes.simulate(), global_batch, weight_bytes_per_gpu: weight_bytes, hbm_bytes: system.mem_cap })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A system file that cannot price (flops_util 0, a negative memory bandwidth, no
+    /// nodes, nodes that do not hold the GPUs) printed NaN and negative times under the
+    /// tracecast assumptions; it is refused naming the value. MAD-Max's own files price.
+    #[test]
+    fn a_system_that_cannot_price_is_refused_naming_the_value() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/madmax-configs/system_cfgs/cloud_A");
+        let good = dir.join("cloud_A_a100.40_1024.json");
+        assert!(read_system(&good).is_ok());
+        let text: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+        let scratch = std::env::temp_dir().join(format!("tracecast-madmax-system-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        for (key, value, says) in [
+            ("flops_util", serde_json::json!(0), "flops_util 0: a fraction in (0, 1]"),
+            ("mem_bw", serde_json::json!(-1), "mem_bw -1: above 0"),
+            ("num_nodes", serde_json::json!(0), "1024 GPUs in 0 nodes"),
+            ("num_nodes", serde_json::json!(3), "1024 GPUs in 3 nodes"),
+            ("ibroce_bw", serde_json::json!(0), "several nodes and no network bandwidth"),
+        ] {
+            let mut bad = text.clone();
+            bad[key] = value;
+            let path = scratch.join("bad.json");
+            std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+            let e = read_system(&path).unwrap_err().to_string();
+            assert!(e.contains("bad.json") && e.contains(says), "{key}: {e}");
+        }
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
 }
