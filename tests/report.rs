@@ -77,6 +77,23 @@ fn report_of_the_synthetic_job_has_every_chart() {
     assert!(html.contains("The critical path (the chain of dependencies that sets the last GPU end) is"));
 }
 
+/// A job with a file that cannot be read: the page said "1 rank(s) of a world of 128" and
+/// nothing of the other file, which only the terminal named.
+#[test]
+fn the_page_names_the_files_it_could_not_read() {
+    let dir = scratch("report-bad-file");
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), job.join("rank-0.json.gz")).unwrap();
+    std::fs::write(job.join("rank-1.json.gz"), b"not a trace").unwrap();
+    let out = dir.join("r.html");
+    let o = bin().args(["report".as_ref(), "--quiet".as_ref(), "--out".as_ref(), out.as_os_str(), job.as_os_str()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("1 file(s) of this job could not be read"), "the page does not say a file is missing");
+    assert!(html.contains("rank-1.json.gz: byte 0"), "the page does not name the file and why");
+}
+
 #[test]
 fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     let dir = scratch("report-real");

@@ -183,6 +183,18 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
         let _ = write!(page.html, "<p>{}</p>", esc(&s));
     }
     page.html.push_str("</div>");
+    // Files that could not be read are named on the page, not only on the terminal.
+    if !a.bad_files.is_empty() {
+        let _ = write!(
+            page.html,
+            "<p class=\"note\">{} file(s) of this job could not be read; nothing on this page includes them:</p><ul class=\"note\">",
+            a.bad_files.len()
+        );
+        for b in &a.bad_files {
+            let _ = write!(page.html, "<li>{}</li>", esc(&b.error));
+        }
+        page.html.push_str("</ul>");
+    }
 
     page.html.push_str("<h3>Where GPU time goes</h3>");
     let bars = rank_breakdown(a);
