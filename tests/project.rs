@@ -207,10 +207,19 @@ fn validate_compares_published_runs_with_their_projection() {
     std::fs::write(&refused, run).unwrap();
     let json = dir.join("refused-out.json");
     let o = common::run(&["validate".as_ref(), refused.as_os_str(), "--json".as_ref(), json.as_os_str()]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    // A run refused for its own description: the table and JSON are written, and the status says it.
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("refused.json: 1 run(s) refused; their rows say why"), "{}", common::stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("no run projected: nothing to compare"));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["median_abs_error"].is_null() && v["max_abs_error"].is_null(), "{v}");
+    // Work the tool cannot price (FP4 linear layers) is not the input's fault: status 0.
+    let fp4 = dir.join("fp4.json");
+    let run = r#"{"runs": [{"id": "x", "source": "s", "model": {"preset": "llama3-8b", "seq": 8192}, "system": {"gpu": "b200", "gpus": 8}, "plan": "fsdp=8", "precision": "NVFP4", "measured": {"tokens_per_s_per_gpu": 1000}}]}"#;
+    std::fs::write(&fp4, run).unwrap();
+    let o = common::run(&["validate".as_ref(), fp4.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FP4 is not priced"), "{}", String::from_utf8_lossy(&o.stdout));
     // Two runs of one id: refused (ids name runs in tables, fits and `project --from`).
     let twice = dir.join("twice.json");
     let one: serde_json::Value = serde_json::from_str(run).unwrap();

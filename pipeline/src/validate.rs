@@ -131,7 +131,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         if let Some(path) = &args.json {
             write_json(path, &fit)?;
         }
-        return Ok(Outcome::Done);
+        return Ok(refused(&fit.fitted, &args.runs));
     }
     let v = validate::validate(&file, &catalog, &devices, measurements.as_ref());
     if !args.quiet {
@@ -148,5 +148,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if let Some(path) = &args.json {
         write_json(path, &v)?;
     }
-    Ok(Outcome::Done)
+    Ok(refused(&v, &args.runs))
+}
+
+/// Runs whose own description was refused (a model of no layers, an unknown GPU, no
+/// positive measurement): the others are compared, the count is said on stderr and the
+/// status is 2, as for a job's unreadable files. Work the tool cannot price (FP4) is not
+/// the input's fault: its rows say so and the status stays 0.
+fn refused(v: &tracecast_replay::workload::validate::Validation, runs: &Path) -> Outcome {
+    let n = v.runs.iter().filter(|r| r.refused).count();
+    if n == 0 {
+        return Outcome::Done;
+    }
+    crate::output::stderr_line(format_args!("error: {}: {n} run(s) refused; their rows say why", runs.display()));
+    Outcome::BadFiles
 }

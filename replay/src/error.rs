@@ -78,6 +78,10 @@ pub enum Error {
     /// A measured run whose task, precision or measurement cannot be compared.
     #[error("{0}")]
     Run(String),
+    /// Work nothing in the catalog or the measured base can price (FP4 linear
+    /// layers): a limit of the tool, where the other variants are limits of the input.
+    #[error("{0}")]
+    Unpriced(String),
     /// Two scenarios of one run with the same name (or one named `measured`, the identity row).
     #[error("--what-if {name}: {reason}")]
     DuplicateName {

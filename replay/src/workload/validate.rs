@@ -136,7 +136,7 @@ impl Precision {
             }
         };
         match Format::parse(linear) {
-            Some(Format::Fp4) => Err(crate::Error::Run(format!(
+            Some(Format::Fp4) => Err(crate::Error::Unpriced(format!(
                 "linear layers in {linear}: the catalog has no FP4 peak and the measured base no FP4 GEMM, so FP4 is not priced"
             ))),
             Some(f) => Ok((Some(f), notes)),
@@ -303,12 +303,19 @@ pub struct RunResult {
     pub hbm_gb: Option<f64>,
     /// Why the run was not projected, or remarks.
     pub notes: Vec<String>,
+    /// Whether the run was not projected because its own description is wrong
+    /// or incomplete (a model of 0 layers, an unknown GPU, a plan that does not
+    /// fit its GPUs, no positive measurement) — not because of work the tool
+    /// cannot price (FP4) or a fit with nothing to fit to.
+    #[serde(skip)]
+    pub refused: bool,
 }
 
 impl RunResult {
     /// A run that was not projected, and why.
     fn not_projected(id: &str, measured: f64, why: String) -> RunResult {
         RunResult {
+            refused: false,
             id: id.to_string(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: None,
@@ -753,8 +760,12 @@ fn project_run(
             memory: Some(p.memory),
             hbm_gb: Some(p.hbm_gb),
             notes: p.notes,
+            refused: false,
         },
-        Err(e) => RunResult::not_projected(&run.id, measured, format!("not projected: {e}")),
+        Err(e) => RunResult {
+            refused: !matches!(e, crate::Error::Unpriced(_)),
+            ..RunResult::not_projected(&run.id, measured, format!("not projected: {e}"))
+        },
     }
 }
 
