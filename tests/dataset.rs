@@ -234,8 +234,11 @@ fn analyze_with_the_ingest_options_reads_the_cached_summaries_not_the_events() {
     let direct = output_of("analyze", &job, "--json", &dir.join("a.json"), &[]);
     let direct_all = output_of("analyze", &job, "--json", &dir.join("b.json"), &["--window", "all"]);
     // Without its events the dataset still analyzes with the options it was ingested with …
+    // (garbage of each part's length: a part of another length is read again, as damage).
     for e in std::fs::read_dir(ds.join("events")).unwrap() {
-        std::fs::write(e.unwrap().path(), b"not parquet").unwrap();
+        let path = e.unwrap().path();
+        let len = std::fs::metadata(&path).unwrap().len() as usize;
+        std::fs::write(&path, b"not parquet ".iter().cycle().take(len).copied().collect::<Vec<u8>>()).unwrap();
     }
     assert_eq!(output_of("analyze", &ds, "--json", &dir.join("c.json"), &[]), direct);
     // … and not with others, which need the events.
@@ -282,4 +285,27 @@ fn summaries_cached_under_another_analysis_schema_are_not_used() {
     let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("events/rank-000000.parquet"), "{}", stderr(&o));
+}
+
+/// A dataset written into the folder of its traces shadowed them: with the traces replaced,
+/// `analyze` of the folder still gave the old numbers. And a damaged events part was hidden
+/// by the summary cached beside it (exit 0) until an option forced a re-read. The first is
+/// refused; the second is read again and named.
+#[test]
+fn a_dataset_never_hides_its_traces_or_its_damage() {
+    let dir = scratch("dataset-stale");
+    let job = synthetic_job(&dir, 2);
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), job.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the dataset into the folder of the traces it is made from"), "{}", stderr(&o));
+    assert!(!tracecast_ingest::dataset::is_dataset(&job), "nothing written");
+
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let part = ds.join("events/rank-000001.parquet");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "a damaged part summarized from its cache: {}", stderr(&o));
+    assert!(stderr(&o).contains("rank-000001.parquet"), "{}", stderr(&o));
 }

@@ -275,7 +275,12 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 
-    let cached = CachedSummary { key: key.to_string(), summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok() };
+    let events_bytes = crate::output::parquet_bytes_with(&mut events, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
+    let cached = CachedSummary {
+        key: key.to_string(),
+        events_bytes: Some(events_bytes.len() as u64),
+        summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
+    };
     let text = serde_json::to_string(&cached).unwrap_or_default();
     crate::output::write_atomic(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?;
     // The events part last: a reader lists events parts, so a rank appears
@@ -285,8 +290,7 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &
         crate::output::write_atomic(&dir.join(table).join(&name), &bytes)?;
     }
     let path = dir.join("events").join(&name);
-    let bytes = crate::output::parquet_bytes_with(&mut events, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
-    crate::output::write_atomic(&path, &bytes)?;
+    crate::output::write_atomic(&path, &events_bytes)?;
     Ok(path)
 }
 
@@ -308,6 +312,10 @@ fn source_name(s: RankSource) -> &'static str {
 #[derive(Serialize, Deserialize)]
 struct CachedSummary {
     key: String,
+    /// The length of the rank's events part the summary was made with: a part
+    /// replaced or cut since (a damaged copy) is read again, never summarized from the cache.
+    #[serde(default)]
+    events_bytes: Option<u64>,
     summary: Option<Box<serde_json::value::RawValue>>,
 }
 
@@ -318,7 +326,7 @@ pub fn cached_summary(events_path: &Path, key: &str) -> Option<RankSummary> {
     let path = events_path.parent()?.parent()?.join("summaries").join(name);
     let text = std::fs::read(path).ok()?;
     let c: CachedSummary = serde_json::from_slice(&text).ok()?;
-    if c.key != key {
+    if c.key != key || c.events_bytes != std::fs::metadata(events_path).ok().map(|m| m.len()) {
         return None;
     }
     RankSummary::from_cache(c.summary?.get().as_bytes())

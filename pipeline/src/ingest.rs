@@ -32,6 +32,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;
     let dataset = &args.out;
+    // A dataset in a folder of the traces it is made from would shadow them: reading the
+    // folder reads the dataset, which says nothing when the traces change.
+    let same = |p: &Path| std::fs::canonicalize(p).ok().is_some_and(|c| std::fs::canonicalize(dataset).ok() == Some(c));
+    if let Some(p) = args.paths.iter().find(|p| p.is_dir() && same(p) && !tracecast_ingest::dataset::is_dataset(p)) {
+        anyhow::bail!(
+            "{}: cannot write the dataset into the folder of the traces it is made from (reading the folder would read the dataset, not the traces): give --out another folder",
+            p.display()
+        );
+    }
     // Ranks written, and ranks read but not written (their analysis or their write failed).
     let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
