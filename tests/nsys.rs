@@ -58,6 +58,29 @@ fn analyze_reads_an_export_as_one_rank_per_gpu() {
     }
 }
 
+/// Kernel rows of device -1 (a damaged or hand-made export) made two phantom ranks and
+/// renumbered the real GPUs 2 and 3; a negative device id names no GPU and no rank.
+#[test]
+fn rows_of_no_gpu_make_no_rank() {
+    let dir = scratch("nsys-negative-device");
+    let f = dir.join("neg.sqlite");
+    std::fs::copy(export(MFU), &f).unwrap();
+    let mut perms = std::fs::metadata(&f).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&f, perms).unwrap();
+    let c = Connection::open(&f).unwrap();
+    let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = -1 WHERE rowid % 10 = 0", []).unwrap();
+    assert!(changed > 100, "{changed}");
+    drop(c);
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ranks = json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone();
+    assert_eq!(ranks.len(), 2, "the export has two GPUs");
+    assert_eq!((ranks[0]["rank"].as_u64(), ranks[1]["rank"].as_u64()), (Some(0), Some(1)));
+}
+
 #[test]
 fn a_directory_of_exports_is_one_job_and_ingests_into_a_dataset() {
     let dir = scratch("nsys-job");

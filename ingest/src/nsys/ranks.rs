@@ -35,8 +35,12 @@ pub(crate) fn process_of(global_tid: i64) -> i64 {
 
 /// The ranks of an export's GPU activity: by device, then process.
 pub(crate) fn keys(activity: &[Activity]) -> Vec<ExportRank> {
-    let mut keys: Vec<ExportRank> =
-        activity.iter().map(|a| ExportRank { device: a.device, pid: os_pid(a.global_pid), global_pid: a.global_pid }).collect();
+    // As `nsys::ranks`: a negative device id names no GPU, so no rank.
+    let mut keys: Vec<ExportRank> = activity
+        .iter()
+        .filter(|a| a.device >= 0)
+        .map(|a| ExportRank { device: a.device, pid: os_pid(a.global_pid), global_pid: a.global_pid })
+        .collect();
     keys.sort_unstable();
     keys.dedup();
     keys
