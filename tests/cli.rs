@@ -1310,6 +1310,34 @@ fn a_closed_stderr_keeps_the_exit_status() {
     }
 }
 
+/// `analyze <(zcat t.json.gz)`: a trace from a pipe failed with "Illegal seek", and its
+/// first bytes were eaten by the check for an Nsight Systems export. It reads as the file does.
+#[cfg(unix)]
+#[test]
+fn a_trace_from_a_pipe_reads_as_its_file() {
+    let dir = scratch("pipe");
+    let src = shared().join("hta/trace_diff/control/control.json.gz");
+    let fifo = dir.join("t.json.gz");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let (fifo, src) = (fifo.clone(), src.clone());
+        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
+    };
+    let (piped, direct) = (dir.join("piped.json"), dir.join("direct.json"));
+    let o = run(&["analyze".as_ref(), fifo.as_os_str(), "-q".as_ref(), "--json".as_ref(), piped.as_os_str()]);
+    if !writer.is_finished() {
+        // The command never read the pipe: let the writer go before failing.
+        drop(std::fs::File::open(&fifo));
+    }
+    let _ = writer.join();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), src.as_os_str(), "-q".as_ref(), "--json".as_ref(), direct.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let busy = |p: &Path| json(p)["jobs"][0]["ranks"][0]["busy_us"].as_f64();
+    assert!(busy(&direct).is_some_and(|b| b > 0.0));
+    assert_eq!(busy(&piped), busy(&direct));
+}
+
 /// An output path that is one of the command's inputs is refused before anything is
 /// replaced: `report t.json.gz --out t.json.gz` had turned the trace into HTML (exit 0),
 /// as had `analyze --json`, `replay --json` / `--perfetto`, `diff --json` and `calibrate --out`.

@@ -5,7 +5,7 @@
 //! scanned structurally (see `scan`), then the events are deserialized into
 //! borrowed, typed rows in parallel chunks and appended to columns.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -370,7 +370,8 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
     // What the file is, by its magic bytes: gzip, a rank of a trace dataset (Parquet), else JSON.
     let mut magic = [0u8; 4];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
-    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    // The bytes read are put back in front, not by seeking: a pipe (`<(zcat t.json.gz)`) cannot seek.
+    let file = std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file);
     if got == 4 && &magic == b"SQLi" && crate::nsys::is_export(path) {
         return Err(Error::Schema {
             path: path.to_path_buf(),
@@ -396,7 +397,7 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     let mut file = crate::input::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
     let got = read_full(&mut file, &mut magic).map_err(io)?;
-    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut file = std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file);
     let mut out = Vec::new();
     if got == 2 && magic == [0x1f, 0x8b] {
         let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));

@@ -52,6 +52,10 @@ pub fn is_export(path: &Path) -> bool {
     if parquet::is_parquet_export(path) {
         return true;
     }
+    // Only a regular file: SQLite needs one, and sniffing a pipe (`<(zcat t.json.gz)`) would eat its first bytes.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut head = [0u8; 16];
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && is_sqlite(&head)
 }
