@@ -504,6 +504,8 @@ fn overflowing_plan_degrees_are_refused_by_name() {
         ("tp=65536,pp=65536", "tp × cp × pp × dp = 65536 × 1 × 65536 × 1 overflows"),
         ("dp=65536,mb=65536,gbs=65536", "dp × mb = 65536 × 65536 overflows"),
         ("pp=65536,vpp=65536", "pp × vpp = 65536 × 65536 overflows"),
+        // A whole number past 32 bits was said not to be one.
+        ("tp=4294967296", "tp=4294967296: more than 4294967295"),
     ] {
         let o = bin()
             .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", parallel])

@@ -238,7 +238,7 @@ pub fn nic_gbps_per_gpu_given(nic: f64) -> std::result::Result<f64, String> {
     if nic.is_finite() && nic >= MIN_NIC_GBPS_PER_GPU {
         Ok(nic)
     } else {
-        let shown = if (1e-3..1e9).contains(&nic.abs()) { format!("{nic}") } else { format!("{nic:e}") };
+        let shown = if nic == 0.0 || (1e-3..1e9).contains(&nic.abs()) { format!("{nic}") } else { format!("{nic:e}") };
         Err(format!("{shown} GB/s of network per GPU: at least {MIN_NIC_GBPS_PER_GPU} (1 Gb/s Ethernet is 0.125 GB/s)"))
     }
 }

@@ -149,7 +149,7 @@ pub(crate) struct SearchArgs {
     #[arg(long, value_name = "P.json")]
     pub(crate) profile: Option<PathBuf>,
     /// Plans to print.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) top: usize,
     /// Write the ranked plans, the baseline and the front as JSON.
     #[arg(long, value_name = "F")]

@@ -129,7 +129,13 @@ impl Classifier {
 
     /// The communication definition `mode` plus `patterns`.
     pub fn new(mode: CommKernels, patterns: &[String]) -> Result<Classifier> {
-        let compile = |p: &str| Regex::new(p).map_err(|e| Error::Pattern { pattern: p.to_string(), message: e.to_string() });
+        let compile = |p: &str| {
+            // An empty expression matches every name: every kernel would be communication.
+            if p.is_empty() {
+                return Err(Error::Pattern { pattern: String::new(), message: "an empty pattern matches every kernel".into() });
+            }
+            Regex::new(p).map_err(|e| Error::Pattern { pattern: p.to_string(), message: e.to_string() })
+        };
         // The families' expressions are compiled once per process (every
         // default classifier of every rank shares them; a clone is a reference).
         static COMPILED: std::sync::OnceLock<Vec<(&'static str, Regex)>> = std::sync::OnceLock::new();
@@ -245,6 +251,14 @@ mod tests {
         for c in [ActivityClass::Compute, ActivityClass::Comm, ActivityClass::Memory] {
             assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
         }
+    }
+
+    /// `--comm-pattern ""` made every kernel communication, silently.
+    #[test]
+    fn an_empty_pattern_is_refused() {
+        let e = Classifier::with_patterns(&[String::new()]).unwrap_err().to_string();
+        assert!(e.contains("an empty pattern matches every kernel"), "{e}");
+        assert!(Classifier::with_patterns(&["my_allreduce".into()]).is_ok());
     }
 
     #[test]

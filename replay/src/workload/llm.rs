@@ -952,8 +952,9 @@ impl Plan {
             }
             let num = |v: Option<&str>| -> Result<u32, crate::Error> {
                 let v = v.ok_or_else(|| crate::Error::Plan(format!("{k} needs a value")))?;
-                v.parse::<u32>()
+                v.parse::<u64>()
                     .map_err(|_| crate::Error::Plan(format!("{k}: {v:?} is not a whole number")))
+                    .and_then(|n| u32::try_from(n).map_err(|_| crate::Error::Plan(format!("{k}={n}: more than {}", u32::MAX))))
                     .and_then(|n| if n == 0 { Err(crate::Error::Plan(format!("{k} must be at least 1"))) } else { Ok(n) })
             };
             match k {
