@@ -152,6 +152,38 @@ fn dlrm_in_tracecast_mode_with_embedding_sharding() {
     assert_eq!(tw["global_batch"].as_f64().unwrap(), 65536.0);
     let gemm = tw["by_kind_ms"]["gemm"].as_f64().unwrap();
     assert!((gemm - 8.91).abs() / 8.91 < 0.05, "{gemm}");
+    // --sharding where it shards nothing was silently ignored: an LLM, a preset, MAD-Max's own assumptions.
+    let llm = [madmax("model_cfgs/llm/llama2_70b.json"), files[1].clone(), madmax("task_cfgs/llm/llm_train.json")];
+    for args in [
+        vec!["project".into(), "--sharding".into(), "tw".into(), "--madmax".into(), llm[0].clone(), llm[1].clone(), llm[2].clone()],
+        vec![
+            "project".into(),
+            "--sharding".into(),
+            "tw".into(),
+            "--assumptions".into(),
+            "madmax".into(),
+            "--madmax".into(),
+            files[0].clone(),
+            files[1].clone(),
+            files[2].clone(),
+        ],
+        vec![
+            "project".into(),
+            "--sharding".into(),
+            "tw".into(),
+            "--model".into(),
+            "llama2-7b".into(),
+            "--system".into(),
+            "h100-sxm".into(),
+            "--gpus".into(),
+            "8".into(),
+        ],
+    ] {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(|a: PathBuf| a.into_os_string()).collect();
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("--sharding shards a DLRM's embedding tables"), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -41,7 +41,7 @@ pub struct Options {
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = &args.inputs.read;
     let mut opts = args.window.analyze_options(read)?;
-    (opts.job_gpus, opts.job_hours) = (args.job_gpus, args.job_hours);
+    (opts.job_gpus, opts.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;
     let opts = opts;
     let read_opts = read.read_options()?;
     let catalog = catalog_with(&read.hw)?;

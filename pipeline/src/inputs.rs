@@ -86,6 +86,15 @@ impl WindowOptions {
     }
 }
 
+/// A whole job's GPUs and wall-clock hours (`--job-gpus`, `--job-hours`), whose
+/// product must be a number of GPU-hours (`1e308` hours printed "inf GPU-hours").
+pub fn job_size(gpus: Option<f64>, hours: Option<f64>) -> Result<(Option<f64>, Option<f64>)> {
+    if let (Some(g), Some(h)) = (gpus, hours) {
+        anyhow::ensure!((g * h).is_finite(), "--job-gpus {g:e} × --job-hours {h:e}: more GPU-hours than a number holds");
+    }
+    Ok((gpus, hours))
+}
+
 /// The traces a command reads, as every command takes them.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -212,4 +221,14 @@ pub fn for_each_job(inputs: &Inputs, mut each_job: impl FnMut(tracecast_ingest::
         job.failures = failures;
         each_job(job)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_job_of_more_gpu_hours_than_a_number_holds_is_refused() {
+        let e = super::job_size(Some(8.0), Some(1e308)).unwrap_err().to_string();
+        assert!(e.contains("--job-gpus 8e0 × --job-hours 1e308: more GPU-hours than a number holds"), "{e}");
+        assert_eq!(super::job_size(Some(1024.0), Some(24.0)).unwrap(), (Some(1024.0), Some(24.0)));
+    }
 }

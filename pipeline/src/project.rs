@@ -393,6 +393,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;
     let overrides = args.system_overrides;
+    anyhow::ensure!(
+        args.sharding.is_none() || args.madmax.is_some(),
+        "--sharding shards a DLRM's embedding tables: give the MAD-Max DLRM files (--madmax MODEL SYSTEM TASK)"
+    );
     let (projection, timeline) = if let Some(from) = &args.from {
         carried(from, args, &catalog, device.as_ref())?
     } else if let Some(files) = &args.madmax {
@@ -402,6 +406,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"
         );
         let (m, s, t) = madmax::read_configs(&files.model, &files.system, &files.task)?;
+        anyhow::ensure!(
+            args.sharding.is_none() || (m.kind == "DLRM" && args.assumptions == Assumptions::Tracecast),
+            "--sharding shards a DLRM's embedding tables under the tracecast assumptions; {} is {} under the {} assumptions",
+            files.model.display(),
+            m.kind,
+            if args.assumptions == Assumptions::Tracecast { "tracecast" } else { "madmax" }
+        );
         match args.assumptions {
             Assumptions::Madmax => {
                 let run = madmax::run(&m, &s, &t)?;

@@ -231,7 +231,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let projection = args.what_if.replay_options(&catalog)?;
     let projection = args.what_if.changes_anything(projection.scale).then(|| (args.what_if.label(projection.scale), projection));
     let mut analyze = args.window.analyze_options(read)?;
-    (analyze.job_gpus, analyze.job_hours) = (args.job_gpus, args.job_hours);
+    (analyze.job_gpus, analyze.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;
     let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
     let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &mut |_| Ok(()))?;
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
