@@ -400,7 +400,7 @@ fn project_and_search_read_a_runs_file_model_and_system_overrides() {
     tied["tied_embeddings"] = serde_json::json!(true);
     let tied_file = dir.join("tied.json");
     std::fs::write(&tied_file, serde_json::to_vec(&tied).unwrap()).unwrap();
-    let t = project(tied_file.to_str().unwrap(), &[], "tied");
+    let t = project(tied_file.to_str().unwrap(), &[], "tied-projection");
     let weights = |v: &serde_json::Value| v["memory"]["weights_gb"].as_f64().unwrap();
     assert!((weights(&preset) - weights(&t) - 32000.0 * 4096.0 / 2.0 * 2.0 / 1e9).abs() < 1e-9, "{} {}", weights(&preset), weights(&t));
     // System overrides: a 40 GB variant does not hold what fits in 80 GB; slower NICs lengthen
