@@ -458,8 +458,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             args.inference.refuse_with_task_file(Path::new(&args.task))?;
-            let text = tracecast_ingest::input::read(Path::new(&args.task))?;
-            let t: madmax::TaskConfig = serde_json::from_slice(&text).with_context(|| format!("{}: not a MAD-Max task", args.task))?;
+            let t = madmax::read_task(Path::new(&args.task))?;
             llm::Plan::from_madmax(&t, model.seq).map_err(anyhow::Error::msg)?
         } else {
             let task = task(&args.task, &args.inference, seq)?;

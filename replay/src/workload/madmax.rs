@@ -206,7 +206,30 @@ pub struct TaskConfig {
 
 /// Reads the three files.
 pub fn read_configs(model: &Path, system: &Path, task: &Path) -> Result<(ModelConfig, SystemConfig, TaskConfig)> {
-    Ok((read(model)?, read_system(system)?, read(task)?))
+    Ok((read(model)?, read_system(system)?, read_task(task)?))
+}
+
+/// Reads a task file: each parallelization list with as many degrees as
+/// strategies, every degree at least 1 (a short list was cut silently, and a
+/// degree of 0 surfaced as "tp × cp × pp × dp = 0").
+pub fn read_task(path: &Path) -> Result<TaskConfig> {
+    let t: TaskConfig = read(path)?;
+    let lists = [
+        ("emb_parallel", &t.emb_parallel, &t.emb_parallel_degree),
+        ("transformer_parallel", &t.transformer_parallel, &t.transformer_parallel_degree),
+        ("mlp_parallel", &t.mlp_parallel, &t.mlp_parallel_degree),
+    ];
+    for (name, strategies, degrees) in lists {
+        let message = if strategies.len() != degrees.len() {
+            format!("{name} lists {} strateg(ies) and {name}_degree {} degree(s): one degree each", strategies.len(), degrees.len())
+        } else if degrees.contains(&0) {
+            format!("{name}_degree {degrees:?}: every degree at least 1")
+        } else {
+            continue;
+        };
+        return Err(Error::File { path: path.to_path_buf(), message });
+    }
+    Ok(t)
 }
 
 /// Reads a system file and checks that it can price (under either assumptions).
@@ -1172,6 +1195,33 @@ mod tests {
             std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
             let e = read_system(&path).unwrap_err().to_string();
             assert!(e.contains("bad.json") && e.contains(says), "{key}: {e}");
+        }
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+
+    /// A task whose degrees do not match its strategies was cut to the shorter list
+    /// (or a degree of 0 surfaced as "tp × cp × pp × dp = 0"); refused naming the lists.
+    #[test]
+    fn a_task_of_unmatched_degrees_is_refused_naming_the_lists() {
+        let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/madmax-configs/task_cfgs/llm/llm_train.json");
+        assert!(read_task(&good).is_ok());
+        let text: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+        let scratch = std::env::temp_dir().join(format!("tracecast-madmax-task-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let n = text["transformer_parallel"].as_array().unwrap().len();
+        for (degrees, says) in [
+            (
+                serde_json::json!(vec![1; n + 1]),
+                format!("transformer_parallel lists {n} strateg(ies) and transformer_parallel_degree {} degree(s)", n + 1),
+            ),
+            (serde_json::json!(vec![0; n]), "transformer_parallel_degree [0".to_string()),
+        ] {
+            let mut bad = text.clone();
+            bad["transformer_parallel_degree"] = degrees;
+            let path = scratch.join("task.json");
+            std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+            let e = read_task(&path).unwrap_err().to_string();
+            assert!(e.contains("task.json") && e.contains(&says), "{e}");
         }
         std::fs::remove_dir_all(&scratch).unwrap();
     }
