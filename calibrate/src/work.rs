@@ -59,6 +59,18 @@ impl KernelClass {
         matches!(self, KernelClass::Gemm | KernelClass::Attention | KernelClass::Conv)
     }
 
+    /// The class an operator's name gives, for an operator without a work
+    /// model: only a namespaced operator (`fbgemm::…`, `aten::…`; not a
+    /// `record_function` label, which names a module, not its work) whose name
+    /// says one of the classes of [`KernelClass::from_kernel_name`].
+    pub fn from_op_name(name: &str) -> Option<KernelClass> {
+        let (namespace, _) = name.split_once("::")?;
+        if namespace.is_empty() || !namespace.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return None;
+        }
+        Some(KernelClass::from_kernel_name(name)).filter(|c| *c != KernelClass::Other)
+    }
+
     /// The class a kernel name suggests, when no op says. Attention is
     /// tested first, then convolution (both run GEMMs inside and often say
     /// so: `implicit_convolve_sgemm`, `xmma_fprop_implicit_gemm`, CK's
@@ -67,7 +79,9 @@ impl KernelClass {
     /// after their index order) and NVIDIA cuBLAS's `nvjet_…` kernels.
     /// Convolution words are specific enough that `_typeConvert` is none.
     pub fn from_kernel_name(name: &str) -> KernelClass {
-        let n = name.to_ascii_lowercase();
+        // FBGEMM (Meta's embedding and quantization library) names every kernel after itself:
+        // its "gemm" says nothing about the work (`fbgemm_gpu::split_embedding_codegen_…`).
+        let n = name.to_ascii_lowercase().replace("fbgemm", "");
         let has = |s: &[&str]| s.iter().any(|x| n.contains(x));
         if has(&["flash", "fmha", "attention", "attn"]) {
             KernelClass::Attention
@@ -465,9 +479,14 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
                 KernelWork { class: w.class, dtype: w.dtype, op_work: w.work(), op: Some(w), op_row: Some(row), share: 1.0 }
             }
             None => KernelWork {
-                class: *class_of_name
-                    .entry(ev.name.get(i).copied().unwrap_or_default())
-                    .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i))),
+                // The op type first (DESIGN §4): an op without a work model that names its
+                // class (`fbgemm::split_embedding_codegen_lookup_…` launching
+                // `fbgemm_gpu::…` kernels) classes its kernels, else the kernel's name does.
+                class: (op != NONE).then(|| KernelClass::from_op_name(trace.name(op as usize))).flatten().unwrap_or_else(|| {
+                    *class_of_name
+                        .entry(ev.name.get(i).copied().unwrap_or_default())
+                        .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i)))
+                }),
                 dtype: None,
                 op_work: None,
                 op: None,
@@ -719,6 +738,26 @@ mod tests {
         let huge = shapes("[[9223372036854775807, 4096], [4096, 9223372036854775807]]", r#"["float", "float"]"#, "");
         let w = op_work("aten::mm", Some(&huge)).unwrap();
         assert!(w.flops.is_some_and(f64::is_finite));
+    }
+
+    /// FBGEMM's embedding kernels (half the GPU time of a DLRM step on `hta/trace_filter`)
+    /// were GEMMs because of the library's name; its op names the class first.
+    #[test]
+    fn fbgemm_names_no_gemm_and_a_namespaced_op_names_its_class() {
+        use KernelClass::*;
+        for (name, class) in [
+            ("void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, long>(...)", Embedding),
+            ("void fbgemm_gpu::permute_2D_data_kernel<false, int, int>(int, int)", Other),
+            ("void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_bfloat16>", Elementwise),
+            ("fbgemm_gpu::gemm_kernel_like_name_sgemm", Gemm),
+        ] {
+            assert_eq!(KernelClass::from_kernel_name(name), class, "{name}");
+        }
+        assert_eq!(KernelClass::from_op_name("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"), Some(Embedding));
+        // A module's record_function label names no work; an op whose name says no class gives none.
+        assert_eq!(KernelClass::from_op_name("## forward ##: nn.Module: Attention"), None);
+        assert_eq!(KernelClass::from_op_name("nn.Module: MultiheadAttention"), None);
+        assert_eq!(KernelClass::from_op_name("aten::cat"), None);
     }
 
     #[test]
