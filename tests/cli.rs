@@ -705,7 +705,19 @@ fn replay_what_ifs_side_by_side_in_one_table() {
             .map(|k| c[k].as_f64().unwrap())
             .sum();
         assert!((sum - 100.0).abs() < 0.01 && r["replayed_step_us"].as_f64().unwrap() > 0.0, "{r}");
+        // The table's steps are the ones its speed-up is of (they were each rank's mean, the
+        // speed-up the job step time's: 95.965 ÷ 82.970 printed beside 1.1566).
+        let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
+        assert!((m / p - speedup(r)).abs() < 1e-12, "{r}");
     }
+    // The measured job step is the one `analyze` reports for the job.
+    let a = dir.join("analyze.json");
+    let o = run(&["analyze".as_ref(), demo.as_os_str(), "-q".as_ref(), "--json".as_ref(), a.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let steps: Vec<f64> =
+        json(&a)["jobs"][0]["totals"]["steps"].as_array().unwrap().iter().map(|s| s["step_us"].as_f64().unwrap()).collect();
+    let job_step = steps.iter().sum::<f64>() / steps.len() as f64;
+    assert!((job_step - rows[0]["measured_step_us"].as_f64().unwrap()).abs() < 1e-6 * job_step, "{job_step} vs {}", rows[0]);
     // Besides `what_if`, the job's JSON is the plain run's; without --what-if there is no `what_if`.
     t["jobs"][0].as_object_mut().unwrap().remove("what_if");
     assert_eq!(t, ident);

@@ -227,6 +227,11 @@ pub struct JobReplay {
     /// Measured ÷ replayed job step time (the slowest rank's per step, as
     /// `analyze` reports it; mean over the steps): 1 for identity.
     pub speedup: f64,
+    /// The job step time the speed-up is of, measured, µs (the slowest rank's
+    /// per step, mean over the steps; a trace without steps: its whole window).
+    pub measured_job_step_us: f64,
+    /// The same, replayed, µs.
+    pub replayed_job_step_us: f64,
     /// Where the time on the critical path went.
     pub critical_path: CriticalPath,
     /// Tasks and dependency edges simulated.
@@ -769,6 +774,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         ranks,
         totals,
         speedup: if replayed_step > 0.0 { measured_step / replayed_step } else { 1.0 },
+        measured_job_step_us: measured_step,
+        replayed_job_step_us: replayed_step,
         critical_path,
         tasks: eg.graph.len(),
         edges: eg.graph.edges.len(),

@@ -305,9 +305,10 @@ pub struct ScenarioRow {
     pub settings: String,
     /// Measured ÷ replayed job step time ([`JobReplay::speedup`]).
     pub speedup: f64,
-    /// Mean measured step time over the ranks, µs.
+    /// The measured job step time, µs (the slowest rank's per step, mean over
+    /// the steps: what `analyze` reports and the speed-up is of).
     pub measured_step_us: f64,
-    /// Mean replayed step time over the ranks, µs.
+    /// The replayed job step time, µs.
     pub replayed_step_us: f64,
     /// Where the replayed critical path's time went.
     pub critical_path: CriticalShares,
@@ -318,14 +319,13 @@ pub struct ScenarioRow {
 impl ScenarioRow {
     /// The row of `replay`, replayed as `settings` say, named `name`.
     pub fn of(name: &str, settings: String, replay: &JobReplay) -> ScenarioRow {
-        let n = replay.ranks.len().max(1) as f64;
         let [compute_pct, comm_pct, memory_pct, cpu_pct, launch_pct, unexplained_pct] = replay.critical_path.percent();
         ScenarioRow {
             name: name.to_string(),
             settings,
             speedup: replay.speedup,
-            measured_step_us: replay.ranks.iter().map(|k| k.measured_step_us).sum::<f64>() / n,
-            replayed_step_us: replay.ranks.iter().map(|k| k.replayed_step_us).sum::<f64>() / n,
+            measured_step_us: replay.measured_job_step_us,
+            replayed_step_us: replay.replayed_job_step_us,
             critical_path: CriticalShares { compute_pct, comm_pct, memory_pct, cpu_pct, launch_pct, unexplained_pct },
             notes: replay.notes.clone(),
         }
@@ -389,7 +389,7 @@ pub fn write_table(out: &mut dyn std::io::Write, rows: &[ScenarioRow]) -> std::i
     let w = rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(0).max("scenario".len());
     writeln!(
         out,
-        "What-ifs (measured mean step {:.3} ms; speed-up = measured ÷ replayed mean step; critical path in %):",
+        "What-ifs (measured job step {:.3} ms, the slowest rank's per step as analyze reports it; speed-up = measured ÷ replayed job step; critical path in %):",
         first.measured_step_us / 1000.0
     )?;
     writeln!(
