@@ -1350,6 +1350,22 @@ fn a_trace_from_a_pipe_reads_as_its_file() {
     assert_eq!(busy(&piped), busy(&direct));
 }
 
+/// A profiler step without GPU work (the MI250 trace's last) is listed per rank and left out
+/// of the job's step time (totals, diff, replay); that was said nowhere.
+#[test]
+fn a_step_without_gpu_work_is_said_to_be_left_out_of_the_job_step_time() {
+    let dir = scratch("empty-step");
+    let t = shared().join("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let rank = &doc["jobs"][0]["ranks"][0];
+    assert_eq!(rank["steps"].as_array().map(Vec::len), Some(2), "{rank}");
+    assert_eq!(doc["jobs"][0]["totals"]["steps"].as_array().map(Vec::len), Some(1));
+    assert!(rank["notes"].to_string().contains("step(s) 2 ran no GPU work: listed here, not in the job's step time"), "{}", rank["notes"]);
+}
+
 /// An output path that is one of the command's inputs is refused before anything is
 /// replaced: `report t.json.gz --out t.json.gz` had turned the trace into HTML (exit 0),
 /// as had `analyze --json`, `replay --json` / `--perfetto`, `diff --json` and `calibrate --out`.

@@ -476,7 +476,7 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
         IdleSplit { kernel_wait_threshold_us: opts.kernel_wait_threshold_us, ..Default::default() }
     };
     let idle_by_stream = if window.is_some() { StreamIdle::all(trace, links, w, opts.kernel_wait_threshold_us) } else { Vec::new() };
-    let step_rows = steps
+    let step_rows: Vec<StepBreakdown> = steps
         .iter()
         .map(|s| StepBreakdown {
             step: s.number,
@@ -484,6 +484,11 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
             breakdown: s.gpu.map(|g| Breakdown::from_sets(sets, g)).unwrap_or_default(),
         })
         .collect();
+    // A step is listed per rank as annotated; the job's step time counts steps that ran GPU work.
+    let empty: Vec<String> = step_rows.iter().filter(|s| !(s.breakdown.gpu_span_us > 0.0)).map(|s| s.step.to_string()).collect();
+    if !empty.is_empty() && window.is_some() {
+        notes.push(format!("step(s) {} ran no GPU work: listed here, not in the job's step time (totals, diff, replay)", empty.join(", ")));
+    }
     let all_kernels = if window.is_some() { kernels::kernel_stats(trace, classes, w) } else { Vec::new() };
     let instances = ctx.instances().to_vec();
     let world = i64::from(world);
