@@ -124,7 +124,7 @@ pub(crate) struct ReadArgs {
     /// kernels with a Collective name; or exactly `^nccl.*Kernel`, HTA's definition.
     #[arg(long, value_enum, default_value_t = CommKernelsArg::Families)]
     pub(crate) comm_kernels: CommKernelsArg,
-    /// Stop at the first unreadable file instead of reporting it and going on.
+    /// Stop at the first job with unreadable files (each named; a job's files are read together) instead of going on.
     #[arg(long)]
     pub(crate) strict: bool,
     /// GPUs per node, to tell intra- from inter-node groups and dimensions (default: the GPU's node
@@ -202,7 +202,7 @@ pub(crate) struct AnalyzeArgs {
     /// Write the analysis as JSON (DESIGN §6 keys).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
-    /// Write breakdown, steps, collectives and kernels tables as CSV into DIR.
+    /// Write the breakdown, steps, collectives, kernels, dimensions and stragglers tables as CSV into DIR.
     #[arg(long, value_name = "DIR")]
     pub(crate) csv: Option<PathBuf>,
     /// Write the same tables as Parquet into DIR.

@@ -580,3 +580,17 @@ fn many_ranks_get_a_distribution_instead_of_a_row_each() {
     let table = &html[i..i + html[i..].find("</table>").unwrap()];
     assert_eq!(table.matches("<tr>").count(), 1 + 7, "header and seven metrics");
 }
+
+/// `diff --top N` kept N kernels in its JSON but printed at most 15 on the terminal.
+#[test]
+fn diff_prints_as_many_kernels_as_top_asks() {
+    let t = shared().join("hta/trace_filter");
+    for top in [5usize, 30] {
+        let o = bin().args(["diff".as_ref(), t.as_os_str(), t.as_os_str(), "--top".as_ref(), top.to_string().as_ref()]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let rows =
+            text.split("Kernels that moved most").nth(1).unwrap_or_default().lines().skip(2).filter(|l| !l.trim().is_empty()).count();
+        assert_eq!(rows, top, "{text}");
+    }
+}

@@ -79,7 +79,8 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     write_rows(out, "Per kernel class", &d.kernel_classes, 20)?;
     write_rows(out, "Per collective", &d.collectives, 20)?;
     write_rows(out, "Per step", &d.steps, 20)?;
-    write_rows(out, "Kernels that moved most", &d.kernels, 15)
+    // As many as --top asked for: the diff keeps that many.
+    write_rows(out, "Kernels that moved most", &d.kernels, d.kernels.len())
 }
 
 /// Writes the diff as JSON.
