@@ -1234,6 +1234,15 @@ fn parquet_tables_carry_large_strings_that_older_readers_open() {
     assert!(strings >= 6, "{strings} string columns");
 }
 
+/// `dir/bad`: a job of `good` and a file that is not gzip.
+fn job_with_a_broken_rank(dir: &Path, good: &Path) -> PathBuf {
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(good, bad.join("good.json.gz")).unwrap();
+    std::fs::write(bad.join("broken.json.gz"), b"not gzip at all").unwrap();
+    bad
+}
+
 /// Issue 25: `tracecast demo | head -1` panicked ("failed printing to stdout"), as did
 /// every command that printed with `println!`. A closed pipe now silences the terminal
 /// text only: the command still writes its files and ends with its own exit status (a
@@ -1246,10 +1255,7 @@ fn commands_writing_to_a_closed_pipe_still_write_their_files_and_keep_their_exit
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
     let a = shared().join("hta/trace_diff/control/control.json.gz");
     let b = shared().join("hta/trace_diff/test/test.json.gz");
-    let bad = dir.join("bad");
-    std::fs::create_dir_all(&bad).unwrap();
-    std::fs::copy(&a, bad.join("good.json.gz")).unwrap();
-    std::fs::write(bad.join("broken.json.gz"), b"not gzip at all").unwrap();
+    let bad = job_with_a_broken_rank(&dir, &a);
     let os = |p: &Path| std::ffi::OsString::from(p);
     let commands: Vec<(Vec<std::ffi::OsString>, i32, Vec<PathBuf>)> = vec![
         (vec!["demo".into()], 0, vec![dir.join("tracecast-demo/report.html")]),
@@ -1300,10 +1306,7 @@ fn a_closed_stderr_keeps_the_exit_status() {
     let dir = scratch("closed-stderr");
     let a = shared().join("hta/trace_diff/control/control.json.gz");
     let b = shared().join("hta/trace_diff/test/test.json.gz");
-    let bad = dir.join("bad");
-    std::fs::create_dir_all(&bad).unwrap();
-    std::fs::copy(&a, bad.join("good.json.gz")).unwrap();
-    std::fs::write(bad.join("broken.json.gz"), b"not gzip at all").unwrap();
+    let bad = job_with_a_broken_rank(&dir, &a);
     let os = |p: &Path| std::ffi::OsString::from(p);
     let commands: Vec<(Vec<std::ffi::OsString>, i32)> = vec![
         // A bad rank: the good one analysed, the error line written to the closed stream.
