@@ -58,6 +58,22 @@ fn analyze_reads_an_export_as_one_rank_per_gpu() {
     }
 }
 
+/// What a file is goes by its content: a Kineto trace named `.sqlite` was refused as "not an
+/// SQLite database"; it reads as the trace it is (a `.sqlite` of neither is still refused).
+#[test]
+fn a_kineto_trace_named_sqlite_reads_as_kineto() {
+    let dir = scratch("kineto-named-sqlite");
+    let t = dir.join("trace.sqlite");
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &t).unwrap();
+    let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let junk = dir.join("junk.sqlite");
+    std::fs::write(&junk, b"junk").unwrap();
+    let o = run(&["analyze".as_ref(), junk.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not an SQLite database"), "{}", stderr(&o));
+}
+
 /// Kernel rows of device -1 (a damaged or hand-made export) made two phantom ranks and
 /// renumbered the real GPUs 2 and 3; a negative device id names no GPU and no rank.
 #[test]

@@ -244,7 +244,14 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
             return Err(schema("an Nsight Systems report, which only nsys reads: export it with `nsys export --type sqlite FILE`"));
         }
         let non_empty = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
-        if name.ends_with(".sqlite") && non_empty {
+        // What a file is goes by its content, whatever its name: a Kineto trace named `.sqlite` is read as one.
+        let kineto_content = || {
+            let mut head = [0u8; 64];
+            let n = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+            let head = &head[..n];
+            head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        };
+        if name.ends_with(".sqlite") && non_empty && !kineto_content() {
             return Err(schema("not an SQLite database (it does not start with `SQLite format 3`): not an Nsight Systems export"));
         }
         return kineto::read_path(path, opts).map(|t| vec![t]);
