@@ -297,11 +297,27 @@ fn a_dataset_never_hides_its_traces_or_its_damage() {
     let job = synthetic_job(&dir, 2);
     let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), job.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot write the dataset into the folder of the traces it is made from"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the dataset into the folder it reads"), "{}", stderr(&o));
+    assert!(!tracecast_ingest::dataset::is_dataset(&job), "nothing written");
+
+    // Nor beside the files given one by one.
+    let rank0 = job.join("rank-0.json.gz");
+    let o = run(&["ingest".as_ref(), rank0.as_os_str(), "--out".as_ref(), job.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!tracecast_ingest::dataset::is_dataset(&job), "nothing written");
 
     let ds = dir.join("ds");
     ingest(&[&job], &ds);
+    // A dataset is not rewritten in place (its parts were refused one by one, after some were rewritten).
+    let manifest = std::fs::read(ds.join("manifest.json")).unwrap();
+    let o = run(&["ingest".as_ref(), ds.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the dataset into the folder it reads"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(ds.join("manifest.json")).unwrap(), manifest);
+    // Its manifest is an input like its parts.
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), ds.join("manifest.json").as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read(ds.join("manifest.json")).unwrap(), manifest);
     let part = ds.join("events/rank-000001.parquet");
     let bytes = std::fs::read(&part).unwrap();
     std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();

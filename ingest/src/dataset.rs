@@ -116,7 +116,7 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read(&path).map_err(|cause| Error::Io { path: path.clone(), cause })?;
+    let text = crate::input::read(&path).map_err(|cause| Error::Io { path: path.clone(), cause })?;
     let m: Manifest =
         serde_json::from_slice(&text).map_err(|e| Error::Schema { path: path.clone(), message: format!("not a dataset manifest: {e}") })?;
     if m.format != FORMAT || m.version != VERSION {
@@ -324,11 +324,16 @@ struct CachedSummary {
 pub fn cached_summary(events_path: &Path, key: &str) -> Option<RankSummary> {
     let name = events_path.file_name()?.to_string_lossy().replace(".parquet", ".json");
     let path = events_path.parent()?.parent()?.join("summaries").join(name);
-    let text = std::fs::read(path).ok()?;
+    let text = crate::input::read(&path).ok()?;
     let c: CachedSummary = serde_json::from_slice(&text).ok()?;
-    if c.key != key || c.events_bytes != std::fs::metadata(events_path).ok().map(|m| m.len()) {
+    // Only a part that is there, with the length the summary was made from (a cache
+    // written before the length was kept is not trusted).
+    let length = std::fs::metadata(events_path).ok().map(|m| m.len());
+    if c.key != key || c.events_bytes.is_none() || c.events_bytes != length {
         return None;
     }
+    // The rank's events are this command's input though the cache stands in for them.
+    crate::input::mark(events_path);
     RankSummary::from_cache(c.summary?.get().as_bytes())
 }
 

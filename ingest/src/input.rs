@@ -7,26 +7,30 @@
 //! not by its inode: an inode is reused once its file is deleted, and a later
 //! output that happened to get it must not be refused.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
-static INPUTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Process-wide and never cleared: a library user embedding several commands in
+/// one process cannot write over a file any of them read.
+static INPUTS: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Default::default);
 
-/// Remembers `path` as an input of this process (a file that does not exist
-/// is not remembered: opening it fails anyway).
+/// The name a file is remembered by: its canonical path, else (where that
+/// cannot be had) its absolute path.
+fn key(path: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| std::path::absolute(path).ok())
+}
+
+/// Remembers `path` as an input of this process.
 pub fn mark(path: &Path) {
-    if let Ok(canonical) = std::fs::canonicalize(path) {
-        let mut inputs = INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !inputs.contains(&canonical) {
-            inputs.push(canonical);
-        }
+    if let Some(k) = key(path) {
+        INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(k);
     }
 }
 
 /// Whether `path` names a file this process read as an input.
 pub fn is_input(path: &Path) -> bool {
-    let Ok(canonical) = std::fs::canonicalize(path) else { return false };
-    INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(&canonical)
+    key(path).is_some_and(|k| INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(&k))
 }
 
 /// Opens `path` for reading and remembers it as an input.
@@ -71,7 +75,8 @@ mod tests {
         {
             let link = dir.join("link.json");
             std::os::unix::fs::symlink(&trace, &link).unwrap();
-            assert!(crate::output::write_atomic(&link, b"<html>").is_err());
+            let e = crate::output::write_atomic(&link, b"<html>").unwrap_err().to_string();
+            assert!(e.contains("is an input of this command"), "{e}");
         }
         assert_eq!(std::fs::read(&trace).unwrap(), b"{\"traceEvents\": []}");
         crate::output::write_atomic(&dir.join("report.html"), b"<html>").unwrap();

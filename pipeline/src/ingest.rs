@@ -34,10 +34,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let dataset = &args.out;
     // A dataset in a folder of the traces it is made from would shadow them: reading the
     // folder reads the dataset, which says nothing when the traces change.
+    // Its own dataset, too: its parts would be refused one by one as inputs, after the first were rewritten.
     let same = |p: &Path| std::fs::canonicalize(p).ok().is_some_and(|c| std::fs::canonicalize(dataset).ok() == Some(c));
-    if let Some(p) = args.paths.iter().find(|p| p.is_dir() && same(p) && !tracecast_ingest::dataset::is_dataset(p)) {
+    let folder_of = |p: &Path| {
+        if p.is_dir() { p.to_path_buf() } else { p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf() }
+    };
+    if let Some(p) = args.paths.iter().find(|p| same(&folder_of(p))) {
         anyhow::bail!(
-            "{}: cannot write the dataset into the folder of the traces it is made from (reading the folder would read the dataset, not the traces): give --out another folder",
+            "{}: cannot write the dataset into the folder it reads (reading the folder would read the dataset, not the traces; a dataset is not rewritten in place): give --out another folder",
             p.display()
         );
     }

@@ -90,7 +90,8 @@ impl WindowOptions {
 /// product must be a number of GPU-hours (`1e308` hours printed "inf GPU-hours").
 pub fn job_size(gpus: Option<f64>, hours: Option<f64>) -> Result<(Option<f64>, Option<f64>)> {
     if let (Some(g), Some(h)) = (gpus, hours) {
-        anyhow::ensure!((g * h).is_finite(), "--job-gpus {g:e} × --job-hours {h:e}: more GPU-hours than a number holds");
+        let show = |x: f64| if x.abs() >= 1e9 { format!("{x:e}") } else { format!("{x}") };
+        anyhow::ensure!((g * h).is_finite(), "--job-gpus {} × --job-hours {}: more GPU-hours than a number holds", show(g), show(h));
     }
     Ok((gpus, hours))
 }
@@ -228,7 +229,7 @@ mod tests {
     #[test]
     fn a_job_of_more_gpu_hours_than_a_number_holds_is_refused() {
         let e = super::job_size(Some(8.0), Some(1e308)).unwrap_err().to_string();
-        assert!(e.contains("--job-gpus 8e0 × --job-hours 1e308: more GPU-hours than a number holds"), "{e}");
+        assert!(e.contains("--job-gpus 8 × --job-hours 1e308: more GPU-hours than a number holds"), "{e}");
         assert_eq!(super::job_size(Some(1024.0), Some(24.0)).unwrap(), (Some(1024.0), Some(24.0)));
     }
 }

@@ -1847,11 +1847,11 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
     project_timeline(model, cluster, plan, task).map(|x| x.0)
 }
 
-/// Checks that `plan` can run `model` on `cluster` at all.
 /// The most layers a projection simulates: each is a few dozen tasks of a stage's
 /// timeline (about 2.6 KB), and the deepest published models have under 200.
 pub const MAX_LAYERS: usize = 100_000;
 
+/// Checks that `plan` can run `model` on `cluster` at all.
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crate::Error> {
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
     if model.layers > MAX_LAYERS {
