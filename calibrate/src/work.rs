@@ -60,9 +60,10 @@ impl KernelClass {
     }
 
     /// The class an operator's name gives, for an operator without a work
-    /// model: only a namespaced operator (`fbgemm::…`, `aten::…`; not a
-    /// `record_function` label, which names a module, not its work) whose name
-    /// says one of the classes of [`KernelClass::from_kernel_name`].
+    /// model: only a namespaced name (`fbgemm::…`, `aten::…`) that says one of
+    /// the classes of [`KernelClass::from_kernel_name`]. Callers pass CPU ops
+    /// only: a `record_function` label (`FSDP::post_backward_reduce`) names a
+    /// module or phase, not the work of the kernels under it.
     pub fn from_op_name(name: &str) -> Option<KernelClass> {
         let (namespace, _) = name.split_once("::")?;
         if namespace.is_empty() || !namespace.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -449,6 +450,7 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
     let mut work_of_op: rustc_hash::FxHashMap<OpText<'_>, Option<OpWork>> = rustc_hash::FxHashMap::default();
     // The class a kernel's name says, once per name.
     let mut class_of_name: rustc_hash::FxHashMap<tracecast_ingest::NameId, KernelClass> = rustc_hash::FxHashMap::default();
+    let mut class_of_op_name: rustc_hash::FxHashMap<tracecast_ingest::NameId, Option<KernelClass>> = rustc_hash::FxHashMap::default();
     for (i, class) in classes.iter().enumerate() {
         if *class != Some(ActivityClass::Compute) {
             continue;
@@ -482,11 +484,18 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
                 // The op type first (DESIGN §4): an op without a work model that names its
                 // class (`fbgemm::split_embedding_codegen_lookup_…` launching
                 // `fbgemm_gpu::…` kernels) classes its kernels, else the kernel's name does.
-                class: (op != NONE).then(|| KernelClass::from_op_name(trace.name(op as usize))).flatten().unwrap_or_else(|| {
-                    *class_of_name
-                        .entry(ev.name.get(i).copied().unwrap_or_default())
-                        .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i)))
-                }),
+                class: (ev.kind.get(op as usize) == Some(&tracecast_ingest::EventKind::CpuOp))
+                    .then(|| {
+                        *class_of_op_name
+                            .entry(ev.name.get(op as usize).copied().unwrap_or_default())
+                            .or_insert_with(|| KernelClass::from_op_name(trace.name(op as usize)))
+                    })
+                    .flatten()
+                    .unwrap_or_else(|| {
+                        *class_of_name
+                            .entry(ev.name.get(i).copied().unwrap_or_default())
+                            .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i)))
+                    }),
                 dtype: None,
                 op_work: None,
                 op: None,
