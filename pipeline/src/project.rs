@@ -147,8 +147,7 @@ pub fn model(spec: &str) -> Result<Transformer> {
     // A MAD-Max file says its `type`; anything else is read as a runs file's model.
     let value: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
     if value.get("type").is_some() {
-        let m: madmax::ModelConfig =
-            serde_json::from_value(value).with_context(|| format!("{}: not a MAD-Max model configuration", path.display()))?;
+        let m = madmax::read_model(path)?;
         return Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
     // Any other JSON is a runs file's model; `transformer` names what is missing or unknown.

@@ -1485,13 +1485,7 @@ impl Cluster {
     /// the efficiencies, its effective link rates the bus bandwidths, with
     /// the default latencies added.
     pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, crate::Error> {
-        let peak = match bytes_per_param as u32 {
-            8 => s.f64_flops,
-            4 => s.f32_flops,
-            2 => s.f16_flops,
-            1 => s.i8_ops,
-            b => return Err(crate::Error::System(format!("{b} bytes per parameter: no matching peak"))),
-        };
+        let peak = s.peak_for(bytes_per_param).map_err(crate::Error::System)?;
         let per_node = s.num_devices / s.num_nodes.max(1);
         Ok(Cluster {
             name: s.name.clone(),

@@ -206,7 +206,26 @@ pub struct TaskConfig {
 
 /// Reads the three files.
 pub fn read_configs(model: &Path, system: &Path, task: &Path) -> Result<(ModelConfig, SystemConfig, TaskConfig)> {
-    Ok((read(model)?, read_system(system)?, read_task(task)?))
+    Ok((read_model(model)?, read_system(system)?, read_task(task)?))
+}
+
+/// Reads a model file: its layer counts at most what a projection simulates
+/// ([`super::llm::MAX_LAYERS`]; each layer is tasks of the timeline, and a count
+/// of 2^32 aborted the process allocating them).
+pub fn read_model(path: &Path) -> Result<ModelConfig> {
+    let m: ModelConfig = read(path)?;
+    let counts = [
+        ("num_transformer_layers", m.num_transformer_layers),
+        ("num_bot_mlp_layers", m.num_bot_mlp_layers),
+        ("num_top_mlp_layers", m.num_top_mlp_layers),
+    ];
+    if let Some((key, n)) = counts.iter().find(|(_, n)| *n > super::llm::MAX_LAYERS) {
+        return Err(Error::File {
+            path: path.to_path_buf(),
+            message: format!("{key} {n}: more than the {} a projection simulates", super::llm::MAX_LAYERS),
+        });
+    }
+    Ok(m)
 }
 
 /// Reads a task file: each parallelization list with as many degrees as
@@ -239,6 +258,22 @@ pub fn read_system(path: &Path) -> Result<SystemConfig> {
 }
 
 impl SystemConfig {
+    /// The dense FLOP/s peak for parameters of `bytes_per_param` bytes (8, 4, 2, 1),
+    /// above 0: the one rule both assumptions price compute with.
+    pub fn peak_for(&self, bytes_per_param: f64) -> std::result::Result<f64, String> {
+        let peak = match bytes_per_param as u32 {
+            8 => self.f64_flops,
+            4 => self.f32_flops,
+            2 => self.f16_flops,
+            1 => self.i8_ops,
+            _ => return Err(format!("{bytes_per_param} bytes per dense parameter: no matching peak")),
+        };
+        if !(peak.is_finite() && peak > 0.0) {
+            return Err(format!("{}: the peak for {bytes_per_param} bytes per dense parameter is {peak}: above 0", self.name));
+        }
+        Ok(peak)
+    }
+
     /// Why this system cannot price anything (a utilization of 0 or above 1, no
     /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
     /// where the system needs it: projections printed NaN and negative times);
@@ -309,16 +344,7 @@ impl Rates {
     /// MAD-Max's effective rates of `system` for dense parameters of `bytes` bytes.
     pub fn of(system: &SystemConfig, bytes_per_param: f64) -> Result<Rates> {
         let s = system;
-        let peak = match bytes_per_param as u32 {
-            8 => s.f64_flops,
-            4 => s.f32_flops,
-            2 => s.f16_flops,
-            1 => s.i8_ops,
-            _ => return Err(Error::Invalid(format!("{} bytes per dense parameter: no matching peak", bytes_per_param))),
-        };
-        if !(peak.is_finite() && peak > 0.0) {
-            return Err(Error::Invalid(format!("{}: the peak for {bytes_per_param} bytes per dense parameter is {peak}: above 0", s.name)));
-        }
+        let peak = s.peak_for(bytes_per_param).map_err(Error::Invalid)?;
         if s.num_nodes == 0 || !s.num_devices.is_multiple_of(s.num_nodes) {
             return Err(Error::Invalid(format!("{}: {} GPUs do not divide into {} nodes", s.name, s.num_devices, s.num_nodes)));
         }
@@ -1197,6 +1223,29 @@ mod tests {
             assert!(e.contains("bad.json") && e.contains(says), "{key}: {e}");
         }
         std::fs::remove_dir_all(&scratch).unwrap();
+        // A peak of 0 for the model's bytes: refused under either assumptions (tracecast's
+        // cluster priced it at infinite time).
+        let mut s = read_system(&good).unwrap();
+        s.f16_flops = 0.0;
+        for e in
+            [Rates::of(&s, 2.0).err().map(|e| e.to_string()), super::super::llm::Cluster::from_madmax(&s, 2.0).err().map(|e| e.to_string())]
+        {
+            assert!(e.is_some_and(|e| e.contains("the peak for 2 bytes per dense parameter is 0: above 0")));
+        }
+    }
+
+    /// A DLRM's MLP of 2^32 layers aborted allocating its timeline; refused by name when read.
+    #[test]
+    fn a_model_of_more_layers_than_a_projection_simulates_is_refused_when_read() {
+        let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/madmax-configs/model_cfgs/dlrm/dlrm_a.json");
+        assert!(read_model(&good).is_ok());
+        let mut bad: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+        bad["num_bot_mlp_layers"] = serde_json::json!(4_294_967_295u64);
+        let path = std::env::temp_dir().join(format!("tracecast-madmax-model-{}.json", std::process::id()));
+        std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+        let e = read_model(&path).unwrap_err().to_string();
+        assert!(e.contains("num_bot_mlp_layers 4294967295: more than the 100000 a projection simulates"), "{e}");
+        std::fs::remove_file(&path).unwrap();
     }
 
     /// A task whose degrees do not match its strategies was cut to the shorter list
