@@ -161,6 +161,14 @@ fn demo_runs_on_the_bundled_fixture() {
         assert_eq!(std::fs::read(dir.join("tracecast-demo/traces").join(&name)).unwrap(), std::fs::read(fixture.join(&name)).unwrap());
     }
     assert!(stdout.lines().next().unwrap().ends_with("tracecast-demo/traces"), "{stdout}");
+    // Run again it replaces its own job; a trace of someone else's there is not replaced.
+    assert!(bin().arg("demo").current_dir(&dir).output().unwrap().status.success());
+    let theirs = dir.join("tracecast-demo/traces/rank-0.json.gz");
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &theirs).unwrap();
+    let o = bin().arg("demo").current_dir(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("rank-0.json.gz: cannot write: not a trace `tracecast synth` wrote"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&theirs).unwrap(), std::fs::read(shared().join("hta/trace_diff/control/control.json.gz")).unwrap());
 }
 
 #[test]

@@ -702,11 +702,19 @@ fn is_synthetic(path: &Path) -> bool {
 /// this job would not overwrite (an earlier job's extra rank, which a job read
 /// from the folder would mix with this one).
 fn refuse_foreign_traces(spec: &JobSpec, dir: &Path) -> Result<(), WriteError> {
+    let names: Vec<String> = (0..spec.ranks as usize).map(|r| rank_file_name(spec, r)).collect();
+    refuse_to_replace(dir, &names)
+}
+
+/// Refuses to write the synthetic traces `names` into `dir` when it holds a
+/// trace that is not one `synth` wrote, or one not among `names` (`demo`
+/// unpacks its bundled job under the same rule).
+pub fn refuse_to_replace(dir: &Path, names: &[String]) -> Result<(), WriteError> {
     let Ok(files) = tracecast_ingest::job::trace_files(dir) else { return Ok(()) };
-    let ours: std::collections::HashSet<String> = (0..spec.ranks as usize).map(|r| rank_file_name(spec, r)).collect();
+    let ours: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     for file in files {
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let cause = if !ours.contains(&name) {
+        let cause = if !ours.contains(name.as_str()) {
             "the folder holds this trace, which this job would not replace (a job read from the folder would mix the two): choose another or an empty folder"
         } else if !is_synthetic(&file) {
             "not a trace `tracecast synth` wrote: not overwritten (choose another or an empty folder)"

@@ -35,6 +35,9 @@ const BUNDLED: [(&str, &[u8]); 4] = [
 
 /// Writes the bundled demo job's traces into `dir` (each atomically).
 pub fn unpack(dir: &Path) -> Result<()> {
+    // As `synth --out`: only traces the demo (or synth) wrote are replaced.
+    let names: Vec<String> = BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
+    tracecast_calibrate::synth::refuse_to_replace(dir, &names)?;
     for (name, bytes) in BUNDLED {
         tracecast_ingest::output::write_atomic(&dir.join(name), bytes)?;
     }
