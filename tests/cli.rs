@@ -713,12 +713,9 @@ fn replay_what_ifs_side_by_side_in_one_table() {
             .map(|k| c[k].as_f64().unwrap())
             .sum();
         assert!((sum - 100.0).abs() < 0.01 && r["replayed_step_us"].as_f64().unwrap() > 0.0, "{r}");
-        // The table's steps are the ones its speed-up is of (they were each rank's mean, the
-        // speed-up the job step time's: 95.965 ÷ 82.970 printed beside 1.1566).
-        let (m, p) = (r["measured_step_us"].as_f64().unwrap(), r["replayed_step_us"].as_f64().unwrap());
-        assert!((m / p - speedup(r)).abs() < 1e-12, "{r}");
     }
-    // The measured job step is the one `analyze` reports for the job.
+    // The table's measured step is the job step time `analyze` reports, which its speed-up is of
+    // (it printed each rank's mean, 95.965 ms, beside the job step's speed-up).
     let a = dir.join("analyze.json");
     let o = run(&["analyze".as_ref(), demo.as_os_str(), "-q".as_ref(), "--json".as_ref(), a.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -113,13 +113,14 @@ impl Job {
         Job::summarize_or(files, opts, on_file, &|_| None, summarize)
     }
 
-    /// [`Job::summarize`], where `known` may give a file's (rank, trace
-    /// path, summary) without reading it (a summary cached in a dataset).
+    /// [`Job::summarize`], where `known` may give a file's (rank, where its
+    /// number came from, trace path, summary) without reading it (a summary
+    /// cached in a dataset).
     pub fn summarize_or<T: Send>(
         files: &[PathBuf],
         opts: &ReadOptions,
         on_file: &(dyn Fn(&Path) + Sync),
-        known: &(dyn Fn(&Path) -> Option<(u32, PathBuf, T)> + Sync),
+        known: &(dyn Fn(&Path) -> Option<(u32, RankSource, PathBuf, T)> + Sync),
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
@@ -127,10 +128,10 @@ impl Job {
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
-                if let Some((rank, path, t)) = known(f) {
+                if let Some((rank, source, path, t)) = known(f) {
                     on_file(f);
-                    // A dataset keeps the rank it resolved when it was made.
-                    return vec![Ok((rank, path, t, RankSource::DistributedInfo.strength()))];
+                    // A dataset keeps the rank, and where it came from, as resolved when it was made.
+                    return vec![Ok((rank, path, t, source.strength()))];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -187,10 +188,10 @@ impl Job {
         files: &[PathBuf],
         opts: &ReadOptions,
         on_file: &(dyn Fn(&Path) + Sync),
-        known: &(dyn Fn(&Path) -> Option<(u32, PathBuf, T)> + Sync),
+        known: &(dyn Fn(&Path) -> Option<(u32, RankSource, PathBuf, T)> + Sync),
         summarize: &(dyn Fn(&Rank) -> Result<T> + Sync),
     ) -> (Vec<T>, Vec<Error>) {
-        let known = |f: &Path| known(f).map(|(rank, path, t)| (rank, path, Ok(t)));
+        let known = |f: &Path| known(f).map(|(rank, source, path, t)| (rank, source, path, Ok(t)));
         let (results, mut failures) = Job::summarize_or(files, opts, on_file, &known, summarize);
         let mut out = Vec::with_capacity(results.len());
         for r in results {
@@ -390,6 +391,23 @@ pub fn rank_from_file_name(path: &Path) -> Option<u32> {
 mod tests {
     use super::rank_from_file_name;
     use std::path::Path;
+
+    /// As `summarize_or`: a rank the trace declares keeps its number against a file
+    /// numbered by its position, whichever comes first.
+    #[test]
+    fn a_declared_rank_outranks_a_position_when_a_job_is_assembled() {
+        let trace = |name: &str, rank: &str| {
+            let json = format!(
+                r#"{{"distributedInfo": {{"rank": {rank}, "world_size": 2}}, "traceEvents": [{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 10}}]}}"#
+            );
+            crate::kineto::parse_bytes(json.as_bytes(), Path::new(name), &crate::ReadOptions::default())
+        };
+        let job = super::Job::from_traces("job".into(), vec![trace("a.json", "-3"), trace("b.json", "0")]);
+        assert_eq!(job.ranks.len(), 1);
+        assert_eq!((job.ranks[0].rank, job.ranks[0].trace.path.as_path()), (0, Path::new("b.json")));
+        assert_eq!(job.failures.len(), 1);
+        assert!(job.failures[0].to_string().starts_with("a.json: rank 0 is also claimed by b.json"), "{}", job.failures[0]);
+    }
 
     #[test]
     fn ranks_from_file_names() {

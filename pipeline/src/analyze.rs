@@ -65,7 +65,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
                 let world = world_of_rank(meta.declared_world_size(), files);
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
-                Some((meta.rank, meta.file, summary))
+                Some((meta.rank, meta.source, meta.file, summary))
             };
             let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
