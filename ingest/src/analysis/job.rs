@@ -184,6 +184,11 @@ impl Totals {
     }
 }
 
+/// Whether a step of `gpu_span_us` ran GPU work: only such steps make the job's step time.
+fn ran_gpu_work(gpu_span_us: f64) -> bool {
+    gpu_span_us > 0.0
+}
+
 /// The job's step time per profiler step from (rank, step, the rank's GPU
 /// window of the step in µs): the slowest rank's, steps matched by number —
 /// the one definition of a job's step time (`analyze`, `replay`, `diff`). A
@@ -191,7 +196,7 @@ impl Totals {
 /// count (a trailing step with CPU work only is no 0 µs step of the job).
 pub fn job_steps(rank_steps: impl IntoIterator<Item = (u32, i64, f64)>) -> Vec<JobStep> {
     let mut by_step: std::collections::BTreeMap<i64, JobStep> = Default::default();
-    for (rank, step, us) in rank_steps.into_iter().filter(|&(_, _, us)| us > 0.0) {
+    for (rank, step, us) in rank_steps.into_iter().filter(|&(_, _, us)| ran_gpu_work(us)) {
         let e = by_step.entry(step).or_insert(JobStep { step, step_us: -1.0, slowest_rank: rank, ranks: 0 });
         e.ranks += 1;
         if us > e.step_us {
@@ -485,7 +490,7 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
         })
         .collect();
     // A step is listed per rank as annotated; the job's step time counts steps that ran GPU work.
-    let empty: Vec<String> = step_rows.iter().filter(|s| !(s.breakdown.gpu_span_us > 0.0)).map(|s| s.step.to_string()).collect();
+    let empty: Vec<String> = step_rows.iter().filter(|s| !ran_gpu_work(s.breakdown.gpu_span_us)).map(|s| s.step.to_string()).collect();
     if !empty.is_empty() && window.is_some() {
         notes.push(format!("step(s) {} ran no GPU work: listed here, not in the job's step time (totals, diff, replay)", empty.join(", ")));
     }
