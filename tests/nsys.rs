@@ -95,6 +95,12 @@ fn rows_of_no_gpu_make_no_rank() {
     let ranks = json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone();
     assert_eq!(ranks.len(), 2, "the export has two GPUs");
     assert_eq!((ranks[0]["rank"].as_u64(), ranks[1]["rank"].as_u64()), (Some(0), Some(1)));
+    // Left out, and said.
+    assert!(
+        ranks[0]["notes"].to_string().contains(&format!("{changed} GPU activity row(s) of a negative deviceId")),
+        "{}",
+        ranks[0]["notes"]
+    );
 }
 
 #[test]

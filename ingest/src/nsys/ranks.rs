@@ -279,6 +279,11 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
     }
+    // Rows of a negative device id name no GPU (`keys`): left out, and said.
+    let no_device = rows.activity.iter().filter(|a| a.device < 0).count();
+    if no_device > 0 {
+        warnings.push(format!("{no_device} GPU activity row(s) of a negative deviceId name no GPU and were left out"));
+    }
     // The file's bytes shared among its ranks, so that sums over ranks are the file's size.
     let n = keys.len().max(1) as u64;
     keys.iter()
