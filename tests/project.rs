@@ -244,6 +244,7 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!(common::stderr(&o).contains("refused.json: 1 run(s) refused; their rows say why"), "{}", common::stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("no run projected: nothing to compare"));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["refused"], true, "{v}");
     assert!(v["median_abs_error"].is_null() && v["max_abs_error"].is_null(), "{v}");
     // Work the tool cannot price (FP4 linear layers) is not the input's fault: status 0.
     let fp4 = dir.join("fp4.json");

@@ -160,6 +160,9 @@ fn refused(v: &tracecast_replay::workload::validate::Validation, runs: &Path) ->
     if n == 0 {
         return Outcome::Done;
     }
-    crate::output::stderr_line(format_args!("error: {}: {n} run(s) refused; their rows say why", runs.display()));
+    crate::output::stderr_line(format_args!(
+        "error: {}: {n} run(s) refused; their rows say why (\"refused\": true in --json)",
+        runs.display()
+    ));
     Outcome::BadFiles
 }

@@ -306,8 +306,8 @@ pub struct RunResult {
     /// Whether the run was not projected because its own description is wrong
     /// or incomplete (a model of 0 layers, an unknown GPU, a plan that does not
     /// fit its GPUs, no positive measurement) — not because of work the tool
-    /// cannot price (FP4) or a fit with nothing to fit to.
-    #[serde(skip)]
+    /// cannot price (FP4) or a fit with nothing to fit to. Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub refused: bool,
 }
 
