@@ -569,6 +569,27 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
     assert!(json(&out)["iteration_ms"].as_f64().unwrap() > 0.0);
 }
 
+/// `--madmax-system` wrote, for a device the catalog lacks, a system of 0 memory bandwidth
+/// that `project --madmax` then refused; it is not written, and the reason is named.
+#[test]
+fn calibrate_writes_no_madmax_system_that_cannot_price() {
+    let dir = scratch("madmax-system-unknown");
+    let t = shared().join("hta/mtia_trace_single_rank/mtia_rank_0.json.gz");
+    let (profile, system) = (dir.join("p.json"), dir.join("s.json"));
+    let o = run(&[
+        "calibrate".as_ref(),
+        t.as_os_str(),
+        "-q".as_ref(),
+        "--out".as_ref(),
+        profile.as_os_str(),
+        "--madmax-system".as_ref(),
+        system.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("s.json: not written, it could not price") && stderr(&o).contains("mem_bw 0"), "{}", stderr(&o));
+    assert!(!system.exists());
+}
+
 #[test]
 fn calibrate_gives_one_profile_per_device() {
     let dir = scratch("calibrate-devices");

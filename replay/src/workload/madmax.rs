@@ -278,7 +278,7 @@ impl SystemConfig {
     /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
     /// where the system needs it: projections printed NaN and negative times);
     /// `None` when it can.
-    fn unpriceable(&self) -> Option<String> {
+    pub fn unpriceable(&self) -> Option<String> {
         let name = &self.name;
         if self.num_devices == 0 || self.num_nodes == 0 || !self.num_devices.is_multiple_of(self.num_nodes) {
             return Some(format!(
