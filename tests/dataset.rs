@@ -325,3 +325,26 @@ fn a_dataset_never_hides_its_traces_or_its_damage() {
     assert_eq!(o.status.code(), Some(2), "a damaged part summarized from its cache: {}", stderr(&o));
     assert!(stderr(&o).contains("rank-000001.parquet"), "{}", stderr(&o));
 }
+
+/// Two files of one job that both declare rank 0 were written to the same parts in parallel,
+/// so the dataset could hold one file's events beside the other's tables. One file's parts are
+/// written whole, the other is named as a duplicate.
+#[test]
+fn two_files_of_one_rank_never_mix_in_a_dataset() {
+    let dir = scratch("dataset-duplicate-rank");
+    for (name, dur) in [("a.json", 10), ("b.json", 20)] {
+        let ev = format!(r#"{{"ph": "X", "cat": "kernel", "name": "sm80_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": {dur}}}"#);
+        std::fs::write(dir.join(name), format!(r#"{{"distributedInfo": {{"rank": 0, "world_size": 1}}, "traceEvents": [{ev}]}}"#)).unwrap();
+    }
+    let ds = dir.join("ds");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let o = run(&["ingest".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rank 0 is also claimed by"), "{}", stderr(&o));
+    let doc = output_of("analyze", &ds, "--json", &dir.join("an.json"), &["--window", "all"]);
+    let rank = &doc["jobs"][0]["ranks"][0];
+    let busy = rank["busy_us"].as_f64().unwrap();
+    let file = rank["file"].as_str().unwrap();
+    // The events (busy time) are those of the file the rank's table names.
+    assert_eq!(busy, if file.ends_with("a.json") { 10.0 } else { 20.0 }, "{rank}");
+}

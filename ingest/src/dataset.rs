@@ -189,6 +189,23 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
 pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &RankSummary) -> Result<PathBuf> {
     let t = &rank.trace;
     let name = part_name(rank);
+    // Two files of one job claiming one rank are written in parallel: the first to claim
+    // the rank's parts writes them, the other is refused whole, so no part mixes the two
+    // (which file keeps the rank is the one that claimed first, not the declared one).
+    {
+        static CLAIMED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>> =
+            std::sync::LazyLock::new(Default::default);
+        let part = std::path::absolute(dir.join("events").join(&name)).unwrap_or_else(|_| dir.join("events").join(&name));
+        let mut claimed = CLAIMED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match claimed.get(&part) {
+            Some(first) if *first != t.path => {
+                return Err(Error::DuplicateRank { rank: rank.rank, first: first.clone(), second: t.path.clone() });
+            }
+            _ => {
+                claimed.insert(part, t.path.clone());
+            }
+        }
+    }
     if !dir.join("manifest.json").is_file() {
         let manifest = serde_json::to_vec_pretty(&Manifest::current()).unwrap_or_default();
         crate::output::write_atomic(&dir.join("manifest.json"), &manifest)?;
