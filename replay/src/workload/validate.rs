@@ -345,6 +345,14 @@ pub struct Validation {
     pub pessimistic: usize,
 }
 
+/// A model's sizes (a width, a count of heads or tokens) are numbers of at least one;
+/// the first that is not is named: "seq 0: must be a positive number".
+fn at_least_one(sizes: &[(&str, f64)]) -> Result<(), crate::Error> {
+    match sizes.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
+        Some((key, v)) => Err(crate::Error::Model(format!("{key} {v}: must be a positive number"))),
+        None => Ok(()),
+    }
+}
 impl RunModel {
     /// The transformer (BF16); `id` names it unless the model has a name.
     pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
@@ -352,9 +360,7 @@ impl RunModel {
             RunModel::Preset(PresetModel { name, preset, seq }) => {
                 let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
                 // As a model's own `seq`: a sequence of no tokens would project a step without attention.
-                if !(seq.is_finite() && *seq >= 1.0) {
-                    return Err(crate::Error::Model(format!("seq {seq}: must be a positive number")));
-                }
+                at_least_one(&[("seq", *seq)])?;
                 m.seq = *seq;
                 if let Some(n) = name {
                     m.name.clone_from(n);
@@ -372,9 +378,7 @@ impl RunModel {
                     (Some(q_lora), Some(kv_lora), Some(qk_nope), Some(qk_rope), Some(v_head)) => {
                         let all =
                             [("q_lora_rank", q_lora), ("kv_lora_rank", kv_lora), ("qk_nope_head_dim", qk_nope), ("v_head_dim", v_head)];
-                        if let Some((key, v)) = all.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
-                            return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
-                        }
+                        at_least_one(&all)?;
                         if !(qk_rope.is_finite() && qk_rope >= 0.0) {
                             return Err(crate::Error::Model(format!("qk_rope_head_dim {qk_rope}: must be 0 or more")));
                         }
@@ -424,9 +428,7 @@ impl RunModel {
                     ("experts", experts),
                     ("top_k", top_k),
                 ];
-                if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
-                    return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
-                }
+                at_least_one(&positive)?;
                 if m.layers == 0 {
                     return Err(crate::Error::Model("layers 0: must be positive".into()));
                 }
