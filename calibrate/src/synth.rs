@@ -691,7 +691,7 @@ fn is_synthetic(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return false };
     let mut head = Vec::with_capacity(256);
     let mut raw = std::io::BufReader::new(file);
-    let gzip = std::io::BufRead::fill_buf(&mut raw).is_ok_and(|b| b.starts_with(&[0x1f, 0x8b]));
+    let gzip = std::io::BufRead::fill_buf(&mut raw).is_ok_and(tracecast_ingest::kineto::is_gzip);
     let got =
         if gzip { flate2::read::MultiGzDecoder::new(raw).take(256).read_to_end(&mut head) } else { raw.take(256).read_to_end(&mut head) };
     got.is_ok() && head.windows(MARKER.len()).any(|w| w == MARKER)

@@ -250,7 +250,7 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
             let mut head = [0u8; 64];
             let n = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
             let head = &head[..n];
-            head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+            kineto::looks_like_trace(head)
         };
         if name.ends_with(".sqlite") && non_empty && !kineto_content() {
             return Err(schema("not an SQLite database (it does not start with `SQLite format 3`): not an Nsight Systems export"));

@@ -362,6 +362,18 @@ impl Chunk {
     }
 }
 
+/// Whether a file starting with `head` is gzip (its magic bytes): what the
+/// readers, the file sniffing of a job and `synth` tell a compressed trace by.
+pub fn is_gzip(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b])
+}
+
+/// Whether a file starting with `head` holds a Kineto trace: gzip, or JSON
+/// whose first non-blank byte opens an object.
+pub fn looks_like_trace(head: &[u8]) -> bool {
+    is_gzip(head) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 /// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
@@ -383,7 +395,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
         drop(file);
         return crate::dataset::read_part(path);
     }
-    if got >= 2 && magic[..2] == [0x1f, 0x8b] {
+    if is_gzip(&magic[..got]) {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
         parse_stream(decoder, path, opts, true)
     } else {
@@ -399,7 +411,7 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     let got = read_full(&mut file, &mut magic).map_err(io)?;
     let mut file = std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file);
     let mut out = Vec::new();
-    if got == 2 && magic == [0x1f, 0x8b] {
+    if is_gzip(&magic[..got]) {
         let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));
         if let Err(source) = decoder.read_to_end(&mut out) {
             return Err(Error::Gzip { path: path.to_path_buf(), decompressed_offset: out.len() as u64, cause: source });
