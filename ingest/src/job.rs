@@ -36,6 +36,15 @@ impl RankSource {
     }
 }
 
+/// Of a file holding `rank` (`held`, numbered from `held_source`) and another
+/// claiming it (`claim`), which keeps it — the stronger source, else the first
+/// — and the error naming the one left out: `(the claim wins, error)`.
+fn contest(rank: u32, held: (&Path, RankSource), claim: (&Path, RankSource)) -> (bool, Error) {
+    let wins = claim.1.strength() > held.1.strength();
+    let (first, second) = if wins { (claim.0, held.0) } else { (held.0, claim.0) };
+    (wins, Error::DuplicateRank { rank, first: first.to_path_buf(), second: second.to_path_buf() })
+}
+
 /// One rank of a job.
 #[derive(Debug, Clone)]
 pub struct Rank {
@@ -124,14 +133,14 @@ impl Job {
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
-        let results: Vec<Vec<Result<(u32, PathBuf, T, u8)>>> = files
+        let results: Vec<Vec<Result<(u32, PathBuf, T, RankSource)>>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
                 if let Some((rank, source, path, t)) = known(f) {
                     on_file(f);
                     // A dataset keeps the rank, and where it came from, as resolved when it was made.
-                    return vec![Ok((rank, path, t, source.strength()))];
+                    return vec![Ok((rank, path, t, source))];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -141,7 +150,7 @@ impl Job {
                             let (rank, source) = resolve_rank(&trace, order);
                             let path = trace.path.clone();
                             let rank = Rank { rank, source, trace };
-                            Ok((rank.rank, path, summarize(&rank), source.strength()))
+                            Ok((rank.rank, path, summarize(&rank), source))
                         })
                         .collect(),
                     Err(e) => vec![Err(e)],
@@ -153,27 +162,24 @@ impl Job {
         // The job's files are read: the reader's block buffers go back before
         // the caller's reduce (a report calibrates and replays inside its read).
         crate::kineto::release_read_buffers();
-        // Each rank's file, its number's strength and its place in `out`.
-        let mut seen: Vec<(u32, PathBuf, u8, usize)> = Vec::new();
+        // Each rank's file, where its number came from and its place in `out`.
+        let mut seen: Vec<(u32, PathBuf, RankSource, usize)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
         for r in results.into_iter().flatten() {
             match r {
-                Ok((rank, path, t, strength)) => {
+                Ok((rank, path, t, source)) => {
                     if let Some(held) = seen.iter_mut().find(|s| s.0 == rank) {
-                        // A number the trace declares outranks one taken from a name or a position.
-                        if strength > held.2 {
-                            let displaced = std::mem::replace(&mut held.1, path.clone());
-                            held.2 = strength;
+                        let (wins, error) = contest(rank, (&held.1, held.2), (&path, source));
+                        if wins {
+                            (held.1, held.2) = (path, source);
                             if let Some(slot) = out.get_mut(held.3) {
                                 *slot = t;
                             }
-                            failures.push(Error::DuplicateRank { rank, first: path, second: displaced });
-                        } else {
-                            failures.push(Error::DuplicateRank { rank, first: held.1.clone(), second: path });
                         }
+                        failures.push(error);
                         continue;
                     }
-                    seen.push((rank, path, strength, out.len()));
+                    seen.push((rank, path, source, out.len()));
                     out.push(t);
                 }
                 Err(e) => failures.push(e),
@@ -217,13 +223,11 @@ impl Job {
             };
             let (rank, source) = resolve_rank(&trace, order);
             if let Some(held) = ranks.iter_mut().find(|r| r.rank == rank) {
-                // As in `summarize_or`: a declared number outranks a name's or a position's.
-                if source.strength() > held.source.strength() {
-                    let displaced = std::mem::replace(held, Rank { rank, source, trace });
-                    failures.push(Error::DuplicateRank { rank, first: held.trace.path.clone(), second: displaced.trace.path });
-                } else {
-                    failures.push(Error::DuplicateRank { rank, first: held.trace.path.clone(), second: trace.path.clone() });
+                let (wins, error) = contest(rank, (&held.trace.path, held.source), (&trace.path, source));
+                if wins {
+                    *held = Rank { rank, source, trace };
                 }
+                failures.push(error);
                 continue;
             }
             ranks.push(Rank { rank, source, trace });
