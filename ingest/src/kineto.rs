@@ -374,16 +374,22 @@ pub fn looks_like_trace(head: &[u8]) -> bool {
     is_gzip(head) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
+/// Opens `path` as an input and reads its first four bytes (fewer if it is shorter:
+/// how many), which the returned reader yields again before the rest — put back in
+/// front, not by seeking: a pipe (`<(zcat t.json.gz)`) cannot seek.
+fn open_peeked(path: &Path) -> Result<([u8; 4], usize, impl Read + Send + use<>)> {
+    let io = |cause| Error::Io { path: path.to_path_buf(), cause };
+    let mut file = crate::input::open(path).map_err(io)?;
+    let mut magic = [0u8; 4];
+    let got = read_full(&mut file, &mut magic).map_err(io)?;
+    Ok((magic, got, std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file)))
+}
+
 /// Reads one trace file: plain JSON or gzip (by magic bytes, not by name),
 /// inflating, scanning and parsing in a pipeline of blocks.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
-    let io = |cause| Error::Io { path: path.to_path_buf(), cause };
-    let mut file = crate::input::open(path).map_err(io)?;
     // What the file is, by its magic bytes: gzip, a rank of a trace dataset (Parquet), else JSON.
-    let mut magic = [0u8; 4];
-    let got = read_full(&mut file, &mut magic).map_err(io)?;
-    // The bytes read are put back in front, not by seeking: a pipe (`<(zcat t.json.gz)`) cannot seek.
-    let file = std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file);
+    let (magic, got, file) = open_peeked(path)?;
     if got == 4 && &magic == b"SQLi" && crate::nsys::is_export(path) {
         return Err(Error::Schema {
             path: path.to_path_buf(),
@@ -406,10 +412,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
 /// The JSON text of a trace file, inflated when it is gzip.
 pub fn read_text(path: &Path) -> Result<Vec<u8>> {
     let io = |cause| Error::Io { path: path.to_path_buf(), cause };
-    let mut file = crate::input::open(path).map_err(io)?;
-    let mut magic = [0u8; 2];
-    let got = read_full(&mut file, &mut magic).map_err(io)?;
-    let mut file = std::io::Read::chain(std::io::Cursor::new(magic[..got].to_vec()), file);
+    let (magic, got, mut file) = open_peeked(path)?;
     let mut out = Vec::new();
     if is_gzip(&magic[..got]) {
         let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));

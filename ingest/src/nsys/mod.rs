@@ -89,9 +89,7 @@ pub fn ranks(path: &Path) -> Result<Vec<ExportRank>> {
              AND typeof(\"end\") IN ('integer', 'real') AND typeof(deviceId) IN ('integer', 'real')"
         );
         tables::rows(&x.conn, &x.path, &sql, |row| {
-            // A negative device id names no GPU (a damaged or hand-made row): no rank of its own,
-            // which would also renumber the real GPUs after it.
-            if let Some(device) = tables::int(row, 0).filter(|d| *d >= 0) {
+            if let Some(device) = tables::int(row, 0).filter(|d| ranks::names_a_gpu(*d)) {
                 let global_pid = tables::int(row, 1).unwrap_or(0);
                 keys.push(ExportRank { device, pid: ranks::os_pid(global_pid), global_pid });
             }

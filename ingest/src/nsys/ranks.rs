@@ -33,12 +33,17 @@ pub(crate) fn process_of(global_tid: i64) -> i64 {
     global_tid & !0xFF_FFFF
 }
 
+/// Whether a row's `deviceId` names a GPU: a negative one (a damaged or
+/// hand-made row) makes no rank, which would also renumber the GPUs after it.
+pub(crate) fn names_a_gpu(device: i64) -> bool {
+    device >= 0
+}
+
 /// The ranks of an export's GPU activity: by device, then process.
 pub(crate) fn keys(activity: &[Activity]) -> Vec<ExportRank> {
-    // As `nsys::ranks`: a negative device id names no GPU, so no rank.
     let mut keys: Vec<ExportRank> = activity
         .iter()
-        .filter(|a| a.device >= 0)
+        .filter(|a| names_a_gpu(a.device))
         .map(|a| ExportRank { device: a.device, pid: os_pid(a.global_pid), global_pid: a.global_pid })
         .collect();
     keys.sort_unstable();
@@ -279,8 +284,8 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
     }
-    // Rows of a negative device id name no GPU (`keys`): left out, and said.
-    let no_device = rows.activity.iter().filter(|a| a.device < 0).count();
+    // Rows that name no GPU (`keys`): left out, and said.
+    let no_device = rows.activity.iter().filter(|a| !names_a_gpu(a.device)).count();
     if no_device > 0 {
         warnings.push(format!("{no_device} GPU activity row(s) of a negative deviceId name no GPU and were left out"));
     }
