@@ -480,28 +480,21 @@ pub fn kernel_work_of(ctx: &RankContext<'_>) -> Vec<Option<KernelWork>> {
                 }
                 KernelWork { class: w.class, dtype: w.dtype, op_work: w.work(), op: Some(w), op_row: Some(row), share: 1.0 }
             }
-            None => KernelWork {
-                // The op type first (DESIGN §4): an op without a work model that names its
+            None => {
+                // The op type first (DESIGN §4): a CPU op without a work model that names its
                 // class (`fbgemm::split_embedding_codegen_lookup_…` launching
                 // `fbgemm_gpu::…` kernels) classes its kernels, else the kernel's name does.
-                class: (ev.kind.get(op as usize) == Some(&tracecast_ingest::EventKind::CpuOp))
-                    .then(|| {
-                        *class_of_op_name
-                            .entry(ev.name.get(op as usize).copied().unwrap_or_default())
-                            .or_insert_with(|| KernelClass::from_op_name(trace.name(op as usize)))
-                    })
-                    .flatten()
-                    .unwrap_or_else(|| {
-                        *class_of_name
-                            .entry(ev.name.get(i).copied().unwrap_or_default())
-                            .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i)))
-                    }),
-                dtype: None,
-                op_work: None,
-                op: None,
-                op_row: None,
-                share: 1.0,
-            },
+                let op = op as usize;
+                let op_says = (ev.kind.get(op) == Some(&tracecast_ingest::EventKind::CpuOp))
+                    .then(|| ev.name.get(op).copied().unwrap_or_default())
+                    .and_then(|name| *class_of_op_name.entry(name).or_insert_with(|| KernelClass::from_op_name(trace.name(op))));
+                let class = op_says.unwrap_or_else(|| {
+                    *class_of_name
+                        .entry(ev.name.get(i).copied().unwrap_or_default())
+                        .or_insert_with(|| KernelClass::from_kernel_name(trace.name(i)))
+                });
+                KernelWork { class, dtype: None, op_work: None, op: None, op_row: None, share: 1.0 }
+            }
         });
     }
     let regraded: std::collections::BTreeMap<u32, OpWork> = conv_grads

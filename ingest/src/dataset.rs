@@ -197,13 +197,9 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &
             std::sync::LazyLock::new(Default::default);
         let part = std::path::absolute(dir.join("events").join(&name)).unwrap_or_else(|_| dir.join("events").join(&name));
         let mut claimed = CLAIMED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match claimed.get(&part) {
-            Some(first) if *first != t.path => {
-                return Err(Error::DuplicateRank { rank: rank.rank, first: first.clone(), second: t.path.clone() });
-            }
-            _ => {
-                claimed.insert(part, t.path.clone());
-            }
+        let first = claimed.entry(part).or_insert_with(|| t.path.clone());
+        if *first != t.path {
+            return Err(Error::DuplicateRank { rank: rank.rank, first: first.clone(), second: t.path.clone() });
         }
     }
     if !dir.join("manifest.json").is_file() {
@@ -346,7 +342,7 @@ pub fn cached_summary(events_path: &Path, key: &str) -> Option<RankSummary> {
     // Only a part that is there, with the length the summary was made from (a cache
     // written before the length was kept is not trusted).
     let length = std::fs::metadata(events_path).ok().map(|m| m.len());
-    if c.key != key || c.events_bytes.is_none() || c.events_bytes != length {
+    if c.key != key || !matches!((c.events_bytes, length), (Some(a), Some(b)) if a == b) {
         return None;
     }
     // The rank's events are this command's input though the cache stands in for them.
