@@ -9,11 +9,128 @@
 //! nominal, intra- and inter-node. Missing fits keep MAD-Max's defaults and
 //! are named in `tracecast_notes`.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::catalog::{Catalog, Dtype};
 use crate::profile::Profile;
 use crate::work::KernelClass;
+
+/// A MAD-Max system description.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SystemConfig {
+    /// Name.
+    pub name: String,
+    /// GPUs.
+    pub num_devices: u32,
+    /// Nodes.
+    pub num_nodes: u32,
+    /// Peak FLOP/s per dtype.
+    pub f64_flops: f64,
+    /// FP32 (TF32) peak.
+    pub f32_flops: f64,
+    /// FP16/BF16 peak.
+    pub f16_flops: f64,
+    /// INT8 peak.
+    pub i8_ops: f64,
+    /// Achieved fraction of peak.
+    pub flops_util: f64,
+    /// HBM bytes.
+    pub mem_cap: f64,
+    /// HBM bytes/s.
+    pub mem_bw: f64,
+    /// Achieved fraction of HBM bandwidth.
+    pub mem_bw_util: f64,
+    /// NVLinks per GPU.
+    #[serde(serialize_with = "counted")]
+    pub num_nvlinks: f64,
+    /// Bidirectional bytes/s per NVLink.
+    pub bw_per_nvlink: f64,
+    /// Achieved fraction of NVLink bandwidth.
+    pub nvlink_util: f64,
+    /// NIC ports per node.
+    #[serde(serialize_with = "counted")]
+    pub num_ibroce_ports: f64,
+    /// Bidirectional bytes/s per port.
+    pub ibroce_bw: f64,
+    /// Achieved fraction of NIC bandwidth.
+    pub ibroce_util: f64,
+    /// Share of all-reduce traffic inside a node.
+    pub ar_perc_intra: f64,
+}
+
+impl SystemConfig {
+    /// The dense FLOP/s peak for parameters of `bytes_per_param` bytes (8, 4, 2, 1),
+    /// above 0: the one rule both assumptions price compute with.
+    pub fn peak_for(&self, bytes_per_param: f64) -> std::result::Result<f64, String> {
+        let peak = match bytes_per_param as u32 {
+            8 => self.f64_flops,
+            4 => self.f32_flops,
+            2 => self.f16_flops,
+            1 => self.i8_ops,
+            _ => return Err(format!("{bytes_per_param} bytes per dense parameter: no matching peak")),
+        };
+        if !(peak.is_finite() && peak > 0.0) {
+            return Err(format!("{}: the peak for {bytes_per_param} bytes per dense parameter is {peak}: above 0", self.name));
+        }
+        Ok(peak)
+    }
+
+    /// Why this system cannot price anything (a utilization of 0 or above 1, no
+    /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
+    /// where the system needs it: projections printed NaN and negative times);
+    /// `None` when it can.
+    pub fn unpriceable(&self) -> Option<String> {
+        let name = &self.name;
+        if self.num_devices == 0 || self.num_nodes == 0 || !self.num_devices.is_multiple_of(self.num_nodes) {
+            return Some(format!(
+                "{name}: {} GPUs in {} nodes: at least one node, each of the same number of GPUs",
+                self.num_devices, self.num_nodes
+            ));
+        }
+        let fractions = [
+            ("flops_util", self.flops_util),
+            ("mem_bw_util", self.mem_bw_util),
+            ("nvlink_util", self.nvlink_util),
+            ("ibroce_util", self.ibroce_util),
+        ];
+        if let Some((key, v)) = fractions.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0 && *v <= 1.0)) {
+            return Some(format!("{name}: {key} {v}: a fraction in (0, 1]"));
+        }
+        if !(self.ar_perc_intra.is_finite() && (0.0..=1.0).contains(&self.ar_perc_intra)) {
+            return Some(format!("{name}: ar_perc_intra {}: a fraction in [0, 1]", self.ar_perc_intra));
+        }
+        let positive = [("mem_bw", self.mem_bw), ("mem_cap", self.mem_cap)];
+        if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Some(format!("{name}: {key} {v}: above 0"));
+        }
+        let at_least_0 = [
+            ("f64_flops", self.f64_flops),
+            ("f32_flops", self.f32_flops),
+            ("f16_flops", self.f16_flops),
+            ("i8_ops", self.i8_ops),
+            ("num_nvlinks", self.num_nvlinks),
+            ("bw_per_nvlink", self.bw_per_nvlink),
+            ("num_ibroce_ports", self.num_ibroce_ports),
+            ("ibroce_bw", self.ibroce_bw),
+        ];
+        if let Some((key, v)) = at_least_0.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
+            return Some(format!("{name}: {key} {v}: 0 or more"));
+        }
+        if self.num_devices > self.num_nodes && self.num_nvlinks * self.bw_per_nvlink <= 0.0 {
+            return Some(format!("{name}: several GPUs per node and no NVLink bandwidth (num_nvlinks × bw_per_nvlink)"));
+        }
+        if self.num_nodes > 1 && self.num_ibroce_ports * self.ibroce_bw <= 0.0 {
+            return Some(format!("{name}: several nodes and no network bandwidth (num_ibroce_ports × ibroce_bw)"));
+        }
+        None
+    }
+}
+
+/// A count MAD-Max's files write as an integer (`"num_nvlinks": 1`), read as a number.
+fn counted<S: serde::Serializer>(n: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if n.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(n) { s.serialize_u64(*n as u64) } else { s.serialize_f64(*n) }
+}
 
 /// MAD-Max's own hand-set factors, used where the traces support no fit.
 const DEFAULT_FLOPS_UTIL: f64 = 0.705;
@@ -21,8 +138,9 @@ const DEFAULT_MEM_BW_UTIL: f64 = 0.836;
 const DEFAULT_NVLINK_UTIL: f64 = 0.6667;
 const DEFAULT_IB_UTIL: f64 = 0.56;
 
-/// The system configuration for `nodes` nodes of the profile's device.
-pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Value {
+/// The system configuration file for `nodes` nodes of the profile's device
+/// (MAD-Max's keys, `type` and `tracecast_notes`), or why it could not price.
+pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result<Value, String> {
     let mut notes = Vec::new();
     let gpu = profile.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok());
     let node = gpu.and_then(|g| catalog.node_of(&g.id));
@@ -92,31 +210,39 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Value 
     if nodes > 1 {
         notes.push(format!("ar_perc_intra: {ar_perc_intra:.4}, the intra-node hops of a ring over {gpus_per_node} GPUs per node"));
     }
-    json!({
-        "name": format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), nodes * gpus_per_node),
-        "type": "GPU",
-        "num_devices": nodes * gpus_per_node,
-        "num_nodes": nodes,
-        "f64_flops": peak(Dtype::Fp64),
+    let system = SystemConfig {
+        name: format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), nodes * gpus_per_node),
+        num_devices: nodes * gpus_per_node,
+        num_nodes: nodes,
+        f64_flops: peak(Dtype::Fp64),
         // MAD-Max's "f32" is the tensor-core rate (TF32) where one exists.
-        "f32_flops": gpu.and_then(|g| g.peak_flops(Dtype::Tf32).or(g.peak_flops(Dtype::Fp32))).unwrap_or(0.0),
-        "f16_flops": gpu.and_then(|g| g.peak_flops(Dtype::Bf16).or(g.peak_flops(Dtype::Fp16))).unwrap_or(0.0),
-        "i8_ops": peak(Dtype::Int8),
-        "flops_util": flops_util,
-        "mem_cap": gpu.map_or(0.0, |g| g.memory_gb * 1e9),
-        "mem_bw": gpu.map_or(0.0, |g| g.hbm_gbps * 1e9),
-        "mem_bw_util": mem_bw_util,
+        f32_flops: gpu.and_then(|g| g.peak_flops(Dtype::Tf32).or(g.peak_flops(Dtype::Fp32))).unwrap_or(0.0),
+        f16_flops: gpu.and_then(|g| g.peak_flops(Dtype::Bf16).or(g.peak_flops(Dtype::Fp16))).unwrap_or(0.0),
+        i8_ops: peak(Dtype::Int8),
+        flops_util,
+        mem_cap: gpu.map_or(0.0, |g| g.memory_gb * 1e9),
+        mem_bw: gpu.map_or(0.0, |g| g.hbm_gbps * 1e9),
+        mem_bw_util,
         // One logical link per GPU; MAD-Max reads link rates as bidirectional
         // (it halves them), the catalog's are per direction.
-        "num_nvlinks": 1,
-        "bw_per_nvlink": gpu.map_or(0.0, |g| 2.0 * g.link_gbps * 1e9),
-        "nvlink_util": nvlink_util,
-        "num_ibroce_ports": node.map_or(gpus_per_node, |n| n.nics),
-        "ibroce_bw": node.map_or(0.0, |n| 2.0 * n.nic_gbps * 1e9),
-        "ibroce_util": ibroce_util,
-        "ar_perc_intra": ar_perc_intra,
-        "tracecast_notes": notes,
-    })
+        num_nvlinks: 1.0,
+        bw_per_nvlink: gpu.map_or(0.0, |g| 2.0 * g.link_gbps * 1e9),
+        nvlink_util,
+        num_ibroce_ports: f64::from(node.map_or(gpus_per_node, |n| n.nics)),
+        ibroce_bw: node.map_or(0.0, |n| 2.0 * n.nic_gbps * 1e9),
+        ibroce_util,
+        ar_perc_intra,
+    };
+    // What `project --madmax` would refuse to read is not made (a GPU the catalog lacks has no memory figures).
+    if let Some(why) = system.unpriceable() {
+        return Err(why);
+    }
+    let mut file = serde_json::to_value(&system).map_err(|e| e.to_string())?;
+    if let Value::Object(keys) = &mut file {
+        keys.insert("type".into(), "GPU".into());
+        keys.insert("tracecast_notes".into(), notes.into());
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -129,13 +255,13 @@ mod tests {
         // H100's shipped profile fits BF16 GEMMs against the BF16 peak, which is f16_flops.
         let h100 = crate::shipped::profile("h100-sxm").unwrap();
         let fit = h100.kernels.iter().find(|k| k.class == KernelClass::Gemm && k.dtype == Some(Dtype::Bf16)).unwrap();
-        let s = system_config(&h100, &catalog, 1);
+        let s = system_config(&h100, &catalog, 1).unwrap();
         let f16 = s["f16_flops"].as_f64().unwrap();
         assert!((s["flops_util"].as_f64().unwrap() - fit.efficiency * fit.peak * 1e12 / f16).abs() < 1e-12, "{s}");
         // A100-40GB's traces fitted FP32 GEMMs only: η 0.43 of 19.5 TFLOP/s would be 3 % of the
         // 16-bit peak MAD-Max applies it to; its default is kept and the file says why.
         let a100 = crate::shipped::profile("a100-40gb").unwrap();
-        let s = system_config(&a100, &catalog, 1);
+        let s = system_config(&a100, &catalog, 1).unwrap();
         assert_eq!(s["flops_util"].as_f64(), Some(DEFAULT_FLOPS_UTIL), "{s}");
         let notes = s["tracecast_notes"].to_string();
         assert!(notes.contains("fitted GEMMs in fp32 only") && notes.contains("not used"), "{notes}");

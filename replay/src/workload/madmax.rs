@@ -111,46 +111,7 @@ pub struct ModelConfig {
     pub patch_dim: f64,
 }
 
-/// A MAD-Max system description.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SystemConfig {
-    /// Name.
-    pub name: String,
-    /// GPUs.
-    pub num_devices: u32,
-    /// Nodes.
-    pub num_nodes: u32,
-    /// Peak FLOP/s per dtype.
-    pub f64_flops: f64,
-    /// FP32 (TF32) peak.
-    pub f32_flops: f64,
-    /// FP16/BF16 peak.
-    pub f16_flops: f64,
-    /// INT8 peak.
-    pub i8_ops: f64,
-    /// Achieved fraction of peak.
-    pub flops_util: f64,
-    /// HBM bytes.
-    pub mem_cap: f64,
-    /// HBM bytes/s.
-    pub mem_bw: f64,
-    /// Achieved fraction of HBM bandwidth.
-    pub mem_bw_util: f64,
-    /// NVLinks per GPU.
-    pub num_nvlinks: f64,
-    /// Bidirectional bytes/s per NVLink.
-    pub bw_per_nvlink: f64,
-    /// Achieved fraction of NVLink bandwidth.
-    pub nvlink_util: f64,
-    /// NIC ports per node.
-    pub num_ibroce_ports: f64,
-    /// Bidirectional bytes/s per port.
-    pub ibroce_bw: f64,
-    /// Achieved fraction of NIC bandwidth.
-    pub ibroce_util: f64,
-    /// Share of all-reduce traffic inside a node.
-    pub ar_perc_intra: f64,
-}
+pub use tracecast_calibrate::madmax::SystemConfig;
 
 /// A MAD-Max task: what runs and how it is parallelized.
 #[derive(Debug, Clone, Deserialize)]
@@ -255,74 +216,6 @@ pub fn read_task(path: &Path) -> Result<TaskConfig> {
 pub fn read_system(path: &Path) -> Result<SystemConfig> {
     let s: SystemConfig = read(path)?;
     s.unpriceable().map_or(Ok(s), |message| Err(Error::File { path: path.to_path_buf(), message }))
-}
-
-impl SystemConfig {
-    /// The dense FLOP/s peak for parameters of `bytes_per_param` bytes (8, 4, 2, 1),
-    /// above 0: the one rule both assumptions price compute with.
-    pub fn peak_for(&self, bytes_per_param: f64) -> std::result::Result<f64, String> {
-        let peak = match bytes_per_param as u32 {
-            8 => self.f64_flops,
-            4 => self.f32_flops,
-            2 => self.f16_flops,
-            1 => self.i8_ops,
-            _ => return Err(format!("{bytes_per_param} bytes per dense parameter: no matching peak")),
-        };
-        if !(peak.is_finite() && peak > 0.0) {
-            return Err(format!("{}: the peak for {bytes_per_param} bytes per dense parameter is {peak}: above 0", self.name));
-        }
-        Ok(peak)
-    }
-
-    /// Why this system cannot price anything (a utilization of 0 or above 1, no
-    /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
-    /// where the system needs it: projections printed NaN and negative times);
-    /// `None` when it can.
-    pub fn unpriceable(&self) -> Option<String> {
-        let name = &self.name;
-        if self.num_devices == 0 || self.num_nodes == 0 || !self.num_devices.is_multiple_of(self.num_nodes) {
-            return Some(format!(
-                "{name}: {} GPUs in {} nodes: at least one node, each of the same number of GPUs",
-                self.num_devices, self.num_nodes
-            ));
-        }
-        let fractions = [
-            ("flops_util", self.flops_util),
-            ("mem_bw_util", self.mem_bw_util),
-            ("nvlink_util", self.nvlink_util),
-            ("ibroce_util", self.ibroce_util),
-        ];
-        if let Some((key, v)) = fractions.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0 && *v <= 1.0)) {
-            return Some(format!("{name}: {key} {v}: a fraction in (0, 1]"));
-        }
-        if !(self.ar_perc_intra.is_finite() && (0.0..=1.0).contains(&self.ar_perc_intra)) {
-            return Some(format!("{name}: ar_perc_intra {}: a fraction in [0, 1]", self.ar_perc_intra));
-        }
-        let positive = [("mem_bw", self.mem_bw), ("mem_cap", self.mem_cap)];
-        if let Some((key, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
-            return Some(format!("{name}: {key} {v}: above 0"));
-        }
-        let at_least_0 = [
-            ("f64_flops", self.f64_flops),
-            ("f32_flops", self.f32_flops),
-            ("f16_flops", self.f16_flops),
-            ("i8_ops", self.i8_ops),
-            ("num_nvlinks", self.num_nvlinks),
-            ("bw_per_nvlink", self.bw_per_nvlink),
-            ("num_ibroce_ports", self.num_ibroce_ports),
-            ("ibroce_bw", self.ibroce_bw),
-        ];
-        if let Some((key, v)) = at_least_0.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
-            return Some(format!("{name}: {key} {v}: 0 or more"));
-        }
-        if self.num_devices > self.num_nodes && self.num_nvlinks * self.bw_per_nvlink <= 0.0 {
-            return Some(format!("{name}: several GPUs per node and no NVLink bandwidth (num_nvlinks × bw_per_nvlink)"));
-        }
-        if self.num_nodes > 1 && self.num_ibroce_ports * self.ibroce_bw <= 0.0 {
-            return Some(format!("{name}: several nodes and no network bandwidth (num_ibroce_ports × ibroce_bw)"));
-        }
-        None
-    }
 }
 
 /// The system's effective rates.
