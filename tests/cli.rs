@@ -164,7 +164,7 @@ fn demo_runs_on_the_bundled_fixture() {
     // Run again it replaces its own job; a trace of someone else's there is not replaced.
     assert!(bin().arg("demo").current_dir(&dir).output().unwrap().status.success());
     let theirs = dir.join("tracecast-demo/traces/rank-0.json.gz");
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &theirs).unwrap();
+    copy_of_a_real_trace(&theirs);
     let o = bin().arg("demo").current_dir(&dir).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("rank-0.json.gz: cannot write: not a trace `tracecast synth` wrote"), "{}", stderr(&o));
@@ -375,7 +375,7 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
 fn synth_replaces_only_its_own_traces() {
     let dir = scratch("synth-foreign");
     let real = dir.join("rank-0.json.gz");
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &real).unwrap();
+    copy_of_a_real_trace(&real);
     let before = std::fs::read(&real).unwrap();
     let synth =
         |ranks: &str| run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "-q".as_ref(), "--ranks".as_ref(), ranks.as_ref()]);
@@ -405,7 +405,7 @@ fn each_walks_a_directory_once_through_symbolic_links() {
     let dir = scratch("each-loop");
     let tree = dir.join("tree");
     std::fs::create_dir_all(tree.join("sub")).unwrap();
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), tree.join("sub/a.json.gz")).unwrap();
+    copy_of_a_real_trace(&tree.join("sub/a.json.gz"));
     std::os::unix::fs::symlink(&tree, tree.join("sub/up")).unwrap();
     std::os::unix::fs::symlink(".", tree.join("self")).unwrap();
     let out = dir.join("each.json");
@@ -1402,7 +1402,7 @@ fn a_step_without_gpu_work_is_said_to_be_left_out_of_the_job_step_time() {
 fn an_output_never_replaces_an_input() {
     let dir = scratch("output-onto-input");
     let t = dir.join("t.json.gz");
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &t).unwrap();
+    copy_of_a_real_trace(&t);
     let before = std::fs::read(&t).unwrap();
     let os = std::ffi::OsStr::new;
     let (tt, dotted) = (t.as_os_str(), dir.join(".").join("t.json.gz"));

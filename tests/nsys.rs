@@ -64,7 +64,7 @@ fn analyze_reads_an_export_as_one_rank_per_gpu() {
 fn a_kineto_trace_named_sqlite_reads_as_kineto() {
     let dir = scratch("kineto-named-sqlite");
     let t = dir.join("trace.sqlite");
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), &t).unwrap();
+    copy_of_a_real_trace(&t);
     let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let junk = dir.join("junk.sqlite");

@@ -84,7 +84,7 @@ fn the_page_names_the_files_it_could_not_read() {
     let dir = scratch("report-bad-file");
     let job = dir.join("job");
     std::fs::create_dir_all(&job).unwrap();
-    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), job.join("rank-0.json.gz")).unwrap();
+    copy_of_a_real_trace(&job.join("rank-0.json.gz"));
     std::fs::write(job.join("rank-1.json.gz"), b"not a trace").unwrap();
     let out = dir.join("r.html");
     let o = bin().args(["report".as_ref(), "--quiet".as_ref(), "--out".as_ref(), out.as_os_str(), job.as_os_str()]).output().unwrap();

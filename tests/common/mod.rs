@@ -38,3 +38,9 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
 pub fn all_shared_traces() -> Vec<PathBuf> {
     tracecast_ingest::job::trace_files_under(&shared()).unwrap().into_iter().filter(|p| p.to_string_lossy().ends_with(".json.gz")).collect()
 }
+
+/// A real trace (HTA's `trace_diff/control`, one V100 rank) copied to `to`, for tests
+/// that change or guard a file they own.
+pub fn copy_of_a_real_trace(to: &Path) {
+    std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), to).unwrap();
+}
