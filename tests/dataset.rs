@@ -343,8 +343,39 @@ fn two_files_of_one_rank_never_mix_in_a_dataset() {
     assert!(stderr(&o).contains("rank 0 is also claimed by"), "{}", stderr(&o));
     let doc = output_of("analyze", &ds, "--json", &dir.join("an.json"), &["--window", "all"]);
     let rank = &doc["jobs"][0]["ranks"][0];
-    let busy = rank["busy_us"].as_f64().unwrap();
-    let file = rank["file"].as_str().unwrap();
-    // The events (busy time) are those of the file the rank's table names.
-    assert_eq!(busy, if file.ends_with("a.json") { 10.0 } else { 20.0 }, "{rank}");
+    // Equally strong claims: the first file keeps the rank, as `analyze` of the files does,
+    // and the events (busy time) are those of the file the rank's table names.
+    assert!(rank["file"].as_str().unwrap().ends_with("a.json"), "{rank}");
+    assert_eq!(rank["busy_us"].as_f64(), Some(10.0), "{rank}");
+}
+
+/// A file whose rank comes from its place among the files loses that rank to a file that
+/// declares it, as in `analyze` of the files; the loser's parts were written under a name
+/// of their own and stayed in the dataset beside the winner's.
+#[test]
+fn a_file_that_loses_its_rank_leaves_nothing_in_the_dataset() {
+    let dir = scratch("dataset-displaced-rank");
+    let kernel = |dur: u32| format!(r#"{{"ph": "X", "cat": "kernel", "name": "sm80_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": {dur}}}"#);
+    // a.json: rank 0 by its place; b.json: declares rank 0.
+    std::fs::write(dir.join("a.json"), format!(r#"{{"traceEvents": [{}]}}"#, kernel(10))).unwrap();
+    std::fs::write(
+        dir.join("b.json"),
+        format!(r#"{{"distributedInfo": {{"rank": 0, "world_size": 1}}, "traceEvents": [{}]}}"#, kernel(20)),
+    )
+    .unwrap();
+    let (a, b, ds) = (dir.join("a.json"), dir.join("b.json"), dir.join("ds"));
+    let o = run(&["ingest".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a.json: rank 0 is also claimed by"), "{}", stderr(&o));
+    for table in ["events", "ranks", "steps", "collectives", "summaries"] {
+        let mut names: Vec<String> =
+            std::fs::read_dir(ds.join(table)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        let part = if table == "summaries" { "rank-000000.json" } else { "rank-000000.parquet" };
+        assert_eq!(names, [part], "{table}: the declared rank's part only, no temporary left");
+    }
+    let doc = output_of("analyze", &ds, "--json", &dir.join("an.json"), &["--window", "all"]);
+    let ranks = doc["jobs"][0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 1, "{ranks:?}");
+    assert_eq!(ranks[0]["busy_us"].as_f64(), Some(20.0), "b.json's events: {}", ranks[0]);
 }

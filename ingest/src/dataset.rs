@@ -22,8 +22,10 @@
 //! [`crate::analysis::SCHEMA_VERSION`]; `steps` and `collectives` are derived,
 //! for querying the dataset directly with polars, DuckDB or Spark
 //! (`SELECT … FROM 'DATASET/events/*.parquet'`). Each part is written to a
-//! temporary name and renamed, so several `ingest` runs on disjoint files can
-//! fill one dataset at the same time and a reader never sees half a part.
+//! hidden temporary name and renamed once the job's ranks are resolved, so
+//! several `ingest` runs on disjoint files can fill one dataset at the same
+//! time, a reader never sees half a part, and a file that lost its rank to
+//! another leaves nothing behind.
 
 use std::path::{Path, PathBuf};
 
@@ -180,28 +182,44 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
     out
 }
 
-/// Writes one rank into the dataset `dir` (made when missing): its part
-/// files, each atomically, and the manifest. `summary` is the rank's analysis
-/// summary, cached under `key` ([`crate::analysis::summary_key`]), and
-/// `steps` its profiler steps ([`crate::analysis::RankContext::steps`]); the
-/// `collectives` table lists its communication kernels. Returns the events
-/// part's path.
-pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &RankSummary) -> Result<PathBuf> {
+/// A rank's part files written under hidden temporary names
+/// ([`write_rank`]), put in place by [`StagedRank::commit`] once the job's
+/// ranks are resolved; dropped uncommitted (the file that lost its rank to
+/// another), they are removed and the dataset never sees them.
+#[derive(Debug)]
+#[must_use = "a staged rank is removed unless committed"]
+pub struct StagedRank {
+    /// The summary and the derived tables, then the events part: committed in this order.
+    parts: Vec<crate::output::Staged>,
+}
+
+impl StagedRank {
+    /// Renames the rank's parts into the dataset, the events part last (a
+    /// reader lists events parts, so a rank appears only once all its tables
+    /// are in place). Returns the events part's path.
+    pub fn commit(self) -> Result<PathBuf> {
+        let events = self.parts.last().map(|p| p.path().to_path_buf()).unwrap_or_default();
+        for part in self.parts {
+            part.commit()?;
+        }
+        Ok(events)
+    }
+}
+
+/// Writes one rank for the dataset `dir` (made when missing, with its
+/// manifest): its part files, staged for [`StagedRank::commit`]. `summary`
+/// is the rank's analysis summary, cached under `key`
+/// ([`crate::analysis::summary_key`]), and `steps` its profiler steps
+/// ([`crate::analysis::RankContext::steps`]); the `collectives` table lists
+/// its communication kernels.
+///
+/// Staged, not written in place, because which of two files claiming one rank
+/// keeps it is known only once every file of the job is read: the loser's
+/// parts must neither mix with the winner's nor stay behind under a name of
+/// their own.
+pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &RankSummary) -> Result<StagedRank> {
     let t = &rank.trace;
     let name = part_name(rank);
-    // Two files of one job claiming one rank are written in parallel: the first to claim
-    // the rank's parts writes them, the other is refused whole, so no part mixes the two
-    // (which file keeps the rank is the one that claimed first, not the declared one).
-    {
-        static CLAIMED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>> =
-            std::sync::LazyLock::new(Default::default);
-        let part = std::path::absolute(dir.join("events").join(&name)).unwrap_or_else(|_| dir.join("events").join(&name));
-        let mut claimed = CLAIMED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let first = claimed.entry(part).or_insert_with(|| t.path.clone());
-        if *first != t.path {
-            return Err(Error::DuplicateRank { rank: rank.rank, first: first.clone(), second: t.path.clone() });
-        }
-    }
     if !dir.join("manifest.json").is_file() {
         let manifest = serde_json::to_vec_pretty(&Manifest::current()).unwrap_or_default();
         crate::output::write_atomic(&dir.join("manifest.json"), &manifest)?;
@@ -295,16 +313,13 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &
         summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
     };
     let text = serde_json::to_string(&cached).unwrap_or_default();
-    crate::output::write_atomic(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?;
-    // The events part last: a reader lists events parts, so a rank appears
-    // only once all its tables are in place.
+    let mut parts = vec![crate::output::stage(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?];
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
         let bytes = crate::output::parquet_bytes_with(df, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
-        crate::output::write_atomic(&dir.join(table).join(&name), &bytes)?;
+        parts.push(crate::output::stage(&dir.join(table).join(&name), &bytes)?);
     }
-    let path = dir.join("events").join(&name);
-    crate::output::write_atomic(&path, &events_bytes)?;
-    Ok(path)
+    parts.push(crate::output::stage(&dir.join("events").join(&name), &events_bytes)?);
+    Ok(StagedRank { parts })
 }
 
 /// JSON text of the metadata kept in the `ranks` table.

@@ -2,7 +2,7 @@
 //! so a reader never sees half a file and a failed run leaves the old one intact.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -13,11 +13,51 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Creates `path` atomically from what `fill` writes.
 pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<()> {
+    stage_with(path, fill)?.commit()
+}
+
+/// A file written in full under a hidden temporary name beside its target and
+/// renamed onto it by [`Staged::commit`]; dropped uncommitted, it is removed.
+/// Readers of a folder skip dot files, so a staged file is seen by none.
+#[derive(Debug)]
+#[must_use = "a staged file is removed unless committed"]
+pub struct Staged {
+    /// The temporary file; empty once renamed.
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Renames the staged file onto its target.
+    pub fn commit(mut self) -> Result<()> {
+        refuse_input(&self.path)?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|cause| Error::Write { path: self.path.clone(), cause })?;
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+
+    /// The file it will be once committed.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes what `fill` writes, synced, under a temporary name beside `path`
+/// (its folder made when missing), for [`Staged::commit`] to put in place.
+pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
+        _ => PathBuf::from("."),
     };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     // A missing output directory is made, as `--plots DIR` does.
@@ -25,19 +65,16 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
     // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        fill(&mut f)?;
-        f.flush()?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
+    let staged = Staged { tmp: dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id())), path: path.to_path_buf() };
+    let mut f = std::fs::File::create(&staged.tmp).map_err(fail)?;
+    // On failure `staged` is dropped, which removes the temporary file.
+    fill(&mut f).and_then(|()| f.flush()).and_then(|()| f.sync_all()).map_err(fail)?;
+    Ok(staged)
+}
+
+/// [`stage_with`] for bytes in memory.
+pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
+    stage_with(path, |w| w.write_all(bytes))
 }
 
 /// An error when `path` is a file this command read ([`crate::input`]): an

@@ -56,10 +56,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let summary = analysis::summarize(&ctx, world, &o);
             tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
         };
+        // Staged: a file that loses its rank to another (a declared rank outranks one taken
+        // from a file's name or place) is dropped by the job's reduce, and its parts with it.
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
         let (mut ok, mut not_written) = (Vec::new(), 0usize);
         for p in parts {
-            match p {
+            match p.and_then(|staged| staged.commit()) {
                 Ok(p) => ok.push(p),
                 Err(e) => {
                     not_written += 1;
