@@ -396,3 +396,40 @@ fn world_size_leaves_point_to_point_transfers_alone() {
     let notes = b["jobs"][0]["notes"].as_array().unwrap();
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains("nothing was rescaled")), "{notes:?}");
 }
+
+/// One export and its dataset analyse the same, whole documents but the job's path: the
+/// export's ranks had been analysed in a world of one (its one file), so its two-GPU
+/// collectives were "other" read from the export and "dp" from the dataset; and `--device`
+/// was ignored on the dataset, whose note still asked for it.
+#[test]
+fn an_export_and_its_dataset_analyse_the_same_with_and_without_device() {
+    let dir = scratch("nsys-dataset-device");
+    let file = export("mfu_2gpu_before.sqlite");
+    let ds = dir.join("mfu.tcds");
+    let o = run(&["ingest".as_ref(), file.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for device in [None, Some("h100-sxm")] {
+        let analyze = |input: &Path, out: &Path| {
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["analyze".as_ref(), input.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()];
+            if let Some(d) = device {
+                args.extend([std::ffi::OsStr::new("--device"), std::ffi::OsStr::new(d)]);
+            }
+            let o = run(&args);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let mut doc = json(out);
+            doc["jobs"][0]["path"] = serde_json::Value::Null;
+            doc
+        };
+        let (direct, via) = (analyze(&file, &dir.join("direct.json")), analyze(&ds, &dir.join("via.json")));
+        assert_eq!(direct, via, "--device {device:?}");
+        let ranks = direct["jobs"][0]["ranks"].as_array().unwrap();
+        let dims: Vec<&str> =
+            ranks.iter().flat_map(|r| r["comm_by_dimension"].as_array().unwrap()).map(|d| d["dimension"].as_str().unwrap()).collect();
+        assert!(!dims.is_empty() && dims.iter().all(|d| *d == "dp"), "a collective over both GPUs of a two-rank job: {dims:?}");
+        let named = ranks.iter().all(|r| r["device"].as_str() == Some("H100 80GB HBM3"));
+        assert_eq!(named, device.is_some(), "{ranks:?}");
+        let asks = direct.to_string().contains("does not record the GPU model");
+        assert_eq!(asks, device.is_none(), "the note asks for --device only where it is not given");
+    }
+}

@@ -443,8 +443,9 @@ fn read_df(path: &Path) -> Result<DataFrame> {
 
 /// Reads one rank back from its events part file (`DATASET/events/<part>`)
 /// and the matching `ranks` part: the trace as read from its JSON, with the
-/// rank resolved when it was ingested.
-pub fn read_part(events_path: &Path) -> Result<RankTrace> {
+/// rank resolved when it was ingested. `opts.device` names the GPU of an
+/// export's rank that records none, as when the export is read.
+pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Result<RankTrace> {
     let bad = |message: String| Error::Schema { path: events_path.to_path_buf(), message };
     let m = rank_meta(events_path)?;
     let df = read_df(events_path)?;
@@ -457,6 +458,9 @@ pub fn read_part(events_path: &Path) -> Result<RankTrace> {
     t.distributed = m.distributed;
     t.warnings = m.warnings;
     t.ingested_rank = Some((m.rank, m.source));
+    if let (RankSource::Export, Some(device)) = (m.source, &opts.device) {
+        crate::nsys::name_unrecorded_gpu(&mut t, device);
+    }
 
     let n = df.height();
     let i64s = |c: &str| -> Result<Vec<i64>> { Ok(df.column(c).map_err(pe)?.i64().map_err(pe)?.into_no_null_iter().collect()) };

@@ -276,6 +276,16 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
 /// those of the exports before it (each counted by one query; the last
 /// export is never counted). 0 for other files. Only [`Job::summarize_or`] needs
 /// this before reading (it hands each rank on before the others are read).
+impl Job {
+    /// How many ranks the files of one job hold: one per trace file (or dataset
+    /// part), an Nsight Systems export's one per process and GPU (an export
+    /// that cannot be read counts one: it fails, as a file, when it is read).
+    pub fn ranks_in(files: &[PathBuf]) -> u32 {
+        let of = |f: &PathBuf| if crate::nsys::is_export(f) { crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)) } else { 1 };
+        files.iter().map(|f| u32::try_from(of(f)).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
+    }
+}
+
 fn export_starts(files: &[PathBuf]) -> Vec<u32> {
     let exports: Vec<usize> = files.iter().enumerate().filter(|(_, f)| crate::nsys::is_export(f)).map(|(i, _)| i).collect();
     let mut starts = vec![0u32; files.len()];

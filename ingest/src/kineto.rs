@@ -399,7 +399,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
     }
     if got == 4 && &magic == b"PAR1" {
         drop(file);
-        return crate::dataset::read_part(path);
+        return crate::dataset::read_part(path, opts);
     }
     if is_gzip(&magic[..got]) {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file));

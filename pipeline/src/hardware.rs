@@ -41,18 +41,19 @@ pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>
 }
 
 /// The world size a rank read on its own is analysed in: its `distributedInfo`
-/// world size, else the number of files of its job.
-pub fn world_of_rank(declared: Option<u32>, files: &[PathBuf]) -> u32 {
-    declared.unwrap_or(files.len() as u32)
+/// world size, else the ranks its job's files hold (`job_ranks`,
+/// [`tracecast_ingest::Job::ranks_in`]), as the job's header counts them.
+pub fn world_of_rank(declared: Option<u32>, job_ranks: u32) -> u32 {
+    declared.unwrap_or(job_ranks)
 }
 
 /// How one rank read on its own is analysed: `base` with the rank's GPUs per
 /// node ([`node_gpus_of`]), and the world size it is analysed in
-/// ([`world_of_rank`]; `files` are its job's). A `--steps` range the rank's
+/// ([`world_of_rank`]; `job_ranks` are its job's). A `--steps` range the rank's
 /// trace does not have is an error naming the steps it has.
 pub fn rank_analysis(
     rank: &Rank,
-    files: &[PathBuf],
+    job_ranks: u32,
     base: &AnalyzeOptions,
     catalog: &Catalog,
     given_gpus_per_node: Option<u32>,
@@ -60,7 +61,7 @@ pub fn rank_analysis(
     tracecast_ingest::analysis::check_step_range(&rank.trace, base.steps, base.drop_last_step)?;
     let mut o = base.clone();
     o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), catalog, given_gpus_per_node));
-    Ok((o, world_of_rank(rank.trace.declared_world_size(), files)))
+    Ok((o, world_of_rank(rank.trace.declared_world_size(), job_ranks)))
 }
 
 /// The catalog entry of the job's GPU (the first of its ranks' devices the catalog knows).
@@ -165,10 +166,13 @@ mod tests {
     }
 
     #[test]
-    fn world_of_a_rank_is_its_declared_size_else_its_jobs_files() {
-        let files = [PathBuf::from("a.json"), PathBuf::from("b.json")];
-        assert_eq!(world_of_rank(Some(64), &files), 64);
-        assert_eq!(world_of_rank(None, &files), 2);
+    fn world_of_a_rank_is_its_declared_size_else_its_jobs_ranks() {
+        assert_eq!(world_of_rank(Some(64), 2), 64);
+        assert_eq!(world_of_rank(None, 2), 2);
+        // An Nsight Systems export holds a rank per process and GPU: the shared one, two.
+        let export = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/nsys/mfu_2gpu_before.sqlite");
+        let files = [export, PathBuf::from("a.json")];
+        assert_eq!(tracecast_ingest::Job::ranks_in(&files), 3);
     }
 
     #[test]

@@ -49,9 +49,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let job_ranks = Job::ranks_in(files);
         let write = |rank: &tracecast_ingest::job::Rank| {
             // The summary `analyze` would make of this rank with these options.
-            let (o, world) = rank_analysis(rank, files, &analyze, &catalog, args.read.gpus_per_node)?;
+            let (o, world) = rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
             let ctx = analysis::RankContext::new(rank, &o.classifier);
             let summary = analysis::summarize(&ctx, world, &o);
             tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)

@@ -30,6 +30,8 @@ mod ranks;
 mod rows;
 mod tables;
 
+pub(crate) use ranks::name_unrecorded_gpu;
+
 use std::path::Path;
 
 use crate::error::{Error, Result};

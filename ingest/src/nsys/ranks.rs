@@ -19,6 +19,22 @@ use crate::kineto::ReadOptions;
 use crate::rank::{OpShapes, RankTrace, SyncWait};
 
 /// The OS process id in a serialized global id.
+/// How a rank's warning that its export names no GPU model begins.
+pub(crate) const UNRECORDED_GPU: &str = "the export does not record the GPU model";
+
+/// `--device` for an export's rank read back from a dataset ingested without
+/// it: its GPU named, the warning that asked for it gone — as the export
+/// itself is read with `--device`. A GPU the rank names is kept.
+pub(crate) fn name_unrecorded_gpu(t: &mut RankTrace, device: &DeviceProperties) {
+    if t.devices.is_empty() || t.devices.iter().any(|d| d.name.is_some()) {
+        return;
+    }
+    for d in &mut t.devices {
+        *d = DeviceProperties { id: d.id, ..device.clone() };
+    }
+    t.warnings.retain(|w| !w.starts_with(UNRECORDED_GPU));
+}
+
 pub(crate) fn os_pid(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
 }
@@ -396,12 +412,10 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
                 let arch = kernel_arch(seen.iter().map(|&n| t.names.get(n)));
                 t.warnings.push(match arch {
                     Some(a) => format!(
-                        "the export does not record the GPU model (no TARGET_INFO_GPU table); its kernel names show code for sm_{a} \
+                        "{UNRECORDED_GPU} (no TARGET_INFO_GPU table); its kernel names show code for sm_{a} \
                          or newer; give the GPU with --device ID (an id of `tracecast hw list`)"
                     ),
-                    None => "the export does not record the GPU model (no TARGET_INFO_GPU table); give it with --device ID \
-                             (an id of `tracecast hw list`)"
-                        .to_string(),
+                    None => format!("{UNRECORDED_GPU} (no TARGET_INFO_GPU table); give it with --device ID (an id of `tracecast hw list`)"),
                 });
             }
         },
