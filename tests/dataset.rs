@@ -6,7 +6,7 @@ mod common;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use common::{all_shared_traces, run, scratch, stderr};
+use common::{all_shared_traces, copy_of_a_real_trace, run, scratch, stderr};
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -378,4 +378,19 @@ fn a_file_that_loses_its_rank_leaves_nothing_in_the_dataset() {
     let ranks = doc["jobs"][0]["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 1, "{ranks:?}");
     assert_eq!(ranks[0]["busy_us"].as_f64(), Some(20.0), "b.json's events: {}", ranks[0]);
+}
+
+/// `--each` over a folder that holds a dataset reads the dataset as one job, as a path
+/// given on its own is read; it had read the manifest and cached summaries as traces.
+#[test]
+fn each_reads_a_dataset_as_one_job() {
+    let dir = scratch("dataset-each");
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    copy_of_a_real_trace(&corpus.join("one.json.gz"));
+    ingest(&[&corpus.join("one.json.gz")], &corpus.join("one.tcds"));
+    let doc = output_of("analyze", &corpus, "--json", &dir.join("each.json"), &["--each"]);
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "the trace and its dataset: {}", doc["jobs"]);
+    assert_eq!(jobs[0]["ranks"], jobs[1]["ranks"], "a dataset analyses as its trace");
 }

@@ -351,8 +351,9 @@ fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".gz") || name.ends_with(".sqlite")
 }
 
-/// Every trace file (`.json`, `.json.gz`, `.gz`, `.sqlite`) under `dir`, at any depth,
-/// sorted: a corpus of unrelated runs, to be read one file per job.
+/// Every trace file (`.json`, `.json.gz`, `.gz`, `.sqlite`), `parquetdir` export and
+/// dataset under `dir`, at any depth, sorted: a corpus of unrelated runs, to be read one
+/// file (or dataset) per job.
 pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
     // Each directory once, by its canonical path: a symbolic link back up the tree
     // (`loop/self -> .`) would otherwise be walked forever or list a file many times.
@@ -367,7 +368,8 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             if name.starts_with('.') {
                 continue;
             }
-            if p.is_dir() && crate::nsys::is_export(&p) {
+            // A `parquetdir` export and a dataset are each one job, not folders of traces.
+            if p.is_dir() && (crate::nsys::is_export(&p) || crate::dataset::is_dataset(&p)) {
                 out.push(p);
             } else if p.is_dir() {
                 walk(&p, seen, out)?;
