@@ -209,15 +209,15 @@ impl StagedRank {
 /// Writes one rank for the dataset `dir` (made when missing, with its
 /// manifest): its part files, staged for [`StagedRank::commit`]. `summary`
 /// is the rank's analysis summary, cached under `key`
-/// ([`crate::analysis::summary_key`]), and `steps` its profiler steps
-/// ([`crate::analysis::RankContext::steps`]); the `collectives` table lists
-/// its communication kernels.
+/// ([`crate::analysis::summary_key`]; none cached without one), and `steps`
+/// its profiler steps ([`crate::analysis::RankContext::steps`]); the
+/// `collectives` table lists its communication kernels.
 ///
 /// Staged, not written in place, because which of two files claiming one rank
 /// keeps it is known only once every file of the job is read: the loser's
 /// parts must neither mix with the winner's nor stay behind under a name of
 /// their own.
-pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &RankSummary) -> Result<StagedRank> {
+pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, summary: &RankSummary) -> Result<StagedRank> {
     let t = &rank.trace;
     let name = part_name(rank);
     if !dir.join("manifest.json").is_file() {
@@ -307,13 +307,16 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: &str, summary: &
     .map_err(|e| polars_error(&t.path, e))?;
 
     let events_bytes = crate::output::parquet_bytes_with(&mut events, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
-    let cached = CachedSummary {
-        key: key.to_string(),
-        events_bytes: Some(events_bytes.len() as u64),
-        summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
-    };
-    let text = serde_json::to_string(&cached).unwrap_or_default();
-    let mut parts = vec![crate::output::stage(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?];
+    let mut parts = Vec::new();
+    if let Some(key) = key {
+        let cached = CachedSummary {
+            key: key.to_string(),
+            events_bytes: Some(events_bytes.len() as u64),
+            summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
+        };
+        let text = serde_json::to_string(&cached).unwrap_or_default();
+        parts.push(crate::output::stage(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?);
+    }
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
         let bytes = crate::output::parquet_bytes_with(df, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
         parts.push(crate::output::stage(&dir.join(table).join(&name), &bytes)?);

@@ -51,19 +51,35 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let job_ranks = Job::ranks_in(files);
         let write = |rank: &tracecast_ingest::job::Rank| {
-            // The summary `analyze` would make of this rank with these options.
-            let (o, world) = rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
+            // The summary `analyze` would make of this rank with these options. A `--steps`
+            // range the rank does not have is an error, but the dataset holds the rank's
+            // trace all the same (as `analyze` of the dataset reads it), without a summary.
+            let (o, world, unselected) = match rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node) {
+                Ok((o, world)) => (o, world, None),
+                Err(e @ tracecast_ingest::Error::NoStepsSelected { .. }) => {
+                    let mut every_step = analyze.clone();
+                    every_step.steps = None;
+                    let (o, world) = rank_analysis(rank, job_ranks, &every_step, &catalog, args.read.gpus_per_node)?;
+                    (o, world, Some(e))
+                }
+                Err(e) => return Err(e),
+            };
             let ctx = analysis::RankContext::new(rank, &o.classifier);
             let summary = analysis::summarize(&ctx, world, &o);
-            tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), &analysis::summary_key(&o, world), &summary)
+            let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
+            let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;
+            Ok((staged, unselected))
         };
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
         let (mut ok, mut not_written) = (Vec::new(), 0usize);
         for p in parts {
-            match p.and_then(|staged| staged.commit()) {
-                Ok(p) => ok.push(p),
+            match p.and_then(|(staged, unselected)| Ok((staged.commit()?, unselected))) {
+                Ok((p, unselected)) => {
+                    ok.push(p);
+                    failures.extend(unselected);
+                }
                 Err(e) => {
                     not_written += 1;
                     failures.push(e);

@@ -87,14 +87,16 @@ fn annotations(trace: &RankTrace) -> Vec<Step> {
 pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
     let Some((first, last)) = range else { return Ok(()) };
     let mut numbers: Vec<i64> = annotations(trace).iter().map(|s| s.number).collect();
-    if drop_last && numbers.len() > 1 {
-        numbers.pop();
-    }
+    let dropped = if drop_last && numbers.len() > 1 { numbers.pop() } else { None };
     if numbers.iter().any(|n| (first..=last).contains(n)) {
         return Ok(());
     }
     numbers.sort_unstable();
-    Err(crate::Error::NoStepsSelected { path: trace.path.clone(), first, last, has: describe_numbers(&numbers) })
+    let mut has = describe_numbers(&numbers);
+    if let Some(n) = dropped {
+        has.push_str(&format!(" (and step {n}, its last, which --drop-last-step leaves out)"));
+    }
+    Err(crate::Error::NoStepsSelected { path: trace.path.clone(), first, last, has })
 }
 
 /// `steps 1009–1014`, `steps 1, 3–5`, `step 7`, or `no ProfilerStep annotations`, of sorted distinct numbers.
