@@ -88,11 +88,12 @@ pub(crate) fn sections(
     show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
 ) -> Result<(Vec<Section>, bool)> {
     let read_opts = read.read_options()?;
+    // The page's window is the replays' too: their step times cover the analysed steps.
     let mut base = ReplayOptions::default();
-    base.classifier = plan.analyze.classifier.clone();
+    (base.classifier, base.window) = (plan.analyze.classifier.clone(), plan.analyze.clone());
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
-        o.classifier = plan.analyze.classifier.clone();
+        (o.classifier, o.window) = (plan.analyze.classifier.clone(), plan.analyze.clone());
         o
     });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();

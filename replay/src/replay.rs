@@ -104,6 +104,11 @@ pub struct ReplayOptions {
     /// The pricing layer (measured base) that prices GEMMs by shape for `target`.
     /// Default: the shipped base over the catalog.
     pub pricing: Option<std::sync::Arc<tracecast_calibrate::pricing::Pricing>>,
+    /// The analysed window of the measured trace (its `window`, `steps` and
+    /// `drop_last_step`, as `analyze` takes them): the steps whose times, speed-up
+    /// and breakdowns the replay reports. The simulation always runs the whole
+    /// trace. Default: `analyze`'s default.
+    pub window: analysis::AnalyzeOptions,
 }
 
 impl Default for ReplayOptions {
@@ -120,6 +125,7 @@ impl Default for ReplayOptions {
             source: None,
             catalog: None,
             pricing: None,
+            window: analysis::AnalyzeOptions::default(),
         }
     }
 }
@@ -485,10 +491,16 @@ pub struct RankPart<'c> {
     steps: Vec<i64>,
     /// (local task, step index) of its GPU tasks inside a step.
     step_of_task: Vec<(TaskId, u32)>,
-    /// The §3 breakdown of the measured trace, as `analyze` reports it with its default window.
+    /// The §3 breakdown of the measured trace, as `analyze` reports it with the options' window.
     measured: Breakdown,
     /// That window (`None` without GPU activity).
     window: Option<Window>,
+    /// Whether that window is the rank's whole GPU window (`--window all`, or no step to
+    /// analyse), not the cover of its analysed steps.
+    whole_window: bool,
+    /// Numbers of its steps the window leaves out (`--steps`, `--drop-last-step`): the
+    /// simulation runs them, the step times and breakdowns do not count them.
+    left_out: Vec<i64>,
     /// Compute kernels' work, (local task, work); only with a target. The
     /// projection takes it, before the simulation.
     work: Vec<(TaskId, KernelWork)>,
@@ -519,7 +531,11 @@ impl<'c> RankPart<'c> {
             .iter()
             .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
-        let (measured, window) = analysis::measured_breakdown(ctx, &analysis::AnalyzeOptions::default());
+        let (measured, window, analysed) = analysis::measured_breakdown(ctx, &opts.window);
+        let left_out = match &analysed {
+            Some(numbers) => steps.iter().map(|s| s.number).filter(|n| !numbers.contains(n)).collect(),
+            None => Vec::new(),
+        };
         let mut part = RankPart {
             rank: ctx.rank(),
             file: trace.path.display().to_string(),
@@ -529,6 +545,8 @@ impl<'c> RankPart<'c> {
             step_of_task,
             measured,
             window,
+            whole_window: analysed.is_none(),
+            left_out,
             work: Vec::new(),
             samples: None,
             for_target: false,
@@ -611,6 +629,7 @@ impl RankPart<'_> {
         copy(&mut self.gpu);
         copy(&mut self.steps);
         copy(&mut self.step_of_task);
+        copy(&mut self.left_out);
     }
 
     /// Catalog id of the rank's GPU, when the catalog knows it.
@@ -707,11 +726,17 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             analysis::partition_windows(&mut replayed);
         }
         let mut rows = Vec::new();
+        let mut analysed_window = None;
         for k in 0..nsteps {
             let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
+            let step = part.steps.get(k).copied().unwrap_or(-1);
+            if part.left_out.contains(&step) {
+                continue;
+            }
+            analysed_window = Some(Window::cover(analysed_window, p.start_ns, p.end_ns));
             let (m_us, p_us) = ((m.end_ns - m.start_ns) as f64 / 1000.0, (p.end_ns - p.start_ns) as f64 / 1000.0);
             rows.push(StepReplay {
-                step: part.steps.get(k).copied().unwrap_or(-1),
+                step,
                 measured_step_us: m_us,
                 replayed_step_us: p_us,
                 error: if m_us > 0.0 { (p_us - m_us) / m_us } else { 0.0 },
@@ -719,15 +744,19 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         }
         let mean = |f: fn(&StepReplay) -> f64| if rows.is_empty() { 0.0 } else { rows.iter().map(f).sum::<f64>() / rows.len() as f64 };
         let (m, p) = (mean(|s| s.measured_step_us), mean(|s| s.replayed_step_us));
-        // Breakdown of the replayed timeline over the replayed steps.
-        let window = replayed.iter().flatten().fold(None, |w, s| Some(Window::cover(w, s.start_ns, s.end_ns)));
-        if let Some(w) = window {
+        // Breakdown of the replayed timeline over the analysed window: its steps, or the
+        // rank's whole replayed GPU window as the measured one is.
+        if let Some(w) = replayed.iter().flatten().fold(None, |w, s| Some(Window::cover(w, s.start_ns, s.end_ns))) {
             steps_from_ns = steps_from_ns.min(w.start_ns);
         }
-        let sets = RankSets::from_intervals(place.tasks(r).filter_map(|t| match eg.origin[t].kind {
-            TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
-            TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
-        }));
+        let gpu_work = || {
+            place.tasks(r).filter_map(|t| match eg.origin[t].kind {
+                TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
+                TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
+            })
+        };
+        let window = if part.whole_window { gpu_work().fold(None, |w, (a, b, _)| Some(Window::cover(w, a, b))) } else { analysed_window };
+        let sets = RankSets::from_intervals(gpu_work());
         let replayed_breakdown = window.map(|w| Breakdown::from_sets(&sets, w)).unwrap_or_default();
         measured_sum.add(&part.measured);
         replayed_sum.add(&replayed_breakdown);
@@ -743,6 +772,12 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             replayed: replayed_breakdown,
             graph: eg.ranks.get(r).copied().unwrap_or_default(),
         });
+    }
+    if parts.iter().any(|p| !p.left_out.is_empty()) {
+        notes.push(
+            "the step times, speed-up and breakdowns cover the analysed steps (--steps, --drop-last-step); the simulation and its critical path run the whole trace"
+                .to_string(),
+        );
     }
     let (critical_path, critical) =
         crate::critical::critical_path(&eg, &schedule, if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns });

@@ -96,6 +96,35 @@ fn replayed_steps_are_the_steps_analyze_reports() {
     assert!(compared >= 50, "{compared} steps compared");
 }
 
+/// The analysed window is the replay's too (a report page's replay section had covered
+/// every step under `--steps`): with a step range, the last step left out, or the whole
+/// GPU window, the replay's measured totals and steps are `analyze`'s with the same options.
+#[test]
+fn the_replay_reports_the_steps_of_the_analysed_window() {
+    use tracecast_ingest::analysis::{AnalyzeOptions, WindowMode, analyze_job};
+    let j = job(&shared().join("hta/trace_diff/control"));
+    let windows: [(&str, fn(&mut AnalyzeOptions)); 3] = [
+        ("--steps 1010-1012", |o| o.steps = Some((1010, 1012))),
+        ("--drop-last-step", |o| o.drop_last_step = true),
+        ("--window all", |o| o.window = WindowMode::All),
+    ];
+    for (name, set) in windows {
+        let mut opts = ReplayOptions::default();
+        set(&mut opts.window);
+        let analysis = analyze_job(&j, &opts.window);
+        let r = replay_job(&j, &opts);
+        assert_measured_as_analyze(name, &analysis, &r);
+        let analysed: Vec<i64> = analysis.ranks[0].steps.iter().map(|s| s.step).collect();
+        let replayed: Vec<i64> = r.ranks[0].steps.iter().map(|s| s.step).collect();
+        assert_eq!(replayed, analysed, "{name}");
+        let mean = analysis.ranks[0].steps.iter().map(|s| s.breakdown.gpu_span_us).sum::<f64>() / analysed.len() as f64;
+        assert!((r.ranks[0].measured_step_us - mean).abs() < 1e-6 * mean, "{name}: {} against {mean}", r.ranks[0].measured_step_us);
+        assert!((r.speedup - 1.0).abs() < 1e-9, "{name}: identity");
+    }
+    // The default is the whole run's steps, six of them.
+    assert_eq!(replay_job(&j, &ReplayOptions::default()).ranks[0].steps.len(), 6);
+}
+
 #[test]
 fn multi_rank_identity_with_collective_joins() {
     // The synthetic job's ranks are joined at every all-reduce.

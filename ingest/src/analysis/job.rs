@@ -452,11 +452,14 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
 }
 
 /// The §3 breakdown a rank's analysis with `opts` reports ([`summarize`]'s
-/// `breakdown`), without the rest of the analysis, and the window it covers
-/// (`None` without GPU activity).
-pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>) {
-    let window = select(ctx, opts).window;
-    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window)
+/// `breakdown`), without the rest of the analysis, the window it covers
+/// (`None` without GPU activity) and the numbers of the steps that make the
+/// window (`None` where it is the rank's whole GPU window: `--window all`, or
+/// no step to analyse).
+pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>, Option<Vec<i64>>) {
+    let Selection { steps, mode, window, .. } = select(ctx, opts);
+    let steps = (mode == WindowMode::Steps).then(|| steps.iter().map(|s| s.number).collect());
+    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window, steps)
 }
 
 /// The analysis of one rank from its context (its activity classes are the
