@@ -110,6 +110,8 @@ pub(crate) struct IngestArgs {
     /// same options reads it instead of the events.
     #[command(flatten)]
     pub(crate) window: WindowArgs,
+    #[command(flatten)]
+    pub(crate) idle: IdleArgs,
 }
 
 /// How traces are read and what counts as communication: one definition for
@@ -145,15 +147,12 @@ pub(crate) struct ReadArgs {
 }
 
 /// The analysed window: one definition for every command that breaks GPU
-/// time down (analyze, report, diff).
+/// time down (analyze, ingest, report, diff).
 #[derive(clap::Args)]
 pub(crate) struct WindowArgs {
     /// Analysed window.
     #[arg(long, value_enum, default_value = "steps")]
     pub(crate) window: WindowArg,
-    /// Gaps shorter than this many µs between queued GPU work count as kernel wait.
-    #[arg(long, value_name = "US", default_value_t = 30.0, value_parser = non_negative)]
-    pub(crate) kernel_wait_us: f64,
     /// Leave out each rank's last profiler step (HTA's default window: the last step is often cut short).
     #[arg(long)]
     pub(crate) drop_last_step: bool,
@@ -162,15 +161,26 @@ pub(crate) struct WindowArgs {
     pub(crate) steps: Option<(i64, i64)>,
 }
 
+/// How idle GPU time is split: the commands that report the split (analyze, ingest's summaries, report).
+#[derive(clap::Args)]
+pub(crate) struct IdleArgs {
+    /// Gaps shorter than this many µs between queued GPU work count as kernel wait in the idle split.
+    #[arg(long, value_name = "US", default_value_t = 30.0, value_parser = non_negative)]
+    pub(crate) kernel_wait_us: f64,
+}
+
 impl WindowArgs {
-    /// The library's window options.
-    pub(crate) fn window_options(&self) -> WindowOptions {
+    /// The library's window options, with the idle split's threshold where the command reports the split.
+    pub(crate) fn window_options(&self, idle: Option<&IdleArgs>) -> WindowOptions {
         let mut o = WindowOptions::default();
         o.window = match self.window {
             WindowArg::All => WindowMode::All,
             WindowArg::Steps => WindowMode::Steps,
         };
-        (o.kernel_wait_us, o.drop_last_step, o.steps) = (self.kernel_wait_us, self.drop_last_step, self.steps);
+        (o.drop_last_step, o.steps) = (self.drop_last_step, self.steps);
+        if let Some(idle) = idle {
+            o.kernel_wait_us = idle.kernel_wait_us;
+        }
         o
     }
 }
@@ -199,6 +209,8 @@ pub(crate) struct AnalyzeArgs {
     pub(crate) inputs: Inputs,
     #[command(flatten)]
     pub(crate) window: WindowArgs,
+    #[command(flatten)]
+    pub(crate) idle: IdleArgs,
     /// Write the analysis as JSON (DESIGN §6 keys).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
@@ -305,6 +317,8 @@ pub(crate) struct ReportArgs {
     pub(crate) inputs: Inputs,
     #[command(flatten)]
     pub(crate) window: WindowArgs,
+    #[command(flatten)]
+    pub(crate) idle: IdleArgs,
     /// The HTML file to write.
     #[arg(long, value_name = "report.html")]
     pub(crate) out: PathBuf,
@@ -398,7 +412,8 @@ impl Inputs {
 impl IngestArgs {
     pub(crate) fn into_options(self) -> ingest::Options {
         let mut o = ingest::Options::default();
-        (o.paths, o.out, o.read, o.window) = (self.paths, self.out, self.read.trace_options(), self.window.window_options());
+        (o.paths, o.out, o.read, o.window) =
+            (self.paths, self.out, self.read.trace_options(), self.window.window_options(Some(&self.idle)));
         o
     }
 }
@@ -425,7 +440,7 @@ impl AnalyzeArgs {
     pub(crate) fn into_options(self) -> analyze::Options {
         let mut o = analyze::Options::default();
         (o.inputs, o.window, o.json, o.csv, o.parquet) =
-            (self.inputs.inputs(), self.window.window_options(), self.json, self.csv, self.parquet);
+            (self.inputs.inputs(), self.window.window_options(Some(&self.idle)), self.json, self.csv, self.parquet);
         (o.plots, o.job_gpus, o.job_hours) = (self.plots, self.job_gpus, self.job_hours);
         o
     }
@@ -452,7 +467,8 @@ impl ReplayArgs {
 impl ReportArgs {
     pub(crate) fn into_options(self) -> report::Options {
         let mut o = report::Options::default();
-        (o.inputs, o.window, o.out, o.what_if) = (self.inputs.inputs(), self.window.window_options(), self.out, self.what_if.options());
+        let window = self.window.window_options(Some(&self.idle));
+        (o.inputs, o.window, o.out, o.what_if) = (self.inputs.inputs(), window, self.out, self.what_if.options());
         (o.job_gpus, o.job_hours, o.png) = (self.job_gpus, self.job_hours, self.png);
         o
     }
@@ -461,7 +477,7 @@ impl ReportArgs {
 impl DiffArgs {
     pub(crate) fn into_options(self) -> diff::Options {
         let mut o = diff::Options::default();
-        (o.a, o.b, o.read, o.window) = (self.a, self.b, self.read.trace_options(), self.window.window_options());
+        (o.a, o.b, o.read, o.window) = (self.a, self.b, self.read.trace_options(), self.window.window_options(None));
         (o.json, o.top, o.fail_if) = (self.json, self.top, self.fail_if);
         o
     }

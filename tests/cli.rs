@@ -1174,8 +1174,11 @@ fn every_command_that_reads_traces_takes_the_same_options() {
         assert!(!o.status.success() && stderr(&o).contains("--strict"), "{cmd}: {}", stderr(&o));
     }
     for (cmd, rest) in commands.iter().filter(|(c, _)| ["analyze", "report", "diff"].contains(c)) {
-        // The analysed window: the same options wherever GPU time is broken down.
-        let o = call(cmd, &demo, rest, &["--window", "all", "--kernel-wait-us", "10", "--drop-last-step"]);
+        // The analysed window: the same options wherever GPU time is broken down; the idle
+        // split's threshold where idle time is split (not in diff).
+        let splits_idle = *cmd != "diff";
+        let idle: &[&str] = if splits_idle { &["--kernel-wait-us", "10"] } else { &[] };
+        let o = call(cmd, &demo, rest, &[&["--window", "all", "--drop-last-step"], idle].concat());
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
         for (bad, named) in [
             (["--kernel-wait-us=-1", "--window=all"], "--kernel-wait-us"),
@@ -1625,4 +1628,27 @@ fn stragglers_caused_the_waits_the_collectives_table_measures() {
             assert!(s["wait_caused_us"].as_f64().unwrap() <= others, "{window:?}: {s} beyond the others' communication {others} µs");
         }
     }
+}
+
+/// `--kernel-wait-us` splits idle time where a command reports the split: the report page
+/// shows it, as `analyze` prints it (the page had shown no split, so the flag did nothing
+/// there); `diff` reports no split and does not take the flag.
+#[test]
+fn the_idle_split_threshold_reaches_the_report_page_and_only_commands_that_split_idle_time() {
+    let dir = scratch("idle-split-page");
+    let trace = shared().join("hta/trace_diff/test/test.json.gz");
+    let analyze = bin().args(["analyze", "--kernel-wait-us", "1000"]).arg(&trace).output().unwrap();
+    assert!(analyze.status.success(), "{}", stderr(&analyze));
+    let line = String::from_utf8_lossy(&analyze.stdout).lines().find(|l| l.starts_with("Idle: ")).unwrap().to_string();
+    // "Idle: host wait H ms, kernel wait K ms (gaps < 1000 µs), other O ms."
+    let number = |key: &str| line.split(key).nth(1).unwrap().split(" ms").next().unwrap().to_string();
+    let page = dir.join("r.html");
+    let o = bin().args(["report", "-q", "--kernel-wait-us", "1000", "--out"]).arg(&page).arg(&trace).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let expected = format!("host wait {} ms", number("host wait "));
+    assert!(html.contains(&expected) && html.contains("shorter than 1000 µs"), "{expected} / {line}");
+    assert!(html.contains(&format!("kernel wait {} ms", number("kernel wait "))), "{line}");
+    let o = bin().args(["diff", "-q", "--kernel-wait-us", "5"]).arg(&trace).arg(&trace).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "diff has no idle split: {}", stderr(&o));
 }

@@ -114,20 +114,14 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
                 h.job_gpus, h.job_hours, h.total, h.exposed_comm, h.compute, h.idle
             )?;
         }
-        let (mut host, mut kern, mut other) = (0.0, 0.0, 0.0);
-        for r in &a.ranks {
-            host += r.idle_split.host_wait_us;
-            kern += r.idle_split.kernel_wait_us;
-            other += r.idle_split.other_us;
-        }
-        if host + kern + other > 0.0 {
+        if let Some(idle) = a.idle_split_over_ranks() {
             writeln!(
                 w,
                 "Idle: host wait {:.3} ms, kernel wait {:.3} ms (gaps < {} µs), other {:.3} ms.",
-                host / 1000.0,
-                kern / 1000.0,
-                a.ranks.first().map_or(0.0, |r| r.idle_split.kernel_wait_threshold_us),
-                other / 1000.0
+                idle.host_wait_us / 1000.0,
+                idle.kernel_wait_us / 1000.0,
+                idle.kernel_wait_threshold_us,
+                idle.other_us / 1000.0
             )?;
         }
     }

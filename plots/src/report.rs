@@ -259,6 +259,16 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             &rows,
         );
     }
+    if let Some(idle) = a.idle_split_over_ranks() {
+        let words = format!(
+            "Idle time of all ranks: host wait {} ms (the work's launch call started only after the GPU went idle), kernel wait {} ms (gaps between queued work shorter than {} µs), other {} ms.",
+            ms(idle.host_wait_us),
+            ms(idle.kernel_wait_us),
+            idle.kernel_wait_threshold_us,
+            ms(idle.other_us)
+        );
+        let _ = write!(page.html, "<p>{}</p>", esc(&words));
+    }
 
     page.html.push_str("<h3>Collectives</h3>");
     let charts = collective_charts(j.collectives, j.profile);

@@ -238,6 +238,18 @@ pub struct JobAnalysis {
 }
 
 impl JobAnalysis {
+    /// The ranks' idle splits summed (`None` without idle time): the threshold is the
+    /// analysis's, the same for every rank.
+    pub fn idle_split_over_ranks(&self) -> Option<IdleSplit> {
+        let mut sum = IdleSplit { kernel_wait_threshold_us: self.ranks.first()?.idle_split.kernel_wait_threshold_us, ..Default::default() };
+        for r in &self.ranks {
+            sum.host_wait_us += r.idle_split.host_wait_us;
+            sum.kernel_wait_us += r.idle_split.kernel_wait_us;
+            sum.other_us += r.idle_split.other_us;
+        }
+        (sum.host_wait_us + sum.kernel_wait_us + sum.other_us > 0.0).then_some(sum)
+    }
+
     /// The job's collectives over all ranks, by type, process group and
     /// group size (in that order; an unnamed group as `-`): each rank's rows
     /// summed, the bandwidth Σ bytes ÷ Σ time of the kernels that have one.
