@@ -290,7 +290,23 @@ fn diff_leads_with_the_step_and_gates_regressions() {
     // The other way round B regresses: exit 1, naming the metric.
     let o = bin().args(["diff", "--quiet"]).arg(&b).arg(&a).args(["--fail-if", "step>+3%"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("regression: step grew +13.7 %"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: step changed by +13.7 %"), "{}", stderr(&o));
+    // A negative bound that B stays above is a regression in the bound's own words, not "grew".
+    let o = bin().args(["diff", "--quiet"]).arg(&a).arg(&b).args(["--fail-if", "step>-20%"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("regression: step changed by -12.1 %") && stderr(&o).contains("above the -20.0 % allowed"),
+        "{}",
+        stderr(&o)
+    );
+    // Identical runs: nothing moved, said so.
+    let o = bin().args(["diff"]).arg(&a).arg(&a).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("No kernel class moved."), "{}", String::from_utf8_lossy(&o.stdout));
+    // A run read in part (the folder holds two files claiming rank 0) is bad input, exit 2,
+    // whatever the gates say.
+    let o = bin().args(["diff", "--quiet"]).arg(&t).arg(&a).args(["--fail-if", "step>-50%"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: "), "the gates are still reported: {}", stderr(&o));
     // A bound that cannot be read is an error before anything is analysed.
     let o = bin().args(["diff"]).arg(&a).arg(&b).args(["--fail-if", "latency>+3%"]).output().unwrap();
     assert!(!o.status.success() && stderr(&o).contains("not a metric"), "{}", stderr(&o));

@@ -294,10 +294,11 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                 None => 0.0,
             };
             (change > g.max_change).then(|| {
+                // "new": B has time where A had none, which no percentage bounds.
+                let moved = if row.change.is_some() { format!("changed by {} %", row.change_text()) } else { "is new in B".into() };
                 format!(
-                    "{} grew {} % ({:.3} → {:.3} ms), more than the {:+.1} % allowed",
+                    "{} {moved} ({:.3} → {:.3} ms), above the {:+.1} % allowed",
                     g.metric,
-                    row.change_text(),
                     row.time_a_us / 1000.0,
                     row.time_b_us / 1000.0,
                     100.0 * g.max_change
