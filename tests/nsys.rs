@@ -433,3 +433,16 @@ fn an_export_and_its_dataset_analyse_the_same_with_and_without_device() {
         assert_eq!(asks, device.is_none(), "the note asks for --device only where it is not given");
     }
 }
+
+/// What `analyze` notes of a rank is on the report page too, each note once with its
+/// ranks: the page had left out that the export names no GPU model.
+#[test]
+fn the_report_page_carries_the_analysis_notes() {
+    let dir = scratch("nsys-report-notes");
+    let page = dir.join("r.html");
+    let o = run(&["report".as_ref(), export("mfu_2gpu_before.sqlite").as_os_str(), "-q".as_ref(), "--out".as_ref(), page.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("the export does not record the GPU model").count(), 1, "once, for both ranks");
+    assert!(html.contains("<li>ranks 0–1: the export does not record the GPU model"));
+}

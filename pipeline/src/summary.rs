@@ -193,16 +193,11 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             }
         }
     }
-    let mut notes: Vec<(u32, &String)> = Vec::new();
-    for r in &a.ranks {
-        for n in &r.notes {
-            notes.push((r.rank, n));
-        }
-    }
+    let notes = a.notes_by_text();
     if !notes.is_empty() {
         writeln!(w, "\nNotes:")?;
-        for (rank, n) in notes {
-            writeln!(w, "  rank {rank}: {n}")?;
+        for (n, ranks) in notes {
+            writeln!(w, "  {}: {n}", tracecast_ingest::analysis::rank_list(&ranks))?;
         }
     }
     writeln!(w)?;

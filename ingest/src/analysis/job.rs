@@ -238,6 +238,23 @@ pub struct JobAnalysis {
 }
 
 impl JobAnalysis {
+    /// Each distinct note of the job's ranks, with the ranks it was made for (ascending),
+    /// in the order the notes first appear: a job of many ranks says a thing once.
+    pub fn notes_by_text(&self) -> Vec<(&str, Vec<u32>)> {
+        let mut out: Vec<(&str, Vec<u32>)> = Vec::new();
+        let mut at: std::collections::HashMap<&str, usize> = Default::default();
+        for r in &self.ranks {
+            for n in &r.notes {
+                let k = *at.entry(n.as_str()).or_insert_with(|| {
+                    out.push((n.as_str(), Vec::new()));
+                    out.len() - 1
+                });
+                out[k].1.push(r.rank);
+            }
+        }
+        out
+    }
+
     /// The ranks' idle splits summed (`None` without idle time): the threshold is the
     /// analysis's, the same for every rank.
     pub fn idle_split_over_ranks(&self) -> Option<IdleSplit> {
@@ -556,6 +573,27 @@ fn unrelated_runs(partials: &[RankSummary]) -> Option<String> {
     const HOUR_NS: i64 = 3_600_000_000_000;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
         .then(|| format!("their GPU windows start {:.1} h apart", hi.saturating_sub(lo) as f64 / HOUR_NS as f64))
+}
+
+/// Ranks in words, runs joined: `rank 3`, `ranks 0, 2`, `ranks 0–1023`; past eight
+/// runs the first eight and how many ranks in all.
+pub fn rank_list(ranks: &[u32]) -> String {
+    let runs = steps::number_runs(ranks.iter().map(|&r| i64::from(r)));
+    match (ranks.len(), runs.len()) {
+        (1, _) => format!("rank {}", runs.join("")),
+        (_, n) if n > 8 => format!("ranks {}, … ({} ranks)", runs[..8].join(", "), ranks.len()),
+        _ => format!("ranks {}", runs.join(", ")),
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn rank_lists_join_runs_and_stop_at_eight() {
+    assert_eq!(rank_list(&[3]), "rank 3");
+    assert_eq!(rank_list(&[0, 2]), "ranks 0, 2");
+    assert_eq!(rank_list(&(0..1024).collect::<Vec<_>>()), "ranks 0–1023");
+    let every_other: Vec<u32> = (0..20).map(|r| 2 * r).collect();
+    assert_eq!(rank_list(&every_other), "ranks 0, 2, 4, 6, 8, 10, 12, 14, … (20 ranks)");
 }
 
 /// The job's analysis from its ranks' summaries (any order; sorted by rank here).

@@ -39,7 +39,7 @@ pub use context::RankContext;
 pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
     AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankSummary, Totals, analyze_job, job_steps,
-    measured_breakdown, reduce, reduce_matched, summarize, summarize_rank, summary_key, world_of,
+    measured_breakdown, rank_list, reduce, reduce_matched, summarize, summarize_rank, summary_key, world_of,
 };
 pub use job_collectives::JobCollectives;
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};

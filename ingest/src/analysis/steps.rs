@@ -101,19 +101,24 @@ pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last:
 
 /// `steps 1009–1014`, `steps 1, 3–5`, `step 7`, or `no ProfilerStep annotations`, of sorted distinct numbers.
 fn describe_numbers(numbers: &[i64]) -> String {
+    let text = number_runs(numbers.iter().copied()).join(", ");
+    match numbers.len() {
+        0 => "no ProfilerStep annotations".to_string(),
+        1 => format!("step {text}"),
+        _ => format!("steps {text}"),
+    }
+}
+
+/// Ascending numbers as their runs: `3`, `5–9`.
+pub(crate) fn number_runs(numbers: impl IntoIterator<Item = i64>) -> Vec<String> {
     let mut runs: Vec<(i64, i64)> = Vec::new();
-    for &n in numbers {
+    for n in numbers {
         match runs.last_mut() {
             Some((_, end)) if end.checked_add(1) == Some(n) => *end = n,
             _ => runs.push((n, n)),
         }
     }
-    let text: Vec<String> = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}–{b}") }).collect();
-    match numbers.len() {
-        0 => "no ProfilerStep annotations".to_string(),
-        1 => format!("step {}", text.join(", ")),
-        _ => format!("steps {}", text.join(", ")),
-    }
+    runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}–{b}") }).collect()
 }
 
 /// Makes the steps' GPU windows partition the timeline: a step runs from its
