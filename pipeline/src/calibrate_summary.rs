@@ -12,7 +12,19 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
 pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let d = &p.device;
-    writeln!(w, "Device {:?} → {} ({} trace file(s))", d.name, d.catalog_id.as_deref().unwrap_or("not in the catalog"), p.traces.len())?;
+    // One entry per rank: an export holds several.
+    let mut files: Vec<&String> = p.traces.iter().collect();
+    files.sort();
+    files.dedup();
+    if d.name.is_empty() {
+        writeln!(
+            w,
+            "Device not recorded in the traces → not in the catalog ({} trace file(s); give the GPU with --device ID, an id of `tracecast hw list`)",
+            files.len()
+        )?;
+    } else {
+        writeln!(w, "Device {:?} → {} ({} trace file(s))", d.name, d.catalog_id.as_deref().unwrap_or("not in the catalog"), files.len())?;
+    }
     if !p.kernels.is_empty() {
         writeln!(w, "\nKernel efficiency  t = t0 + W / (η · peak)")?;
         writeln!(
