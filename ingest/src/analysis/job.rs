@@ -615,6 +615,7 @@ pub fn reduce_matched(
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
     let unrelated = unrelated_runs(&partials);
+    let doubtful = matched.doubtful();
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
@@ -628,6 +629,11 @@ pub fn reduce_matched(
             && let Some(why) = &unrelated
         {
             a.notes.push(format!("ranks of unrelated runs? {why}: analysed as one job (give the files with --each to analyse each alone)"));
+        }
+        if r == 0
+            && let Some(why) = &doubtful
+        {
+            a.notes.push(why.clone());
         }
         sum.add(&a.breakdown);
         ranks.push(a);

@@ -209,6 +209,25 @@ impl JobCollectives {
             .as_ref()
     }
 
+    /// Why the matching may pair unrelated kernels, in words, or `None`: the
+    /// instances matched across ranks do not end together even after the clock
+    /// alignment — its residual exceeds their median transfer — as when the ranks'
+    /// traces begin at different collectives (sampled or filtered traces).
+    pub fn doubtful(&self) -> Option<String> {
+        let a = self.alignment()?;
+        let mut transfers: Vec<i64> = self.matched.iter().filter(|m| m.ranks >= 2).map(|m| m.transfer_ns).collect();
+        transfers.sort_unstable();
+        let median_us = *transfers.get(transfers.len() / 2)? as f64 / 1000.0;
+        (a.residual_us > median_us.max(1.0)).then(|| {
+            format!(
+                "the {} collectives matched across ranks do not end together (clock residual {:.1} ms RMS against a median transfer of {:.3} ms): the ranks' traces may begin at different collectives, so the clock offsets, waits and stragglers may pair unrelated kernels",
+                a.instances,
+                a.residual_us / 1000.0,
+                median_us / 1000.0
+            )
+        })
+    }
+
     /// Per rank: how often it arrived last at a collective matched across
     /// ranks and the waiting it caused the others, most first. The last to
     /// arrive spends the least time in the collective's kernel (the
@@ -384,5 +403,30 @@ mod tests {
         assert!(by_instance.values().all(|b| b.len() == 2 && b[0] == b[1]), "{by_instance:?}");
         let unmatched: Vec<_> = samples.iter().filter(|s| s.matched_ranks < 2).map(|s| (s.rank, s.bytes)).collect();
         assert_eq!(unmatched, [(0, Some(107 << 20))]);
+    }
+
+    /// A rank's trace that begins one all-reduce later pairs each of its all-reduces with the
+    /// one before on the other rank: they end milliseconds apart, where each lasts 1 µs.
+    #[test]
+    fn a_matching_whose_instances_do_not_end_together_is_doubted() {
+        let aligned = JobCollectives::new([rank(0, &[8; 6]), rank(1, &[8; 6])]);
+        assert_eq!(aligned.doubtful(), None);
+        // Rank 0's all-reduces at k² ms; rank 1's k-th is rank 0's (k+1)-th (a constant
+        // shift would be indistinguishable from a clock offset; a training step's are not regular).
+        let at = |k: usize, rows: Vec<Instance>| -> Vec<Instance> {
+            rows.into_iter()
+                .enumerate()
+                .map(|(i, mut inst)| {
+                    let t = ((i + k) * (i + k)) as i64 * 1_000_000;
+                    (inst.start_ns, inst.end_ns) = (t, t + 1000);
+                    inst
+                })
+                .collect()
+        };
+        let first = RankCollectives::new(0, Some(2), at(0, rank(0, &[8; 6]).into_rows()));
+        let late = RankCollectives::new(1, Some(2), at(1, rank(1, &[8; 5]).into_rows()));
+        let shifted = JobCollectives::new([first, late]);
+        let why = shifted.doubtful().expect("doubted");
+        assert!(why.starts_with("the 5 collectives matched across ranks do not end together"), "{why}");
     }
 }
