@@ -1223,7 +1223,12 @@ impl Pricing {
                 (all_reduce.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?, bytes * k / ar, note)
             }
         };
-        let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus)?;
+        // The curve's own collective (the all-reduce where it stands in) by the link rule over the
+        // curve's network: how its time falls below its smallest measured size.
+        let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
+        let link_rule =
+            |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
+        let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
         let network =
             if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
         if let Some((f, _)) = &network {
@@ -1235,7 +1240,7 @@ impl Pricing {
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
             let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus)?.0)
+                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus, &link_rule)?.0)
             });
             if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
@@ -1436,7 +1441,10 @@ impl LinkShares {
                     gpu.link_gbps
                 };
                 shares.push(busbw_gbps / link);
-                alphas.push(curve.latency_us());
+                // Only a sweep that measured small messages says what their latency is.
+                if curve.measures_latency() {
+                    alphas.push(curve.latency_us(&|_| None));
+                }
             }
         }
         let [(intra_s, intra_a), (inter_s, inter_a)] = learned;
@@ -1885,23 +1893,48 @@ struct Curve {
     nodes: u32,
 }
 
+/// Messages up to this size are small (the and nccl-tests' latency
+/// regime): a curve whose smallest point is larger measured no latency.
+const SMALL_MESSAGE_BYTES: f64 = 4096.0;
+
+/// The size a curve's latency is read at: nccl-tests sweeps begin here.
+const LATENCY_BYTES: f64 = 8.0;
+
 impl Curve {
-    /// Time at `size` bytes, µs: log-log interpolation; below the smallest
-    /// size its time (the latency floor), above the largest its bandwidth.
-    fn at(&self, size: f64) -> (f64, bool) {
+    /// Time at `size` bytes, µs: log-log interpolation; above the largest size
+    /// its bandwidth; below the smallest the smallest one's time × the link
+    /// rule's price at `size` ÷ at that size (`link_rule`: bytes → µs), never
+    /// above it — the smallest time itself where the sweep starts among small
+    /// messages, where the rule is flat. A curve of a training trace or a sweep
+    /// that starts at gigabytes had held every smaller message at its time
+    /// (an MI300X all-gather of 1 MiB at 6 ms).
+    fn at(&self, size: f64, link_rule: &dyn Fn(f64) -> Option<f64>) -> (f64, bool) {
         let x = size.ln();
         let (Some(first), Some(last)) = (self.points.first(), self.points.last()) else { return (f64::NAN, true) };
         if x > last.0 {
             // Time grows with the bytes at the largest size's bandwidth.
             return ((last.1.exp()) * (size / last.0.exp()), true);
         }
-        let (y, ex) = interpolate(&self.points, x);
-        (y.exp(), ex && x < first.0)
+        if x < first.0 {
+            let (smallest, t) = (first.0.exp(), first.1.exp());
+            let f = match (link_rule(size), link_rule(smallest)) {
+                (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (a / b).min(1.0),
+                _ => 1.0,
+            };
+            return (t * f, x < first.0 - 1e-9);
+        }
+        let (y, _) = interpolate(&self.points, x);
+        (y.exp(), false)
     }
 
-    /// The small-message latency: the time of the smallest measured size.
-    fn latency_us(&self) -> f64 {
-        self.points.first().map_or(f64::NAN, |p| p.1.exp())
+    /// The small-message latency: the time at [`LATENCY_BYTES`] ([`Curve::at`]).
+    fn latency_us(&self, link_rule: &dyn Fn(f64) -> Option<f64>) -> f64 {
+        self.at(LATENCY_BYTES, link_rule).0
+    }
+
+    /// Whether the curve measured small messages (its smallest size is one).
+    fn measures_latency(&self) -> bool {
+        self.points.first().is_some_and(|p| p.0.exp() <= SMALL_MESSAGE_BYTES * (1.0 + 1e-9))
     }
 }
 
@@ -2004,16 +2037,17 @@ impl Systems {
 }
 
 impl System {
-    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`.
-    fn price(&self, size: f64, gpus: u32) -> Option<(f64, PriceRule, bool, String)> {
+    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`; `link_rule`
+    /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
+    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<(f64, PriceRule, bool, String)> {
         if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
-            let (t, ex) = c.at(size);
+            let (t, ex) = c.at(size, link_rule);
             return Some((t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs")));
         }
         let below = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0);
         let above = self.curves.iter().filter(|c| c.0 > gpus).min_by_key(|c| c.0);
         if let (Some((a, ca)), Some((b, cb))) = (below, above) {
-            let ((ta, ea), (tb, eb)) = (ca.at(size), cb.at(size));
+            let ((ta, ea), (tb, eb)) = (ca.at(size, link_rule), cb.at(size, link_rule));
             let f = (f64::from(gpus).log2() - f64::from(*a).log2()) / (f64::from(*b).log2() - f64::from(*a).log2());
             let t = (ta.ln() + f * (tb.ln() - ta.ln())).exp();
             return Some((t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs")));
@@ -2021,27 +2055,28 @@ impl System {
         if let (Some((a, ca)), None) = (below, above) {
             // Scale-out: latency linear in log₂ nodes over the measured counts; the
             // rest of the time that of the largest count, by the bus factor.
-            let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us())).collect();
+            let pts: Vec<(f64, f64)> =
+                self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
             let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
             let latency = if pts.len() >= 2 {
                 let n = pts.len() as f64;
                 let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
                 let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
                 let slope = if sxx > 0.0 { pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx } else { 0.0 };
-                let at_largest = ca.latency_us();
+                let at_largest = ca.latency_us(link_rule);
                 // Never below the largest count's own latency.
                 (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)
             } else {
-                ca.latency_us()
+                ca.latency_us(link_rule)
             };
-            let (t_a, _) = ca.at(size);
+            let (t_a, _) = ca.at(size, link_rule);
             let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
-            let t = latency + (t_a - ca.latency_us()).max(0.0) * k(gpus) / k(*a);
+            let t = latency + (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a);
             return Some((t, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
         }
         // Only larger counts measured: the smallest one's curve.
         let (b, cb) = above?;
-        let (t, _) = cb.at(size);
+        let (t, _) = cb.at(size, link_rule);
         Some((t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)")))
     }
 }
@@ -2344,5 +2379,29 @@ mod tests {
         // Larger messages take longer.
         let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8, None).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
+    }
+
+    /// A curve that starts at gigabytes (MI300X's all-gathers and reduce-scatters, read from
+    /// an FSDP training trace; MI325X's RCCL sweep, from 4 GiB) had held every smaller message at
+    /// its smallest time: a 1 MiB all-gather over 8 MI300X at 6.0 ms, a 1 KiB all-reduce over 8
+    /// MI325X at 23.7 ms. Below its smallest size a curve follows the link rule's shape, so time
+    /// rises with the bytes and a small message costs about a latency, whatever the sweep.
+    #[test]
+    fn a_curve_that_starts_at_gigabytes_prices_small_messages_by_the_link_rules_shape() {
+        let p = Pricing::builtin();
+        let (mi300x, mi325x) = (p.catalog.gpu("mi300x").unwrap().clone(), p.catalog.gpu("mi325x").unwrap().clone());
+        let at = |g: &Gpu, c: Collective, bytes: f64| p.collective(g, c, bytes, 8, 8, None).unwrap().time_us;
+        for (g, c) in [(&mi300x, Collective::AllGather), (&mi300x, Collective::ReduceScatter), (&mi325x, Collective::AllReduce)] {
+            let sizes: Vec<f64> = (10..=34).map(|e| f64::from(2u32).powi(e)).collect();
+            let times: Vec<f64> = sizes.iter().map(|&b| at(g, c, b)).collect();
+            assert!(times.windows(2).all(|w| w[0] <= w[1] * (1.0 + 1e-9)), "{} {c:?}: {times:?}", g.id);
+            // 1 KiB to 16 GiB: the smallest is a latency (MI300X's own measured 8-GPU all-reduce: 13 µs
+            // at 1 KiB), the largest bandwidth-bound, thousands of times longer.
+            assert!(times[0] < 100.0, "{} {c:?}: {} µs at 1 KiB", g.id, times[0]);
+            assert!(times[times.len() - 1] > 1000.0 * times[0], "{} {c:?}: {times:?}", g.id);
+        }
+        // Sizes the sweeps measured keep their measured price.
+        let measured = p.collective(&mi325x, Collective::AllReduce, 4294967296.0, 8, 8, None).unwrap();
+        assert!(!measured.extrapolated, "{}", measured.basis);
     }
 }
