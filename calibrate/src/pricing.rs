@@ -50,7 +50,7 @@ pub enum PriceRule {
     GemmMeasuredShape,
     /// The GPU's measured attention kernels, interpolated in sequence length.
     AttentionTable,
-    /// Another GPU's measured attention kernels (same vendor, closest specs):
+    /// Another GPU's measured attention kernels (same vendor where one measured any, closest specs):
     /// the matmul share scaled by the peaks, the exponentials by the SFU rates.
     AttentionSpecModel,
     /// A kernel family this GPU has no measurement of, from another GPU that
@@ -100,7 +100,7 @@ impl PriceRule {
             PriceRule::GemmMeasuredShape => "the user's measurement of this shape on this GPU",
             PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
             PriceRule::AttentionSpecModel => {
-                "the closest measured GPU's attention kernels of its vendor: matmul share scaled by the peaks, exponentials by the SFU rates"
+                "the closest measured GPU's attention kernels (of its vendor, where one measured any): matmul share scaled by the peaks, exponentials by the SFU rates"
             }
             PriceRule::AttentionCarried => {
                 "a kernel family measured on another GPU of the vendor, × the median ratio of the families measured on both GPUs at this shape"
@@ -998,15 +998,20 @@ impl Pricing {
         // dimension, mask and length comes first, then the fastest kernel, as
         // on a GPU's own table.
         let mine = attention_compute(gpu)?;
-        let candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> = self
-            .vendor_peers(gpu)
-            .filter_map(|g| {
-                // A family the GPU did not measure but carries from a sibling GPU counts as its
-                // own: H200 takes H100's carried price (one GH100), not A100's by the peaks.
-                let priced = self.attention_measured(g, shape, kernel).or_else(|| kernel.and_then(|k| self.attention_carried(g, shape, k)));
-                Some((g, spec_distance(&mine, &attention_compute(g)?), priced?))
-            })
-            .collect();
+        let priced = |g: &Gpu| -> Option<(f64, (Price, Arc<str>))> {
+            // A family the GPU did not measure but carries from a sibling GPU counts as its
+            // own: H200 takes H100's carried price (one GH100), not A100's by the peaks.
+            let priced = self.attention_measured(g, shape, kernel).or_else(|| kernel.and_then(|k| self.attention_carried(g, shape, k)));
+            Some((spec_distance(&mine, &attention_compute(g)?), priced?))
+        };
+        let mut candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> =
+            self.vendor_peers(gpu).filter_map(|g| priced(g).map(|(d, p)| (g, d, p))).collect();
+        // A vendor none of whose GPUs measured attention (Gaudi): the closest measured GPU of
+        // any vendor, rather than the GEMM efficiency (Gaudi 3 had been priced 4.4× H100's FA2).
+        let other_vendor = candidates.is_empty();
+        if other_vendor && kernel.is_none() {
+            candidates = self.catalog.gpus.iter().filter(|g| g.id != gpu.id).filter_map(|g| priced(g).map(|(d, p)| (g, d, p))).collect();
+        }
         let nearest = candidates.iter().map(|c| c.1).min_by(f64::total_cmp)?;
         let (other, _, (p, fam)) = candidates
             .into_iter()
@@ -1058,7 +1063,12 @@ impl Pricing {
             time_us,
             rule: PriceRule::AttentionSpecModel,
             extrapolated: true,
-            basis: format!("{} (no attention of this family and shape measured on {}), {how}", p.basis, gpu.id),
+            basis: format!(
+                "{} (no attention of this family and shape measured on {}{}), {how}",
+                p.basis,
+                gpu.id,
+                if other_vendor { " or another GPU of its vendor: the closest measured GPU of any vendor" } else { "" }
+            ),
             band: ATTENTION_SPEC_BAND,
         };
         Some((price, fam))
@@ -2379,6 +2389,26 @@ mod tests {
         // Larger messages take longer.
         let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8, None).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
+    }
+
+    /// A GPU whose vendor measured no attention kernel (Gaudi) is priced from the closest
+    /// measured GPU of any vendor, at that GPU's fraction of its peak, where it had taken the
+    /// GEMM efficiency in `project` (Gaudi 3 at 4.4× H100's FA2) and no price in `hw cost`.
+    #[test]
+    fn attention_on_a_vendor_without_measurements_keeps_a_measured_fraction_of_peak() {
+        let p = Pricing::builtin();
+        let shape = AttentionShape { batch: 2.0, heads: 32.0, seq: 4096.0, head_dim: 128.0, causal: true, backward: false };
+        let fraction = |id: &str| {
+            let g = p.catalog.gpu(id).unwrap();
+            let price = p.attention(g, &shape, None).unwrap();
+            (shape.flops() / (price.time_us * 1e-6) / 1e12 / peak(g, Dtype::Bf16).unwrap(), price)
+        };
+        let (gaudi, price) = fraction("gaudi3");
+        assert_eq!(price.rule, PriceRule::AttentionSpecModel);
+        assert!(price.basis.contains("the closest measured GPU of any vendor"), "{}", price.basis);
+        // Never a larger fraction of its peak than the measured GPUs reach at this shape.
+        let best = ["h100-sxm", "a100-80gb", "mi300x", "b200"].map(|id| fraction(id).0).into_iter().fold(0.0, f64::max);
+        assert!(gaudi <= best * (1.0 + 1e-9) && gaudi < 0.7, "{gaudi} of peak against the measured best {best}");
     }
 
     /// A curve that starts at gigabytes (MI300X's all-gathers and reduce-scatters, read from
