@@ -715,8 +715,16 @@ impl Pricing {
     /// `replay --target` and `project`.
     pub fn gemm_corrected(&self, gpu: &Gpu, shape: &GemmShape, correction: Option<&crate::profile::TableCorrection>) -> Option<Price> {
         let mut p = self.gemm(gpu, shape)?;
-        // The user's measurement of the shape is of their stack already.
-        if let Some(c) = correction.filter(|_| p.rule != PriceRule::GemmMeasuredShape) {
+        // The user's measurements of this GPU (a shape, a sweep, a table) are of their stack
+        // already: the traces' correction is of the shipped tables.
+        let users = p.rule == PriceRule::GemmMeasuredShape
+            || self.user_gemm_rows(gpu, shape.dtype).is_some()
+            || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
+        if let Some(c) = correction.filter(|_| users) {
+            p.basis
+                .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
+        }
+        if let Some(c) = correction.filter(|_| !users) {
             p.time_us *= c.ratio;
             p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).

@@ -78,7 +78,7 @@ pub struct Cost {
     pub nic_gbps_per_gpu: Option<f64>,
     /// The user's measurements for the pricing layer (default: none).
     pub measurements: Vec<PathBuf>,
-    /// Calibration profile of the GPU: its traces' correction of the GEMM table (default: none).
+    /// Calibration profile of the GPU: its traces' correction of the GEMM table (default: the GPU's shipped profile, as projections take it).
     pub profile: Option<PathBuf>,
     /// Write the price as JSON here (default: none).
     pub json: Option<PathBuf>,
@@ -180,7 +180,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     ensure_profile_of(&model, &gpu.id, p)?;
                     model.profile
                 }
-                None => None,
+                // As projections price the GPU without a profile given: its shipped profile's
+                // correction of the tables (B200 × 0.79), which had been left out here.
+                None => tracecast_calibrate::shipped::for_gpu(&gpu, &pricing.catalog).and_then(|m| m.profile),
             };
             let quote = pricing.quote(&gpu, &op, profile.as_ref()).map_err(anyhow::Error::msg)?;
             write_quote(out, &quote)?;

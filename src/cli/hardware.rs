@@ -82,7 +82,7 @@ pub(crate) struct CostArgs {
     /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     pub(crate) measurements: Vec<PathBuf>,
-    /// Calibration profile of the GPU: its traces' correction of the GEMM table (what projections with it apply).
+    /// Calibration profile of the GPU: its traces' correction of the GEMM table (default: the GPU's shipped profile, as projections without one).
     #[arg(long, value_name = "P.json")]
     pub(crate) profile: Option<PathBuf>,
     /// Writes `{"time_us", "rule", "extrapolated", …}` here.
