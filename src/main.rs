@@ -3,7 +3,6 @@
 
 mod cli;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -13,7 +12,7 @@ use tracecast_pipeline::{Outcome, analyze, calibrate, demo, diff, hw, ingest, ou
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let out = &mut Stdout { inner: std::io::stdout(), closed: false };
+    let out = &mut output::Stdout::default();
     let result = match cli.command {
         Command::Analyze(args) => analyze::run(&args.into_options(), out),
         Command::Calibrate(args) => calibrate::run(&args.into_options(), out),
@@ -40,38 +39,5 @@ fn main() -> ExitCode {
             output::stderr_line(format_args!("error: {e:#}"));
             ExitCode::from(2)
         }
-    }
-}
-
-/// Standard output that a closed pipe silences instead of failing: the reader
-/// took what it wanted (`tracecast … | head`, STYLE), while the command still
-/// writes its files and ends with its own exit status. Rust ignores SIGPIPE,
-/// so such a write fails with `BrokenPipe` instead of ending the process.
-struct Stdout {
-    inner: std::io::Stdout,
-    closed: bool,
-}
-
-impl Stdout {
-    fn unless_closed(&mut self, r: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
-        match r {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(len)
-            }
-            r => r,
-        }
-    }
-}
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let r = if self.closed { Ok(buf.len()) } else { self.inner.write(buf) };
-        self.unless_closed(r, buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let r = if self.closed { Ok(0) } else { self.inner.flush().map(|()| 0) };
-        self.unless_closed(r, 0).map(|_| ())
     }
 }

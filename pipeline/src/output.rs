@@ -59,6 +59,46 @@ pub fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
     }
 }
 
+/// Standard output that a closed pipe silences instead of failing: the reader
+/// took what it wanted (`tracecast … | head`, STYLE), while the command still
+/// writes its files and ends with its own exit status. Rust ignores SIGPIPE,
+/// so such a write fails with `BrokenPipe` instead of ending the process.
+/// Every command's terminal output goes through it.
+pub struct Stdout {
+    inner: std::io::Stdout,
+    closed: bool,
+}
+
+impl Default for Stdout {
+    fn default() -> Stdout {
+        Stdout { inner: std::io::stdout(), closed: false }
+    }
+}
+
+impl Stdout {
+    fn unless_closed(&mut self, r: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(len)
+            }
+            r => r,
+        }
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = if self.closed { Ok(buf.len()) } else { self.inner.write(buf) };
+        self.unless_closed(r, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = if self.closed { Ok(0) } else { self.inner.flush().map(|()| 0) };
+        self.unless_closed(r, 0).map(|_| ())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
