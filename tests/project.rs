@@ -788,3 +788,31 @@ fn search_with_settings_refuses_what_it_chooses() {
         .unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(",bucket=40 "), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// `--hbm-gbps` moves what streams from HBM both ways: an H100 given H200's 4.8 TB/s decodes
+/// as fast as an H200 (one Hopper GEMM table; each streams its weights at its own bandwidth),
+/// and an H200 given the H100's 3.35 TB/s as slow as an H100. A faster HBM had sped up only
+/// attention: the GEMMs kept the catalog part's streaming rate.
+#[test]
+fn an_hbm_bandwidth_variant_decodes_as_the_gpu_with_that_bandwidth() {
+    let dir = scratch("project-hbm-variant");
+    let decode = |system: &str, extra: &[&str], name: &str| {
+        let out = dir.join(format!("{name}.json"));
+        let o = bin()
+            .args(["project", "-q", "--model", "llama3-8b", "--system", system, "--gpus", "1", "--task", "decode", "--batch", "1"])
+            .args(["--context", "4096", "--parallel", "tp=1", "--json"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)["compute_ms"].as_f64().unwrap()
+    };
+    let (h100, h200) = (decode("h100-sxm", &[], "h100"), decode("h200", &[], "h200"));
+    assert!(h200 < 0.8 * h100, "{h200} vs {h100}");
+    let faster = decode("h100-sxm", &["--hbm-gbps", "4800"], "faster");
+    let slower = decode("h200", &["--hbm-gbps", "3350"], "slower");
+    // Within the two parts' measured streaming rates (H100 2.97, H200 4.15 TB/s of 3.35 and 4.8).
+    assert!((faster / h200 - 1.0).abs() < 0.05, "{faster} vs {h200}");
+    assert!((slower / h100 - 1.0).abs() < 0.05, "{slower} vs {h100}");
+}

@@ -688,7 +688,15 @@ impl Pricing {
             .filter(|r| ids.contains(&&*r.gpu))
             .max_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps))
         {
-            return (r.bandwidth_gbps * 1e9, format!("measured, {} {}", r.from.source_id, r.metric));
+            // A variant of the measured GPU (`--hbm-gbps`): its measured rate × the two datasheet
+            // bandwidths (an H100 at 4.8 TB/s had streamed at the 3.35 TB/s part's measured rate).
+            let measured_on = self.gpu_of_measurement_id(&r.gpu).map_or(gpu.hbm_gbps, |g| g.hbm_gbps);
+            let scale = if measured_on > 0.0 && gpu.hbm_gbps > 0.0 { gpu.hbm_gbps / measured_on } else { 1.0 };
+            let mut basis = format!("measured, {} {}", r.from.source_id, r.metric);
+            if (scale - 1.0).abs() > 1e-9 {
+                basis.push_str(&format!(" × {scale:.3}, {} GB/s of HBM where it was measured on {measured_on}", gpu.hbm_gbps));
+            }
+            return (r.bandwidth_gbps * 1e9 * scale, basis);
         }
         let mut ratios: Vec<f64> = Vec::new();
         for g in &self.catalog.gpus {

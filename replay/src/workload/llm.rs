@@ -1360,6 +1360,11 @@ impl SystemOverrides {
         if let Some(bw) = self.hbm_gbps {
             c.hbm_bw = positive("hbm_gbps", bw)? * 1e9;
             c.notes.push(format!("HBM bandwidth {bw} GB/s as given"));
+            // The pricing layer streams a GEMM's operands at the variant's bandwidth too (a faster
+            // HBM had sped up nothing it priced: decode's GEMMs kept the catalog part's time).
+            if let Some(p) = c.prices.as_mut() {
+                p.gpu.hbm_gbps = bw;
+            }
         }
         Ok(c)
     }
