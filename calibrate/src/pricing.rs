@@ -1022,9 +1022,11 @@ impl Pricing {
         };
         let mut candidates: Vec<(&Gpu, f64, (Price, Arc<str>))> =
             self.vendor_peers(gpu).filter_map(|g| priced(g).map(|(d, p)| (g, d, p))).collect();
-        // A vendor none of whose GPUs measured attention (Gaudi): the closest measured GPU of
-        // any vendor, rather than the GEMM efficiency (Gaudi 3 had been priced 4.4× H100's FA2).
-        let other_vendor = candidates.is_empty();
+        // A known vendor none of whose GPUs measured attention (Intel's Gaudi): the closest
+        // measured GPU of any vendor, rather than the GEMM efficiency (Gaudi 3 had been priced
+        // 4.4× H100's FA2). A GPU of no stated vendor (one a user added) keeps what its
+        // profile or the most similar traced GPU's fits say of its attention.
+        let other_vendor = candidates.is_empty() && gpu.vendor().is_some();
         if other_vendor && kernel.is_none() {
             candidates = self.catalog.gpus.iter().filter(|g| g.id != gpu.id).filter_map(|g| priced(g).map(|(d, p)| (g, d, p))).collect();
         }

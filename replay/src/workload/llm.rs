@@ -2856,6 +2856,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             "vpp={}: not applied — {} microbatches do not divide by pp={} (Megatron's interleaved schedule needs them to and refuses the plan otherwise): priced as plain 1F1B",
             plan.vpp, plan.microbatches, plan.pp
         ));
+    } else if let Some(n) = (plan.interleaved_chunks() > 1 && task == Task::Train)
+        .then(|| stage_layer_counts(model.layers, plan.pp, plan.first_stage_layers, plan.last_stage_layers).ok())
+        .flatten()
+        .and_then(|counts| {
+            counts.get(1..counts.len().saturating_sub(1)).and_then(|mid| mid.iter().copied().find(|n| n % plan.vpp as usize != 0))
+        })
+    {
+        // Megatron-Core splits a stage into equal chunks unless a pipeline layout says otherwise.
+        notes.push(format!(
+            "vpp={}: {n} layers per stage do not split into {} equal model chunks; the bubble is priced as for equal chunks (1/vpp of 1F1B's)",
+            plan.vpp, plan.vpp
+        ));
     } else if plan.p2p_overlap && plan.pp > 1 && plan.vpp <= 1 {
         notes.push(
             "p2p_overlap: not applied (Megatron overlaps pipeline transfers only in the interleaved schedule, vpp > 1: its arguments set overlap_p2p_comm off otherwise)"

@@ -108,7 +108,11 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                 vec![1]
             };
             // Interleaved 1F1B with two virtual stages where the layers allow it.
-            let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize { &[1, 2] } else { &[1] };
+            // Two model chunks per stage where each stage's layers split into them evenly
+            // (Megatron-Core's interleaved schedule needs equal chunks).
+            let even = crate::workload::llm::stage_layer_counts(model.layers, pp, None, None)
+                .is_ok_and(|counts| counts.get(1..counts.len().saturating_sub(1)).is_some_and(|mid| mid.iter().all(|n| n % 2 == 0)));
+            let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize && even { &[1, 2] } else { &[1] };
             for &cp in &cps {
                 let dp = gpus / (tp * pp * cp);
                 // Expert parallelism inside the data-parallel ranks, or folded over tp × cp × dp.
