@@ -552,10 +552,12 @@ pub struct PricingNotes {
 }
 
 impl PricingNotes {
-    /// The notes in the order a projection prints them.
-    fn lines(&self) -> impl Iterator<Item = String> + '_ {
+    /// The notes in the order a projection prints them; a cluster inside `one_node` crosses no
+    /// NICs, so what would price collectives across nodes is not said of it.
+    fn lines(&self, one_node: bool) -> impl Iterator<Item = String> + '_ {
         let eta = self.attention_at_gemm_eta.then(|| ATTENTION_AT_GEMM_ETA.to_string());
-        self.gemm.iter().chain(&self.attention).cloned().chain(eta).chain(self.collectives.iter().cloned())
+        let collectives = self.collectives.iter().filter(move |l| !(one_node && l.starts_with("collectives across nodes")));
+        self.gemm.iter().chain(&self.attention).cloned().chain(eta).chain(collectives.cloned())
     }
 }
 
@@ -1552,7 +1554,7 @@ impl Cluster {
 
     /// Every note: what priced the work, then where the other figures come from.
     pub fn all_notes(&self) -> Vec<String> {
-        self.priced_by.lines().chain(self.notes.iter().cloned()).collect()
+        self.priced_by.lines(self.gpus <= self.gpus_per_node).chain(self.notes.iter().cloned()).collect()
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
@@ -2823,7 +2825,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         priced_by.attention = Some(a);
         priced_by.attention_at_gemm_eta = false;
     }
-    let mut notes: Vec<String> = priced_by.lines().chain(cluster.notes.iter().cloned()).collect();
+    let mut notes: Vec<String> = priced_by.lines(cluster.gpus <= cluster.gpus_per_node).chain(cluster.notes.iter().cloned()).collect();
     if let Some(k) = kernel_unpriced.filter(|_| materialized.is_none()) {
         notes.push(format!(
             "attention={k}: no {} measurement of that kernel family on this GPU or another of its vendor{}; the attention core priced {}",
@@ -2841,6 +2843,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     }
     if plan.fp8 {
         notes.push(fp8_note(cluster));
+    }
+    if plan.sp && plan.tp <= 1 {
+        notes.push("sp: sequence parallelism splits activations over the tensor-parallel group; with tp=1 it changes nothing".into());
+    }
+    if cluster.gpus > cluster.gpus_per_node && !cluster.gpus.is_multiple_of(cluster.gpus_per_node.max(1)) {
+        notes.push(format!(
+            "{} GPUs are not whole nodes of {}: collectives across nodes are priced at {} GPUs per node, the last node too",
+            cluster.gpus, cluster.gpus_per_node, cluster.gpus_per_node
+        ));
     }
     if tp_overlap {
         notes.push(format!(
@@ -2893,9 +2904,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
     }
     if task == Task::Train {
+        // The 16-bit type the GPU runs (V100: FP16, no BF16).
+        let half = cluster.prices.as_ref().map_or("BF16", |p| if p.dtype == Dtype::Fp16 { "FP16" } else { "BF16" });
         notes.push(format!(
-            "memory: BF16 weights, {} gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with {}",
-            if plan.grad_reduce_fp32 { "FP32" } else { "BF16" },
+            "memory: {half} weights, {} gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with {}",
+            if plan.grad_reduce_fp32 { "FP32" } else { half },
             if !plan.materialized_attention {
                 "flash attention"
             } else if plan.recompute || plan.selective {
