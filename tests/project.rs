@@ -816,3 +816,20 @@ fn an_hbm_bandwidth_variant_decodes_as_the_gpu_with_that_bandwidth() {
     assert!((faster / h200 - 1.0).abs() < 0.05, "{faster} vs {h200}");
     assert!((slower / h100 - 1.0).abs() < 0.05, "{slower} vs {h100}");
 }
+
+/// `search`'s "plain FSDP" baseline is plain FSDP: Mixtral's had been `fsdp=512,ep=8`, expert
+/// parallelism included, which made the best plan's speed-up over it smaller than over FSDP.
+#[test]
+fn the_plain_fsdp_baseline_has_no_expert_or_context_parallelism() {
+    let dir = scratch("search-baseline");
+    let out = dir.join("s.json");
+    let o = bin()
+        .args(["search", "-q", "--model", "mixtral-8x7b", "--system", "h100-sxm", "--gpus", "64", "--top", "3", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let plan = doc["baseline"]["plan"].as_str().unwrap().to_string();
+    assert!(plan.starts_with("tp=1,pp=1,fsdp=") && !plan.contains("ep=") && !plan.contains("cp="), "{plan}");
+}

@@ -207,17 +207,18 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     }
     let ranked = kept;
     let train = task == Task::Train;
-    let baseline_name = if train { "plain FSDP" } else { "plain data parallelism" };
-    let baseline = ranked
-        .iter()
-        .find(|p| {
-            if train {
-                p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"))
-            } else {
-                p.plan.starts_with("tp=1,pp=1,dp=") && !p.plan.contains("ep=")
-            }
-        })
-        .cloned();
+    let plain = |p: &&Projection| !p.plan.contains("ep=") && !p.plan.contains("cp=");
+    let fsdp = |p: &&Projection| p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"));
+    // Plain FSDP where one fits; else FSDP with the expert or context parallelism it needs
+    // (Mixtral's experts, a long sequence), named as such.
+    let (baseline_name, baseline) = if train {
+        match ranked.iter().filter(fsdp).find(plain) {
+            Some(p) => ("plain FSDP", Some(p.clone())),
+            None => ("FSDP without tensor or pipeline parallelism", ranked.iter().find(fsdp).cloned()),
+        }
+    } else {
+        ("plain data parallelism", ranked.iter().find(|p| p.plan.starts_with("tp=1,pp=1,dp=") && plain(p)).cloned())
+    };
     let speedup_over_baseline = match (ranked.first(), &baseline) {
         (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
         _ => None,
