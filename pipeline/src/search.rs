@@ -174,6 +174,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 )?,
             }
         }
+        if front.iter().any(|p| p.pareto) {
+            let batch = if space.global_batch > 0 {
+                "--gbs scaled with the GPU count: the same batch per GPU"
+            } else {
+                "a global batch of one sequence per GPU, as without --gbs"
+            };
+            writeln!(out, "Pareto front (the best plan at each GPU count, {batch}):")?;
+        }
         for p in front.iter().filter(|p| p.pareto) {
             writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
         }
