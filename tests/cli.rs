@@ -1652,3 +1652,20 @@ fn the_idle_split_threshold_reaches_the_report_page_and_only_commands_that_split
     let o = bin().args(["diff", "-q", "--kernel-wait-us", "5"]).arg(&trace).arg(&trace).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "diff has no idle split: {}", stderr(&o));
 }
+
+/// Two kernels whose names differ only past the terminal's cut (template arguments) were shown
+/// as one name twice in `diff`'s kernel table; they are told apart, and the JSON keeps the names.
+#[test]
+fn kernels_cut_to_one_name_are_told_apart_in_the_diff_table() {
+    let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
+    let o = bin().args(["diff", "--top", "30"]).arg(&a).arg(&b).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Kernels that moved most")).skip(2).collect();
+    let names: Vec<String> = table.iter().map(|l| l.chars().skip(2).take(44).collect::<String>().trim_end().to_string()).collect();
+    let mut distinct = names.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), names.len(), "{names:#?}");
+    assert!(names.iter().any(|n| n.ends_with("[2]")), "the pair this trace has: {names:#?}");
+}

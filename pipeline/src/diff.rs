@@ -47,10 +47,23 @@ fn write_rows(out: &mut dyn Write, title: &str, rows: &[Delta], limit: usize) ->
     }
     writeln!(out, "\n{title}")?;
     writeln!(out, "  {:<44} {:>9} {:>9} {:>12} {:>12} {:>11} {:>8}", "", "count A", "count B", "A ms", "B ms", "Δ ms", "Δ %")?;
-    for d in rows.iter().take(limit) {
-        let mut name = d.name.clone();
-        if name.chars().count() > 44 {
-            name = name.chars().take(43).collect::<String>() + "…";
+    let shown = &rows[..limit.min(rows.len())];
+    let short = |name: &str| if name.chars().count() > 44 { name.chars().take(43).collect::<String>() + "…" } else { name.to_string() };
+    let names: Vec<String> = shown.iter().map(|d| short(&d.name)).collect();
+    // Two kernels cut to one name (template arguments past the cut) are told apart by their
+    // place among the rows that look alike; the JSON keeps the full names.
+    let mut alike: std::collections::HashMap<&str, usize> = Default::default();
+    for n in &names {
+        *alike.entry(n.as_str()).or_default() += 1;
+    }
+    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+    for (d, short) in shown.iter().zip(&names) {
+        let mut name = short.clone();
+        if alike.get(short.as_str()).is_some_and(|&n| n > 1) {
+            let k = seen.entry(short.as_str()).or_default();
+            *k += 1;
+            let tag = format!(" [{k}]");
+            name = name.chars().take(44 - tag.chars().count()).collect::<String>() + &tag;
         }
         writeln!(
             out,
