@@ -531,11 +531,8 @@ impl<'c> RankPart<'c> {
             .iter()
             .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
-        let (measured, window, analysed) = analysis::measured_breakdown(ctx, &opts.window);
-        let left_out = match &analysed {
-            Some(numbers) => steps.iter().map(|s| s.number).filter(|n| !numbers.contains(n)).collect(),
-            None => Vec::new(),
-        };
+        let (measured, window, analysed, whole_window) = analysis::measured_breakdown(ctx, &opts.window);
+        let left_out = steps.iter().map(|s| s.number).filter(|n| !analysed.contains(n)).collect();
         let mut part = RankPart {
             rank: ctx.rank(),
             file: trace.path.display().to_string(),
@@ -545,7 +542,7 @@ impl<'c> RankPart<'c> {
             step_of_task,
             measured,
             window,
-            whole_window: analysed.is_none(),
+            whole_window,
             left_out,
             work: Vec::new(),
             samples: None,

@@ -103,10 +103,11 @@ fn replayed_steps_are_the_steps_analyze_reports() {
 fn the_replay_reports_the_steps_of_the_analysed_window() {
     use tracecast_ingest::analysis::{AnalyzeOptions, WindowMode, analyze_job};
     let j = job(&shared().join("hta/trace_diff/control"));
-    let windows: [(&str, fn(&mut AnalyzeOptions)); 3] = [
+    let windows: [(&str, fn(&mut AnalyzeOptions)); 4] = [
         ("--steps 1010-1012", |o| o.steps = Some((1010, 1012))),
         ("--drop-last-step", |o| o.drop_last_step = true),
         ("--window all", |o| o.window = WindowMode::All),
+        ("--window all --drop-last-step", |o| (o.window, o.drop_last_step) = (WindowMode::All, true)),
     ];
     for (name, set) in windows {
         let mut opts = ReplayOptions::default();

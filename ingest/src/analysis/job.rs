@@ -482,13 +482,14 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
 
 /// The §3 breakdown a rank's analysis with `opts` reports ([`summarize`]'s
 /// `breakdown`), without the rest of the analysis, the window it covers
-/// (`None` without GPU activity) and the numbers of the steps that make the
-/// window (`None` where it is the rank's whole GPU window: `--window all`, or
-/// no step to analyse).
-pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>, Option<Vec<i64>>) {
+/// (`None` without GPU activity), the numbers of the steps it lists (those
+/// `--steps` and `--drop-last-step` select, whatever the window) and whether
+/// the window is the rank's whole GPU window (`--window all`, or no step's
+/// GPU work to cover).
+pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>, Vec<i64>, bool) {
     let Selection { steps, mode, window, .. } = select(ctx, opts);
-    let steps = (mode == WindowMode::Steps).then(|| steps.iter().map(|s| s.number).collect());
-    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window, steps)
+    let numbers = steps.iter().map(|s| s.number).collect();
+    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window, numbers, mode != WindowMode::Steps)
 }
 
 /// The analysis of one rank from its context (its activity classes are the
