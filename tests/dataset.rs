@@ -393,4 +393,8 @@ fn each_reads_a_dataset_as_one_job() {
     let jobs = doc["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 2, "the trace and its dataset: {}", doc["jobs"]);
     assert_eq!(jobs[0]["ranks"], jobs[1]["ranks"], "a dataset analyses as its trace");
+    // The dataset itself given with --each: one job, not its manifest and summaries as traces.
+    let alone = output_of("analyze", &corpus.join("one.tcds"), "--json", &dir.join("alone.json"), &["--each"]);
+    assert_eq!(alone["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(alone["jobs"][0]["ranks"], jobs[1]["ranks"]);
 }

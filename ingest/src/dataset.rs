@@ -461,7 +461,8 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
     t.distributed = m.distributed;
     t.warnings = m.warnings;
     t.ingested_rank = Some((m.rank, m.source));
-    if let (RankSource::Export, Some(device)) = (m.source, &opts.device) {
+    // Whatever numbered it (a one-rank export named `rank-3.sqlite` takes its file's number).
+    if let Some(device) = &opts.device {
         crate::nsys::name_unrecorded_gpu(&mut t, device);
     }
 

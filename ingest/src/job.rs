@@ -272,10 +272,6 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
     Ok(traces)
 }
 
-/// Where the ranks of each Nsight Systems export among `files` start: after
-/// those of the exports before it (each counted by one query; the last
-/// export is never counted). 0 for other files. Only [`Job::summarize_or`] needs
-/// this before reading (it hands each rank on before the others are read).
 impl Job {
     /// How many ranks the files of one job hold: one per trace file (or dataset
     /// part), an Nsight Systems export's one per process and GPU (an export
@@ -286,6 +282,10 @@ impl Job {
     }
 }
 
+/// Where the ranks of each Nsight Systems export among `files` start: after
+/// those of the exports before it (each counted by one query; the last
+/// export is never counted). 0 for other files. Only [`Job::summarize_or`] needs
+/// this before reading (it hands each rank on before the others are read).
 fn export_starts(files: &[PathBuf]) -> Vec<u32> {
     let exports: Vec<usize> = files.iter().enumerate().filter(|(_, f)| crate::nsys::is_export(f)).map(|(i, _)| i).collect();
     let mut starts = vec![0u32; files.len()];
@@ -378,6 +378,10 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             }
         }
         Ok(())
+    }
+    // Given a dataset or a `parquetdir` export itself: it is the one job.
+    if crate::nsys::is_export(dir) || crate::dataset::is_dataset(dir) {
+        return Ok(vec![dir.to_path_buf()]);
     }
     let mut files = Vec::new();
     walk(dir, &mut Default::default(), &mut files).map_err(|cause| Error::Io { path: dir.to_path_buf(), cause })?;

@@ -63,7 +63,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
                 // `--device` names the GPU of a rank that records none: its summary was made without it.
-                if read_opts.device.is_some() && meta.devices.iter().all(|d| d.name.is_none()) {
+                if read_opts.device.is_some() && tracecast_ingest::nsys::records_no_gpu(&meta.warnings) {
                     return None;
                 }
                 let mut o = opts.clone();

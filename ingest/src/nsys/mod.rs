@@ -31,6 +31,7 @@ mod rows;
 mod tables;
 
 pub(crate) use ranks::name_unrecorded_gpu;
+pub use ranks::records_no_gpu;
 
 use std::path::Path;
 

@@ -18,15 +18,19 @@ use crate::event::{EventKind, NameId, Row};
 use crate::kineto::ReadOptions;
 use crate::rank::{OpShapes, RankTrace, SyncWait};
 
-/// The OS process id in a serialized global id.
 /// How a rank's warning that its export names no GPU model begins.
 pub(crate) const UNRECORDED_GPU: &str = "the export does not record the GPU model";
+
+/// Whether a rank's warnings say its export records no GPU model: the ranks `--device` names.
+pub fn records_no_gpu(warnings: &[String]) -> bool {
+    warnings.iter().any(|w| w.starts_with(UNRECORDED_GPU))
+}
 
 /// `--device` for an export's rank read back from a dataset ingested without
 /// it: its GPU named, the warning that asked for it gone — as the export
 /// itself is read with `--device`. A GPU the rank names is kept.
 pub(crate) fn name_unrecorded_gpu(t: &mut RankTrace, device: &DeviceProperties) {
-    if t.devices.is_empty() || t.devices.iter().any(|d| d.name.is_some()) {
+    if !records_no_gpu(&t.warnings) || t.devices.iter().any(|d| d.name.is_some()) {
         return;
     }
     for d in &mut t.devices {
@@ -35,6 +39,7 @@ pub(crate) fn name_unrecorded_gpu(t: &mut RankTrace, device: &DeviceProperties) 
     t.warnings.retain(|w| !w.starts_with(UNRECORDED_GPU));
 }
 
+/// The OS process id in a serialized global id.
 pub(crate) fn os_pid(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
 }
