@@ -272,29 +272,13 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
     Ok(traces)
 }
 
-/// How many ranks the files of one job hold: one per trace file (or dataset
-/// part), an Nsight Systems export's one per process and GPU (an export that
-/// cannot be read counts one: it fails, as a file, when it is read). Counted
-/// on first use only — a job whose ranks declare their world never opens its
-/// exports for it.
-#[derive(Debug)]
-pub struct JobRanks<'a> {
-    files: &'a [PathBuf],
-    count: std::sync::OnceLock<u32>,
-}
-
-impl<'a> JobRanks<'a> {
-    /// The rank count of the job made of `files`, not counted yet.
-    pub fn new(files: &'a [PathBuf]) -> JobRanks<'a> {
-        JobRanks { files, count: std::sync::OnceLock::new() }
-    }
-
-    /// The count.
-    pub fn get(&self) -> u32 {
-        *self.count.get_or_init(|| {
-            let of = |f: &PathBuf| if crate::nsys::is_export(f) { crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)) } else { 1 };
-            self.files.iter().map(|f| u32::try_from(of(f)).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
-        })
+impl Job {
+    /// How many ranks the files of one job hold: one per trace file (or dataset
+    /// part), an Nsight Systems export's one per process and GPU (an export
+    /// that cannot be read counts one: it fails, as a file, when it is read).
+    pub fn ranks_in(files: &[PathBuf]) -> u32 {
+        let of = |f: &PathBuf| if crate::nsys::is_export(f) { crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)) } else { 1 };
+        files.iter().map(|f| u32::try_from(of(f)).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
     }
 }
 

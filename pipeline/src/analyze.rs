@@ -51,9 +51,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         args.inputs.each,
         read,
         |path, files, on_file| {
-            let job_ranks = tracecast_ingest::job::JobRanks::new(files);
+            let job_ranks = Job::ranks_in(files);
             let summarize = |rank: &tracecast_ingest::job::Rank| {
-                let (o, world) = rank_analysis(rank, &job_ranks, &opts, &catalog, read.gpus_per_node)?;
+                let (o, world) = rank_analysis(rank, job_ranks, &opts, &catalog, read.gpus_per_node)?;
                 Ok(analysis::summarize_rank(rank, world, &o))
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
@@ -68,7 +68,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
-                let world = world_of_rank(meta.declared_world_size(), &job_ranks);
+                let world = world_of_rank(meta.declared_world_size(), job_ranks);
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
                 Some((meta.rank, meta.source, meta.file, summary))
             };

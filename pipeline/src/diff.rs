@@ -117,9 +117,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
     let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
-        let job_ranks = tracecast_ingest::job::JobRanks::new(files);
+        let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
-            let (o, world) = rank_analysis(rank, &job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
+            let (o, world) = rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
             let ctx = RankContext::new(rank, &classifier);
             let work = kernel_work_of(&ctx);
             let summary = analysis::summarize(&ctx, world, &o);

@@ -13,7 +13,7 @@ use tracecast_calibrate::catalog::{Catalog, Gpu};
 use tracecast_calibrate::pricing::Pricing;
 use tracecast_ingest::analysis::AnalyzeOptions;
 use tracecast_ingest::device::DeviceProperties;
-use tracecast_ingest::job::{JobRanks, Rank};
+use tracecast_ingest::job::Rank;
 use tracecast_replay::ReplayOptions;
 
 /// The built-in hardware catalog with the user's catalog `files` added.
@@ -42,9 +42,9 @@ pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>
 
 /// The world size a rank read on its own is analysed in: its `distributedInfo`
 /// world size, else the ranks its job's files hold (`job_ranks`,
-/// [`JobRanks`]), as the job's header counts them.
-pub fn world_of_rank(declared: Option<u32>, job_ranks: &JobRanks) -> u32 {
-    declared.unwrap_or_else(|| job_ranks.get())
+/// [`tracecast_ingest::Job::ranks_in`]), as the job's header counts them.
+pub fn world_of_rank(declared: Option<u32>, job_ranks: u32) -> u32 {
+    declared.unwrap_or(job_ranks)
 }
 
 /// How one rank read on its own is analysed: `base` with the rank's GPUs per
@@ -53,7 +53,7 @@ pub fn world_of_rank(declared: Option<u32>, job_ranks: &JobRanks) -> u32 {
 /// trace does not have is an error naming the steps it has.
 pub fn rank_analysis(
     rank: &Rank,
-    job_ranks: &JobRanks,
+    job_ranks: u32,
     base: &AnalyzeOptions,
     catalog: &Catalog,
     given_gpus_per_node: Option<u32>,
@@ -167,13 +167,12 @@ mod tests {
 
     #[test]
     fn world_of_a_rank_is_its_declared_size_else_its_jobs_ranks() {
-        let two = [PathBuf::from("a.json"), PathBuf::from("b.json")];
-        assert_eq!(world_of_rank(Some(64), &JobRanks::new(&two)), 64);
-        assert_eq!(world_of_rank(None, &JobRanks::new(&two)), 2);
+        assert_eq!(world_of_rank(Some(64), 2), 64);
+        assert_eq!(world_of_rank(None, 2), 2);
         // An Nsight Systems export holds a rank per process and GPU: the shared one, two.
         let export = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/nsys/mfu_2gpu_before.sqlite");
         let files = [export, PathBuf::from("a.json")];
-        assert_eq!(JobRanks::new(&files).get(), 3);
+        assert_eq!(tracecast_ingest::Job::ranks_in(&files), 3);
     }
 
     #[test]

@@ -49,17 +49,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
-        let job_ranks = tracecast_ingest::job::JobRanks::new(files);
+        let job_ranks = Job::ranks_in(files);
         let write = |rank: &tracecast_ingest::job::Rank| {
             // The summary `analyze` would make of this rank with these options. A `--steps`
             // range the rank does not have is an error, but the dataset holds the rank's
             // trace all the same (as `analyze` of the dataset reads it), without a summary.
-            let (o, world, unselected) = match rank_analysis(rank, &job_ranks, &analyze, &catalog, args.read.gpus_per_node) {
+            let (o, world, unselected) = match rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node) {
                 Ok((o, world)) => (o, world, None),
                 Err(e @ tracecast_ingest::Error::NoStepsSelected { .. }) => {
                     let mut every_step = analyze.clone();
                     every_step.steps = None;
-                    let (o, world) = rank_analysis(rank, &job_ranks, &every_step, &catalog, args.read.gpus_per_node)?;
+                    let (o, world) = rank_analysis(rank, job_ranks, &every_step, &catalog, args.read.gpus_per_node)?;
                     (o, world, Some(e))
                 }
                 Err(e) => return Err(e),

@@ -102,9 +102,9 @@ pub(crate) fn sections(
     let mut out = Vec::new();
     let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
-        let job_ranks = tracecast_ingest::job::JobRanks::new(files);
+        let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
-            let (analyze, world) = rank_analysis(rank, &job_ranks, plan.analyze, plan.catalog, plan.gpus_per_node)?;
+            let (analyze, world) = rank_analysis(rank, job_ranks, plan.analyze, plan.catalog, plan.gpus_per_node)?;
             // Every product of the rank from one context: each fact computed once.
             let ctx = RankContext::new(rank, &plan.analyze.classifier);
             let work = kernel_work_of(&ctx);
