@@ -194,11 +194,17 @@ pub struct StagedRank {
 }
 
 impl StagedRank {
-    /// Renames the rank's parts into the dataset, the events part last (a
-    /// reader lists events parts, so a rank appears only once all its tables
-    /// are in place). Returns the events part's path.
+    /// Renames the rank's parts into the dataset, the events part last: its
+    /// events are read only once its other tables are in place (a reader that
+    /// lists it between the renames names it as a rank without its events
+    /// part, [`part_files`]). Every part is checked against the command's
+    /// inputs before any is renamed, so a refusal leaves the rank as it was.
+    /// Returns the events part's path.
     pub fn commit(self) -> Result<PathBuf> {
         let events = self.parts.last().map(|p| p.path().to_path_buf()).unwrap_or_default();
+        for part in &self.parts {
+            crate::output::refuse_input(part.path())?;
+        }
         for part in self.parts {
             part.commit()?;
         }

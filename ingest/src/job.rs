@@ -185,7 +185,7 @@ impl Job {
                 Err(e) => failures.push(e),
             }
         }
-        (out, failures)
+        (out, said_once(failures))
     }
 
     /// [`Job::summarize_or`] with a `summarize` that may refuse a rank (a step
@@ -206,7 +206,7 @@ impl Job {
                 Err(e) => failures.push(e),
             }
         }
-        (out, failures)
+        (out, said_once(failures))
     }
 
     /// Assembles a job from read results (in file order), resolving ranks.
@@ -233,8 +233,15 @@ impl Job {
             ranks.push(Rank { rank, source, trace });
         }
         ranks.sort_by_key(|r| r.rank);
-        Job { path, ranks, failures }
+        Job { path, ranks, failures: said_once(failures) }
     }
+}
+
+/// Failures with one message said once: the ranks of one export share its file, and
+/// an error of the file (a step range it does not have) is the same for each of them.
+fn said_once(failures: Vec<Error>) -> Vec<Error> {
+    let mut seen = std::collections::HashSet::new();
+    failures.into_iter().filter(|e| seen.insert(e.to_string())).collect()
 }
 
 /// Reads one file of a job: a Kineto trace or a dataset part (one rank), or

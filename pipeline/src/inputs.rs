@@ -189,12 +189,7 @@ pub fn for_each_listed<T>(
         tracecast_ingest::memory::release_freed_memory();
         bar.finish_and_clear();
         failures.extend(listing_errors);
-        // An export's ranks share its file: one error of each of them is said once.
-        let mut said = std::collections::HashSet::new();
         for e in &failures {
-            if !said.insert(e.to_string()) {
-                continue;
-            }
             crate::output::stderr_line(format_args!("error: {e}"));
             if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
                 crate::output::stderr_line(format_args!("  (files of unrelated runs? give them with --each)"));
