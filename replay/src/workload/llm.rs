@@ -1941,6 +1941,22 @@ pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
     6.0 * model.matmul_params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
+/// The layers of the first pipeline stage that do not split into `vpp` equal model
+/// chunks, if one does not: Megatron-Core splits a stage into equal chunks unless a
+/// pipeline layout says otherwise. The first and last stages may count the input
+/// embedding or the loss as a chunk's layer (`account_for_embedding_in_pipeline_split`),
+/// where `first` / `last` do not set them.
+pub fn unequal_chunks(layers: usize, pp: u32, vpp: u32, first: Option<u32>, last: Option<u32>) -> Option<usize> {
+    let counts = stage_layer_counts(layers, pp, first, last).ok()?;
+    let v = vpp.max(1) as usize;
+    let end = counts.len() - 1;
+    let splits = |(stage, &n): (usize, &usize)| {
+        let may_hold_end = (stage == 0 && first.is_none()) || (stage == end && last.is_none());
+        n % v == 0 || (may_hold_end && (n + 1) % v == 0)
+    };
+    counts.iter().enumerate().find(|&c| !splits(c)).map(|(_, &n)| n)
+}
+
 /// Layers of each pipeline stage. `first` and `last` fix the end stages'
 /// (Megatron's `--decoder-first/last-pipeline-num-layers`); the other layers
 /// are spread evenly over the other stages, and layers that do not divide go
@@ -2869,13 +2885,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             plan.vpp, plan.microbatches, plan.pp
         ));
     } else if let Some(n) = (plan.interleaved_chunks() > 1 && task == Task::Train)
-        .then(|| stage_layer_counts(model.layers, plan.pp, plan.first_stage_layers, plan.last_stage_layers).ok())
+        .then(|| unequal_chunks(model.layers, plan.pp, plan.vpp, plan.first_stage_layers, plan.last_stage_layers))
         .flatten()
-        .and_then(|counts| {
-            counts.get(1..counts.len().saturating_sub(1)).and_then(|mid| mid.iter().copied().find(|n| n % plan.vpp as usize != 0))
-        })
     {
-        // Megatron-Core splits a stage into equal chunks unless a pipeline layout says otherwise.
         notes.push(format!(
             "vpp={}: {n} layers per stage do not split into {} equal model chunks; the bubble is priced as for equal chunks (1/vpp of 1F1B's)",
             plan.vpp, plan.vpp
@@ -3579,6 +3591,18 @@ mod tests {
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");
         assert!(overlapped.iteration_ms < plain.iteration_ms);
+    }
+
+    /// Megatron-Core's equal chunks: 80 layers on 16 stages are 5 a stage, which no two
+    /// chunks split; 126 on 16 (7, 8 × 14, 7) split into 8 with the embedding and the loss as
+    /// the end stages' eighth; 70 on 4 (17, 18, 18, 17) into 2 the same way; 32 on 4 not into 3.
+    #[test]
+    fn stages_whose_layers_do_not_split_into_equal_chunks_are_found() {
+        assert_eq!(unequal_chunks(80, 16, 2, None, None), Some(5));
+        assert_eq!(unequal_chunks(126, 16, 8, None, None), None);
+        assert_eq!(unequal_chunks(70, 4, 2, None, None), None);
+        assert_eq!(unequal_chunks(32, 4, 3, None, None), Some(8));
+        assert_eq!(unequal_chunks(32, 4, 2, None, None), None);
     }
 
     /// `recompute=op` (torchtitan's per-op selective checkpointing, `parallelize_llama.py` @820504e: every second

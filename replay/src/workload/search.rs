@@ -110,8 +110,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             // Interleaved 1F1B with two virtual stages where the layers allow it.
             // Two model chunks per stage where each stage's layers split into them evenly
             // (Megatron-Core's interleaved schedule needs equal chunks).
-            let even = crate::workload::llm::stage_layer_counts(model.layers, pp, None, None)
-                .is_ok_and(|counts| counts.get(1..counts.len().saturating_sub(1)).is_some_and(|mid| mid.iter().all(|n| n % 2 == 0)));
+            let even = crate::workload::llm::unequal_chunks(model.layers, pp, 2, None, None).is_none();
             let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize && even { &[1, 2] } else { &[1] };
             for &cp in &cps {
                 let dp = gpus / (tp * pp * cp);
