@@ -204,8 +204,11 @@ fn the_window_narrows_every_table_of_the_page() {
     };
     assert_eq!(title(&report(&[&control], &[], &dir.join("all.html"))).as_deref(), Some("1010"));
     for (steps, allowed) in [("1013-1014", &["1013", "1014"][..]), ("1012", &["1012"][..])] {
-        let drawn = title(&report(&[&control], &["--steps", steps], &dir.join(format!("s{steps}.html"))));
+        let page = report(&[&control], &["--steps", steps], &dir.join(format!("s{steps}.html")));
+        let drawn = title(&page);
         assert!(drawn.as_deref().is_some_and(|d| allowed.contains(&d)), "--steps {steps}: timeline of step {drawn:?}");
+        // The replay's steps are the page's; its simulation and critical path are the whole trace's, and it says so.
+        assert!(page.contains("the simulation and its critical path run the whole trace"), "--steps {steps}");
     }
 }
 

@@ -466,6 +466,14 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
         );
         let _ = write!(page.html, "<p>{}</p>", esc(&words));
     }
+    // What the replay noted (the analysed steps against the whole-trace simulation, a host-bound step, …).
+    if !r.notes.is_empty() {
+        page.html.push_str("<ul class=\"note\">");
+        for n in &r.notes {
+            let _ = write!(page.html, "<li>{}</li>", esc(n));
+        }
+        page.html.push_str("</ul>");
+    }
     let unexplained: Vec<String> = r
         .ranks
         .iter()
