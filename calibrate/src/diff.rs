@@ -295,7 +295,12 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
             };
             (change > g.max_change).then(|| {
                 // "new": B has time where A had none, which no percentage bounds.
-                let moved = if row.change.is_some() { format!("changed by {} %", row.change_text()) } else { "is new in B".into() };
+                let moved = match row.change {
+                    Some(_) => format!("changed by {} %", row.change_text()),
+                    None if row.time_b_us > 0.0 => "is new in B".into(),
+                    // A negative bound fails a metric that stayed at zero.
+                    None => "stayed at 0".into(),
+                };
                 format!(
                     "{} {moved} ({:.3} → {:.3} ms), above the {:+.1} % allowed",
                     g.metric,
