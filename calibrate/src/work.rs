@@ -252,6 +252,8 @@ fn causal_arg(base: &str) -> Option<usize> {
         "scaled_dot_product_attention" => 5,
         "_scaled_dot_product_flash_attention" | "_scaled_dot_product_flash_attention_for_cpu" => 4,
         "_scaled_dot_product_efficient_attention" | "_scaled_dot_product_cudnn_attention" => 6,
+        "_cudnn_attention_forward" => 10,
+        "_scaled_dot_product_cudnn_attention_backward" | "_cudnn_attention_backward" => 14,
         "_flash_attention_forward" => 8,
         "_scaled_dot_product_flash_attention_backward" | "_scaled_dot_product_efficient_attention_backward" => 11,
         "_flash_attention_backward" => 11,

@@ -116,3 +116,27 @@ fn the_shipped_profiles_are_what_the_corpus_calibrates_to() {
         assert_eq!(shipped.kernel_floor_us, now.kernel_floor_us, "{id}");
     }
 }
+
+/// The Llama-3-8B-shaped training steps this project recorded on an H200 (`fixtures/h200`):
+/// the work counted from the trace's ops equals the model's arithmetic, whatever kernels ran.
+#[test]
+fn recorded_h200_training_steps_count_the_models_flops() {
+    use tracecast_calibrate::work::{KernelClass, samples};
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/h200/llama3-8b-4l-seq8192.json.gz");
+    let trace = tracecast_ingest::kineto::read_path(&p, &ReadOptions::default()).unwrap();
+    let work = |class: KernelClass| -> f64 {
+        samples(&trace, &Default::default()).iter().filter(|s| s.class == class).filter_map(|s| s.work).sum()
+    };
+    // Three profiled steps of one sequence of 8192 tokens; hidden 4096, 32 heads of 128 (KV heads
+    // repeated to 32 before SDPA), FFN 14336, vocabulary 128256, 4 layers.
+    let (steps, tokens) = (3.0, 8192.0);
+    let per_layer = 2.0 * 4096.0 * 4096.0 + 2.0 * 4096.0 * 1024.0 + 3.0 * 4096.0 * 14336.0;
+    let linear_params = 4.0 * per_layer + 4096.0 * 128256.0;
+    // Forward 2 FLOPs per parameter and token; backward twice that (input and weight gradients).
+    let gemm = steps * 6.0 * tokens * linear_params;
+    // Causal attention forward 4·b·h·s²·d / 2; its backward 2.5× the forward.
+    let attention = steps * 4.0 * 3.5 * (4.0 * 32.0 * tokens * tokens * 128.0 / 2.0);
+    let (got_gemm, got_attention) = (work(KernelClass::Gemm), work(KernelClass::Attention));
+    assert!((got_gemm / gemm - 1.0).abs() < 1e-9, "GEMM {got_gemm:e} FLOPs, the model does {gemm:e}");
+    assert!((got_attention / attention - 1.0).abs() < 1e-9, "attention {got_attention:e} FLOPs, the model does {attention:e}");
+}
