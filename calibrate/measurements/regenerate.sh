@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates the measured performance base embedded in tracecast from the public
 # evidence in ../shared/evidence (README there: sources, licenses, how each number was
-# read). The rows are copied as they are: every row keeps its source_id and its
-# `notes`, which name the source file, commit and line. The columns are checked, so a
-# change of the evidence's format fails here rather than in the binary.
+# read), followed by the measurements this project recorded itself on GPUs it was lent
+# (fixtures/h200: README there, and the script that made them). The rows are copied as
+# they are: every row keeps its source_id and its `notes`, which name the source file,
+# commit and line, or the recording script. The columns are checked, so a change of the
+# evidence's format fails here rather than in the binary.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 evidence="${1:-$here/../../../shared/evidence}"
+recorded=("$here/../../fixtures/h200")
 declare -A header=(
   [gemm]="source_id,gpu,dtype,batch,m,n,k,tflops,time_us,notes"
   [attention]="source_id,gpu,kernel,direction,causal,head_dim,seqlen,batch,heads,tflops,time_us,dtype,notes"
@@ -22,6 +25,16 @@ for table in gemm attention collectives memory; do
   fi
   tmp="$(mktemp "$here/.$table.XXXXXX")"
   cp "$src" "$tmp"
+  for dir in "${recorded[@]}"; do
+    own="$dir/$table.csv"
+    [ -f "$own" ] || continue
+    got="$(head -1 "$own" | tr -d '\r')"
+    if [ "$got" != "${header[$table]}" ]; then
+      echo "$own: columns differ from the evidence's: $got" >&2
+      exit 1
+    fi
+    tail -n +2 "$own" >>"$tmp"
+  done
   chmod 644 "$tmp"
   mv "$tmp" "$here/$table.csv"
   echo "$table.csv: $(($(wc -l <"$here/$table.csv") - 1)) lines of rows"

@@ -581,7 +581,11 @@ enum Framework {
     /// `selective_ac_option = "op"` (`models/llama3/train_configs/llama3_8b.toml` @820504e), the
     /// per-op policy of `models/llama3/parallelize_llama.py`: save matmul, attention and
     /// reduce-scatter outputs except every second matmul; a runs file's `recompute=selective`
-    /// means that (`recompute=op`), not tracecast's attention-core recomputation.
+    /// means that (`recompute=op`), not tracecast's attention-core recomputation. Its attention is
+    /// PyTorch SDPA at its default backend: flash (FlashAttention-2) on Ampere and Hopper while
+    /// cuDNN attention was opt-in (pytorch/pytorch#138522, PyTorch 2.5.1) until PyTorch 2.11's
+    /// cuDNN > 9.15 made it preferred on sm90/sm100 (`check_prefer_cudnn_attention`; a trace of
+    /// PyTorch 2.11 on an H200 in fixtures/h200 runs cuDNN's kernels) — after every published run.
     Torchtitan,
     /// llm-foundry's benchmark tables (`scripts/train/benchmarking/README.md`): every commit
     /// that wrote them (2023-05 … 2024-01) ran `submit_benchmarks.py`, whose `--attn_impl`
@@ -628,6 +632,13 @@ impl Framework {
                 if !plan.grad_reduce_fp32 && !stated.contains("grad_reduce") {
                     plan.grad_reduce_fp32 = true;
                     applied.push("grad_reduce=fp32 (its FSDP2 default, mixed_precision_reduce = \"float32\")".into());
+                }
+                if !plan.materialized_attention && plan.attention_kernel.is_none() && !stated.contains("attention") {
+                    plan.attention_kernel = Some("fa2".into());
+                    applied.push(
+                        "attention=fa2 (PyTorch SDPA's default flash backend: cuDNN attention was opt-in from PyTorch 2.5.1 until 2.11)"
+                            .into(),
+                    );
                 }
             }
             Framework::LlmFoundryBenchmarks => {
@@ -1126,7 +1137,7 @@ mod tests {
             tt.runs[0]
                 .notes
                 .join(" | ")
-                .contains("torchtitan defaults the plan does not state (framework named by the source): recompute=op for recompute=selective (its per-op selective activation checkpointing), grad_reduce=fp32"),
+                .contains("torchtitan defaults the plan does not state (framework named by the source): recompute=op for recompute=selective (its per-op selective activation checkpointing), grad_reduce=fp32 (its FSDP2 default, mixed_precision_reduce = \"float32\"), attention=fa2"),
             "{:?}",
             tt.runs[0].notes
         );
