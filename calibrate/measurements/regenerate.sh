@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Regenerates the measured performance base embedded in tracecast from the public
 # evidence in ../shared/evidence (README there: sources, licenses, how each number was
-# read), followed by the attention and HBM measurements this project recorded itself on
-# GPUs it was lent (fixtures/h200: README there, and the script that made them). Its GEMM
-# sweep is not shipped yet: on XLA's grid it runs a median 24 % faster than XLA's table of the
-# same silicon (not the L2: with operands read from HBM it moved 1.8 %), and the pricing layer
-# takes one table per GPU, so an H200 and an H100 would be priced by tables that disagree
-# by that much; the same training GEMMs ran at 733 TFLOP/s in a traced step, between them. The rows are copied as
+# read), followed by the HBM measurements this project recorded itself on GPUs it was lent
+# (fixtures/h200: README there, and the script that made them). Its GEMM sweep and attention
+# rows are not shipped yet (BENCHMARKS.md, *Our own H200*): on XLA's grid the sweep runs a
+# median 24 % faster than XLA's table of the same silicon (not the L2: with operands read
+# from HBM it moved 1.8 %), and the pricing layer takes one table per GPU, so an H200 and an
+# H100 would be priced by tables that disagree by that much; the attention rows change which
+# GPU Blackwell's attention is carried from and four of the pricing layer's attention rules'
+# premises (tests in calibrate/tests/pricing.rs), which want revisiting first. The rows are copied as
 # they are: every row keeps its source_id and its `notes`, which name the source file,
 # commit and line, or the recording script. The columns are checked, so a change of the
 # evidence's format fails here rather than in the binary.
@@ -30,7 +32,7 @@ for table in gemm attention collectives memory; do
   tmp="$(mktemp "$here/.$table.XXXXXX")"
   cp "$src" "$tmp"
   for dir in "${recorded[@]}"; do
-    [ "$table" = gemm ] && continue
+    [ "$table" = memory ] || continue
     own="$dir/$table.csv"
     [ -f "$own" ] || continue
     got="$(head -1 "$own" | tr -d '\r')"

@@ -2344,10 +2344,7 @@ mod tests {
             // 3 × 8 × 8 = 192 tiles fill both; 1 × 8 × 8 = 64 leave SMs idle.
             let (full, small) = (time(3.0), time(1.0));
             let want = full / 3.0 * sms / 64.0;
-            // B200 and GB200, priced in parts from the H200's measured cuDNN kernels (matmul share
-            // by the peaks, exponentials by the SFU rates), land 0.5 % off the share (not yet explained).
-            let within = if id == "h100-sxm" { 1e-9 } else { 0.01 };
-            assert!((small / want - 1.0).abs() < within, "{id}: {small} µs, want {want}");
+            assert!((small / want - 1.0).abs() < 1e-9, "{id}: {small} µs, want {want}");
         }
     }
 
