@@ -404,7 +404,6 @@ fn synth_replaces_only_its_own_traces() {
 fn each_walks_a_directory_once_through_symbolic_links() {
     let dir = scratch("each-loop");
     let tree = dir.join("tree");
-    std::fs::create_dir_all(tree.join("sub")).unwrap();
     copy_of_a_real_trace(&tree.join("sub/a.json.gz"));
     std::os::unix::fs::symlink(&tree, tree.join("sub/up")).unwrap();
     std::os::unix::fs::symlink(".", tree.join("self")).unwrap();

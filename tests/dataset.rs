@@ -386,7 +386,6 @@ fn a_file_that_loses_its_rank_leaves_nothing_in_the_dataset() {
 fn each_reads_a_dataset_as_one_job() {
     let dir = scratch("dataset-each");
     let corpus = dir.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
     copy_of_a_real_trace(&corpus.join("one.json.gz"));
     ingest(&[&corpus.join("one.json.gz")], &corpus.join("one.tcds"));
     let doc = output_of("analyze", &corpus, "--json", &dir.join("each.json"), &["--each"]);

@@ -83,7 +83,6 @@ fn report_of_the_synthetic_job_has_every_chart() {
 fn the_page_names_the_files_it_could_not_read() {
     let dir = scratch("report-bad-file");
     let job = dir.join("job");
-    std::fs::create_dir_all(&job).unwrap();
     copy_of_a_real_trace(&job.join("rank-0.json.gz"));
     std::fs::write(job.join("rank-1.json.gz"), b"not a trace").unwrap();
     let out = dir.join("r.html");

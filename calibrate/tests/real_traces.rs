@@ -124,9 +124,8 @@ fn recorded_h200_training_steps_count_the_models_flops() {
     use tracecast_calibrate::work::{KernelClass, samples};
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/h200/llama3-8b-4l-seq8192.json.gz");
     let trace = tracecast_ingest::kineto::read_path(&p, &ReadOptions::default()).unwrap();
-    let work = |class: KernelClass| -> f64 {
-        samples(&trace, &Default::default()).iter().filter(|s| s.class == class).filter_map(|s| s.work).sum()
-    };
+    let samples = samples(&trace, &Default::default());
+    let work = |class: KernelClass| -> f64 { samples.iter().filter(|s| s.class == class).filter_map(|s| s.work).sum() };
     // Three profiled steps of one sequence of 8192 tokens; hidden 4096, 32 heads of 128 (KV heads
     // repeated to 32 before SDPA), FFN 14336, vocabulary 128256, 4 layers.
     let (steps, tokens) = (3.0, 8192.0);

@@ -42,5 +42,8 @@ pub fn all_shared_traces() -> Vec<PathBuf> {
 /// A real trace (HTA's `trace_diff/control`, one V100 rank) copied to `to`, for tests
 /// that change or guard a file they own.
 pub fn copy_of_a_real_trace(to: &Path) {
+    if let Some(folder) = to.parent() {
+        std::fs::create_dir_all(folder).unwrap();
+    }
     std::fs::copy(shared().join("hta/trace_diff/control/control.json.gz"), to).unwrap();
 }
