@@ -1788,6 +1788,28 @@ impl Cluster {
     }
 }
 
+/// HBM bytes the loss moves per logit of `bytes`-wide activations. Prefill writes FP32 logits,
+/// read once. Training runs the cross-entropy as frameworks do, unfused, on logits cast to FP32
+/// (torchtitan's and Hugging Face's `cross_entropy(logits.float(), …)`; Megatron-LM's
+/// vocabulary-parallel cross-entropy casts too and moves a few bytes more). Its passes, by op
+/// semantics — a row of the vocabulary (≥ 128 KB in FP32) is more than a thread block keeps on
+/// chip, so each reduction over it reads it again:
+/// - forward: the cast (read the 16-bit logit, write 4 B); log-softmax's max, sum of
+///   exponentials and output passes (read 12 B, write 4 B);
+/// - backward: NLL's dense gradient (write 4 B); log-softmax's backward, one pass summing the
+///   incoming gradient and one reading it and the output to write the input's gradient (read
+///   12 B, write 4 B); the cast back (read 4 B, write the 16-bit one).
+///
+/// 48 bytes a 16-bit logit, 36 an FP32 one. The previous rule (12 B: logits written, read,
+/// gradient written) priced a fifth of what `fixtures/h200/memory-ops.csv` measures.
+fn loss_bytes_per_logit(bytes: f64, task: Task) -> f64 {
+    if task != Task::Train {
+        return 2.0 * 4.0;
+    }
+    let cast = if bytes < 4.0 { 2.0 * (bytes + 4.0) } else { 0.0 };
+    cast + 16.0 + 4.0 + 16.0
+}
+
 /// Per-layer costs of one microbatch on one GPU.
 struct LayerCosts {
     /// Context parallelism's K/V all-gather (forward) or reduce-scatter (backward).
@@ -2457,13 +2479,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     };
     let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
     let act_bytes = tokens * d * bytes;
-    // The output head on the last stage (vocabulary-parallel over TP) and the
-    // cross-entropy over FP32 logits: written, read by the softmax, gradient
-    // written. Training and prefill only (decode samples one token).
+    // The output head on the last stage (vocabulary-parallel over TP), then the loss over its
+    // logits (`loss_bytes_per_logit`). Decode samples one token: no head here. Decode samples one token: no head here.
     let (head_gemm_f, head_loss_f) = if decode {
         (0.0, 0.0)
     } else {
-        (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(3.0 * tokens * model.vocab / tpf * 4.0))
+        let logits = tokens * model.vocab / tpf;
+        (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(loss_bytes_per_logit(bytes, task) * logits))
     };
     // Sequence parallelism replaces each tensor-parallel all-reduce by a reduce-scatter and an
     // all-gather of the same bytes (Korthikanti et al. 2022), each priced as itself: an all-reduce
@@ -4801,6 +4823,28 @@ mod tests {
         assert_eq!((cp.cp, cp.fp8, cp.gpus()), (2, true, 4));
         assert_eq!(Plan::parse(&cp.describe()).unwrap(), cp);
         assert_eq!(Plan::parse(&p.describe()).unwrap().vpp, 3);
+    }
+
+    #[test]
+    fn the_loss_moves_what_pytorch_moves_on_our_h200() {
+        // fixtures/h200/memory-ops.csv: `cross_entropy(logits.float(), labels)`, forward and
+        // backward, on bf16 logits of 8192 or 16384 rows × 32 000 to 256 000 words, timed on one H200.
+        let csv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/h200/memory-ops.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let c = Cluster::from_catalog(&Catalog::builtin(), "h200", 1, Dtype::Bf16, None).unwrap();
+        let mut checked = 0;
+        for line in csv.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            if f[col("op")] != "cross_entropy" || f[col("variant")] != "fp32-cast" || f[col("direction")] != "forward+backward" {
+                continue;
+            }
+            let (logits, measured_us): (f64, f64) = (f[col("elements")].parse().unwrap(), f[col("time_us")].parse().unwrap());
+            let priced_us = c.memory(loss_bytes_per_logit(2.0, Task::Train) * logits) * 1e6;
+            assert!((priced_us / measured_us - 1.0).abs() < 0.15, "{line}: priced {priced_us:.0} µs");
+            checked += 1;
+        }
+        assert_eq!(checked, 8);
     }
 
     #[test]
