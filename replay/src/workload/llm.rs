@@ -1839,8 +1839,9 @@ struct LayerCosts {
     tp_exposed_share: f64,
     /// Pipeline transfers beside compute (`p2p_overlap`) instead of before and after it.
     p2p_overlap: bool,
-    /// `recompute=op`: the matmuls and memory-bound ops its backward recomputes (GEMM, HBM), per layer.
-    op_sac: (f64, f64),
+    /// `recompute=op`: the matmuls, memory-bound ops and tensor-parallel collectives its
+    /// backward recomputes (GEMM, HBM, collective), per layer.
+    op_sac: (f64, f64, f64),
     moe_a2a: f64,
     attn_gather: f64,
     mlp_gather: f64,
@@ -2601,10 +2602,16 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // `recompute=op`: every second matmul of a block in execution order: Q, K, V, O → K and O;
     // SwiGLU's gate, up, down → up; GELU's FC1, FC2 → FC2. K and O are as large as V and Q:
     // half the attention block's GEMM FLOPs. Latent attention's five: q_b and kv_b, by their FLOPs.
-    let op_sac = |mlp_f: f64, elementwise_f: f64| {
+    // Collectives are not in the policy's save list (torchtitan @820504e saves matmuls, attention,
+    // `max` and, with TP, reduce-scatters), so the backward runs again those whose outputs its
+    // recomputation needs: with sequence parallelism the all-gathers into each block (their
+    // outputs are the saved matmuls' inputs, which the weight gradients read); without it the
+    // attention block's all-reduce (its output, added to the residual, feeds the MLP's norm).
+    let op_sac = |mlp_f: f64, elementwise_f: f64, mlp_tp_comm: f64| {
         if !(plan.op_sac && !plan.recompute && task == Task::Train) {
-            return (0.0, 0.0);
+            return (0.0, 0.0, 0.0);
         }
+        let tp_again = if plan.sp { (tp_comm + mlp_tp_comm) * (1.0 - tp_rs_share) } else { tp_comm };
         let attn_share = if model.mla.is_some() {
             let gemms = model.attention_gemms(1.0);
             let flops = |i: usize| gemms.get(i).map_or(0.0, |&(m, k, n)| m * k * n);
@@ -2613,7 +2620,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             0.5
         };
         let mlp_share = if model.swiglu { 1.0 / 3.0 } else { 0.5 };
-        (attn_f * attn_share + mlp_f * mlp_share, elementwise_f)
+        (attn_f * attn_share + mlp_f * mlp_share, elementwise_f, tp_again)
     };
     let costs = LayerCosts {
         cp_kv,
@@ -2631,7 +2638,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         tp_exposed_share: if tp_overlap { 1.0 / (2.0 * tpf) } else { 0.0 },
         // Megatron overlaps pipeline transfers only in the interleaved schedule.
         p2p_overlap: plan.p2p_overlap && plan.interleaved_chunks() > 1,
-        op_sac: op_sac(mlp_f, elementwise_f),
+        op_sac: op_sac(mlp_f, elementwise_f, mlp_tp_comm),
         moe_a2a,
         attn_gather,
         mlp_gather,
@@ -2673,7 +2680,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             elementwise_f,
             elementwise_b,
             mlp_tp_comm: tp_comm,
-            op_sac: op_sac(mlp_f, elementwise_f),
+            op_sac: op_sac(mlp_f, elementwise_f, tp_comm),
             moe_a2a: 0.0,
             mlp_gather: if gathered { cluster.all_gather(weight_bytes, dp, dp_g) } else { 0.0 },
             mlp_grad,
@@ -3394,7 +3401,19 @@ fn stage_timeline(
             }
         } else if c.op_sac.0 + c.op_sac.1 > 0.0 {
             let parts = [(Gemm, c.op_sac.0), (MemoryBound, c.op_sac.1), (Gemm, 0.0)];
-            block(&mut lanes, "recompute", l, b, parts, &[prev, k("mlp_ag", l, b), k("attn_tp", l + 1, b)]);
+            let deps = [prev, k("mlp_ag", l, b), k("attn_tp", l + 1, b)];
+            block(&mut lanes, "recompute", l, b, parts, &deps);
+            // Its collectives again: all-gathers under sequence parallelism, else an all-reduce.
+            if c.op_sac.2 > 0.0 {
+                let kind = if rs_share > 0.0 { AllGather } else { AllReduce };
+                if overlap_tp {
+                    let (hidden, rest) = tp_split(c.op_sac.2, c.op_sac.0);
+                    add(&mut lanes, "rc_tpo", l, b, kind, hidden, &deps);
+                    add(&mut lanes, "rc_tp", l, b, kind, rest, &[k("recompute", l, b), k("rc_tpo", l, b)]);
+                } else {
+                    add(&mut lanes, "rc_tp", l, b, kind, c.op_sac.2, &[k("recompute", l, b)]);
+                }
+            }
         }
         if overlap_tp && c.mlp_tp_comm > 0.0 {
             let deps = [prev, k("attn_tp", l + 1, b), k("recompute", l, b), k("rc_tp", l, b)];
@@ -3538,7 +3557,7 @@ mod tests {
             mlp_tp_comm: 0.4e-3,
             tp_exposed_share: share,
             p2p_overlap: false,
-            op_sac: (0.0, 0.0),
+            op_sac: (0.0, 0.0, 0.0),
             moe_a2a: 0.0,
             attn_gather: 0.0,
             mlp_gather: 0.0,
@@ -4112,6 +4131,14 @@ mod tests {
         assert!((sp["reduce_scatter"] / (ops * c.reduce_scatter(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{sp:?}");
         // H100's all-reduce curve includes in-switch reduction; the pair moves the same bytes slower.
         assert!(sp["all_gather"] + sp["reduce_scatter"] > plain["all_reduce"], "{sp:?} {plain:?}");
+        // torchtitan's per-op checkpointing saves no collective but reduce-scatters: its backward
+        // gathers each block's input again (two all-gathers a layer with sp), or, without sp,
+        // all-reduces the attention output again (the MLP's recomputed norm reads it).
+        let op_sp = per_kind("tp=8,sp,mb=1,gbs=1,recompute=op");
+        assert!((op_sp["all_gather"] / (1.5 * ops * c.all_gather(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{op_sp:?}");
+        assert_eq!(op_sp["reduce_scatter"], sp["reduce_scatter"]);
+        let op_plain = per_kind("tp=8,mb=1,gbs=1,recompute=op");
+        assert!((op_plain["all_reduce"] / (1.25 * ops * c.all_reduce(act, 8, 8) * 1e3) - 1.0).abs() < 1e-9, "{op_plain:?}");
         // What the pair costs is measured on an H200 node (mle-h200-collectives, 16 GiB):
         // all-gather 361.4 and reduce-scatter 362.9 GB/s bus bandwidth against the in-switch
         // all-reduce's 480; each is priced at its own measurement, not the all-reduce's.
