@@ -1793,11 +1793,12 @@ impl Cluster {
 /// write all but the gradient: 28 B; PyTorch's `fused=True`, Apex's and Megatron-LM's
 /// multi-tensor kernels), the 16-bit gradient cast into the FP32 one it steps (read 2 B, write
 /// 4) and the updated FP32 parameter cast back into the 16-bit one the model computes with
-/// (read 4, write 2): Megatron-LM's main parameters and gradients, FSDP2's FP32 shards under
-/// `param_dtype=bf16`, autocast over FP32 parameters (its casts run each microbatch; counted
-/// once). `fixtures/h200/memory-ops.csv` and the bf16-parameter steps of `fixtures/h200/runs.json`:
+/// (read 4, write 2): Megatron-LM's main parameters (with its gradient-accumulation fusion the
+/// weight-gradient GEMMs write FP32 gradients and the first cast is not run: 6 B over), FSDP2's
+/// FP32 shards under `param_dtype=bf16`, autocast over FP32 parameters (its casts run each
+/// microbatch; counted once). `fixtures/h200/memory-ops.csv` and the bf16-parameter steps of `fixtures/h200/runs.json`:
 /// on an H200, fused AdamW alone 8.2 ps a parameter (28 B at 3.43 TB/s, 81 % of its measured
-/// streaming rate) and the step with its two casts about 13 ps.
+/// streaming rate) and the step with its two casts 13.9 ps in the traced bf16-parameter step.
 const OPTIMIZER_BYTES_PER_PARAMETER: f64 = 28.0 + 6.0 + 6.0;
 
 /// HBM bytes the loss moves per logit of `bytes`-wide activations. Prefill writes FP32 logits,
