@@ -270,8 +270,9 @@ fn sizes_are_whole_numbers_and_a_bad_one_is_named() {
 }
 
 /// Without `--profile`, `hw cost` prices a GEMM as `project` does: with the GPU's shipped
-/// profile's correction of the table (B200's traces ran the table's shapes 0.79× as long). It
-/// had priced the bare table, 19 % apart from `project` on Llama-3-8B's GEMMs.
+/// profile's correction of the table (B200's traces ran the table's shapes 0.79× as long) within
+/// the sizes its traces ran (at most 3.27 GFLOP: a 1024³ GEMM), the table alone beyond. It had
+/// priced the bare table, 19 % apart from `project`.
 #[test]
 fn without_a_profile_hw_cost_takes_the_correction_project_takes() {
     let dir = common::scratch("hw-cost-shipped");
@@ -281,8 +282,11 @@ fn without_a_profile_hw_cost_takes_the_correction_project_takes() {
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     let note = text.lines().find(|l| l.contains("GEMMs at their shapes")).unwrap().to_string();
     let factor: f64 = note.split(") × ").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
-    let q = quote(&["b200", "gemm", "--m", "8192", "--n", "4096", "--k", "4096"], &dir.join("q.json"));
+    assert!(note.contains("traced GEMMs of at most 3.274 GFLOP (larger ones by the table alone)"), "{note}");
+    let q = quote(&["b200", "gemm", "--m", "1024", "--n", "1024", "--k", "1024"], &dir.join("q.json"));
     let basis = q["basis"].as_str().unwrap();
     let quoted: f64 = basis.split("; × ").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
     assert!((quoted - factor).abs() <= 0.005, "project × {factor}, hw cost × {quoted}: {basis}");
+    let big = quote(&["b200", "gemm", "--m", "8192", "--n", "4096", "--k", "4096"], &dir.join("big.json"));
+    assert!(big["basis"].as_str().unwrap().contains("correction (× 0.793) left out"), "{}", big["basis"]);
 }

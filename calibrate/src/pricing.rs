@@ -732,7 +732,21 @@ impl Pricing {
             p.basis
                 .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
         }
-        if let Some(c) = correction.filter(|_| !users) {
+        // A correction speaks for the sizes its traces ran: the tables' error is a function of
+        // shape (our H200 sweep: small shapes run 20 % faster than XLA's Hopper table, training
+        // shapes 15 % slower), so a ratio measured on an inference trace's GEMMs of a few
+        // GFLOP does not carry to a training step's of a TFLOP.
+        let beyond = correction.and_then(|c| c.max_flops).filter(|&max| shape.flops() > max);
+        if let (Some(c), Some(max), false) = (correction, beyond, users) {
+            p.basis.push_str(&format!(
+                "; the profile's correction (× {:.3}) left out: its {} traced GEMMs were of at most {:.3} GFLOP, this one of {:.3}",
+                c.ratio,
+                c.samples,
+                max / 1e9,
+                shape.flops() / 1e9
+            ));
+        }
+        if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             p.time_us *= c.ratio;
             p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
@@ -2182,15 +2196,26 @@ mod tests {
             ln_spread: 0.12,
             samples: 109,
             rule: "gemm_table".into(),
+            max_flops: None,
         };
         let price = p.gemm_corrected(&b200, &shape, Some(&correction)).unwrap();
         let at_best = shape.flops() / 1745.0e12 * 1e6;
         assert!((price.time_us - at_best).abs() / at_best < 1e-9, "{} vs {at_best}", price.time_us);
         assert!(price.basis.contains("capped") && price.basis.contains("mamf"), "{}", price.basis);
         // A correction that slows the table down is applied as measured.
-        let slower = crate::profile::TableCorrection { ratio: 1.7, ..correction };
+        let slower = crate::profile::TableCorrection { ratio: 1.7, ..correction.clone() };
         let table = p.gemm(&b200, &shape).unwrap().time_us;
         assert!((p.gemm_corrected(&b200, &shape, Some(&slower)).unwrap().time_us - 1.7 * table).abs() < 1e-6);
+        // Measured on GEMMs of at most 3.27 GFLOP (the corpus trace's largest), the correction
+        // does not speak for this one of 963 GFLOP: the table alone, saying so; a GEMM within
+        // the traced sizes is corrected.
+        let traced = crate::profile::TableCorrection { max_flops: Some(3.27e9), ..correction };
+        let big = p.gemm_corrected(&b200, &shape, Some(&traced)).unwrap();
+        assert_eq!(big.time_us, table);
+        assert!(big.basis.contains("left out: its 109 traced GEMMs were of at most 3.270 GFLOP"), "{}", big.basis);
+        let small = bf16(1024.0, 1024.0, 1024.0);
+        let corrected = p.gemm_corrected(&b200, &small, Some(&traced)).unwrap().time_us;
+        assert!((corrected - 0.79 * p.gemm(&b200, &small).unwrap().time_us).abs() < 1e-9 * corrected);
     }
 
     #[test]

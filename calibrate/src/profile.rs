@@ -218,6 +218,10 @@ pub struct TableCorrection {
     pub samples: usize,
     /// The rule of the predictions (`gemm_table`, `gemm_spec_model`).
     pub rule: String,
+    /// FLOPs of the largest op the ratio was measured on (traced GEMMs; none when fitted
+    /// to whole runs): larger shapes are out of its range and priced without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_flops: Option<f64>,
 }
 
 impl Profile {
@@ -269,6 +273,7 @@ impl Profile {
             ln_spread: 0.0,
             samples,
             rule: how.to_string(),
+            max_flops: None,
         });
     }
 
@@ -709,7 +714,7 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
-    let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String)> = BTreeMap::new();
+    let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String, f64)> = BTreeMap::new();
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
@@ -719,12 +724,13 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
         let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
         let Some((time_us, rule)) = price else { continue };
-        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string()));
+        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string(), 0.0));
         e.0.push((dur_us / time_us).ln());
+        e.2 = e.2.max(shape.flops());
     }
     by.into_iter()
-        .filter(|(_, (v, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
-        .filter_map(|(dtype, (mut v, rule))| {
+        .filter(|(_, (v, _, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
+        .filter_map(|(dtype, (mut v, rule, max_flops))| {
             v.sort_by(f64::total_cmp);
             let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
             let (median, spread) = (q(0.5), q(0.75) - q(0.25));
@@ -738,6 +744,7 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
                 ln_spread: spread,
                 samples: v.len(),
                 rule,
+                max_flops: Some(max_flops),
             })
         })
         .collect()

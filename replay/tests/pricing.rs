@@ -33,6 +33,7 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
             ln_spread: 0.2,
             samples: 100,
             rule: "gemm_table".into(),
+            max_flops: None,
         });
         let target = DeviceModel::from_profile(&profile, &catalog);
         // hw cost GPU gemm --m --n --k [--profile P]

@@ -569,17 +569,18 @@ fn pricing_notes(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
     dtype: Dtype,
-    correction: Option<(f64, usize)>,
+    correction: Option<(f64, usize, Option<f64>)>,
     per_node: u32,
     links_given: [bool; 2],
     nic_gbps_per_gpu: Option<f64>,
 ) -> PricingNotes {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     let gemm = match (pricing.gemm(gpu, &probe), correction) {
-        (Some(p), Some((c, n))) => format!(
-            "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs",
+        (Some(p), Some((c, n, max))) => format!(
+            "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs{}",
             p.rule.describe(),
-            p.basis
+            p.basis,
+            max.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones by the table alone)", f / 1e9))
         ),
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
@@ -1433,7 +1434,8 @@ impl Cluster {
             tracecast_calibrate::measured::Measurements::shared(),
         ));
         let profile = device.and_then(|d| d.profile.clone());
-        let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples));
+        let correction =
+            profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples, c.max_flops));
         let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None);
         if from_profile.is_empty() {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
@@ -1546,8 +1548,11 @@ impl Cluster {
     /// the base or the network changed.
     fn refresh_pricing_notes(&mut self) {
         let Some(p) = &self.prices else { return };
-        let correction =
-            p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype))).map(|c| (c.ratio, c.samples));
+        let correction = p
+            .profile
+            .as_ref()
+            .and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype)))
+            .map(|c| (c.ratio, c.samples, c.max_flops));
         let eta = self.priced_by.attention_at_gemm_eta;
         self.priced_by = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
         self.priced_by.attention_at_gemm_eta = eta;
