@@ -2897,6 +2897,22 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
         ));
     }
+    if !decode {
+        // The memory-bound rules in words: what each moves, at which bandwidth.
+        notes.push(format!(
+            "memory-bound ops over HBM at {:.0} GB/s (η {:.3}): norms, residual adds and the MLP activation as fused kernels move them per token and layer; {}",
+            cluster.memory_efficiency * cluster.hbm_bw / 1e9,
+            cluster.memory_efficiency,
+            if train {
+                format!(
+                    "the loss unfused on logits cast to FP32 ({:.0} bytes a logit); the optimizer step with its mixed-precision casts ({OPTIMIZER_BYTES_PER_PARAMETER:.0} bytes a trained parameter of the GPU's shard)",
+                    loss_bytes_per_logit(bytes, task)
+                )
+            } else {
+                format!("the logits written and read in FP32 ({:.0} bytes a logit)", loss_bytes_per_logit(bytes, task))
+            }
+        ));
+    }
     if fsdp_pp {
         notes.push(format!(
             "fsdp under pp (PyTorch's pipelining; torchtitan does not reshard after the forward with PP): each stage's weights gathered once per step and kept whole across its {} microbatches, its gradients accumulated whole in {} and reduce-scattered once, after its last backward",
