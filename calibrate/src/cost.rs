@@ -267,8 +267,9 @@ impl CrossDevice<'_> {
 
 impl CrossDevice<'_> {
     /// A GEMM whose shape is known, on two GPUs the pricing layer prices: the
-    /// target's price at that shape × the target traces' correction, else its
-    /// measured time × (target price ÷ source price) at that shape.
+    /// target's price at that shape × the target traces' correction (the bare
+    /// table for a GEMM larger than any they ran), else its measured time ×
+    /// (target price ÷ source price) at that shape.
     fn gemm_by_shape(&self, k: &KernelWork, sg: &Gpu, tg: &Gpu, measured_us: f64) -> Option<KernelCost> {
         let pricing = self.pricing?;
         let op = k.op.as_ref()?;

@@ -101,6 +101,9 @@ impl Profile {
             if !positive(c.ratio) {
                 return Some(format!("table_corrections[{i}] ({}): ratio {}: above 0", c.class.as_str(), c.ratio));
             }
+            if let Some(max) = c.max_flops.filter(|m| !positive(*m)) {
+                return Some(format!("table_corrections[{i}] ({}): max_flops {max}: above 0", c.class.as_str()));
+            }
         }
         self.kernel_floor_us.filter(|f| !at_least_0(*f)).map(|f| format!("kernel_floor_us {f}: 0 or more"))
     }

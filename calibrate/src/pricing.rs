@@ -2207,7 +2207,7 @@ mod tests {
         let table = p.gemm(&b200, &shape).unwrap().time_us;
         assert!((p.gemm_corrected(&b200, &shape, Some(&slower)).unwrap().time_us - 1.7 * table).abs() < 1e-6);
         // Measured on GEMMs of at most 3.27 GFLOP (the corpus trace's largest), the correction
-        // does not speak for this one of 963 GFLOP: the table alone, saying so; a GEMM within
+        // does not speak for this one of 1 924 GFLOP: the table alone, saying so; a GEMM within
         // the traced sizes is corrected.
         let traced = crate::profile::TableCorrection { max_flops: Some(3.27e9), ..correction };
         let big = p.gemm_corrected(&b200, &shape, Some(&traced)).unwrap();

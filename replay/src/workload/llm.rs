@@ -2499,7 +2499,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
     let act_bytes = tokens * d * bytes;
     // The output head on the last stage (vocabulary-parallel over TP), then the loss over its
-    // logits (`loss_bytes_per_logit`). Decode samples one token: no head here. Decode samples one token: no head here.
+    // logits (`loss_bytes_per_logit`). Decode samples one token: no head here.
     let (head_gemm_f, head_loss_f) = if decode {
         (0.0, 0.0)
     } else {
