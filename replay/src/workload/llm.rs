@@ -563,24 +563,26 @@ impl PricingNotes {
 
 /// What prices a cluster's GEMMs, attention and collectives, in words: each
 /// rule at a probe shape (8192³ GEMM, 32 heads of 128 over 4096 tokens, a
-/// 64 MiB all-reduce in a node), the GEMM table's `correction` (ratio, traced
-/// GEMMs) from the GPU's profile.
+/// 64 MiB all-reduce in a node), the GEMM table's `correction` (its ratio, traced
+/// GEMMs and their largest size) from the GPU's profile.
 fn pricing_notes(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
     dtype: Dtype,
-    correction: Option<(f64, usize, Option<f64>)>,
+    correction: Option<&tracecast_calibrate::profile::TableCorrection>,
     per_node: u32,
     links_given: [bool; 2],
     nic_gbps_per_gpu: Option<f64>,
 ) -> PricingNotes {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     let gemm = match (pricing.gemm(gpu, &probe), correction) {
-        (Some(p), Some((c, n, max))) => format!(
-            "GEMMs at their shapes: {} ({}) × {c:.2}, the profile's measured ÷ table time over {n} traced GEMMs{}",
+        (Some(p), Some(c)) => format!(
+            "GEMMs at their shapes: {} ({}) × {:.2}, the profile's measured ÷ table time over {} traced GEMMs{}",
             p.rule.describe(),
             p.basis,
-            max.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones by the table alone)", f / 1e9))
+            c.ratio,
+            c.samples,
+            c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones by the table alone)", f / 1e9))
         ),
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
@@ -1434,8 +1436,7 @@ impl Cluster {
             tracecast_calibrate::measured::Measurements::shared(),
         ));
         let profile = device.and_then(|d| d.profile.clone());
-        let correction =
-            profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype))).map(|c| (c.ratio, c.samples, c.max_flops));
+        let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype)));
         let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None);
         if from_profile.is_empty() {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
@@ -1548,11 +1549,7 @@ impl Cluster {
     /// the base or the network changed.
     fn refresh_pricing_notes(&mut self) {
         let Some(p) = &self.prices else { return };
-        let correction = p
-            .profile
-            .as_ref()
-            .and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype)))
-            .map(|c| (c.ratio, c.samples, c.max_flops));
+        let correction = p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype)));
         let eta = self.priced_by.attention_at_gemm_eta;
         self.priced_by = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
         self.priced_by.attention_at_gemm_eta = eta;
