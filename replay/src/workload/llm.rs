@@ -575,15 +575,10 @@ fn pricing_notes(
     nic_gbps_per_gpu: Option<f64>,
 ) -> PricingNotes {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
-    let gemm = match (pricing.gemm(gpu, &probe), correction) {
-        (Some(p), Some(c)) => format!(
-            "GEMMs at their shapes: {} ({}) × {:.2}, the profile's measured ÷ table time over {} traced GEMMs{}",
-            p.rule.describe(),
-            p.basis,
-            c.ratio,
-            c.samples,
-            c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones by the table alone)", f / 1e9))
-        ),
+    // The probe priced as every GEMM is (`gemm_corrected`): its basis is the one description of
+    // a correction — its ratio, its traced GEMMs, and whether it applies at the probe's size.
+    let gemm = match (pricing.gemm_corrected(gpu, &probe, correction), correction) {
+        (Some(p), Some(_)) => format!("GEMMs at their shapes: {} ({}; an 8192³ GEMM)", p.rule.describe(), p.basis),
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
     };
@@ -4889,10 +4884,13 @@ mod tests {
         let csv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/h200/memory-ops.csv")).unwrap();
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
         let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        // Only `notes`, the last column, is free text (quoted, with commas): split into the header's
+        // columns so that its commas stay in it.
+        assert_eq!(col("notes"), header.len() - 1);
         let c = Cluster::from_catalog(&Catalog::builtin(), "h200", 1, Dtype::Bf16, None).unwrap();
         let mut checked = 0;
         for line in csv.lines().skip(1) {
-            let f: Vec<&str> = line.split(',').collect();
+            let f: Vec<&str> = line.splitn(header.len(), ',').collect();
             if f[col("op")] != "cross_entropy" || f[col("variant")] != "fp32-cast" || f[col("direction")] != "forward+backward" {
                 continue;
             }
