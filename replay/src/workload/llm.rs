@@ -1710,6 +1710,12 @@ impl Cluster {
         (f, 2.0 * f)
     }
 
+    /// `batch` GEMMs [m, k] × [k, n] in one kernel, seconds: at their shape by the pricing
+    /// layer where it prices this GPU, else at the GEMM η.
+    pub(crate) fn batched_gemm(&self, batch: f64, m: f64, k: f64, n: f64) -> f64 {
+        self.prices.as_ref().and_then(|p| p.time_s(batch, m, k, n, p.dtype)).unwrap_or_else(|| self.gemm(2.0 * batch * m * k * n))
+    }
+
     /// A GEMM of `flops` (one kernel).
     pub(crate) fn gemm(&self, flops: f64) -> f64 {
         self.gemm_overhead_s + flops / (self.gemm_efficiency * self.peak_flops)
@@ -2436,18 +2442,26 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // (2·E·d_head FLOPs, all of it: the causal mask is applied after), the
     // fused scale-mask-softmax reads and writes it, P·V reads it. Backward:
     // dP = dO·Vᵀ writes E, the softmax backward reads P and dP and writes dS,
-    // and the three GEMMs for dQ, dK, dV read dS, dS and P. Each GEMM is
-    // priced by its own roofline (with d_head = 64–128 these are HBM-bound).
+    // and the three GEMMs for dQ, dK, dV read dS, dS and P. Each is a batched GEMM
+    // (one per sequence and head) priced at its shape, never under the time its score
+    // traffic takes (with d_head = 64–128 the reduction is short: tensor cores idle).
     let materialized = (plan.materialized_attention && !decode).then(|| {
         let heads = (model.heads / tpf).max(1.0);
-        let e = batch * heads * tokens_per_seq / cpf * kv_context;
+        let (seqs, q_len) = (batch * heads, tokens_per_seq / cpf);
+        let e = seqs * q_len * kv_context;
         let d_head = model.head_dim;
-        let gemm = |elems: f64| cluster.gemm(2.0 * e * d_head).max(cluster.memory(elems * bytes) + cluster.gemm_overhead_s);
+        let gemm = |m: f64, k: f64, n: f64| cluster.batched_gemm(seqs, m, k, n).max(cluster.memory(e * bytes) + cluster.gemm_overhead_s);
         // Dropout on the probabilities: forward reads P, writes the dropped copy and the
         // 1-byte mask; backward reads the incoming gradient and the mask, writes dP.
         let dropout = if plan.dropout && task == Task::Train { cluster.memory(e * (2.0 * bytes + 1.0)) } else { 0.0 };
-        let forward = gemm(e) + cluster.memory(2.0 * e * bytes) + dropout + gemm(e);
-        let backward = gemm(e) + dropout + cluster.memory(3.0 * e * bytes) + 3.0 * gemm(e);
+        // QKᵀ, then P·V.
+        let forward = gemm(q_len, d_head, kv_context) + cluster.memory(2.0 * e * bytes) + dropout + gemm(q_len, kv_context, d_head);
+        // dP = dO·Vᵀ; dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q.
+        let backward = gemm(q_len, d_head, kv_context)
+            + dropout
+            + cluster.memory(3.0 * e * bytes)
+            + 2.0 * gemm(kv_context, q_len, d_head)
+            + gemm(q_len, kv_context, d_head);
         (forward, backward)
     });
     // Sliding windows: the windowed layers' attention core at their share of the causal work.
@@ -2868,10 +2882,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let mut priced_by = cluster.priced_by.clone();
     let attention_note = match (&measured_flash, &materialized) {
         (_, Some(_)) => Some(format!(
-            "attention materialized: the score matrix (batch × heads × seq² per layer) written and read through HBM at HBM η {:.3}{}; QKᵀ, P·V and their gradients each the slower of that traffic and GEMM η {:.3} of the peak",
+            "attention materialized: the score matrix (batch × heads × seq² per layer) written and read through HBM at HBM η {:.3}{}; QKᵀ, P·V and their gradients each the slower of that traffic and {}",
             cluster.memory_efficiency,
             if plan.dropout && task == Task::Train { ", its dropout mask and dropped copy too" } else { "" },
-            cluster.gemm_efficiency
+            if cluster.prices.is_some() {
+                "a batched GEMM at its shape (one per sequence and head) as GEMMs are priced".to_string()
+            } else {
+                format!("GEMM η {:.3} of the peak", cluster.gemm_efficiency)
+            }
         )),
         (Some((_, _, basis)), None) => Some(basis.clone()),
         (None, None) => None,
@@ -4900,6 +4918,21 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, 8);
+    }
+
+    #[test]
+    fn materialized_attention_prices_its_batched_gemms_at_their_shapes() {
+        // Megatron-LM 2021's GPT-1.7B (24 heads of 96, sequence 2048, micro-batch 16): QKᵀ is
+        // 384 GEMMs of 2048 × 96 × 2048, whose reduction of 96 leaves tensor cores idle; `hw cost`
+        // prices that shape, and the projection must price it the same, not at the GEMM η.
+        let c = Cluster::from_catalog(&Catalog::builtin(), "a100-80gb", 32, Dtype::Bf16, None).unwrap();
+        let shape = tracecast_calibrate::pricing::GemmShape { batch: 384.0, m: 2048.0, n: 2048.0, k: 96.0, dtype: Dtype::Bf16 };
+        let pricing = tracecast_calibrate::pricing::Pricing::builtin();
+        let a100 = pricing.catalog.gpu("a100-80gb").unwrap().clone();
+        let quoted = pricing.gemm(&a100, &shape).unwrap().time_us * 1e-6;
+        let projected = c.batched_gemm(384.0, 2048.0, 96.0, 2048.0);
+        assert!((projected / quoted - 1.0).abs() < 1e-9, "{projected} s against hw cost's {quoted} s");
+        assert!(projected > c.gemm(shape.flops()), "{projected} s, no slower than the GEMM η's {} s", c.gemm(shape.flops()));
     }
 
     #[test]
