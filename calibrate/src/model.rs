@@ -104,6 +104,9 @@ impl Profile {
             if let Some(max) = c.max_flops.filter(|m| !positive(*m)) {
                 return Some(format!("table_corrections[{i}] ({}): max_flops {max}: above 0", c.class.as_str()));
             }
+            if let Some(m) = c.misaligned.as_ref().filter(|m| !positive(m.ratio)) {
+                return Some(format!("table_corrections[{i}] ({}): misaligned ratio {}: above 0", c.class.as_str(), m.ratio));
+            }
         }
         self.kernel_floor_us.filter(|f| !at_least_0(*f)).map(|f| format!("kernel_floor_us {f}: 0 or more"))
     }

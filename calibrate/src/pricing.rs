@@ -216,6 +216,17 @@ impl GemmShape {
         2.0 * self.batch * self.m * self.n * self.k
     }
 
+    /// Whether a row of its k × n operand, or of its m × k one, spans 16-byte units and is not a
+    /// whole number of them: the leading dimensions of row-major operands (attention's `Q·Kᵀ`
+    /// over 3137 tokens writes rows of 3137 elements). Hopper's tensor-memory accelerator needs
+    /// 16-byte-aligned strides, and cuBLAS falls back to other kernels without it (the corpus's
+    /// H100 traces run such GEMMs at 1.9–2.5× XLA's table, MI300X's at 0.5–0.8×). Rows shorter
+    /// than 16 bytes (a matrix-vector product's one column) are another kernel's business.
+    pub fn misaligned(&self) -> bool {
+        let per_16_bytes = 16.0 / dtype_bytes(self.dtype);
+        [self.k, self.n].iter().any(|&d| d > per_16_bytes && (d / per_16_bytes).fract() != 0.0)
+    }
+
     /// Operands and output once, bytes.
     pub fn bytes(&self) -> f64 {
         self.batch * (self.m * self.k + self.k * self.n + self.m * self.n) * dtype_bytes(self.dtype)
@@ -731,6 +742,18 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| users) {
             p.basis
                 .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
+        }
+        // A GEMM with misaligned rows (`GemmShape::misaligned`) runs other kernels than the
+        // tables measured: where the traces ran such GEMMs, their own ratio prices it, at any
+        // size (what it measures is the kernels the library falls back to, not a size range).
+        if let Some((c, m)) = correction.and_then(|c| c.misaligned.as_ref().map(|m| (c, m))).filter(|_| !users && shape.misaligned()) {
+            p.time_us *= m.ratio;
+            p.band = (p.band.powi(2) + (m.ln_spread / 2.0).powi(2)).sqrt();
+            p.basis.push_str(&format!(
+                "; × {:.3}, the measured ÷ table time of the {} traced GEMMs of this GPU whose rows are not whole 16-byte units, as this one's (their software stack; the other {}: × {:.3})",
+                m.ratio, m.samples, c.samples, c.ratio
+            ));
+            return Some(p);
         }
         // A correction speaks for the sizes its traces ran: the tables' error is a function of
         // shape (our H200 sweep: small shapes run 20 % faster than XLA's Hopper table, training
@@ -2197,6 +2220,7 @@ mod tests {
             samples: 109,
             rule: "gemm_table".into(),
             max_flops: None,
+            misaligned: None,
         };
         let price = p.gemm_corrected(&b200, &shape, Some(&correction)).unwrap();
         let at_best = shape.flops() / 1745.0e12 * 1e6;
@@ -2216,6 +2240,46 @@ mod tests {
         let small = bf16(1024.0, 1024.0, 1024.0);
         let corrected = p.gemm_corrected(&b200, &small, Some(&traced)).unwrap().time_us;
         assert!((corrected - 0.79 * p.gemm(&b200, &small).unwrap().time_us).abs() < 1e-9 * corrected);
+    }
+
+    #[test]
+    fn rows_that_are_not_whole_16_byte_units_are_misaligned() {
+        let shape = |m: f64, n: f64, k: f64, dtype| GemmShape { batch: 1.0, m, n, k, dtype };
+        // Q·Kᵀ over 3137 tokens (n), P·V (k); m, the rows, has no stride of its own.
+        assert!(shape(3137.0, 3137.0, 64.0, Dtype::Bf16).misaligned());
+        assert!(shape(3137.0, 64.0, 3137.0, Dtype::Bf16).misaligned());
+        assert!(!shape(5185.0, 1024.0, 1024.0, Dtype::Bf16).misaligned());
+        // One column (a matrix-vector product) is shorter than a unit: another kernel's case.
+        assert!(!shape(5184.0, 1.0, 1024.0, Dtype::Bf16).misaligned());
+        // 16 bytes are 16 FP8 elements and 4 TF32 ones.
+        assert!(shape(4096.0, 24.0, 4096.0, Dtype::Fp8).misaligned());
+        assert!(!shape(4096.0, 12.0, 4096.0, Dtype::Tf32).misaligned());
+    }
+
+    #[test]
+    fn a_misaligned_gemm_takes_its_own_correction_at_any_size() {
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+        let correction = crate::profile::TableCorrection {
+            class: crate::work::KernelClass::Gemm,
+            dtype: Some(Dtype::Bf16),
+            ratio: 0.97,
+            ln_spread: 0.3,
+            samples: 1472,
+            rule: "gemm_table".into(),
+            max_flops: Some(1.2e11),
+            misaligned: Some(crate::profile::MisalignedCorrection { ratio: 2.3, ln_spread: 0.08, samples: 265 }),
+        };
+        // Beyond the traced sizes (2 × 16 × 5185² × 64 ≈ 55 GFLOP, times 8): still its own ratio.
+        let big = GemmShape { batch: 128.0, m: 5185.0, n: 5185.0, k: 64.0, dtype: Dtype::Bf16 };
+        let table = p.gemm(&h100, &big).unwrap().time_us;
+        let priced = p.gemm_corrected(&h100, &big, Some(&correction)).unwrap();
+        assert!((priced.time_us / table - 2.3).abs() < 1e-9, "{}", priced.basis);
+        assert!(priced.basis.contains("not whole 16-byte units"), "{}", priced.basis);
+        // An aligned GEMM within the sizes takes the others' ratio.
+        let aligned = bf16(5184.0, 1024.0, 1024.0);
+        let priced = p.gemm_corrected(&h100, &aligned, Some(&correction)).unwrap().time_us;
+        assert!((priced / p.gemm(&h100, &aligned).unwrap().time_us - 0.97).abs() < 1e-9);
     }
 
     #[test]

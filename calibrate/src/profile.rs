@@ -222,6 +222,23 @@ pub struct TableCorrection {
     /// to whole runs): larger shapes are out of its range and priced without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_flops: Option<f64>,
+    /// The correction of the traced GEMMs whose rows are not whole 16-byte units
+    /// ([`crate::pricing::GemmShape::misaligned`]), where the traces ran at least
+    /// [`TABLE_CORRECTION_MIN_SAMPLES`] of them; `ratio` is then of the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misaligned: Option<MisalignedCorrection>,
+}
+
+/// A [`TableCorrection`] of a GPU's traced GEMMs with misaligned rows: the library runs other
+/// kernels for them than for the shapes the tables measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MisalignedCorrection {
+    /// Median of measured ÷ table-predicted time.
+    pub ratio: f64,
+    /// Interquartile range of ln(ratio).
+    pub ln_spread: f64,
+    /// GEMMs the median is of.
+    pub samples: usize,
 }
 
 impl Profile {
@@ -274,6 +291,7 @@ impl Profile {
             samples,
             rule: how.to_string(),
             max_flops: None,
+            misaligned: None,
         });
     }
 
@@ -714,7 +732,9 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
-    let mut by: BTreeMap<Option<Dtype>, (Vec<f64>, String, f64)> = BTreeMap::new();
+    // Per dtype: ln(measured ÷ priced) of the aligned ops, of the misaligned ones, the rule, the largest FLOPs.
+    type Ratios = (Vec<f64>, Vec<f64>, String, f64);
+    let mut by: BTreeMap<Option<Dtype>, Ratios> = BTreeMap::new();
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
@@ -724,27 +744,44 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
         let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
         let Some((time_us, rule)) = price else { continue };
-        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), rule.as_str().to_string(), 0.0));
-        e.0.push((dur_us / time_us).ln());
-        e.2 = e.2.max(shape.flops());
+        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), Vec::new(), rule.as_str().to_string(), 0.0));
+        if shape.misaligned() { &mut e.1 } else { &mut e.0 }.push((dur_us / time_us).ln());
+        e.3 = e.3.max(shape.flops());
     }
+    // (median, interquartile spread, count) of ln ratios, when a correction may be made of them.
+    let median_spread = |mut v: Vec<f64>| {
+        if v.len() < TABLE_CORRECTION_MIN_SAMPLES {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        let (median, spread) = (q(0.5), q(0.75) - q(0.25));
+        // Traces whose ops run at a small fraction of the tables' speed with a
+        // wide spread measured something else (launch-bound micro-benchmarks,
+        // mis-counted ops): no correction rather than a wrong one.
+        (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then_some((median, spread, v.len()))
+    };
     by.into_iter()
-        .filter(|(_, (v, _, _))| v.len() >= TABLE_CORRECTION_MIN_SAMPLES)
-        .filter_map(|(dtype, (mut v, rule, max_flops))| {
-            v.sort_by(f64::total_cmp);
-            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-            let (median, spread) = (q(0.5), q(0.75) - q(0.25));
-            // Traces whose ops run at a small fraction of the tables' speed with a
-            // wide spread measured something else (launch-bound micro-benchmarks,
-            // mis-counted ops): no correction rather than a wrong one.
-            (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then(|| TableCorrection {
+        .filter_map(|(dtype, (aligned, misaligned, rule, max_flops))| {
+            let all = [aligned.as_slice(), misaligned.as_slice()].concat();
+            let misaligned = median_spread(misaligned).map(|(median, ln_spread, samples)| MisalignedCorrection {
+                ratio: median.exp(),
+                ln_spread,
+                samples,
+            });
+            // The other GEMMs' ratio: of the aligned ones where the misaligned have their own.
+            let rest =
+                if misaligned.is_some() { median_spread(aligned).or_else(|| median_spread(all.clone())) } else { median_spread(all) };
+            let (median, spread, samples) = rest?;
+            Some(TableCorrection {
                 class: KernelClass::Gemm,
                 dtype,
                 ratio: median.exp(),
                 ln_spread: spread,
-                samples: v.len(),
+                samples,
                 rule,
                 max_flops: Some(max_flops),
+                misaligned,
             })
         })
         .collect()

@@ -49,6 +49,34 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
             )?;
         }
     }
+    if !p.table_corrections.is_empty() {
+        // What projections multiply the pricing layer's measured tables by (`Pricing::gemm_corrected`).
+        writeln!(w, "\nAgainst the measured tables  (traced ÷ table time, median; ln spread = interquartile range of ln ratio)")?;
+        for c in &p.table_corrections {
+            let sizes = c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones: the table alone)", f / 1e9));
+            let what = match &c.misaligned {
+                Some(_) => "the others",
+                None => "all",
+            };
+            writeln!(
+                w,
+                "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {} {} GEMMs{sizes}",
+                c.class.as_str(),
+                c.dtype.map_or("-", |d| d.as_str()),
+                c.ratio,
+                c.ln_spread,
+                what,
+                c.samples
+            )?;
+            if let Some(m) = &c.misaligned {
+                writeln!(
+                    w,
+                    "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {} GEMMs whose rows are not whole 16-byte units (at any size)",
+                    "", "", m.ratio, m.ln_spread, m.samples
+                )?;
+            }
+        }
+    }
     if !p.links.is_empty() {
         writeln!(w, "\nLinks  t = α + k · S / B")?;
         writeln!(

@@ -34,6 +34,7 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
             samples: 100,
             rule: "gemm_table".into(),
             max_flops: None,
+            misaligned: None,
         });
         let target = DeviceModel::from_profile(&profile, &catalog);
         // hw cost GPU gemm --m --n --k [--profile P]

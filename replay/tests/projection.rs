@@ -133,15 +133,15 @@ fn leave_one_out_between_h100_and_mi300x() {
         100.0 * attention,
         all.iter().filter(|x| x.4.is_finite()).count()
     );
-    // Measured (BENCHMARKS.md): busy 10.7 %, step 8.4 %, GEMM class 16.1 % (34 % with
-    // class-fitted rooflines, whose busy total of 10.1 % came from class errors cancelling),
-    // attention class 16 % (−66 … +318 % by fitted η), all 8 closer than the same-speed
-    // guess; the issue aims at 5 % busy.
+    // Measured (BENCHMARKS.md): busy 6.3 %, step 7.6 %, GEMM class 13.8 %, attention class
+    // 17.5 %, all 8 closer than the same-speed guess; the issue aims at 5 % busy. Without the
+    // target's own correction of its misaligned GEMMs (attention's Q·Kᵀ over 3137 and 5185
+    // tokens: 1.9–2.5× XLA's table on H100) it was busy 11.2 %, GEMM class 16.5 %.
     assert_eq!(closer, 8, "{closer} of 8 closer than the same-speed guess");
-    assert!(gemm < 0.17, "mean |GEMM-class error| {gemm}");
+    assert!(gemm < 0.15, "mean |GEMM-class error| {gemm}");
     assert!(attention < 0.25, "mean |attention-class error| {attention}");
-    assert!(busy < 0.12, "mean |busy error| {busy}");
-    assert!(step < 0.10, "mean |step error| {step}");
+    assert!(busy < 0.08, "mean |busy error| {busy}");
+    assert!(step < 0.09, "mean |step error| {step}");
 }
 
 /// A GPU nobody has traced, added as a user's `--hw` file: MI300X's datasheet numbers under a new id.
@@ -209,7 +209,8 @@ fn projection_onto_a_gpu_nobody_has_traced() {
     assert!(p.rules.iter().any(|s| s.rule == tracecast_calibrate::cost::Rule::RooflineCarried));
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     println!("mean |busy error| {:.1} %", 100.0 * mean);
-    assert!(mean < 0.15, "{mean}");
+    // The issue: within 10 % (BENCHMARKS: 7.0 %; 8.9 % before misaligned GEMMs had their own correction).
+    assert!(mean < 0.10, "{mean}");
 }
 
 #[test]
