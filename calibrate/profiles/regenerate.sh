@@ -16,6 +16,7 @@ target/release/tracecast calibrate --each -q $(find "$corpus" -name '*.json.gz' 
 # The GPUs shipped.rs embeds; a profile of another GPU is reported, not written (shipping it
 # is a change of its own: an entry in shipped.rs, and the projections it moves measured).
 shipped=$(sed -n 's/^ *("\([a-z0-9-]*\)", include_str!.*/\1/p' calibrate/src/shipped.rs)
+[ -n "$shipped" ] || { echo "regenerate.sh: no entries read from calibrate/src/shipped.rs (has its format changed?)" >&2; exit 1; }
 for f in "$out"/profile.*.json; do
   id=${f##*/profile.}
   id=${id%.json}

@@ -276,10 +276,11 @@ impl CrossDevice<'_> {
         let shape = GemmShape::of_op(op.shape, op.dtype)?;
         // Where traces of the target measured its software stack against the
         // tables, the target's price at this shape × that correction (this
-        // op's share of it): a library anomaly of the source (H100 traces
-        // running sm75 CUTLASS kernels) does not carry to another vendor's
-        // library. Leave-one-out over the four public H100/MI300X pairs, GEMM
-        // class: mean |error| 34 % with class-fitted rooflines, 16 % this way.
+        // op's share of it): a library's fallback of the source (H100's cuBLAS
+        // running sm75 CUTLASS kernels for misaligned rows) does not carry to
+        // another vendor's library, and the target's own misaligned GEMMs take
+        // their own ratio. Leave-one-out over the four public H100/MI300X pairs,
+        // GEMM class: mean |error| 34 % with class-fitted rooflines, 13.8 % this way.
         // Without such traces, the source's measured time × the ratio of the
         // two prices: what the source's stack achieved carries over.
         let (us, band, rule) = match gemm_correction(self.target, shape.dtype) {

@@ -222,9 +222,12 @@ impl GemmShape {
     /// 16-byte-aligned strides, and cuBLAS falls back to other kernels without it (the corpus's
     /// H100 traces run such GEMMs at 1.9–2.5× XLA's table, MI300X's at 0.5–0.8×). Rows shorter
     /// than 16 bytes (a matrix-vector product's one column) are another kernel's business.
+    /// Known from the shape alone: a transposed operand's stride is its other dimension, which
+    /// this does not see; sizes that are not whole numbers (a mean, as tokens per expert) are not
+    /// strides and never count.
     pub fn misaligned(&self) -> bool {
         let per_16_bytes = 16.0 / dtype_bytes(self.dtype);
-        [self.k, self.n].iter().any(|&d| d > per_16_bytes && (d / per_16_bytes).fract() != 0.0)
+        [self.k, self.n].iter().any(|&d| d.fract() == 0.0 && d > per_16_bytes && (d / per_16_bytes).fract() != 0.0)
     }
 
     /// Operands and output once, bytes.
@@ -679,6 +682,16 @@ impl Pricing {
                     ));
                 }
             }
+            // Never under its operands' traffic: a batch beyond the table's folds into m as if its
+            // matrices shared one k × n operand, while each brings its own (TimeSformer's 37 632
+            // temporal-attention GEMMs of 8 × 64 × 8 move 82 MB; the fold priced 19 µs on H100).
+            if extrapolated && let (bw, bw_basis) = self.hbm_bytes_per_s(gpu) {
+                let streamed = shape.bytes() / bw * 1e6;
+                if streamed > time_us {
+                    time_us = streamed;
+                    basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
+                }
+            }
             return Some(Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND });
         }
         self.gemm_spec_model(gpu, shape, exclude)
@@ -743,16 +756,30 @@ impl Pricing {
             p.basis
                 .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
         }
+        // The price × a correction's ratio, its spread in the band. A correction measured on the
+        // traces' GEMMs (B200's: 109 GEMMs of at most a few GFLOP in one inference trace) never
+        // makes a shape faster than the fastest rate any measurement of this GPU reached (B200:
+        // 1745 TFLOP/s, the max-achievable-matmul search; the table × 0.79 priced Llama-3-8B's
+        // training GEMMs at 1793).
+        let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
+            p.time_us *= ratio;
+            p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
+            p.basis.push_str(&format!("; × {ratio:.3}, {from}"));
+            if ratio < 1.0
+                && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
+            {
+                p.basis.push_str(&capped);
+            }
+        };
         // A GEMM with misaligned rows (`GemmShape::misaligned`) runs other kernels than the
         // tables measured: where the traces ran such GEMMs, their own ratio prices it, at any
         // size (what it measures is the kernels the library falls back to, not a size range).
-        if let Some((c, m)) = correction.and_then(|c| c.misaligned.as_ref().map(|m| (c, m))).filter(|_| !users && shape.misaligned()) {
-            p.time_us *= m.ratio;
-            p.band = (p.band.powi(2) + (m.ln_spread / 2.0).powi(2)).sqrt();
-            p.basis.push_str(&format!(
-                "; × {:.3}, the measured ÷ table time of the {} traced GEMMs of this GPU whose rows are not whole 16-byte units, as this one's (their software stack; the other {}: × {:.3})",
-                m.ratio, m.samples, c.samples, c.ratio
-            ));
+        if let Some(m) = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users && shape.misaligned()) {
+            let from = format!(
+                "the measured ÷ table time of the {} traced GEMMs of this GPU whose rows are not whole 16-byte units, as this one's (their software stack)",
+                m.samples
+            );
+            apply(&mut p, m.ratio, m.ln_spread, from);
             return Some(p);
         }
         // A correction speaks for the sizes its traces ran: the tables' error is a function of
@@ -770,8 +797,6 @@ impl Pricing {
             ));
         }
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
-            p.time_us *= c.ratio;
-            p.band = (p.band.powi(2) + (c.ln_spread / 2.0).powi(2)).sqrt();
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
             let from = if c.rule == PriceRule::GemmTable.as_str() || c.rule == PriceRule::GemmSpecModel.as_str() {
                 format!("the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)", c.samples)
@@ -780,16 +805,7 @@ impl Pricing {
             } else {
                 format!("{} to {} measured run(s) (their software stack)", c.rule, c.samples)
             };
-            p.basis.push_str(&format!("; × {:.3}, {from}", c.ratio));
-            // A correction measured on the traces' GEMMs (B200's: 109 GEMMs of at most a few
-            // GFLOP in one inference trace) never makes a shape faster than the fastest rate
-            // any measurement of this GPU reached (B200: 1745 TFLOP/s, the max-achievable-matmul
-            // search; the table × 0.79 priced Llama-3-8B's training GEMMs at 1793).
-            if c.ratio < 1.0
-                && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
-            {
-                p.basis.push_str(&capped);
-            }
+            apply(&mut p, c.ratio, c.ln_spread, from);
         }
         Some(p)
     }
@@ -2254,6 +2270,8 @@ mod tests {
         // 16 bytes are 16 FP8 elements and 4 TF32 ones.
         assert!(shape(4096.0, 24.0, 4096.0, Dtype::Fp8).misaligned());
         assert!(!shape(4096.0, 12.0, 4096.0, Dtype::Tf32).misaligned());
+        // A mean size (Kimi-K2's 4096 tokens × 8 of 384 experts over ep=8: 682.67 per expert) is no stride.
+        assert!(!shape(7168.0, 2048.0, 4096.0 * 8.0 / 384.0 * 8.0, Dtype::Bf16).misaligned());
     }
 
     #[test]
@@ -2280,6 +2298,17 @@ mod tests {
         let aligned = bf16(5184.0, 1024.0, 1024.0);
         let priced = p.gemm_corrected(&h100, &aligned, Some(&correction)).unwrap().time_us;
         assert!((priced / p.gemm(&h100, &aligned).unwrap().time_us - 0.97).abs() < 1e-9);
+        // A ratio that speeds the table up (MI300X's 0.59) is capped, like the others', at the
+        // fastest this GPU was measured (H100: 81 % of its peak, XLA's table's best shape).
+        let faster = crate::profile::TableCorrection {
+            misaligned: Some(crate::profile::MisalignedCorrection { ratio: 0.2, ln_spread: 0.08, samples: 265 }),
+            ..correction
+        };
+        let large = bf16(8192.0, 8193.0, 8192.0);
+        let priced = p.gemm_corrected(&h100, &large, Some(&faster)).unwrap();
+        let achieved = large.flops() / (priced.time_us * 1e-6) / h100.peak_flops(Dtype::Bf16).unwrap();
+        assert!((0.79..0.82).contains(&achieved), "{achieved} of the peak: {}", priced.basis);
+        assert!(priced.basis.contains("capped"), "{}", priced.basis);
     }
 
     #[test]

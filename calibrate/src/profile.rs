@@ -223,8 +223,8 @@ pub struct TableCorrection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_flops: Option<f64>,
     /// The correction of the traced GEMMs whose rows are not whole 16-byte units
-    /// ([`crate::pricing::GemmShape::misaligned`]), where the traces ran at least
-    /// [`TABLE_CORRECTION_MIN_SAMPLES`] of them; `ratio` is then of the others.
+    /// ([`crate::pricing::GemmShape::misaligned`]), where they and the others each make one
+    /// ([`TABLE_CORRECTION_MIN_SAMPLES`]); `ratio` and `max_flops` are then of the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub misaligned: Option<MisalignedCorrection>,
 }
@@ -281,8 +281,12 @@ impl Profile {
 
     /// Sets the GEMM table correction for `dtype` to `ratio` (measured ÷ table
     /// time), as fitted elsewhere than on traced kernels (`how` says where).
+    /// A correction of the traces' misaligned GEMMs is kept: it measures the library's fallback
+    /// kernels, which runs do not.
     pub fn set_gemm_correction(&mut self, dtype: Dtype, ratio: f64, samples: usize, how: &str) {
-        self.table_corrections.retain(|c| !(c.class == KernelClass::Gemm && c.dtype == Some(dtype)));
+        let is_it = |c: &TableCorrection| c.class == KernelClass::Gemm && c.dtype == Some(dtype);
+        let misaligned = self.table_corrections.iter().find(|c| is_it(c)).and_then(|c| c.misaligned.clone());
+        self.table_corrections.retain(|c| !is_it(c));
         self.table_corrections.push(TableCorrection {
             class: KernelClass::Gemm,
             dtype: Some(dtype),
@@ -291,7 +295,7 @@ impl Profile {
             samples,
             rule: how.to_string(),
             max_flops: None,
-            misaligned: None,
+            misaligned,
         });
     }
 
@@ -732,9 +736,7 @@ pub const TABLE_CORRECTION_MAX_LN: f64 = std::f64::consts::LN_2 * 2.0;
 fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog) -> Vec<TableCorrection> {
     use crate::pricing::{GemmShape, Pricing};
     let pricing = Pricing::new(catalog.clone(), crate::measured::Measurements::shared());
-    // Per dtype: ln(measured ÷ priced) of the aligned ops, of the misaligned ones, the rule, the largest FLOPs.
-    type Ratios = (Vec<f64>, Vec<f64>, String, f64);
-    let mut by: BTreeMap<Option<Dtype>, Ratios> = BTreeMap::new();
+    let mut by: BTreeMap<Option<Dtype>, DtypeRatios> = BTreeMap::new();
     // One price per distinct shape: the samples of a job repeat a few dozen shapes.
     type ShapeBits = (u64, u64, u64, u64, Dtype);
     let mut price_of: rustc_hash::FxHashMap<ShapeBits, Option<(f64, crate::pricing::PriceRule)>> = rustc_hash::FxHashMap::default();
@@ -744,40 +746,31 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
         let bits = (shape.batch.to_bits(), shape.m.to_bits(), shape.n.to_bits(), shape.k.to_bits(), shape.dtype);
         let price = *price_of.entry(bits).or_insert_with(|| pricing.gemm(gpu, &shape).map(|p| (p.time_us, p.rule)));
         let Some((time_us, rule)) = price else { continue };
-        let e = by.entry(dtype).or_insert_with(|| (Vec::new(), Vec::new(), rule.as_str().to_string(), 0.0));
-        if shape.misaligned() { &mut e.1 } else { &mut e.0 }.push((dur_us / time_us).ln());
-        e.3 = e.3.max(shape.flops());
+        let e = by.entry(dtype).or_insert_with(|| DtypeRatios { rule: rule.as_str().to_string(), ..DtypeRatios::default() });
+        let group = if shape.misaligned() { &mut e.misaligned } else { &mut e.aligned };
+        group.ln_ratios.push((dur_us / time_us).ln());
+        group.max_flops = group.max_flops.max(shape.flops());
     }
-    // (median, interquartile spread, count) of ln ratios, when a correction may be made of them.
-    let median_spread = |mut v: Vec<f64>| {
-        if v.len() < TABLE_CORRECTION_MIN_SAMPLES {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-        let (median, spread) = (q(0.5), q(0.75) - q(0.25));
-        // Traces whose ops run at a small fraction of the tables' speed with a
-        // wide spread measured something else (launch-bound micro-benchmarks,
-        // mis-counted ops): no correction rather than a wrong one.
-        (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then_some((median, spread, v.len()))
-    };
     by.into_iter()
-        .filter_map(|(dtype, (aligned, misaligned, rule, max_flops))| {
-            let all = [aligned.as_slice(), misaligned.as_slice()].concat();
-            let misaligned = median_spread(misaligned).map(|(median, ln_spread, samples)| MisalignedCorrection {
-                ratio: median.exp(),
-                ln_spread,
-                samples,
-            });
-            // The other GEMMs' ratio: of the aligned ones where the misaligned have their own.
-            let rest =
-                if misaligned.is_some() { median_spread(aligned).or_else(|| median_spread(all.clone())) } else { median_spread(all) };
-            let (median, spread, samples) = rest?;
+        .filter_map(|(dtype, DtypeRatios { aligned, misaligned, rule })| {
+            // The misaligned GEMMs get a ratio of their own where both groups make one; else
+            // one ratio over all of them, as before the split.
+            let (rest, misaligned) = match (aligned.correction(), misaligned.correction()) {
+                (Some(a), Some(m)) => {
+                    (Some((a, aligned.max_flops)), Some(MisalignedCorrection { ratio: m.0.exp(), ln_spread: m.1, samples: m.2 }))
+                }
+                _ => {
+                    let max_flops = aligned.max_flops.max(misaligned.max_flops);
+                    let all = LnRatios { ln_ratios: [aligned.ln_ratios, misaligned.ln_ratios].concat(), max_flops };
+                    (all.correction().map(|c| (c, max_flops)), None)
+                }
+            };
+            let ((median, ln_spread, samples), max_flops) = rest?;
             Some(TableCorrection {
                 class: KernelClass::Gemm,
                 dtype,
                 ratio: median.exp(),
-                ln_spread: spread,
+                ln_spread,
                 samples,
                 rule,
                 max_flops: Some(max_flops),
@@ -785,6 +778,39 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
             })
         })
         .collect()
+}
+
+/// One dtype's traced GEMMs measured against the tables, aligned and misaligned apart.
+#[derive(Default)]
+struct DtypeRatios {
+    aligned: LnRatios,
+    misaligned: LnRatios,
+    /// The rule that priced them.
+    rule: String,
+}
+
+/// ln(measured ÷ priced time) of a group of traced GEMMs, and the largest one's FLOPs.
+#[derive(Default)]
+struct LnRatios {
+    ln_ratios: Vec<f64>,
+    max_flops: f64,
+}
+
+impl LnRatios {
+    /// (median, interquartile spread, count) of the ln ratios, when a correction may be made of them.
+    fn correction(&self) -> Option<(f64, f64, usize)> {
+        if self.ln_ratios.len() < TABLE_CORRECTION_MIN_SAMPLES {
+            return None;
+        }
+        let mut v = self.ln_ratios.clone();
+        v.sort_by(f64::total_cmp);
+        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        let (median, spread) = (q(0.5), q(0.75) - q(0.25));
+        // Traces whose ops run at a small fraction of the tables' speed with a
+        // wide spread measured something else (launch-bound micro-benchmarks,
+        // mis-counted ops): no correction rather than a wrong one.
+        (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then_some((median, spread, v.len()))
+    }
 }
 
 /// Kernel fits per (class, dtype); what cannot be fitted goes to `unfitted`.

@@ -51,27 +51,29 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
     }
     if !p.table_corrections.is_empty() {
         // What projections multiply the pricing layer's measured tables by (`Pricing::gemm_corrected`).
-        writeln!(w, "\nAgainst the measured tables  (traced ÷ table time, median; ln spread = interquartile range of ln ratio)")?;
+        writeln!(w, "\nAgainst the measured tables  (measured ÷ table time; ln spread = interquartile range of ln ratio)")?;
         for c in &p.table_corrections {
-            let sizes = c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones: the table alone)", f / 1e9));
-            let what = match &c.misaligned {
-                Some(_) => "the others",
-                None => "all",
+            // Traced GEMMs (their median), or a fit to whole runs (`validate --fit`).
+            let traced = c.rule == "gemm_table" || c.rule == "gemm_spec_model";
+            let of = if !traced {
+                format!("fitted to {} measured run(s) ({})", c.samples, if c.rule.is_empty() { "validate --fit" } else { &c.rule })
+            } else {
+                let sizes =
+                    c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones: the table alone)", f / 1e9));
+                format!("median of {} {} traced GEMMs{sizes}", if c.misaligned.is_some() { "the other" } else { "all" }, c.samples)
             };
             writeln!(
                 w,
-                "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {} {} GEMMs{sizes}",
+                "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {of}",
                 c.class.as_str(),
                 c.dtype.map_or("-", |d| d.as_str()),
                 c.ratio,
                 c.ln_spread,
-                what,
-                c.samples
             )?;
             if let Some(m) = &c.misaligned {
                 writeln!(
                     w,
-                    "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {} GEMMs whose rows are not whole 16-byte units (at any size)",
+                    "  {:<12} {:<6} × {:.3}  ln spread {:.2}  median of {} traced GEMMs whose rows are not whole 16-byte units (at any size)",
                     "", "", m.ratio, m.ln_spread, m.samples
                 )?;
             }

@@ -577,8 +577,11 @@ fn pricing_notes(
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     // The probe priced as every GEMM is (`gemm_corrected`): its basis is the one description of
     // a correction — its ratio, its traced GEMMs, and whether it applies at the probe's size.
+    let misaligned = correction.and_then(|c| c.misaligned.as_ref()).map_or(String::new(), |m| {
+        format!("; GEMMs whose rows are not whole 16-byte units × {:.3} at any size ({} traced)", m.ratio, m.samples)
+    });
     let gemm = match (pricing.gemm_corrected(gpu, &probe, correction), correction) {
-        (Some(p), Some(_)) => format!("GEMMs at their shapes: {} ({}; an 8192³ GEMM)", p.rule.describe(), p.basis),
+        (Some(p), Some(_)) => format!("GEMMs at their shapes: {} ({}; an 8192³ GEMM{misaligned})", p.rule.describe(), p.basis),
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
     };
