@@ -2888,7 +2888,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             "attention materialized: the score matrix (batch × heads × seq² per layer) written and read through HBM at HBM η {:.3}{}; QKᵀ, P·V and their gradients each the slower of that traffic and {}",
             cluster.memory_efficiency,
             if plan.dropout && task == Task::Train { ", its dropout mask and dropped copy too" } else { "" },
-            if cluster.prices.is_some() {
+            // (`batched_gemm` takes the GEMM η where the pricing layer prices no GEMM of this GPU.)
+            if cluster.prices.as_ref().is_some_and(|p| p.time_s(1.0, 2048.0, model.head_dim, 2048.0, p.dtype).is_some()) {
                 "a batched GEMM at its shape (one per sequence and head) as GEMMs are priced".to_string()
             } else {
                 format!("GEMM η {:.3} of the peak", cluster.gemm_efficiency)
