@@ -446,6 +446,18 @@ pub struct Pricing {
     pub measurements: Arc<Measurements>,
     link_shares: std::sync::OnceLock<LinkShares>,
     attention_prices: AttentionPrices,
+    hbm_rates: HbmRates,
+}
+
+/// Each GPU's measured HBM rate once looked up ([`Pricing::hbm_bytes_per_s`]), by its id and
+/// datasheet bandwidth (a variant keeps its id): a search's GEMM prices each check it.
+#[derive(Debug, Default)]
+struct HbmRates(std::sync::Mutex<Vec<(String, u64, f64)>>);
+
+impl Clone for HbmRates {
+    fn clone(&self) -> HbmRates {
+        HbmRates::default()
+    }
 }
 
 /// Attention prices made so far, by GPU, shape and family: a search prices the same few
@@ -481,7 +493,13 @@ impl Clone for AttentionPrices {
 impl Pricing {
     /// The pricing layer of `catalog` and `measurements`.
     pub fn new(catalog: Catalog, measurements: Arc<Measurements>) -> Pricing {
-        Pricing { catalog, measurements, link_shares: std::sync::OnceLock::new(), attention_prices: AttentionPrices::default() }
+        Pricing {
+            catalog,
+            measurements,
+            link_shares: std::sync::OnceLock::new(),
+            attention_prices: AttentionPrices::default(),
+            hbm_rates: HbmRates::default(),
+        }
     }
 
     /// The base's GEMM tables and rates, built on first use and kept on the
@@ -682,19 +700,42 @@ impl Pricing {
                     ));
                 }
             }
-            // Never under its operands' traffic: a batch beyond the table's folds into m as if its
-            // matrices shared one k × n operand, while each brings its own (TimeSformer's 37 632
-            // temporal-attention GEMMs of 8 × 64 × 8 move 82 MB; the fold priced 19 µs on H100).
-            if extrapolated && let (bw, bw_basis) = self.hbm_bytes_per_s(gpu) {
-                let streamed = shape.bytes() / bw * 1e6;
-                if streamed > time_us {
-                    time_us = streamed;
-                    basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
-                }
+            let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
+            if extrapolated {
+                self.at_least_its_traffic(gpu, shape, &mut price);
             }
-            return Some(Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND });
+            return Some(price);
         }
         self.gemm_spec_model(gpu, shape, exclude)
+    }
+
+    /// Holds an extrapolated GEMM price (a shape off the table's grid, or a trace correction's
+    /// ratio applied to one) to at least its operands' traffic once at the GPU's measured HBM
+    /// rate: outside what was measured nothing else bounds it from below. A batch beyond the
+    /// grid folds into m as if its matrices shared one k × n operand, while each brings its own
+    /// (TimeSformer's 37 632 temporal-attention GEMMs of 8 × 64 × 8 move 82 MB; the fold priced
+    /// 19 µs on H100, which ran them in 41), and an MoE GPU's grouped GEMM of few tokens per
+    /// expert streams every expert's weights.
+    fn at_least_its_traffic(&self, gpu: &Gpu, shape: &GemmShape, price: &mut Price) {
+        let bits = gpu.hbm_gbps.to_bits();
+        let cached = self.hbm_rates.0.lock().ok().and_then(|m| m.iter().find(|r| r.0 == gpu.id && r.1 == bits).map(|r| r.2));
+        let bw = cached.unwrap_or_else(|| {
+            let bw = self.hbm_bytes_per_s(gpu).0;
+            if let Ok(mut m) = self.hbm_rates.0.lock() {
+                m.push((gpu.id.clone(), bits, bw));
+            }
+            bw
+        });
+        let streamed = shape.bytes() / bw * 1e6;
+        // (A one-row GEMM below the grid is already at its streaming time, up to rounding.)
+        if streamed > price.time_us * (1.0 + 1e-9) {
+            price.time_us = streamed;
+            // Said once, where a correction brought the price back to the floor the table had met.
+            if !price.basis.contains("its operands' traffic once") {
+                let (_, bw_basis) = self.hbm_bytes_per_s(gpu);
+                price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
+            }
+        }
     }
 
     /// The HBM bandwidth streaming kernels reach on `gpu`, bytes/s: its best
@@ -741,6 +782,14 @@ impl Pricing {
         (gpu.hbm_bytes_per_s() * ratio, format!("datasheet × {ratio:.2}, the median measured ratio of {} GPUs", ratios.len()))
     }
 
+    /// Whether the user's own measurements of `gpu` priced `shape` (`price`, from [`Pricing::gemm`]):
+    /// a shape, a sweep, a table — of their stack already, so no trace correction applies.
+    pub fn measured_by_the_user(&self, gpu: &Gpu, shape: &GemmShape, price: &Price) -> bool {
+        price.rule == PriceRule::GemmMeasuredShape
+            || self.user_gemm_rows(gpu, shape.dtype).is_some()
+            || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user)
+    }
+
     /// What `shape` costs on a GPU whose traces measured their software stack
     /// against the tables (`correction`, from its profile): the price × the
     /// correction's ratio. The one GEMM price of `hw cost --profile`,
@@ -749,9 +798,7 @@ impl Pricing {
         let mut p = self.gemm(gpu, shape)?;
         // The user's measurements of this GPU (a shape, a sweep, a table) are of their stack
         // already: the traces' correction is of the shipped tables.
-        let users = p.rule == PriceRule::GemmMeasuredShape
-            || self.user_gemm_rows(gpu, shape.dtype).is_some()
-            || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
+        let users = self.measured_by_the_user(gpu, shape, &p);
         if let Some(c) = correction.filter(|_| users) {
             p.basis
                 .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
@@ -769,6 +816,9 @@ impl Pricing {
                 && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
             {
                 p.basis.push_str(&capped);
+            }
+            if ratio < 1.0 && p.extrapolated {
+                self.at_least_its_traffic(gpu, shape, p);
             }
         };
         // A GEMM with misaligned rows (`GemmShape::misaligned`) runs other kernels than the
@@ -2286,6 +2336,19 @@ mod tests {
         let streamed_us = shape.bytes() / 2970e9 * 1e6;
         assert!((price.time_us / streamed_us - 1.0).abs() < 1e-9, "{} µs against {streamed_us}: {}", price.time_us, price.basis);
         assert!(price.basis.contains("operands' traffic"), "{}", price.basis);
+        // A trace correction that speeds the table up does not take it under the floor either.
+        let correction = crate::profile::TableCorrection {
+            class: crate::work::KernelClass::Gemm,
+            dtype: Some(Dtype::Bf16),
+            ratio: 0.79,
+            ln_spread: 0.1,
+            samples: 109,
+            rule: "gemm_table".into(),
+            max_flops: None,
+            misaligned: None,
+        };
+        let corrected = p.gemm_corrected(&h100, &shape, Some(&correction)).unwrap();
+        assert!(corrected.time_us >= streamed_us * (1.0 - 1e-9), "{} µs: {}", corrected.time_us, corrected.basis);
     }
 
     #[test]

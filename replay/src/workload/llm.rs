@@ -577,10 +577,13 @@ fn pricing_notes(
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
     // The probe priced as every GEMM is (`gemm_corrected`): its basis is the one description of
     // a correction — its ratio, its traced GEMMs, and whether it applies at the probe's size.
-    let misaligned = correction.and_then(|c| c.misaligned.as_ref()).map_or(String::new(), |m| {
+    let priced = pricing.gemm_corrected(gpu, &probe, correction);
+    // (The user's own measurements leave every trace correction out.)
+    let users = priced.as_ref().is_some_and(|p| pricing.measured_by_the_user(gpu, &probe, p));
+    let misaligned = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users).map_or(String::new(), |m| {
         format!("; GEMMs whose rows are not whole 16-byte units × {:.3} at any size ({} traced)", m.ratio, m.samples)
     });
-    let gemm = match (pricing.gemm_corrected(gpu, &probe, correction), correction) {
+    let gemm = match (priced, correction) {
         (Some(p), Some(_)) => format!("GEMMs at their shapes: {} ({}; an 8192³ GEMM{misaligned})", p.rule.describe(), p.basis),
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
