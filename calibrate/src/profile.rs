@@ -1131,6 +1131,30 @@ fn link_fits(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_correction_fitted_to_runs_keeps_the_traces_misaligned_ratio() {
+        // `validate --fit` replaces the GEMM correction by one fitted to runs; the misaligned GEMMs'
+        // ratio measures the library's fallback kernels, which the runs do not, and stays.
+        let catalog = Catalog::builtin();
+        let mut profile = Profile::of_catalog_gpu(catalog.gpu("h100-sxm").unwrap(), &catalog);
+        let misaligned = MisalignedCorrection { ratio: 2.3, ln_spread: 0.08, samples: 265 };
+        profile.table_corrections.push(TableCorrection {
+            class: KernelClass::Gemm,
+            dtype: Some(Dtype::Bf16),
+            ratio: 0.97,
+            ln_spread: 0.3,
+            samples: 1472,
+            rule: "gemm_table".into(),
+            max_flops: Some(1.18e11),
+            misaligned: Some(misaligned.clone()),
+        });
+        profile.set_gemm_correction(Dtype::Bf16, 1.25, 4, "fitted to 4 runs");
+        let c = profile.table_correction(KernelClass::Gemm, Some(Dtype::Bf16)).unwrap();
+        assert_eq!((c.ratio, c.samples, c.max_flops), (1.25, 4, None));
+        assert_eq!(c.misaligned.as_ref(), Some(&misaligned));
+        assert_eq!(profile.table_corrections.len(), 1);
+    }
+
     /// GEMM samples on an H100 (bf16 peak 989 TFLOP/s, HBM 3.35 TB/s): `(FLOPs, bytes, µs)`.
     fn fit_gemms(points: &[(f64, f64, f64)]) -> (Vec<KernelFit>, Vec<Unfitted>, Vec<String>) {
         let catalog = Catalog::builtin();
