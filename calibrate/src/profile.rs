@@ -1132,6 +1132,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn misaligned_gemms_are_corrected_apart_only_where_both_groups_make_a_correction() {
+        // GEMMs timed at a known multiple of the H100 table's price: aligned ones at 1×, misaligned
+        // ones (n = 3137) at 2×.
+        let catalog = Catalog::builtin();
+        let gpu = catalog.gpu("h100-sxm").unwrap();
+        let pricing = crate::pricing::Pricing::builtin();
+        let sample = |m: f64, n: f64, times: f64| {
+            let shape = crate::pricing::GemmShape { batch: 1.0, m, n, k: 1024.0, dtype: Dtype::Bf16 };
+            WorkSample {
+                class: KernelClass::Gemm,
+                dtype: Some(Dtype::Bf16),
+                work: Some(shape.flops()),
+                bytes: Some(shape.bytes()),
+                dur_us: times * pricing.gemm(gpu, &shape).unwrap().time_us,
+                kernels: 1,
+                shape: Some(std::sync::Arc::new(OpShape::Gemm { batch: 1.0, m, n, k: 1024.0 })),
+            }
+        };
+        let corrections = |samples: Vec<WorkSample>| table_corrections(&[ClassSamples::group(samples)], gpu, &catalog);
+        let aligned = [512.0, 1024.0, 2048.0, 4096.0].map(|m| sample(m, 1024.0, 1.0));
+        let misaligned = [512.0, 1024.0, 2048.0, 4096.0, 8192.0].map(|m| sample(m, 3137.0, 2.0));
+        let both = corrections(aligned.iter().chain(&misaligned).cloned().collect());
+        let m = both[0].misaligned.as_ref().expect("both groups make a correction");
+        assert!((m.ratio - 2.0).abs() < 1e-9 && m.samples == 5, "{m:?}");
+        assert!((both[0].ratio - 1.0).abs() < 1e-9 && both[0].samples == 4, "{:?}", both[0]);
+        // The size range is the aligned GEMMs' (4096 × 1024 × 1024), not the misaligned 8192-row one's.
+        assert_eq!(both[0].max_flops, Some(2.0 * 4096.0 * 1024.0 * 1024.0));
+        // Too few aligned GEMMs for a ratio of their own: one ratio over all, none apart.
+        let few = corrections(aligned[..2].iter().chain(&misaligned).cloned().collect());
+        assert!(few[0].misaligned.is_none() && few[0].samples == 7, "{:?}", few[0]);
+        assert!((few[0].ratio - 2.0).abs() < 1e-9, "{:?}", few[0]);
+    }
+
+    #[test]
     fn a_correction_fitted_to_runs_keeps_the_traces_misaligned_ratio() {
         // `validate --fit` replaces the GEMM correction by one fitted to runs; the misaligned GEMMs'
         // ratio measures the library's fallback kernels, which the runs do not, and stays.
