@@ -452,7 +452,7 @@ pub struct Pricing {
 /// Each GPU's measured HBM rate once looked up ([`Pricing::hbm_bytes_per_s`]), by its id and
 /// datasheet bandwidth (a variant keeps its id): a search's GEMM prices each check it.
 #[derive(Debug, Default)]
-struct HbmRates(std::sync::Mutex<Vec<(String, u64, f64)>>);
+struct HbmRates(std::sync::Mutex<Vec<(String, u64, (f64, Arc<str>))>>);
 
 impl Clone for HbmRates {
     fn clone(&self) -> HbmRates {
@@ -701,8 +701,8 @@ impl Pricing {
                 }
             }
             let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
-            if extrapolated {
-                self.at_least_its_traffic(gpu, shape, &mut price);
+            if extrapolated && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price) {
+                price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
             }
             return Some(price);
         }
@@ -715,27 +715,24 @@ impl Pricing {
     /// grid folds into m as if its matrices shared one k × n operand, while each brings its own
     /// (TimeSformer's 37 632 temporal-attention GEMMs of 8 × 64 × 8 move 82 MB; the fold priced
     /// 19 µs on H100, which ran them in 41), and an MoE GPU's grouped GEMM of few tokens per
-    /// expert streams every expert's weights.
-    fn at_least_its_traffic(&self, gpu: &Gpu, shape: &GemmShape, price: &mut Price) {
+    /// expert streams every expert's weights. The rate and its basis, when it raised the price.
+    fn at_least_its_traffic(&self, gpu: &Gpu, shape: &GemmShape, price: &mut Price) -> Option<(f64, Arc<str>)> {
         let bits = gpu.hbm_gbps.to_bits();
-        let cached = self.hbm_rates.0.lock().ok().and_then(|m| m.iter().find(|r| r.0 == gpu.id && r.1 == bits).map(|r| r.2));
-        let bw = cached.unwrap_or_else(|| {
-            let bw = self.hbm_bytes_per_s(gpu).0;
+        let cached = self.hbm_rates.0.lock().ok().and_then(|m| m.iter().find(|r| r.0 == gpu.id && r.1 == bits).map(|r| r.2.clone()));
+        let (bw, basis) = cached.unwrap_or_else(|| {
+            let (bw, basis) = self.hbm_bytes_per_s(gpu);
+            let rate = (bw, Arc::<str>::from(basis));
             if let Ok(mut m) = self.hbm_rates.0.lock() {
-                m.push((gpu.id.clone(), bits, bw));
+                m.push((gpu.id.clone(), bits, rate.clone()));
             }
-            bw
+            rate
         });
         let streamed = shape.bytes() / bw * 1e6;
         // (A one-row GEMM below the grid is already at its streaming time, up to rounding.)
-        if streamed > price.time_us * (1.0 + 1e-9) {
+        (streamed > price.time_us * (1.0 + 1e-9)).then(|| {
             price.time_us = streamed;
-            // Said once, where a correction brought the price back to the floor the table had met.
-            if !price.basis.contains("its operands' traffic once") {
-                let (_, bw_basis) = self.hbm_bytes_per_s(gpu);
-                price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
-            }
-        }
+            (bw, basis)
+        })
     }
 
     /// The HBM bandwidth streaming kernels reach on `gpu`, bytes/s: its best
@@ -817,8 +814,8 @@ impl Pricing {
             {
                 p.basis.push_str(&capped);
             }
-            if ratio < 1.0 && p.extrapolated {
-                self.at_least_its_traffic(gpu, shape, p);
+            if ratio < 1.0 && p.extrapolated && self.at_least_its_traffic(gpu, shape, p).is_some() {
+                p.basis.push_str("; held at its operands' traffic");
             }
         };
         // A GEMM with misaligned rows (`GemmShape::misaligned`) runs other kernels than the
@@ -848,7 +845,7 @@ impl Pricing {
         }
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
-            let from = if c.rule == PriceRule::GemmTable.as_str() || c.rule == PriceRule::GemmSpecModel.as_str() {
+            let from = if c.measured_on_traces() {
                 format!("the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)", c.samples)
             } else if c.rule.is_empty() {
                 format!("a correction of {} measured run(s)", c.samples)
@@ -2363,7 +2360,7 @@ mod tests {
             samples: 1472,
             rule: "gemm_table".into(),
             max_flops: Some(1.2e11),
-            misaligned: Some(crate::profile::MisalignedCorrection { ratio: 2.3, ln_spread: 0.08, samples: 265 }),
+            misaligned: Some(crate::profile::TracedRatio { ratio: 2.3, ln_spread: 0.08, samples: 265 }),
         };
         // Beyond the traced sizes (2 × 16 × 5185² × 64 ≈ 55 GFLOP, times 8): still its own ratio.
         let big = GemmShape { batch: 128.0, m: 5185.0, n: 5185.0, k: 64.0, dtype: Dtype::Bf16 };
@@ -2378,7 +2375,7 @@ mod tests {
         // A ratio that speeds the table up (MI300X's 0.59) is capped, like the others', at the
         // fastest this GPU was measured (H100: 81 % of its peak, XLA's table's best shape).
         let faster = crate::profile::TableCorrection {
-            misaligned: Some(crate::profile::MisalignedCorrection { ratio: 0.2, ln_spread: 0.08, samples: 265 }),
+            misaligned: Some(crate::profile::TracedRatio { ratio: 0.2, ln_spread: 0.08, samples: 265 }),
             ..correction
         };
         let large = bf16(8192.0, 8193.0, 8192.0);

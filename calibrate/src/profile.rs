@@ -226,19 +226,28 @@ pub struct TableCorrection {
     /// ([`crate::pricing::GemmShape::misaligned`]), where they and the others each make one
     /// ([`TABLE_CORRECTION_MIN_SAMPLES`]); `ratio` and `max_flops` are then of the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub misaligned: Option<MisalignedCorrection>,
+    pub misaligned: Option<TracedRatio>,
 }
 
-/// A [`TableCorrection`] of a GPU's traced GEMMs with misaligned rows: the library runs other
-/// kernels for them than for the shapes the tables measured.
+/// The median measured ÷ table time of a group of a GPU's traced GEMMs: a [`TableCorrection`]'s
+/// misaligned ones (the library runs other kernels for them than for the shapes the tables
+/// measured), or, while a correction is made, either group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MisalignedCorrection {
+pub struct TracedRatio {
     /// Median of measured ÷ table-predicted time.
     pub ratio: f64,
     /// Interquartile range of ln(ratio).
     pub ln_spread: f64,
     /// GEMMs the median is of.
     pub samples: usize,
+}
+
+impl TableCorrection {
+    /// Whether traced kernels measured it (the rule that priced them), not a fit to whole runs
+    /// (`validate --fit`, whose `samples` are runs).
+    pub fn measured_on_traces(&self) -> bool {
+        self.rule == crate::pricing::PriceRule::GemmTable.as_str() || self.rule == crate::pricing::PriceRule::GemmSpecModel.as_str()
+    }
 }
 
 impl Profile {
@@ -755,23 +764,22 @@ fn table_corrections(samples: &[Vec<ClassSamples>], gpu: &Gpu, catalog: &Catalog
         .filter_map(|(dtype, DtypeRatios { aligned, misaligned, rule })| {
             // The misaligned GEMMs get a ratio of their own where both groups make one; else
             // one ratio over all of them, as before the split.
-            let (rest, misaligned) = match (aligned.correction(), misaligned.correction()) {
-                (Some(a), Some(m)) => {
-                    (Some((a, aligned.max_flops)), Some(MisalignedCorrection { ratio: m.0.exp(), ln_spread: m.1, samples: m.2 }))
-                }
+            let (rest, max_flops, misaligned) = match (aligned.correction(), misaligned.correction()) {
+                (Some(a), Some(m)) => (a, aligned.max_flops, Some(m)),
                 _ => {
-                    let max_flops = aligned.max_flops.max(misaligned.max_flops);
-                    let all = LnRatios { ln_ratios: [aligned.ln_ratios, misaligned.ln_ratios].concat(), max_flops };
-                    (all.correction().map(|c| (c, max_flops)), None)
+                    let all = LnRatios {
+                        ln_ratios: [aligned.ln_ratios, misaligned.ln_ratios].concat(),
+                        max_flops: aligned.max_flops.max(misaligned.max_flops),
+                    };
+                    (all.correction()?, all.max_flops, None)
                 }
             };
-            let ((median, ln_spread, samples), max_flops) = rest?;
             Some(TableCorrection {
                 class: KernelClass::Gemm,
                 dtype,
-                ratio: median.exp(),
-                ln_spread,
-                samples,
+                ratio: rest.ratio,
+                ln_spread: rest.ln_spread,
+                samples: rest.samples,
                 rule,
                 max_flops: Some(max_flops),
                 misaligned,
@@ -797,8 +805,8 @@ struct LnRatios {
 }
 
 impl LnRatios {
-    /// (median, interquartile spread, count) of the ln ratios, when a correction may be made of them.
-    fn correction(&self) -> Option<(f64, f64, usize)> {
+    /// The group's median ratio, when a correction may be made of it.
+    fn correction(&self) -> Option<TracedRatio> {
         if self.ln_ratios.len() < TABLE_CORRECTION_MIN_SAMPLES {
             return None;
         }
@@ -809,7 +817,11 @@ impl LnRatios {
         // Traces whose ops run at a small fraction of the tables' speed with a
         // wide spread measured something else (launch-bound micro-benchmarks,
         // mis-counted ops): no correction rather than a wrong one.
-        (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then_some((median, spread, v.len()))
+        (median.abs() <= TABLE_CORRECTION_MAX_LN && spread <= TABLE_CORRECTION_MAX_LN).then(|| TracedRatio {
+            ratio: median.exp(),
+            ln_spread: spread,
+            samples: v.len(),
+        })
     }
 }
 
@@ -1171,7 +1183,7 @@ mod tests {
         // ratio measures the library's fallback kernels, which the runs do not, and stays.
         let catalog = Catalog::builtin();
         let mut profile = Profile::of_catalog_gpu(catalog.gpu("h100-sxm").unwrap(), &catalog);
-        let misaligned = MisalignedCorrection { ratio: 2.3, ln_spread: 0.08, samples: 265 };
+        let misaligned = TracedRatio { ratio: 2.3, ln_spread: 0.08, samples: 265 };
         profile.table_corrections.push(TableCorrection {
             class: KernelClass::Gemm,
             dtype: Some(Dtype::Bf16),

@@ -53,9 +53,7 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
         // What projections multiply the pricing layer's measured tables by (`Pricing::gemm_corrected`).
         writeln!(w, "\nAgainst the measured tables  (measured ÷ table time; ln spread = interquartile range of ln ratio)")?;
         for c in &p.table_corrections {
-            // Traced GEMMs (their median), or a fit to whole runs (`validate --fit`).
-            let traced = c.rule == "gemm_table" || c.rule == "gemm_spec_model";
-            let of = if !traced {
+            let of = if !c.measured_on_traces() {
                 format!("fitted to {} measured run(s) ({})", c.samples, if c.rule.is_empty() { "validate --fit" } else { &c.rule })
             } else {
                 let sizes =

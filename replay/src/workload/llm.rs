@@ -1703,23 +1703,20 @@ impl Cluster {
     /// gradient [k, m] × [m, n]. Priced at these shapes by the pricing layer
     /// where the cluster has it, else by η and t0 (backward twice the forward).
     pub(crate) fn gemm_at(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> (f64, f64) {
-        if let Some(p) = &self.prices {
-            let dtype = if fp8 && self.fp8_peak_flops.is_some() { Dtype::Fp8 } else { p.dtype };
-            if let (Some(f), Some(dgrad), Some(wgrad)) =
-                (p.time_s(batch, m, k, n, dtype), p.time_s(batch, m, n, k, dtype), p.time_s(batch, k, m, n, dtype))
-            {
-                return (f, dgrad + wgrad);
-            }
-        }
-        let flops = 2.0 * batch * m * k * n;
-        let f = if fp8 { self.gemm_fp8(flops) } else { self.gemm(flops) };
-        (f, 2.0 * f)
+        (self.batched_gemm(batch, m, k, n, fp8), self.batched_gemm(batch, m, n, k, fp8) + self.batched_gemm(batch, k, m, n, fp8))
     }
 
-    /// `batch` GEMMs [m, k] × [k, n] in one kernel, seconds: at their shape by the pricing
-    /// layer where it prices this GPU, else at the GEMM η.
-    pub(crate) fn batched_gemm(&self, batch: f64, m: f64, k: f64, n: f64) -> f64 {
-        self.prices.as_ref().and_then(|p| p.time_s(batch, m, k, n, p.dtype)).unwrap_or_else(|| self.gemm(2.0 * batch * m * k * n))
+    /// `batch` GEMMs [m, k] × [k, n] in one kernel (in FP8 where `fp8` and the GPU has it),
+    /// seconds: at their shape by the pricing layer where it prices this GPU, else by η and t0.
+    pub(crate) fn batched_gemm(&self, batch: f64, m: f64, k: f64, n: f64, fp8: bool) -> f64 {
+        let priced = self.prices.as_ref().and_then(|p| {
+            let dtype = if fp8 && self.fp8_peak_flops.is_some() { Dtype::Fp8 } else { p.dtype };
+            p.time_s(batch, m, k, n, dtype)
+        });
+        priced.unwrap_or_else(|| {
+            let flops = 2.0 * batch * m * k * n;
+            if fp8 { self.gemm_fp8(flops) } else { self.gemm(flops) }
+        })
     }
 
     /// A GEMM of `flops` (one kernel).
@@ -2456,7 +2453,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let (seqs, q_len) = (batch * heads, tokens_per_seq / cpf);
         let e = seqs * q_len * kv_context;
         let d_head = model.head_dim;
-        let gemm = |m: f64, k: f64, n: f64| cluster.batched_gemm(seqs, m, k, n).max(cluster.memory(e * bytes) + cluster.gemm_overhead_s);
+        let gemm =
+            |m: f64, k: f64, n: f64| cluster.batched_gemm(seqs, m, k, n, false).max(cluster.memory(e * bytes) + cluster.gemm_overhead_s);
         // Dropout on the probabilities: forward reads P, writes the dropped copy and the
         // 1-byte mask; backward reads the incoming gradient and the mask, writes dP.
         let dropout = if plan.dropout && task == Task::Train { cluster.memory(e * (2.0 * bytes + 1.0)) } else { 0.0 };
@@ -4937,7 +4935,7 @@ mod tests {
         let pricing = tracecast_calibrate::pricing::Pricing::builtin();
         let a100 = pricing.catalog.gpu("a100-80gb").unwrap().clone();
         let quoted = pricing.gemm(&a100, &shape).unwrap().time_us * 1e-6;
-        let projected = c.batched_gemm(384.0, 2048.0, 96.0, 2048.0);
+        let projected = c.batched_gemm(384.0, 2048.0, 96.0, 2048.0, false);
         assert!((projected / quoted - 1.0).abs() < 1e-9, "{projected} s against hw cost's {quoted} s");
         assert!(projected > c.gemm(shape.flops()), "{projected} s, no slower than the GEMM η's {} s", c.gemm(shape.flops()));
     }
