@@ -122,8 +122,9 @@ impl Side<'_> {
         if class.counts_flops() { fit(KernelClass::Elementwise) } else { fit(class).or_else(|| fit(KernelClass::Elementwise)) }
     }
 
-    fn roofline_us(&self, op: &OpWork, eta_c: f64, eta_m: f64, latency_us: f64) -> Option<f64> {
-        let compute = match (op.flops, op.dtype.and_then(|d| peak(self.gpu, d))) {
+    /// The op's time at compute efficiency `eta_c` of the peak `compute` names and HBM efficiency `eta_m`.
+    fn roofline_us(&self, op: &OpWork, (eta_c, compute): (f64, PeakOf), eta_m: f64, latency_us: f64) -> Option<f64> {
+        let compute = match (op.flops, op.dtype.and_then(|d| compute.flops(self.gpu, d))) {
             (Some(f), Some(p)) => Some(f / (eta_c * p) * 1e6),
             (Some(_), None) => return None,
             _ => None,
@@ -139,23 +140,46 @@ impl Side<'_> {
     }
 }
 
-/// An efficiency with its 95 % interval.
+/// An efficiency with its 95 % interval, and the peak it is a fraction of.
 #[derive(Debug, Clone, Copy)]
 struct Eta {
     value: f64,
     lo: f64,
     hi: f64,
+    of: PeakOf,
 }
 
 impl Eta {
     fn of(f: &crate::profile::KernelFit) -> Eta {
         let [lo, hi] = f.efficiency_ci95;
         let value = f.efficiency;
-        Eta { value, lo: lo.clamp(value * 0.5, value), hi: hi.clamp(value, (value * 2.0).min(1.0).max(value)) }
+        let of = if f.peak_of == Dtype::Tf32.as_str() { PeakOf::Tf32 } else { PeakOf::Dtype };
+        Eta { value, lo: lo.clamp(value * 0.5, value), hi: hi.clamp(value, (value * 2.0).min(1.0).max(value)), of }
     }
 
     fn peak() -> Eta {
-        Eta { value: 1.0, lo: 1.0, hi: 1.0 }
+        Eta { value: 1.0, lo: 1.0, hi: 1.0, of: PeakOf::Dtype }
+    }
+}
+
+/// Which compute peak an efficiency is a fraction of. A calibration fits FP32 GEMMs that ran
+/// faster than the FP32 peak against the TF32 peak (TF32 tensor cores were allowed); that
+/// efficiency prices FP32 work against the TF32 peak on either GPU, where the GPU has one
+/// (a V100 has none: its FP32 peak).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PeakOf {
+    /// The op's dtype's peak.
+    Dtype,
+    /// The TF32 peak for FP32 ops.
+    Tf32,
+}
+
+impl PeakOf {
+    fn flops(self, gpu: &Gpu, d: Dtype) -> Option<f64> {
+        match (self, d) {
+            (PeakOf::Tf32, Dtype::Fp32) => gpu.peak_flops(Dtype::Tf32).or_else(|| peak(gpu, d)),
+            _ => peak(gpu, d),
+        }
     }
 }
 
@@ -233,10 +257,10 @@ impl CrossDevice<'_> {
             // Work the measurement could not have done at the source's peaks
             // means the op's work model does not hold for it (a mis-read
             // convolution stride): it is not priced by its work.
-            let at_peak = src.roofline_us(op, 1.0, 1.0, 0.0).unwrap_or(0.0);
-            let target_at = |c: f64, m: f64| tgt.roofline_us(op, c, m, lt);
+            let at_peak = src.roofline_us(op, (1.0, cs.of), 1.0, 0.0).unwrap_or(0.0);
+            let target_at = |c: f64, m: f64| tgt.roofline_us(op, (c, ct.of), m, lt);
             if let (Some(ts), Some(tt), Some(fast), Some(slow)) = (
-                src.roofline_us(op, cs.value, ms.value, ls),
+                src.roofline_us(op, (cs.value, cs.of), ms.value, ls),
                 target_at(ct.value, mt.value),
                 target_at(ct.hi, mt.hi),
                 target_at(ct.lo, mt.lo),
@@ -385,6 +409,47 @@ impl AlphaBeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An A100 trace's FP32 GEMMs ran on TF32 tensor cores (its calibration fits them against
+    /// the TF32 peak); projected onto a V100, which has no TF32, they cannot run faster than
+    /// its FP32 peak (15.7 TFLOP/s). Priced against the A100's FP32 peak, the source's
+    /// measured 67 TFLOP/s could not have happened and the kernel kept its A100 time.
+    #[test]
+    fn fp32_gemms_fitted_against_tf32_are_priced_against_the_peak_they_ran_on() {
+        let catalog = crate::Catalog::builtin();
+        let model = |id: &str, eta: f64, tf32: bool| {
+            let gpu = catalog.gpu(id).unwrap();
+            let mut p = crate::Profile::of_catalog_gpu(gpu, &catalog);
+            p.set_gemm_efficiency(Dtype::Fp32, eta, 5.0, 100, "test".into());
+            if tf32 {
+                let fit = p.kernels.iter_mut().find(|k| k.class == KernelClass::Gemm).unwrap();
+                fit.peak_of = Dtype::Tf32.as_str().into();
+                fit.peak = gpu.peak_flops(Dtype::Tf32).unwrap() / 1e12;
+            }
+            DeviceModel::from_profile(&p, &catalog)
+        };
+        let (a100, v100) = (model("a100-40gb", 0.43, true), model("v100", 0.83, false));
+        let flops = 1e11;
+        let op = OpWork { class: KernelClass::Gemm, flops: Some(flops), bytes: Some(1e8), dtype: Some(Dtype::Fp32), shape: None };
+        let kernel =
+            KernelWork { class: KernelClass::Gemm, dtype: Some(Dtype::Fp32), op_work: op.flops, op: Some(op), op_row: Some(0), share: 1.0 };
+        // Measured at 67 TFLOP/s on the A100 (0.43 of its 156 TFLOP/s TF32 peak).
+        let measured_us = flops / 67e12 * 1e6;
+        let cost = CrossDevice { source: &a100, target: &v100, pricing: None }.kernel(&kernel, measured_us);
+        let v100_fp32_peak = catalog.gpu("v100").unwrap().peak_flops(Dtype::Fp32).unwrap();
+        assert_eq!(cost.rule, Rule::RooflineFitted);
+        assert!(cost.us >= flops / v100_fp32_peak * 1e6, "{} µs: faster than the V100's FP32 peak", cost.us);
+        // The V100's own η of its FP32 peak prices it: F / (0.83 · 15.7 TFLOP/s), plus its t0.
+        let want = flops / (0.83 * v100_fp32_peak) * 1e6;
+        assert!((cost.us - want).abs() < 0.01 * want, "{} µs against {want} µs", cost.us);
+        // Carried to an H100 without a fit of its own, the efficiency stays one of the TF32 peak.
+        let h100 = DeviceModel::from_gpu(catalog.gpu("h100-sxm").unwrap());
+        let cost = CrossDevice { source: &a100, target: &h100, pricing: None }.kernel(&kernel, measured_us);
+        let h100_tf32 = catalog.gpu("h100-sxm").unwrap().peak_flops(Dtype::Tf32).unwrap();
+        assert_eq!(cost.rule, Rule::RooflineCarried);
+        assert!(cost.us < measured_us, "{} µs: slower on an H100 than the A100's {measured_us} µs", cost.us);
+        assert!(cost.us >= flops / h100_tf32 * 1e6);
+    }
 
     #[test]
     fn the_collective_model_is_alpha_plus_bus_bytes_over_bandwidth() {
