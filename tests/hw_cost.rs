@@ -291,3 +291,34 @@ fn without_a_profile_hw_cost_takes_the_correction_project_takes() {
     let big = quote(&["b200", "gemm", "--m", "8192", "--n", "4096", "--k", "4096"], &dir.join("big.json"));
     assert!(big["basis"].as_str().unwrap().contains("correction (× 0.793) left out"), "{}", big["basis"]);
 }
+
+/// A flag of another kind of operation was accepted and ignored (`gemm --heads 8`), and an
+/// attention "in FP8" was priced from 16-bit measurements without a word; `--dtype nonsense`
+/// was refused for a GEMM and taken for an attention.
+#[test]
+fn flags_an_operation_does_not_read_are_refused_by_name() {
+    let attention = ["attention", "--heads", "32", "--seq", "4096", "--head-dim", "128"];
+    for (args, says) in [
+        (vec!["gemm", "--m", "8", "--n", "8", "--k", "8", "--heads", "8", "--kernel", "fa2"], "--heads, --kernel do not apply to a GEMM"),
+        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--m", "3"], "--m do not apply to a collective"),
+        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--dtype", "fp8"], "--dtype do not apply to a collective"),
+        (attention.iter().copied().chain(["--bytes", "4"]).collect(), "--bytes do not apply to an attention"),
+        (attention.iter().copied().chain(["--dtype", "fp8"]).collect(), "attention is priced from 16-bit (bf16, fp16) measurements only"),
+        (attention.iter().copied().chain(["--dtype", "nonsense"]).collect(), "--dtype \"nonsense\": one of bf16, fp16"),
+    ] {
+        let mut all: Vec<&OsStr> = vec!["hw".as_ref(), "cost".as_ref(), "h100-sxm".as_ref()];
+        all.extend(args.iter().map(|a| OsStr::new(*a)));
+        let o = common::run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(common::stderr(&o).contains(says), "{args:?}: {}", common::stderr(&o));
+    }
+    // A 16-bit attention in either spelling is priced, the same.
+    let dir = common::scratch("hw-cost-flags");
+    let [bf16, fp16] = ["bf16", "fp16"].map(|d| {
+        let args: Vec<&str> = attention[..].iter().copied().chain(["--dtype", d]).collect();
+        let mut all = vec!["h100-sxm"];
+        all.extend(args);
+        quote(&all, &dir.join(format!("{d}.json")))["time_us"].as_f64().unwrap()
+    });
+    assert_eq!(bf16, fp16);
+}

@@ -122,6 +122,38 @@ impl Cost {
             Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= 2f64.powi(53) => Ok(x),
             Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53", self.op)),
         };
+        // A flag of another kind of operation is refused, not ignored.
+        let kind = match self.op.as_str() {
+            "gemm" | "attention" => self.op.as_str(),
+            _ => "collective",
+        };
+        let foreign: Vec<&str> = [
+            ("m", self.m.is_some(), "gemm"),
+            ("n", self.n.is_some(), "gemm"),
+            ("k", self.k.is_some(), "gemm"),
+            ("heads", self.heads.is_some(), "attention"),
+            ("seq", self.seq.is_some(), "attention"),
+            ("head-dim", self.head_dim.is_some(), "attention"),
+            ("causal", self.causal, "attention"),
+            ("backward", self.backward, "attention"),
+            ("kernel", self.kernel.is_some(), "attention"),
+            ("bytes", self.bytes.is_some(), "collective"),
+            ("gpus", self.gpus.is_some(), "collective"),
+            ("gpus-per-node", self.gpus_per_node.is_some(), "collective"),
+            ("nic-gbps-per-gpu", self.nic_gbps_per_gpu.is_some(), "collective"),
+            ("batch", self.batch != 1.0, if kind == "collective" { "gemm" } else { kind }),
+            ("dtype", self.dtype != "bf16", if kind == "collective" { "gemm" } else { kind }),
+        ]
+        .into_iter()
+        .filter(|(_, given, of)| *given && *of != kind)
+        .map(|(flag, _, _)| flag)
+        .collect();
+        let a_kind = match kind {
+            "gemm" => "a GEMM",
+            "attention" => "an attention",
+            _ => "a collective",
+        };
+        anyhow::ensure!(foreign.is_empty(), "hw cost {}: --{} do not apply to {a_kind}", self.op, foreign.join(", --"));
         Ok(match self.op.as_str() {
             "gemm" => {
                 let dtype = Dtype::from_name(&self.dtype)
@@ -134,17 +166,29 @@ impl Cost {
                     dtype,
                 })
             }
-            "attention" => Operation::Attention(
-                AttentionShape {
-                    batch: need(Some(self.batch), "batch")?,
-                    heads: need(self.heads, "heads")?,
-                    seq: need(self.seq, "seq")?,
-                    head_dim: need(self.head_dim, "head-dim")?,
-                    causal: self.causal,
-                    backward: self.backward,
-                },
-                self.kernel.clone(),
-            ),
+            "attention" => {
+                // Attention is priced from 16-bit measurements (FlashAttention's charts, Azure's
+                // suite, traces): the evidence has no FP8 attention kernel to price one.
+                match Dtype::from_name(&self.dtype) {
+                    Some(Dtype::Bf16 | Dtype::Fp16) => {}
+                    Some(_) => anyhow::bail!(
+                        "hw cost attention --dtype {}: attention is priced from 16-bit (bf16, fp16) measurements only",
+                        self.dtype
+                    ),
+                    None => anyhow::bail!("--dtype {:?}: one of bf16, fp16 for attention", self.dtype),
+                }
+                Operation::Attention(
+                    AttentionShape {
+                        batch: need(Some(self.batch), "batch")?,
+                        heads: need(self.heads, "heads")?,
+                        seq: need(self.seq, "seq")?,
+                        head_dim: need(self.head_dim, "head-dim")?,
+                        causal: self.causal,
+                        backward: self.backward,
+                    },
+                    self.kernel.clone(),
+                )
+            }
             other => {
                 let collective = tracecast_ingest::collective::Collective::from_user_name(other)
                     .filter(|c| c.bus_factor_in(Some(2)).is_some())
