@@ -833,3 +833,34 @@ fn the_plain_fsdp_baseline_has_no_expert_or_context_parallelism() {
     let plan = doc["baseline"]["plan"].as_str().unwrap().to_string();
     assert!(plan.starts_with("tp=1,pp=1,fsdp=") && !plan.contains("ep=") && !plan.contains("cp="), "{plan}");
 }
+
+/// What priced a projection, said of the job it prices: one GPU has no collectives, so no
+/// rule for them is named (the in-node all-reduce's was); attention no measured kernel prices
+/// is priced by an efficiency the note states (it had said "by η" without a number).
+#[test]
+fn the_notes_name_the_rules_and_numbers_of_this_job() {
+    let notes = |args: &[&str]| {
+        let o = bin().arg("project").args(args).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.trim_start().starts_with("note:")).map(str::to_string).collect::<Vec<_>>()
+    };
+    let one = notes(&["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1"]);
+    assert!(!one.iter().any(|l| l.contains("collectives")), "{one:#?}");
+    let eight = notes(&["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"]);
+    assert!(eight.iter().any(|l| l.contains("collectives in a node")), "{eight:#?}");
+    // A GPU a user added, of no vendor the catalog knows, and no profile: the default GEMM η.
+    let dir = scratch("project-notes");
+    let hw = dir.join("gpu.toml");
+    std::fs::write(
+        &hw,
+        "[[gpu]]\nid = \"my-gpu\"\nname = \"A GPU of mine\"\nsource = \"test\"\nfp32 = 50.0\nbf16 = 500.0\nfp16 = 500.0\nmemory_gb = 96.0\nhbm_gbps = 3000.0\nlink_gbps = 300.0\n",
+    )
+    .unwrap();
+    let mine = notes(&["--model", "llama2-7b", "--system", "my-gpu", "--gpus", "8", "--hw", hw.to_str().unwrap()]);
+    let default_eta = mine.iter().find_map(|l| l.split("default GEMM η ").nth(1)).expect("the default GEMM η named");
+    let default_eta: f64 = default_eta.split(',').next().unwrap().parse().unwrap();
+    let attention = mine.iter().find(|l| l.contains("attention by η")).unwrap_or_else(|| panic!("{mine:#?}"));
+    let eta: f64 = attention.split("by η ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(eta, default_eta, "{attention}");
+    assert!(attention.contains("the GEMM η: no attention fit"), "{attention}");
+}

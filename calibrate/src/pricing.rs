@@ -944,6 +944,8 @@ impl Pricing {
         // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
         // put A100's mid-size GEMMs above its peak.
         let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref());
+        // No GEMM of this GPU measured at all: outside the measured range whatever the shape.
+        extrapolated |= best.is_none();
         let basis = format!(
             "measured GPUs' times at this shape, their throughput-bound share scaled to {}'s roofline{} (weight, elasticity: {})",
             gpu.id,
@@ -1688,7 +1690,7 @@ impl Pricing {
                         format!("families measured on it: {}", here.join(", "))
                     };
                     format!(
-                        "{what} on {}: no measured attention kernel of this GPU{} ({known})",
+                        "{what} on {}: no measured attention kernel of this GPU{} ({known}); a projection prices its attention by an efficiency of the peak instead, and its notes say which",
                         gpu.id,
                         kernel.as_ref().map_or(String::new(), |k| format!(" in family {k}"))
                     )

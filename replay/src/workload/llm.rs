@@ -552,11 +552,13 @@ pub struct PricingNotes {
 }
 
 impl PricingNotes {
-    /// The notes in the order a projection prints them; a cluster inside `one_node` crosses no
-    /// NICs, so what would price collectives across nodes is not said of it.
-    fn lines(&self, one_node: bool) -> impl Iterator<Item = String> + '_ {
+    /// The notes in the order a projection prints them; a cluster of `gpus` inside one node of
+    /// `gpus_per_node` crosses no NICs, so what would price collectives across nodes is not said
+    /// of it, and of one GPU, which has no collectives, neither rule.
+    fn lines(&self, gpus: u32, gpus_per_node: u32) -> impl Iterator<Item = String> + '_ {
         let eta = self.attention_at_gemm_eta.then(|| ATTENTION_AT_GEMM_ETA.to_string());
-        let collectives = self.collectives.iter().filter(move |l| !(one_node && l.starts_with("collectives across nodes")));
+        let one_node = gpus <= gpus_per_node;
+        let collectives = self.collectives.iter().filter(move |l| gpus > 1 && !(one_node && l.starts_with("collectives across nodes")));
         self.gemm.iter().chain(&self.attention).cloned().chain(eta).chain(collectives.cloned())
     }
 }
@@ -584,7 +586,10 @@ fn pricing_notes(
         format!("; GEMMs whose rows are not whole 16-byte units × {:.3} at any size ({} traced)", m.ratio, m.samples)
     });
     let gemm = match (priced, correction) {
-        (Some(p), Some(_)) => format!("GEMMs at their shapes: {} ({}; an 8192³ GEMM{misaligned})", p.rule.describe(), p.basis),
+        // The basis is the probe's (the correction applies or not by each GEMM's own size): said so.
+        (Some(p), Some(_)) => {
+            format!("GEMMs at their shapes: {} (each by its own size; an 8192³ GEMM, for one: {}{misaligned})", p.rule.describe(), p.basis)
+        }
         (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
     };
@@ -1558,7 +1563,7 @@ impl Cluster {
 
     /// Every note: what priced the work, then where the other figures come from.
     pub fn all_notes(&self) -> Vec<String> {
-        self.priced_by.lines(self.gpus <= self.gpus_per_node).chain(self.notes.iter().cloned()).collect()
+        self.priced_by.lines(self.gpus, self.gpus_per_node).chain(self.notes.iter().cloned()).collect()
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
@@ -2897,13 +2902,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             }
         )),
         (Some((_, _, basis)), None) => Some(basis.clone()),
-        (None, None) => None,
+        // No measured kernel prices it: the η, and whose it is, in the note that says so.
+        (None, None) => Some(format!(
+            "{ATTENTION_NOTE} by η {:.3} of the peak, {} (no attention kernel measured on this GPU or another GPU of its vendor)",
+            cluster.attention_efficiency.unwrap_or(cluster.gemm_efficiency),
+            if cluster.attention_efficiency.is_some() { "its profile's attention fit" } else { "the GEMM η: no attention fit" },
+        )),
     };
     if let Some(a) = attention_note.filter(|_| priced_by.attention.is_some()) {
         priced_by.attention = Some(a);
         priced_by.attention_at_gemm_eta = false;
     }
-    let mut notes: Vec<String> = priced_by.lines(cluster.gpus <= cluster.gpus_per_node).chain(cluster.notes.iter().cloned()).collect();
+    let mut notes: Vec<String> = priced_by.lines(cluster.gpus, cluster.gpus_per_node).chain(cluster.notes.iter().cloned()).collect();
     if let Some(k) = kernel_unpriced.filter(|_| materialized.is_none()) {
         notes.push(format!(
             "attention={k}: no {} measurement of that kernel family on this GPU or another of its vendor{}; the attention core priced {}",
