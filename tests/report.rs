@@ -612,3 +612,26 @@ fn diff_prints_as_many_kernels_as_top_asks() {
         assert_eq!(rows, top, "{text}");
     }
 }
+
+/// The op table's "% of peak" of FP32 GEMMs that ran on an A100's TF32 tensor cores
+/// (`cutlass_80_tensorop_s1688gemm`) was taken of the FP32 peak: 220–564 %. Work faster
+/// than the FP32 peak is a share of the TF32 peak, and the cell says so; none exceeds 100.
+#[test]
+fn no_op_runs_above_the_peak_it_ran_on() {
+    let dir = scratch("report-peaks");
+    let html = report(&[&shared().join("hta/trace_diff/control/control.json.gz")], &[], &dir.join("r.html"));
+    let rows = table_rows(&html, "Ops with the most kernel time");
+    assert!(rows.len() > 10, "{rows:?}");
+    let mut of_tf32 = 0;
+    for r in &rows {
+        let cell = r.last().unwrap();
+        let Ok(pct) = cell.split(' ').next().unwrap().parse::<f64>() else { continue };
+        assert!(pct <= 100.0, "{r:?}");
+        if cell.ends_with("of tf32") {
+            of_tf32 += 1;
+            let rate: f64 = r[6].split(' ').next().unwrap().parse().unwrap();
+            assert!(rate > 19.5, "{r:?}: under the FP32 peak, yet said of TF32");
+        }
+    }
+    assert!(of_tf32 > 0, "{rows:?}");
+}

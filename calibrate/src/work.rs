@@ -585,6 +585,24 @@ impl OpRow {
         let w = if self.counts_flops { self.flops? / 1e12 } else { self.bytes? / 1e9 };
         (self.time_us > 0.0).then(|| w * self.calls as f64 / (self.time_us / 1e6))
     }
+
+    /// The achieved rate as a fraction of the `device`'s peak for it, and the peak's name: its
+    /// dtype's TFLOP/s, or HBM bandwidth for byte-priced ops. FP32 work faster than the FP32
+    /// peak ran on TF32 tensor cores (as a calibration fits it): a fraction of the TF32 peak.
+    pub fn fraction_of_peak(&self, device: &crate::profile::DeviceInfo) -> Option<(f64, &'static str)> {
+        let achieved = self.achieved()?;
+        let (peak, of) = if self.counts_flops {
+            let dtype = Dtype::from_name(self.dtype.as_deref()?)?;
+            let peak = *device.peak_tflops.get(dtype.as_str())?;
+            match device.peak_tflops.get(Dtype::Tf32.as_str()) {
+                Some(&tf32) if dtype == Dtype::Fp32 && achieved > peak => (tf32, "tf32"),
+                _ => (peak, dtype.as_str()),
+            }
+        } else {
+            (device.hbm_gbps?, "hbm")
+        };
+        (peak > 0.0).then(|| (achieved / peak, of))
+    }
 }
 
 /// Compute kernels by the op that launched them (its name, shapes and dtype),

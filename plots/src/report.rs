@@ -391,8 +391,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             .take(40)
             .map(|o| {
                 let achieved = o.achieved();
-                let peak = peaks
-                    .and_then(|d| if o.counts_flops { o.dtype.as_ref().and_then(|t| d.peak_tflops.get(t).copied()) } else { d.hbm_gbps });
+                let of_peak = peaks.and_then(|d| o.fraction_of_peak(d));
                 let work = if o.counts_flops {
                     o.flops.map(|f| format!("{:.3} GFLOP", f / 1e9))
                 } else {
@@ -406,9 +405,11 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     ms(o.time_us),
                     work.unwrap_or_else(|| "–".into()),
                     achieved.map_or("–".into(), |a| format!("{a:.1} {}", if o.counts_flops { "TFLOP/s" } else { "GB/s" })),
-                    match (achieved, peak) {
-                        (Some(a), Some(p)) if p > 0.0 => format!("{:.1}", 100.0 * a / p),
-                        _ => "–".into(),
+                    match of_peak {
+                        // Named where it is not the op's own dtype's (FP32 run on TF32 tensor cores).
+                        Some((f, of)) if o.dtype.as_deref().is_some_and(|d| d != of) && of != "hbm" => format!("{:.1} of {of}", 100.0 * f),
+                        Some((f, _)) => format!("{:.1}", 100.0 * f),
+                        None => "–".into(),
                     },
                 ]
             })
