@@ -230,6 +230,11 @@ fn diff_of_a_run_with_itself_is_zero_and_deltas_add_up() {
         }
     }
     let d = read(&a, &b, "ab.json");
+    // A summary metric or a step counts no kernels (it had said 1); a class counts its kernels.
+    for section in ["summary", "steps"] {
+        assert!(d[section].as_array().unwrap().iter().all(|r| r["count_a"].is_null() && r["count_b"].is_null()), "{}", d[section]);
+    }
+    assert!(d["kernel_classes"].as_array().unwrap().iter().all(|r| r["count_a"].as_f64().is_some()), "{}", d["kernel_classes"]);
     for d in d["kernel_classes"].as_array().unwrap() {
         let (ta, tb, delta) = (d["time_a_us"].as_f64().unwrap(), d["time_b_us"].as_f64().unwrap(), d["delta_us"].as_f64().unwrap());
         assert!((tb - ta - delta).abs() < 1e-6);

@@ -20,10 +20,10 @@ use crate::work::kernel_work;
 pub struct Delta {
     /// What is compared (`gemm`, `all_reduce`, a kernel name, a step).
     pub name: String,
-    /// Kernels (or steps) per rank in A.
-    pub count_a: f64,
-    /// Kernels per rank in B.
-    pub count_b: f64,
+    /// Kernels per rank in A; none for a summary metric or a step, which count no kernels.
+    pub count_a: Option<f64>,
+    /// Kernels per rank in B; none as for A.
+    pub count_b: Option<f64>,
     /// Time per rank in A, µs.
     pub time_a_us: f64,
     /// Time per rank in B, µs.
@@ -44,7 +44,12 @@ impl Delta {
         }
     }
 
-    fn new(name: String, (count_a, time_a_us): (f64, f64), (count_b, time_b_us): (f64, f64)) -> Delta {
+    /// The count text for people: the number, or `–` where nothing is counted.
+    pub fn count_text(count: Option<f64>) -> String {
+        count.map_or("–".into(), |c| format!("{c:.0}"))
+    }
+
+    fn new(name: String, (count_a, time_a_us): (Option<f64>, f64), (count_b, time_b_us): (Option<f64>, f64)) -> Delta {
         let delta_us = time_b_us - time_a_us;
         Delta { name, count_a, count_b, time_a_us, time_b_us, delta_us, change: (time_a_us > 0.0).then(|| delta_us / time_a_us) }
     }
@@ -151,7 +156,10 @@ fn join(a: &Tally, b: &Tally) -> Vec<Delta> {
     let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     let mut out: Vec<Delta> = names
         .into_iter()
-        .map(|n| Delta::new(n.clone(), a.get(n).copied().unwrap_or_default(), b.get(n).copied().unwrap_or_default()))
+        .map(|n| {
+            let side = |t: &Tally| t.get(n).map_or((Some(0.0), 0.0), |&(c, us)| (Some(c), us));
+            Delta::new(n.clone(), side(a), side(b))
+        })
         .collect();
     out.sort_by(|x, y| y.delta_us.abs().total_cmp(&x.delta_us.abs()).then_with(|| x.name.cmp(&y.name)));
     out
@@ -227,9 +235,10 @@ pub fn diff_jobs(a: (&ClassTimes, &JobAnalysis), b: (&ClassTimes, &JobAnalysis),
 
 /// [`diff_jobs`] of two jobs' sides.
 pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
-    let summary = a.summary.iter().zip(&b.summary).map(|(&(name, x), &(_, y))| Delta::new(name.to_string(), (1.0, x), (1.0, y))).collect();
+    let summary =
+        a.summary.iter().zip(&b.summary).map(|(&(name, x), &(_, y))| Delta::new(name.to_string(), (None, x), (None, y))).collect();
     let steps =
-        a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (1.0, ta), (1.0, tb))).collect();
+        a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (None, ta), (None, tb))).collect();
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
     TraceDiff {

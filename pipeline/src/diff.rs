@@ -67,9 +67,9 @@ fn write_rows(out: &mut dyn Write, title: &str, rows: &[Delta], limit: usize) ->
         }
         writeln!(
             out,
-            "  {name:<44} {:>9.0} {:>9.0} {:>12.3} {:>12.3} {:>+11.3} {:>8}",
-            d.count_a,
-            d.count_b,
+            "  {name:<44} {:>9} {:>9} {:>12.3} {:>12.3} {:>+11.3} {:>8}",
+            Delta::count_text(d.count_a),
+            Delta::count_text(d.count_b),
             d.time_a_us / 1000.0,
             d.time_b_us / 1000.0,
             d.delta_us / 1000.0,

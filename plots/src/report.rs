@@ -540,8 +540,8 @@ fn delta_rows(d: &[Delta], limit: usize) -> Vec<Vec<String>> {
         .map(|x| {
             vec![
                 x.name.clone(),
-                format!("{:.0}", x.count_a),
-                format!("{:.0}", x.count_b),
+                Delta::count_text(x.count_a),
+                Delta::count_text(x.count_b),
                 ms(x.time_a_us),
                 ms(x.time_b_us),
                 format!("{:+.3}", x.delta_us / 1000.0),
