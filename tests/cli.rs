@@ -138,6 +138,10 @@ fn gpu_hours_extrapolation() {
     let f = t["exposed_comm_us"].as_f64().unwrap() / t["gpu_span_us"].as_f64().unwrap();
     assert!((t["gpu_hours"]["exposed_comm"].as_f64().unwrap() - f * 80.0).abs() < 1e-9);
     assert!(f > 0.0);
+    // GPUs are counted whole: 1.5 GPUs had been taken.
+    let o = run(&["analyze".as_ref(), trace.as_os_str(), "--job-gpus".as_ref(), "1.5".as_ref(), "--job-hours".as_ref(), "10".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--job-gpus 1.5: a whole number of GPUs"), "{}", stderr(&o));
 }
 
 #[test]

@@ -86,9 +86,12 @@ impl WindowOptions {
     }
 }
 
-/// A whole job's GPUs and wall-clock hours (`--job-gpus`, `--job-hours`), whose
+/// A whole job's GPUs (a whole number) and wall-clock hours (`--job-gpus`, `--job-hours`), whose
 /// product must be a number of GPU-hours (`1e308` hours printed "inf GPU-hours").
 pub fn job_size(gpus: Option<f64>, hours: Option<f64>) -> Result<(Option<f64>, Option<f64>)> {
+    if let Some(g) = gpus {
+        anyhow::ensure!(g >= 1.0 && g.fract() == 0.0 && g <= 2f64.powi(53), "--job-gpus {g}: a whole number of GPUs from 1 to 2^53");
+    }
     if let (Some(g), Some(h)) = (gpus, hours) {
         let show = |x: f64| if x.abs() >= 1e9 { format!("{x:e}") } else { format!("{x}") };
         anyhow::ensure!((g * h).is_finite(), "--job-gpus {} × --job-hours {}: more GPU-hours than a number holds", show(g), show(h));
