@@ -946,6 +946,10 @@ fn hw_show_prints_the_shipped_calibration() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("132 SMs/CUs"), "{out}");
+    // Every catalog number the pricing layer reads, with its source: the SFU rate priced
+    // attention carried to other GPUs and was not shown.
+    assert!(out.contains("exponentials (SFU) 3.9 × 10^12 per second") && out.contains("  exponentials: "), "{out}");
+    assert!(out.contains("last-level cache 50 MB") && out.contains("measured as hopper-sm90 in the evidence"), "{out}");
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
     // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.

@@ -169,9 +169,22 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     if let Some(sms) = g.sms {
         writeln!(w, "  {sms} SMs/CUs{}", g.clock_mhz.map_or(String::new(), |c| format!(", {c:.0} MHz boost")))?;
     }
+    // Every number the pricing layer reads of it, each with its source.
+    if g.cache_mb > 0.0 {
+        writeln!(w, "  last-level cache {} MB", g.cache_mb)?;
+    }
+    if let Some(e) = g.exp_tps {
+        writeln!(w, "  exponentials (SFU) {e} × 10^12 per second")?;
+    }
+    if !g.measured_as.is_empty() {
+        writeln!(w, "  measured as {} in the evidence", g.measured_as.join(", "))?;
+    }
     writeln!(w, "  source: {}", g.source)?;
     if let Some(s) = &g.sms_source {
         writeln!(w, "  SMs and clock: {s}")?;
+    }
+    if let Some(s) = &g.exp_source {
+        writeln!(w, "  exponentials: {s}")?;
     }
     let ids: Vec<&str> = g.measurement_ids().collect();
     let base = tracecast_calibrate::measured::Measurements::builtin();
