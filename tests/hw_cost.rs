@@ -300,9 +300,11 @@ fn flags_an_operation_does_not_read_are_refused_by_name() {
     let attention = ["attention", "--heads", "32", "--seq", "4096", "--head-dim", "128"];
     for (args, says) in [
         (vec!["gemm", "--m", "8", "--n", "8", "--k", "8", "--heads", "8", "--kernel", "fa2"], "--heads, --kernel do not apply to a GEMM"),
-        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--m", "3"], "--m do not apply to a collective"),
-        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--dtype", "fp8"], "--dtype do not apply to a collective"),
-        (attention.iter().copied().chain(["--bytes", "4"]).collect(), "--bytes do not apply to an attention"),
+        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--m", "3"], "--m does not apply to a collective"),
+        (vec!["all_reduce", "--bytes", "1024", "--gpus", "8", "--dtype", "bf16"], "--dtype does not apply to a collective"),
+        // A mistyped operation is named as such, not taken for a collective with GEMM flags.
+        (vec!["gem", "--m", "8", "--n", "8", "--k", "8"], "\"gem\" is not gemm, attention, all_reduce"),
+        (attention.iter().copied().chain(["--bytes", "4"]).collect(), "--bytes does not apply to an attention"),
         (attention.iter().copied().chain(["--dtype", "fp8"]).collect(), "attention is priced from 16-bit (bf16, fp16) measurements only"),
         (attention.iter().copied().chain(["--dtype", "nonsense"]).collect(), "--dtype \"nonsense\": one of bf16, fp16"),
     ] {

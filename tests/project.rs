@@ -863,4 +863,9 @@ fn the_notes_name_the_rules_and_numbers_of_this_job() {
     let eta: f64 = attention.split("by η ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert_eq!(eta, default_eta, "{attention}");
     assert!(attention.contains("the GEMM η: no attention fit"), "{attention}");
+    // Decode attention (one query token) is priced by its KV reads or its FLOPs on every GPU:
+    // said so, not that nothing was measured (H100's attention kernels are).
+    let decode = notes(&["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1", "--task", "decode", "--batch", "1"]);
+    assert!(decode.iter().any(|l| l.contains("decode attention: the slower of its KV-cache reads")), "{decode:#?}");
+    assert!(!decode.iter().any(|l| l.contains("no measured")), "{decode:#?}");
 }

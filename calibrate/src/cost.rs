@@ -253,7 +253,17 @@ impl CrossDevice<'_> {
             // The rule is named after the efficiency of the op's own kind of work.
             let level = if op.flops.is_some() { fitted(cs, ct) } else { fitted(ms, mt) };
             let carry = |a: Option<Eta>, b: Option<Eta>| (a.or(b).unwrap_or(Eta::peak()), b.or(a).unwrap_or(Eta::peak()));
-            let ((cs, ct), (ms, mt)) = (carry(cs, ct), carry(ms, mt));
+            let source_fitted = cs.is_some();
+            let ((mut cs, ct), (ms, mt)) = (carry(cs, ct), carry(ms, mt));
+            // A source with no fit of its own whose FP32 op ran faster than its FP32 peak ran on
+            // TF32 tensor cores: whatever efficiency it borrows is one of its TF32 peak.
+            if !source_fitted
+                && let (Some(Dtype::Fp32), Some(flops), Some(fp32)) = (op.dtype, op.flops, peak(sg, Dtype::Fp32))
+                && sg.peak_flops(Dtype::Tf32).is_some()
+                && flops / (measured_us * 1e-6) > fp32
+            {
+                cs.of = PeakOf::Tf32;
+            }
             // Work the measurement could not have done at the source's peaks
             // means the op's work model does not hold for it (a mis-read
             // convolution stride): it is not priced by its work.
@@ -442,6 +452,12 @@ mod tests {
         // The V100's own η of its FP32 peak prices it: F / (0.83 · 15.7 TFLOP/s), plus its t0.
         let want = flops / (0.83 * v100_fp32_peak) * 1e6;
         assert!((cost.us - want).abs() < 0.01 * want, "{} µs against {want} µs", cost.us);
+        // A source with no fit of its own (the efficiency borrowed from the V100's FP32 fit): what it
+        // measured above its FP32 peak ran on TF32, and the V100 still cannot beat its FP32 peak.
+        let bare_a100 = DeviceModel::from_gpu(catalog.gpu("a100-40gb").unwrap());
+        let cost = CrossDevice { source: &bare_a100, target: &v100, pricing: None }.kernel(&kernel, measured_us);
+        assert_eq!(cost.rule, Rule::RooflineCarried);
+        assert!(cost.us >= flops / v100_fp32_peak * 1e6, "{} µs: faster than the V100's FP32 peak", cost.us);
         // Carried to an H100 without a fit of its own, the efficiency stays one of the TF32 peak.
         let h100 = DeviceModel::from_gpu(catalog.gpu("h100-sxm").unwrap());
         let cost = CrossDevice { source: &a100, target: &h100, pricing: None }.kernel(&kernel, measured_us);

@@ -343,6 +343,14 @@ impl Profile {
     }
 }
 
+/// Whether FP32 FLOP work ran on TF32 tensor cores: some of it went faster than the FP32 peak
+/// (`best_of_fp32_peak`, its best rate as a fraction of that peak, above 1), which only TF32
+/// tensor cores reach. A calibration fits such a group against the TF32 peak; the report's op
+/// table gives such a job's FP32 work as a share of it. One rule for both.
+pub fn ran_on_tf32(dtype: Option<Dtype>, counts_flops: bool, best_of_fp32_peak: f64) -> bool {
+    dtype == Some(Dtype::Fp32) && counts_flops && best_of_fp32_peak > 1.0
+}
+
 /// A rank's compute-kernel durations in ns, 4 bytes each (a job holds
 /// millions until it is calibrated); the rare one outside `u32` kept apart.
 #[derive(Debug, Clone, Default)]
@@ -857,7 +865,7 @@ fn kernel_fits(
                 let fit = kernel_fit(class, dtype, &samples, peak, min_work, opts.min_samples);
                 // FP32 GEMMs faster than the FP32 peak ran on TF32 tensor cores.
                 match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {
-                    (Ok(f), Some(tf32)) if f.achieved_max > 1.0 && dtype == Some(Dtype::Fp32) && class.counts_flops() => {
+                    (Ok(f), Some(tf32)) if ran_on_tf32(dtype, class.counts_flops(), f.achieved_max) => {
                         notes.push(format!(
                             "{what}: faster than the FP32 peak, so fitted against the TF32 peak (TF32 tensor cores were allowed)"
                         ));

@@ -587,22 +587,33 @@ impl OpRow {
     }
 
     /// The achieved rate as a fraction of the `device`'s peak for it, and the peak's name: its
-    /// dtype's TFLOP/s, or HBM bandwidth for byte-priced ops. FP32 work faster than the FP32
-    /// peak ran on TF32 tensor cores (as a calibration fits it): a fraction of the TF32 peak.
-    pub fn fraction_of_peak(&self, device: &crate::profile::DeviceInfo) -> Option<(f64, &'static str)> {
+    /// dtype's TFLOP/s, or HBM bandwidth for byte-priced ops; FP32 FLOP work of a job whose FP32
+    /// work ran on TF32 tensor cores (`fp32_on_tf32`, [`fp32_ran_on_tf32`]) a fraction of the TF32 peak.
+    pub fn fraction_of_peak(&self, device: &crate::profile::DeviceInfo, fp32_on_tf32: bool) -> Option<(f64, &'static str)> {
         let achieved = self.achieved()?;
         let (peak, of) = if self.counts_flops {
             let dtype = Dtype::from_name(self.dtype.as_deref()?)?;
-            let peak = *device.peak_tflops.get(dtype.as_str())?;
             match device.peak_tflops.get(Dtype::Tf32.as_str()) {
-                Some(&tf32) if dtype == Dtype::Fp32 && achieved > peak => (tf32, "tf32"),
-                _ => (peak, dtype.as_str()),
+                Some(&tf32) if dtype == Dtype::Fp32 && fp32_on_tf32 => (tf32, "tf32"),
+                _ => (*device.peak_tflops.get(dtype.as_str())?, dtype.as_str()),
             }
         } else {
             (device.hbm_gbps?, "hbm")
         };
         (peak > 0.0).then(|| (achieved / peak, of))
     }
+}
+
+/// Whether a job's FP32 FLOP work ran on TF32 tensor cores, by the rule a calibration applies
+/// ([`crate::profile::ran_on_tf32`]) to its ops' best rate against the `device`'s FP32 peak.
+pub fn fp32_ran_on_tf32(rows: &[OpRow], device: &crate::profile::DeviceInfo) -> bool {
+    let Some(&fp32) = device.peak_tflops.get(Dtype::Fp32.as_str()).filter(|p| **p > 0.0) else { return false };
+    let best = rows
+        .iter()
+        .filter(|o| o.counts_flops && o.dtype.as_deref() == Some(Dtype::Fp32.as_str()))
+        .filter_map(OpRow::achieved)
+        .fold(0.0, f64::max);
+    device.peak_tflops.contains_key(Dtype::Tf32.as_str()) && crate::profile::ran_on_tf32(Some(Dtype::Fp32), true, best / fp32)
 }
 
 /// Compute kernels by the op that launched them (its name, shapes and dtype),

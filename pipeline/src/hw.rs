@@ -52,10 +52,10 @@ pub struct Cost {
     pub n: Option<f64>,
     /// GEMM reduction dimension (default: none; needed by a GEMM).
     pub k: Option<f64>,
-    /// Independent GEMMs, or the attention batch (default: 1).
-    pub batch: f64,
-    /// The GEMM's input type (default: bf16).
-    pub dtype: String,
+    /// Independent GEMMs, or the attention batch (default: none, which is 1).
+    pub batch: Option<f64>,
+    /// The GEMM's or attention's input type (default: none, which is bf16).
+    pub dtype: Option<String>,
     /// Attention heads (default: none; needed by an attention).
     pub heads: Option<f64>,
     /// Attention sequence length (default: none; needed by an attention).
@@ -92,8 +92,8 @@ impl Default for Cost {
             m: None,
             n: None,
             k: None,
-            batch: 1.0,
-            dtype: "bf16".into(),
+            batch: None,
+            dtype: None,
             heads: None,
             seq: None,
             head_dim: None,
@@ -122,11 +122,18 @@ impl Cost {
             Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= 2f64.powi(53) => Ok(x),
             Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53", self.op)),
         };
-        // A flag of another kind of operation is refused, not ignored.
-        let kind = match self.op.as_str() {
-            "gemm" | "attention" => self.op.as_str(),
-            _ => "collective",
+        // The operation is named first (a mistyped one is not taken for a collective); then a flag
+        // of another kind of operation is refused, not ignored.
+        let collective = match self.op.as_str() {
+            "gemm" | "attention" => None,
+            other => Some(
+                tracecast_ingest::collective::Collective::from_user_name(other).filter(|c| c.bus_factor_in(Some(2)).is_some()).ok_or_else(
+                    || anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"),
+                )?,
+            ),
         };
+        let kind = if collective.is_some() { "collective" } else { self.op.as_str() };
+        let (batch, dtype) = (self.batch.unwrap_or(1.0), self.dtype.as_deref().unwrap_or("bf16"));
         let foreign: Vec<&str> = [
             ("m", self.m.is_some(), "gemm"),
             ("n", self.n.is_some(), "gemm"),
@@ -141,8 +148,8 @@ impl Cost {
             ("gpus", self.gpus.is_some(), "collective"),
             ("gpus-per-node", self.gpus_per_node.is_some(), "collective"),
             ("nic-gbps-per-gpu", self.nic_gbps_per_gpu.is_some(), "collective"),
-            ("batch", self.batch != 1.0, if kind == "collective" { "gemm" } else { kind }),
-            ("dtype", self.dtype != "bf16", if kind == "collective" { "gemm" } else { kind }),
+            ("batch", self.batch.is_some(), if kind == "collective" { "gemm" } else { kind }),
+            ("dtype", self.dtype.is_some(), if kind == "collective" { "gemm" } else { kind }),
         ]
         .into_iter()
         .filter(|(_, given, of)| *given && *of != kind)
@@ -153,13 +160,19 @@ impl Cost {
             "attention" => "an attention",
             _ => "a collective",
         };
-        anyhow::ensure!(foreign.is_empty(), "hw cost {}: --{} do not apply to {a_kind}", self.op, foreign.join(", --"));
+        anyhow::ensure!(
+            foreign.is_empty(),
+            "hw cost {}: --{} {} not apply to {a_kind}",
+            self.op,
+            foreign.join(", --"),
+            if foreign.len() == 1 { "does" } else { "do" }
+        );
         Ok(match self.op.as_str() {
             "gemm" => {
-                let dtype = Dtype::from_name(&self.dtype)
-                    .ok_or_else(|| anyhow::anyhow!("--dtype {:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8", self.dtype))?;
+                let dtype = Dtype::from_name(dtype)
+                    .ok_or_else(|| anyhow::anyhow!("--dtype {dtype:?}: one of fp64, fp32, tf32, bf16, fp16, fp8, int8"))?;
                 Operation::Gemm(GemmShape {
-                    batch: need(Some(self.batch), "batch")?,
+                    batch: need(Some(batch), "batch")?,
                     m: need(self.m, "m")?,
                     n: need(self.n, "n")?,
                     k: need(self.k, "k")?,
@@ -169,17 +182,16 @@ impl Cost {
             "attention" => {
                 // Attention is priced from 16-bit measurements (FlashAttention's charts, Azure's
                 // suite, traces): the evidence has no FP8 attention kernel to price one.
-                match Dtype::from_name(&self.dtype) {
+                match Dtype::from_name(dtype) {
                     Some(Dtype::Bf16 | Dtype::Fp16) => {}
-                    Some(_) => anyhow::bail!(
-                        "hw cost attention --dtype {}: attention is priced from 16-bit (bf16, fp16) measurements only",
-                        self.dtype
-                    ),
-                    None => anyhow::bail!("--dtype {:?}: one of bf16, fp16 for attention", self.dtype),
+                    Some(_) => {
+                        anyhow::bail!("hw cost attention --dtype {dtype}: attention is priced from 16-bit (bf16, fp16) measurements only")
+                    }
+                    None => anyhow::bail!("--dtype {dtype:?}: one of bf16, fp16 for attention"),
                 }
                 Operation::Attention(
                     AttentionShape {
-                        batch: need(Some(self.batch), "batch")?,
+                        batch: need(Some(batch), "batch")?,
                         heads: need(self.heads, "heads")?,
                         seq: need(self.seq, "seq")?,
                         head_dim: need(self.head_dim, "head-dim")?,
@@ -190,9 +202,8 @@ impl Cost {
                 )
             }
             other => {
-                let collective = tracecast_ingest::collective::Collective::from_user_name(other)
-                    .filter(|c| c.bus_factor_in(Some(2)).is_some())
-                    .ok_or_else(|| anyhow::anyhow!("hw cost: {other:?} is not gemm, attention, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv"))?;
+                // (Named above: an unknown operation was refused there.)
+                let Some(collective) = collective else { anyhow::bail!("hw cost: {other:?} is not an operation it prices") };
                 let gpus =
                     self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
                 let gpus_per_node = catalog.gpus_per_node(Some(&self.gpu), self.gpus_per_node);

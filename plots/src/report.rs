@@ -386,12 +386,13 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     let ops = j.ops;
     if !ops.is_empty() {
         let peaks = j.profile.map(|p| &p.device);
+        let fp32_on_tf32 = peaks.is_some_and(|d| tracecast_calibrate::work::fp32_ran_on_tf32(ops, d));
         let rows: Vec<Vec<String>> = ops
             .iter()
             .take(40)
             .map(|o| {
                 let achieved = o.achieved();
-                let of_peak = peaks.and_then(|d| o.fraction_of_peak(d));
+                let of_peak = peaks.and_then(|d| o.fraction_of_peak(d, fp32_on_tf32));
                 let work = if o.counts_flops {
                     o.flops.map(|f| format!("{:.3} GFLOP", f / 1e9))
                 } else {

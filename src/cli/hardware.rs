@@ -43,12 +43,12 @@ pub(crate) struct CostArgs {
     /// GEMM reduction dimension.
     #[arg(long)]
     pub(crate) k: Option<f64>,
-    /// Independent GEMMs, or the attention batch.
-    #[arg(long, default_value_t = 1.0)]
-    pub(crate) batch: f64,
-    /// Input type: bf16, fp16, fp8, tf32, fp32.
-    #[arg(long, default_value = "bf16")]
-    pub(crate) dtype: String,
+    /// Independent GEMMs, or the attention batch [default: 1]
+    #[arg(long)]
+    pub(crate) batch: Option<f64>,
+    /// Input type: bf16, fp16, fp8, tf32, fp32 (attention: bf16 or fp16) [default: bf16]
+    #[arg(long)]
+    pub(crate) dtype: Option<String>,
     /// Attention heads.
     #[arg(long)]
     pub(crate) heads: Option<f64>,

@@ -2902,12 +2902,26 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             }
         )),
         (Some((_, _, basis)), None) => Some(basis.clone()),
-        // No measured kernel prices it: the η, and whose it is, in the note that says so.
-        (None, None) => Some(format!(
-            "{ATTENTION_NOTE} by η {:.3} of the peak, {} (no attention kernel measured on this GPU or another GPU of its vendor)",
-            cluster.attention_efficiency.unwrap_or(cluster.gemm_efficiency),
-            if cluster.attention_efficiency.is_some() { "its profile's attention fit" } else { "the GEMM η: no attention fit" },
-        )),
+        // Priced by an efficiency: which η, whose, and why, in the note that says so.
+        (None, None) => {
+            let eta = format!(
+                "η {:.3} of the peak ({})",
+                cluster.attention_efficiency.unwrap_or(cluster.gemm_efficiency),
+                if cluster.attention_efficiency.is_some() { "its profile's attention fit" } else { "the GEMM η: no attention fit" }
+            );
+            Some(if decode {
+                // One query token a sequence: no measured kernel is of that shape.
+                format!(
+                    "decode attention: the slower of its KV-cache reads at HBM η {:.3} and its FLOPs at {eta}",
+                    cluster.memory_efficiency
+                )
+            } else {
+                format!(
+                    "{ATTENTION_NOTE} by {eta}: no measured {} attention kernel of this GPU or another GPU of its vendor prices it",
+                    if task == Task::Train { "forward-plus-backward" } else { "forward" }
+                )
+            })
+        }
     };
     if let Some(a) = attention_note.filter(|_| priced_by.attention.is_some()) {
         priced_by.attention = Some(a);
