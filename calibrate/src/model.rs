@@ -174,9 +174,15 @@ impl DeviceModel {
     }
 
     /// The valid fit of `class` for exactly `dtype`: one inside the physical
-    /// bounds ([`PHYSICAL_EFFICIENCY`], t0 ≥ 0).
+    /// bounds ([`PHYSICAL_EFFICIENCY`], t0 ≥ 0). For TF32 (a model's 32-bit GEMMs), the FP32 ops
+    /// that ran on TF32 tensor cores: traces record them as FP32, and a calibration fits them
+    /// against the TF32 peak.
     pub fn kernel_fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<&KernelFit> {
-        self.profile.as_ref()?.kernels.iter().find(|f| f.class == class && f.dtype == dtype && physical(f))
+        let kernels = &self.profile.as_ref()?.kernels;
+        kernels.iter().find(|f| f.class == class && f.dtype == dtype && physical(f)).or_else(|| {
+            (dtype == Some(Dtype::Tf32)).then_some(())?;
+            kernels.iter().find(|f| f.class == class && f.dtype == Some(Dtype::Fp32) && f.peak_of == Dtype::Tf32.as_str() && physical(f))
+        })
     }
 
     /// The fitted η and t0 (µs) of a class for `dtype`, when valid.
@@ -255,6 +261,23 @@ fn physical(f: &KernelFit) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model's 32-bit GEMMs run on TF32 tensor cores; traces record those ops as FP32, and a
+    /// calibration fits them against the TF32 peak: that fit is the TF32 one (it had been
+    /// skipped, and a 32-bit `project` took the default η). An FP32 fit against the FP32 peak is not.
+    #[test]
+    fn a_tf32_lookup_takes_fp32_ops_fitted_against_the_tf32_peak() {
+        let catalog = Catalog::builtin();
+        let gpu = catalog.gpu("a100-40gb").unwrap();
+        for (peak_of, taken) in [("tf32", true), ("fp32", false)] {
+            let mut p = crate::Profile::of_catalog_gpu(gpu, &catalog);
+            p.set_gemm_efficiency(Dtype::Fp32, 0.43, 5.0, 100, "test".into());
+            p.kernels[0].peak_of = peak_of.into();
+            let model = DeviceModel::from_profile(&p, &catalog);
+            assert_eq!(model.efficiency(KernelClass::Gemm, Some(Dtype::Tf32)).is_some(), taken, "{peak_of}");
+            assert!(model.efficiency(KernelClass::Gemm, Some(Dtype::Fp32)).is_some());
+        }
+    }
 
     /// A profile whose efficiency, bandwidth or correction cannot price (0, negative)
     /// made `project` print "Communication: NaN ms"; it is refused naming the entry.
