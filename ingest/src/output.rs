@@ -1,5 +1,8 @@
 //! Writing outputs atomically: a temporary file beside the target, then a rename,
 //! so a reader never sees half a file and a failed run leaves the old one intact.
+//! A target that is not a file (`/dev/null`, a FIFO, `-` for standard output)
+//! is written through instead, and a symbolic link is followed: a rename
+//! would put a file in its place.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +25,7 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
 #[derive(Debug)]
 #[must_use = "a staged file is removed unless committed"]
 pub struct Staged {
-    /// The temporary file; empty once renamed.
+    /// The temporary file; empty once renamed, or when written through.
     tmp: PathBuf,
     path: PathBuf,
 }
@@ -30,6 +33,10 @@ pub struct Staged {
 impl Staged {
     /// Renames the staged file onto its target.
     pub fn commit(mut self) -> Result<()> {
+        if self.tmp.as_os_str().is_empty() {
+            // Written through (a device, a pipe, standard output).
+            return Ok(());
+        }
         refuse_input(&self.path)?;
         std::fs::rename(&self.tmp, &self.path).map_err(|cause| Error::Write { path: self.path.clone(), cause })?;
         self.tmp = PathBuf::new();
@@ -55,6 +62,19 @@ impl Drop for Staged {
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
+    match target_of(path).map_err(fail)? {
+        Target::File(resolved) if resolved != path => {
+            // The link stays; the file it names is replaced.
+            let staged = stage_with(&resolved, fill)?;
+            return Ok(Staged { tmp: staged.take_tmp(), path: resolved });
+        }
+        Target::File(_) => {}
+        Target::Through(mut f) => {
+            // Written now and in full: a device or pipe has no "half a file" to hide.
+            fill(&mut f).and_then(|()| f.flush()).map_err(fail)?;
+            return Ok(Staged { tmp: PathBuf::new(), path: path.to_path_buf() });
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -70,6 +90,63 @@ pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io:
     // On failure `staged` is dropped, which removes the temporary file.
     fill(&mut f).and_then(|()| f.flush()).and_then(|()| f.sync_all()).map_err(fail)?;
     Ok(staged)
+}
+
+impl Staged {
+    /// The temporary file, which this `Staged` no longer removes.
+    fn take_tmp(mut self) -> PathBuf {
+        std::mem::take(&mut self.tmp)
+    }
+}
+
+/// Where an output goes.
+enum Target {
+    /// A regular file (existing or not) at this path, symbolic links followed.
+    File(PathBuf),
+    /// Something that is not a file (a device, a FIFO, standard output), opened for writing.
+    Through(std::fs::File),
+}
+
+/// What `path` names as an output: `-` is standard output; a symbolic link
+/// is followed to the path it names (which may not exist yet); an existing
+/// target that is neither a file nor a directory is opened to write through.
+fn target_of(path: &Path) -> std::io::Result<Target> {
+    if path.as_os_str() == "-" {
+        return stdout_file().map(Target::Through);
+    }
+    let mut resolved = path.to_path_buf();
+    // Links are followed one at a time so that a dangling one resolves too; 40 as the kernel's limit.
+    for _ in 0..40 {
+        let Ok(meta) = std::fs::symlink_metadata(&resolved) else { return Ok(Target::File(resolved)) };
+        if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(&resolved)?;
+            resolved = match resolved.parent() {
+                Some(dir) if to.is_relative() => dir.join(to),
+                _ => to,
+            };
+            continue;
+        }
+        if meta.is_file() || meta.is_dir() {
+            // A directory fails at the rename, naming the path.
+            return Ok(Target::File(resolved));
+        }
+        return std::fs::OpenOptions::new().write(true).open(&resolved).map(Target::Through);
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Standard output as a file to write through.
+#[cfg(unix)]
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd as _;
+    // What the command printed before goes first.
+    std::io::stdout().flush()?;
+    Ok(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+#[cfg(not(unix))]
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "standard output as an output path is supported on Unix only"))
 }
 
 /// [`stage_with`] for bytes in memory.
@@ -142,6 +219,53 @@ mod tests {
         super::write_atomic(&p, b"first").unwrap();
         super::write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A symbolic link is followed: the file it names is replaced, the link
+    /// stays; a dangling one makes the file it names.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_is_followed_not_replaced() {
+        let dir = std::env::temp_dir().join(format!("tracecast-out-link-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let (target, link) = (dir.join("sub/target.json"), dir.join("link.json"));
+        std::fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink("sub/target.json", &link).unwrap();
+        super::write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let dangling = dir.join("dangling.json");
+        std::os::unix::fs::symlink("sub/made.json", &dangling).unwrap();
+        super::write_atomic(&dangling, b"made").unwrap();
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(dir.join("sub/made.json")).unwrap(), b"made");
+        // No temporary file left beside either.
+        assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A FIFO (as `/dev/null` or `/dev/stdout`) is written through, not
+    /// replaced by a file.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_fifo_is_written_through() {
+        use std::io::Read as _;
+        use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+        let dir = std::env::temp_dir().join(format!("tracecast-out-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // A reader opened without waiting, so that the writer's open does not block.
+        let mut reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        super::write_atomic(&fifo, b"through").unwrap();
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"through");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
