@@ -39,6 +39,12 @@ pub struct Options {
 /// summarized as it is read and dropped, so a job of thousands of ranks never
 /// sits in memory whole), and writes what the options ask for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    crate::output::distinct_outputs(&[
+        ("--json", args.json.as_deref()),
+        ("--csv", args.csv.as_deref()),
+        ("--parquet", args.parquet.as_deref()),
+        ("--plots", args.plots.as_deref()),
+    ])?;
     let read = &args.inputs.read;
     let mut opts = args.window.analyze_options(read)?;
     (opts.job_gpus, opts.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;

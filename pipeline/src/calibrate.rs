@@ -39,6 +39,11 @@ impl Default for Options {
 
 /// Fits the profiles, writes them (and their charts), and summarizes each on the terminal.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    crate::output::distinct_outputs(&[
+        ("--out", Some(&args.out)),
+        ("--plots", args.plots.as_deref()),
+        ("--madmax-system", args.madmax_system.as_deref()),
+    ])?;
     let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();

@@ -30,6 +30,46 @@ fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// An error when two of a command's outputs (flag, path) would land on one
+/// path, or one inside the other's directory: the later had silently
+/// replaced the earlier (`--json r.json --perfetto r.json` kept only the
+/// timeline). Paths are compared as written, made absolute, `.` and `..` resolved.
+pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    // A device or pipe (`/dev/null`) takes any number of writes; an empty path is refused by its command.
+    let device = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    let given: Vec<(&str, PathBuf)> =
+        outputs.iter().filter_map(|(flag, p)| p.filter(|p| !p.as_os_str().is_empty() && !device(p)).map(|p| (*flag, lexical(p)))).collect();
+    for (i, (a, pa)) in given.iter().enumerate() {
+        for (b, pb) in &given[i + 1..] {
+            if pa == pb {
+                anyhow::bail!("{a} and {b} both write {}: give each its own path", pa.display());
+            }
+            if pa.starts_with(pb) || pb.starts_with(pa) {
+                let (inner, outer) = if pa.starts_with(pb) { (a, b) } else { (b, a) };
+                anyhow::bail!("{inner} writes inside {outer}'s path ({} and {}): give each its own path", pa.display(), pb.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` absolute with `.` and `..` resolved, without reading the file system.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Writes `value` as pretty JSON with a final newline, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
@@ -101,6 +141,20 @@ impl std::io::Write for Stdout {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn two_outputs_on_one_path_are_refused() {
+        let p = |s: &str| std::path::PathBuf::from(s);
+        let (a, b, c) = (p("r.json"), p("./sub/../r.json"), p("out"));
+        let e = super::distinct_outputs(&[("--json", Some(&a)), ("--perfetto", Some(&b))]).unwrap_err().to_string();
+        assert!(e.contains("--json and --perfetto both write") && e.ends_with("give each its own path"), "{e}");
+        let inside = p("out/steps.csv");
+        let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&inside))]).unwrap_err().to_string();
+        assert!(e.starts_with("--json writes inside --csv's path"), "{e}");
+        // Apart, or not given: fine (a path that merely starts with another's name is apart).
+        let (d, e2) = (p("out.json"), p("outer/x"));
+        assert!(super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&d)), ("--plots", Some(&e2)), ("--parquet", None)]).is_ok());
+    }
+
     use super::*;
 
     #[test]

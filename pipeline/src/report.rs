@@ -228,6 +228,7 @@ pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Resu
 
 /// Writes the page of every job the inputs stand for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    crate::output::distinct_outputs(&[("--out", Some(&args.out)), ("--png", args.png.as_deref())])?;
     let read = &args.inputs.read;
     let catalog = catalog_with(&read.hw)?;
     let projection = args.what_if.replay_options(&catalog)?;
