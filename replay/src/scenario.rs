@@ -108,28 +108,28 @@ impl Overrides {
             }
             seen.push(key);
             let bad = |expected| Error::BadValue { flag: flag.to_string(), key: key.name().to_string(), value: v.to_string(), expected };
-            let number = |min_exclusive: bool, expected| {
-                v.parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite() && if min_exclusive { *x > 0.0 } else { *x >= 0.0 })
-                    .ok_or_else(|| bad(expected))
+            // Bounded so that a replayed step stays within the simulator's clock (i64 ns):
+            // `compute=1e-12` had replayed 2.5e12 ms, clamped.
+            let number = |range: std::ops::RangeInclusive<f64>, min_exclusive: bool, expected| {
+                v.parse::<f64>().ok().filter(|x| range.contains(x) && (!min_exclusive || *x > 0.0)).ok_or_else(|| bad(expected))
             };
-            const SPEEDUP: &str = "a speed-up must be a positive, finite number (2 = twice as fast)";
-            const LATENCY: &str = "a latency must be a non-negative, finite number of µs";
-            const BANDWIDTH: &str = "a bandwidth must be a positive, finite number of GB/s";
+            const SPEEDUP: &str = "a speed-up must be a number from 0.001 to 1000 (2 = twice as fast)";
+            const LATENCY: &str = "a latency must be a number of µs from 0 to 1000000";
+            const BANDWIDTH: &str = "a bandwidth must be a number of GB/s from 0.001 to 1000000";
+            let (speedup, latency, bandwidth) = (1e-3..=1e3, 0.0..=1e6, 1e-3..=1e6);
             match key {
-                Key::Compute => o.compute = Some(number(true, SPEEDUP)?),
-                Key::Memory => o.memory = Some(number(true, SPEEDUP)?),
-                Key::Link => o.link = Some(number(true, SPEEDUP)?),
+                Key::Compute => o.compute = Some(number(speedup, true, SPEEDUP)?),
+                Key::Memory => o.memory = Some(number(speedup, true, SPEEDUP)?),
+                Key::Link => o.link = Some(number(speedup, true, SPEEDUP)?),
                 Key::WorldSize => {
                     o.world_size = Some(
                         v.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| bad("a world size must be a whole number of ranks ≥ 1"))?,
                     )
                 }
-                Key::Alpha => o.alpha_us = Some(number(false, LATENCY)?),
-                Key::Busbw => o.busbw_gbps = Some(number(true, BANDWIDTH)?),
-                Key::InterAlpha => o.inter_alpha_us = Some(number(false, LATENCY)?),
-                Key::InterBusbw => o.inter_busbw_gbps = Some(number(true, BANDWIDTH)?),
+                Key::Alpha => o.alpha_us = Some(number(latency, false, LATENCY)?),
+                Key::Busbw => o.busbw_gbps = Some(number(bandwidth, true, BANDWIDTH)?),
+                Key::InterAlpha => o.inter_alpha_us = Some(number(latency, false, LATENCY)?),
+                Key::InterBusbw => o.inter_busbw_gbps = Some(number(bandwidth, true, BANDWIDTH)?),
             }
         }
         let names_link = o.alpha_us.is_some() || o.inter_alpha_us.is_some() || o.inter_busbw_gbps.is_some();
@@ -172,6 +172,11 @@ impl FromStr for Scale {
     type Err = Error;
 
     fn from_str(spec: &str) -> Result<Scale, Error> {
+        // `--scale ""` had replayed the identity as if something were scaled (a scenario
+        // naming nothing is a row of the base options, by design; a flag is not).
+        if spec.trim().is_empty() {
+            return Err(Error::NotKeyValue { flag: "--scale".to_string(), part: spec.to_string() });
+        }
         let o = Overrides::parse("--scale", spec, Key::SCALE)?;
         Ok(o.apply(&ReplayOptions::default()).scale)
     }
@@ -472,6 +477,10 @@ mod tests {
             ("big:world-size=1.5", "world-size", "1.5"),
             ("net:alpha=-1,busbw=40", "alpha", "-1"),
             ("net:busbw=0", "busbw", "0"),
+            // Beyond the simulator's clock: compute=1e-12 had replayed 2.5e12 ms, clamped.
+            ("slow:compute=1e-12", "compute", "1e-12"),
+            ("net:busbw=1e-300", "busbw", "1e-300"),
+            ("net:alpha=1e300,busbw=40", "alpha", "1e300"),
         ] {
             let e = err(spec);
             assert!(e.contains(&format!("{key}=\"{value}\"")) && e.contains(spec.split(':').next().unwrap()), "{spec}: {e}");
@@ -479,6 +488,8 @@ mod tests {
         let e = err("net:alpha=5");
         assert!(e.contains("--what-if net") && e.contains("busbw"), "{e}");
         assert!(err("x:compute").contains("\"compute\" is not KEY=VALUE"));
+        // A --scale naming nothing had replayed the identity as a what-if.
+        assert!("".parse::<Scale>().unwrap_err().to_string().contains("--scale"));
         assert!(err("x:compute=2,compute=3").contains("compute is given twice"));
         assert!(err("a=b:compute=2").contains("scenario name"));
         assert!(err("measured:compute=2").contains("identity"));
