@@ -1329,7 +1329,7 @@ impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
     pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {
-            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {v}: must be a positive number"))) }
+            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {v:e}: must be a positive number"))) }
         };
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
@@ -1364,12 +1364,18 @@ impl SystemOverrides {
                 c.notes.push(format!("bus bandwidth across nodes {:.0} % of the network", DEFAULT_INTER_LINK_EFFICIENCY * 100.0));
             }
         }
+        // A memory of 1 GB to 1 PB, read at 1 GB/s to 1 PB/s: every GPU's HBM lies inside
+        // (16 GB to 288 GB; 0.9 to 8 TB/s); outside, a step prices at 0 or at infinity.
+        let within = |key: &str, v: f64| {
+            let v = positive(key, v)?;
+            if (1.0..=1e6).contains(&v) { Ok(v) } else { Err(crate::Error::System(format!("{key} {v:e}: from 1 to 1000000"))) }
+        };
         if let Some(gb) = self.hbm_gb {
-            c.hbm_bytes = positive("hbm_gb", gb)? * 1e9;
+            c.hbm_bytes = within("hbm_gb", gb)? * 1e9;
             c.notes.push(format!("HBM {gb} GB as given"));
         }
         if let Some(bw) = self.hbm_gbps {
-            c.hbm_bw = positive("hbm_gbps", bw)? * 1e9;
+            c.hbm_bw = within("hbm_gbps", bw)? * 1e9;
             c.notes.push(format!("HBM bandwidth {bw} GB/s as given"));
             // The pricing layer streams a GEMM's operands at the variant's bandwidth too (a faster
             // HBM had sped up nothing it priced: decode's GEMMs kept the catalog part's time).
@@ -1899,6 +1905,9 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 /// The most layers a projection simulates: each is a few dozen tasks of a stage's
 /// timeline (about 2.6 KB), and the deepest published models have under 200.
 pub const MAX_LAYERS: usize = 100_000;
+
+/// The longest step a projection prices, ms (a year).
+const MAX_STEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1e3;
 
 /// Checks that `plan` can run `model` on `cluster` at all.
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crate::Error> {
@@ -3038,6 +3047,15 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         Task::Train => f64::from(plan.microbatch) * f64::from(plan.microbatches) * dpf,
         Task::Prefill { batch, .. } | Task::Decode { batch, .. } => f64::from(batch) * dpf,
     };
+    // The simulated clock counts whole nanoseconds in an i64 (292 years): a step beyond a year
+    // comes from an input out of range (a sequence, batch or context of billions, a bandwidth
+    // of 1e-300), and its numbers would be clamped, not priced.
+    let longest = [times.iteration_ms, times.compute_ms, times.comm_ms].into_iter().fold(0.0, f64::max);
+    if !longest.is_finite() || longest > MAX_STEP_MS {
+        return Err(crate::Error::Model(format!(
+            "a step of {longest:.3e} ms, more than a year: an input is out of range (the sequence, batch or context; a bandwidth or peak given)"
+        )));
+    }
     let throughput = if times.iteration_ms > 0.0 { global_batch / (times.iteration_ms / 1e3) } else { 0.0 };
     let (ttft_ms, tpot_ms) = match task {
         Task::Train => (None, None),
