@@ -348,7 +348,8 @@ impl CrossDevice<'_> {
         };
         // Self-attention shapes index the tables; cross-attention by the geometric mean of the lengths.
         let shape = AttentionShape { batch, heads, seq: (seq_q * seq_k).sqrt(), head_dim, causal, backward };
-        let (ps, pt) = (pricing.attention(sg, &shape, None)?, pricing.attention(tg, &shape, None)?);
+        // The work's times, without the floor of each GPU's shortest kernel (the source's measured time holds its own).
+        let (ps, pt) = (pricing.attention_work(sg, &shape, None)?, pricing.attention_work(tg, &shape, None)?);
         // Work the tables price below the source's short-kernel time is not what the
         // kernel's time is made of (its launch and setup are): it scales by the two
         // GPUs' short-kernel times, as other latency-bound kernels do.

@@ -467,10 +467,21 @@ impl Clone for HbmRates {
 /// of a catalog GPU keeps its id); at most [`ATTENTION_PRICES_KEPT`] are kept (a trace's
 /// decode steps each have their own length).
 #[derive(Debug, Default)]
-struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, AttentionPriced)>>>);
+struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, (AttentionPriced, Option<f64>))>>>);
 
 /// What priced an attention shape (and the family that did), or nothing.
 type AttentionPriced = Option<(Price, Arc<str>)>;
+
+/// `price` raised to the GPU's shortest kernel `floor` where it is under it, said in its basis.
+fn floored(mut price: Price, floor: Option<f64>) -> Price {
+    if let Some(floor) = floor
+        && price.time_us < floor
+    {
+        price.basis.push_str(&format!("; raised to {floor:.2} µs, the shortest kernel of this GPU (its GEMM pricing's 1×1×1)"));
+        price.time_us = floor;
+    }
+    price
+}
 
 /// The GPU's id, the shape's numbers as bits, its mask and direction, the family asked for.
 type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>);
@@ -534,6 +545,31 @@ impl Pricing {
             {
                 let tflops = flops / (r.time_us * 1e6);
                 say(&r.from, format!("{tflops:.0} TFLOP/s is above {}'s {} peak of {:.0}", g.id, r.dtype.as_str(), p / 1e12));
+            }
+        }
+        for r in m.attention.iter().filter(|r| m.is_user(&r.from)) {
+            let Some(g) = self.gpu_of_measurement_id(&r.gpu) else {
+                say(&r.from, unknown(&r.gpu));
+                continue;
+            };
+            // The row's rate as its source counts FLOPs, against the 16-bit peak (attention runs in 16 bits).
+            if let Some(p) = peak(g, Dtype::Bf16)
+                && r.tflops * 1e12 > p * 1.02
+            {
+                say(&r.from, format!("{:.0} TFLOP/s of attention is above {}'s 16-bit peak of {:.0}", r.tflops, g.id, p / 1e12));
+            }
+        }
+        for r in m.memory.iter().filter(|r| m.is_user(&r.from)) {
+            let Some(g) = self.gpu_of_measurement_id(&r.gpu) else {
+                say(&r.from, unknown(&r.gpu));
+                continue;
+            };
+            // Every metric (STREAM, host and peer copies) is bounded by the HBM it reads or writes.
+            if g.hbm_gbps > 0.0 && r.bandwidth_gbps > g.hbm_gbps * 1.02 {
+                say(
+                    &r.from,
+                    format!("{} at {:.0} GB/s is above {}'s HBM bandwidth of {:.0} GB/s", r.metric, r.bandwidth_gbps, g.id, g.hbm_gbps),
+                );
             }
         }
         for r in m.collectives.iter().filter(|r| m.is_user(&r.from)) {
@@ -982,6 +1018,21 @@ impl Pricing {
     /// a training step runs one family's forward and backward, so a model prices the
     /// forward with the family that priced the forward plus backward.
     pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+        let (priced, floor) = self.attention_kept(gpu, shape, kernel);
+        priced.map(|(price, family)| (floored(price, floor), family))
+    }
+
+    /// The time of an attention's work alone, without the floor of the GPU's
+    /// shortest kernel: what a ratio of two GPUs' prices scales (a measured
+    /// source time holds its own fixed cost; a ratio of two floors says
+    /// nothing of the kernel, and [`crate::cost`] tells latency-bound kernels
+    /// by this time against the trace's short-kernel time).
+    pub fn attention_work(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
+        self.attention_kept(gpu, shape, kernel).0.map(|x| x.0)
+    }
+
+    /// The price of the work and the GPU's floor, kept for the next call.
+    fn attention_kept(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> (AttentionPriced, Option<f64>) {
         let key = attention_key(gpu, shape, kernel);
         // A poisoned lock only means another thread panicked while pricing: price afresh.
         if let Ok(prices) = self.attention_prices.0.lock()
@@ -989,7 +1040,7 @@ impl Pricing {
         {
             return priced.clone();
         }
-        let priced = self.attention_priced(gpu, shape, kernel);
+        let priced = (self.attention_unfloored(gpu, shape, kernel), self.shortest_kernel_us(gpu));
         if let Ok(mut prices) = self.attention_prices.0.lock()
             && prices.len() < ATTENTION_PRICES_KEPT
         {
@@ -998,8 +1049,25 @@ impl Pricing {
         priced
     }
 
-    /// [`Pricing::attention_of_family`], priced afresh.
+    /// [`Pricing::attention_of_family`], priced afresh, never under the GPU's
+    /// shortest kernel: the measured rates are of full grids, and scaled down
+    /// to one query tile they would price a one-token attention at 0.00 µs.
+    #[cfg(test)]
     fn attention_priced(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+        let (price, family) = self.attention_unfloored(gpu, shape, kernel)?;
+        Some((floored(price, self.shortest_kernel_us(gpu)), family))
+    }
+
+    /// The shortest kernel as this GPU's GEMM pricing knows it: its table's
+    /// smallest measured times (about 4–5 µs on the tables' GPUs), else the
+    /// catalog's t0.
+    fn shortest_kernel_us(&self, gpu: &Gpu) -> Option<f64> {
+        let tiny = GemmShape { batch: 1.0, m: 1.0, n: 1.0, k: 1.0, dtype: Dtype::Bf16 };
+        self.gemm(gpu, &tiny).map(|p| p.time_us)
+    }
+
+    /// [`Pricing::attention_priced`] before the floor of the GPU's shortest kernel.
+    fn attention_unfloored(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         let own = self.attention_measured(gpu, shape, kernel);
         // Where the GPU's own rows price this shape only from another mask, head dimension or
         // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
@@ -2213,6 +2281,27 @@ impl System {
 
 #[cfg(test)]
 mod tests {
+    /// An attention of one query tile is priced no faster than the GPU's shortest kernel (a
+    /// one-token attention had cost 0.00 µs); the work's own time, which ratios of two GPUs
+    /// scale, stays below it.
+    #[test]
+    fn attention_is_never_faster_than_the_shortest_kernel() {
+        let p = Pricing::builtin();
+        for id in ["h100-sxm", "b200", "mi300x"] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            let tiny = GemmShape { batch: 1.0, m: 1.0, n: 1.0, k: 1.0, dtype: Dtype::Bf16 };
+            let floor = p.gemm(gpu, &tiny).unwrap().time_us;
+            let shape = AttentionShape { batch: 1.0, heads: 1.0, seq: 1.0, head_dim: 64.0, causal: false, backward: false };
+            let priced = p.attention(gpu, &shape, None).unwrap();
+            assert_eq!(priced.time_us, floor, "{id}: {}", priced.basis);
+            assert!(priced.basis.contains("the shortest kernel of this GPU"), "{id}: {}", priced.basis);
+            assert!(p.attention_work(gpu, &shape, None).unwrap().time_us < 0.1 * floor, "{id}");
+            // A full-size attention is far above the floor and untouched by it.
+            let big = AttentionShape { seq: 8192.0, heads: 32.0, head_dim: 128.0, ..shape };
+            assert_eq!(p.attention(gpu, &big, None).unwrap(), p.attention_work(gpu, &big, None).unwrap(), "{id}");
+        }
+    }
+
     use super::*;
 
     fn bf16(m: f64, n: f64, k: f64) -> GemmShape {

@@ -441,13 +441,16 @@ fn an_attention_grid_smaller_than_the_gpu_runs_at_its_share_of_the_measured_rate
     let pricing = Pricing::builtin();
     let h100 = pricing.catalog.gpu("h100-sxm").unwrap().clone();
     let shape = |batch: f64, heads: f64, seq: f64| AttentionShape { batch, heads, seq, head_dim: 64.0, causal: true, backward: false };
-    let small = pricing.attention(&h100, &shape(1.0, 1.0, 512.0), None).unwrap();
+    // The work's own time (the price is floored at the GPU's shortest kernel besides).
+    let small = pricing.attention_work(&h100, &shape(1.0, 1.0, 512.0), None).unwrap();
     let full = pricing.attention(&h100, &shape(16.0, 32.0, 512.0), None).unwrap();
     let rate = |s: &AttentionShape, time_us: f64| s.flops() / time_us;
     let ratio = rate(&shape(16.0, 32.0, 512.0), full.time_us) / rate(&shape(1.0, 1.0, 512.0), small.time_us);
     assert!((ratio - 132.0 / 4.0).abs() < 1e-6, "{ratio}");
     assert!(small.extrapolated && small.time_us > 1.0, "{small:?}");
     assert!(!full.basis.contains("query tiles"), "{full:?}");
+    let floored = pricing.attention(&h100, &shape(1.0, 1.0, 512.0), None).unwrap();
+    assert!(floored.time_us >= small.time_us && floored.time_us >= 4.0, "{floored:?}");
 }
 
 /// A kernel family measured on one GPU carried to another that measured other
