@@ -187,6 +187,35 @@ fn a_users_measurements_that_cannot_be_are_refused_and_single_points_scale_only_
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("fast.csv: line 2: 5000 TFLOP/s is above h100-sxm's bf16 peak"), "{}", common::stderr(&o));
+    // Attention and HBM rows are held against the datasheet too: an attention row at 1e9 TFLOP/s
+    // had priced a 16-head attention at 0.00 µs, a STREAM row of 1e308 GB/s was taken.
+    for (name, table, says) in [
+        (
+            "att.csv",
+            "gpu,kernel,direction,causal,head_dim,seqlen,batch,heads,tflops\nh100-sxm,fa2,fwd,0,128,4096,1,16,1e9\n",
+            "att.csv: line 2: 1000000000 TFLOP/s of attention is above h100-sxm's 16-bit peak of 989",
+        ),
+        ("hbm.csv", "gpu,metric,bandwidth_gbps\nh100-sxm,stream_copy,1e308\n", "hbm.csv: line 2: stream_copy at "),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, table).unwrap();
+        let o = common::run(&[
+            "hw".as_ref(),
+            "cost".as_ref(),
+            "h100-sxm".as_ref(),
+            "gemm".as_ref(),
+            "--m".as_ref(),
+            "64".as_ref(),
+            "--n".as_ref(),
+            "64".as_ref(),
+            "--k".as_ref(),
+            "64".as_ref(),
+            "--measurements".as_ref(),
+            f.as_os_str(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        assert!(common::stderr(&o).contains(says), "{name}: {}", common::stderr(&o));
+    }
     // One 1 KiB all-reduce point (latency) scales 4 KiB, not 1 GiB (it had priced 1 GiB at 2.7× NVLink).
     let point = dir.join("point.csv");
     std::fs::write(&point, "gpu,collective,gpus,size_bytes,time_us\nh100-sxm,all_reduce,8,1024,10\n").unwrap();
@@ -260,6 +289,8 @@ fn sizes_are_whole_numbers_and_a_bad_one_is_named() {
         (vec!["h100-sxm", "gemm", "--n", "8", "--k", "8"], "--m is required"),
         (vec!["h100-sxm", "attention", "--heads", "1.5", "--seq", "1024", "--head-dim", "128"], "--heads 1.5"),
         (vec!["h100-sxm", "all_reduce", "--bytes", "0.5", "--gpus", "8"], "--bytes 0.5"),
+        // 2^53 + 1 parses to 2^53: it had been priced as "9007199254740992 bytes".
+        (vec!["h100-sxm", "all_reduce", "--bytes", "9007199254740993", "--gpus", "8"], "a whole number from 1 to 2^53 − 1"),
     ] {
         let mut all: Vec<&OsStr> = vec!["hw".as_ref(), "cost".as_ref()];
         all.extend(args.iter().map(|a| OsStr::new(*a)));

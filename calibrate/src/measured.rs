@@ -267,6 +267,21 @@ impl Measurements {
                     .ok_or_else(|| bad(line, format!("{n} = {v:?} is not a number ≥ 0")))
             };
             let need = |n: &str| num(n)?.ok_or_else(|| bad(line, format!("{n} is empty")));
+            // A count (GPUs, nodes, bytes): a whole number a u32 (or, for bytes, an f64) holds exactly.
+            let whole = |n: &str, max: f64| -> Result<Option<f64>> {
+                match num(n)? {
+                    Some(x) if x.fract() != 0.0 || x > max => {
+                        Err(bad(line, format!("{n} = {:?} is not a whole number up to {max}", get(n))))
+                    }
+                    x => Ok(x),
+                }
+            };
+            let above_zero = |n: &str| -> Result<f64> {
+                match need(n)? {
+                    x if x > 0.0 => Ok(x),
+                    _ => Err(bad(line, format!("{n} = {:?}: above 0", get(n)))),
+                }
+            };
             // A measured time or rate: empty where the source measured nothing (an OOM bar), never 0.
             let measured = |n: &str| -> Result<Option<f64>> {
                 match num(n)? {
@@ -306,15 +321,21 @@ impl Measurements {
                     let direction = match get("direction") {
                         "fwd" => Direction::Forward,
                         "fwd+bwd" => Direction::ForwardBackward,
-                        _ => Direction::Unstated,
+                        "" | "unstated" => Direction::Unstated,
+                        other => return Err(bad(line, format!("direction {other:?} is not fwd, fwd+bwd or unstated"))),
+                    };
+                    let causal = match get("causal") {
+                        "1" | "true" | "True" => true,
+                        "" | "0" | "false" | "False" => false,
+                        other => return Err(bad(line, format!("causal {other:?} is not 1 or 0"))),
                     };
                     self.attention.push(AttentionRow {
                         gpu,
                         kernel: get("kernel").into(),
                         direction,
-                        causal: matches!(get("causal"), "1" | "true" | "True"),
-                        head_dim: need("head_dim")?,
-                        seq: need("seqlen")?,
+                        causal,
+                        head_dim: above_zero("head_dim")?,
+                        seq: above_zero("seqlen")?,
                         batch: num("batch")?.unwrap_or(1.0),
                         heads: num("heads")?.unwrap_or(1.0),
                         tflops,
@@ -331,15 +352,16 @@ impl Measurements {
                             ),
                         ));
                     };
-                    let gpus = need("gpus")? as u32;
+                    let u32_max = f64::from(u32::MAX);
+                    let gpus = whole("gpus", u32_max)?.ok_or_else(|| bad(line, "gpus is empty".into()))? as u32;
                     if gpus == 0 {
                         return Err(bad(line, "gpus = 0: at least 1".into()));
                     }
-                    let size_bytes = need("size_bytes")?;
+                    let size_bytes = whole("size_bytes", 2f64.powi(53))?.ok_or_else(|| bad(line, "size_bytes is empty".into()))?;
                     // Either of nodes and GPUs per node gives the other (a two-node send/recv row may
                     // state `gpus_per_node` 1 alone); neither: one node.
-                    let given_gpn = num("gpus_per_node")?.map(|g| (g as u32).max(1));
-                    let nodes = num("nodes")?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
+                    let given_gpn = whole("gpus_per_node", u32_max)?.map(|g| (g as u32).max(1));
+                    let nodes = whole("nodes", u32_max)?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
                     let gpus_per_node = given_gpn.unwrap_or_else(|| gpus.div_ceil(nodes).max(1));
                     // nccl-tests rounds the bandwidths of the smallest sizes to 0.00: only the time must be above 0.
                     let time_us = match (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
@@ -520,6 +542,19 @@ mod tests {
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,1024,0\n", "time_us = \"0\""),
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,0,1024,10\n", "gpus = 0"),
             ("gpu,metric,bandwidth_gbps\nmy-gpu,stream,0\n", "bandwidth_gbps = \"0\""),
+            // Values no measurement has, taken without a word before (a mask of 2 read as none,
+            // a row of head dim 0 or 2^32 GPUs left unused, a fractional byte count used as is).
+            ("gpu,kernel,causal,head_dim,seqlen,tflops\nmy-gpu,fa2,2,128,4096,100\n", "causal \"2\""),
+            ("gpu,kernel,direction,head_dim,seqlen,tflops\nmy-gpu,fa2,sideways,128,4096,100\n", "direction \"sideways\""),
+            ("gpu,kernel,head_dim,seqlen,tflops\nmy-gpu,fa2,0,4096,100\n", "head_dim = \"0\": above 0"),
+            (
+                "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,4294967296,1024,10\n",
+                "gpus = \"4294967296\" is not a whole number",
+            ),
+            (
+                "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,1048576.5,10\n",
+                "size_bytes = \"1048576.5\" is not a whole number",
+            ),
         ] {
             let e = m.add_text(table.as_bytes(), "zeros.csv").unwrap_err().to_string();
             assert!(e.contains("zeros.csv") && e.contains("line 2") && e.contains(column), "{e}");

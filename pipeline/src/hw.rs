@@ -116,11 +116,12 @@ impl Cost {
     pub fn operation(&self, catalog: &Catalog) -> Result<Operation> {
         use tracecast_calibrate::catalog::Dtype;
         use tracecast_calibrate::pricing::{AttentionShape, GemmShape};
-        // Sizes count elements, heads, bytes: whole numbers, at most 2^53 (exact in an f64).
+        // Sizes count elements, heads, bytes: whole numbers below 2^53, exact in an f64 (every
+        // number from 2^53 up parses to one at least 2^53, so 2^53 + 1, rounded down, is refused too).
         let need = |v: Option<f64>, flag: &str| match v {
             None => Err(anyhow::anyhow!("hw cost {}: --{flag} is required", self.op)),
-            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= 2f64.powi(53) => Ok(x),
-            Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53", self.op)),
+            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < 2f64.powi(53) => Ok(x),
+            Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53 − 1", self.op)),
         };
         // The operation is named first (a mistyped one is not taken for a collective); then a flag
         // of another kind of operation is refused, not ignored.
