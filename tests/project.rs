@@ -550,6 +550,22 @@ fn overflowing_plan_degrees_are_refused_by_name() {
     }
 }
 
+/// Inputs that take a step past the simulator's i64 clock, or a GPU's memory to 0 or
+/// infinity, are refused by name: a decode at a context and batch of 2^32 − 1 had printed an
+/// iteration (clamped) shorter than its compute, --hbm-gbps 5e-324 an infinite step, exit 0.
+#[test]
+fn out_of_range_steps_and_memories_are_refused() {
+    for (extra, named) in [
+        (vec!["--task", "decode", "--context", "4294967295", "--batch", "4294967295"], "more than a year: an input is out of range"),
+        (vec!["--hbm-gbps", "5e-324"], "hbm_gbps 5e-324: from 1 to 1000000"),
+        (vec!["--hbm-gb", "1e308"], "hbm_gb 1e308: from 1 to 1000000"),
+    ] {
+        let o = bin().args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"]).args(&extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(named), "{extra:?}: {}", stderr(&o));
+    }
+}
+
 /// An inference task takes its batch from --batch: a plan's training batch settings were
 /// echoed ("microbatches=64") and not run (global batch 1).
 #[test]
