@@ -90,12 +90,25 @@ impl DistributedInfo {
 pub(crate) struct RawDistributedInfo<'a> {
     #[serde(default, borrow)]
     backend: OptText<'a>,
+    /// `None` where the key is missing or null; `Some` of what it holds (perhaps no number).
     #[serde(default)]
-    rank: Num,
+    rank: Option<Num>,
     #[serde(default)]
-    world_size: Num,
+    world_size: Option<Num>,
     #[serde(default, borrow)]
     pg_config: Option<Vec<RawProcessGroup<'a>>>,
+}
+
+impl RawDistributedInfo<'_> {
+    /// The keys of `rank` and `world_size` given but holding no whole number
+    /// (`"abc"`, `1.5`, `true`): without a word they would read as missing.
+    pub(crate) fn unreadable_numbers(&self) -> Vec<&'static str> {
+        [("rank", self.rank), ("world_size", self.world_size)]
+            .into_iter()
+            .filter(|(_, v)| v.is_some_and(|n| n.as_i64().is_none()))
+            .map(|(k, _)| k)
+            .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -116,8 +129,8 @@ impl From<RawDistributedInfo<'_>> for DistributedInfo {
     fn from(r: RawDistributedInfo<'_>) -> Self {
         DistributedInfo {
             backend: r.backend.into_string(),
-            rank: r.rank.as_i64(),
-            world_size: r.world_size.as_i64(),
+            rank: r.rank.and_then(Num::as_i64),
+            world_size: r.world_size.and_then(Num::as_i64),
             process_groups: r
                 .pg_config
                 .unwrap_or_default()

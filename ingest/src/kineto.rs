@@ -699,6 +699,12 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             },
             "distributedInfo" => match serde_json::from_slice::<RawDistributedInfo<'_>>(&value) {
                 Ok(info) => {
+                    for key in info.unreadable_numbers() {
+                        trace.warnings.push(format!(
+                            "`distributedInfo.{key}` at byte {start} is not a whole number and was ignored{}",
+                            if key == "rank" { ": the rank comes from the file name or the file's position" } else { "" }
+                        ));
+                    }
                     let mut info = DistributedInfo::from(info);
                     // A rank that is not a rank number would otherwise be dropped silently
                     // (and the file numbered by its position, perhaps as another file's rank).
@@ -707,6 +713,11 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                             "`distributedInfo.rank` {r} at byte {start} is not a rank number and was ignored: the rank comes from the file name or the file's position"
                         ));
                         info.rank = None;
+                    }
+                    if let Some(w) = info.world_size.filter(|&w| u32::try_from(w).map_or(true, |w| w == 0)) {
+                        trace.warnings.push(format!(
+                            "`distributedInfo.world_size` {w} at byte {start} is not a number of ranks and was ignored: the world size comes from the ranks read"
+                        ));
                     }
                     if let (Some(r), Some(w)) = (info.rank, info.positive_world_size()) {
                         if r >= i64::from(w) {
@@ -766,6 +777,27 @@ mod tests {
         assert_eq!(t.op_shapes[0].input_dims, "[[2, 3], [3, 4]]");
         assert_eq!(t.skipped_events, 1);
         assert!(t.warnings.iter().any(|w| w.contains("weird")));
+    }
+
+    /// A rank or world size given but not a whole number (`"abc"`, 1.5, true, 1e20) was read as
+    /// missing without a note; a world size of -4 was dropped silently.
+    #[test]
+    fn unreadable_distributed_numbers_are_said() {
+        for (info, says) in [
+            (r#""rank": "abc", "world_size": 2"#, "`distributedInfo.rank` at byte"),
+            (r#""rank": 1.5, "world_size": 2"#, "`distributedInfo.rank` at byte"),
+            (r#""rank": true"#, "is not a whole number and was ignored: the rank comes from the file name"),
+            (r#""rank": 0, "world_size": 1e20"#, "`distributedInfo.world_size` at byte"),
+            (r#""rank": 0, "world_size": -4"#, "`distributedInfo.world_size` -4 at byte"),
+        ] {
+            let t = parse(&format!(r#"{{"distributedInfo": {{{info}}}, "traceEvents": []}}"#)).unwrap();
+            assert!(t.warnings.iter().any(|w| w.contains(says)), "{info}: {:?}", t.warnings);
+        }
+        // Missing or readable: no note.
+        for info in [r#""rank": 1, "world_size": 2"#, r#""backend": "nccl""#, r#""rank": "1", "world_size": "2""#] {
+            let t = parse(&format!(r#"{{"distributedInfo": {{{info}}}, "traceEvents": []}}"#)).unwrap();
+            assert!(t.warnings.is_empty(), "{info}: {:?}", t.warnings);
+        }
     }
 
     #[test]
