@@ -363,6 +363,9 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         // Sizes that aborted ("memory allocation of … bytes failed") or grew without bound.
         ("--ranks", "4294967295", "ranks 4294967295: at most 65536"),
         ("--steps", "4294967295", "steps × layers = 4294967295 × 8 per rank: at most 20000"),
+        // Truths past the trace's clock: steps of 4e12 ms that "ran no GPU work", exit 0.
+        ("--busbw-gbps", "1e-300", "all-reduce bus bandwidth (GB/s) 1e-300: from 0.001 to 1000000"),
+        ("--alpha-us", "1e308", "all-reduce latency (µs) 1e308: from 0 to 1000000"),
     ] {
         let dir = scratch("synth-refused");
         let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref(), value.as_ref()]);

@@ -130,9 +130,17 @@ impl JobSpec {
         if let Some((name, x)) = positive.iter().find(|(_, x)| !(x.is_finite() && *x > 0.0)) {
             return Some(format!("{name} {x}: more than 0"));
         }
+        // Bounded so that a step stays within the trace's microsecond clock: --busbw-gbps 1e-300
+        // or --alpha-us 1e308 had written traces of 4e12 ms steps that ran no GPU work.
+        if !(1e-3..=1e6).contains(&self.allreduce_busbw_gbps) {
+            return Some(format!("all-reduce bus bandwidth (GB/s) {:e}: from 0.001 to 1000000", self.allreduce_busbw_gbps));
+        }
         let latency = [("all-reduce latency (µs)", self.allreduce_alpha_us), ("kernel fixed cost (µs)", self.kernel_overhead_us)];
-        if let Some((name, x)) = latency.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
-            return Some(format!("{name} {x}: 0 or more"));
+        if let Some((name, x)) = latency.iter().find(|(_, x)| !(x.is_finite() && (0.0..=1e6).contains(x))) {
+            return Some(format!("{name} {x:e}: from 0 to 1000000"));
+        }
+        if !self.layer_gemms.is_empty() && self.tokens == 0 {
+            return Some("tokens 0: a model's layer needs at least 1".into());
         }
         None
     }
