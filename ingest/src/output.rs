@@ -126,8 +126,11 @@ fn target_of(path: &Path) -> std::io::Result<Target> {
             };
             continue;
         }
-        if meta.is_file() || meta.is_dir() {
-            // A directory fails at the rename, naming the path.
+        if meta.is_dir() {
+            // Said before anything is written (the rename would fail only at the commit).
+            return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory is in its place"));
+        }
+        if meta.is_file() {
             return Ok(Target::File(resolved));
         }
         return std::fs::OpenOptions::new().write(true).open(&resolved).map(Target::Through);

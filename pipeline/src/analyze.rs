@@ -107,6 +107,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
 
 /// The JSON document and the tables the options ask for.
 fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> Result<()> {
+    let mut staged = Vec::new();
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
@@ -116,12 +117,18 @@ fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> 
         }
         let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels, jobs: analyses })?;
         bytes.push(b'\n');
-        output::write_atomic(path, &bytes)?;
+        staged.push(output::stage(path, &bytes)?);
     }
     for (dir, format, name) in [(&args.csv, export::Format::Csv, "CSV"), (&args.parquet, export::Format::Parquet, "Parquet")] {
         if let Some(dir) = dir {
-            export::write_tables(analyses, dir, format).with_context(|| format!("writing {name} tables to {}", dir.display()))?;
+            staged.extend(
+                export::stage_tables(analyses, dir, format).with_context(|| format!("writing {name} tables to {}", dir.display()))?,
+            );
         }
+    }
+    // Every output staged before any is put in place: one that cannot be written leaves the others as they were.
+    for s in staged {
+        s.commit()?;
     }
     Ok(())
 }

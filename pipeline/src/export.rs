@@ -23,7 +23,7 @@ where
     Column::new(name.into(), values)
 }
 
-fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<()> {
+fn stage(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<output::Staged> {
     let path = match format {
         Format::Csv => dir.join(format!("{stem}.csv")),
         Format::Parquet => dir.join(format!("{stem}.parquet")),
@@ -33,8 +33,7 @@ fn write(df: &mut DataFrame, dir: &Path, stem: &str, format: Format) -> Result<(
         Format::Csv => CsvWriter::new(&mut buf).finish(df)?,
         Format::Parquet => buf = output::parquet_bytes(df)?,
     }
-    output::write_atomic(&path, &buf)?;
-    Ok(())
+    Ok(output::stage(&path, &buf)?)
 }
 
 /// A column of `rows`: its name and what each row gives.
@@ -60,10 +59,16 @@ fn breakdown_values(b: &Breakdown) -> [f64; 8] {
     [b.gpu_span_us, b.busy_us, b.idle_us, b.compute_us, b.comm_us, b.memory_us, b.overlap_us, b.exposed_comm_us]
 }
 
-/// Writes `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and `stragglers` tables into `dir`.
-pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<()> {
+/// Stages `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and
+/// `stragglers` tables in `dir`, for the caller to commit once every output
+/// of its command is staged (one that cannot be written leaves none of them).
+pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<Vec<output::Staged>> {
     tracecast_ingest::output::create_dir(dir)?;
-    let table = |stem: &str, columns: Vec<Column>| -> Result<()> { write(&mut DataFrame::new_infer_height(columns)?, dir, stem, format) };
+    let staged = std::cell::RefCell::new(Vec::new());
+    let table = |stem: &str, columns: Vec<Column>| -> Result<()> {
+        staged.borrow_mut().push(stage(&mut DataFrame::new_infer_height(columns)?, dir, stem, format)?);
+        Ok(())
+    };
 
     // One row per rank.
     let rows = per_rank(jobs, std::slice::from_ref);
@@ -155,5 +160,6 @@ pub fn write_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<
             column(&rows, "wait_caused_us", |x| x.1.wait_caused_us),
             column(&rows, "wait_caused_gpu_hours", |x| x.1.wait_caused_gpu_hours),
         ],
-    )
+    )?;
+    Ok(staged.into_inner())
 }
