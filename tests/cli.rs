@@ -1679,3 +1679,28 @@ fn kernels_cut_to_one_name_are_told_apart_in_the_diff_table() {
     assert_eq!(distinct.len(), names.len(), "{names:#?}");
     assert!(names.iter().any(|n| n.ends_with("[2]")), "the pair this trace has: {names:#?}");
 }
+
+/// `--json -` is standard output, alone on it: the terminal text goes to standard error
+/// (it had written a file named `-`).
+#[test]
+fn json_to_standard_output_is_json_alone() {
+    let o = run(&[
+        "hw".as_ref(),
+        "cost".as_ref(),
+        "h100-sxm".as_ref(),
+        "gemm".as_ref(),
+        "--m".as_ref(),
+        "4096".as_ref(),
+        "--n".as_ref(),
+        "4096".as_ref(),
+        "--k".as_ref(),
+        "4096".as_ref(),
+        "--json".as_ref(),
+        "-".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["time_us"].as_f64().is_some_and(|t| t > 0.0), "{doc}");
+    assert!(stderr(&o).contains("gemm 1×4096×4096×4096 bf16 on h100-sxm"), "{}", stderr(&o));
+    assert!(!std::path::Path::new("-").exists());
+}

@@ -31,8 +31,7 @@ fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
 }
 
 /// An error when two of a command's outputs (flag, path) would land on one
-/// path, or one inside the other's directory: the later had silently
-/// replaced the earlier (`--json r.json --perfetto r.json` kept only the
+/// path: the later had silently replaced the earlier (`--json r.json --perfetto r.json` kept only the
 /// timeline). Paths are compared as written, made absolute, `.` and `..` resolved.
 pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     // A device or pipe (`/dev/null`) takes any number of writes; an empty path is refused by its command.
@@ -43,10 +42,6 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
         for (b, pb) in &given[i + 1..] {
             if pa == pb {
                 anyhow::bail!("{a} and {b} both write {}: give each its own path", pa.display());
-            }
-            if pa.starts_with(pb) || pb.starts_with(pa) {
-                let (inner, outer) = if pa.starts_with(pb) { (a, b) } else { (b, a) };
-                anyhow::bail!("{inner} writes inside {outer}'s path ({} and {}): give each its own path", pa.display(), pb.display());
             }
         }
     }
@@ -105,13 +100,21 @@ pub fn device_file_id(p: &tracecast_calibrate::Profile) -> String {
 /// so such a write fails with `BrokenPipe` instead of ending the process.
 /// Every command's terminal output goes through it.
 pub struct Stdout {
-    inner: std::io::Stdout,
+    inner: Box<dyn std::io::Write>,
     closed: bool,
 }
 
 impl Default for Stdout {
     fn default() -> Stdout {
-        Stdout { inner: std::io::stdout(), closed: false }
+        Stdout { inner: Box::new(std::io::stdout()), closed: false }
+    }
+}
+
+impl Stdout {
+    /// The terminal text on standard error: an output written to standard
+    /// output (`--json -`) keeps it to itself, so that `| jq` reads JSON alone.
+    pub fn on_stderr() -> Stdout {
+        Stdout { inner: Box::new(std::io::stderr()), closed: false }
     }
 }
 
@@ -147,11 +150,10 @@ mod tests {
         let (a, b, c) = (p("r.json"), p("./sub/../r.json"), p("out"));
         let e = super::distinct_outputs(&[("--json", Some(&a)), ("--perfetto", Some(&b))]).unwrap_err().to_string();
         assert!(e.contains("--json and --perfetto both write") && e.ends_with("give each its own path"), "{e}");
-        let inside = p("out/steps.csv");
-        let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&inside))]).unwrap_err().to_string();
-        assert!(e.starts_with("--json writes inside --csv's path"), "{e}");
-        // Apart, or not given: fine (a path that merely starts with another's name is apart).
-        let (d, e2) = (p("out.json"), p("outer/x"));
+        let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--parquet", Some(&p("sub/../out")))]).unwrap_err().to_string();
+        assert!(e.starts_with("--csv and --parquet both write"), "{e}");
+        // Apart, inside another's directory, or not given: fine.
+        let (d, e2) = (p("out.json"), p("out/a.json"));
         assert!(super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&d)), ("--plots", Some(&e2)), ("--parquet", None)]).is_ok());
     }
 
