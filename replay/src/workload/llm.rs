@@ -1329,7 +1329,7 @@ impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
     pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {
-            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {v:e}: must be a positive number"))) }
+            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {}: must be a positive number", shown(v)))) }
         };
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
@@ -1368,7 +1368,7 @@ impl SystemOverrides {
         // (16 GB to 288 GB; 0.9 to 8 TB/s); outside, a step prices at 0 or at infinity.
         let within = |key: &str, v: f64| {
             let v = positive(key, v)?;
-            if (1.0..=1e6).contains(&v) { Ok(v) } else { Err(crate::Error::System(format!("{key} {v:e}: from 1 to 1000000"))) }
+            if (1.0..=1e6).contains(&v) { Ok(v) } else { Err(crate::Error::System(format!("{key} {}: from 1 to 1000000", shown(v)))) }
         };
         if let Some(gb) = self.hbm_gb {
             c.hbm_bytes = within("hbm_gb", gb)? * 1e9;
@@ -1905,6 +1905,12 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 /// The most layers a projection simulates: each is a few dozen tasks of a stage's
 /// timeline (about 2.6 KB), and the deepest published models have under 200.
 pub const MAX_LAYERS: usize = 100_000;
+
+/// A number as a user would write it: plainly where it is of everyday size, else in
+/// exponent form (5e-324, not 300 zeros).
+fn shown(v: f64) -> String {
+    if v == 0.0 || (1e-3..1e9).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
+}
 
 /// The longest step a projection prices, ms (a year).
 const MAX_STEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1e3;
