@@ -390,7 +390,7 @@ pub(crate) struct SynthArgs {
     #[arg(long, value_name = "NAME|F")]
     pub(crate) model: Option<String>,
     /// Tokens per step and rank (with --model).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, requires = "model")]
     pub(crate) tokens: u64,
     /// Take the ground truth from this calibration profile: its GEMM η and t0, HBM η, peaks and link α-β.
     #[arg(long, value_name = "P.json")]

@@ -366,6 +366,8 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         // Truths past the trace's clock: steps of 4e12 ms that "ran no GPU work", exit 0.
         ("--busbw-gbps", "1e-300", "all-reduce bus bandwidth (GB/s) 1e-300: from 0.001 to 1000000"),
         ("--alpha-us", "1e308", "all-reduce latency (µs) 1e308: from 0 to 1000000"),
+        // Tokens shape a model's layers: without --model they had been ignored.
+        ("--tokens", "100", "--model <NAME|F>"),
     ] {
         let dir = scratch("synth-refused");
         let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref(), value.as_ref()]);
