@@ -564,6 +564,16 @@ fn out_of_range_steps_and_memories_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(named), "{extra:?}: {}", stderr(&o));
     }
+    // A model file's dimension the projection refuses names the file.
+    let dir = std::env::temp_dir().join(format!("tracecast-huge-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let huge = dir.join("huge.json");
+    let dims = r#"{"hidden":4096,"layers":4294967295,"heads":32,"kv_heads":32,"ffn":11008,"vocab":32000,"seq":4096,"activation":"swiglu"}"#;
+    std::fs::write(&huge, dims).unwrap();
+    let o = bin().args(["project", "--system", "h100-sxm", "--gpus", "8", "--model"]).arg(&huge).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("--model {}: layers 4294967295: more than", huge.display())), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An inference task takes its batch from --batch: a plan's training batch settings were
