@@ -1329,7 +1329,11 @@ impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
     pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {
-            if v.is_finite() && v > 0.0 { Ok(v) } else { Err(crate::Error::System(format!("{key} {}: must be a positive number", shown(v)))) }
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(crate::Error::System(format!("{key} {}: must be a positive number", shown(v))))
+            }
         };
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
