@@ -100,6 +100,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let scenarios = scenario::parse_scenarios(&args.scenarios)?;
     let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
     let mut perfetto_error = None;
+    // Every output staged before any is put in place: one that cannot be written leaves the others as they were.
+    let mut staged = Vec::new();
     let failed = if args.perfetto.is_none() && scenarios.is_empty() {
         // One rank at a time: each trace becomes its part of the graph and is dropped.
         let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
@@ -129,8 +131,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
-                if let Err(e) = write_perfetto(&path, &job, &replayed) {
-                    perfetto_error = Some(e);
+                match stage_perfetto(&path, &job, &replayed) {
+                    Ok(s) => staged.push(s),
+                    Err(e) => perfetto_error = Some(e),
                 }
             }
             replays.push(replayed.report);
@@ -155,7 +158,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let jobs = replays.iter().enumerate().map(|(i, replay)| JobWithScenarios { replay, what_if: what_if(i) });
         let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: jobs.collect() })?;
         bytes.push(b'\n');
-        output::write_atomic(path, &bytes)?;
+        staged.push(output::stage(path, &bytes)?);
+    }
+    for s in staged {
+        s.commit()?;
     }
     Ok(Outcome::bad_files_if(failed))
 }
@@ -226,8 +232,8 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
     Ok(())
 }
 
-/// Writes the replayed timeline of `job` for ui.perfetto.dev (gzip when the path ends in `.gz`).
-fn write_perfetto(path: &Path, job: &Job, r: &Replayed) -> Result<()> {
+/// Stages the replayed timeline of `job` for ui.perfetto.dev (gzip when the path ends in `.gz`).
+fn stage_perfetto(path: &Path, job: &Job, r: &Replayed) -> Result<output::Staged> {
     let mut text = Vec::new();
     tracecast_replay::perfetto::write(&mut text, job, &r.graph, &r.schedule, &r.critical)?;
     let bytes = if path.extension().is_some_and(|e| e == "gz") {
@@ -237,6 +243,5 @@ fn write_perfetto(path: &Path, job: &Job, r: &Replayed) -> Result<()> {
     } else {
         text
     };
-    output::write_atomic(path, &bytes)?;
-    Ok(())
+    Ok(output::stage(path, &bytes)?)
 }
