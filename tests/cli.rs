@@ -1706,3 +1706,27 @@ fn json_to_standard_output_is_json_alone() {
     assert!(stderr(&o).contains("gemm 1×4096×4096×4096 bf16 on h100-sxm"), "{}", stderr(&o));
     assert!(!std::path::Path::new("-").exists());
 }
+
+/// `--json /dev/stdout` with standard output appended to a file writes through it at its
+/// offset (a rename had replaced the shell's file, losing what it held), and on a pipe it is
+/// the pipe (it had failed on `/proc/self/fd/pipe:[N]`); `--json=-` is standard output too.
+#[test]
+fn json_to_dev_stdout_appends_to_the_shells_file_and_pipe() {
+    let dir = scratch("dev-stdout");
+    let log = dir.join("log.txt");
+    std::fs::write(&log, "earlier line\n").unwrap();
+    let args = ["hw", "cost", "h100-sxm", "gemm", "--m", "64", "--n", "64", "--k", "64", "--json", "/dev/stdout"];
+    let appended = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let o = common::bin().args(args).stdout(appended).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("earlier line\ngemm 1×64×64×64 bf16 on h100-sxm"), "{text}");
+    assert!(text.trim_end().ends_with('}') && text.contains("\"time_us\""), "{text}");
+    // A pipe (the harness reads standard output through one).
+    let o = common::bin().args(args).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"time_us\""), "{}", stderr(&o));
+    let o = common::bin().args(["hw", "cost", "h100-sxm", "gemm", "--m", "64", "--n", "64", "--k", "64", "--json=-"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["time_us"].as_f64().is_some(), "{doc}");
+}

@@ -25,16 +25,23 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> s
 #[derive(Debug)]
 #[must_use = "a staged file is removed unless committed"]
 pub struct Staged {
-    /// The temporary file; empty once renamed, or when written through.
+    /// The temporary file; empty once renamed.
     tmp: PathBuf,
     path: PathBuf,
+    /// A target that is not a file (a device, a pipe, standard output or error),
+    /// open, that the commit copies the temporary file into.
+    through: Option<std::fs::File>,
 }
 
 impl Staged {
     /// Renames the staged file onto its target.
     pub fn commit(mut self) -> Result<()> {
-        if self.tmp.as_os_str().is_empty() {
-            // Written through (a device, a pipe, standard output).
+        let fail = |cause| Error::Write { path: self.path.clone(), cause };
+        if let Some(mut target) = self.through.take() {
+            // What the command printed before goes first; the temporary file goes with `self`.
+            let _ = (std::io::stdout().flush(), std::io::stderr().flush());
+            let mut staged = std::fs::File::open(&self.tmp).map_err(fail)?;
+            std::io::copy(&mut staged, &mut target).and_then(|_| target.flush()).map_err(fail)?;
             return Ok(());
         }
         refuse_input(&self.path)?;
@@ -62,20 +69,19 @@ impl Drop for Staged {
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
-    match target_of(path).map_err(fail)? {
+    let through = match target_of(path).map_err(fail)? {
         Target::File(resolved) if resolved != path => {
             // The link stays; the file it names is replaced.
             let staged = stage_with(&resolved, fill)?;
-            return Ok(Staged { tmp: staged.take_tmp(), path: resolved });
+            return Ok(Staged { tmp: staged.take_tmp(), path: resolved, through: None });
         }
-        Target::File(_) => {}
-        Target::Through(mut f) => {
-            // Written now and in full: a device or pipe has no "half a file" to hide.
-            fill(&mut f).and_then(|()| f.flush()).map_err(fail)?;
-            return Ok(Staged { tmp: PathBuf::new(), path: path.to_path_buf() });
-        }
-    }
+        Target::File(_) => None,
+        // Staged in the temporary directory and copied at the commit, so that a command's
+        // outputs still go all or none.
+        Target::Through(f) => Some(f),
+    };
     let dir = match path.parent() {
+        _ if through.is_some() => std::env::temp_dir(),
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -85,7 +91,8 @@ pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io:
     // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let staged = Staged { tmp: dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id())), path: path.to_path_buf() };
+    let tmp = dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id()));
+    let staged = Staged { tmp, path: path.to_path_buf(), through };
     let mut f = std::fs::File::create(&staged.tmp).map_err(fail)?;
     // On failure `staged` is dropped, which removes the temporary file.
     fill(&mut f).and_then(|()| f.flush()).and_then(|()| f.sync_all()).map_err(fail)?;
@@ -114,6 +121,21 @@ fn target_of(path: &Path) -> std::io::Result<Target> {
     if path.as_os_str() == "-" {
         return stdout_file().map(Target::Through);
     }
+    // The kernel follows every link, `/proc/self/fd`'s too (`/dev/stdout` on a pipe is `pipe:[N]`).
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.is_dir() {
+            // Said before anything is written (the rename would fail only at the commit).
+            return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory is in its place"));
+        }
+        if !meta.is_file() {
+            return std::fs::OpenOptions::new().write(true).open(path).map(Target::Through);
+        }
+        // This process's standard output or error redirected to a file (`--json /dev/stdout >> log`):
+        // written through the descriptor, at its offset, not replaced.
+        if let Some(f) = standard_stream_at(&meta)? {
+            return Ok(Target::Through(f));
+        }
+    }
     let mut resolved = path.to_path_buf();
     // Links are followed one at a time so that a dangling one resolves too; 40 as the kernel's limit.
     for _ in 0..40 {
@@ -136,6 +158,26 @@ fn target_of(path: &Path) -> std::io::Result<Target> {
         return std::fs::OpenOptions::new().write(true).open(&resolved).map(Target::Through);
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Standard output or error, duplicated, where it is the file `meta` describes.
+#[cfg(unix)]
+fn standard_stream_at(meta: &std::fs::Metadata) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let streams = [std::io::stdout().as_fd().try_clone_to_owned(), std::io::stderr().as_fd().try_clone_to_owned()];
+    for fd in streams.into_iter().flatten() {
+        let f = std::fs::File::from(fd);
+        if f.metadata().is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()) {
+            return Ok(Some(f));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(not(unix))]
+fn standard_stream_at(_: &std::fs::Metadata) -> std::io::Result<Option<std::fs::File>> {
+    Ok(None)
 }
 
 /// Standard output as a file to write through.
