@@ -36,16 +36,30 @@ fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
 pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     // A device or pipe (`/dev/null`) takes any number of writes; an empty path is refused by its command.
     let device = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
-    let given: Vec<(&str, PathBuf)> =
-        outputs.iter().filter_map(|(flag, p)| p.filter(|p| !p.as_os_str().is_empty() && !device(p)).map(|p| (*flag, lexical(p)))).collect();
+    let given: Vec<(&str, PathBuf)> = outputs
+        .iter()
+        .filter_map(|(flag, p)| p.filter(|p| !p.as_os_str().is_empty() && !device(p)).map(|p| (*flag, resolved(p))))
+        .collect();
     for (i, (a, pa)) in given.iter().enumerate() {
         for (b, pb) in &given[i + 1..] {
             if pa == pb {
-                anyhow::bail!("{a} and {b} both write {}: give each its own path", pa.display());
+                let what = if pa.as_os_str() == "-" { "standard output".to_string() } else { pa.display().to_string() };
+                anyhow::bail!("{a} and {b} both write {what}: give each its own path");
             }
         }
     }
     Ok(())
+}
+
+/// The file `path` writes: `-` as it is; an existing file (or the file of an existing
+/// folder) with its links followed; else `path` made absolute, `.` and `..` resolved.
+fn resolved(path: &Path) -> PathBuf {
+    if path.as_os_str() == "-" {
+        return path.to_path_buf();
+    }
+    let folder = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let in_folder = || Some(std::fs::canonicalize(folder).ok()?.join(path.file_name()?));
+    std::fs::canonicalize(path).ok().or_else(in_folder).unwrap_or_else(|| lexical(path))
 }
 
 /// `path` absolute with `.` and `..` resolved, without reading the file system.
@@ -148,6 +162,8 @@ mod tests {
     fn two_outputs_on_one_path_are_refused() {
         let p = |s: &str| std::path::PathBuf::from(s);
         let (a, b, c) = (p("r.json"), p("./sub/../r.json"), p("out"));
+        let e = super::distinct_outputs(&[("--json", Some(&p("-"))), ("--perfetto", Some(&p("-")))]).unwrap_err().to_string();
+        assert!(e.contains("both write standard output"), "{e}");
         let e = super::distinct_outputs(&[("--json", Some(&a)), ("--perfetto", Some(&b))]).unwrap_err().to_string();
         assert!(e.contains("--json and --perfetto both write") && e.ends_with("give each its own path"), "{e}");
         let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--parquet", Some(&p("sub/../out")))]).unwrap_err().to_string();
