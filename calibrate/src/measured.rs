@@ -317,6 +317,12 @@ impl Measurements {
                     self.gemm.push(GemmRow { gpu, dtype, batch, m, n, k, time_us, from });
                 }
                 "attention" => {
+                    // Attention is priced in 16 bits: an FP8 kernel's rate held against the 16-bit peak
+                    // would be refused as impossible, or taken for a 16-bit one.
+                    let dtype = get("dtype").to_ascii_lowercase();
+                    if !matches!(dtype.as_str(), "" | "bf16" | "fp16") {
+                        return Err(bad(line, format!("dtype {:?}: attention rows are 16-bit (bf16, fp16)", get("dtype"))));
+                    }
                     let Some(tflops) = measured("tflops")? else { continue };
                     let direction = match get("direction") {
                         "fwd" => Direction::Forward,
@@ -547,6 +553,7 @@ mod tests {
             ("gpu,kernel,causal,head_dim,seqlen,tflops\nmy-gpu,fa2,2,128,4096,100\n", "causal \"2\""),
             ("gpu,kernel,direction,head_dim,seqlen,tflops\nmy-gpu,fa2,sideways,128,4096,100\n", "direction \"sideways\""),
             ("gpu,kernel,head_dim,seqlen,tflops\nmy-gpu,fa2,0,4096,100\n", "head_dim = \"0\": above 0"),
+            ("gpu,kernel,head_dim,seqlen,tflops,dtype\nmy-gpu,fa3,128,4096,1200,fp8\n", "dtype \"fp8\": attention rows are 16-bit"),
             (
                 "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,4294967296,1024,10\n",
                 "gpus = \"4294967296\" is not a whole number",
