@@ -701,7 +701,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                 Ok(info) => {
                     for key in info.unreadable_numbers() {
                         trace.warnings.push(format!(
-                            "`distributedInfo.{key}` at byte {start} is not a whole number and was ignored{}",
+                            "`distributedInfo.{key}` at byte {start} is not a whole number (or too large) and was ignored{}",
                             if key == "rank" { ": the rank comes from the file name or the file's position" } else { "" }
                         ));
                     }
@@ -786,7 +786,7 @@ mod tests {
         for (info, says) in [
             (r#""rank": "abc", "world_size": 2"#, "`distributedInfo.rank` at byte"),
             (r#""rank": 1.5, "world_size": 2"#, "`distributedInfo.rank` at byte"),
-            (r#""rank": true"#, "is not a whole number and was ignored: the rank comes from the file name"),
+            (r#""rank": true"#, "and was ignored: the rank comes from the file name"),
             (r#""rank": 0, "world_size": 1e20"#, "`distributedInfo.world_size` at byte"),
             (r#""rank": 0, "world_size": -4"#, "`distributedInfo.world_size` -4 at byte"),
         ] {

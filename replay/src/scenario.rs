@@ -174,10 +174,10 @@ impl FromStr for Scale {
     fn from_str(spec: &str) -> Result<Scale, Error> {
         // `--scale ""` had replayed the identity as if something were scaled (a scenario
         // naming nothing is a row of the base options, by design; a flag is not).
-        if spec.trim().is_empty() {
+        let o = Overrides::parse("--scale", spec, Key::SCALE)?;
+        if o == Overrides::default() {
             return Err(Error::NotKeyValue { flag: "--scale".to_string(), part: spec.to_string() });
         }
-        let o = Overrides::parse("--scale", spec, Key::SCALE)?;
         Ok(o.apply(&ReplayOptions::default()).scale)
     }
 }
@@ -490,6 +490,7 @@ mod tests {
         assert!(err("x:compute").contains("\"compute\" is not KEY=VALUE"));
         // A --scale naming nothing had replayed the identity as a what-if.
         assert!("".parse::<Scale>().unwrap_err().to_string().contains("--scale"));
+        assert!(" , ".parse::<Scale>().unwrap_err().to_string().contains("--scale"));
         assert!(err("x:compute=2,compute=3").contains("compute is given twice"));
         assert!(err("a=b:compute=2").contains("scenario name"));
         assert!(err("measured:compute=2").contains("identity"));
