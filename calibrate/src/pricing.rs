@@ -1061,7 +1061,7 @@ impl Pricing {
     /// The shortest kernel as this GPU's GEMM pricing knows it: its table's
     /// smallest measured times (about 4–5 µs on the tables' GPUs), else the
     /// catalog's t0.
-    fn shortest_kernel_us(&self, gpu: &Gpu) -> Option<f64> {
+    pub fn shortest_kernel_us(&self, gpu: &Gpu) -> Option<f64> {
         let tiny = GemmShape { batch: 1.0, m: 1.0, n: 1.0, k: 1.0, dtype: Dtype::Bf16 };
         self.gemm(gpu, &tiny).map(|p| p.time_us)
     }

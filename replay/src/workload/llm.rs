@@ -1768,10 +1768,15 @@ impl Cluster {
                 price.basis
             )
         };
+        // The shapes' work scaled to this GPU's share of it (1/cp of the sequence, another
+        // width), then floored at the GPU's shortest kernel: floored before the scaling, a
+        // context-parallel rank's attention came out under it.
+        let floor = p.pricing.shortest_kernel_us(&p.gpu).unwrap_or(0.0) * 1e-6;
+        let work = |s: &tracecast_calibrate::pricing::AttentionShape, k: Option<&str>| p.pricing.attention_work(&p.gpu, s, k);
         if !train {
             let (price, _) = p.pricing.attention_of_family(&p.gpu, &fwd, kernel)?;
-            let f = price.time_us * 1e-6 * flops / fwd.flops();
-            return Some((f, 2.5 * f, basis(&price)));
+            let f = (work(&fwd, kernel)?.time_us * 1e-6 * flops / fwd.flops()).max(floor);
+            return Some((f, (2.5 * f).max(floor), basis(&price)));
         }
         // One kernel family for both passes (a framework runs one attention kernel): the
         // fastest measured forward plus backward, and that family's forward where the same
@@ -1780,14 +1785,12 @@ impl Cluster {
         // chart with FA2's forward plus backward on H100: a forward 2× too fast, counted
         // twice under full recomputation.
         let (fb_price, family) = p.pricing.attention_of_family(&p.gpu, &both, kernel)?;
-        let fb = fb_price.time_us * 1e-6 * flops / fwd.flops();
-        let f = p
-            .pricing
-            .attention_of_family(&p.gpu, &fwd, Some(&family))
-            .filter(|(x, _)| x.rule == fb_price.rule)
-            .map_or(fb * fwd.flops() / both.flops(), |(x, _)| x.time_us * 1e-6 * flops / fwd.flops());
-        // Never under 1.5× the forward: the backward does 2.5× its FLOPs.
-        Some((f, (fb - f).max(1.5 * f), basis(&fb_price)))
+        let fb = work(&both, kernel)?.time_us * 1e-6 * flops / fwd.flops();
+        let f = work(&fwd, Some(&family))
+            .filter(|x| x.rule == fb_price.rule)
+            .map_or(fb * fwd.flops() / both.flops(), |x| x.time_us * 1e-6 * flops / fwd.flops());
+        // Never under 1.5× the forward: the backward does 2.5× its FLOPs; each pass a kernel at least.
+        Some((f.max(floor), (fb - f).max(1.5 * f).max(floor), basis(&fb_price)))
     }
 
     /// A fused attention kernel of `flops` (one kernel).
