@@ -218,10 +218,11 @@ fn a_dataset_that_cannot_be_written_is_a_write_error_naming_the_file_in_the_way(
     let ds = file.join("x.tcds");
     let o = run(&["ingest".as_ref(), trace.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    // The trace was read: the write failed, and the message says so (not "no trace could be read").
+    // The folder cannot be made: said once, before any trace is read (it had been said once per
+    // rank), naming the file in the way (not "no trace could be read").
     let err = stderr(&o);
-    assert!(err.contains(&format!("cannot write: {} is not a directory", file.display())), "{err}");
-    assert!(err.contains(&format!("1 rank(s) read, none written: nothing was written to {}", ds.display())), "{err}");
+    assert!(err.contains(&format!("{}: cannot make the dataset folder: {} is not a directory", ds.display(), file.display())), "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
     assert!(!err.contains("no trace could be read"), "{err}");
 }
 

@@ -45,6 +45,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             p.display()
         );
     }
+    // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
+    // printed the same error for each of them).
+    tracecast_ingest::output::create_dir(dataset)
+        .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
     // Ranks written, and ranks read but not written (their analysis or their write failed).
     let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
