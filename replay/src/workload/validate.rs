@@ -33,8 +33,39 @@ impl RunsFile {
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
             return Err(crate::Error::Run(format!("{}: run id {:?} names more than one run", path.display(), w[0])));
         }
+        unknown_keys(&text).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
         Ok(file)
     }
+}
+
+/// Keys a run, its `system` and its `measured` take (the model's are checked by its own type).
+/// `notes`, `as_published`, `mfu` and `model_tflops_per_gpu` are the sources' words and figures, kept
+/// for the reader, not read.
+const RUN_KEYS: [&str; 13] =
+    ["id", "source", "model", "system", "plan", "task", "batch", "prompt", "context", "measured", "framework", "precision", "notes"];
+const SYSTEM_KEYS: [&str; 7] = ["gpu", "gpus", "gpus_per_node", "nic_gbps_per_gpu", "hbm_gb", "hbm_gbps", "power_w"];
+const MEASURED_KEYS: [&str; 6] = ["tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "as_published", "mfu", "model_tflops_per_gpu"];
+
+/// An error naming the first key of a run, its `system` or its `measured` that no field
+/// reads: a misspelled `gpus_per_nodes` or `precison` had been ignored without a word
+/// (the projection 3× off). `system` flattens its overrides, which serde cannot check itself.
+fn unknown_keys(text: &[u8]) -> Result<(), String> {
+    let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    for run in doc.get("runs").and_then(|r| r.as_array()).into_iter().flatten() {
+        let id = run.get("id").and_then(|i| i.as_str()).unwrap_or("?");
+        let check = |obj: Option<&serde_json::Value>, known: &[&str], what: &str| -> Result<(), String> {
+            for key in obj.and_then(|o| o.as_object()).into_iter().flat_map(|o| o.keys()) {
+                if !known.contains(&key.as_str()) {
+                    return Err(format!("run {id:?}: unknown key {key:?} in {what} (known: {})", known.join(", ")));
+                }
+            }
+            Ok(())
+        };
+        check(Some(run), &RUN_KEYS, "the run")?;
+        check(run.get("system"), &SYSTEM_KEYS, "its system")?;
+        check(run.get("measured"), &MEASURED_KEYS, "its measured")?;
+    }
+    Ok(())
 }
 
 /// One measured run.
@@ -1016,6 +1047,31 @@ fn linear_dtype(run: &Run, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
 
 #[cfg(test)]
 mod tests {
+    /// A misspelled key of a run, its system or its measurement is named (a `gpus_per_nodes`
+    /// had been ignored); the keys of the shipped runs files pass.
+    #[test]
+    fn unknown_run_keys_are_named() {
+        let run = |extra: &str| {
+            format!(
+                r#"{{"runs": [{{"id": "r", "model": {{"preset": "llama2-7b"}}, "system": {{"gpu": "h100-sxm", "gpus": 8{}}}, "plan": "fsdp=8", "measured": {{"tokens_per_s_per_gpu": 1{}}}{}}}]}}"#,
+                if extra.starts_with("system:") { &extra[7..] } else { "" },
+                if extra.starts_with("measured:") { &extra[9..] } else { "" },
+                if extra.starts_with("run:") { &extra[4..] } else { "" },
+            )
+        };
+        for (extra, says) in [
+            ("run:, \"precison\": \"FP8\"", "run \"r\": unknown key \"precison\" in the run"),
+            ("system:, \"gpus_per_nodes\": 4", "unknown key \"gpus_per_nodes\" in its system"),
+            ("measured:, \"tokens_per_sec_per_gpu\": 2", "unknown key \"tokens_per_sec_per_gpu\" in its measured"),
+        ] {
+            let e = super::unknown_keys(run(extra).as_bytes()).unwrap_err();
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+        let known = "system:, \"gpus_per_node\": 4, \"power_w\": 500";
+        assert_eq!(super::unknown_keys(run(known).as_bytes()), Ok(()));
+        assert_eq!(super::unknown_keys(run("run:, \"notes\": \"x\", \"framework\": \"torchtitan\"").as_bytes()), Ok(()));
+    }
+
     use super::*;
 
     fn runs(json: &str) -> RunsFile {
