@@ -959,7 +959,9 @@ pub fn fit(
         // One correction per number format of the runs' linear layers: a 16-bit
         // correction does not move an FP8 run, whose GEMMs the FP8 table prices.
         let mut by_dtype: std::collections::BTreeMap<Dtype, Vec<&Run>> = std::collections::BTreeMap::new();
-        for r in runs {
+        // Only runs the model prices enter a fit and its counts (a refused run or an FP4 one had
+        // been counted, and an FP4 run bucketed as 16-bit).
+        for r in runs.iter().filter(|r| project_run(r, catalog, from, measurements).error.is_some()) {
             by_dtype.entry(linear_dtype(r, gpu)).or_default().push(r);
         }
         let mut profile = base.clone();
@@ -1047,6 +1049,23 @@ fn linear_dtype(run: &Run, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
 
 #[cfg(test)]
 mod tests {
+    /// A run the model does not price (FP4 linear layers) enters no fit and no count: it had
+    /// been counted among a 16-bit fit's runs.
+    #[test]
+    fn a_fit_counts_only_the_runs_it_prices() {
+        let run = |id: &str, precision: &str, tps: f64| {
+            format!(
+                r#"{{"id": "{id}", "model": {{"preset": "llama2-7b", "seq": 4096}}, "system": {{"gpu": "h100-sxm", "gpus": 8}}, "plan": "fsdp=8", "precision": "{precision}", "measured": {{"tokens_per_s_per_gpu": {tps}}}}}"#
+            )
+        };
+        let text = format!(r#"{{"runs": [{}, {}, {}]}}"#, run("a", "BF16", 3000.0), run("b", "BF16", 3300.0), run("fp4", "NVFP4", 9000.0));
+        let file: RunsFile = serde_json::from_str(&text).unwrap();
+        let f = super::fit(&file, &Catalog::builtin(), &[], "runs.json", None);
+        let h100 = f.gpus.iter().find(|g| g.gpu == "h100-sxm").unwrap();
+        assert_eq!(h100.by_dtype.len(), 1, "{:?}", h100.by_dtype.iter().map(|d| &d.dtype).collect::<Vec<_>>());
+        assert_eq!(h100.by_dtype[0].runs, vec!["a".to_string(), "b".to_string()]);
+    }
+
     /// A misspelled key of a run, its system or its measurement is named (a `gpus_per_nodes`
     /// had been ignored); the keys of the shipped runs files pass.
     #[test]
