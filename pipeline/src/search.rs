@@ -134,10 +134,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 "Baseline {} ({}): {:.2} samples/s; the best plan is {x:.2}× faster",
                 result.baseline_name, b.plan, b.throughput
             )?,
-            _ => writeln!(out, "Baseline {} (tp=1, pp=1): no such plan fits in memory", result.baseline_name)?,
+            // Its degrees may not divide the batch (gbs=3 over fsdp=8) as well as not fit: both are said.
+            _ => writeln!(
+                out,
+                "Baseline {} (tp=1, pp=1): no such plan runs (its degrees do not divide the batch, or it does not fit in memory)",
+                result.baseline_name
+            )?,
         }
         if result.ranked.is_empty() {
-            writeln!(out, "No plan fits in memory on {} GPUs.", cluster.gpus)?;
+            writeln!(out, "No plan runs on {} GPUs (degrees that do not divide, or memory that does not fit).", cluster.gpus)?;
         }
         // The best plan's model FLOPs utilization against what this GPU was measured to reach.
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
