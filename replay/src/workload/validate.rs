@@ -522,10 +522,11 @@ impl RunModel {
                 } else {
                     serde_json::from_value::<ModelSpec>(v.clone()).err()
                 };
+                // The cause first: a terminal line is cut at 400 characters, and the list of keys is long.
                 Err(crate::Error::Model(format!(
-                    "model {}: neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys){}",
+                    "model {}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
                     v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
-                    why.map_or_else(String::new, |e| format!(": {e}"))
+                    why.map_or_else(String::new, |e| format!("{e}; "))
                 )))
             }
         }
