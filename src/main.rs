@@ -12,9 +12,7 @@ use tracecast_pipeline::{Outcome, analyze, calibrate, demo, diff, hw, ingest, ou
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // An output named `-` (`--json -`, `--json=-`) is standard output; no trace or runs file is read from it.
-    let to_stdout = |a: &std::ffi::OsStr| a == "-" || a.to_str().is_some_and(|s| s.starts_with("--") && s.ends_with("=-"));
-    let out = &mut if std::env::args_os().skip(1).any(|a| to_stdout(&a)) { output::Stdout::on_stderr() } else { output::Stdout::default() };
+    let out = &mut output::Stdout::for_arguments(std::env::args_os().skip(1));
     let result = match cli.command {
         Command::Analyze(args) => analyze::run(&args.into_options(), out),
         Command::Calibrate(args) => calibrate::run(&args.into_options(), out),

@@ -238,9 +238,14 @@ pub fn nic_gbps_per_gpu_given(nic: f64) -> std::result::Result<f64, String> {
     if nic.is_finite() && nic >= MIN_NIC_GBPS_PER_GPU {
         Ok(nic)
     } else {
-        let shown = if nic == 0.0 || (1e-3..1e9).contains(&nic.abs()) { format!("{nic}") } else { format!("{nic:e}") };
-        Err(format!("{shown} GB/s of network per GPU: at least {MIN_NIC_GBPS_PER_GPU} (1 Gb/s Ethernet is 0.125 GB/s)"))
+        Err(format!("{} GB/s of network per GPU: at least {MIN_NIC_GBPS_PER_GPU} (1 Gb/s Ethernet is 0.125 GB/s)", shown(nic)))
     }
+}
+
+/// A number as a user would write it, for an error that quotes it: plainly where it
+/// is of everyday size, else in exponent form (5e-324, not 300 zeros).
+pub fn shown(v: f64) -> String {
+    if v == 0.0 || (1e-3..1e9).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
 }
 
 /// A node preset.

@@ -467,10 +467,27 @@ impl Clone for HbmRates {
 /// of a catalog GPU keeps its id); at most [`ATTENTION_PRICES_KEPT`] are kept (a trace's
 /// decode steps each have their own length).
 #[derive(Debug, Default)]
-struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, (AttentionPriced, Option<f64>))>>>);
+struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, Option<AttentionParts>)>>>);
 
-/// What priced an attention shape (and the family that did), or nothing.
-type AttentionPriced = Option<(Price, Arc<str>)>;
+/// An attention's price in its parts: the work's own time, the kernel family that
+/// priced it and the GPU's shortest kernel, which the price never goes under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionParts {
+    /// The work's own time, without the floor: what a ratio of two GPUs' prices
+    /// scales, or a model scales to its share of the shape, before flooring.
+    pub work: Price,
+    /// The kernel family (`fa2`, `fa3`, …).
+    pub family: Arc<str>,
+    /// The GPU's shortest kernel, µs ([`Pricing::shortest_kernel_us`]).
+    pub floor_us: Option<f64>,
+}
+
+impl AttentionParts {
+    /// The price: the work's, raised to the floor where it is under it.
+    pub fn priced(&self) -> Price {
+        floored(self.work.clone(), self.floor_us)
+    }
+}
 
 /// `price` raised to the GPU's shortest kernel `floor` where it is under it, said in its basis.
 fn floored(mut price: Price, floor: Option<f64>) -> Price {
@@ -1018,8 +1035,7 @@ impl Pricing {
     /// a training step runs one family's forward and backward, so a model prices the
     /// forward with the family that priced the forward plus backward.
     pub fn attention_of_family(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
-        let (priced, floor) = self.attention_kept(gpu, shape, kernel);
-        priced.map(|(price, family)| (floored(price, floor), family))
+        self.attention_parts(gpu, shape, kernel).map(|p| (p.priced(), p.family))
     }
 
     /// The time of an attention's work alone, without the floor of the GPU's
@@ -1028,11 +1044,12 @@ impl Pricing {
     /// nothing of the kernel, and [`crate::cost`] tells latency-bound kernels
     /// by this time against the trace's short-kernel time).
     pub fn attention_work(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<Price> {
-        self.attention_kept(gpu, shape, kernel).0.map(|x| x.0)
+        self.attention_parts(gpu, shape, kernel).map(|p| p.work)
     }
 
-    /// The price of the work and the GPU's floor, kept for the next call.
-    fn attention_kept(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> (AttentionPriced, Option<f64>) {
+    /// [`Pricing::attention_of_family`] in its parts (the work's time, the family, the
+    /// floor), kept for the next call.
+    pub fn attention_parts(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<AttentionParts> {
         let key = attention_key(gpu, shape, kernel);
         // A poisoned lock only means another thread panicked while pricing: price afresh.
         if let Ok(prices) = self.attention_prices.0.lock()
@@ -1040,7 +1057,11 @@ impl Pricing {
         {
             return priced.clone();
         }
-        let priced = (self.attention_unfloored(gpu, shape, kernel), self.shortest_kernel_us(gpu));
+        let priced = self.attention_unfloored(gpu, shape, kernel).map(|(work, family)| AttentionParts {
+            work,
+            family,
+            floor_us: self.shortest_kernel_us(gpu),
+        });
         if let Ok(mut prices) = self.attention_prices.0.lock()
             && prices.len() < ATTENTION_PRICES_KEPT
         {
@@ -1061,7 +1082,7 @@ impl Pricing {
     /// The shortest kernel as this GPU's GEMM pricing knows it: its table's
     /// smallest measured times (about 4–5 µs on the tables' GPUs), else the
     /// catalog's t0.
-    pub fn shortest_kernel_us(&self, gpu: &Gpu) -> Option<f64> {
+    fn shortest_kernel_us(&self, gpu: &Gpu) -> Option<f64> {
         let tiny = GemmShape { batch: 1.0, m: 1.0, n: 1.0, k: 1.0, dtype: Dtype::Bf16 };
         self.gemm(gpu, &tiny).map(|p| p.time_us)
     }

@@ -15,22 +15,41 @@ use std::sync::{LazyLock, Mutex};
 /// one process cannot write over a file any of them read.
 static INPUTS: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Default::default);
 
-/// The name a file is remembered by: its canonical path, else (where that
-/// cannot be had) its absolute path.
-fn key(path: &Path) -> Option<PathBuf> {
-    std::fs::canonicalize(path).ok().or_else(|| std::path::absolute(path).ok())
+/// The name a file is known by, inputs and outputs alike: its canonical path;
+/// where it does not exist yet, its folder's canonical path and its name; else
+/// its absolute path with `.` and `..` resolved.
+pub fn file_key(path: &Path) -> Option<PathBuf> {
+    let folder = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let in_folder = || Some(std::fs::canonicalize(folder).ok()?.join(path.file_name()?));
+    std::fs::canonicalize(path).ok().or_else(in_folder).or_else(|| lexical(path))
+}
+
+/// `path` absolute with `.` and `..` resolved, without reading the file system.
+fn lexical(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in std::path::absolute(path).ok()?.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
 }
 
 /// Remembers `path` as an input of this process.
 pub fn mark(path: &Path) {
-    if let Some(k) = key(path) {
+    if let Some(k) = file_key(path) {
         INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(k);
     }
 }
 
 /// Whether `path` names a file this process read as an input.
 pub fn is_input(path: &Path) -> bool {
-    key(path).is_some_and(|k| INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(&k))
+    file_key(path).is_some_and(|k| INPUTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(&k))
 }
 
 /// Opens `path` for reading and remembers it as an input.

@@ -714,7 +714,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                         ));
                         info.rank = None;
                     }
-                    if let Some(w) = info.world_size.filter(|&w| u32::try_from(w).map_or(true, |w| w == 0)) {
+                    if let Some(w) = info.world_size.filter(|_| info.positive_world_size().is_none()) {
                         trace.warnings.push(format!(
                             "`distributedInfo.world_size` {w} at byte {start} is not a number of ranks and was ignored: the world size comes from the ranks read"
                         ));

@@ -45,7 +45,7 @@ impl Staged {
             return Ok(());
         }
         refuse_input(&self.path)?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|cause| Error::Write { path: self.path.clone(), cause })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(fail)?;
         self.tmp = PathBuf::new();
         Ok(())
     }
@@ -69,17 +69,14 @@ impl Drop for Staged {
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
-    let through = match target_of(path).map_err(fail)? {
-        Target::File(resolved) if resolved != path => {
-            // The link stays; the file it names is replaced.
-            let staged = stage_with(&resolved, fill)?;
-            return Ok(Staged { tmp: staged.take_tmp(), path: resolved, through: None });
-        }
-        Target::File(_) => None,
+    let (path, through) = match target_of(path).map_err(fail)? {
+        // A link stays; the file it names is replaced.
+        Target::File(resolved) => (resolved, None),
         // Staged in the temporary directory and copied at the commit, so that a command's
         // outputs still go all or none.
-        Target::Through(f) => Some(f),
+        Target::Through(f) => (path.to_path_buf(), Some(f)),
     };
+    let path = path.as_path();
     let dir = match path.parent() {
         _ if through.is_some() => std::env::temp_dir(),
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -99,11 +96,10 @@ pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io:
     Ok(staged)
 }
 
-impl Staged {
-    /// The temporary file, which this `Staged` no longer removes.
-    fn take_tmp(mut self) -> PathBuf {
-        std::mem::take(&mut self.tmp)
-    }
+/// Puts every staged file in place, in order: a command stages all its outputs
+/// first, so that one that cannot be written leaves the others as they were.
+pub fn commit_all(staged: Vec<Staged>) -> Result<()> {
+    staged.into_iter().try_for_each(Staged::commit)
 }
 
 /// Where an output goes.
@@ -136,26 +132,20 @@ fn target_of(path: &Path) -> std::io::Result<Target> {
             return Ok(Target::Through(f));
         }
     }
+    // A regular file, or nothing yet: its links followed one at a time, so that a dangling
+    // one resolves to the file it would make too; 40 as the kernel's limit.
     let mut resolved = path.to_path_buf();
-    // Links are followed one at a time so that a dangling one resolves too; 40 as the kernel's limit.
     for _ in 0..40 {
-        let Ok(meta) = std::fs::symlink_metadata(&resolved) else { return Ok(Target::File(resolved)) };
-        if meta.file_type().is_symlink() {
-            let to = std::fs::read_link(&resolved)?;
-            resolved = match resolved.parent() {
-                Some(dir) if to.is_relative() => dir.join(to),
-                _ => to,
-            };
-            continue;
+        match std::fs::symlink_metadata(&resolved) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = std::fs::read_link(&resolved)?;
+                resolved = match resolved.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(Target::File(resolved)),
         }
-        if meta.is_dir() {
-            // Said before anything is written (the rename would fail only at the commit).
-            return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory is in its place"));
-        }
-        if meta.is_file() {
-            return Ok(Target::File(resolved));
-        }
-        return std::fs::OpenOptions::new().write(true).open(&resolved).map(Target::Through);
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
 }
@@ -180,12 +170,10 @@ fn standard_stream_at(_: &std::fs::Metadata) -> std::io::Result<Option<std::fs::
     Ok(None)
 }
 
-/// Standard output as a file to write through.
+/// Standard output as a file to write through (the commit flushes what was printed before).
 #[cfg(unix)]
 fn stdout_file() -> std::io::Result<std::fs::File> {
     use std::os::fd::AsFd as _;
-    // What the command printed before goes first.
-    std::io::stdout().flush()?;
     Ok(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?))
 }
 

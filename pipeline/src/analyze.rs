@@ -127,8 +127,6 @@ fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> 
         }
     }
     // Every output staged before any is put in place: one that cannot be written leaves the others as they were.
-    for s in staged {
-        s.commit()?;
-    }
+    output::commit_all(staged)?;
     Ok(())
 }

@@ -64,9 +64,9 @@ fn breakdown_values(b: &Breakdown) -> [f64; 8] {
 /// of its command is staged (one that cannot be written leaves none of them).
 pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<Vec<output::Staged>> {
     tracecast_ingest::output::create_dir(dir)?;
-    let staged = std::cell::RefCell::new(Vec::new());
-    let table = |stem: &str, columns: Vec<Column>| -> Result<()> {
-        staged.borrow_mut().push(stage(&mut DataFrame::new_infer_height(columns)?, dir, stem, format)?);
+    let mut staged = Vec::new();
+    let mut table = |stem: &str, columns: Vec<Column>| -> Result<()> {
+        staged.push(stage(&mut DataFrame::new_infer_height(columns)?, dir, stem, format)?);
         Ok(())
     };
 
@@ -161,5 +161,5 @@ pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<
             column(&rows, "wait_caused_gpu_hours", |x| x.1.wait_caused_gpu_hours),
         ],
     )?;
-    Ok(staged.into_inner())
+    Ok(staged)
 }

@@ -32,7 +32,7 @@ fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
 
 /// An error when two of a command's outputs (flag, path) would land on one
 /// path: the later had silently replaced the earlier (`--json r.json --perfetto r.json` kept only the
-/// timeline). Paths are compared as written, made absolute, `.` and `..` resolved.
+/// timeline). Paths are compared by the file they name, as inputs are.
 pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     // A device or pipe (`/dev/null`) takes any number of writes; an empty path is refused by its command.
     let device = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
@@ -51,32 +51,13 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
-/// The file `path` writes: `-` as it is; an existing file (or the file of an existing
-/// folder) with its links followed; else `path` made absolute, `.` and `..` resolved.
+/// The file `path` writes: `-` as it is, else the file it names, links followed
+/// ([`tracecast_ingest::input::file_key`], as inputs are known).
 fn resolved(path: &Path) -> PathBuf {
     if path.as_os_str() == "-" {
         return path.to_path_buf();
     }
-    let folder = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let in_folder = || Some(std::fs::canonicalize(folder).ok()?.join(path.file_name()?));
-    std::fs::canonicalize(path).ok().or_else(in_folder).unwrap_or_else(|| lexical(path))
-}
-
-/// `path` absolute with `.` and `..` resolved, without reading the file system.
-fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    tracecast_ingest::input::file_key(path).unwrap_or_else(|| path.to_path_buf())
 }
 
 /// Writes `value` as pretty JSON with a final newline, atomically.
@@ -125,10 +106,12 @@ impl Default for Stdout {
 }
 
 impl Stdout {
-    /// The terminal text on standard error: an output written to standard
-    /// output (`--json -`) keeps it to itself, so that `| jq` reads JSON alone.
-    pub fn on_stderr() -> Stdout {
-        Stdout { inner: Box::new(std::io::stderr()), closed: false }
+    /// The terminal text of a command given `arguments`: on standard error where
+    /// an output is standard output (`--json -`, `--json=-`), which then keeps it
+    /// to itself so that `| jq` reads JSON alone. No input is read from `-`.
+    pub fn for_arguments(mut arguments: impl Iterator<Item = std::ffi::OsString>) -> Stdout {
+        let to_stdout = |a: &std::ffi::OsStr| a == "-" || a.to_str().is_some_and(|s| s.starts_with("--") && s.ends_with("=-"));
+        if arguments.any(|a| to_stdout(&a)) { Stdout { inner: Box::new(std::io::stderr()), closed: false } } else { Stdout::default() }
     }
 }
 

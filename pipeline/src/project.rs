@@ -155,11 +155,6 @@ pub fn model(spec: &str) -> Result<Transformer> {
     m.transformer(&name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// Whether `spec` names a preset (else it is a file).
-fn model_is_preset(spec: &str) -> bool {
-    Transformer::preset(spec).is_some()
-}
-
 /// A cluster given as a catalog GPU id with a GPU count, or a MAD-Max system file.
 pub(crate) fn cluster(
     spec: &str,
@@ -491,7 +486,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         }
         // What is wrong with a model read from a file names the file (`layers 4294967295: …`).
         llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match e {
-            tracecast_replay::Error::Model(why) if !model_is_preset(m) => anyhow::anyhow!("--model {m}: {why}"),
+            tracecast_replay::Error::Model(why) if Transformer::preset(m).is_none() => anyhow::anyhow!("--model {m}: {why}"),
             e => e.into(),
         })?
     };

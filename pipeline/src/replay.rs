@@ -160,9 +160,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         bytes.push(b'\n');
         staged.push(output::stage(path, &bytes)?);
     }
-    for s in staged {
-        s.commit()?;
-    }
+    output::commit_all(staged)?;
     Ok(Outcome::bad_files_if(failed))
 }
 

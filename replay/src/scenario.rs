@@ -110,26 +110,25 @@ impl Overrides {
             let bad = |expected| Error::BadValue { flag: flag.to_string(), key: key.name().to_string(), value: v.to_string(), expected };
             // Bounded so that a replayed step stays within the simulator's clock (i64 ns):
             // `compute=1e-12` had replayed 2.5e12 ms, clamped.
-            let number = |range: std::ops::RangeInclusive<f64>, min_exclusive: bool, expected| {
-                v.parse::<f64>().ok().filter(|x| range.contains(x) && (!min_exclusive || *x > 0.0)).ok_or_else(|| bad(expected))
+            let number = |(low, high, expected): (f64, f64, &'static str)| {
+                v.parse::<f64>().ok().filter(|x| (low..=high).contains(x)).ok_or_else(|| bad(expected))
             };
-            const SPEEDUP: &str = "a speed-up must be a number from 0.001 to 1000 (2 = twice as fast)";
-            const LATENCY: &str = "a latency must be a number of µs from 0 to 1000000";
-            const BANDWIDTH: &str = "a bandwidth must be a number of GB/s from 0.001 to 1000000";
-            let (speedup, latency, bandwidth) = (1e-3..=1e3, 0.0..=1e6, 1e-3..=1e6);
+            const SPEEDUP: (f64, f64, &str) = (1e-3, 1e3, "a speed-up must be a number from 0.001 to 1000 (2 = twice as fast)");
+            const LATENCY: (f64, f64, &str) = (0.0, 1e6, "a latency must be a number of µs from 0 to 1000000");
+            const BANDWIDTH: (f64, f64, &str) = (1e-3, 1e6, "a bandwidth must be a number of GB/s from 0.001 to 1000000");
             match key {
-                Key::Compute => o.compute = Some(number(speedup, true, SPEEDUP)?),
-                Key::Memory => o.memory = Some(number(speedup, true, SPEEDUP)?),
-                Key::Link => o.link = Some(number(speedup, true, SPEEDUP)?),
+                Key::Compute => o.compute = Some(number(SPEEDUP)?),
+                Key::Memory => o.memory = Some(number(SPEEDUP)?),
+                Key::Link => o.link = Some(number(SPEEDUP)?),
                 Key::WorldSize => {
                     o.world_size = Some(
                         v.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| bad("a world size must be a whole number of ranks ≥ 1"))?,
                     )
                 }
-                Key::Alpha => o.alpha_us = Some(number(latency, false, LATENCY)?),
-                Key::Busbw => o.busbw_gbps = Some(number(bandwidth, true, BANDWIDTH)?),
-                Key::InterAlpha => o.inter_alpha_us = Some(number(latency, false, LATENCY)?),
-                Key::InterBusbw => o.inter_busbw_gbps = Some(number(bandwidth, true, BANDWIDTH)?),
+                Key::Alpha => o.alpha_us = Some(number(LATENCY)?),
+                Key::Busbw => o.busbw_gbps = Some(number(BANDWIDTH)?),
+                Key::InterAlpha => o.inter_alpha_us = Some(number(LATENCY)?),
+                Key::InterBusbw => o.inter_busbw_gbps = Some(number(BANDWIDTH)?),
             }
         }
         let names_link = o.alpha_us.is_some() || o.inter_alpha_us.is_some() || o.inter_busbw_gbps.is_some();

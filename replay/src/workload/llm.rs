@@ -1332,7 +1332,7 @@ impl SystemOverrides {
             if v.is_finite() && v > 0.0 {
                 Ok(v)
             } else {
-                Err(crate::Error::System(format!("{key} {}: must be a positive number", shown(v))))
+                Err(crate::Error::System(format!("{key} {}: must be a positive number", tracecast_calibrate::catalog::shown(v))))
             }
         };
         if let Some(g) = self.gpus_per_node {
@@ -1372,7 +1372,11 @@ impl SystemOverrides {
         // (16 GB to 288 GB; 0.9 to 8 TB/s); outside, a step prices at 0 or at infinity.
         let within = |key: &str, v: f64| {
             let v = positive(key, v)?;
-            if (1.0..=1e6).contains(&v) { Ok(v) } else { Err(crate::Error::System(format!("{key} {}: from 1 to 1000000", shown(v)))) }
+            if (1.0..=1e6).contains(&v) {
+                Ok(v)
+            } else {
+                Err(crate::Error::System(format!("{key} {}: from 1 to 1000000", tracecast_calibrate::catalog::shown(v))))
+            }
         };
         if let Some(gb) = self.hbm_gb {
             c.hbm_bytes = within("hbm_gb", gb)? * 1e9;
@@ -1771,12 +1775,11 @@ impl Cluster {
         // The shapes' work scaled to this GPU's share of it (1/cp of the sequence, another
         // width), then floored at the GPU's shortest kernel: floored before the scaling, a
         // context-parallel rank's attention came out under it.
-        let floor = p.pricing.shortest_kernel_us(&p.gpu).unwrap_or(0.0) * 1e-6;
-        let work = |s: &tracecast_calibrate::pricing::AttentionShape, k: Option<&str>| p.pricing.attention_work(&p.gpu, s, k);
+        let floor = |parts: &tracecast_calibrate::pricing::AttentionParts| parts.floor_us.unwrap_or(0.0) * 1e-6;
         if !train {
-            let (price, _) = p.pricing.attention_of_family(&p.gpu, &fwd, kernel)?;
-            let f = (work(&fwd, kernel)?.time_us * 1e-6 * flops / fwd.flops()).max(floor);
-            return Some((f, (2.5 * f).max(floor), basis(&price)));
+            let parts = p.pricing.attention_parts(&p.gpu, &fwd, kernel)?;
+            let f = (parts.work.time_us * 1e-6 * flops / fwd.flops()).max(floor(&parts));
+            return Some((f, (2.5 * f).max(floor(&parts)), basis(&parts.priced())));
         }
         // One kernel family for both passes (a framework runs one attention kernel): the
         // fastest measured forward plus backward, and that family's forward where the same
@@ -1784,13 +1787,16 @@ impl Cluster {
         // same rate). Taking the fastest forward of any family paired FA3's forward-only
         // chart with FA2's forward plus backward on H100: a forward 2× too fast, counted
         // twice under full recomputation.
-        let (fb_price, family) = p.pricing.attention_of_family(&p.gpu, &both, kernel)?;
-        let fb = work(&both, kernel)?.time_us * 1e-6 * flops / fwd.flops();
-        let f = work(&fwd, Some(&family))
-            .filter(|x| x.rule == fb_price.rule)
+        let both_parts = p.pricing.attention_parts(&p.gpu, &both, kernel)?;
+        let fb = both_parts.work.time_us * 1e-6 * flops / fwd.flops();
+        let f = p
+            .pricing
+            .attention_work(&p.gpu, &fwd, Some(&both_parts.family))
+            .filter(|x| x.rule == both_parts.work.rule)
             .map_or(fb * fwd.flops() / both.flops(), |x| x.time_us * 1e-6 * flops / fwd.flops());
         // Never under 1.5× the forward: the backward does 2.5× its FLOPs; each pass a kernel at least.
-        Some((f.max(floor), (fb - f).max(1.5 * f).max(floor), basis(&fb_price)))
+        let floor = floor(&both_parts);
+        Some((f.max(floor), (fb - f).max(1.5 * f).max(floor), basis(&both_parts.priced())))
     }
 
     /// A fused attention kernel of `flops` (one kernel).
@@ -1912,12 +1918,6 @@ pub fn project(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) 
 /// The most layers a projection simulates: each is a few dozen tasks of a stage's
 /// timeline (about 2.6 KB), and the deepest published models have under 200.
 pub const MAX_LAYERS: usize = 100_000;
-
-/// A number as a user would write it: plainly where it is of everyday size, else in
-/// exponent form (5e-324, not 300 zeros).
-fn shown(v: f64) -> String {
-    if v == 0.0 || (1e-3..1e9).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
-}
 
 /// The longest step a projection prices, ms (a year).
 const MAX_STEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1e3;
