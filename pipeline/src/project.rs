@@ -271,7 +271,12 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
         // A decode step advances every sequence by one token: its throughput is tokens, said below.
         writeln!(out, "  Iteration {:.2} ms · one token for each of {} sequences", t.iteration_ms, p.global_batch)?;
     } else {
-        writeln!(out, "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {})", t.iteration_ms, p.throughput, p.global_batch)?;
+        let mfu = p.mfu.map(|m| format!(" · MFU {:.1} % of the 16-bit peak", 100.0 * m)).unwrap_or_default();
+        writeln!(
+            out,
+            "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {}){mfu}",
+            t.iteration_ms, p.throughput, p.global_batch
+        )?;
     }
     if let Some(v) = p.ttft_ms {
         writeln!(out, "  Time to first token {v:.2} ms")?;

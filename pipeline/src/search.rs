@@ -146,7 +146,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         }
         // The best plan's model FLOPs utilization against what this GPU was measured to reach.
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
-            let mfu = tracecast_replay::workload::llm::mfu(&model, &cluster, best);
+            let mfu = best.mfu.unwrap_or_else(|| tracecast_replay::workload::llm::mfu(&model, &cluster, best));
             let gpu = catalog.gpu(&args.system).ok();
             // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
             use tracecast_calibrate::catalog::Dtype;

@@ -260,6 +260,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
         fits_memory: memory_gb <= hbm_gb,
         ttft_ms: None,
         tpot_ms: None,
+        mfu: None,
         notes,
     };
     Ok((projection, timeline))

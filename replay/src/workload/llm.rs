@@ -423,6 +423,19 @@ impl Transformer {
         self.active_params() - lookup
     }
 
+    /// Training FLOPs per token that MFU counts: 6 · the parameters a token's
+    /// matmuls use ([`Transformer::matmul_params`]: a mixture of experts counts
+    /// the experts each token runs through, no model the embedding lookup) and
+    /// the attention core's score and context products forward and backward,
+    /// 12 · layers · (heads · head width) · sequence (PaLM's count, Chowdhery
+    /// et al. 2022, appendix B), halved under a causal mask as flash kernels
+    /// skip the masked half (Megatron-LM's count) and at a sliding window's
+    /// share. Recomputation is not model FLOPs.
+    pub fn model_flops_per_token(&self) -> f64 {
+        let mask = if self.causal { 0.5 * self.window_factor(self.seq, false) } else { 1.0 };
+        6.0 * self.matmul_params() + 12.0 * self.layers as f64 * self.q_dim() * self.seq * mask
+    }
+
     /// The attention core's work per layer, on average, against every layer
     /// attending to its whole causal context of `context` tokens (`decode`: one
     /// query over a cache of `context`): a windowed layer's query sees at most
@@ -2001,13 +2014,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     Ok(())
 }
 
-/// Model FLOPs utilization of a training projection: 6 · the parameters each
-/// token's matmuls use ([`Transformer::matmul_params`]: a mixture of experts
-/// counts the experts each token runs through, no model the embedding lookup) ·
-/// tokens per iteration over the iteration time and the cluster's peak.
+/// Model FLOPs utilization of a training projection: the model FLOPs per token
+/// ([`Transformer::model_flops_per_token`]) · tokens per iteration over the
+/// iteration time and the cluster's 16-bit peak.
 pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
     let tokens = p.global_batch * model.seq;
-    6.0 * model.matmul_params() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
+    model.model_flops_per_token() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// The layers of the first pipeline stage that do not split into `vpp` equal model
@@ -3102,7 +3114,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         fits_memory: memory_gb <= hbm_gb,
         ttft_ms,
         tpot_ms,
+        mfu: None,
         notes,
+    };
+    let projection = Projection {
+        mfu: (matches!(task, Task::Train) && projection.times.iteration_ms > 0.0).then(|| mfu(model, cluster, &projection)),
+        ..projection
     };
     Ok((projection, last))
 }
@@ -3801,6 +3818,20 @@ mod tests {
     }
 
     #[test]
+    fn model_flops_per_token_count_as_published_model_tflops() {
+        // Megatron-Bridge publishes model TFLOP/s per GPU with tokens/s per GPU
+        // (`../shared/evidence/training-runs.json`, performance-summary-archive.md, container 25.09):
+        // Llama 3 8B on 8 H100, 14 079 tokens/s and 725 TFLOP/s; Llama 3.1 405B on 1024 H100,
+        // 302 and 763. Their counts are these FLOPs per token, the causal attention halved.
+        for (preset, tokens_per_s, published) in [("llama3-8b", 14079.0, 725.0), ("llama3-405b", 302.0, 763.0)] {
+            let m = Transformer::preset(preset).unwrap();
+            assert_eq!(m.seq, 8192.0);
+            let tflops = m.model_flops_per_token() * tokens_per_s / 1e12;
+            assert!((tflops / published - 1.0).abs() < 0.005, "{preset}: {tflops:.1} TFLOP/s, published {published}");
+        }
+    }
+
+    #[test]
     fn moe_memory_shards_experts_over_their_replicas_and_mfu_counts_active_parameters() {
         // Mixtral 8×7B: attention 4096·(4096 + 2·1024) + 4096² = 41 943 040 and one
         // expert 3·4096·14336 = 176 160 768 parameters per layer, 32 layers, untied
@@ -3821,13 +3852,17 @@ mod tests {
             assert!((optimizer(spec) - truth).abs() < 1e-9 * truth, "{spec}: {} GB, truth {truth} GB", optimizer(spec));
         }
         // MFU from the parameters a token's matmuls use (the active ones less the input
-        // embedding's lookup): 6 · 12.75 B · tokens / (time · GPUs · peak).
+        // embedding's lookup) and the causal attention core, 6 · 32 layers · 4096 · s
+        // (half of 12 · L · q · s; the preset has no sliding window): (6 · 12.75 B + 6 · 32 · 4096 · 4096) · tokens / (time · GPUs · peak).
         let c = a100(64);
         let plan = Plan::parse("fsdp=64,ep=8,mb=1,gbs=64").unwrap();
         let p = project(&m, &c, &plan, Task::Train).unwrap();
         let matmul = 32.0 * (attn + 2.0 * expert) + 32000.0 * 4096.0;
-        let want = 6.0 * matmul * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
+        assert_eq!(m.seq, 4096.0);
+        let per_token = 6.0 * matmul + 6.0 * 32.0 * 4096.0 * 4096.0;
+        let want = per_token * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
         assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
+        assert_eq!(p.mfu, Some(mfu(&m, &c, &p)));
         assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
     }
 

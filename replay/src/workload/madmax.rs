@@ -380,6 +380,7 @@ impl MadmaxRun {
             fits_memory: weights_gb <= hbm_gb,
             ttft_ms: None,
             tpot_ms: None,
+            mfu: None,
             notes: vec![
                 "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
             ],

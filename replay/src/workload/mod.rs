@@ -477,6 +477,10 @@ pub struct Projection {
     /// Inference decode: time per output token, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tpot_ms: Option<f64>,
+    /// Training: model FLOPs utilization against the 16-bit peak
+    /// ([`llm::mfu`]: matmuls and the attention core, no recomputation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
     /// Where the numbers come from, and what was assumed.
     pub notes: Vec<String>,
 }
