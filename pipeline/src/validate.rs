@@ -91,7 +91,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if let Some(out_path) = &args.fit {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
-        anyhow::ensure!(!fit.gpus.is_empty(), "{}: no run is on a catalog GPU: nothing to fit", args.runs.display());
+        anyhow::ensure!(
+            !fit.gpus.is_empty(),
+            "{}: no run priced on a catalog GPU (`tracecast validate` without --fit says why of each): nothing to fit",
+            args.runs.display()
+        );
         let many = fit.gpus.len() > 1;
         let mut written = Vec::new();
         for g in &fit.gpus {

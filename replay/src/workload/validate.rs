@@ -13,6 +13,7 @@ use super::llm::{Cluster, Plan, StatedKeys, SystemOverrides, Task, Transformer, 
 
 /// A file of measured runs.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a JSON object with a `runs` list (and optionally `about`)")]
 pub struct RunsFile {
     /// What the file is.
     #[serde(default)]
@@ -109,7 +110,10 @@ pub struct Run {
 
 /// A run's number formats: the linear layers' (one string), or per op class.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a precision: a format name such as \"BF16\" or \"FP8\", or formats by op class ({\"linear\": \"FP8\", \"attention\": \"BF16\"})"
+)]
 pub enum Precision {
     /// The linear layers' format; attention and the rest in BF16.
     Linear(String),
@@ -764,6 +768,9 @@ pub(crate) fn projected(
         }
     }
     if let Some(w) = run.system.power_w {
+        if !(w.is_finite() && w > 0.0) {
+            return Err(crate::Error::Run(format!("system power_w {w}: must be a positive number of watts")));
+        }
         notes.push(format!("power limit {w} W: not modelled (no measurement in the evidence ties it to kernel speed)"));
     }
     if let Some(f) = &run.framework {
@@ -1154,6 +1161,24 @@ mod tests {
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
+    }
+
+    /// A power limit of no watts is the file's error, refused by name (it had been noted as
+    /// "power limit -5 W" and projected); a precision of the wrong type says what it takes.
+    #[test]
+    fn a_non_positive_power_limit_and_a_precision_of_the_wrong_type_are_refused_by_name() {
+        let catalog = Catalog::builtin();
+        for w in ["0", "-5"] {
+            let file = runs(&format!(r#"{{"runs": [{}}}]}}"#, run("bf16", MODEL, &format!(r#", "power_w": {w}"#))));
+            let r = &validate(&file, &catalog, &[], None).runs[0];
+            assert!(r.refused && r.predicted_tokens_per_s_per_gpu.is_none(), "{w}: {r:?}");
+            assert!(r.notes.join(" ").contains(&format!("system power_w {w}: must be a positive number of watts")), "{:?}", r.notes);
+        }
+        let text = format!(r#"{{"runs": [{}, "precision": 42}}]}}"#, run("bf16", MODEL, ""));
+        let e = serde_json::from_str::<RunsFile>(&text).unwrap_err().to_string();
+        assert!(e.contains("a precision: a format name such as \"BF16\""), "{e}");
+        let e = serde_json::from_str::<RunsFile>("[]").unwrap_err().to_string();
+        assert!(e.contains("a JSON object with a `runs` list"), "{e}");
     }
 
     /// A preset given a sequence of no tokens projected a step without attention; a model's
