@@ -380,11 +380,15 @@ pub struct Validation {
     pub pessimistic: usize,
 }
 
-/// A model's sizes (a width, a count of heads or tokens) are numbers of at least one;
-/// the first that is not is named: "seq 0: must be a positive number".
+/// A model's sizes (a width, a count of heads, experts or tokens) are whole numbers of at
+/// least one; the first that is not is named: "seq 0: must be a positive number", "heads 32.5:
+/// must be a whole number" (a fractional width had been priced as if a GPU could run it).
 fn at_least_one(sizes: &[(&str, f64)]) -> Result<(), crate::Error> {
-    match sizes.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
-        Some((key, v)) => Err(crate::Error::Model(format!("{key} {v}: must be a positive number"))),
+    if let Some((key, v)) = sizes.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
+        return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
+    }
+    match sizes.iter().find(|(_, v)| v.fract() != 0.0) {
+        Some((key, v)) => Err(crate::Error::Model(format!("{key} {v}: must be a whole number"))),
         None => Ok(()),
     }
 }
@@ -443,8 +447,10 @@ impl RunModel {
                     None => m.head_dim.unwrap_or(m.hidden / m.heads),
                 };
                 let shared_experts = m.shared_experts.unwrap_or(0.0);
-                if !(shared_experts.is_finite() && shared_experts >= 0.0) || (shared_experts > 0.0 && m.experts.is_none()) {
-                    return Err(crate::Error::Model(format!("shared_experts {shared_experts}: 0 or more, with experts")));
+                if !(shared_experts.is_finite() && shared_experts >= 0.0 && shared_experts.fract() == 0.0)
+                    || (shared_experts > 0.0 && m.experts.is_none())
+                {
+                    return Err(crate::Error::Model(format!("shared_experts {shared_experts}: a whole number, 0 or more, with experts")));
                 }
                 let (experts, top_k) = match (m.experts, m.top_k) {
                     (None, None) => (1.0, 1.0),
@@ -452,11 +458,14 @@ impl RunModel {
                     (Some(_), None) => return Err(crate::Error::Model("experts without top_k (experts each token is routed to)".into())),
                     (None, Some(_)) => return Err(crate::Error::Model("top_k without experts".into())),
                 };
+                // A head width not given is the hidden size over the heads: it must come out whole.
+                let head_dim_key = if m.head_dim.is_none() && mla.is_none() { "head_dim (hidden / heads)" } else { "head_dim" };
                 let positive = [
                     ("hidden", m.hidden),
                     ("heads", m.heads),
                     ("kv_heads", m.kv_heads),
-                    ("head_dim", head_dim),
+                    // Latent attention's is the mean of two widths, which may be a half.
+                    (head_dim_key, if mla.is_some() { head_dim.ceil() } else { head_dim }),
                     ("ffn", m.ffn),
                     ("vocab", m.vocab),
                     ("seq", m.seq),
@@ -475,10 +484,10 @@ impl RunModel {
                 }
                 let (window, windowed_layers) = match (m.sliding_window, m.windowed_layers) {
                     (None, None) => (0.0, 0),
-                    (Some(w), Some(n)) if w.is_finite() && w >= 1.0 && n <= m.layers => (w, n),
+                    (Some(w), Some(n)) if w.is_finite() && w >= 1.0 && w.fract() == 0.0 && n <= m.layers => (w, n),
                     (Some(w), Some(n)) => {
                         return Err(crate::Error::Model(format!(
-                            "sliding_window {w} on {n} layers: a positive window on at most the {} layers",
+                            "sliding_window {w} on {n} layers: a whole positive window on at most the {} layers",
                             m.layers
                         )));
                     }
@@ -486,10 +495,10 @@ impl RunModel {
                 };
                 let (dense_layers, dense_ffn) = match (m.dense_layers, m.dense_ffn) {
                     (None, None) => (0, 0.0),
-                    (Some(n), Some(f)) if experts > 1.0 && n <= m.layers && f.is_finite() && f >= 1.0 => (n, f),
+                    (Some(n), Some(f)) if experts > 1.0 && n <= m.layers && f.is_finite() && f >= 1.0 && f.fract() == 0.0 => (n, f),
                     (Some(n), Some(f)) => {
                         return Err(crate::Error::Model(format!(
-                            "dense_layers {n} of dense_ffn {f}: a mixture of experts' first layers, at most the {} layers, with a positive width",
+                            "dense_layers {n} of dense_ffn {f}: a mixture of experts' first layers, at most the {} layers, with a whole positive width",
                             m.layers
                         )));
                     }
@@ -1192,6 +1201,28 @@ mod tests {
         }
         let m: RunModel = serde_json::from_str(r#"{"preset": "llama2-7b", "seq": 4096}"#).unwrap();
         assert_eq!(m.transformer("run").unwrap().seq, 4096.0);
+    }
+
+    /// A fractional width, head count or sequence (a typo's `32.5` heads) was priced as if a GPU
+    /// could run it; it is refused by name, as is a hidden size the heads do not divide.
+    #[test]
+    fn fractional_model_dimensions_are_refused_by_name() {
+        let model = |change: &str| {
+            let (key, value) = change.split_once('=').unwrap();
+            let mut m: serde_json::Value = serde_json::from_str(MODEL).unwrap();
+            m[key] = serde_json::from_str(value).unwrap();
+            serde_json::from_value::<RunModel>(m).unwrap().transformer("run")
+        };
+        for (change, said) in [
+            ("heads=32.5", "heads 32.5: must be a whole number"),
+            ("seq=8192.5", "seq 8192.5: must be a whole number"),
+            ("ffn=14336.25", "ffn 14336.25: must be a whole number"),
+            ("heads=48", "head_dim (hidden / heads) 85.33333333333333: must be a whole number"),
+        ] {
+            let e = model(change).unwrap_err().to_string();
+            assert!(e.contains(said), "{change}: {e}");
+        }
+        assert_eq!(model("seq=4096").unwrap().head_dim, 128.0);
     }
 
     /// Where the source names NeMo or Megatron-Bridge, what their recipes default to and the plan leaves unsaid
