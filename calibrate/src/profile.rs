@@ -199,6 +199,10 @@ pub struct Profile {
     pub table_corrections: Vec<TableCorrection>,
 }
 
+/// The rule of a [`TableCorrection`] fitted by `validate --fit` to measured runs'
+/// throughput (no traced shapes: it applies to every size).
+pub const FITTED_TO_RUNS: &str = "fitted by validate --fit";
+
 /// The median ratio of a class's measured op times on this device to what the
 /// pricing layer's measured tables predict for the same shapes: what this
 /// software stack achieves against the public measurements. A projection
@@ -286,6 +290,12 @@ impl Profile {
             notes: Vec::new(),
             table_corrections: Vec::new(),
         }
+    }
+
+    /// Whether a table correction was fitted to whole measured runs ([`FITTED_TO_RUNS`]):
+    /// it then holds what a software stack spends beyond the model, not only its kernels' speed.
+    pub fn fitted_to_runs(&self) -> bool {
+        self.table_corrections.iter().any(|c| c.rule == FITTED_TO_RUNS)
     }
 
     /// Sets the GEMM table correction for `dtype` to `ratio` (measured ÷ table

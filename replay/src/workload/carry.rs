@@ -115,9 +115,17 @@ pub fn carry_run(
     })?;
     let Projected { projection: mut p, timeline, per_gpu, .. } = tgt;
     let (m, ps, pt) = (1.0 / measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
-    let stack_ms = p.times.iteration_ms * (step_carried_s(m, ps, pt) / pt - 1.0);
+    // A target profile fitted to measured runs already prices a stack's time beyond the model
+    // into its GEMM correction: carrying the run's as well would count that time twice.
+    let fitted = theirs.as_ref().and_then(|d| d.profile.as_ref()).is_some_and(|p| p.fitted_to_runs());
+    let stack_ms = if fitted { 0.0 } else { p.times.iteration_ms * (step_carried_s(m, ps, pt) / pt - 1.0) };
     let (gpu, n) = (&source.system.gpu, source.system.gpus);
-    let mut notes = vec![if stack_ms > 0.0 {
+    let mut notes = vec![if fitted {
+        format!(
+            "stack time from run {:?} ({gpu} × {n}): not carried, the profile of {} was fitted to measured runs (validate --fit), whose correction already holds a stack's time beyond the model",
+            source.id, to.system.gpu
+        )
+    } else if stack_ms > 0.0 {
         format!(
             "stack time carried from run {:?} ({gpu} × {n}: measured {:.0} tokens/s per GPU where the model projects {:.0}): {:.2} µs per token per GPU the model does not explain, added unchanged, {stack_ms:.2} ms per iteration (host dispatch, synchronisations, kernels the model does not list: a cost of the software stack, not of the GPU)",
             source.id,

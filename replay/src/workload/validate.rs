@@ -1000,7 +1000,7 @@ pub fn fit(
                 let result = match fit_gemm_correction(&others, catalog, &profile, dtype, measurements) {
                     Some(c) if !others.is_empty() => {
                         let mut p = profile.clone();
-                        p.set_gemm_correction(dtype, c, others.len(), "fitted by validate --fit");
+                        p.set_gemm_correction(dtype, c, others.len(), tracecast_calibrate::profile::FITTED_TO_RUNS);
                         let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)), measurements);
                         res.notes.insert(
                             0,
@@ -1016,7 +1016,7 @@ pub fn fit(
                 };
                 loo_results.insert(r.id.clone(), result);
             }
-            profile.set_gemm_correction(dtype, correction, group.len(), "fitted by validate --fit");
+            profile.set_gemm_correction(dtype, correction, group.len(), tracecast_calibrate::profile::FITTED_TO_RUNS);
             profile.notes.push(format!(
                 "{} GEMM table correction fitted by `tracecast validate --fit` to {} measured run(s) of {runs_path}: {}",
                 dtype.as_str(),
