@@ -1682,6 +1682,29 @@ fn kernels_cut_to_one_name_are_told_apart_in_the_diff_table() {
     assert!(names.iter().any(|n| n.ends_with("[2]")), "the pair this trace has: {names:#?}");
 }
 
+/// Two runs of one workload before and after a change (HTA's trace_diff pair) share most of
+/// their kernel time; two different models (BERT-small and OWLv2 on one H100) share little,
+/// and the diff says so rather than listing their differences as if one change made them.
+#[test]
+fn diff_says_how_much_kernel_time_the_runs_share() {
+    let shares = |a: &std::path::Path, b: &std::path::Path| {
+        let o = bin().arg("diff").arg(a).arg(b).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = shares(&shared().join("hta/trace_diff/control/control.json.gz"), &shared().join("hta/trace_diff/test/test.json.gz"));
+    let line = text.lines().find(|l| l.starts_with("Kernels both ran: ")).unwrap_or_else(|| panic!("{text}"));
+    let pct: Vec<f64> = line.split(|c: char| !(c.is_ascii_digit() || c == '.')).filter_map(|w| w.parse().ok()).collect();
+    assert!(pct.len() == 2 && pct.iter().all(|&p| p > 50.0), "{line}");
+    assert!(!text.contains("little in common"), "{text}");
+    let h100 = shared().join("tracelens/h100");
+    let text = shares(
+        &h100.join("gaunernst_bert-small-uncased__1016001.json.gz"),
+        &h100.join("google_owlv2-large-patch14-ensemble__1016001.json.gz"),
+    );
+    assert!(text.contains("note: the runs have little in common"), "{text}");
+}
+
 /// `--json -` is standard output, alone on it: the terminal text goes to standard error
 /// (it had written a file named `-`).
 #[test]

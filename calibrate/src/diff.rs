@@ -76,6 +76,36 @@ pub struct TraceDiff {
     pub steps: Vec<Delta>,
     /// The kernels whose time per rank changed most (largest |Δ| first).
     pub kernels: Vec<Delta>,
+    /// Of A's and of B's kernel time, the share in kernels (by name) that the other run
+    /// also ran: near 1 for a run against itself changed in places, near 0 for two
+    /// different workloads, GPUs or libraries, whose diff compares little.
+    pub kernel_time_shared: [f64; 2],
+}
+
+/// Below this share of kernel time in kernels both runs ran, a diff says the runs
+/// have little in common (an FP8 switch renames the GEMMs, half a step's time or more;
+/// two different models share almost nothing).
+pub const LITTLE_IN_COMMON: f64 = 0.1;
+
+impl TraceDiff {
+    /// A note when the two runs share little of their kernel time ([`LITTLE_IN_COMMON`]).
+    pub fn little_in_common(&self) -> Option<String> {
+        let [a, b] = self.kernel_time_shared;
+        (a.min(b) < LITTLE_IN_COMMON).then(|| {
+            format!(
+                "the runs have little in common: {:.1} % of A's and {:.1} % of B's kernel time is in kernels the other also ran (different models, GPUs or libraries?): the comparison says little about one change",
+                100.0 * a,
+                100.0 * b
+            )
+        })
+    }
+}
+
+/// Of `a`'s kernel time, the share in kernels `b` also ran (1 with no kernel time).
+fn shared_share(a: &Tally, b: &Tally) -> f64 {
+    let total: f64 = a.values().map(|v| v.1).sum();
+    let shared: f64 = a.iter().filter(|(k, _)| b.contains_key(*k)).map(|(_, v)| v.1).sum();
+    if total > 0.0 { shared / total } else { 1.0 }
 }
 
 /// (count, µs) per rank.
@@ -239,6 +269,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         a.summary.iter().zip(&b.summary).map(|(&(name, x), &(_, y))| Delta::new(name.to_string(), (None, x), (None, y))).collect();
     let steps =
         a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (None, ta), (None, tb))).collect();
+    let kernel_time_shared = [shared_share(&a.kernels, &b.kernels), shared_share(&b.kernels, &a.kernels)];
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
     TraceDiff {
@@ -250,6 +281,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         collectives: join(&a.collectives, &b.collectives),
         steps,
         kernels: kernel_deltas,
+        kernel_time_shared,
     }
 }
 
@@ -325,6 +357,18 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_share_of_kernel_time_both_runs_ran_is_counted_by_name() {
+        // A: gemm 60 µs, softmax 30, nccl 10; B: gemm 50, fp8_cast 50. Of A's 100 µs, the
+        // 60 of gemm is in a kernel B ran; of B's 100, the 50 of gemm.
+        let tally = |rows: &[(&str, f64)]| -> Tally { rows.iter().map(|&(k, us)| (k.to_string(), (1.0, us))).collect() };
+        let a = tally(&[("gemm", 60.0), ("softmax", 30.0), ("nccl", 10.0)]);
+        let b = tally(&[("gemm", 50.0), ("fp8_cast", 50.0)]);
+        assert_eq!([shared_share(&a, &b), shared_share(&b, &a)], [0.6, 0.5]);
+        assert_eq!(shared_share(&a, &Tally::new()), 0.0);
+        assert_eq!(shared_share(&Tally::new(), &a), 1.0);
+    }
 
     #[test]
     fn gates_parse_and_reject_what_they_cannot_read() {

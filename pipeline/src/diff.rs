@@ -85,6 +85,15 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     writeln!(out, "Times are per rank; step times are the job's (the slowest rank per step, as analyze reports), steps matched in order.")?;
     let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
     writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
+    writeln!(
+        out,
+        "Kernels both ran: {:.1} % of A's kernel time, {:.1} % of B's",
+        100.0 * d.kernel_time_shared[0],
+        100.0 * d.kernel_time_shared[1]
+    )?;
+    if let Some(note) = d.little_in_common() {
+        writeln!(out, "note: {note}")?;
+    }
     match d.kernel_classes.first() {
         Some(k) if k.delta_us != 0.0 => writeln!(out, "Moved most: {} ({:+.3} ms per rank)", k.name, k.delta_us / 1000.0)?,
         _ => writeln!(out, "No kernel class moved.")?,
