@@ -679,6 +679,53 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A target profile fitted to measured runs (`validate --fit`) holds their stack's time in
+/// its GEMM correction: `--from` then carries none of the source run's (it had counted the
+/// stack twice: MPT-7B A100 → H100 at 9 088 tokens/s per GPU where 10 643 were measured), and
+/// the MFU is of the step it prints. A run whose linear layers are FP8 gets no BF16
+/// correction, so its stack time is still carried.
+#[test]
+fn project_from_carries_no_stack_time_onto_a_profile_fitted_to_runs_of_its_format() {
+    let dir = scratch("project-from-fitted");
+    let published = runs_file("validation/published-runs.json");
+    let fit = dir.join("fit.json");
+    let o = bin().args(["validate", "-q"]).arg(&published).arg("--fit").arg(&fit).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let h100_fit = dir.join("fit.h100-sxm.json");
+    let h100 = file_run(&published, "mpt-7b-8xh100-sxm");
+    let measured = h100["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+    let carry = |from: &std::path::Path, id: &str, name: &str| {
+        let out = dir.join(name);
+        let o = bin()
+            .args(["project", "-q", "--from", &format!("{}:{id}", from.display())])
+            .args(["--system", "h100-sxm", "--gpus", "8", "--parallel", h100["plan"].as_str().unwrap(), "--profile"])
+            .arg(&h100_fit)
+            .arg("--json")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)
+    };
+    let p = carry(&published, "mpt-7b-8xa100-80gb", "bf16.json");
+    assert!(p.get("stack_ms").is_none(), "{p}");
+    assert!(p["notes"][0].as_str().unwrap().contains("not carried"), "{}", p["notes"][0]);
+    let rate = |p: &serde_json::Value| tokens_per_s_per_gpu(p, 2048.0, 8.0, p["iteration_ms"].as_f64().unwrap());
+    assert!((rate(&p) / measured - 1.0).abs() < 0.03, "{:.0} against {measured}", rate(&p));
+    // A run with FP8 linear layers: the fit has no FP8 correction, so the stack time is
+    // carried; the MFU is of the step printed, so MFU per token/s is the model's, as without it.
+    let mut fp8 = file_run(&published, "mpt-7b-8xa100-80gb");
+    fp8["precision"] = serde_json::json!("FP8");
+    // On a GPU with an FP8 peak (Hopper), at the A100's measured rate: time the model does not explain.
+    fp8["system"]["gpu"] = serde_json::json!("h200");
+    let one = dir.join("fp8-run.json");
+    std::fs::write(&one, serde_json::json!({"runs": [fp8]}).to_string()).unwrap();
+    let q = carry(&one, "mpt-7b-8xa100-80gb", "fp8.json");
+    assert!(q["stack_ms"].as_f64().is_some_and(|s| s > 0.0), "{q}");
+    let per_rate = |p: &serde_json::Value| p["mfu"].as_f64().unwrap() / rate(p);
+    assert!((per_rate(&q) / per_rate(&p) - 1.0).abs() < 1e-9, "{} vs {}", per_rate(&q), per_rate(&p));
+}
+
 fn file_run(path: &std::path::Path, id: &str) -> serde_json::Value {
     json(path)["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone()
 }

@@ -292,10 +292,11 @@ impl Profile {
         }
     }
 
-    /// Whether a table correction was fitted to whole measured runs ([`FITTED_TO_RUNS`]):
-    /// it then holds what a software stack spends beyond the model, not only its kernels' speed.
-    pub fn fitted_to_runs(&self) -> bool {
-        self.table_corrections.iter().any(|c| c.rule == FITTED_TO_RUNS)
+    /// Whether the GEMM table correction of `dtype` was fitted to whole measured runs
+    /// ([`FITTED_TO_RUNS`]): it then holds what their software stack spent beyond the
+    /// model, not only its kernels' speed.
+    pub fn gemm_fitted_to_runs(&self, dtype: Dtype) -> bool {
+        self.table_corrections.iter().any(|c| c.class == KernelClass::Gemm && c.dtype == Some(dtype) && c.rule == FITTED_TO_RUNS)
     }
 
     /// Sets the GEMM table correction for `dtype` to `ratio` (measured ÷ table

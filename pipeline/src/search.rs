@@ -145,8 +145,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "No plan runs on {} GPUs (degrees that do not divide, or memory that does not fit).", cluster.gpus)?;
         }
         // The best plan's model FLOPs utilization against what this GPU was measured to reach.
-        if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task) {
-            let mfu = best.mfu.unwrap_or_else(|| tracecast_replay::workload::llm::mfu(&model, &cluster, best));
+        if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task)
+            && let Some(mfu) = best.mfu
+        {
             let gpu = catalog.gpu(&args.system).ok();
             // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
             use tracecast_calibrate::catalog::Dtype;

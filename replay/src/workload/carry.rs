@@ -3,7 +3,7 @@
 //! what the model prices of it.
 
 use tracecast_calibrate::DeviceModel;
-use tracecast_calibrate::catalog::Catalog;
+use tracecast_calibrate::catalog::{Catalog, Dtype};
 
 use super::llm::Plan;
 use super::validate::{Projected, Run, RunSystem, device_for, gpu_id, projected};
@@ -115,15 +115,19 @@ pub fn carry_run(
     })?;
     let Projected { projection: mut p, timeline, per_gpu, .. } = tgt;
     let (m, ps, pt) = (1.0 / measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
-    // A target profile fitted to measured runs already prices a stack's time beyond the model
-    // into its GEMM correction: carrying the run's as well would count that time twice.
-    let fitted = theirs.as_ref().and_then(|d| d.profile.as_ref()).is_some_and(|p| p.fitted_to_runs());
+    // A target profile whose GEMM correction of the run's linear format was fitted to measured
+    // runs already prices a stack's time beyond the model: carrying the run's as well would
+    // count that time twice. (A correction of another format leaves these GEMMs uncorrected.)
+    let linear = if super::validate::linear_in_fp8(&to) { Dtype::Fp8 } else { Dtype::Bf16 };
+    let fitted = theirs.as_ref().and_then(|d| d.profile.as_ref()).is_some_and(|p| p.gemm_fitted_to_runs(linear));
     let stack_ms = if fitted { 0.0 } else { p.times.iteration_ms * (step_carried_s(m, ps, pt) / pt - 1.0) };
     let (gpu, n) = (&source.system.gpu, source.system.gpus);
     let mut notes = vec![if fitted {
         format!(
-            "stack time from run {:?} ({gpu} × {n}): not carried, the profile of {} was fitted to measured runs (validate --fit), whose correction already holds a stack's time beyond the model",
-            source.id, to.system.gpu
+            "stack time from run {:?} ({gpu} × {n}): not carried, the profile's {} GEMM correction of {} was fitted to measured runs (validate --fit) and holds their stack's time beyond the model in its place (this run's stack is priced as theirs)",
+            source.id,
+            linear.as_str(),
+            to.system.gpu
         )
     } else if stack_ms > 0.0 {
         format!(
@@ -153,7 +157,10 @@ pub fn carry_run(
     notes.append(&mut p.notes);
     p.notes = notes;
     p.times.stack_ms = stack_ms;
+    let projected_ms = p.times.iteration_ms;
     p.times.iteration_ms += stack_ms;
+    // The same model FLOPs over the longer step.
+    p.mfu = p.mfu.map(|m| m * projected_ms / p.times.iteration_ms);
     p.throughput = p.global_batch / (p.times.iteration_ms / 1e3);
     Ok(Carried { projection: p, timeline })
 }

@@ -430,10 +430,19 @@ impl Transformer {
     /// 12 · layers · (heads · head width) · sequence (PaLM's count, Chowdhery
     /// et al. 2022, appendix B), halved under a causal mask as flash kernels
     /// skip the masked half (Megatron-LM's count) and at a sliding window's
-    /// share. Recomputation is not model FLOPs.
-    pub fn model_flops_per_token(&self) -> f64 {
+    /// share. The `frozen` bottom layers run forward only: a third of that.
+    /// Recomputation is not model FLOPs.
+    pub fn model_flops_per_token(&self, frozen: usize) -> f64 {
         let mask = if self.causal { 0.5 * self.window_factor(self.seq, false) } else { 1.0 };
-        6.0 * self.matmul_params() + 12.0 * self.layers as f64 * self.q_dim() * self.seq * mask
+        let attention_per_layer = 12.0 * self.q_dim() * self.seq * mask;
+        let frozen = frozen.min(self.layers);
+        let dense = self.dense_of(self.layers);
+        let (frozen_dense, frozen_moe) = (frozen.min(dense), frozen.saturating_sub(dense));
+        let k = self.top_k.min(self.experts);
+        let frozen_matmul =
+            frozen_dense as f64 * self.dense_layer_params() + frozen_moe as f64 * (self.dense_params() + k * self.ffn_params());
+        6.0 * self.matmul_params() + self.layers as f64 * attention_per_layer
+            - 2.0 / 3.0 * (6.0 * frozen_matmul + frozen as f64 * attention_per_layer)
     }
 
     /// The attention core's work per layer, on average, against every layer
@@ -2014,12 +2023,15 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     Ok(())
 }
 
-/// Model FLOPs utilization of a training projection: the model FLOPs per token
-/// ([`Transformer::model_flops_per_token`]) · tokens per iteration over the
-/// iteration time and the cluster's 16-bit peak.
-pub fn mfu(model: &Transformer, cluster: &Cluster, p: &Projection) -> f64 {
+/// Model FLOPs utilization of a training projection under `plan`: the model
+/// FLOPs per token ([`Transformer::model_flops_per_token`], its frozen layers
+/// forward only) · tokens per iteration over the iteration time and the
+/// cluster's 16-bit peak.
+pub fn mfu(model: &Transformer, cluster: &Cluster, plan: &Plan, p: &Projection) -> f64 {
     let tokens = p.global_batch * model.seq;
-    model.model_flops_per_token() * tokens / (p.times.iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
+    model.model_flops_per_token(plan.frozen as usize) * tokens
+        / (p.times.iteration_ms / 1e3)
+        / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// The layers of the first pipeline stage that do not split into `vpp` equal model
@@ -3118,7 +3130,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         notes,
     };
     let projection = Projection {
-        mfu: (matches!(task, Task::Train) && projection.times.iteration_ms > 0.0).then(|| mfu(model, cluster, &projection)),
+        mfu: (matches!(task, Task::Train) && projection.times.iteration_ms > 0.0).then(|| mfu(model, cluster, plan, &projection)),
         ..projection
     };
     Ok((projection, last))
@@ -3826,9 +3838,16 @@ mod tests {
         for (preset, tokens_per_s, published) in [("llama3-8b", 14079.0, 725.0), ("llama3-405b", 302.0, 763.0)] {
             let m = Transformer::preset(preset).unwrap();
             assert_eq!(m.seq, 8192.0);
-            let tflops = m.model_flops_per_token() * tokens_per_s / 1e12;
+            let tflops = m.model_flops_per_token(0) * tokens_per_s / 1e12;
             assert!((tflops / published - 1.0).abs() < 0.005, "{preset}: {tflops:.1} TFLOP/s, published {published}");
         }
+        // Frozen bottom layers run forward only: of Llama 3 8B's 32 layers of 218 103 808 matmul
+        // parameters (4096·(4096 + 2·1024) + 4096² + 3·4096·14336) and 12·4096·8192/2 attention
+        // FLOPs per token, 31 frozen take two thirds of their 6·N + attention away.
+        let m = Transformer::preset("llama3-8b").unwrap();
+        let (layer, attention) = (218_103_808.0, 6.0 * 4096.0 * 8192.0);
+        let want = m.model_flops_per_token(0) - 2.0 / 3.0 * 31.0 * (6.0 * layer + attention);
+        assert!((m.model_flops_per_token(31) / want - 1.0).abs() < 1e-12, "{} vs {want}", m.model_flops_per_token(31));
     }
 
     #[test]
@@ -3861,9 +3880,9 @@ mod tests {
         assert_eq!(m.seq, 4096.0);
         let per_token = 6.0 * matmul + 6.0 * 32.0 * 4096.0 * 4096.0;
         let want = per_token * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
-        assert!((mfu(&m, &c, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &p));
-        assert_eq!(p.mfu, Some(mfu(&m, &c, &p)));
-        assert!(mfu(&m, &c, &p) < 1.0, "{}", mfu(&m, &c, &p));
+        assert!((mfu(&m, &c, &plan, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &plan, &p));
+        assert_eq!(p.mfu, Some(mfu(&m, &c, &plan, &p)));
+        assert!(mfu(&m, &c, &plan, &p) < 1.0, "{}", mfu(&m, &c, &plan, &p));
     }
 
     #[test]

@@ -418,8 +418,8 @@ impl RunModel {
                         let all =
                             [("q_lora_rank", q_lora), ("kv_lora_rank", kv_lora), ("qk_nope_head_dim", qk_nope), ("v_head_dim", v_head)];
                         at_least_one(&all)?;
-                        if !(qk_rope.is_finite() && qk_rope >= 0.0) {
-                            return Err(crate::Error::Model(format!("qk_rope_head_dim {qk_rope}: must be 0 or more")));
+                        if !(qk_rope.is_finite() && qk_rope >= 0.0 && qk_rope.fract() == 0.0) {
+                            return Err(crate::Error::Model(format!("qk_rope_head_dim {qk_rope}: must be a whole number, 0 or more")));
                         }
                         Some(super::llm::Mla { q_lora, kv_lora, qk_nope, qk_rope, v_head })
                     }
@@ -604,6 +604,16 @@ impl Run {
         .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
         let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
         Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
+    }
+}
+
+/// Whether a run's linear layers run in FP8, as [`projected`] decides it: the
+/// published precision, else the plan's `fp8`.
+pub(crate) fn linear_in_fp8(run: &Run) -> bool {
+    let stated = run.precision.as_ref().and_then(|p| p.linear().ok()).and_then(|(f, _)| f);
+    match stated {
+        Some(f) => f == Format::Fp8,
+        None => Plan::parse(&run.plan).is_ok_and(|p| p.fp8),
     }
 }
 
