@@ -100,10 +100,12 @@ pub enum Error {
         cause: std::io::Error,
     },
     /// A file given as a runs file that is not one.
-    #[error("{}: not a runs file (see `tracecast validate --help`)", path.display())]
+    #[error("{}: not a runs file (see `tracecast validate --help`){key}", path.display())]
     RunsFile {
         /// The file.
         path: PathBuf,
+        /// Where in it, as ` (at "power_w")`, when a key precedes the error.
+        key: String,
         /// What is wrong, and where in the file.
         #[source]
         cause: serde_json::Error,

@@ -27,7 +27,11 @@ impl RunsFile {
     /// `shared/validation/published-runs.json`); its errors name the file.
     pub fn read(path: &Path) -> Result<RunsFile, crate::Error> {
         let text = tracecast_ingest::input::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
-        let file: RunsFile = serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile { path: path.to_path_buf(), cause })?;
+        let file: RunsFile = serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile {
+            path: path.to_path_buf(),
+            key: key_before(&text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
+            cause,
+        })?;
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
         let mut ids: Vec<&str> = file.runs.iter().map(|r| r.id.as_str()).collect();
         ids.sort_unstable();
@@ -37,6 +41,22 @@ impl RunsFile {
         unknown_keys(&text).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
         Ok(file)
     }
+}
+
+/// The last object key that begins before `line`:`column` of a JSON text (serde's error
+/// position, 1-based): the field a type error is in, which serde's message leaves out
+/// ("invalid type: string \"500\", expected f64 at line 20 column 20").
+fn key_before(text: &[u8], line: usize, column: usize) -> Option<String> {
+    if line == 0 {
+        return None;
+    }
+    let start = text.split(|&b| b == b'\n').take(line - 1).map(|l| l.len() + 1).sum::<usize>();
+    let end = (start + column).min(text.len());
+    let before = std::str::from_utf8(&text[..end]).ok()?;
+    // A key is a string followed by a colon: the last `"…":` before the position.
+    let colon = before.rfind("\":")?;
+    let open = before[..colon].rfind('"')?;
+    Some(before[open + 1..colon].to_string())
 }
 
 /// Keys a run, its `system` and its `measured` take (the model's are checked by its own type).
@@ -1198,6 +1218,13 @@ mod tests {
         assert!(e.contains("a precision: a format name such as \"BF16\""), "{e}");
         let e = serde_json::from_str::<RunsFile>("[]").unwrap_err().to_string();
         assert!(e.contains("a JSON object with a `runs` list"), "{e}");
+        // A value of the wrong type is named by its key, which serde's message leaves out.
+        let text = format!("{{\"runs\": [{}}}]}}", run("bf16", MODEL, ", \"power_w\": \"500\""));
+        let e = serde_json::from_str::<RunsFile>(&text).unwrap_err();
+        assert_eq!(key_before(text.as_bytes(), e.line(), e.column()).as_deref(), Some("power_w"), "{e}");
+        let text = text.replace("\"power_w\": \"500\"", "\"power_w\": 500").replace("\"gpus\": 8", "\"gpus\": 8.5");
+        let e = serde_json::from_str::<RunsFile>(&text).unwrap_err();
+        assert_eq!(key_before(text.as_bytes(), e.line(), e.column()).as_deref(), Some("gpus"), "{e}");
     }
 
     /// A preset given a sequence of no tokens projected a step without attention; a model's
