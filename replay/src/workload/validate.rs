@@ -364,6 +364,10 @@ pub struct RunResult {
     /// cannot price (FP4) or a fit with nothing to fit to. Written only when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub refused: bool,
+    /// Whether the run holds work the tool cannot price (linear layers in FP4): not
+    /// the file's fault, its note says what. Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unpriced: bool,
 }
 
 impl RunResult {
@@ -371,6 +375,7 @@ impl RunResult {
     fn not_projected(id: &str, measured: f64, why: String) -> RunResult {
         RunResult {
             refused: false,
+            unpriced: false,
             id: id.to_string(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: None,
@@ -852,9 +857,11 @@ fn project_run(
             hbm_gb: Some(p.hbm_gb),
             notes: p.notes,
             refused: false,
+            unpriced: false,
         },
         Err(e) => RunResult {
             refused: !matches!(e, crate::Error::Unpriced(_)),
+            unpriced: matches!(e, crate::Error::Unpriced(_)),
             ..RunResult::not_projected(&run.id, measured, format!("not projected: {e}"))
         },
     }
@@ -1177,6 +1184,10 @@ mod tests {
         // FP4 and a model without dimensions are refused, by name, never guessed.
         assert!(by("fp4").predicted_tokens_per_s_per_gpu.is_none());
         assert!(notes("fp4").contains("NVFP4"), "{}", notes("fp4"));
+        // FP4 is work the tool cannot price, not the file's fault: unpriced, not refused.
+        assert!(by("fp4").unpriced && !by("fp4").refused, "{:?}", by("fp4"));
+        assert!(by("nodims").refused && !by("nodims").unpriced, "{:?}", by("nodims"));
+        assert!(!by("bf16").unpriced);
         assert!(by("nodims").predicted_tokens_per_s_per_gpu.is_none());
         assert!(notes("nodims").contains("\"DeepSeek-V3\"") && notes("nodims").contains("full dimensions"), "{}", notes("nodims"));
         // Per op class: 16-bit linears, FP8 attention said to be priced in 16-bit.
