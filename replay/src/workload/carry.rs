@@ -3,7 +3,7 @@
 //! what the model prices of it.
 
 use tracecast_calibrate::DeviceModel;
-use tracecast_calibrate::catalog::{Catalog, Dtype};
+use tracecast_calibrate::catalog::Catalog;
 
 use super::llm::Plan;
 use super::validate::{Projected, Run, RunSystem, device_for, gpu_id, projected};
@@ -113,12 +113,11 @@ pub fn carry_run(
             source.plan, to.system.gpu, to.system.gpus
         )),
     })?;
-    let Projected { projection: mut p, timeline, per_gpu, .. } = tgt;
+    let Projected { projection: mut p, timeline, per_gpu, linear } = tgt;
     let (m, ps, pt) = (1.0 / measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
     // A target profile whose GEMM correction of the run's linear format was fitted to measured
     // runs already prices a stack's time beyond the model: carrying the run's as well would
     // count that time twice. (A correction of another format leaves these GEMMs uncorrected.)
-    let linear = if super::validate::linear_in_fp8(&to) { Dtype::Fp8 } else { Dtype::Bf16 };
     let fitted = theirs.as_ref().and_then(|d| d.profile.as_ref()).is_some_and(|p| p.gemm_fitted_to_runs(linear));
     let stack_ms = if fitted { 0.0 } else { p.times.iteration_ms * (step_carried_s(m, ps, pt) / pt - 1.0) };
     let (gpu, n) = (&source.system.gpu, source.system.gpus);

@@ -2023,15 +2023,13 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     Ok(())
 }
 
-/// Model FLOPs utilization of a training projection under `plan`: the model
-/// FLOPs per token ([`Transformer::model_flops_per_token`], its frozen layers
-/// forward only) · tokens per iteration over the iteration time and the
+/// Model FLOPs utilization of a training step under `plan`: the model FLOPs per
+/// token ([`Transformer::model_flops_per_token`], its frozen layers forward only)
+/// · the step's tokens (`global_batch` sequences) over its time and the
 /// cluster's 16-bit peak.
-pub fn mfu(model: &Transformer, cluster: &Cluster, plan: &Plan, p: &Projection) -> f64 {
-    let tokens = p.global_batch * model.seq;
-    model.model_flops_per_token(plan.frozen as usize) * tokens
-        / (p.times.iteration_ms / 1e3)
-        / (f64::from(cluster.gpus) * cluster.peak_flops)
+pub fn mfu(model: &Transformer, cluster: &Cluster, plan: &Plan, global_batch: f64, iteration_ms: f64) -> f64 {
+    let tokens = global_batch * model.seq;
+    model.model_flops_per_token(plan.frozen as usize) * tokens / (iteration_ms / 1e3) / (f64::from(cluster.gpus) * cluster.peak_flops)
 }
 
 /// The layers of the first pipeline stage that do not split into `vpp` equal model
@@ -3111,6 +3109,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         String::new()
     };
     notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
+    let step_mfu =
+        (matches!(task, Task::Train) && times.iteration_ms > 0.0).then(|| mfu(model, cluster, plan, global_batch, times.iteration_ms));
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
@@ -3126,12 +3126,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         fits_memory: memory_gb <= hbm_gb,
         ttft_ms,
         tpot_ms,
-        mfu: None,
+        mfu: step_mfu,
         notes,
-    };
-    let projection = Projection {
-        mfu: (matches!(task, Task::Train) && projection.times.iteration_ms > 0.0).then(|| mfu(model, cluster, plan, &projection)),
-        ..projection
     };
     Ok((projection, last))
 }
@@ -3880,9 +3876,17 @@ mod tests {
         assert_eq!(m.seq, 4096.0);
         let per_token = 6.0 * matmul + 6.0 * 32.0 * 4096.0 * 4096.0;
         let want = per_token * 64.0 * m.seq / (p.times.iteration_ms / 1e3) / (64.0 * c.peak_flops);
-        assert!((mfu(&m, &c, &plan, &p) - want).abs() < 1e-12, "{} vs {want}", mfu(&m, &c, &plan, &p));
-        assert_eq!(p.mfu, Some(mfu(&m, &c, &plan, &p)));
-        assert!(mfu(&m, &c, &plan, &p) < 1.0, "{}", mfu(&m, &c, &plan, &p));
+        assert!(
+            (mfu(&m, &c, &plan, p.global_batch, p.times.iteration_ms) - want).abs() < 1e-12,
+            "{} vs {want}",
+            mfu(&m, &c, &plan, p.global_batch, p.times.iteration_ms)
+        );
+        assert_eq!(p.mfu, Some(mfu(&m, &c, &plan, p.global_batch, p.times.iteration_ms)));
+        assert!(
+            mfu(&m, &c, &plan, p.global_batch, p.times.iteration_ms) < 1.0,
+            "{}",
+            mfu(&m, &c, &plan, p.global_batch, p.times.iteration_ms)
+        );
     }
 
     #[test]

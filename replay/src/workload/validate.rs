@@ -484,19 +484,17 @@ impl RunModel {
                     (None, Some(_)) => return Err(crate::Error::Model("top_k without experts".into())),
                 };
                 // A head width not given is the hidden size over the heads: it must come out whole.
-                let head_dim_key = if m.head_dim.is_none() && mla.is_none() { "head_dim (hidden / heads)" } else { "head_dim" };
-                let positive = [
-                    ("hidden", m.hidden),
-                    ("heads", m.heads),
-                    ("kv_heads", m.kv_heads),
-                    // Latent attention's is the mean of two widths, which may be a half.
-                    (head_dim_key, if mla.is_some() { head_dim.ceil() } else { head_dim }),
-                    ("ffn", m.ffn),
-                    ("vocab", m.vocab),
-                    ("seq", m.seq),
-                    ("experts", experts),
-                    ("top_k", top_k),
-                ];
+                // Latent attention's is the mean of its widths, checked above (it may be a half).
+                let head_width = match (&mla, m.head_dim) {
+                    (Some(_), _) => None,
+                    (None, Some(_)) => Some(("head_dim", head_dim)),
+                    (None, None) => Some(("head_dim (hidden / heads)", head_dim)),
+                };
+                let positive: Vec<(&str, f64)> = [("hidden", m.hidden), ("heads", m.heads), ("kv_heads", m.kv_heads)]
+                    .into_iter()
+                    .chain(head_width)
+                    .chain([("ffn", m.ffn), ("vocab", m.vocab), ("seq", m.seq), ("experts", experts), ("top_k", top_k)])
+                    .collect();
                 at_least_one(&positive)?;
                 if m.layers == 0 {
                     return Err(crate::Error::Model("layers 0: must be positive".into()));
@@ -629,16 +627,6 @@ impl Run {
         .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
         let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
         Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
-    }
-}
-
-/// Whether a run's linear layers run in FP8, as [`projected`] decides it: the
-/// published precision, else the plan's `fp8`.
-pub(crate) fn linear_in_fp8(run: &Run) -> bool {
-    let stated = run.precision.as_ref().and_then(|p| p.linear().ok()).and_then(|(f, _)| f);
-    match stated {
-        Some(f) => f == Format::Fp8,
-        None => Plan::parse(&run.plan).is_ok_and(|p| p.fp8),
     }
 }
 
@@ -775,6 +763,8 @@ pub(crate) struct Projected {
     pub(crate) projection: super::Projection,
     pub(crate) timeline: super::Timeline,
     pub(crate) per_gpu: f64,
+    /// The number format its linear layers were priced in (the published precision, else the plan's).
+    pub(crate) linear: tracecast_calibrate::catalog::Dtype,
 }
 
 /// Projects `run` with `device`; `measured` is set to the run's measured
@@ -833,7 +823,8 @@ pub(crate) fn projected(
     let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
     notes.append(&mut p.notes);
     p.notes = notes;
-    Ok(Projected { projection: p, timeline, per_gpu })
+    let linear = if plan.fp8 { tracecast_calibrate::catalog::Dtype::Fp8 } else { tracecast_calibrate::catalog::Dtype::Bf16 };
+    Ok(Projected { projection: p, timeline, per_gpu, linear })
 }
 
 /// One run projected with `device`.
