@@ -117,7 +117,14 @@ fn search_ranks_plans_and_draws_the_front() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("plans simulated"), "{stdout}");
     assert!(stdout.contains("Baseline plain FSDP"), "{stdout}");
+    // Held against the best A100 training run shipped: MPT-7B on 8 A100, 4 641 tokens/s per GPU
+    // × 41.50 GFLOP a token ÷ 312 TFLOP/s (the arithmetic in validate.rs's unit test).
+    assert!(
+        stdout.contains("The best MFU measured in training on a GPU of this compute: 61.7 % (mpt-7b-8xa100-80gb, 8 × a100-80gb"),
+        "{stdout}"
+    );
     let v = json(&out);
+    assert_eq!(v["best_measured_mfu"]["run"], "mpt-7b-8xa100-80gb");
     let ranked = v["ranked"].as_array().unwrap();
     assert!(!ranked.is_empty());
     assert!(ranked.iter().all(|p| p["fits_memory"] == true));

@@ -196,6 +196,17 @@ impl Gpu {
         Some(tflops * 1e12)
     }
 
+    /// Whether `other` is the same compute as this GPU: the same SM count, 16-bit peak and
+    /// exponential rate, all stated (H100 SXM and H200, one GH100 die; A100 40 and 80 GB).
+    /// Memory may differ. Kernels measured on one stand for the other's.
+    pub fn same_compute(&self, other: &Gpu) -> bool {
+        self.sms.is_some()
+            && self.sms == other.sms
+            && self.exp_tps == other.exp_tps
+            && self.peak_flops(Dtype::Bf16).is_some()
+            && self.peak_flops(Dtype::Bf16) == other.peak_flops(Dtype::Bf16)
+    }
+
     /// Peak HBM bandwidth, bytes/s.
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_gbps * 1e9

@@ -181,6 +181,16 @@ const SHIPPED: [(&str, &str); 5] = [
     ("networks", include_str!("../measurements/networks.csv")),
 ];
 
+/// Measured training runs, shipped as published (`calibrate/measurements/*.json`, copied by
+/// `regenerate.sh` from the evidence's `training-runs.json` and the published validation
+/// runs): tokens/s per GPU with the model, system and plan of each, and its source. The
+/// format is the runs file of `tracecast validate`, which parses them; they bound what a
+/// GPU class was measured to reach in training (its best MFU).
+pub const SHIPPED_RUNS: [(&str, &str); 2] = [
+    ("training-runs.json", include_str!("../measurements/training-runs.json")),
+    ("published-runs.json", include_str!("../measurements/published-runs.json")),
+];
+
 impl Measurements {
     /// The shipped base (embedded public measurements).
     pub fn builtin() -> Measurements {

@@ -1114,10 +1114,8 @@ impl Pricing {
             return None;
         }
         // The same silicon: the same 16-bit peak, SM count and exponential rate, all stated.
-        let mine = peak(gpu, Dtype::Bf16)?;
-        let same = |g: &&Gpu| gpu.sms.is_some() && g.sms == gpu.sms && g.exp_tps == gpu.exp_tps && peak(g, Dtype::Bf16) == Some(mine);
         self.vendor_peers(gpu)
-            .filter(same)
+            .filter(|g| gpu.same_compute(g))
             .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {

@@ -233,6 +233,45 @@ pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
     Ok(task)
 }
 
+/// A training projection's MFU held against the best MFU measured in training on a GPU of
+/// its compute with its linear layers' format (the shipped runs).
+pub(crate) struct MeasuredMfuNote {
+    /// The note, in words.
+    pub text: String,
+    /// The best run measured.
+    pub best: tracecast_replay::workload::validate::MeasuredMfu,
+}
+
+/// [`MeasuredMfuNote`] of `p` on catalog GPU `gpu`; `None` for an inference projection, a
+/// GPU the catalog lacks or one no shipped training run was measured on.
+pub(crate) fn measured_mfu_note(catalog: &tracecast_calibrate::Catalog, gpu: &str, p: &Projection) -> Option<MeasuredMfuNote> {
+    use tracecast_calibrate::catalog::Dtype;
+    let mfu = p.mfu?;
+    let gpu = catalog.gpu(gpu).ok()?;
+    let fp8 = Plan::parse(&p.plan).is_ok_and(|plan| plan.fp8);
+    let (linear, format) = if fp8 { (Dtype::Fp8, "FP8") } else { (Dtype::Bf16, "16-bit") };
+    let best = tracecast_replay::workload::validate::best_measured_mfu(catalog, gpu, linear)?;
+    // The source's first words (its repository and file), without the reading notes.
+    let source = best.source.as_deref().map(|s| s.split([';', '(']).next().unwrap_or(s).trim()).unwrap_or("source not stated");
+    let run = format!("{}, {} × {}; {source}", best.run, best.gpus, best.gpu);
+    let text = if mfu > best.mfu {
+        format!(
+            "MFU {:.1} % is above every training run measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run}): the model prices kernels at the rates benchmarks measured and no framework time between them, so read the throughput as an upper estimate",
+            100.0 * mfu,
+            gpu.id,
+            100.0 * best.mfu
+        )
+    } else {
+        format!(
+            "MFU {:.1} % is within what training runs measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run})",
+            100.0 * mfu,
+            gpu.id,
+            100.0 * best.mfu
+        )
+    };
+    Some(MeasuredMfuNote { text, best })
+}
+
 /// The terminal summary of a projection.
 pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<()> {
     let t = &p.times;
@@ -367,7 +406,7 @@ fn carried(
     args: &Options,
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
-) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline)> {
+) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String)> {
     use tracecast_replay::workload::carry::{carry_run, target_system};
     anyhow::ensure!(
         args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
@@ -386,9 +425,10 @@ fn carried(
         crate::hardware::ensure_profile_of(d, &target.system.gpu, args.profile.as_deref().unwrap_or(Path::new("--profile")))?;
     }
     let measurements = crate::hardware::measurements_of(&args.measurements, catalog)?;
+    let gpu = target.system.gpu.clone();
     let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
         .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
-    Ok((c.projection, c.timeline))
+    Ok((c.projection, c.timeline, gpu))
 }
 
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
@@ -402,8 +442,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         args.sharding.is_none() || args.madmax.is_some(),
         "--sharding shards a DLRM's embedding tables: give the MAD-Max DLRM files (--madmax MODEL SYSTEM TASK)"
     );
-    let (projection, timeline) = if let Some(from) = &args.from {
-        carried(from, args, &catalog, device.as_ref())?
+    // The catalog GPU projected onto, whose measured training runs its MFU is held against.
+    let mut gpu = None;
+    let (mut projection, timeline) = if let Some(from) = &args.from {
+        let (p, t, g) = carried(from, args, &catalog, device.as_ref())?;
+        gpu = Some(g);
+        (p, t)
     } else if let Some(files) = &args.madmax {
         args.inference.refuse_with_task_file(&files.task)?;
         anyhow::ensure!(
@@ -460,6 +504,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         let model = model(m)?;
         let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
+        gpu = catalog.gpu(sys).ok().map(|g| g.id.clone());
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             args.inference.refuse_with_task_file(Path::new(&args.task))?;
@@ -495,6 +540,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             e => e.into(),
         })?
     };
+    if let Some(note) = gpu.and_then(|g| measured_mfu_note(&catalog, &g, &projection)) {
+        projection.notes.push(note.text);
+    }
     if !args.quiet {
         write_projection(out, &projection)?;
     }

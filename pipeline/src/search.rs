@@ -112,11 +112,29 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
-        writeln!(out, "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10}", "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB")?;
+        // Training plans' MFU, each held against the best measured in training on this GPU's class.
+        let measured = catalog.gpu(&args.system).ok().and_then(|g| {
+            let best = result.ranked.first()?;
+            crate::project::measured_mfu_note(&catalog, &g.id, best)
+        });
+        writeln!(
+            out,
+            "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
+            "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB", "MFU"
+        )?;
+        let mut above = false;
         for (i, p) in result.ranked.iter().take(args.top).enumerate() {
+            let mfu = match (p.mfu, &measured) {
+                (Some(m), Some(n)) if m > n.best.mfu => {
+                    above = true;
+                    format!("{:.1}%*", 100.0 * m)
+                }
+                (Some(m), _) => format!("{:.1}% ", 100.0 * m),
+                (None, _) => "- ".into(),
+            };
             writeln!(
                 out,
-                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1}",
+                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1} {mfu:>7}",
                 i + 1,
                 p.plan,
                 p.times.iteration_ms,
@@ -181,6 +199,23 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 )?,
             }
         }
+        if let Some(n) = &measured {
+            let best = &n.best;
+            let source = best.source.as_deref().map(|s| s.split([';', '(']).next().unwrap_or(s).trim()).unwrap_or("source not stated");
+            writeln!(
+                out,
+                "The best MFU measured in training on a GPU of this compute: {:.1} % ({}, {} × {}; {source}){}",
+                100.0 * best.mfu,
+                best.run,
+                best.gpus,
+                best.gpu,
+                if above {
+                    "; * above it: the model prices kernels at the rates benchmarks measured and no framework time between them, so read those plans' throughput as an upper estimate (their ranking holds)"
+                } else {
+                    ""
+                }
+            )?;
+        }
         if front.iter().any(|p| p.pareto) {
             let batch = if space.global_batch > 0 {
                 "--gbs scaled with the GPU count: the same batch per GPU"
@@ -203,7 +238,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             speedup_over_baseline: Option<f64>,
             ranked: &'a [tracecast_replay::workload::Projection],
             front: &'a [search::FrontPoint],
+            /// The best MFU measured in training on a GPU of this compute (the shipped runs).
+            best_measured_mfu: Option<&'a tracecast_replay::workload::validate::MeasuredMfu>,
         }
+        let measured = catalog
+            .gpu(&args.system)
+            .ok()
+            .zip(result.ranked.first())
+            .and_then(|(g, best)| crate::project::measured_mfu_note(&catalog, &g.id, best));
         let top = &result.ranked[..result.ranked.len().min(args.top.max(1).saturating_mul(10))];
         write_json(
             path,
@@ -215,6 +257,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 speedup_over_baseline: result.speedup_over_baseline,
                 ranked: top,
                 front: &front,
+                best_measured_mfu: measured.as_ref().map(|n| &n.best),
             },
         )?;
     }

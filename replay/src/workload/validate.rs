@@ -27,9 +27,14 @@ impl RunsFile {
     /// `shared/validation/published-runs.json`); its errors name the file.
     pub fn read(path: &Path) -> Result<RunsFile, crate::Error> {
         let text = tracecast_ingest::input::read(path).map_err(|cause| crate::Error::Io { path: path.to_path_buf(), cause })?;
-        let file: RunsFile = serde_json::from_slice(&text).map_err(|cause| crate::Error::RunsFile {
+        RunsFile::parse(&text, path)
+    }
+
+    /// A runs file's text, read from `path` (which its errors name).
+    pub fn parse(text: &[u8], path: &Path) -> Result<RunsFile, crate::Error> {
+        let file: RunsFile = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
             path: path.to_path_buf(),
-            key: key_before(&text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
+            key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
             cause,
         })?;
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
@@ -38,9 +43,78 @@ impl RunsFile {
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
             return Err(crate::Error::Run(format!("{}: run id {:?} names more than one run", path.display(), w[0])));
         }
-        unknown_keys(&text).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
+        unknown_keys(text).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
         Ok(file)
     }
+}
+
+/// A training run's measured model FLOPs utilization: its tokens/s per GPU × the model's
+/// FLOPs per token ([`Transformer::model_flops_per_token`], the count `project` and `search`
+/// print) ÷ its GPU's 16-bit peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasuredMfu {
+    /// The run's id.
+    pub run: String,
+    /// Where its throughput was published.
+    pub source: Option<String>,
+    /// Its GPU (catalog id) and how many.
+    pub gpu: String,
+    /// GPUs of the run.
+    pub gpus: u32,
+    /// The utilization, a fraction of the 16-bit peak.
+    pub mfu: f64,
+}
+
+impl Run {
+    /// The run's measured MFU and its linear layers' format; `None` for an inference run,
+    /// a model or plan that does not parse, a GPU the catalog lacks, or formats the model
+    /// does not price (FP4).
+    pub fn measured_mfu(&self, catalog: &Catalog) -> Option<(MeasuredMfu, Dtype)> {
+        if self.task.as_deref().is_some_and(|t| t != "train") {
+            return None;
+        }
+        if let Some(p) = &self.precision {
+            p.linear().ok()?;
+        }
+        let model = self.model.transformer(&self.id).ok()?;
+        let plan = Plan::parse(&self.plan).ok()?;
+        let gpu = catalog.gpu(&self.system.gpu).ok()?;
+        let peak = gpu.peak_flops(Dtype::Bf16).or_else(|| gpu.peak_flops(Dtype::Fp16))?;
+        let per_gpu = self.measured.tokens_per_s_per_gpu.filter(|t| t.is_finite() && *t > 0.0)?;
+        let mfu = per_gpu * model.model_flops_per_token(plan.frozen as usize) / peak;
+        let run = MeasuredMfu { run: self.id.clone(), source: self.source.clone(), gpu: gpu.id.clone(), gpus: self.system.gpus, mfu };
+        Some((run, linear_dtype(self, gpu)))
+    }
+}
+
+/// The shipped runs ([`tracecast_calibrate::measured::SHIPPED_RUNS`]), parsed once; a test
+/// checks that every file parses.
+pub fn shipped_runs() -> &'static [RunsFile] {
+    static RUNS: std::sync::OnceLock<Vec<RunsFile>> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| {
+        tracecast_calibrate::measured::SHIPPED_RUNS
+            .iter()
+            .filter_map(|(name, text)| RunsFile::parse(text.as_bytes(), Path::new(name)).ok())
+            .collect()
+    })
+}
+
+/// The best MFU measured in training among the shipped runs on a GPU of `gpu`'s compute
+/// ([`tracecast_calibrate::catalog::Gpu::same_compute`]: an H200 counts H100 SXM's runs) with
+/// their linear layers in `linear`: what a projection of that GPU is held against.
+pub fn best_measured_mfu(catalog: &Catalog, gpu: &tracecast_calibrate::catalog::Gpu, linear: Dtype) -> Option<MeasuredMfu> {
+    shipped_runs()
+        .iter()
+        .flat_map(|f| &f.runs)
+        .filter_map(|r| r.measured_mfu(catalog))
+        // FP16 and BF16 run on the same tensor cores at the same peak: one 16-bit class.
+        .filter(|(r, d)| sixteen(*d) == sixteen(linear) && catalog.gpu(&r.gpu).is_ok_and(|g| g.id == gpu.id || g.same_compute(gpu)))
+        .map(|(r, _)| r)
+        .max_by(|a, b| a.mfu.total_cmp(&b.mfu))
+}
+
+fn sixteen(d: Dtype) -> Dtype {
+    if d == Dtype::Fp16 { Dtype::Bf16 } else { d }
 }
 
 /// The last object key that begins before `line`:`column` of a JSON text (serde's error
@@ -1094,6 +1168,51 @@ fn linear_dtype(run: &Run, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
 
 #[cfg(test)]
 mod tests {
+    /// Both shipped runs files parse, every run of theirs with model dimensions.
+    #[test]
+    fn the_shipped_runs_parse() {
+        let files = super::shipped_runs();
+        // The evidence README counts 129 runs with model dimensions; the published file has 17.
+        assert_eq!(files.iter().map(|f| f.runs.len()).collect::<Vec<_>>(), [129, 17]);
+    }
+
+    /// Measured MFU is the run's tokens/s per GPU × the model's FLOPs per token ÷ the 16-bit
+    /// peak. MPT-7B on 8 A100 (llm-foundry's table, 4 641 tokens/s per GPU): 32 layers of
+    /// hidden 4096 and FFN 16384 hold 32 × (4 × 4096² + 2 × 4096 × 16384) = 6 442.5 M matmul
+    /// parameters, the tied head 50 368 × 4096 = 206.3 M more: 6 × 6 648.8 M = 39.89 GFLOP a
+    /// token; the causal attention 12 × 32 × 4096 × 2048 / 2 = 1.61 GFLOP; 41.50 GFLOP ×
+    /// 4 641 / 312 TFLOP/s = 61.73 %.
+    #[test]
+    fn measured_mfu_is_the_runs_model_flops_over_the_16_bit_peak() {
+        let catalog = Catalog::builtin();
+        let runs = &super::shipped_runs()[1].runs;
+        let run = runs.iter().find(|r| r.id == "mpt-7b-8xa100-80gb").unwrap();
+        let (m, linear) = run.measured_mfu(&catalog).unwrap();
+        assert!((m.mfu - 0.6173).abs() < 5e-4, "{}", m.mfu);
+        assert_eq!((linear, m.gpus, m.gpu.as_str()), (Dtype::Bf16, 8, "a100-80gb"));
+        // The best 16-bit A100 run of both files is this one (MPT-13B 57.7 %, torchtitan's Llama 2 70B
+        // 48.7 %; the SC21 runs' published figures count recomputation, their model FLOPs at most 39 %).
+        let a100 = catalog.gpu("a100-80gb").unwrap();
+        assert_eq!(super::best_measured_mfu(&catalog, a100, Dtype::Bf16).unwrap().run, "mpt-7b-8xa100-80gb");
+        // FP16 is the same 16-bit class.
+        assert_eq!(super::best_measured_mfu(&catalog, a100, Dtype::Fp16).unwrap().run, "mpt-7b-8xa100-80gb");
+    }
+
+    /// A GPU of the same compute is held against the other's runs (H200 against H100 SXM's), a
+    /// format against runs in that format, and a GPU nobody trained on against none.
+    #[test]
+    fn a_gpu_is_held_against_the_runs_of_its_compute_and_format() {
+        let catalog = Catalog::builtin();
+        let best = |id: &str, d: Dtype| super::best_measured_mfu(&catalog, catalog.gpu(id).unwrap(), d);
+        let (h100, h200) = (best("h100-sxm", Dtype::Bf16).unwrap(), best("h200", Dtype::Bf16).unwrap());
+        assert_eq!(h100.run, h200.run);
+        let fp8 = best("h200", Dtype::Fp8).unwrap();
+        assert_ne!(fp8.run, h200.run);
+        let fp8_run = super::shipped_runs().iter().flat_map(|f| &f.runs).find(|r| r.id == fp8.run).unwrap();
+        assert_eq!(super::linear_dtype(fp8_run, catalog.gpu("h100-sxm").unwrap()), Dtype::Fp8);
+        assert!(best("mi300x", Dtype::Bf16).is_none(), "no MI300X training run is shipped");
+    }
+
     /// A run the model does not price (FP4 linear layers) enters no fit and no count: it had
     /// been counted among a 16-bit fit's runs.
     #[test]
