@@ -420,6 +420,12 @@ pub struct RunResult {
     pub fits_memory: Option<bool>,
     /// Projected iteration, ms.
     pub iteration_ms: Option<f64>,
+    /// Training: the measured throughput as MFU ([`Run::measured_mfu`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_mfu: Option<f64>,
+    /// Training: the projection's MFU (the same count and peak).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projected_mfu: Option<f64>,
     /// Where the projected iteration goes: compute per kind, communication,
     /// exposed communication and pipeline bubble (`project --json`'s keys).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -456,6 +462,8 @@ impl RunResult {
             error: None,
             fits_memory: None,
             iteration_ms: None,
+            measured_mfu: None,
+            projected_mfu: None,
             times: None,
             memory: None,
             hbm_gb: None,
@@ -917,6 +925,8 @@ fn project_run(
             error: (measured > 0.0).then(|| predicted / measured - 1.0),
             fits_memory: Some(p.fits_memory),
             iteration_ms: Some(p.times.iteration_ms),
+            measured_mfu: run.measured_mfu(catalog).map(|m| m.0.mfu),
+            projected_mfu: p.mfu,
             times: Some(p.times),
             memory: Some(p.memory),
             hbm_gb: Some(p.hbm_gb),
@@ -1196,6 +1206,25 @@ mod tests {
         assert_eq!(super::best_measured_mfu(&catalog, a100, Dtype::Bf16).unwrap().run, "mpt-7b-8xa100-80gb");
         // FP16 is the same 16-bit class.
         assert_eq!(super::best_measured_mfu(&catalog, a100, Dtype::Fp16).unwrap().run, "mpt-7b-8xa100-80gb");
+    }
+
+    /// The measured and projected MFU of a run are one count at one peak: their ratio is the
+    /// throughputs' (every shipped training run the model projects).
+    #[test]
+    fn measured_and_projected_mfu_are_one_count() {
+        let catalog = Catalog::builtin();
+        let mut checked = 0;
+        for file in super::shipped_runs() {
+            for r in super::validate(file, &catalog, &[], None).runs {
+                let (Some(m), Some(p), Some(predicted)) = (r.measured_mfu, r.projected_mfu, r.predicted_tokens_per_s_per_gpu) else {
+                    continue;
+                };
+                let (a, b) = (p / m, predicted / r.measured_tokens_per_s_per_gpu);
+                assert!((a / b - 1.0).abs() < 1e-9, "{}: MFU ratio {a}, throughput ratio {b}", r.id);
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 
     /// A GPU of the same compute is held against the other's runs (H200 against H100 SXM's), a
