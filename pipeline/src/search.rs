@@ -167,34 +167,45 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             && let Some(mfu) = best.mfu
         {
             let gpu = catalog.gpu(&args.system).ok();
-            // The best 16-bit GEMM measured (the MFU is of the 16-bit peak).
             use tracecast_calibrate::catalog::Dtype;
+            // The best GEMM measured in the plan's linear format, as a fraction of the 16-bit
+            // peak the MFU is of (an FP8 GEMM at 80 % of the FP8 peak is 160 % of it).
+            let fp8 = tracecast_replay::workload::llm::Plan::parse(&best.plan).is_ok_and(|p| p.fp8);
+            let formats: &[Dtype] = if fp8 { &[Dtype::Fp8] } else { &[Dtype::Bf16, Dtype::Fp16] };
+            let of_16_bit = |d: Dtype| {
+                let g = gpu?;
+                Some(g.peak_flops(d)? / g.peak_flops(Dtype::Bf16).or_else(|| g.peak_flops(Dtype::Fp16))?)
+            };
             let traced = gpu
                 .and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)))
-                .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, &[Dtype::Bf16, Dtype::Fp16]));
-            // And the measured performance base's best 16-bit GEMM of this GPU.
-            let published =
-                gpu.zip(cluster.prices.as_ref()).and_then(|(g, p)| p.pricing.best_gemm_fraction(g, Dtype::Bf16)).map(|(f, _)| f);
+                .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, formats))
+                .and_then(|f| Some(f * of_16_bit(formats[0])?));
+            // And the measured performance base's best GEMM of this GPU in that format.
+            let published = gpu
+                .zip(cluster.prices.as_ref())
+                .and_then(|(g, p)| p.pricing.best_gemm_fraction(g, formats[0]))
+                .and_then(|(f, _)| Some(f * of_16_bit(formats[0])?));
             let measured = match (traced, published) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
+            let format = if fp8 { "FP8 GEMM" } else { "GEMM" };
             match measured {
                 Some(m) if mfu > m => writeln!(
                     out,
-                    "note: the best plan implies {:.0} % MFU, more than the best GEMM measured on this GPU reached ({:.0} % of peak): its absolute throughput is optimistic (the ranking of plans still holds)",
+                    "note: the best plan implies {:.0} % MFU, more than the best {format} measured on this GPU reached ({:.0} % of the 16-bit peak): its absolute throughput is optimistic (the ranking of plans still holds)",
                     100.0 * mfu,
                     100.0 * m
                 )?,
                 Some(m) => writeln!(
                     out,
-                    "The best plan implies {:.0} % MFU (the best GEMM measured on this GPU: {:.0} % of peak)",
+                    "The best plan implies {:.0} % MFU (the best {format} measured on this GPU: {:.0} % of the 16-bit peak)",
                     100.0 * mfu,
                     100.0 * m
                 )?,
                 None => writeln!(
                     out,
-                    "note: the best plan implies {:.0} % MFU; no GEMM of this GPU was measured to bound it (no profile, shipped calibration or measured base)",
+                    "note: the best plan implies {:.0} % MFU; no {format} of this GPU was measured to bound it (no profile, shipped calibration or measured base)",
                     100.0 * mfu
                 )?,
             }
