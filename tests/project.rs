@@ -125,6 +125,22 @@ fn search_ranks_plans_and_draws_the_front() {
     );
     let v = json(&out);
     assert_eq!(v["best_measured_mfu"]["run"], "mpt-7b-8xa100-80gb");
+    // An FP8 search is bounded by FP8 GEMMs and FP8 training runs, both against the 16-bit peak
+    // the MFU is of: H100's FP8 peak is twice its 16-bit one, so a GEMM at over half of it is over 100 %.
+    let o = bin()
+        .args(["search", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "64", "--top", "1", "--with", "fp8"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fp8 = String::from_utf8_lossy(&o.stdout);
+    let share: f64 = fp8
+        .split("the best FP8 GEMM measured on this GPU: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{fp8}"));
+    assert!(share > 100.0, "{fp8}");
+    assert!(fp8.contains("The best MFU measured in training on a GPU of this compute: ") && fp8.contains("h100-sxm"), "{fp8}");
     let ranked = v["ranked"].as_array().unwrap();
     assert!(!ranked.is_empty());
     assert!(ranked.iter().all(|p| p["fits_memory"] == true));
