@@ -233,6 +233,9 @@ pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
     Ok(task)
 }
 
+/// Why a projection can be above every run measured in training, and how to read it.
+pub(crate) const ABOVE_MEASURED: &str = "the model prices kernels at the rates benchmarks measured and no framework time between them, so read the throughput as an upper estimate";
+
 /// A training projection's MFU held against the best MFU measured in training on a GPU of
 /// its compute with its linear layers' format (the shipped runs).
 pub(crate) struct MeasuredMfuNote {
@@ -251,12 +254,10 @@ pub(crate) fn measured_mfu_note(catalog: &tracecast_calibrate::Catalog, gpu: &st
     let fp8 = Plan::parse(&p.plan).is_ok_and(|plan| plan.fp8);
     let (linear, format) = if fp8 { (Dtype::Fp8, "FP8") } else { (Dtype::Bf16, "16-bit") };
     let best = tracecast_replay::workload::validate::best_measured_mfu(catalog, gpu, linear)?;
-    // The source's first words (its repository and file), without the reading notes.
-    let source = best.source.as_deref().map(|s| s.split([';', '(']).next().unwrap_or(s).trim()).unwrap_or("source not stated");
-    let run = format!("{}, {} × {}; {source}", best.run, best.gpus, best.gpu);
+    let run = best.cited();
     let text = if mfu > best.mfu {
         format!(
-            "MFU {:.1} % is above every training run measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run}): the model prices kernels at the rates benchmarks measured and no framework time between them, so read the throughput as an upper estimate",
+            "MFU {:.1} % is above every training run measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run}): {ABOVE_MEASURED}",
             100.0 * mfu,
             gpu.id,
             100.0 * best.mfu

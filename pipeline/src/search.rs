@@ -211,20 +211,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
         }
         if let Some(n) = &measured {
-            let best = &n.best;
-            let source = best.source.as_deref().map(|s| s.split([';', '(']).next().unwrap_or(s).trim()).unwrap_or("source not stated");
             writeln!(
                 out,
-                "The best MFU measured in training on a GPU of this compute: {:.1} % ({}, {} × {}; {source}){}",
-                100.0 * best.mfu,
-                best.run,
-                best.gpus,
-                best.gpu,
-                if above {
-                    "; * above it: the model prices kernels at the rates benchmarks measured and no framework time between them, so read those plans' throughput as an upper estimate (their ranking holds)"
-                } else {
-                    ""
-                }
+                "The best MFU measured in training on a GPU of this compute: {:.1} % ({}){}",
+                100.0 * n.best.mfu,
+                n.best.cited(),
+                if above { format!("; * above it: {} (the plans' ranking holds)", crate::project::ABOVE_MEASURED) } else { String::new() }
             )?;
         }
         if front.iter().any(|p| p.pareto) {

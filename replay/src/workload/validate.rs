@@ -65,6 +65,15 @@ pub struct MeasuredMfu {
     pub mfu: f64,
 }
 
+impl MeasuredMfu {
+    /// The run in words: its id, GPUs and the first words of its source (repository and
+    /// file, without the reading notes).
+    pub fn cited(&self) -> String {
+        let source = self.source.as_deref().map(|s| s.split([';', '(']).next().unwrap_or(s).trim()).unwrap_or("source not stated");
+        format!("{}, {} × {}; {source}", self.run, self.gpus, self.gpu)
+    }
+}
+
 impl Run {
     /// The run's measured MFU and its linear layers' format; `None` for an inference run,
     /// a model or plan that does not parse, a GPU the catalog lacks, or formats the model
