@@ -208,6 +208,18 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
             writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
         }
     }
+    // What training on a GPU of its compute was measured to reach: the bound `search` and `project` state.
+    use tracecast_calibrate::catalog::Dtype;
+    let trained: Vec<_> = [(Dtype::Bf16, "16-bit"), (Dtype::Fp8, "FP8")]
+        .into_iter()
+        .filter_map(|(d, words)| Some((words, tracecast_replay::workload::validate::best_measured_mfu(c, g, d)?)))
+        .collect();
+    if !trained.is_empty() {
+        writeln!(w, "\nMeasured in training (the shipped runs on GPUs of its compute; what `search` and `project` hold MFU against):")?;
+        for (words, best) in trained {
+            writeln!(w, "  {words} linear layers: best MFU {:.1} % of the 16-bit peak ({})", 100.0 * best.mfu, best.cited())?;
+        }
+    }
     match tracecast_calibrate::shipped::profile(&g.id) {
         Some(p) => {
             writeln!(w, "\nShipped calibration profile ({} corpus traces; calibrate/profiles/regenerate.sh):", p.traces.len())?;
