@@ -1449,7 +1449,7 @@ impl Pricing {
         let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
         let link_rule =
             |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
-        let (mut time_us, mut rule, extrapolated, what) = system.price(curve_of, size, gpus, &link_rule)?;
+        let (mut time_us, mut rule, extrapolated, what) = system.price(curve_of, collective, size, gpus, &link_rule)?;
         let network =
             if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
         if let Some((f, _)) = &network {
@@ -1461,7 +1461,7 @@ impl Pricing {
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
             let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(curve_of, r.size_bytes * k / ar, gpus, &link_rule)?.0)
+                Some(r.time_us / system.price(curve_of, collective, r.size_bytes * k / ar, gpus, &link_rule)?.0)
             });
             if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
@@ -2289,10 +2289,12 @@ impl Systems {
 }
 
 impl System {
-    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`; `link_rule`
+    /// (µs, rule, extrapolated, what) of `collective` for `size` bytes over `gpus` on
+    /// curves of `curve_of` (the all-reduce's where it stands in); `link_rule`
     /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
     fn price(
         &self,
+        curve_of: Collective,
         collective: Collective,
         size: f64,
         gpus: u32,
@@ -2338,7 +2340,9 @@ impl System {
             // Ring is 388–390; togethercomputer/together-nccl-tests@6fd65d1,
             // baselines/flapping-airplanes/2026-05-12_nccl_collective_scaling_report.md), so
             // it adds the lesser of the ring's steps and the bandwidth time once more.
-            let rings = match (ring_steps(collective, gpus), ring_steps(collective, *a), ca.step_latency_us(collective, *a)) {
+            // The step latency is the curve's own collective's (an all-reduce curve standing in for
+            // a reduce-scatter took 2(n − 1) steps); the steps added, the priced collective's.
+            let rings = match (ring_steps(collective, gpus), ring_steps(collective, *a), ca.step_latency_us(curve_of, *a)) {
                 (Some(n), Some(m), Some(alpha)) if n > m => {
                     let steps = (n - m) as f64 * alpha;
                     if collective == Collective::AllReduce { steps.min(bandwidth) } else { steps }
