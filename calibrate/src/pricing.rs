@@ -26,9 +26,7 @@
 //! small-message latency grows linearly in log₂(nodes) (fitted over the
 //! system's measured node counts) and the rest of the time is that of the
 //! largest measured count, scaled by the bus factor — the bandwidth of the
-//! slowest tier carries over —, plus the ring steps added beyond that count
-//! at its measured per-step latency (an all-reduce: at most its bandwidth time
-//! again, where the tree is faster). Collectives without a curve of their own use
+//! slowest tier carries over. Collectives without a curve of their own use
 //! the all-reduce curve at equal bus bytes, and say so.
 
 use std::collections::HashMap;
@@ -112,9 +110,7 @@ impl PriceRule {
             }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
-            PriceRule::CollectiveScaleOut => {
-                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count, the ring steps added at its per-step latency"
-            }
+            PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
             PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
             PriceRule::CollectiveLinkSpec => {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
@@ -1449,7 +1445,7 @@ impl Pricing {
         let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
         let link_rule =
             |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
-        let (mut time_us, mut rule, extrapolated, what) = system.price(curve_of, collective, size, gpus, &link_rule)?;
+        let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
         let network =
             if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
         if let Some((f, _)) = &network {
@@ -1461,7 +1457,7 @@ impl Pricing {
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
             let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(curve_of, collective, r.size_bytes * k / ar, gpus, &link_rule)?.0)
+                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus, &link_rule)?.0)
             });
             if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
@@ -2153,40 +2149,9 @@ impl Curve {
         self.at(LATENCY_BYTES, link_rule).0
     }
 
-    /// The latency a ring step of `collective` over `gpus` paid in this curve: the intercept of
-    /// its bandwidth regime (a straight line in bytes through its sizes from a sixteenth of
-    /// the largest up), over its ring steps. `None` where the curve has fewer than three such
-    /// sizes or the collective runs no ring.
-    fn step_latency_us(&self, collective: Collective, gpus: u32) -> Option<f64> {
-        let steps = ring_steps(collective, gpus)?;
-        let largest = self.points.last()?.0;
-        let pts: Vec<(f64, f64)> =
-            self.points.iter().filter(|p| p.0 >= largest - 16f64.ln() - 1e-9).map(|p| (p.0.exp(), p.1.exp())).collect();
-        if pts.len() < 3 || steps == 0 {
-            return None;
-        }
-        let n = pts.len() as f64;
-        let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-        let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
-        let intercept = my - slope * mx;
-        (slope > 0.0 && intercept > 0.0).then(|| intercept / steps as f64)
-    }
-
     /// Whether the curve measured small messages (its smallest size is one).
     fn measures_latency(&self) -> bool {
         self.points.first().is_some_and(|p| p.0.exp() <= SMALL_MESSAGE_BYTES * (1.0 + 1e-9))
-    }
-}
-
-/// The steps of NCCL's ring algorithm for `collective` over `gpus` ranks; `None` for
-/// collectives that run no ring (all-to-all, point to point, broadcast).
-fn ring_steps(collective: Collective, gpus: u32) -> Option<u64> {
-    let n = u64::from(gpus.max(1));
-    match collective {
-        Collective::AllGather | Collective::ReduceScatter => Some(n - 1),
-        Collective::AllReduce => Some(2 * (n - 1)),
-        _ => None,
     }
 }
 
@@ -2289,17 +2254,9 @@ impl Systems {
 }
 
 impl System {
-    /// (µs, rule, extrapolated, what) of `collective` for `size` bytes over `gpus` on
-    /// curves of `curve_of` (the all-reduce's where it stands in); `link_rule`
+    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`; `link_rule`
     /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
-    fn price(
-        &self,
-        curve_of: Collective,
-        collective: Collective,
-        size: f64,
-        gpus: u32,
-        link_rule: &dyn Fn(f64) -> Option<f64>,
-    ) -> Option<(f64, PriceRule, bool, String)> {
+    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<(f64, PriceRule, bool, String)> {
         if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
             let (t, ex) = c.at(size, link_rule);
             return Some((t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs")));
@@ -2331,25 +2288,7 @@ impl System {
             };
             let (t_a, _) = ca.at(size, link_rule);
             let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
-            let bandwidth = (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a);
-            // NCCL's ring takes n − 1 steps for an all-gather or a reduce-scatter and 2(n − 1)
-            // for an all-reduce, each paying a hop's latency whatever the size: the steps added
-            // beyond the largest count at its per-step latency. An all-reduce runs the tree
-            // instead where that is faster: log-depth latency at about half the ring's bus
-            // bandwidth across nodes (NCCL 2.28 on 4–64 B200 nodes: Tree 192–196 GB/s where
-            // Ring is 388–390; togethercomputer/together-nccl-tests@6fd65d1,
-            // baselines/flapping-airplanes/2026-05-12_nccl_collective_scaling_report.md), so
-            // it adds the lesser of the ring's steps and the bandwidth time once more.
-            // The step latency is the curve's own collective's (an all-reduce curve standing in for
-            // a reduce-scatter took 2(n − 1) steps); the steps added, the priced collective's.
-            let rings = match (ring_steps(collective, gpus), ring_steps(collective, *a), ca.step_latency_us(curve_of, *a)) {
-                (Some(n), Some(m), Some(alpha)) if n > m => {
-                    let steps = (n - m) as f64 * alpha;
-                    if collective == Collective::AllReduce { steps.min(bandwidth) } else { steps }
-                }
-                _ => 0.0,
-            };
-            let t = latency + bandwidth + rings;
+            let t = latency + (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a);
             return Some((t, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
         }
         // Only larger counts measured: the smallest one's curve.
@@ -2770,42 +2709,6 @@ mod tests {
         // Larger messages take longer.
         let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8, None).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
-    }
-
-    /// Known truth: a user's all-gather sweeps at 8 and 32 GPUs (4 a node) that run as a ring
-    /// whose every step pays 5 µs, at 30 GB/s of bus bandwidth. Beyond its largest count the
-    /// price adds the ring's added steps at the per-step latency read off the 32-GPU curve's
-    /// bandwidth regime: 1024 GPUs take 1023 steps, not 31. An all-reduce pays the lesser of
-    /// its ring steps and its bandwidth time again (the tree's half bandwidth).
-    #[test]
-    fn beyond_the_measured_counts_a_ring_pays_its_added_steps() {
-        let (alpha, busbw) = (5.0, 30.0e3); // µs a step; bytes per µs
-        let truth = |c: Collective, n: u32, size: f64| {
-            ring_steps(c, n).unwrap() as f64 * alpha + size * c.bus_factor(i64::from(n)).unwrap() / busbw
-        };
-        let mut csv = String::from("source_id,gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\n");
-        for c in [Collective::AllGather, Collective::AllReduce] {
-            for n in [8u32, 32] {
-                for e in 20..=30 {
-                    let size = f64::from(1u32 << e);
-                    csv.push_str(&format!("ring-truth,a100-40gb,{},{n},{},4,{size},{}\n", c.as_str(), n / 4, truth(c, n, size)));
-                }
-            }
-        }
-        let mut m = Measurements::builtin();
-        m.add_text(csv.as_bytes(), "ring.csv").unwrap();
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
-        let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
-        let gib = 1073741824.0;
-        let gather = p.collective(&a100, Collective::AllGather, gib, 1024, 4, None).unwrap();
-        assert_eq!(gather.rule, PriceRule::CollectiveScaleOut);
-        let want = truth(Collective::AllGather, 1024, gib);
-        assert!((gather.time_us / want - 1.0).abs() < 0.02, "{} µs priced, {want} µs true: {}", gather.time_us, gather.basis);
-        // Without the added steps it would be about the 32-GPU time (1023 − 31 steps, 4.96 ms, short).
-        assert!(gather.time_us - truth(Collective::AllGather, 32, gib) > 4.5e3);
-        let reduce = p.collective(&a100, Collective::AllReduce, gib, 1024, 4, None).unwrap();
-        let ring = truth(Collective::AllReduce, 1024, gib);
-        assert!((reduce.time_us / ring - 1.0).abs() < 0.02, "{} µs priced, ring {ring} µs: {}", reduce.time_us, reduce.basis);
     }
 
     /// A GPU whose vendor measured no attention kernel (Gaudi) is priced from the closest
