@@ -210,14 +210,19 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     }
     // What training on a GPU of its compute was measured to reach: the bound `search` and `project` state.
     use tracecast_calibrate::catalog::Dtype;
-    let trained: Vec<_> = [(Dtype::Bf16, "16-bit"), (Dtype::Fp8, "FP8")]
-        .into_iter()
-        .filter_map(|(d, words)| Some((words, tracecast_replay::workload::validate::best_measured_mfu(c, g, d)?)))
-        .collect();
+    let trained: Vec<_> =
+        [Dtype::Bf16, Dtype::Fp8].into_iter().filter_map(|d| tracecast_replay::workload::validate::mfu_bound(c, g, d, None)).collect();
     if !trained.is_empty() {
         writeln!(w, "\nMeasured in training (the shipped runs on GPUs of its compute; what `search` and `project` hold MFU against):")?;
-        for (words, best) in trained {
-            writeln!(w, "  {words} linear layers: best MFU {:.1} % of the 16-bit peak ({})", 100.0 * best.mfu, best.cited())?;
+        for b in trained {
+            writeln!(
+                w,
+                "  {} linear layers: best MFU {:.1} % of the 16-bit peak ({}; {} run(s))",
+                b.format,
+                100.0 * b.best.mfu,
+                b.best.cited(),
+                b.runs
+            )?;
         }
     }
     match tracecast_calibrate::shipped::profile(&g.id) {

@@ -236,41 +236,66 @@ pub(crate) fn task(spec: &str, shape: &Inference, seq: u32) -> Result<Task> {
 /// Why a projection can be above every run measured in training, and how to read it.
 pub(crate) const ABOVE_MEASURED: &str = "the model prices kernels at the rates benchmarks measured and no framework time between them, so read the throughput as an upper estimate";
 
-/// A training projection's MFU held against the best MFU measured in training on a GPU of
-/// its compute with its linear layers' format (the shipped runs).
+/// The same for a projection carried from a measured run: its framework time is the run's.
+const ABOVE_MEASURED_CARRIED: &str = "its kernels are priced at the rates benchmarks measured (the framework time is the source run's, carried), so read the throughput as an upper estimate";
+
+/// A training projection's MFU held against what training runs on a GPU of its compute
+/// measured ([`tracecast_replay::workload::validate::mfu_bound`]), in words.
 pub(crate) struct MeasuredMfuNote {
-    /// The note, in words.
-    pub text: String,
-    /// The best run measured.
-    pub best: tracecast_replay::workload::validate::MeasuredMfu,
+    /// The note, in words (also where there is nothing to hold it against).
+    pub(crate) text: String,
+    /// The bound, where shipped runs give one.
+    pub(crate) bound: Option<tracecast_replay::workload::validate::MfuBound>,
 }
 
-/// [`MeasuredMfuNote`] of `p` on catalog GPU `gpu`; `None` for an inference projection, a
-/// GPU the catalog lacks or one no shipped training run was measured on.
-pub(crate) fn measured_mfu_note(catalog: &tracecast_calibrate::Catalog, gpu: &str, p: &Projection) -> Option<MeasuredMfuNote> {
-    use tracecast_calibrate::catalog::Dtype;
+impl MeasuredMfuNote {
+    /// Whether `mfu` is above the bound, at the precision printed (a projection carried from the
+    /// best run onto its own system reproduces it to the last digits).
+    pub(crate) fn is_above(&self, mfu: f64) -> bool {
+        self.bound.as_ref().is_some_and(|b| (1000.0 * mfu).round() > (1000.0 * b.best.mfu).round())
+    }
+}
+
+/// [`MeasuredMfuNote`] of training projection `p` on catalog GPU `gpu` (`None`: a system that
+/// names no catalog GPU), not held against run `carried_from` (the run it was carried from);
+/// `None` for a projection with no MFU (inference).
+pub(crate) fn measured_mfu_note(
+    catalog: &tracecast_calibrate::Catalog,
+    gpu: Option<&str>,
+    p: &Projection,
+    carried_from: Option<&str>,
+) -> Option<MeasuredMfuNote> {
+    use tracecast_replay::workload::validate::{format_words, mfu_bound};
     let mfu = p.mfu?;
-    let gpu = catalog.gpu(gpu).ok()?;
-    let fp8 = Plan::parse(&p.plan).is_ok_and(|plan| plan.fp8);
-    let (linear, format) = if fp8 { (Dtype::Fp8, "FP8") } else { (Dtype::Bf16, "16-bit") };
-    let best = tracecast_replay::workload::validate::best_measured_mfu(catalog, gpu, linear)?;
-    let run = best.cited();
-    let text = if mfu > best.mfu {
-        format!(
-            "MFU {:.1} % is above every training run measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run}): {ABOVE_MEASURED}",
-            100.0 * mfu,
-            gpu.id,
-            100.0 * best.mfu
-        )
-    } else {
-        format!(
-            "MFU {:.1} % is within what training runs measured on a GPU of {}'s compute with {format} linear layers (best {:.1} %: {run})",
-            100.0 * mfu,
-            gpu.id,
-            100.0 * best.mfu
-        )
+    let Some(gpu) = gpu.and_then(|g| catalog.gpu(g).ok()) else {
+        let text = format!("MFU {:.1} %: the system names no catalog GPU, so no shipped training run holds it", 100.0 * mfu);
+        return Some(MeasuredMfuNote { text, bound: None });
     };
-    Some(MeasuredMfuNote { text, best })
+    let linear = if Plan::parse(&p.plan).is_ok_and(|plan| plan.fp8) {
+        tracecast_calibrate::catalog::Dtype::Fp8
+    } else {
+        tracecast_calibrate::catalog::Dtype::Bf16
+    };
+    let Some(bound) = mfu_bound(catalog, gpu, linear, carried_from) else {
+        let text = format!(
+            "MFU {:.1} %: no shipped training run on a GPU of {}'s compute with {} linear layers to hold it against",
+            100.0 * mfu,
+            gpu.id,
+            format_words(linear)
+        );
+        return Some(MeasuredMfuNote { text, bound: None });
+    };
+    let mut note = MeasuredMfuNote { text: String::new(), bound: None };
+    let (runs, format, best, cited) = (bound.runs, bound.format, 100.0 * bound.best.mfu, bound.best.cited());
+    let of = format!("the {runs} shipped training run(s) on a GPU of {}'s compute with {format} linear layers", gpu.id);
+    note.bound = Some(bound);
+    note.text = if note.is_above(mfu) {
+        let why = if carried_from.is_some() { ABOVE_MEASURED_CARRIED } else { ABOVE_MEASURED };
+        format!("MFU {:.1} % is above {of} (best {best:.1} %: {cited}): {why}", 100.0 * mfu)
+    } else {
+        format!("MFU {:.1} % is within {of} (best {best:.1} %: {cited})", 100.0 * mfu)
+    };
+    Some(note)
 }
 
 /// The terminal summary of a projection.
@@ -407,7 +432,7 @@ fn carried(
     args: &Options,
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
-) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String)> {
+) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String, String)> {
     use tracecast_replay::workload::carry::{carry_run, target_system};
     anyhow::ensure!(
         args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
@@ -429,7 +454,7 @@ fn carried(
     let gpu = target.system.gpu.clone();
     let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
         .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
-    Ok((c.projection, c.timeline, gpu))
+    Ok((c.projection, c.timeline, gpu, run.id.clone()))
 }
 
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
@@ -444,10 +469,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         "--sharding shards a DLRM's embedding tables: give the MAD-Max DLRM files (--madmax MODEL SYSTEM TASK)"
     );
     // The catalog GPU projected onto, whose measured training runs its MFU is held against.
-    let mut gpu = None;
+    let (mut gpu, mut carried_from) = (None, None);
     let (mut projection, timeline) = if let Some(from) = &args.from {
-        let (p, t, g) = carried(from, args, &catalog, device.as_ref())?;
-        gpu = Some(g);
+        let (p, t, g, run) = carried(from, args, &catalog, device.as_ref())?;
+        (gpu, carried_from) = (Some(g), Some(run));
         (p, t)
     } else if let Some(files) = &args.madmax {
         args.inference.refuse_with_task_file(&files.task)?;
@@ -505,7 +530,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         let model = model(m)?;
         let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
-        gpu = catalog.gpu(sys).ok().map(|g| g.id.clone());
+        gpu = Some(sys.clone());
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             args.inference.refuse_with_task_file(Path::new(&args.task))?;
@@ -541,7 +566,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             e => e.into(),
         })?
     };
-    if let Some(note) = gpu.and_then(|g| measured_mfu_note(&catalog, &g, &projection)) {
+    if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_deref()) {
         projection.notes.push(note.text);
     }
     if !args.quiet {

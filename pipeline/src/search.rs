@@ -101,6 +101,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     counts.push(cluster.gpus);
     let front =
         if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
+    // Training plans' MFU, each held against what training on a GPU of this compute measured.
+    let measured = result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(&args.system), best, None));
     if !args.quiet {
         writeln!(
             out,
@@ -112,11 +114,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
-        // Training plans' MFU, each held against the best measured in training on this GPU's class.
-        let measured = catalog.gpu(&args.system).ok().and_then(|g| {
-            let best = result.ranked.first()?;
-            crate::project::measured_mfu_note(&catalog, &g.id, best)
-        });
         writeln!(
             out,
             "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
@@ -125,7 +122,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let mut above = false;
         for (i, p) in result.ranked.iter().take(args.top).enumerate() {
             let mfu = match (p.mfu, &measured) {
-                (Some(m), Some(n)) if m > n.best.mfu => {
+                (Some(m), Some(n)) if n.is_above(m) => {
                     above = true;
                     format!("{:.1}%*", 100.0 * m)
                 }
@@ -210,14 +207,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 )?,
             }
         }
-        if let Some(n) = &measured {
-            writeln!(
+        match measured.as_ref().map(|n| (n, &n.bound)) {
+            Some((_, Some(b))) => writeln!(
                 out,
-                "The best MFU measured in training on a GPU of this compute: {:.1} % ({}){}",
-                100.0 * n.best.mfu,
-                n.best.cited(),
+                "The best MFU measured in training on a GPU of this compute with {} linear layers: {:.1} % of the 16-bit peak ({}; {} run(s) shipped){}",
+                b.format,
+                100.0 * b.best.mfu,
+                b.best.cited(),
+                b.runs,
                 if above { format!("; * above it: {} (the plans' ranking holds)", crate::project::ABOVE_MEASURED) } else { String::new() }
-            )?;
+            )?,
+            Some((n, None)) => writeln!(out, "note: {}", n.text)?,
+            None => {}
         }
         if front.iter().any(|p| p.pareto) {
             let batch = if space.global_batch > 0 {
@@ -241,14 +242,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             speedup_over_baseline: Option<f64>,
             ranked: &'a [tracecast_replay::workload::Projection],
             front: &'a [search::FrontPoint],
-            /// The best MFU measured in training on a GPU of this compute (the shipped runs).
-            best_measured_mfu: Option<&'a tracecast_replay::workload::validate::MeasuredMfu>,
+            /// What training on a GPU of this compute measured (the shipped runs): the best run, how many.
+            best_measured_mfu: Option<&'a tracecast_replay::workload::validate::MfuBound>,
         }
-        let measured = catalog
-            .gpu(&args.system)
-            .ok()
-            .zip(result.ranked.first())
-            .and_then(|(g, best)| crate::project::measured_mfu_note(&catalog, &g.id, best));
         let top = &result.ranked[..result.ranked.len().min(args.top.max(1).saturating_mul(10))];
         write_json(
             path,
@@ -260,7 +256,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 speedup_over_baseline: result.speedup_over_baseline,
                 ranked: top,
                 front: &front,
-                best_measured_mfu: measured.as_ref().map(|n| &n.best),
+                best_measured_mfu: measured.as_ref().and_then(|n| n.bound.as_ref()),
             },
         )?;
     }
