@@ -102,7 +102,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let front =
         if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
     // Training plans' MFU, each held against what training on a GPU of this compute measured.
-    let measured = result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(&args.system), best, None));
+    let measured = (!args.quiet || args.json.is_some())
+        .then(|| result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(&args.system), best, None)))
+        .flatten();
     if !args.quiet {
         writeln!(
             out,
@@ -167,7 +169,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             use tracecast_calibrate::catalog::Dtype;
             // The best GEMM measured in the plan's linear format, as a fraction of the 16-bit
             // peak the MFU is of (an FP8 GEMM at 80 % of the FP8 peak is 160 % of it).
-            let fp8 = tracecast_replay::workload::llm::Plan::parse(&best.plan).is_ok_and(|p| p.fp8);
+            let fp8 = crate::project::linear_format(best) == Dtype::Fp8;
             let formats: &[Dtype] = if fp8 { &[Dtype::Fp8] } else { &[Dtype::Bf16, Dtype::Fp16] };
             let of_16_bit = |d: Dtype| {
                 let g = gpu?;

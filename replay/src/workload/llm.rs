@@ -908,6 +908,11 @@ impl Default for Plan {
 }
 
 impl Plan {
+    /// The number format of the linear layers: FP8 under `fp8`, else the 16-bit one MFU is of.
+    pub fn linear_format(&self) -> tracecast_calibrate::catalog::Dtype {
+        if self.fp8 { tracecast_calibrate::catalog::Dtype::Fp8 } else { tracecast_calibrate::catalog::Dtype::Bf16 }
+    }
+
     /// GPUs the plan uses: tp × cp × pp × dp. Every plan [`Plan::parse`] returns
     /// has a product that fits; for one built by hand whose product does not,
     /// this is `u32::MAX` and [`Plan::checked_gpus`] names the overflow.

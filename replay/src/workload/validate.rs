@@ -63,6 +63,9 @@ pub struct MeasuredMfu {
     pub gpus: u32,
     /// The utilization, a fraction of the 16-bit peak.
     pub mfu: f64,
+    /// The same by its source's own count (its published model TFLOP/s), where published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_mfu: Option<f64>,
 }
 
 impl MeasuredMfu {
@@ -91,7 +94,15 @@ impl Run {
         let peak = gpu.peak_flops(Dtype::Bf16).or_else(|| gpu.peak_flops(Dtype::Fp16))?;
         let per_gpu = self.measured.tokens_per_s_per_gpu.filter(|t| t.is_finite() && *t > 0.0)?;
         let mfu = per_gpu * model.model_flops_per_token(plan.frozen as usize) / peak;
-        let run = MeasuredMfu { run: self.id.clone(), source: self.source.clone(), gpu: gpu.id.clone(), gpus: self.system.gpus, mfu };
+        let published_mfu = self.measured.model_tflops_per_gpu.map(|tflops| tflops * 1e12 / peak);
+        let run = MeasuredMfu {
+            run: self.id.clone(),
+            source: self.source.clone(),
+            gpu: gpu.id.clone(),
+            gpus: self.system.gpus,
+            mfu,
+            published_mfu,
+        };
         Some((run, linear_dtype(self, gpu)))
     }
 }
@@ -142,10 +153,7 @@ pub fn mfu_bound(catalog: &Catalog, gpu: &tracecast_calibrate::catalog::Gpu, lin
         if format_words(d) != format || !catalog.gpu(&m.gpu).is_ok_and(|g| g.id == gpu.id || g.same_compute(gpu)) {
             continue;
         }
-        let published = run.measured.model_tflops_per_gpu.zip(catalog.gpu(&m.gpu).ok().and_then(|g| g.peak_flops(Dtype::Bf16)));
-        if let Some((tflops, peak)) = published {
-            m.mfu = m.mfu.min(tflops * 1e12 / peak);
-        }
+        m.mfu = m.published_mfu.map_or(m.mfu, |p| m.mfu.min(p));
         runs += 1;
         if best.as_ref().is_none_or(|b| m.mfu > b.mfu) {
             best = Some(m);
@@ -945,8 +953,7 @@ pub(crate) fn projected(
     let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
     notes.append(&mut p.notes);
     p.notes = notes;
-    let linear = if plan.fp8 { tracecast_calibrate::catalog::Dtype::Fp8 } else { tracecast_calibrate::catalog::Dtype::Bf16 };
-    Ok(Projected { projection: p, timeline, per_gpu, linear })
+    Ok(Projected { projection: p, timeline, per_gpu, linear: plan.linear_format() })
 }
 
 /// One run projected with `device`.
