@@ -65,6 +65,9 @@ pub enum PriceRule {
     CollectiveCounts,
     /// Beyond the measured GPU counts: the scale-out rule.
     CollectiveScaleOut,
+    /// Beyond the measured GPU counts, an all-gather or reduce-scatter: NCCL's ring, each of
+    /// its n − 1 steps priced as the same step at the largest measured count.
+    CollectiveRing,
     /// Below the measured GPU counts: the smallest measured count's curve (an upper bound).
     CollectiveBelowCounts,
     /// No curve of this GPU: α–β from its catalog link (in a node) or NICs
@@ -87,6 +90,7 @@ impl PriceRule {
             PriceRule::CollectiveCurve => "collective_curve",
             PriceRule::CollectiveCounts => "collective_counts",
             PriceRule::CollectiveScaleOut => "collective_scale_out",
+            PriceRule::CollectiveRing => "collective_ring",
             PriceRule::CollectiveBelowCounts => "collective_below_counts",
             PriceRule::CollectiveLinkSpec => "collective_link_spec",
         }
@@ -110,8 +114,9 @@ impl PriceRule {
             }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
-            PriceRule::CollectiveScaleOut => {
-                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count; an all-gather's or reduce-scatter's ring at least its steps at that count's price"
+            PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
+            PriceRule::CollectiveRing => {
+                "ring beyond the measured GPU counts: an all-gather's or reduce-scatter's n − 1 steps, each as the same step at the largest measured count"
             }
             PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
             PriceRule::CollectiveLinkSpec => {
@@ -132,6 +137,7 @@ impl PriceRule {
             PriceRule::AttentionSameSilicon => ATTENTION_TABLE_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
+            PriceRule::CollectiveRing => COLLECTIVE_RING_BAND,
             PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_BAND,
         }
     }
@@ -163,6 +169,11 @@ pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
 /// Each sweep's largest GPU count from its smaller ones: median |error| over
 /// all sizes 0.4–6.3 % (`calibrate/tests/pricing.rs`).
 pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
+/// The all-gather's ring beyond the measured counts on ALCF Polaris' public nccl-tests (from
+/// the 8- and 32-GPU runs to 512, 1024 and 2160 GPUs, three setups, `tests/hw_cost.rs`): median
+/// |error| 6.8 % over the 82 sizes measured there (setup 4 alone 30 %: its messages of 16 KiB
+/// to 4 MiB took 8 µs a step at 1024 GPUs where 32 took 2; BENCHMARKS.md).
+pub const COLLECTIVE_RING_BAND: f64 = 0.068;
 
 /// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
 /// `link_spec_predicts_each_gpu_from_the_others`): each measured GPU's
@@ -1448,7 +1459,7 @@ impl Pricing {
         let link_rule =
             |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
-        let mut network =
+        let network =
             if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
         if let Some((f, _)) = &network {
             time_us *= f;
@@ -1482,40 +1493,53 @@ impl Pricing {
                 });
             }
         }
-        let mut what = what;
-        // NCCL's all-gather and reduce-scatter have no tree: a ring of n − 1 steps, each
-        // moving bytes/n. Beyond the largest measured count a, each step is priced as the
-        // same step at a (the collective of bytes·a/n there, carried onto this network),
-        // so the latency grows with n, not log n (Polaris' 16 KiB all-gather: 65 µs over
-        // 32 A100s, 8.2 ms over 1024). Never below the rule above.
-        let largest = system.curves.iter().map(|c| c.0).max().unwrap_or(0);
-        if matches!(collective, Collective::AllGather | Collective::ReduceScatter)
-            && largest >= 2
-            && gpus > largest
-            && let Some(step) = self.collective_of_rows(
-                gpu,
-                collective,
-                bytes * f64::from(largest) / f64::from(gpus),
-                largest,
-                gpus_per_node,
-                user,
-                nic_gbps_per_gpu,
-            )
+        // NCCL's all-gather and reduce-scatter have no tree: a ring of n − 1 steps, each moving
+        // bytes/n. Beyond the largest measured count a, each step is priced as the same step at
+        // a (the collective of bytes·a/n there, carried onto this network), so the latency grows
+        // with n, not log n (Polaris' 16 KiB all-gather: 65 µs over 32 A100s, 8.2 ms over 1024).
+        // Never below the rule above.
+        let largest = system.curves.iter().max_by_key(|c| c.0);
+        if let Some((a, curve)) =
+            largest.filter(|(a, _)| matches!(collective, Collective::AllGather | Collective::ReduceScatter) && *a >= 2 && gpus > *a)
         {
-            let ring = step.time_us * f64::from(gpus - 1) / f64::from(largest - 1);
-            if ring > time_us {
-                time_us = ring;
-                rule = PriceRule::CollectiveScaleOut;
-                what = format!(
-                    "beyond its largest count: a ring of {} steps, each as long as one of the {} steps of {:.0} bytes over {largest} GPUs ({:.1} µs there: {})",
-                    gpus - 1,
-                    largest - 1,
-                    bytes * f64::from(largest) / f64::from(gpus),
-                    step.time_us,
-                    step.basis
-                );
-                // The step's price carries its own network and substitution notes.
-                (network, substitution) = (None, None);
+            let a = *a;
+            let (step_bytes, steps) = (bytes * f64::from(a) / f64::from(gpus), f64::from(gpus - 1) / f64::from(a - 1));
+            // A curve that measured no small message says nothing of a step's latency (B200's
+            // 32-GPU sweep starts at 32 KiB and stays at 357 µs up to 2 MiB: overhead, not
+            // 31 steps of 11.5 µs): the link rule's ring steps instead.
+            let smallest = curve.points.first().map_or(f64::INFINITY, |p| p.0.exp());
+            let ring = if curve.measures_latency() {
+                self.collective_of_rows(gpu, collective, step_bytes, a, gpus_per_node, user, nic_gbps_per_gpu).map(|step| {
+                    let basis = format!(
+                        "a ring of {} steps beyond {}'s largest count, {} × the price of the same {} of {step_bytes:.0} bytes over {a} GPUs ({:.1} µs: {})",
+                        gpus - 1,
+                        system.label,
+                        format_args!("{}/{}", gpus - 1, a - 1),
+                        collective.as_str(),
+                        step.time_us,
+                        step.basis
+                    );
+                    (step.time_us * steps, basis)
+                })
+            } else {
+                self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu).map(|link| {
+                    let basis = format!(
+                        "a ring of {} steps beyond {}'s largest count, by the link rule ({}): its curve at {a} GPUs starts at {smallest:.0} bytes, no small message measured",
+                        gpus - 1,
+                        system.label,
+                        link.basis
+                    );
+                    (link.time_us, basis)
+                })
+            };
+            if let Some((ring, basis)) = ring.filter(|(t, _)| *t > time_us) {
+                return Some(Price {
+                    time_us: ring,
+                    rule: PriceRule::CollectiveRing,
+                    extrapolated: true,
+                    basis,
+                    band: PriceRule::CollectiveRing.band(),
+                });
             }
         }
         let basis = format!(
@@ -1656,7 +1680,7 @@ impl Pricing {
         let ring_us = step_us * f64::from(gpus - 1);
         let alpha_us = if matches!(collective, Collective::AllGather | Collective::ReduceScatter) && ring_us > alpha_us {
             basis = format!(
-                "{what}, latency {ring_us:.1} µs: a ring of {} steps of {step_us:.2} µs (the median over those systems of the small-message time ÷ its ring steps)",
+                "{what}, latency {ring_us:.1} µs: a ring of {} steps of {step_us:.2} µs (the median over those systems' all-reduce curves of the small-message time at their largest count n ÷ n − 1, an all-gather there priced as the all-reduce of equal bus bytes)",
                 gpus - 1
             );
             ring_us

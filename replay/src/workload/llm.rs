@@ -2550,9 +2550,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         if plan.fp8 { 3.0 * tokens * (2.0 * d + (model.o_in() + model.ffn * (model.top_k + model.shared_experts)) / tpf) } else { 0.0 };
     // Dropout: the two bias-dropout-adds write a 1-byte mask each (read back in the backward).
     let dropout_masks = if plan.dropout && task == Task::Train { 2.0 * act_elems } else { 0.0 };
-    let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
+    // A mixture of experts moves each token to its k experts and back in kernels of their own
+    // (Megatron-Core's all-to-all dispatcher, torchtitan's, DeepSpeed's; even with ep = 1: the
+    // grouped GEMM reads its experts' tokens contiguously): the permutation reads the token's row
+    // and writes its k copies, the combine reads the k expert outputs and writes the token's row;
+    // the backward mirrors it. 2(k + 1) rows a token each way, what Transformer Engine's fused
+    // permute kernels move (unfused ones move more; DeepEP's and HybridEP's dispatch permutes
+    // inside the all-to-all: less), of the tokens the all-to-all carries.
+    let moe_dispatch = if model.experts > 1.0 { 2.0 * (model.top_k + 1.0) * tokens * d * etpf / tpf * bytes } else { 0.0 };
+    let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + fp8_casts + moe_dispatch);
     // Backward: the masks read back, the gradients cast to FP8 like the inputs.
-    let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + fp8_casts);
+    let elementwise_b = cluster.memory((12.0 * act_elems + act_bwd * ffn_elems) * bytes + dropout_masks + fp8_casts + moe_dispatch);
     // Context parallelism: the full sequence's K and V all-gathered over the cp ranks before
     // each layer's attention (their gradients reduce-scattered in the backward).
     // Latent attention up-projects before the core: its ranks exchange per-head keys and values.
@@ -2988,9 +2996,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     if !decode {
         // The memory-bound rules in words: what each moves, at which bandwidth.
         notes.push(format!(
-            "memory-bound ops over HBM at {:.0} GB/s (η {:.3}): norms, residual adds and the MLP activation as fused kernels move them per token and layer; {}",
+            "memory-bound ops over HBM at {:.0} GB/s (η {:.3}): norms, residual adds and the MLP activation as fused kernels move them per token and layer{}; {}",
             cluster.memory_efficiency * cluster.hbm_bw / 1e9,
             cluster.memory_efficiency,
+            if model.experts > 1.0 {
+                format!(
+                    ", each token permuted to its {} experts and combined back in kernels of their own ({} rows of its width a token each way; DeepEP-style dispatch moves them in the all-to-all)",
+                    model.top_k,
+                    2.0 * (model.top_k + 1.0)
+                )
+            } else {
+                String::new()
+            },
             if train {
                 format!(
                     "the loss unfused on logits cast to FP32 ({:.0} bytes a logit); the optimizer step with its mixed-precision casts ({OPTIMIZER_BYTES_PER_PARAMETER:.0} bytes a trained parameter of the GPU's shard)",
@@ -4068,6 +4085,27 @@ mod tests {
         let traffic = layers * swiglu.seq * 3.0 * swiglu.ffn * 2.0 + 40.0 * layers * swiglu.hidden * swiglu.ffn;
         let truth = traffic / (c.memory_efficiency * c.hbm_bw);
         let got = memory_bound(&swiglu) - memory_bound(&gelu);
+        assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
+    }
+
+    /// A mixture of experts moves each token to its experts and back: one more expert a token
+    /// (Mixtral's top 2 → 3) adds, per token and MoE layer, that expert's SwiGLU traffic (3f
+    /// forward, 5f backward) and two more rows of d each way (the permutation's write of one more
+    /// copy, the combine's read of it), 16-bit, at η·BW; nothing else memory-bound moves.
+    #[test]
+    fn a_mixture_of_experts_moves_its_tokens_to_their_experts_and_back() {
+        let top2 = Transformer::preset("mixtral-8x7b").unwrap();
+        let top3 = Transformer { top_k: 3.0, ..top2.clone() };
+        let c = a100(1);
+        let plan = Plan::parse("mb=1").unwrap();
+        let memory_bound = |m: &Transformer| {
+            let p = project(m, &c, &plan, Task::Train).unwrap();
+            p.times.by_kind_ms.get(OpKind::MemoryBound.as_str()).copied().unwrap_or(0.0) / 1e3
+        };
+        let (layers, tokens) = (top2.layers as f64, top2.seq);
+        let traffic = layers * tokens * (8.0 * top2.ffn + 4.0 * top2.hidden) * 2.0;
+        let truth = traffic / (c.memory_efficiency * c.hbm_bw);
+        let got = memory_bound(&top3) - memory_bound(&top2);
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
     }
 
