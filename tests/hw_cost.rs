@@ -449,3 +449,29 @@ fn the_link_rule_prices_an_all_gathers_ring_steps() {
         assert!(priced > ran / 2.0 && priced < ran * 2.0, "{bytes} bytes: priced {priced} µs, ran {ran} µs: {q}");
     }
 }
+
+/// Found in review of the ring rule: a reduce-scatter is the all-gather's ring the other way
+/// and costs what it costs where only the all-gather was measured (Polaris measured no
+/// reduce-scatter: it had taken the all-reduce curve and the shipped systems' step latency,
+/// 4.2× the all-gather at 1024 GPUs and 3.9× at 32, a measured count); at a measured count an
+/// all-gather standing on the all-reduce curve is not held to the ring's steps (over 128 of
+/// Echo's A100s, 1 MiB: 1 041 µs where the all-reduce of those bytes, twice its bus bytes, took
+/// 183); and in a node the ring does not extrapolate beyond the measured GPUs.
+#[test]
+fn a_reduce_scatter_is_the_all_gathers_ring_and_the_ring_stays_across_nodes() {
+    let dir = common::scratch("hw-cost-ring-review");
+    let le32 = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris/polaris-le32.csv");
+    let le32 = le32.to_str().unwrap();
+    for gpus in ["32", "1024"] {
+        let [ag, rs] = ["all_gather", "reduce_scatter"].map(|c| {
+            let args = ["a100-40gb", c, "--bytes", "16384", "--gpus", gpus, "--gpus-per-node", "4", "--measurements", le32];
+            quote(&args, &dir.join(format!("{c}.json")))
+        });
+        assert_eq!(ag["time_us"], rs["time_us"], "{gpus} GPUs: {ag} {rs}");
+    }
+    let [ag, ar] = ["all_gather", "all_reduce"]
+        .map(|c| quote(&["a100-40gb", c, "--bytes", "1048576", "--gpus", "128", "--gpus-per-node", "8"], &dir.join(format!("{c}.json"))));
+    assert!(ag["time_us"].as_f64().unwrap() <= ar["time_us"].as_f64().unwrap(), "{ag} {ar}");
+    let in_node = quote(&["h200", "all_gather", "--bytes", "8", "--gpus", "72", "--gpus-per-node", "72"], &dir.join("nvl.json"));
+    assert_ne!(in_node["rule"], "collective_ring", "{in_node}");
+}

@@ -1441,16 +1441,30 @@ impl Pricing {
         let multi = gpus > gpus_per_node.max(1);
         let own = self.curves(gpu, collective, user);
         let all_reduce;
-        // Without a curve of its own, the all-reduce curve at equal bus bytes.
-        let (system, size, substitution) = match own.systems[usize::from(multi)].best(gpus, gpus_per_node, multi) {
-            Some(system) => (system, bytes, None),
+        // An all-gather and a reduce-scatter are the same ring run the other way (NCCL moves
+        // the same bytes in the same steps): without a curve of its own, the other's curve.
+        let own_system = own.systems[usize::from(multi)].best(gpus, gpus_per_node, multi);
+        let mirror = match collective {
+            Collective::AllGather => Some(Collective::ReduceScatter),
+            Collective::ReduceScatter => Some(Collective::AllGather),
+            _ => None,
+        };
+        let mirrored = mirror.filter(|_| own_system.is_none()).map(|other| (other, self.curves(gpu, other, user)));
+        let own_or_mirror = own_system.map(|s| (s, None)).or_else(|| {
+            let (other, curves) = mirrored.as_ref()?;
+            let system = curves.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?;
+            Some((system, Some(format!("no {} curve: the {} curve, the same ring the other way", collective.as_str(), other.as_str()))))
+        });
+        // Without a curve of its own (or its mirror's), the all-reduce curve at equal bus bytes.
+        let (system, size, substitution, mirror_note) = match own_or_mirror {
+            Some((system, note)) => (system, bytes, None, note),
             None => {
                 let k = collective.bus_factor_in(Some(i64::from(gpus)))?;
                 let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
                 all_reduce = self.curves(gpu, Collective::AllReduce, user);
                 let note = (collective != Collective::AllReduce)
                     .then(|| format!("no {} curve: the all-reduce curve at equal bus bytes", collective.as_str()));
-                (all_reduce.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?, bytes * k / ar, note)
+                (all_reduce.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?, bytes * k / ar, note, None)
             }
         };
         // The curve's own collective (the all-reduce where it stands in) by the link rule over the
@@ -1476,7 +1490,7 @@ impl Pricing {
                 time_us *= f;
                 substitution =
                     substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
-            } else if let Some(spec) = self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu)
+            } else if let Some(spec) = self.collective_link_spec_of(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu, false)
                 && spec.time_us > time_us
             {
                 // Hopper and Blackwell switches reduce in the switch (NVLS): their
@@ -1498,10 +1512,11 @@ impl Pricing {
         // a (the collective of bytes·a/n there, carried onto this network), so the latency grows
         // with n, not log n (Polaris' 16 KiB all-gather: 65 µs over 32 A100s, 8.2 ms over 1024).
         // Never below the rule above.
+        // Across nodes only: Polaris' runs are what the rule was checked on, and in a node
+        // (an NVLink domain beyond the measured GPUs) NCCL has NVLS and the steps are cheaper.
         let largest = system.curves.iter().max_by_key(|c| c.0);
-        if let Some((a, curve)) =
-            largest.filter(|(a, _)| matches!(collective, Collective::AllGather | Collective::ReduceScatter) && *a >= 2 && gpus > *a)
-        {
+        let ring_collective = matches!(collective, Collective::AllGather | Collective::ReduceScatter);
+        if let Some((a, curve)) = largest.filter(|(a, _)| ring_collective && multi && *a >= 2 && gpus > *a) {
             let a = *a;
             let (step_bytes, steps) = (bytes * f64::from(a) / f64::from(gpus), f64::from(gpus - 1) / f64::from(a - 1));
             // A curve that measured no small message says nothing of a step's latency (B200's
@@ -1511,11 +1526,12 @@ impl Pricing {
             let ring = if curve.measures_latency() {
                 self.collective_of_rows(gpu, collective, step_bytes, a, gpus_per_node, user, nic_gbps_per_gpu).map(|step| {
                     let basis = format!(
-                        "a ring of {} steps beyond {}'s largest count, {} × the price of the same {} of {step_bytes:.0} bytes over {a} GPUs ({:.1} µs: {})",
+                        "a ring of {} steps beyond {}'s largest count, {} × the price of the same {} of {} bytes over {a} GPUs ({:.1} µs: {})",
                         gpus - 1,
                         system.label,
                         format_args!("{}/{}", gpus - 1, a - 1),
                         collective.as_str(),
+                        if step_bytes < 10.0 { format!("{step_bytes:.2}") } else { format!("{step_bytes:.0}") },
                         step.time_us,
                         step.basis
                     );
@@ -1543,11 +1559,12 @@ impl Pricing {
             }
         }
         let basis = format!(
-            "{} {}{}{}{}",
+            "{} {}{}{}{}{}",
             system.label,
             what,
             if user { " (the user's measurements)" } else { "" },
             network.map(|(_, note)| format!("; {note}")).unwrap_or_default(),
+            mirror_note.map(|s| format!("; {s}")).unwrap_or_default(),
             substitution.map(|s| format!("; {s}")).unwrap_or_default()
         );
         Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
@@ -1637,6 +1654,23 @@ impl Pricing {
         gpus_per_node: u32,
         nic_gbps_per_gpu: Option<f64>,
     ) -> Option<Price> {
+        self.collective_link_spec_of(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu, true)
+    }
+
+    /// [`Pricing::collective_link_spec`], with an all-gather's or reduce-scatter's ring
+    /// steps across nodes (`ring`) or without them: the bound an all-reduce curve standing in
+    /// for one is held to at its measured counts, where the curve measured the latency.
+    #[allow(clippy::too_many_arguments)]
+    fn collective_link_spec_of(
+        &self,
+        gpu: &Gpu,
+        collective: Collective,
+        bytes: f64,
+        gpus: u32,
+        gpus_per_node: u32,
+        nic_gbps_per_gpu: Option<f64>,
+        ring: bool,
+    ) -> Option<Price> {
         let k = collective.bus_factor(i64::from(gpus)).filter(|k| *k > 0.0)?;
         let shares = self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog));
         let multi = gpus > gpus_per_node.max(1);
@@ -1678,7 +1712,7 @@ impl Pricing {
         // An all-gather's or reduce-scatter's ring (no tree) takes n − 1 steps: the
         // same per-step latency as the curve rule's ring beyond its largest count.
         let ring_us = step_us * f64::from(gpus - 1);
-        let alpha_us = if matches!(collective, Collective::AllGather | Collective::ReduceScatter) && ring_us > alpha_us {
+        let alpha_us = if ring && matches!(collective, Collective::AllGather | Collective::ReduceScatter) && ring_us > alpha_us {
             basis = format!(
                 "{what}, latency {ring_us:.1} µs: a ring of {} steps of {step_us:.2} µs (the median over those systems' all-reduce curves of the small-message time at their largest count n ÷ n − 1, an all-gather there priced as the all-reduce of equal bus bytes)",
                 gpus - 1

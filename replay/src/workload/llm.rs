@@ -3001,9 +3001,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             cluster.memory_efficiency,
             if model.experts > 1.0 {
                 format!(
-                    ", each token permuted to its {} experts and combined back in kernels of their own ({} rows of its width a token each way; DeepEP-style dispatch moves them in the all-to-all)",
+                    ", each token permuted to its {} experts and combined back in kernels of their own ({} rows of its width a token each way{})",
                     model.top_k,
-                    2.0 * (model.top_k + 1.0)
+                    2.0 * (model.top_k + 1.0),
+                    if plan.ep > 1 { "; DeepEP-style dispatch moves them in the all-to-all" } else { "" }
                 )
             } else {
                 String::new()
