@@ -1679,7 +1679,7 @@ impl Pricing {
             "catalog link {} GB/s × {:.2} (median share of {} measured system(s))",
             gpu.link_gbps, shares.intra_share, shares.intra_systems
         );
-        let (busbw, alpha_us) = if multi {
+        let (busbw, alpha_us, step_us) = if multi {
             // Across nodes a ring's chunk crosses each node boundary once per
             // node: the bus bandwidth is a share of the node's NICs together,
             // never above the in-node rate.
@@ -1699,12 +1699,12 @@ impl Pricing {
                 "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
                 shares.inter_share, shares.inter_systems
             );
-            ((shares.inter_share * node_nics).min(intra_busbw), (shares.inter_alpha_us, shares.inter_step_us))
+            ((shares.inter_share * node_nics).min(intra_busbw), shares.inter_alpha_us, shares.inter_step_us)
         } else {
-            // In a node the count is at most the measured nodes' own: α already is its ring.
-            (intra_busbw, (shares.intra_alpha_us, 0.0))
+            // In a node (one NVLink domain) the steps are short and NVLS serves the larger
+            // domains: α alone, as the nodes measured it.
+            (intra_busbw, shares.intra_alpha_us, 0.0)
         };
-        let (alpha_us, step_us) = alpha_us;
         if !(busbw > 0.0 && alpha_us.is_finite()) {
             return None;
         }
@@ -1772,8 +1772,11 @@ impl LinkShares {
                 shares.push(busbw_gbps / link);
                 // Only a sweep that measured small messages says what their latency is.
                 if curve.measures_latency() {
-                    alphas.push(curve.latency_us(&|_| None));
-                    steps.push(curve.latency_us(&|_| None) / f64::from(n.saturating_sub(1).max(1)));
+                    let latency = curve.latency_us(&|_| None);
+                    alphas.push(latency);
+                    if multi == 1 {
+                        steps.push(latency / f64::from(n.saturating_sub(1).max(1)));
+                    }
                 }
             }
         }
