@@ -805,6 +805,10 @@ pub struct Plan {
     /// Memory: each layer keeps its input and the outputs it saves (dense
     /// models; MoE and latent attention as `recompute=selective`).
     pub op_sac: bool,
+    /// `etp`: the ranks each expert is split over, as stated (Megatron-Core's
+    /// `--expert-tensor-parallel-size`): 1, whole experts on each GPU (the expert-parallel
+    /// group folded over TP × CP × DP), or `tp`; unstated, `tp` where `ep` divides dp × cp.
+    pub etp: Option<u32>,
 }
 
 /// The keys of [`Plan::parse`] that a plan's text stated, as written (`ddp`
@@ -816,7 +820,7 @@ pub struct StatedKeys(u32);
 
 impl StatedKeys {
     /// Every key [`Plan::parse`] takes, in the order of their bits.
-    const KEYS: [&'static str; 28] = [
+    const KEYS: [&'static str; 29] = [
         "tp",
         "pp",
         "dp",
@@ -824,6 +828,7 @@ impl StatedKeys {
         "fsdp",
         "zero",
         "ep",
+        "etp",
         "mb",
         "microbatch",
         "microbatches",
@@ -850,12 +855,12 @@ impl StatedKeys {
     /// The keys that lay a plan out — its degrees, microbatches, recomputation and stage
     /// split (what `search` chooses); the rest are settings of the software stack.
     pub fn layout_keys() -> &'static [&'static str] {
-        &Self::KEYS[..18]
+        &Self::KEYS[..19]
     }
 
     /// The other keys: settings of the software stack (attention kernel, buckets, overlap, …).
     pub fn setting_keys() -> &'static [&'static str] {
-        &Self::KEYS[18..]
+        &Self::KEYS[19..]
     }
 
     fn bit(key: &str) -> Option<u32> {
@@ -903,6 +908,7 @@ impl Default for Plan {
             tp_overlap: false,
             p2p_overlap: false,
             op_sac: false,
+            etp: None,
         }
     }
 }
@@ -942,10 +948,10 @@ impl Plan {
         if self.folds_experts() { 1 } else { self.tp }
     }
 
-    /// Whether expert parallelism folds over the tensor-parallel ranks: `ep`
-    /// does not divide the data-parallel ranks (dp × cp).
+    /// Whether expert parallelism folds over the tensor-parallel ranks: `etp=1` with tp > 1,
+    /// or `ep` does not divide the data-parallel ranks (dp × cp).
     pub(crate) fn folds_experts(&self) -> bool {
-        self.ep > 1 && !self.replicas().is_multiple_of(self.ep)
+        self.ep > 1 && (self.etp == Some(1) && self.tp > 1 || !self.replicas().is_multiple_of(self.ep))
     }
 
     /// Ranks that hold the same experts (expert data parallelism): dp × cp ÷ ep,
@@ -1012,6 +1018,7 @@ impl Plan {
                     p.zero = z as u8;
                 }
                 "ep" => p.ep = num(v)?,
+                "etp" => p.etp = Some(num(v)?),
                 "mb" | "microbatch" => p.microbatch = num(v)?,
                 "microbatches" | "m" => p.microbatches = num(v)?,
                 "gbs" => gbs = Some(num(v)?),
@@ -1079,11 +1086,27 @@ impl Plan {
                 }
                 other => {
                     return Err(crate::Error::Plan(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, bucket=MiB, grad_reduce=fp32|bf16, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, etp, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, bucket=MiB, grad_reduce=fp32|bf16, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
                     )));
                 }
             }
             stated.insert(k);
+        }
+        // Expert TP as Megatron-Core has it: whole experts, or split as attention is.
+        if let Some(etp) = p.etp {
+            if etp != 1 && etp != p.tp {
+                return Err(crate::Error::Plan(format!(
+                    "etp={etp}: 1 (whole experts on each GPU, the expert-parallel group folded over TP × CP × DP) or tp={} (each expert split as attention is)",
+                    p.tp
+                )));
+            }
+            if etp == p.tp && p.tp > 1 && p.ep > 1 && !p.replicas().is_multiple_of(p.ep) {
+                return Err(crate::Error::Plan(format!(
+                    "etp={etp} splits each expert over TP, so ep={} must divide dp × cp = {} (or etp=1 folds it over TP)",
+                    p.ep,
+                    p.replicas()
+                )));
+            }
         }
         // Degrees are the user's numbers: every product the projection forms of them must fit.
         p.checked_gpus()?;
@@ -1126,6 +1149,9 @@ impl Plan {
         }
         if self.ep > 1 {
             parts.push(format!("ep={}", self.ep));
+        }
+        if let Some(etp) = self.etp {
+            parts.push(format!("etp={etp}"));
         }
         if self.sp {
             parts.push("sp".into());
@@ -4110,6 +4136,30 @@ mod tests {
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
     }
 
+    /// `etp=1` (Megatron-Core's expert TP of 1) keeps whole experts on each GPU and folds the
+    /// expert-parallel group over TP × CP × DP, as an `ep` that does not divide dp × cp does:
+    /// Mixtral on `tp=2,dp=32,ep=8` holds each expert over 4 replicas split in two, with `etp=1`
+    /// over 8 replicas whole (2 × 32 ÷ 8), its all-to-all inside a node of 8 (ep adjacent), and
+    /// the MoE weights per GPU twice as large. `etp` is 1 or tp, and tp splits only an `ep` that
+    /// divides dp × cp.
+    #[test]
+    fn expert_tp_of_one_folds_the_experts_over_tensor_parallelism() {
+        let split = Plan::parse("tp=2,ep=8,dp=32,sp").unwrap();
+        let whole = Plan::parse("tp=2,ep=8,etp=1,dp=32,sp").unwrap();
+        assert!(!split.folds_experts() && whole.folds_experts());
+        assert_eq!((split.expert_tp(), split.expert_replicas()), (2, 4));
+        assert_eq!((whole.expert_tp(), whole.expert_replicas()), (1, 8));
+        assert_eq!(Plan::parse("tp=2,ep=8,etp=2,dp=32,sp").unwrap().expert_tp(), 2);
+        assert!(whole.describe().contains("etp=1"), "{}", whole.describe());
+        assert!(Plan::parse("tp=2,ep=8,etp=4,dp=32,sp").unwrap_err().to_string().contains("etp=4: 1 (whole experts"));
+        assert!(Plan::parse("tp=2,ep=3,etp=2,dp=4,sp").unwrap_err().to_string().contains("ep=3 must divide dp × cp = 4"));
+        let m = Transformer::preset("mixtral-8x7b").unwrap();
+        let weights = |p: &Plan| stage_memory(&m, p, Task::Train, StageLayers::plain(1), 0.0, 1.0).weights_gb;
+        let expert_gb = m.ffn_params() * m.experts / 8.0 * m.bytes / 1e9;
+        let dense_gb = |p: &Plan| weights(p) - expert_gb / f64::from(p.expert_tp());
+        assert!((dense_gb(&split) - dense_gb(&whole)).abs() < 1e-9, "{} {}", weights(&split), weights(&whole));
+    }
+
     #[test]
     fn per_op_selective_checkpointing_keeps_the_outputs_its_policy_saves() {
         // Llama-3-8B (d 4096, 8 of 32 KV heads of 128, SwiGLU 14 336), one layer of 8192
@@ -4215,14 +4265,14 @@ mod tests {
         assert_eq!(Plan::parse_stated("tp=2,dp=4").unwrap().0, p);
         assert!(StatedKeys::KEYS.iter().all(|k| !StatedKeys::default().contains(k)));
         // What a search chooses, the rest being the stack's settings.
-        let layout = "tp,pp,dp,ddp,fsdp,zero,ep,mb,microbatch,microbatches,m,gbs,sp,recompute,vpp,cp,first,last";
+        let layout = "tp,pp,dp,ddp,fsdp,zero,ep,etp,mb,microbatch,microbatches,m,gbs,sp,recompute,vpp,cp,first,last";
         assert_eq!(StatedKeys::layout_keys().join(","), layout);
         assert_eq!(
             StatedKeys::setting_keys().join(","),
             "fp8,dropout,grad_sync,frozen,p2p_overlap,tp_overlap,attention,prefetch,bucket,grad_reduce"
         );
         // Every key parse takes has its bit.
-        let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
+        let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,etp=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\
                      fp8,dropout,first=1,last=1,grad_sync=after,frozen=1,p2p_overlap,tp_overlap,attention=flash,prefetch=1,bucket=25,grad_reduce=fp32";
         assert_eq!(every.split(',').count(), StatedKeys::KEYS.len());
         // One key at a time: `dp`, `ddp` and `fsdp` (and `mb` and `microbatch`, …) set one setting, given once.
