@@ -818,7 +818,8 @@ impl Framework {
     }
 
     /// Applies the framework's defaults to what `plan` does not state (`stated`: the keys of the run's text); notes what changed.
-    fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys, bytes: f64) -> Vec<String> {
+    fn apply_defaults(self, plan: &mut Plan, stated: &StatedKeys, model: &Transformer) -> Vec<String> {
+        let bytes = model.bytes;
         let mut applied: Vec<String> = Vec::new();
         match self {
             Framework::Torchtitan => {
@@ -864,6 +865,20 @@ impl Framework {
                 if plan.interleaved_chunks() > 1 && !plan.p2p_overlap && !stated.contains("p2p_overlap") {
                     plan.p2p_overlap = true;
                     applied.push("p2p_overlap (pipeline sends and receives beside compute, interleaved 1F1B)".into());
+                }
+                // Its MoE performance recipes keep whole experts on each GPU
+                // (`expert_tensor_parallel_size=1` in the Qwen3 and DeepSeek-V3 workload base
+                // configs, `scripts/performance/configs/{qwen,deepseek}/*_workload_base_configs.py`).
+                if self == Framework::MegatronBridge
+                    && model.experts > 1.0
+                    && plan.ep > 1
+                    && plan.tp > 1
+                    && plan.sp
+                    && plan.etp.is_none()
+                    && !stated.contains("etp")
+                {
+                    plan.etp = Some(1);
+                    applied.push("etp=1 (its MoE recipes' expert_tensor_parallel_size=1: whole experts on each GPU)".into());
                 }
                 if self == Framework::MegatronBridge && plan.tp > 1 && plan.sp && !stated.contains("tp_overlap") {
                     plan.tp_overlap = true;
@@ -941,7 +956,7 @@ pub(crate) fn projected(
         notes.push(format!("framework: {f}"));
     }
     if let Some((fw, name, from_source)) = Framework::of(run) {
-        let applied = fw.apply_defaults(&mut plan, &stated, model.bytes);
+        let applied = fw.apply_defaults(&mut plan, &stated, &model);
         if !applied.is_empty() {
             let how = if from_source { " (framework named by the source)" } else { "" };
             notes.push(format!("{name} defaults the plan does not state{how}: {}", applied.join(", ")));
@@ -1499,6 +1514,7 @@ mod tests {
         let notes = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
         let bridge = notes("bridge");
         assert!(bridge.contains("Megatron-Bridge defaults the plan does not state (framework named by the source): sp"), "{bridge}");
+        assert!(!bridge.contains("etp=1"), "a dense model: {bridge}");
         assert!(bridge.contains("zero=1") && bridge.contains("tp_overlap (TP communication overlap"), "{bridge}");
         // Megatron-Core's gradient buckets: 40 M parameters at dp = 8 (16-bit: 80 MB = 76.3 MiB).
         assert!(bridge.contains("bucket=76.3 (Megatron-Core's gradient buckets: max(40 M, 1 M × dp) = 40 M parameters)"), "{bridge}");
@@ -1508,6 +1524,25 @@ mod tests {
         // What the plan states wins; a framework without such defaults gets none.
         assert!(!notes("stated").contains("defaults the plan does not state"), "{}", notes("stated"));
         assert!(!notes("other").contains("defaults the plan does not state"), "{}", notes("other"));
+        // Megatron-Bridge's MoE recipes keep whole experts (`expert_tensor_parallel_size=1`); a
+        // dense model, a stated `etp` and another framework get no such default.
+        let moe = |id: &str, source: &str, plan: &str| {
+            format!(
+                r#"{{"id": "{id}", "source": "{source}", "model": {{"preset": "mixtral-8x7b", "seq": 4096}}, "system": {{"gpu": "h100-sxm", "gpus": 64}}, "plan": "{plan}", "measured": {{"tokens_per_s_per_gpu": 3000}}}}"#
+            )
+        };
+        let bridge_source = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md";
+        let moe_file = runs(&format!(
+            r#"{{"runs": [{}, {}, {}]}}"#,
+            moe("moe", bridge_source, "tp=2,dp=32,ep=8,mb=1,gbs=32"),
+            moe("moe-stated", bridge_source, "tp=2,dp=32,ep=8,etp=2,mb=1,gbs=32"),
+            moe("moe-other", "a lab's own benchmarks", "tp=2,dp=32,ep=8,sp,mb=1,gbs=32"),
+        ));
+        let with_experts = validate(&moe_file, &catalog, &[], None);
+        let moe_notes = |id: &str| with_experts.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
+        assert!(moe_notes("moe").contains("etp=1 (its MoE recipes' expert_tensor_parallel_size=1"), "{}", moe_notes("moe"));
+        assert!(!moe_notes("moe-stated").contains("etp=1"), "{}", moe_notes("moe-stated"));
+        assert!(!moe_notes("moe-other").contains("etp=1"), "{}", moe_notes("moe-other"));
         // torchtitan's `selective` is its per-op checkpointing.
         let tt =
             runs(&format!(r#"{{"runs": [{}]}}"#, run("tt", "pytorch/torchtitan benchmarks", "fsdp=16,mb=1,gbs=16,recompute=selective")));
