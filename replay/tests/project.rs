@@ -224,3 +224,20 @@ fn a_search_keeps_the_stacks_settings_on_every_plan() {
         assert!(e.contains("the search chooses"), "{key}: {e}");
     }
 }
+
+/// `etp=1` is a setting a search keeps (Megatron-Bridge's MoE recipes run whole experts): every
+/// ranked Mixtral plan on 64 H100s with tensor and expert parallelism folds its experts (and so
+/// has sequence parallelism, which folding needs), and another `etp` is refused.
+#[test]
+fn a_search_keeps_whole_experts_where_the_stack_runs_them() {
+    let model = Transformer::preset("mixtral-8x7b").unwrap();
+    let c = cluster("h100-sxm", 64);
+    let whole = SearchSpace::default().with("etp=1").unwrap();
+    let r = search(&model, &c, Task::Train, &whole);
+    let folded: Vec<&str> = r.ranked.iter().map(|p| p.plan.as_str()).filter(|p| !p.starts_with("tp=1,") && p.contains(",ep=")).collect();
+    assert!(!folded.is_empty(), "{:?}", r.ranked.iter().map(|p| &p.plan).collect::<Vec<_>>());
+    for p in folded {
+        assert!(p.contains(",etp=1") && p.contains(",sp"), "{p}");
+    }
+    assert!(SearchSpace::default().with("etp=2").unwrap_err().to_string().contains("etp=2: 1 (whole experts"));
+}

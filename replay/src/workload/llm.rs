@@ -828,7 +828,6 @@ impl StatedKeys {
         "fsdp",
         "zero",
         "ep",
-        "etp",
         "mb",
         "microbatch",
         "microbatches",
@@ -850,17 +849,18 @@ impl StatedKeys {
         "prefetch",
         "bucket",
         "grad_reduce",
+        "etp",
     ];
 
     /// The keys that lay a plan out — its degrees, microbatches, recomputation and stage
     /// split (what `search` chooses); the rest are settings of the software stack.
     pub fn layout_keys() -> &'static [&'static str] {
-        &Self::KEYS[..19]
+        &Self::KEYS[..18]
     }
 
     /// The other keys: settings of the software stack (attention kernel, buckets, overlap, …).
     pub fn setting_keys() -> &'static [&'static str] {
-        &Self::KEYS[19..]
+        &Self::KEYS[18..]
     }
 
     fn bit(key: &str) -> Option<u32> {
@@ -4265,11 +4265,11 @@ mod tests {
         assert_eq!(Plan::parse_stated("tp=2,dp=4").unwrap().0, p);
         assert!(StatedKeys::KEYS.iter().all(|k| !StatedKeys::default().contains(k)));
         // What a search chooses, the rest being the stack's settings.
-        let layout = "tp,pp,dp,ddp,fsdp,zero,ep,etp,mb,microbatch,microbatches,m,gbs,sp,recompute,vpp,cp,first,last";
+        let layout = "tp,pp,dp,ddp,fsdp,zero,ep,mb,microbatch,microbatches,m,gbs,sp,recompute,vpp,cp,first,last";
         assert_eq!(StatedKeys::layout_keys().join(","), layout);
         assert_eq!(
             StatedKeys::setting_keys().join(","),
-            "fp8,dropout,grad_sync,frozen,p2p_overlap,tp_overlap,attention,prefetch,bucket,grad_reduce"
+            "fp8,dropout,grad_sync,frozen,p2p_overlap,tp_overlap,attention,prefetch,bucket,grad_reduce,etp"
         );
         // Every key parse takes has its bit.
         let every = "tp=1,pp=1,dp=1,ddp=1,fsdp=1,zero=1,ep=1,etp=1,mb=1,microbatch=1,microbatches=1,m=1,gbs=1,sp,recompute,vpp=1,cp=1,\

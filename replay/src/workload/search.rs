@@ -51,6 +51,8 @@ impl SearchSpace {
                 StatedKeys::setting_keys().join(", ")
             )));
         }
+        // `etp=1` keeps whole experts on every candidate; another value fails to parse here
+        // (the settings' text has tp = 1), since split experts (etp = tp) are each plan's default.
         self.settings = plan;
         Ok(self)
     }
