@@ -1444,12 +1444,7 @@ impl Pricing {
         // An all-gather and a reduce-scatter are the same ring run the other way (NCCL moves
         // the same bytes in the same steps): without a curve of its own, the other's curve.
         let own_system = own.systems[usize::from(multi)].best(gpus, gpus_per_node, multi);
-        let mirror = match collective {
-            Collective::AllGather => Some(Collective::ReduceScatter),
-            Collective::ReduceScatter => Some(Collective::AllGather),
-            _ => None,
-        };
-        let mirrored = mirror.filter(|_| own_system.is_none()).map(|other| (other, self.curves(gpu, other, user)));
+        let mirrored = ring_mirror(collective).filter(|_| own_system.is_none()).map(|other| (other, self.curves(gpu, other, user)));
         let own_or_mirror = own_system.map(|s| (s, None)).or_else(|| {
             let (other, curves) = mirrored.as_ref()?;
             let system = curves.systems[usize::from(multi)].best(gpus, gpus_per_node, multi)?;
@@ -1515,8 +1510,7 @@ impl Pricing {
         // Across nodes only: Polaris' runs are what the rule was checked on, and in a node
         // (an NVLink domain beyond the measured GPUs) NCCL has NVLS and the steps are cheaper.
         let largest = system.curves.iter().max_by_key(|c| c.0);
-        let ring_collective = matches!(collective, Collective::AllGather | Collective::ReduceScatter);
-        if let Some((a, curve)) = largest.filter(|(a, _)| ring_collective && multi && *a >= 2 && gpus > *a) {
+        if let Some((a, curve)) = largest.filter(|(a, _)| ring_mirror(collective).is_some() && multi && *a >= 2 && gpus > *a) {
             let a = *a;
             let (step_bytes, steps) = (bytes * f64::from(a) / f64::from(gpus), f64::from(gpus - 1) / f64::from(a - 1));
             // A curve that measured no small message says nothing of a step's latency (B200's
@@ -1712,7 +1706,7 @@ impl Pricing {
         // An all-gather's or reduce-scatter's ring (no tree) takes n − 1 steps: the
         // same per-step latency as the curve rule's ring beyond its largest count.
         let ring_us = step_us * f64::from(gpus - 1);
-        let alpha_us = if ring && matches!(collective, Collective::AllGather | Collective::ReduceScatter) && ring_us > alpha_us {
+        let alpha_us = if ring && ring_mirror(collective).is_some() && ring_us > alpha_us {
             basis = format!(
                 "{what}, latency {ring_us:.1} µs: a ring of {} steps of {step_us:.2} µs (the median over those systems' all-reduce curves of the small-message time at their largest count n ÷ n − 1, an all-gather there priced as the all-reduce of equal bus bytes)",
                 gpus - 1
@@ -1723,6 +1717,16 @@ impl Pricing {
         };
         let time_us = alpha_us + k * bytes / (busbw * 1e3);
         Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: PriceRule::CollectiveLinkSpec.band() })
+    }
+}
+
+/// The collectives NCCL runs only as a ring (no tree), each the other run the other way: an
+/// all-gather's mirror is the reduce-scatter (the same bytes in the same steps), and back.
+fn ring_mirror(collective: Collective) -> Option<Collective> {
+    match collective {
+        Collective::AllGather => Some(Collective::ReduceScatter),
+        Collective::ReduceScatter => Some(Collective::AllGather),
+        _ => None,
     }
 }
 

@@ -256,11 +256,6 @@ impl MeasuredMfuNote {
     }
 }
 
-/// The number format of a projection's linear layers (its plan's, [`Plan::linear_format`]).
-pub(crate) fn linear_format(p: &Projection) -> tracecast_calibrate::catalog::Dtype {
-    Plan::parse(&p.plan).map_or(tracecast_calibrate::catalog::Dtype::Bf16, |plan| plan.linear_format())
-}
-
 /// [`MeasuredMfuNote`] of training projection `p` on catalog GPU `gpu` (`None`: a system that
 /// names no catalog GPU), not held against run `carried_from` (the run it was carried from);
 /// `None` for a projection with no MFU (inference).
@@ -276,7 +271,7 @@ pub(crate) fn measured_mfu_note(
         let text = format!("MFU {:.1} %: the system names no catalog GPU, so no shipped training run holds it", 100.0 * mfu);
         return Some(MeasuredMfuNote { text, bound: None });
     };
-    let linear = linear_format(p);
+    let linear = p.linear_format;
     let Some(bound) = mfu_bound(catalog, gpu, linear, carried_from) else {
         let text = format!(
             "MFU {:.1} %: no shipped training run on a GPU of {}'s compute with {} linear layers to hold it against",

@@ -169,7 +169,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             use tracecast_calibrate::catalog::Dtype;
             // The best GEMM measured in the plan's linear format, as a fraction of the 16-bit
             // peak the MFU is of (an FP8 GEMM at 80 % of the FP8 peak is 160 % of it).
-            let fp8 = crate::project::linear_format(best) == Dtype::Fp8;
+            let fp8 = best.linear_format == Dtype::Fp8;
             let formats: &[Dtype] = if fp8 { &[Dtype::Fp8] } else { &[Dtype::Bf16, Dtype::Fp16] };
             let of_16_bit = |d: Dtype| {
                 let g = gpu?;

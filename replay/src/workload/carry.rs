@@ -113,7 +113,9 @@ pub fn carry_run(
             source.plan, to.system.gpu, to.system.gpus
         )),
     })?;
-    let Projected { projection: mut p, timeline, per_gpu, linear } = tgt;
+    let Projected { projection: mut p, timeline, per_gpu } = tgt;
+    // The published precision, else the plan's (what `projected` priced).
+    let linear = p.linear_format;
     let (m, ps, pt) = (1.0 / measured, 1.0 / src.per_gpu, 1.0 / per_gpu);
     // A target profile whose GEMM correction of the run's linear format was fitted to measured
     // runs already prices a stack's time beyond the model: carrying the run's as well would

@@ -261,6 +261,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
         ttft_ms: None,
         tpot_ms: None,
         mfu: None,
+        linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
         notes,
     };
     Ok((projection, timeline))

@@ -3176,6 +3176,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ttft_ms,
         tpot_ms,
         mfu: step_mfu,
+        linear_format: plan.linear_format(),
         notes,
     };
     Ok((projection, last))
@@ -3692,6 +3693,12 @@ mod tests {
         assert!(e.contains("layers 4294967295: more than the 100000 a projection simulates"), "{e}");
     }
 
+    /// Seconds of memory-bound work in a training step of `m` under `plan`.
+    fn memory_bound_s(m: &Transformer, c: &Cluster, plan: &Plan) -> f64 {
+        let p = project(m, c, plan, Task::Train).unwrap();
+        p.times.by_kind_ms.get(OpKind::MemoryBound.as_str()).copied().unwrap_or(0.0) / 1e3
+    }
+
     fn a100(gpus: u32) -> Cluster {
         Cluster {
             name: "test".into(),
@@ -4104,14 +4111,10 @@ mod tests {
         let gelu = Transformer { swiglu: false, ..swiglu.clone() };
         let c = a100(1);
         let plan = Plan::parse("mb=1").unwrap();
-        let memory_bound = |m: &Transformer| {
-            let p = project(m, &c, &plan, Task::Train).unwrap();
-            p.times.by_kind_ms.get(OpKind::MemoryBound.as_str()).copied().unwrap_or(0.0) / 1e3
-        };
         let layers = swiglu.layers as f64;
         let traffic = layers * swiglu.seq * 3.0 * swiglu.ffn * 2.0 + 40.0 * layers * swiglu.hidden * swiglu.ffn;
         let truth = traffic / (c.memory_efficiency * c.hbm_bw);
-        let got = memory_bound(&swiglu) - memory_bound(&gelu);
+        let got = memory_bound_s(&swiglu, &c, &plan) - memory_bound_s(&gelu, &c, &plan);
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
     }
 
@@ -4125,14 +4128,10 @@ mod tests {
         let top3 = Transformer { top_k: 3.0, ..top2.clone() };
         let c = a100(1);
         let plan = Plan::parse("mb=1").unwrap();
-        let memory_bound = |m: &Transformer| {
-            let p = project(m, &c, &plan, Task::Train).unwrap();
-            p.times.by_kind_ms.get(OpKind::MemoryBound.as_str()).copied().unwrap_or(0.0) / 1e3
-        };
         let (layers, tokens) = (top2.layers as f64, top2.seq);
         let traffic = layers * tokens * (8.0 * top2.ffn + 4.0 * top2.hidden) * 2.0;
         let truth = traffic / (c.memory_efficiency * c.hbm_bw);
-        let got = memory_bound(&top3) - memory_bound(&top2);
+        let got = memory_bound_s(&top3, &c, &plan) - memory_bound_s(&top2, &c, &plan);
         assert!((got - truth).abs() < 1e-6 * truth, "{got} s, truth {truth} s");
     }
 

@@ -381,6 +381,7 @@ impl MadmaxRun {
             ttft_ms: None,
             tpot_ms: None,
             mfu: None,
+            linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
             notes: vec![
                 "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
             ],

@@ -481,6 +481,10 @@ pub struct Projection {
     /// ([`llm::mfu`]: matmuls and the attention core, no recomputation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mfu: Option<f64>,
+    /// The number format its linear layers were priced in ([`llm::Plan::linear_format`]; 16-bit
+    /// for MAD-Max's models and DLRMs): what its MFU is held against.
+    #[serde(skip)]
+    pub linear_format: tracecast_calibrate::catalog::Dtype,
     /// Where the numbers come from, and what was assumed.
     pub notes: Vec<String>,
 }

@@ -85,9 +85,11 @@ impl Run {
         if self.task.as_deref().is_some_and(|t| t != "train") {
             return None;
         }
-        if let Some(p) = &self.precision {
-            p.linear().ok()?;
-        }
+        // A precision that does not parse or names no priced format (FP4) has no MFU here.
+        let stated = match &self.precision {
+            Some(p) => p.linear().ok()?.0,
+            None => None,
+        };
         let model = self.model.transformer(&self.id).ok()?;
         let plan = Plan::parse(&self.plan).ok()?;
         let gpu = catalog.gpu(&self.system.gpu).ok()?;
@@ -103,7 +105,7 @@ impl Run {
             mfu,
             published_mfu,
         };
-        Some((run, linear_dtype(self, gpu)))
+        Some((run, linear_dtype_of(&plan, stated, gpu)))
     }
 }
 
@@ -908,8 +910,6 @@ pub(crate) struct Projected {
     pub(crate) projection: super::Projection,
     pub(crate) timeline: super::Timeline,
     pub(crate) per_gpu: f64,
-    /// The number format its linear layers were priced in (the published precision, else the plan's).
-    pub(crate) linear: tracecast_calibrate::catalog::Dtype,
 }
 
 /// Projects `run` with `device`; `measured` is set to the run's measured
@@ -968,7 +968,7 @@ pub(crate) fn projected(
     let per_gpu = tokens / (p.times.iteration_ms / 1e3) / f64::from(run.system.gpus.max(1));
     notes.append(&mut p.notes);
     p.notes = notes;
-    Ok(Projected { projection: p, timeline, per_gpu, linear: plan.linear_format() })
+    Ok(Projected { projection: p, timeline, per_gpu })
 }
 
 /// One run projected with `device`.
@@ -1225,10 +1225,13 @@ pub fn fit(
 /// The number format of a run's linear layers on `gpu`: FP8 where the plan (or
 /// its published precision) says so and the GPU has an FP8 peak, else its 16-bit format.
 fn linear_dtype(run: &Run, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
-    let mut fp8 = Plan::parse(&run.plan).is_ok_and(|p| p.fp8);
-    if let Some((Some(f), _)) = run.precision.as_ref().and_then(|p| p.linear().ok()) {
-        fp8 = f == Format::Fp8;
-    }
+    let stated = run.precision.as_ref().and_then(|p| p.linear().ok()).and_then(|(f, _)| f);
+    linear_dtype_of(&Plan::parse(&run.plan).unwrap_or_default(), stated, gpu)
+}
+
+/// [`linear_dtype`] of a parsed plan and the format the run's precision states, if any (it wins).
+fn linear_dtype_of(plan: &Plan, stated: Option<Format>, gpu: &tracecast_calibrate::catalog::Gpu) -> Dtype {
+    let fp8 = stated.map_or(plan.fp8, |f| f == Format::Fp8);
     if fp8 && gpu.peak_flops(Dtype::Fp8).is_some() {
         Dtype::Fp8
     } else if gpu.peak_flops(Dtype::Bf16).is_some() {
