@@ -1371,31 +1371,24 @@ impl Pricing {
     /// query's nodes where the user gave it, else the node preset's; a curve
     /// across nodes measured over another network is carried onto it
     /// ([`Pricing::onto_network`]).
-    pub fn collective(
-        &self,
-        gpu: &Gpu,
-        collective: Collective,
-        bytes: f64,
-        gpus: u32,
-        gpus_per_node: u32,
-        nic_gbps_per_gpu: Option<f64>,
-    ) -> Option<Price> {
+    pub fn collective(&self, gpu: &Gpu, q: &CollectiveQuery) -> Option<Price> {
+        let CollectiveQuery { collective, bytes, gpus, .. } = *q;
         if gpus < 2 {
             return None;
         }
         let m = &self.measurements;
         let users = self.curves(gpu, collective, true);
-        if let Some(p) = self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, true, nic_gbps_per_gpu) {
+        if let Some(p) = self.collective_of_rows(gpu, q, true) {
             return Some(p);
         }
         let price = |bytes: f64| {
-            self.collective_of_rows(gpu, collective, bytes, gpus, gpus_per_node, false, nic_gbps_per_gpu)
-                .or_else(|| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu))
+            let q = CollectiveQuery { bytes, ..*q };
+            self.collective_of_rows(gpu, &q, false).or_else(|| self.collective_link_spec(gpu, &q))
         };
         let mut p = price(bytes)?;
         // The user's points of this GPU count and node layout (in a node, or across nodes): a two-node
         // send/recv does not price one inside a node.
-        let across = gpus > gpus_per_node.max(1);
+        let across = q.across_nodes();
         let points: Vec<&CollectiveRow> = users
             .rows
             .iter()
@@ -1426,19 +1419,10 @@ impl Pricing {
 
     /// [`Pricing::collective`] from the user's rows of the GPU alone (`user`)
     /// or the shipped ones: `None` when they make no curve for the query.
-    #[allow(clippy::too_many_arguments)]
-    fn collective_of_rows(
-        &self,
-        gpu: &Gpu,
-        collective: Collective,
-        bytes: f64,
-        gpus: u32,
-        gpus_per_node: u32,
-        user: bool,
-        nic_gbps_per_gpu: Option<f64>,
-    ) -> Option<Price> {
+    fn collective_of_rows(&self, gpu: &Gpu, q: &CollectiveQuery, user: bool) -> Option<Price> {
+        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, .. } = *q;
         let m = &self.measurements;
-        let multi = gpus > gpus_per_node.max(1);
+        let multi = q.across_nodes();
         let own = self.curves(gpu, collective, user);
         let all_reduce;
         // An all-gather and a reduce-scatter are the same ring run the other way (NCCL moves
@@ -1465,11 +1449,12 @@ impl Pricing {
         // The curve's own collective (the all-reduce where it stands in) by the link rule over the
         // curve's network: how its time falls below its smallest measured size.
         let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
-        let link_rule =
-            |b: f64| self.collective_link_spec(gpu, curve_of, b, gpus, gpus_per_node, system.nic_gbps_per_gpu).map(|p| p.time_us);
+        let link_rule = |b: f64| {
+            let curves = CollectiveQuery { collective: curve_of, bytes: b, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
+            self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
+        };
         let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
-        let network =
-            if multi { self.onto_network(gpu, collective, bytes, gpus, gpus_per_node, system, time_us, nic_gbps_per_gpu) } else { None };
+        let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
         if let Some((f, _)) = &network {
             time_us *= f;
         }
@@ -1485,7 +1470,7 @@ impl Pricing {
                 time_us *= f;
                 substitution =
                     substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
-            } else if let Some(spec) = self.collective_link_spec_of(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu, false)
+            } else if let Some(spec) = self.collective_link_spec_of(gpu, q, false)
                 && spec.time_us > time_us
             {
                 // Hopper and Blackwell switches reduce in the switch (NVLS): their
@@ -1518,7 +1503,7 @@ impl Pricing {
             // 31 steps of 11.5 µs): the link rule's ring steps instead.
             let smallest = curve.points.first().map_or(f64::INFINITY, |p| p.0.exp());
             let ring = if curve.measures_latency() {
-                self.collective_of_rows(gpu, collective, step_bytes, a, gpus_per_node, user, nic_gbps_per_gpu).map(|step| {
+                self.collective_of_rows(gpu, &CollectiveQuery { bytes: step_bytes, gpus: a, ..*q }, user).map(|step| {
                     let basis = format!(
                         "a ring of {} steps beyond {}'s largest count, {} × the price of the same {} of {} bytes over {a} GPUs ({:.1} µs: {})",
                         gpus - 1,
@@ -1532,7 +1517,7 @@ impl Pricing {
                     (step.time_us * steps, basis)
                 })
             } else {
-                self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu).map(|link| {
+                self.collective_link_spec(gpu, q).map(|link| {
                     let basis = format!(
                         "a ring of {} steps beyond {}'s largest count, by the link rule ({}): its curve at {a} GPUs starts at {smallest:.0} bytes, no small message measured",
                         gpus - 1,
@@ -1573,20 +1558,9 @@ impl Pricing {
     /// networks are the same. A faster network never prices slower: A3 Mega's
     /// 25 GB/s curve had priced H100 at 50 GB/s (its preset) and a given 49
     /// GB/s by the link rule alone, faster.
-    #[allow(clippy::too_many_arguments)]
-    fn onto_network(
-        &self,
-        gpu: &Gpu,
-        collective: Collective,
-        bytes: f64,
-        gpus: u32,
-        gpus_per_node: u32,
-        system: &System,
-        time_us: f64,
-        nic_gbps_per_gpu: Option<f64>,
-    ) -> Option<(f64, String)> {
+    fn onto_network(&self, gpu: &Gpu, q: &CollectiveQuery, system: &System, time_us: f64) -> Option<(f64, String)> {
         let (preset, _) = self.catalog.nic_gbps_per_gpu(&gpu.id);
-        let query = nic_gbps_per_gpu.unwrap_or(preset);
+        let query = q.nic_gbps_per_gpu.unwrap_or(preset);
         let (curve, whose) = match system.nic_gbps_per_gpu {
             Some(nic) => (nic, "its source's network"),
             None => (preset, "its source states no network: the node preset's taken"),
@@ -1594,7 +1568,7 @@ impl Pricing {
         if (query - curve).abs() <= 1e-9 * curve {
             return None;
         }
-        let at = |nic: f64| self.collective_link_spec(gpu, collective, bytes, gpus, gpus_per_node, Some(nic)).map(|p| p.time_us);
+        let at = |nic: f64| self.collective_link_spec(gpu, &q.over_network(Some(nic))).map(|p| p.time_us);
         let f = at(query)? / at(curve)?;
         let mut note = format!(
             "× {f:.3} for {query} GB/s of network per GPU where the curve ran over {curve} ({whose}): the link rule's price over the one ÷ over the other"
@@ -1628,10 +1602,10 @@ impl Pricing {
     pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool, nic_gbps_per_gpu: Option<f64>) -> Option<Price> {
         if across_nodes {
             // The user's send/recv curve between two nodes (nccl-tests `sendrecv_perf`) first.
-            self.collective_of_rows(gpu, Collective::SendRecv, bytes, 2, 1, true, nic_gbps_per_gpu)
-                .or_else(|| self.collective_link_spec(gpu, Collective::SendRecv, bytes, 2, 1, nic_gbps_per_gpu))
+            let q = CollectiveQuery::new(Collective::SendRecv, bytes, 2, 1).over_network(nic_gbps_per_gpu);
+            self.collective_of_rows(gpu, &q, true).or_else(|| self.collective_link_spec(gpu, &q))
         } else {
-            self.collective(gpu, Collective::SendRecv, bytes, 2, 2, None)
+            self.collective(gpu, &CollectiveQuery::new(Collective::SendRecv, bytes, 2, 2))
         }
     }
 
@@ -1639,35 +1613,18 @@ impl Pricing {
     /// on a GPU without curves, as α + bus factor × bytes ÷ (share × link),
     /// the link being the catalog's in a node and the NICs' share per GPU
     /// across nodes (`nic_gbps_per_gpu` where the user gave it, else [`Catalog::nic_gbps_per_gpu`]).
-    fn collective_link_spec(
-        &self,
-        gpu: &Gpu,
-        collective: Collective,
-        bytes: f64,
-        gpus: u32,
-        gpus_per_node: u32,
-        nic_gbps_per_gpu: Option<f64>,
-    ) -> Option<Price> {
-        self.collective_link_spec_of(gpu, collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu, true)
+    fn collective_link_spec(&self, gpu: &Gpu, q: &CollectiveQuery) -> Option<Price> {
+        self.collective_link_spec_of(gpu, q, true)
     }
 
     /// [`Pricing::collective_link_spec`], with an all-gather's or reduce-scatter's ring
     /// steps across nodes (`ring`) or without them: the bound an all-reduce curve standing in
     /// for one is held to at its measured counts, where the curve measured the latency.
-    #[allow(clippy::too_many_arguments)]
-    fn collective_link_spec_of(
-        &self,
-        gpu: &Gpu,
-        collective: Collective,
-        bytes: f64,
-        gpus: u32,
-        gpus_per_node: u32,
-        nic_gbps_per_gpu: Option<f64>,
-        ring: bool,
-    ) -> Option<Price> {
+    fn collective_link_spec_of(&self, gpu: &Gpu, q: &CollectiveQuery, ring: bool) -> Option<Price> {
+        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
         let k = collective.bus_factor(i64::from(gpus)).filter(|k| *k > 0.0)?;
         let shares = self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog));
-        let multi = gpus > gpus_per_node.max(1);
+        let multi = q.across_nodes();
         let intra_busbw = shares.intra_share * gpu.link_gbps;
         let mut what = format!(
             "catalog link {} GB/s × {:.2} (median share of {} measured system(s))",
@@ -1804,19 +1761,41 @@ pub enum Operation {
     Gemm(GemmShape),
     /// An attention kernel, of a kernel family or the fastest measured.
     Attention(AttentionShape, Option<String>),
-    /// A collective of `bytes` (nccl-tests size) over `gpus`, `gpus_per_node` to a node.
-    Collective {
-        /// Which.
-        collective: Collective,
-        /// nccl-tests size, bytes.
-        bytes: f64,
-        /// GPUs.
-        gpus: u32,
-        /// GPUs per node.
-        gpus_per_node: u32,
-        /// Network per GPU across nodes, GB/s, where the user gave it (else the node preset's).
-        nic_gbps_per_gpu: Option<f64>,
-    },
+    /// A collective.
+    Collective(CollectiveQuery),
+}
+
+/// A collective to price: which, of `bytes` (nccl-tests size) over `gpus`,
+/// `gpus_per_node` to a node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CollectiveQuery {
+    /// Which.
+    pub collective: Collective,
+    /// nccl-tests size, bytes.
+    pub bytes: f64,
+    /// GPUs.
+    pub gpus: u32,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// Network per GPU across nodes, GB/s, where the user gave it (else the node preset's).
+    pub nic_gbps_per_gpu: Option<f64>,
+}
+
+impl CollectiveQuery {
+    /// `collective` of `bytes` over `gpus`, `gpus_per_node` to a node, on the node preset's network.
+    pub fn new(collective: Collective, bytes: f64, gpus: u32, gpus_per_node: u32) -> CollectiveQuery {
+        CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu: None }
+    }
+
+    /// The same over `nic_gbps_per_gpu` GB/s of network per GPU where given.
+    pub fn over_network(self, nic_gbps_per_gpu: Option<f64>) -> CollectiveQuery {
+        CollectiveQuery { nic_gbps_per_gpu, ..self }
+    }
+
+    /// Whether its GPUs span more than one node.
+    fn across_nodes(&self) -> bool {
+        self.gpus > self.gpus_per_node.max(1)
+    }
 }
 
 /// A priced operation, as `hw cost` prints and writes it.
@@ -1906,15 +1885,13 @@ impl Pricing {
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p, Some(tf), None, None)
             }
-            Operation::Collective { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } => {
+            Operation::Collective(q) => {
+                let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = q;
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
                 let p2p = *collective == Collective::SendRecv && *gpus == 2;
-                let price = if p2p {
-                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu)
-                } else {
-                    self.collective(gpu, *collective, *bytes, *gpus, *gpus_per_node, *nic_gbps_per_gpu)
-                };
+                let price =
+                    if p2p { self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu) } else { self.collective(gpu, q) };
                 let p = price.ok_or_else(|| {
                     format!("{what} on {}: no measured collective curve of this GPU (add yours with --measurements FILE.csv)", gpu.id)
                 })?;
@@ -2626,7 +2603,7 @@ mod tests {
         let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
         let bytes = 17_179_869_184.0;
         let busbw = |c: Collective| {
-            let price = p.collective(&h100, c, bytes, 8, 8, None).unwrap();
+            let price = p.collective(&h100, &CollectiveQuery::new(c, bytes, 8, 8)).unwrap();
             (c.bus_factor(8).unwrap() * bytes / (price.time_us * 1e-6) / 1e9, price)
         };
         let (all_reduce, _) = busbw(Collective::AllReduce);
@@ -2796,7 +2773,9 @@ mod tests {
     fn a_curve_across_nodes_is_carried_onto_the_network_it_is_priced_for() {
         let p = Pricing::builtin();
         let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
-        let at = |nic: Option<f64>| p.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, nic).unwrap().time_us;
+        let at = |nic: Option<f64>| {
+            p.collective(&h100, &CollectiveQuery::new(Collective::AllGather, 268435456.0, 64, 8).over_network(nic)).unwrap().time_us
+        };
         // A3 Mega's curve ran over 8 × 200 Gb/s per 8 GPUs (the networks table): over 25 GB/s
         // per GPU it is priced as measured; dgx-h100's 50 GB/s NICs price faster; never slower
         // for a faster network.
@@ -2805,13 +2784,14 @@ mod tests {
         assert!(times.windows(2).all(|w| w[1] <= w[0]), "{times:?}");
         assert_eq!(at(None), at(Some(50.0)));
         assert!(at(Some(50.0)) < at(Some(25.0)));
-        let own = p.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, Some(25.0)).unwrap();
+        let own = p.collective(&h100, &CollectiveQuery::new(Collective::AllGather, 268435456.0, 64, 8).over_network(Some(25.0))).unwrap();
         assert!(!own.basis.contains("network per GPU"), "{}", own.basis);
         // A user's networks row moves the curve's network, and so its price over 25 GB/s.
         let mut m = Measurements::builtin();
         m.add_text(b"source_id,gpu,gpus_per_node,nic_gbps_per_gpu\na3mega-h100,h100-sxm,8,50\n", "networks.csv").unwrap();
         let q = Pricing::new(p.catalog.clone(), Arc::new(m));
-        let theirs = q.collective(&h100, Collective::AllGather, 268435456.0, 64, 8, Some(25.0)).unwrap();
+        let theirs =
+            q.collective(&h100, &CollectiveQuery::new(Collective::AllGather, 268435456.0, 64, 8).over_network(Some(25.0))).unwrap();
         assert!(theirs.time_us > 1.5 * own.time_us, "{} vs {}", theirs.time_us, own.time_us);
         assert!(theirs.basis.contains("where the curve ran over 50"), "{}", theirs.basis);
     }
@@ -2821,14 +2801,14 @@ mod tests {
         let p = Pricing::builtin();
         let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
         // Echo's 16-GPU log, out-of-place, 1 MiB: measured time.
-        let at16 = p.collective(&a100, Collective::AllReduce, 1048576.0, 16, 8, None).unwrap();
+        let at16 = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, 1048576.0, 16, 8)).unwrap();
         assert_eq!(at16.rule, PriceRule::CollectiveCurve);
         assert!(at16.basis.contains("echo-a100"), "{}", at16.basis);
-        let beyond = p.collective(&a100, Collective::AllReduce, 1048576.0, 1024, 8, None).unwrap();
+        let beyond = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, 1048576.0, 1024, 8)).unwrap();
         assert_eq!(beyond.rule, PriceRule::CollectiveScaleOut);
         assert!(beyond.extrapolated && beyond.time_us > at16.time_us);
         // Larger messages take longer.
-        let big = p.collective(&a100, Collective::AllReduce, 1073741824.0, 16, 8, None).unwrap();
+        let big = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 16, 8)).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
     }
 
@@ -2861,7 +2841,7 @@ mod tests {
     fn a_curve_that_starts_at_gigabytes_prices_small_messages_by_the_link_rules_shape() {
         let p = Pricing::builtin();
         let (mi300x, mi325x) = (p.catalog.gpu("mi300x").unwrap().clone(), p.catalog.gpu("mi325x").unwrap().clone());
-        let at = |g: &Gpu, c: Collective, bytes: f64| p.collective(g, c, bytes, 8, 8, None).unwrap().time_us;
+        let at = |g: &Gpu, c: Collective, bytes: f64| p.collective(g, &CollectiveQuery::new(c, bytes, 8, 8)).unwrap().time_us;
         for (g, c) in [(&mi300x, Collective::AllGather), (&mi300x, Collective::ReduceScatter), (&mi325x, Collective::AllReduce)] {
             let sizes: Vec<f64> = (10..=34).map(|e| f64::from(2u32).powi(e)).collect();
             let times: Vec<f64> = sizes.iter().map(|&b| at(g, c, b)).collect();
@@ -2872,7 +2852,7 @@ mod tests {
             assert!(times[times.len() - 1] > 1000.0 * times[0], "{} {c:?}: {times:?}", g.id);
         }
         // Sizes the sweeps measured keep their measured price.
-        let measured = p.collective(&mi325x, Collective::AllReduce, 4294967296.0, 8, 8, None).unwrap();
+        let measured = p.collective(&mi325x, &CollectiveQuery::new(Collective::AllReduce, 4294967296.0, 8, 8)).unwrap();
         assert!(!measured.extrapolated, "{}", measured.basis);
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tracecast_calibrate::Catalog;
 use tracecast_calibrate::catalog::Dtype;
 use tracecast_calibrate::measured::Measurements;
-use tracecast_calibrate::pricing::{GemmShape, PriceRule, Pricing};
+use tracecast_calibrate::pricing::{CollectiveQuery, GemmShape, PriceRule, Pricing};
 use tracecast_ingest::collective::Collective;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -120,7 +120,7 @@ fn collective_sweeps_largest_counts_from_smaller_ones() {
                 let measured =
                     rows.iter().filter(|r| r.gpus == *target && r.size_bytes == size).map(|r| r.time_us).fold(f64::INFINITY, f64::min);
                 let gpn = rows.iter().find(|r| r.gpus == *target).map_or(8, |r| r.gpus_per_node);
-                let p = pricing.collective(&gpu, Collective::AllReduce, size, *target, gpn, None).expect("a price");
+                let p = pricing.collective(&gpu, &CollectiveQuery::new(Collective::AllReduce, size, *target, gpn)).expect("a price");
                 assert!(matches!(p.rule, PriceRule::CollectiveScaleOut));
                 let e = p.time_us / measured;
                 every.push((e - 1.0).abs());
@@ -184,7 +184,7 @@ fn link_spec_predicts_each_gpu_from_the_others() {
         let pricing = Pricing::new(catalog.clone(), Arc::new(rest));
         let (mut large, mut small) = (Vec::new(), Vec::new());
         for r in held.iter().filter(|r| r.collective == Collective::AllReduce && r.gpus == 8 && r.nodes == 1) {
-            let p = pricing.collective(&gpu, Collective::AllReduce, r.size_bytes, 8, 8, None).expect("a price");
+            let p = pricing.collective(&gpu, &CollectiveQuery::new(Collective::AllReduce, r.size_bytes, 8, 8)).expect("a price");
             assert_eq!(p.rule, PriceRule::CollectiveLinkSpec);
             let e = (p.time_us / r.time_us - 1.0).abs();
             if r.size_bytes >= 67108864.0 {
@@ -218,8 +218,7 @@ fn point_to_point_is_one_price_for_hw_cost_and_the_pipeline() {
     let pricing = Pricing::builtin();
     let h100 = gpu_for(&pricing.catalog, "h100-sxm");
     for (gpus_per_node, across) in [(8, false), (1, true)] {
-        let op =
-            Operation::Collective { collective: Collective::SendRecv, bytes: 16_777_216.0, gpus: 2, gpus_per_node, nic_gbps_per_gpu: None };
+        let op = Operation::Collective(CollectiveQuery::new(Collective::SendRecv, 16_777_216.0, 2, gpus_per_node));
         let quoted = pricing.quote(&h100, &op, None).unwrap();
         let p2p = pricing.point_to_point(&h100, 16_777_216.0, across, None).unwrap();
         assert_eq!(quoted.time_us, p2p.time_us, "across nodes: {across}");
@@ -289,15 +288,15 @@ fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
     );
     // The all-reduce: the measured size as measured, another size × its ratio to the shipped curve.
     let (gib, half) = (1073741824.0, 536870912.0);
-    assert_eq!(mine.collective(&h100, Collective::AllReduce, gib, 8, 8, None).unwrap().time_us, 10000.0);
-    let curve = |b: f64| shipped.collective(&h100, Collective::AllReduce, b, 8, 8, None).unwrap().time_us;
-    let scaled = mine.collective(&h100, Collective::AllReduce, half, 8, 8, None).unwrap();
+    assert_eq!(mine.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, gib, 8, 8)).unwrap().time_us, 10000.0);
+    let curve = |b: f64| shipped.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, b, 8, 8)).unwrap().time_us;
+    let scaled = mine.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, half, 8, 8)).unwrap();
     assert!((scaled.time_us / (curve(half) * 10000.0 / curve(gib)) - 1.0).abs() < 1e-9, "{}", scaled.basis);
     assert_eq!(scaled.rule, PriceRule::CollectiveCurve);
     // Other GPU counts and collectives: the shipped price, untouched.
     assert_eq!(
-        mine.collective(&h100, Collective::AllGather, half, 8, 8, None).unwrap().time_us,
-        shipped.collective(&h100, Collective::AllGather, half, 8, 8, None).unwrap().time_us
+        mine.collective(&h100, &CollectiveQuery::new(Collective::AllGather, half, 8, 8)).unwrap().time_us,
+        shipped.collective(&h100, &CollectiveQuery::new(Collective::AllGather, half, 8, 8)).unwrap().time_us
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -408,9 +407,9 @@ fn curves_of_one_node_layout_do_not_price_another() {
     let pricing = Pricing::builtin();
     let a100 = pricing.catalog.gpu("a100-40gb").unwrap().clone();
     let gib = 1024.0 * 1024.0 * 1024.0;
-    let dense = pricing.collective(&a100, Collective::AllReduce, gib, 16, 8, None).unwrap();
+    let dense = pricing.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, gib, 16, 8)).unwrap();
     assert_eq!(dense.rule, PriceRule::CollectiveCurve);
-    let spread = pricing.collective(&a100, Collective::AllReduce, gib, 16, 1, None).unwrap();
+    let spread = pricing.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, gib, 16, 1)).unwrap();
     let busbw = 2.0 * 15.0 / 16.0 * gib / (spread.time_us * 1e-6) / 1e9;
     assert!(busbw <= 25.0, "{busbw} GB/s over one 25 GB/s NIC per GPU: {spread:?}");
     assert_ne!(spread.rule, PriceRule::CollectiveCurve);
@@ -425,10 +424,10 @@ fn an_all_to_all_across_nodes_leaves_through_each_gpus_own_nics() {
     let h100 = pricing.catalog.gpu("h100-sxm").unwrap().clone();
     let (nic, _) = pricing.catalog.nic_gbps_per_gpu("h100-sxm");
     let gib = 1024.0 * 1024.0 * 1024.0;
-    let p = pricing.collective(&h100, Collective::AllToAll, gib, 1024, 8, None).unwrap();
+    let p = pricing.collective(&h100, &CollectiveQuery::new(Collective::AllToAll, gib, 1024, 8)).unwrap();
     assert!(p.time_us >= gib * 1016.0 / 1024.0 / (nic * 1e9) * 1e6, "{p:?}");
     // In a node it keeps the NVLink rate.
-    let inside = pricing.collective(&h100, Collective::AllToAll, gib, 8, 8, None).unwrap();
+    let inside = pricing.collective(&h100, &CollectiveQuery::new(Collective::AllToAll, gib, 8, 8)).unwrap();
     assert!(inside.time_us < p.time_us / 4.0, "{inside:?}");
 }
 

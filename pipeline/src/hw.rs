@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use tracecast_calibrate::Catalog;
-use tracecast_calibrate::pricing::Operation;
+use tracecast_calibrate::pricing::{CollectiveQuery, Operation};
 
 use crate::Outcome;
 use crate::calibrate_summary::{write_catalog, write_gpu, write_quote};
@@ -214,7 +214,13 @@ impl Cost {
                     ),
                     None => None,
                 };
-                Operation::Collective { collective, bytes: need(self.bytes, "bytes")?, gpus, gpus_per_node, nic_gbps_per_gpu }
+                Operation::Collective(CollectiveQuery {
+                    collective,
+                    bytes: need(self.bytes, "bytes")?,
+                    gpus,
+                    gpus_per_node,
+                    nic_gbps_per_gpu,
+                })
             }
         })
     }

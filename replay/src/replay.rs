@@ -7,6 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::cost::{AlphaBeta, CrossDevice, Rule};
+use tracecast_calibrate::pricing::CollectiveQuery;
 use tracecast_calibrate::work::{KernelWork, kernel_work_of};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
@@ -152,7 +153,7 @@ fn priced_scaling(
     use tracecast_calibrate::pricing::PriceRule;
     let at = |n: u32| {
         pricing
-            .collective(gpu, collective, bytes, n, opts.gpus_per_node, None)
+            .collective(gpu, &CollectiveQuery::new(collective, bytes, n, opts.gpus_per_node))
             .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
             .map(|p| (p.time_us * 1000.0, p.rule))
     };

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
+use tracecast_calibrate::pricing::CollectiveQuery;
 use tracecast_calibrate::work::KernelClass;
 use tracecast_ingest::collective::Collective;
 
@@ -630,14 +631,9 @@ fn pricing_notes(
     // Collectives at a 64 MiB all-reduce in one node and over two.
     let in_node = per_node.max(2);
     let gpn = per_node.max(1);
-    let priced = |tier: &str, bytes: f64, gpus: u32, gpn: u32, what: &str| match pricing.collective(
-        gpu,
-        Collective::AllReduce,
-        bytes,
-        gpus,
-        gpn,
-        nic_gbps_per_gpu,
-    ) {
+    let priced = |tier: &str, bytes: f64, gpus: u32, gpn: u32, what: &str| match pricing
+        .collective(gpu, &CollectiveQuery::new(Collective::AllReduce, bytes, gpus, gpn).over_network(nic_gbps_per_gpu))
+    {
         Some(p) => format!("collectives {tier}: {} ({}; {what})", p.rule.describe(), p.basis),
         None => format!("collectives {tier} by α-β at the defaults (nothing measured nor a link prices this GPU)"),
     };
@@ -1646,7 +1642,7 @@ impl Cluster {
             return None;
         }
         let g = g.min(n).min(self.gpus_per_node.max(1));
-        Some(p.pricing.collective(&p.gpu, collective, bytes, n, g, p.nic_gbps_per_gpu)?.time_us * 1e-6)
+        Some(p.pricing.collective(&p.gpu, &CollectiveQuery::new(collective, bytes, n, g).over_network(p.nic_gbps_per_gpu))?.time_us * 1e-6)
     }
 
     /// One tier of a hierarchical collective where the profile fits only the
@@ -1660,9 +1656,12 @@ impl Cluster {
             return None;
         }
         let price = if across {
-            p.pricing.collective(&p.gpu, collective, bytes / f64::from(g.max(1)), ranks, 1, p.nic_gbps_per_gpu)
+            p.pricing.collective(
+                &p.gpu,
+                &CollectiveQuery::new(collective, bytes / f64::from(g.max(1)), ranks, 1).over_network(p.nic_gbps_per_gpu),
+            )
         } else {
-            p.pricing.collective(&p.gpu, collective, bytes, ranks, ranks, None)
+            p.pricing.collective(&p.gpu, &CollectiveQuery::new(collective, bytes, ranks, ranks))
         };
         Some(price?.time_us * 1e-6)
     }
@@ -4301,7 +4300,7 @@ mod tests {
         let pricing = Pricing::builtin();
         let gpu = catalog.gpu("h100-sxm").unwrap();
         let quote = |collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu| {
-            let op = Operation::Collective { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu };
+            let op = Operation::Collective(CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu });
             pricing.quote(gpu, &op, None).unwrap().time_us
         };
         let same = |a: f64, b: f64| (a * 1e6 / b - 1.0).abs() < 1e-9;
@@ -4340,7 +4339,7 @@ mod tests {
         let pricing = Pricing::builtin();
         let gpu = catalog.gpu("h100-sxm").unwrap();
         let price = |bytes: f64, gpus: u32, gpn: u32| {
-            pricing.collective(gpu, Collective::AllReduce, bytes, gpus, gpn, None).unwrap().time_us * 1e-6
+            pricing.collective(gpu, &CollectiveQuery::new(Collective::AllReduce, bytes, gpus, gpn)).unwrap().time_us * 1e-6
         };
         let bytes = 1e9;
         // A traced node whose links ran slowly (a profile's in-node fit only): 20 GB/s.
