@@ -107,6 +107,11 @@ fn collectives_at_a_larger_scale_from_the_users_smaller_sweeps() {
         assert!(factor < bound, "{size}: {got} vs {want}");
         assert_eq!(q["rule"], "collective_scale_out");
         assert_eq!(q["extrapolated"], true);
+        // Over 16 nodes NCCL's model keeps a large all-reduce on its ring (its steps cost less
+        // than the tree's bandwidth), and so does the price.
+        if size.len() >= 10 {
+            assert!(!q["basis"].as_str().unwrap().contains("as NCCL's tree"), "{q}");
+        }
         assert!(q["basis"].as_str().unwrap().contains("the user's measurements"), "{q}");
     }
 }
@@ -347,27 +352,36 @@ fn flags_an_operation_does_not_read_are_refused_by_name() {
 /// Issue 22's scale-out check on public data: ALCF Polaris' nccl-tests at 8 and 32 A100s
 /// (4 a node, Slingshot 11) as the user's measurements, priced at 1024 GPUs and held against
 /// the same system's run at 1024 (`fixtures/polaris/extract.py` says where each number is
-/// from). A small all-reduce within 2× of what ran; the 1 GiB all-reduce's error is
-/// BENCHMARKS.md's (−16 %: NCCL's tree at 256 nodes reached 0.86× the bus bandwidth of 32 GPUs).
+/// from), in two setups of NCCL 2.21.5: a small all-reduce within 2× of what ran, the 1 GiB one
+/// within 15 % and priced as NCCL's tree (at 256 nodes its ring's 2046 steps cost more than the
+/// tree gives up in bandwidth; at 32 GPUs the curve is the ring's). As the rule of the largest
+/// count's bandwidth it had been 16 % short in both.
 #[test]
-fn a_small_all_reduce_at_1024_gpus_from_measurements_at_32_is_within_twice_what_ran() {
+fn an_all_reduce_at_1024_gpus_from_measurements_at_32_is_within_what_ran() {
     let dir = common::scratch("hw-cost-polaris");
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris");
-    let le32 = fixture.join("polaris-le32.csv");
-    let measured: f64 = std::fs::read_to_string(fixture.join("polaris-1024.csv"))
-        .unwrap()
-        .lines()
-        .find(|l| l.contains(",all_reduce,") && l.split(',').nth(9) == Some("4096"))
-        .and_then(|l| l.split(',').nth(10)?.parse().ok())
-        .expect("the 4 KiB all-reduce at 1024 GPUs");
-    let args = ["a100-40gb", "all_reduce", "--bytes", "4096", "--gpus", "1024", "--gpus-per-node", "4", "--measurements"];
-    let mut all: Vec<&str> = args.to_vec();
-    let le32 = le32.to_str().unwrap();
-    all.push(le32);
-    let q = quote(&all, &dir.join("q.json"));
-    let priced = q["time_us"].as_f64().unwrap();
-    assert!(priced > measured / 2.0 && priced < measured * 2.0, "priced {priced} µs, measured {measured} µs: {q}");
-    assert!(q["basis"].as_str().unwrap().contains("alcf-polaris-nccl"), "{q}");
+    let polaris = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris");
+    for setup in [polaris.clone(), polaris.join("nccl-2.21-setup5")] {
+        let ran = std::fs::read_to_string(setup.join("polaris-1024.csv")).unwrap();
+        let measured = |bytes: &str| -> f64 {
+            ran.lines()
+                .map(|l| l.split(',').collect::<Vec<_>>())
+                .find(|f| f[2] == "all_reduce" && f[4] == "1024" && f[9] == bytes)
+                .and_then(|f| f[10].parse().ok())
+                .expect("the all-reduce at 1024 GPUs")
+        };
+        let le32 = setup.join("polaris-le32.csv");
+        for (bytes, bound) in [("4096", 2.0), ("1073741824", 1.15)] {
+            let args = ["a100-40gb", "all_reduce", "--bytes", bytes, "--gpus", "1024", "--gpus-per-node", "4", "--measurements"];
+            let mut all: Vec<&str> = args.to_vec();
+            all.push(le32.to_str().unwrap());
+            let q = quote(&all, &dir.join("q.json"));
+            let (priced, ran) = (q["time_us"].as_f64().unwrap(), measured(bytes));
+            println!("{}: {bytes} B over 1024 GPUs priced {priced:.1} µs, ran {ran:.1} µs", setup.display());
+            assert!(priced < ran * bound && ran < priced * bound, "{bytes}: priced {priced} µs, ran {ran} µs: {q}");
+            let basis = q["basis"].as_str().unwrap();
+            assert!(basis.contains("alcf-polaris-nccl") && basis.contains("as NCCL's tree"), "{q}");
+        }
+    }
 }
 
 /// An all-gather is a ring (NCCL has no tree for it): over n GPUs each of its n − 1 steps

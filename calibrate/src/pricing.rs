@@ -114,7 +114,9 @@ impl PriceRule {
             }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
-            PriceRule::CollectiveScaleOut => "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count",
+            PriceRule::CollectiveScaleOut => {
+                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count (an all-reduce across nodes where NCCL's tuning model picks its tree: 0.92 of it)"
+            }
             PriceRule::CollectiveRing => {
                 "ring beyond the measured GPU counts: an all-gather's or reduce-scatter's n − 1 steps, each as the same step at the largest measured count"
             }
@@ -174,6 +176,26 @@ pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
 /// |error| 6.8 % over the 82 sizes measured there (setup 4 alone 30 %: its messages of 16 KiB
 /// to 4 MiB took 8 µs a step at 1024 GPUs where 32 took 2; BENCHMARKS.md).
 pub const COLLECTIVE_RING_BAND: f64 = 0.068;
+
+/// NCCL's tree all-reduce reaches 0.92 of the bus bandwidth its ring reaches over the same
+/// channels: NCCL's own tuning model (`src/graph/tuning.cc`, the tree all-reduce's
+/// `busBw * .92`), which its tuner weighs against the ring's 2(n − 1) steps.
+const TREE_BUS_SHARE: f64 = 0.92;
+
+/// The latency NCCL's tuning model charges an all-reduce over `gpus`, `gpus_per_node` to a
+/// node, as (ring, tree) µs, with the default constants it ships for the Simple protocol that
+/// large messages use (`src/graph/tuning.cc`: a base of 8.4 µs; a step over NVLink 3.4 µs in a
+/// ring, 4.0 in a tree; over the network 14 µs): the ring's 2(n − 1) steps, 2(nodes − 1) of
+/// them across nodes; the tree's way up and down, (per node − 1) NVLink hops and log₂ nodes
+/// network hops each way. What the tuner compares, not what the steps cost.
+fn nccl_all_reduce_latency_us(gpus: u32, gpus_per_node: u32) -> (f64, f64) {
+    let per_node = f64::from(gpus_per_node.clamp(1, gpus.max(1)));
+    let nodes = f64::from(gpus.max(1)) / per_node;
+    let (steps, across) = (2.0 * (f64::from(gpus) - 1.0), 2.0 * (nodes - 1.0).max(0.0));
+    let ring = 8.4 + (steps - across) * 3.4 + across * 14.0;
+    let tree = 8.4 + 2.0 * ((per_node - 1.0) * 4.0 + nodes.log2().max(0.0) * 14.0);
+    (ring, tree)
+}
 
 /// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
 /// `link_spec_predicts_each_gpu_from_the_others`): each measured GPU's
@@ -1453,7 +1475,23 @@ impl Pricing {
             let curves = CollectiveQuery { collective: curve_of, bytes: b, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
-        let (mut time_us, mut rule, extrapolated, what) = system.price(size, gpus, &link_rule)?;
+        let (mut time_us, mut rule, extrapolated, mut what) = system.price(size, gpus, &link_rule)?;
+        // An all-reduce across nodes beyond the measured counts: NCCL runs its ring or its tree,
+        // whichever its tuning model says is cheaper. The curves measured up to a few nodes are
+        // the ring's at large sizes; at hundreds of nodes the model charges the ring's 2(n − 1)
+        // steps more than the tree gives up in bandwidth (TREE_BUS_SHARE), and NCCL switches.
+        // The choice is NCCL's (its model's latencies, the curve's bandwidth); the price the
+        // curves': the rule's log-nodes latency, and the tree's bandwidth share where it runs.
+        if collective == Collective::AllReduce && substitution.is_none() && multi && rule == PriceRule::CollectiveScaleOut {
+            let (_, latency, bandwidth) = system.scale_out(size, gpus, &link_rule)?;
+            let (ring, tree) = nccl_all_reduce_latency_us(gpus, gpus_per_node);
+            if tree + bandwidth / TREE_BUS_SHARE < ring + bandwidth {
+                time_us = latency + bandwidth / TREE_BUS_SHARE;
+                what = format!(
+                    "{what}; as NCCL's tree, which its tuning model picks here ({tree:.0} µs of latency against the ring's {ring:.0}): {TREE_BUS_SHARE} of the ring's bus bandwidth"
+                );
+            }
+        }
         let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
         if let Some((f, _)) = &network {
             time_us *= f;
@@ -2367,32 +2405,39 @@ impl System {
             let t = (ta.ln() + f * (tb.ln() - ta.ln())).exp();
             return Some((t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs")));
         }
-        if let (Some((a, ca)), None) = (below, above) {
-            // Scale-out: latency linear in log₂ nodes over the measured counts; the
-            // rest of the time that of the largest count, by the bus factor.
-            let pts: Vec<(f64, f64)> =
-                self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
-            let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
-            let latency = if pts.len() >= 2 {
-                let n = pts.len() as f64;
-                let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-                let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-                let slope = if sxx > 0.0 { pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx } else { 0.0 };
-                let at_largest = ca.latency_us(link_rule);
-                // Never below the largest count's own latency.
-                (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)
-            } else {
-                ca.latency_us(link_rule)
-            };
-            let (t_a, _) = ca.at(size, link_rule);
-            let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
-            let t = latency + (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a);
-            return Some((t, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
+        if let Some((a, latency, bandwidth)) = self.scale_out(size, gpus, link_rule) {
+            return Some((latency + bandwidth, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
         }
         // Only larger counts measured: the smallest one's curve.
         let (b, cb) = above?;
         let (t, _) = cb.at(size, link_rule);
         Some((t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)")))
+    }
+
+    /// The scale-out rule's parts for `size` bytes over `gpus` beyond the largest measured
+    /// count a: (a, latency µs, the rest µs). The latency is linear in log₂ nodes over the
+    /// measured counts; the rest is that of a, by the bus factor.
+    fn scale_out(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<(u32, f64, f64)> {
+        let (a, ca) = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0)?;
+        if self.curves.iter().any(|c| c.0 > gpus) {
+            return None;
+        }
+        let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
+        let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
+        let latency = if pts.len() >= 2 {
+            let n = pts.len() as f64;
+            let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+            let slope = if sxx > 0.0 { pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx } else { 0.0 };
+            let at_largest = ca.latency_us(link_rule);
+            // Never below the largest count's own latency.
+            (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)
+        } else {
+            ca.latency_us(link_rule)
+        };
+        let (t_a, _) = ca.at(size, link_rule);
+        let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
+        Some((*a, latency, (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a)))
     }
 }
 
@@ -2423,6 +2468,23 @@ mod tests {
 
     fn bf16(m: f64, n: f64, k: f64) -> GemmShape {
         GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 }
+    }
+
+    /// NCCL's model charges a ring all-reduce over 256 nodes of 4 its 2046 steps (510 across the
+    /// network) and its tree 2 × (3 NVLink + 8 network hops); over 16 nodes of 8 the ring's 254
+    /// steps (30 across) still cost less than the tree gives up on a 1 GiB all-reduce's 17 ms.
+    #[test]
+    fn nccls_model_charges_the_ring_its_steps_and_the_tree_its_hops() {
+        let (ring, tree) = nccl_all_reduce_latency_us(1024, 4);
+        assert!((ring - (8.4 + 1536.0 * 3.4 + 510.0 * 14.0)).abs() < 1e-9, "{ring}");
+        assert!((tree - (8.4 + 2.0 * (3.0 * 4.0 + 8.0 * 14.0))).abs() < 1e-9, "{tree}");
+        let (ring, tree) = nccl_all_reduce_latency_us(128, 8);
+        assert!((ring - (8.4 + 224.0 * 3.4 + 30.0 * 14.0)).abs() < 1e-9, "{ring}");
+        let bandwidth = 17_000.0;
+        assert!(ring + bandwidth < tree + bandwidth / TREE_BUS_SHARE);
+        // In one node, no network hop.
+        let (ring, tree) = nccl_all_reduce_latency_us(8, 8);
+        assert!((ring - (8.4 + 14.0 * 3.4)).abs() < 1e-9 && (tree - (8.4 + 2.0 * 7.0 * 4.0)).abs() < 1e-9);
     }
 
     #[test]
