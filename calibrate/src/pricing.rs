@@ -26,7 +26,8 @@
 //! small-message latency grows linearly in log₂(nodes) (fitted over the
 //! system's measured node counts) and the rest of the time is that of the
 //! largest measured count, scaled by the bus factor — the bandwidth of the
-//! slowest tier carries over. Collectives without a curve of their own use
+//! slowest tier carries over; an all-reduce across nodes where NCCL's tuning
+//! model picks its tree at 0.92 of that bandwidth. Collectives without a curve of their own use
 //! the all-reduce curve at equal bus bytes, and say so.
 
 use std::collections::HashMap;
