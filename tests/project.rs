@@ -90,6 +90,8 @@ fn project_presets_inference_perfetto_and_errors() {
     // Bad input: a clear message and a non-zero exit, never a panic.
     for (args, want) in [
         (vec!["project", "--model", "nope-1b", "--system", "h100-sxm", "--gpus", "8"], "neither a preset"),
+        (vec!["project", "--model", "missing.json", "--system", "h100-sxm", "--gpus", "8"], "--model missing.json: no such file"),
+        (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=8,fp8=0"], "fp8=0: on or off"),
         (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "6", "--parallel", "tp=3,dp=2"], "do not divide"),
         (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=16"], "tp × cp × pp × dp"),
         (vec!["project", "--model", "llama2-7b", "--system", "h100-sxm"], "--gpus"),

@@ -141,7 +141,12 @@ pub fn model(spec: &str) -> Result<Transformer> {
         return Ok(m);
     }
     let path = Path::new(spec);
-    anyhow::ensure!(path.exists(), "--model {spec}: neither a preset ({}) nor a file", Transformer::preset_names().join(", "));
+    if !path.exists() {
+        // A path (a separator, a `.json` name) is a file the user meant: say it is missing.
+        let file_like = spec.contains(std::path::MAIN_SEPARATOR) || spec.contains('/') || spec.ends_with(".json");
+        anyhow::ensure!(!file_like, "--model {spec}: no such file");
+        anyhow::bail!("--model {spec}: neither a preset ({}) nor a file", Transformer::preset_names().join(", "));
+    }
     let text = tracecast_ingest::input::read(path).with_context(|| format!("reading {}", path.display()))?;
     let name = path.file_stem().map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned());
     // A MAD-Max file says its `type`; anything else is read as a runs file's model.

@@ -997,6 +997,15 @@ impl Plan {
                     .and_then(|n| u32::try_from(n).map_err(|_| crate::Error::Plan(format!("{k}={n}: more than {}", u32::MAX))))
                     .and_then(|n| if n == 0 { Err(crate::Error::Plan(format!("{k} must be at least 1"))) } else { Ok(n) })
             };
+            // A setting that is on or off: bare (`sp`) or `=on` turns it on, `=off` off; anything
+            // else is refused (`fp8=0` had turned FP8 on).
+            let switch = |v: Option<&str>| -> Result<bool, crate::Error> {
+                match v {
+                    None | Some("on") => Ok(true),
+                    Some("off") => Ok(false),
+                    Some(other) => Err(crate::Error::Plan(format!("{k}={other}: on or off"))),
+                }
+            };
             match k {
                 "tp" => p.tp = num(v)?,
                 "pp" => p.pp = num(v)?,
@@ -1018,7 +1027,7 @@ impl Plan {
                 "mb" | "microbatch" => p.microbatch = num(v)?,
                 "microbatches" | "m" => p.microbatches = num(v)?,
                 "gbs" => gbs = Some(num(v)?),
-                "sp" => p.sp = true,
+                "sp" => p.sp = switch(v)?,
                 "recompute" => match v {
                     None | Some("full") => p.recompute = true,
                     Some("selective") => p.selective = true,
@@ -1031,8 +1040,8 @@ impl Plan {
                 },
                 "vpp" => p.vpp = num(v)?,
                 "cp" => p.cp = num(v)?,
-                "fp8" => p.fp8 = true,
-                "dropout" => p.dropout = true,
+                "fp8" => p.fp8 = switch(v)?,
+                "dropout" => p.dropout = switch(v)?,
                 "first" => p.first_stage_layers = Some(num(v)?),
                 "last" => p.last_stage_layers = Some(num(v)?),
                 "grad_sync" => match v {
@@ -1041,16 +1050,8 @@ impl Plan {
                     other => return Err(crate::Error::Plan(format!("grad_sync={}: overlap or after", other.unwrap_or("")))),
                 },
                 "frozen" => p.frozen = num(v)?,
-                "p2p_overlap" => match v {
-                    None | Some("on") => p.p2p_overlap = true,
-                    Some("off") => p.p2p_overlap = false,
-                    Some(other) => return Err(crate::Error::Plan(format!("p2p_overlap={other}: on or off"))),
-                },
-                "tp_overlap" => match v {
-                    None | Some("on") => p.tp_overlap = true,
-                    Some("off") => p.tp_overlap = false,
-                    Some(other) => return Err(crate::Error::Plan(format!("tp_overlap={other}: on or off"))),
-                },
+                "p2p_overlap" => p.p2p_overlap = switch(v)?,
+                "tp_overlap" => p.tp_overlap = switch(v)?,
                 "attention" => match v {
                     Some("flash") => (p.materialized_attention, p.attention_kernel) = (false, None),
                     Some("materialized") => (p.materialized_attention, p.attention_kernel) = (true, None),
@@ -4244,6 +4245,21 @@ mod tests {
         for key in ["tp", "pp", "dp", "fsdp", "ep", "mb", "microbatches", "gbs", "vpp", "cp", "first", "last", "frozen", "prefetch"] {
             for value in ["-1", "x", "1.5"] {
                 assert_eq!(err(&format!("{key}={value}")), format!("{key}: \"{value}\" is not a whole number"));
+            }
+        }
+        // A setting that is on or off takes `on` or `off`, or nothing (on): `fp8=0` had turned FP8 on.
+        let on = |spec: &str| Plan::parse(spec).unwrap();
+        for (key, get) in [
+            ("sp", (|p: &Plan| p.sp) as fn(&Plan) -> bool),
+            ("fp8", |p| p.fp8),
+            ("dropout", |p| p.dropout),
+            ("p2p_overlap", |p| p.p2p_overlap),
+            ("tp_overlap", |p| p.tp_overlap),
+        ] {
+            assert!(get(&on(key)) && get(&on(&format!("{key}=on"))), "{key}");
+            assert!(!get(&on(&format!("{key}=off"))), "{key}=off");
+            for value in ["0", "1", "false", "no"] {
+                assert_eq!(err(&format!("{key}={value}")), format!("{key}={value}: on or off"));
             }
         }
     }
