@@ -1445,6 +1445,31 @@ fn an_output_never_replaces_an_input() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
+/// A command none of whose inputs could be read writes nothing: `analyze --json` and
+/// `replay --json` had replaced the last good output with `{"jobs": []}`, `--csv` written
+/// header-only tables, `ingest` left an empty dataset folder.
+#[test]
+fn a_command_that_could_read_nothing_leaves_its_outputs_as_they_were() {
+    let dir = scratch("nothing-read");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "garbage").unwrap();
+    let (keep, tables, dataset) = (dir.join("keep.json"), dir.join("tables"), dir.join("ds"));
+    let os = std::ffi::OsStr::new;
+    for args in [
+        vec![os("analyze"), bad.as_os_str(), os("--json"), keep.as_os_str(), os("--csv"), tables.as_os_str()],
+        vec![os("replay"), bad.as_os_str(), os("--json"), keep.as_os_str()],
+        vec![os("ingest"), bad.as_os_str(), os("--out"), dataset.as_os_str()],
+    ] {
+        std::fs::write(&keep, "PRE").unwrap();
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains("bad.json: byte 0") && e.contains("nothing was written"), "{args:?}: {e}");
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "PRE", "{args:?}");
+        assert!(!tables.exists() && !dataset.exists(), "{args:?}");
+    }
+}
+
 /// Issue 25: `--steps 100` on a trace without step 100 analysed the whole trace, exited 0
 /// and said "no ProfilerStep annotations".
 #[test]

@@ -91,6 +91,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         }
         out.flush()?;
     }
+    if analyses.is_empty() {
+        let outputs = [("--json", args.json.as_deref()), ("--csv", args.csv.as_deref()), ("--parquet", args.parquet.as_deref())];
+        crate::output::nothing_written(&[outputs.as_slice(), &[("--plots", args.plots.as_deref())]].concat());
+        return Ok(Outcome::bad_files_if(failed));
+    }
     write_files(args, &analyses, &opts.classifier.definition())?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {

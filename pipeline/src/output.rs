@@ -18,6 +18,16 @@ pub fn stderr_line(line: std::fmt::Arguments) {
     }
 }
 
+/// Says on stderr that the outputs named (flag, path) were not written because no input
+/// could be read: a command whose every input failed leaves those files as they were (an
+/// empty `{"jobs": []}` had replaced the last good one).
+pub fn nothing_written(outputs: &[(&str, Option<&Path>)]) {
+    let named: Vec<String> = outputs.iter().filter_map(|(flag, p)| p.map(|p| format!("{flag} {}", p.display()))).collect();
+    if !named.is_empty() {
+        stderr_line(format_args!("no trace could be read: nothing was written ({})", named.join(", ")));
+    }
+}
+
 /// The most characters of one diagnostic line: a parser's error quotes the offending
 /// line of its input, and a one-line JSON trace given as a TOML catalog made it 1.8 MB.
 const MAX_LINE_CHARS: usize = 400;

@@ -150,6 +150,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out)?;
         }
     }
+    if replays.is_empty() {
+        crate::output::nothing_written(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())]);
+        return Ok(Outcome::bad_files_if(failed));
+    }
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
