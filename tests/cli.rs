@@ -341,6 +341,33 @@ fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("--window all:"));
 }
 
+/// One process driving two GPUs wrote one trace (pid = the device ordinal): its GPUs' times
+/// are one rank's, communication on device 1 under compute on device 0 counts as overlapped,
+/// and the analysis says so instead of passing it over.
+#[test]
+fn a_trace_of_two_gpus_says_they_are_analysed_as_one_rank() {
+    let dir = scratch("two-devices");
+    let t = dir.join("two.json");
+    let kernel = |name: &str, device: u32, stream: u32| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":{device},"tid":{stream},"ts":0,"dur":10,"args":{{"device":{device},"stream":{stream}}}}}"#
+        )
+    };
+    std::fs::write(
+        &t,
+        format!(r#"{{"traceEvents":[{},{}]}}"#, kernel("gemm", 0, 7), kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 1, 8)),
+    )
+    .unwrap();
+    let json = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rank = &v["jobs"][0]["ranks"][0];
+    assert_eq!((rank["comm_us"].as_f64(), rank["exposed_comm_us"].as_f64()), (Some(10.0), Some(0.0)));
+    let notes = rank["notes"].to_string();
+    assert!(notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank"), "{notes}");
+}
+
 #[test]
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.

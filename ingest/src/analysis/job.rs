@@ -506,6 +506,24 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
     if all.is_none() {
         notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
     }
+    // One process that drove several GPUs wrote one trace: a rank here, its GPUs' times
+    // unioned, so communication on one counts as hidden by compute on another. Said, not split.
+    let mut devices: Vec<i64> = Vec::new();
+    for i in trace.gpu_activity() {
+        let d = trace.events.pid[i];
+        if !devices.contains(&d) {
+            devices.push(d);
+        }
+    }
+    if devices.len() > 1 {
+        devices.sort_unstable();
+        let list: Vec<String> = devices.iter().map(i64::to_string).collect();
+        notes.push(format!(
+            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, their times unioned (communication on one counts as overlapped by compute on another); one trace per GPU gives per-GPU figures",
+            devices.len(),
+            list.join(", ")
+        ));
+    }
     let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
     let breakdown = if window.is_some() { Breakdown::from_sets(sets, w) } else { Breakdown::default() };
     let idle_split = if window.is_some() {
