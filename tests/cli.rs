@@ -1531,6 +1531,9 @@ fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has(
     let doc = json(&json_out);
     let numbers: Vec<i64> = doc["jobs"][0]["ranks"][0]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_i64().unwrap()).collect();
     assert_eq!(numbers, [1013, 1014]);
+    // And says that the trace has only part of the range (it had passed without a word).
+    let notes = doc["jobs"][0]["ranks"][0]["notes"].to_string();
+    assert!(notes.contains("--steps 1013-1100: this trace has 2 of the 88 steps named (it has steps 1009–1014)"), "{notes}");
 }
 
 /// Issue 25: `diff`'s per-class table summed every kernel of the trace whatever `--window`
