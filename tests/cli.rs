@@ -368,6 +368,18 @@ fn a_trace_of_two_gpus_says_they_are_analysed_as_one_rank() {
     assert!(notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank"), "{notes}");
 }
 
+/// `--world-size` at the job's own size resizes nothing and says so (it had reported "21 of 21
+/// resized collective(s)" with the replay unchanged).
+#[test]
+fn a_world_size_equal_to_the_jobs_resizes_nothing() {
+    let t = shared().join("hta/nccl_parser_config/nccl_data.json.gz");
+    let o = run(&["replay".as_ref(), t.as_os_str(), "--world-size".as_ref(), "2".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("--world-size 2 is the job's own world size: nothing was resized"), "{text}");
+    assert!(!text.contains("resized collective(s)"), "{text}");
+}
+
 #[test]
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.

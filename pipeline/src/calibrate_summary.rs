@@ -253,5 +253,13 @@ pub fn write_quote(w: &mut dyn Write, q: &tracecast_calibrate::pricing::Quote) -
     }
     writeln!(w, "  rule      {} (band ±{:.0} %)", q.rule_description, 100.0 * q.band)?;
     writeln!(w, "  basis     {}", q.basis)?;
-    writeln!(w, "  {}", if q.extrapolated { "extrapolated: outside the measured range" } else { "within the measured range" })
+    writeln!(
+        w,
+        "  {}",
+        if q.extrapolated {
+            "extrapolated: beyond what its basis measured (the shapes, sizes or GPU counts above)"
+        } else {
+            "within the measured range"
+        }
+    )
 }

@@ -869,7 +869,8 @@ fn recost_communication(
         // The data-parallel groups that --world-size grows are costed at their new size;
         // a point-to-point transfer (a pipeline's) stays between its two ranks, whatever
         // the size of the group it was issued in (a 2-rank job's world).
-        let grows = opts.world_size.is_some() && c.group_size == Some(world) && c.collective != Collective::SendRecv;
+        let grows =
+            opts.world_size.is_some_and(|to| i64::from(to) != world) && c.group_size == Some(world) && c.collective != Collective::SendRecv;
         let n = match (c.group_size, opts.world_size) {
             (Some(_), Some(to)) if grows => Some(i64::from(to)),
             (g, _) => g,
@@ -985,7 +986,9 @@ fn recost_communication(
             opts.inter_gbps
         ));
     }
-    if opts.world_size.is_some() && grown == 0 && relinked == 0 {
+    if opts.world_size.is_some_and(|to| i64::from(to) == world) {
+        notes.push(format!("--world-size {world} is the job's own world size: nothing was resized"));
+    } else if opts.world_size.is_some() && grown == 0 && relinked == 0 {
         notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
     }
     if split > 0 {
