@@ -1180,23 +1180,49 @@ impl Pricing {
             return None;
         }
         let my_specs = attention_compute(gpu);
-        // (distance, other GPU, its price of the family, (ratio, family) of the shared families)
-        let mut best: Option<(f64, &Gpu, Price, Vec<(f64, Arc<str>)>)> = None;
+        // (distance, other GPU, its price of the family, (ratio, family) of the shared families,
+        // the length the ratios were measured at where not this shape's)
+        let mut best: Option<(f64, &Gpu, Price, Vec<(f64, Arc<str>)>, Option<AttentionShape>)> = None;
         for other in self.vendor_peers(gpu) {
             let Some((theirs, _)) = self.attention_measured(other, shape, Some(kernel)) else { continue };
             // Only siblings measured at this shape on both GPUs (their mask, head dimension and
             // length range): a ratio of one GPU's causal row to the other's unmasked one is not
             // what the generation gave the kernel.
-            let mut ratios: Vec<(f64, Arc<str>)> = self
-                .attention_families(other)
-                .into_iter()
-                .filter(|f| !f.eq_ignore_ascii_case(kernel) && mine.contains(f))
-                .filter_map(|f| {
-                    let (a, _) = self.attention_measured(gpu, shape, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
-                    let (b, _) = self.attention_measured(other, shape, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
-                    Some((a.time_us / b.time_us, f))
-                })
-                .collect();
+            let ratios_at = |at: &AttentionShape| -> Vec<(f64, Arc<str>)> {
+                self.attention_families(other)
+                    .into_iter()
+                    .filter(|f| !f.eq_ignore_ascii_case(kernel) && mine.contains(f))
+                    .filter_map(|f| {
+                        let (a, _) = self.attention_measured(gpu, at, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
+                        let (b, _) = self.attention_measured(other, at, Some(&f)).filter(|(p, _)| !p.extrapolated)?;
+                        Some((a.time_us / b.time_us, f))
+                    })
+                    .collect()
+            };
+            let mut ratios = ratios_at(shape);
+            // Longer (or shorter) than both GPUs measured: the ratios at the nearest length they
+            // did. The family's own time there is its GPU's extrapolation in length; switching
+            // rules at the charts' last length had priced H100's 32 k-token attention 1.8× more
+            // efficient than its 16 k-token one (the peak ratio instead of the families').
+            let mut at_seq = None;
+            if ratios.is_empty() {
+                // The measured shapes of this GPU (length, batch, heads), nearest in length, then in
+                // the query tiles' count (a grid of fewer heads than the charts' is extrapolated too).
+                let ids: Vec<&str> = gpu.measurement_ids().collect();
+                let far = |r: &(f64, f64, f64)| ((r.0 / shape.seq).ln().abs(), (r.1 * r.2 / (shape.batch * shape.heads)).ln().abs());
+                let mut measured: Vec<(f64, f64, f64)> =
+                    self.measurements.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| (r.seq, r.batch, r.heads)).collect();
+                measured.sort_by(|a, b| far(a).partial_cmp(&far(b)).unwrap_or(std::cmp::Ordering::Equal));
+                measured.dedup();
+                for (seq, batch, heads) in measured {
+                    let at = AttentionShape { seq, batch, heads, ..*shape };
+                    ratios = ratios_at(&at);
+                    if !ratios.is_empty() {
+                        at_seq = Some(at);
+                        break;
+                    }
+                }
+            }
             if ratios.is_empty() {
                 continue;
             }
@@ -1205,12 +1231,13 @@ impl Pricing {
                 (Some(a), Some(b)) => spec_distance(a, &b),
                 _ => f64::INFINITY,
             };
-            // The most shared families first (more siblings, firmer evidence), then the closest specs.
-            if best.as_ref().is_none_or(|b| (ratios.len(), -distance) > (b.3.len(), -b.0)) {
-                best = Some((distance, other, theirs, ratios));
+            // Ratios at this shape first, then the most shared families (more siblings, firmer
+            // evidence), then the closest specs.
+            if best.as_ref().is_none_or(|b| (at_seq.is_none(), ratios.len(), -distance) > (b.4.is_none(), b.3.len(), -b.0)) {
+                best = Some((distance, other, theirs, ratios, at_seq));
             }
         }
-        let (_, _, theirs, ratios) = best?;
+        let (_, _, theirs, ratios, at_seq) = best?;
         let n = ratios.len();
         let median = if n % 2 == 1 { ratios[n / 2].0 } else { (ratios[n / 2 - 1].0 * ratios[n / 2].0).sqrt() };
         let shared = ratios.iter().map(|(r, f)| format!("{f} ×{:.2}", 1.0 / r)).collect::<Vec<_>>().join(", ");
@@ -1219,8 +1246,15 @@ impl Pricing {
             rule: PriceRule::AttentionCarried,
             extrapolated: theirs.extrapolated,
             basis: format!(
-                "{kernel} not measured on {}: {} × {:.3}, the median time ratio of the families measured on both ({shared} faster on {})",
-                gpu.id, theirs.basis, median, gpu.id
+                "{kernel} not measured on {}: {} × {:.3}, the median time ratio of the families measured on both ({shared} faster on {}{})",
+                gpu.id,
+                theirs.basis,
+                median,
+                gpu.id,
+                at_seq.map_or(String::new(), |a| format!(
+                    ", at the nearest shape both measured: {:.0} tokens, batch {:.0}, {:.0} heads",
+                    a.seq, a.batch, a.heads
+                ))
             ),
             band: ATTENTION_CARRIED_BAND,
         };

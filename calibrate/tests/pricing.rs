@@ -452,6 +452,29 @@ fn an_attention_grid_smaller_than_the_gpu_runs_at_its_share_of_the_measured_rate
     assert!(floored.time_us >= small.time_us && floored.time_us >= 4.0, "{floored:?}");
 }
 
+/// A family carried from a sibling GPU keeps its rule beyond the lengths (and below the grids)
+/// the charts measured: the ratio of the families both GPUs measured at the nearest shape. At
+/// 32 k tokens the rule had switched to the peak ratio, and H100's Triton FlashAttention came out
+/// 1.8× more efficient at 32 k than at 16 k tokens (llm-foundry's long-context MPT runs on H100
+/// were projected 30–43 % fast where the same runs on A100 were 10–20 % slow).
+#[test]
+fn a_carried_attention_family_keeps_its_rule_beyond_the_measured_lengths() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let h100 = gpu_for(&pricing.catalog, "h100-sxm");
+    let rate = |seq: f64, batch: f64| {
+        let shape = AttentionShape { batch, heads: 12.0, seq, head_dim: 128.0, causal: true, backward: true };
+        let p = pricing.attention(&h100, &shape, Some("fa-triton")).unwrap();
+        assert_eq!(p.rule, PriceRule::AttentionCarried, "{seq} tokens, batch {batch}: {}", p.basis);
+        shape.flops() / p.time_us
+    };
+    let at_16k = rate(16384.0, 3.0);
+    for (seq, batch) in [(16384.0, 1.0), (32768.0, 1.0), (65536.0, 1.0)] {
+        let r = rate(seq, batch);
+        assert!((r / at_16k - 1.0).abs() < 0.05, "{seq} tokens, batch {batch}: {r} against {at_16k} FLOP/µs at 16 k");
+    }
+}
+
 /// A kernel family measured on one GPU carried to another that measured other
 /// families: each family measured on both A100 and H100 (FA1, FA2, PyTorch's
 /// materialized attention, forward plus backward) withheld on one of them and
