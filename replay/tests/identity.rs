@@ -199,7 +199,12 @@ fn scale_out_is_monotone_in_communication() {
         // Fewer ranks than the job's 4: said, and priced the same way. The
         // shipped H100 curves start at 8 GPUs: the 4-rank size has no price,
         // so the bus factor and link bandwidths scale it, which is said too.
-        let said = |x: &String| (n < 4 && x.contains("below the job's 4 ranks")) || x.contains("scaled by the bus factor");
+        // The job's own 4: nothing resized, and said.
+        let said = |x: &String| {
+            (n < 4 && x.contains("below the job's 4 ranks"))
+                || (n != 4 && x.contains("scaled by the bus factor"))
+                || (n == 4 && x == "--world-size 4 is the job's own world size: nothing was resized")
+        };
         assert!(r.notes.iter().all(said), "{:?}", r.notes);
         let comm: f64 = r.ranks.iter().map(|x| x.replayed.comm_us).sum();
         let step: f64 = r.ranks.iter().map(|x| x.replayed_step_us).sum();
