@@ -1497,7 +1497,7 @@ fn a_command_that_could_read_nothing_leaves_its_outputs_as_they_were() {
     for args in [
         vec![os("analyze"), bad.as_os_str(), os("--json"), keep.as_os_str(), os("--csv"), tables.as_os_str()],
         vec![os("replay"), bad.as_os_str(), os("--json"), keep.as_os_str()],
-        vec![os("ingest"), bad.as_os_str(), os("--out"), dataset.as_os_str()],
+        vec![os("ingest"), bad.as_os_str(), os("--out"), dataset.join("a").as_os_str()],
     ] {
         std::fs::write(&keep, "PRE").unwrap();
         let o = run(&args);
@@ -1546,6 +1546,11 @@ fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has(
     // And says that the trace has only part of the range (it had passed without a word).
     let notes = doc["jobs"][0]["ranks"][0]["notes"].to_string();
     assert!(notes.contains("--steps 1013-1100: this trace has 2 of the 88 steps named (it has steps 1009–1014)"), "{notes}");
+    // The steps it has are named before --drop-last-step leaves its last out.
+    let o = run(&[os("analyze"), t, os("-q"), os("--steps"), os("1013-1100"), os("--drop-last-step"), os("--json"), json_out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&json_out)["jobs"][0]["ranks"][0]["notes"].to_string();
+    assert!(notes.contains("this trace has 1 of the 88 steps named (it has steps 1009–1014)"), "{notes}");
 }
 
 /// Issue 25: `diff`'s per-class table summed every kernel of the trace whatever `--window`

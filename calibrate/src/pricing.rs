@@ -26,8 +26,9 @@
 //! small-message latency grows linearly in log₂(nodes) (fitted over the
 //! system's measured node counts) and the rest of the time is that of the
 //! largest measured count, scaled by the bus factor — the bandwidth of the
-//! slowest tier carries over; an all-reduce across nodes where NCCL's tuning
-//! model picks its tree at 0.92 of that bandwidth. Collectives without a curve of their own use
+//! slowest tier carries over; an NVIDIA all-reduce across nodes plus the cheaper
+//! of its ring's added steps and its tree's bandwidth share in NCCL's tuning
+//! model. Collectives without a curve of their own use
 //! the all-reduce curve at equal bus bytes, and say so.
 
 use std::collections::HashMap;
@@ -108,7 +109,7 @@ impl PriceRule {
                 "the closest measured GPU's attention kernels (of its vendor, where one measured any): matmul share scaled by the peaks, exponentials by the SFU rates"
             }
             PriceRule::AttentionCarried => {
-                "a kernel family measured on another GPU of the vendor, × the median ratio of the families measured on both GPUs at this shape"
+                "a kernel family measured on another GPU of the vendor, × the median ratio of the families measured on both GPUs at this shape (else at the nearest shape both measured)"
             }
             PriceRule::AttentionSameSilicon => {
                 "the attention kernels of a GPU of the same silicon measured at this shape (this GPU's own rows are of another)"
@@ -116,7 +117,7 @@ impl PriceRule {
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => {
-                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count (an all-reduce across nodes where NCCL's tuning model picks its tree: 0.92 of it)"
+                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count (an NVIDIA all-reduce across nodes: plus the cheaper of its ring's added steps and its tree's bandwidth share in NCCL's tuning model)"
             }
             PriceRule::CollectiveRing => {
                 "ring beyond the measured GPU counts: an all-gather's or reduce-scatter's n − 1 steps, each as the same step at the largest measured count"
@@ -187,14 +188,19 @@ const TREE_BUS_SHARE: f64 = 0.92;
 /// node, as (ring, tree) µs, with the default constants it ships for the Simple protocol that
 /// large messages use (`src/graph/tuning.cc`: a base of 8.4 µs; a step over NVLink 3.4 µs in a
 /// ring, 4.0 in a tree; over the network 14 µs): the ring's 2(n − 1) steps, 2(nodes − 1) of
-/// them across nodes; the tree's way up and down, (per node − 1) NVLink hops and log₂ nodes
-/// network hops each way. What the tuner compares, not what the steps cost.
+/// them across nodes, × 1.4 across nodes (`ncclTopoGetAlgoTime`'s "plateau effect of ring" on
+/// Ampere and later); the tree's way up and down, (per node − 1) NVLink hops and ⌊log₂ nodes⌋
+/// network hops each way. What the tuner weighs, not what the steps cost; netOverhead (1–2 µs
+/// a step by host CPU) and the graph's extra network latency are left out: they only add to the
+/// ring.
 fn nccl_all_reduce_latency_us(gpus: u32, gpus_per_node: u32) -> (f64, f64) {
-    let per_node = f64::from(gpus_per_node.clamp(1, gpus.max(1)));
-    let nodes = f64::from(gpus.max(1)) / per_node;
-    let (steps, across) = (2.0 * (f64::from(gpus) - 1.0), 2.0 * (nodes - 1.0).max(0.0));
-    let ring = 8.4 + (steps - across) * 3.4 + across * 14.0;
-    let tree = 8.4 + 2.0 * ((per_node - 1.0) * 4.0 + nodes.log2().max(0.0) * 14.0);
+    let gpus = gpus.max(1);
+    let nodes = gpus.div_ceil(gpus_per_node.max(1));
+    let per_node = f64::from(gpus / nodes);
+    let (steps, across) = (2.0 * f64::from(gpus - 1), 2.0 * f64::from(nodes - 1));
+    let plateau = if nodes > 1 { 1.4 } else { 1.0 };
+    let ring = plateau * (8.4 + (steps - across) * 3.4 + across * 14.0);
+    let tree = 8.4 + 2.0 * ((per_node - 1.0) * 4.0 + f64::from(nodes.ilog2()) * 14.0);
     (ring, tree)
 }
 
@@ -1212,7 +1218,12 @@ impl Pricing {
                 let far = |r: &(f64, f64, f64)| ((r.0 / shape.seq).ln().abs(), (r.1 * r.2 / (shape.batch * shape.heads)).ln().abs());
                 let mut measured: Vec<(f64, f64, f64)> =
                     self.measurements.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| (r.seq, r.batch, r.heads)).collect();
-                measured.sort_by(|a, b| far(a).partial_cmp(&far(b)).unwrap_or(std::cmp::Ordering::Equal));
+                // Nearest first; at equal distance (twice and half the length) the shorter, then
+                // the smaller grid: a total order, so that equal shapes sit together and dedup.
+                measured.sort_by(|a, b| {
+                    let (fa, fb) = (far(a), far(b));
+                    fa.0.total_cmp(&fb.0).then(fa.1.total_cmp(&fb.1)).then(a.0.total_cmp(&b.0)).then((a.1 * a.2).total_cmp(&(b.1 * b.2)))
+                });
                 measured.dedup();
                 for (seq, batch, heads) in measured {
                     let at = AttentionShape { seq, batch, heads, ..*shape };
@@ -1511,21 +1522,31 @@ impl Pricing {
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
         let (mut time_us, mut rule, extrapolated, mut what) = system.price(size, gpus, &link_rule)?;
-        // An all-reduce across nodes beyond the measured counts: NCCL runs its ring or its tree,
-        // whichever its tuning model says is cheaper. The curves measured up to a few nodes are
-        // the ring's at large sizes; at hundreds of nodes the model charges the ring's 2(n − 1)
-        // steps more than the tree gives up in bandwidth (TREE_BUS_SHARE), and NCCL switches.
-        // The choice is NCCL's (its model's latencies, the curve's bandwidth); the price the
-        // curves': the rule's log-nodes latency, and the tree's bandwidth share where it runs.
-        if collective == Collective::AllReduce && substitution.is_none() && multi && rule == PriceRule::CollectiveScaleOut {
-            let (_, latency, bandwidth) = system.scale_out(size, gpus, &link_rule)?;
-            let (ring, tree) = nccl_all_reduce_latency_us(gpus, gpus_per_node);
-            if tree + bandwidth / TREE_BUS_SHARE < ring + bandwidth {
-                time_us = latency + bandwidth / TREE_BUS_SHARE;
-                what = format!(
-                    "{what}; as NCCL's tree, which its tuning model picks here ({tree:.0} µs of latency against the ring's {ring:.0}): {TREE_BUS_SHARE} of the ring's bus bandwidth"
-                );
-            }
+        // An all-reduce across nodes beyond the measured counts (NCCL's; RCCL tunes its own): the
+        // curves measured up to a few nodes are the ring's at large sizes. Beyond them it costs
+        // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
+        // bandwidth (its model's share) where that is less: NCCL's tuner switches to the tree at
+        // hundreds of nodes. The cheaper increment, so that the price never falls as bytes grow.
+        let nvidia = gpu.vendor().as_deref() == Some("NVIDIA");
+        if nvidia && collective == Collective::AllReduce && substitution.is_none() && multi && rule == PriceRule::CollectiveScaleOut {
+            let (a, latency, bandwidth) = system.scale_out(size, gpus, &link_rule)?;
+            let gpn = system.gpus_per_node;
+            let ((ring_n, _), (ring_a, _)) = (nccl_all_reduce_latency_us(gpus, gpn), nccl_all_reduce_latency_us(a, gpn));
+            // NCCL's model also corrects the tree's share down at medium sizes
+            // (`treeCorrectionFactor`), not monotonically in the size: left out, so that more
+            // bytes never cost less.
+            let share = TREE_BUS_SHARE;
+            let (tree_extra, ring_extra) = (bandwidth * (1.0 / share - 1.0), (ring_n - ring_a).max(0.0));
+            time_us = latency + bandwidth + tree_extra.min(ring_extra);
+            what = if tree_extra < ring_extra {
+                format!(
+                    "{what}; as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree_extra:.0} µs, less than its ring's added steps ({ring_extra:.0} µs in that model)"
+                )
+            } else {
+                format!(
+                    "{what}; as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree_extra:.0} µs at {share} of the ring's)"
+                )
+            };
         }
         let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
         if let Some((f, _)) = &network {
@@ -2506,20 +2527,37 @@ mod tests {
     }
 
     /// NCCL's model charges a ring all-reduce over 256 nodes of 4 its 2046 steps (510 across the
-    /// network) and its tree 2 × (3 NVLink + 8 network hops); over 16 nodes of 8 the ring's 254
-    /// steps (30 across) still cost less than the tree gives up on a 1 GiB all-reduce's 17 ms.
+    /// network, × 1.4 across nodes) and its tree 2 × (3 NVLink + 8 network hops); 1000 GPUs of 3
+    /// to a node are 334 whole nodes, ⌊log₂⌋ 8 hops; in one node no network step and no plateau.
     #[test]
     fn nccls_model_charges_the_ring_its_steps_and_the_tree_its_hops() {
         let (ring, tree) = nccl_all_reduce_latency_us(1024, 4);
-        assert!((ring - (8.4 + 1536.0 * 3.4 + 510.0 * 14.0)).abs() < 1e-9, "{ring}");
+        assert!((ring - 1.4 * (8.4 + 1536.0 * 3.4 + 510.0 * 14.0)).abs() < 1e-9, "{ring}");
         assert!((tree - (8.4 + 2.0 * (3.0 * 4.0 + 8.0 * 14.0))).abs() < 1e-9, "{tree}");
-        let (ring, tree) = nccl_all_reduce_latency_us(128, 8);
-        assert!((ring - (8.4 + 224.0 * 3.4 + 30.0 * 14.0)).abs() < 1e-9, "{ring}");
-        let bandwidth = 17_000.0;
-        assert!(ring + bandwidth < tree + bandwidth / TREE_BUS_SHARE);
-        // In one node, no network hop.
+        let (ring, tree) = nccl_all_reduce_latency_us(1000, 3);
+        assert!((ring - 1.4 * (8.4 + (1998.0 - 666.0) * 3.4 + 666.0 * 14.0)).abs() < 1e-9, "{ring}");
+        assert!((tree - (8.4 + 2.0 * (1.0 * 4.0 + 8.0 * 14.0))).abs() < 1e-9, "{tree}");
         let (ring, tree) = nccl_all_reduce_latency_us(8, 8);
         assert!((ring - (8.4 + 14.0 * 3.4)).abs() < 1e-9 && (tree - (8.4 + 2.0 * 7.0 * 4.0)).abs() < 1e-9);
+    }
+
+    /// The all-reduce beyond the measured counts never costs less for more bytes: where NCCL's
+    /// ring (its added steps) gives way to its tree (its bandwidth share) or back, the price
+    /// is the cheaper of the two increments, continuous in the size.
+    #[test]
+    fn an_all_reduce_at_scale_costs_more_for_more_bytes() {
+        let p = Pricing::builtin();
+        let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
+        for gpus in [256, 1024, 4096] {
+            let mut last = 0.0;
+            let mut bytes = 1024.0;
+            while bytes < 1.7e10 {
+                let t = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, bytes, gpus, 8)).unwrap().time_us;
+                assert!(t >= last, "{gpus} GPUs: {bytes} B {t} µs < {last} µs for fewer bytes");
+                last = t;
+                bytes *= 1.07;
+            }
+        }
     }
 
     #[test]

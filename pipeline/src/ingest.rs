@@ -47,15 +47,22 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
     // printed the same error for each of them).
-    let existed = dataset.exists();
+    // The folders this command makes (the dataset's and its missing parents, deepest first) go
+    // again if it writes nothing into them, whatever ends it (remove_dir removes only empty ones).
+    struct Made(Vec<PathBuf>, bool);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            if !self.1 {
+                for folder in &self.0 {
+                    let _ = std::fs::remove_dir(folder);
+                }
+            }
+        }
+    }
+    let mut made =
+        Made(dataset.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect(), false);
     tracecast_ingest::output::create_dir(dataset)
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
-    // A folder this command made and wrote nothing into goes again (remove_dir removes only an empty one).
-    let unmake = || {
-        if !existed {
-            let _ = std::fs::remove_dir(dataset);
-        }
-    };
     // Ranks written, and ranks read but not written (their analysis or their write failed).
     let (mut written, mut unwritten) = (0usize, 0usize);
     // One rank at a time: each trace is written as its part files and dropped.
@@ -103,9 +110,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         written += parts.len();
         unwritten += not_written;
     })?;
-    if written == 0 {
-        unmake();
-    }
+    made.1 = written > 0;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());
     }

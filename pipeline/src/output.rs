@@ -19,12 +19,12 @@ pub fn stderr_line(line: std::fmt::Arguments) {
 }
 
 /// Says on stderr that the outputs named (flag, path) were not written because no input
-/// could be read: a command whose every input failed leaves those files as they were (an
+/// could be read and analysed: a command whose every input failed leaves those files as they were (an
 /// empty `{"jobs": []}` had replaced the last good one).
 pub fn nothing_written(outputs: &[(&str, Option<&Path>)]) {
     let named: Vec<String> = outputs.iter().filter_map(|(flag, p)| p.map(|p| format!("{flag} {}", p.display()))).collect();
     if !named.is_empty() {
-        stderr_line(format_args!("no trace could be read: nothing was written ({})", named.join(", ")));
+        stderr_line(format_args!("no input could be analysed: nothing was written ({})", named.join(", ")));
     }
 }
 

@@ -447,6 +447,8 @@ struct Selection {
 
 fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
     let mut steps = ctx.steps().to_vec();
+    // The steps the trace has, before --drop-last-step leaves one out (for the notes).
+    let has: Vec<i64> = steps.iter().map(|s| s.number).collect();
     let mut notes = Vec::new();
     if opts.drop_last_step && steps.len() > 1 {
         steps.pop();
@@ -454,14 +456,13 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
         notes.push("--drop-last-step: the trace has one step, kept (dropping it would leave nothing to analyse)".to_string());
     }
     if let Some((lo, hi)) = opts.steps {
-        let has: Vec<i64> = steps.iter().map(|s| s.number).collect();
         steps.retain(|s| s.number >= lo && s.number <= hi);
         // A range this trace has only part of is analysed for that part, and said (`--steps 3-4`
         // on steps 4–6 had analysed step 4 alone without a word); one it has none of is an
         // error before this (`check_step_range`).
         let named = hi.saturating_sub(lo).saturating_add(1);
         if !steps.is_empty() && (steps.len() as i64) < named {
-            let mut sorted = has;
+            let mut sorted = has.clone();
             sorted.sort_unstable();
             notes.push(format!(
                 "--steps {lo}-{hi}: this trace has {} of the {named} steps named (it has {})",

@@ -937,7 +937,8 @@ pub(crate) fn projected(
         match linear {
             Some(Format::Fp8) if !plan.fp8 => {
                 plan.fp8 = true;
-                notes.push("precision says FP8 linears: projected with fp8 (the plan lacked it)".into());
+                let plan_said = if stated.contains("fp8") { "the plan said fp8=off" } else { "the plan lacked it" };
+                notes.push(format!("precision says FP8 linears: projected with fp8 ({plan_said})"));
             }
             Some(Format::Bf16) if plan.fp8 => {
                 plan.fp8 = false;
