@@ -1083,7 +1083,7 @@ impl Plan {
                 }
                 other => {
                     return Err(crate::Error::Plan(format!(
-                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, etp, mb, microbatches, gbs, sp, recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, bucket=MiB, grad_reduce=fp32|bf16, cp, fp8, dropout, first, last, grad_sync=overlap|after, tp_overlap, p2p_overlap)"
+                        "unknown key {other:?} (tp, pp, dp, fsdp, zero, ep, etp, mb, microbatches, gbs, sp[=on|off], recompute[=full|selective|op|none], vpp, frozen, prefetch, attention=flash|materialized|FAMILY, bucket=MiB, grad_reduce=fp32|bf16, cp, fp8[=on|off], dropout[=on|off], first, last, grad_sync=overlap|after, tp_overlap[=on|off], p2p_overlap[=on|off])"
                     )));
                 }
             }
