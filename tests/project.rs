@@ -237,6 +237,22 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!((v["max_abs_error"].as_f64().unwrap() - abs.last().unwrap()).abs() < 1e-12);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("median |error|"), "{stdout}");
+    // Per GPU (the file has A100 and H100 runs): each GPU's runs, their median |error| and sides,
+    // as the rows give them, and a line each under the summary.
+    let by_gpu = v["by_gpu"].as_array().unwrap();
+    assert_eq!(by_gpu.len(), 2, "{v}");
+    for g in by_gpu {
+        let id = g["gpu"].as_str().unwrap();
+        let mine: Vec<f64> = list.iter().filter(|r| r["gpu"] == id).map(|r| r["error"].as_f64().unwrap()).collect();
+        let mut a: Vec<f64> = mine.iter().map(|e| e.abs()).collect();
+        a.sort_by(f64::total_cmp);
+        let n = a.len();
+        let median = if n % 2 == 1 { a[n / 2] } else { (a[n / 2 - 1] + a[n / 2]) / 2.0 };
+        assert_eq!(g["runs"].as_u64(), Some(n as u64), "{id}");
+        assert!((g["median_abs_error"].as_f64().unwrap() - median).abs() < 1e-12, "{id}");
+        assert_eq!(g["optimistic"].as_u64(), Some(mine.iter().filter(|e| **e > 0.0).count() as u64), "{id}");
+        assert!(stdout.contains(&format!("  {id:<12} {n:>4} runs: median |error| {:.1} %", 100.0 * median)), "{stdout}");
+    }
     // Every published run fits as priced: no line says otherwise.
     assert!(list.iter().all(|r| r["fits_memory"] == true), "{v}");
     assert!(!stdout.contains("do not fit"), "{stdout}");

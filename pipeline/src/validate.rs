@@ -58,6 +58,19 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
         v.optimistic,
         v.pessimistic
     )?;
+    // Which way the model leans on each GPU: one stack's or one generation's miss shows here first.
+    for g in &v.by_gpu {
+        writeln!(
+            out,
+            "  {:<12} {:>4} runs: median |error| {:.1} %, median error {:+.1} %; {} faster, {} slower",
+            g.gpu,
+            g.runs,
+            100.0 * g.median_abs_error,
+            100.0 * g.median_error,
+            g.optimistic,
+            g.pessimistic
+        )?;
+    }
     // A measured run ran, so it fit: a plan that does not is missing what made it fit
     // (activation offloading, recomputation the source does not state) or the memory model is.
     let not_fitting = v.runs.iter().filter(|r| r.fits_memory == Some(false)).count();

@@ -460,6 +460,8 @@ pub struct Measured {
 pub struct RunResult {
     /// The run's id.
     pub id: String,
+    /// Its GPU, as the run names it.
+    pub gpu: String,
     /// Measured throughput.
     pub measured_tokens_per_s_per_gpu: f64,
     /// Projected throughput (`None` when the plan cannot be projected).
@@ -502,11 +504,12 @@ pub struct RunResult {
 
 impl RunResult {
     /// A run that was not projected, and why.
-    fn not_projected(id: &str, measured: f64, why: String) -> RunResult {
+    fn not_projected(run: &Run, measured: f64, why: String) -> RunResult {
         RunResult {
             refused: false,
             unpriced: false,
-            id: id.to_string(),
+            id: run.id.clone(),
+            gpu: run.system.gpu.clone(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: None,
             error: None,
@@ -534,6 +537,25 @@ pub struct Validation {
     /// Runs the model projects faster than measured.
     pub optimistic: usize,
     /// Runs it projects slower.
+    pub pessimistic: usize,
+    /// The same per GPU (as the runs name it), by GPU id; empty when the runs are of one GPU.
+    pub by_gpu: Vec<GpuSummary>,
+}
+
+/// The projected runs of one GPU, summarized as [`Validation`] summarizes them all.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuSummary {
+    /// The GPU, as the runs name it.
+    pub gpu: String,
+    /// Projected runs.
+    pub runs: usize,
+    /// Median of |error|.
+    pub median_abs_error: f64,
+    /// Median of the signed error: which way the model leans on this GPU.
+    pub median_error: f64,
+    /// Runs projected faster than measured.
+    pub optimistic: usize,
+    /// Runs projected slower.
     pub pessimistic: usize,
 }
 
@@ -983,6 +1005,7 @@ fn project_run(
     match projected(run, catalog, device, measurements, &mut measured) {
         Ok(Projected { projection: p, per_gpu: predicted, .. }) => RunResult {
             id: run.id.clone(),
+            gpu: run.system.gpu.clone(),
             measured_tokens_per_s_per_gpu: measured,
             predicted_tokens_per_s_per_gpu: Some(predicted),
             error: (measured > 0.0).then(|| predicted / measured - 1.0),
@@ -1000,7 +1023,7 @@ fn project_run(
         Err(e) => RunResult {
             refused: !matches!(e, crate::Error::Unpriced(_)),
             unpriced: matches!(e, crate::Error::Unpriced(_)),
-            ..RunResult::not_projected(&run.id, measured, format!("not projected: {e}"))
+            ..RunResult::not_projected(run, measured, format!("not projected: {e}"))
         },
     }
 }
@@ -1013,7 +1036,29 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
     let mut abs: Vec<f64> = errors.into_iter().map(f64::abs).collect();
     // Sorted by the median: its last is the largest.
     let median_abs_error = tracecast_calibrate::fit::median(&mut abs);
-    Validation { runs, median_abs_error, max_abs_error: abs.last().copied(), optimistic, pessimistic }
+    let mut gpus: Vec<&str> = runs.iter().filter(|r| r.error.is_some()).map(|r| r.gpu.as_str()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let by_gpu = if gpus.len() < 2 {
+        Vec::new()
+    } else {
+        gpus.iter()
+            .filter_map(|g| {
+                let mut errors: Vec<f64> = runs.iter().filter(|r| r.gpu == *g).filter_map(|r| r.error).collect();
+                let (optimistic, pessimistic) = (errors.iter().filter(|e| **e > 0.0).count(), errors.iter().filter(|e| **e < 0.0).count());
+                let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+                Some(GpuSummary {
+                    gpu: g.to_string(),
+                    runs: errors.len(),
+                    median_abs_error: tracecast_calibrate::fit::median(&mut abs)?,
+                    median_error: tracecast_calibrate::fit::median(&mut errors)?,
+                    optimistic,
+                    pessimistic,
+                })
+            })
+            .collect()
+    };
+    Validation { runs, median_abs_error, max_abs_error: abs.last().copied(), optimistic, pessimistic, by_gpu }
 }
 
 /// Projects every run of `file`; `devices` are calibration profiles, each
@@ -1184,7 +1229,7 @@ pub fn fit(
                         res
                     }
                     _ => RunResult::not_projected(
-                        &r.id,
+                        r,
                         r.measured.tokens_per_s_per_gpu.unwrap_or(0.0),
                         format!("the only {} run on {id}: nothing to fit without it", dtype.as_str()),
                     ),
