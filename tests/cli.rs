@@ -342,30 +342,30 @@ fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
 }
 
 /// One process driving two GPUs wrote one trace (pid = the device ordinal): its GPUs' times
-/// are one rank's, communication on device 1 under compute on device 0 counts as overlapped,
-/// and the analysis says so instead of passing it over.
+/// are one rank's, but communication on device 1 under compute on device 0 is exposed (it had
+/// counted as overlapped), and the analysis says how it reads such a trace.
 #[test]
 fn a_trace_of_two_gpus_says_they_are_analysed_as_one_rank() {
     let dir = scratch("two-devices");
     let t = dir.join("two.json");
-    let kernel = |name: &str, device: u32, stream: u32| {
+    let kernel = |name: &str, device: u32, stream: u32, ts: u32| {
         format!(
-            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":{device},"tid":{stream},"ts":0,"dur":10,"args":{{"device":{device},"stream":{stream}}}}}"#
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":{device},"tid":{stream},"ts":{ts},"dur":10,"args":{{"device":{device},"stream":{stream}}}}}"#
         )
     };
-    std::fs::write(
-        &t,
-        format!(r#"{{"traceEvents":[{},{}]}}"#, kernel("gemm", 0, 7), kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 1, 8)),
-    )
-    .unwrap();
+    // Device 0 computes over 0–10 µs; device 1 communicates over 0–10 µs and computes over 5–15 µs.
+    let events = [kernel("gemm", 0, 7, 0), kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 1, 8, 0), kernel("gemm", 1, 9, 5)];
+    std::fs::write(&t, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
     let json = dir.join("a.json");
     let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rank = &v["jobs"][0]["ranks"][0];
-    assert_eq!((rank["comm_us"].as_f64(), rank["exposed_comm_us"].as_f64()), (Some(10.0), Some(0.0)));
+    // Device 1's communication is hidden only by device 1's compute (5–10 µs), not device 0's.
+    let got = (rank["comm_us"].as_f64(), rank["overlap_us"].as_f64(), rank["exposed_comm_us"].as_f64(), rank["busy_us"].as_f64());
+    assert_eq!(got, (Some(10.0), Some(5.0), Some(5.0), Some(15.0)));
     let notes = rank["notes"].to_string();
-    assert!(notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank"), "{notes}");
+    assert!(notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank, communication overlapped only by compute on its own GPU"), "{notes}");
 }
 
 /// `--world-size` at the job's own size resizes nothing and says so (it had reported "21 of 21

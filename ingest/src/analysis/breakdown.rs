@@ -103,12 +103,32 @@ impl RankSets {
     }
 
     /// Builds the unions from per-row classes (see [`Classifier::classes`]).
+    /// Communication is overlapped only by compute on its own GPU: a trace one
+    /// process wrote of several GPUs (GPU rows' pid is the device) has the union
+    /// over its GPUs of each one's ∪comm ∩ ∪compute as its overlap; busy and idle
+    /// time stay of the union of all.
     pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
         super::facts::count(super::facts::Fact::Sets);
         let ev = &trace.events;
-        RankSets::from_intervals(
-            classes.iter().enumerate().filter_map(|(i, c)| Some((ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), (*c)?))),
-        )
+        let rows = || classes.iter().enumerate().filter_map(|(i, c)| Some((i, (*c)?)));
+        let interval = |i: usize| (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
+        let mut sets = RankSets::from_intervals(rows().map(|(i, c)| (interval(i).0, interval(i).1, c)));
+        let device = |i: usize| ev.pid.get(i).copied().unwrap_or(0);
+        let first = rows().next().map(|(i, _)| device(i));
+        if rows().any(|(i, _)| Some(device(i)) != first) {
+            let mut devices: Vec<i64> = rows().map(|(i, _)| device(i)).collect();
+            devices.sort_unstable();
+            devices.dedup();
+            let mut overlaps = Vec::new();
+            for d in devices {
+                let of = |class: ActivityClass| {
+                    IntervalSet::union(rows().filter(|&(i, c)| c == class && device(i) == d).map(|(i, _)| interval(i)).collect())
+                };
+                overlaps.extend_from_slice(of(ActivityClass::Comm).intersect(&of(ActivityClass::Compute)).spans());
+            }
+            sets.overlap = IntervalSet::union(overlaps);
+        }
+        sets
     }
 }
 

@@ -534,7 +534,7 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
         devices.sort_unstable();
         let list: Vec<String> = devices.iter().map(i64::to_string).collect();
         notes.push(format!(
-            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, their times unioned (communication on one counts as overlapped by compute on another); one trace per GPU gives per-GPU figures",
+            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication overlapped only by compute on its own GPU, busy and idle time of their union; one trace per GPU gives per-GPU figures",
             devices.len(),
             list.join(", ")
         ));
