@@ -719,10 +719,10 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                             "`distributedInfo.world_size` {w} at byte {start} is not a number of ranks and was ignored: the world size comes from the ranks read"
                         ));
                     }
-                    if let (Some(r), Some(w)) = (info.rank, info.positive_world_size()) {
-                        if r >= i64::from(w) {
-                            trace.warnings.push(format!("`distributedInfo.rank` {r} at byte {start} is not below its world_size {w}"));
-                        }
+                    if let (Some(r), Some(w)) = (info.rank, info.positive_world_size())
+                        && r >= i64::from(w)
+                    {
+                        trace.warnings.push(format!("`distributedInfo.rank` {r} at byte {start} is not below its world_size {w}"));
                     }
                     trace.distributed = Some(info);
                 }

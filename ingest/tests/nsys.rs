@@ -404,7 +404,7 @@ fn a_parquetdir_export_reads_as_its_sqlite_export() {
         // The same per-GPU numbers through a job.
         let (a, b) = (
             Job::read(path.clone(), std::slice::from_ref(&path), &ReadOptions::default(), &|_| {}),
-            Job::read(dir.clone(), &[dir.clone()], &ReadOptions::default(), &|_| {}),
+            Job::read(dir.clone(), std::slice::from_ref(&dir), &ReadOptions::default(), &|_| {}),
         );
         assert!(a.failures.is_empty() && b.failures.is_empty(), "{:?}", b.failures);
         let mut opts = AnalyzeOptions::default();

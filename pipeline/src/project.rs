@@ -24,7 +24,7 @@ pub enum Assumptions {
 }
 
 /// The shape of an inference task, as `project` and `search` take it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct Inference {
     /// Sequences per replica of prefill and decode (default: 1).
@@ -33,12 +33,6 @@ pub struct Inference {
     pub prompt: Option<u32>,
     /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
     pub context: Option<u32>,
-}
-
-impl Default for Inference {
-    fn default() -> Self {
-        Inference { batch: None, prompt: None, context: None }
-    }
 }
 
 impl Inference {

@@ -1391,7 +1391,7 @@ impl SystemOverrides {
             c.refresh_pricing_notes();
             c.notes.push(format!("{g} GPUs per node as given"));
             // GPUs that do not fill whole nodes: the last node is partial (said, not refused).
-            if c.gpus > g && c.gpus % g != 0 {
+            if c.gpus > g && !c.gpus.is_multiple_of(g) {
                 c.notes.push(format!(
                     "{} GPUs do not fill nodes of {g}: {} full nodes and one of {}; groups are placed as if every node were full",
                     c.gpus,

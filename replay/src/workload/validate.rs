@@ -328,7 +328,7 @@ pub enum RunModel {
     /// A built-in preset (`tracecast project --model NAME`) at a sequence length.
     Preset(PresetModel),
     /// A transformer, dense or a mixture of experts.
-    Spec(ModelSpec),
+    Spec(Box<ModelSpec>),
     /// Anything else (a model named but without its dimensions): refused
     /// with a message, never guessed.
     Incomplete(serde_json::Value),
@@ -1390,9 +1390,9 @@ mod tests {
         let run = |extra: &str| {
             format!(
                 r#"{{"runs": [{{"id": "r", "model": {{"preset": "llama2-7b"}}, "system": {{"gpu": "h100-sxm", "gpus": 8{}}}, "plan": "fsdp=8", "measured": {{"tokens_per_s_per_gpu": 1{}}}{}}}]}}"#,
-                if extra.starts_with("system:") { &extra[7..] } else { "" },
-                if extra.starts_with("measured:") { &extra[9..] } else { "" },
-                if extra.starts_with("run:") { &extra[4..] } else { "" },
+                extra.strip_prefix("system:").unwrap_or(""),
+                extra.strip_prefix("measured:").unwrap_or(""),
+                extra.strip_prefix("run:").unwrap_or(""),
             )
         };
         for (extra, says) in [
