@@ -989,3 +989,19 @@ fn the_notes_name_the_rules_and_numbers_of_this_job() {
     assert!(decode.iter().any(|l| l.contains("decode attention: the slower of its KV-cache reads")), "{decode:#?}");
     assert!(!decode.iter().any(|l| l.contains("no measured")), "{decode:#?}");
 }
+
+/// The repository's llm-foundry runs file (`fixtures/llm-foundry`, written by its `extract.py`)
+/// stays a runs file every run of which projects: 216 MPT runs on A100-40GB, A100-80GB and H100,
+/// the per-GPU lines under the summary.
+#[test]
+fn llm_foundrys_published_runs_all_project() {
+    let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm-foundry/runs.json");
+    let o = common::run(&["validate".as_ref(), runs.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("216 runs: median |error|"), "{text}");
+    for gpu in ["a100-40gb", "a100-80gb", "h100-sxm"] {
+        assert!(text.lines().any(|l| l.trim_start().starts_with(gpu) && l.contains(" runs: median |error|")), "{gpu}: {text}");
+    }
+    assert!(!text.contains("not projected"), "{text}");
+}
