@@ -365,7 +365,23 @@ fn a_trace_of_two_gpus_says_they_are_analysed_as_one_rank() {
     let got = (rank["comm_us"].as_f64(), rank["overlap_us"].as_f64(), rank["exposed_comm_us"].as_f64(), rank["busy_us"].as_f64());
     assert_eq!(got, (Some(10.0), Some(5.0), Some(5.0), Some(15.0)));
     let notes = rank["notes"].to_string();
-    assert!(notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank, communication overlapped only by compute on its own GPU"), "{notes}");
+    assert!(
+        notes.contains("GPU activity on 2 devices (0, 1) in this one trace: analysed as one rank, communication exposed while any GPU's runs without its own compute"),
+        "{notes}"
+    );
+    // Both GPUs communicate over 0–10 µs, only device 1 under its own compute: device 0's is
+    // exposed, whatever device 1 does (a union of each GPU's overlap had hidden it).
+    let events = [
+        kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 0, 7, 0),
+        kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 1, 8, 0),
+        kernel("gemm", 1, 9, 0),
+    ];
+    std::fs::write(&t, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let o = run(&["analyze".as_ref(), t.as_os_str(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rank = &v["jobs"][0]["ranks"][0];
+    assert_eq!((rank["overlap_us"].as_f64(), rank["exposed_comm_us"].as_f64()), (Some(0.0), Some(10.0)));
 }
 
 /// `--world-size` at the job's own size resizes nothing and says so (it had reported "21 of 21

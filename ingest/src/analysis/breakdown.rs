@@ -103,10 +103,11 @@ impl RankSets {
     }
 
     /// Builds the unions from per-row classes (see [`Classifier::classes`]).
-    /// Communication is overlapped only by compute on its own GPU: a trace one
-    /// process wrote of several GPUs (GPU rows' pid is the device) has the union
-    /// over its GPUs of each one's ∪comm ∩ ∪compute as its overlap; busy and idle
-    /// time stay of the union of all.
+    /// Communication is overlapped only by compute on its own GPU: in a trace one
+    /// process wrote of several GPUs (GPU rows' pid is the device), the exposed
+    /// time is when any GPU's communication runs without its own compute (the
+    /// union over GPUs of comm_d less compute_d) and the overlap the rest of ∪comm;
+    /// busy and idle time stay of the union of all.
     pub fn new(trace: &RankTrace, classes: &[Option<ActivityClass>]) -> RankSets {
         super::facts::count(super::facts::Fact::Sets);
         let ev = &trace.events;
@@ -119,14 +120,14 @@ impl RankSets {
             let mut devices: Vec<i64> = rows().map(|(i, _)| device(i)).collect();
             devices.sort_unstable();
             devices.dedup();
-            let mut overlaps = Vec::new();
+            let mut exposed = Vec::new();
             for d in devices {
                 let of = |class: ActivityClass| {
                     IntervalSet::union(rows().filter(|&(i, c)| c == class && device(i) == d).map(|(i, _)| interval(i)).collect())
                 };
-                overlaps.extend_from_slice(of(ActivityClass::Comm).intersect(&of(ActivityClass::Compute)).spans());
+                exposed.extend_from_slice(of(ActivityClass::Comm).minus(&of(ActivityClass::Compute)).spans());
             }
-            sets.overlap = IntervalSet::union(overlaps);
+            sets.overlap = sets.comm.minus(&IntervalSet::union(exposed));
         }
         sets
     }

@@ -150,7 +150,8 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
         .map(|((dimension, from), spans)| {
             let set = IntervalSet::union(spans.into_iter().filter(|(s, e)| e > s).collect());
             let comm = set.measure(w.start_ns, w.end_ns);
-            // Its communication under compute on the same GPU (the rank's overlap, §3).
+            // Its communication while no GPU's communication runs without its own compute
+            // (the rank's overlap, §3; in one GPU's trace, its communication under compute).
             let overlap = set.intersect(&sets.overlap).measure(w.start_ns, w.end_ns);
             DimensionComm { dimension, from, comm_us: comm as f64 / 1000.0, exposed_comm_us: (comm - overlap) as f64 / 1000.0 }
         })

@@ -54,6 +54,31 @@ impl IntervalSet {
         IntervalSet::from_disjoint(out)
     }
 
+    /// What of this union `other` does not cover.
+    pub fn minus(&self, other: &IntervalSet) -> IntervalSet {
+        let mut out = Vec::new();
+        let mut j = 0;
+        for &(a0, a1) in &self.spans {
+            let mut start = a0;
+            // `other`'s spans that end before this one starts cannot cut it, nor any later one.
+            while other.spans.get(j).is_some_and(|&(_, b1)| b1 <= a0) {
+                j += 1;
+            }
+            let mut k = j;
+            while let Some(&(b0, b1)) = other.spans.get(k).filter(|&&(b0, _)| b0 < a1) {
+                if b0 > start {
+                    out.push((start, b0));
+                }
+                start = start.max(b1);
+                k += 1;
+            }
+            if start < a1 {
+                out.push((start, a1));
+            }
+        }
+        IntervalSet::from_disjoint(out)
+    }
+
     /// The disjoint spans.
     pub fn spans(&self) -> &[(i64, i64)] {
         &self.spans
@@ -95,6 +120,17 @@ mod tests {
         let u = IntervalSet::union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]);
         assert_eq!(u.spans(), &[(0, 3), (5, 9)]);
         assert_eq!(u.total(), 7);
+    }
+
+    #[test]
+    fn minus_leaves_what_the_other_does_not_cover() {
+        let a = IntervalSet::union(vec![(0, 10), (20, 30), (40, 50)]);
+        let b = IntervalSet::union(vec![(-5, 2), (4, 6), (8, 22), (25, 26), (45, 60)]);
+        assert_eq!(a.minus(&b).spans(), &[(2, 4), (6, 8), (22, 25), (26, 30), (40, 45)]);
+        assert_eq!(a.minus(&IntervalSet::union(Vec::new())).spans(), a.spans());
+        assert!(a.minus(&a).spans().is_empty());
+        // Together with the intersection, the whole.
+        assert_eq!(a.minus(&b).total() + a.intersect(&b).total(), a.total());
     }
 
     #[test]

@@ -522,7 +522,7 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
         notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
     }
     // One process that drove several GPUs wrote one trace: a rank here, its GPUs' times
-    // unioned, so communication on one counts as hidden by compute on another. Said, not split.
+    // unioned; communication is hidden only by compute on its own GPU. Said, not split.
     let mut devices: Vec<i64> = Vec::new();
     for i in trace.gpu_activity() {
         let d = trace.events.pid[i];
@@ -534,7 +534,7 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
         devices.sort_unstable();
         let list: Vec<String> = devices.iter().map(i64::to_string).collect();
         notes.push(format!(
-            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication overlapped only by compute on its own GPU, busy and idle time of their union; one trace per GPU gives per-GPU figures",
+            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication exposed while any GPU's runs without its own compute, busy and idle time of their union; one trace per GPU gives per-GPU figures (and per-dimension rows that tell the GPUs apart)",
             devices.len(),
             list.join(", ")
         ));
