@@ -184,24 +184,19 @@ pub const COLLECTIVE_RING_BAND: f64 = 0.068;
 /// `busBw * .92`), which its tuner weighs against the ring's 2(n − 1) steps.
 const TREE_BUS_SHARE: f64 = 0.92;
 
-/// The latency NCCL's tuning model charges an all-reduce over `gpus`, `gpus_per_node` to a
-/// node, as (ring, tree) µs, with the default constants it ships for the Simple protocol that
-/// large messages use (`src/graph/tuning.cc`: a base of 8.4 µs; a step over NVLink 3.4 µs in a
-/// ring, 4.0 in a tree; over the network 14 µs): the ring's 2(n − 1) steps, 2(nodes − 1) of
-/// them across nodes, × 1.4 across nodes (`ncclTopoGetAlgoTime`'s "plateau effect of ring" on
-/// Ampere and later); the tree's way up and down, (per node − 1) NVLink hops and ⌊log₂ nodes⌋
-/// network hops each way. What the tuner weighs, not what the steps cost; netOverhead (1–2 µs
-/// a step by host CPU) and the graph's extra network latency are left out: they only add to the
-/// ring.
-fn nccl_all_reduce_latency_us(gpus: u32, gpus_per_node: u32) -> (f64, f64) {
+/// The latency NCCL's tuning model charges a ring all-reduce over `gpus`, `gpus_per_node` to a
+/// node, µs, with the default constants it ships for the Simple protocol that large messages
+/// use (`src/graph/tuning.cc`: a base of 8.4 µs, a step over NVLink 3.4 µs, over the network
+/// 14 µs): 2(n − 1) steps, 2(whole nodes − 1) of them across nodes, × 1.4 across nodes
+/// (`ncclTopoGetAlgoTime`'s "plateau effect of ring" on Ampere and later). What the tuner
+/// weighs, not what the steps cost; netOverhead (1–2 µs a step by host CPU) and the graph's
+/// extra network latency are left out.
+fn nccl_ring_all_reduce_latency_us(gpus: u32, gpus_per_node: u32) -> f64 {
     let gpus = gpus.max(1);
     let nodes = gpus.div_ceil(gpus_per_node.max(1));
-    let per_node = f64::from(gpus / nodes);
     let (steps, across) = (2.0 * f64::from(gpus - 1), 2.0 * f64::from(nodes - 1));
     let plateau = if nodes > 1 { 1.4 } else { 1.0 };
-    let ring = plateau * (8.4 + (steps - across) * 3.4 + across * 14.0);
-    let tree = 8.4 + 2.0 * ((per_node - 1.0) * 4.0 + f64::from(nodes.ilog2()) * 14.0);
-    (ring, tree)
+    plateau * (8.4 + (steps - across) * 3.4 + across * 14.0)
 }
 
 /// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
@@ -1186,6 +1181,26 @@ impl Pricing {
             return None;
         }
         let my_specs = attention_compute(gpu);
+        // The shapes this GPU measured (length, batch, heads), nearest to the query's in length,
+        // then in the query tiles' count (a grid of fewer heads than the charts' is extrapolated
+        // too); at equal distance (twice and half the length) the shorter, then the smaller grid:
+        // a total order, so that equal shapes sit together and dedup. Made once, where a sibling
+        // measured nothing at the query's shape.
+        let nearest_shapes = std::cell::OnceCell::new();
+        let nearest = || {
+            nearest_shapes.get_or_init(|| {
+                let ids: Vec<&str> = gpu.measurement_ids().collect();
+                let far = |r: &(f64, f64, f64)| ((r.0 / shape.seq).ln().abs(), (r.1 * r.2 / (shape.batch * shape.heads)).ln().abs());
+                let mut measured: Vec<(f64, f64, f64)> =
+                    self.measurements.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| (r.seq, r.batch, r.heads)).collect();
+                measured.sort_by(|a, b| {
+                    let (fa, fb) = (far(a), far(b));
+                    fa.0.total_cmp(&fb.0).then(fa.1.total_cmp(&fb.1)).then(a.0.total_cmp(&b.0)).then((a.1 * a.2).total_cmp(&(b.1 * b.2)))
+                });
+                measured.dedup();
+                measured
+            })
+        };
         // (distance, other GPU, its price of the family, (ratio, family) of the shared families,
         // the length the ratios were measured at where not this shape's)
         let mut best: Option<(f64, &Gpu, Price, Vec<(f64, Arc<str>)>, Option<AttentionShape>)> = None;
@@ -1212,20 +1227,7 @@ impl Pricing {
             // efficient than its 16 k-token one (the peak ratio instead of the families').
             let mut at_seq = None;
             if ratios.is_empty() {
-                // The measured shapes of this GPU (length, batch, heads), nearest in length, then in
-                // the query tiles' count (a grid of fewer heads than the charts' is extrapolated too).
-                let ids: Vec<&str> = gpu.measurement_ids().collect();
-                let far = |r: &(f64, f64, f64)| ((r.0 / shape.seq).ln().abs(), (r.1 * r.2 / (shape.batch * shape.heads)).ln().abs());
-                let mut measured: Vec<(f64, f64, f64)> =
-                    self.measurements.attention.iter().filter(|r| ids.contains(&&*r.gpu)).map(|r| (r.seq, r.batch, r.heads)).collect();
-                // Nearest first; at equal distance (twice and half the length) the shorter, then
-                // the smaller grid: a total order, so that equal shapes sit together and dedup.
-                measured.sort_by(|a, b| {
-                    let (fa, fb) = (far(a), far(b));
-                    fa.0.total_cmp(&fb.0).then(fa.1.total_cmp(&fb.1)).then(a.0.total_cmp(&b.0)).then((a.1 * a.2).total_cmp(&(b.1 * b.2)))
-                });
-                measured.dedup();
-                for (seq, batch, heads) in measured {
+                for &(seq, batch, heads) in nearest() {
                     let at = AttentionShape { seq, batch, heads, ..*shape };
                     ratios = ratios_at(&at);
                     if !ratios.is_empty() {
@@ -1521,17 +1523,18 @@ impl Pricing {
             let curves = CollectiveQuery { collective: curve_of, bytes: b, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
-        let (mut time_us, mut rule, extrapolated, mut what) = system.price(size, gpus, &link_rule)?;
+        let CurvePrice { mut time_us, mut rule, extrapolated, mut what, scale_out } = system.price(size, gpus, &link_rule)?;
         // An all-reduce across nodes beyond the measured counts (NCCL's; RCCL tunes its own): the
         // curves measured up to a few nodes are the ring's at large sizes. Beyond them it costs
         // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
         // bandwidth (its model's share) where that is less: NCCL's tuner switches to the tree at
         // hundreds of nodes. The cheaper increment, so that the price never falls as bytes grow.
         let nvidia = gpu.vendor().as_deref() == Some("NVIDIA");
-        if nvidia && collective == Collective::AllReduce && substitution.is_none() && multi && rule == PriceRule::CollectiveScaleOut {
-            let (a, latency, bandwidth) = system.scale_out(size, gpus, &link_rule)?;
+        if let Some(ScaleOut { largest: a, latency_us: latency, bandwidth_us: bandwidth }) =
+            scale_out.filter(|_| nvidia && collective == Collective::AllReduce && substitution.is_none() && multi)
+        {
             let gpn = system.gpus_per_node;
-            let ((ring_n, _), (ring_a, _)) = (nccl_all_reduce_latency_us(gpus, gpn), nccl_all_reduce_latency_us(a, gpn));
+            let (ring_n, ring_a) = (nccl_ring_all_reduce_latency_us(gpus, gpn), nccl_ring_all_reduce_latency_us(a, gpn));
             // NCCL's model also corrects the tree's share down at medium sizes
             // (`treeCorrectionFactor`), not monotonically in the size: left out, so that more
             // bytes never cost less.
@@ -1558,7 +1561,7 @@ impl Pricing {
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
             let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus, &link_rule)?.0)
+                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus, &link_rule)?.time_us)
             });
             if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
@@ -2445,13 +2448,35 @@ impl Systems {
     }
 }
 
+/// A system's curves' price of one size over one GPU count ([`System::price`]).
+struct CurvePrice {
+    time_us: f64,
+    rule: PriceRule,
+    extrapolated: bool,
+    /// Which curves, in words.
+    what: String,
+    /// Beyond the largest measured count: the scale-out rule's parts.
+    scale_out: Option<ScaleOut>,
+}
+
+/// The scale-out rule's parts beyond a system's largest measured count.
+struct ScaleOut {
+    /// The largest measured count.
+    largest: u32,
+    /// The latency, linear in log₂ nodes over the measured counts, µs.
+    latency_us: f64,
+    /// The rest: the largest count's time less its latency, by the bus factor, µs.
+    bandwidth_us: f64,
+}
+
 impl System {
-    /// (µs, rule, extrapolated, what) for `size` bytes over `gpus`; `link_rule`
+    /// The price of `size` bytes over `gpus` from this system's curves; `link_rule`
     /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
-    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<(f64, PriceRule, bool, String)> {
+    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<CurvePrice> {
+        let priced = |time_us, rule, extrapolated, what| Some(CurvePrice { time_us, rule, extrapolated, what, scale_out: None });
         if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
             let (t, ex) = c.at(size, link_rule);
-            return Some((t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs")));
+            return priced(t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs"));
         }
         let below = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0);
         let above = self.curves.iter().filter(|c| c.0 > gpus).min_by_key(|c| c.0);
@@ -2459,25 +2484,28 @@ impl System {
             let ((ta, ea), (tb, eb)) = (ca.at(size, link_rule), cb.at(size, link_rule));
             let f = (f64::from(gpus).log2() - f64::from(*a).log2()) / (f64::from(*b).log2() - f64::from(*a).log2());
             let t = (ta.ln() + f * (tb.ln() - ta.ln())).exp();
-            return Some((t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs")));
+            return priced(t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs"));
         }
-        if let Some((a, latency, bandwidth)) = self.scale_out(size, gpus, link_rule) {
-            return Some((latency + bandwidth, PriceRule::CollectiveScaleOut, true, format!("beyond its largest count ({a} GPUs)")));
+        if let (Some((a, ca)), None) = (below, above) {
+            let parts = self.scale_out(*a, ca, size, gpus, link_rule);
+            return Some(CurvePrice {
+                time_us: parts.latency_us + parts.bandwidth_us,
+                rule: PriceRule::CollectiveScaleOut,
+                extrapolated: true,
+                what: format!("beyond its largest count ({a} GPUs)"),
+                scale_out: Some(parts),
+            });
         }
         // Only larger counts measured: the smallest one's curve.
         let (b, cb) = above?;
         let (t, _) = cb.at(size, link_rule);
-        Some((t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)")))
+        priced(t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)"))
     }
 
-    /// The scale-out rule's parts for `size` bytes over `gpus` beyond the largest measured
-    /// count a: (a, latency µs, the rest µs). The latency is linear in log₂ nodes over the
-    /// measured counts; the rest is that of a, by the bus factor.
-    fn scale_out(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<(u32, f64, f64)> {
-        let (a, ca) = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0)?;
-        if self.curves.iter().any(|c| c.0 > gpus) {
-            return None;
-        }
+    /// The scale-out rule for `size` bytes over `gpus`, beyond the largest measured count `a`
+    /// (curve `ca`): the latency linear in log₂ nodes over the measured counts, the rest that
+    /// of a, by the bus factor.
+    fn scale_out(&self, a: u32, ca: &Curve, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> ScaleOut {
         let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
         let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
         let latency = if pts.len() >= 2 {
@@ -2493,7 +2521,7 @@ impl System {
         };
         let (t_a, _) = ca.at(size, link_rule);
         let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
-        Some((*a, latency, (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(*a)))
+        ScaleOut { largest: a, latency_us: latency, bandwidth_us: (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(a) }
     }
 }
 
@@ -2527,18 +2555,16 @@ mod tests {
     }
 
     /// NCCL's model charges a ring all-reduce over 256 nodes of 4 its 2046 steps (510 across the
-    /// network, × 1.4 across nodes) and its tree 2 × (3 NVLink + 8 network hops); 1000 GPUs of 3
-    /// to a node are 334 whole nodes, ⌊log₂⌋ 8 hops; in one node no network step and no plateau.
+    /// network, × 1.4 across nodes); 1000 GPUs of 3 to a node are 334 whole nodes; in one node no
+    /// network step and no plateau.
     #[test]
-    fn nccls_model_charges_the_ring_its_steps_and_the_tree_its_hops() {
-        let (ring, tree) = nccl_all_reduce_latency_us(1024, 4);
+    fn nccls_model_charges_the_ring_its_steps() {
+        let ring = nccl_ring_all_reduce_latency_us(1024, 4);
         assert!((ring - 1.4 * (8.4 + 1536.0 * 3.4 + 510.0 * 14.0)).abs() < 1e-9, "{ring}");
-        assert!((tree - (8.4 + 2.0 * (3.0 * 4.0 + 8.0 * 14.0))).abs() < 1e-9, "{tree}");
-        let (ring, tree) = nccl_all_reduce_latency_us(1000, 3);
+        let ring = nccl_ring_all_reduce_latency_us(1000, 3);
         assert!((ring - 1.4 * (8.4 + (1998.0 - 666.0) * 3.4 + 666.0 * 14.0)).abs() < 1e-9, "{ring}");
-        assert!((tree - (8.4 + 2.0 * (1.0 * 4.0 + 8.0 * 14.0))).abs() < 1e-9, "{tree}");
-        let (ring, tree) = nccl_all_reduce_latency_us(8, 8);
-        assert!((ring - (8.4 + 14.0 * 3.4)).abs() < 1e-9 && (tree - (8.4 + 2.0 * 7.0 * 4.0)).abs() < 1e-9);
+        let ring = nccl_ring_all_reduce_latency_us(8, 8);
+        assert!((ring - (8.4 + 14.0 * 3.4)).abs() < 1e-9, "{ring}");
     }
 
     /// The all-reduce beyond the measured counts never costs less for more bytes: where NCCL's

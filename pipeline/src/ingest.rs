@@ -45,8 +45,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             p.display()
         );
     }
-    // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
-    // printed the same error for each of them).
     // The folders this command makes (the dataset's and its missing parents, deepest first) go
     // again if it writes nothing into them, whatever ends it (remove_dir removes only empty ones).
     struct Made(Vec<PathBuf>, bool);
@@ -61,6 +59,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     let mut made =
         Made(dataset.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect(), false);
+    // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
+    // printed the same error for each of them).
     tracecast_ingest::output::create_dir(dataset)
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
     // Ranks written, and ranks read but not written (their analysis or their write failed).

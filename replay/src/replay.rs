@@ -860,6 +860,8 @@ fn recost_communication(
     let mut priced_by: std::collections::BTreeMap<&'static str, usize> = Default::default();
     let mut spanning = 0usize;
     let (mut waited, mut waited_us) = (0usize, 0.0f64);
+    // --world-size at the job's own size resizes nothing (said below).
+    let resizes = opts.world_size.is_some_and(|to| i64::from(to) != world);
     for c in collectives {
         let Some(t) = sample_task(c) else { continue };
         let is_joined = joined.contains(&t);
@@ -869,8 +871,7 @@ fn recost_communication(
         // The data-parallel groups that --world-size grows are costed at their new size;
         // a point-to-point transfer (a pipeline's) stays between its two ranks, whatever
         // the size of the group it was issued in (a 2-rank job's world).
-        let grows =
-            opts.world_size.is_some_and(|to| i64::from(to) != world) && c.group_size == Some(world) && c.collective != Collective::SendRecv;
+        let grows = resizes && c.group_size == Some(world) && c.collective != Collective::SendRecv;
         let n = match (c.group_size, opts.world_size) {
             (Some(_), Some(to)) if grows => Some(i64::from(to)),
             (g, _) => g,

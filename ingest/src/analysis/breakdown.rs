@@ -80,8 +80,11 @@ pub struct RankSets {
     pub comm: IntervalSet,
     /// ∪ memcpy / memset.
     pub memory: IntervalSet,
-    /// ∪comm ∩ ∪compute.
+    /// ∪comm ∩ ∪compute (of one GPU; of several, see [`RankSets::new`]).
     pub overlap: IntervalSet,
+    /// The GPUs (device ordinals) its GPU activity ran on, ascending: one, but for a trace
+    /// one process wrote of several; empty for a timeline of intervals alone.
+    pub devices: Vec<i64>,
 }
 
 impl RankSets {
@@ -99,7 +102,7 @@ impl RankSets {
         let compute = IntervalSet::union(compute);
         let comm = IntervalSet::union(comm);
         let overlap = comm.intersect(&compute);
-        RankSets { all: IntervalSet::union(all), compute, comm, memory: IntervalSet::union(memory), overlap }
+        RankSets { all: IntervalSet::union(all), compute, comm, memory: IntervalSet::union(memory), overlap, devices: Vec::new() }
     }
 
     /// Builds the unions from per-row classes (see [`Classifier::classes`]).
@@ -115,20 +118,32 @@ impl RankSets {
         let interval = |i: usize| (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i));
         let mut sets = RankSets::from_intervals(rows().map(|(i, c)| (interval(i).0, interval(i).1, c)));
         let device = |i: usize| ev.pid.get(i).copied().unwrap_or(0);
-        let first = rows().next().map(|(i, _)| device(i));
-        if rows().any(|(i, _)| Some(device(i)) != first) {
-            let mut devices: Vec<i64> = rows().map(|(i, _)| device(i)).collect();
-            devices.sort_unstable();
-            devices.dedup();
-            let mut exposed = Vec::new();
-            for d in devices {
-                let of = |class: ActivityClass| {
-                    IntervalSet::union(rows().filter(|&(i, c)| c == class && device(i) == d).map(|(i, _)| interval(i)).collect())
-                };
-                exposed.extend_from_slice(of(ActivityClass::Comm).minus(&of(ActivityClass::Compute)).spans());
+        let mut devices: Vec<i64> = Vec::new();
+        for (i, _) in rows() {
+            if !devices.contains(&device(i)) {
+                devices.push(device(i));
             }
+        }
+        devices.sort_unstable();
+        // Several GPUs (rare: one process driving them): each one's communication and compute.
+        if devices.len() > 1 {
+            type Spans = Vec<(i64, i64)>;
+            let mut by_device: std::collections::BTreeMap<i64, (Spans, Spans)> = Default::default();
+            for (i, c) in rows() {
+                let (comm, compute) = by_device.entry(device(i)).or_default();
+                match c {
+                    ActivityClass::Comm => comm.push(interval(i)),
+                    ActivityClass::Compute => compute.push(interval(i)),
+                    ActivityClass::Memory => {}
+                }
+            }
+            let exposed: Vec<(i64, i64)> = by_device
+                .into_values()
+                .flat_map(|(comm, compute)| IntervalSet::union(comm).minus(&IntervalSet::union(compute)).spans().to_vec())
+                .collect();
             sets.overlap = sets.comm.minus(&IntervalSet::union(exposed));
         }
+        sets.devices = devices;
         sets
     }
 }
@@ -148,7 +163,8 @@ pub struct Breakdown {
     pub comm_us: f64,
     /// |∪ memcpy/memset ∩ W|.
     pub memory_us: f64,
-    /// |∪comm ∩ ∪compute ∩ W|.
+    /// |∪comm ∩ ∪compute ∩ W| (a trace of several GPUs: ∪comm less the time any GPU's
+    /// communication runs without its own compute, [`RankSets::new`]).
     pub overlap_us: f64,
     /// comm − overlap: communication with no compute under it.
     pub exposed_comm_us: f64,

@@ -523,15 +523,8 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
     }
     // One process that drove several GPUs wrote one trace: a rank here, its GPUs' times
     // unioned; communication is hidden only by compute on its own GPU. Said, not split.
-    let mut devices: Vec<i64> = Vec::new();
-    for i in trace.gpu_activity() {
-        let d = trace.events.pid[i];
-        if !devices.contains(&d) {
-            devices.push(d);
-        }
-    }
+    let devices = &sets.devices;
     if devices.len() > 1 {
-        devices.sort_unstable();
         let list: Vec<String> = devices.iter().map(i64::to_string).collect();
         notes.push(format!(
             "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication exposed while any GPU's runs without its own compute, busy and idle time of their union; one trace per GPU gives per-GPU figures (and per-dimension rows that tell the GPUs apart)",

@@ -3,7 +3,9 @@
 //! Definitions (per rank, window W, ∪ = union of intervals clipped to W):
 //! `gpu_span_us` = |W|; `busy_us` = |∪ GPU activity|; `idle_us` = span − busy;
 //! `compute_us`, `comm_us`, `memory_us` = |∪| of each class; `overlap_us` =
-//! |∪comm ∩ ∪compute|; `exposed_comm_us` = comm − overlap. GPU activity is
+//! |∪comm ∩ ∪compute| (in a trace one process wrote of several GPUs, only a
+//! GPU's own compute overlaps its communication: [`RankSets::new`]);
+//! `exposed_comm_us` = comm − overlap. GPU activity is
 //! kernels, memcpy and memset; sync rows and CPU ops carrying a stream are not.
 //! These equal HTA 0.5's temporal breakdown and comm/comp overlap when HTA's
 //! µs rounding is disabled and its extra rows are left out.

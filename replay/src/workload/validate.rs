@@ -893,14 +893,7 @@ impl Framework {
                 // Its MoE performance recipes keep whole experts on each GPU
                 // (`expert_tensor_parallel_size=1` in the Qwen3 and DeepSeek-V3 workload base
                 // configs, `scripts/performance/configs/{qwen,deepseek}/*_workload_base_configs.py`).
-                if self == Framework::MegatronBridge
-                    && model.experts > 1.0
-                    && plan.ep > 1
-                    && plan.tp > 1
-                    && plan.sp
-                    && plan.etp.is_none()
-                    && !stated.contains("etp")
-                {
+                if self == Framework::MegatronBridge && model.experts > 1.0 && plan.ep > 1 && plan.tp > 1 && plan.sp && plan.etp.is_none() {
                     plan.etp = Some(1);
                     applied.push("etp=1 (its MoE recipes' expert_tensor_parallel_size=1: whole experts on each GPU)".into());
                 }
@@ -1028,14 +1021,37 @@ fn project_run(
     }
 }
 
-/// The summary of projected runs.
+/// Errors (projected ÷ measured − 1) summarized: their count, the median and largest |error|,
+/// the median signed error and how many fall on each side.
+struct ErrorSummary {
+    runs: usize,
+    median_abs: Option<f64>,
+    max_abs: Option<f64>,
+    median: Option<f64>,
+    optimistic: usize,
+    pessimistic: usize,
+}
+
+impl ErrorSummary {
+    fn of(mut errors: Vec<f64>) -> ErrorSummary {
+        let (optimistic, pessimistic) = (errors.iter().filter(|e| **e > 0.0).count(), errors.iter().filter(|e| **e < 0.0).count());
+        let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+        // Sorted by the median: its last is the largest.
+        let median_abs = tracecast_calibrate::fit::median(&mut abs);
+        ErrorSummary {
+            runs: errors.len(),
+            median_abs,
+            max_abs: abs.last().copied(),
+            median: tracecast_calibrate::fit::median(&mut errors),
+            optimistic,
+            pessimistic,
+        }
+    }
+}
+
+/// The summary of projected runs, overall and per GPU where they are of several.
 fn summarize(runs: Vec<RunResult>) -> Validation {
-    let errors: Vec<f64> = runs.iter().filter_map(|r| r.error).collect();
-    let optimistic = errors.iter().filter(|e| **e > 0.0).count();
-    let pessimistic = errors.iter().filter(|e| **e < 0.0).count();
-    let mut abs: Vec<f64> = errors.into_iter().map(f64::abs).collect();
-    // Sorted by the median: its last is the largest.
-    let median_abs_error = tracecast_calibrate::fit::median(&mut abs);
+    let all = ErrorSummary::of(runs.iter().filter_map(|r| r.error).collect());
     let mut gpus: Vec<&str> = runs.iter().filter(|r| r.error.is_some()).map(|r| r.gpu.as_str()).collect();
     gpus.sort_unstable();
     gpus.dedup();
@@ -1044,21 +1060,26 @@ fn summarize(runs: Vec<RunResult>) -> Validation {
     } else {
         gpus.iter()
             .filter_map(|g| {
-                let mut errors: Vec<f64> = runs.iter().filter(|r| r.gpu == *g).filter_map(|r| r.error).collect();
-                let (optimistic, pessimistic) = (errors.iter().filter(|e| **e > 0.0).count(), errors.iter().filter(|e| **e < 0.0).count());
-                let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+                let e = ErrorSummary::of(runs.iter().filter(|r| r.gpu == *g).filter_map(|r| r.error).collect());
                 Some(GpuSummary {
                     gpu: g.to_string(),
-                    runs: errors.len(),
-                    median_abs_error: tracecast_calibrate::fit::median(&mut abs)?,
-                    median_error: tracecast_calibrate::fit::median(&mut errors)?,
-                    optimistic,
-                    pessimistic,
+                    runs: e.runs,
+                    median_abs_error: e.median_abs?,
+                    median_error: e.median?,
+                    optimistic: e.optimistic,
+                    pessimistic: e.pessimistic,
                 })
             })
             .collect()
     };
-    Validation { runs, median_abs_error, max_abs_error: abs.last().copied(), optimistic, pessimistic, by_gpu }
+    Validation {
+        runs,
+        median_abs_error: all.median_abs,
+        max_abs_error: all.max_abs,
+        optimistic: all.optimistic,
+        pessimistic: all.pessimistic,
+        by_gpu,
+    }
 }
 
 /// Projects every run of `file`; `devices` are calibration profiles, each
