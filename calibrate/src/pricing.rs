@@ -38,7 +38,7 @@ use serde::Serialize;
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu};
-use crate::measured::{CollectiveRow, Direction, Measurements};
+use crate::measured::{AttentionRow, CollectiveRow, Direction, Measurements};
 
 /// Which rule priced an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -326,6 +326,31 @@ impl AttentionShape {
 
 /// (measurement id, dtype class, the user's, source id): one GEMM table.
 type TableKey = (Arc<str>, Dtype, bool, Arc<str>);
+
+/// What a kernel family's code gained from one GPU generation to the next for
+/// their peaks (see [`Pricing::family_elasticity`]).
+#[derive(Debug, Clone)]
+struct CodeElasticity {
+    /// d ln(1/time) / d ln(16-bit peak) of the matmul share.
+    elasticity: f64,
+    /// Shapes measured on both GPUs.
+    shapes: usize,
+    /// The GPU of the lower peak.
+    older: String,
+    /// The GPU of the higher peak.
+    newer: String,
+}
+
+/// How a carried attention price scaled with the peaks, in words.
+fn scaled_by(peaks: f64, code: Option<&CodeElasticity>) -> String {
+    match code {
+        None => "the two 16-bit peaks".into(),
+        Some(c) => format!(
+            "the two 16-bit peaks' {peaks:.3} to the power {:.2}: what the family's code gained from {} to {} for their peaks (median of {} shapes both measured)",
+            c.elasticity, c.older, c.newer, c.shapes
+        ),
+    }
+}
 
 /// (TFLOP/s, extrapolated, kernel family, sources) of the fastest attention family.
 type Fastest = (f64, bool, Arc<str>, Vec<Arc<str>>);
@@ -1307,7 +1332,13 @@ impl Pricing {
             .into_iter()
             .filter(|c| c.1 <= nearest + 1e-9)
             .min_by(|a, b| a.2.0.extrapolated.cmp(&b.2.0.extrapolated).then(a.2.0.time_us.total_cmp(&b.2.0.time_us)))?;
-        let scale = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
+        let peaks = peak(other, Dtype::Bf16)? / peak(gpu, Dtype::Bf16)?;
+        // A named family carried to a GPU of a higher peak gains what its code gained the
+        // generation before, not the whole peak ratio: FlashAttention 2, written for Ampere's
+        // instructions, ran H100's matmul share 3.17^0.44 faster than A100's, not 3.17×. The
+        // fastest family (no name) stands for a kernel written for the GPU: the peaks.
+        let code = kernel.filter(|_| peaks < 1.0).and_then(|_| self.family_elasticity(other, shape, &fam));
+        let scale = code.as_ref().map_or(peaks, |c| peaks.powf(c.elasticity));
         // The softmax's exponentials run on the special-function units, whose
         // rate grew slower than the matrix units' (H100 3.9, B200 5, B300 10.7
         // T/s against 989, 2250, 2250 TFLOP/s): the measured time less the
@@ -1337,13 +1368,17 @@ impl Pricing {
                     // some in software) has no matmul share left: the exponentials bound it.
                     (full_us - theirs).max(0.0) * scale + mine,
                     format!(
-                        "{its_time} less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, the two 16-bit peaks, plus the exponentials at {}'s {my_rate} T/s",
+                        "{its_time} less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, {}, plus the exponentials at {}'s {my_rate} T/s",
                         if theirs >= full_us { ", more than its time" } else { "" },
+                        scaled_by(peaks, code.as_ref()),
                         gpu.id,
                     ),
                 )
             }
-            _ => (full_us * scale, format!("× {scale:.3}, the two 16-bit peaks (no exponential rate of both GPUs in the catalog)")),
+            _ => (
+                full_us * scale,
+                format!("× {scale:.3}, {} (no exponential rate of both GPUs in the catalog)", scaled_by(peaks, code.as_ref())),
+            ),
         };
         let (time_us, how) = match mine_idle {
             Some((f, words)) => (time_us * f, format!("{how}{words}")),
@@ -1362,6 +1397,67 @@ impl Pricing {
             band: ATTENTION_SPEC_BAND,
         };
         Some((price, fam))
+    }
+
+    /// How kernel family `family`'s matmul share followed the 16-bit peak from the
+    /// previous GPU of `newer`'s vendor that measured it to `newer`: the median over the
+    /// shapes both measured (this one's direction) of ln(time ratio) ÷ ln(peak ratio),
+    /// each time less its exponentials at its GPU's SFU rate. `None` where no GPU of a
+    /// lower peak measured the family at a shape `newer` did.
+    fn family_elasticity(&self, newer: &Gpu, shape: &AttentionShape, family: &str) -> Option<CodeElasticity> {
+        let (new_peak, new_exp) = (peak(newer, Dtype::Bf16)?, newer.exp_tps?);
+        let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
+        let rows_of = |g: &Gpu| -> Vec<&AttentionRow> {
+            let ids: Vec<&str> = g.measurement_ids().collect();
+            self.measurements
+                .attention
+                .iter()
+                .filter(|r| ids.contains(&&*r.gpu) && r.direction == want && r.kernel.eq_ignore_ascii_case(family))
+                .collect()
+        };
+        let mine = rows_of(newer);
+        // The matmul share of a row's time, µs.
+        let matmul_us = |r: &AttentionRow, exp_rate: f64| {
+            let at = AttentionShape {
+                batch: r.batch,
+                heads: r.heads,
+                seq: r.seq,
+                head_dim: r.head_dim,
+                causal: r.causal,
+                backward: shape.backward,
+            };
+            at.flops() / (r.tflops * 1e12) * 1e6 - at.exponentials() / (exp_rate * 1e12) * 1e6
+        };
+        let mut best: Option<CodeElasticity> = None;
+        for older in self.vendor_peers(newer) {
+            let (Some(old_peak), Some(old_exp)) = (peak(older, Dtype::Bf16), older.exp_tps) else { continue };
+            if old_peak >= new_peak {
+                continue;
+            }
+            let mut each: Vec<f64> = rows_of(older)
+                .into_iter()
+                .filter_map(|o| {
+                    let n = mine
+                        .iter()
+                        .find(|n| (n.causal, n.head_dim, n.seq, n.batch, n.heads) == (o.causal, o.head_dim, o.seq, o.batch, o.heads))?;
+                    let (a, b) = (matmul_us(o, old_exp), matmul_us(n, new_exp));
+                    (a > 0.0 && b > 0.0).then(|| (a / b).ln() / (new_peak / old_peak).ln())
+                })
+                .collect();
+            // The most shapes measured on both; one GPU's rows in the catalog under several ids count once.
+            if each.len() > best.as_ref().map_or(0, |b| b.shapes) {
+                each.sort_by(f64::total_cmp);
+                let n = each.len();
+                let median = if n % 2 == 1 { each[n / 2] } else { 0.5 * (each[n / 2 - 1] + each[n / 2]) };
+                best = Some(CodeElasticity {
+                    elasticity: median.clamp(0.0, 1.0),
+                    shapes: n,
+                    older: older.id.clone(),
+                    newer: newer.id.clone(),
+                });
+            }
+        }
+        best
     }
 
     fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
@@ -2971,6 +3067,44 @@ mod tests {
         // Larger messages take longer.
         let big = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 16, 8)).unwrap();
         assert!(big.time_us > 10.0 * at16.time_us);
+    }
+
+    /// Known truth: a family whose matmul share ran exactly peak^0.5 faster from A100 to H100
+    /// is carried to B200 (a higher peak, no attention rows) by the peaks' ratio to the power
+    /// 0.5, exponentials at B200's rate; unnamed, the fastest family keeps the whole peak
+    /// ratio; carried down to V100 (a lower peak) a family keeps the peaks too.
+    #[test]
+    fn a_named_family_gains_on_a_newer_gpu_what_its_code_gained_the_generation_before() {
+        let shape = AttentionShape { batch: 4.0, heads: 16.0, seq: 4096.0, head_dim: 128.0, causal: true, backward: true };
+        let builtin = Pricing::builtin();
+        let (a100, h100, b200) = ["a100-80gb", "h100-sxm", "b200"].map(|id| builtin.catalog.gpu(id).unwrap().clone()).into();
+        let exps_us = |g: &Gpu| shape.exponentials() / (g.exp_tps.unwrap() * 1e12) * 1e6;
+        let (peak_a, peak_h, peak_b) =
+            (peak(&a100, Dtype::Bf16).unwrap(), peak(&h100, Dtype::Bf16).unwrap(), peak(&b200, Dtype::Bf16).unwrap());
+        let matmul_a = 2000.0;
+        let matmul_h = matmul_a * (peak_a / peak_h).sqrt();
+        let tflops = |us: f64| shape.flops() / (us * 1e-6) / 1e12;
+        let row = |gpu: &str, us: f64| format!("test,{gpu},oldcode,fwd+bwd,1,128,4096,4,16,{},,bf16,known truth\n", tflops(us));
+        let csv = format!(
+            "source_id,gpu,kernel,direction,causal,head_dim,seqlen,batch,heads,tflops,time_us,dtype,notes\n{}{}",
+            row("a100-80gb", matmul_a + exps_us(&a100)),
+            row("h100-sxm", matmul_h + exps_us(&h100)),
+        );
+        let mut m = Measurements::builtin();
+        m.add_text(csv.as_bytes(), "attention.csv").unwrap();
+        let p = Pricing::new(builtin.catalog.clone(), Arc::new(m));
+        let named = p.attention_work(&b200, &shape, Some("oldcode")).unwrap();
+        let want = matmul_h * (peak_h / peak_b).sqrt() + exps_us(&b200);
+        assert!((named.time_us / want - 1.0).abs() < 1e-6, "{} µs, want {want}: {}", named.time_us, named.basis);
+        assert!(named.basis.contains("to the power 0.50") && named.basis.contains("a100-80gb to h100-sxm"), "{}", named.basis);
+        // The fastest family, unnamed, is a kernel written for B200: the whole peak ratio.
+        let fastest = p.attention_work(&b200, &shape, None).unwrap();
+        assert!(!fastest.basis.contains("to the power"), "{}", fastest.basis);
+        // Down to a GPU of a lower peak the family keeps the peaks' ratio.
+        let v100 = p.catalog.gpu("v100").unwrap();
+        if let Some(down) = p.attention_work(v100, &shape, Some("oldcode")) {
+            assert!(!down.basis.contains("to the power"), "{}", down.basis);
+        }
     }
 
     /// A GPU whose vendor measured no attention kernel (Gaudi) is priced from the closest
