@@ -117,7 +117,7 @@ impl PriceRule {
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
             PriceRule::CollectiveScaleOut => {
-                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count (an NVIDIA all-reduce across nodes: plus the cheaper of its ring's added steps and its tree's bandwidth share in NCCL's tuning model)"
+                "scale-out rule: latency growing with log nodes, bandwidth of the largest measured count (NVIDIA across nodes, in NCCL's tuning model: an all-reduce plus the cheaper of its ring's added steps and its tree's bandwidth share; an all-gather or reduce-scatter from the all-reduce's curve plus its ring's added steps)"
             }
             PriceRule::CollectiveRing => {
                 "ring beyond the measured GPU counts: an all-gather's or reduce-scatter's n − 1 steps, each as the same step at the largest measured count"
@@ -184,18 +184,21 @@ pub const COLLECTIVE_RING_BAND: f64 = 0.068;
 /// `busBw * .92`), which its tuner weighs against the ring's 2(n − 1) steps.
 const TREE_BUS_SHARE: f64 = 0.92;
 
-/// The latency NCCL's tuning model charges a ring all-reduce over `gpus`, `gpus_per_node` to a
-/// node, µs, with the default constants it ships for the Simple protocol that large messages
+/// The latency NCCL's tuning model charges a ring `collective` over `gpus`, `gpus_per_node` to
+/// a node, µs, with the default constants it ships for the Simple protocol that large messages
 /// use (`src/graph/tuning.cc`: a base of 8.4 µs, a step over NVLink 3.4 µs, over the network
-/// 14 µs): 2(n − 1) steps, 2(whole nodes − 1) of them across nodes, × 1.4 across nodes
-/// (`ncclTopoGetAlgoTime`'s "plateau effect of ring" on Ampere and later). What the tuner
-/// weighs, not what the steps cost; netOverhead (1–2 µs a step by host CPU) and the graph's
-/// extra network latency are left out.
-fn nccl_ring_all_reduce_latency_us(gpus: u32, gpus_per_node: u32) -> f64 {
+/// 14 µs): an all-reduce's 2(n − 1) steps, 2(whole nodes − 1) of them across nodes, × 1.4
+/// across nodes (`ncclTopoGetAlgoTime`'s "plateau effect of ring" on Ampere and later, all-reduce
+/// only); an all-gather's or reduce-scatter's n − 1 steps, whole nodes − 1 across. What the
+/// tuner weighs, not what the steps cost; netOverhead (1–2 µs a step by host CPU) and the
+/// graph's extra network latency are left out.
+fn nccl_ring_latency_us(collective: Collective, gpus: u32, gpus_per_node: u32) -> f64 {
     let gpus = gpus.max(1);
     let nodes = gpus.div_ceil(gpus_per_node.max(1));
-    let (steps, across) = (2.0 * f64::from(gpus - 1), 2.0 * f64::from(nodes - 1));
-    let plateau = if nodes > 1 { 1.4 } else { 1.0 };
+    let all_reduce = collective == Collective::AllReduce;
+    let per = if all_reduce { 2.0 } else { 1.0 };
+    let (steps, across) = (per * f64::from(gpus - 1), per * f64::from(nodes - 1));
+    let plateau = if nodes > 1 && all_reduce { 1.4 } else { 1.0 };
     plateau * (8.4 + (steps - across) * 3.4 + across * 14.0)
 }
 
@@ -1630,7 +1633,7 @@ impl Pricing {
             scale_out.filter(|_| nvidia && collective == Collective::AllReduce && substitution.is_none() && multi)
         {
             let gpn = system.gpus_per_node;
-            let (ring_n, ring_a) = (nccl_ring_all_reduce_latency_us(gpus, gpn), nccl_ring_all_reduce_latency_us(a, gpn));
+            let (ring_n, ring_a) = (nccl_ring_latency_us(collective, gpus, gpn), nccl_ring_latency_us(collective, a, gpn));
             // NCCL's model also corrects the tree's share down at medium sizes
             // (`treeCorrectionFactor`), not monotonically in the size: left out, so that more
             // bytes never cost less.
@@ -1646,6 +1649,18 @@ impl Pricing {
                     "{what}; as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree_extra:.0} µs at {share} of the ring's)"
                 )
             };
+        }
+        // An all-gather or a reduce-scatter priced from the all-reduce's curve beyond its counts:
+        // that curve's small sizes are the all-reduce's latency (its tree, in-switch reduction, the
+        // measured network's fixed cost), not a ring step's, so its steps are not carried (A3 Mega's
+        // 16-GPU all-reduce made each of the 511 steps of a 400 MB all-gather over 512 H100s 23 µs
+        // of latency). The ring's added steps as NCCL's tuning model charges them instead.
+        let ring_from_all_reduce = nvidia && substitution.is_some() && ring_mirror(collective).is_some() && multi;
+        if let Some(ScaleOut { largest: a, .. }) = scale_out.filter(|_| ring_from_all_reduce) {
+            let gpn = system.gpus_per_node;
+            let extra = (nccl_ring_latency_us(collective, gpus, gpn) - nccl_ring_latency_us(collective, a, gpn)).max(0.0);
+            time_us += extra;
+            what = format!("{what}; its ring's {} steps beyond {a} GPUs, {extra:.0} µs in NCCL's tuning model", gpus - a);
         }
         let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
         if let Some((f, _)) = &network {
@@ -1688,7 +1703,9 @@ impl Pricing {
         // Across nodes only: Polaris' runs are what the rule was checked on, and in a node
         // (an NVLink domain beyond the measured GPUs) NCCL has NVLS and the steps are cheaper.
         let largest = system.curves.iter().max_by_key(|c| c.0);
-        if let Some((a, curve)) = largest.filter(|(a, _)| ring_mirror(collective).is_some() && multi && *a >= 2 && gpus > *a) {
+        if let Some((a, curve)) =
+            largest.filter(|(a, _)| ring_mirror(collective).is_some() && !ring_from_all_reduce && multi && *a >= 2 && gpus > *a)
+        {
             let a = *a;
             let (step_bytes, steps) = (bytes * f64::from(a) / f64::from(gpus), f64::from(gpus - 1) / f64::from(a - 1));
             // A curve that measured no small message says nothing of a step's latency (B200's
@@ -2556,6 +2573,7 @@ struct CurvePrice {
 }
 
 /// The scale-out rule's parts beyond a system's largest measured count.
+#[derive(Clone, Copy)]
 struct ScaleOut {
     /// The largest measured count.
     largest: u32,
@@ -2652,15 +2670,18 @@ mod tests {
 
     /// NCCL's model charges a ring all-reduce over 256 nodes of 4 its 2046 steps (510 across the
     /// network, × 1.4 across nodes); 1000 GPUs of 3 to a node are 334 whole nodes; in one node no
-    /// network step and no plateau.
+    /// network step and no plateau; an all-gather over 64 nodes of 8 its 511 steps, 63 across.
     #[test]
     fn nccls_model_charges_the_ring_its_steps() {
-        let ring = nccl_ring_all_reduce_latency_us(1024, 4);
+        let ring = nccl_ring_latency_us(Collective::AllReduce, 1024, 4);
         assert!((ring - 1.4 * (8.4 + 1536.0 * 3.4 + 510.0 * 14.0)).abs() < 1e-9, "{ring}");
-        let ring = nccl_ring_all_reduce_latency_us(1000, 3);
+        let ring = nccl_ring_latency_us(Collective::AllReduce, 1000, 3);
         assert!((ring - 1.4 * (8.4 + (1998.0 - 666.0) * 3.4 + 666.0 * 14.0)).abs() < 1e-9, "{ring}");
-        let ring = nccl_ring_all_reduce_latency_us(8, 8);
+        let ring = nccl_ring_latency_us(Collective::AllReduce, 8, 8);
         assert!((ring - (8.4 + 14.0 * 3.4)).abs() < 1e-9, "{ring}");
+        // An all-gather's ring: n − 1 steps, nodes − 1 across, no plateau.
+        let ring = nccl_ring_latency_us(Collective::AllGather, 512, 8);
+        assert!((ring - (8.4 + 448.0 * 3.4 + 63.0 * 14.0)).abs() < 1e-9, "{ring}");
     }
 
     /// The all-reduce beyond the measured counts never costs less for more bytes: where NCCL's
