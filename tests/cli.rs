@@ -290,6 +290,15 @@ fn missing_closing_brackets_are_tolerated_and_reported() {
     assert!(notes.contains("without closing"), "{notes}");
 }
 
+/// A trace cut off before its first whole event is unreadable, not a rank that ran nothing
+/// (it had stood among the job's good ranks with every figure 0).
+#[test]
+fn a_trace_cut_before_its_first_event_is_a_clean_error() {
+    let (o, p) = analyze_bad("cut-before-first", "t.json", br#"{"traceEvents": ["#);
+    assert_clean_failure(&o, &p, Some("byte 17"));
+    assert!(stderr(&o).contains("before its first whole event"), "{}", stderr(&o));
+}
+
 #[test]
 fn invalid_json_is_a_clean_error_with_offset() {
     let bad = br#"{"traceEvents": [{"ph": "X" "ts": 1}]}"#;
@@ -1386,6 +1395,9 @@ fn commands_writing_to_a_closed_pipe_still_write_their_files_and_keep_their_exit
             vec![dir.join("p.json")],
         ),
         (vec!["hw".into(), "list".into()], 0, vec![]),
+        // An output on standard output (`--json - | head`): the reader took what it wanted.
+        (vec!["replay".into(), os(&demo), "--json".into(), "-".into()], 0, vec![]),
+        (vec!["report".into(), os(&demo), "--out".into(), "-".into()], 0, vec![]),
     ];
     for (args, status, files) in commands {
         let (reader, writer) = std::io::pipe().unwrap();

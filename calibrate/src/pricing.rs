@@ -336,22 +336,15 @@ type TableKey = (Arc<str>, Dtype, bool, Arc<str>);
 struct CodeElasticity {
     /// d ln(1/time) / d ln(16-bit peak) of the matmul share.
     elasticity: f64,
-    /// Shapes measured on both GPUs.
-    shapes: usize,
-    /// The GPU of the lower peak.
-    older: String,
-    /// The GPU of the higher peak.
-    newer: String,
+    /// Where it was measured, in words (an open parenthesis the basis closes).
+    how: String,
 }
 
 /// How a carried attention price scaled with the peaks, in words.
 fn scaled_by(peaks: f64, code: Option<&CodeElasticity>) -> String {
     match code {
         None => "the two 16-bit peaks".into(),
-        Some(c) => format!(
-            "the two 16-bit peaks' {peaks:.3} to the power {:.2}: what the family's code gained from {} to {} for their peaks (median of {} shapes both measured)",
-            c.elasticity, c.older, c.newer, c.shapes
-        ),
+        Some(c) => format!("the two 16-bit peaks' {peaks:.3} to the power {:.2}: {})", c.elasticity, c.how),
     }
 }
 
@@ -566,14 +559,14 @@ fn floored(mut price: Price, floor: Option<f64>) -> Price {
 }
 
 /// The GPU's id, the shape's numbers as bits, its mask and direction, the family asked for.
-type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>);
+type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>, bool);
 
 /// Attention prices a pricing layer keeps; beyond, it prices afresh.
 const ATTENTION_PRICES_KEPT: usize = 4096;
 
-fn attention_key(gpu: &Gpu, s: &AttentionShape, kernel: Option<&str>) -> AttentionKey {
+fn attention_key(gpu: &Gpu, s: &AttentionShape, kernel: Option<&str>, named: bool) -> AttentionKey {
     let bits = [s.batch, s.heads, s.seq, s.head_dim].map(f64::to_bits);
-    (gpu.id.clone(), bits, s.causal, s.backward, kernel.map(Arc::from))
+    (gpu.id.clone(), bits, s.causal, s.backward, kernel.map(Arc::from), named)
 }
 
 /// A copy of a pricing layer starts with no prices made.
@@ -1115,14 +1108,26 @@ impl Pricing {
     /// [`Pricing::attention_of_family`] in its parts (the work's time, the family, the
     /// floor), kept for the next call.
     pub fn attention_parts(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<AttentionParts> {
-        let key = attention_key(gpu, shape, kernel);
+        self.attention_parts_as(gpu, shape, kernel, kernel.is_some())
+    }
+
+    /// The work's time of kernel family `family` at `shape`, the family as the fastest measured
+    /// one stands for a kernel written for the GPU where `named` is false: a training step's
+    /// forward priced by the family that priced its forward plus backward, as that was.
+    pub fn attention_work_of_family(&self, gpu: &Gpu, shape: &AttentionShape, family: &str, named: bool) -> Option<Price> {
+        self.attention_parts_as(gpu, shape, Some(family), named).map(|p| p.work)
+    }
+
+    /// [`Pricing::attention_parts`], a family `named` (by the user, not as the fastest measured).
+    fn attention_parts_as(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, named: bool) -> Option<AttentionParts> {
+        let key = attention_key(gpu, shape, kernel, named);
         // A poisoned lock only means another thread panicked while pricing: price afresh.
         if let Ok(prices) = self.attention_prices.0.lock()
             && let Some((_, priced)) = prices.get(&key).and_then(|made| made.iter().find(|(g, _)| g == gpu))
         {
             return priced.clone();
         }
-        let priced = self.attention_unfloored(gpu, shape, kernel).map(|(work, family)| AttentionParts {
+        let priced = self.attention_unfloored(gpu, shape, kernel, named).map(|(work, family)| AttentionParts {
             work,
             family,
             floor_us: self.shortest_kernel_us(gpu),
@@ -1140,7 +1145,7 @@ impl Pricing {
     /// to one query tile they would price a one-token attention at 0.00 µs.
     #[cfg(test)]
     fn attention_priced(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
-        let (price, family) = self.attention_unfloored(gpu, shape, kernel)?;
+        let (price, family) = self.attention_unfloored(gpu, shape, kernel, kernel.is_some())?;
         Some((floored(price, self.shortest_kernel_us(gpu)), family))
     }
 
@@ -1153,7 +1158,7 @@ impl Pricing {
     }
 
     /// [`Pricing::attention_priced`] before the floor of the GPU's shortest kernel.
-    fn attention_unfloored(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+    fn attention_unfloored(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, named: bool) -> Option<(Price, Arc<str>)> {
         let own = self.attention_measured(gpu, shape, kernel);
         // Where the GPU's own rows price this shape only from another mask, head dimension or
         // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
@@ -1162,7 +1167,8 @@ impl Pricing {
         {
             return Some(twin);
         }
-        own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k))).or_else(|| self.attention_spec_model(gpu, shape, kernel))
+        own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k)))
+            .or_else(|| self.attention_spec_model(gpu, shape, kernel, named))
     }
 
     /// The catalog's other GPUs of `gpu`'s vendor: whose attention kernels can stand for its.
@@ -1307,7 +1313,7 @@ impl Pricing {
     /// at this shape with the matmul share scaled by the two 16-bit peaks
     /// (attention at these sizes is compute-bound: the same fraction of peak
     /// carries over) and the softmax's exponentials by the two SFU rates.
-    fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+    fn attention_spec_model(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, named: bool) -> Option<(Price, Arc<str>)> {
         // Attention at these sizes is compute-bound: the distance is over the
         // 16-bit peak and SM count (HBM bandwidth left out). Among GPUs of the
         // same compute (H100 and H200, one GH100) a price measured at this head
@@ -1340,7 +1346,10 @@ impl Pricing {
         // generation before, not the whole peak ratio: FlashAttention 2, written for Ampere's
         // instructions, ran H100's matmul share 3.17^0.44 faster than A100's, not 3.17×. The
         // fastest family (no name) stands for a kernel written for the GPU: the peaks.
-        let code = kernel.filter(|_| peaks < 1.0).and_then(|_| self.family_elasticity(other, shape, &fam));
+        let code = kernel.filter(|_| named && peaks < 1.0).and_then(|_| {
+            self.family_elasticity(other, shape, &fam)
+                .or_else(|| (p.rule == PriceRule::AttentionCarried).then(|| self.siblings_elasticity(other, shape, &fam)).flatten())
+        });
         let scale = code.as_ref().map_or(peaks, |c| peaks.powf(c.elasticity));
         // The softmax's exponentials run on the special-function units, whose
         // rate grew slower than the matrix units' (H100 3.9, B200 5, B300 10.7
@@ -1408,6 +1417,18 @@ impl Pricing {
     /// each time less its exponentials at its GPU's SFU rate. `None` where no GPU of a
     /// lower peak measured the family at a shape `newer` did.
     fn family_elasticity(&self, newer: &Gpu, shape: &AttentionShape, family: &str) -> Option<CodeElasticity> {
+        // A direction no pair of GPUs measured (FA2's A100 chart is forward plus backward only): the other's.
+        self.family_elasticity_in(newer, shape, family).or_else(|| {
+            let other = AttentionShape { backward: !shape.backward, ..*shape };
+            self.family_elasticity_in(newer, &other, family).map(|c| CodeElasticity {
+                how: format!("{}, {}", c.how, if other.backward { "forward plus backward" } else { "forward" }),
+                ..c
+            })
+        })
+    }
+
+    /// [`Pricing::family_elasticity`] in the shape's own direction.
+    fn family_elasticity_in(&self, newer: &Gpu, shape: &AttentionShape, family: &str) -> Option<CodeElasticity> {
         let (new_peak, new_exp) = (peak(newer, Dtype::Bf16)?, newer.exp_tps?);
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
         let rows_of = |g: &Gpu| -> Vec<&AttentionRow> {
@@ -1431,7 +1452,7 @@ impl Pricing {
             };
             at.flops() / (r.tflops * 1e12) * 1e6 - at.exponentials() / (exp_rate * 1e12) * 1e6
         };
-        let mut best: Option<CodeElasticity> = None;
+        let mut best: Option<(usize, CodeElasticity)> = None;
         for older in self.vendor_peers(newer) {
             let (Some(old_peak), Some(old_exp)) = (peak(older, Dtype::Bf16), older.exp_tps) else { continue };
             if old_peak >= new_peak {
@@ -1448,19 +1469,50 @@ impl Pricing {
                 })
                 .collect();
             // The most shapes measured on both; one GPU's rows in the catalog under several ids count once.
-            if each.len() > best.as_ref().map_or(0, |b| b.shapes) {
+            if each.len() > best.as_ref().map_or(0, |b| b.0) {
                 each.sort_by(f64::total_cmp);
                 let n = each.len();
                 let median = if n % 2 == 1 { each[n / 2] } else { 0.5 * (each[n / 2 - 1] + each[n / 2]) };
-                best = Some(CodeElasticity {
-                    elasticity: median.clamp(0.0, 1.0),
-                    shapes: n,
-                    older: older.id.clone(),
-                    newer: newer.id.clone(),
-                });
+                best = Some((
+                    n,
+                    CodeElasticity {
+                        elasticity: median.clamp(0.0, 1.0),
+                        how: format!(
+                            "what the family's code gained from {} to {} for their peaks (median of {n} shapes both measured",
+                            older.id, newer.id
+                        ),
+                    },
+                ));
             }
         }
-        best
+        best.map(|b| b.1)
+    }
+
+    /// What the families `gpu` measured gained from the generation before (the median of
+    /// their [`Pricing::family_elasticity`]): the code of a family `gpu` only carries from
+    /// them (xformers and FA-Triton on H100, from A100's charts by their ratios) gained what
+    /// theirs did.
+    fn siblings_elasticity(&self, gpu: &Gpu, shape: &AttentionShape, family: &str) -> Option<CodeElasticity> {
+        let mut each: Vec<(f64, Arc<str>)> = self
+            .attention_families(gpu)
+            .into_iter()
+            .filter(|f| !f.eq_ignore_ascii_case(family))
+            .filter_map(|f| self.family_elasticity(gpu, shape, &f).map(|c| (c.elasticity, f)))
+            .collect();
+        if each.is_empty() {
+            return None;
+        }
+        each.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = each.len();
+        let median = if n % 2 == 1 { each[n / 2].0 } else { 0.5 * (each[n / 2 - 1].0 + each[n / 2].0) };
+        let named = each.iter().map(|(e, f)| format!("{f} {e:.2}")).collect::<Vec<_>>().join(", ");
+        Some(CodeElasticity {
+            elasticity: median,
+            how: format!(
+                "{family} is carried to {} from the families measured there: the median of what their code gained ({named}",
+                gpu.id
+            ),
+        })
     }
 
     fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
@@ -1629,6 +1681,9 @@ impl Pricing {
         // bandwidth (its model's share) where that is less: NCCL's tuner switches to the tree at
         // hundreds of nodes. The cheaper increment, so that the price never falls as bytes grow.
         let nvidia = gpu.vendor().as_deref() == Some("NVIDIA");
+        // Latency NCCL's model adds beyond the measured count, µs: added after the curve is carried
+        // onto the query's network, which scales bandwidth, not a step's fixed cost.
+        let mut steps_added: Option<(f64, String)> = None;
         if let Some(ScaleOut { largest: a, latency_us: latency, bandwidth_us: bandwidth }) =
             scale_out.filter(|_| nvidia && collective == Collective::AllReduce && substitution.is_none() && multi)
         {
@@ -1639,16 +1694,20 @@ impl Pricing {
             // bytes never cost less.
             let share = TREE_BUS_SHARE;
             let (tree_extra, ring_extra) = (bandwidth * (1.0 / share - 1.0), (ring_n - ring_a).max(0.0));
-            time_us = latency + bandwidth + tree_extra.min(ring_extra);
-            what = if tree_extra < ring_extra {
-                format!(
+            if tree_extra < ring_extra {
+                time_us = latency + bandwidth + tree_extra;
+                what = format!(
                     "{what}; as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree_extra:.0} µs, less than its ring's added steps ({ring_extra:.0} µs in that model)"
-                )
+                );
             } else {
-                format!(
-                    "{what}; as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree_extra:.0} µs at {share} of the ring's)"
-                )
-            };
+                time_us = latency + bandwidth;
+                steps_added = Some((
+                    ring_extra,
+                    format!(
+                        "as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree_extra:.0} µs at {share} of the ring's)"
+                    ),
+                ));
+            }
         }
         // An all-gather or a reduce-scatter priced from the all-reduce's curve beyond its counts:
         // that curve's small sizes are the all-reduce's latency (its tree, in-switch reduction, the
@@ -1659,8 +1718,11 @@ impl Pricing {
         if let Some(ScaleOut { largest: a, .. }) = scale_out.filter(|_| ring_from_all_reduce) {
             let gpn = system.gpus_per_node;
             let extra = (nccl_ring_latency_us(collective, gpus, gpn) - nccl_ring_latency_us(collective, a, gpn)).max(0.0);
-            time_us += extra;
-            what = format!("{what}; its ring's {} steps beyond {a} GPUs, {extra:.0} µs in NCCL's tuning model", gpus - a);
+            let more = gpus - a;
+            steps_added = Some((
+                extra,
+                format!("its ring's {more} step{} beyond {a} GPUs, {extra:.0} µs in NCCL's tuning model", if more == 1 { "" } else { "s" }),
+            ));
         }
         let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
         if let Some((f, _)) = &network {
@@ -1679,7 +1741,7 @@ impl Pricing {
                 substitution =
                     substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
             } else if let Some(spec) = self.collective_link_spec_of(gpu, q, false)
-                && spec.time_us > time_us
+                && spec.time_us > time_us + steps_added.as_ref().map_or(0.0, |s| s.0)
             {
                 // Hopper and Blackwell switches reduce in the switch (NVLS): their
                 // all-reduce curves pass the wire rate, which an all-gather or a
@@ -1687,6 +1749,8 @@ impl Pricing {
                 // all-reduce's 480, `mle-h200-collectives`). Without points of its
                 // own the collective is held to the link rule's price.
                 (time_us, rule) = (spec.time_us, spec.rule);
+                // The link rule prices the ring's steps its own way.
+                steps_added = None;
                 substitution = substitution.map(|s| {
                     format!(
                         "{s}, held to the link rule (the all-reduce's in-switch reduction and shared NICs do not carry over to the {})",
@@ -1694,6 +1758,10 @@ impl Pricing {
                     )
                 });
             }
+        }
+        if let Some((extra, words)) = steps_added {
+            time_us += extra;
+            what = format!("{what}; {words}");
         }
         // NCCL's all-gather and reduce-scatter have no tree: a ring of n − 1 steps, each moving
         // bytes/n. Beyond the largest measured count a, each step is priced as the same step at
@@ -3070,7 +3138,10 @@ mod tests {
         let q = Pricing::new(p.catalog.clone(), Arc::new(m));
         let theirs =
             q.collective(&h100, &CollectiveQuery::new(Collective::AllGather, 268435456.0, 64, 8).over_network(Some(25.0))).unwrap();
-        assert!(theirs.time_us > 1.5 * own.time_us, "{} vs {}", theirs.time_us, own.time_us);
+        // The ring's added steps beyond the curve's 16 GPUs (227 µs in NCCL's model) are latency,
+        // which the network does not scale: the rest is priced 1.56× slower.
+        assert!(theirs.time_us > 1.4 * own.time_us, "{} vs {}", theirs.time_us, own.time_us);
+        assert!(theirs.basis.contains("its ring's 48 steps beyond 16 GPUs, 227 µs"), "{}", theirs.basis);
         assert!(theirs.basis.contains("where the curve ran over 50"), "{}", theirs.basis);
     }
 
@@ -3125,6 +3196,33 @@ mod tests {
         let v100 = p.catalog.gpu("v100").unwrap();
         if let Some(down) = p.attention_work(v100, &shape, Some("oldcode")) {
             assert!(!down.basis.contains("to the power"), "{}", down.basis);
+        }
+        // Its forward, which no pair of GPUs measured, gains what its forward plus backward did.
+        let forward = AttentionShape { backward: false, ..shape };
+        if let Some(f) = p.attention_work(&b200, &forward, Some("oldcode")) {
+            assert!(f.basis.contains("to the power 0.50") && f.basis.contains("forward plus backward"), "{}", f.basis);
+        }
+        // The family as the fastest measured one (a training step's forward priced by the family
+        // of its forward plus backward, none named) stands for a kernel written for B200.
+        let native = p.attention_work_of_family(&b200, &shape, "oldcode", false).unwrap();
+        assert!(!native.basis.contains("to the power") && native.time_us < named.time_us, "{}", native.basis);
+    }
+
+    /// A family H100 never measured but carries from A100's charts by its siblings' ratios
+    /// (xformers, FA-Triton) gains on B200 what those siblings' code gained, not the whole peak
+    /// ratio: an Ampere kernel never gains more from Blackwell than FlashAttention 2 does.
+    #[test]
+    fn a_family_carried_from_its_siblings_gains_what_their_code_gained() {
+        let p = Pricing::builtin();
+        let shape = AttentionShape { batch: 1.0, heads: 32.0, seq: 8192.0, head_dim: 128.0, causal: true, backward: true };
+        let (h200, b200) = (p.catalog.gpu("h200").unwrap(), p.catalog.gpu("b200").unwrap());
+        let gain =
+            |k: &str| p.attention_work(h200, &shape, Some(k)).unwrap().time_us / p.attention_work(b200, &shape, Some(k)).unwrap().time_us;
+        let fa2 = gain("fa2");
+        for family in ["xformers", "fa-triton"] {
+            let on_b200 = p.attention_work(b200, &shape, Some(family)).unwrap();
+            assert!(on_b200.basis.contains("is carried to h100-sxm from the families measured there"), "{}", on_b200.basis);
+            assert!(gain(family) <= fa2 * 1.05, "{family} {:.2}× from H200 to B200 against FA2's {fa2:.2}×", gain(family));
         }
     }
 

@@ -672,6 +672,12 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         negative += chunk.negative_durations;
         values.extend(chunk.values);
     }
+    // Cut off before its first whole event: nothing of the rank was read, and a rank of zeros
+    // would stand among the job's good ones as if it had run nothing.
+    if scanner.events == 0 && (scanner.missing_close || damaged.is_some()) {
+        let at = damaged.as_ref().map_or(total, |d| d.0);
+        return Err(json_err(at, "the file ends before its first whole event (the writer was probably killed): nothing to analyse".into()));
+    }
     if let Some((at, why)) = damaged {
         trace
             .warnings

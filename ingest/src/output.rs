@@ -41,8 +41,12 @@ impl Staged {
             // What the command printed before goes first; the temporary file goes with `self`.
             let _ = (std::io::stdout().flush(), std::io::stderr().flush());
             let mut staged = std::fs::File::open(&self.tmp).map_err(fail)?;
-            std::io::copy(&mut staged, &mut target).and_then(|_| target.flush()).map_err(fail)?;
-            return Ok(());
+            return match std::io::copy(&mut staged, &mut target).and_then(|_| target.flush()) {
+                // A reader that closed the pipe took what it wanted (`--json - | head`), as the
+                // terminal text's reader does: the command keeps its own exit status.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(fail),
+            };
         }
         refuse_input(&self.path)?;
         std::fs::rename(&self.tmp, &self.path).map_err(fail)?;

@@ -1844,7 +1844,7 @@ impl Cluster {
         let fb = both_parts.work.time_us * 1e-6 * flops / fwd.flops();
         let f = p
             .pricing
-            .attention_work(&p.gpu, &fwd, Some(&both_parts.family))
+            .attention_work_of_family(&p.gpu, &fwd, &both_parts.family, kernel.is_some())
             .filter(|x| x.rule == both_parts.work.rule)
             .map_or(fb * fwd.flops() / both.flops(), |x| x.time_us * 1e-6 * flops / fwd.flops());
         // Never under 1.5× the forward: the backward does 2.5× its FLOPs; each pass a kernel at least.
