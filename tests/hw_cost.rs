@@ -489,3 +489,35 @@ fn a_reduce_scatter_is_the_all_gathers_ring_and_the_ring_stays_across_nodes() {
     let in_node = quote(&["h200", "all_gather", "--bytes", "8", "--gpus", "72", "--gpus-per-node", "72"], &dir.join("nvl.json"));
     assert_ne!(in_node["rule"], "collective_ring", "{in_node}");
 }
+
+/// A profile's α–β fit of the links prices a collective in `hw cost --profile` as it does in
+/// `project --profile` (it had been ignored: the measured base's 325 µs beside the fit's
+/// 686). Known truth: `synth`'s job runs its all-reduces over 4 ranks at α 15 µs, 150 GB/s.
+#[test]
+fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
+    use common::{bin, scratch};
+    let json = |p: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let dir = scratch("hw-cost-link-fit");
+    let (job, profile) = (dir.join("job"), dir.join("p.json"));
+    assert!(bin().args(["synth", "-q", "--out"]).arg(&job).status().unwrap().success());
+    assert!(bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).status().unwrap().success());
+    let fit = &json(&profile)["links"][0];
+    let (alpha, busbw) = (fit["alpha_us"].as_f64().unwrap(), fit["busbw_gbps"].as_f64().unwrap());
+    assert!((alpha - 15.0).abs() < 1.0 && (busbw - 150.0).abs() < 5.0, "{fit}");
+    let bytes = 67108864.0;
+    let p = quote(
+        &["h100-sxm", "all_reduce", "--bytes", "67108864", "--gpus", "4", "--profile", profile.to_str().unwrap()],
+        &dir.join("q.json"),
+    );
+    assert_eq!(p["rule"], "collective_profile_fit");
+    let want = alpha + 2.0 * 3.0 / 4.0 * bytes / (busbw * 1e3);
+    assert!((p["time_us"].as_f64().unwrap() / want - 1.0).abs() < 1e-9, "{} µs, want {want}", p["time_us"]);
+    // Over two nodes the fit prices the tier it was fitted on, the measured base the other.
+    let across = quote(
+        &["h100-sxm", "all_reduce", "--bytes", "67108864", "--gpus", "16", "--profile", profile.to_str().unwrap()],
+        &dir.join("a.json"),
+    );
+    assert_eq!(across["rule"], "collective_profile_fit");
+    let basis = across["basis"].as_str().unwrap();
+    assert!(basis.contains("in a node the profile's fit") && basis.contains("across nodes"), "{basis}");
+}

@@ -38,6 +38,7 @@ use serde::Serialize;
 use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu};
+use crate::cost::AlphaBeta;
 use crate::measured::{AttentionRow, CollectiveRow, Direction, Measurements};
 
 /// Which rule priced an operation.
@@ -76,6 +77,9 @@ pub enum PriceRule {
     /// (across nodes), with the share of them and the latency learned across
     /// the measured GPUs.
     CollectiveLinkSpec,
+    /// A calibration profile's α–β fit of the tier (in a node, across nodes) from the user's
+    /// own traces; a tier it does not fit by the pricing layer.
+    CollectiveProfileFit,
 }
 
 impl PriceRule {
@@ -95,6 +99,7 @@ impl PriceRule {
             PriceRule::CollectiveRing => "collective_ring",
             PriceRule::CollectiveBelowCounts => "collective_below_counts",
             PriceRule::CollectiveLinkSpec => "collective_link_spec",
+            PriceRule::CollectiveProfileFit => "collective_profile_fit",
         }
     }
 
@@ -126,6 +131,9 @@ impl PriceRule {
             PriceRule::CollectiveLinkSpec => {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
             }
+            PriceRule::CollectiveProfileFit => {
+                "the calibration profile's α–β fit of the tier from the user's traces (in a node the whole collective, across nodes each GPU's share over the NICs); a tier it does not fit by the pricing layer"
+            }
         }
     }
 
@@ -143,6 +151,9 @@ impl PriceRule {
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
             PriceRule::CollectiveRing => COLLECTIVE_RING_BAND,
             PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_BAND,
+            // The fit reproduces the user's own collectives as a measured curve does; a price
+            // states the fit's own 95 % interval where that is wider.
+            PriceRule::CollectiveProfileFit => COLLECTIVE_CURVE_BAND,
         }
     }
 }
@@ -2107,6 +2118,107 @@ pub struct Quote {
 }
 
 impl Pricing {
+    /// A collective where a calibration profile's α–β fits price a tier, `fits` (in a node,
+    /// across nodes; each with its relative 95 % band): in a node the g-GPU collective, across
+    /// nodes the k-node collective at one GPU per node of each GPU's 1/g share (every GPU of a
+    /// node drives its own NIC share); a tier without a fit by [`Pricing::collective`]. Without
+    /// a fit of a tier the query crosses, [`Pricing::collective`] alone. The one price
+    /// `project`, `search` and `hw cost --profile` give.
+    pub fn collective_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<(AlphaBeta, f64)>; 2]) -> Option<Price> {
+        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
+        let g = gpus_per_node.clamp(1, gpus.max(1));
+        let nodes = gpus.div_ceil(g);
+        let crosses = [g > 1, nodes > 1];
+        if gpus < 2 || !(0..2).any(|t| crosses[t] && fits[t].is_some()) {
+            return self.collective(gpu, q);
+        }
+        if collective == Collective::AllToAll {
+            return self.all_to_all_with_fits(gpu, q, fits);
+        }
+        let (mut time_us, mut band, mut extrapolated, mut parts) = (0.0, 0.0_f64, false, Vec::new());
+        for (tier, (ranks, share)) in [(g, bytes), (nodes, bytes / f64::from(g))].into_iter().enumerate() {
+            if !crosses[tier] {
+                continue;
+            }
+            let name = if tier == 0 { "in a node" } else { "across nodes" };
+            match fits[tier] {
+                Some((fit, fit_band)) => {
+                    let t = fit.collective_us(collective, share, i64::from(ranks))?;
+                    parts.push(format!(
+                        "{name} the profile's fit (α {:.1} µs, B {:.1} GB/s) over {ranks} ranks: {t:.1} µs",
+                        fit.alpha_us, fit.busbw_gbps
+                    ));
+                    time_us += t;
+                    band = band.max(fit_band.max(COLLECTIVE_CURVE_BAND));
+                }
+                None => {
+                    let tier_query = if tier == 0 {
+                        CollectiveQuery::new(collective, share, ranks, ranks)
+                    } else {
+                        CollectiveQuery::new(collective, share, ranks, 1).over_network(nic_gbps_per_gpu)
+                    };
+                    let p = self.collective(gpu, &tier_query)?;
+                    parts.push(format!("{name} {:.1} µs: {} ({})", p.time_us, p.rule.describe(), p.basis));
+                    time_us += p.time_us;
+                    band = band.max(p.band);
+                    extrapolated |= p.extrapolated;
+                }
+            }
+        }
+        Some(Price { time_us, rule: PriceRule::CollectiveProfileFit, extrapolated, basis: parts.join("; "), band })
+    }
+
+    /// [`Pricing::collective_with_fits`] of an all-to-all of `bytes` per GPU: its share to
+    /// the node's other GPUs and its share to other nodes move at the same time, the slower
+    /// bounds it — in a node the g-GPU all-to-all of the node's share (or the fit over its
+    /// bytes), across nodes the NIC's point-to-point transfer (or the fit).
+    fn all_to_all_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<(AlphaBeta, f64)>; 2]) -> Option<Price> {
+        let CollectiveQuery { bytes, gpus, gpus_per_node, nic_gbps_per_gpu, .. } = *q;
+        let g = gpus_per_node.clamp(1, gpus.max(1));
+        let (nf, gf) = (f64::from(gpus), f64::from(g));
+        let (intra, inter) = ((gf - 1.0) / nf * bytes, (nf - gf) / nf * bytes);
+        let mut tiers: Vec<(f64, f64, bool, String)> = Vec::new();
+        if intra > 0.0 {
+            tiers.push(match fits[0] {
+                Some((fit, band)) => (
+                    fit.transfer_us(intra),
+                    band.max(COLLECTIVE_CURVE_BAND),
+                    false,
+                    format!("in a node the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps),
+                ),
+                None => {
+                    let p = self.collective(gpu, &CollectiveQuery::new(Collective::AllToAll, bytes * gf / nf, g, g))?;
+                    (p.time_us, p.band, p.extrapolated, format!("in a node {} ({})", p.rule.describe(), p.basis))
+                }
+            });
+        }
+        if inter > 0.0 {
+            tiers.push(match fits[1] {
+                Some((fit, band)) => (
+                    fit.transfer_us(inter),
+                    band.max(COLLECTIVE_CURVE_BAND),
+                    false,
+                    format!("across nodes the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps),
+                ),
+                None => {
+                    let p = self.point_to_point(gpu, inter, true, nic_gbps_per_gpu)?;
+                    (p.time_us, p.band, p.extrapolated, format!("across nodes {} ({})", p.rule.describe(), p.basis))
+                }
+            });
+        }
+        let slowest = tiers.iter().map(|t| t.0).fold(0.0, f64::max);
+        Some(Price {
+            time_us: slowest,
+            rule: PriceRule::CollectiveProfileFit,
+            extrapolated: tiers.iter().any(|t| t.2),
+            basis: format!(
+                "the slower of its shares moving at once: {}",
+                tiers.iter().map(|t| format!("{} {:.1} µs", t.3, t.0)).collect::<Vec<_>>().join("; ")
+            ),
+            band: tiers.iter().map(|t| t.1).fold(0.0, f64::max),
+        })
+    }
+
     /// Prices `op` on `gpu`, a GEMM corrected by `profile`'s traces of that
     /// GPU where it has them; `Err` says why nothing could.
     pub fn quote(&self, gpu: &Gpu, op: &Operation, profile: Option<&crate::profile::Profile>) -> Result<Quote, String> {
@@ -2168,8 +2280,12 @@ impl Pricing {
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
                 let p2p = *collective == Collective::SendRecv && *gpus == 2;
-                let price =
-                    if p2p { self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu) } else { self.collective(gpu, q) };
+                let fits = profile.map_or([None, None], |p| p.all_reduce_fits());
+                let price = if p2p {
+                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu)
+                } else {
+                    self.collective_with_fits(gpu, q, fits)
+                };
                 let p = price.ok_or_else(|| {
                     format!("{what} on {}: no measured collective curve of this GPU (add yours with --measurements FILE.csv)", gpu.id)
                 })?;

@@ -644,7 +644,7 @@ fn pricing_notes(
         priced("in a node", 67108864.0, in_node, in_node, &format!("a 64 MiB all-reduce over {in_node} GPUs"))
     };
     // A profile that fits one tier prices that tier of a collective across nodes; the
-    // pricing layer the other (Cluster::priced_tier).
+    // pricing layer the other (`Pricing::collective_with_fits`).
     let across = match links_given {
         [false, false] => priced("across nodes", 67108864.0, 2 * gpn, gpn, &format!("a 64 MiB all-reduce over {} GPUs", 2 * gpn)),
         [true, true] => fit("across nodes"),
@@ -1631,40 +1631,19 @@ impl Cluster {
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
-    /// pricing layer (the GPU's measured curves, else the link rule over the
-    /// catalog's links and the network), seconds — the price `hw cost` gives;
-    /// `None` where a profile's α-β fit prices a tier it crosses (the in-node
-    /// links always, the NICs across nodes) or the cluster has no pricing
-    /// layer (MAD-Max's system files).
+    /// pricing layer with the profile's α-β fits of the tiers it has
+    /// ([`Pricing::collective_with_fits`](tracecast_calibrate::pricing::Pricing::collective_with_fits)),
+    /// seconds — the price `hw cost --profile` gives; `None` where the cluster
+    /// has no pricing layer (MAD-Max's system files).
     fn priced_collective(&self, collective: Collective, bytes: f64, n: u32, g: u32) -> Option<f64> {
         let p = self.prices.as_ref()?;
-        let across = g < n || n > self.gpus_per_node;
-        if n < 2 || bytes <= 0.0 || p.links_given[0] || (across && p.links_given[1]) {
+        if n < 2 || bytes <= 0.0 {
             return None;
         }
         let g = g.min(n).min(self.gpus_per_node.max(1));
-        Some(p.pricing.collective(&p.gpu, &CollectiveQuery::new(collective, bytes, n, g).over_network(p.nic_gbps_per_gpu))?.time_us * 1e-6)
-    }
-
-    /// One tier of a hierarchical collective where the profile fits only the
-    /// other: in a node the pricing layer's `g`-GPU collective of the whole
-    /// buffer; across nodes its `k`-node collective at one GPU per node of
-    /// each GPU's 1/g share (every GPU of a node drives its own NIC share).
-    /// `None` where the profile fits this tier (or no pricing layer).
-    fn priced_tier(&self, collective: Collective, bytes: f64, across: bool, ranks: u32, g: u32) -> Option<f64> {
-        let p = self.prices.as_ref()?;
-        if p.links_given[usize::from(across)] || ranks < 2 {
-            return None;
-        }
-        let price = if across {
-            p.pricing.collective(
-                &p.gpu,
-                &CollectiveQuery::new(collective, bytes / f64::from(g.max(1)), ranks, 1).over_network(p.nic_gbps_per_gpu),
-            )
-        } else {
-            p.pricing.collective(&p.gpu, &CollectiveQuery::new(collective, bytes, ranks, ranks))
-        };
-        Some(price?.time_us * 1e-6)
+        let fits = [p.links_given[0].then_some((self.intra, 0.0)), p.links_given[1].then_some((self.inter, 0.0))];
+        let q = CollectiveQuery::new(collective, bytes, n, g).over_network(p.nic_gbps_per_gpu);
+        Some(p.pricing.collective_with_fits(&p.gpu, &q, fits)?.time_us * 1e-6)
     }
 
     /// A plan's attention kernel family that no measurement names is a typo, not a kernel
@@ -1730,14 +1709,10 @@ impl Cluster {
         let (nf, gf, kf) = (f64::from(n), f64::from(g), f64::from(nodes));
         let mut t = 0.0;
         if g > 1 {
-            t += self
-                .priced_tier(collective, bytes, false, g, g)
-                .unwrap_or_else(|| self.link_time(self.intra, passes * (gf - 1.0) / gf * bytes));
+            t += self.link_time(self.intra, passes * (gf - 1.0) / gf * bytes);
         }
         if nodes > 1 {
-            t += self
-                .priced_tier(collective, bytes, true, nodes, g)
-                .unwrap_or_else(|| self.link_time(self.inter, passes * (kf - 1.0) / nf * bytes));
+            t += self.link_time(self.inter, passes * (kf - 1.0) / nf * bytes);
         }
         t
     }
@@ -1755,18 +1730,8 @@ impl Cluster {
         let (nf, gf) = (f64::from(n), f64::from(g));
         let intra = (gf - 1.0) / nf * bytes;
         let inter = (nf - gf) / nf * bytes;
-        // Where the profile fits one tier only, the other is the pricing layer's:
-        // in a node the g-GPU all-to-all of this share; across nodes each GPU's NIC share.
-        let ti = match self.priced_tier(Collective::AllToAll, bytes * gf / nf, false, g, g) {
-            Some(t) if intra > 0.0 => t,
-            _ if intra > 0.0 => self.link_time(self.intra, intra),
-            _ => 0.0,
-        };
-        let te = match self.prices.as_ref().filter(|p| !p.links_given[1] && inter > 0.0) {
-            Some(p) => p.pricing.point_to_point(&p.gpu, inter, true, p.nic_gbps_per_gpu).map(|p| p.time_us * 1e-6),
-            None => None,
-        }
-        .unwrap_or_else(|| if inter > 0.0 { self.link_time(self.inter, inter) } else { 0.0 });
+        let ti = if intra > 0.0 { self.link_time(self.intra, intra) } else { 0.0 };
+        let te = if inter > 0.0 { self.link_time(self.inter, inter) } else { 0.0 };
         ti.max(te)
     }
 
