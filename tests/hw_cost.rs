@@ -181,7 +181,7 @@ fn a_users_measurements_that_cannot_be_are_refused_and_single_points_scale_only_
         (
             "fast.csv",
             "gpu,dtype,m,n,k,tflops\nh100-sxm,bf16,4096,4096,4096,5000\n",
-            "fast.csv: line 2: 5000 TFLOP/s is above h100-sxm's bf16 peak",
+            "fast.csv: line 2: 5000 TFLOP/s (time_us 27.4877906944) is above h100-sxm's bf16 peak",
         ),
         (
             "att.csv",
@@ -520,4 +520,22 @@ fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
     assert_eq!(across["rule"], "collective_profile_fit");
     let basis = across["basis"].as_str().unwrap();
     assert!(basis.contains("in a node the profile's fit") && basis.contains("across nodes"), "{basis}");
+}
+
+/// A user's measurement across nodes prices a query of its node layout only, by a rule of its
+/// own: 16 GPUs as 4 nodes of 4 had priced 16 GPUs as 2 nodes of 8 (and said the link rule).
+#[test]
+fn a_users_point_across_nodes_prices_its_own_node_layout_and_says_so() {
+    let dir = common::scratch("hw-cost-user-point-layout");
+    let csv = dir.join("c.csv");
+    std::fs::write(&csv, "gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nh100-sxm,all_reduce,16,4,4,1073741824,8000\n")
+        .unwrap();
+    let m = csv.to_str().unwrap();
+    let base = ["h100-sxm", "all_reduce", "--bytes", "1073741824", "--gpus", "16", "--measurements", m];
+    let four = quote(&[&base[..], &["--gpus-per-node", "4"]].concat(), &dir.join("4.json"));
+    assert_eq!(four["rule"], "collective_measured");
+    assert_eq!(four["time_us"].as_f64(), Some(8000.0));
+    let eight = quote(&[&base[..], &["--gpus-per-node", "8"]].concat(), &dir.join("8.json"));
+    assert_ne!(eight["rule"], "collective_measured");
+    assert_ne!(eight["time_us"].as_f64(), Some(8000.0));
 }

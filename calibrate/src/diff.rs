@@ -94,8 +94,9 @@ impl TraceDiff {
         (a.min(b) < LITTLE_IN_COMMON).then(|| {
             format!(
                 "the runs have little in common: {:.1} % of A's and {:.1} % of B's kernel time is in kernels the other also ran (different models, GPUs or libraries?): the comparison says little about one change",
-                100.0 * a,
-                100.0 * b
+                // `+ 0.0` turns a negative zero into the zero it prints as.
+                100.0 * a + 0.0,
+                100.0 * b + 0.0
             )
         })
     }

@@ -259,6 +259,18 @@ impl Measurements {
         } else {
             return Err(bad(1, "not a measurements table: the header has neither the GEMM, attention, collectives, memory nor networks columns (see README, Measurements)".into()));
         };
+        // A table whose header has no measured quantity could price nothing: every row would be skipped.
+        let any = |names: &[&str]| names.iter().any(|n| col(n).is_some());
+        let quantity: &[&str] = match kind {
+            "gemm" => &["time_us", "tflops"],
+            "attention" => &["tflops"],
+            "collectives" => &["time_us", "algbw_gbps", "busbw_gbps"],
+            "memory" => &["bandwidth_gbps"],
+            _ => &["nic_gbps_per_gpu"],
+        };
+        if !any(quantity) {
+            return Err(bad(1, format!("a {kind} table without a measured quantity: the header needs {}", quantity.join(" or "))));
+        }
         let file: Arc<str> = name.into();
         let mut added = 0;
         for (i, record) in reader.records().enumerate() {
@@ -310,9 +322,21 @@ impl Measurements {
             }
             match kind {
                 "gemm" => {
-                    let (batch, m, n, k) = (num("batch")?.unwrap_or(1.0), need("m")?, need("n")?, need("k")?);
+                    // Sizes are whole numbers (`m = 4096.5` had become a shape of its own).
+                    let size = |n: &str| whole(n, 2f64.powi(53))?.ok_or_else(|| bad(line, format!("{n} is empty")));
+                    let (batch, m, n, k) = (whole("batch", 2f64.powi(53))?.unwrap_or(1.0), size("m")?, size("n")?, size("k")?);
                     let flops = 2.0 * batch * m * n * k;
                     let time_us = match (measured("time_us")?, measured("tflops")?) {
+                        // Both given, they must say the same (within 2 %: the sources round either).
+                        (Some(t), Some(tf)) if (flops / (tf * 1e12) * 1e6 / t - 1.0).abs() > 0.02 => {
+                            return Err(bad(
+                                line,
+                                format!(
+                                    "time_us {t} and tflops {tf} disagree: {tf} TFLOP/s is {:.3} µs for this GEMM",
+                                    flops / (tf * 1e12) * 1e6
+                                ),
+                            ));
+                        }
                         (Some(t), _) => t,
                         (_, Some(tf)) => flops / (tf * 1e12) * 1e6,
                         // A measurement the source left empty (an OOM bar): nothing to price with.
@@ -379,6 +403,16 @@ impl Measurements {
                     let given_gpn = whole("gpus_per_node", u32_max)?.map(|g| (g as u32).max(1));
                     let nodes = whole("nodes", u32_max)?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
                     let gpus_per_node = given_gpn.unwrap_or_else(|| gpus.div_ceil(nodes).max(1));
+                    // Both stated, they must hold the GPUs: as many nodes as the GPUs fill.
+                    if given_gpn.is_some() && !get("nodes").is_empty() && nodes != gpus.div_ceil(gpus_per_node) {
+                        return Err(bad(
+                            line,
+                            format!(
+                                "{gpus} GPUs over {nodes} node(s) of {gpus_per_node}: {gpus} GPUs at {gpus_per_node} to a node fill {} node(s)",
+                                gpus.div_ceil(gpus_per_node)
+                            ),
+                        ));
+                    }
                     // nccl-tests rounds the bandwidths of the smallest sizes to 0.00: only the time must be above 0.
                     let time_us = match (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
                         (Some(t), _, _) => t,
@@ -564,6 +598,15 @@ mod tests {
             ("gpu,kernel,direction,head_dim,seqlen,tflops\nmy-gpu,fa2,sideways,128,4096,100\n", "direction \"sideways\""),
             ("gpu,kernel,head_dim,seqlen,tflops\nmy-gpu,fa2,0,4096,100\n", "head_dim = \"0\": above 0"),
             ("gpu,kernel,head_dim,seqlen,tflops,dtype\nmy-gpu,fa3,128,4096,1200,fp8\n", "dtype \"fp8\": attention rows are 16-bit"),
+            // A fractional GEMM size became a shape of its own; a table of no measured quantity priced
+            // nothing without a word; a time and a rate that disagree took the time silently; a row's
+            // nodes that do not hold its GPUs at its GPUs per node.
+            ("gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,4096.5,4096,4096,200\n", "m = \"4096.5\" is not a whole number"),
+            ("gpu,dtype,m,n,k,time_us,tflops\nmy-gpu,bf16,4096,4096,4096,200,900\n", "time_us 200 and tflops 900 disagree"),
+            (
+                "gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nmy-gpu,all_reduce,16,2,4,1024,10\n",
+                "16 GPUs over 2 node(s) of 4",
+            ),
             (
                 "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,4294967296,1024,10\n",
                 "gpus = \"4294967296\" is not a whole number",
@@ -577,5 +620,7 @@ mod tests {
             assert!(e.contains("zeros.csv") && e.contains("line 2") && e.contains(column), "{e}");
         }
         assert_eq!(m.add_text(b"gpu,dtype,m,n,k,time_us,tflops\nmy-gpu,bf16,1024,1024,1024,,\n", "empty.csv").unwrap(), 0);
+        let e = m.add_text(b"gpu,dtype,m,n,k\nmy-gpu,bf16,4096,4096,4096\n", "sizes.csv").unwrap_err().to_string();
+        assert!(e.contains("sizes.csv") && e.contains("line 1") && e.contains("the header needs time_us or tflops"), "{e}");
     }
 }

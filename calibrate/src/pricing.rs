@@ -80,6 +80,8 @@ pub enum PriceRule {
     /// A calibration profile's α–β fit of the tier (in a node, across nodes) from the user's
     /// own traces; a tier it does not fit by the pricing layer.
     CollectiveProfileFit,
+    /// The user's measurement of this collective, size, GPU count and node layout.
+    CollectiveMeasured,
 }
 
 impl PriceRule {
@@ -100,6 +102,7 @@ impl PriceRule {
             PriceRule::CollectiveBelowCounts => "collective_below_counts",
             PriceRule::CollectiveLinkSpec => "collective_link_spec",
             PriceRule::CollectiveProfileFit => "collective_profile_fit",
+            PriceRule::CollectiveMeasured => "collective_measured",
         }
     }
 
@@ -134,6 +137,7 @@ impl PriceRule {
             PriceRule::CollectiveProfileFit => {
                 "the calibration profile's α–β fit of the tier from the user's traces (in a node the whole collective, across nodes each GPU's share over the NICs); a tier it does not fit by the pricing layer"
             }
+            PriceRule::CollectiveMeasured => "the user's measurement of this collective, size, GPU count and node layout",
         }
     }
 
@@ -154,6 +158,8 @@ impl PriceRule {
             // The fit reproduces the user's own collectives as a measured curve does; a price
             // states the fit's own 95 % interval where that is wider.
             PriceRule::CollectiveProfileFit => COLLECTIVE_CURVE_BAND,
+            // nccl-tests' in-place and out-of-place columns at one size, as a curve's point.
+            PriceRule::CollectiveMeasured => COLLECTIVE_CURVE_BAND,
         }
     }
 }
@@ -630,7 +636,12 @@ impl Pricing {
                 && flops / (r.time_us * 1e-6) > p * 1.02
             {
                 let tflops = flops / (r.time_us * 1e6);
-                say(&r.from, format!("{tflops:.0} TFLOP/s is above {}'s {} peak of {:.0}", g.id, r.dtype.as_str(), p / 1e12));
+                // A time of 1e-300 µs is a rate of 300 digits: said in scientific notation beyond a million.
+                let rate = if tflops < 1e6 { format!("{tflops:.0}") } else { format!("{tflops:.3e}") };
+                say(
+                    &r.from,
+                    format!("{rate} TFLOP/s (time_us {}) is above {}'s {} peak of {:.0}", r.time_us, g.id, r.dtype.as_str(), p / 1e12),
+                );
             }
         }
         for r in m.attention.iter().filter(|r| m.is_user(&r.from)) {
@@ -1626,12 +1637,17 @@ impl Pricing {
             .iter()
             .map(|&i| &m.collectives[i])
             .filter(|r| r.gpus == gpus && r.time_us > 0.0 && (r.gpus > r.gpus_per_node.max(1)) == across)
+            // Across nodes, of the query's node layout: 16 GPUs as 4 nodes of 4 are not 2 of 8.
+            .filter(|r| !across || r.gpus_per_node == q.gpus_per_node)
             .collect();
         if let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us)) {
-            p.time_us = r.time_us;
-            p.basis = format!("the user's measurement of this size at {gpus} GPUs ({})", r.from.source_id);
-            p.extrapolated = false;
-            return Some(p);
+            return Some(Price {
+                time_us: r.time_us,
+                rule: PriceRule::CollectiveMeasured,
+                extrapolated: false,
+                basis: format!("the user's measurement of this size at {gpus} GPUs, {} to a node ({})", r.gpus_per_node, r.from.source_id),
+                band: PriceRule::CollectiveMeasured.band(),
+            });
         }
         // Only points of about this size (within 16×) scale it: a small message's
         // latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs

@@ -468,8 +468,10 @@ fn kernel_fit(
         let mut d: Vec<f64> = pts.iter().map(|p| p.1).collect();
         d.sort_by(f64::total_cmp);
         return Err(format!(
-            "latency-bound or too narrow: the work spans {:.1}× (a fit needs {MIN_WORK_SPAN}×); measured time median {:.1} µs, 90th percentile {:.1} µs",
+            "latency-bound or too narrow: the work spans {:.1}× (a fit needs {MIN_WORK_SPAN}×); over the {} samples with known work{}: measured time median {:.1} µs, 90th percentile {:.1} µs",
             hi / lo.max(f64::MIN_POSITIVE),
+            pts.len(),
+            if min_work > 0.0 { format!(" of at least {:.0} MB", min_work / 1e6) } else { String::new() },
             d[d.len() / 2],
             d[(d.len() * 9 / 10).min(d.len() - 1)]
         ));

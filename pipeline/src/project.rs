@@ -316,7 +316,8 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
         of(t.exposed_comm_ms, t.iteration_ms),
         t.overlapped_comm_ms
     )?;
-    if t.bubble_ms > 0.0 {
+    // A bubble that rounds to 0.00 ms (a plan without a pipeline: float noise) is not one.
+    if t.bubble_ms >= 0.005 {
         writeln!(out, "  Pipeline bubble {:.2} ms ({:.1} % of the iteration)", t.bubble_ms, of(t.bubble_ms, t.iteration_ms))?;
     }
     if t.stack_ms > 0.0 {
