@@ -976,7 +976,8 @@ fn recost_communication(
         && i64::from(to) < world
     {
         notes.push(format!(
-            "--world-size {to} is below the job's {world} ranks: its data-parallel collectives are priced at {to} ranks with each rank's work unchanged (the global batch shrinks with the job)"
+            "--world-size {to} is below the job's {world} ranks: its data-parallel collectives are priced at {to} rank{} with each rank's work unchanged (the global batch shrinks with the job)",
+            if to == 1 { "" } else { "s" }
         ));
     }
     if grown > priced_count {
