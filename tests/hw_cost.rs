@@ -520,6 +520,14 @@ fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
     assert_eq!(across["rule"], "collective_profile_fit");
     let basis = across["basis"].as_str().unwrap();
     assert!(basis.contains("in a node the profile's fit") && basis.contains("across nodes"), "{basis}");
+    // A pipeline's transfer in a node, as `project --profile` prices it: α plus the bytes at B.
+    let p2p = quote(
+        &["h100-sxm", "send_recv", "--bytes", "67108864", "--gpus", "2", "--profile", profile.to_str().unwrap()],
+        &dir.join("s.json"),
+    );
+    assert_eq!(p2p["rule"], "collective_profile_fit");
+    let want = alpha + bytes / (busbw * 1e3);
+    assert!((p2p["time_us"].as_f64().unwrap() / want - 1.0).abs() < 1e-9, "{} µs, want {want}", p2p["time_us"]);
 }
 
 /// A user's measurement across nodes prices a query of its node layout only, by a rule of its

@@ -326,9 +326,17 @@ impl Measurements {
                     let size = |n: &str| whole(n, 2f64.powi(53))?.ok_or_else(|| bad(line, format!("{n} is empty")));
                     let (batch, m, n, k) = (whole("batch", 2f64.powi(53))?.unwrap_or(1.0), size("m")?, size("n")?, size("k")?);
                     let flops = 2.0 * batch * m * n * k;
+                    // Half a unit of a value's last written digit, relative to it: how far its rounding may move it.
+                    let rounding = |n: &str, x: f64| {
+                        let v = get(n);
+                        let decimals = v.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
+                        if v.contains(['e', 'E']) { 0.0 } else { 0.5 * 10f64.powi(-(decimals as i32)) / x }
+                    };
                     let time_us = match (measured("time_us")?, measured("tflops")?) {
-                        // Both given, they must say the same (within 2 %: the sources round either).
-                        (Some(t), Some(tf)) if (flops / (tf * 1e12) * 1e6 / t - 1.0).abs() > 0.02 => {
+                        // Both given, they must say the same: within 2 % and what the rounding of each allows.
+                        (Some(t), Some(tf))
+                            if (flops / (tf * 1e12) * 1e6 / t - 1.0).abs() > 0.02 + rounding("tflops", tf) + rounding("time_us", t) =>
+                        {
                             return Err(bad(
                                 line,
                                 format!(

@@ -1711,6 +1711,8 @@ impl Pricing {
         // Latency NCCL's model adds beyond the measured count, µs: added after the curve is carried
         // onto the query's network, which scales bandwidth, not a step's fixed cost.
         let mut steps_added: Option<(f64, String)> = None;
+        // (the largest measured count, the tree's bandwidth increment before the network carry, the ring's steps)
+        let mut all_reduce_beyond: Option<(u32, f64, f64)> = None;
         if let Some(ScaleOut { largest: a, latency_us: latency, bandwidth_us: bandwidth }) =
             scale_out.filter(|_| nvidia && collective == Collective::AllReduce && substitution.is_none() && multi)
         {
@@ -1719,22 +1721,9 @@ impl Pricing {
             // NCCL's model also corrects the tree's share down at medium sizes
             // (`treeCorrectionFactor`), not monotonically in the size: left out, so that more
             // bytes never cost less.
-            let share = TREE_BUS_SHARE;
-            let (tree_extra, ring_extra) = (bandwidth * (1.0 / share - 1.0), (ring_n - ring_a).max(0.0));
-            if tree_extra < ring_extra {
-                time_us = latency + bandwidth + tree_extra;
-                what = format!(
-                    "{what}; as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree_extra:.0} µs, less than its ring's added steps ({ring_extra:.0} µs in that model)"
-                );
-            } else {
-                time_us = latency + bandwidth;
-                steps_added = Some((
-                    ring_extra,
-                    format!(
-                        "as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree_extra:.0} µs at {share} of the ring's)"
-                    ),
-                ));
-            }
+            let tree_extra = bandwidth * (1.0 / TREE_BUS_SHARE - 1.0);
+            time_us = latency + bandwidth;
+            all_reduce_beyond = Some((a, tree_extra, (ring_n - ring_a).max(0.0)));
         }
         // An all-gather or a reduce-scatter priced from the all-reduce's curve beyond its counts:
         // that curve's small sizes are the all-reduce's latency (its tree, in-switch reduction, the
@@ -1752,8 +1741,25 @@ impl Pricing {
             ));
         }
         let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
-        if let Some((f, _)) = &network {
-            time_us *= f;
+        let carried = network.as_ref().map_or(1.0, |n| n.0);
+        time_us *= carried;
+        // The cheaper of the tree's bandwidth (carried onto the network, as bandwidth is) and the
+        // ring's steps (latency, which is not), compared as charged: more bytes never cost less.
+        if let Some((a, tree_extra, ring_extra)) = all_reduce_beyond {
+            let (tree, share) = (tree_extra * carried, TREE_BUS_SHARE);
+            if tree < ring_extra {
+                time_us += tree;
+                what = format!(
+                    "{what}; as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree:.0} µs, less than its ring's added steps ({ring_extra:.0} µs in that model)"
+                );
+            } else {
+                steps_added = Some((
+                    ring_extra,
+                    format!(
+                        "as NCCL's ring: its steps beyond {a} GPUs, {ring_extra:.0} µs in NCCL's tuning model, less than its tree's bandwidth ({tree:.0} µs at {share} of the ring's)"
+                    ),
+                ));
+            }
         }
         let mut substitution = substitution;
         if substitution.is_some() {
@@ -1786,10 +1792,11 @@ impl Pricing {
                 });
             }
         }
-        if let Some((extra, words)) = steps_added {
+        // Added after the network carry, and said after it.
+        let steps_note = steps_added.map(|(extra, words)| {
             time_us += extra;
-            what = format!("{what}; {words}");
-        }
+            words
+        });
         // NCCL's all-gather and reduce-scatter have no tree: a ring of n − 1 steps, each moving
         // bytes/n. Beyond the largest measured count a, each step is priced as the same step at
         // a (the collective of bytes·a/n there, carried onto this network), so the latency grows
@@ -1843,13 +1850,14 @@ impl Pricing {
             }
         }
         let basis = format!(
-            "{} {}{}{}{}{}",
+            "{} {}{}{}{}{}{}",
             system.label,
             what,
             if user { " (the user's measurements)" } else { "" },
             network.map(|(_, note)| format!("; {note}")).unwrap_or_default(),
             mirror_note.map(|s| format!("; {s}")).unwrap_or_default(),
-            substitution.map(|s| format!("; {s}")).unwrap_or_default()
+            substitution.map(|s| format!("; {s}")).unwrap_or_default(),
+            steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
         );
         Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
     }
@@ -1905,6 +1913,34 @@ impl Pricing {
     /// link rule over one GPU's NIC share, since the shipped multi-node curves are of 16
     /// GPUs and more (over `nic_gbps_per_gpu` where the user gave it).
     pub fn point_to_point(&self, gpu: &Gpu, bytes: f64, across_nodes: bool, nic_gbps_per_gpu: Option<f64>) -> Option<Price> {
+        self.point_to_point_with_fits(gpu, bytes, across_nodes, nic_gbps_per_gpu, [None, None])
+    }
+
+    /// [`Pricing::point_to_point`] where a calibration profile's α–β fit of the tier prices it
+    /// first (its α plus the bytes at its bus bandwidth): what a pipeline's transfer costs in
+    /// `project --profile` and `hw cost send_recv --gpus 2 --profile`.
+    pub fn point_to_point_with_fits(
+        &self,
+        gpu: &Gpu,
+        bytes: f64,
+        across_nodes: bool,
+        nic_gbps_per_gpu: Option<f64>,
+        fits: [Option<(AlphaBeta, f64)>; 2],
+    ) -> Option<Price> {
+        if let Some((fit, band)) = fits[usize::from(across_nodes)] {
+            return Some(Price {
+                time_us: fit.transfer_us(bytes),
+                rule: PriceRule::CollectiveProfileFit,
+                extrapolated: false,
+                basis: format!(
+                    "{} the profile's fit (α {:.1} µs, B {:.1} GB/s)",
+                    if across_nodes { "across nodes" } else { "in a node" },
+                    fit.alpha_us,
+                    fit.busbw_gbps
+                ),
+                band: band.max(COLLECTIVE_CURVE_BAND),
+            });
+        }
         if across_nodes {
             // The user's send/recv curve between two nodes (nccl-tests `sendrecv_perf`) first.
             let q = CollectiveQuery::new(Collective::SendRecv, bytes, 2, 1).over_network(nic_gbps_per_gpu);
@@ -2296,9 +2332,13 @@ impl Pricing {
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
                 let p2p = *collective == Collective::SendRecv && *gpus == 2;
-                let fits = profile.map_or([None, None], |p| p.all_reduce_fits());
+                let mut fits = profile.map_or([None, None], |p| p.all_reduce_fits());
+                // A given network replaces the profile's fit across nodes, which is of the traced one (as in `project`).
+                if nic_gbps_per_gpu.is_some() {
+                    fits[1] = None;
+                }
                 let price = if p2p {
-                    self.point_to_point(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu)
+                    self.point_to_point_with_fits(gpu, *bytes, *gpus_per_node < 2, *nic_gbps_per_gpu, fits)
                 } else {
                     self.collective_with_fits(gpu, q, fits)
                 };
@@ -2891,12 +2931,19 @@ mod tests {
     fn an_all_reduce_at_scale_costs_more_for_more_bytes() {
         let p = Pricing::builtin();
         let a100 = p.catalog.gpu("a100-40gb").unwrap().clone();
-        for gpus in [256, 1024, 4096] {
+        let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+        // Also carried onto a network slower than the curve's (the tree's bandwidth is carried, the
+        // ring's steps are not: compared before the carry, 1 133 596 281 bytes over 64 H100s at 12.5
+        // GB/s had cost 4 % less than a byte fewer).
+        for (gpu, gpus, nic) in
+            [(&a100, 256, None), (&a100, 1024, None), (&a100, 4096, None), (&h100, 64, Some(12.5)), (&h100, 512, Some(12.5))]
+        {
             let mut last = 0.0;
             let mut bytes = 1024.0;
             while bytes < 1.7e10 {
-                let t = p.collective(&a100, &CollectiveQuery::new(Collective::AllReduce, bytes, gpus, 8)).unwrap().time_us;
-                assert!(t >= last, "{gpus} GPUs: {bytes} B {t} µs < {last} µs for fewer bytes");
+                let q = CollectiveQuery::new(Collective::AllReduce, bytes, gpus, 8).over_network(nic);
+                let t = p.collective(gpu, &q).unwrap().time_us;
+                assert!(t >= last, "{} {gpus} GPUs: {bytes} B {t} µs < {last} µs for fewer bytes", gpu.id);
                 last = t;
                 bytes *= 1.07;
             }

@@ -1668,8 +1668,10 @@ impl Cluster {
         let link = if across_nodes { self.inter } else { self.intra };
         self.prices
             .as_ref()
-            .filter(|p| !p.links_given[usize::from(across_nodes)])
-            .and_then(|p| p.pricing.point_to_point(&p.gpu, bytes, across_nodes, p.nic_gbps_per_gpu))
+            .and_then(|p| {
+                let fits = [p.links_given[0].then_some((self.intra, 0.0)), p.links_given[1].then_some((self.inter, 0.0))];
+                p.pricing.point_to_point_with_fits(&p.gpu, bytes, across_nodes, p.nic_gbps_per_gpu, fits)
+            })
             .map_or_else(|| link.transfer_s(bytes), |p| p.time_us * 1e-6)
     }
 
