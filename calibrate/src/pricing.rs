@@ -2230,33 +2230,17 @@ impl Pricing {
         let (nf, gf) = (f64::from(gpus), f64::from(g));
         let (intra, inter) = ((gf - 1.0) / nf * bytes, (nf - gf) / nf * bytes);
         let mut tiers: Vec<(f64, f64, bool, String)> = Vec::new();
+        let tier = |p: Price, name: &str| (p.time_us, p.band, p.extrapolated, format!("{name} {} ({})", p.rule.describe(), p.basis));
         if intra > 0.0 {
-            tiers.push(match fits[0] {
-                Some((fit, band)) => (
-                    fit.transfer_us(intra),
-                    band.max(COLLECTIVE_CURVE_BAND),
-                    false,
-                    format!("in a node the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps),
-                ),
-                None => {
-                    let p = self.collective(gpu, &CollectiveQuery::new(Collective::AllToAll, bytes * gf / nf, g, g))?;
-                    (p.time_us, p.band, p.extrapolated, format!("in a node {} ({})", p.rule.describe(), p.basis))
-                }
-            });
+            // A fit prices the share's bytes as one transfer; the measured base the node's all-to-all of its share.
+            let p = match fits[0] {
+                Some(_) => self.point_to_point_with_fits(gpu, intra, false, None, fits)?,
+                None => self.collective(gpu, &CollectiveQuery::new(Collective::AllToAll, bytes * gf / nf, g, g))?,
+            };
+            tiers.push(tier(p, "in a node"));
         }
         if inter > 0.0 {
-            tiers.push(match fits[1] {
-                Some((fit, band)) => (
-                    fit.transfer_us(inter),
-                    band.max(COLLECTIVE_CURVE_BAND),
-                    false,
-                    format!("across nodes the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps),
-                ),
-                None => {
-                    let p = self.point_to_point(gpu, inter, true, nic_gbps_per_gpu)?;
-                    (p.time_us, p.band, p.extrapolated, format!("across nodes {} ({})", p.rule.describe(), p.basis))
-                }
-            });
+            tiers.push(tier(self.point_to_point_with_fits(gpu, inter, true, nic_gbps_per_gpu, fits)?, "across nodes"));
         }
         let slowest = tiers.iter().map(|t| t.0).fold(0.0, f64::max);
         Some(Price {
