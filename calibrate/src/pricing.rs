@@ -154,7 +154,8 @@ impl PriceRule {
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
             PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
             PriceRule::CollectiveRing => COLLECTIVE_RING_BAND,
-            PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_BAND,
+            // The worse of its two regimes; a price states its size's ([`link_spec_band`]).
+            PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_SMALL_BAND,
             // The fit reproduces the user's own collectives as a measured curve does; a price
             // states the fit's own 95 % interval where that is wider.
             PriceRule::CollectiveProfileFit => COLLECTIVE_CURVE_BAND,
@@ -221,10 +222,21 @@ fn nccl_ring_latency_us(collective: Collective, gpus: u32, gpus_per_node: u32) -
 
 /// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
 /// `link_spec_predicts_each_gpu_from_the_others`): each measured GPU's
-/// 8-GPU all-reduce from the other GPUs' curves, median |error| 15.0 % at
-/// ≥ 64 MiB and 46.3 % at ≤ 8 KiB (latency differs most between stacks):
-/// the band is the worse of the two.
-pub const COLLECTIVE_LINK_SPEC_BAND: f64 = 0.47;
+/// 8-GPU all-reduce from the other GPUs' curves, median |error| 15.7 % at
+/// ≥ 64 MiB (this band, rounded up) and 22.4 % at ≤ 8 KiB ([`COLLECTIVE_LINK_SPEC_SMALL_BAND`],
+/// latency differs most between stacks); a price states the band of its size,
+/// in log size between the two ([`link_spec_band`]).
+pub const COLLECTIVE_LINK_SPEC_BAND: f64 = 0.16;
+/// The link rule's band at ≤ 8 KiB (see [`COLLECTIVE_LINK_SPEC_BAND`]).
+pub const COLLECTIVE_LINK_SPEC_SMALL_BAND: f64 = 0.23;
+
+/// The link rule's band for a message of `bytes`: its measured error at ≤ 8 KiB and ≥ 64 MiB,
+/// in log size between.
+fn link_spec_band(bytes: f64) -> f64 {
+    let (small, large) = (8192f64.ln(), 67108864f64.ln());
+    let t = ((bytes.max(1.0).ln() - small) / (large - small)).clamp(0.0, 1.0);
+    COLLECTIVE_LINK_SPEC_SMALL_BAND + t * (COLLECTIVE_LINK_SPEC_BAND - COLLECTIVE_LINK_SPEC_SMALL_BAND)
+}
 
 /// Measured shapes a GEMM table needs to price by shape (a sweep, not a best-shape search).
 pub const MIN_TABLE_SHAPES: usize = 8;
@@ -2014,7 +2026,7 @@ impl Pricing {
             alpha_us
         };
         let time_us = alpha_us + k * bytes / (busbw * 1e3);
-        Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: PriceRule::CollectiveLinkSpec.band() })
+        Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: link_spec_band(bytes) })
     }
 }
 
