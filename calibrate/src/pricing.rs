@@ -1774,6 +1774,8 @@ impl Pricing {
             }
         }
         let mut substitution = substitution;
+        // The band of the link rule's price where it holds the curve's (its size's).
+        let mut held_band = None;
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
@@ -1793,7 +1795,7 @@ impl Pricing {
                 // reduce-scatter never gets (8 × H200: 361 / 363 GB/s against the
                 // all-reduce's 480, `mle-h200-collectives`). Without points of its
                 // own the collective is held to the link rule's price.
-                (time_us, rule) = (spec.time_us, spec.rule);
+                (time_us, rule, held_band) = (spec.time_us, spec.rule, Some(spec.band));
                 // The link rule prices the ring's steps its own way.
                 steps_added = None;
                 substitution = substitution.map(|s| {
@@ -1871,7 +1873,7 @@ impl Pricing {
             substitution.map(|s| format!("; {s}")).unwrap_or_default(),
             steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
         );
-        Some(Price { time_us, rule, extrapolated, basis, band: rule.band() })
+        Some(Price { time_us, rule, extrapolated, basis, band: held_band.unwrap_or(rule.band()) })
     }
 
     /// A curve measured across nodes carried onto the query's network (the
