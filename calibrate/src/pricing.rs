@@ -135,7 +135,7 @@ impl PriceRule {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
             }
             PriceRule::CollectiveProfileFit => {
-                "the calibration profile's α–β fit of the tier from the user's traces (in a node the whole collective, across nodes each GPU's share over the NICs); a tier it does not fit by the pricing layer"
+                "the calibration profile's α–β fit of the link tier from the user's traces (a collective's tier in a node, each GPU's share across nodes; a transfer or an all-to-all's share as it moves); a tier it does not fit by the pricing layer"
             }
             PriceRule::CollectiveMeasured => "the user's measurement of this collective, size, GPU count and node layout",
         }
@@ -1713,7 +1713,7 @@ impl Pricing {
             let curves = CollectiveQuery { collective: curve_of, bytes: b, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
-        let CurvePrice { mut time_us, mut rule, extrapolated, mut what, scale_out } = system.price(size, gpus, &link_rule)?;
+        let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(size, gpus, &link_rule)?;
         // An all-reduce across nodes beyond the measured counts (NCCL's; RCCL tunes its own): the
         // curves measured up to a few nodes are the ring's at large sizes. Beyond them it costs
         // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
@@ -1760,10 +1760,12 @@ impl Pricing {
         if let Some((a, tree_extra, ring_extra)) = all_reduce_beyond {
             let (tree, share) = (tree_extra * carried, TREE_BUS_SHARE);
             if tree < ring_extra {
-                time_us += tree;
-                what = format!(
-                    "{what}; as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree:.0} µs, less than its ring's added steps ({ring_extra:.0} µs in that model)"
-                );
+                steps_added = Some((
+                    tree,
+                    format!(
+                        "as NCCL's tree: {share} of the ring's bus bandwidth (NCCL's tuning model), {tree:.0} µs on this network, less than its ring's added steps ({ring_extra:.0} µs in that model)"
+                    ),
+                ));
             } else {
                 steps_added = Some((
                     ring_extra,
@@ -2244,7 +2246,12 @@ impl Pricing {
         let (nf, gf) = (f64::from(gpus), f64::from(g));
         let (intra, inter) = ((gf - 1.0) / nf * bytes, (nf - gf) / nf * bytes);
         let mut tiers: Vec<(f64, f64, bool, String)> = Vec::new();
-        let tier = |p: Price, name: &str| (p.time_us, p.band, p.extrapolated, format!("{name} {} ({})", p.rule.describe(), p.basis));
+        // A fit's basis says its tier; another rule's is said with its rule.
+        let tier = |p: Price, name: &str| {
+            let words =
+                if p.rule == PriceRule::CollectiveProfileFit { p.basis } else { format!("{name} {} ({})", p.rule.describe(), p.basis) };
+            (p.time_us, p.band, p.extrapolated, words)
+        };
         if intra > 0.0 {
             // A fit prices the share's bytes as one transfer; the measured base the node's all-to-all of its share.
             let p = match fits[0] {
