@@ -595,7 +595,7 @@ fn pricing_notes(
     gpu: &tracecast_calibrate::catalog::Gpu,
     dtype: Dtype,
     correction: Option<&tracecast_calibrate::profile::TableCorrection>,
-    per_node: u32,
+    (per_node, gpus): (u32, u32),
     links_given: [bool; 2],
     nic_gbps_per_gpu: Option<f64>,
 ) -> PricingNotes {
@@ -629,7 +629,8 @@ fn pricing_notes(
         None => format!("{ATTENTION_NOTE} by η (no attention kernel of this GPU or its vendor measured)"),
     };
     // Collectives at a 64 MiB all-reduce in one node and over two.
-    let in_node = per_node.max(2);
+    // The job's own GPUs where it fills less than a node (a 4-GPU job was described at 8).
+    let in_node = per_node.min(gpus).max(2);
     let gpn = per_node.max(1);
     let priced = |tier: &str, bytes: f64, gpus: u32, gpn: u32, what: &str| match pricing
         .collective(gpu, &CollectiveQuery::new(Collective::AllReduce, bytes, gpus, gpn).over_network(nic_gbps_per_gpu))
@@ -1507,7 +1508,7 @@ impl Cluster {
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype)));
-        let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, per_node, links_given, None);
+        let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, (per_node, gpus), links_given, None);
         if from_profile.is_empty() {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
             notes.push(format!(
@@ -1621,7 +1622,8 @@ impl Cluster {
         let Some(p) = &self.prices else { return };
         let correction = p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype)));
         let eta = self.priced_by.attention_at_gemm_eta;
-        self.priced_by = pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, self.gpus_per_node, p.links_given, p.nic_gbps_per_gpu);
+        self.priced_by =
+            pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, (self.gpus_per_node, self.gpus), p.links_given, p.nic_gbps_per_gpu);
         self.priced_by.attention_at_gemm_eta = eta;
     }
 
