@@ -1018,13 +1018,11 @@ fn llm_foundrys_published_runs_all_project() {
     };
     for (model, config) in [("1b", "mb12"), ("3b", "mb8"), ("7b", "mb6"), ("13b", "mb16"), ("30b", "mb8"), ("70b", "mb8")] {
         let id = |gpus: u32| {
-            let batch = rows
-                .iter()
+            rows.iter()
                 .filter_map(|r| r["id"].as_str())
                 .find(|i| i.starts_with(&format!("mpt-{model}-{gpus}xh100-sxm-seq2048-{config}-")))
                 .unwrap_or_else(|| panic!("mpt-{model} {gpus} {config}"))
-                .to_string();
-            batch
+                .to_string()
         };
         let ((m128, p128), (m512, p512)) = (rate(&id(128)), rate(&id(512)));
         let (measured, projected) = (m512 / m128, p512 / p128);
