@@ -274,8 +274,8 @@ pub(crate) struct WhatIfArgs {
     #[arg(long, value_name = "K=V,...")]
     pub(crate) link: Option<String>,
     /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and
-    /// intra/inter-node bandwidth from the hardware catalog follow).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// intra/inter-node bandwidth from the hardware catalog follow); 1 to 2^20.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tracecast_replay::scenario::MAX_WORLD_SIZE)))]
     pub(crate) world_size: Option<u32>,
     /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
     #[arg(long, value_name = "GPU")]

@@ -1055,9 +1055,12 @@ fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_reje
         .collect();
     names.sort();
     assert_eq!(names, ["p.unknown-nvidia-geforce-rtx-2080-ti.json", "p.unknown-quadro-gp100.json"], "{names:?}");
-    let o = run(&["replay".as_ref(), a.as_os_str(), "--world-size".as_ref(), "0".as_ref()]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("--world-size"), "{}", stderr(&o));
+    // 0, and beyond 2^20 ranks (a typo, not a cluster: a billion had been priced).
+    for n in ["0", "1000000000"] {
+        let o = run(&["replay".as_ref(), a.as_os_str(), "--world-size".as_ref(), n.as_ref()]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains("--world-size"), "{}", stderr(&o));
+    }
 }
 
 #[test]

@@ -25,6 +25,10 @@ use crate::replay::{JobReplay, LinkOverride, RankPart, ReplayOptions, Scale, job
 /// (measured durations); no scenario may take it.
 pub const MEASURED: &str = "measured";
 
+/// The largest world size a what-if takes: 2^20 ranks, ten times the largest training jobs run
+/// (about 10^5 GPUs); beyond it a typo, not a cluster (`--world-size 1000000000` had been priced).
+pub const MAX_WORLD_SIZE: u32 = 1 << 20;
+
 /// A key of the `KEY=VALUE` settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Key {
@@ -122,7 +126,10 @@ impl Overrides {
                 Key::Link => o.link = Some(number(SPEEDUP)?),
                 Key::WorldSize => {
                     o.world_size = Some(
-                        v.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| bad("a world size must be a whole number of ranks ≥ 1"))?,
+                        v.parse::<u32>()
+                            .ok()
+                            .filter(|&n| (1..=MAX_WORLD_SIZE).contains(&n))
+                            .ok_or_else(|| bad("a world size must be a whole number of ranks from 1 to 1048576 (2^20)"))?,
                     )
                 }
                 Key::Alpha => o.alpha_us = Some(number(LATENCY)?),
@@ -474,6 +481,7 @@ mod tests {
             ("slow:compute=fast", "compute", "fast"),
             ("big:world-size=0", "world-size", "0"),
             ("big:world-size=1.5", "world-size", "1.5"),
+            ("big:world-size=1000000000", "world-size", "1000000000"),
             ("net:alpha=-1,busbw=40", "alpha", "-1"),
             ("net:busbw=0", "busbw", "0"),
             // Beyond the simulator's clock: compute=1e-12 had replayed 2.5e12 ms, clamped.
