@@ -640,3 +640,18 @@ fn no_op_runs_above_the_peak_it_ran_on() {
     }
     assert!(of_tf32 > 0, "{rows:?}");
 }
+
+/// `--png` onto the folder of traces the job is read from is refused, the folder untouched
+/// (the charts had been dropped among the traces).
+#[test]
+fn charts_are_not_written_into_the_traces_folder() {
+    let dir = scratch("png-into-input");
+    let job = dir.join("job");
+    assert!(bin().args(["synth", "-q", "--ranks", "2", "--out"]).arg(&job).status().unwrap().success());
+    let before = std::fs::read_dir(&job).unwrap().count();
+    let o = bin().args(["report", "-q", "--out"]).arg(dir.join("r.html")).arg("--png").arg(&job).arg(&job).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("that folder is an input"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&job).unwrap().count(), before);
+    assert!(!dir.join("r.html").exists());
+}
