@@ -46,6 +46,32 @@ pub struct LinkMatch<'a> {
 }
 
 impl Profile {
+    /// The link fit for `collective` over `group_size` ranks in `domain`
+    /// (`intra`, `inter`): the exact key first, then the same collective and
+    /// domain at the nearest group size, saying so; never another collective
+    /// or domain.
+    pub fn link(&self, collective: Collective, group_size: Option<i64>, domain: &str) -> Option<LinkMatch<'_>> {
+        let links = &self.links;
+        let same: Vec<&LinkFit> = links.iter().filter(|l| l.collective == collective && l.domain == domain).collect();
+        if let Some(fit) = same.iter().find(|l| group_size.is_some() && l.group_size == group_size) {
+            return Some(LinkMatch { fit, substitution: None });
+        }
+        let distance = |l: &&&LinkFit| match (l.group_size, group_size) {
+            (Some(a), Some(b)) => (a - b).abs(),
+            _ => i64::MAX,
+        };
+        let fit = same.iter().min_by_key(distance)?;
+        Some(LinkMatch {
+            fit,
+            substitution: Some(format!(
+                "{} over {} ranks ({domain}) priced with the fit for {} ranks",
+                collective.as_str(),
+                group_size.map_or("?".into(), |n| n.to_string()),
+                fit.group_size.map_or("?".into(), |n| n.to_string())
+            )),
+        })
+    }
+
     /// Reads a profile written by `tracecast calibrate` (the same type, deserialized).
     pub fn read(path: &Path) -> Result<Profile> {
         let text = tracecast_ingest::input::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
@@ -227,30 +253,9 @@ impl DeviceModel {
             .collect()
     }
 
-    /// The link fit for `collective` over `group_size` ranks in `domain`
-    /// (`intra`, `inter`): the exact key first, then the same collective and
-    /// domain at the nearest group size, saying so; never another collective
-    /// or domain.
+    /// The link fit for `collective` over `group_size` ranks in `domain` ([`Profile::link`]).
     pub fn link(&self, collective: Collective, group_size: Option<i64>, domain: &str) -> Option<LinkMatch<'_>> {
-        let links = &self.profile.as_ref()?.links;
-        let same: Vec<&LinkFit> = links.iter().filter(|l| l.collective == collective && l.domain == domain).collect();
-        if let Some(fit) = same.iter().find(|l| group_size.is_some() && l.group_size == group_size) {
-            return Some(LinkMatch { fit, substitution: None });
-        }
-        let distance = |l: &&&LinkFit| match (l.group_size, group_size) {
-            (Some(a), Some(b)) => (a - b).abs(),
-            _ => i64::MAX,
-        };
-        let fit = same.iter().min_by_key(distance)?;
-        Some(LinkMatch {
-            fit,
-            substitution: Some(format!(
-                "{} over {} ranks ({domain}) priced with the fit for {} ranks",
-                collective.as_str(),
-                group_size.map_or("?".into(), |n| n.to_string()),
-                fit.group_size.map_or("?".into(), |n| n.to_string())
-            )),
-        })
+        self.profile.as_ref()?.link(collective, group_size, domain)
     }
 }
 

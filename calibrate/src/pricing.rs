@@ -220,6 +220,11 @@ fn nccl_ring_latency_us(collective: Collective, gpus: u32, gpus_per_node: u32) -
     plateau * (8.4 + (steps - across) * 3.4 + across * 14.0)
 }
 
+/// What a ring over `gpus` adds to one over `largest` in NCCL's tuning model ([`nccl_ring_latency_us`]), µs.
+fn nccl_ring_steps_beyond_us(collective: Collective, gpus: u32, largest: u32, gpus_per_node: u32) -> f64 {
+    (nccl_ring_latency_us(collective, gpus, gpus_per_node) - nccl_ring_latency_us(collective, largest, gpus_per_node)).max(0.0)
+}
+
 /// Leave-one-GPU-out of the link rule (`calibrate/tests/pricing.rs`
 /// `link_spec_predicts_each_gpu_from_the_others`): each measured GPU's
 /// 8-GPU all-reduce from the other GPUs' curves, median |error| 15.7 % at
@@ -229,6 +234,11 @@ fn nccl_ring_latency_us(collective: Collective, gpus: u32, gpus_per_node: u32) -
 pub const COLLECTIVE_LINK_SPEC_BAND: f64 = 0.16;
 /// The link rule's band at ≤ 8 KiB (see [`COLLECTIVE_LINK_SPEC_BAND`]).
 pub const COLLECTIVE_LINK_SPEC_SMALL_BAND: f64 = 0.23;
+
+/// A profile's α–β fit, in words.
+fn profile_fit_words(fit: &AlphaBeta) -> String {
+    format!("the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps)
+}
 
 /// The link rule's band for a message of `bytes`: its measured error at ≤ 8 KiB and ≥ 64 MiB,
 /// in log size between.
@@ -1503,10 +1513,10 @@ impl Pricing {
                 })
                 .collect();
             // The most shapes measured on both; one GPU's rows in the catalog under several ids count once.
-            if each.len() > best.as_ref().map_or(0, |b| b.0) {
-                each.sort_by(f64::total_cmp);
-                let n = each.len();
-                let median = if n % 2 == 1 { each[n / 2] } else { 0.5 * (each[n / 2 - 1] + each[n / 2]) };
+            let n = each.len();
+            if n > best.as_ref().map_or(0, |b| b.0)
+                && let Some(median) = crate::fit::median(&mut each)
+            {
                 best = Some((
                     n,
                     CodeElasticity {
@@ -1527,18 +1537,13 @@ impl Pricing {
     /// them (xformers and FA-Triton on H100, from A100's charts by their ratios) gained what
     /// theirs did.
     fn siblings_elasticity(&self, gpu: &Gpu, shape: &AttentionShape, family: &str) -> Option<CodeElasticity> {
-        let mut each: Vec<(f64, Arc<str>)> = self
+        let each: Vec<(f64, Arc<str>)> = self
             .attention_families(gpu)
             .into_iter()
             .filter(|f| !f.eq_ignore_ascii_case(family))
             .filter_map(|f| self.family_elasticity(gpu, shape, &f).map(|c| (c.elasticity, f)))
             .collect();
-        if each.is_empty() {
-            return None;
-        }
-        each.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let n = each.len();
-        let median = if n % 2 == 1 { each[n / 2].0 } else { 0.5 * (each[n / 2 - 1].0 + each[n / 2].0) };
+        let median = crate::fit::median(&mut each.iter().map(|e| e.0).collect::<Vec<_>>())?;
         let named = each.iter().map(|(e, f)| format!("{f} {e:.2}")).collect::<Vec<_>>().join(", ");
         Some(CodeElasticity {
             elasticity: median,
@@ -1728,14 +1733,12 @@ impl Pricing {
         if let Some(ScaleOut { largest: a, latency_us: latency, bandwidth_us: bandwidth }) =
             scale_out.filter(|_| nvidia && collective == Collective::AllReduce && substitution.is_none() && multi)
         {
-            let gpn = system.gpus_per_node;
-            let (ring_n, ring_a) = (nccl_ring_latency_us(collective, gpus, gpn), nccl_ring_latency_us(collective, a, gpn));
             // NCCL's model also corrects the tree's share down at medium sizes
             // (`treeCorrectionFactor`), not monotonically in the size: left out, so that more
             // bytes never cost less.
             let tree_extra = bandwidth * (1.0 / TREE_BUS_SHARE - 1.0);
             time_us = latency + bandwidth;
-            all_reduce_beyond = Some((a, tree_extra, (ring_n - ring_a).max(0.0)));
+            all_reduce_beyond = Some((a, tree_extra, nccl_ring_steps_beyond_us(collective, gpus, a, system.gpus_per_node)));
         }
         // An all-gather or a reduce-scatter priced from the all-reduce's curve beyond its counts:
         // that curve's small sizes are the all-reduce's latency (its tree, in-switch reduction, the
@@ -1744,8 +1747,7 @@ impl Pricing {
         // of latency). The ring's added steps as NCCL's tuning model charges them instead.
         let ring_from_all_reduce = nvidia && substitution.is_some() && ring_mirror(collective).is_some() && multi;
         if let Some(ScaleOut { largest: a, .. }) = scale_out.filter(|_| ring_from_all_reduce) {
-            let gpn = system.gpus_per_node;
-            let extra = (nccl_ring_latency_us(collective, gpus, gpn) - nccl_ring_latency_us(collective, a, gpn)).max(0.0);
+            let extra = nccl_ring_steps_beyond_us(collective, gpus, a, system.gpus_per_node);
             let more = gpus - a;
             steps_added = Some((
                 extra,
@@ -1948,12 +1950,7 @@ impl Pricing {
                 time_us: fit.transfer_us(bytes),
                 rule: PriceRule::CollectiveProfileFit,
                 extrapolated: false,
-                basis: format!(
-                    "{} the profile's fit (α {:.1} µs, B {:.1} GB/s)",
-                    if across_nodes { "across nodes" } else { "in a node" },
-                    fit.alpha_us,
-                    fit.busbw_gbps
-                ),
+                basis: format!("{} {}", if across_nodes { "across nodes" } else { "in a node" }, profile_fit_words(&fit)),
                 band: band.max(COLLECTIVE_CURVE_BAND),
             });
         }
@@ -2212,10 +2209,7 @@ impl Pricing {
             match fits[tier] {
                 Some((fit, fit_band)) => {
                     let t = fit.collective_us(collective, share, i64::from(ranks))?;
-                    parts.push(format!(
-                        "{name} the profile's fit (α {:.1} µs, B {:.1} GB/s) over {ranks} ranks: {t:.1} µs",
-                        fit.alpha_us, fit.busbw_gbps
-                    ));
+                    parts.push(format!("{name} {} over {ranks} ranks: {t:.1} µs", profile_fit_words(&fit)));
                     time_us += t;
                     band = band.max(fit_band.max(COLLECTIVE_CURVE_BAND));
                 }

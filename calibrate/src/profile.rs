@@ -255,12 +255,12 @@ impl TableCorrection {
 }
 
 impl Profile {
-    /// The all-reduce α–β fits of the links in a node and across nodes (the first fitted of
-    /// each), with the relative half-width of each one's bus-bandwidth 95 % interval: what
+    /// The all-reduce α–β fits of the links in a node and across nodes ([`Profile::link`], the
+    /// ones `project` prices with), with the relative half-width of each one's bus-bandwidth 95 % interval: what
     /// prices a tier of a collective before the measured base.
     pub fn all_reduce_fits(&self) -> [Option<(crate::cost::AlphaBeta, f64)>; 2] {
         ["intra", "inter"].map(|domain| {
-            let l = self.links.iter().find(|l| l.collective == Collective::AllReduce && l.domain == domain)?;
+            let l = self.link(Collective::AllReduce, None, domain)?.fit;
             let band = if l.busbw_gbps > 0.0 { (l.busbw_ci95[1] - l.busbw_ci95[0]).abs() / 2.0 / l.busbw_gbps } else { 0.0 };
             Some((crate::cost::AlphaBeta { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps }, band))
         })

@@ -1632,6 +1632,13 @@ impl Cluster {
         self.priced_by.lines(self.gpus, self.gpus_per_node).chain(self.notes.iter().cloned()).collect()
     }
 
+    /// The profile's α-β fits of the links in a node and across nodes where they price them (the
+    /// cluster's links then hold them; bands are the pricing layer's to state, not the model's).
+    fn link_fits(&self) -> [Option<(Link, f64)>; 2] {
+        let given = self.prices.as_ref().map_or([false; 2], |p| p.links_given);
+        [given[0].then_some((self.intra, 0.0)), given[1].then_some((self.inter, 0.0))]
+    }
+
     /// A collective over `n` ranks, `g` of them per node, priced by the
     /// pricing layer with the profile's α-β fits of the tiers it has
     /// ([`Pricing::collective_with_fits`](tracecast_calibrate::pricing::Pricing::collective_with_fits)),
@@ -1643,9 +1650,8 @@ impl Cluster {
             return None;
         }
         let g = g.min(n).min(self.gpus_per_node.max(1));
-        let fits = [p.links_given[0].then_some((self.intra, 0.0)), p.links_given[1].then_some((self.inter, 0.0))];
         let q = CollectiveQuery::new(collective, bytes, n, g).over_network(p.nic_gbps_per_gpu);
-        Some(p.pricing.collective_with_fits(&p.gpu, &q, fits)?.time_us * 1e-6)
+        Some(p.pricing.collective_with_fits(&p.gpu, &q, self.link_fits())?.time_us * 1e-6)
     }
 
     /// A plan's attention kernel family that no measurement names is a typo, not a kernel
@@ -1670,10 +1676,7 @@ impl Cluster {
         let link = if across_nodes { self.inter } else { self.intra };
         self.prices
             .as_ref()
-            .and_then(|p| {
-                let fits = [p.links_given[0].then_some((self.intra, 0.0)), p.links_given[1].then_some((self.inter, 0.0))];
-                p.pricing.point_to_point_with_fits(&p.gpu, bytes, across_nodes, p.nic_gbps_per_gpu, fits)
-            })
+            .and_then(|p| p.pricing.point_to_point_with_fits(&p.gpu, bytes, across_nodes, p.nic_gbps_per_gpu, self.link_fits()))
             .map_or_else(|| link.transfer_s(bytes), |p| p.time_us * 1e-6)
     }
 
