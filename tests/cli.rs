@@ -1019,6 +1019,9 @@ fn hw_show_prints_the_shipped_calibration() {
     // attention carried to other GPUs and was not shown.
     assert!(out.contains("exponentials (SFU) 3.9 × 10^12 per second") && out.contains("  exponentials: "), "{out}");
     assert!(out.contains("last-level cache 50 MB") && out.contains("measured as hopper-sm90 in the evidence"), "{out}");
+    // Its power limit, and the GEMM rate its silicon (our H200 at the same 700 W) held under sustained load.
+    assert!(out.contains("board power limit 700 W") && out.contains("  power limit: NVIDIA H100"), "{out}");
+    assert!(out.contains("at its power limit: 16-bit GEMMs at most 665.7 TFLOP/s, the rate h200 held"), "{out}");
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
     // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.

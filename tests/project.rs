@@ -674,9 +674,9 @@ fn project_from_a_measured_run_carries_the_stacks_time_to_the_next_generation() 
     let (iteration, stack) = (p["iteration_ms"].as_f64().unwrap(), p["stack_ms"].as_f64().unwrap());
     let carried = tokens_per_s_per_gpu(&p, 2048.0, 8.0, iteration);
     let plain = tokens_per_s_per_gpu(&p, 2048.0, 8.0, iteration - stack);
-    // The plain projection is far too fast for this stack; with its A100 run's unexplained time carried it is
-    // within issue 22's 10 % of a next-generation measurement.
-    assert!(plain > 1.2 * measured, "plain {plain:.0} against {measured}");
+    // The plain projection is too fast for this stack (+12.7 %: beyond issue 22's 10 %); with its A100 run's
+    // unexplained time carried it is within that 10 % of a next-generation measurement (−4.9 %).
+    assert!(plain > 1.1 * measured, "plain {plain:.0} against {measured}");
     assert!((carried / measured - 1.0).abs() < 0.10, "carried {carried:.0} against {measured}");
     assert!(p["notes"][0].as_str().unwrap().contains("mpt-7b-8xa100-80gb"), "{}", p["notes"][0]);
     // Onto its own system the carried projection is the measurement itself.

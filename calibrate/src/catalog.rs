@@ -142,6 +142,13 @@ pub struct Gpu {
     /// Where `exp_tps` comes from.
     #[serde(default)]
     pub exp_source: Option<String>,
+    /// Board power limit, W (the datasheet's maximum TDP): GPUs of one table
+    /// (`measured_as`) hold the same rate under sustained load only at the same limit.
+    #[serde(default)]
+    pub tdp_w: Option<f64>,
+    /// Where `tdp_w` comes from.
+    #[serde(default)]
+    pub tdp_source: Option<String>,
     /// Who makes it (`NVIDIA`, `AMD`, …); default: the first word of `name`
     /// when that is a vendor the catalog knows.
     #[serde(default)]

@@ -153,6 +153,10 @@ pub struct MemoryRow {
 pub struct Measurements {
     /// GEMMs.
     pub gemm: Vec<GemmRow>,
+    /// GEMMs timed under sustained load (a `load = sustained` row: seconds of calls
+    /// back to back, the clock at the GPU's power limit): not shapes of a table, but the rate
+    /// its silicon holds in a training step ([`crate::pricing::Pricing::sustained_gemm_rate`]).
+    pub gemm_sustained: Vec<GemmRow>,
     /// Attention kernels.
     pub attention: Vec<AttentionRow>,
     /// Collective curves.
@@ -173,8 +177,9 @@ pub struct Measurements {
     pub(crate) collective_index: CollectiveIndex,
 }
 
-const SHIPPED: [(&str, &str); 5] = [
+const SHIPPED: [(&str, &str); 6] = [
     ("gemm", include_str!("../measurements/gemm.csv")),
+    ("gemm-sustained", include_str!("../measurements/gemm-sustained.csv")),
     ("attention", include_str!("../measurements/attention.csv")),
     ("collectives", include_str!("../measurements/collectives.csv")),
     ("memory", include_str!("../measurements/memory.csv")),
@@ -356,7 +361,14 @@ impl Measurements {
                     if flops <= 0.0 {
                         return Err(bad(line, "a GEMM of no work".into()));
                     }
-                    self.gemm.push(GemmRow { gpu, dtype, batch, m, n, k, time_us, from });
+                    // `load`: how long the GPU ran before and while it was timed. A short timing
+                    // (`burst`, or unstated) is a table's shape; `sustained` is its power-limited rate.
+                    let row = GemmRow { gpu, dtype, batch, m, n, k, time_us, from };
+                    match get("load").to_ascii_lowercase().as_str() {
+                        "" | "burst" => self.gemm.push(row),
+                        "sustained" => self.gemm_sustained.push(row),
+                        other => return Err(bad(line, format!("load = {other:?} is neither burst nor sustained"))),
+                    }
                 }
                 "attention" => {
                     // Attention is priced in 16 bits: an FP8 kernel's rate held against the 16-bit peak
@@ -517,7 +529,7 @@ impl Measurements {
                 None => out.push((table, source.clone(), 1)),
             }
         };
-        self.gemm.iter().for_each(|r| count("gemm", &r.gpu, &r.from.source_id));
+        self.gemm.iter().chain(&self.gemm_sustained).for_each(|r| count("gemm", &r.gpu, &r.from.source_id));
         self.attention.iter().for_each(|r| count("attention", &r.gpu, &r.from.source_id));
         self.collectives.iter().for_each(|r| count("collectives", &r.gpu, &r.from.source_id));
         self.memory.iter().for_each(|r| count("memory", &r.gpu, &r.from.source_id));

@@ -39,7 +39,7 @@ use tracecast_ingest::collective::Collective;
 
 use crate::catalog::{Catalog, Dtype, Gpu};
 use crate::cost::AlphaBeta;
-use crate::measured::{AttentionRow, CollectiveRow, Direction, Measurements};
+use crate::measured::{AttentionRow, CollectiveRow, Direction, GemmRow, Measurements};
 
 /// Which rule priced an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -1028,7 +1028,57 @@ impl Pricing {
                 p.basis.push_str("; capped at the peak: the table is faster than the datasheet allows");
             }
         }
+        // The tables time each shape for a moment; a GPU kept busy runs at its power limit, and
+        // its clock falls (our H200: an 8192×14336×4096 GEMM 769–801 TFLOP/s in its first calls,
+        // 665 over 8 s back to back, where XLA's Hopper table says 780). No GEMM of a busy GPU
+        // runs faster than the rate its silicon holds, where that was measured; a shape the
+        // user measured themselves keeps their time.
+        if let Some((rate, from)) = self.sustained_gemm_rate(gpu, shape.dtype) {
+            let floor = shape.flops() / rate * 1e6;
+            if p.time_us < floor && !self.measured_by_the_user(gpu, shape, &p) {
+                p.time_us = floor;
+                p.basis.push_str(&format!(
+                    "; held at {:.1} TFLOP/s, the rate {from}: the tables time a moment, a busy GPU runs at its power limit",
+                    rate / 1e12
+                ));
+            }
+        }
         Some(p)
+    }
+
+    /// The GEMM rate `gpu` holds under sustained load in `dtype`'s class, FLOP/s, and
+    /// whose measurement says so: the median of the `load = sustained` rows of the GPU —
+    /// or of a GPU measured as the same table (`measured_as`) at the same board power
+    /// limit (`tdp_w`), the same silicon held to the same power; the user's rows first.
+    /// None where nothing of that silicon and power was measured so: its tables stand.
+    pub fn sustained_gemm_rate(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, String)> {
+        let rows = &self.measurements.gemm_sustained;
+        if rows.is_empty() {
+            return None;
+        }
+        let speaks_for = |r: &GemmRow| {
+            if table_dtype(r.dtype) != table_dtype(dtype) {
+                return false;
+            }
+            if *r.gpu == *gpu.id {
+                return true;
+            }
+            let Ok(theirs) = self.catalog.gpu(&r.gpu) else { return false };
+            let same_table = theirs.measured_as.iter().any(|t| gpu.measured_as.contains(t));
+            same_table && theirs.tdp_w.is_some() && theirs.tdp_w == gpu.tdp_w
+        };
+        let mine: Vec<&GemmRow> = rows.iter().filter(|r| speaks_for(r)).collect();
+        let users: Vec<&GemmRow> = mine.iter().copied().filter(|r| self.measurements.is_user(&r.from)).collect();
+        let chosen = if users.is_empty() { mine } else { users };
+        let mut rates: Vec<f64> = chosen.iter().map(|r| 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6)).collect();
+        let rate = crate::fit::median(&mut rates)?;
+        let first = chosen.first()?;
+        let who = if *first.gpu == *gpu.id {
+            "this GPU held".to_string()
+        } else {
+            format!("{} held (the same silicon at the same power limit)", first.gpu)
+        };
+        Some((rate, format!("{who} under sustained load ({} row(s) of {})", chosen.len(), first.from.source_id)))
     }
 
     fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
@@ -3222,6 +3272,7 @@ mod tests {
                 row("a", "zero", 0.0, 1.0),
                 row("a", "negative", -1.0, 1.0),
             ],
+            gemm_sustained: Vec::new(),
             attention: Vec::new(),
             collectives: Vec::new(),
             memory: Vec::new(),

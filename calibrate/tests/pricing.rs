@@ -274,11 +274,13 @@ fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
     let shape = |m: f64, n: f64, k: f64| GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
     let own = mine.gemm(&h100, &shape(4096.0, 4096.0, 4096.0)).unwrap();
     assert!((own.time_us / 250.0 - 1.0).abs() < 1e-12 && own.rule == PriceRule::GemmMeasuredShape, "{} µs: {}", own.time_us, own.basis);
-    // Another shape: the shipped price × the geometric mean of the two rows' ratios.
-    let ratio = |s: GemmShape, t: f64| t / shipped.gemm(&h100, &s).unwrap().time_us;
+    // Another shape: the shipped table's price × the geometric mean of the two rows' ratios
+    // (the user's rows are of their stack and load: the sustained rate does not hold them).
+    let table = |s: &GemmShape| shipped.gemm_excluding(&h100, s, &[]).unwrap().time_us;
+    let ratio = |s: GemmShape, t: f64| t / table(&s);
     let f = (ratio(shape(4096.0, 4096.0, 4096.0), 250.0) * ratio(shape(2048.0, 2048.0, 2048.0), 40.0)).sqrt();
     let other = shape(8192.0, 4096.0, 1024.0);
-    let want = shipped.gemm(&h100, &other).unwrap().time_us * f;
+    let want = table(&other) * f;
     let got = mine.gemm(&h100, &other).unwrap();
     assert!(
         (got.time_us / want - 1.0).abs() < 1e-9 && got.basis.contains("the user's 2 shape(s)"),
@@ -636,4 +638,79 @@ fn a_users_send_recv_between_nodes_prices_the_pipelines_transfer() {
         mine.point_to_point(&h100, 16777216.0, false, None).unwrap().time_us,
         shipped.point_to_point(&h100, 16777216.0, false, None).unwrap().time_us
     );
+}
+
+/// A GEMM of a busy GPU runs no faster than the rate its silicon holds under sustained load
+/// (a `load = sustained` row), on the GPU measured and on GPUs of its table at the same power
+/// limit; the tables' shapes below that rate, another silicon, another power limit and the
+/// user's own measurements of a shape keep their prices.
+#[test]
+fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
+    let dir = std::env::temp_dir().join(format!("tracecast-sustained-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sustained = dir.join("sustained.csv");
+    // Known truth: 600 TFLOP/s held by an 8192³ BF16 GEMM (1832.519 µs) on h100-sxm.
+    let time = 2.0 * 8192f64.powi(3) / 600e12 * 1e6;
+    std::fs::write(&sustained, format!("source_id,gpu,dtype,m,n,k,time_us,load\nmine,h100-sxm,bf16,8192,8192,8192,{time},sustained\n"))
+        .unwrap();
+    let shipped = Pricing::builtin();
+    let mut catalog = Catalog::builtin();
+    // The same silicon (Hopper's table) at another power limit, and at the same one.
+    let h100 = catalog.gpu("h100-sxm").unwrap().clone();
+    let mut capped = h100.clone();
+    (capped.id, capped.tdp_w) = ("h100-500w".into(), Some(500.0));
+    let mut twin = h100.clone();
+    twin.id = "h100-twin".into();
+    catalog.gpus.push(capped.clone());
+    catalog.gpus.push(twin.clone());
+    let mine = Pricing::new(catalog, Measurements::with_files(&[sustained]).unwrap());
+    let shape = |m: f64, n: f64, k: f64, dtype: Dtype| GemmShape { batch: 1.0, m, n, k, dtype };
+    let big = shape(8192.0, 14336.0, 4096.0, Dtype::Bf16);
+    let rate =
+        |p: &Pricing, g: &tracecast_calibrate::catalog::Gpu, s: &GemmShape| s.flops() / (p.gemm(g, s).unwrap().time_us * 1e-6) / 1e12;
+    // The table prices it above 600 (XLA's Hopper table: 780): held at 600, FP16 too.
+    assert!(big.flops() / shipped.gemm_excluding(&h100, &big, &[]).unwrap().time_us / 1e6 > 700.0);
+    for g in [&h100, &twin] {
+        for dtype in [Dtype::Bf16, Dtype::Fp16] {
+            let s = GemmShape { dtype, ..big };
+            let p = mine.gemm(g, &s).unwrap();
+            assert!((rate(&mine, g, &s) / 600.0 - 1.0).abs() < 1e-9, "{}: {}", g.id, p.basis);
+            assert!(p.basis.contains("under sustained load (1 row(s) of mine)"), "{}", p.basis);
+        }
+    }
+    // Below the rate, FP8 (another class), another power limit and another silicon: unchanged.
+    let small = shape(1024.0, 1024.0, 1024.0, Dtype::Bf16);
+    assert!(rate(&mine, &h100, &small) < 600.0);
+    assert_eq!(mine.gemm(&h100, &small).unwrap().time_us, shipped.gemm_excluding(&h100, &small, &[]).unwrap().time_us);
+    let fp8 = shape(8192.0, 14336.0, 4096.0, Dtype::Fp8);
+    assert_eq!(mine.gemm(&h100, &fp8).unwrap().time_us, shipped.gemm(&h100, &fp8).unwrap().time_us);
+    assert_eq!(mine.gemm(&capped, &big).unwrap().time_us, shipped.gemm_excluding(&capped, &big, &[]).unwrap().time_us);
+    let b200 = shipped.catalog.gpu("b200").unwrap().clone();
+    assert_eq!(mine.gemm(&b200, &big).unwrap().time_us, shipped.gemm(&b200, &big).unwrap().time_us);
+    // A load neither burst nor sustained is refused with its line.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "gpu,dtype,m,n,k,time_us,load\nh100-sxm,bf16,8,8,8,1,warm\n").unwrap();
+    let err = Measurements::with_files(&[bad]).unwrap_err().to_string();
+    assert!(err.contains("line 2") && err.contains("neither burst nor sustained"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The shipped base: our H200's 8192×14336×4096 GEMM held 665.2 and 666.1 TFLOP/s over 8 s back
+/// to back (fixtures/h200/gemm-sustained.csv) where XLA's Hopper table says 780; H100 SXM is the
+/// same GH100 at the same 700 W, B200 was never measured so and keeps its table.
+#[test]
+fn hoppers_gemms_run_at_the_rate_our_h200_sustained() {
+    let p = Pricing::builtin();
+    let shape = GemmShape { batch: 1.0, m: 8192.0, n: 14336.0, k: 4096.0, dtype: Dtype::Bf16 };
+    for id in ["h200", "h100-sxm"] {
+        let g = p.catalog.gpu(id).unwrap().clone();
+        let price = p.gemm(&g, &shape).unwrap();
+        let tflops = shape.flops() / (price.time_us * 1e-6) / 1e12;
+        assert!((tflops - (665.245 + 666.097) / 2.0).abs() < 0.01, "{id}: {tflops} ({})", price.basis);
+        assert!(price.basis.contains("tracecast-h200"), "{}", price.basis);
+    }
+    let b200 = p.catalog.gpu("b200").unwrap().clone();
+    assert!(p.sustained_gemm_rate(&b200, Dtype::Bf16).is_none());
+    let gh200 = p.catalog.gpu("gh200").unwrap().clone();
+    assert!(p.sustained_gemm_rate(&gh200, Dtype::Bf16).is_none(), "GH200's power limit is another");
 }

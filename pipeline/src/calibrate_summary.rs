@@ -176,6 +176,9 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     if let Some(e) = g.exp_tps {
         writeln!(w, "  exponentials (SFU) {e} × 10^12 per second")?;
     }
+    if let Some(p) = g.tdp_w {
+        writeln!(w, "  board power limit {p:.0} W")?;
+    }
     if !g.measured_as.is_empty() {
         writeln!(w, "  measured as {} in the evidence", g.measured_as.join(", "))?;
     }
@@ -185,6 +188,9 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     }
     if let Some(s) = &g.exp_source {
         writeln!(w, "  exponentials: {s}")?;
+    }
+    if let Some(s) = &g.tdp_source {
+        writeln!(w, "  power limit: {s}")?;
     }
     let ids: Vec<&str> = g.measurement_ids().collect();
     let base = tracecast_calibrate::measured::Measurements::builtin();
@@ -207,6 +213,10 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
         if !families.is_empty() {
             writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
         }
+    }
+    let pricing = tracecast_calibrate::pricing::Pricing::new(c.clone(), tracecast_calibrate::measured::Measurements::shared());
+    if let Some((rate, from)) = pricing.sustained_gemm_rate(g, tracecast_calibrate::catalog::Dtype::Bf16) {
+        writeln!(w, "  at its power limit: 16-bit GEMMs at most {:.1} TFLOP/s, the rate {from}", rate / 1e12)?;
     }
     // What training on a GPU of its compute was measured to reach: the bound `search` and `project` state.
     use tracecast_calibrate::catalog::Dtype;
