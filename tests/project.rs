@@ -518,6 +518,24 @@ fn project_onto_a_gpu_without_traces_uses_the_most_similar_traced_one_and_says_s
 }
 
 #[test]
+fn a_projection_says_whose_gemms_are_held_to_a_sustained_rate_and_whose_are_not() {
+    // H200's GEMMs are held to the rate it sustained over 8 s; B200 was never timed so, and a
+    // projection across the two says that its rates are the table's.
+    let note = |gpu: &str| {
+        let o = common::bin()
+            .args(["project", "--model", "llama3-8b", "--system", gpu, "--gpus", "8", "--parallel", "fsdp=8,mb=2"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("GEMMs at their shapes")).unwrap_or_default().to_string()
+    };
+    let (h200, b200) = (note("h200"), note("b200"));
+    assert!(h200.contains("held at 665.7 TFLOP/s, the rate this GPU held under sustained load"), "{h200}");
+    assert!(!h200.contains("no GEMM of"), "{h200}");
+    assert!(b200.contains("no GEMM of b200 was timed under sustained load: its measured rates stand"), "{b200}");
+}
+
+#[test]
 fn validate_and_project_price_gemms_from_the_users_sweep_first() {
     // A user's GEMM sweep of their H100s at 300 TFLOP/s, below the measured table's
     // 780 at large shapes: the same run projects slower, and the note says whose table priced it.

@@ -608,12 +608,25 @@ fn pricing_notes(
     let misaligned = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users).map_or(String::new(), |m| {
         format!("; GEMMs whose rows are not whole 16-byte units × {:.3} at any size ({} traced)", m.ratio, m.samples)
     });
+    // Where no GEMM of this silicon was timed under sustained load, a projection onto it keeps
+    // the table's rates while a GPU that was (Hopper) is held to its: said, since it favours it.
+    let unsustained = if !users && pricing.sustained_gemm_rate(gpu, dtype).is_none() && matches!(dtype, Dtype::Bf16 | Dtype::Fp16) {
+        format!("; no GEMM of {} was timed under sustained load: its measured rates stand", gpu.id)
+    } else {
+        String::new()
+    };
     let gemm = match (priced, correction) {
         // The basis is the probe's (the correction applies or not by each GEMM's own size): said so.
         (Some(p), Some(_)) => {
-            format!("GEMMs at their shapes: {} (each by its own size; an 8192³ GEMM, for one: {}{misaligned})", p.rule.describe(), p.basis)
+            format!(
+                "GEMMs at their shapes: {} (each by its own size; an 8192³ GEMM, for one: {}{misaligned}{unsustained})",
+                p.rule.describe(),
+                p.basis
+            )
         }
-        (Some(p), None) => format!("GEMMs at their shapes: {} ({}); no traces of this GPU correct it", p.rule.describe(), p.basis),
+        (Some(p), None) => {
+            format!("GEMMs at their shapes: {} ({}{unsustained}); no traces of this GPU correct it", p.rule.describe(), p.basis)
+        }
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
     };
     let shape = tracecast_calibrate::pricing::AttentionShape {
