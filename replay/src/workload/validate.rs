@@ -812,8 +812,10 @@ enum Framework {
     /// llm-foundry's benchmark tables (`scripts/train/benchmarking/README.md`): every commit
     /// that wrote them (2023-05 … 2024-01) ran `submit_benchmarks.py`, whose `--attn_impl`
     /// defaulted to `triton` (`flash` from 2024-03-26, 7f0fdae): MPT's Triton FlashAttention
-    /// (`llmfoundry/models/layers/flash_attn_triton.py` on `triton-pre-mlir`), the
-    /// "FlashAttention Triton" of FlashAttention-2's A100 chart (`fa-triton`).
+    /// (`llmfoundry/models/layers/flash_attn_triton.py` on `triton-pre-mlir`, a copy of Tri Dao's
+    /// `flash_attn_triton.py`). No chart measured it: it is priced as the nearest measured Triton
+    /// kernel, the "FlashAttention Triton" of FlashAttention-2's A100 chart (`fa-triton`: OpenAI
+    /// Triton's `triton.ops.flash_attention`, within 4 % of FlashAttention 1 there).
     LlmFoundryBenchmarks,
 }
 
