@@ -182,6 +182,7 @@ impl Gpu {
             .or_else(|| not_positive("link_gbps", self.link_gbps))
             .or_else(|| self.clock_mhz.and_then(|v| not_positive("clock_mhz", v)))
             .or_else(|| self.exp_tps.and_then(|v| not_positive("exp_tps", v)))
+            .or_else(|| self.tdp_w.and_then(|v| not_positive("tdp_w", v)))
             .or_else(|| {
                 (!(self.cache_mb.is_finite() && self.cache_mb >= 0.0)).then(|| format!("cache_mb = {}: must be 0 or more", self.cache_mb))
             })
@@ -608,6 +609,8 @@ mod tests {
             ("cache_mb = -2.0", "cache_mb = -2"),
             ("clock_mhz = inf", "clock_mhz = inf"),
             ("exp_tps = 0.0", "exp_tps = 0"),
+            ("tdp_w = -700.0", "tdp_w = -700"),
+            ("tdp_w = nan", "tdp_w = NaN"),
             ("sms = 0", "sms = 0"),
         ] {
             let mut c = Catalog::builtin();

@@ -648,7 +648,7 @@ impl Pricing {
         let mut say =
             |from: &crate::measured::Provenance, message: String| out.push(format!("{}: line {}: {message}", from.file, from.line));
         let unknown = |id: &str| format!("GPU {id:?} is not in the catalog (`hw list`; `--hw FILE` adds one)");
-        for r in m.gemm.iter().filter(|r| m.is_user(&r.from)) {
+        for r in m.gemm.iter().chain(&m.gemm_sustained).filter(|r| m.is_user(&r.from)) {
             let Some(g) = self.gpu_of_measurement_id(&r.gpu) else {
                 say(&r.from, unknown(&r.gpu));
                 continue;
@@ -1028,22 +1028,28 @@ impl Pricing {
                 p.basis.push_str("; capped at the peak: the table is faster than the datasheet allows");
             }
         }
-        // The tables time each shape for a moment; a GPU kept busy runs at its power limit, and
-        // its clock falls (our H200: an 8192×14336×4096 GEMM 769–801 TFLOP/s in its first calls,
-        // 665 over 8 s back to back, where XLA's Hopper table says 780). No GEMM of a busy GPU
-        // runs faster than the rate its silicon holds, where that was measured; a shape the
-        // user measured themselves keeps their time.
-        if let Some((rate, from)) = self.sustained_gemm_rate(gpu, shape.dtype) {
-            let floor = shape.flops() / rate * 1e6;
-            if p.time_us < floor && !self.measured_by_the_user(gpu, shape, &p) {
-                p.time_us = floor;
-                p.basis.push_str(&format!(
-                    "; held at {:.1} TFLOP/s, the rate {from}: the tables time a moment, a busy GPU runs at its power limit",
-                    rate / 1e12
-                ));
-            }
-        }
+        self.hold_to_sustained(gpu, shape, &mut p);
         Some(p)
+    }
+
+    /// The tables time each shape for a moment; a GPU kept busy runs at its power limit, and
+    /// its clock falls (our H200: an 8192×14336×4096 GEMM 769–801 TFLOP/s in its first calls,
+    /// 665 over 8 s back to back, where XLA's Hopper table says 780). No table's shape of a busy
+    /// GPU runs faster than the rate its silicon holds, where that was measured. What measured
+    /// this GPU itself keeps its word: a shape the user measured, a table of their own, and a
+    /// correction from its traces ([`Pricing::gemm_corrected`]), which applies to the held
+    /// price (it is measured against it, and its GEMMs ran on that GPU under their own load).
+    fn hold_to_sustained(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
+        let Some((rate, from)) = self.sustained_gemm_rate(gpu, shape.dtype) else { return };
+        let floor = shape.flops() / rate * 1e6;
+        let users_own = p.rule == PriceRule::GemmMeasuredShape || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
+        if p.time_us < floor && !users_own {
+            p.time_us = floor;
+            p.basis.push_str(&format!(
+                "; held at {:.1} TFLOP/s, the rate {from}: the tables time a moment, a busy GPU runs at its power limit",
+                rate / 1e12
+            ));
+        }
     }
 
     /// The GEMM rate `gpu` holds under sustained load in `dtype`'s class, FLOP/s, and
@@ -1060,7 +1066,8 @@ impl Pricing {
             if table_dtype(r.dtype) != table_dtype(dtype) {
                 return false;
             }
-            if *r.gpu == *gpu.id {
+            // A row of this GPU, or of a table it is measured as (the row's author says so).
+            if gpu.measurement_ids().any(|id| id == &*r.gpu) {
                 return true;
             }
             let Ok(theirs) = self.catalog.gpu(&r.gpu) else { return false };
@@ -1072,13 +1079,21 @@ impl Pricing {
         let chosen = if users.is_empty() { mine } else { users };
         let mut rates: Vec<f64> = chosen.iter().map(|r| 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6)).collect();
         let rate = crate::fit::median(&mut rates)?;
-        let first = chosen.first()?;
-        let who = if *first.gpu == *gpu.id {
-            "this GPU held".to_string()
-        } else {
-            format!("{} held (the same silicon at the same power limit)", first.gpu)
+        let distinct = |of: &dyn Fn(&GemmRow) -> &str| {
+            let mut v: Vec<&str> = chosen.iter().map(|r| of(r)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.join(", ")
         };
-        Some((rate, format!("{who} under sustained load ({} row(s) of {})", chosen.len(), first.from.source_id)))
+        let (gpus, sources) = (distinct(&|r| &r.gpu), distinct(&|r| &r.from.source_id));
+        let who = if gpus == gpu.id {
+            "this GPU held".to_string()
+        } else if gpu.measured_as.iter().any(|t| *t == gpus) {
+            format!("GPUs of {gpus} held")
+        } else {
+            format!("{gpus} held (the same silicon at the same power limit)")
+        };
+        Some((rate, format!("{who} under sustained load ({} row(s) of {sources})", chosen.len())))
     }
 
     fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
@@ -3155,7 +3170,8 @@ mod tests {
         let priced = p.gemm_corrected(&h100, &aligned, Some(&correction)).unwrap().time_us;
         assert!((priced / p.gemm(&h100, &aligned).unwrap().time_us - 0.97).abs() < 1e-9);
         // A ratio that speeds the table up (MI300X's 0.59) is capped, like the others', at the
-        // fastest this GPU was measured (H100: 81 % of its peak, XLA's table's best shape).
+        // fastest this GPU was measured (H100: 81 % of its peak, XLA's table's best shape): the
+        // traces' correction applies to the held price, as it was measured against it.
         let faster = crate::profile::TableCorrection {
             misaligned: Some(crate::profile::TracedRatio { ratio: 0.2, ln_spread: 0.08, samples: 265 }),
             ..correction
@@ -3164,7 +3180,12 @@ mod tests {
         let priced = p.gemm_corrected(&h100, &large, Some(&faster)).unwrap();
         let achieved = large.flops() / (priced.time_us * 1e-6) / h100.peak_flops(Dtype::Bf16).unwrap();
         assert!((0.79..0.82).contains(&achieved), "{achieved} of the peak: {}", priced.basis);
-        assert!(priced.basis.contains("capped"), "{}", priced.basis);
+        assert!(priced.basis.contains("capped at 81 %"), "{}", priced.basis);
+        // Without a sustained measurement (B200) the cap at the fastest measured stands alone.
+        let b200 = p.catalog.gpu("b200").unwrap().clone();
+        let priced = p.gemm_corrected(&b200, &large, Some(&faster)).unwrap();
+        let achieved = large.flops() / (priced.time_us * 1e-6) / b200.peak_flops(Dtype::Bf16).unwrap();
+        assert!((0.77..0.78).contains(&achieved) && priced.basis.contains("capped"), "{achieved}: {}", priced.basis);
     }
 
     #[test]

@@ -687,6 +687,50 @@ fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
     assert_eq!(mine.gemm(&capped, &big).unwrap().time_us, shipped.gemm_excluding(&capped, &big, &[]).unwrap().time_us);
     let b200 = shipped.catalog.gpu("b200").unwrap().clone();
     assert_eq!(mine.gemm(&b200, &big).unwrap().time_us, shipped.gemm(&b200, &big).unwrap().time_us);
+    // A correction of this GPU's traces (×0.9) applies to the held price: they ran on it, and were
+    // measured against that price.
+    let correction = tracecast_calibrate::profile::TableCorrection {
+        class: tracecast_calibrate::work::KernelClass::Gemm,
+        dtype: Some(Dtype::Bf16),
+        ratio: 0.9,
+        ln_spread: 0.0,
+        samples: 100,
+        rule: "gemm_table".into(),
+        max_flops: None,
+        misaligned: None,
+    };
+    let corrected = mine.gemm_corrected(&h100, &big, Some(&correction)).unwrap();
+    assert!((big.flops() / (corrected.time_us * 1e-6) / (600e12 / 0.9) - 1.0).abs() < 1e-9, "{}", corrected.basis);
+    assert!(corrected.basis.contains("held at 600.0 TFLOP/s") && corrected.basis.contains("× 0.900"), "{}", corrected.basis);
+    let small_corrected = mine.gemm_corrected(&h100, &small, Some(&correction)).unwrap();
+    assert!((small_corrected.time_us / (0.9 * mine.gemm(&h100, &small).unwrap().time_us) - 1.0).abs() < 1e-9);
+    // A few rows of the user's own (a 1024³ GEMM at 300 TFLOP/s) scale the table's other shapes:
+    // those are held; the shape they measured keeps their time.
+    let few = dir.join("few.csv");
+    std::fs::write(&few, format!("gpu,dtype,m,n,k,time_us\nh100-sxm,bf16,1024,1024,1024,{}\n", 2.0 * 1024f64.powi(3) / 300e12 * 1e6))
+        .unwrap();
+    let scaled = Pricing::new(Catalog::builtin(), Measurements::with_files(&[few]).unwrap());
+    let held = scaled.gemm(&h100, &big).unwrap();
+    assert!((big.flops() / (held.time_us * 1e-6) / 1e12 - 665.671).abs() < 0.01, "{}", held.basis);
+    let own = scaled.gemm(&h100, &small).unwrap();
+    assert!((small.flops() / (own.time_us * 1e-6) / 300e12 - 1.0).abs() < 1e-9, "{}", own.basis);
+    // A row labelled with a table (`hopper-sm90`) speaks for that table's GPUs, H800 too; a sustained row
+    // of a GPU the catalog does not know, or above the peak, is refused as a burst row is.
+    let table_row = dir.join("table.csv");
+    std::fs::write(&table_row, format!("source_id,gpu,dtype,m,n,k,time_us,load\nmine,hopper-sm90,bf16,8192,8192,8192,{time},sustained\n"))
+        .unwrap();
+    let by_table = Pricing::new(Catalog::builtin(), Measurements::with_files(&[table_row]).unwrap());
+    let h800 = by_table.catalog.gpu("h800").unwrap().clone();
+    assert!((rate(&by_table, &h800, &big) / 600.0 - 1.0).abs() < 1e-9);
+    for (row, says) in [
+        ("mine,nosuch,bf16,8192,8192,8192,1833,sustained", "not in the catalog"),
+        ("mine,h100-sxm,bf16,8192,8192,8192,100,sustained", "above h100-sxm's bf16 peak"),
+    ] {
+        let f = dir.join("impossible.csv");
+        std::fs::write(&f, format!("source_id,gpu,dtype,m,n,k,time_us,load\n{row}\n")).unwrap();
+        let bad = Pricing::new(Catalog::builtin(), Measurements::with_files(&[f]).unwrap()).impossible_user_rows();
+        assert!(bad.len() == 1 && bad[0].contains("line 2") && bad[0].contains(says), "{bad:?}");
+    }
     // A load neither burst nor sustained is refused with its line.
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "gpu,dtype,m,n,k,time_us,load\nh100-sxm,bf16,8,8,8,1,warm\n").unwrap();

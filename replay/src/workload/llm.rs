@@ -611,7 +611,7 @@ fn pricing_notes(
     // Where no GEMM of this silicon was timed under sustained load, a projection onto it keeps
     // the table's rates while a GPU that was (Hopper) is held to its: said, since it favours it.
     let unsustained = if !users && pricing.sustained_gemm_rate(gpu, dtype).is_none() && matches!(dtype, Dtype::Bf16 | Dtype::Fp16) {
-        format!("; no GEMM of {} was timed under sustained load: its measured rates stand", gpu.id)
+        format!("; no GEMM of {} was timed under sustained load: its prices are not held to one", gpu.id)
     } else {
         String::new()
     };
