@@ -739,7 +739,36 @@ impl Pricing {
                 }
             }
         }
-        best.map(|b| b.0)
+        best.map(|b| b.0).or_else(|| self.same_silicons_table(gpu, dtype))
+    }
+
+    /// The GEMM table of another GPU of the same silicon, for a GPU without one: one that
+    /// shares a `measured_as` id with it and has its 16-bit peak and SM count (A100 40 GB and
+    /// 80 GB: one GA100 at the same clocks, whose HBM alone differs; Azure measured the 80 GB's).
+    /// Its times are the other GPU's: where HBM bounds a shape, [`Pricing::gemm_by_rule`]
+    /// holds it to this GPU's operand traffic.
+    fn same_silicons_table(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
+        let tables = &self.gemms().tables;
+        let mut best: Option<&GemmTable> = None;
+        for other in self.catalog.gpus.iter().filter(|o| self.same_silicon(gpu, o)) {
+            for t in tables.get(&(Arc::from(other.id.as_str()), table_dtype(dtype))).into_iter().flatten() {
+                if t.points.len() >= MIN_TABLE_SHAPES && best.is_none_or(|b| (t.user, t.points.len()) > (b.user, b.points.len())) {
+                    best = Some(t);
+                }
+            }
+        }
+        best
+    }
+
+    /// Whether `other` is another GPU of `gpu`'s silicon: a shared `measured_as` id, the same
+    /// 16-bit peak and the same SM count.
+    fn same_silicon(&self, gpu: &Gpu, other: &Gpu) -> bool {
+        other.id != gpu.id
+            && other.measured_as.iter().any(|t| gpu.measured_as.contains(t))
+            && gpu.sms.is_some()
+            && other.sms == gpu.sms
+            && peak(gpu, Dtype::Bf16).is_some()
+            && peak(other, Dtype::Bf16) == peak(gpu, Dtype::Bf16)
     }
 
     /// The catalog GPU whose specs stand for measurement id `id`.
@@ -855,8 +884,20 @@ impl Pricing {
                     ));
                 }
             }
+            // Another GPU's table (the same silicon): its times, at least this GPU's traffic.
+            let borrowed = !gpu.measurement_ids().any(|id| id == &*t.gpu);
+            if borrowed {
+                basis.push_str(&format!(
+                    "; {} is the same silicon as {} (both measured as {}, with the same 16-bit peak and SMs)",
+                    t.gpu,
+                    gpu.id,
+                    gpu.measured_as.join(", ")
+                ));
+            }
             let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
-            if extrapolated && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price) {
+            if (extrapolated || borrowed)
+                && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price)
+            {
                 price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
             }
             return Some(price);

@@ -758,3 +758,30 @@ fn hoppers_gemms_run_at_the_rate_our_h200_sustained() {
     let gh200 = p.catalog.gpu("gh200").unwrap().clone();
     assert!(p.sustained_gemm_rate(&gh200, Dtype::Bf16).is_none(), "GH200's power limit is another");
 }
+
+/// A GPU without a GEMM table of its own takes the table of another GPU of its silicon (a shared
+/// `measured_as` id, the same 16-bit peak and SMs): A100 40 GB is priced by the 80 GB's Azure
+/// rows, not by the spec model learned from other GPUs (which put it 8 % faster than its twin),
+/// held to its own operands' traffic where HBM bounds the shape; a GPU of that id with another
+/// peak is not the same silicon.
+#[test]
+fn a_gpu_without_a_table_takes_its_same_silicon_twins() {
+    let p = Pricing::builtin();
+    let (a40, a80) = (p.catalog.gpu("a100-40gb").unwrap().clone(), p.catalog.gpu("a100-80gb").unwrap().clone());
+    let compute = GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 2048.0, dtype: Dtype::Bf16 };
+    let (mine, twin) = (p.gemm(&a40, &compute).unwrap(), p.gemm(&a80, &compute).unwrap());
+    assert_eq!(mine.time_us, twin.time_us, "{}", mine.basis);
+    assert!(mine.rule == PriceRule::GemmTable && mine.basis.contains("a100-80gb is the same silicon as a100-40gb"), "{}", mine.basis);
+    // A matrix-vector product streams its weights: at least the 40 GB's traffic at its own HBM rate.
+    let streaming = GemmShape { batch: 1.0, m: 1.0, n: 16384.0, k: 16384.0, dtype: Dtype::Bf16 };
+    let (mine, twin) = (p.gemm(&a40, &streaming).unwrap(), p.gemm(&a80, &streaming).unwrap());
+    assert!(mine.time_us > twin.time_us, "{} vs {}: {}", mine.time_us, twin.time_us, mine.basis);
+    assert!(mine.time_us >= streaming.bytes() / (a40.hbm_gbps * 1e9) * 1e6, "{}", mine.basis);
+    // Another peak under the same id is other silicon: the spec model prices it.
+    let mut faster = a40.clone();
+    (faster.id, faster.bf16) = ("a100-oc".into(), Some(400.0));
+    let mut catalog = Catalog::builtin();
+    catalog.gpus.push(faster.clone());
+    let q = Pricing::new(catalog, Measurements::shared());
+    assert_eq!(q.gemm(&faster, &compute).unwrap().rule, PriceRule::GemmSpecModel);
+}
