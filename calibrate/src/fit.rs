@@ -45,11 +45,26 @@ fn line_nonneg(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFi
     if free.intercept >= 0.0 { Some(free) } else { line_through_origin(free.n, at) }
 }
 
-/// Weighted least squares of the `n` points `at(i)` = (x, y, weight).
-fn line(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
-    if n < 3 {
-        return None;
-    }
+/// The least-squares slope of `(x, y)` points, unweighted (a handful of points with no error
+/// model, such as a collective's latency against log₂ nodes); `None` with fewer than two
+/// points or no spread in `x`.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    (points.len() >= 2).then_some(())?;
+    weighted_slope(points.len(), |i| (points[i].0, points[i].1, 1.0)).map(|s| s.slope)
+}
+
+/// The parts of a weighted least-squares line: slope, weighted means, weight sum and Sxx.
+struct SlopeParts {
+    slope: f64,
+    xm: f64,
+    ym: f64,
+    sw: f64,
+    sxx: f64,
+}
+
+/// The weighted least-squares slope of the `n` points `at(i)` = (x, y, weight); `None`
+/// without spread in x.
+fn weighted_slope(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<SlopeParts> {
     let sw: f64 = (0..n).map(|i| at(i).2).sum();
     let xm = (0..n).map(&at).map(|(x, _, w)| w * x).sum::<f64>() / sw;
     let ym = (0..n).map(&at).map(|(_, y, w)| w * y).sum::<f64>() / sw;
@@ -60,10 +75,15 @@ fn line(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
         sxx += w * dx * dx;
         sxy += w * dx * (y - ym);
     }
-    if sxx <= 0.0 || !sxx.is_finite() {
+    (sxx > 0.0 && sxx.is_finite()).then(|| SlopeParts { slope: sxy / sxx, xm, ym, sw, sxx })
+}
+
+/// Weighted least squares of the `n` points `at(i)` = (x, y, weight).
+fn line(n: usize, at: impl Fn(usize) -> (f64, f64, f64)) -> Option<LineFit> {
+    if n < 3 {
         return None;
     }
-    let slope = sxy / sxx;
+    let SlopeParts { slope, xm, ym, sw, sxx } = weighted_slope(n, &at)?;
     let intercept = ym - slope * xm;
     let (wss, wss_tot, rel) = residuals(n, &at, intercept, slope, ym);
     let dof = (n - 2) as f64;
@@ -162,6 +182,17 @@ pub fn lower_envelope(x: &[f64], y: &[f64]) -> (Vec<f64>, Vec<f64>) {
 
 #[cfg(test)]
 mod tests {
+    /// The unweighted slope of known lines: exact on a line, the least-squares one through noise
+    /// symmetric about it, and none without two points or spread in x.
+    #[test]
+    fn slope_of_known_lines() {
+        assert_eq!(slope(&[(1.0, 5.0), (3.0, 9.0)]), Some(2.0));
+        let noisy = [(0.0, 1.0), (1.0, 2.5), (2.0, 2.5), (3.0, 4.0)];
+        assert!((slope(&noisy).unwrap() - 0.9).abs() < 1e-12);
+        assert_eq!(slope(&[(1.0, 5.0)]), None);
+        assert_eq!(slope(&[(2.0, 5.0), (2.0, 7.0)]), None);
+    }
+
     use super::*;
 
     #[test]

@@ -742,33 +742,47 @@ impl Pricing {
         best.map(|b| b.0).or_else(|| self.same_silicons_table(gpu, dtype))
     }
 
+    /// `gpu`'s own GEMM table of `dtype`'s class (one of its measurement ids'), not a twin's.
+    fn own_gemm_table(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
+        self.gemm_table(gpu, dtype).filter(|t| gpu.measurement_ids().any(|id| id == &*t.gpu))
+    }
+
+    /// Whether `gpu` is priced by another GPU's table (its silicon's twin's).
+    fn borrows_a_table(&self, gpu: &Gpu, dtype: Dtype) -> bool {
+        self.gemm_table(gpu, dtype).is_some() && self.own_gemm_table(gpu, dtype).is_none()
+    }
+
     /// The GEMM table of another GPU of the same silicon, for a GPU without one: one that
     /// shares a `measured_as` id with it and has its 16-bit peak and SM count (A100 40 GB and
     /// 80 GB: one GA100 at the same clocks, whose HBM alone differs; Azure measured the 80 GB's).
     /// Its times are the other GPU's: where HBM bounds a shape, [`Pricing::gemm_by_rule`]
     /// holds it to this GPU's operand traffic.
+    /// Only an unambiguous twin lends: where several GPUs of the silicon have tables of the dtype
+    /// (GH200's FP8: H100's and H200's cuBLASLt rows, H800's DeepGEMM), which of their
+    /// libraries this GPU runs is not known, and the spec model learns from them all.
     fn same_silicons_table(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
         let tables = &self.gemms().tables;
-        let mut best: Option<&GemmTable> = None;
-        for other in self.catalog.gpus.iter().filter(|o| self.same_silicon(gpu, o)) {
-            for t in tables.get(&(Arc::from(other.id.as_str()), table_dtype(dtype))).into_iter().flatten() {
-                if t.points.len() >= MIN_TABLE_SHAPES && best.is_none_or(|b| (t.user, t.points.len()) > (b.user, b.points.len())) {
-                    best = Some(t);
-                }
-            }
-        }
-        best
+        let mut lenders = self.catalog.gpus.iter().filter(|o| self.same_silicon(gpu, o, dtype)).filter_map(|other| {
+            tables
+                .get(&(Arc::from(other.id.as_str()), table_dtype(dtype)))
+                .into_iter()
+                .flatten()
+                .filter(|t| t.points.len() >= MIN_TABLE_SHAPES)
+                .max_by_key(|t| (t.user, t.points.len()))
+        });
+        let first = lenders.next()?;
+        lenders.next().is_none().then_some(first)
     }
 
-    /// Whether `other` is another GPU of `gpu`'s silicon: a shared `measured_as` id, the same
-    /// 16-bit peak and the same SM count.
-    fn same_silicon(&self, gpu: &Gpu, other: &Gpu) -> bool {
+    /// Whether `other` is another GPU of `gpu`'s silicon for `dtype`: a shared `measured_as`
+    /// id, the same SM count and the same peak in that dtype's class.
+    fn same_silicon(&self, gpu: &Gpu, other: &Gpu, dtype: Dtype) -> bool {
         other.id != gpu.id
             && other.measured_as.iter().any(|t| gpu.measured_as.contains(t))
             && gpu.sms.is_some()
             && other.sms == gpu.sms
-            && peak(gpu, Dtype::Bf16).is_some()
-            && peak(other, Dtype::Bf16) == peak(gpu, Dtype::Bf16)
+            && peak(gpu, dtype).is_some()
+            && peak(other, dtype) == peak(gpu, dtype)
     }
 
     /// The catalog GPU whose specs stand for measurement id `id`.
@@ -887,11 +901,19 @@ impl Pricing {
             // Another GPU's table (the same silicon): its times, at least this GPU's traffic.
             let borrowed = !gpu.measurement_ids().any(|id| id == &*t.gpu);
             if borrowed {
+                let shared: Vec<&str> = self
+                    .catalog
+                    .gpus
+                    .iter()
+                    .find(|o| o.id == *t.gpu)
+                    .map(|o| gpu.measured_as.iter().filter(|id| o.measured_as.contains(id)).map(String::as_str).collect())
+                    .unwrap_or_default();
                 basis.push_str(&format!(
-                    "; {} is the same silicon as {} (both measured as {}, with the same 16-bit peak and SMs)",
+                    "; {} is the same silicon as {} (both measured as {}, with the same SMs and {} peak)",
                     t.gpu,
                     gpu.id,
-                    gpu.measured_as.join(", ")
+                    shared.join(", "),
+                    dtype_name(shape.dtype)
                 ));
             }
             let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
@@ -980,7 +1002,7 @@ impl Pricing {
     pub fn measured_by_the_user(&self, gpu: &Gpu, shape: &GemmShape, price: &Price) -> bool {
         price.rule == PriceRule::GemmMeasuredShape
             || self.user_gemm_rows(gpu, shape.dtype).is_some()
-            || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user)
+            || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user)
     }
 
     /// What `shape` costs on a GPU whose traces measured their software stack
@@ -1001,6 +1023,8 @@ impl Pricing {
         // makes a shape faster than the fastest rate any measurement of this GPU reached (B200:
         // 1745 TFLOP/s, the max-achievable-matmul search; the table × 0.79 priced Llama-3-8B's
         // training GEMMs at 1793).
+        // A twin's table is another GPU's times: a correction never takes it under this GPU's traffic.
+        let borrowed = self.borrows_a_table(gpu, shape.dtype);
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
@@ -1010,7 +1034,7 @@ impl Pricing {
             {
                 p.basis.push_str(&capped);
             }
-            if ratio < 1.0 && p.extrapolated && self.at_least_its_traffic(gpu, shape, p).is_some() {
+            if ratio < 1.0 && (p.extrapolated || borrowed) && self.at_least_its_traffic(gpu, shape, p).is_some() {
                 p.basis.push_str("; held at its operands' traffic");
             }
         };
@@ -1083,7 +1107,7 @@ impl Pricing {
     fn hold_to_sustained(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
         let Some((rate, from)) = self.sustained_gemm_rate(gpu, shape.dtype) else { return };
         let floor = shape.flops() / rate * 1e6;
-        let users_own = p.rule == PriceRule::GemmMeasuredShape || self.gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
+        let users_own = p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
         if p.time_us < floor && !users_own {
             p.time_us = floor;
             p.basis.push_str(&format!(
@@ -2968,10 +2992,7 @@ impl System {
         let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
         let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
         let latency = if pts.len() >= 2 {
-            let n = pts.len() as f64;
-            let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-            let slope = if sxx > 0.0 { pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx } else { 0.0 };
+            let slope = crate::fit::slope(&pts).unwrap_or(0.0);
             let at_largest = ca.latency_us(link_rule);
             // Never below the largest count's own latency.
             (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)

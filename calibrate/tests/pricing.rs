@@ -772,16 +772,39 @@ fn a_gpu_without_a_table_takes_its_same_silicon_twins() {
     let (mine, twin) = (p.gemm(&a40, &compute).unwrap(), p.gemm(&a80, &compute).unwrap());
     assert_eq!(mine.time_us, twin.time_us, "{}", mine.basis);
     assert!(mine.rule == PriceRule::GemmTable && mine.basis.contains("a100-80gb is the same silicon as a100-40gb"), "{}", mine.basis);
-    // A matrix-vector product streams its weights: at least the 40 GB's traffic at its own HBM rate.
-    let streaming = GemmShape { batch: 1.0, m: 1.0, n: 16384.0, k: 16384.0, dtype: Dtype::Bf16 };
-    let (mine, twin) = (p.gemm(&a40, &streaming).unwrap(), p.gemm(&a80, &streaming).unwrap());
-    assert!(mine.time_us > twin.time_us, "{} vs {}: {}", mine.time_us, twin.time_us, mine.basis);
-    assert!(mine.time_us >= streaming.bytes() / (a40.hbm_gbps * 1e9) * 1e6, "{}", mine.basis);
-    // Another peak under the same id is other silicon: the spec model prices it.
+    // Where HBM bounds a shape of the table (Azure's 802816×192×768), a twin with a slower HBM is
+    // held to its own operands' traffic; with a trace correction that speeds it up too.
+    let skinny = GemmShape { batch: 1.0, m: 802816.0, n: 192.0, k: 768.0, dtype: Dtype::Bf16 };
+    let mut slow = a40.clone();
+    (slow.id, slow.hbm_gbps) = ("a100-slow".into(), 400.0);
     let mut faster = a40.clone();
     (faster.id, faster.bf16) = ("a100-oc".into(), Some(400.0));
+    let mut fewer = a40.clone();
+    (fewer.id, fewer.sms) = ("a100-cut".into(), Some(98));
     let mut catalog = Catalog::builtin();
-    catalog.gpus.push(faster.clone());
+    catalog.gpus.extend([slow.clone(), faster.clone(), fewer.clone()]);
     let q = Pricing::new(catalog, Measurements::shared());
+    let held = q.gemm(&slow, &skinny).unwrap();
+    assert!(held.time_us > 1.5 * q.gemm(&a80, &skinny).unwrap().time_us, "{}", held.basis);
+    assert!(held.basis.contains("at least its operands' traffic once at"), "{}", held.basis);
+    let speedup = tracecast_calibrate::profile::TableCorrection {
+        class: tracecast_calibrate::work::KernelClass::Gemm,
+        dtype: Some(Dtype::Bf16),
+        ratio: 0.5,
+        ln_spread: 0.0,
+        samples: 100,
+        rule: "gemm_table".into(),
+        max_flops: None,
+        misaligned: None,
+    };
+    let corrected = q.gemm_corrected(&slow, &skinny, Some(&speedup)).unwrap();
+    assert!((corrected.time_us / held.time_us - 1.0).abs() < 1e-9, "{}", corrected.basis);
+    // Another peak or SM count under the same id is other silicon: the spec model prices it.
     assert_eq!(q.gemm(&faster, &compute).unwrap().rule, PriceRule::GemmSpecModel);
+    assert_eq!(q.gemm(&fewer, &compute).unwrap().rule, PriceRule::GemmSpecModel);
+    // Several twins with tables of a dtype that disagree (GH200's FP8: H100's and H200's cuBLASLt
+    // rows, H800's DeepGEMM): none lends, the spec model learns from them all.
+    let gh200 = p.catalog.gpu("gh200").unwrap().clone();
+    let fp8 = GemmShape { dtype: Dtype::Fp8, ..compute };
+    assert_eq!(p.gemm(&gh200, &fp8).unwrap().rule, PriceRule::GemmSpecModel);
 }
