@@ -231,7 +231,15 @@ impl Measurements {
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
         let text = tracecast_ingest::input::read(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         let name = path.display().to_string();
-        self.add_text(&text, &name)?;
+        // A file that adds nothing (a header alone, or rows of nothing measured) would be
+        // reported as added to the base while pricing nothing.
+        if self.add_text(&text, &name)? == 0 {
+            return Err(Error::Measurements {
+                path: name,
+                line: 2,
+                message: "no measured rows: the table has a header and nothing under it to price with".into(),
+            });
+        }
         self.user_files.push(name.into());
         Ok(())
     }
@@ -247,6 +255,9 @@ impl Measurements {
         self.gemm_index = GemmIndex::default();
         self.collective_index = CollectiveIndex::default();
         let bad = |line: usize, message: String| Error::Measurements { path: name.into(), line, message };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            return Err(bad(1, "the file is empty: a measurements table is a header line and rows (README, Measurements)".into()));
+        }
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);
         let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();
         let col = |n: &str| headers.iter().position(|h| h.trim() == n);

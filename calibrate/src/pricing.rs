@@ -1043,7 +1043,7 @@ impl Pricing {
         // size (what it measures is the kernels the library falls back to, not a size range).
         if let Some(m) = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users && shape.misaligned()) {
             let from = format!(
-                "the measured ÷ table time of the {} traced GEMMs of this GPU whose rows are not whole 16-byte units, as this one's (their software stack)",
+                "the measured ÷ table time of the {} traced GEMMs of the profile's GPU whose rows are not whole 16-byte units, as this one's (their software stack)",
                 m.samples
             );
             apply(&mut p, m.ratio, m.ln_spread, from);
@@ -1066,7 +1066,7 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
             let from = if c.measured_on_traces() {
-                format!("the measured ÷ table time of {} traced GEMMs of this GPU (their software stack)", c.samples)
+                format!("the measured ÷ table time of {} traced GEMMs of the profile's GPU (their software stack)", c.samples)
             } else if c.rule.is_empty() {
                 format!("a correction of {} measured run(s)", c.samples)
             } else {
@@ -1139,9 +1139,12 @@ impl Pricing {
             let same_table = theirs.measured_as.iter().any(|t| gpu.measured_as.contains(t));
             same_table && theirs.tdp_w.is_some() && theirs.tdp_w == gpu.tdp_w
         };
+        // This GPU's own rows (of its id or table) before a twin's, the user's before the shipped.
         let mine: Vec<&GemmRow> = rows.iter().filter(|r| speaks_for(r)).collect();
-        let users: Vec<&GemmRow> = mine.iter().copied().filter(|r| self.measurements.is_user(&r.from)).collect();
-        let chosen = if users.is_empty() { mine } else { users };
+        let own: Vec<&GemmRow> = mine.iter().copied().filter(|r| gpu.measurement_ids().any(|id| id == &*r.gpu)).collect();
+        let closest = if own.is_empty() { mine } else { own };
+        let users: Vec<&GemmRow> = closest.iter().copied().filter(|r| self.measurements.is_user(&r.from)).collect();
+        let chosen = if users.is_empty() { closest } else { users };
         let mut rates: Vec<f64> = chosen.iter().map(|r| 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6)).collect();
         let rate = crate::fit::median(&mut rates)?;
         let distinct = |of: &dyn Fn(&GemmRow) -> &str| {

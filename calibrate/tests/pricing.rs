@@ -678,6 +678,9 @@ fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
             assert!(p.basis.contains("under sustained load (1 row(s) of mine)"), "{}", p.basis);
         }
     }
+    // H200's own shipped rows come before the user's row of its twin.
+    let h200 = mine.catalog.gpu("h200").unwrap().clone();
+    assert!((rate(&mine, &h200, &big) - 665.671).abs() < 0.01, "{}", mine.gemm(&h200, &big).unwrap().basis);
     // Below the rate, FP8 (another class), another power limit and another silicon: unchanged.
     let small = shape(1024.0, 1024.0, 1024.0, Dtype::Bf16);
     assert!(rate(&mine, &h100, &small) < 600.0);
@@ -730,6 +733,13 @@ fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
         std::fs::write(&f, format!("source_id,gpu,dtype,m,n,k,time_us,load\n{row}\n")).unwrap();
         let bad = Pricing::new(Catalog::builtin(), Measurements::with_files(&[f]).unwrap()).impossible_user_rows();
         assert!(bad.len() == 1 && bad[0].contains("line 2") && bad[0].contains(says), "{bad:?}");
+    }
+    // A file of a header alone, or of nothing, adds nothing: refused, not reported as added.
+    for (text, says) in [("gpu,dtype,m,n,k,time_us\n", "line 2: no measured rows"), ("", "line 1: the file is empty")] {
+        let f = dir.join("nothing.csv");
+        std::fs::write(&f, text).unwrap();
+        let err = Measurements::with_files(&[f]).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
     }
     // A load neither burst nor sustained is refused with its line.
     let bad = dir.join("bad.csv");

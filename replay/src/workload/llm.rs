@@ -1526,7 +1526,7 @@ impl Cluster {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
             notes.push(format!(
                 "no kernel fits in the calibration profile{}: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}",
-                if correction.is_some() { " (its correction of the GEMM table applies, above)" } else { "" },
+                if correction.is_some() {  " (its correction of the GEMM table: the GEMM note above)" } else { "" },
                 DEFAULT_GEMM_OVERHEAD_S * 1e6,
             ));
         } else {
