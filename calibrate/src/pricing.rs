@@ -1156,7 +1156,7 @@ impl Pricing {
         let (gpus, sources) = (distinct(&|r| &r.gpu), distinct(&|r| &r.from.source_id));
         let who = if gpus == gpu.id {
             "this GPU held".to_string()
-        } else if gpu.measured_as.iter().any(|t| *t == gpus) {
+        } else if gpu.measured_as.contains(&gpus) {
             format!("GPUs of {gpus} held")
         } else {
             format!("{gpus} held (the same silicon at the same power limit)")
