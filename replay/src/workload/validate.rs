@@ -968,7 +968,20 @@ pub(crate) fn projected(
         if !(w.is_finite() && w > 0.0) {
             return Err(crate::Error::Run(format!("system power_w {w}: must be a positive number of watts")));
         }
-        notes.push(format!("power limit {w} W: not modelled (no measurement in the evidence ties it to kernel speed)"));
+        let mut note = format!("power limit {w} W: not modelled (no measurement in the evidence ties it to kernel speed)");
+        // Where the GPU's GEMMs are held to a rate its silicon sustained at a higher limit, that
+        // rate bounds this run's from above: said, since the run's error then leans optimistic.
+        if let Some(prices) = &cluster.prices
+            && let Some(tdp) = prices.gpu.tdp_w.filter(|&tdp| w < tdp)
+            && let Some((rate, _)) = prices.pricing.sustained_gemm_rate(&prices.gpu, if plan.fp8 { Dtype::Fp8 } else { Dtype::Bf16 })
+        {
+            note.push_str(&format!(
+                "; below {}'s {tdp:.0} W, at which its 16-bit GEMMs are held to {:.1} TFLOP/s: an upper bound here",
+                prices.gpu.id,
+                rate / 1e12
+            ));
+        }
+        notes.push(note);
     }
     if let Some(f) = &run.framework {
         notes.push(format!("framework: {f}"));
@@ -1463,6 +1476,7 @@ mod tests {
         // A 16-bit run: projected, its power limit and framework said.
         assert!(by("bf16").predicted_tokens_per_s_per_gpu.is_some());
         assert!(notes("bf16").contains("power limit 500 W: not modelled"), "{}", notes("bf16"));
+        assert!(notes("bf16").contains("below h100-sxm's 700 W, at which its 16-bit GEMMs are held to 665.7 TFLOP/s"), "{}", notes("bf16"));
         assert!(notes("bf16").contains("framework: torchtitan"), "{}", notes("bf16"));
         // FP8 linears run at the FP8 peak: faster than the same run in 16-bit.
         assert!(by("fp8").predicted_tokens_per_s_per_gpu > by("bf16").predicted_tokens_per_s_per_gpu);
