@@ -1022,6 +1022,11 @@ fn hw_show_prints_the_shipped_calibration() {
     // Its power limit, and the GEMM rate its silicon (our H200 at the same 700 W) held under sustained load.
     assert!(out.contains("board power limit 700 W") && out.contains("  power limit: NVIDIA H100"), "{out}");
     assert!(out.contains("at its power limit: 16-bit GEMMs at most 665.7 TFLOP/s, the rate h200 held"), "{out}");
+    assert!(!out.contains("GEMMs: the measured table of"), "{out}");
+    // A GPU priced by its twin's table says whose.
+    let twin = run(&["hw".as_ref(), "show".as_ref(), "a100-40gb".as_ref()]);
+    let twin = String::from_utf8_lossy(&twin.stdout);
+    assert!(twin.contains("bf16 GEMMs: the measured table of a100-80gb, the same silicon"), "{twin}");
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
     // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.

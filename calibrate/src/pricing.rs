@@ -749,7 +749,13 @@ impl Pricing {
 
     /// Whether `gpu` is priced by another GPU's table (its silicon's twin's).
     fn borrows_a_table(&self, gpu: &Gpu, dtype: Dtype) -> bool {
-        self.gemm_table(gpu, dtype).is_some() && self.own_gemm_table(gpu, dtype).is_none()
+        self.table_lender(gpu, dtype).is_some()
+    }
+
+    /// The GPU whose GEMM table of `dtype`'s class prices `gpu`, where it has none of its own
+    /// (its silicon's twin; `hw show` says so).
+    pub fn table_lender(&self, gpu: &Gpu, dtype: Dtype) -> Option<String> {
+        self.gemm_table(gpu, dtype).filter(|t| !gpu.measurement_ids().any(|id| id == &*t.gpu)).map(|t| t.gpu.to_string())
     }
 
     /// The GEMM table of another GPU of the same silicon, for a GPU without one: one that
