@@ -747,9 +747,14 @@ impl Pricing {
         self.gemm_table(gpu, dtype).filter(|t| gpu.measurement_ids().any(|id| id == &*t.gpu))
     }
 
-    /// Whether `gpu` is priced by another GPU's table (its silicon's twin's).
-    fn borrows_a_table(&self, gpu: &Gpu, dtype: Dtype) -> bool {
-        self.table_lender(gpu, dtype).is_some()
+    /// Whether `gpu`'s GEMMs are priced by times measured with other memory than its own: a
+    /// twin's table, or a table measured on a GPU of faster HBM than this one (a variant of
+    /// slower HBM: torchtitan's Grand Teton H100s at 2.4 TB/s, priced by Hopper's table). Such a
+    /// price is held to this GPU's operand traffic, where HBM bounds the shape.
+    fn table_of_other_memory(&self, gpu: &Gpu, dtype: Dtype) -> bool {
+        let Some(t) = self.gemm_table(gpu, dtype) else { return false };
+        let own = gpu.measurement_ids().any(|id| id == &*t.gpu);
+        !own || self.gpu_of_measurement_id(&t.gpu).is_some_and(|m| m.hbm_gbps > gpu.hbm_gbps)
     }
 
     /// The GPU whose GEMM table of `dtype`'s class prices `gpu`, where it has none of its own
@@ -922,8 +927,9 @@ impl Pricing {
                     dtype_name(shape.dtype)
                 ));
             }
+            let other_memory = borrowed || self.table_of_other_memory(gpu, shape.dtype);
             let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
-            if (extrapolated || borrowed)
+            if (extrapolated || other_memory)
                 && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price)
             {
                 price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
@@ -1029,8 +1035,9 @@ impl Pricing {
         // makes a shape faster than the fastest rate any measurement of this GPU reached (B200:
         // 1745 TFLOP/s, the max-achievable-matmul search; the table × 0.79 priced Llama-3-8B's
         // training GEMMs at 1793).
-        // A twin's table is another GPU's times: a correction never takes it under this GPU's traffic.
-        let borrowed = self.borrows_a_table(gpu, shape.dtype);
+        // A table of other memory (a twin's, or one measured on faster HBM) is another GPU's times:
+        // a correction never takes it under this GPU's traffic.
+        let other_memory = self.table_of_other_memory(gpu, shape.dtype);
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
@@ -1040,7 +1047,7 @@ impl Pricing {
             {
                 p.basis.push_str(&capped);
             }
-            if ratio < 1.0 && (p.extrapolated || borrowed) && self.at_least_its_traffic(gpu, shape, p).is_some() {
+            if ratio < 1.0 && (p.extrapolated || other_memory) && self.at_least_its_traffic(gpu, shape, p).is_some() {
                 p.basis.push_str("; held at its operands' traffic");
             }
         };

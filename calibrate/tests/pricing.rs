@@ -809,6 +809,15 @@ fn a_gpu_without_a_table_takes_its_same_silicon_twins() {
     };
     let corrected = q.gemm_corrected(&slow, &skinny, Some(&speedup)).unwrap();
     assert!((corrected.time_us / held.time_us - 1.0).abs() < 1e-9, "{}", corrected.basis);
+    // A GPU's own table measured on faster HBM than a variant of it has (an H100 at 1 TB/s):
+    // held to the variant's traffic where HBM bounds the shape.
+    let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+    let mut slow_h100 = h100.clone();
+    slow_h100.hbm_gbps = 1000.0;
+    let wide = GemmShape { batch: 1.0, m: 256.0, n: 8192.0, k: 8192.0, dtype: Dtype::Bf16 };
+    let (variant, table) = (p.gemm(&slow_h100, &wide).unwrap(), p.gemm(&h100, &wide).unwrap());
+    assert!(variant.time_us > 1.5 * table.time_us && variant.basis.contains("at least its operands' traffic"), "{}", variant.basis);
+    assert_eq!(p.gemm(&slow_h100, &compute).unwrap().time_us, p.gemm(&h100, &compute).unwrap().time_us);
     // Another peak or SM count under the same id is other silicon: the spec model prices it.
     assert_eq!(q.gemm(&faster, &compute).unwrap().rule, PriceRule::GemmSpecModel);
     assert_eq!(q.gemm(&fewer, &compute).unwrap().rule, PriceRule::GemmSpecModel);
