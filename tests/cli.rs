@@ -1026,7 +1026,7 @@ fn hw_show_prints_the_shipped_calibration() {
     // A GPU priced by its twin's table says whose.
     let twin = run(&["hw".as_ref(), "show".as_ref(), "a100-40gb".as_ref()]);
     let twin = String::from_utf8_lossy(&twin.stdout);
-    assert!(twin.contains("bf16 GEMMs: the measured table of a100-80gb, the same silicon"), "{twin}");
+    assert!(twin.contains("16-bit GEMMs: the measured table of a100-80gb, the same silicon, at the shapes it covers"), "{twin}");
     assert!(out.contains("Shipped calibration profile (4 corpus traces"), "{out}");
     assert!(out.contains("gemm"), "{out}");
     // The network its collectives across nodes ran over: GCP A3 Mega's eight 200 Gb/s NICs per 8-GPU VM.

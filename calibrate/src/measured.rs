@@ -237,7 +237,7 @@ impl Measurements {
             return Err(Error::Measurements {
                 path: name,
                 line: 2,
-                message: "no measured rows: the table has a header and nothing under it to price with".into(),
+                message: "no measured rows: nothing under the header, or every row's measurement empty (an OOM bar)".into(),
             });
         }
         self.user_files.push(name.into());

@@ -754,7 +754,13 @@ impl Pricing {
     fn table_of_other_memory(&self, gpu: &Gpu, dtype: Dtype) -> bool {
         let Some(t) = self.gemm_table(gpu, dtype) else { return false };
         let own = gpu.measurement_ids().any(|id| id == &*t.gpu);
-        !own || self.gpu_of_measurement_id(&t.gpu).is_some_and(|m| m.hbm_gbps > gpu.hbm_gbps)
+        // The table's GPU: a catalog id, or an id several GPUs are measured as (`a100-sxm`: the
+        // 40 and 80 GB), which says no more than the slowest of their memories.
+        let measured_on = match self.catalog.gpus.iter().find(|g| g.id == *t.gpu) {
+            Some(g) => Some(g.hbm_gbps),
+            None => self.catalog.gpus.iter().filter(|g| g.measured_as.iter().any(|m| *m == *t.gpu)).map(|g| g.hbm_gbps).reduce(f64::min),
+        };
+        !own || measured_on.is_some_and(|hbm| hbm > gpu.hbm_gbps)
     }
 
     /// The GPU whose GEMM table of `dtype`'s class prices `gpu`, where it has none of its own

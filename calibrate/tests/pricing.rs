@@ -735,7 +735,11 @@ fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
         assert!(bad.len() == 1 && bad[0].contains("line 2") && bad[0].contains(says), "{bad:?}");
     }
     // A file of a header alone, or of nothing, adds nothing: refused, not reported as added.
-    for (text, says) in [("gpu,dtype,m,n,k,time_us\n", "line 2: no measured rows"), ("", "line 1: the file is empty")] {
+    for (text, says) in [
+        ("gpu,dtype,m,n,k,time_us\n", "line 2: no measured rows"),
+        ("gpu,dtype,m,n,k,time_us,tflops\nh100-sxm,bf16,8,8,8,,\n", "every row's measurement empty"),
+        ("", "line 1: the file is empty"),
+    ] {
         let f = dir.join("nothing.csv");
         std::fs::write(&f, text).unwrap();
         let err = Measurements::with_files(&[f]).unwrap_err().to_string();

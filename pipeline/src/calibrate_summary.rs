@@ -217,7 +217,11 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     let pricing = tracecast_calibrate::pricing::Pricing::new(c.clone(), tracecast_calibrate::measured::Measurements::shared());
     for dtype in [tracecast_calibrate::catalog::Dtype::Bf16, tracecast_calibrate::catalog::Dtype::Fp8] {
         if let Some(lender) = pricing.table_lender(g, dtype) {
-            writeln!(w, "  {} GEMMs: the measured table of {lender}, the same silicon (`hw cost` says so)", dtype.as_str())?;
+            let class = if dtype == tracecast_calibrate::catalog::Dtype::Fp8 { "FP8" } else { "16-bit" };
+            writeln!(
+                w,
+                "  {class} GEMMs: the measured table of {lender}, the same silicon, at the shapes it covers (`hw cost` names the rule)"
+            )?;
         }
     }
     if let Some((rate, from)) = pricing.sustained_gemm_rate(g, tracecast_calibrate::catalog::Dtype::Bf16) {

@@ -971,13 +971,15 @@ pub(crate) fn projected(
         let mut note = format!("power limit {w} W: not modelled (no measurement in the evidence ties it to kernel speed)");
         // Where the GPU's GEMMs are held to a rate its silicon sustained at a higher limit, that
         // rate bounds this run's from above: said, since the run's error then leans optimistic.
+        let linear = if plan.fp8 { Dtype::Fp8 } else { Dtype::Bf16 };
         if let Some(prices) = &cluster.prices
             && let Some(tdp) = prices.gpu.tdp_w.filter(|&tdp| w < tdp)
-            && let Some((rate, _)) = prices.pricing.sustained_gemm_rate(&prices.gpu, if plan.fp8 { Dtype::Fp8 } else { Dtype::Bf16 })
+            && let Some((rate, _)) = prices.pricing.sustained_gemm_rate(&prices.gpu, linear)
         {
             note.push_str(&format!(
-                "; below {}'s {tdp:.0} W, at which its 16-bit GEMMs are held to {:.1} TFLOP/s: an upper bound here",
+                "; below {}'s {tdp:.0} W, at which its {} GEMMs are held to {:.1} TFLOP/s: an upper bound here",
                 prices.gpu.id,
+                if plan.fp8 { "FP8" } else { "16-bit" },
                 rate / 1e12
             ));
         }
