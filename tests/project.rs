@@ -521,17 +521,27 @@ fn project_onto_a_gpu_without_traces_uses_the_most_similar_traced_one_and_says_s
 fn a_projection_says_whose_gemms_are_held_to_a_sustained_rate_and_whose_are_not() {
     // H200's GEMMs are held to the rate it sustained over 8 s; B200 was never timed so, and a
     // projection across the two says that its rates are the table's.
-    let note = |gpu: &str| {
+    let note = |gpu: &str, more: &[&std::ffi::OsStr]| {
         let o = common::bin()
             .args(["project", "--model", "llama3-8b", "--system", gpu, "--gpus", "8", "--parallel", "fsdp=8,mb=2"])
+            .args(more)
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", common::stderr(&o));
         String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("GEMMs at their shapes")).unwrap_or_default().to_string()
     };
-    let (h200, b200) = (note("h200"), note("b200"));
+    let (h200, b200) = (note("h200", &[]), note("b200", &[]));
     assert!(h200.contains("held at 665.7 TFLOP/s, the rate this GPU held under sustained load"), "{h200}");
     assert!(!h200.contains("no GEMM of"), "{h200}");
+    // A user's measurement of the note's own 8192³ shape would hide that the rest are held: said.
+    let dir = scratch("held-note");
+    let mine = dir.join("gemm.csv");
+    std::fs::write(&mine, "gpu,dtype,m,n,k,time_us\nh100-sxm,bf16,8192,8192,8192,1900\n").unwrap();
+    let h100 = note("h100-sxm", &["--measurements".as_ref(), mine.as_os_str()]);
+    assert!(
+        h100.contains("the user's measurement of this shape") && h100.contains("shapes the user did not measure are held at 665.7 TFLOP/s"),
+        "{h100}"
+    );
     assert!(b200.contains("no GEMM of b200 was timed under sustained load: its prices are not held to one"), "{b200}");
 }
 

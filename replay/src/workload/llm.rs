@@ -610,10 +610,18 @@ fn pricing_notes(
     });
     // Where no GEMM of this silicon was timed under sustained load, a projection onto it keeps
     // the table's rates while a GPU that was (Hopper) is held to its: said, since it favours it.
-    let unsustained = if !users && pricing.sustained_gemm_rate(gpu, dtype).is_none() && matches!(dtype, Dtype::Bf16 | Dtype::Fp16) {
-        format!("; no GEMM of {} was timed under sustained load: its prices are not held to one", gpu.id)
-    } else {
-        String::new()
+    let sustained = pricing.sustained_gemm_rate(gpu, dtype);
+    let measured_probe = priced.as_ref().is_some_and(|p| p.rule == tracecast_calibrate::pricing::PriceRule::GemmMeasuredShape);
+    let unsustained = match &sustained {
+        None if !users && matches!(dtype, Dtype::Bf16 | Dtype::Fp16) => {
+            format!("; no GEMM of {} was timed under sustained load: its prices are not held to one", gpu.id)
+        }
+        // The user measured the probe itself: its basis is their time, which hides that the
+        // shapes they did not measure are held.
+        Some((rate, from)) if measured_probe => {
+            format!("; shapes the user did not measure are held at {:.1} TFLOP/s, the rate {from}", rate / 1e12)
+        }
+        _ => String::new(),
     };
     let gemm = match (priced, correction) {
         // The basis is the probe's (the correction applies or not by each GEMM's own size): said so.
