@@ -690,6 +690,11 @@ fn hw_list_and_show() {
     let o = run(&["hw".as_ref(), "show".as_ref(), "tpu-v9".as_ref()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown hardware"));
+    // A slip of the id gets the id meant.
+    let o = run(&["hw".as_ref(), "show".as_ref(), "h100sxm".as_ref()]);
+    assert!(stderr(&o).contains("unknown hardware \"h100sxm\" (did you mean \"h100-sxm\"?)"), "{}", stderr(&o));
+    let o = run(&["hw".as_ref(), "show".as_ref(), "tpu-v5".as_ref()]);
+    assert!(stderr(&o).contains("unknown hardware \"tpu-v5\"; `tracecast hw list`"), "{}", stderr(&o));
     // A user file adds a GPU.
     let dir = scratch("hw-file");
     let f = dir.join("mine.toml");

@@ -155,6 +155,28 @@ pub struct Gpu {
     pub vendor: Option<String>,
 }
 
+/// The known id a slip away from `asked` (a missing dash, a typo): the one of least edit
+/// distance, case-insensitive, when that is at most a third of its length (at least 1).
+fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str>) -> Option<String> {
+    let a: Vec<char> = asked.to_ascii_lowercase().chars().collect();
+    let distance = |b: &str| {
+        let b: Vec<char> = b.to_ascii_lowercase().chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    };
+    let (d, id) = known.map(|k| (distance(k), k)).min()?;
+    (d <= (a.len() / 3).max(1)).then(|| id.to_string())
+}
+
 /// `what = value` when `value` is not a positive finite number.
 fn not_positive(what: &str, value: f64) -> Option<String> {
     (!(value.is_finite() && value > 0.0)).then(|| format!("{what} = {value}: must be a positive number"))
@@ -369,12 +391,18 @@ impl Catalog {
 
     /// The GPU with this id.
     pub fn gpu(&self, id: &str) -> Result<&Gpu> {
-        self.gpus.iter().find(|g| g.id.eq_ignore_ascii_case(id)).ok_or_else(|| Error::UnknownHardware { id: id.to_string() })
+        self.gpus
+            .iter()
+            .find(|g| g.id.eq_ignore_ascii_case(id))
+            .ok_or_else(|| Error::UnknownHardware { id: id.to_string(), closest: closest(id, self.gpus.iter().map(|g| g.id.as_str())) })
     }
 
     /// The node preset with this id.
     pub fn node(&self, id: &str) -> Result<&Node> {
-        self.nodes.iter().find(|n| n.id.eq_ignore_ascii_case(id)).ok_or_else(|| Error::UnknownHardware { id: id.to_string() })
+        self.nodes
+            .iter()
+            .find(|n| n.id.eq_ignore_ascii_case(id))
+            .ok_or_else(|| Error::UnknownHardware { id: id.to_string(), closest: closest(id, self.nodes.iter().map(|n| n.id.as_str())) })
     }
 
     /// The first node preset built from this GPU.

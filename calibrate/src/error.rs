@@ -41,10 +41,12 @@ pub enum Error {
         message: String,
     },
     /// A GPU or node id is not in the catalog.
-    #[error("unknown hardware {id:?}; `tracecast hw list` shows the known ids")]
+    #[error("unknown hardware {id:?}{}; `tracecast hw list` shows the known ids", closest.as_ref().map_or(String::new(), |c| format!(" (did you mean {c:?}?)")))]
     UnknownHardware {
         /// The id asked for.
         id: String,
+        /// The known id closest to it, when one is a slip away (`h100sxm`: `h100-sxm`).
+        closest: Option<String>,
     },
     /// An output could not be written.
     #[error(transparent)]
