@@ -744,29 +744,27 @@ impl Pricing {
 
     /// `gpu`'s own GEMM table of `dtype`'s class (one of its measurement ids'), not a twin's.
     fn own_gemm_table(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
-        self.gemm_table(gpu, dtype).filter(|t| gpu.measurement_ids().any(|id| id == &*t.gpu))
+        self.gemm_table(gpu, dtype).filter(|t| !lent(gpu, t))
     }
 
-    /// Whether `gpu`'s GEMMs are priced by times measured with other memory than its own: a
-    /// twin's table, or a table measured on a GPU of faster HBM than this one (a variant of
-    /// slower HBM: torchtitan's Grand Teton H100s at 2.4 TB/s, priced by Hopper's table). Such a
-    /// price is held to this GPU's operand traffic, where HBM bounds the shape.
-    fn table_of_other_memory(&self, gpu: &Gpu, dtype: Dtype) -> bool {
-        let Some(t) = self.gemm_table(gpu, dtype) else { return false };
-        let own = gpu.measurement_ids().any(|id| id == &*t.gpu);
+    /// Whether table `t`, which prices `gpu`, holds times measured with other memory than
+    /// `gpu`'s: a twin's table, or one measured on a GPU of faster HBM than this one (a variant
+    /// of slower HBM: torchtitan's Grand Teton H100s at 2.4 TB/s, priced by Hopper's table).
+    /// Such a price is held to this GPU's operand traffic, where HBM bounds the shape.
+    fn measured_on_other_memory(&self, gpu: &Gpu, t: &GemmTable) -> bool {
         // The table's GPU: a catalog id, or an id several GPUs are measured as (`a100-sxm`: the
         // 40 and 80 GB), which says no more than the slowest of their memories.
         let measured_on = match self.catalog.gpus.iter().find(|g| g.id == *t.gpu) {
             Some(g) => Some(g.hbm_gbps),
             None => self.catalog.gpus.iter().filter(|g| g.measured_as.iter().any(|m| *m == *t.gpu)).map(|g| g.hbm_gbps).reduce(f64::min),
         };
-        !own || measured_on.is_some_and(|hbm| hbm > gpu.hbm_gbps)
+        lent(gpu, t) || measured_on.is_some_and(|hbm| hbm > gpu.hbm_gbps)
     }
 
     /// The GPU whose GEMM table of `dtype`'s class prices `gpu`, where it has none of its own
     /// (its silicon's twin; `hw show` says so).
     pub fn table_lender(&self, gpu: &Gpu, dtype: Dtype) -> Option<String> {
-        self.gemm_table(gpu, dtype).filter(|t| !gpu.measurement_ids().any(|id| id == &*t.gpu)).map(|t| t.gpu.to_string())
+        self.gemm_table(gpu, dtype).filter(|t| lent(gpu, t)).map(|t| t.gpu.to_string())
     }
 
     /// The GEMM table of another GPU of the same silicon, for a GPU without one: one that
@@ -795,7 +793,7 @@ impl Pricing {
     /// id, the same SM count and the same peak in that dtype's class.
     fn same_silicon(&self, gpu: &Gpu, other: &Gpu, dtype: Dtype) -> bool {
         other.id != gpu.id
-            && other.measured_as.iter().any(|t| gpu.measured_as.contains(t))
+            && shared_tables(gpu, other).next().is_some()
             && gpu.sms.is_some()
             && other.sms == gpu.sms
             && peak(gpu, dtype).is_some()
@@ -916,15 +914,9 @@ impl Pricing {
                 }
             }
             // Another GPU's table (the same silicon): its times, at least this GPU's traffic.
-            let borrowed = !gpu.measurement_ids().any(|id| id == &*t.gpu);
-            if borrowed {
-                let shared: Vec<&str> = self
-                    .catalog
-                    .gpus
-                    .iter()
-                    .find(|o| o.id == *t.gpu)
-                    .map(|o| gpu.measured_as.iter().filter(|id| o.measured_as.contains(id)).map(String::as_str).collect())
-                    .unwrap_or_default();
+            if lent(gpu, t) {
+                let shared: Vec<&str> =
+                    self.catalog.gpus.iter().find(|o| o.id == *t.gpu).map(|o| shared_tables(gpu, o).collect()).unwrap_or_default();
                 basis.push_str(&format!(
                     "; {} is the same silicon as {} (both measured as {}, with the same SMs and {} peak)",
                     t.gpu,
@@ -933,7 +925,7 @@ impl Pricing {
                     dtype_name(shape.dtype)
                 ));
             }
-            let other_memory = borrowed || self.table_of_other_memory(gpu, shape.dtype);
+            let other_memory = self.measured_on_other_memory(gpu, t);
             let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
             if (extrapolated || other_memory)
                 && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price)
@@ -1043,7 +1035,7 @@ impl Pricing {
         // training GEMMs at 1793).
         // A table of other memory (a twin's, or one measured on faster HBM) is another GPU's times:
         // a correction never takes it under this GPU's traffic.
-        let other_memory = self.table_of_other_memory(gpu, shape.dtype);
+        let other_memory = self.gemm_table(gpu, shape.dtype).is_some_and(|t| self.measured_on_other_memory(gpu, t));
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
@@ -1124,16 +1116,19 @@ impl Pricing {
     /// correction from its traces ([`Pricing::gemm_corrected`]), which applies to the held
     /// price (it is measured against it, and its GEMMs ran on that GPU under their own load).
     fn hold_to_sustained(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
-        let Some((rate, from)) = self.sustained_gemm_rate(gpu, shape.dtype) else { return };
+        // Every GEMM price passes here (a search prices thousands): the words only when it holds.
+        let rows = self.sustained_rows(gpu, shape.dtype);
+        let Some(rate) = median_rate(&rows) else { return };
         let floor = shape.flops() / rate * 1e6;
-        let users_own = p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
-        if p.time_us < floor && !users_own {
-            p.time_us = floor;
-            p.basis.push_str(&format!(
-                "; held at {:.1} TFLOP/s, the rate {from}: the tables time a moment, a busy GPU runs at its power limit",
-                rate / 1e12
-            ));
+        if p.time_us >= floor || p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user) {
+            return;
         }
+        p.time_us = floor;
+        p.basis.push_str(&format!(
+            "; held at {:.1} TFLOP/s, the rate {}: the tables time a moment, a busy GPU runs at its power limit",
+            rate / 1e12,
+            sustained_words(gpu, &rows)
+        ));
     }
 
     /// The GEMM rate `gpu` holds under sustained load in `dtype`'s class, FLOP/s, and
@@ -1142,9 +1137,15 @@ impl Pricing {
     /// limit (`tdp_w`), the same silicon held to the same power; the user's rows first.
     /// None where nothing of that silicon and power was measured so: its tables stand.
     pub fn sustained_gemm_rate(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, String)> {
+        let rows = self.sustained_rows(gpu, dtype);
+        Some((median_rate(&rows)?, sustained_words(gpu, &rows)))
+    }
+
+    /// The `load = sustained` rows that speak for `gpu` in `dtype`'s class ([`Pricing::sustained_gemm_rate`]).
+    fn sustained_rows(&self, gpu: &Gpu, dtype: Dtype) -> Vec<&GemmRow> {
         let rows = &self.measurements.gemm_sustained;
         if rows.is_empty() {
-            return None;
+            return Vec::new();
         }
         let speaks_for = |r: &GemmRow| {
             if table_dtype(r.dtype) != table_dtype(dtype) {
@@ -1155,32 +1156,14 @@ impl Pricing {
                 return true;
             }
             let Ok(theirs) = self.catalog.gpu(&r.gpu) else { return false };
-            let same_table = theirs.measured_as.iter().any(|t| gpu.measured_as.contains(t));
-            same_table && theirs.tdp_w.is_some() && theirs.tdp_w == gpu.tdp_w
+            shared_tables(gpu, theirs).next().is_some() && theirs.tdp_w.is_some() && theirs.tdp_w == gpu.tdp_w
         };
         // This GPU's own rows (of its id or table) before a twin's, the user's before the shipped.
         let mine: Vec<&GemmRow> = rows.iter().filter(|r| speaks_for(r)).collect();
         let own: Vec<&GemmRow> = mine.iter().copied().filter(|r| gpu.measurement_ids().any(|id| id == &*r.gpu)).collect();
         let closest = if own.is_empty() { mine } else { own };
         let users: Vec<&GemmRow> = closest.iter().copied().filter(|r| self.measurements.is_user(&r.from)).collect();
-        let chosen = if users.is_empty() { closest } else { users };
-        let mut rates: Vec<f64> = chosen.iter().map(|r| 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6)).collect();
-        let rate = crate::fit::median(&mut rates)?;
-        let distinct = |of: &dyn Fn(&GemmRow) -> &str| {
-            let mut v: Vec<&str> = chosen.iter().map(|r| of(r)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v.join(", ")
-        };
-        let (gpus, sources) = (distinct(&|r| &r.gpu), distinct(&|r| &r.from.source_id));
-        let who = if gpus == gpu.id {
-            "this GPU held".to_string()
-        } else if gpu.measured_as.contains(&gpus) {
-            format!("GPUs of {gpus} held")
-        } else {
-            format!("{gpus} held (the same silicon at the same power limit)")
-        };
-        Some((rate, format!("{who} under sustained load ({} row(s) of {sources})", chosen.len())))
+        if users.is_empty() { closest } else { users }
     }
 
     fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
@@ -2726,6 +2709,41 @@ fn gemm_tables(measurements: &Measurements) -> GemmTables {
         gemm.entry((gpu, dtype)).or_default().push(t);
     }
     gemm
+}
+
+/// The median GEMM rate of sustained rows, FLOP/s; `None` without rows.
+fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
+    let mut rates: Vec<f64> = rows.iter().map(|r| 2.0 * r.batch * r.m * r.n * r.k / (r.time_us * 1e-6)).collect();
+    crate::fit::median(&mut rates)
+}
+
+/// Whose sustained rows priced `gpu`, in words ("this GPU held under sustained load (2 row(s) of …)").
+fn sustained_words(gpu: &Gpu, rows: &[&GemmRow]) -> String {
+    let distinct = |of: &dyn Fn(&GemmRow) -> &str| {
+        let mut v: Vec<&str> = rows.iter().map(|r| of(r)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.join(", ")
+    };
+    let (gpus, sources) = (distinct(&|r| &r.gpu), distinct(&|r| &r.from.source_id));
+    let who = if gpus == gpu.id {
+        "this GPU held".to_string()
+    } else if gpu.measured_as.contains(&gpus) {
+        format!("GPUs of {gpus} held")
+    } else {
+        format!("{gpus} held (the same silicon at the same power limit)")
+    };
+    format!("{who} under sustained load ({} row(s) of {sources})", rows.len())
+}
+
+/// Whether table `t`, which prices `gpu`, is another GPU's (its silicon's twin's).
+fn lent(gpu: &Gpu, t: &GemmTable) -> bool {
+    !gpu.measurement_ids().any(|id| id == &*t.gpu)
+}
+
+/// The evidence ids (`measured_as`) GPUs `a` and `b` are both measured as.
+fn shared_tables<'a>(a: &'a Gpu, b: &Gpu) -> impl Iterator<Item = &'a str> {
+    a.measured_as.iter().filter(|id| b.measured_as.contains(id)).map(String::as_str)
 }
 
 fn dtype_name(d: Dtype) -> &'static str {

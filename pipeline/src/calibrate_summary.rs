@@ -193,7 +193,8 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
         writeln!(w, "  power limit: {s}")?;
     }
     let ids: Vec<&str> = g.measurement_ids().collect();
-    let base = tracecast_calibrate::measured::Measurements::builtin();
+    // The shipped base, parsed once per process (the pricing layer below reads the same).
+    let base = tracecast_calibrate::measured::Measurements::shared();
     let sources = base.sources_for(&ids);
     if sources.is_empty() {
         writeln!(w, "\nNo measurements of it in the shipped base: GEMMs are priced by the spec model learned across measured GPUs")?;
@@ -214,7 +215,7 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
             writeln!(w, "  attention kernel families (a plan's `attention=FAMILY`): {}", families.join(", "))?;
         }
     }
-    let pricing = tracecast_calibrate::pricing::Pricing::new(c.clone(), tracecast_calibrate::measured::Measurements::shared());
+    let pricing = tracecast_calibrate::pricing::Pricing::new(c.clone(), base.clone());
     for dtype in [tracecast_calibrate::catalog::Dtype::Bf16, tracecast_calibrate::catalog::Dtype::Fp8] {
         if let Some(lender) = pricing.table_lender(g, dtype) {
             let class = if dtype == tracecast_calibrate::catalog::Dtype::Fp8 { "FP8" } else { "16-bit" };

@@ -28,6 +28,8 @@ pub const MEASURED: &str = "measured";
 /// The largest world size a what-if takes: 2^20 ranks, ten times the largest training jobs run
 /// (about 10^5 GPUs); beyond it a typo, not a cluster (`--world-size 1000000000` had been priced).
 pub const MAX_WORLD_SIZE: u32 = 1 << 20;
+// The refusal's words state it as a literal (the error takes static text): kept in step here.
+const _: () = assert!(MAX_WORLD_SIZE == 1_048_576);
 
 /// A key of the `KEY=VALUE` settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
