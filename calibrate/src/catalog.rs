@@ -64,6 +64,16 @@ impl Dtype {
             .find(|d| d.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
+    /// The dtype's class in words, as outputs name it: FP16 and BF16 run on the same tensor
+    /// cores at the same peak, one `16-bit` class; FP8 is `FP8`; the others their name.
+    pub fn class_words(self) -> &'static str {
+        match self {
+            Dtype::Bf16 | Dtype::Fp16 => "16-bit",
+            Dtype::Fp8 => "FP8",
+            other => other.as_str(),
+        }
+    }
+
     /// Lower-case name as in the catalog and the profile.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -481,8 +491,7 @@ mod tests {
     #[test]
     fn builtin_catalog_covers_the_required_ids() {
         let c = Catalog::builtin();
-        let ids =
-            "v100 a100-40gb a100-80gb a100-pcie h100-sxm h800 h200 gh200 b200 b300 gb200 gb300 mi250x mi300x mi325x mi355x gaudi2 gaudi3";
+        let ids = "v100 a100-40gb a100-80gb a100-pcie a100-pcie-40gb h100-sxm h800 h200 gh200 b200 b300 gb200 gb300 mi250x mi300x mi325x mi355x gaudi2 gaudi3";
         for id in ids.split_whitespace() {
             let g = c.gpu(id).unwrap();
             assert!(g.hbm_gbps > 0.0 && g.link_gbps > 0.0 && !g.source.is_empty(), "{id}");
@@ -521,6 +530,9 @@ mod tests {
             ("NVIDIA H200", "h200"),
             ("NVIDIA H100 80GB HBM3", "h100-sxm"),
             ("NVIDIA A100 80GB PCIe", "a100-pcie"),
+            // The 40 GB PCIe card is not the 40 GB SXM4 board: 250 W, no NVLink between cards.
+            ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+            ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
             ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
             ("AMD Instinct MI325X", "mi325x"),
             ("AMD Instinct MI300X", "mi300x"),

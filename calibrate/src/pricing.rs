@@ -882,7 +882,7 @@ impl Pricing {
         {
             let basis = format!(
                 "{} table of {} ({} shapes; {}{})",
-                dtype_name(shape.dtype),
+                shape.dtype.class_words(),
                 t.gpu,
                 t.points.len(),
                 t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
@@ -922,7 +922,7 @@ impl Pricing {
                     t.gpu,
                     gpu.id,
                     shared.join(", "),
-                    dtype_name(shape.dtype)
+                    shape.dtype.class_words()
                 ));
             }
             let other_memory = self.measured_on_other_memory(gpu, t);
@@ -2744,13 +2744,6 @@ fn lent(gpu: &Gpu, t: &GemmTable) -> bool {
 /// The evidence ids (`measured_as`) GPUs `a` and `b` are both measured as.
 fn shared_tables<'a>(a: &'a Gpu, b: &Gpu) -> impl Iterator<Item = &'a str> {
     a.measured_as.iter().filter(|id| b.measured_as.contains(id)).map(String::as_str)
-}
-
-fn dtype_name(d: Dtype) -> &'static str {
-    match table_dtype(d) {
-        Dtype::Bf16 => "16-bit",
-        other => other.as_str(),
-    }
 }
 
 /// Raises `time_us` of `shape` on `gpu` to the time at `best`, the fastest

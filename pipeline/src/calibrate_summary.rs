@@ -218,7 +218,7 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     let pricing = tracecast_calibrate::pricing::Pricing::new(c.clone(), base.clone());
     for dtype in [tracecast_calibrate::catalog::Dtype::Bf16, tracecast_calibrate::catalog::Dtype::Fp8] {
         if let Some(lender) = pricing.table_lender(g, dtype) {
-            let class = if dtype == tracecast_calibrate::catalog::Dtype::Fp8 { "FP8" } else { "16-bit" };
+            let class = dtype.class_words();
             writeln!(
                 w,
                 "  {class} GEMMs: the measured table of {lender}, the same silicon, at the shapes it covers (`hw cost` names the rule)"

@@ -264,7 +264,7 @@ pub(crate) fn measured_mfu_note(
     p: &Projection,
     carried_from: Option<&str>,
 ) -> Option<MeasuredMfuNote> {
-    use tracecast_replay::workload::validate::{format_words, mfu_bound};
+    use tracecast_replay::workload::validate::mfu_bound;
     let mfu = p.mfu?;
     let Some(gpu) = gpu.and_then(|g| catalog.gpu(g).ok()) else {
         let text = format!("MFU {:.1} %: the system names no catalog GPU, so no shipped training run holds it", 100.0 * mfu);
@@ -276,7 +276,7 @@ pub(crate) fn measured_mfu_note(
             "MFU {:.1} %: no shipped training run on a GPU of {}'s compute with {} linear layers to hold it against",
             100.0 * mfu,
             gpu.id,
-            format_words(linear)
+            linear.class_words()
         );
         return Some(MeasuredMfuNote { text, bound: None });
     };

@@ -4835,7 +4835,7 @@ mod tests {
         let h100 = Cluster::for_model(&catalog, "h100-sxm", 8, 2.0, None).unwrap();
         let fp8 = notes(&h100, "dp=8,mb=1,fp8");
         assert!(
-            fp8.iter().any(|n| n.starts_with("fp8: linear layers' GEMMs at their shapes in FP8") && n.contains("fp8 table")),
+            fp8.iter().any(|n| n.starts_with("fp8: linear layers' GEMMs at their shapes in FP8") && n.contains("FP8 table")),
             "{fp8:?}"
         );
         // Without a pricing layer (the test cluster: an FP8 peak, no tables): the 16-bit η at the FP8 peak.

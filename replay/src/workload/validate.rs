@@ -135,24 +135,18 @@ pub struct MfuBound {
     pub format: &'static str,
 }
 
-/// The format of a projection's or run's linear layers in words: FP16 and BF16 run on the same
-/// tensor cores at the same peak, one 16-bit class.
-pub fn format_words(linear: Dtype) -> &'static str {
-    if linear == Dtype::Fp8 { "FP8" } else { "16-bit" }
-}
-
 /// The [`MfuBound`] of `gpu` and `linear`, leaving out run `except` (a projection carried from a
 /// run is not held against itself). A run counts at the lesser of its MFU by this tool's
 /// count and by its source's published model TFLOP/s, where published: packed fine-tuning
 /// sequences attend within their documents only, which a count over the full length
 /// overstates (NeMo's Llama 2 13B SFT on 8 H100: 84.5 % by the full length, 79.5 % as published).
 pub fn mfu_bound(catalog: &Catalog, gpu: &tracecast_calibrate::catalog::Gpu, linear: Dtype, except: Option<&str>) -> Option<MfuBound> {
-    let format = format_words(linear);
+    let format = linear.class_words();
     let mut runs = 0;
     let mut best: Option<MeasuredMfu> = None;
     for run in shipped_runs().iter().flat_map(|f| &f.runs).filter(|r| Some(r.id.as_str()) != except) {
         let Some((mut m, d)) = run.measured_mfu(catalog) else { continue };
-        if format_words(d) != format || !catalog.gpu(&m.gpu).is_ok_and(|g| g.id == gpu.id || g.same_compute(gpu)) {
+        if d.class_words() != format || !catalog.gpu(&m.gpu).is_ok_and(|g| g.id == gpu.id || g.same_compute(gpu)) {
             continue;
         }
         m.mfu = m.published_mfu.map_or(m.mfu, |p| m.mfu.min(p));
@@ -979,7 +973,7 @@ pub(crate) fn projected(
             note.push_str(&format!(
                 "; below {}'s {tdp:.0} W, at which its {} GEMMs are held to {:.1} TFLOP/s: an upper bound here",
                 prices.gpu.id,
-                if plan.fp8 { "FP8" } else { "16-bit" },
+                linear.class_words(),
                 rate / 1e12
             ));
         }
