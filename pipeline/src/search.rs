@@ -99,8 +99,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         n = next;
     }
     counts.push(cluster.gpus);
-    let front =
-        if args.plots.is_some() || args.json.is_some() { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
+    // Printed, written and drawn: computed unless nothing shows it.
+    let shown = !args.quiet || args.plots.is_some() || args.json.is_some();
+    let front = if shown { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
     // Training plans' MFU, each held against what training on a GPU of this compute measured.
     let measured = (!args.quiet || args.json.is_some())
         .then(|| result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(&args.system), best, None)))
