@@ -142,6 +142,8 @@ fn search_ranks_plans_and_draws_the_front() {
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(|| panic!("{fp8}"));
     assert!(share > 100.0, "{fp8}");
+    // The front is printed without --json or --plots too, as README says: 8 to 64 GPUs.
+    assert_eq!(fp8.lines().filter(|l| l.trim_start().starts_with("front:")).count(), 4, "{fp8}");
     assert!(
         fp8.contains("The best MFU measured in training on a GPU of this compute with FP8 linear layers: ") && fp8.contains("h100-sxm"),
         "{fp8}"
@@ -748,6 +750,13 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     let mpt = file_run(&published, "mpt-7b-8xa100-80gb");
     std::fs::write(&one, serde_json::json!({"runs": [mpt]}).to_string()).unwrap();
     let o = bin().args(["project", "-q", "--from"]).arg(&one).args(["--system", "h100-sxm"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // An id may hold colons: the file is the prefix that names one.
+    let mut colon = mpt.clone();
+    colon["id"] = serde_json::json!("mpt:7b:a100");
+    let colons = dir.join("colons.json");
+    std::fs::write(&colons, serde_json::json!({"runs": [colon, mpt]}).to_string()).unwrap();
+    let o = bin().args(["project", "-q", "--from", &format!("{}:mpt:7b:a100", colons.display()), "--system", "h100-sxm"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
 

@@ -120,7 +120,7 @@ impl PriceRule {
                 "a kernel family measured on another GPU of the vendor, × the median ratio of the families measured on both GPUs at this shape (else at the nearest shape both measured)"
             }
             PriceRule::AttentionSameSilicon => {
-                "the attention kernels of a GPU of the same silicon measured at this shape (this GPU's own rows are of another)"
+                "the attention kernels of a GPU of the same silicon measured at this shape (this GPU's own rows are of another, or of a slower family)"
             }
             PriceRule::CollectiveCurve => "a measured collective curve at this GPU count, interpolated in log size",
             PriceRule::CollectiveCounts => "measured curves at the two nearest GPU counts, interpolated in log count",
@@ -1341,10 +1341,21 @@ impl Pricing {
         let own = self.attention_measured(gpu, shape, kernel);
         // Where the GPU's own rows price this shape only from another mask, head dimension or
         // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
-        if own.as_ref().is_some_and(|(p, _)| p.extrapolated)
-            && let Some(twin) = self.attention_twin(gpu, shape, kernel)
-        {
-            return Some(twin);
+        // Where no family is named, the fastest kernel the silicon was measured to run is the
+        // fastest this GPU runs: H200's own rows are one FA2 benchmark, H100's include FA3.
+        match &own {
+            Some((p, _)) if p.extrapolated => {
+                if let Some(twin) = self.attention_twin(gpu, shape, kernel, "whose own rows are of another shape") {
+                    return Some(twin);
+                }
+            }
+            Some((p, fam)) if kernel.is_none() => {
+                let why = format!("faster than the {fam} of its own rows, {:.1} µs", p.time_us);
+                if let Some(twin) = self.attention_twin(gpu, shape, None, &why).filter(|t| t.0.time_us < p.time_us) {
+                    return Some(twin);
+                }
+            }
+            _ => {}
         }
         own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k)))
             .or_else(|| self.attention_spec_model(gpu, shape, kernel, named))
@@ -1357,7 +1368,7 @@ impl Pricing {
 
     /// A price of this shape measured without extrapolation on another GPU of the same
     /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
-    fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
+    fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, why: &str) -> Option<(Price, Arc<str>)> {
         // The user's own attention rows of this GPU come first, whatever shape they cover.
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         if self.measurements.attention.iter().any(|r| ids.contains(&&*r.gpu) && self.measurements.is_user(&r.from)) {
@@ -1369,7 +1380,7 @@ impl Pricing {
             .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {
-                p.basis = format!("{} (the same compute as {}, whose own rows are of another shape)", p.basis, gpu.id);
+                p.basis = format!("{} (the same compute as {}, {why})", p.basis, gpu.id);
                 p.rule = PriceRule::AttentionSameSilicon;
                 (p, fam)
             })

@@ -611,6 +611,24 @@ mine,h200,fa2,fwd+bwd,1,128,4096,4,32,250,,bf16,
     assert!(p.basis.contains("mine") && !p.basis.contains("fa2-chart-h100"), "{}", p.basis);
 }
 
+/// With no family named, a GPU runs the fastest kernel its silicon was measured to run: H200's
+/// own rows at 8192 tokens are one FA2 benchmark (Azure's), H100's FA3 chart measured that forward
+/// shape too, so H200's prefill attention is H100's FA3, never slower than H100's. A family the
+/// plan names keeps H200's own row.
+#[test]
+fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
+    use tracecast_calibrate::pricing::AttentionShape;
+    let pricing = Pricing::builtin();
+    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
+    let forward = AttentionShape { batch: 1.0, heads: 32.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: false };
+    let (a, b) = (pricing.attention(&h100, &forward, None).unwrap(), pricing.attention(&h200, &forward, None).unwrap());
+    assert!(a.basis.starts_with("fa3 on h100-sxm"), "{}", a.basis);
+    assert_eq!((a.time_us, b.rule), (b.time_us, PriceRule::AttentionSameSilicon));
+    assert!(b.basis.contains("faster than the fa2 of its own rows"), "{}", b.basis);
+    let named = pricing.attention(&h200, &forward, Some("fa2")).unwrap();
+    assert!(named.basis.starts_with("fa2 on h200") && named.time_us > b.time_us, "{}", named.basis);
+}
+
 /// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep
 /// (nccl-tests `sendrecv_perf` with one rank per node; rows that state one GPU per node and
 /// leave `nodes` blank) where given, else by the link rule.
