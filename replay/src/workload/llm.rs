@@ -1995,6 +1995,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     // `account_for_embedding_in_pipeline_split` and `account_for_loss_in_pipeline_split`, which
     // Megatron-Bridge's Llama 3.1 405B recipe sets: 126 layers on pp=16 × vpp=8, the end stages
     // 7 layers and the embedding or the loss) where `first=` / `last=` do not set that stage.
+    if plan.vpp > 1 && pp <= 1 {
+        return Err(crate::Error::Plan(format!(
+            "vpp={}: virtual stages split a pipeline's stages into model chunks: they need pp ≥ 2",
+            plan.vpp
+        )));
+    }
     if plan.vpp > 1 && pp > 1 {
         let counts = stage_layer_counts(model.layers, pp, plan.first_stage_layers, plan.last_stage_layers)?;
         let last = counts.len() - 1;
@@ -3085,6 +3091,36 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
                 .into(),
         );
     }
+    // Keys a plan may state that this plan gives nothing to act on: said, not dropped silently.
+    if plan.p2p_overlap && plan.pp <= 1 {
+        notes.push("p2p_overlap: not applied (pp=1: no pipeline transfers to overlap)".into());
+    }
+    if plan.prefetch != Plan::default().prefetch && !(plan.zero >= 3 && plan.replicas() > 1) {
+        notes.push(format!(
+            "prefetch={}: not applied (FSDP's prefetch depth of sharded weights; this plan shards none: fsdp or zero=3 over more than one GPU does)",
+            plan.prefetch
+        ));
+    }
+    if let Some(b) = plan.bucket_bytes
+        && (plan.zero >= 2 || plan.grad_sync_after || plan.replicas() <= 1 || task != Task::Train)
+    {
+        notes.push(format!(
+            "bucket={}: not applied (the gradient bucket of an overlapped all-reduce, DDP or ZeRO-1; this plan {})",
+            b as f64 / (1024.0 * 1024.0),
+            if task != Task::Train {
+                "does not train"
+            } else if plan.replicas() <= 1 {
+                "has no data-parallel replicas"
+            } else if plan.zero >= 2 {
+                "reduce-scatters its gradients"
+            } else {
+                "reduces its gradients after the backward (grad_sync=after)"
+            }
+        ));
+    }
+    if plan.etp.is_some() && model.experts <= 1.0 {
+        notes.push("etp: not applied (a dense model has no experts to split)".into());
+    }
     if plan.zero == 2 && plan.pp > 1 && plan.replicas() > 1 && task == Task::Train {
         notes.push(
             "zero=2 under a pipeline: priced as it would run (each microbatch's layer gradients reduce-scattered, the first stage's input embedding once, after its last backward); no mainstream framework runs it: DeepSpeed's pipeline engine refuses ZeRO-2/3, Megatron's distributed optimizer is ZeRO-1"
@@ -3805,6 +3841,29 @@ mod tests {
         let not_applied = |p: &Projection| p.notes.iter().any(|n| n.starts_with("vpp=2: not applied"));
         assert!(not_applied(&odd) && !not_applied(&plain("pp=4,dp=2,vpp=2,mb=1,gbs=16")), "{:?}", odd.notes);
         assert!(plain("pp=4,dp=2,vpp=2,mb=1,gbs=16").times.iteration_ms < plain("pp=4,dp=2,mb=1,gbs=16").times.iteration_ms);
+        // Virtual stages without a pipeline are refused, as first= and last= are.
+        let err = project(&model, &a100(8), &Plan::parse("dp=8,mb=1,gbs=64,vpp=2").unwrap(), Task::Train).unwrap_err().to_string();
+        assert!(err.contains("vpp=2") && err.contains("pp ≥ 2"), "{err}");
+        // Keys this plan gives nothing to act on change nothing and are said.
+        let said = |spec: &str, key: &str| {
+            let without = spec.split(',').filter(|part| !part.starts_with(key.split('=').next().unwrap())).collect::<Vec<_>>().join(",");
+            let (p, base) = (plain(spec), plain(&without));
+            assert_eq!(p.times.iteration_ms, base.times.iteration_ms, "{spec}");
+            p.notes.iter().any(|n| n.starts_with(key) && n.contains("not applied"))
+        };
+        assert!(said("dp=8,mb=1,gbs=8,p2p_overlap", "p2p_overlap"));
+        assert!(said("dp=8,mb=1,gbs=8,prefetch=3", "prefetch=3"));
+        assert!(said("dp=8,mb=1,gbs=8,etp=1", "etp"));
+        assert!(said("dp=8,mb=1,gbs=8,grad_sync=after,bucket=50", "bucket=50"));
+        let sharded = plain("fsdp=8,mb=1,gbs=8,bucket=50");
+        assert!(
+            sharded.notes.iter().any(|n| n.starts_with("bucket=50: not applied") && n.contains("reduce-scatters")),
+            "{:?}",
+            sharded.notes
+        );
+        // Where they act, no such note.
+        assert!(!plain("fsdp=8,mb=1,gbs=8,prefetch=2").notes.iter().any(|n| n.contains("not applied")));
+        assert!(!plain("dp=8,mb=1,gbs=8,bucket=50").notes.iter().any(|n| n.contains("not applied")));
         let with = |spec: &str| project(&model, &a100(8), &Plan::parse(spec).unwrap(), Task::Train).unwrap().times;
         let (plain, overlapped) = (with("tp=8,sp,mb=1,gbs=4"), with("tp=8,sp,mb=1,gbs=4,tp_overlap"));
         assert!(overlapped.exposed_comm_ms < 0.5 * plain.exposed_comm_ms, "{overlapped:?} vs {plain:?}");
