@@ -397,9 +397,16 @@ pub(crate) fn device_of(
 /// The run `RUNS.json:ID` names (`RUNS.json` alone: its one run).
 fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
     use tracecast_replay::workload::validate::RunsFile;
-    let (path, id) = match spec.rsplit_once(':') {
-        Some((path, id)) if !Path::new(spec).exists() => (Path::new(path), Some(id)),
-        _ => (Path::new(spec), None),
+    // The file is the shortest prefix before a `:` that names one (an id may hold colons),
+    // else the text up to the last `:` (its error names it).
+    let (path, id) = if Path::new(spec).exists() {
+        (Path::new(spec), None)
+    } else {
+        let colons = spec.match_indices(':').map(|(i, _)| i);
+        match colons.clone().find(|&i| Path::new(&spec[..i]).is_file()).or_else(|| colons.last()) {
+            Some(i) => (Path::new(&spec[..i]), Some(&spec[i + 1..])),
+            None => (Path::new(spec), None),
+        }
     };
     let file = RunsFile::read(path)?;
     let ids = || {
