@@ -214,9 +214,11 @@ pub struct Run {
     pub source: Option<String>,
     /// The model.
     pub model: RunModel,
-    /// The cluster.
+    /// The cluster (missing: the run is refused in its row, the others compared).
+    #[serde(default)]
     pub system: RunSystem,
-    /// The plan, in `--parallel` syntax.
+    /// The plan, in `--parallel` syntax (missing: refused in its row).
+    #[serde(default)]
     pub plan: String,
     /// `train` (default), `prefill` or `decode`.
     #[serde(default)]
@@ -230,7 +232,8 @@ pub struct Run {
     /// Decode: context tokens whose KV cache each step reads (default: the model's sequence length).
     #[serde(default)]
     pub context: Option<u32>,
-    /// What was measured.
+    /// What was measured (missing: refused in its row).
+    #[serde(default)]
     pub measured: Measured,
     /// The training framework and version as published (`torchtitan`, `NeMo 24.07`, …):
     /// reported beside the run's error; runs of one framework share a software stack.
@@ -413,7 +416,7 @@ pub struct ModelSpec {
 }
 
 /// A run's cluster: a catalog GPU, how many, and what differs from the catalog.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct RunSystem {
     /// Catalog GPU id.
     pub gpu: String,
@@ -433,7 +436,7 @@ pub struct RunSystem {
 /// the latency (`ttft_ms` for prefill, `tpot_ms` for decode), which is
 /// turned into tokens per second per GPU (batch × tokens per request over the
 /// latency, over the GPUs of one replica) so that every run compares alike.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct Measured {
     /// Tokens of the global batch per second, per GPU.
     #[serde(default)]
@@ -745,7 +748,27 @@ impl Run {
         let batch = self.batch.unwrap_or(1).max(1);
         let seq = model.seq as u32;
         match self.task.as_deref().unwrap_or("train") {
-            "train" => Ok((Task::Train, model.seq)),
+            "train" => {
+                // What only inference runs state would be read as nothing: refused, as `project
+                // --batch` is for a training step.
+                let inference: Vec<&str> = [
+                    ("batch", self.batch.is_some()),
+                    ("prompt", self.prompt.is_some()),
+                    ("context", self.context.is_some()),
+                    ("measured ttft_ms", self.measured.ttft_ms.is_some()),
+                    ("measured tpot_ms", self.measured.tpot_ms.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(key, set)| set.then_some(key))
+                .collect();
+                if !inference.is_empty() {
+                    return Err(crate::Error::Run(format!(
+                        "{}: inference runs' keys (task prefill or decode); a training run's batch is its plan's gbs and mb",
+                        inference.join(", ")
+                    )));
+                }
+                Ok((Task::Train, model.seq))
+            }
             "prefill" => {
                 let prompt = self.prompt.unwrap_or(seq).max(1);
                 Ok((Task::Prefill { batch, prompt }, f64::from(prompt)))
@@ -757,6 +780,16 @@ impl Run {
 
     /// The measured tokens per second per GPU (see [`Measured`]).
     fn measured_per_gpu(&self, model: &Transformer, plan: &Plan) -> Result<f64, crate::Error> {
+        let (_, tokens) = self.task(model)?;
+        let latency = match self.task.as_deref().unwrap_or("train") {
+            "prefill" => Some(("ttft_ms", self.measured.ttft_ms)),
+            "decode" => Some(("tpot_ms", self.measured.tpot_ms)),
+            _ => None,
+        };
+        // Two measurements of one run would be compared as one, silently: which is meant is the file's to say.
+        if let (Some(t), Some((key, Some(l)))) = (self.measured.tokens_per_s_per_gpu, latency) {
+            return Err(crate::Error::Run(format!("measured: tokens_per_s_per_gpu {t} and {key} {l}: give one of them")));
+        }
         if let Some(t) = self.measured.tokens_per_s_per_gpu {
             // A throughput nothing can be compared with is the file's error, not a projection's.
             return if t.is_finite() && t > 0.0 {
@@ -765,14 +798,10 @@ impl Run {
                 Err(crate::Error::Run(format!("measured tokens_per_s_per_gpu {t}: must be a positive number")))
             };
         }
-        let (_, tokens) = self.task(model)?;
-        let latency_ms = match self.task.as_deref().unwrap_or("train") {
-            "prefill" => self.measured.ttft_ms,
-            "decode" => self.measured.tpot_ms,
-            _ => None,
-        }
-        .filter(|v| *v > 0.0)
-        .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
+        let latency_ms = latency
+            .and_then(|(_, l)| l)
+            .filter(|v| *v > 0.0)
+            .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
         let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
         Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
     }
@@ -934,6 +963,14 @@ pub(crate) fn projected(
     measured: &mut f64,
 ) -> Result<Projected, crate::Error> {
     let model = run.model.transformer(&run.id)?;
+    if run.system.gpu.is_empty() {
+        return Err(crate::Error::Run("no system: a run states its GPU and how many (`\"system\": {\"gpu\": ID, \"gpus\": N}`)".into()));
+    }
+    if run.plan.trim().is_empty() {
+        return Err(crate::Error::Run(
+            "no plan: a run states its parallel layout in `--parallel` syntax (`\"plan\": \"fsdp=8,mb=2\"`)".into(),
+        ));
+    }
     let mut cluster = run.system.cluster(catalog, device)?;
     if let Some(m) = measurements {
         cluster.use_measurements(m.clone());
@@ -1507,6 +1544,33 @@ mod tests {
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
+    }
+
+    /// A run without its system, plan or measurement, or a training run with inference's keys, or
+    /// one measured twice, is refused in its own row; the others are compared (one such run had
+    /// refused the whole file, pointing at the key before the object's end).
+    #[test]
+    fn a_run_missing_what_it_needs_or_stating_two_measurements_is_refused_in_its_row() {
+        let catalog = Catalog::builtin();
+        let ok = run("ok", MODEL, "");
+        let no_plan = ok.replace("\"ok\"", "\"no-plan\"").replace(r#", "plan": "fsdp=8,mb=1,gbs=8""#, "");
+        let no_system = ok.replace("\"ok\"", "\"no-system\"").replace(r#", "system": {"gpu": "h100-sxm", "gpus": 8}"#, "");
+        let no_measured = ok.replace("\"ok\"", "\"no-measured\"").replace(r#", "measured": {"tokens_per_s_per_gpu": 5000}"#, "");
+        let tpot = ok.replace("\"ok\"", "\"train-tpot\"").replace("5000}", "5000, \"tpot_ms\": 20}");
+        let twice = ok.replace("\"ok\"", "\"decode-twice\"").replace("5000}", "5000, \"tpot_ms\": 20}, \"task\": \"decode\"");
+        let batch = format!("{}, \"batch\": 4", ok.replace("\"ok\"", "\"train-batch\""));
+        let all = [&no_plan, &no_system, &no_measured, &tpot, &twice, &batch, &ok];
+        assert!(no_plan != ok && no_system != ok && no_measured != ok && tpot != ok && twice != ok);
+        let file = runs(&format!(r#"{{"runs": [{}}}]}}"#, all.map(|r| r.as_str()).join("}, ")));
+        let v = validate(&file, &catalog, &[], None);
+        let why = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" ");
+        assert!(why("no-plan").contains("no plan"), "{}", why("no-plan"));
+        assert!(why("no-system").contains("no system"), "{}", why("no-system"));
+        assert!(why("no-measured").contains("measured: tokens_per_s_per_gpu"), "{}", why("no-measured"));
+        assert!(why("train-tpot").contains("measured tpot_ms: inference runs' keys"), "{}", why("train-tpot"));
+        assert!(why("train-batch").contains("batch: inference runs' keys"), "{}", why("train-batch"));
+        assert!(why("decode-twice").contains("tokens_per_s_per_gpu 5000 and tpot_ms 20: give one"), "{}", why("decode-twice"));
+        assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (1, 6));
     }
 
     /// A power limit of no watts is the file's error, refused by name (it had been noted as
