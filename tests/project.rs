@@ -745,6 +745,13 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--model", "llama2-7b"], "takes the model from the run");
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--task", "decode"], "is not training");
     refused(&["--from", &format!("{}:x", dir.join("absent.json").display())], "absent.json");
+    // A run's number format is its stack's: an FP8 run does not carry onto a GPU without FP8.
+    let o = bin()
+        .args(["project", "--system", "a100-80gb", "--from", &format!("{}:nemo24.07-pretrain-gpt3-5b-64xh100", evidence.display())])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("trains its linear layers in FP8 (its precision); a100-80gb has no FP8 peak"), "{}", stderr(&o));
     // A file of one run needs no id.
     let one = dir.join("one.json");
     let mpt = file_run(&published, "mpt-7b-8xa100-80gb");

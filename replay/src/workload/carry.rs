@@ -100,6 +100,21 @@ pub fn carry_run(
     let own = device_for(&gpu_id(source, catalog), catalog, devices);
     let src = projected(source, catalog, own.as_ref(), measurements, &mut measured)
         .map_err(|e| crate::Error::Run(format!("run {:?} on its own system: {e}", source.id)))?;
+    // The run's published number format is its stack's: a GPU without it cannot run that stack,
+    // and no plan given here changes the run's precision.
+    let src_linear = src.projection.linear_format;
+    if let Ok(gpu) = catalog.gpu(&target.system.gpu)
+        && gpu.peak_flops(src_linear).is_none()
+    {
+        return Err(crate::Error::Run(format!(
+            "run {:?} trains its linear layers in {} ({}); {} has no {} peak in the catalog, so the run's stack cannot be carried onto it (project the model there without --from)",
+            source.id,
+            src_linear.class_words(),
+            if source.precision.is_some() { "its precision" } else { "its plan" },
+            gpu.id,
+            src_linear.class_words()
+        )));
+    }
     let mut to = source.clone();
     to.system = target.system;
     if let Some(p) = plan {
