@@ -301,6 +301,15 @@ fn a_dataset_never_hides_its_traces_or_its_damage() {
     assert!(stderr(&o).contains("cannot write the dataset into the folder it reads"), "{}", stderr(&o));
     assert!(!tracecast_ingest::dataset::is_dataset(&job), "nothing written");
 
+    // Nor into a folder of other files.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), other.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a folder of other files") && stderr(&o).contains("notes.txt), not a dataset"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+
     // Nor beside the files given one by one.
     let rank0 = job.join("rank-0.json.gz");
     let o = run(&["ingest".as_ref(), rank0.as_os_str(), "--out".as_ref(), job.as_os_str(), "-q".as_ref()]);

@@ -86,6 +86,17 @@ pub fn is_dataset(dir: &Path) -> bool {
     dir.join("manifest.json").is_file() && dir.join("events").is_dir()
 }
 
+/// The first entry of folder `dir` that is not a dataset's own (its manifest, its tables'
+/// folders, a hidden file being written): a folder of other files is not one to write a
+/// dataset into. `None` for a missing or empty folder, or one a dataset is being written into.
+pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
+    const OWN: [&str; 6] = ["manifest.json", "ranks", "events", "steps", "collectives", "summaries"];
+    std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        !(OWN.contains(&&*name) || name.starts_with('.'))
+    })
+}
+
 /// The event part files of the dataset `dir`, sorted (one per rank): every
 /// rank with an events part, and every rank the `ranks` table has, so that a
 /// rank whose events part was lost (or is still being written: it is written

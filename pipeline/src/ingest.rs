@@ -45,6 +45,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             p.display()
         );
     }
+    // Another folder of files would end up holding a dataset among them: an existing folder must
+    // be empty or a dataset (whose ranks are replaced).
+    if let Some(other) = tracecast_ingest::dataset::foreign_entry(dataset) {
+        anyhow::bail!(
+            "{}: a folder of other files ({}), not a dataset: give --out a new or empty folder, or a dataset to add ranks to",
+            dataset.display(),
+            other.display()
+        );
+    }
     // The folders this command makes (the dataset's and its missing parents, deepest first) go
     // again if it writes nothing into them, whatever ends it (remove_dir removes only empty ones).
     struct Made(Vec<PathBuf>, bool);
