@@ -496,15 +496,15 @@ fn report_takes_the_replay_what_ifs() {
 fn scale_out_is_priced_by_the_users_measurements_in_replay_and_report() {
     let dir = scratch("report-measurements");
     let demo = demo();
-    // The demo's 4 H100 ranks are below the shipped H100 curves' smallest GPU
-    // count (8): no price at the job's size, so the bus factor and the link
-    // bandwidths scale it, and the note says so (nothing substituted silently).
+    // The demo's 4 H100 ranks are below the shipped H100 curves' smallest GPU count (8), in one
+    // node: priced from the 8-GPU curve by the bus factor, and 64 GPUs by the scale-out rule; the
+    // note says which rule priced them (the nominal links' ratio had made them 10× slower).
     let json = dir.join("replay.json");
     let o = bin().args(["replay", "-q", "--world-size", "64", "--json"]).arg(&json).arg(&demo).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let notes = doc["jobs"][0]["notes"].to_string();
-    assert!(notes.contains("96 resized collective(s) without a price at both sizes"), "{notes}");
+    assert!(notes.contains("96 of 96 resized collective(s) scaled by the pricing layer's price at both sizes"), "{notes}");
     // The user's all-reduce sweeps of an H100 cluster: 100 GB/s bus bandwidth
     // in a node, and across nodes either 100 GB/s too or 2 GB/s. With 2 GB/s a
     // 402 MB gradient all-reduce over 64 ranks moves 2 × 63/64 × 402 MB, ≥ 0.39 s:

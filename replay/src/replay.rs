@@ -139,8 +139,11 @@ pub const WAIT_FACTOR: f64 = 4.0;
 
 /// (price at `from` GPUs, price at `to` GPUs, ns; the rule of the latter) of a
 /// collective on `gpu` from the pricing layer (measured curves, else the GPU's
-/// links); `None` when either size lies below the GPU's measured counts (a curve
-/// of more GPUs says nothing of fewer) or nothing prices it.
+/// links); `None` when nothing prices it. A group of `from` GPUs in one node below
+/// the measured counts is priced from the smallest measured count in the node by the
+/// bus factor (the same link moves each rank's share): a 4-GPU job grown to 64 had
+/// fallen back to the nominal links' ratio, 10× slower where the curves say 2.6–3×.
+/// `to` below the measured counts: `None` (a curve of more GPUs says nothing of fewer).
 fn priced_scaling(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
@@ -157,7 +160,17 @@ fn priced_scaling(
             .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
             .map(|p| (p.time_us * 1000.0, p.rule))
     };
-    let (old, _) = at(u32::try_from(from).ok()?)?;
+    let from = u32::try_from(from).ok()?;
+    let in_node = || {
+        let k = |n: u32| collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0);
+        let (m, (price, _)) = (from + 1..=opts.gpus_per_node).find_map(|m| at(m).map(|p| (m, p)))?;
+        Some(price * k(from)? / k(m)?)
+    };
+    let old = match at(from) {
+        Some((old, _)) => old,
+        None if from <= opts.gpus_per_node => in_node()?,
+        None => return None,
+    };
     let (new, rule) = at(to)?;
     Some((old, new, rule))
 }
@@ -900,7 +913,9 @@ fn recost_communication(
                         // A transfer far slower than the pricing layer's price at the job's
                         // size (under a quarter of its bus bandwidth) waited for peers: that
                         // part is a wait, kept as measured, and only the priced transfer scales.
-                        let moving = if transfer as f64 > WAIT_FACTOR * old_ns {
+                        // A collective joined across the job's ranks had its waits split off by
+                        // the join: what is left moved data, however slow its link.
+                        let moving = if !is_joined && transfer as f64 > WAIT_FACTOR * old_ns {
                             waited += 1;
                             waited_us += (transfer as f64 - old_ns) / 1000.0;
                             old_ns
