@@ -144,6 +144,14 @@ fn diff_report_and_replay_take_exports() {
             assert!((p / m - 1.0).abs() < 0.01, "{}: identity replay {p} µs vs measured {m} µs", f.display());
         }
     }
+    // An export that records no GPU projects nothing onto another, and says why (it had blamed
+    // "no work model" and "not in the catalog"); with --device the kernels are priced.
+    let o = run(&["replay".as_ref(), b.as_os_str(), "--target".as_ref(), "mi300x".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("kept its measured time (the GPU it ran on is unknown: name it with --device ID)"), "{text}");
+    assert!(text.contains("the trace records no GPU the catalog knows"), "{text}");
+    let o = run(&["replay".as_ref(), b.as_os_str(), "--target".as_ref(), "mi300x".as_ref(), "--device".as_ref(), "h100-sxm".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("the GPU it ran on is unknown"), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
 /// Each process of the training export calls `cudaStreamSynchronize` once a step (16 and

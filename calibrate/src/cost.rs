@@ -58,6 +58,9 @@ pub enum Rule {
     LatencyBound,
     /// Kept its measured time: no work model, not short.
     Measured,
+    /// Kept its measured time: the GPU it was measured on is not known (the trace records
+    /// none the catalog has), so nothing prices it there.
+    UnknownSourceGpu,
     /// Kept its measured time: measured on the target GPU itself.
     MeasuredOnTarget,
 }
@@ -79,6 +82,7 @@ impl Rule {
             Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
             Rule::LatencyBound => "latency-bound short kernel, scaled by the GPUs' short-kernel times",
             Rule::Measured => "kept its measured time (no work model)",
+            Rule::UnknownSourceGpu => "kept its measured time (the GPU it ran on is unknown: name it with --device ID)",
             Rule::MeasuredOnTarget => {
                 "kept its measured time (measured on the target GPU itself; give a profile of another stack with --profile to price it)"
             }
@@ -217,7 +221,8 @@ impl CrossDevice<'_> {
     /// The projected time of a compute kernel measured at `measured_us`.
     pub fn kernel(&self, k: &KernelWork, measured_us: f64) -> KernelCost {
         let keep = KernelCost { us: measured_us, low_us: measured_us, high_us: measured_us, rule: Rule::Measured };
-        let (Some(sg), Some(tg)) = (self.source.gpu.as_ref(), self.target.gpu.as_ref()) else { return keep };
+        let Some(sg) = self.source.gpu.as_ref() else { return KernelCost { rule: Rule::UnknownSourceGpu, ..keep } };
+        let Some(tg) = self.target.gpu.as_ref() else { return keep };
         // The most specific price of a kernel on a GPU is its own measurement there: the
         // GPU's default model is fitted on other work (a profile chosen for its software
         // stack prices the kernels: "this run with that stack").

@@ -383,7 +383,7 @@ fn project_kernels(
         notes.push(format!("target profile: {r}"));
     }
     if source.gpu.is_none() {
-        notes.push("the trace's GPU is not in the catalog: kernels keep their measured time (name a catalog GPU with --device ID, or add one with --hw FILE)".into());
+        notes.push("the trace records no GPU the catalog knows (no device properties, or a device not in it): kernels keep their measured time and the projection is the measured run (name a catalog GPU with --device ID, or add one with --hw FILE)".into());
     }
     if target.profile.is_none() {
         notes.push(format!(
