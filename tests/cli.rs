@@ -597,6 +597,20 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
         let png = std::fs::read(plots.join(format!("{stem}.png"))).unwrap();
         assert_eq!(&png[..4], b"\x89PNG", "{stem}");
     }
+    // All or none: a --plots folder that cannot be made fails the command and leaves no profile
+    // (it had rewritten the profile, then failed).
+    let (again, blocked) = (dir.join("again.json"), dir.join("a-file"));
+    std::fs::write(&blocked, "not a folder").unwrap();
+    let o = run(&[
+        "calibrate".as_ref(),
+        traces.as_os_str(),
+        "--out".as_ref(),
+        again.as_os_str(),
+        "--plots".as_ref(),
+        blocked.join("plots").as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!again.exists(), "a profile was left behind the error");
     let s = json(&system);
     assert_eq!(s["num_devices"], 128);
     assert!((s["flops_util"].as_f64().unwrap() - 0.70).abs() < 0.014, "{s}");

@@ -12,7 +12,7 @@ use crate::Outcome;
 use crate::calibrate_summary::write_profile;
 use crate::hardware::catalog_with;
 use crate::inputs::{Inputs, for_each_input};
-use crate::output::{device_file_id, per_device, write_json};
+use crate::output::{device_file_id, per_device, stage_json};
 
 /// What `calibrate` reads and where it writes the profiles.
 #[derive(Debug, Clone)]
@@ -68,25 +68,34 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         anyhow::bail!("no trace could be read: nothing to calibrate");
     }
     let many = profiles.len() > 1;
+    // The profiles (and MAD-Max systems) are staged and put in place only once every chart is
+    // written: a --plots folder that cannot be written had left a new profile behind an error.
+    let mut staged = Vec::new();
+    let mut said = Vec::new();
     for p in &profiles {
         let id = device_file_id(p);
         let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
-        write_json(&path, p)?;
+        staged.push(stage_json(&path, p)?);
         if let Some(f) = &args.madmax_system {
             let f = if many { per_device(f, &id) } else { f.clone() };
             let system = tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes)
                 .map_err(|why| anyhow::anyhow!("--madmax-system {}: not written, it could not price: {why}", f.display()))?;
-            write_json(&f, &system)?;
-        }
-        if !args.inputs.read.quiet {
-            write_profile(out, p)?;
-            writeln!(out, "Profile written to {}", path.display())?;
+            staged.push(stage_json(&f, &system)?);
         }
         if let Some(dir) = &args.plots {
             let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
             let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
-            if !args.inputs.read.quiet {
-                writeln!(out, "{} chart file(s) written to {}", files.len(), dir.display())?;
+            said.push(format!("{} chart file(s) written to {}", files.len(), dir.display()));
+        }
+    }
+    tracecast_ingest::output::commit_all(staged)?;
+    if !args.inputs.read.quiet {
+        for (i, p) in profiles.iter().enumerate() {
+            let path = if many { per_device(&args.out, &device_file_id(p)) } else { args.out.clone() };
+            write_profile(out, p)?;
+            writeln!(out, "Profile written to {}", path.display())?;
+            if let Some(line) = said.get(i) {
+                writeln!(out, "{line}")?;
             }
         }
     }

@@ -70,6 +70,13 @@ fn resolved(path: &Path) -> PathBuf {
     tracecast_ingest::input::file_key(path).unwrap_or_else(|| path.to_path_buf())
 }
 
+/// [`write_json`], staged: put in place by its `commit`, with the other outputs of the command.
+pub fn stage_json(path: &Path, value: &impl serde::Serialize) -> Result<tracecast_ingest::output::Staged> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    Ok(tracecast_ingest::output::stage(path, &bytes)?)
+}
+
 /// Writes `value` as pretty JSON with a final newline, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
