@@ -402,8 +402,8 @@ fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
     let (path, id) = if Path::new(spec).exists() {
         (Path::new(spec), None)
     } else {
-        let colons = spec.match_indices(':').map(|(i, _)| i);
-        match colons.clone().find(|&i| Path::new(&spec[..i]).is_file()).or_else(|| colons.last()) {
+        let first_file = spec.match_indices(':').map(|(i, _)| i).find(|&i| Path::new(&spec[..i]).is_file());
+        match first_file.or_else(|| spec.rfind(':')) {
             Some(i) => (Path::new(&spec[..i]), Some(&spec[i + 1..])),
             None => (Path::new(spec), None),
         }
