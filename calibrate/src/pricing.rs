@@ -1105,7 +1105,44 @@ impl Pricing {
             }
         }
         self.hold_to_sustained(gpu, shape, &mut p);
+        self.hold_to_higher_power_twin(gpu, shape, &mut p);
         Some(p)
+    }
+
+    /// The same silicon under a lower board power limit runs no GEMM faster than under a higher
+    /// one, with memory no slower: a 250 W A100 PCIe card's price, from the spec model and its one
+    /// best-shape measurement, had been faster than the 400 W SXM4 board's measured table (261
+    /// against 228 TFLOP/s at 4096³). What measured this GPU itself keeps its word: its own table,
+    /// a shape the user measured.
+    fn hold_to_higher_power_twin(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
+        let Some(tdp) = gpu.tdp_w else { return };
+        if p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some() {
+            return;
+        }
+        let bound = self
+            .catalog
+            .gpus
+            .iter()
+            .filter(|o| {
+                o.id != gpu.id
+                    && o.vendor() == gpu.vendor()
+                    && o.tdp_w.is_some_and(|t| t > tdp)
+                    && o.hbm_gbps >= gpu.hbm_gbps
+                    && gpu.same_compute(o)
+            })
+            .filter_map(|o| self.gemm(o, shape).map(|q| (o, q.time_us)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((o, time_us)) = bound
+            && time_us > p.time_us
+        {
+            p.time_us = time_us;
+            p.basis.push_str(&format!(
+                "; no faster than {} ({:.1} µs), the same compute at a higher power limit ({:.0} W against {tdp:.0} W)",
+                o.id,
+                time_us,
+                o.tdp_w.unwrap_or(tdp)
+            ));
+        }
     }
 
     /// The tables time each shape for a moment; a GPU kept busy runs at its power limit, and

@@ -611,6 +611,32 @@ mine,h200,fa2,fwd+bwd,1,128,4096,4,32,250,,bf16,
     assert!(p.basis.contains("mine") && !p.basis.contains("fa2-chart-h100"), "{}", p.basis);
 }
 
+/// The same compute under a lower board power limit, with memory no faster, runs no GEMM faster:
+/// the A100 PCIe cards (250 and 300 W) are never priced faster than the 400 W SXM4 boards, whose
+/// table was measured (the 40 GB card's spec-model price had been 261 TFLOP/s at 4096³ against 228).
+#[test]
+fn a_lower_power_limit_never_prices_the_same_silicon_faster() {
+    let pricing = Pricing::builtin();
+    let gpu = |id: &str| gpu_for(&pricing.catalog, id);
+    let pairs = [("a100-pcie-40gb", "a100-40gb"), ("a100-pcie-40gb", "a100-80gb"), ("a100-pcie", "a100-80gb")];
+    for (m, n, k) in [(4096.0, 4096.0, 4096.0), (8192.0, 14336.0, 4096.0), (16.0, 4096.0, 4096.0), (802816.0, 192.0, 768.0)] {
+        let shape = GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
+        for (low, high) in pairs {
+            let (a, b) = (pricing.gemm(&gpu(low), &shape).unwrap(), pricing.gemm(&gpu(high), &shape).unwrap());
+            assert!(
+                a.time_us >= b.time_us * (1.0 - 1e-9),
+                "{low} {m}×{n}×{k}: {} µs under {high}'s {} µs ({})",
+                a.time_us,
+                b.time_us,
+                a.basis
+            );
+        }
+    }
+    // The 80 GB PCIe card's faster HBM puts it beside the 40 GB SXM board, not under it: no bound from it.
+    let shape = GemmShape { batch: 1.0, m: 4096.0, n: 4096.0, k: 4096.0, dtype: Dtype::Bf16 };
+    assert!(!pricing.gemm(&gpu("a100-pcie"), &shape).unwrap().basis.contains("no faster than a100-40gb"));
+}
+
 /// With no family named, a GPU runs the fastest kernel its silicon was measured to run: H200's
 /// own rows at 8192 tokens are one FA2 benchmark (Azure's), H100's FA3 chart measured that forward
 /// shape too, so H200's prefill attention is H100's FA3, never slower than H100's. A family the
