@@ -318,6 +318,10 @@ fn a_dataset_never_hides_its_traces_or_its_damage() {
 
     let ds = dir.join("ds");
     ingest(&[&job], &ds);
+    // A dataset takes ranks again whatever else its folder holds (a report written beside its tables).
+    std::fs::write(ds.join("report.html"), "mine").unwrap();
+    ingest(&[&job], &ds);
+    std::fs::remove_file(ds.join("report.html")).unwrap();
     // A dataset is not rewritten in place (its parts were refused one by one, after some were rewritten).
     let manifest = std::fs::read(ds.join("manifest.json")).unwrap();
     let o = run(&["ingest".as_ref(), ds.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);

@@ -752,6 +752,9 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("trains its linear layers in FP8 (its precision); a100-80gb has no FP8 peak"), "{}", stderr(&o));
+    // A 16-bit run carries onto a GPU of FP16 and no BF16 (V100), as project prices one there.
+    let o = bin().args(["project", "-q", "--system", "v100", "--from", &format!("{p}:mpt-7b-8xa100-80gb")]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
     // A file of one run needs no id.
     let one = dir.join("one.json");
     let mpt = file_run(&published, "mpt-7b-8xa100-80gb");

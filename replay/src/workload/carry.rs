@@ -104,13 +104,15 @@ pub fn carry_run(
     // and no plan given here changes the run's precision.
     let src_linear = src.projection.linear_format;
     if let Ok(gpu) = catalog.gpu(&target.system.gpu)
+        && src_linear == tracecast_calibrate::catalog::Dtype::Fp8
         && gpu.peak_flops(src_linear).is_none()
     {
         return Err(crate::Error::Run(format!(
             "run {:?} trains its linear layers in {} ({}); {} has no {} peak in the catalog, so the run's stack cannot be carried onto it (project the model there without --from)",
             source.id,
             src_linear.class_words(),
-            if source.precision.is_some() { "its precision" } else { "its plan" },
+            // The plan's fp8 key or the published precision decided it: the precision where it names FP8 linear layers.
+            if source.precision.as_ref().is_some_and(|p| p.linear_names_fp8()) { "its precision" } else { "its plan" },
             gpu.id,
             src_linear.class_words()
         )));

@@ -285,6 +285,11 @@ impl Format {
 }
 
 impl Precision {
+    /// Whether the linear layers' format it names is FP8.
+    pub fn linear_names_fp8(&self) -> bool {
+        matches!(self.linear(), Ok((Some(Format::Fp8), _)))
+    }
+
     /// The linear layers' format and notes; an error where the model cannot price it.
     fn linear(&self) -> Result<(Option<Format>, Vec<String>), crate::Error> {
         let mut notes = Vec::new();
