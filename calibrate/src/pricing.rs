@@ -1380,19 +1380,24 @@ impl Pricing {
         // length, a GPU of the same compute (H100 for H200: one GH100) measured at it prices it.
         // Where no family is named, the fastest kernel the silicon was measured to run is the
         // fastest this GPU runs: H200's own rows are one FA2 benchmark, H100's include FA3.
-        match &own {
-            Some((p, _)) if p.extrapolated => {
-                if let Some(twin) = self.attention_twin(gpu, shape, kernel, "whose own rows are of another shape") {
-                    return Some(twin);
-                }
+        // (A family its own rows measured keeps their price: the same kernel measured on this GPU.)
+        if let Some((p, fam)) = &own {
+            let mine = self.attention_families(gpu);
+            if p.extrapolated
+                && let Some(twin) = self.attention_twin(gpu, shape, kernel, false, "whose own rows are of another shape")
+            {
+                return Some(twin);
             }
-            Some((p, fam)) if kernel.is_none() => {
+            if kernel.is_none() {
                 let why = format!("faster than the {fam} of its own rows, {:.1} µs", p.time_us);
-                if let Some(twin) = self.attention_twin(gpu, shape, None, &why).filter(|t| t.0.time_us < p.time_us) {
+                // Extrapolated in length as its own row is, where that is so (H200 beyond the charts' 16 k tokens).
+                let faster = self.attention_twin(gpu, shape, None, p.extrapolated, &why).filter(|t| {
+                    !mine.iter().any(|m| m.eq_ignore_ascii_case(&t.1)) && t.0.time_us < p.time_us && (p.extrapolated || !t.0.extrapolated)
+                });
+                if let Some(twin) = faster {
                     return Some(twin);
                 }
             }
-            _ => {}
         }
         own.or_else(|| kernel.and_then(|k| self.attention_carried(gpu, shape, k)))
             .or_else(|| self.attention_spec_model(gpu, shape, kernel, named))
@@ -1405,7 +1410,14 @@ impl Pricing {
 
     /// A price of this shape measured without extrapolation on another GPU of the same
     /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
-    fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, why: &str) -> Option<(Price, Arc<str>)> {
+    fn attention_twin(
+        &self,
+        gpu: &Gpu,
+        shape: &AttentionShape,
+        kernel: Option<&str>,
+        extrapolated_ok: bool,
+        why: &str,
+    ) -> Option<(Price, Arc<str>)> {
         // The user's own attention rows of this GPU come first, whatever shape they cover.
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         if self.measurements.attention.iter().any(|r| ids.contains(&&*r.gpu) && self.measurements.is_user(&r.from)) {
@@ -1414,7 +1426,7 @@ impl Pricing {
         // The same silicon: the same 16-bit peak, SM count and exponential rate, all stated.
         self.vendor_peers(gpu)
             .filter(|g| gpu.same_compute(g))
-            .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| !p.extrapolated).map(|x| (g, x)))
+            .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| extrapolated_ok || !p.extrapolated).map(|x| (g, x)))
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {
                 p.basis = format!("{} (the same compute as {}, {why})", p.basis, gpu.id);

@@ -653,6 +653,15 @@ fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
     assert!(b.basis.contains("faster than the fa2 of its own rows"), "{}", b.basis);
     let named = pricing.attention(&h200, &forward, Some("fa2")).unwrap();
     assert!(named.basis.starts_with("fa2 on h200") && named.time_us > b.time_us, "{}", named.basis);
+    // Beyond the charts' 16 k tokens both are extrapolated in length: still the same silicon's FA3.
+    let long = AttentionShape { seq: 32768.0, ..forward };
+    let (a, b) = (pricing.attention(&h100, &long, None).unwrap(), pricing.attention(&h200, &long, None).unwrap());
+    assert_eq!(a.time_us, b.time_us, "{} | {}", a.basis, b.basis);
+    // A family its own rows measured keeps their price: H200's FA2 forward and backward at 8192
+    // tokens is its own row, not H100's FA2 chart.
+    let own = AttentionShape { backward: true, ..forward };
+    let p = pricing.attention(&h200, &own, None).unwrap();
+    assert!(p.basis.starts_with("fa2 on h200") && p.rule == PriceRule::AttentionTable, "{}", p.basis);
 }
 
 /// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep
