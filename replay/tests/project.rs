@@ -51,6 +51,27 @@ fn decode_is_bounded_below_by_weights_and_kv_cache_over_hbm_bandwidth() {
     assert!(long.ttft_ms.unwrap() > 3.0 * short.ttft_ms.unwrap(), "{:?} {:?}", long.ttft_ms, short.ttft_ms);
 }
 
+/// A mixture of experts decoding one token reads the weights of the experts it was routed to,
+/// not all of them: with top-8 routing, a model of 128 experts and one of 512 (the same active
+/// parameters) take the same time per token at batch 1, within a bound of those weights and the
+/// KV cache over HBM; a batch that routes to every expert reads them all.
+#[test]
+fn moe_decode_reads_the_experts_its_tokens_touch() {
+    let c = cluster("h100-sxm", 1);
+    let plan = Plan::parse("tp=1").unwrap();
+    let base = Transformer::preset("qwen3-30b-a3b").unwrap();
+    let mut wide = base.clone();
+    wide.experts *= 4.0;
+    let tpot = |m: &Transformer, batch: u32| project(m, &c, &plan, Task::Decode { batch, context: 4096 }).unwrap().tpot_ms.unwrap();
+    let (one, one_wide) = (tpot(&base, 1), tpot(&wide, 1));
+    assert!((one_wide / one - 1.0).abs() < 0.02, "batch 1: {one} ms with {} experts, {one_wide} ms with {}", base.experts, wide.experts);
+    // Active weights at 2 bytes: under 3.4 B parameters a token, read at the HBM bandwidth at most once.
+    let active_bound_ms = 3.4e9 * 2.0 / c.hbm_bw * 1e3;
+    assert!(one < 2.0 * active_bound_ms, "{one} ms against {active_bound_ms} ms");
+    // 64 tokens × 8 experts cover the 128: all of them read, more than 4× the one token's time.
+    assert!(tpot(&base, 64) > 4.0 * one, "{} against {one}", tpot(&base, 64));
+}
+
 #[test]
 fn search_on_llama2_70b_over_2048_a100s_fits_memory_and_beats_plain_fsdp() {
     let model = Transformer::preset("llama2-70b").unwrap();

@@ -2472,8 +2472,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // grouped GEMM of the tokens routed to them), forward and backward.
     let up = if model.swiglu { 2.0 * model.ffn } else { model.ffn };
     // Folded (expert TP 1), each GPU routes its 1/tp of the tokens (sequence-parallel) to whole experts.
+    // A grouped GEMM computes the experts tokens were routed to and no others: fewer (token,
+    // expert) pairs than the GPU's experts (decode) touch at most as many experts, whose weights
+    // alone are read (every expert had been priced, TPOT growing with the experts a model has).
     let (experts_here, expert_tokens) = if model.experts > 1.0 {
-        (model.experts / f64::from(plan.ep), tokens / (tpf / etpf) * active * f64::from(plan.ep) / model.experts)
+        let here = model.experts / f64::from(plan.ep);
+        let pairs = here * tokens / (tpf / etpf) * active * f64::from(plan.ep) / model.experts;
+        let touched = here.min(pairs.max(1.0));
+        (touched, pairs / touched)
     } else {
         (1.0, tokens)
     };
