@@ -72,6 +72,26 @@ fn moe_decode_reads_the_experts_its_tokens_touch() {
     assert!(tpot(&base, 64) > 4.0 * one, "{} against {one}", tpot(&base, 64));
 }
 
+/// A sliding window shortens the cache a windowed layer reads, not the kernel's fixed cost:
+/// GPT-OSS's time per token never falls as its context grows past its 128-token window (its
+/// attention had gone 0.163 → 0.095 ms from 128 to 1024 tokens).
+#[test]
+fn decode_time_per_token_grows_with_the_context_under_a_sliding_window() {
+    let model = Transformer::preset("gpt-oss-120b").unwrap();
+    let c = cluster("h100-sxm", 4);
+    let plan = Plan::parse("tp=4").unwrap();
+    let attention = |context: u32| {
+        let p = project(&model, &c, &plan, Task::Decode { batch: 1, context }).unwrap();
+        p.times.by_kind_ms.get("attention").copied().unwrap()
+    };
+    let mut last = 0.0;
+    for context in [64u32, 128, 192, 256, 512, 1024, 4096, 16384] {
+        let a = attention(context);
+        assert!(a >= last, "{context} tokens: attention {a} ms after {last} ms");
+        last = a;
+    }
+}
+
 #[test]
 fn search_on_llama2_70b_over_2048_a100s_fits_memory_and_beats_plain_fsdp() {
     let model = Transformer::preset("llama2-70b").unwrap();

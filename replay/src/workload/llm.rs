@@ -2561,7 +2561,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Materialized: its own backward, plus the forward again under selective recomputation.
     let core_b =
         materialized.map_or(measured_flash.as_ref().map_or(2.5 * core_f, |(_, b, _)| *b), |m| m.1 + if plan.selective { m.0 } else { 0.0 });
-    let (attn_core_f, attn_core_b) = (core_f * window, core_b * window);
+    // Decode: the window shortens the cache a windowed layer reads, not the kernel's fixed cost
+    // (GPT-OSS's time per token had fallen as its context grew past the window).
+    let (attn_core_f, attn_core_b) = if decode {
+        let o = cluster.gemm_overhead_s.min(core_f);
+        ((core_f - o) * window + o, core_b * window)
+    } else {
+        (core_f * window, core_b * window)
+    };
     let mlp_f = mlp_lin_f.max(cluster.memory(mlp_weight_bytes));
     // Norms, residual adds and the MLP activation move, per token and layer, in 16-bit
     // elements (fused norm kernels: their FP32 math stays in registers):
