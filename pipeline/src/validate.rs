@@ -42,7 +42,11 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
             (Some(p), Some(e)) => {
                 writeln!(out, "{:<28} {:>14.1} {:>14.1} {:>+8.1}%  {fits}", r.id, r.measured_tokens_per_s_per_gpu, p, 100.0 * e)?
             }
-            _ => writeln!(out, "{:<28} {:>14.1} {:>14} {:>9}  {}", r.id, r.measured_tokens_per_s_per_gpu, "-", "-", r.notes.join("; "))?,
+            _ => {
+                // A run refused before its measurement was read has none to show.
+                let measured = Some(r.measured_tokens_per_s_per_gpu).filter(|m| *m > 0.0).map_or("-".into(), |m| format!("{m:.1}"));
+                writeln!(out, "{:<28} {:>14} {:>14} {:>9}  {}", r.id, measured, "-", "-", r.notes.join("; "))?
+            }
         }
     }
     let (Some(median), Some(max)) = (v.median_abs_error, v.max_abs_error) else {

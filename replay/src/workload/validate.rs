@@ -425,7 +425,8 @@ pub struct ModelSpec {
 pub struct RunSystem {
     /// Catalog GPU id.
     pub gpu: String,
-    /// GPUs in the run.
+    /// GPUs in the run (missing: the run is refused in its row).
+    #[serde(default)]
     pub gpus: u32,
     /// `gpus_per_node`, `nic_gbps_per_gpu`, `hbm_gb`, `hbm_gbps`.
     #[serde(flatten)]
@@ -774,6 +775,12 @@ impl Run {
                 }
                 Ok((Task::Train, model.seq))
             }
+            "prefill" if self.measured.tpot_ms.is_some() || self.context.is_some() => {
+                Err(crate::Error::Run("tpot_ms and context are a decode run's keys, not a prefill run's (ttft_ms, prompt)".into()))
+            }
+            "decode" if self.measured.ttft_ms.is_some() || self.prompt.is_some() => {
+                Err(crate::Error::Run("ttft_ms and prompt are a prefill run's keys, not a decode run's (tpot_ms, context)".into()))
+            }
             "prefill" => {
                 let prompt = self.prompt.unwrap_or(seq).max(1);
                 Ok((Task::Prefill { batch, prompt }, f64::from(prompt)))
@@ -968,8 +975,9 @@ pub(crate) fn projected(
     measured: &mut f64,
 ) -> Result<Projected, crate::Error> {
     let model = run.model.transformer(&run.id)?;
-    if run.system.gpu.is_empty() {
-        return Err(crate::Error::Run("no system: a run states its GPU and how many (`\"system\": {\"gpu\": ID, \"gpus\": N}`)".into()));
+    if run.system.gpu.is_empty() || run.system.gpus == 0 {
+        let what = if run.system.gpu.is_empty() { "no system" } else { "system gpus missing or 0" };
+        return Err(crate::Error::Run(format!("{what}: a run states its GPU and how many (`\"system\": {{\"gpu\": ID, \"gpus\": N}}`)")));
     }
     if run.plan.trim().is_empty() {
         return Err(crate::Error::Run(
@@ -1564,8 +1572,11 @@ mod tests {
         let tpot = ok.replace("\"ok\"", "\"train-tpot\"").replace("5000}", "5000, \"tpot_ms\": 20}");
         let twice = ok.replace("\"ok\"", "\"decode-twice\"").replace("5000}", "5000, \"tpot_ms\": 20}, \"task\": \"decode\"");
         let batch = format!("{}, \"batch\": 4", ok.replace("\"ok\"", "\"train-batch\""));
-        let all = [&no_plan, &no_system, &no_measured, &tpot, &twice, &batch, &ok];
-        assert!(no_plan != ok && no_system != ok && no_measured != ok && tpot != ok && twice != ok);
+        let no_gpus = ok.replace("\"ok\"", "\"no-gpus\"").replace(", \"gpus\": 8", "");
+        let prefill_tpot = ok.replace("\"ok\"", "\"prefill-tpot\"").replace("5000}", "5000, \"tpot_ms\": 20}, \"task\": \"prefill\"");
+        let decode_ttft = ok.replace("\"ok\"", "\"decode-ttft\"").replace("5000}", "5000, \"ttft_ms\": 20}, \"task\": \"decode\"");
+        let all = [&no_plan, &no_system, &no_measured, &tpot, &twice, &batch, &no_gpus, &prefill_tpot, &decode_ttft, &ok];
+        assert!([&no_plan, &no_system, &no_measured, &tpot, &twice, &no_gpus, &prefill_tpot, &decode_ttft].iter().all(|r| **r != ok));
         let file = runs(&format!(r#"{{"runs": [{}}}]}}"#, all.map(|r| r.as_str()).join("}, ")));
         let v = validate(&file, &catalog, &[], None);
         let why = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" ");
@@ -1575,7 +1586,10 @@ mod tests {
         assert!(why("train-tpot").contains("measured tpot_ms: inference runs' keys"), "{}", why("train-tpot"));
         assert!(why("train-batch").contains("batch: inference runs' keys"), "{}", why("train-batch"));
         assert!(why("decode-twice").contains("tokens_per_s_per_gpu 5000 and tpot_ms 20: give one"), "{}", why("decode-twice"));
-        assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (1, 6));
+        assert!(why("no-gpus").contains("system gpus missing or 0"), "{}", why("no-gpus"));
+        assert!(why("prefill-tpot").contains("tpot_ms and context are a decode run's keys"), "{}", why("prefill-tpot"));
+        assert!(why("decode-ttft").contains("ttft_ms and prompt are a prefill run's keys"), "{}", why("decode-ttft"));
+        assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (1, 9));
     }
 
     /// A power limit of no watts is the file's error, refused by name (it had been noted as
