@@ -143,12 +143,21 @@ fn the_help_names_every_operation_hw_cost_prices() {
     let cost_help = help(&["hw", "cost", "--help"]);
     // The collectives `Collective::from_name` reads that have a bus factor; `barrier` has none.
     for op in ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"] {
-        let o = common::bin().args(["hw", "cost", "h100-sxm", op, "--bytes", "1e8", "--gpus", "8"]).output().unwrap();
+        let gpus = if op == "send_recv" { "2" } else { "8" };
+        let o = common::bin().args(["hw", "cost", "h100-sxm", op, "--bytes", "1e8", "--gpus", gpus]).output().unwrap();
         assert!(o.status.success(), "{op}: {}", common::stderr(&o));
         assert!(cost_help.contains(&format!("`{op}`")), "{op} missing from: {cost_help}");
     }
     let o = common::bin().args(["hw", "cost", "h100-sxm", "barrier", "--bytes", "1e8", "--gpus", "8"]).output().unwrap();
     assert!(!o.status.success());
+    // A transfer joins two GPUs; a collective spans at least two: the count given is named.
+    for (op, gpus, says) in
+        [("send_recv", "4", "--gpus 4: a transfer joins two GPUs"), ("all_reduce", "1", "--gpus 1: a collective spans at least 2 GPUs")]
+    {
+        let o = common::bin().args(["hw", "cost", "h100-sxm", op, "--bytes", "1e8", "--gpus", gpus]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{op}");
+        assert!(common::stderr(&o).contains(says), "{op}: {}", common::stderr(&o));
+    }
     assert!(help(&["hw", "--help"]).contains("hw cost"));
     assert!(help(&["--help"]).contains("hw cost"));
 }

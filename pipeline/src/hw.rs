@@ -205,8 +205,15 @@ impl Cost {
             other => {
                 // (Named above: an unknown operation was refused there.)
                 let Some(collective) = collective else { anyhow::bail!("hw cost: {other:?} is not an operation it prices") };
-                let gpus =
-                    self.gpus.filter(|g| *g >= 2).ok_or_else(|| anyhow::anyhow!("hw cost {other}: --gpus (at least 2) is required"))?;
+                let gpus = match self.gpus {
+                    None => anyhow::bail!("hw cost {other}: --gpus (at least 2) is required"),
+                    Some(n) if n < 2 => anyhow::bail!("hw cost {other}: --gpus {n}: a collective spans at least 2 GPUs"),
+                    // A point-to-point transfer joins two GPUs: more had been priced as if it were two.
+                    Some(n) if n != 2 && collective == tracecast_ingest::collective::Collective::SendRecv => anyhow::bail!(
+                        "hw cost send_recv: --gpus {n}: a transfer joins two GPUs (--gpus 2; with --gpus-per-node 1 across two nodes)"
+                    ),
+                    Some(n) => n,
+                };
                 let gpus_per_node = catalog.gpus_per_node(Some(&self.gpu), self.gpus_per_node);
                 let nic_gbps_per_gpu = match self.nic_gbps_per_gpu {
                     Some(nic) => Some(
