@@ -1116,20 +1116,17 @@ impl Pricing {
     /// a shape the user measured.
     fn hold_to_higher_power_twin(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
         let Some(tdp) = gpu.tdp_w else { return };
+        // Cheapest first (every GEMM price of a GPU with a power limit passes here): the twins,
+        // then whether this GPU's own measurement speaks for it.
+        let mut twins = self.catalog.gpus.iter().filter(|o| {
+            o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.vendor() == gpu.vendor()
+        });
+        let Some(first) = twins.next() else { return };
         if p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some() {
             return;
         }
-        let bound = self
-            .catalog
-            .gpus
-            .iter()
-            .filter(|o| {
-                o.id != gpu.id
-                    && o.vendor() == gpu.vendor()
-                    && o.tdp_w.is_some_and(|t| t > tdp)
-                    && o.hbm_gbps >= gpu.hbm_gbps
-                    && gpu.same_compute(o)
-            })
+        let bound = std::iter::once(first)
+            .chain(twins)
             .filter_map(|o| self.gemm(o, shape).map(|q| (o, q.time_us)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((o, time_us)) = bound
