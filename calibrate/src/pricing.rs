@@ -1091,6 +1091,15 @@ impl Pricing {
     /// What `shape` costs on `gpu`; never faster than the dtype's peak (XLA's
     /// Hopper FP8 table has values above it).
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
+        let mut p = self.gemm_before_twins(gpu, shape)?;
+        self.hold_to_higher_power_twin(gpu, shape, &mut p);
+        Some(p)
+    }
+
+    /// [`Pricing::gemm`] before the bound of a higher-power twin (what bounds another GPU: both
+    /// conditions carry through a chain of twins, so one flat maximum over them all suffices, and
+    /// no twin's price recurses into its own twins).
+    fn gemm_before_twins(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_excluding(gpu, shape, &[])?;
         // A 16-bit type the GPU has no path for (V100: FP16, no BF16) is priced as the other.
         if gpu.peak_flops(shape.dtype).is_none() && peak(gpu, shape.dtype).is_some() {
@@ -1105,7 +1114,6 @@ impl Pricing {
             }
         }
         self.hold_to_sustained(gpu, shape, &mut p);
-        self.hold_to_higher_power_twin(gpu, shape, &mut p);
         Some(p)
     }
 
@@ -1125,14 +1133,16 @@ impl Pricing {
         if p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some() {
             return;
         }
-        let bound = std::iter::once(first)
-            .chain(twins)
-            .filter_map(|o| self.gemm(o, shape).map(|q| (o, q.time_us)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((o, time_us)) = bound
-            && time_us > p.time_us
+        // The slowest of them bounds it; of equal prices, one from a measured table is named.
+        let bound = std::iter::once(first).chain(twins).filter_map(|o| self.gemm_before_twins(o, shape).map(|q| (o, q))).max_by(|a, b| {
+            a.1.time_us.total_cmp(&b.1.time_us).then((a.1.rule == PriceRule::GemmTable).cmp(&(b.1.rule == PriceRule::GemmTable)))
+        });
+        if let Some((o, q)) = bound
+            && q.time_us > p.time_us
         {
-            p.time_us = time_us;
+            let time_us = q.time_us;
+            // The twin's measurement prices it now: its rule and band, not this GPU's spec model.
+            (p.time_us, p.rule, p.band, p.extrapolated) = (time_us, q.rule, q.band, p.extrapolated || q.extrapolated);
             p.basis.push_str(&format!(
                 "; no faster than {} ({:.1} µs), the same compute at a higher power limit ({:.0} W against {tdp:.0} W)",
                 o.id,

@@ -2458,11 +2458,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         if decode { 4.0 * batch * kv_context * q / tpf } else { 4.0 * batch * tokens_per_seq * tokens_per_seq * q * 0.5 / tpf / cpf };
     let active = model.top_k.min(model.experts);
     let mlp_flops = 2.0 * tokens * model.ffn_params() * (active + model.shared_experts) / tpf;
+    // The experts of this GPU its tokens reach. Routed uniformly, each of the T tokens reaching the
+    // expert-parallel group misses a given expert with probability 1 − k/E: here·(1 − (1 − k/E)^T)
+    // are touched on average (fewer than the (token, expert) pairs once two tokens share one).
+    let (experts_here, routed) = (model.experts / f64::from(plan.ep), tokens / (tpf / etpf) * f64::from(plan.ep));
+    let experts_touched = if model.experts > 1.0 {
+        let miss = (1.0 - (active / model.experts).min(1.0)).powf(routed);
+        (experts_here * (1.0 - miss)).clamp(1.0_f64.min(experts_here), experts_here)
+    } else {
+        1.0
+    };
     // Weights read per step (what bounds decode): attention + the experts the batch touches.
-    let experts_touched = if model.experts > 1.0 { (tokens * model.top_k).min(model.experts) } else { 1.0 };
     let attn_weight_bytes = if model.mla.is_some() { model.attention_per_gpu(tpf) * bytes } else { model.attention_params() * bytes / tpf };
-    let mlp_weight_bytes =
-        model.ffn_params() * experts_touched * bytes / etpf / f64::from(plan.ep) + model.shared_experts * model.ffn_params() * bytes / tpf;
+    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / etpf + model.shared_experts * model.ffn_params() * bytes / tpf;
     // KV heads split over TP ranks (replicated when fewer than the ranks).
     let kv_bytes_read = if decode { model.kv_tensors() * batch * kv_context * model.kv_dim() * bytes / model.kv_split(tpf) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
@@ -2476,10 +2484,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // expert) pairs than the GPU's experts (decode) touch at most as many experts, whose weights
     // alone are read (every expert had been priced, TPOT growing with the experts a model has).
     let (experts_here, expert_tokens) = if model.experts > 1.0 {
-        let here = model.experts / f64::from(plan.ep);
-        let pairs = here * tokens / (tpf / etpf) * active * f64::from(plan.ep) / model.experts;
-        let touched = here.min(pairs.max(1.0));
-        (touched, pairs / touched)
+        (experts_touched, experts_here * routed * active / model.experts / experts_touched)
     } else {
         (1.0, tokens)
     };
