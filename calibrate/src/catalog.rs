@@ -65,12 +65,15 @@ impl Dtype {
     }
 
     /// The dtype's class in words, as outputs name it: FP16 and BF16 run on the same tensor
-    /// cores at the same peak, one `16-bit` class; FP8 is `FP8`; the others their name.
+    /// cores at the same peak, one `16-bit` class; the others by their upper-case name.
     pub fn class_words(self) -> &'static str {
         match self {
             Dtype::Bf16 | Dtype::Fp16 => "16-bit",
             Dtype::Fp8 => "FP8",
-            other => other.as_str(),
+            Dtype::Fp64 => "FP64",
+            Dtype::Fp32 => "FP32",
+            Dtype::Tf32 => "TF32",
+            Dtype::Int8 => "INT8",
         }
     }
 
