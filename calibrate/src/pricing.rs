@@ -329,6 +329,17 @@ fn table_dtype(d: Dtype) -> Dtype {
     if d == Dtype::Fp16 { Dtype::Bf16 } else { d }
 }
 
+/// Which price of the same silicon [`Pricing::attention_twin`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Twin {
+    /// Measured at the shape, not extrapolated.
+    Measured,
+    /// Extrapolated too.
+    Any,
+    /// Extrapolated too, from rows of the shape's mask, head dimension and direction.
+    CoveringMask,
+}
+
 /// An attention kernel's shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttentionShape {
@@ -1391,16 +1402,29 @@ impl Pricing {
         if let Some((p, fam)) = &own {
             let mine = self.attention_families(gpu);
             if p.extrapolated
-                && let Some(twin) = self.attention_twin(gpu, shape, kernel, false, "whose own rows are of another shape")
+                && let Some(twin) = self.attention_twin(gpu, shape, kernel, Twin::Measured, "whose own rows are of another shape")
+            {
+                return Some(twin);
+            }
+            // Beyond the same silicon's measured lengths too, its rows of this mask, head dimension
+            // and direction extrapolate better than this GPU's rows of another mask: H200's causal
+            // attention had switched from H100's chart to its own unmasked row one token past 16 384.
+            if p.extrapolated
+                && !self.attention_covers(gpu, shape)
+                && let Some(twin) =
+                    self.attention_twin(gpu, shape, kernel, Twin::CoveringMask, "whose own rows are of another mask or head dimension")
             {
                 return Some(twin);
             }
             if kernel.is_none() {
                 let why = format!("faster than the {fam} of its own rows, {:.1} µs", p.time_us);
                 // Extrapolated in length as its own row is, where that is so (H200 beyond the charts' 16 k tokens).
-                let faster = self.attention_twin(gpu, shape, None, p.extrapolated, &why).filter(|t| {
-                    !mine.iter().any(|m| m.eq_ignore_ascii_case(&t.1)) && t.0.time_us < p.time_us && (p.extrapolated || !t.0.extrapolated)
-                });
+                let faster =
+                    self.attention_twin(gpu, shape, None, if p.extrapolated { Twin::Any } else { Twin::Measured }, &why).filter(|t| {
+                        !mine.iter().any(|m| m.eq_ignore_ascii_case(&t.1))
+                            && t.0.time_us < p.time_us
+                            && (p.extrapolated || !t.0.extrapolated)
+                    });
                 if let Some(twin) = faster {
                     return Some(twin);
                 }
@@ -1410,6 +1434,16 @@ impl Pricing {
             .or_else(|| self.attention_spec_model(gpu, shape, kernel, named))
     }
 
+    /// Whether `gpu` has attention rows of `shape`'s mask, head dimension and direction (any length).
+    fn attention_covers(&self, gpu: &Gpu, shape: &AttentionShape) -> bool {
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
+        self.measurements
+            .attention
+            .iter()
+            .any(|r| ids.contains(&&*r.gpu) && r.direction == want && r.causal == shape.causal && r.head_dim == shape.head_dim)
+    }
+
     /// The catalog's other GPUs of `gpu`'s vendor: whose attention kernels can stand for its.
     fn vendor_peers<'a>(&'a self, gpu: &'a Gpu) -> impl Iterator<Item = &'a Gpu> {
         self.catalog.gpus.iter().filter(move |g| g.id != gpu.id && g.vendor() == gpu.vendor())
@@ -1417,14 +1451,7 @@ impl Pricing {
 
     /// A price of this shape measured without extrapolation on another GPU of the same
     /// vendor and the same compute (16-bit peak and SM count): the same silicon's kernels.
-    fn attention_twin(
-        &self,
-        gpu: &Gpu,
-        shape: &AttentionShape,
-        kernel: Option<&str>,
-        extrapolated_ok: bool,
-        why: &str,
-    ) -> Option<(Price, Arc<str>)> {
+    fn attention_twin(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, which: Twin, why: &str) -> Option<(Price, Arc<str>)> {
         // The user's own attention rows of this GPU come first, whatever shape they cover.
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         if self.measurements.attention.iter().any(|r| ids.contains(&&*r.gpu) && self.measurements.is_user(&r.from)) {
@@ -1432,8 +1459,10 @@ impl Pricing {
         }
         // The same silicon: the same 16-bit peak, SM count and exponential rate, all stated.
         self.vendor_peers(gpu)
-            .filter(|g| gpu.same_compute(g))
-            .filter_map(|g| self.attention_measured(g, shape, kernel).filter(|(p, _)| extrapolated_ok || !p.extrapolated).map(|x| (g, x)))
+            .filter(|g| gpu.same_compute(g) && (which != Twin::CoveringMask || self.attention_covers(g, shape)))
+            .filter_map(|g| {
+                self.attention_measured(g, shape, kernel).filter(|(p, _)| which != Twin::Measured || !p.extrapolated).map(|x| (g, x))
+            })
             .min_by(|a, b| a.1.0.time_us.total_cmp(&b.1.0.time_us))
             .map(|(_, (mut p, fam))| {
                 p.basis = format!("{} (the same compute as {}, {why})", p.basis, gpu.id);

@@ -662,6 +662,12 @@ fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
     let own = AttentionShape { backward: true, ..forward };
     let p = pricing.attention(&h200, &own, None).unwrap();
     assert!(p.basis.starts_with("fa2 on h200") && p.rule == PriceRule::AttentionTable, "{}", p.basis);
+    // Past the chart's last length the same silicon's rows of this mask still price it, not H200's
+    // own row of another mask: one token more costs a little more (it had cost 0.4 % less).
+    let causal = |seq: f64| AttentionShape { seq, causal: true, backward: true, ..forward };
+    let (at, past) = (pricing.attention(&h200, &causal(16384.0), None).unwrap(), pricing.attention(&h200, &causal(16385.0), None).unwrap());
+    assert!(past.time_us > at.time_us && past.time_us < at.time_us * 1.001, "{} then {}: {}", at.time_us, past.time_us, past.basis);
+    assert_eq!(past.time_us, pricing.attention(&h100, &causal(16385.0), None).unwrap().time_us);
 }
 
 /// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep
