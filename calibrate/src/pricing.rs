@@ -1400,7 +1400,6 @@ impl Pricing {
         // fastest this GPU runs: H200's own rows are one FA2 benchmark, H100's include FA3.
         // (A family its own rows measured keeps their price: the same kernel measured on this GPU.)
         if let Some((p, fam)) = &own {
-            let mine = self.attention_families(gpu);
             if p.extrapolated
                 && let Some(twin) = self.attention_twin(gpu, shape, kernel, Twin::Measured, "whose own rows are of another shape")
             {
@@ -1417,14 +1416,12 @@ impl Pricing {
                 return Some(twin);
             }
             if kernel.is_none() {
+                let mine = self.attention_families(gpu);
                 let why = format!("faster than the {fam} of its own rows, {:.1} µs", p.time_us);
                 // Extrapolated in length as its own row is, where that is so (H200 beyond the charts' 16 k tokens).
-                let faster =
-                    self.attention_twin(gpu, shape, None, if p.extrapolated { Twin::Any } else { Twin::Measured }, &why).filter(|t| {
-                        !mine.iter().any(|m| m.eq_ignore_ascii_case(&t.1))
-                            && t.0.time_us < p.time_us
-                            && (p.extrapolated || !t.0.extrapolated)
-                    });
+                let faster = self
+                    .attention_twin(gpu, shape, None, if p.extrapolated { Twin::Any } else { Twin::Measured }, &why)
+                    .filter(|t| !mine.iter().any(|m| m.eq_ignore_ascii_case(&t.1)) && t.0.time_us < p.time_us);
                 if let Some(twin) = faster {
                     return Some(twin);
                 }

@@ -88,8 +88,12 @@ pub fn is_dataset(dir: &Path) -> bool {
 
 /// The first entry of folder `dir` that is not a dataset's own (its manifest, its tables'
 /// folders, a hidden file being written): a folder of other files is not one to write a
-/// dataset into. `None` for a missing or empty folder, or one a dataset is being written into.
+/// dataset into. `None` for a dataset (it takes ranks whatever else its folder holds), a
+/// missing or empty folder, or one a dataset is being written into.
 pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
+    if is_dataset(dir) {
+        return None;
+    }
     const OWN: [&str; 6] = ["manifest.json", "ranks", "events", "steps", "collectives", "summaries"];
     std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
         let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();

@@ -71,6 +71,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // The profiles (and MAD-Max systems) are staged and put in place only once every chart is
     // written: a --plots folder that cannot be written had left a new profile behind an error.
     let mut staged = Vec::new();
+    // Per profile: the path it goes to and what the charts' line says, printed once all are in place.
     let mut said = Vec::new();
     for p in &profiles {
         let id = device_file_id(p);
@@ -82,19 +83,22 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 .map_err(|why| anyhow::anyhow!("--madmax-system {}: not written, it could not price: {why}", f.display()))?;
             staged.push(stage_json(&f, &system)?);
         }
-        if let Some(dir) = &args.plots {
-            let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
-            let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
-            said.push(format!("{} chart file(s) written to {}", files.len(), dir.display()));
-        }
+        let charts = match &args.plots {
+            Some(dir) => {
+                let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
+                let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
+                Some(format!("{} chart file(s) written to {}", files.len(), dir.display()))
+            }
+            None => None,
+        };
+        said.push((p, path, charts));
     }
     tracecast_ingest::output::commit_all(staged)?;
     if !args.inputs.read.quiet {
-        for (i, p) in profiles.iter().enumerate() {
-            let path = if many { per_device(&args.out, &device_file_id(p)) } else { args.out.clone() };
+        for (p, path, charts) in said {
             write_profile(out, p)?;
             writeln!(out, "Profile written to {}", path.display())?;
-            if let Some(line) = said.get(i) {
+            if let Some(line) = charts {
                 writeln!(out, "{line}")?;
             }
         }

@@ -47,9 +47,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     // Another folder of files would end up holding a dataset among them: an existing folder must
     // be empty or a dataset (whose ranks are replaced).
-    if let Some(other) =
-        (!tracecast_ingest::dataset::is_dataset(dataset)).then(|| tracecast_ingest::dataset::foreign_entry(dataset)).flatten()
-    {
+    if let Some(other) = tracecast_ingest::dataset::foreign_entry(dataset) {
         anyhow::bail!(
             "{}: a folder of other files ({}), not a dataset: give --out a new or empty folder, or a dataset to add ranks to",
             dataset.display(),

@@ -2461,10 +2461,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // The experts of this GPU its tokens reach. Routed uniformly, each of the T tokens reaching the
     // expert-parallel group misses a given expert with probability 1 − k/E: here·(1 − (1 − k/E)^T)
     // are touched on average (fewer than the (token, expert) pairs once two tokens share one).
-    let (experts_here, routed) = (model.experts / f64::from(plan.ep), tokens / (tpf / etpf) * f64::from(plan.ep));
+    let (experts_per_gpu, routed) = (model.experts / f64::from(plan.ep), tokens / (tpf / etpf) * f64::from(plan.ep));
     let experts_touched = if model.experts > 1.0 {
         let miss = (1.0 - (active / model.experts).min(1.0)).powf(routed);
-        (experts_here * (1.0 - miss)).clamp(1.0_f64.min(experts_here), experts_here)
+        (experts_per_gpu * (1.0 - miss)).clamp(1.0_f64.min(experts_per_gpu), experts_per_gpu)
     } else {
         1.0
     };
@@ -2484,7 +2484,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // expert) pairs than the GPU's experts (decode) touch at most as many experts, whose weights
     // alone are read (every expert had been priced, TPOT growing with the experts a model has).
     let (experts_here, expert_tokens) = if model.experts > 1.0 {
-        (experts_touched, experts_here * routed * active / model.experts / experts_touched)
+        (experts_touched, experts_per_gpu * routed * active / model.experts / experts_touched)
     } else {
         (1.0, tokens)
     };
