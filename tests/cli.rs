@@ -409,8 +409,12 @@ fn a_world_size_equal_to_the_jobs_resizes_nothing() {
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.
     let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
+    // Of as many files declaring each world size, the first file's is the job's; the other is named
+    // and left out (it had been analysed as one job with a note, and calibrated as one, silently).
     let o = run(&["analyze".as_ref(), a.as_os_str(), b.as_os_str()]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("ranks of unrelated runs? their declared world sizes differ (2, 8)"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("declares a world size of 2, where this job's files declare 8"), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 rank(s) read"));
     // The ranks of one run are not.
     let o = run(&["analyze".as_ref(), shared().join("hta/trace_filter").as_os_str()]);
     assert!(o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("unrelated runs"));
@@ -1865,6 +1869,30 @@ fn json_to_standard_output_is_json_alone() {
     assert!(!std::path::Path::new("-").exists());
 }
 
+/// A flag that writes a folder of files, given `-`, is refused by name: it had made a
+/// folder `./-` in the working directory, exit 0, with standard output empty.
+#[test]
+fn a_folder_output_on_standard_output_is_refused() {
+    let dir = scratch("folder-output-dash");
+    let trace = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz");
+    let t = trace.to_str().unwrap();
+    let cases: [&[&str]; 6] = [
+        &["analyze", t, "--csv", "-"],
+        &["analyze", t, "--parquet", "-"],
+        &["analyze", t, "--plots", "-"],
+        &["ingest", t, "--out", "-"],
+        &["calibrate", t, "--out", "p.json", "--plots", "-"],
+        &["report", t, "--out", "r.html", "--png", "-"],
+    ];
+    for args in cases {
+        let o = bin().args(args).current_dir(&dir).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let flag = args[args.len() - 2];
+        assert!(stderr(&o).contains(&format!("{flag} writes a folder of files")), "{args:?}: {}", stderr(&o));
+        assert!(!dir.join("-").exists(), "{args:?}");
+    }
+}
+
 /// `--json /dev/stdout` with standard output appended to a file writes through it at its
 /// offset (a rename had replaced the shell's file, losing what it held), and on a pipe it is
 /// the pipe (it had failed on `/proc/self/fd/pipe:[N]`); `--json=-` is standard output too.
@@ -1887,4 +1915,50 @@ fn json_to_dev_stdout_appends_to_the_shells_file_and_pipe() {
     let o = common::bin().args(["hw", "cost", "h100-sxm", "gemm", "--m", "64", "--n", "64", "--k", "64", "--json=-"]).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc["time_us"].as_f64().is_some(), "{doc}");
+}
+
+/// A ROCm trace whose devices are unnamed (MI300X, 304 CUs, gfx 9.4) is calibrated as the GPU
+/// the catalog knows by its compute units, and says so; it had printed "Device not recorded in
+/// the traces → not in the catalog" over a profile of `mi300x`.
+#[test]
+fn calibrate_names_an_unnamed_rocm_device_by_its_compute_units() {
+    let dir = scratch("calibrate-unnamed-rocm");
+    let trace = shared().join("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let out = dir.join("p.json");
+    let o = run(&["calibrate".as_ref(), trace.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Device unnamed in the traces → mi300x, by its compute units"), "{text}");
+    assert!(!text.contains("not recorded"), "{text}");
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(profile["device"]["catalog_id"], "mi300x");
+}
+
+/// Traces of two runs given as one job (an A100 rank of 8, a V100 rank of 2) are not matched
+/// as one: the one declaring the other world size is named and left out. Calibrated together
+/// they had given the V100 profile the A100's all-to-all fit (45 GB/s where its own is 14).
+#[test]
+fn a_trace_of_another_run_is_left_out_of_the_job() {
+    let dir = scratch("other-run");
+    let (a100, v100) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
+    let out = dir.join("p.json");
+    let o = run(&["calibrate".as_ref(), a100.as_os_str(), v100.as_os_str(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("{}: declares a world size of 2, where this job's files declare 8", v100.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    // The A100 rank is calibrated alone: one profile, of its GPU.
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(profile["device"]["catalog_id"], "a100-40gb");
+    // Each with --each: both read, exit 0.
+    let each = dir.join("each.json");
+    let o = run(&[
+        "calibrate".as_ref(),
+        a100.as_os_str(),
+        v100.as_os_str(),
+        "--each".as_ref(),
+        "--out".as_ref(),
+        each.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

@@ -709,14 +709,15 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             let node = gpu.and_then(|x| catalog.node_of(&x.id));
             let gpus_per_node = catalog.gpus_per_node(gpu.map(|x| x.id.as_str()), opts.gpus_per_node);
             let mut notes = Vec::new();
+            // A device the traces do not name is said so, not quoted as `""`.
+            let named = if g.name.is_empty() { "the unnamed device".to_string() } else { format!("device {:?}", g.name) };
             if gpu.is_none() {
                 notes.push(format!(
-                    "device {:?} is not in the hardware catalog: efficiencies need its peaks (name a catalog GPU with --device ID, or add one with --hw FILE)",
-                    g.name
+                    "{named} is not in the hardware catalog: efficiencies need its peaks (name a catalog GPU with --device ID, or add one with --hw FILE)"
                 ));
             }
             if let Some((x, MatchKind::ComputeUnits)) = g.gpu {
-                notes.push(format!("device name {:?} matched to {} by compute units and gfx version", g.name, x.id));
+                notes.push(format!("{named} matched to {} by compute units and gfx version", x.id));
             }
             let mut peak_tflops = BTreeMap::new();
             if let Some(x) = gpu {

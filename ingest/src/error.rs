@@ -71,6 +71,30 @@ pub enum Error {
         /// The file that was left out.
         second: PathBuf,
     },
+    /// A file given again among a job's inputs (twice, or through a link): read once.
+    #[error("{}: the same file as {} (given twice, or through a link): read once", path.display(), first.display())]
+    SameFile {
+        /// The repeated name.
+        path: PathBuf,
+        /// The name it was read by.
+        first: PathBuf,
+    },
+    /// A file of another run among a job's files: it declares another world size.
+    #[error(
+        "{}: declares a world size of {world}, where this job's files declare {job_world} (as {}): a trace of another run, left out",
+        path.display(),
+        first.display()
+    )]
+    OtherRun {
+        /// The file left out.
+        path: PathBuf,
+        /// The world size it declares.
+        world: u32,
+        /// The world size of the job.
+        job_world: u32,
+        /// The first file declaring the job's.
+        first: PathBuf,
+    },
     /// A path given as a job holds no trace files.
     #[error("{}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory", path.display())]
     NoTraces {
@@ -119,6 +143,8 @@ impl Error {
             | Error::Schema { path, .. }
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
+            | Error::SameFile { path, .. }
+            | Error::OtherRun { path, .. }
             | Error::NoStepsSelected { path, .. }
             | Error::Write { path, .. } => Some(path),
             Error::DuplicateRank { second, .. } => Some(second),

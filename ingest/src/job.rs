@@ -133,14 +133,15 @@ impl Job {
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
-        let results: Vec<Vec<Result<(u32, PathBuf, T, RankSource)>>> = files
+        let results: Vec<Vec<Result<(u32, PathBuf, T, RankSource, Option<u32>)>>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
                 if let Some((rank, source, path, t)) = known(f) {
                     on_file(f);
-                    // A dataset keeps the rank, and where it came from, as resolved when it was made.
-                    return vec![Ok((rank, path, t, source))];
+                    // A dataset keeps the rank, and where it came from, as resolved when it was made
+                    // (its files were checked as one job then).
+                    return vec![Ok((rank, path, t, source, None))];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -148,9 +149,9 @@ impl Job {
                         .into_par_iter()
                         .map(|trace| {
                             let (rank, source) = resolve_rank(&trace, order);
-                            let path = trace.path.clone();
+                            let (path, world) = (trace.path.clone(), trace.declared_world_size());
                             let rank = Rank { rank, source, trace };
-                            Ok((rank.rank, path, summarize(&rank), source))
+                            Ok((rank.rank, path, summarize(&rank), source, world))
                         })
                         .collect(),
                     Err(e) => vec![Err(e)],
@@ -165,9 +166,12 @@ impl Job {
         // Each rank's file, where its number came from and its place in `out`.
         let mut seen: Vec<(u32, PathBuf, RankSource, usize)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
-        for r in results.into_iter().flatten() {
+        let results: Vec<_> = results.into_iter().flatten().collect();
+        let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.1.as_path(), r.4)));
+        for r in results {
             match r {
-                Ok((rank, path, t, source)) => {
+                Ok((_, path, _, _, Some(w))) if world.refuses(w) => failures.push(world.error(&path, w)),
+                Ok((rank, path, t, source, _)) => {
                     if let Some(held) = seen.iter_mut().find(|s| s.0 == rank) {
                         let (wins, error) = contest(rank, (&held.1, held.2), (&path, source));
                         if wins {
@@ -213,8 +217,13 @@ impl Job {
     pub fn from_traces(path: PathBuf, results: Vec<Result<RankTrace>>) -> Job {
         let mut ranks: Vec<Rank> = Vec::new();
         let mut failures = Vec::new();
+        let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|t| (t.path.as_path(), t.declared_world_size())));
         for (order, result) in results.into_iter().enumerate() {
             let trace = match result {
+                Ok(t) if t.declared_world_size().is_some_and(|w| world.refuses(w)) => {
+                    failures.push(world.error(&t.path, t.declared_world_size().unwrap_or(0)));
+                    continue;
+                }
                 Ok(t) => t,
                 Err(e) => {
                     failures.push(e);
@@ -234,6 +243,41 @@ impl Job {
         }
         ranks.sort_by_key(|r| r.rank);
         Job { path, ranks, failures: said_once(failures) }
+    }
+}
+
+/// The world size the files of one job declare (`distributedInfo.world_size`): the one most
+/// of its files declare (of as many, the first file's). A file declaring another is of another
+/// run: matched with this one's ranks, its collectives had been fitted as this job's (a V100
+/// trace of 2 ranks calibrated beside an A100 one of 8 took the A100's all-to-all bandwidth).
+struct JobWorld {
+    /// The job's world size and the first file declaring it; None where no file declares one.
+    declared: Option<(u32, PathBuf)>,
+}
+
+impl JobWorld {
+    fn of<'p>(files: impl Iterator<Item = (&'p Path, Option<u32>)>) -> JobWorld {
+        // (world size, first file, files declaring it), in the order first declared.
+        let mut counts: Vec<(u32, &Path, usize)> = Vec::new();
+        for (path, world) in files {
+            let Some(w) = world else { continue };
+            match counts.iter_mut().find(|c| c.0 == w) {
+                Some(c) => c.2 += 1,
+                None => counts.push((w, path, 1)),
+            }
+        }
+        // `max_by_key` keeps the last of equal counts: reversed, the first declared.
+        let declared = counts.iter().rev().max_by_key(|c| c.2).map(|c| (c.0, c.1.to_path_buf()));
+        JobWorld { declared }
+    }
+
+    fn refuses(&self, world: u32) -> bool {
+        self.declared.as_ref().is_some_and(|(w, _)| *w != world)
+    }
+
+    fn error(&self, path: &Path, world: u32) -> Error {
+        let (job_world, first) = self.declared.clone().unwrap_or((0, PathBuf::new()));
+        Error::OtherRun { path: path.to_path_buf(), world, job_world, first }
     }
 }
 

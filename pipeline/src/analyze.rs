@@ -45,6 +45,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         ("--parquet", args.parquet.as_deref()),
         ("--plots", args.plots.as_deref()),
     ])?;
+    crate::output::folder_outputs(&[
+        ("--csv", args.csv.as_deref()),
+        ("--parquet", args.parquet.as_deref()),
+        ("--plots", args.plots.as_deref()),
+    ])?;
     let read = &args.inputs.read;
     let mut opts = args.window.analyze_options(read)?;
     (opts.job_gpus, opts.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;

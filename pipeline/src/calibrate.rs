@@ -44,6 +44,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         ("--plots", args.plots.as_deref()),
         ("--madmax-system", args.madmax_system.as_deref()),
     ])?;
+    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())])?;
     let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();

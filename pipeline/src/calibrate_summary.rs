@@ -16,7 +16,12 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let mut files: Vec<&String> = p.traces.iter().collect();
     files.sort();
     files.dedup();
-    if d.name.is_empty() {
+    if d.name.is_empty()
+        && let Some(id) = &d.catalog_id
+    {
+        // ROCm's traces may leave the name empty; the catalog knows the GPU by its compute units.
+        writeln!(w, "Device unnamed in the traces → {id}, by its compute units and gfx version ({} trace file(s))", files.len())?;
+    } else if d.name.is_empty() {
         writeln!(
             w,
             "Device not recorded in the traces → not in the catalog ({} trace file(s); give the GPU with --device ID, an id of `tracecast hw list`)",

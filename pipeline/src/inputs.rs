@@ -183,6 +183,24 @@ pub fn for_each_listed<T>(
                 Err(e) => listing_errors.push(e),
             }
         }
+        // A file given twice, or once more through a link, is read once: an Nsight export's ranks
+        // are numbered by its place among the exports, so its second reading had counted its GPUs
+        // again as more ranks (and doubled the job's collectives).
+        let mut seen = std::collections::HashMap::new();
+        files.retain(|f| {
+            let Some(key) = tracecast_ingest::input::file_key(f) else { return true };
+            match seen.entry(key) {
+                std::collections::hash_map::Entry::Occupied(first) => {
+                    let first: &PathBuf = first.get();
+                    listing_errors.push(tracecast_ingest::Error::SameFile { path: f.clone(), first: first.clone() });
+                    false
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(f.clone());
+                    true
+                }
+            }
+        });
         let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let bar = progress_bar(files.len(), total_bytes, quiet);
         if last {
@@ -194,14 +212,14 @@ pub fn for_each_listed<T>(
         failures.extend(listing_errors);
         for e in &failures {
             crate::output::stderr_line(format_args!("error: {e}"));
-            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. }) {
+            if matches!(e, tracecast_ingest::Error::DuplicateRank { .. } | tracecast_ingest::Error::OtherRun { .. }) {
                 crate::output::stderr_line(format_args!("  (files of unrelated runs? give them with --each)"));
             }
         }
         if !failures.is_empty() {
             failed = true;
             if strict {
-                anyhow::bail!("stopping at the first bad file (--strict)");
+                anyhow::bail!("stopping at the first job with unreadable files, each named above (--strict)");
             }
         }
         if let Some(job) = job {

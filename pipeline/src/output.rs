@@ -61,6 +61,16 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
+/// An error where a flag that writes a folder of files is given `-`: standard
+/// output holds one stream, and `-` taken as a folder's name had made `./-` in the
+/// working directory while the command said nothing of it.
+pub fn folder_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    if let Some((flag, _)) = outputs.iter().find(|(_, p)| p.is_some_and(|p| p.as_os_str() == "-")) {
+        anyhow::bail!("{flag} writes a folder of files, which standard output (`-`) cannot hold: give a folder");
+    }
+    Ok(())
+}
+
 /// The file `path` writes: `-` as it is, else the file it names, links followed
 /// ([`tracecast_ingest::input::file_key`], as inputs are known).
 fn resolved(path: &Path) -> PathBuf {

@@ -229,6 +229,7 @@ pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Resu
 /// Writes the page of every job the inputs stand for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::distinct_outputs(&[("--out", Some(&args.out)), ("--png", args.png.as_deref())])?;
+    crate::output::folder_outputs(&[("--png", args.png.as_deref())])?;
     // Charts dropped among the traces would change the folder the job is read from.
     if let Some(dir) = &args.png {
         let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
