@@ -2329,7 +2329,11 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
         }
         Task::Prefill { batch, prompt: tokens } | Task::Decode { batch, context: tokens } => {
             let kv_per_gpu = model.kv_dim() / model.kv_split(tpf);
-            m.kv_cache_gb = model.kv_tensors() * f64::from(batch) * f64::from(tokens) * kv_per_gpu * bytes * layers_per_stage / 1e9;
+            // A windowed layer keeps its window of keys, as the decode step reads them (vLLM's and
+            // TensorRT-LLM's sliding-window caches): the share of the cache decode reads.
+            let cached = model.window_factor(f64::from(tokens), true);
+            m.kv_cache_gb =
+                model.kv_tensors() * f64::from(batch) * f64::from(tokens) * cached * kv_per_gpu * bytes * layers_per_stage / 1e9;
         }
     }
     m
@@ -3147,11 +3151,12 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     }
     if window < 1.0 {
         notes.push(format!(
-            "sliding-window attention on {} of {} layers ({:.0} tokens): their attention core at its share of the causal work, {:.1} % of every layer attending to its whole context on average",
+            "sliding-window attention on {} of {} layers ({:.0} tokens): their attention core at its share of the causal work, {:.1} % of every layer attending to its whole context on average{}",
             model.windowed_layers.min(model.layers),
             model.layers,
             model.window,
-            100.0 * window
+            100.0 * window,
+            if task == Task::Train { "" } else { "; their KV cache keeps the window only" }
         ));
     }
     if cp > 1 {
@@ -4064,6 +4069,16 @@ mod tests {
         assert!((m.window_factor(4096.0, false) - (0.5 + 0.5 * windowed)).abs() < 1e-12);
         assert!((m.window_factor(4096.0, true) - (0.5 + 0.5 * 128.0 / 4096.0)).abs() < 1e-12);
         assert_eq!(m.window_factor(128.0, false), 1.0);
+        // The KV cache keeps a windowed layer's window only: 8 sequences of 32 768 tokens over
+        // tp=8 (one KV head of 64 per GPU, 16-bit) hold 18 layers' whole context and 18 layers'
+        // 128 tokens, 18·2·64·2·8·(32 768 + 128) bytes (it had held all 36 layers' whole context).
+        let plan = Plan::parse("tp=8").unwrap();
+        let cache = |task| stage_memory(&m, &plan, task, StageLayers::plain(36), 0.0, 1.0).kv_cache_gb * 1e9;
+        let want = 18.0 * 2.0 * 64.0 * 2.0 * 8.0 * (32768.0 + 128.0);
+        assert!((cache(Task::Decode { batch: 8, context: 32768 }) / want - 1.0).abs() < 1e-12);
+        assert!((cache(Task::Prefill { batch: 8, prompt: 32768 }) / want - 1.0).abs() < 1e-12);
+        // Within the window every layer keeps every token.
+        assert!((cache(Task::Decode { batch: 8, context: 100 }) / (36.0 * 2.0 * 64.0 * 2.0 * 8.0 * 100.0) - 1.0).abs() < 1e-12);
         // The projection's attention is that share of the same model without windows.
         let full = Transformer { windowed_layers: 0, ..m.clone() };
         let c = a100(8);
