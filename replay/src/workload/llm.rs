@@ -2331,7 +2331,8 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             let kv_per_gpu = model.kv_dim() / model.kv_split(tpf);
             // A windowed layer keeps its window of keys, as the decode step reads them (vLLM's and
             // TensorRT-LLM's sliding-window caches): the share of the cache decode reads.
-            let cached = model.window_factor(f64::from(tokens), true);
+            // An encoder (a ViT) attends within one forward pass and keeps no cache.
+            let cached = if model.causal { model.window_factor(f64::from(tokens), true) } else { 0.0 };
             m.kv_cache_gb =
                 model.kv_tensors() * f64::from(batch) * f64::from(tokens) * cached * kv_per_gpu * bytes * layers_per_stage / 1e9;
         }
@@ -2618,12 +2619,16 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let cp_kv = if cp > 1 && !decode { cluster.all_gather(2.0 * batch * tokens_per_seq * kv_heads_gpu * bytes, cp, cp_g) } else { 0.0 };
     let act_bytes = tokens * d * bytes;
     // The output head on the last stage (vocabulary-parallel over TP), then the loss over its
-    // logits (`loss_bytes_per_logit`). Decode samples one token: no head here.
+    // logits (`loss_bytes_per_logit`). Decode samples one token: no head here. A prefill (an
+    // encoder's inference) heads one token of each sequence, the one sampled from (vLLM's
+    // `logits_indices`, Hugging Face's `logits_to_keep`, TensorRT-LLM without context logits; a
+    // ViT's class token): the whole prompt's logits had cost a Llama-3-8B prefill 6 % more work.
+    let head_rows = if matches!(task, Task::Prefill { .. }) { batch } else { tokens };
     let (head_gemm_f, head_loss_f) = if decode {
         (0.0, 0.0)
     } else {
-        let logits = tokens * model.vocab / tpf;
-        (cluster.gemm_at(1.0, tokens, d, model.vocab / tpf, false).0, cluster.memory(loss_bytes_per_logit(bytes, task) * logits))
+        let logits = head_rows * model.vocab / tpf;
+        (cluster.gemm_at(1.0, head_rows, d, model.vocab / tpf, false).0, cluster.memory(loss_bytes_per_logit(bytes, task) * logits))
     };
     // Sequence parallelism replaces each tensor-parallel all-reduce by a reduce-scatter and an
     // all-gather of the same bytes (Korthikanti et al. 2022), each priced as itself: an all-reduce
@@ -3062,7 +3067,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
                     loss_bytes_per_logit(bytes, task)
                 )
             } else {
-                format!("the logits written and read in FP32 ({:.0} bytes a logit)", loss_bytes_per_logit(bytes, task))
+                format!("the logits of one token per sequence (the one sampled from; an encoder's class token) written and read in FP32 ({:.0} bytes a logit)", loss_bytes_per_logit(bytes, task))
             }
         ));
     }
@@ -3195,6 +3200,8 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let throughput = if times.iteration_ms > 0.0 { global_batch / (times.iteration_ms / 1e3) } else { 0.0 };
     let (ttft_ms, tpot_ms) = match task {
         Task::Train => (None, None),
+        // An encoder (a ViT) emits no tokens: its forward pass has no first token to time.
+        Task::Prefill { .. } if !model.causal => (None, None),
         Task::Prefill { .. } => (Some(times.iteration_ms), None),
         Task::Decode { .. } => (None, Some(times.iteration_ms)),
     };
@@ -3215,7 +3222,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
-        task: if plan.frozen > 0 { "finetune".into() } else { task.as_str().into() },
+        task: match task {
+            _ if plan.frozen > 0 => "finetune".into(),
+            Task::Prefill { .. } if !model.causal => "inference".into(),
+            _ => task.as_str().into(),
+        },
         plan: plan.describe(),
         assumptions: "tracecast",
         times,
@@ -4052,6 +4063,29 @@ mod tests {
         assert!(e.contains("needs sequence parallelism"), "{e}");
         let e = project(&m, &c, &Plan::parse("tp=2,dp=16,ep=64,sp").unwrap(), Task::Train).unwrap_err().to_string();
         assert!(e.contains("ep=64"), "{e}");
+    }
+
+    /// A prefill heads the one token of each sequence that is sampled from: what a larger
+    /// vocabulary adds is the same over a prompt of 512 or 4096 tokens (it had grown 8×, the whole
+    /// prompt's logits). An encoder's forward pass is `inference`, with no first token and no cache.
+    #[test]
+    fn a_prefill_heads_one_token_of_each_sequence() {
+        let c = a100(1);
+        let plan = Plan::parse("mb=1").unwrap();
+        let m = Transformer::preset("llama3-8b").unwrap();
+        let wide = Transformer { vocab: 4.0 * m.vocab, ..m.clone() };
+        let head = |prompt: u32| {
+            let t = |m: &Transformer| project(m, &c, &plan, Task::Prefill { batch: 2, prompt }).unwrap().times.iteration_ms;
+            t(&wide) - t(&m)
+        };
+        let (short, long) = (head(512), head(4096));
+        assert!(short > 0.0 && (long / short - 1.0).abs() < 1e-9, "{short} {long}");
+        let p = project(&m, &c, &plan, Task::Prefill { batch: 2, prompt: 512 }).unwrap();
+        assert_eq!((p.task.as_str(), p.ttft_ms), ("prefill", Some(p.times.iteration_ms)));
+        assert!(p.memory.kv_cache_gb > 0.0);
+        let encoder = Transformer { causal: false, ..m };
+        let p = project(&encoder, &c, &plan, Task::Prefill { batch: 2, prompt: 512 }).unwrap();
+        assert_eq!((p.task.as_str(), p.ttft_ms, p.memory.kv_cache_gb), ("inference", None, 0.0));
     }
 
     #[test]
