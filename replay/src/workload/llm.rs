@@ -616,12 +616,23 @@ fn pricing_notes(
         None if !users && matches!(dtype, Dtype::Bf16 | Dtype::Fp16) => {
             format!("; no GEMM of {} was timed under sustained load: its prices are not held to one", gpu.id)
         }
-        // The user measured the probe itself: its basis is their time, which hides that the
-        // shapes they did not measure are held.
-        Some((rate, from)) if measured_probe => {
-            format!("; shapes the user did not measure are held at {:.1} TFLOP/s, the rate {from}", rate / 1e12)
-        }
         _ => String::new(),
+    };
+    // The user measured the probe itself: its basis is their time, which hides how the shapes
+    // they did not measure are priced (their ratio to the table, a sustained hold): one of those
+    // in words too.
+    let unsustained = if measured_probe {
+        let others =
+            [4096.0, 2048.0, 16384.0, 1024.0].into_iter().map(|n| tracecast_calibrate::pricing::GemmShape { m: n, n, k: n, ..probe });
+        let other = others
+            .filter_map(|shape| Some((shape, pricing.gemm_corrected(gpu, &shape, correction)?)))
+            .find(|(_, p)| p.rule != tracecast_calibrate::pricing::PriceRule::GemmMeasuredShape);
+        match other {
+            Some((shape, p)) => format!("; a shape the user did not measure, {0}³: {1} ({2})", shape.m, p.rule.describe(), p.basis),
+            None => unsustained,
+        }
+    } else {
+        unsustained
     };
     let gemm = match (priced, correction) {
         // The basis is the probe's (the correction applies or not by each GEMM's own size): said so.
