@@ -289,6 +289,8 @@ impl Measurements {
         }
         let file: Arc<str> = name.into();
         let mut added = 0;
+        // Collectives over one GPU, read and left out (said where nothing else was added).
+        let mut single_gpu = 0usize;
         for (i, record) in reader.records().enumerate() {
             let line = i + 2;
             let record = record.map_err(|e| bad(line, e.to_string()))?;
@@ -429,9 +431,15 @@ impl Measurements {
                         return Err(bad(line, "gpus = 0: at least 1".into()));
                     }
                     let size_bytes = whole("size_bytes", 2f64.powi(53))?.ok_or_else(|| bad(line, "size_bytes is empty".into()))?;
+                    if size_bytes == 0.0 {
+                        return Err(bad(line, "size_bytes = 0: a collective of no bytes prices nothing (sizes from 1 byte)".into()));
+                    }
                     // Either of nodes and GPUs per node gives the other (a two-node send/recv row may
                     // state `gpus_per_node` 1 alone); neither: one node.
-                    let given_gpn = whole("gpus_per_node", u32_max)?.map(|g| (g as u32).max(1));
+                    let given_gpn = whole("gpus_per_node", u32_max)?.map(|g| g as u32);
+                    if given_gpn == Some(0) {
+                        return Err(bad(line, "gpus_per_node = 0: at least 1".into()));
+                    }
                     let nodes = whole("nodes", u32_max)?.map_or_else(|| given_gpn.map_or(1, |g| gpus.div_ceil(g)), |n| n as u32).max(1);
                     let gpus_per_node = given_gpn.unwrap_or_else(|| gpus.div_ceil(nodes).max(1));
                     // Both stated, they must hold the GPUs: as many nodes as the GPUs fill.
@@ -454,8 +462,9 @@ impl Measurements {
                         },
                         _ => continue,
                     };
-                    // One GPU communicates with nobody: no curve.
-                    if gpus < 2 || size_bytes <= 0.0 {
+                    // One GPU communicates with nobody: no curve (the shipped sweeps' 1-GPU rows).
+                    if gpus < 2 {
+                        single_gpu += 1;
                         continue;
                     }
                     let in_place = match get("in_place") {
@@ -492,6 +501,12 @@ impl Measurements {
                 }
             }
             added += 1;
+        }
+        if added == 0 && single_gpu > 0 {
+            return Err(bad(
+                2,
+                format!("no measured rows but {single_gpu} of one GPU, which communicates with nobody: collectives need 2 GPUs or more"),
+            ));
         }
         Ok(added)
     }
@@ -622,6 +637,10 @@ mod tests {
             ("gpu,kernel,head_dim,seqlen,tflops\nmy-gpu,fa2,128,4096,0\n", "tflops = \"0\""),
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,1024,0\n", "time_us = \"0\""),
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,0,1024,10\n", "gpus = 0"),
+            // A row of no bytes and one of no GPUs per node had been dropped, or read as 1 per node.
+            ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,0,40\n", "size_bytes = 0"),
+            ("gpu,collective,gpus,gpus_per_node,size_bytes,time_us\nmy-gpu,all_reduce,8,0,1024,10\n", "gpus_per_node = 0: at least 1"),
+            ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,1,1024,10\n", "collectives need 2 GPUs or more"),
             ("gpu,metric,bandwidth_gbps\nmy-gpu,stream,0\n", "bandwidth_gbps = \"0\""),
             // Values no measurement has, taken without a word before (a mask of 2 read as none,
             // a row of head dim 0 or 2^32 GPUs left unused, a fractional byte count used as is).
