@@ -470,7 +470,8 @@ impl Measurements {
                     let in_place = match get("in_place") {
                         "1" => Some(true),
                         "0" => Some(false),
-                        _ => None,
+                        "" => None,
+                        other => return Err(bad(line, format!("in_place {other:?}: 1 (nccl-tests' in-place column), 0 or empty"))),
                     };
                     self.collectives.push(CollectiveRow {
                         gpu,
@@ -641,6 +642,7 @@ mod tests {
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,0,40\n", "size_bytes = 0"),
             ("gpu,collective,gpus,gpus_per_node,size_bytes,time_us\nmy-gpu,all_reduce,8,0,1024,10\n", "gpus_per_node = 0: at least 1"),
             ("gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,1,1024,10\n", "collectives need 2 GPUs or more"),
+            ("gpu,collective,gpus,size_bytes,time_us,in_place\nmy-gpu,all_reduce,8,1024,10,2\n", "in_place \"2\""),
             ("gpu,metric,bandwidth_gbps\nmy-gpu,stream,0\n", "bandwidth_gbps = \"0\""),
             // Values no measurement has, taken without a word before (a mask of 2 read as none,
             // a row of head dim 0 or 2^32 GPUs left unused, a fractional byte count used as is).
