@@ -143,7 +143,7 @@ pub const WAIT_FACTOR: f64 = 4.0;
 /// the measured counts is priced from the smallest measured count in the node by the
 /// bus factor (the same link moves each rank's share): a 4-GPU job grown to 64 had
 /// fallen back to the nominal links' ratio, 10× slower where the curves say 2.6–3×.
-/// `to` below the measured counts: `None` (a curve of more GPUs says nothing of fewer).
+/// `to` likewise (an 8-GPU job shrunk to 4 in its node had taken the nominal links' ratio).
 fn priced_scaling(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
@@ -161,17 +161,18 @@ fn priced_scaling(
             .map(|p| (p.time_us * 1000.0, p.rule))
     };
     let from = u32::try_from(from).ok()?;
-    let in_node = || {
+    let in_node = |n: u32| {
         let k = |n: u32| collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0);
-        let (m, (price, _)) = (from + 1..=opts.gpus_per_node).find_map(|m| at(m).map(|p| (m, p)))?;
-        Some(price * k(from)? / k(m)?)
+        let (m, (price, rule)) = (n + 1..=opts.gpus_per_node).find_map(|m| at(m).map(|p| (m, p)))?;
+        Some((price * k(n)? / k(m)?, rule))
     };
-    let old = match at(from) {
-        Some((old, _)) => old,
-        None if from <= opts.gpus_per_node => in_node()?,
-        None => return None,
+    let priced = |n: u32| match at(n) {
+        Some(p) => Some(p),
+        None if n <= opts.gpus_per_node => in_node(n),
+        None => None,
     };
-    let (new, rule) = at(to)?;
+    let (old, _) = priced(from)?;
+    let (new, rule) = priced(to)?;
     Some((old, new, rule))
 }
 

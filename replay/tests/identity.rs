@@ -461,6 +461,31 @@ fn world_size_scales_transfers_by_measured_curves_and_keeps_waits() {
 }
 
 #[test]
+fn world_size_into_one_node_below_the_measured_counts_prices_by_the_curves() {
+    // A 16-rank H100 job (two nodes of 8) shrunk to 4 ranks in one node: H100's curves start
+    // at 8 GPUs, so 4 is priced from the 8-GPU curve by the bus factor, as a job grown from
+    // below the counts is. It had taken the nominal links' ratio (450 GB/s in a node against
+    // 50 across), which makes the in-node all-reduce about 9× cheaper than the measured
+    // curves allow.
+    use tracecast_calibrate::synth::{JobSpec, render_job};
+    let mut spec = JobSpec::default();
+    (spec.ranks, spec.steps, spec.layers) = (16, 2, 4);
+    let traces = render_job(&spec)
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            tracecast_ingest::kineto::parse_bytes(r.json.as_bytes(), &PathBuf::from(format!("rank-{i}.json")), &ReadOptions::default())
+        })
+        .collect();
+    let j = Job::from_traces(PathBuf::from("sixteen"), traces);
+    let mut opts = ReplayOptions::default();
+    opts.world_size = Some(4);
+    let r = replay_job(&j, &opts);
+    assert!(r.notes.iter().any(|n| n.contains("scaled by the pricing layer's price at both sizes")), "{:?}", r.notes);
+    assert!(!r.notes.iter().any(|n| n.contains("without a price at both sizes")), "{:?}", r.notes);
+}
+
+#[test]
 fn world_size_on_a_wait_dominated_rank_without_curves_prices_transfers_not_waits() {
     // One rank of a 2-rank V100 DLRM job whose all-reduces and all-to-alls run
     // at 13–15 GB/s of bus bandwidth on a 150 GB/s NVLink: mostly waiting for
