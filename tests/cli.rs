@@ -1962,3 +1962,45 @@ fn a_trace_of_another_run_is_left_out_of_the_job() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// A step's per-kernel counts hold the kernels that ran in it: the next step's first copy,
+/// starting where the step's window ends, had been counted in it with no time (count 2,
+/// mean halved, for a copy each step runs once).
+#[test]
+fn a_steps_kernel_counts_leave_out_the_next_steps_first_kernel() {
+    let dir = scratch("step-edge-counts");
+    let job = dir.join("job");
+    let o = run(&[
+        "synth".as_ref(),
+        "--out".as_ref(),
+        job.as_os_str(),
+        "--ranks".as_ref(),
+        "2".as_ref(),
+        "--steps".as_ref(),
+        "4".as_ref(),
+        "--layers".as_ref(),
+        "2".as_ref(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for steps in ["1", "2", "2-3", "4"] {
+        let out = dir.join(format!("a{steps}.json"));
+        let o = run(&[
+            "analyze".as_ref(),
+            job.as_os_str(),
+            "--steps".as_ref(),
+            steps.as_ref(),
+            "--json".as_ref(),
+            out.as_os_str(),
+            "-q".as_ref(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let want = if steps == "2-3" { 2 } else { 1 };
+        for rank in doc["jobs"][0]["ranks"].as_array().unwrap() {
+            let copy =
+                rank["top_kernels"].as_array().unwrap().iter().find(|k| k["name"].as_str().unwrap().starts_with("Memcpy HtoD")).unwrap();
+            assert_eq!(copy["count"], want, "--steps {steps}: {copy}");
+        }
+    }
+}

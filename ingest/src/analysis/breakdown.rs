@@ -52,12 +52,16 @@ impl Window {
     }
 
     /// The time of the activity `[start_ns, end_ns]` inside the window, ns;
-    /// `None` when it lies outside (an instant counts when it falls in
-    /// `[start_ns, end_ns)`). The one rule of per-kernel and per-class times.
+    /// `None` when it lies outside: shares no time with it (one that only touches
+    /// an edge — the next step's first kernel, starting where this step's window
+    /// ends — had been counted here with no time), or, an instant, falls outside
+    /// `[start_ns, end_ns)`. The one rule of per-kernel and per-class times.
     pub fn overlap_ns(&self, start_ns: i64, end_ns: i64) -> Option<i64> {
-        let outside = end_ns < self.start_ns
-            || start_ns > self.end_ns
-            || (end_ns == start_ns && (start_ns < self.start_ns || start_ns >= self.end_ns));
+        let outside = if end_ns == start_ns {
+            start_ns < self.start_ns || start_ns >= self.end_ns
+        } else {
+            end_ns <= self.start_ns || start_ns >= self.end_ns
+        };
         (!outside).then(|| end_ns.min(self.end_ns).saturating_sub(start_ns.max(self.start_ns)).max(0))
     }
 
@@ -211,4 +215,20 @@ impl Breakdown {
         self.overlap_us += o.overlap_us;
         self.exposed_comm_us += o.exposed_comm_us;
     }
+}
+
+#[cfg(test)]
+#[test]
+fn an_activity_touching_a_window_only_at_its_edge_is_outside_it() {
+    let w = Window { start_ns: 100, end_ns: 200 };
+    // The next step's first kernel, starting where the window ends; the last one of the step before.
+    assert_eq!(w.overlap_ns(200, 210), None);
+    assert_eq!(w.overlap_ns(90, 100), None);
+    // Inside, across an edge, around the window.
+    assert_eq!(w.overlap_ns(150, 160), Some(10));
+    assert_eq!(w.overlap_ns(190, 210), Some(10));
+    assert_eq!(w.overlap_ns(50, 250), Some(100));
+    // An instant counts in [start, end).
+    assert_eq!(w.overlap_ns(100, 100), Some(0));
+    assert_eq!(w.overlap_ns(200, 200), None);
 }
