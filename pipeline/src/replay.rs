@@ -176,7 +176,9 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
     writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
     for k in &r.ranks {
         let (measured, replayed) = (k.measured_step_us / 1000.0, k.replayed_step_us / 1000.0);
-        writeln!(out, "{:>5} {:>10} {measured:>16.3} {replayed:>16.3} {:>7.2}%", k.rank, k.steps.len(), 100.0 * k.error + 0.0)?;
+        // A trace without steps: its whole GPU window.
+        let steps = if k.steps.is_empty() { "window".to_string() } else { k.steps.len().to_string() };
+        writeln!(out, "{:>5} {steps:>10} {measured:>16.3} {replayed:>16.3} {:>7.2}%", k.rank, 100.0 * k.error + 0.0)?;
     }
     if changed {
         writeln!(out, "Speed-up of the job's step (the slowest rank per step) over the measured run: {:.3}×", r.speedup)?;

@@ -193,7 +193,7 @@ pub fn scale_out_factor(collective: Collective, n: i64, to: i64, opts: &ReplayOp
 /// One step, measured and replayed.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepReplay {
-    /// The number after `ProfilerStep#` (`-1` for the whole GPU window of a trace without steps).
+    /// The number after `ProfilerStep#`.
     pub step: i64,
     /// Measured GPU window of the step, µs.
     pub measured_step_us: f64,
@@ -219,7 +219,8 @@ pub struct RankReplay {
     pub replayed_step_us: f64,
     /// (replayed − measured) / measured of the means.
     pub error: f64,
-    /// Per step.
+    /// Per profiler step (none for a trace without steps, whose whole GPU window the
+    /// rank's measured and replayed times are).
     pub steps: Vec<StepReplay>,
     /// The measured collectives in the measured window by type, process group
     /// and size, as `analyze` reports them (by [`replay_parts_with_collectives`];
@@ -810,6 +811,11 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     };
     let ((measured_step, measured_steps), (replayed_step, replayed_steps)) =
         (job_steps(|s| s.measured_step_us), job_steps(|s| s.replayed_step_us));
+    // A rank's steps are its profiler steps, as `analyze` lists them: the whole window of a
+    // trace without steps is its measured and replayed times, not a step numbered -1.
+    for r in &mut ranks {
+        r.steps.retain(|s| s.step >= 0);
+    }
     let totals = ReplayTotals {
         measured: Totals::new(ranks.len(), measured_sum, measured_steps, None),
         replayed: Totals::new(ranks.len(), replayed_sum, replayed_steps, None),

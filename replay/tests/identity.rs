@@ -196,13 +196,12 @@ fn scale_out_is_monotone_in_communication() {
         let mut opts = ReplayOptions::default();
         opts.world_size = Some(n);
         let r = replay_job(&j, &opts);
-        // Fewer ranks than the job's 4: said, and scaled by the bus factor and the
-        // link bandwidths (no curve prices 2 GPUs). More: the shipped H100 curves
-        // start at 8 GPUs, so the job's 4 in one node are priced from the 8-GPU
-        // curve by the bus factor, and the new size by the pricing layer, said.
-        // The job's own 4: nothing resized, and said.
+        // The shipped H100 curves start at 8 GPUs: a size in one node below them is
+        // priced from the 8-GPU curve by the bus factor, both the job's 4 and a new 2,
+        // said; fewer ranks than the job's are said too. The job's own 4: nothing
+        // resized, and said.
         let said = |x: &String| {
-            (n < 4 && (x.contains("below the job's 4 ranks") || x.contains("scaled by the bus factor")))
+            (n < 4 && (x.contains("below the job's 4 ranks") || x.contains("scaled by the pricing layer's price at both sizes")))
                 || (n > 4 && x.contains("scaled by the pricing layer's price at both sizes"))
                 || (n == 4 && x == "--world-size 4 is the job's own world size: nothing was resized")
         };
