@@ -602,6 +602,36 @@ fn many_ranks_get_a_distribution_instead_of_a_row_each() {
     let i = html.find("Across the 24 ranks").unwrap();
     let table = &html[i..i + html[i..].find("</table>").unwrap()];
     assert_eq!(table.matches("<tr>").count(), 1 + 7, "header and seven metrics");
+    // The median of 24 ranks is the mean of the 12th and 13th (it had shown the 13th), from analyze's spans.
+    let a = dir.join("a.json");
+    let o = bin().args(["analyze", "-q", "--json"]).arg(&a).arg(&job).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
+    let mut spans: Vec<f64> = doc["jobs"][0]["ranks"].as_array().unwrap().iter().map(|r| r["gpu_span_us"].as_f64().unwrap()).collect();
+    spans.sort_by(f64::total_cmp);
+    let median = format!("{:.3}", (spans[11] + spans[12]) / 2.0 / 1000.0);
+    let row = table_rows(&html, "Across the 24 ranks (ms): the spread of each part of the breakdown")
+        .into_iter()
+        .find(|r| r[0] == "GPU span")
+        .unwrap();
+    assert_eq!(row[4], median, "{row:?}");
+}
+
+/// The headline names memory copies beside compute, communication and idle (an export whose GPUs
+/// spent 97 % in host-to-device copies had read as 3 % of its time), and the page says which
+/// window its numbers are of.
+#[test]
+fn the_headline_names_memory_copies_and_the_window() {
+    let dir = scratch("report-headline");
+    let export = shared().join("nsys/h100_2gpu_1s.sqlite");
+    let html = report(&[&export], &[], &dir.join("n.html"));
+    assert!(html.contains("memory copies and sets ran 97.0 % of the time"), "headline");
+    assert!(html.contains("the analysed window is each rank's whole GPU window"), "window");
+    let job = shared().join("hta/trace_filter");
+    let html = report(&[&job], &["--steps", "552"], &dir.join("s.html"));
+    assert!(html.contains("the analysed window is the profiler step 552"), "window of --steps");
+    let html = report(&[&job], &["--window", "all"], &dir.join("a.html"));
+    assert!(html.contains("the analysed window is each rank's whole GPU window"), "--window all");
 }
 
 /// `diff --top N` kept N kernels in its JSON but printed at most 15 on the terminal.

@@ -101,10 +101,11 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         )?;
         writeln!(
             w,
-            "Communication took {:.1} % of GPU time, {:.1} % of it hidden under compute; compute {:.1} %, idle {:.1} %.",
+            "Communication took {:.1} % of GPU time, {:.1} % of it hidden under compute; compute {:.1} %, memory copies and sets {:.1} %, idle {:.1} %.",
             100.0 * t.comm_fraction,
             pct(t.breakdown.overlap_us, t.breakdown.comm_us),
             100.0 * t.compute_fraction,
+            pct(t.breakdown.memory_us, t.breakdown.gpu_span_us),
             100.0 * t.idle_fraction
         )?;
         if let Some(h) = &t.gpu_hours {

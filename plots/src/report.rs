@@ -154,15 +154,26 @@ fn summary_words(a: &JobAnalysis) -> Vec<String> {
     };
     out.push(format!("{} % of GPU time was communication with nothing overlapping it{hours}.", pct(t.exposed_comm_fraction)));
     out.push(format!(
-        "Compute kept the GPUs busy {} % of the time; communication took {} % in all, {} % of it hidden under compute; the GPUs sat idle {} % of the time.",
+        "Compute kept the GPUs busy {} % of the time; communication took {} % in all, {} % of it hidden under compute; memory copies and sets ran {} % of the time; the GPUs sat idle {} % of the time.",
         pct(t.compute_fraction),
         pct(t.comm_fraction),
         if b.comm_us > 0.0 { pct(b.overlap_us / b.comm_us) } else { "0.0".into() },
+        if b.gpu_span_us > 0.0 { pct(b.memory_us / b.gpu_span_us) } else { "0.0".into() },
         pct(t.idle_fraction)
     ));
     let steps: usize = a.ranks.iter().map(|r| r.steps.len()).max().unwrap_or(0);
+    // Which window every number of the page is of (`--window`, `--steps`, `--drop-last-step`).
+    let mut numbers: Vec<i64> = a.ranks.iter().flat_map(|r| r.steps.iter().map(|s| s.step)).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let by_steps = a.ranks.iter().any(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps) && !numbers.is_empty();
+    let window = if by_steps {
+        format!("the analysed window is the profiler {}", tracecast_ingest::analysis::describe_numbers(&numbers))
+    } else {
+        "the analysed window is each rank's whole GPU window".to_string()
+    };
     out.push(format!(
-        "{} rank(s) of a world of {}, {} step(s) per rank, {:.3} ms of GPU span per rank.",
+        "{} rank(s) of a world of {}, {} step(s) per rank, {:.3} ms of GPU span per rank; {window}.",
         a.ranks.len(),
         a.world_size,
         steps,
@@ -233,7 +244,12 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             .map(|(name, f)| {
                 let mut v: Vec<(f64, u32)> = a.ranks.iter().map(|r| (f(&r.breakdown), r.rank)).collect();
                 v.sort_by(|x, y| x.0.total_cmp(&y.0));
-                let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize].0;
+                // Between the two nearest ranks (the median of an even count is the mean of the middle two).
+                let q = |p: f64| {
+                    let at = (v.len() - 1) as f64 * p;
+                    let (lo, hi) = (v[at.floor() as usize].0, v[at.ceil() as usize].0);
+                    lo + (hi - lo) * at.fract()
+                };
                 let (lo, hi) = (v[0], v[v.len() - 1]);
                 vec![(*name).to_string(), ms(lo.0), lo.1.to_string(), ms(q(0.1)), ms(q(0.5)), ms(q(0.9)), ms(hi.0), hi.1.to_string()]
             })

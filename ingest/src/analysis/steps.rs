@@ -100,7 +100,7 @@ pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last:
 }
 
 /// `steps 1009–1014`, `steps 1, 3–5`, `step 7`, or `no ProfilerStep annotations`, of sorted distinct numbers.
-pub(crate) fn describe_numbers(numbers: &[i64]) -> String {
+pub fn describe_numbers(numbers: &[i64]) -> String {
     let text = number_runs(numbers.iter().copied()).join(", ");
     match numbers.len() {
         0 => "no ProfilerStep annotations".to_string(),
