@@ -149,6 +149,8 @@ pub struct Timeline {
 const WIDTH: u32 = 1100;
 /// Height of one lane.
 const LANE_PX: u32 = 26;
+/// Height of one entry of the timeline chart's legend, pixels (14-px labels).
+const LEGEND_ROW_PX: u32 = 20;
 
 impl Timeline {
     /// Merges spans narrower than `resolution` µs with their neighbours of the
@@ -196,7 +198,10 @@ impl Timeline {
 
 impl Chart for Timeline {
     fn size(&self) -> (u32, u32) {
-        (WIDTH, 150 + LANE_PX * self.lanes.len().max(1) as u32)
+        // Tall enough for the legend's rows inside the plot (two lanes had left two of its seven
+        // entries below its box, over the time axis' labels).
+        let legend = 140 + LEGEND_ROW_PX * self.kinds.len() as u32;
+        (WIDTH, (150 + LANE_PX * self.lanes.len().max(1) as u32).max(legend))
     }
 
     fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String> {
@@ -210,12 +215,13 @@ impl Chart for Timeline {
             .x_label_area_size(45)
             .y_label_area_size((longest * 8).clamp(60, 220))
             // Room on the right for the legend, clear of the lanes.
-            .build_cartesian_2d(0.0..(hi - lo) * 1.3, (0..n as i32).into_segmented())
+            // One segment per lane (a range's segments include its end: `0..n` had drawn an empty lane on top).
+            .build_cartesian_2d(0.0..(hi - lo) * 1.3, (0..n as i32 - 1).into_segmented())
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .x_desc("time since the step's first kernel (µs)")
+            .x_desc("time since the first kernel drawn (µs)")
             .x_label_formatter(&|v| si(*v))
             .y_labels(n)
             .y_label_formatter(&|v| match v {
@@ -288,5 +294,29 @@ mod tests {
         let mut t = Timeline { title: "t".into(), lanes: vec![Lane { label: "l".into(), spans: spans.clone() }], kinds: vec![] };
         t.downsample(1000);
         assert_eq!(t.lanes[0].spans, spans);
+    }
+
+    /// Every legend entry of a two-lane timeline is drawn above the time axis' labels (two of
+    /// seven had fallen below the legend's box, over the tick labels), and no empty lane is drawn.
+    #[test]
+    fn a_timeline_of_two_lanes_holds_its_legend() {
+        let kinds: Vec<(String, (u8, u8, u8))> = (0..7).map(|i| (format!("kind{i}"), (10 * i as u8, 0, 0))).collect();
+        let lane = |label: &str| Lane { label: label.into(), spans: (0..7).map(|k| (k as f64 * 10.0, k as f64 * 10.0 + 5.0, k)).collect() };
+        let t = Timeline { title: "t".into(), lanes: vec![lane("rank 0"), lane("rank 1")], kinds };
+        let svg = crate::chart::to_svg(&t).unwrap();
+        // The y of a text element holding `what`.
+        let y_of = |what: &str| -> f64 {
+            let at = svg.find(&format!(">\n{what}\n</text>")).unwrap_or_else(|| panic!("{what} not drawn"));
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y = tag.split(" y=\"").nth(1).unwrap().split('"').next().unwrap();
+            y.parse().unwrap()
+        };
+        // The time axis' first tick label, below the plot.
+        let axis = y_of("0");
+        for i in 0..7 {
+            assert!(y_of(&format!("kind{i}")) < axis - 10.0, "kind{i} at {} against the axis at {axis}", y_of(&format!("kind{i}")));
+        }
+        // Lanes 0 and 1 labelled; nothing else on the y axis.
+        assert!(svg.contains(">\nrank 0\n<") && svg.contains(">\nrank 1\n<"));
     }
 }
