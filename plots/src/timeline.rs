@@ -145,6 +145,30 @@ pub struct Timeline {
     pub kinds: Vec<(String, (u8, u8, u8))>,
 }
 
+/// The timeline's vertical axis: `lanes` rows of height 1 from 0 up, a tick at each
+/// row's centre (plotters' segmented axis of a range counts its end as a segment too).
+struct LaneAxis {
+    lanes: usize,
+}
+
+impl Ranged for LaneAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let share = value / self.lanes.max(1) as f64;
+        (f64::from(limit.0) + share * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        (0..self.lanes).map(|i| i as f64 + 0.5).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.lanes.max(1) as f64
+    }
+}
+
 /// Width of the drawing.
 const WIDTH: u32 = 1100;
 /// Height of one lane.
@@ -215,8 +239,9 @@ impl Chart for Timeline {
             .x_label_area_size(45)
             .y_label_area_size((longest * 8).clamp(60, 220))
             // Room on the right for the legend, clear of the lanes.
-            // One segment per lane (a range's segments include its end: `0..n` had drawn an empty lane on top).
-            .build_cartesian_2d(0.0..(hi - lo) * 1.3, (0..n as i32 - 1).into_segmented())
+            // Lane i from row n − 1 − i to the next, a tick at its centre (segments of `0..n` had drawn
+            // an empty lane on top; of `0..n − 1`, none at all for one lane).
+            .build_cartesian_2d(0.0..(hi - lo) * 1.3, LaneAxis { lanes: n })
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
@@ -224,13 +249,13 @@ impl Chart for Timeline {
             .x_desc("time since the first kernel drawn (µs)")
             .x_label_formatter(&|v| si(*v))
             .y_labels(n)
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => usize::try_from(*i)
-                    .ok()
-                    .and_then(|i| (n - 1).checked_sub(i))
+            .y_label_formatter(&|v| {
+                let row = v.floor();
+                (row >= 0.0 && row < n as f64)
+                    .then(|| (n - 1).checked_sub(row as usize))
+                    .flatten()
                     .and_then(|k| self.lanes.get(k))
-                    .map_or(String::new(), |l| l.label.clone()),
-                _ => String::new(),
+                    .map_or(String::new(), |l| l.label.clone())
             })
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 16))
@@ -238,10 +263,10 @@ impl Chart for Timeline {
             .map_err(|e| e.to_string())?;
         if collecting_tips() {
             for (i, lane) in self.lanes.iter().enumerate() {
-                let row = (n - 1 - i) as i32;
+                let row = (n - 1 - i) as f64;
                 for &(s, e, k) in &lane.spans {
-                    let a = chart.backend_coord(&(s - lo, SegmentValue::Exact(row)));
-                    let b = chart.backend_coord(&(e - lo, SegmentValue::Exact(row + 1)));
+                    let a = chart.backend_coord(&(s - lo, row));
+                    let b = chart.backend_coord(&(e - lo, row + 1.0));
                     let kind = self.kinds.get(k).map_or("", |x| x.0.as_str());
                     tip(a, b, format!("{}: {kind}, {}–{} µs ({} µs)", lane.label, exact(s - lo), exact(e - lo), exact(e - s)));
                 }
@@ -250,10 +275,9 @@ impl Chart for Timeline {
         for (k, (label, c)) in self.kinds.iter().enumerate() {
             let color = RGBColor(c.0, c.1, c.2);
             let boxes = self.lanes.iter().enumerate().flat_map(|(i, lane)| {
-                let row = (n - 1 - i) as i32;
+                let row = (n - 1 - i) as f64;
                 lane.spans.iter().filter(move |s| s.2 == k).map(move |&(s, e, _)| {
-                    let mut r =
-                        Rectangle::new([(s - lo, SegmentValue::Exact(row)), (e - lo, SegmentValue::Exact(row + 1))], color.filled());
+                    let mut r = Rectangle::new([(s - lo, row), (e - lo, row + 1.0)], color.filled());
                     r.set_margin(4, 4, 0, 0);
                     r
                 })
@@ -316,7 +340,14 @@ mod tests {
         for i in 0..7 {
             assert!(y_of(&format!("kind{i}")) < axis - 10.0, "kind{i} at {} against the axis at {axis}", y_of(&format!("kind{i}")));
         }
-        // Lanes 0 and 1 labelled; nothing else on the y axis.
-        assert!(svg.contains(">\nrank 0\n<") && svg.contains(">\nrank 1\n<"));
+        // Lanes 0 and 1 labelled, rank 0 above rank 1, and the lane's bars between them.
+        assert!(y_of("rank 0") < y_of("rank 1"));
+        // One lane: labelled, at the plot's middle, its bars as tall as the plot allows.
+        let one = Timeline { lanes: vec![lane("rank 0")], ..t };
+        let svg = crate::chart::to_svg(&one).unwrap();
+        assert!(svg.contains(">\nrank 0\n<"), "one lane labelled");
+        let bar_heights: Vec<f64> =
+            svg.split("<rect ").skip(2).filter_map(|r| r.split(" height=\"").nth(1)?.split('"').next()?.parse().ok()).collect();
+        assert!(bar_heights.iter().any(|h| *h > 20.0), "{bar_heights:?}");
     }
 }
