@@ -1876,7 +1876,8 @@ fn a_folder_output_on_standard_output_is_refused() {
     let dir = scratch("folder-output-dash");
     let trace = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz");
     let t = trace.to_str().unwrap();
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
+        &["synth", "--ranks", "2", "--out", "-"],
         &["analyze", t, "--csv", "-"],
         &["analyze", t, "--parquet", "-"],
         &["analyze", t, "--plots", "-"],

@@ -290,7 +290,7 @@ impl Measurements {
         let file: Arc<str> = name.into();
         let mut added = 0;
         // Collectives over one GPU, read and left out (said where nothing else was added).
-        let mut single_gpu = 0usize;
+        let mut single_gpu: Option<usize> = None;
         for (i, record) in reader.records().enumerate() {
             let line = i + 2;
             let record = record.map_err(|e| bad(line, e.to_string()))?;
@@ -462,17 +462,17 @@ impl Measurements {
                         },
                         _ => continue,
                     };
-                    // One GPU communicates with nobody: no curve (the shipped sweeps' 1-GPU rows).
-                    if gpus < 2 {
-                        single_gpu += 1;
-                        continue;
-                    }
                     let in_place = match get("in_place") {
                         "1" => Some(true),
                         "0" => Some(false),
                         "" => None,
                         other => return Err(bad(line, format!("in_place {other:?}: 1 (nccl-tests' in-place column), 0 or empty"))),
                     };
+                    // One GPU communicates with nobody: no curve (the shipped sweeps' 1-GPU rows).
+                    if gpus < 2 {
+                        single_gpu.get_or_insert(line);
+                        continue;
+                    }
                     self.collectives.push(CollectiveRow {
                         gpu,
                         collective,
@@ -503,10 +503,10 @@ impl Measurements {
             }
             added += 1;
         }
-        if added == 0 && single_gpu > 0 {
+        if let Some(line) = single_gpu.filter(|_| added == 0) {
             return Err(bad(
-                2,
-                format!("no measured rows but {single_gpu} of one GPU, which communicates with nobody: collectives need 2 GPUs or more"),
+                line,
+                "no measured rows but collectives over one GPU, which communicates with nobody: collectives need 2 GPUs or more".into(),
             ));
         }
         Ok(added)

@@ -45,6 +45,20 @@ fn contest(rank: u32, held: (&Path, RankSource), claim: (&Path, RankSource)) -> 
     (wins, Error::DuplicateRank { rank, first: first.to_path_buf(), second: second.to_path_buf() })
 }
 
+/// A rank summarized before ([`Job::summarize_or`]): what its file says of it without reading it.
+pub struct KnownRank<T> {
+    /// Global rank, as resolved when the summary was made.
+    pub rank: u32,
+    /// Where the number came from.
+    pub source: RankSource,
+    /// The trace the rank was read from.
+    pub path: PathBuf,
+    /// The world size the trace declares (`distributedInfo.world_size`): the job's rule applies to it.
+    pub declared_world: Option<u32>,
+    /// The summary.
+    pub summary: T,
+}
+
 /// One rank of a job.
 #[derive(Debug, Clone)]
 pub struct Rank {
@@ -122,14 +136,13 @@ impl Job {
         Job::summarize_or(files, opts, on_file, &|_| None, summarize)
     }
 
-    /// [`Job::summarize`], where `known` may give a file's (rank, where its
-    /// number came from, trace path, summary) without reading it (a summary
-    /// cached in a dataset).
+    /// [`Job::summarize`], where `known` may give a file's rank and summary
+    /// without reading it (a summary cached in a dataset).
     pub fn summarize_or<T: Send>(
         files: &[PathBuf],
         opts: &ReadOptions,
         on_file: &(dyn Fn(&Path) + Sync),
-        known: &(dyn Fn(&Path) -> Option<(u32, RankSource, PathBuf, T)> + Sync),
+        known: &(dyn Fn(&Path) -> Option<KnownRank<T>> + Sync),
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
@@ -137,11 +150,10 @@ impl Job {
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
-                if let Some((rank, source, path, t)) = known(f) {
+                if let Some(k) = known(f) {
                     on_file(f);
-                    // A dataset keeps the rank, and where it came from, as resolved when it was made
-                    // (its files were checked as one job then).
-                    return vec![Ok((rank, path, t, source, None))];
+                    // A dataset keeps the rank, and where it came from, as resolved when it was made.
+                    return vec![Ok((k.rank, k.path, k.summary, k.source, k.declared_world))];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -198,10 +210,18 @@ impl Job {
         files: &[PathBuf],
         opts: &ReadOptions,
         on_file: &(dyn Fn(&Path) + Sync),
-        known: &(dyn Fn(&Path) -> Option<(u32, RankSource, PathBuf, T)> + Sync),
+        known: &(dyn Fn(&Path) -> Option<KnownRank<T>> + Sync),
         summarize: &(dyn Fn(&Rank) -> Result<T> + Sync),
     ) -> (Vec<T>, Vec<Error>) {
-        let known = |f: &Path| known(f).map(|(rank, source, path, t)| (rank, source, path, Ok(t)));
+        let known = |f: &Path| {
+            known(f).map(|k| KnownRank {
+                rank: k.rank,
+                source: k.source,
+                path: k.path,
+                declared_world: k.declared_world,
+                summary: Ok(k.summary),
+            })
+        };
         let (results, mut failures) = Job::summarize_or(files, opts, on_file, &known, summarize);
         let mut out = Vec::with_capacity(results.len());
         for r in results {
@@ -246,10 +266,11 @@ impl Job {
     }
 }
 
-/// The world size the files of one job declare (`distributedInfo.world_size`): the one most
-/// of its files declare (of as many, the first file's). A file declaring another is of another
-/// run: matched with this one's ranks, its collectives had been fitted as this job's (a V100
-/// trace of 2 ranks calibrated beside an A100 one of 8 took the A100's all-to-all bandwidth).
+/// The world size the ranks of one job declare (`distributedInfo.world_size`): the one most of
+/// its ranks declare (of as many, the largest: whatever the files' order). A rank declaring
+/// another is of another run: matched with this one's ranks, its collectives had been fitted as
+/// this job's (a V100 trace of 2 ranks calibrated beside an A100 one of 8 took the A100's
+/// all-to-all bandwidth). [`Job::world_size`] is then the world all its ranks declare.
 struct JobWorld {
     /// The job's world size and the first file declaring it; None where no file declares one.
     declared: Option<(u32, PathBuf)>,
@@ -266,8 +287,7 @@ impl JobWorld {
                 None => counts.push((w, path, 1)),
             }
         }
-        // `max_by_key` keeps the last of equal counts: reversed, the first declared.
-        let declared = counts.iter().rev().max_by_key(|c| c.2).map(|c| (c.0, c.1.to_path_buf()));
+        let declared = counts.iter().max_by_key(|c| (c.2, c.0)).map(|c| (c.0, c.1.to_path_buf()));
         JobWorld { declared }
     }
 
@@ -478,6 +498,27 @@ mod tests {
         assert_eq!((job.ranks[0].rank, job.ranks[0].trace.path.as_path()), (0, Path::new("b.json")));
         assert_eq!(job.failures.len(), 1);
         assert!(job.failures[0].to_string().starts_with("a.json: rank 0 is also claimed by b.json"), "{}", job.failures[0]);
+    }
+
+    /// The job's world size is the one most of its ranks declare; of as many, the largest,
+    /// whatever the files' order (the first file's had won a tie, so a folder's name order
+    /// decided which run was left out).
+    #[test]
+    fn a_jobs_world_size_does_not_depend_on_the_files_order() {
+        let trace = |name: &str, rank: u32, world: u32| {
+            let json = format!(
+                r#"{{"distributedInfo": {{"rank": {rank}, "world_size": {world}}}, "traceEvents": [{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 10}}]}}"#
+            );
+            crate::kineto::parse_bytes(json.as_bytes(), Path::new(name), &crate::ReadOptions::default())
+        };
+        for order in [[("a.json", 8), ("b.json", 128)], [("b.json", 128), ("a.json", 8)]] {
+            let job = super::Job::from_traces("job".into(), order.iter().map(|&(n, w)| trace(n, 0, w)).collect());
+            assert_eq!((job.ranks.len(), job.world_size()), (1, 128), "{order:?}");
+            assert!(job.failures[0].to_string().starts_with("a.json: declares a world size of 8, where this job's files declare 128"));
+        }
+        // Two ranks of 8 outvote one of 128.
+        let job = super::Job::from_traces("job".into(), vec![trace("c.json", 5, 128), trace("a.json", 0, 8), trace("b.json", 1, 8)]);
+        assert_eq!((job.ranks.len(), job.world_size()), (2, 8));
     }
 
     #[test]

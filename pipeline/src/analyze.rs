@@ -81,7 +81,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
                 let world = world_of_rank(meta.declared_world_size(), job_ranks);
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
-                Some((meta.rank, meta.source, meta.file, summary))
+                let declared_world = meta.declared_world_size();
+                Some(tracecast_ingest::job::KnownRank { rank: meta.rank, source: meta.source, path: meta.file, declared_world, summary })
             };
             let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();

@@ -55,7 +55,8 @@ impl Window {
     /// `None` when it lies outside: shares no time with it (one that only touches
     /// an edge — the next step's first kernel, starting where this step's window
     /// ends — had been counted here with no time), or, an instant, falls outside
-    /// `[start_ns, end_ns)`. The one rule of per-kernel and per-class times.
+    /// `[start_ns, end_ns)`. The one rule of per-kernel times and counts (per-class
+    /// times measure the interval sets instead).
     pub fn overlap_ns(&self, start_ns: i64, end_ns: i64) -> Option<i64> {
         let outside = if end_ns == start_ns {
             start_ns < self.start_ns || start_ns >= self.end_ns

@@ -2431,6 +2431,12 @@ impl LayerActivations {
 /// [`project`] with the simulated timeline of the last microbatch on the first stage.
 pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), crate::Error> {
     check(model, cluster, plan)?;
+    if !model.causal && matches!(task, Task::Decode { .. }) {
+        return Err(crate::Error::Model(format!(
+            "{} is an encoder (every token attends to every other): it generates no tokens to decode; its inference is --task prefill",
+            model.name
+        )));
+    }
     // `dp` below is the group that holds the same weights (gradients, ZeRO): dp × cp;
     // the sequences of the global batch are split over plan.dp replicas.
     let (tp, pp, dp) = (plan.tp, plan.pp, plan.replicas());
@@ -4097,6 +4103,9 @@ mod tests {
         let encoder = Transformer { causal: false, ..m };
         let p = project(&encoder, &c, &plan, Task::Prefill { batch: 2, prompt: 512 }).unwrap();
         assert_eq!((p.task.as_str(), p.ttft_ms, p.memory.kv_cache_gb), ("inference", None, 0.0));
+        // It has nothing to decode.
+        let e = project(&encoder, &c, &plan, Task::Decode { batch: 2, context: 512 }).unwrap_err().to_string();
+        assert!(e.contains("is an encoder"), "{e}");
     }
 
     #[test]
