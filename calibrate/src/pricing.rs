@@ -1287,8 +1287,19 @@ impl Pricing {
         let total: f64 = learned.iter().map(|l| l.1).sum();
         // Never faster than the fastest this GPU was measured at any shape (a
         // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
-        // put A100's mid-size GEMMs above its peak.
-        let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref());
+        // put A100's mid-size GEMMs above its peak. A GPU never measured: never
+        // faster than its vendor's measured GPUs typically reach at their best shape
+        // (V100's 1024³ FP16 GEMM, scaled from Hopper's 8× the peak, had run at 100 %
+        // of its peak, as had a user's new GPU's).
+        let typical = if best.is_none() { self.typical_best_fraction(gpu, shape.dtype) } else { None };
+        let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref()).or_else(|| {
+            let (b, n) = typical?;
+            let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
+            (time_us < floor).then(|| {
+                time_us = floor;
+                format!("; capped at {:.0} % of peak, the median of the best {n} measured GPU(s) of its vendor reached", 100.0 * b)
+            })
+        });
         // No GEMM of this GPU measured at all: outside the measured range whatever the shape.
         extrapolated |= best.is_none();
         let basis = format!(
@@ -1307,6 +1318,23 @@ impl Pricing {
     /// (its own id and its `measured_as` ids), with the source.
     pub fn best_gemm_fraction(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, Arc<str>)> {
         self.best_fraction(gpu.measurement_ids(), gpu, dtype)
+    }
+
+    /// The median over the catalog's other GPUs of `gpu`'s vendor of the best fraction of
+    /// its `dtype` peak each was measured at (their max-achievable-matmul searches, their
+    /// tables), and how many: what a GPU never measured is taken to reach at best.
+    fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, usize)> {
+        let vendor = gpu.vendor();
+        let mut fractions: Vec<f64> = self
+            .catalog
+            .gpus
+            .iter()
+            .filter(|o| o.id != gpu.id && o.vendor() == vendor)
+            .filter_map(|o| self.best_gemm_fraction(o, dtype).map(|b| b.0))
+            .collect();
+        fractions.sort_by(f64::total_cmp);
+        let n = fractions.len();
+        (n > 0).then(|| (if n % 2 == 1 { fractions[n / 2] } else { (fractions[n / 2 - 1] + fractions[n / 2]) / 2.0 }, n))
     }
 
     /// The best fraction of `gpu`'s `dtype` peak any measured GEMM of the
@@ -3155,6 +3183,25 @@ mod tests {
     }
 
     use super::*;
+
+    /// A GPU with no GEMM measured (V100, MI250X) is never priced closer to its peak than
+    /// its vendor's measured GPUs reach at their best shapes: V100's 1024³ FP16 GEMM, scaled
+    /// from Hopper's tables (8× its peak), had run at 100 % of its peak. The highest any
+    /// NVIDIA GPU was measured at is A100's max-achievable-matmul, 86.9 %; AMD's MI355X's, 63 %.
+    #[test]
+    fn a_gpu_never_measured_runs_no_closer_to_its_peak_than_its_vendors_measured_ones() {
+        let p = Pricing::builtin();
+        for (id, best) in [("v100", 0.869), ("mi250x", 0.63)] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            assert!(p.best_gemm_fraction(gpu, Dtype::Fp16).is_none(), "{id} has a measurement");
+            for n in [1024.0, 2048.0, 4096.0, 8192.0] {
+                let shape = GemmShape { dtype: Dtype::Fp16, ..bf16(n, n, n) };
+                let priced = p.gemm(gpu, &shape).unwrap();
+                let fraction = shape.flops() / (priced.time_us * 1e-6) / gpu.peak_flops(Dtype::Fp16).unwrap();
+                assert!(fraction <= best + 1e-9, "{id} {n}³: {:.1} % of peak ({})", 100.0 * fraction, priced.basis);
+            }
+        }
+    }
 
     fn bf16(m: f64, n: f64, k: f64) -> GemmShape {
         GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 }
