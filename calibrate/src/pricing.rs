@@ -924,6 +924,25 @@ impl Pricing {
                     ));
                 }
             }
+            // A table measured on GPUs of a higher peak than this one's (a user's variant
+            // `measured_as` a catalog table at a lower clock): their times × the peaks' ratio, as
+            // if every shape were throughput-bound (an upper bound), and outside what was measured.
+            // It had run at 100 % of its own peak, faster than the table's own GPU.
+            let mut extrapolated = extrapolated;
+            if let Some(other) = self.gpu_of_measurement_id(&t.gpu)
+                && let (Some(theirs), Some(mine)) = (peak(other, shape.dtype), peak(gpu, shape.dtype))
+                && mine < theirs * (1.0 - 1e-9)
+            {
+                time_us *= theirs / mine;
+                extrapolated = true;
+                basis.push_str(&format!(
+                    "; × {:.3}, the peak of the table's {} over this GPU's ({:.0} against {:.0} TFLOP/s)",
+                    theirs / mine,
+                    other.id,
+                    theirs / 1e12,
+                    mine / 1e12
+                ));
+            }
             // Another GPU's table (the same silicon): its times, at least this GPU's traffic.
             if lent(gpu, t) {
                 let shared: Vec<&str> =
@@ -3200,6 +3219,34 @@ mod tests {
                 let fraction = shape.flops() / (priced.time_us * 1e-6) / gpu.peak_flops(Dtype::Fp16).unwrap();
                 assert!(fraction <= best + 1e-9, "{id} {n}³: {:.1} % of peak ({})", 100.0 * fraction, priced.basis);
             }
+        }
+    }
+
+    /// A user's GPU measured as a catalog table at a lower peak (a power-capped Hopper at 740
+    /// TFLOP/s, `measured_as = ["hopper-sm90"]`) is never priced faster than the table's own
+    /// GPU: it had run 4096³ at 100 % of its peak in 185.7 µs, where H100 SXM takes 206.5.
+    #[test]
+    fn a_table_of_a_higher_peak_gpu_prices_a_slower_variant_no_faster() {
+        let dir = std::env::temp_dir().join(format!("tracecast-variant-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("variant.toml");
+        let h100 = Catalog::builtin().gpu("h100-sxm").unwrap().clone();
+        std::fs::write(
+            &file,
+            format!(
+                "[[gpu]]\nid = \"h100-capped\"\nname = \"H100 capped\"\nsource = \"test\"\nmeasured_as = [\"hopper-sm90\"]\nbf16 = 740.0\nfp16 = 740.0\nmemory_gb = 80.0\nhbm_gbps = {}\nlink_gbps = 450.0\n",
+                h100.hbm_gbps
+            ),
+        )
+        .unwrap();
+        let mut catalog = Catalog::builtin();
+        catalog.add_file(&file).unwrap();
+        let p = Pricing::new(catalog, Measurements::shared());
+        let capped = p.catalog.gpu("h100-capped").unwrap();
+        for n in [1024.0, 4096.0, 8192.0] {
+            let (slow, fast) = (p.gemm(capped, &bf16(n, n, n)).unwrap(), p.gemm(&h100, &bf16(n, n, n)).unwrap());
+            assert!(slow.time_us >= fast.time_us, "{n}³: {} µs against H100's {} ({})", slow.time_us, fast.time_us, slow.basis);
+            assert!(slow.extrapolated, "{n}³: {}", slow.basis);
         }
     }
 
