@@ -387,6 +387,27 @@ impl Catalog {
         if let Some(message) = file.gpu.iter().find_map(Gpu::unusable).or_else(|| file.node.iter().find_map(Node::unusable)) {
             return Err(Error::Catalog { path: path.to_path_buf(), message });
         }
+        // An entry given twice in one file had replaced the first without a word; an empty id
+        // was listed as a blank row; a node preset of a GPU no catalog has priced nothing.
+        let bad = |message: String| Error::Catalog { path: path.to_path_buf(), message };
+        let ids = file.gpu.iter().map(|g| ("gpu", g.id.as_str())).chain(file.node.iter().map(|n| ("node", n.id.as_str())));
+        let mut seen = std::collections::HashSet::new();
+        for (kind, id) in ids {
+            if id.trim().is_empty() {
+                return Err(bad(format!("a [[{kind}]] entry with an empty id")));
+            }
+            if !seen.insert((kind, id.to_ascii_lowercase())) {
+                return Err(bad(format!("[[{kind}]] id {id:?} given twice in this file")));
+            }
+        }
+        let known =
+            |id: &str| file.gpu.iter().any(|g| g.id.eq_ignore_ascii_case(id)) || self.gpus.iter().any(|g| g.id.eq_ignore_ascii_case(id));
+        if let Some(n) = file.node.iter().find(|n| !known(&n.gpu)) {
+            return Err(bad(format!(
+                "node preset {:?}: gpu {:?} is in no catalog (the built-in one, or a [[gpu]] of this file)",
+                n.id, n.gpu
+            )));
+        }
         for g in file.gpu {
             match self.gpus.iter_mut().find(|x| x.id == g.id) {
                 Some(x) => *x = g,
@@ -630,6 +651,20 @@ mod tests {
             "[[gpu]]\nid = \"mine\"\nname = \"x\"\nsource = \"s\"\nbf61 = 100.0\nmemory_gb = 80.0\nhbm_gbps = 2000.0\nlink_gbps = 400.0\n";
         let e = c.add_toml(typo, Path::new("typo.toml")).unwrap_err().to_string();
         assert!(e.contains("typo.toml") && e.contains("unknown field `bf61`"), "{e}");
+        // One id twice in a file, an empty id, a node preset of a GPU no catalog has: refused
+        // by name (the first had been replaced, the second listed blank, the third priced nothing).
+        let gpu = |id: &str| {
+            format!(
+                "[[gpu]]\nid = \"{id}\"\nname = \"x\"\nsource = \"s\"\nbf16 = 100.0\nmemory_gb = 80.0\nhbm_gbps = 2000.0\nlink_gbps = 400.0\n"
+            )
+        };
+        let e = c.add_toml(&format!("{}{}", gpu("mine"), gpu("mine")), Path::new("twice.toml")).unwrap_err().to_string();
+        assert!(e.contains("twice.toml") && e.contains("id \"mine\" given twice"), "{e}");
+        let e = c.add_toml(&gpu(""), Path::new("blank.toml")).unwrap_err().to_string();
+        assert!(e.contains("blank.toml") && e.contains("empty id"), "{e}");
+        let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
+        let e = c.add_toml(node, Path::new("node.toml")).unwrap_err().to_string();
+        assert!(e.contains("node.toml") && e.contains("gpu \"nonexist\" is in no catalog"), "{e}");
     }
 
     /// A user's entry whose numbers cannot price (a zero, negative or NaN peak,

@@ -74,15 +74,23 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut staged = Vec::new();
     // Per profile: the path it goes to and what the charts' line says, printed once all are in place.
     let mut said = Vec::new();
+    // A MAD-Max system that cannot be priced (a GPU the catalog does not know) is left out and
+    // said; the profiles are written (it had refused the whole run).
+    let mut systems_left_out = Vec::new();
     for p in &profiles {
         let id = device_file_id(p);
         let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
         staged.push(stage_json(&path, p)?);
         if let Some(f) = &args.madmax_system {
             let f = if many { per_device(f, &id) } else { f.clone() };
-            let system = tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes)
-                .map_err(|why| anyhow::anyhow!("--madmax-system {}: not written, it could not price: {why}", f.display()))?;
-            staged.push(stage_json(&f, &system)?);
+            let system = match p.device.catalog_id {
+                None => Err("the traces' device is not in the hardware catalog, so its peaks are unknown (name a catalog GPU with --device ID, or add one with --hw FILE)".to_string()),
+                Some(_) => tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes).map_err(|why| format!("it could not price: {why}")),
+            };
+            match system {
+                Ok(system) => staged.push(stage_json(&f, &system)?),
+                Err(why) => systems_left_out.push(format!("--madmax-system {}: not written: {why}", f.display())),
+            }
         }
         let charts = match &args.plots {
             Some(dir) => {
@@ -104,5 +112,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::bad_files_if(failed))
+    for why in &systems_left_out {
+        crate::output::stderr_line(format_args!("error: {why}"));
+    }
+    Ok(Outcome::bad_files_if(failed || !systems_left_out.is_empty()))
 }

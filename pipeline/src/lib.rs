@@ -54,7 +54,8 @@ pub mod validate;
 pub enum Outcome {
     /// Everything asked for was done.
     Done,
-    /// Some input files could not be read (each reported on stderr); the others were.
+    /// Some input files could not be read, or an output asked for could not be made (each
+    /// reported on stderr); the others were.
     BadFiles,
     /// `search`: no plan fits on the system.
     NoPlan,
