@@ -1989,8 +1989,10 @@ impl Pricing {
         // The curve's own collective (the all-reduce where it stands in) by the link rule over the
         // curve's network: how its time falls below its smallest measured size.
         let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
-        let link_rule = |b: f64| {
-            let curves = CollectiveQuery { collective: curve_of, bytes: b, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
+        // At the curve's own GPU count: a curve of 8 GPUs priced for 2 had been shaped by the
+        // 2-GPU rule, and cost 1.75× its own 8-GPU time below its smallest size (MI325X, 1 KiB).
+        let link_rule = |b: f64, n: u32| {
+            let curves = CollectiveQuery { collective: curve_of, bytes: b, gpus: n, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
         let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(size, gpus, &link_rule)?;
@@ -3128,16 +3130,18 @@ struct ScaleOut {
 impl System {
     /// The price of `size` bytes over `gpus` from this system's curves; `link_rule`
     /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
-    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> Option<CurvePrice> {
+    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> Option<CurvePrice> {
+        // Each curve below its smallest size by the link rule at its own count.
+        let at = |n: u32, c: &Curve| c.at(size, &|b| link_rule(b, n));
         let priced = |time_us, rule, extrapolated, what| Some(CurvePrice { time_us, rule, extrapolated, what, scale_out: None });
         if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
-            let (t, ex) = c.at(size, link_rule);
+            let (t, ex) = at(gpus, c);
             return priced(t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs"));
         }
         let below = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0);
         let above = self.curves.iter().filter(|c| c.0 > gpus).min_by_key(|c| c.0);
         if let (Some((a, ca)), Some((b, cb))) = (below, above) {
-            let ((ta, ea), (tb, eb)) = (ca.at(size, link_rule), cb.at(size, link_rule));
+            let ((ta, ea), (tb, eb)) = (at(*a, ca), at(*b, cb));
             let f = (f64::from(gpus).log2() - f64::from(*a).log2()) / (f64::from(*b).log2() - f64::from(*a).log2());
             let t = (ta.ln() + f * (tb.ln() - ta.ln())).exp();
             return priced(t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs"));
@@ -3154,15 +3158,18 @@ impl System {
         }
         // Only larger counts measured: the smallest one's curve.
         let (b, cb) = above?;
-        let (t, _) = cb.at(size, link_rule);
+        let (t, _) = at(*b, cb);
         priced(t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs)"))
     }
 
     /// The scale-out rule for `size` bytes over `gpus`, beyond the largest measured count `a`
     /// (curve `ca`): the latency linear in log₂ nodes over the measured counts, the rest that
     /// of a, by the bus factor.
-    fn scale_out(&self, a: u32, ca: &Curve, size: f64, gpus: u32, link_rule: &dyn Fn(f64) -> Option<f64>) -> ScaleOut {
-        let pts: Vec<(f64, f64)> = self.curves.iter().map(|(_, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(link_rule))).collect();
+    fn scale_out(&self, a: u32, ca: &Curve, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> ScaleOut {
+        let pts: Vec<(f64, f64)> =
+            self.curves.iter().map(|(n, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(&|b| link_rule(b, *n)))).collect();
+        let link_rule = |b: f64| link_rule(b, a);
+        let link_rule = &link_rule;
         let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
         let latency = if pts.len() >= 2 {
             let slope = crate::fit::slope(&pts).unwrap_or(0.0);
@@ -3247,6 +3254,31 @@ mod tests {
             let (slow, fast) = (p.gemm(capped, &bf16(n, n, n)).unwrap(), p.gemm(&h100, &bf16(n, n, n)).unwrap());
             assert!(slow.time_us >= fast.time_us, "{n}³: {} µs against H100's {} ({})", slow.time_us, fast.time_us, slow.basis);
             assert!(slow.extrapolated, "{n}³: {}", slow.basis);
+        }
+    }
+
+    /// Fewer GPUs than any curve measured cost the smallest measured count's curve, its upper
+    /// bound, below its smallest size too: MI325X's 8-GPU curve, shaped by the 2-GPU link rule
+    /// where it starts above 1 KiB, had priced 2 GPUs at 1.75× its own 8-GPU time.
+    #[test]
+    fn fewer_gpus_than_measured_cost_the_smallest_counts_curve() {
+        let p = Pricing::builtin();
+        for id in ["mi325x", "mi300x"] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            for c in [Collective::AllReduce, Collective::AllGather] {
+                for bytes in [1024.0, 65536.0, 16_777_216.0, 1_073_741_824.0] {
+                    let at = |n: u32| p.collective(gpu, &CollectiveQuery::new(c, bytes, n, 8)).unwrap().time_us;
+                    for n in [2, 4] {
+                        assert!(
+                            at(n) <= at(8) * (1.0 + 1e-9),
+                            "{id} {} of {bytes} B: {n} GPUs {} µs, 8 GPUs {} µs",
+                            c.as_str(),
+                            at(n),
+                            at(8)
+                        );
+                    }
+                }
+            }
         }
     }
 
