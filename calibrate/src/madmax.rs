@@ -5,7 +5,7 @@
 //! bandwidths with a utilization each. Here the peaks come from the catalog
 //! and the utilizations from a [`Profile`]: `flops_util` = fitted 16-bit GEMM
 //! efficiency (bf16, else fp16) relative to the `f16_flops` written, `mem_bw_util` = elementwise
-//! efficiency, `nvlink_util` / `ibroce_util` = fitted bus bandwidth over
+//! efficiency (else the reductions'), `nvlink_util` / `ibroce_util` = fitted bus bandwidth over
 //! nominal, intra- and inter-node. Missing fits keep MAD-Max's defaults and
 //! are named in `tracecast_notes`.
 
@@ -178,12 +178,21 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result
             k.peak_of
         ));
     }
-    let mem = profile
-        .kernels
-        .iter()
-        .filter(|k| k.class == KernelClass::Elementwise && k.efficiency <= 1.0)
-        .map(|k| k.efficiency)
-        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let memory_fit = |class: KernelClass| {
+        profile
+            .kernels
+            .iter()
+            .filter(|k| k.class == class && k.efficiency <= 1.0)
+            .map(|k| k.efficiency)
+            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
+    };
+    // The elementwise fit, else the reduction one (both stream HBM): a V100 profile whose
+    // reductions fitted η 0.574 had kept MAD-Max's default, saying "no fit in the traces".
+    let mem = memory_fit(KernelClass::Elementwise).or_else(|| {
+        let r = memory_fit(KernelClass::Reduction)?;
+        notes.push(format!("mem_bw_util: the reduction kernels' fitted HBM efficiency {r:.3} (no elementwise fit)"));
+        Some(r)
+    });
     let link = |domain: &str| {
         profile
             .links
@@ -265,5 +274,19 @@ mod tests {
         assert_eq!(s["flops_util"].as_f64(), Some(DEFAULT_FLOPS_UTIL), "{s}");
         let notes = s["tracecast_notes"].to_string();
         assert!(notes.contains("fitted GEMMs in fp32 only") && notes.contains("not used"), "{notes}");
+    }
+
+    /// Without an elementwise fit, `mem_bw_util` is the reductions' fitted HBM efficiency, said
+    /// (it had kept MAD-Max's default, saying "no fit in the traces").
+    #[test]
+    fn mem_bw_util_falls_back_to_the_reduction_fit() {
+        let catalog = Catalog::builtin();
+        let mut p = crate::shipped::profile("h100-sxm").unwrap();
+        let elementwise = p.kernels.iter().find(|k| k.class == KernelClass::Elementwise).unwrap().clone();
+        p.kernels.retain(|k| k.class != KernelClass::Elementwise && k.class != KernelClass::Reduction);
+        p.kernels.push(crate::profile::KernelFit { class: KernelClass::Reduction, efficiency: 0.574, ..elementwise });
+        let s = system_config(&p, &catalog, 1).unwrap();
+        assert_eq!(s["mem_bw_util"].as_f64(), Some(0.574), "{s}");
+        assert!(s["tracecast_notes"].to_string().contains("reduction kernels' fitted HBM efficiency 0.574"), "{s}");
     }
 }
