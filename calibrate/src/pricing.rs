@@ -1310,7 +1310,7 @@ impl Pricing {
         // faster than its vendor's measured GPUs typically reach at their best shape
         // (V100's 1024³ FP16 GEMM, scaled from Hopper's 8× the peak, had run at 100 %
         // of its peak, as had a user's new GPU's).
-        let typical = if best.is_none() { self.typical_best_fraction(gpu, shape.dtype) } else { None };
+        let typical = if best.is_none() { self.typical_best_fraction(gpu, shape.dtype, exclude) } else { None };
         let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref()).or_else(|| {
             let (b, n) = typical?;
             let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
@@ -1341,15 +1341,19 @@ impl Pricing {
 
     /// The median over the catalog's other GPUs of `gpu`'s vendor of the best fraction of
     /// its `dtype` peak each was measured at (their max-achievable-matmul searches, their
-    /// tables), and how many: what a GPU never measured is taken to reach at best.
-    fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype) -> Option<(f64, usize)> {
+    /// tables), and how many: what a GPU never measured is taken to reach at best. Neither
+    /// the measurements left out (`exclude`: leave-one-GPU-out) nor this GPU's own ids count.
+    fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype, exclude: &[&str]) -> Option<(f64, usize)> {
         let vendor = gpu.vendor();
         let mut fractions: Vec<f64> = self
             .catalog
             .gpus
             .iter()
             .filter(|o| o.id != gpu.id && o.vendor() == vendor)
-            .filter_map(|o| self.best_gemm_fraction(o, dtype).map(|b| b.0))
+            .filter_map(|o| {
+                let ids = o.measurement_ids().filter(|id| !exclude.contains(id) && !gpu.measurement_ids().any(|m| m == *id));
+                self.best_fraction(ids, o, dtype).map(|b| b.0)
+            })
             .collect();
         fractions.sort_by(f64::total_cmp);
         let n = fractions.len();
