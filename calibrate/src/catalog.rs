@@ -400,22 +400,15 @@ impl Catalog {
                 return Err(bad(format!("[[{kind}]] id {id:?} given twice in this file")));
             }
         }
-        let known =
-            |id: &str| file.gpu.iter().any(|g| g.id.eq_ignore_ascii_case(id)) || self.gpus.iter().any(|g| g.id.eq_ignore_ascii_case(id));
-        if let Some(n) = file.node.iter().find(|n| !known(&n.gpu)) {
-            return Err(bad(format!(
-                "node preset {:?}: gpu {:?} is in no catalog (the built-in one, or a [[gpu]] of this file)",
-                n.id, n.gpu
-            )));
-        }
+        // Ids are matched as `gpu` and `node` look them up, whatever their case.
         for g in file.gpu {
-            match self.gpus.iter_mut().find(|x| x.id == g.id) {
+            match self.gpus.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&g.id)) {
                 Some(x) => *x = g,
                 None => self.gpus.push(g),
             }
         }
         for n in file.node {
-            match self.nodes.iter_mut().find(|x| x.id == n.id) {
+            match self.nodes.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&n.id)) {
                 Some(x) => *x = n,
                 None => self.nodes.push(n),
             }
@@ -441,7 +434,19 @@ impl Catalog {
 
     /// The first node preset built from this GPU.
     pub fn node_of(&self, gpu_id: &str) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.gpu == gpu_id)
+        self.nodes.iter().find(|n| n.gpu.eq_ignore_ascii_case(gpu_id))
+    }
+
+    /// An error naming a node preset whose GPU no entry has (it would price nothing): checked
+    /// once every file is in, so a preset's file may come before its GPU's.
+    pub fn check_node_presets(&self) -> Result<()> {
+        match self.nodes.iter().find(|n| self.gpus.iter().all(|g| !g.id.eq_ignore_ascii_case(&n.gpu))) {
+            Some(n) => Err(Error::UnknownHardware {
+                id: format!("{} (the GPU of node preset {:?})", n.gpu, n.id),
+                closest: closest(&n.gpu, self.gpus.iter().map(|g| g.id.as_str())),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// GPUs per node, the one rule: `given` (a flag, a runs file), else the GPU's
@@ -663,8 +668,13 @@ mod tests {
         let e = c.add_toml(&gpu(""), Path::new("blank.toml")).unwrap_err().to_string();
         assert!(e.contains("blank.toml") && e.contains("empty id"), "{e}");
         let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
-        let e = c.add_toml(node, Path::new("node.toml")).unwrap_err().to_string();
-        assert!(e.contains("node.toml") && e.contains("gpu \"nonexist\" is in no catalog"), "{e}");
+        c.add_toml(node, Path::new("node.toml")).unwrap();
+        let e = c.check_node_presets().unwrap_err().to_string();
+        assert!(e.contains("nonexist (the GPU of node preset") && e.contains("box"), "{e}");
+        // Its GPU in a later file, in another case: found, and the preset prices it.
+        c.add_toml(&gpu("NonExist"), Path::new("later.toml")).unwrap();
+        assert!(c.check_node_presets().is_ok());
+        assert_eq!(c.node_of("nonexist").map(|n| n.id.as_str()), Some("box"));
     }
 
     /// A user's entry whose numbers cannot price (a zero, negative or NaN peak,

@@ -1344,17 +1344,25 @@ impl Pricing {
     /// tables), and how many: what a GPU never measured is taken to reach at best. Neither
     /// the measurements left out (`exclude`: leave-one-GPU-out) nor this GPU's own ids count.
     fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype, exclude: &[&str]) -> Option<(f64, usize)> {
-        let vendor = gpu.vendor();
-        let mut fractions: Vec<f64> = self
-            .catalog
-            .gpus
-            .iter()
-            .filter(|o| o.id != gpu.id && o.vendor() == vendor)
-            .filter_map(|o| {
-                let ids = o.measurement_ids().filter(|id| !exclude.contains(id) && !gpu.measurement_ids().any(|m| m == *id));
-                self.best_fraction(ids, o, dtype).map(|b| b.0)
-            })
-            .collect();
+        // Each measurement once (a table shared by four Hopper GPUs is one vote); of the GPU's
+        // vendor, else of every vendor where it has none measured (a user's GPU of no vendor).
+        let of_vendor = |vendor: Option<String>| {
+            let mut seen = std::collections::HashSet::new();
+            let mut fractions = Vec::new();
+            for o in self.catalog.gpus.iter().filter(|o| o.id != gpu.id && vendor.as_ref().is_none_or(|v| o.vendor().as_ref() == Some(v))) {
+                for id in o.measurement_ids() {
+                    if exclude.contains(&id) || gpu.measurement_ids().any(|m| m == id) || !seen.insert(id.to_string()) {
+                        continue;
+                    }
+                    fractions.extend(self.best_fraction([id], o, dtype).map(|b| b.0));
+                }
+            }
+            fractions
+        };
+        let mut fractions = of_vendor(gpu.vendor());
+        if fractions.is_empty() {
+            fractions = of_vendor(None);
+        }
         fractions.sort_by(f64::total_cmp);
         let n = fractions.len();
         (n > 0).then(|| (if n % 2 == 1 { fractions[n / 2] } else { (fractions[n / 2 - 1] + fractions[n / 2]) / 2.0 }, n))
@@ -1996,7 +2004,14 @@ impl Pricing {
         // At the curve's own GPU count: a curve of 8 GPUs priced for 2 had been shaped by the
         // 2-GPU rule, and cost 1.75× its own 8-GPU time below its smallest size (MI325X, 1 KiB).
         let link_rule = |b: f64, n: u32| {
-            let curves = CollectiveQuery { collective: curve_of, bytes: b, gpus: n, nic_gbps_per_gpu: system.nic_gbps_per_gpu, ..*q };
+            let curves = CollectiveQuery {
+                collective: curve_of,
+                bytes: b,
+                gpus: n,
+                gpus_per_node: system.gpus_per_node,
+                nic_gbps_per_gpu: system.nic_gbps_per_gpu,
+                ..*q
+            };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
         let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(size, gpus, &link_rule)?;
@@ -3271,14 +3286,15 @@ mod tests {
             let gpu = p.catalog.gpu(id).unwrap();
             for c in [Collective::AllReduce, Collective::AllGather] {
                 for bytes in [1024.0, 65536.0, 16_777_216.0, 1_073_741_824.0] {
-                    let at = |n: u32| p.collective(gpu, &CollectiveQuery::new(c, bytes, n, 8)).unwrap().time_us;
-                    for n in [2, 4] {
+                    let at = |n: u32, per_node: u32| p.collective(gpu, &CollectiveQuery::new(c, bytes, n, per_node)).unwrap().time_us;
+                    // Whatever the query's node size: the curve is shaped by its own (a query of 4 per
+                    // node had shaped the 8-GPU curve as two nodes', 2.1× its time).
+                    for (n, per_node) in [(2, 8), (4, 8), (2, 4), (4, 4), (2, 2)] {
+                        let (few, eight) = (at(n, per_node), at(8, 8));
                         assert!(
-                            at(n) <= at(8) * (1.0 + 1e-9),
-                            "{id} {} of {bytes} B: {n} GPUs {} µs, 8 GPUs {} µs",
-                            c.as_str(),
-                            at(n),
-                            at(8)
+                            few <= eight * (1.0 + 1e-9),
+                            "{id} {} of {bytes} B: {n} GPUs ({per_node} a node) {few} µs, 8 GPUs {eight} µs",
+                            c.as_str()
                         );
                     }
                 }

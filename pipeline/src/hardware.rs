@@ -22,6 +22,7 @@ pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
     for f in files {
         catalog.add_file(f)?;
     }
+    catalog.check_node_presets()?;
     Ok(catalog)
 }
 
