@@ -2001,8 +2001,9 @@ impl Pricing {
         // The curve's own collective (the all-reduce where it stands in) by the link rule over the
         // curve's network: how its time falls below its smallest measured size.
         let curve_of = if substitution.is_some() { Collective::AllReduce } else { collective };
-        // At the curve's own GPU count: a curve of 8 GPUs priced for 2 had been shaped by the
-        // 2-GPU rule, and cost 1.75× its own 8-GPU time below its smallest size (MI325X, 1 KiB).
+        // At the curve's own GPU count and node size: a curve of 8 GPUs priced for 2 had been
+        // shaped by the 2-GPU rule, and cost 1.75× its own 8-GPU time below its smallest size
+        // (MI325X, 1 KiB). Nothing of the query but what the curve is of.
         let link_rule = |b: f64, n: u32| {
             let curves = CollectiveQuery {
                 collective: curve_of,
@@ -2010,7 +2011,6 @@ impl Pricing {
                 gpus: n,
                 gpus_per_node: system.gpus_per_node,
                 nic_gbps_per_gpu: system.nic_gbps_per_gpu,
-                ..*q
             };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
