@@ -556,3 +556,14 @@ fn a_users_point_across_nodes_prices_its_own_node_layout_and_says_so() {
     assert_ne!(eight["rule"], "collective_measured");
     assert_ne!(eight["time_us"].as_f64(), Some(8000.0));
 }
+
+/// An FP32 GEMM has no measured table (the tables' `f32` rows ran on TF32 tensor cores): refused,
+/// saying which dtype prices FP32 matmuls run with TF32 allowed.
+#[test]
+fn an_fp32_gemm_is_refused_pointing_at_tf32() {
+    let o = common::run(
+        &["hw", "cost", "h100-sxm", "gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "fp32"].map(std::ffi::OsStr::new),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("--dtype tf32 prices those"), "{}", common::stderr(&o));
+}

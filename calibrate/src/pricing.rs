@@ -2579,8 +2579,14 @@ impl Pricing {
                         None => format!("{what} on {}: no measured {dtype} table and no {dtype} peak in the catalog to price it", gpu.id),
                         // The spec model learns how time follows shape from other GPUs' tables of the dtype.
                         Some(_) => format!(
-                            "{what} on {}: no measured {dtype} GEMMs of it nor of another GPU to learn how their time follows shape (give a sweep of {dtype} GEMMs with --measurements)",
-                            gpu.id
+                            "{what} on {}: no measured {dtype} GEMMs of it nor of another GPU to learn how their time follows shape (give a sweep of {dtype} GEMMs with --measurements){}",
+                            gpu.id,
+                            // The tables' `f32` rows ran on TF32 tensor cores, as PyTorch's FP32 matmuls do with TF32 allowed.
+                            if s.dtype == Dtype::Fp32 && peak(gpu, Dtype::Tf32).is_some() {
+                                "; FP32 matmuls with TF32 allowed (torch.backends.cuda.matmul.allow_tf32, XLA's default) run on TF32 tensor cores: --dtype tf32 prices those"
+                            } else {
+                                ""
+                            }
                         ),
                     }
                 })?;
