@@ -124,15 +124,17 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
 
 /// `tracecast hw list`.
 pub fn write_catalog(w: &mut dyn Write, c: &Catalog) -> io::Result<()> {
+    // As wide as the longest id (`a100-pcie-40gb` had pushed its row's columns out of line).
+    let width = c.gpus.iter().map(|g| g.id.chars().count()).max().unwrap_or(0).max(11);
     writeln!(
         w,
-        "{:<11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}  name",
+        "{:<width$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}  name",
         "id", "fp64", "fp32", "tf32", "bf16", "fp8", "HBM GB", "HBM GB/s", "link GB/s"
     )?;
     for g in &c.gpus {
         writeln!(
             w,
-            "{:<11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.0} {:>9.0} {:>9.0}  {}",
+            "{:<width$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.0} {:>9.0} {:>9.0}  {}",
             g.id,
             opt(g.fp64, 1),
             opt(g.fp32, 1),
