@@ -58,9 +58,9 @@ fn analyze_reads_an_export_as_one_rank_per_gpu() {
     }
 }
 
-/// One export given twice, or once more through a link, is read once, with a note: its ranks
-/// are numbered by its place among the exports, so a second reading had made 4 ranks of
-/// 2 GPUs and doubled the job's exposed communication.
+/// One export given twice, or once more through a link, is read once and named as a duplicate
+/// (DESIGN §2): its ranks are numbered by its place among the exports, so a second reading had
+/// made 4 ranks of 2 GPUs and doubled the job's exposed communication, exit 0.
 #[test]
 fn an_export_given_twice_is_read_once() {
     let dir = scratch("nsys-twice");
@@ -70,8 +70,8 @@ fn an_export_given_twice_is_read_once() {
     for second in [f.clone(), link] {
         let out = dir.join("a.json");
         let o = run(&["analyze".as_ref(), f.as_os_str(), second.as_os_str(), "--json".as_ref(), out.as_os_str()]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        assert!(stderr(&o).contains(&format!("note: {}: the same file as {}", second.display(), f.display())), "{}", stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("error: {}: the same file as {}", second.display(), f.display())), "{}", stderr(&o));
         let doc = json(&out);
         assert_eq!(doc["jobs"][0]["ranks"].as_array().unwrap().len(), 2, "the export's 2 GPUs, once");
         assert_eq!(doc["jobs"][0]["world_size"], 2);

@@ -71,6 +71,15 @@ pub enum Error {
         /// The file that was left out.
         second: PathBuf,
     },
+    /// A file given again among a job's inputs (twice, or through a link): read once; an error
+    /// as DESIGN §2 makes duplicates (its ranks would be claimed twice).
+    #[error("{}: the same file as {} (given twice, or through a link): read once", path.display(), first.display())]
+    SameFile {
+        /// The repeated name.
+        path: PathBuf,
+        /// The name it was read by.
+        first: PathBuf,
+    },
     /// A file of another run among a job's files: it declares another world size.
     #[error(
         "{}: declares a world size of {world}, where this job's files declare {job_world} (as {}): a trace of another run, left out",
@@ -136,6 +145,7 @@ impl Error {
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
             | Error::OtherRun { path, .. }
+            | Error::SameFile { path, .. }
             | Error::NoStepsSelected { path, .. }
             | Error::Write { path, .. } => Some(path),
             Error::DuplicateRank { second, .. } => Some(second),

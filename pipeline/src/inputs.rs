@@ -183,22 +183,17 @@ pub fn for_each_listed<T>(
                 Err(e) => listing_errors.push(e),
             }
         }
-        // A file given twice, or once more through a link, is read once, and said (nothing is
-        // wrong with it: not a failure): an Nsight export's ranks are numbered by its place among
-        // the exports, so its second reading had counted its GPUs again as more ranks.
+        // A file given twice, or once more through a link, is read once and named as a duplicate
+        // (DESIGN §2: duplicates are an error naming both files): an Nsight export's ranks are
+        // numbered by its place among the exports, so its second reading had counted its GPUs
+        // again as more ranks.
         let mut seen = std::collections::HashMap::new();
         files.retain(|f| {
             let Some(key) = tracecast_ingest::input::file_key(f) else { return true };
             match seen.entry(key) {
                 std::collections::hash_map::Entry::Occupied(first) => {
                     let first: &PathBuf = first.get();
-                    if !quiet {
-                        crate::output::stderr_line(format_args!(
-                            "note: {}: the same file as {} (given twice, or through a link): read once",
-                            f.display(),
-                            first.display()
-                        ));
-                    }
+                    listing_errors.push(tracecast_ingest::Error::SameFile { path: f.clone(), first: first.clone() });
                     false
                 }
                 std::collections::hash_map::Entry::Vacant(v) => {
