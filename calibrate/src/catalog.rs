@@ -440,7 +440,7 @@ impl Catalog {
     /// An error naming a node preset whose GPU no entry has (it would price nothing): checked
     /// once every file is in, so a preset's file may come before its GPU's.
     pub fn check_node_presets(&self) -> Result<()> {
-        match self.nodes.iter().find(|n| self.gpus.iter().all(|g| !g.id.eq_ignore_ascii_case(&n.gpu))) {
+        match self.nodes.iter().find(|n| self.gpu(&n.gpu).is_err()) {
             Some(n) => Err(Error::UnknownHardware {
                 id: format!("{} (the GPU of node preset {:?})", n.gpu, n.id),
                 closest: closest(&n.gpu, self.gpus.iter().map(|g| g.id.as_str())),

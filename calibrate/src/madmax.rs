@@ -142,6 +142,10 @@ const DEFAULT_IB_UTIL: f64 = 0.56;
 /// (MAD-Max's keys, `type` and `tracecast_notes`), or why it could not price.
 pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result<Value, String> {
     let mut notes = Vec::new();
+    // Without the catalog's GPU there are no peaks to write (a system of 0 bandwidth had followed).
+    if profile.device.catalog_id.is_none() {
+        return Err("the traces' device is not in the hardware catalog, so its peaks are unknown (name a catalog GPU with --device ID, or add one with --hw FILE)".into());
+    }
     let gpu = profile.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok());
     let node = gpu.and_then(|g| catalog.node_of(&g.id));
     let gpus_per_node = node.map_or(profile.device.gpus_per_node, |n| n.gpus);

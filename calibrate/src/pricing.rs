@@ -555,6 +555,19 @@ pub struct Pricing {
     link_shares: std::sync::OnceLock<LinkShares>,
     attention_prices: AttentionPrices,
     hbm_rates: HbmRates,
+    typical_fractions: TypicalFractions,
+}
+
+/// [`Pricing::typical_best_fraction`] once worked out per GPU, dtype and left-out
+/// measurements: every GEMM price of a GPU never measured reads it (a V100 search had taken
+/// 1.4× its time scanning the catalog for each).
+#[derive(Debug, Default)]
+struct TypicalFractions(std::sync::Mutex<Vec<((String, Dtype, Vec<String>), Option<(f64, usize)>)>>);
+
+impl Clone for TypicalFractions {
+    fn clone(&self) -> TypicalFractions {
+        TypicalFractions::default()
+    }
 }
 
 /// Each GPU's measured HBM rate once looked up ([`Pricing::hbm_bytes_per_s`]), by its id and
@@ -635,6 +648,7 @@ impl Pricing {
             link_shares: std::sync::OnceLock::new(),
             attention_prices: AttentionPrices::default(),
             hbm_rates: HbmRates::default(),
+            typical_fractions: TypicalFractions::default(),
         }
     }
 
@@ -1344,6 +1358,19 @@ impl Pricing {
     /// tables), and how many: what a GPU never measured is taken to reach at best. Neither
     /// the measurements left out (`exclude`: leave-one-GPU-out) nor this GPU's own ids count.
     fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype, exclude: &[&str]) -> Option<(f64, usize)> {
+        let key = (gpu.id.clone(), dtype, exclude.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        if let Some(known) = self.typical_fractions.0.lock().ok().and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)) {
+            return known;
+        }
+        let typical = self.typical_best_fraction_uncached(gpu, dtype, exclude);
+        if let Ok(mut m) = self.typical_fractions.0.lock() {
+            m.push((key, typical));
+        }
+        typical
+    }
+
+    /// [`Pricing::typical_best_fraction`], worked out.
+    fn typical_best_fraction_uncached(&self, gpu: &Gpu, dtype: Dtype, exclude: &[&str]) -> Option<(f64, usize)> {
         // Each measurement once (a table shared by four Hopper GPUs is one vote); of the GPU's
         // vendor, else of every vendor where it has none measured (a user's GPU of no vendor).
         let of_vendor = |vendor: Option<String>| {
@@ -1363,9 +1390,7 @@ impl Pricing {
         if fractions.is_empty() {
             fractions = of_vendor(None);
         }
-        fractions.sort_by(f64::total_cmp);
-        let n = fractions.len();
-        (n > 0).then(|| (if n % 2 == 1 { fractions[n / 2] } else { (fractions[n / 2 - 1] + fractions[n / 2]) / 2.0 }, n))
+        Some((crate::fit::median(&mut fractions)?, fractions.len()))
     }
 
     /// The best fraction of `gpu`'s `dtype` peak any measured GEMM of the

@@ -16,6 +16,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The catalog GPU whose specs stand for a measurement id.
+/// `shape` priced with `kernel` on H100 SXM and on H200 (one GH100), and H200.
+fn on_both_hoppers(
+    pricing: &Pricing,
+    shape: &tracecast_calibrate::pricing::AttentionShape,
+    kernel: Option<&str>,
+) -> (tracecast_calibrate::pricing::Price, tracecast_calibrate::pricing::Price, tracecast_calibrate::catalog::Gpu) {
+    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
+    (pricing.attention(&h100, shape, kernel).unwrap(), pricing.attention(&h200, shape, kernel).unwrap(), h200)
+}
+
 fn gpu_for(catalog: &Catalog, id: &str) -> tracecast_calibrate::catalog::Gpu {
     catalog
         .gpus
@@ -583,9 +593,8 @@ fn a_row_of_unstated_direction_does_not_replace_a_stated_one() {
 fn a_shape_measured_on_the_same_silicon_comes_before_another_mask() {
     use tracecast_calibrate::pricing::AttentionShape;
     let pricing = Pricing::builtin();
-    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
     let causal = AttentionShape { batch: 2.0, heads: 32.0, seq: 8192.0, head_dim: 128.0, causal: true, backward: true };
-    let (a, b) = (pricing.attention(&h100, &causal, None).unwrap(), pricing.attention(&h200, &causal, None).unwrap());
+    let (a, b, h200) = on_both_hoppers(&pricing, &causal, None);
     assert_eq!(a.time_us, b.time_us);
     assert!(b.basis.contains("fa2-chart-h100") && b.basis.contains("the same compute as h200"), "{}", b.basis);
     assert_eq!((a.rule, b.rule), (PriceRule::AttentionTable, PriceRule::AttentionSameSilicon));
@@ -645,9 +654,8 @@ fn a_lower_power_limit_never_prices_the_same_silicon_faster() {
 fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
     use tracecast_calibrate::pricing::AttentionShape;
     let pricing = Pricing::builtin();
-    let (h100, h200) = (gpu_for(&pricing.catalog, "h100-sxm"), gpu_for(&pricing.catalog, "h200"));
     let forward = AttentionShape { batch: 1.0, heads: 32.0, seq: 8192.0, head_dim: 128.0, causal: false, backward: false };
-    let (a, b) = (pricing.attention(&h100, &forward, None).unwrap(), pricing.attention(&h200, &forward, None).unwrap());
+    let (a, b, h200) = on_both_hoppers(&pricing, &forward, None);
     assert!(a.basis.starts_with("fa3 on h100-sxm"), "{}", a.basis);
     assert_eq!((a.time_us, b.rule), (b.time_us, PriceRule::AttentionSameSilicon));
     assert!(b.basis.contains("faster than the fa2 of its own rows"), "{}", b.basis);
@@ -655,7 +663,7 @@ fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
     assert!(named.basis.starts_with("fa2 on h200") && named.time_us > b.time_us, "{}", named.basis);
     // Beyond the charts' 16 k tokens both are extrapolated in length: still the same silicon's FA3.
     let long = AttentionShape { seq: 32768.0, ..forward };
-    let (a, b) = (pricing.attention(&h100, &long, None).unwrap(), pricing.attention(&h200, &long, None).unwrap());
+    let (a, b, _) = on_both_hoppers(&pricing, &long, None);
     assert_eq!(a.time_us, b.time_us, "{} | {}", a.basis, b.basis);
     // A family its own rows measured keeps their price: H200's FA2 forward and backward at 8192
     // tokens is its own row, not H100's FA2 chart.
@@ -665,9 +673,10 @@ fn the_fastest_family_of_the_same_silicon_prices_an_unnamed_kernel() {
     // Past the chart's last length the same silicon's rows of this mask still price it, not H200's
     // own row of another mask: one token more costs a little more (it had cost 0.4 % less).
     let causal = |seq: f64| AttentionShape { seq, causal: true, backward: true, ..forward };
-    let (at, past) = (pricing.attention(&h200, &causal(16384.0), None).unwrap(), pricing.attention(&h200, &causal(16385.0), None).unwrap());
+    let at = pricing.attention(&h200, &causal(16384.0), None).unwrap();
+    let (h100_past, past, _) = on_both_hoppers(&pricing, &causal(16385.0), None);
     assert!(past.time_us > at.time_us && past.time_us < at.time_us * 1.001, "{} then {}: {}", at.time_us, past.time_us, past.basis);
-    assert_eq!(past.time_us, pricing.attention(&h100, &causal(16385.0), None).unwrap().time_us);
+    assert_eq!(past.time_us, h100_past.time_us);
 }
 
 /// A pipeline's transfer between two nodes is priced by the user's two-node send/recv sweep

@@ -59,6 +59,34 @@ pub struct KnownRank<T> {
     pub summary: T,
 }
 
+impl<T> KnownRank<T> {
+    /// The same rank with its summary mapped.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> KnownRank<U> {
+        let KnownRank { rank, source, path, declared_world, summary } = self;
+        KnownRank { rank, source, path, declared_world, summary: f(summary) }
+    }
+}
+
+/// `files` with each file once: a file given twice, or again through a link (the same
+/// [`crate::input::file_key`]), is left out and named — DESIGN §2: duplicates are an error naming
+/// both files. An Nsight export's ranks are numbered by its place among the exports, so its
+/// second reading had counted its GPUs again as more ranks.
+pub fn distinct_files(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<Error>) {
+    let mut first_of: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    let (mut kept, mut repeated): (Vec<PathBuf>, Vec<Error>) = (Vec::with_capacity(files.len()), Vec::new());
+    for f in files {
+        match crate::input::file_key(&f).map(|key| first_of.get(&key).copied().ok_or(key)) {
+            Some(Ok(i)) => repeated.push(Error::SameFile { first: kept[i].clone(), path: f }),
+            Some(Err(key)) => {
+                first_of.insert(key, kept.len());
+                kept.push(f);
+            }
+            None => kept.push(f),
+        }
+    }
+    (kept, repeated)
+}
+
 /// One rank of a job.
 #[derive(Debug, Clone)]
 pub struct Rank {
@@ -146,14 +174,14 @@ impl Job {
         summarize: &(dyn Fn(&Rank) -> T + Sync),
     ) -> (Vec<T>, Vec<Error>) {
         let starts = export_starts(files);
-        let results: Vec<Vec<Result<(u32, PathBuf, T, RankSource, Option<u32>)>>> = files
+        let results: Vec<Vec<Result<KnownRank<T>>>> = files
             .par_iter()
             .enumerate()
             .map(|(order, f)| {
                 if let Some(k) = known(f) {
                     on_file(f);
                     // A dataset keeps the rank, and where it came from, as resolved when it was made.
-                    return vec![Ok((k.rank, k.path, k.summary, k.source, k.declared_world))];
+                    return vec![Ok(k)];
                 }
                 // An export's ranks are summarized in parallel, each dropped once summarized.
                 let r = match read_file(f, opts, starts.get(order).copied().unwrap_or(0)) {
@@ -161,9 +189,9 @@ impl Job {
                         .into_par_iter()
                         .map(|trace| {
                             let (rank, source) = resolve_rank(&trace, order);
-                            let (path, world) = (trace.path.clone(), trace.declared_world_size());
+                            let (path, declared_world) = (trace.path.clone(), trace.declared_world_size());
                             let rank = Rank { rank, source, trace };
-                            Ok((rank.rank, path, summarize(&rank), source, world))
+                            Ok(KnownRank { rank: rank.rank, source, path, declared_world, summary: summarize(&rank) })
                         })
                         .collect(),
                     Err(e) => vec![Err(e)],
@@ -179,11 +207,11 @@ impl Job {
         let mut seen: Vec<(u32, PathBuf, RankSource, usize)> = Vec::new();
         let (mut out, mut failures) = (Vec::new(), Vec::new());
         let results: Vec<_> = results.into_iter().flatten().collect();
-        let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.1.as_path(), r.4)));
+        let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.path.as_path(), r.declared_world)));
         for r in results {
             match r {
-                Ok((_, path, _, _, Some(w))) if world.refuses(w) => failures.push(world.error(&path, w)),
-                Ok((rank, path, t, source, _)) => {
+                Ok(KnownRank { path, declared_world: Some(w), .. }) if world.refuses(w) => failures.push(world.error(&path, w)),
+                Ok(KnownRank { rank, source, path, summary: t, .. }) => {
                     if let Some(held) = seen.iter_mut().find(|s| s.0 == rank) {
                         let (wins, error) = contest(rank, (&held.1, held.2), (&path, source));
                         if wins {
@@ -213,15 +241,7 @@ impl Job {
         known: &(dyn Fn(&Path) -> Option<KnownRank<T>> + Sync),
         summarize: &(dyn Fn(&Rank) -> Result<T> + Sync),
     ) -> (Vec<T>, Vec<Error>) {
-        let known = |f: &Path| {
-            known(f).map(|k| KnownRank {
-                rank: k.rank,
-                source: k.source,
-                path: k.path,
-                declared_world: k.declared_world,
-                summary: Ok(k.summary),
-            })
-        };
+        let known = |f: &Path| known(f).map(|k| k.map(Ok));
         let (results, mut failures) = Job::summarize_or(files, opts, on_file, &known, summarize);
         let mut out = Vec::with_capacity(results.len());
         for r in results {

@@ -83,11 +83,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         staged.push(stage_json(&path, p)?);
         if let Some(f) = &args.madmax_system {
             let f = if many { per_device(f, &id) } else { f.clone() };
-            let system = match p.device.catalog_id {
-                None => Err("the traces' device is not in the hardware catalog, so its peaks are unknown (name a catalog GPU with --device ID, or add one with --hw FILE)".to_string()),
-                Some(_) => tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes).map_err(|why| format!("it could not price: {why}")),
-            };
-            match system {
+            match tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes) {
                 Ok(system) => staged.push(stage_json(&f, &system)?),
                 Err(why) => systems_left_out.push(format!("--madmax-system {}: not written: {why}", f.display())),
             }

@@ -183,25 +183,8 @@ pub fn for_each_listed<T>(
                 Err(e) => listing_errors.push(e),
             }
         }
-        // A file given twice, or once more through a link, is read once and named as a duplicate
-        // (DESIGN §2: duplicates are an error naming both files): an Nsight export's ranks are
-        // numbered by its place among the exports, so its second reading had counted its GPUs
-        // again as more ranks.
-        let mut seen = std::collections::HashMap::new();
-        files.retain(|f| {
-            let Some(key) = tracecast_ingest::input::file_key(f) else { return true };
-            match seen.entry(key) {
-                std::collections::hash_map::Entry::Occupied(first) => {
-                    let first: &PathBuf = first.get();
-                    listing_errors.push(tracecast_ingest::Error::SameFile { path: f.clone(), first: first.clone() });
-                    false
-                }
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(f.clone());
-                    true
-                }
-            }
-        });
+        let (files, repeated) = job::distinct_files(files);
+        listing_errors.extend(repeated);
         let total_bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let bar = progress_bar(files.len(), total_bytes, quiet);
         if last {

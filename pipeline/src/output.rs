@@ -82,16 +82,19 @@ fn resolved(path: &Path) -> PathBuf {
 
 /// [`write_json`], staged: put in place by its `commit`, with the other outputs of the command.
 pub fn stage_json(path: &Path, value: &impl serde::Serialize) -> Result<tracecast_ingest::output::Staged> {
+    Ok(tracecast_ingest::output::stage(path, &pretty_json(value)?)?)
+}
+
+/// `value` as pretty JSON with a final newline: what every JSON output holds.
+fn pretty_json(value: &impl serde::Serialize) -> Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    Ok(tracecast_ingest::output::stage(path, &bytes)?)
+    Ok(bytes)
 }
 
 /// Writes `value` as pretty JSON with a final newline, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
-    bytes.push(b'\n');
-    tracecast_ingest::output::write_atomic(path, &bytes)?;
+    tracecast_ingest::output::write_atomic(path, &pretty_json(value)?)?;
     Ok(())
 }
 

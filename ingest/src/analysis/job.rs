@@ -585,16 +585,11 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
 }
 
 /// Why a job's ranks look like files of different runs (`None`: they do not):
-/// declared world sizes that differ, or GPU windows that start more than an
-/// hour apart (the ranks of one run share a clock to well under that).
+/// GPU windows that start more than an hour apart (the ranks of one run share a
+/// clock to well under that).
 fn unrelated_runs(partials: &[RankSummary]) -> Option<String> {
-    let mut worlds: Vec<u32> = partials.iter().filter_map(|p| p.declared_world).collect();
-    worlds.sort_unstable();
-    worlds.dedup();
-    if worlds.len() > 1 {
-        let list: Vec<String> = worlds.iter().map(u32::to_string).collect();
-        return Some(format!("their declared world sizes differ ({})", list.join(", ")));
-    }
+    // Ranks declaring different world sizes never get here: the job leaves out those of
+    // another run (`job::JobWorld`).
     let starts = partials.iter().filter_map(|p| p.window.map(|w| w.start_ns));
     let (lo, hi) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
     const HOUR_NS: i64 = 3_600_000_000_000;

@@ -620,31 +620,29 @@ fn pricing_notes(
     };
     // The user measured the probe itself: its basis is their time, which hides how the shapes
     // they did not measure are priced (their ratio to the table, a sustained hold): one of those
-    // in words too.
-    let unsustained = if measured_probe {
-        let others =
-            [4096.0, 2048.0, 16384.0, 1024.0].into_iter().map(|n| tracecast_calibrate::pricing::GemmShape { m: n, n, k: n, ..probe });
-        let other = others
-            .filter_map(|shape| Some((shape, pricing.gemm_corrected(gpu, &shape, correction)?)))
-            .find(|(_, p)| p.rule != tracecast_calibrate::pricing::PriceRule::GemmMeasuredShape);
-        match other {
-            Some((shape, p)) => format!("; a shape the user did not measure, {0}³: {1} ({2})", shape.m, p.rule.describe(), p.basis),
-            None => unsustained,
-        }
-    } else {
-        unsustained
-    };
+    // in words instead.
+    let unmeasured = measured_probe
+        .then(|| {
+            [4096.0, 2048.0, 16384.0, 1024.0]
+                .into_iter()
+                .map(|n| tracecast_calibrate::pricing::GemmShape { m: n, n, k: n, ..probe })
+                .filter_map(|shape| Some((shape, pricing.gemm_corrected(gpu, &shape, correction)?)))
+                .find(|(_, p)| p.rule != tracecast_calibrate::pricing::PriceRule::GemmMeasuredShape)
+        })
+        .flatten()
+        .map(|(shape, p)| format!("; a shape the user did not measure, {0}³: {1} ({2})", shape.m, p.rule.describe(), p.basis));
+    let held = unmeasured.unwrap_or(unsustained);
     let gemm = match (priced, correction) {
         // The basis is the probe's (the correction applies or not by each GEMM's own size): said so.
         (Some(p), Some(_)) => {
             format!(
-                "GEMMs at their shapes: {} (each by its own size; an 8192³ GEMM, for one: {}{misaligned}{unsustained})",
+                "GEMMs at their shapes: {} (each by its own size; an 8192³ GEMM, for one: {}{misaligned}{held})",
                 p.rule.describe(),
                 p.basis
             )
         }
         (Some(p), None) => {
-            format!("GEMMs at their shapes: {} ({}{unsustained}); no traces of this GPU correct it", p.rule.describe(), p.basis)
+            format!("GEMMs at their shapes: {} ({}{held}); no traces of this GPU correct it", p.rule.describe(), p.basis)
         }
         (None, _) => "GEMMs by η and t0 (no measured table nor spec model prices this GPU)".into(),
     };
