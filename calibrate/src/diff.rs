@@ -241,11 +241,9 @@ impl DiffSide {
                 e.0 += c.count as f64;
                 e.1 += c.total_us;
             }
-            for k in &r.all_kernels {
-                let e = kernels.entry(k.name.clone()).or_default();
-                e.0 += k.count as f64;
-                e.1 += k.total_us;
-            }
+        }
+        for k in j.kernels_over_ranks() {
+            kernels.insert(k.name, (k.count as f64, k.total_us));
         }
         DiffSide {
             path: j.path.clone(),

@@ -50,3 +50,37 @@ fn joined_counts_are_those_of_the_joins() {
         assert_eq!(counts, (instances.len(), matched.joins().count()), "{}", dir.display());
     }
 }
+
+/// The job's kernel table counts every kernel of every rank, not only each rank's longest
+/// (a single-rank report had stopped at the rank's top 20), and the spread over ranks
+/// reads its ends and median off the ranks themselves.
+#[test]
+fn kernels_and_spread_over_ranks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in ["hta/trace_filter", "hta/trace_diff/test"] {
+        let dir = root.join("../shared/traces").join(dir);
+        let files = job::trace_files_under(&dir).unwrap();
+        let opts = AnalyzeOptions::default();
+        let a = analysis::analyze_job(&Job::read(dir.clone(), &files, &ReadOptions::default(), &|_| {}), &opts);
+        let kernels = a.kernels_over_ranks();
+        let names: std::collections::HashSet<&str> = a.ranks.iter().flat_map(|r| r.all_kernels.iter().map(|k| k.name.as_str())).collect();
+        assert_eq!(kernels.len(), names.len(), "{}", dir.display());
+        assert!(kernels.len() > opts.top_kernels, "{}: {} kernels", dir.display(), kernels.len());
+        assert!(kernels.windows(2).all(|w| w[0].total_us >= w[1].total_us));
+        let calls: u64 = a.ranks.iter().flat_map(|r| &r.all_kernels).map(|k| k.count).sum();
+        assert_eq!(kernels.iter().map(|k| k.count).sum::<u64>(), calls);
+        let top = &kernels[0];
+        assert!((top.mean_us - top.total_us / top.count as f64).abs() < 1e-9);
+
+        let s = a.spread_over_ranks(|b| b.busy_us).unwrap();
+        let mut busy: Vec<f64> = a.ranks.iter().map(|r| r.breakdown.busy_us).collect();
+        busy.sort_by(f64::total_cmp);
+        let n = busy.len();
+        let median = if n % 2 == 0 { (busy[n / 2 - 1] + busy[n / 2]) / 2.0 } else { busy[n / 2] };
+        assert!((s.median - median).abs() < 1e-9, "{}: {} vs {median}", dir.display(), s.median);
+        assert_eq!((s.min, s.max), (busy[0], busy[n - 1]));
+        let busy_of = |rank: u32| a.ranks.iter().find(|r| r.rank == rank).unwrap().breakdown.busy_us;
+        assert_eq!((busy_of(s.min_rank), busy_of(s.max_rank)), (s.min, s.max));
+        assert!(s.min <= s.p10 && s.p10 <= s.median && s.median <= s.p90 && s.p90 <= s.max);
+    }
+}

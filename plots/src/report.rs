@@ -241,17 +241,18 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
         ];
         let rows: Vec<Vec<String>> = metrics
             .iter()
-            .map(|(name, f)| {
-                let mut v: Vec<(f64, u32)> = a.ranks.iter().map(|r| (f(&r.breakdown), r.rank)).collect();
-                v.sort_by(|x, y| x.0.total_cmp(&y.0));
-                // Between the two nearest ranks (the median of an even count is the mean of the middle two).
-                let q = |p: f64| {
-                    let at = (v.len() - 1) as f64 * p;
-                    let (lo, hi) = (v[at.floor() as usize].0, v[at.ceil() as usize].0);
-                    lo + (hi - lo) * at.fract()
-                };
-                let (lo, hi) = (v[0], v[v.len() - 1]);
-                vec![(*name).to_string(), ms(lo.0), lo.1.to_string(), ms(q(0.1)), ms(q(0.5)), ms(q(0.9)), ms(hi.0), hi.1.to_string()]
+            .filter_map(|(name, f)| {
+                let s = a.spread_over_ranks(f)?;
+                Some(vec![
+                    (*name).to_string(),
+                    ms(s.min),
+                    s.min_rank.to_string(),
+                    ms(s.p10),
+                    ms(s.median),
+                    ms(s.p90),
+                    ms(s.max),
+                    s.max_rank.to_string(),
+                ])
             })
             .collect();
         page.table(
@@ -437,34 +438,17 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             &rows,
         );
     }
-    let mut top: BTreeMap<&str, (ActivityClass, u64, f64, f64)> = BTreeMap::new();
-    for r in &a.ranks {
-        for k in &r.top_kernels {
-            let e = top.entry(k.name.as_str()).or_insert((k.class, 0, 0.0, 0.0));
-            e.1 += k.count;
-            e.2 += k.total_us;
-            e.3 = e.3.max(k.max_us);
-        }
-    }
-    let mut top: Vec<_> = top.into_iter().collect();
-    top.sort_by(|x, y| y.1.2.total_cmp(&x.1.2));
-    let rows: Vec<Vec<String>> = top
+    let rows: Vec<Vec<String>> = a
+        .kernels_over_ranks()
         .iter()
         .take(25)
-        .map(|(name, (class, count, total, max))| {
-            let class = match class {
+        .map(|k| {
+            let class = match k.class {
                 ActivityClass::Compute => "compute",
                 ActivityClass::Comm => "communication",
                 ActivityClass::Memory => "memory",
             };
-            vec![
-                (*name).to_string(),
-                class.into(),
-                count.to_string(),
-                ms(*total),
-                format!("{:.1}", total / (*count).max(1) as f64),
-                format!("{max:.1}"),
-            ]
+            vec![k.name.clone(), class.into(), k.count.to_string(), ms(k.total_us), format!("{:.1}", k.mean_us), format!("{:.1}", k.max_us)]
         })
         .collect();
     page.table("Kernels with the most time (all ranks)", &["kernel", "kind", "count", "time ms", "mean µs", "max µs"], &rows);

@@ -106,6 +106,25 @@ pub struct RankAnalysis {
     pub all_kernels: Vec<KernelStats>,
 }
 
+/// One part of the breakdown over a job's ranks ([`JobAnalysis::spread_over_ranks`]), µs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankSpread {
+    /// The smallest value.
+    pub min: f64,
+    /// The rank with the smallest value (the first in rank order among equals).
+    pub min_rank: u32,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 50th percentile.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// The largest value.
+    pub max: f64,
+    /// The rank with the largest value (the last in rank order among equals).
+    pub max_rank: u32,
+}
+
 /// GPU-hours of the whole job, extrapolated from the traced fractions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct GpuHours {
@@ -252,6 +271,40 @@ impl JobAnalysis {
                 out[k].1.push(r.rank);
             }
         }
+        out
+    }
+
+    /// How one part of the breakdown spreads over the job's ranks (`None` without ranks):
+    /// its two ends with their ranks, and the 10th, 50th and 90th percentiles, each
+    /// between the two nearest ranks (the median of an even count is the mean of the middle two).
+    pub fn spread_over_ranks(&self, part: impl Fn(&Breakdown) -> f64) -> Option<RankSpread> {
+        let mut v: Vec<(f64, u32)> = self.ranks.iter().map(|r| (part(&r.breakdown), r.rank)).collect();
+        v.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let (&lo, &hi) = (v.first()?, v.last()?);
+        let q = |p: f64| {
+            let at = (v.len() - 1) as f64 * p;
+            let (below, above) = (v[at.floor() as usize].0, v[at.ceil() as usize].0);
+            below + (above - below) * at.fract()
+        };
+        Some(RankSpread { min: lo.0, min_rank: lo.1, p10: q(0.1), median: q(0.5), p90: q(0.9), max: hi.0, max_rank: hi.1 })
+    }
+
+    /// Every kernel's statistics over all ranks, longest total first (ties by name):
+    /// counts and times summed, the longest instance of any rank.
+    pub fn kernels_over_ranks(&self) -> Vec<KernelStats> {
+        let mut by: std::collections::BTreeMap<&str, KernelStats> = Default::default();
+        for k in self.ranks.iter().flat_map(|r| &r.all_kernels) {
+            let e = by.entry(k.name.as_str()).or_insert_with(|| KernelStats { count: 0, total_us: 0.0, max_us: 0.0, ..k.clone() });
+            e.count += k.count;
+            e.total_us += k.total_us;
+            e.max_us = e.max_us.max(k.max_us);
+        }
+        let mut out: Vec<KernelStats> = by.into_values().collect();
+        for k in &mut out {
+            k.mean_us = k.total_us / k.count.max(1) as f64;
+        }
+        // Stable: equal totals stay in name order.
+        out.sort_by(|x, y| y.total_us.total_cmp(&x.total_us));
         out
     }
 
