@@ -659,10 +659,19 @@ fn inference_refuses_the_plans_training_batch_settings() {
             .output()
             .unwrap()
     };
-    for parallel in ["tp=8,gbs=64", "tp=8,mb=4", "tp=8,microbatches=2"] {
+    // Nor does a forward pass keep gradients or optimizer states to shard, or recompute for a
+    // backward: `recompute,zero=3` had been echoed in the plan and priced as nothing.
+    for (parallel, named) in [
+        ("tp=8,gbs=64", "gbs"),
+        ("tp=8,mb=4", "mb"),
+        ("tp=8,microbatches=2", "microbatches"),
+        ("tp=8,recompute,zero=3", "zero, recompute"),
+        ("tp=4,fsdp=2", "fsdp"),
+    ] {
         let o = decode(&["--parallel", parallel]);
         assert_eq!(o.status.code(), Some(2), "{parallel}");
-        assert!(stderr(&o).contains("training settings") && stderr(&o).contains("--batch"), "{parallel}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(&format!(": {named} ")) && e.contains("training setting") && e.contains("--batch"), "{parallel}: {e}");
     }
     let o = decode(&["--parallel", "tp=8", "--batch", "64"]);
     assert!(o.status.success(), "{}", stderr(&o));

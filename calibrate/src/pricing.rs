@@ -900,6 +900,37 @@ impl Pricing {
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
+            // Fewer rows than an FP8 table measured (decode's projections): the 16-bit table's rule
+            // for fewer rows than it measured (from its time at its fewest rows toward the operands'
+            // streaming time), streaming FP8 operands, where that is faster. At the 16-bit table's
+            // fewest rows FP8 costs the 16-bit time: XLA's B200 and Hopper tables at their fewest
+            // rows (256, 512) with weights of 2048² and more measured FP8 at most 1.03× the 16-bit
+            // time on 71 of 72 shapes (median 0.69–0.89×); at one row, a matrix-vector product
+            // streams FP8 weights in half the bytes.
+            let least_rows = t.points.iter().map(|p| p.0[1]).fold(f64::INFINITY, f64::min);
+            if shape.dtype == Dtype::Fp8
+                && shape.m.max(1.0).log2() < least_rows - 1e-9
+                && let Some(sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude)
+            {
+                let m0 = self.gemm_table(gpu, Dtype::Bf16).and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
+                let streamed = |m: f64, dtype: Dtype| GemmShape { m, dtype, ..*shape }.bytes();
+                let (time_us, how) = match m0.filter(|&m0| shape.m < m0 && m0 > 1.0) {
+                    Some(m0) => {
+                        let f = shape.m.max(1.0).ln() / m0.ln();
+                        let ln = (streamed(shape.m, Dtype::Fp8) / streamed(shape.m, Dtype::Bf16)).ln()
+                            - f * (streamed(m0, Dtype::Fp8) / streamed(m0, Dtype::Bf16)).ln();
+                        (sixteen.time_us * ln.exp(), format!("its 16-bit price toward FP8 operands' streaming time below {m0} rows"))
+                    }
+                    None => (sixteen.time_us, "its 16-bit price".to_string()),
+                };
+                if time_us < p.time_us {
+                    p.basis = format!(
+                        "{}; held to {how}, {time_us:.2} µs: {} rows, fewer than {}'s table measured (16 bits: {:.2} µs, {})",
+                        p.basis, shape.m, t.gpu, sixteen.time_us, sixteen.basis
+                    );
+                    p.time_us = time_us;
+                }
+            }
             return Some(p);
         }
         if let Some(t) = table
@@ -3259,6 +3290,24 @@ mod tests {
     }
 
     use super::*;
+
+    /// A decode projection's FP8 GEMM (fewer rows than any FP8 table measured) had been
+    /// priced by the spec model at 2.3× the same shape in 16 bits on H100: it streams FP8
+    /// weights, so it costs at most the 16-bit time, half of it at one row.
+    #[test]
+    fn an_fp8_gemm_of_few_rows_costs_no_more_than_its_16_bit_shape() {
+        let p = Pricing::builtin();
+        for id in ["h100-sxm", "h200"] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            let at = |m: f64, dtype: Dtype| p.gemm(gpu, &GemmShape { batch: 1.0, m, n: 1024.0, k: 8192.0, dtype }).unwrap();
+            let one = at(1.0, Dtype::Fp8).time_us / at(1.0, Dtype::Bf16).time_us;
+            assert!((one - 0.5).abs() < 0.02, "{id}: {one}");
+            let sixteen = at(16.0, Dtype::Fp8);
+            assert!(sixteen.time_us < 0.8 * at(16.0, Dtype::Bf16).time_us, "{id}: {}", sixteen.basis);
+            assert!(sixteen.basis.contains("16-bit price toward FP8 operands' streaming time"), "{id}: {}", sixteen.basis);
+            assert!(at(1.0, Dtype::Fp8).time_us < sixteen.time_us);
+        }
+    }
 
     /// A GPU with no GEMM measured (V100, MI250X) is never priced closer to its peak than
     /// its vendor's measured GPUs reach at their best shapes: V100's 1024³ FP16 GEMM, scaled

@@ -553,13 +553,19 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             Some(spec) => parse_plan(spec)?,
             None => plan,
         };
-        // Inference batches come from --batch; the plan's would be echoed and not run.
+        // Inference batches come from --batch, and a forward pass keeps no gradients, optimizer
+        // states or activations for a backward: a training setting would be echoed in the plan
+        // and not run.
         if task != llm::Task::Train
             && let Some(spec) = &args.parallel
         {
+            let (_, stated) = Plan::parse_stated(spec).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
+            let training: Vec<&str> = llm::StatedKeys::training_keys().iter().copied().filter(|k| stated.contains(k)).collect();
             anyhow::ensure!(
-                plan.microbatch == 1 && plan.microbatches == 1,
-                "--parallel {spec:?}: mb, microbatches and gbs are training settings; --task {} takes its batch from --batch",
+                training.is_empty(),
+                "--parallel {spec:?}: {} {} training setting(s) (batches, gradients, optimizer states, the backward pass); --task {} takes its batch from --batch",
+                training.join(", "),
+                if training.len() == 1 { "is a" } else { "are" },
                 args.task
             );
         }

@@ -694,7 +694,7 @@ fn pricing_notes(
 /// What priced an `fp8` plan's linear layers: the pricing layer's FP8 GEMMs
 /// at their shapes where it has them (named at a probe shape, as the 16-bit
 /// note is), else the 16-bit GEMM η at the FP8 peak.
-fn fp8_note(cluster: &Cluster) -> String {
+fn fp8_note(cluster: &Cluster, task: Task) -> String {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype: Dtype::Fp8 };
     let priced = cluster.prices.as_ref().filter(|_| cluster.fp8_peak_flops.is_some()).and_then(|p| {
         let correction = p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(Dtype::Fp8)));
@@ -708,7 +708,18 @@ fn fp8_note(cluster: &Cluster) -> String {
             cluster.gemm_efficiency
         ),
     };
-    format!("fp8: {gemms}, their inputs cast (3 bytes per element), an FP8 copy of the weights")
+    if matches!(task, Task::Train) {
+        format!("fp8: {gemms}, their inputs cast (3 bytes per element), an FP8 copy of the weights")
+    } else {
+        format!("fp8: {gemms}, their inputs cast (3 bytes per element), the weights held and read in FP8 (1 byte per parameter)")
+    }
+}
+
+/// Inference under `fp8` serves FP8 weights (vLLM's and TensorRT-LLM's FP8 checkpoints: the
+/// linear layers' weights stored in one byte, no 16-bit copy); training keeps the 16-bit
+/// master weights and adds Transformer Engine's FP8 copy.
+fn serves_fp8_weights(plan: &Plan, task: Task) -> bool {
+    plan.fp8 && !matches!(task, Task::Train)
 }
 
 /// Default efficiencies when no calibration profile is given.
@@ -883,6 +894,28 @@ impl StatedKeys {
     /// split (what `search` chooses); the rest are settings of the software stack.
     pub fn layout_keys() -> &'static [&'static str] {
         &Self::KEYS[..18]
+    }
+
+    /// The keys only training has: its batches (`mb`, `gbs`, …), how gradients and optimizer
+    /// states are sharded and reduced, and what the backward pass recomputes; inference refuses them.
+    pub fn training_keys() -> &'static [&'static str] {
+        &[
+            "fsdp",
+            "zero",
+            "mb",
+            "microbatch",
+            "microbatches",
+            "m",
+            "gbs",
+            "recompute",
+            "vpp",
+            "dropout",
+            "grad_sync",
+            "frozen",
+            "prefetch",
+            "bucket",
+            "grad_reduce",
+        ]
     }
 
     /// The other keys: settings of the software stack (attention kernel, buckets, overlap, …).
@@ -2242,7 +2275,10 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
     let shard = |stage: u8, replicas: f64| if plan.zero >= stage && plan.replicas() > 1 { replicas } else { 1.0 };
     let sharded = |stage: u8, dense: f64, expert: f64| dense / shard(stage, dpf) + expert / shard(stage, expert_replicas);
     let mut m = Memory { weights_gb: sharded(3, dense_params_gpu, expert_params_gpu) * bytes / 1e9, ..Memory::default() };
-    if plan.fp8 {
+    if serves_fp8_weights(plan, task) {
+        // The linear layers' weights in one byte instead of `bytes`.
+        m.weights_gb -= sharded(3, layer_params_gpu - expert_params_gpu, expert_params_gpu) * (bytes - 1.0) / 1e9;
+    } else if plan.fp8 {
         // Transformer Engine keeps an FP8 copy of the linear layers' weights (1 byte per parameter).
         m.weights_gb += sharded(3, layer_params_gpu - expert_params_gpu, expert_params_gpu) / 1e9;
     }
@@ -2488,9 +2524,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         1.0
     };
-    // Weights read per step (what bounds decode): attention + the experts the batch touches.
-    let attn_weight_bytes = if model.mla.is_some() { model.attention_per_gpu(tpf) * bytes } else { model.attention_params() * bytes / tpf };
-    let mlp_weight_bytes = model.ffn_params() * experts_touched * bytes / etpf + model.shared_experts * model.ffn_params() * bytes / tpf;
+    // Weights read per step (what bounds decode): attention + the experts the batch touches,
+    // in the bytes a linear layer's weight is held in.
+    let weight_elem = if serves_fp8_weights(plan, task) { 1.0 } else { bytes };
+    let attn_weight_bytes =
+        if model.mla.is_some() { model.attention_per_gpu(tpf) * weight_elem } else { model.attention_params() * weight_elem / tpf };
+    let mlp_weight_bytes =
+        model.ffn_params() * experts_touched * weight_elem / etpf + model.shared_experts * model.ffn_params() * weight_elem / tpf;
     // KV heads split over TP ranks (replicated when fewer than the ranks).
     let kv_bytes_read = if decode { model.kv_tensors() * batch * kv_context * model.kv_dim() * bytes / model.kv_split(tpf) } else { 0.0 };
     // Roofline per block: compute or HBM, whichever is slower.
@@ -2818,13 +2858,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let width = model.dense_ffn;
         let up = if model.swiglu { 2.0 * width } else { width };
         let weight_bytes = model.dense_mlp_params() * bytes / tpf;
+        let read_bytes = model.dense_mlp_params() * weight_elem / tpf;
         let (lin_f, lin_b) = if cluster.prices.is_some() {
             sum(&[(1.0, tokens, d, up / tpf), (1.0, tokens, width / tpf, d)])
         } else {
             let flops = 2.0 * tokens * model.dense_mlp_params() / tpf;
             (linear(flops), 2.0 * linear(flops))
         };
-        let mlp_f = lin_f.max(cluster.memory(weight_bytes));
+        let mlp_f = lin_f.max(cluster.memory(read_bytes));
         let ffn_elems = tokens * width / tpf;
         let casts = if plan.fp8 { 3.0 * tokens * (2.0 * d + (model.o_in() + width) / tpf) } else { 0.0 };
         let elementwise_f = cluster.memory((10.0 * act_elems + act_fwd * ffn_elems) * bytes + dropout_masks + casts);
@@ -3094,7 +3135,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ));
     }
     if plan.fp8 {
-        notes.push(fp8_note(cluster));
+        notes.push(fp8_note(cluster, task));
     }
     if plan.sp && plan.tp <= 1 {
         notes.push("sp: sequence parallelism splits activations over the tensor-parallel group; with tp=1 it changes nothing".into());
@@ -4956,6 +4997,30 @@ mod tests {
         let mut no_fp8 = a100(8);
         no_fp8.fp8_peak_flops = None;
         assert!(project(&m, &no_fp8, &Plan::parse("fsdp=8,fp8").unwrap(), Task::Train).unwrap_err().to_string().contains("no FP8 peak"));
+    }
+
+    /// Serving under `fp8` holds and reads the linear layers' weights in one byte (vLLM's and
+    /// TensorRT-LLM's FP8 checkpoints); training keeps its 16-bit weights beside an FP8 copy.
+    /// A decode step, bound by reading the weights, is then faster, not slower.
+    #[test]
+    fn fp8_serving_holds_and_reads_fp8_weights() {
+        let m = Transformer::preset("llama2-70b").unwrap();
+        let h100 = Cluster::for_model(&Catalog::builtin(), "h100-sxm", 8, 2.0, None).unwrap();
+        let decode = Task::Decode { batch: 16, context: 4096 };
+        let run = |spec: &str, task: Task| project(&m, &h100, &Plan::parse(spec).unwrap(), task).unwrap();
+        let (bf16, fp8) = (run("tp=8", decode), run("tp=8,fp8", decode));
+        // Per GPU: the linear layers' weights in one byte, the two vocabulary matrices in two.
+        let linear = m.params() - m.embedding_params();
+        let want = (linear + 2.0 * m.embedding_params()) / 8.0 / 1e9;
+        assert!((fp8.memory.weights_gb / want - 1.0).abs() < 1e-9, "{} vs {want}", fp8.memory.weights_gb);
+        assert!((bf16.memory.weights_gb / (2.0 * m.params() / 8.0 / 1e9) - 1.0).abs() < 1e-9);
+        let gemm = |p: &Projection| p.times.by_kind_ms["gemm"];
+        assert!(gemm(&fp8) < 0.85 * gemm(&bf16), "{} vs {}", gemm(&fp8), gemm(&bf16));
+        assert!(fp8.times.iteration_ms < bf16.times.iteration_ms);
+        assert!(fp8.notes.iter().any(|n| n.starts_with("fp8:") && n.contains("held and read in FP8")), "{:?}", fp8.notes);
+        // Training: the FP8 copy beside the 16-bit weights.
+        let train = run("tp=8,fp8,mb=1,gbs=1", Task::Train);
+        assert!((train.memory.weights_gb / ((2.0 * m.params() + linear) / 8.0 / 1e9) - 1.0).abs() < 1e-9, "{}", train.memory.weights_gb);
     }
 
     #[test]
