@@ -1201,16 +1201,31 @@ impl Pricing {
         let Some(tdp) = gpu.tdp_w else { return };
         // Cheapest first (every GEMM price of a GPU with a power limit passes here): the twins,
         // then whether this GPU's own measurement speaks for it.
-        let mut twins = self.catalog.gpus.iter().filter(|o| {
-            o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.vendor() == gpu.vendor()
-        });
-        let Some(first) = twins.next() else { return };
-        if p.rule == PriceRule::GemmMeasuredShape || self.own_gemm_table(gpu, shape.dtype).is_some() {
+        let twins: Vec<&Gpu> = self
+            .catalog
+            .gpus
+            .iter()
+            .filter(|o| o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.vendor() == gpu.vendor())
+            .collect();
+        if twins.is_empty() || p.rule == PriceRule::GemmMeasuredShape {
+            return;
+        }
+        // A table of this GPU's own speaks for it: the user's, or one no faster twin is measured
+        // as. A table shared with a twin (a 500 W H100 `measured_as` Hopper's, as the 700 W one
+        // is) timed the silicon at some power, not at this one's limit: it had priced the 500 W
+        // GPU 17 % faster than the 700 W H100.
+        if let Some(t) = self.own_gemm_table(gpu, shape.dtype)
+            && (t.user || !twins.iter().any(|o| o.measurement_ids().any(|id| id == &*t.gpu)))
+        {
             return;
         }
         // The slowest of them bounds it; of equal prices, one from a measured table is named.
-        let bound = std::iter::once(first).chain(twins).filter_map(|o| self.gemm_before_twins(o, shape).map(|q| (o, q))).max_by(|a, b| {
-            a.1.time_us.total_cmp(&b.1.time_us).then((a.1.rule == PriceRule::GemmTable).cmp(&(b.1.rule == PriceRule::GemmTable)))
+        let bound = twins.iter().filter_map(|&o| self.gemm_before_twins(o, shape).map(|q| (o, q))).max_by(|a, b| {
+            a.1.time_us
+                .total_cmp(&b.1.time_us)
+                .then((a.1.rule == PriceRule::GemmTable).cmp(&(b.1.rule == PriceRule::GemmTable)))
+                // Of equals, the twin whose memory is closest to this GPU's.
+                .then(b.0.hbm_gbps.total_cmp(&a.0.hbm_gbps))
         });
         if let Some((o, q)) = bound
             && q.time_us > p.time_us

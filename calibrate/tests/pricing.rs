@@ -644,6 +644,32 @@ fn a_lower_power_limit_never_prices_the_same_silicon_faster() {
     // The 80 GB PCIe card's faster HBM puts it beside the 40 GB SXM board, not under it: no bound from it.
     let shape = GemmShape { batch: 1.0, m: 4096.0, n: 4096.0, k: 4096.0, dtype: Dtype::Bf16 };
     assert!(!pricing.gemm(&gpu("a100-pcie"), &shape).unwrap().basis.contains("no faster than a100-40gb"));
+    // A user's H100 capped at 500 W and `measured_as` Hopper's table, as the 700 W H100 is: that
+    // table timed the silicon at no known power, so it does not speak for the capped card (it had
+    // priced it at 780 TFLOP/s, the 700 W H100 at 666).
+    let dir = std::env::temp_dir().join(format!("tracecast-capped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hw.toml");
+    std::fs::write(
+        &file,
+        "[[gpu]]\nid = \"h100-500w\"\nname = \"NVIDIA H100 at 500 W\"\nsource = \"test\"\nmeasured_as = [\"hopper-sm90\"]\n\
+         fp64 = 67.0\nfp32 = 67.0\ntf32 = 494.7\nbf16 = 989.4\nfp16 = 989.4\nfp8 = 1978.9\nint8 = 1978.9\nmemory_gb = 80.0\n\
+         hbm_gbps = 3350.0\nlink_gbps = 450.0\nsms = 132\nclock_mhz = 1980.0\nsms_source = \"test\"\nexp_tps = 3.9\n\
+         exp_source = \"test\"\ntdp_w = 500.0\n",
+    )
+    .unwrap();
+    let mut catalog = Catalog::builtin();
+    catalog.add_file(&file).unwrap();
+    let capped = Pricing::new(catalog, Measurements::shared());
+    let big = GemmShape { m: 8192.0, n: 8192.0, k: 8192.0, ..shape };
+    let (a, b) = (capped.gemm(capped.catalog.gpu("h100-500w").unwrap(), &big).unwrap(), capped.gemm(&gpu("h100-sxm"), &big).unwrap());
+    assert!(
+        a.time_us >= b.time_us * (1.0 - 1e-9) && a.basis.contains("no faster than h100-sxm"),
+        "{} against {}: {}",
+        a.time_us,
+        b.time_us,
+        a.basis
+    );
 }
 
 /// With no family named, a GPU runs the fastest kernel its silicon was measured to run: H200's
