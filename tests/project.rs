@@ -1114,3 +1114,40 @@ fn flash_attention_2_on_blackwell_gains_what_its_code_gained_the_generation_befo
     let (b200, _) = iteration("b200", "fsdp=8,mb=2,attention=fa2");
     assert!((h200 / b200 / 1.69 - 1.0).abs() < 0.10, "H200 → B200 {:.3}× against 1.69× measured", h200 / b200);
 }
+
+/// `validate --fit` says which GPUs and formats it fitted nothing to and why: a user's own GEMM
+/// table of the GPU prices its runs, which no table correction then moves (the 16-bit fit had been
+/// left out without a word). With nothing fitted at all it is an error that says so.
+#[test]
+fn validate_fit_names_what_it_did_not_fit() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let (h200_runs, gemms) = (root.join("fixtures/h200/runs.json"), root.join("fixtures/h200/gemm.csv"));
+    let dir = scratch("validate-not-fitted");
+    let fit = dir.join("fit.json");
+    let o = bin().arg("validate").arg(&h200_runs).arg("--measurements").arg(&gemms).arg("--fit").arg(&fit).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(stderr(&o).contains("nothing to fit; h200 bf16: your measurements price h200's bf16 GEMMs"), "{}", stderr(&o));
+    assert!(!fit.exists());
+    // Beside H100 runs, which are fitted: the H200 runs are named, and their leave-one-out rows
+    // are priced, not dropped.
+    let mut runs: serde_json::Value = json(&h200_runs);
+    let foundry = json(&root.join("fixtures/llm-foundry/runs.json"));
+    let h100: Vec<serde_json::Value> =
+        foundry["runs"].as_array().unwrap().iter().filter(|r| r["system"]["gpu"] == "h100-sxm").take(3).cloned().collect();
+    runs["runs"].as_array_mut().unwrap().extend(h100);
+    let file = dir.join("runs.json");
+    std::fs::write(&file, serde_json::to_vec(&runs).unwrap()).unwrap();
+    let out = dir.join("fit-result.json");
+    let o =
+        bin().arg("validate").arg(&file).arg("--measurements").arg(&gemms).arg("--fit").arg(&fit).arg("--json").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("h100-sxm     bf16 GEMM correction"), "{stdout}");
+    assert!(stdout.contains("h200         bf16 not fitted (9 run(s)): your measurements price"), "{stdout}");
+    let r = json(&out);
+    assert_eq!(r["not_fitted"][0]["runs"].as_array().unwrap().len(), 9);
+    let loo = r["leave_one_out"]["runs"].as_array().unwrap();
+    let h200_row = loo.iter().find(|x| x["id"] == "llama3-8b-4l-seq8192").unwrap();
+    assert!(h200_row["predicted_tokens_per_s_per_gpu"].as_f64().is_some(), "{h200_row}");
+    assert!(h200_row["notes"][0].as_str().unwrap().starts_with("not fitted: your measurements price"), "{h200_row}");
+}

@@ -249,6 +249,13 @@ impl Measurements {
         self.user_files.contains(&from.file)
     }
 
+    /// Whether the user's files hold GEMM rows of `gpu` (its id or a `measured_as` one) in
+    /// `dtype`'s class (FP16 with BF16).
+    pub fn has_user_gemms(&self, gpu: &crate::catalog::Gpu, dtype: Dtype) -> bool {
+        let class = |d: Dtype| if d == Dtype::Fp16 { Dtype::Bf16 } else { d };
+        self.gemm.iter().any(|r| class(r.dtype) == class(dtype) && self.is_user(&r.from) && gpu.measurement_ids().any(|id| id == &*r.gpu))
+    }
+
     /// Parses one CSV table; `name` names it in errors and provenance.
     pub fn add_text(&mut self, text: &[u8], name: &str) -> Result<usize> {
         // New rows (and, from `add_file`, a new user file) change the GEMM tables.

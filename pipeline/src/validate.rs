@@ -108,11 +108,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if let Some(out_path) = &args.fit {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
-        anyhow::ensure!(
-            !fit.gpus.is_empty(),
-            "{}: no run priced on a catalog GPU (`tracecast validate` without --fit says why of each): nothing to fit",
-            args.runs.display()
-        );
+        if fit.gpus.is_empty() {
+            let whys: Vec<String> = fit.not_fitted.iter().map(|n| format!("{} {}: {}", n.gpu, n.dtype, n.why)).collect();
+            anyhow::ensure!(
+                !whys.is_empty(),
+                "{}: no run priced on a catalog GPU (`tracecast validate` without --fit says why of each): nothing to fit",
+                args.runs.display()
+            );
+            anyhow::bail!("{}: nothing to fit; {}", args.runs.display(), whys.join("; "));
+        }
         let many = fit.gpus.len() > 1;
         let mut written = Vec::new();
         for g in &fit.gpus {
@@ -140,6 +144,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                         d.runs.len()
                     )?;
                 }
+            }
+            for n in &fit.not_fitted {
+                writeln!(out, "  {:<12} {:<4} not fitted ({} run(s)): {}", n.gpu, n.dtype, n.runs.len(), n.why)?;
             }
             writeln!(out, "\nWith the fitted correction:")?;
             print_validation(out, &fit.fitted)?;

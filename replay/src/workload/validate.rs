@@ -1209,6 +1209,22 @@ pub struct Fit {
     pub fitted: Validation,
     /// Every run with an η fitted without it (runs alone on their GPU are not projected).
     pub leave_one_out: Validation,
+    /// The GPUs and number formats whose runs no correction moves, and why: nothing was fitted
+    /// for them, and their leave-one-out rows are priced as `validate` prices them.
+    pub not_fitted: Vec<NotFitted>,
+}
+
+/// A GPU and number format of runs [`fit`] fitted nothing to.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotFitted {
+    /// Catalog GPU id.
+    pub gpu: String,
+    /// The runs' linear layers' number format.
+    pub dtype: String,
+    /// The runs.
+    pub runs: Vec<String>,
+    /// Why, in words.
+    pub why: String,
 }
 
 /// The GEMM table correction that best explains `runs` (least squares of
@@ -1269,6 +1285,7 @@ pub fn fit(
         by_gpu.entry(gpu_id(r, catalog)).or_default().push(r);
     }
     let mut gpus = Vec::new();
+    let mut not_fitted = Vec::new();
     let mut loo_results: std::collections::HashMap<String, RunResult> = std::collections::HashMap::new();
     for (id, runs) in &by_gpu {
         let Ok(gpu) = catalog.gpu(id) else { continue };
@@ -1294,7 +1311,31 @@ pub fn fit(
                 None => (1.0, "none: the tables as measured".to_string()),
             };
             // Fitted on the profile as fitted so far (the other formats' corrections in place).
-            let Some(correction) = fit_gemm_correction(group, catalog, &profile, dtype, measurements) else { continue };
+            let Some(correction) = fit_gemm_correction(group, catalog, &profile, dtype, measurements) else {
+                // Said, not skipped: a user's GEMM table of the GPU (their own stack's times) is
+                // what a correction would otherwise rescale.
+                let users = measurements.is_some_and(|m| m.has_user_gemms(gpu, dtype));
+                let why = if users {
+                    format!(
+                        "your measurements price {id}'s {} GEMMs (their own stack's times): no table correction moves these runs",
+                        dtype.as_str()
+                    )
+                } else {
+                    format!("no measured GEMM table prices {id}'s {} GEMMs: no table correction moves these runs", dtype.as_str())
+                };
+                for r in group {
+                    let mut res = project_run(r, catalog, from, measurements);
+                    res.notes.insert(0, format!("not fitted: {why}"));
+                    loo_results.insert(r.id.clone(), res);
+                }
+                not_fitted.push(NotFitted {
+                    gpu: id.clone(),
+                    dtype: dtype.as_str().to_string(),
+                    runs: group.iter().map(|r| r.id.clone()).collect(),
+                    why,
+                });
+                continue;
+            };
             let ids: Vec<String> = group.iter().map(|r| r.id.clone()).collect();
             // Leave one run out: the correction from the other runs of this GPU and format.
             for (k, r) in group.iter().enumerate() {
@@ -1347,7 +1388,7 @@ pub fn fit(
     let fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
     let fitted = validate(file, catalog, &fitted_devices, measurements);
     let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None, measurements))).collect();
-    Fit { gpus, fitted, leave_one_out: summarize(loo) }
+    Fit { gpus, fitted, leave_one_out: summarize(loo), not_fitted }
 }
 
 /// The number format of a run's linear layers on `gpu`: FP8 where the plan (or
