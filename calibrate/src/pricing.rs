@@ -1545,7 +1545,7 @@ impl Pricing {
             {
                 return Some(twin);
             }
-            if kernel.is_none() {
+            if kernel.is_none() && !self.has_user_attention(gpu, shape) {
                 let mine = self.attention_families(gpu);
                 let why = format!("faster than the {fam} of its own rows, {:.1} µs", p.time_us);
                 // Extrapolated in length as its own row is, where that is so (H200 beyond the charts' 16 k tokens).
@@ -1912,6 +1912,17 @@ impl Pricing {
         })
     }
 
+    /// Whether the user measured attention of `gpu` (its id or a `measured_as` one) in `shape`'s
+    /// direction: their rows price it, not a faster family of the same silicon.
+    fn has_user_attention(&self, gpu: &Gpu, shape: &AttentionShape) -> bool {
+        let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
+        self.measurements.attention.iter().any(|r| {
+            (r.direction == want || r.direction == Direction::Unstated)
+                && self.measurements.is_user(&r.from)
+                && gpu.measurement_ids().any(|id| id == &*r.gpu)
+        })
+    }
+
     fn attention_measured(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>) -> Option<(Price, Arc<str>)> {
         let ids: Vec<&str> = gpu.measurement_ids().collect();
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
@@ -1922,6 +1933,10 @@ impl Pricing {
             .filter(|r| ids.contains(&&*r.gpu) && (r.direction == want || r.direction == Direction::Unstated))
             .filter(|r| kernel.is_none_or(|k| r.kernel.eq_ignore_ascii_case(k)))
             .collect();
+        // The user's own rows of this GPU come first, whatever their family's speed: they are
+        // of their stack (a user's slower kernel had been passed over for a shipped FA2 chart).
+        let users: Vec<_> = rows.iter().copied().filter(|r| self.measurements.is_user(&r.from)).collect();
+        let rows = if users.is_empty() { rows } else { users };
         // The nearest head dimension, the same mask where measured, then per kernel family.
         let hd =
             rows.iter().map(|r| r.head_dim).min_by(|a, b| (a / shape.head_dim).ln().abs().total_cmp(&(b / shape.head_dim).ln().abs()))?;
