@@ -715,6 +715,11 @@ fn hw_list_and_show() {
     assert!(stderr(&o).contains("unknown hardware \"h100sxm\" (did you mean \"h100-sxm\"?)"), "{}", stderr(&o));
     let o = run(&["hw".as_ref(), "show".as_ref(), "tpu-v5".as_ref()]);
     assert!(stderr(&o).contains("unknown hardware \"tpu-v5\"; `tracecast hw list`"), "{}", stderr(&o));
+    // The start of ids gets every id it starts (`h100` had been offered `h200`, one edit away).
+    let o = run(&["hw".as_ref(), "show".as_ref(), "h100".as_ref()]);
+    assert!(stderr(&o).contains("(did you mean \"h100-sxm\"?)"), "{}", stderr(&o));
+    let o = run(&["hw".as_ref(), "show".as_ref(), "A100".as_ref()]);
+    assert!(stderr(&o).contains("(did you mean \"a100-40gb\" or \"a100-80gb\" or \"a100-pcie\""), "{}", stderr(&o));
     // A user file adds a GPU.
     let dir = scratch("hw-file");
     let f = dir.join("mine.toml");

@@ -168,10 +168,19 @@ pub struct Gpu {
     pub vendor: Option<String>,
 }
 
-/// The known id a slip away from `asked` (a missing dash, a typo): the one of least edit
-/// distance, case-insensitive, when that is at most a third of its length (at least 1).
-fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str>) -> Option<String> {
-    let a: Vec<char> = asked.to_ascii_lowercase().chars().collect();
+/// The known ids `asked` may mean, quoted and joined by "or": those it names the start of, up to a
+/// dash (`h100` → `h100-pcie`, `h100-sxm`: the edit distance had offered `h200`), else the one a
+/// slip away (a missing dash, a typo): least edit distance, case-insensitive, at most a third of
+/// its length (at least 1).
+fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+    let lower = asked.to_ascii_lowercase();
+    let mut starting: Vec<&str> =
+        known.clone().filter(|k| k.to_ascii_lowercase().strip_prefix(&lower).is_some_and(|rest| rest.starts_with('-'))).collect();
+    if !starting.is_empty() {
+        starting.sort_unstable();
+        return Some(starting.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(" or "));
+    }
+    let a: Vec<char> = lower.chars().collect();
     let distance = |b: &str| {
         let b: Vec<char> = b.to_ascii_lowercase().chars().collect();
         let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -187,7 +196,7 @@ fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str>) -> Option<Stri
         row[b.len()]
     };
     let (d, id) = known.map(|k| (distance(k), k)).min()?;
-    (d <= (a.len() / 3).max(1)).then(|| id.to_string())
+    (d <= (a.len() / 3).max(1)).then(|| format!("{id:?}"))
 }
 
 /// `what = value` when `value` is not a positive finite number.

@@ -41,11 +41,11 @@ pub enum Error {
         message: String,
     },
     /// A GPU or node id is not in the catalog.
-    #[error("unknown hardware {id:?}{}; `tracecast hw list` shows the known ids", closest.as_ref().map_or(String::new(), |c| format!(" (did you mean {c:?}?)")))]
+    #[error("unknown hardware {id:?}{}; `tracecast hw list` shows the known ids", closest.as_ref().map_or(String::new(), |c| format!(" (did you mean {c}?)")))]
     UnknownHardware {
         /// The id asked for.
         id: String,
-        /// The known id closest to it, when one is a slip away (`h100sxm`: `h100-sxm`).
+        /// The known ids it may mean, quoted and joined by "or" (`h100sxm`: `"h100-sxm"`; `a100`: every `a100-…`).
         closest: Option<String>,
     },
     /// An output could not be written.
