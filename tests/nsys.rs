@@ -455,9 +455,14 @@ fn an_export_and_its_dataset_analyse_the_same_with_and_without_device() {
         let (direct, via) = (analyze(&file, &dir.join("direct.json")), analyze(&ds, &dir.join("via.json")));
         assert_eq!(direct, via, "--device {device:?}");
         let ranks = direct["jobs"][0]["ranks"].as_array().unwrap();
-        let dims: Vec<&str> =
-            ranks.iter().flat_map(|r| r["comm_by_dimension"].as_array().unwrap()).map(|d| d["dimension"].as_str().unwrap()).collect();
-        assert!(!dims.is_empty() && dims.iter().all(|d| *d == "dp"), "a collective over both GPUs of a two-rank job: {dims:?}");
+        // Its communication is send/receive over both GPUs of the two-rank world: the whole world,
+        // which says DP, but data parallelism never sends point to point (it had been "dp").
+        let dims: Vec<(&str, &str)> = ranks
+            .iter()
+            .flat_map(|r| r["comm_by_dimension"].as_array().unwrap())
+            .map(|d| (d["dimension"].as_str().unwrap(), d["from"].as_str().unwrap()))
+            .collect();
+        assert!(!dims.is_empty() && dims.iter().all(|d| *d == ("other", "collective")), "send/recv over a two-rank world: {dims:?}");
         let named = ranks.iter().all(|r| r["device"].as_str() == Some("H100 80GB HBM3"));
         assert_eq!(named, device.is_some(), "{ranks:?}");
         let asks = direct.to_string().contains("does not record the GPU model");

@@ -127,6 +127,10 @@ fn a_two_dimensional_job_splits_its_communication_by_dimension() {
         coll(ar, 400.0, 200.0, "2", "undefined", "[0, 2]"),
         coll(ar, 700.0, 200.0, "2", "undefined", "[0, 2]"),
         coll("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1000.0, 40.0, "3", "pipeline_parallel", "[0, 4]"),
+        // An all-to-all of the unnamed stride-2 group, 30 µs exposed: its ranks say DP, but data
+        // parallelism never issues an all-to-all (DLRM's embedding exchange had been counted as DP).
+        coll("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1100.0, 30.0, "2", "undefined", "[0, 2]")
+            .replace("\"allreduce\"", "\"all_to_all\""),
     ];
     events.push(r#"{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "gpu"}}"#.to_string());
     let json =
@@ -140,6 +144,8 @@ fn a_two_dimensional_job_splits_its_communication_by_dimension() {
     assert_eq!((tp.comm_us, tp.exposed_comm_us, tp.from), (150.0, 100.0, "ranks"));
     assert_eq!((dp.comm_us, dp.exposed_comm_us, dp.from), (400.0, 400.0, "ranks"));
     assert_eq!((pp.comm_us, pp.exposed_comm_us, pp.from), (40.0, 40.0, "description"));
+    let other = get("other");
+    assert_eq!((other.comm_us, other.exposed_comm_us, other.from), (30.0, 30.0, "collective"));
     // The job totals add the ranks up.
     let total: f64 = a.comm_by_dimension.iter().map(|d| d.comm_us).sum();
     assert!((total - a.ranks[0].breakdown.comm_us).abs() < 1e-6, "{total} vs {}", a.ranks[0].breakdown.comm_us);

@@ -93,7 +93,9 @@ pub fn from_ranks(ranks: &[i64], world: i64, gpus_per_node: i64) -> Option<Dimen
 pub struct DimensionComm {
     /// The dimension.
     pub dimension: Dimension,
-    /// `description` (the group's name says it), `ranks` (inferred from its members) or `unknown`.
+    /// `description` (the group's name says it), `ranks` (inferred from its members),
+    /// `collective` (its members said data parallel, but its operation is all-to-all or
+    /// send/receive, which data parallelism never issues: `other`) or `unknown`.
     pub from: &'static str,
     /// |∪ communication of the dimension| in the window.
     pub comm_us: f64,
@@ -112,7 +114,7 @@ impl<'de> serde::Deserialize<'de> for DimensionComm {
             exposed_comm_us: f64,
         }
         let r = Raw::deserialize(d)?;
-        let from = ["description", "ranks"].into_iter().find(|k| *k == r.from).unwrap_or("unknown");
+        let from = ["description", "ranks", "collective"].into_iter().find(|k| *k == r.from).unwrap_or("unknown");
         Ok(DimensionComm { dimension: r.dimension, from, comm_us: r.comm_us, exposed_comm_us: r.exposed_comm_us })
     }
 }
@@ -122,10 +124,13 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
     let mut by: std::collections::BTreeMap<(Dimension, &'static str), Vec<(i64, i64)>> = Default::default();
     // A group's dimension depends on its name and ranks only: parsed once per group,
     // not per instance (a world group lists thousands of ranks on every kernel).
-    type Group = (Option<std::sync::Arc<str>>, Option<std::sync::Arc<str>>);
+    // Keyed by whether the operation is one data parallelism issues too.
+    type Group = (Option<std::sync::Arc<str>>, Option<std::sync::Arc<str>>, bool);
     let mut known: rustc_hash::FxHashMap<Group, (Dimension, &'static str)> = Default::default();
     for inst in instances {
-        let group = (inst.process_group.clone(), inst.pg_ranks.clone());
+        use crate::collective::Collective;
+        let not_dp = matches!(inst.collective, Collective::AllToAll | Collective::SendRecv);
+        let group = (inst.process_group.clone(), inst.pg_ranks.clone(), not_dp);
         if let Some(&(dim, from)) = known.get(&group) {
             by.entry((dim, from)).or_default().push((inst.start_ns.max(w.start_ns), inst.end_ns.min(w.end_ns)));
             continue;
@@ -137,7 +142,13 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
                 let ranks = inst.pg_ranks.as_deref().map(crate::collective::parse_ranks).unwrap_or_default();
                 let default = crate::collective::is_default_group(inst.process_group.as_deref());
                 match from_ranks(&ranks, world, gpus_per_node) {
+                    // A stride or the whole world said data parallel, but data parallelism only
+                    // reduces and gathers: an unnamed group's all-to-all (DLRM's embedding
+                    // exchange, a mixture of experts' dispatch) or send/receive (a pipeline's,
+                    // a context ring's) is another dimension, which neither name nor ranks say.
+                    Some(Dimension::Dp) if not_dp => (Dimension::Other, "collective"),
                     Some(d) => (d, "ranks"),
+                    None if default && world > 1 && not_dp => (Dimension::Other, "collective"),
                     None if default && world > 1 => (Dimension::Dp, "ranks"),
                     None => (Dimension::Other, "unknown"),
                 }
