@@ -64,20 +64,28 @@ pub fn short_kernel_name(name: &str, width: usize) -> String {
     let name = cleaned.strip_prefix("void ").unwrap_or(&cleaned);
     // Cut the parameter list: the first '(' outside template brackets that
     // follows the function name (lambda signatures inside templates stay in).
-    let mut depth = 0i32;
+    // Parentheses inside template arguments hold expressions whose `>` is no bracket
+    // (`std::enable_if<(((8)>(1))), void>::type f<…>(…)` had been cut to `enable_if<(((8)>`).
+    let (mut depth, mut paren) = (0i32, 0i32);
     let mut cut = name.len();
+    let mut last_space = None;
     for (i, c) in name.char_indices() {
         match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
+            '(' if depth > 0 => paren += 1,
+            ')' if depth > 0 => paren -= 1,
+            '<' if paren == 0 => depth += 1,
+            '>' if paren == 0 => depth -= 1,
             '(' if depth == 0 && i > 0 => {
                 cut = i;
                 break;
             }
+            ' ' if depth == 0 && paren == 0 => last_space = Some(i),
             _ => {}
         }
     }
-    let base = &name[..cut];
+    // A return type before the function's name (`std::enable_if<…>::type vllm::fused_add_rms_norm_kernel`).
+    let start = last_space.filter(|&i| i + 1 < cut).map_or(0, |i| i + 1);
+    let base = &name[start..cut];
     // Drop namespace qualifiers of every identifier path (`a::b::c` → `c`),
     // and lambda paths (`f(…)::{lambda()#2}::…` → `f·λ`).
     let mut out = String::with_capacity(base.len());
@@ -123,11 +131,17 @@ pub fn short_kernel_name(name: &str, width: usize) -> String {
     if out.trim().is_empty() {
         out = name.to_string();
     }
-    if out.chars().count() <= width {
+    let chars: Vec<char> = out.chars().collect();
+    if chars.len() <= width {
         return out;
     }
-    let mut s: String = out.chars().take(width.saturating_sub(1)).collect();
+    // The start and the end, cut in the middle: names of one family differ at either (cuBLAS's
+    // `…_execute_kernel__5x_cublas` and `…_execute_split_k_kernel__5x_cublas` had printed alike).
+    let tail = width / 3;
+    let head = width.saturating_sub(1 + tail);
+    let mut s: String = chars[..head].iter().collect();
     s.push('…');
+    s.extend(&chars[chars.len() - tail..]);
     s
 }
 
@@ -187,5 +201,27 @@ mod short_name_tests {
             ),
             "indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
         );
+    }
+
+    /// A return type before the name, with a comparison inside its template arguments (vLLM's
+    /// kernels on B200), had left `enable_if<(((8)>` of the name; two cuBLAS kernels differing
+    /// near their ends had printed alike, cut at the end.
+    #[test]
+    fn the_name_is_kept_and_names_that_differ_show_it() {
+        assert_eq!(
+            short_kernel_name(
+                "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 const*, float, int, int)",
+                80
+            ),
+            "fused_add_rms_norm_kernel<BFloat16, 8>"
+        );
+        let [a, b] = [
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_split_k_kernel__5x_cublas",
+        ]
+        .map(|n| short_kernel_name(n, 80));
+        assert_ne!(a, b);
+        assert_eq!(a.chars().count(), 80);
+        assert!(a.starts_with("sm80_xmma_gemm_f32f32") && b.ends_with("split_k_kernel__5x_cublas"), "{a} | {b}");
     }
 }
