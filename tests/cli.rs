@@ -110,6 +110,8 @@ fn tables_match_the_json() {
     assert_eq!(steps.lines().count(), 1 + rank["steps"].as_array().unwrap().len());
     let coll = std::fs::read_to_string(csv.join("collectives.csv")).unwrap();
     assert!(coll.contains("all_reduce") && coll.contains("broadcast"), "{coll}");
+    // The counts the bytes and the transfer and wait are of stand beside them.
+    assert!(coll.starts_with("job,rank,collective,process_group,group_size,count,total_us,mean_us,bytes,sized_count,algbw_gbps,busbw_gbps,matched,transfer_us,wait_us\n"), "{coll}");
     for t in ["breakdown", "steps", "collectives", "kernels"] {
         let bytes = std::fs::read(pq.join(format!("{t}.parquet"))).unwrap();
         assert_eq!(&bytes[..4], b"PAR1");

@@ -111,9 +111,14 @@ pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<
             column(&rows, "group_size", |x| x.2.group_size),
             column(&rows, "count", |x| x.2.count),
             column(&rows, "total_us", |x| x.2.total_us),
+            column(&rows, "mean_us", |x| x.2.mean_us),
             column(&rows, "bytes", |x| x.2.bytes),
+            // The kernels the bytes and bandwidths are of, and those the transfer and wait are of:
+            // without them the columns do not add up (4 kernels, 3 matched).
+            column(&rows, "sized_count", |x| x.2.sized_count),
             column(&rows, "algbw_gbps", |x| x.2.algbw_gbps),
             column(&rows, "busbw_gbps", |x| x.2.busbw_gbps),
+            column(&rows, "matched", |x| x.2.matched),
             column(&rows, "transfer_us", |x| x.2.transfer_us),
             column(&rows, "wait_us", |x| x.2.wait_us),
         ],

@@ -158,6 +158,9 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
                 }
             )?;
         }
+        if coll.iter().any(|c| c.wait_us.is_some() && c.matched < c.count) {
+            writeln!(w, "  wait% is of the kernels matched across ranks, which not every kernel was (the CSV's `matched` beside `count`)")?;
+        }
     }
 
     if let Some(r) = a.ranks.first() {
