@@ -2380,6 +2380,26 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             let cached = if model.causal { model.window_factor(f64::from(tokens), true) } else { 0.0 };
             m.kv_cache_gb =
                 model.kv_tensors() * f64::from(batch) * f64::from(tokens) * cached * kv_per_gpu * bytes * layers_per_stage / 1e9;
+            // A forward pass keeps nothing for a backward, but a layer's tensors are alive while it
+            // runs: the residual and the normed input (d each, whole on every TP rank), beside the
+            // larger of attention's Q, K, V and output-projection input and the MLP's up (and gate)
+            // projection with its activation (the routed experts' for each token), split over TP.
+            // Prefill runs every prompt token at once (a 100 000-token prompt of Llama-2 7B: 8 GB,
+            // where nothing had been counted); decode one token per sequence.
+            let tokens_here = match task {
+                Task::Prefill { batch, prompt } => f64::from(batch) * f64::from(prompt) / f64::from(plan.cp.max(1)),
+                _ => f64::from(batch),
+            };
+            // Per GPU: query and output-projection input split over TP; keys and values over TP
+            // where there are KV heads enough (else replicated); latent attention's after its
+            // up-projections, per head.
+            let attention = match model.mla {
+                Some(a) => model.heads * (2.0 * (a.qk_nope + a.qk_rope) + 2.0 * a.v_head) / tpf,
+                None => (model.q_dim() + model.o_in()) / tpf + 2.0 * model.kv_heads * model.head_dim / model.kv_split(tpf),
+            };
+            let width = model.ffn * if model.experts > 1.0 { model.top_k + model.shared_experts } else { 1.0 };
+            let mlp = width * if model.swiglu { 3.0 } else { 2.0 } / tpf;
+            m.activations_gb = tokens_here * (2.0 * d + attention.max(mlp)) * bytes / 1e9;
         }
     }
     m
@@ -4145,6 +4165,26 @@ mod tests {
         // It has nothing to decode.
         let e = project(&encoder, &c, &plan, Task::Decode { batch: 2, context: 512 }).unwrap_err().to_string();
         assert!(e.contains("is an encoder"), "{e}");
+    }
+
+    /// Inference keeps no activations for a backward, but a layer's tensors are alive while it
+    /// runs (it had counted 0.00 GB for a 100 000-token prefill). Llama-2 7B (hidden 4096, 32
+    /// heads of 128, SwiGLU FFN 11 008): per token the residual and normed input (2 × 4096), beside
+    /// the larger of Q, K, V and the output projection's input (4 × 4096 = 16 384) and gate, up
+    /// and activation (3 × 11 008 = 33 024): 41 216 BF16 values, 82 432 bytes.
+    #[test]
+    fn inference_counts_a_layers_working_tensors() {
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let acts =
+            |plan: &str, task: Task| stage_memory(&m, &Plan::parse(plan).unwrap(), task, StageLayers::plain(32), 0.0, 1.0).activations_gb;
+        let prefill = acts("tp=1", Task::Prefill { batch: 1, prompt: 100_000 });
+        assert!((prefill * 1e9 / (100_000.0 * 82_432.0) - 1.0).abs() < 1e-12, "{prefill}");
+        // TP=2 splits the projections, not the residual: 2 × 4096 + 33 024 / 2 = 24 704 values.
+        let tp2 = acts("tp=2", Task::Prefill { batch: 1, prompt: 100_000 });
+        assert!((tp2 * 1e9 / (100_000.0 * 2.0 * 24_704.0) - 1.0).abs() < 1e-12, "{tp2}");
+        // Decode: one token per sequence.
+        let decode = acts("tp=1", Task::Decode { batch: 16, context: 4096 });
+        assert!((decode * 1e9 / (16.0 * 82_432.0) - 1.0).abs() < 1e-12, "{decode}");
     }
 
     #[test]
