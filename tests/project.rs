@@ -1151,3 +1151,22 @@ fn validate_fit_names_what_it_did_not_fit() {
     assert!(h200_row["predicted_tokens_per_s_per_gpu"].as_f64().is_some(), "{h200_row}");
     assert!(h200_row["notes"][0].as_str().unwrap().starts_with("not fitted: your measurements price"), "{h200_row}");
 }
+
+/// `search --with attention=fa3` on H100 (FA3's backward not measured) says its plans' attention
+/// was priced by the fastest measured family, as `project` does: it had shown `attention=fa3`
+/// in every plan at FA2's prices without a word.
+#[test]
+fn search_says_what_its_with_settings_were_priced_as() {
+    let o = bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1", "--with", "attention=fa3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("note (--with, on the best plan): attention=fa3: no forward-plus-backward measurement"), "{stdout}");
+    let o = bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "1", "--with", "attention=fa2"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("note (--with"));
+}
