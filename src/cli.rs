@@ -194,12 +194,12 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A finite number > 0.
+/// A finite number > 0 (a negative one is said to be not positive either, not "not non-negative").
 fn positive(s: &str) -> Result<f64, String> {
-    match non_negative(s) {
-        Ok(v) if v > 0.0 => Ok(v),
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         Ok(v) => Err(format!("{v} is not a positive number")),
-        Err(e) => Err(e),
+        Err(_) => Err(format!("{s:?} is not a number")),
     }
 }
 

@@ -85,7 +85,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let f = if many { per_device(f, &id) } else { f.clone() };
             match tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes) {
                 Ok(system) => staged.push(stage_json(&f, &system)?),
-                Err(why) => systems_left_out.push(format!("--madmax-system {}: not written: {why}", f.display())),
+                // A file already there is another profile's system: said, so that it is not read
+                // as this profile's.
+                Err(why) => systems_left_out.push(format!(
+                    "--madmax-system {}: not written{}: {why}",
+                    f.display(),
+                    if f.exists() { " (the file there is an earlier one, not of this profile)" } else { "" }
+                )),
             }
         }
         let charts = match &args.plots {
