@@ -263,7 +263,12 @@ fn a_given_network_prices_collectives_across_nodes_over_it() {
     let bad = ["hw", "cost", "h100-sxm", "all_reduce", "--bytes", "1e9", "--gpus", "16", "--nic-gbps-per-gpu", "1e-300"];
     let bad = common::run(&bad.iter().map(OsStr::new).collect::<Vec<_>>());
     assert!(!bad.status.success());
-    assert!(common::stderr(&bad).contains("at least 0.1"), "{}", common::stderr(&bad));
+    assert!(common::stderr(&bad).contains("from 0.1 to 1000000"), "{}", common::stderr(&bad));
+    // Nor one that prices communication at nothing (1e30 GB/s had been taken).
+    let huge = ["hw", "cost", "h100-sxm", "all_reduce", "--bytes", "1e9", "--gpus", "16", "--nic-gbps-per-gpu", "1e30"];
+    let huge = common::run(&huge.iter().map(OsStr::new).collect::<Vec<_>>());
+    assert_eq!(huge.status.code(), Some(2));
+    assert!(common::stderr(&huge).contains("1e30 GB/s of network per GPU: from 0.1 to 1000000"), "{}", common::stderr(&huge));
 }
 
 /// An attention family the GPU has no price for: the error names the families that could

@@ -169,7 +169,7 @@ pub struct Gpu {
 }
 
 /// The known ids `asked` may mean, quoted and joined by "or": those it names the start of, up to a
-/// dash (`h100` → `h100-pcie`, `h100-sxm`: the edit distance had offered `h200`), else the one a
+/// dash (`a100` → `a100-40gb`, `a100-80gb`, …; `h100` → `h100-sxm`, where the edit distance had offered `h200`), else the one a
 /// slip away (a missing dash, a typo): least edit distance, case-insensitive, at most a third of
 /// its length (at least 1).
 fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
@@ -295,13 +295,20 @@ pub const DEFAULT_NIC_GBPS_PER_GPU: f64 = 50.0;
 /// all-reduce at 10²⁹⁰ s), refused by every consumer through [`nic_gbps_per_gpu_given`].
 pub const MIN_NIC_GBPS_PER_GPU: f64 = 0.1;
 
+/// The most network per GPU a user may give, GB/s: 1 PB/s, as the HBM figures' bound (today's
+/// fastest is 100 GB/s, 800 Gb/s); above is a unit slip that prices communication at nothing.
+pub const MAX_NIC_GBPS_PER_GPU: f64 = 1e6;
+
 /// A network per GPU as a user gave it (`--nic-gbps-per-gpu`, a runs file's
 /// `nic_gbps_per_gpu`): `Err` with the reason where it cannot be one.
 pub fn nic_gbps_per_gpu_given(nic: f64) -> std::result::Result<f64, String> {
-    if nic.is_finite() && nic >= MIN_NIC_GBPS_PER_GPU {
+    if nic.is_finite() && (MIN_NIC_GBPS_PER_GPU..=MAX_NIC_GBPS_PER_GPU).contains(&nic) {
         Ok(nic)
     } else {
-        Err(format!("{} GB/s of network per GPU: at least {MIN_NIC_GBPS_PER_GPU} (1 Gb/s Ethernet is 0.125 GB/s)", shown(nic)))
+        Err(format!(
+            "{} GB/s of network per GPU: from {MIN_NIC_GBPS_PER_GPU} to {MAX_NIC_GBPS_PER_GPU:.0} (1 Gb/s Ethernet is 0.125 GB/s)",
+            shown(nic)
+        ))
     }
 }
 

@@ -900,37 +900,8 @@ impl Pricing {
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
-            // Fewer rows than an FP8 table measured (decode's projections): the 16-bit table's rule
-            // for fewer rows than it measured (from its time at its fewest rows toward the operands'
-            // streaming time), streaming FP8 operands, where that is faster. At the 16-bit table's
-            // fewest rows FP8 costs the 16-bit time: XLA's B200 and Hopper tables at their fewest
-            // rows (256, 512) with weights of 2048² and more measured FP8 at most 1.03× the 16-bit
-            // time on 71 of 72 shapes (median 0.69–0.89×); at one row, a matrix-vector product
-            // streams FP8 weights in half the bytes.
-            let least_rows = t.points.iter().map(|p| p.0[1]).fold(f64::INFINITY, f64::min);
-            if shape.dtype == Dtype::Fp8
-                && shape.m.max(1.0).log2() < least_rows - 1e-9
-                && let Some(sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude)
-            {
-                let m0 = self.gemm_table(gpu, Dtype::Bf16).and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
-                let streamed = |m: f64, dtype: Dtype| GemmShape { m, dtype, ..*shape }.bytes();
-                let (time_us, how) = match m0.filter(|&m0| shape.m < m0 && m0 > 1.0) {
-                    Some(m0) => {
-                        let f = shape.m.max(1.0).ln() / m0.ln();
-                        let ln = (streamed(shape.m, Dtype::Fp8) / streamed(shape.m, Dtype::Bf16)).ln()
-                            - f * (streamed(m0, Dtype::Fp8) / streamed(m0, Dtype::Bf16)).ln();
-                        (sixteen.time_us * ln.exp(), format!("its 16-bit price toward FP8 operands' streaming time below {m0} rows"))
-                    }
-                    None => (sixteen.time_us, "its 16-bit price".to_string()),
-                };
-                if time_us < p.time_us {
-                    p.basis = format!(
-                        "{}; held to {how}, {time_us:.2} µs: {} rows, fewer than {}'s table measured (16 bits: {:.2} µs, {})",
-                        p.basis, shape.m, t.gpu, sixteen.time_us, sixteen.basis
-                    );
-                    p.time_us = time_us;
-                }
-            }
+            let least_rows = t.points.iter().map(|p| p.0[1]).fold(f64::INFINITY, f64::min).exp2();
+            self.hold_fp8_few_rows(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
             return Some(p);
         }
         if let Some(t) = table
@@ -1009,7 +980,43 @@ impl Pricing {
             }
             return Some(price);
         }
-        self.gemm_spec_model(gpu, shape, exclude)
+        let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
+        // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
+        self.hold_fp8_few_rows(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
+        Some(p)
+    }
+
+    /// An FP8 GEMM of fewer rows than any FP8 measurement prices (`below`; decode's projections),
+    /// priced by the spec model: the 16-bit table's rule for fewer rows than it measured (from its
+    /// time at its fewest rows toward the operands' streaming time), streaming FP8 operands, where
+    /// that is faster. At the 16-bit table's fewest rows FP8 costs the 16-bit time: XLA's B200 and
+    /// Hopper tables at their fewest rows (256, 512) with weights of 2048² and more measured FP8 at
+    /// most 1.03× the 16-bit time on 71 of 72 shapes (median 0.69–0.89×); at one row, a
+    /// matrix-vector product streams FP8 weights in half the bytes.
+    fn hold_fp8_few_rows(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], below: f64, why: &str, p: &mut Price) {
+        if shape.dtype != Dtype::Fp8 || shape.m >= below * (1.0 - 1e-9) {
+            return;
+        }
+        let m0 = self.gemm_table(gpu, Dtype::Bf16).and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
+        // Without a table of fewer rows than measured to lean on, only where some FP8 table's rows stop.
+        let Some(m0) = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).or((below.is_finite()).then_some(f64::NAN)) else { return };
+        let Some(sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude) else { return };
+        let streamed = |m: f64, dtype: Dtype| GemmShape { m, dtype, ..*shape }.bytes();
+        let (time_us, how) = if m0.is_nan() {
+            (sixteen.time_us, "its 16-bit price".to_string())
+        } else {
+            let f = shape.m.max(1.0).ln() / m0.ln();
+            let ln = (streamed(shape.m, Dtype::Fp8) / streamed(shape.m, Dtype::Bf16)).ln()
+                - f * (streamed(m0, Dtype::Fp8) / streamed(m0, Dtype::Bf16)).ln();
+            (sixteen.time_us * ln.exp(), format!("its 16-bit price toward FP8 operands' streaming time below {m0} rows"))
+        };
+        if time_us < p.time_us {
+            p.basis = format!(
+                "{}; held to {how}, {time_us:.2} µs: {} rows, {why} (16 bits: {:.2} µs, {})",
+                p.basis, shape.m, sixteen.time_us, sixteen.basis
+            );
+            p.time_us = time_us;
+        }
     }
 
     /// Holds an extrapolated GEMM price (a shape off the table's grid, or a trace correction's
@@ -3327,7 +3334,8 @@ mod tests {
     #[test]
     fn an_fp8_gemm_of_few_rows_costs_no_more_than_its_16_bit_shape() {
         let p = Pricing::builtin();
-        for id in ["h100-sxm", "h200"] {
+        // H100 and H200 have an FP8 table of a few large shapes; GH200 none (the spec model prices it).
+        for id in ["h100-sxm", "h200", "gh200"] {
             let gpu = p.catalog.gpu(id).unwrap();
             let at = |m: f64, dtype: Dtype| p.gemm(gpu, &GemmShape { batch: 1.0, m, n: 1024.0, k: 8192.0, dtype }).unwrap();
             let one = at(1.0, Dtype::Fp8).time_us / at(1.0, Dtype::Bf16).time_us;
