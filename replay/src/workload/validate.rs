@@ -1385,7 +1385,10 @@ pub fn fit(
             profile,
         });
     }
-    let fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
+    // The fitted GPUs' profiles; the others keep the ones given (a GPU not fitted had been priced
+    // without its --profile in the fitted table, with it in the leave-one-out one).
+    let mut fitted_devices: Vec<DeviceModel> = gpus.iter().map(|g| DeviceModel::from_profile(&g.profile, catalog)).collect();
+    fitted_devices.extend(devices.iter().filter(|d| d.gpu.as_ref().is_none_or(|g| !gpus.iter().any(|f| f.gpu == g.id))).cloned());
     let fitted = validate(file, catalog, &fitted_devices, measurements);
     let loo = file.runs.iter().map(|r| loo_results.remove(&r.id).unwrap_or_else(|| project_run(r, catalog, None, measurements))).collect();
     Fit { gpus, fitted, leave_one_out: summarize(loo), not_fitted }
