@@ -672,7 +672,27 @@ fn inference_refuses_the_plans_training_batch_settings() {
         assert_eq!(o.status.code(), Some(2), "{parallel}");
         let e = stderr(&o);
         assert!(e.contains(&format!(": {named} ")) && e.contains("training setting") && e.contains("--batch"), "{parallel}: {e}");
+        assert!(!e.contains("setting(s)"), "{e}");
     }
+    // search's --with too: the one rule.
+    let o = bin()
+        .args([
+            "search",
+            "--model",
+            "llama2-7b",
+            "--system",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--task",
+            "decode",
+            "--with",
+            "grad_sync=after,bucket=50",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("grad_sync, bucket are training settings"), "{}", stderr(&o));
     let o = decode(&["--parallel", "tp=8", "--batch", "64"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("one token for each of 64 sequences"), "{}", String::from_utf8_lossy(&o.stdout));
@@ -1169,4 +1189,16 @@ fn search_says_what_its_with_settings_were_priced_as() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&o.stdout).contains("note (--with"));
+}
+
+/// Inference's default plan is the widest TP inside a node that divides the GPUs and the heads:
+/// 12 GPUs of 8 a node had been given tp=8 and refused as if the user's plan were wrong.
+#[test]
+fn inference_picks_a_default_plan_that_divides() {
+    for (gpus, plan) in [("12", "plan tp=4,pp=1,dp=3,"), ("7", "plan tp=1,pp=1,dp=7,"), ("16", "plan tp=8,pp=1,dp=2,")] {
+        let o =
+            bin().args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", gpus, "--task", "decode"]).output().unwrap();
+        assert!(o.status.success(), "{gpus}: {}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(plan), "{gpus}: {}", String::from_utf8_lossy(&o.stdout));
+    }
 }

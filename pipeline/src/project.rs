@@ -544,8 +544,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let default = if task == llm::Task::Train {
                 format!("fsdp={}", cluster.gpus)
             } else {
-                let tp = cluster.gpus_per_node.min(cluster.gpus);
-                format!("tp={tp},dp={}", cluster.gpus / tp.max(1))
+                // The widest TP inside a node that divides the GPUs and the heads (12 GPUs of 8 a
+                // node: tp=4, dp=3, where tp=8 had been refused as the user's plan).
+                let (heads, kv) = (model.heads as u32, model.kv_heads as u32);
+                let tp = (1..=cluster.gpus_per_node.min(cluster.gpus).max(1))
+                    .rev()
+                    .find(|&t| cluster.gpus.is_multiple_of(t) && heads.is_multiple_of(t) && (kv < t || kv.is_multiple_of(t)))
+                    .unwrap_or(1);
+                format!("tp={tp},dp={}", cluster.gpus / tp)
             };
             (parse_plan(args.parallel.as_deref().unwrap_or(&default))?, task)
         };
@@ -556,18 +562,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // Inference batches come from --batch, and a forward pass keeps no gradients, optimizer
         // states or activations for a backward: a training setting would be echoed in the plan
         // and not run.
-        if task != llm::Task::Train
-            && let Some(spec) = &args.parallel
-        {
-            let (_, stated) = Plan::parse_stated(spec).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
-            let training: Vec<&str> = llm::StatedKeys::training_keys().iter().copied().filter(|k| stated.contains(k)).collect();
-            anyhow::ensure!(
-                training.is_empty(),
-                "--parallel {spec:?}: {} {} training setting(s) (batches, gradients, optimizer states, the backward pass); --task {} takes its batch from --batch",
-                training.join(", "),
-                if training.len() == 1 { "is a" } else { "are" },
-                args.task
-            );
+        if let Some(spec) = &args.parallel {
+            llm::StatedKeys::refuse_training_keys(spec, task).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
         }
         // What is wrong with a model read from a file names the file (`layers 4294967295: …`).
         llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match e {

@@ -918,6 +918,29 @@ impl StatedKeys {
         ]
     }
 
+    /// Refuses, for an inference `task`, the training settings plan text `spec` states: its batch
+    /// comes from the task, and a forward pass keeps no gradients or optimizer states to shard
+    /// or reduce, nor recomputes for a backward (such a setting had been echoed and not run).
+    pub fn refuse_training_keys(spec: &str, task: Task) -> Result<(), crate::Error> {
+        if task == Task::Train {
+            return Ok(());
+        }
+        let (_, stated) = Plan::parse_stated(spec)?;
+        let named: Vec<&str> = Self::training_keys().iter().copied().filter(|k| stated.contains(k)).collect();
+        match named.as_slice() {
+            [] => Ok(()),
+            [one] => Err(crate::Error::Plan(format!(
+                "{one} is a training setting (batches, gradients, optimizer states, the backward pass); {} takes its batch from --batch",
+                task.as_str()
+            ))),
+            many => Err(crate::Error::Plan(format!(
+                "{} are training settings (batches, gradients, optimizer states, the backward pass); {} takes its batch from --batch",
+                many.join(", "),
+                task.as_str()
+            ))),
+        }
+    }
+
     /// The other keys: settings of the software stack (attention kernel, buckets, overlap, …).
     pub fn setting_keys() -> &'static [&'static str] {
         &Self::KEYS[18..]
@@ -2392,14 +2415,30 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             };
             // Per GPU: query and output-projection input split over TP; keys and values over TP
             // where there are KV heads enough (else replicated); latent attention's after its
-            // up-projections, per head.
-            let attention = match model.mla {
+            // up-projections, per head. Materialized attention holds its scores and their softmax
+            // (b·h·s² each) as well. Experts split over their tensor-parallel ranks, a dense
+            // layer's FFN over TP; the residual over TP under sequence parallelism.
+            let attention_width = match model.mla {
                 Some(a) => model.heads * (2.0 * (a.qk_nope + a.qk_rope) + 2.0 * a.v_head) / tpf,
                 None => (model.q_dim() + model.o_in()) / tpf + 2.0 * model.kv_heads * model.head_dim / model.kv_split(tpf),
             };
-            let width = model.ffn * if model.experts > 1.0 { model.top_k + model.shared_experts } else { 1.0 };
-            let mlp = width * if model.swiglu { 3.0 } else { 2.0 } / tpf;
-            m.activations_gb = tokens_here * (2.0 * d + attention.max(mlp)) * bytes / 1e9;
+            let scores = match task {
+                Task::Prefill { batch, prompt } if plan.materialized_attention => {
+                    2.0 * f64::from(batch) * model.heads / tpf * f64::from(prompt) / f64::from(plan.cp.max(1)) * f64::from(prompt)
+                }
+                _ => 0.0,
+            };
+            let per_ffn = if model.swiglu { 3.0 } else { 2.0 };
+            let mlp_width = if model.experts > 1.0 {
+                let routed = model.ffn * model.top_k / f64::from(plan.expert_tp()) + model.ffn * model.shared_experts / tpf;
+                let dense = if dense > 0 { model.dense_ffn / tpf } else { 0.0 };
+                per_ffn * routed.max(dense)
+            } else {
+                per_ffn * model.ffn / tpf
+            };
+            let residual = if plan.sp { 2.0 * d / tpf } else { 2.0 * d };
+            m.activations_gb =
+                (tokens_here * residual + (tokens_here * attention_width + scores).max(tokens_here * mlp_width)) * bytes / 1e9;
         }
     }
     m
@@ -4185,6 +4224,12 @@ mod tests {
         // Decode: one token per sequence.
         let decode = acts("tp=1", Task::Decode { batch: 16, context: 4096 });
         assert!((decode * 1e9 / (16.0 * 82_432.0) - 1.0).abs() < 1e-12, "{decode}");
+        // Materialized attention also holds its scores and their softmax, 2 × 32 heads × 4096² of
+        // BF16 values for a 4096-token prompt: the attention side (2 147 483 648 bytes beside
+        // 4096 × 16 384 × 2) outgrows the MLP's, beside the residual's 4096 × 8192 × 2.
+        let scores = acts("tp=1,attention=materialized", Task::Prefill { batch: 1, prompt: 4096 });
+        let want = 4096.0 * 8192.0 * 2.0 + 2.0 * 32.0 * 4096.0 * 4096.0 * 2.0 + 4096.0 * 16_384.0 * 2.0;
+        assert!((scores * 1e9 / want - 1.0).abs() < 1e-12, "{scores}");
     }
 
     #[test]
