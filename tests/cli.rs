@@ -2014,3 +2014,22 @@ fn a_steps_kernel_counts_leave_out_the_next_steps_first_kernel() {
         }
     }
 }
+
+/// A projection onto a GPU without a path for the trace's 16-bit type (V100: FP16, no BF16) says
+/// it priced that work as the other type: only `hw cost`'s basis had said so.
+#[test]
+fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
+    let dir = scratch("no-bf16-path");
+    let job = dir.join("job");
+    let o =
+        run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "--ranks".as_ref(), "2".as_ref(), "--layers".as_ref(), "2".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let replay = |target: &str| {
+        let o = run(&["replay".as_ref(), job.as_os_str(), "--target".as_ref(), target.as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let v100 = replay("v100");
+    assert!(v100.contains("note: v100 has no bf16 path:") && v100.contains("of bf16 work priced as fp16, at its fp16 peak"), "{v100}");
+    assert!(!replay("a100-80gb").contains("has no bf16 path"));
+}
