@@ -2032,4 +2032,12 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
     let v100 = replay("v100");
     assert!(v100.contains("note: v100 has no bf16 path:") && v100.contains("of bf16 work priced as fp16, at its fp16 peak"), "{v100}");
     assert!(!replay("a100-80gb").contains("has no bf16 path"));
+    // The report page says what priced its projection, as replay does (it had given the speed-up alone).
+    let page = dir.join("r.html");
+    let o = run(&["report".as_ref(), job.as_os_str(), "--out".as_ref(), page.as_os_str(), "--target".as_ref(), "v100".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for want in ["Priced from h100-sxm", "onto v100 (", "The rules that priced the kernels on the target", "v100 has no bf16 path:"] {
+        assert!(html.contains(want), "{want}");
+    }
 }

@@ -530,6 +530,31 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
             stacked: true,
         };
         page.figure(&chart.title.clone(), &chart, None)?;
+        // What priced the projection, as `replay --target` prints it: the sides' fits, the rule
+        // of each share of the kernels, and the notes (the page had given the speed-up alone).
+        if let Some(pr) = &p.projection {
+            let words = format!(
+                "Priced from {} ({}) onto {} ({}).",
+                pr.source_gpu.as_deref().unwrap_or("an unknown GPU"),
+                pr.source_fits,
+                pr.target_gpu.as_deref().unwrap_or("an unknown GPU"),
+                pr.target_fits
+            );
+            let _ = write!(page.html, "<p>{}</p>", esc(&words));
+            let rows: Vec<Vec<String>> = pr
+                .rules
+                .iter()
+                .map(|r| vec![r.description.to_string(), r.kernels.to_string(), ms(r.measured_us), ms(r.projected_us)])
+                .collect();
+            page.table("The rules that priced the kernels on the target", &["rule", "kernels", "measured ms", "projected ms"], &rows);
+        }
+        if !p.notes.is_empty() {
+            page.html.push_str("<ul class=\"note\">");
+            for n in &p.notes {
+                let _ = write!(page.html, "<li>{}</li>", esc(n));
+            }
+            page.html.push_str("</ul>");
+        }
     }
     page.html.push_str("</section>\n");
     Ok(())
