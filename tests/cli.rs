@@ -2041,3 +2041,32 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
         assert!(html.contains(want), "{want}");
     }
 }
+
+/// A target without traces of its own (H200, priced by H100's fits) does not take the fitted GPU's
+/// GEMM correction, which measured that GPU's corpus stack: an H100 trace's GEMMs projected onto
+/// H200 (the same compute, held at the same rate, faster memory) had come out 14 % slower. They
+/// are the measured time × the ratio of the two GPUs' prices, never slower than measured.
+#[test]
+fn a_target_priced_by_another_gpus_fits_keeps_the_sources_gemm_stack() {
+    let dir = scratch("h100-to-h200");
+    let h100 = shared().join("tracelens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    let out = dir.join("r.json");
+    let o = run(&[
+        "replay".as_ref(),
+        h100.as_os_str(),
+        "--target".as_ref(),
+        "h200".as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let p = &doc["jobs"][0]["projection"];
+    assert!(p["target_fits"].as_str().unwrap().starts_with("no traces of h200"), "{p}");
+    let gemm = p["classes"].as_array().unwrap().iter().find(|c| c["class"] == "gemm").unwrap();
+    let ratio = gemm["projected_us"].as_f64().unwrap() / gemm["measured_us"].as_f64().unwrap();
+    assert!(ratio > 0.9 && ratio <= 1.0, "H200 ÷ H100 GEMM time {ratio}");
+    let rules: Vec<&str> = p["rules"].as_array().unwrap().iter().map(|r| r["rule"].as_str().unwrap()).collect();
+    assert!(!rules.contains(&"gemm_target_table"), "{rules:?}");
+}

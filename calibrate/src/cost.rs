@@ -321,8 +321,12 @@ impl CrossDevice<'_> {
         // their own ratio. Leave-one-out over the four public H100/MI300X pairs,
         // GEMM class: mean |error| 34 % with class-fitted rooflines, 13.8 % this way.
         // Without such traces, the source's measured time × the ratio of the
-        // two prices: what the source's stack achieved carries over.
-        let (us, band, rule) = match gemm_correction(self.target, shape.dtype) {
+        // two prices: what the source's stack achieved carries over. A target
+        // priced by another GPU's fits (H200 by H100's) has no traces of its own:
+        // that GPU's correction measured its corpus's stack, not this run's
+        // (H100 → H200 had made the same GEMMs 14 % slower on the faster GPU).
+        let own = gemm_correction(self.target, shape.dtype).filter(|_| self.target.fits_of_another.is_none());
+        let (us, band, rule) = match own {
             Some(c) => {
                 let pt = pricing.gemm_corrected(tg, &shape, Some(c))?;
                 let rule = if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel };

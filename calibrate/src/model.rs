@@ -33,6 +33,9 @@ pub struct DeviceModel {
     /// stack: a trace projected onto its own GPU keeps its measured kernels
     /// instead of taking a default fitted on other work.
     pub default_for_gpu: bool,
+    /// The GPU whose traces fitted the profile, where it is another GPU's (a GPU without traces
+    /// takes the most similar traced GPU's): its table corrections measured that GPU's stack.
+    pub fits_of_another: Option<String>,
 }
 
 /// How a link fit was found for a collective.
@@ -152,6 +155,7 @@ impl DeviceModel {
             profile: Some(p),
             source: "calibration profile".into(),
             default_for_gpu: false,
+            fits_of_another: None,
         }
     }
 
@@ -168,7 +172,14 @@ impl DeviceModel {
     /// (`report`) gives the replay this as its source device instead of samples.
     pub fn from_own_calibration(profile: Option<Profile>, catalog: &Catalog) -> DeviceModel {
         let Some(mut p) = profile else {
-            return DeviceModel { gpu: None, profile: None, source: "none".into(), kernel_floor_us: None, default_for_gpu: false };
+            return DeviceModel {
+                gpu: None,
+                profile: None,
+                source: "none".into(),
+                kernel_floor_us: None,
+                default_for_gpu: false,
+                fits_of_another: None,
+            };
         };
         let shipped = p.device.catalog_id.as_deref().and_then(crate::shipped::profile);
         let filled = shipped.map_or(0, |sh| p.fill_from(&sh));
@@ -196,6 +207,7 @@ impl DeviceModel {
             source: "catalog specs only".into(),
             kernel_floor_us: None,
             default_for_gpu: false,
+            fits_of_another: None,
         }
     }
 

@@ -78,6 +78,7 @@ pub fn similar(gpu: &crate::catalog::Gpu, catalog: &Catalog) -> Option<DeviceMod
         "no traces of {}: the efficiencies of {id}, the most similar GPU with traces (spec distance {distance:.2}), on its own specs",
         gpu.id
     );
+    m.fits_of_another = Some(id.to_string());
     Some(m)
 }
 
