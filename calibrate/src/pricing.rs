@@ -874,7 +874,7 @@ impl Pricing {
         if let Some((f, n)) = geometric_mean(ratios) {
             price.time_us *= f;
             price.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {n} shape(s) of {} (too few for a table of their own)",
+                "; × {f:.3}, the measured ÷ table time (before any hold) of the user's {n} shape(s) of {} (too few for a table of their own)",
                 rows.gpu
             ));
         }

@@ -32,6 +32,15 @@ impl RunsFile {
 
     /// A runs file's text, read from `path` (which its errors name).
     pub fn parse(text: &[u8], path: &Path) -> Result<RunsFile, crate::Error> {
+        // A bare list of runs would be read as the object's fields in order (its first run as
+        // `about`: "invalid type: map, expected a string").
+        let start = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        if start.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(crate::Error::Run(format!(
+                "{}: the top level is a list; a runs file is an object whose `runs` holds the list: {{\"runs\": [...]}}",
+                path.display()
+            )));
+        }
         let file: RunsFile = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
             path: path.to_path_buf(),
             key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
@@ -1538,6 +1547,14 @@ mod tests {
 
     fn runs(json: &str) -> RunsFile {
         serde_json::from_str(json).unwrap()
+    }
+
+    /// A bare list of runs is told what a runs file is, not "expected a string at line 1".
+    #[test]
+    fn a_bare_list_of_runs_is_told_the_file_format() {
+        let e = RunsFile::parse(b"  [{\"id\": \"x\"}]", std::path::Path::new("runs.json")).unwrap_err().to_string();
+        assert!(e.starts_with("runs.json: the top level is a list; a runs file is an object"), "{e}");
+        assert!(RunsFile::parse(b"{\"runs\": []}", std::path::Path::new("runs.json")).is_ok());
     }
 
     const MODEL: &str =
