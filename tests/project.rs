@@ -1195,9 +1195,29 @@ fn search_says_what_its_with_settings_were_priced_as() {
 /// 12 GPUs of 8 a node had been given tp=8 and refused as if the user's plan were wrong.
 #[test]
 fn inference_picks_a_default_plan_that_divides() {
-    for (gpus, plan) in [("12", "plan tp=4,pp=1,dp=3,"), ("7", "plan tp=1,pp=1,dp=7,"), ("16", "plan tp=8,pp=1,dp=2,")] {
-        let o =
-            bin().args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", gpus, "--task", "decode"]).output().unwrap();
+    // Nodes of 12: TP stays inside one (tp=8 would straddle two).
+    for (gpus, per_node, plan) in [
+        ("12", "8", "plan tp=4,pp=1,dp=3,"),
+        ("7", "8", "plan tp=1,pp=1,dp=7,"),
+        ("16", "8", "plan tp=8,pp=1,dp=2,"),
+        ("24", "12", "plan tp=4,pp=1,dp=6,"),
+    ] {
+        let o = bin()
+            .args([
+                "project",
+                "--model",
+                "llama2-7b",
+                "--system",
+                "h100-sxm",
+                "--gpus",
+                gpus,
+                "--gpus-per-node",
+                per_node,
+                "--task",
+                "decode",
+            ])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{gpus}: {}", stderr(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains(plan), "{gpus}: {}", String::from_utf8_lossy(&o.stdout));
     }

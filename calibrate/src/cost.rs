@@ -323,9 +323,12 @@ impl CrossDevice<'_> {
         // Without such traces, the source's measured time × the ratio of the
         // two prices: what the source's stack achieved carries over. A target
         // priced by another GPU's fits (H200 by H100's) has no traces of its own:
-        // that GPU's correction measured its corpus's stack, not this run's
-        // (H100 → H200 had made the same GEMMs 14 % slower on the faster GPU).
-        let own = gemm_correction(self.target, shape.dtype).filter(|_| self.target.fits_of_another.is_none());
+        // of the source's vendor, the source's libraries run it and this run's
+        // stack carries (H100 → H200 had made the same GEMMs 14 % slower on the
+        // faster GPU); of another vendor, the lender's correction is the evidence
+        // of the target's libraries there is (H100 → MI325X, MI300X's).
+        let same_stack = self.target.fits_of_another.is_some() && sg.vendor() == tg.vendor();
+        let own = gemm_correction(self.target, shape.dtype).filter(|_| !same_stack);
         let (us, band, rule) = match own {
             Some(c) => {
                 let pt = pricing.gemm_corrected(tg, &shape, Some(c))?;

@@ -997,9 +997,10 @@ impl Pricing {
         if shape.dtype != Dtype::Fp8 || shape.m >= below * (1.0 - 1e-9) {
             return;
         }
+        // Below the 16-bit grid's fewest rows, blended toward FP8 streaming; elsewhere (at or above
+        // them, or a 16-bit table of scattered shapes: MI355X's) no dearer than the 16-bit price.
         let m0 = self.gemm_table(gpu, Dtype::Bf16).and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
-        // Without a table of fewer rows than measured to lean on, only where some FP8 table's rows stop.
-        let Some(m0) = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).or((below.is_finite()).then_some(f64::NAN)) else { return };
+        let m0 = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).unwrap_or(f64::NAN);
         let Some(sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude) else { return };
         let streamed = |m: f64, dtype: Dtype| GemmShape { m, dtype, ..*shape }.bytes();
         let (time_us, how) = if m0.is_nan() {
@@ -3335,9 +3336,18 @@ mod tests {
     fn an_fp8_gemm_of_few_rows_costs_no_more_than_its_16_bit_shape() {
         let p = Pricing::builtin();
         // H100 and H200 have an FP8 table of a few large shapes; GH200 none (the spec model prices it).
+        // MI355X has neither an FP8 table nor a 16-bit grid: its FP8 had cost 2× its 16-bit at 64 rows.
+        let mi355x = p.catalog.gpu("mi355x").unwrap();
+        let at = |m: f64, dtype: Dtype| p.gemm(mi355x, &GemmShape { batch: 1.0, m, n: 4096.0, k: 4096.0, dtype }).unwrap().time_us;
+        for m in [1.0, 32.0, 64.0, 128.0, 1024.0] {
+            assert!(at(m, Dtype::Fp8) <= at(m, Dtype::Bf16) * (1.0 + 1e-9), "mi355x at {m} rows");
+        }
         for id in ["h100-sxm", "h200", "gh200"] {
             let gpu = p.catalog.gpu(id).unwrap();
             let at = |m: f64, dtype: Dtype| p.gemm(gpu, &GemmShape { batch: 1.0, m, n: 1024.0, k: 8192.0, dtype }).unwrap();
+            for m in [32.0, 64.0, 128.0, 256.0, 512.0] {
+                assert!(at(m, Dtype::Fp8).time_us <= at(m, Dtype::Bf16).time_us * (1.0 + 1e-9), "{id} at {m} rows");
+            }
             let one = at(1.0, Dtype::Fp8).time_us / at(1.0, Dtype::Bf16).time_us;
             assert!((one - 0.5).abs() < 0.02, "{id}: {one}");
             let sixteen = at(16.0, Dtype::Fp8);

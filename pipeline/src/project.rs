@@ -549,7 +549,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 let (heads, kv) = (model.heads as u32, model.kv_heads as u32);
                 let tp = (1..=cluster.gpus_per_node.min(cluster.gpus).max(1))
                     .rev()
-                    .find(|&t| cluster.gpus.is_multiple_of(t) && heads.is_multiple_of(t) && (kv < t || kv.is_multiple_of(t)))
+                    .find(|&t| {
+                        cluster.gpus.is_multiple_of(t)
+                            && cluster.gpus_per_node.is_multiple_of(t)
+                            && heads.is_multiple_of(t)
+                            && (kv < t || kv.is_multiple_of(t))
+                    })
                     .unwrap_or(1);
                 format!("tp={tp},dp={}", cluster.gpus / tp)
             };

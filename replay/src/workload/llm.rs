@@ -2417,7 +2417,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             // where there are KV heads enough (else replicated); latent attention's after its
             // up-projections, per head. Materialized attention holds its scores and their softmax
             // (b·h·s² each) as well. Experts split over their tensor-parallel ranks, a dense
-            // layer's FFN over TP; the residual over TP under sequence parallelism.
+            // layer's FFN over TP.
             let attention_width = match model.mla {
                 Some(a) => model.heads * (2.0 * (a.qk_nope + a.qk_rope) + 2.0 * a.v_head) / tpf,
                 None => (model.q_dim() + model.o_in()) / tpf + 2.0 * model.kv_heads * model.head_dim / model.kv_split(tpf),
@@ -2425,6 +2425,10 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             let scores = match task {
                 Task::Prefill { batch, prompt } if plan.materialized_attention => {
                     2.0 * f64::from(batch) * model.heads / tpf * f64::from(prompt) / f64::from(plan.cp.max(1)) * f64::from(prompt)
+                }
+                // One query per sequence over its context.
+                Task::Decode { batch, context } if plan.materialized_attention => {
+                    2.0 * f64::from(batch) * model.heads / tpf * f64::from(context)
                 }
                 _ => 0.0,
             };
@@ -2436,7 +2440,9 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             } else {
                 per_ffn * model.ffn / tpf
             };
-            let residual = if plan.sp { 2.0 * d / tpf } else { 2.0 * d };
+            // Under sequence parallelism the residual is split, the normed input gathered whole
+            // for the projections.
+            let residual = if plan.sp { d / tpf + d } else { 2.0 * d };
             m.activations_gb =
                 (tokens_here * residual + (tokens_here * attention_width + scores).max(tokens_here * mlp_width)) * bytes / 1e9;
         }
@@ -4221,6 +4227,10 @@ mod tests {
         // TP=2 splits the projections, not the residual: 2 × 4096 + 33 024 / 2 = 24 704 values.
         let tp2 = acts("tp=2", Task::Prefill { batch: 1, prompt: 100_000 });
         assert!((tp2 * 1e9 / (100_000.0 * 2.0 * 24_704.0) - 1.0).abs() < 1e-12, "{tp2}");
+        // Sequence parallelism splits the residual (4096 / 2) but gathers the normed input whole
+        // (4096) for the projections: 6144 + 16 512 values.
+        let sp = acts("tp=2,sp", Task::Prefill { batch: 1, prompt: 100_000 });
+        assert!((sp * 1e9 / (100_000.0 * 2.0 * 22_656.0) - 1.0).abs() < 1e-12, "{sp}");
         // Decode: one token per sequence.
         let decode = acts("tp=1", Task::Decode { batch: 16, context: 4096 });
         assert!((decode * 1e9 / (16.0 * 82_432.0) - 1.0).abs() < 1e-12, "{decode}");
@@ -4230,6 +4240,10 @@ mod tests {
         let scores = acts("tp=1,attention=materialized", Task::Prefill { batch: 1, prompt: 4096 });
         let want = 4096.0 * 8192.0 * 2.0 + 2.0 * 32.0 * 4096.0 * 4096.0 * 2.0 + 4096.0 * 16_384.0 * 2.0;
         assert!((scores * 1e9 / want - 1.0).abs() < 1e-12, "{scores}");
+        // Decoding with it, one query per sequence: 2 × 32 heads × 4096 scores for each of 16.
+        let decode = acts("tp=1,attention=materialized", Task::Decode { batch: 16, context: 4096 });
+        let want = 16.0 * 8192.0 * 2.0 + (2.0 * 16.0 * 32.0 * 4096.0 * 2.0 + 16.0 * 16_384.0 * 2.0_f64).max(16.0 * 33_024.0 * 2.0);
+        assert!((decode * 1e9 / want - 1.0).abs() < 1e-12, "{decode}");
     }
 
     #[test]

@@ -34,8 +34,8 @@ impl RunsFile {
     pub fn parse(text: &[u8], path: &Path) -> Result<RunsFile, crate::Error> {
         // A bare list of runs would be read as the object's fields in order (its first run as
         // `about`: "invalid type: map, expected a string").
-        let start = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-        if start.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
             return Err(crate::Error::Run(format!(
                 "{}: the top level is a list; a runs file is an object whose `runs` holds the list: {{\"runs\": [...]}}",
                 path.display()
