@@ -1222,3 +1222,28 @@ fn inference_picks_a_default_plan_that_divides() {
         assert!(String::from_utf8_lossy(&o.stdout).contains(plan), "{gpus}: {}", String::from_utf8_lossy(&o.stdout));
     }
 }
+
+/// With `--madmax` the three files name the model, system and task: `--model`, `--system` and
+/// `--task` are refused, and so are `--gpus` and `--parallel` under MAD-Max's assumptions; under
+/// tracecast's they replace the files' and the notes say so (each had been ignored or applied
+/// without a word).
+#[test]
+fn madmax_files_and_the_flags_that_would_say_the_same() {
+    let files =
+        [madmax("model_cfgs/llm/llama2_70b.json"), madmax("system_cfgs/dc_A/dc_A_2048.json"), madmax("task_cfgs/llm/llm_train.json")];
+    let project = |extra: &[&str]| bin().arg("project").arg("--madmax").args(&files).args(extra).output().unwrap();
+    for (extra, why) in [
+        (&["--model", "llama2-7b"][..], "leave out --model and --system"),
+        (&["--system", "h100-sxm", "--gpus", "2048"][..], "leave out --model and --system"),
+        (&["--task", "decode"][..], "the MAD-Max task file sets the task"),
+        (&["--assumptions", "madmax", "--gpus", "64"][..], "do not apply under --assumptions madmax"),
+        (&["--assumptions", "madmax", "--parallel", "tp=8,fsdp=256"][..], "do not apply under --assumptions madmax"),
+    ] {
+        let o = project(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(why), "{extra:?}: {}", stderr(&o));
+    }
+    let o = project(&["--parallel", "tp=8,pp=4,fsdp=64,gbs=2048"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: --parallel tp=8,pp=4,fsdp=64,gbs=2048 in place of the plan of"));
+}

@@ -460,6 +460,19 @@ fn carried(
     Ok((c.projection, c.timeline, gpu, run.id.clone()))
 }
 
+/// What `--gpus` and `--parallel` replaced of the MAD-Max files, in words (a projection of
+/// another job than the files' had said nothing of it).
+fn replaced_by_flags(args: &Options, system: &madmax::SystemConfig, files: &MadmaxFiles) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(n) = args.gpus {
+        notes.push(format!("--gpus {n} in place of the {} GPUs of {}", system.num_devices, files.system.display()));
+    }
+    if let Some(spec) = &args.parallel {
+        notes.push(format!("--parallel {spec} in place of the plan of {}", files.task.display()));
+    }
+    notes
+}
+
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())])?;
@@ -482,6 +495,21 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         anyhow::ensure!(
             overrides == SystemOverrides::default(),
             "--gpus-per-node, --nic-gbps-per-gpu, --hbm-gb and --hbm-gbps change a catalog system (--system GPU); edit the MAD-Max system file instead"
+        );
+        // The three files say the model, the system and the task: a flag that would say them too
+        // had been ignored without a word (`--model llama2-7b` still projected the file's model).
+        anyhow::ensure!(
+            args.model.is_none() && args.system.is_none(),
+            "--madmax MODEL SYSTEM TASK names the model and the system; leave out --model and --system"
+        );
+        anyhow::ensure!(
+            matches!(args.task.as_str(), "train" | "pretrain"),
+            "--task {}: the MAD-Max task file sets the task; leave out --task",
+            args.task
+        );
+        anyhow::ensure!(
+            args.assumptions == Assumptions::Tracecast || (args.gpus.is_none() && args.parallel.is_none()),
+            "--gpus and --parallel do not apply under --assumptions madmax: the MAD-Max system and task files set them (edit those, or project with the tracecast assumptions, where they replace the files')"
         );
         let (m, s, t) = madmax::read_configs(&files.model, &files.system, &files.task)?;
         anyhow::ensure!(
@@ -507,7 +535,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 if let Some(sh) = &args.sharding {
                     plan.sharding = dlrm::Sharding::parse(sh).map_err(anyhow::Error::msg)?;
                 }
-                dlrm::project(&model, &cluster, &plan, t.kind != "inference")?
+                let (mut p, timeline) = dlrm::project(&model, &cluster, &plan, t.kind != "inference")?;
+                p.notes.extend(replaced_by_flags(args, &s, files));
+                (p, timeline)
             }
             Assumptions::Tracecast => {
                 let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files.model.display()))?;
@@ -520,7 +550,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 if let Some(spec) = &args.parallel {
                     plan = parse_plan(spec)?;
                 }
-                llm::project_timeline(&model, &cluster, &plan, task)?
+                let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
+                p.notes.extend(replaced_by_flags(args, &s, files));
+                (p, timeline)
             }
         }
     } else {
