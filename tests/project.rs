@@ -1247,3 +1247,36 @@ fn madmax_files_and_the_flags_that_would_say_the_same() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --parallel tp=8,pp=4,fsdp=64,gbs=2048 in place of the plan of"));
 }
+
+/// tracecast's DLRM runs every GPU of the system with one batch: a MAD-Max task of another GPU
+/// count (512 on ZionEX-128) or whose embeddings take another global batch than its MLPs is
+/// refused, as under MAD-Max's assumptions (it had been projected as another job, silently).
+#[test]
+fn a_dlrm_task_of_another_job_is_refused_not_resized() {
+    let (model, system) = (madmax("model_cfgs/dlrm/dlrm_a.json"), madmax("system_cfgs/zionex/zionex_128.json"));
+    let o =
+        bin().arg("project").arg("--madmax").arg(&model).arg(&system).arg(madmax("task_cfgs/dlrm/dlrm_inference.json")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("mlp_parallel_degree [512] multiplies to 512, the system has 128 GPUs"), "{}", stderr(&o));
+    // --gpus runs it on that many, and says so.
+    let o = bin()
+        .arg("project")
+        .arg("--madmax")
+        .arg(&model)
+        .arg(&system)
+        .arg(madmax("task_cfgs/dlrm/dlrm_inference.json"))
+        .args(["--gpus", "64"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: --gpus 64 in place of the 128 GPUs of"));
+    // The embeddings' global batch (1024 × 1, model parallel) against the MLPs' (512 × 128).
+    let dir = scratch("dlrm-batches");
+    let mut task = json(&madmax("task_cfgs/dlrm/dlrm_train.json"));
+    task["local_emb_bs"] = serde_json::json!(1024);
+    let file = dir.join("task.json");
+    std::fs::write(&file, serde_json::to_vec(&task).unwrap()).unwrap();
+    let o = bin().arg("project").arg("--madmax").arg(&model).arg(&system).arg(&file).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a global batch of 1024 for the embeddings and of 65536 for the MLPs"), "{}", stderr(&o));
+}
