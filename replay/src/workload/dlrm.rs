@@ -241,10 +241,13 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let memory_gb = memory.total_gb();
     let hbm_gb = cluster.hbm_bytes / 1e9;
     let mut notes = cluster.all_notes();
-    notes.push(
+    // Inference keeps weights alone: its note says so, not training's optimizer states.
+    notes.push(if train {
         "embedding tables: row-wise Adagrad state (4 bytes per row); MLPs: Adam (8 bytes per parameter) beside the weights and gradients"
-            .into(),
-    );
+            .into()
+    } else {
+        "inference: the tables' and MLPs' weights alone (no gradients, no optimizer states)".into()
+    });
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
@@ -326,5 +329,7 @@ mod tests {
         // Inference is cheaper than training.
         let inf = project(&model(), &c, &DlrmPlan { batch_per_gpu: 512, fsdp: false, sharding: Sharding::TableWise }, false).unwrap().0;
         assert!(inf.times.iteration_ms < tw.times.iteration_ms);
+        // Its note is of inference's memory, not training's optimizer states.
+        assert!(tw.notes.iter().any(|n| n.contains("Adagrad")) && !inf.notes.iter().any(|n| n.contains("Adagrad")), "{:?}", inf.notes);
     }
 }
