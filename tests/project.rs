@@ -1270,6 +1270,24 @@ fn a_dlrm_task_of_another_job_is_refused_not_resized() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --gpus 64 in place of the 128 GPUs of"));
+    // The system's own count given: still said that the task's degrees were not run.
+    let dlrm = |extra: &[&str]| {
+        bin()
+            .arg("project")
+            .arg("--madmax")
+            .arg(&model)
+            .arg(&system)
+            .arg(madmax("task_cfgs/dlrm/dlrm_inference.json"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = dlrm(&["--gpus", "128"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--gpus 128: the task's mlp_parallel_degree [512] (512 GPUs) run on 128 GPUs"));
+    // --parallel lays out a transformer: refused for a DLRM (it had been noted as applied and ignored).
+    let o = dlrm(&["--gpus", "128", "--parallel", "tp=8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--parallel lays out a transformer"), "{}", stderr(&o));
     // The embeddings' global batch (1024 × 1, model parallel) against the MLPs' (512 × 128).
     let dir = scratch("dlrm-batches");
     let mut task = json(&madmax("task_cfgs/dlrm/dlrm_train.json"));
