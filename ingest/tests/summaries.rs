@@ -76,7 +76,7 @@ fn kernels_and_spread_over_ranks() {
         let mut busy: Vec<f64> = a.ranks.iter().map(|r| r.breakdown.busy_us).collect();
         busy.sort_by(f64::total_cmp);
         let n = busy.len();
-        let median = if n % 2 == 0 { (busy[n / 2 - 1] + busy[n / 2]) / 2.0 } else { busy[n / 2] };
+        let median = if n.is_multiple_of(2) { (busy[n / 2 - 1] + busy[n / 2]) / 2.0 } else { busy[n / 2] };
         assert!((s.median - median).abs() < 1e-9, "{}: {} vs {median}", dir.display(), s.median);
         assert_eq!((s.min, s.max), (busy[0], busy[n - 1]));
         let busy_of = |rank: u32| a.ranks.iter().find(|r| r.rank == rank).unwrap().breakdown.busy_us;
