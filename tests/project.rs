@@ -1243,6 +1243,15 @@ fn madmax_files_and_the_flags_that_would_say_the_same() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}");
         assert!(stderr(&o).contains(why), "{extra:?}: {}", stderr(&o));
     }
+    // A key MAD-Max's files do not have (a misspelt `pooling_size`) is refused, not ignored.
+    let dir = scratch("madmax-unknown-key");
+    let mut model = json(&files[0]);
+    model["poolng_size"] = serde_json::json!(150);
+    let misspelt = dir.join("model.json");
+    std::fs::write(&misspelt, serde_json::to_vec(&model).unwrap()).unwrap();
+    let o = bin().arg("project").arg("--madmax").arg(&misspelt).args(&files[1..]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown field `poolng_size`"), "{}", stderr(&o));
     let o = project(&["--parallel", "tp=8,pp=4,fsdp=64,gbs=2048"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --parallel tp=8,pp=4,fsdp=64,gbs=2048 in place of the plan of"));

@@ -51,6 +51,7 @@ fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
 
 /// A MAD-Max model description (the fields of every model type).
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// Name.
     pub name: String,
@@ -115,6 +116,7 @@ pub use tracecast_calibrate::madmax::SystemConfig;
 
 /// A MAD-Max task: what runs and how it is parallelized.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskConfig {
     /// Name.
     pub name: String,
