@@ -531,45 +531,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 if let Some(n) = args.gpus {
                     cluster.gpus = n;
                 }
-                let mut plan = dlrm::DlrmPlan::from_madmax(&t).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
-                // tracecast's DLRM runs every GPU of the system with one batch per GPU: a task whose
-                // degrees are of another GPU count, or whose embeddings take another batch than
-                // the MLPs, is another job (its 512 × 128 had been projected as 128 × 128, silently).
                 anyhow::ensure!(
                     args.parallel.is_none(),
                     "--parallel lays out a transformer; a DLRM's plan is its task file's (its tables' layout: --sharding; its GPUs: --gpus)"
                 );
-                let mut resized = Vec::new();
-                for (what, degrees) in [("mlp_parallel_degree", &t.mlp_parallel_degree), ("emb_parallel_degree", &t.emb_parallel_degree)] {
-                    let product: u64 = degrees.iter().map(|&d| u64::from(d)).product();
-                    if !degrees.is_empty() && product != u64::from(cluster.gpus) && args.gpus.is_some() {
-                        resized.push(format!(
-                            "--gpus {}: the task's {what} {degrees:?} ({product} GPUs) run on {} GPUs, the batch per GPU kept",
-                            cluster.gpus, cluster.gpus
-                        ));
-                    }
-                    anyhow::ensure!(
-                        degrees.is_empty() || product == u64::from(cluster.gpus) || args.gpus.is_some(),
-                        "{}: {what} {degrees:?} multiplies to {product}, the system has {} GPUs (tracecast's DLRM runs every GPU: give --gpus N to run the task's batch per GPU on N)",
-                        files.task.display(),
-                        cluster.gpus
-                    );
-                }
-                // A global batch each: the local one × the data-parallel degrees (a model-parallel
-                // embedding's local batch is already the whole batch).
-                let global = |local: f64, kinds: &[String], degrees: &[u32]| {
-                    let data_parallel = |k: &str| matches!(k, "ddp" | "fsdp" | "dp");
-                    local * kinds.iter().zip(degrees).filter(|(k, _)| data_parallel(k)).map(|(_, &d)| f64::from(d)).product::<f64>()
-                };
-                let (emb, mlp) = (
-                    global(t.local_emb_bs, &t.emb_parallel, &t.emb_parallel_degree),
-                    global(t.local_mlp_bs, &t.mlp_parallel, &t.mlp_parallel_degree),
-                );
-                anyhow::ensure!(
-                    t.local_emb_bs <= 0.0 || emb == mlp,
-                    "{}: a global batch of {emb} for the embeddings and of {mlp} for the MLPs: tracecast's DLRM runs one batch through both",
-                    files.task.display()
-                );
+                let (mut plan, resized) = dlrm::DlrmPlan::from_madmax_on(&t, cluster.gpus, args.gpus.is_some())
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
                 if let Some(sh) = &args.sharding {
                     plan.sharding = dlrm::Sharding::parse(sh).map_err(anyhow::Error::msg)?;
                 }

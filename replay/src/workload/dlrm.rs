@@ -119,6 +119,35 @@ impl DlrmPlan {
         };
         Ok(DlrmPlan { batch_per_gpu: t.local_mlp_bs.max(1.0) as u32, fsdp, sharding })
     }
+
+    /// [`DlrmPlan::from_madmax`] run on `gpus` GPUs, `resized` where the user chose that count:
+    /// tracecast's DLRM runs every GPU with one global batch, so a task whose degrees are of
+    /// another count (unless resized; then said in the notes returned) or whose embeddings take
+    /// another global batch than its MLPs is another job, refused as MAD-Max's code refuses it
+    /// (its 512 × 128 had been projected as 128 × 128, silently).
+    pub fn from_madmax_on(t: &TaskConfig, gpus: u32, resized: bool) -> Result<(DlrmPlan, Vec<String>), crate::Error> {
+        let plan = DlrmPlan::from_madmax(t)?;
+        let mut notes = Vec::new();
+        for (what, degrees) in [("mlp_parallel_degree", &t.mlp_parallel_degree), ("emb_parallel_degree", &t.emb_parallel_degree)] {
+            let product: u64 = degrees.iter().map(|&d| u64::from(d)).product();
+            if degrees.is_empty() || product == u64::from(gpus) {
+                continue;
+            }
+            if !resized {
+                return Err(crate::Error::Plan(format!(
+                    "{what} {degrees:?} multiplies to {product}, the system has {gpus} GPUs (tracecast's DLRM runs every GPU: give --gpus N to run the task's batch per GPU on N)"
+                )));
+            }
+            notes.push(format!("--gpus {gpus}: the task's {what} {degrees:?} ({product} GPUs) run on {gpus} GPUs, the batch per GPU kept"));
+        }
+        let (mlp, emb) = t.global_batches();
+        if t.local_emb_bs > 0.0 && emb != mlp {
+            return Err(crate::Error::Plan(format!(
+                "a global batch of {emb} for the embeddings and of {mlp} for the MLPs: tracecast's DLRM runs one batch through both"
+            )));
+        }
+        Ok((plan, notes))
+    }
 }
 
 /// Projects one iteration (training, or a forward pass for inference).

@@ -317,6 +317,21 @@ fn plan(what: &str, strategies: &[String], degrees: &[u32], devices: u32, per_no
     Ok(strategies.iter().zip(degrees).map(|(s, d)| Level { strategy: s.clone(), degree: *d }).collect())
 }
 
+impl TaskConfig {
+    /// The global batches of the MLPs and of the embeddings: each local batch × its
+    /// data-parallel degrees (a model-parallel embedding's local batch is the whole batch).
+    pub fn global_batches(&self) -> (f64, f64) {
+        let replicas = |strategies: &[String], degrees: &[u32]| {
+            let levels: Vec<Level> = strategies.iter().zip(degrees).map(|(s, &degree)| Level { strategy: s.clone(), degree }).collect();
+            factors(&levels).0
+        };
+        (
+            self.local_mlp_bs * replicas(&self.mlp_parallel, &self.mlp_parallel_degree),
+            self.local_emb_bs * replicas(&self.emb_parallel, &self.emb_parallel_degree),
+        )
+    }
+}
+
 /// Products of the degrees by role: replicas (data parallel) and shards.
 fn factors(levels: &[Level]) -> (f64, f64) {
     let (mut duplicate, mut shard) = (1.0, 1.0);
@@ -711,14 +726,11 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
     if mlp.iter().any(|l| l.strategy == "tp") && (!m.num_bot_mlp_layers.is_multiple_of(2) || !m.num_top_mlp_layers.is_multiple_of(2)) {
         return Err(Error::Invalid("tensor-parallel MLPs need an even number of layers".into()));
     }
-    let (mlp_dup, mlp_shard) = factors(&mlp);
-    let (emb_dup, emb_shard) = factors(&emb);
-    let global_batch = task.local_mlp_bs * mlp_dup;
-    if (global_batch - task.local_emb_bs * emb_dup).abs() > 1e-9 {
-        return Err(Error::Invalid(format!(
-            "global batch of the MLPs ({global_batch}) and of the embeddings ({}) differ",
-            task.local_emb_bs * emb_dup
-        )));
+    let (_, mlp_shard) = factors(&mlp);
+    let (_, emb_shard) = factors(&emb);
+    let (global_batch, emb_batch) = task.global_batches();
+    if (global_batch - emb_batch).abs() > 1e-9 {
+        return Err(Error::Invalid(format!("global batch of the MLPs ({global_batch}) and of the embeddings ({emb_batch}) differ")));
     }
     let layer_params = m.mlp_dim * m.mlp_dim;
     let tp = mlp.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
