@@ -234,6 +234,17 @@ impl Gpu {
         Some(format!("gpu {:?}: {message}", self.id))
     }
 
+    /// The 16-bit type `dtype`'s work runs as where this GPU has no path for it but has one for
+    /// the other (V100: FP16, no BF16); `None` otherwise.
+    pub fn sixteen_bit_stand_in(&self, dtype: Dtype) -> Option<Dtype> {
+        let other = match dtype {
+            Dtype::Bf16 => Dtype::Fp16,
+            Dtype::Fp16 => Dtype::Bf16,
+            _ => return None,
+        };
+        (self.peak_flops(dtype).is_none() && self.peak_flops(other).is_some()).then_some(other)
+    }
+
     /// Peak dense throughput for `dtype`, FLOP/s.
     pub fn peak_flops(&self, dtype: Dtype) -> Option<f64> {
         let tflops = match dtype {

@@ -252,7 +252,7 @@ impl Measurements {
     /// Whether the user's files hold GEMM rows of `gpu` (its id or a `measured_as` one) in
     /// `dtype`'s class (FP16 with BF16).
     pub fn has_user_gemms(&self, gpu: &crate::catalog::Gpu, dtype: Dtype) -> bool {
-        let class = |d: Dtype| if d == Dtype::Fp16 { Dtype::Bf16 } else { d };
+        let class = crate::pricing::table_dtype;
         self.gemm.iter().any(|r| class(r.dtype) == class(dtype) && self.is_user(&r.from) && gpu.measurement_ids().any(|id| id == &*r.gpu))
     }
 

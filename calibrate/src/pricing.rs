@@ -325,7 +325,7 @@ fn dtype_bytes(d: Dtype) -> f64 {
 }
 
 /// The dtype class the tables are kept by: 16-bit types share one.
-fn table_dtype(d: Dtype) -> Dtype {
+pub(crate) fn table_dtype(d: Dtype) -> Dtype {
     if d == Dtype::Fp16 { Dtype::Bf16 } else { d }
 }
 
@@ -500,10 +500,12 @@ impl GemmTable {
             return false;
         }
         let x = [shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
-        (0..3).any(|d| {
-            let least = self.points.iter().map(|p| p.0[d + 1]).fold(f64::INFINITY, f64::min);
-            x[d] < least - 1e-9
-        })
+        (0..3).any(|d| x[d] < self.least(d + 1) - 1e-9)
+    }
+
+    /// The least measured value of `axis` (0 batch, 1 m, 2 n, 3 k), log2.
+    fn least(&self, axis: usize) -> f64 {
+        self.points.iter().map(|p| p.0[axis]).fold(f64::INFINITY, f64::min)
     }
 
     /// ln time at `shape`, whether extrapolated.
@@ -900,8 +902,8 @@ impl Pricing {
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
-            let least_rows = t.points.iter().map(|p| p.0[1]).fold(f64::INFINITY, f64::min).exp2();
-            self.hold_fp8_few_rows(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
+            let least_rows = t.least(1).exp2();
+            self.hold_fp8_to_16_bit(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
             return Some(p);
         }
         if let Some(t) = table
@@ -982,31 +984,33 @@ impl Pricing {
         }
         let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
         // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
-        self.hold_fp8_few_rows(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
+        self.hold_fp8_to_16_bit(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
         Some(p)
     }
 
-    /// An FP8 GEMM of fewer rows than any FP8 measurement prices (`below`; decode's projections),
-    /// priced by the spec model: the 16-bit table's rule for fewer rows than it measured (from its
+    /// An FP8 GEMM the spec model priced, of fewer rows than any FP8 measurement (`below`: its
+    /// FP8 table's fewest rows, or every GEMM of a GPU with no FP8 table), held to the 16-bit
+    /// price of its shape: the 16-bit table's rule for fewer rows than it measured (from its
     /// time at its fewest rows toward the operands' streaming time), streaming FP8 operands, where
     /// that is faster. At the 16-bit table's fewest rows FP8 costs the 16-bit time: XLA's B200 and
     /// Hopper tables at their fewest rows (256, 512) with weights of 2048² and more measured FP8 at
     /// most 1.03× the 16-bit time on 71 of 72 shapes (median 0.69–0.89×); at one row, a
     /// matrix-vector product streams FP8 weights in half the bytes.
-    fn hold_fp8_few_rows(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], below: f64, why: &str, p: &mut Price) {
+    fn hold_fp8_to_16_bit(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], below: f64, why: &str, p: &mut Price) {
         if shape.dtype != Dtype::Fp8 || shape.m >= below * (1.0 - 1e-9) {
             return;
         }
-        // Below the 16-bit grid's fewest rows, blended toward FP8 streaming; elsewhere (at or above
-        // them, or a 16-bit table of scattered shapes: MI355X's) no dearer than the 16-bit price.
-        let m0 = self.gemm_table(gpu, Dtype::Bf16).and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
-        let m0 = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).unwrap_or(f64::NAN);
         let Some(mut sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude) else { return };
-        // A 16-bit table of scattered shapes (MI355X's) prices fewer rows than it measured by the
-        // spec model, which can cost more than the table's fewest rows: no FP8 GEMM of fewer rows
-        // costs more than the 16-bit one of those (it had cost 9.5 µs at 16 rows, 4.8 at 32).
-        if let Some(t) = self.gemm_table(gpu, Dtype::Bf16).filter(|t| t.grid.is_none())
-            && let least = t.points.iter().map(|p| p.0[1]).fold(f64::INFINITY, f64::min).exp2()
+        // Below the 16-bit grid's fewest rows (m0), blended toward FP8 streaming; elsewhere (at or
+        // above them, or a 16-bit table of scattered shapes: MI355X's) no dearer than the 16-bit price.
+        let table = self.gemm_table(gpu, Dtype::Bf16);
+        let m0 = table.and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
+        let m0 = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).unwrap_or(f64::NAN);
+        // A 16-bit table of scattered shapes prices fewer rows than it measured by the spec
+        // model, which can cost more than the table's fewest rows: no FP8 GEMM of fewer rows
+        // costs more than the 16-bit one of those (MI355X's had cost 9.5 µs at 16 rows, 4.8 at 32).
+        if let Some(t) = table.filter(|t| t.grid.is_none())
+            && let least = t.least(1).exp2()
             && shape.m < least
             && let Some(at_least) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, m: least, ..*shape }, exclude)
             && at_least.time_us < sixteen.time_us
@@ -1196,9 +1200,8 @@ impl Pricing {
     fn gemm_before_twins(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_excluding(gpu, shape, &[])?;
         // A 16-bit type the GPU has no path for (V100: FP16, no BF16) is priced as the other.
-        if gpu.peak_flops(shape.dtype).is_none() && peak(gpu, shape.dtype).is_some() {
-            let other = if shape.dtype == Dtype::Bf16 { "fp16" } else { "bf16" };
-            p.basis.push_str(&format!("; {} has no {} path: priced as {other}", gpu.id, shape.dtype.as_str()));
+        if let Some(other) = gpu.sixteen_bit_stand_in(shape.dtype) {
+            p.basis.push_str(&format!("; {} has no {} path: priced as {}", gpu.id, shape.dtype.as_str(), other.as_str()));
         }
         if let Some(peak) = peak(gpu, shape.dtype) {
             let floor = shape.flops() / peak * 1e6;
@@ -1218,15 +1221,18 @@ impl Pricing {
     /// a shape the user measured.
     fn hold_to_higher_power_twin(&self, gpu: &Gpu, shape: &GemmShape, p: &mut Price) {
         let Some(tdp) = gpu.tdp_w else { return };
-        // Cheapest first (every GEMM price of a GPU with a power limit passes here): the twins,
-        // then whether this GPU's own measurement speaks for it.
+        // Cheapest first (every GEMM price of a GPU with a power limit passes here): a shape the
+        // user measured, the twins, then whether this GPU's own measurement speaks for it.
+        if p.rule == PriceRule::GemmMeasuredShape {
+            return;
+        }
         let twins: Vec<&Gpu> = self
             .catalog
             .gpus
             .iter()
             .filter(|o| o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.vendor() == gpu.vendor())
             .collect();
-        if twins.is_empty() || p.rule == PriceRule::GemmMeasuredShape {
+        if twins.is_empty() {
             return;
         }
         // A table of this GPU's own speaks for it: the user's, or one no faster twin is measured
@@ -1423,13 +1429,16 @@ impl Pricing {
     /// tables), and how many: what a GPU never measured is taken to reach at best. Neither
     /// the measurements left out (`exclude`: leave-one-GPU-out) nor this GPU's own ids count.
     fn typical_best_fraction(&self, gpu: &Gpu, dtype: Dtype, exclude: &[&str]) -> Option<(f64, usize)> {
-        let key = (gpu.id.clone(), dtype, exclude.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-        if let Some(known) = self.typical_fractions.0.lock().ok().and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)) {
+        // Looked up without allocating (every spec-model price of a GPU never measured asks);
+        // the owned key only when it is added.
+        let same =
+            |k: &(String, Dtype, Vec<String>)| k.0 == gpu.id && k.1 == dtype && k.2.iter().map(String::as_str).eq(exclude.iter().copied());
+        if let Some(known) = self.typical_fractions.0.lock().ok().and_then(|m| m.iter().find(|(k, _)| same(k)).map(|(_, v)| *v)) {
             return known;
         }
         let typical = self.typical_best_fraction_uncached(gpu, dtype, exclude);
         if let Ok(mut m) = self.typical_fractions.0.lock() {
-            m.push((key, typical));
+            m.push(((gpu.id.clone(), dtype, exclude.iter().map(|e| e.to_string()).collect()), typical));
         }
         typical
     }
@@ -3298,20 +3307,20 @@ impl System {
     fn scale_out(&self, a: u32, ca: &Curve, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> ScaleOut {
         let pts: Vec<(f64, f64)> =
             self.curves.iter().map(|(n, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(&|b| link_rule(b, *n)))).collect();
-        let link_rule = |b: f64| link_rule(b, a);
-        let link_rule = &link_rule;
+        // The link rule at the largest measured count a.
+        let at_a = |b: f64| link_rule(b, a);
         let nodes = f64::from(gpus.div_ceil(self.gpus_per_node.max(1)).max(1)).log2();
         let latency = if pts.len() >= 2 {
             let slope = crate::fit::slope(&pts).unwrap_or(0.0);
-            let at_largest = ca.latency_us(link_rule);
+            let at_largest = ca.latency_us(&at_a);
             // Never below the largest count's own latency.
             (at_largest + slope.max(0.0) * (nodes - f64::from(ca.nodes.max(1)).log2())).max(at_largest)
         } else {
-            ca.latency_us(link_rule)
+            ca.latency_us(&at_a)
         };
-        let (t_a, _) = ca.at(size, link_rule);
+        let (t_a, _) = ca.at(size, &at_a);
         let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
-        ScaleOut { largest: a, latency_us: latency, bandwidth_us: (t_a - ca.latency_us(link_rule)).max(0.0) * k(gpus) / k(a) }
+        ScaleOut { largest: a, latency_us: latency, bandwidth_us: (t_a - ca.latency_us(&at_a)).max(0.0) * k(gpus) / k(a) }
     }
 }
 

@@ -580,34 +580,22 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         } else {
             let task = task(&args.task, &args.inference, seq)?;
             let default = if task == llm::Task::Train {
-                format!("fsdp={}", cluster.gpus)
+                parse_plan(&format!("fsdp={}", cluster.gpus))?
             } else {
-                // The widest TP inside a node that divides the GPUs and the heads (12 GPUs of 8 a
-                // node: tp=4, dp=3, where tp=8 had been refused as the user's plan).
-                let (heads, kv) = (model.heads as u32, model.kv_heads as u32);
-                let tp = (1..=cluster.gpus_per_node.min(cluster.gpus).max(1))
-                    .rev()
-                    .find(|&t| {
-                        cluster.gpus.is_multiple_of(t)
-                            && cluster.gpus_per_node.is_multiple_of(t)
-                            && heads.is_multiple_of(t)
-                            && (kv < t || kv.is_multiple_of(t))
-                    })
-                    .unwrap_or(1);
-                format!("tp={tp},dp={}", cluster.gpus / tp)
+                Plan::serving_default(&model, &cluster)
             };
-            (parse_plan(args.parallel.as_deref().unwrap_or(&default))?, task)
+            (default, task)
         };
+        // The user's plan, parsed once; for inference, its training settings (batches, gradients,
+        // the backward's recomputation) refused: they would be echoed in the plan and not run.
         let plan = match &args.parallel {
-            Some(spec) => parse_plan(spec)?,
+            Some(spec) => {
+                let (plan, stated) = Plan::parse_stated(spec).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
+                stated.refuse_training_keys(task).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
+                plan
+            }
             None => plan,
         };
-        // Inference batches come from --batch, and a forward pass keeps no gradients, optimizer
-        // states or activations for a backward: a training setting would be echoed in the plan
-        // and not run.
-        if let Some(spec) = &args.parallel {
-            llm::StatedKeys::refuse_training_keys(spec, task).map_err(|e| anyhow::anyhow!("--parallel {spec:?}: {e}"))?;
-        }
         // What is wrong with a model read from a file names the file (`layers 4294967295: …`).
         llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match e {
             tracecast_replay::Error::Model(why) if Transformer::preset(m).is_none() => anyhow::anyhow!("--model {m}: {why}"),

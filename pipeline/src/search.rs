@@ -84,9 +84,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let task = task(&args.task, &args.inference, seq)?;
     let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
     if let Some(settings) = &args.with {
-        tracecast_replay::workload::llm::StatedKeys::refuse_training_keys(settings, task)
-            .map_err(|e| anyhow::anyhow!("--with {settings:?}: {e}"))?;
-        space = space.with(settings).map_err(|e| anyhow::anyhow!("--with {e}"))?;
+        space = space.with(settings, task).map_err(|e| anyhow::anyhow!("--with {e}"))?;
         cluster.check_attention_kernel(&space.settings).map_err(|e| anyhow::anyhow!("--with {settings}: {e}"))?;
     }
     let started = std::time::Instant::now();

@@ -408,19 +408,12 @@ fn project_kernels(
         .flat_map(|(r, p)| std::mem::take(&mut p.work).into_iter().map(move |(t, k)| (place.base[r] as usize + t as usize, k)));
     // 16-bit work of a type the target has no path for (V100: FP16, no BF16), priced as the
     // other: counted, and said once (only `hw cost`'s basis had said it).
-    let mut other_path: std::collections::BTreeMap<&'static str, usize> = Default::default();
-    let no_path = |d: tracecast_calibrate::catalog::Dtype| {
-        use tracecast_calibrate::catalog::Dtype;
-        let g = target.gpu.as_ref()?;
-        match d {
-            Dtype::Bf16 if g.peak_flops(Dtype::Bf16).is_none() && g.peak_flops(Dtype::Fp16).is_some() => Some("bf16"),
-            Dtype::Fp16 if g.peak_flops(Dtype::Fp16).is_none() && g.peak_flops(Dtype::Bf16).is_some() => Some("fp16"),
-            _ => None,
-        }
-    };
+    let mut other_path: std::collections::BTreeMap<(&'static str, &'static str), usize> = Default::default();
     for (t, k) in work {
-        if let Some(d) = k.dtype.and_then(no_path) {
-            *other_path.entry(d).or_default() += 1;
+        if let Some(d) = k.dtype
+            && let Some(other) = target.gpu.as_ref().and_then(|g| g.sixteen_bit_stand_in(d))
+        {
+            *other_path.entry((d.as_str(), other.as_str())).or_default() += 1;
         }
         let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
         let cost = model.kernel(&k, measured_us);
@@ -436,8 +429,7 @@ fn project_kernels(
         band[1] += cost.high_us;
         eg.graph.dur_ns[t] = (cost.us * 1000.0).round() as i64;
     }
-    for (dtype, kernels) in other_path {
-        let other = if dtype == "bf16" { "fp16" } else { "bf16" };
+    for ((dtype, other), kernels) in other_path {
         notes.push(format!(
             "{} has no {dtype} path: {kernels} kernel(s) of {dtype} work priced as {other}, at its {other} peak",
             target.gpu.as_ref().map_or("the target", |g| g.id.as_str())

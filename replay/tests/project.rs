@@ -255,7 +255,7 @@ fn a_search_keeps_the_stacks_settings_on_every_plan() {
     let model = Transformer::preset("llama2-7b").unwrap();
     let c = cluster("a100-80gb", 16);
     let space = SearchSpace::default();
-    let triton = space.clone().with("attention=fa-triton,bucket=40").unwrap();
+    let triton = space.clone().with("attention=fa-triton,bucket=40", Task::Train).unwrap();
     let (fast, slow) = (search(&model, &c, Task::Train, &space), search(&model, &c, Task::Train, &triton));
     assert!(!slow.ranked.is_empty());
     for p in &slow.ranked {
@@ -264,7 +264,7 @@ fn a_search_keeps_the_stacks_settings_on_every_plan() {
     let best = |r: &tracecast_replay::workload::search::SearchResult| r.ranked[0].throughput;
     assert!(best(&slow) < best(&fast), "{} against {}", best(&slow), best(&fast));
     for key in ["tp=2", "recompute", "mb=2,attention=fa2"] {
-        let e = space.clone().with(key).unwrap_err().to_string();
+        let e = space.clone().with(key, Task::Train).unwrap_err().to_string();
         assert!(e.contains("the search chooses"), "{key}: {e}");
     }
 }
@@ -276,12 +276,12 @@ fn a_search_keeps_the_stacks_settings_on_every_plan() {
 fn a_search_keeps_whole_experts_where_the_stack_runs_them() {
     let model = Transformer::preset("mixtral-8x7b").unwrap();
     let c = cluster("h100-sxm", 64);
-    let whole = SearchSpace::default().with("etp=1").unwrap();
+    let whole = SearchSpace::default().with("etp=1", Task::Train).unwrap();
     let r = search(&model, &c, Task::Train, &whole);
     let folded: Vec<&str> = r.ranked.iter().map(|p| p.plan.as_str()).filter(|p| !p.starts_with("tp=1,") && p.contains(",ep=")).collect();
     assert!(!folded.is_empty(), "{:?}", r.ranked.iter().map(|p| &p.plan).collect::<Vec<_>>());
     for p in folded {
         assert!(p.contains(",etp=1") && p.contains(",sp"), "{p}");
     }
-    assert!(SearchSpace::default().with("etp=2").unwrap_err().to_string().contains("etp=2: 1 (whole experts"));
+    assert!(SearchSpace::default().with("etp=2", Task::Train).unwrap_err().to_string().contains("etp=2: 1 (whole experts"));
 }

@@ -398,6 +398,12 @@ impl Transformer {
         gemms
     }
 
+    /// Whether `tp` ranks split the heads (KV heads fewer than the ranks are replicated).
+    pub fn heads_split_over(&self, tp: u32) -> bool {
+        let (heads, kv) = (self.heads as u32, self.kv_heads as u32);
+        heads.is_multiple_of(tp) && (kv < tp || kv.is_multiple_of(tp))
+    }
+
     /// All parameters.
     pub fn params(&self) -> f64 {
         let dense = self.dense_of(self.layers) as f64;
@@ -918,15 +924,14 @@ impl StatedKeys {
         ]
     }
 
-    /// Refuses, for an inference `task`, the training settings plan text `spec` states: its batch
+    /// Refuses, for an inference `task`, the training settings a plan's text stated: its batch
     /// comes from the task, and a forward pass keeps no gradients or optimizer states to shard
     /// or reduce, nor recomputes for a backward (such a setting had been echoed and not run).
-    pub fn refuse_training_keys(spec: &str, task: Task) -> Result<(), crate::Error> {
+    pub fn refuse_training_keys(&self, task: Task) -> Result<(), crate::Error> {
         if task == Task::Train {
             return Ok(());
         }
-        let (_, stated) = Plan::parse_stated(spec)?;
-        let named: Vec<&str> = Self::training_keys().iter().copied().filter(|k| stated.contains(k)).collect();
+        let named: Vec<&str> = Self::training_keys().iter().copied().filter(|k| self.contains(k)).collect();
         match named.as_slice() {
             [] => Ok(()),
             [one] => Err(crate::Error::Plan(format!(
@@ -1342,6 +1347,16 @@ impl Task {
 }
 
 impl Plan {
+    /// An inference plan where none is given: the widest TP that divides the GPUs, a node and
+    /// the heads, replicas over the rest (12 GPUs of 8 a node: tp=4, dp=3).
+    pub fn serving_default(model: &Transformer, cluster: &Cluster) -> Plan {
+        let tp = (1..=cluster.gpus_per_node.min(cluster.gpus).max(1))
+            .rev()
+            .find(|&t| cluster.gpus.is_multiple_of(t) && cluster.gpus_per_node.is_multiple_of(t) && model.heads_split_over(t))
+            .unwrap_or(1);
+        Plan { tp, dp: cluster.gpus / tp, ..Plan::default() }
+    }
+
     /// The transformer plan and task of a MAD-Max task file: `tp`, `ddp`, `fsdp`
     /// levels; the local transformer batch is the microbatch; inference is a
     /// prefill of the model's sequence length.
@@ -2048,8 +2063,7 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     }
     cluster.check_attention_kernel(plan)?;
     // Heads split over TP ranks; fewer KV heads than ranks are replicated.
-    let kv = model.kv_heads as u32;
-    if !(model.heads as u32).is_multiple_of(tp) || (kv >= tp && !kv.is_multiple_of(tp)) {
+    if !model.heads_split_over(tp) {
         return Err(crate::Error::Plan(format!("{} heads / {} KV heads do not divide over tp={tp}", model.heads, model.kv_heads)));
     }
     if (model.layers as u64) < u64::from(pp) {

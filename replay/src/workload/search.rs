@@ -39,9 +39,11 @@ impl Default for SearchSpace {
 
 impl SearchSpace {
     /// This space with `settings` (plan keys, `attention=fa2,bucket=76,tp_overlap`) kept by
-    /// every plan; a key the search chooses (a degree, the microbatches, recomputation) is refused.
-    pub fn with(mut self, settings: &str) -> Result<SearchSpace, crate::Error> {
+    /// every plan; a key the search chooses (a degree, the microbatches, recomputation) is refused,
+    /// and for inference (`task`) a training setting.
+    pub fn with(mut self, settings: &str, task: super::llm::Task) -> Result<SearchSpace, crate::Error> {
         let (plan, stated) = Plan::parse_stated(settings)?;
+        stated.refuse_training_keys(task).map_err(|e| crate::Error::Plan(format!("{settings:?}: {e}")))?;
         let chosen: Vec<&str> = StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k)).collect();
         if !chosen.is_empty() {
             return Err(crate::Error::Plan(format!(
