@@ -210,7 +210,7 @@ impl Job {
         let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.path.as_path(), r.declared_world)));
         for r in results {
             match r {
-                Ok(KnownRank { path, declared_world: Some(w), .. }) if world.refuses(w) => failures.push(world.error(&path, w)),
+                Ok(KnownRank { path, declared_world, .. }) if let Some(e) = world.refusal(&path, declared_world) => failures.push(e),
                 Ok(KnownRank { rank, source, path, summary: t, .. }) => {
                     if let Some(held) = seen.iter_mut().find(|s| s.0 == rank) {
                         let (wins, error) = contest(rank, (&held.1, held.2), (&path, source));
@@ -260,8 +260,8 @@ impl Job {
         let world = JobWorld::of(results.iter().filter_map(|r| r.as_ref().ok()).map(|t| (t.path.as_path(), t.declared_world_size())));
         for (order, result) in results.into_iter().enumerate() {
             let trace = match result {
-                Ok(t) if t.declared_world_size().is_some_and(|w| world.refuses(w)) => {
-                    failures.push(world.error(&t.path, t.declared_world_size().unwrap_or(0)));
+                Ok(t) if let Some(e) = world.refusal(&t.path, t.declared_world_size()) => {
+                    failures.push(e);
                     continue;
                 }
                 Ok(t) => t,
@@ -311,13 +311,11 @@ impl JobWorld {
         JobWorld { declared }
     }
 
-    fn refuses(&self, world: u32) -> bool {
-        self.declared.as_ref().is_some_and(|(w, _)| *w != world)
-    }
-
-    fn error(&self, path: &Path, world: u32) -> Error {
-        let (job_world, first) = self.declared.clone().unwrap_or((0, PathBuf::new()));
-        Error::OtherRun { path: path.to_path_buf(), world, job_world, first }
+    /// Why the file at `path`, declaring `world`, is another run's: `None` where it is this job's.
+    fn refusal(&self, path: &Path, world: Option<u32>) -> Option<Error> {
+        let (job_world, first) = self.declared.as_ref()?;
+        let world = world.filter(|w| w != job_world)?;
+        Some(Error::OtherRun { path: path.to_path_buf(), world, job_world: *job_world, first: first.clone() })
     }
 }
 

@@ -110,12 +110,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let fit = validate::fit(&file, &catalog, &devices, &args.runs.display().to_string(), measurements.as_ref());
         if fit.gpus.is_empty() {
             let whys: Vec<String> = fit.not_fitted.iter().map(|n| format!("{} {}: {}", n.gpu, n.dtype, n.why)).collect();
-            anyhow::ensure!(
-                !whys.is_empty(),
-                "{}: no run priced on a catalog GPU (`tracecast validate` without --fit says why of each): nothing to fit",
-                args.runs.display()
-            );
-            anyhow::bail!("{}: nothing to fit; {}", args.runs.display(), whys.join("; "));
+            anyhow::bail!(if whys.is_empty() {
+                format!(
+                    "{}: no run priced on a catalog GPU (`tracecast validate` without --fit says why of each): nothing to fit",
+                    args.runs.display()
+                )
+            } else {
+                format!("{}: nothing to fit; {}", args.runs.display(), whys.join("; "))
+            });
         }
         let many = fit.gpus.len() > 1;
         let mut written = Vec::new();
