@@ -775,6 +775,12 @@ fn a_busy_gpus_gemms_run_at_most_at_the_rate_its_silicon_sustains() {
     // H200's own shipped rows come before the user's row of its twin.
     let h200 = mine.catalog.gpu("h200").unwrap().clone();
     assert!((rate(&mine, &h200, &big) - 665.671).abs() < 0.01, "{}", mine.gemm(&h200, &big).unwrap().basis);
+    // H800 is the H100's silicon at the same 700 W (the catalog's `tdp_w`): held alike, not priced
+    // at the table's moment (780 TFLOP/s, 17 % above the H100's held price).
+    let h800 = shipped.catalog.gpu("h800").unwrap().clone();
+    let (h800_us, h100_us) = (shipped.gemm(&h800, &big).unwrap(), shipped.gemm(&h100, &big).unwrap());
+    assert_eq!(h800_us.time_us, h100_us.time_us, "{}", h800_us.basis);
+    assert!(h800_us.basis.contains("the same silicon at the same power limit"), "{}", h800_us.basis);
     // Below the rate, FP8 (another class), another power limit and another silicon: unchanged.
     let small = shape(1024.0, 1024.0, 1024.0, Dtype::Bf16);
     assert!(rate(&mine, &h100, &small) < 600.0);
