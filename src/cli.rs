@@ -137,8 +137,9 @@ pub(crate) struct ReadArgs {
     /// that the built-in catalog lacks.
     #[arg(long, value_name = "FILE")]
     pub(crate) hw: Vec<PathBuf>,
-    /// The GPU the traces ran on (an id of `hw list`), for traces that do not record it: Nsight
-    /// Systems exports without a TARGET_INFO_GPU table.
+    /// The GPU the traces ran on (an id of `hw list`), for traces that do not record it: Kineto
+    /// traces without `deviceProperties`, Nsight Systems exports without a TARGET_INFO_GPU table.
+    /// A trace that records its GPU keeps it (a warning says so).
     #[arg(long, value_name = "ID")]
     pub(crate) device: Option<String>,
     /// Print nothing on stdout (outputs and errors only).

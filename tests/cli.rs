@@ -2080,3 +2080,28 @@ fn a_target_priced_by_another_gpus_fits_keeps_the_sources_gemm_stack() {
     assert!(p["target_fits"].as_str().unwrap().starts_with("no traces of mi325x"), "{p}");
     assert!(rules.iter().any(|r| r == "gemm_target_table"), "{rules:?}");
 }
+
+/// `--device` names the GPU of a Kineto trace that records none (HTA's sampled H100 rank has no
+/// `deviceProperties`): its GEMMs are fitted against that GPU's peak. It had been ignored for
+/// Kineto traces ("Device not recorded", every sample "device peak unknown"). A trace that
+/// records its GPU keeps it and says the option was not applied.
+#[test]
+fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
+    let dir = scratch("device-kineto");
+    let sampled = shared().join("hta/trace_filter/sampled_rank-0.json.gz");
+    let out = dir.join("p.json");
+    let o = run(&["calibrate".as_ref(), sampled.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("→ h100-sxm (1 trace file(s))") && !text.contains("device peak unknown"), "{text}");
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(profile["device"]["catalog_id"], "h100-sxm");
+    assert!(profile["kernels"].as_array().unwrap().iter().any(|k| k["class"] == "gemm"), "{profile}");
+    // A V100 trace given another GPU: the V100 kept, and said.
+    let v100 = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz");
+    let o = run(&["analyze".as_ref(), v100.as_os_str(), "--device".as_ref(), "mi300x".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("--device not applied: the trace records \"Tesla V100-DGXS-32GB\""), "{text}");
+    assert!(text.contains("Tesla V100-DGXS-32GB"), "{text}");
+}

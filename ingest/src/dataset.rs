@@ -484,7 +484,7 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
     t.ingested_rank = Some((m.rank, m.source));
     // Whatever numbered it (a one-rank export named `rank-3.sqlite` takes its file's number).
     if let Some(device) = &opts.device {
-        crate::nsys::name_unrecorded_gpu(&mut t, device);
+        crate::device::name_unrecorded_gpu(&mut t, device);
     }
 
     let n = df.height();

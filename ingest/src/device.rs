@@ -24,6 +24,35 @@ pub struct DeviceProperties {
     pub num_sms: Option<i64>,
 }
 
+/// Whether `devices` name the GPU a rank ran on: a device with a name, or with compute units
+/// (ROCm may leave the name empty; the catalog knows such a GPU by them).
+pub fn records_gpu(devices: &[DeviceProperties]) -> bool {
+    devices.iter().any(|d| d.name.as_deref().is_some_and(|n| !n.is_empty()) || d.num_sms.is_some())
+}
+
+/// `--device` on a rank: the GPU of a rank that records none (a Kineto trace without
+/// `deviceProperties`, an Nsight Systems export without `TARGET_INFO_GPU`, either read back
+/// from a dataset), every listed device named so. A rank that records its GPU keeps it and
+/// says that the option was not applied.
+pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &DeviceProperties) {
+    if records_gpu(&trace.devices) {
+        let name = trace.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty());
+        let what = name.map_or_else(|| "its GPU by its compute units".to_string(), |n| format!("{n:?}"));
+        let warning = format!("--device not applied: the trace records {what}");
+        if !trace.warnings.contains(&warning) {
+            trace.warnings.push(warning);
+        }
+        return;
+    }
+    if trace.devices.is_empty() {
+        trace.devices.push(device.clone());
+    }
+    for d in &mut trace.devices {
+        *d = DeviceProperties { id: d.id, ..device.clone() };
+    }
+    trace.warnings.retain(|w| !w.starts_with(crate::nsys::UNRECORDED_GPU));
+}
+
 #[derive(Deserialize)]
 pub(crate) struct RawDeviceProperties<'a> {
     #[serde(default)]

@@ -744,6 +744,9 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             _ => {}
         }
     }
+    if let Some(device) = &opts.device {
+        crate::device::name_unrecorded_gpu(&mut trace, device);
+    }
     if let Some(base) = trace.base_time_ns {
         // ts is relative to the base; both are integers, so no precision is lost.
         for t in &mut trace.events.ts_ns {

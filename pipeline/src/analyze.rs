@@ -74,7 +74,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
                 // `--device` names the GPU of a rank that records none: its summary was made without it.
-                if read_opts.device.is_some() && tracecast_ingest::nsys::records_no_gpu(&meta.warnings) {
+                if read_opts.device.is_some() && !tracecast_ingest::device::records_gpu(&meta.devices) {
                     return None;
                 }
                 let mut o = opts.clone();

@@ -30,8 +30,7 @@ mod ranks;
 mod rows;
 mod tables;
 
-pub(crate) use ranks::name_unrecorded_gpu;
-pub use ranks::records_no_gpu;
+pub(crate) use ranks::UNRECORDED_GPU;
 
 use std::path::Path;
 

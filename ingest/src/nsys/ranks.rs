@@ -21,24 +21,6 @@ use crate::rank::{OpShapes, RankTrace, SyncWait};
 /// How a rank's warning that its export names no GPU model begins.
 pub(crate) const UNRECORDED_GPU: &str = "the export does not record the GPU model";
 
-/// Whether a rank's warnings say its export records no GPU model: the ranks `--device` names.
-pub fn records_no_gpu(warnings: &[String]) -> bool {
-    warnings.iter().any(|w| w.starts_with(UNRECORDED_GPU))
-}
-
-/// `--device` for an export's rank read back from a dataset ingested without
-/// it: its GPU named, the warning that asked for it gone — as the export
-/// itself is read with `--device`. A GPU the rank names is kept.
-pub(crate) fn name_unrecorded_gpu(t: &mut RankTrace, device: &DeviceProperties) {
-    if !records_no_gpu(&t.warnings) || t.devices.iter().any(|d| d.name.is_some()) {
-        return;
-    }
-    for d in &mut t.devices {
-        *d = DeviceProperties { id: d.id, ..device.clone() };
-    }
-    t.warnings.retain(|w| !w.starts_with(UNRECORDED_GPU));
-}
-
 /// The OS process id in a serialized global id.
 pub(crate) fn os_pid(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
@@ -405,7 +387,13 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
         ));
     }
     match rows.gpus.of(key.pid, key.device) {
-        Some(d) => t.devices.push(d),
+        Some(d) => {
+            t.devices.push(d);
+            if let Some(given) = &opts.device {
+                // The export's own GPU is kept; the rule says `--device` was not applied.
+                crate::device::name_unrecorded_gpu(&mut t, given);
+            }
+        }
         None => match &opts.device {
             Some(d) => t.devices.push(DeviceProperties { id: Some(key.device), ..d.clone() }),
             None => {
