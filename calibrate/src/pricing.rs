@@ -1249,8 +1249,9 @@ impl Pricing {
             a.1.time_us
                 .total_cmp(&b.1.time_us)
                 .then((a.1.rule == PriceRule::GemmTable).cmp(&(b.1.rule == PriceRule::GemmTable)))
-                // Of equals, the twin whose memory is closest to this GPU's.
+                // Of equals, the twin most like this GPU: its memory, then its links.
                 .then(b.0.hbm_gbps.total_cmp(&a.0.hbm_gbps))
+                .then((b.0.link_gbps - gpu.link_gbps).abs().total_cmp(&(a.0.link_gbps - gpu.link_gbps).abs()))
         });
         if let Some((o, q)) = bound
             && q.time_us > p.time_us
@@ -2067,18 +2068,39 @@ impl Pricing {
                 band: PriceRule::CollectiveMeasured.band(),
             });
         }
-        // Only points of about this size (within 16×) scale it: a small message's
-        // latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
-        // had priced 1 GiB at 2.7× NVLink).
-        let near = |r: &&&CollectiveRow| (r.size_bytes / bytes).log2().abs() <= 4.0;
-        if let Some((f, n)) = geometric_mean(points.iter().filter(near).filter_map(|r| Some(r.time_us / price(r.size_bytes)?.time_us))) {
+        // Their measured ÷ priced times scale the price, in log size: between two points their
+        // ratios interpolated, beyond the outermost its ratio tapered to 1 at 16× (4 octaves) away —
+        // a small message's latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
+        // had priced 1 GiB at 2.7× NVLink). A cut-off at 16× had made one byte more cost less
+        // than half as much.
+        let mut ratios: Vec<(f64, f64)> =
+            points.iter().filter_map(|r| Some((r.size_bytes.log2(), (r.time_us / price(r.size_bytes)?.time_us).ln()))).collect();
+        ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(ln_f) = ln_ratio_in_log_size(&ratios, bytes.log2(), 4.0) {
+            let f = ln_f.exp();
             p.time_us *= f;
             p.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {n} point(s) within 16× of this size at {gpus} GPUs (too few for a curve of their own)"
+                "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs in log size (between them interpolated, beyond them tapering to 1 at 16×; too few for a curve of their own)",
+                points.len()
             ));
         } else if !points.is_empty() {
             p.basis
                 .push_str(&format!("; the user's {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): not used", points.len()));
+        }
+        // Scaled by a ratio that changes with size, a flat latency could fall as the message grows:
+        // the price rises through the user's points instead (a larger message never takes less).
+        if !ratios.is_empty() {
+            let scaled = |b: f64| Some(price(b)?.time_us * ln_ratio_in_log_size(&ratios, b.log2(), 4.0).map_or(1.0, f64::exp));
+            let measured: Vec<(f64, f64)> = points.iter().map(|r| (r.size_bytes, r.time_us)).collect();
+            if let Some(t) = rising_through_points(bytes, &measured, &scaled, 4.0) {
+                if (t / p.time_us - 1.0).abs() > 1e-6 {
+                    p.basis.push_str(&format!(
+                        "; {t:.2} µs where the scaled price was {:.2}: prices rise with size through the user's measured points",
+                        p.time_us
+                    ));
+                }
+                p.time_us = t;
+            }
         }
         Some(p)
     }
@@ -2999,6 +3021,70 @@ fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
 }
 
 /// Whose sustained rows priced `gpu`, in words ("this GPU held under sustained load (2 row(s) of …)").
+/// The log of a measured ÷ priced ratio at `x` (log2 bytes) from points `(log2 bytes, ln ratio)`
+/// sorted by size: linear between neighbours, and beyond the outermost point its value tapered
+/// linearly to 0 at `reach` octaves away. None where no point is within reach (or none given).
+fn ln_ratio_in_log_size(points: &[(f64, f64)], x: f64, reach: f64) -> Option<f64> {
+    // Points of one size: their mean.
+    let mut sizes: Vec<(f64, f64)> = Vec::with_capacity(points.len());
+    for group in points.chunk_by(|a, b| a.0 == b.0) {
+        sizes.push((group[0].0, group.iter().map(|p| p.1).sum::<f64>() / group.len() as f64));
+    }
+    let (first, last) = (*sizes.first()?, *sizes.last()?);
+    let taper = |(px, ln): (f64, f64)| ((x - px).abs() < reach).then(|| ln * (1.0 - (x - px).abs() / reach));
+    if x <= first.0 {
+        return taper(first);
+    }
+    if x >= last.0 {
+        return taper(last);
+    }
+    let i = sizes.partition_point(|p| p.0 <= x);
+    let (a, b) = (sizes[i - 1], sizes[i]);
+    Some(a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0))
+}
+
+/// The price at `bytes` of a curve that never falls as the message grows, through the user's
+/// measured `(bytes, µs)` points (exact there) and otherwise from `scaled`, the shipped price
+/// scaled by their ratios. Between two points (or from `reach` octaves below the smallest, where
+/// the scaling has faded out) the running maximum of `scaled` on a grid of eighth octaves,
+/// interpolated log–log between grid points; never below a smaller message measured, nor above a
+/// larger one. None where `scaled` prices nothing.
+fn rising_through_points(bytes: f64, points: &[(f64, f64)], scaled: &dyn Fn(f64) -> Option<f64>, reach: f64) -> Option<f64> {
+    let ceiling = points.iter().filter(|p| p.0 > bytes).map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let floor = points.iter().filter(|p| p.0 < bytes).map(|p| p.1).fold(0.0, f64::max);
+    let smallest = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let largest = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    // The segment's start: the largest point below, else where the scaling fades out below the smallest.
+    let start = points.iter().map(|p| p.0).filter(|&s| s < bytes).fold(0.0, f64::max);
+    let start = if start > 0.0 { start } else { smallest / 2f64.powf(reach) };
+    if bytes <= start {
+        return Some(scaled(bytes)?.min(ceiling));
+    }
+    // Past the fade above the largest point the shipped price alone, which rises by itself.
+    let end = largest * 2f64.powf(reach);
+    let last = bytes.min(end);
+    const STEPS: f64 = 8.0;
+    let k = ((last / start).log2() * STEPS).floor() as i32;
+    let mut running = 0.0f64;
+    let (mut below, mut above) = (0.0, 0.0);
+    for j in 0..=k + 1 {
+        let x = start * 2f64.powf(f64::from(j) / STEPS);
+        running = running.max(scaled(x.min(end))?);
+        if j == k {
+            below = running;
+        } else if j == k + 1 {
+            above = running;
+        }
+    }
+    let x_k = start * 2f64.powf(f64::from(k) / STEPS);
+    let frac = ((last / x_k).log2() * STEPS).clamp(0.0, 1.0);
+    let mut t = (below.ln() + (above.ln() - below.ln()) * frac).exp();
+    if bytes > end {
+        t = t.max(scaled(bytes)?);
+    }
+    Some(t.max(floor).min(ceiling))
+}
+
 fn sustained_words(gpu: &Gpu, rows: &[&GemmRow]) -> String {
     let distinct = |of: &dyn Fn(&GemmRow) -> &str| {
         let mut v: Vec<&str> = rows.iter().map(|r| of(r)).collect();

@@ -298,12 +298,13 @@ fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
         got.time_us,
         got.basis
     );
-    // The all-reduce: the measured size as measured, another size × its ratio to the shipped curve.
+    // The all-reduce: the measured size as measured, another size × its ratio to the shipped curve,
+    // fading in log size (one octave of the four to 16×: three quarters of its log).
     let (gib, half) = (1073741824.0, 536870912.0);
     assert_eq!(mine.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, gib, 8, 8)).unwrap().time_us, 10000.0);
     let curve = |b: f64| shipped.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, b, 8, 8)).unwrap().time_us;
     let scaled = mine.collective(&h100, &CollectiveQuery::new(Collective::AllReduce, half, 8, 8)).unwrap();
-    assert!((scaled.time_us / (curve(half) * 10000.0 / curve(gib)) - 1.0).abs() < 1e-9, "{}", scaled.basis);
+    assert!((scaled.time_us / (curve(half) * (10000.0 / curve(gib)).powf(0.75)) - 1.0).abs() < 1e-9, "{}", scaled.basis);
     assert_eq!(scaled.rule, PriceRule::CollectiveCurve);
     // Other GPU counts and collectives: the shipped price, untouched.
     assert_eq!(
@@ -959,4 +960,43 @@ fn a_users_attention_rows_come_first_even_when_slower() {
     assert!((shape.flops() / (ours.time_us * 1e-6) / 1e12 - 300.0).abs() < 0.5, "{}", ours.basis);
     // A family named keeps its own rows.
     assert_eq!(mine.attention(&h100, &shape, Some("fa2")).unwrap(), shipped.attention(&h100, &shape, Some("fa2")).unwrap());
+}
+
+/// A few points of the user's (too few for a curve) scale the shipped price in log size, and a
+/// larger message never costs less than a smaller one: one point at 16 MiB 2.3× the shipped
+/// price had scaled sizes within 16× and none beyond, so 256 MiB + 1 B priced at 706 µs where
+/// 256 MiB took 1 656 µs. Known truth: each point prices its own size at its measured time.
+#[test]
+fn a_few_collective_points_scale_prices_without_a_cliff() {
+    let dir = std::env::temp_dir().join(format!("tracecast-few-points-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let h100 = Catalog::builtin().gpu("h100-sxm").unwrap().clone();
+    let cases: [&[(f64, f64)]; 4] = [
+        &[(16_777_216.0, 200.0)], // slower than shipped
+        &[(16_777_216.0, 40.0)],  // faster than shipped
+        &[(1024.0, 60.0)],        // a slow latency alone
+        &[(4_194_304.0, 400.0)],  // far slower, at the knee
+    ];
+    for (i, points) in cases.iter().enumerate() {
+        let f = dir.join(format!("points{i}.csv"));
+        let rows: String = points.iter().map(|(b, t)| format!("h100-sxm,all_gather,8,{b},{t}\n")).collect();
+        std::fs::write(&f, format!("gpu,collective,gpus,size_bytes,time_us\n{rows}")).unwrap();
+        let p = Pricing::new(Catalog::builtin(), Measurements::with_files(&[f]).unwrap());
+        let at = |bytes: f64| p.collective(&h100, &CollectiveQuery::new(Collective::AllGather, bytes, 8, 8)).unwrap();
+        for &(b, t) in *points {
+            assert!((at(b).time_us / t - 1.0).abs() < 1e-9, "case {i}: {b} B at {} µs: {}", at(b).time_us, at(b).basis);
+        }
+        // From 1 KiB to 4 GiB in eighths of an octave, and one byte either side of each 16× reach.
+        let mut sizes: Vec<f64> = (0..=176).map(|k| 1024.0 * 2f64.powf(k as f64 / 8.0)).collect();
+        for &(b, _) in *points {
+            sizes.extend([b / 16.0 - 1.0, b / 16.0, b / 16.0 + 1.0, b * 16.0 - 1.0, b * 16.0, b * 16.0 + 1.0, b - 1.0, b + 1.0]);
+        }
+        sizes.sort_by(f64::total_cmp);
+        let mut last = (0.0, 0.0);
+        for &b in &sizes {
+            let t = at(b).time_us;
+            assert!(t >= last.1, "case {i}: {b} B at {t:.2} µs, less than {} B at {:.2} µs: {}", last.0, last.1, at(b).basis);
+            last = (b, t);
+        }
+    }
 }
