@@ -2105,3 +2105,47 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
     assert!(text.contains("--device not applied: the trace records \"Tesla V100-DGXS-32GB\""), "{text}");
     assert!(text.contains("Tesla V100-DGXS-32GB"), "{text}");
 }
+
+/// Two runs profiled over different numbers of steps compare per analysed step: the same
+/// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
+/// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
+#[test]
+fn diff_of_runs_over_different_step_counts_is_per_step() {
+    let dir = scratch("diff-step-counts");
+    let (three, five, again) = (dir.join("three"), dir.join("five"), dir.join("again"));
+    for (out, steps) in [(&three, "3"), (&five, "5"), (&again, "3")] {
+        let o = run(&[
+            "synth".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "-q".as_ref(),
+            "--seed".as_ref(),
+            "3".as_ref(),
+            "--steps".as_ref(),
+            steps.as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let json = dir.join("d.json");
+    let o = run(&[
+        "diff".as_ref(),
+        three.as_os_str(),
+        five.as_os_str(),
+        "--json".as_ref(),
+        json.as_os_str(),
+        "--fail-if".as_ref(),
+        "busy>+5%,compute>+5%".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("per rank and analysed step (A analysed 3 steps, B 5"));
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(d["per_step"], serde_json::json!([3, 5]));
+    let gemm = d["kernel_classes"].as_array().unwrap().iter().find(|r| r["name"] == "gemm").unwrap().clone();
+    assert_eq!(gemm["count_a"], gemm["count_b"], "{gemm}");
+    assert!(gemm["change"].as_f64().unwrap().abs() < 0.01, "{gemm}");
+    // The same step count: per rank, as before.
+    let o = run(&["diff".as_ref(), three.as_os_str(), again.as_os_str(), "--json".as_ref(), json.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(d["per_step"].is_null(), "{}", d["per_step"]);
+}

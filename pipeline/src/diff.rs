@@ -82,7 +82,16 @@ fn write_rows(out: &mut dyn Write, title: &str, rows: &[Delta], limit: usize) ->
 /// The terminal form of a diff.
 pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     writeln!(out, "A: {} ({} rank(s))\nB: {} ({} rank(s))", d.a, d.ranks[0], d.b, d.ranks[1])?;
-    writeln!(out, "Times are per rank; step times are the job's (the slowest rank per step, as analyze reports), steps matched in order.")?;
+    match d.per_step {
+        Some([a, b]) => writeln!(
+            out,
+            "Times and counts are per rank and analysed step (A analysed {a} steps, B {b}: a run profiled over more steps is not slower); step times are the job's (the slowest rank per step, as analyze reports), steps matched in order."
+        )?,
+        None => writeln!(
+            out,
+            "Times are per rank; step times are the job's (the slowest rank per step, as analyze reports), steps matched in order."
+        )?,
+    }
     let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
     writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
     writeln!(
@@ -95,7 +104,7 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
         writeln!(out, "note: {note}")?;
     }
     match d.kernel_classes.first() {
-        Some(k) if k.delta_us != 0.0 => writeln!(out, "Moved most: {} ({:+.3} ms per rank)", k.name, k.delta_us / 1000.0)?,
+        Some(k) if k.delta_us != 0.0 => writeln!(out, "Moved most: {} ({:+.3} ms {})", k.name, k.delta_us / 1000.0, d.per_what())?,
         _ => writeln!(out, "No kernel class moved.")?,
     }
     write_rows(out, "Summary", &d.summary, 10)?;

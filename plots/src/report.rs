@@ -587,16 +587,19 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         .map(|r| format!("{} {} → {} ms ({} %)", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_text()))
         .collect();
     if !words.is_empty() {
-        let moved = d
-            .kernel_classes
-            .first()
-            .map_or(String::new(), |k| format!(" The kernel class that moved most: {} ({:+.3} ms per rank).", k.name, k.delta_us / 1000.0));
-        let _ = write!(page.html, "<div class=\"summary\"><p>{}</p></div>", esc(&format!("Per rank: {}.{moved}", words.join("; "))));
+        let moved = d.kernel_classes.first().map_or(String::new(), |k| {
+            format!(" The kernel class that moved most: {} ({:+.3} ms {}).", k.name, k.delta_us / 1000.0, d.per_what())
+        });
+        let _ = write!(
+            page.html,
+            "<div class=\"summary\"><p>{}</p></div>",
+            esc(&format!("{}{}: {}.{moved}", d.per_what()[..1].to_uppercase(), &d.per_what()[1..], words.join("; ")))
+        );
     }
     let chart = Bars {
-        title: "Time per rank by kernel class: A against B".into(),
+        title: format!("Time {} by kernel class: A against B", d.per_what()),
         x_label: "kernel class".into(),
-        y_label: "time per rank (ms)".into(),
+        y_label: format!("time {} (ms)", d.per_what()),
         categories: d.kernel_classes.iter().map(|x| x.name.clone()).collect(),
         series: vec![
             Series { label: "A".into(), color: (120, 120, 120), values: d.kernel_classes.iter().map(|x| x.time_a_us / 1000.0).collect() },
@@ -606,10 +609,11 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
     };
     page.figure(&chart.title.clone(), &chart, None)?;
     let head = ["name", "count A", "count B", "A ms", "B ms", "Δ ms", "Δ %"];
-    page.table("Summary per rank", &head, &delta_rows(&d.summary, 10));
-    page.table("Per kernel class, per rank", &head, &delta_rows(&d.kernel_classes, 20));
+    let per = d.per_what();
+    page.table(&format!("Summary {per}"), &head, &delta_rows(&d.summary, 10));
+    page.table(&format!("Per kernel class, {per}"), &head, &delta_rows(&d.kernel_classes, 20));
     if !d.collectives.is_empty() {
-        page.table("Per collective, per rank", &head, &delta_rows(&d.collectives, 20));
+        page.table(&format!("Per collective, {per}"), &head, &delta_rows(&d.collectives, 20));
     }
     if !d.steps.is_empty() {
         page.table("Step time (the slowest rank per step)", &head, &delta_rows(&d.steps, 50));
