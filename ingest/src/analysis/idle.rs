@@ -89,31 +89,45 @@ impl StreamIdle {
 }
 
 impl IdleSplit {
-    /// Splits the idle time of the whole GPU of `trace` in `w`.
+    /// Splits the idle time of the whole GPU of `trace` in `w`. A gap that crosses the window's
+    /// edge is judged whole — by the work that ends it (after the window too), from when the GPU
+    /// really went idle (before the window too) and by its whole length — and counted for its
+    /// part inside: the split of a step window is its share of the whole run's (a dataloader
+    /// stall at each step's end had been host wait over the whole run and `other` in each
+    /// step's window). Idle time with no work after it, to the trace's end, is other.
     pub fn compute(trace: &RankTrace, links: &Links, w: Window, kernel_wait_threshold_us: f64) -> IdleSplit {
         let ev = &trace.events;
-        // (start, end, launch) of GPU activity overlapping the window, by start.
-        let mut acts: Vec<(i64, i64, Option<i64>)> = trace
-            .gpu_activity()
-            .map(|i| {
-                let launch = links.launch_ns(trace, i);
-                (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), launch)
-            })
-            .filter(|&(s, e, _)| e > w.start_ns && s < w.end_ns)
-            .collect();
+        // (start, end, launch) of all GPU activity, by start.
+        let mut acts: Vec<(i64, i64, Option<i64>)> =
+            trace.gpu_activity().map(|i| (ev.ts_ns.get(i).copied().unwrap_or(0), ev.end_ns(i), links.launch_ns(trace, i))).collect();
         acts.sort_unstable_by_key(|&(s, e, l)| (s, e, l));
         let threshold_ns = kernel_wait_threshold_us * 1000.0;
         let (mut host, mut kernel, mut other) = (0i64, 0i64, 0i64);
-        let mut busy_until = w.start_ns;
+        // When the GPU went idle: the end of the work before (the window's start where none began before it).
+        let mut busy_until: Option<i64> = None;
         for (s, e, launch) in acts {
-            let s = s.max(w.start_ns);
-            if s > busy_until {
-                let gap = s - busy_until;
-                *cause(&mut host, &mut kernel, &mut other, gap, launch, busy_until, threshold_ns) += gap;
+            if e <= w.start_ns && s < w.start_ns {
+                busy_until = Some(busy_until.map_or(e, |b| b.max(e)));
+                continue;
             }
-            busy_until = busy_until.max(e.min(w.end_ns));
+            let idle_since = busy_until.unwrap_or(w.start_ns.min(s));
+            if s > idle_since {
+                let inside = s.min(w.end_ns) - idle_since.max(w.start_ns);
+                if inside > 0 {
+                    *cause(&mut host, &mut kernel, &mut other, s - idle_since, launch, idle_since, threshold_ns) += inside;
+                }
+            }
+            busy_until = Some(busy_until.map_or(e, |b| b.max(e)));
+            if s >= w.end_ns {
+                break;
+            }
         }
-        other += (w.end_ns - busy_until).max(0);
+        // No work after the window's last: idle to its end is other.
+        if let Some(b) = busy_until.filter(|&b| b < w.end_ns) {
+            other += w.end_ns - b.max(w.start_ns);
+        } else if busy_until.is_none() {
+            other += w.end_ns - w.start_ns;
+        }
         IdleSplit {
             host_wait_us: host as f64 / 1000.0,
             kernel_wait_us: kernel as f64 / 1000.0,
