@@ -357,6 +357,16 @@ fn empty_databases_missing_tables_and_other_schemas_are_named() {
     Connection::open(&no_cuda).unwrap().execute_batch("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;").unwrap();
     let err = analyze_fails(&no_cuda, "no CUDA tables");
     assert!(err.contains("no CUDA activity") && err.contains("3.25.0"), "{err}");
+    // Kernels launched (the runtime's calls) but no kernel table beside a memset one: a stripped
+    // export had read as a GPU busy with memory copies alone, exit 0.
+    let stripped = dir.join("stripped.sqlite");
+    synthetic(&stripped, "3.25.0", &[(64, 64, 64, 10_000), (64, 64, 64, 10_000)]);
+    Connection::open(&stripped)
+        .unwrap()
+        .execute_batch("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER, end INTEGER); DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;")
+        .unwrap();
+    let err = analyze_fails(&stripped, "kernel table dropped");
+    assert!(err.contains("2 kernel launch calls") && err.contains("no CUPTI_ACTIVITY_KIND_KERNEL table"), "{err}");
     let no_gpu = dir.join("no-gpu.sqlite");
     synthetic(&no_gpu, "3.25.0", &[]);
     let err = analyze_fails(&no_gpu, "no kernels");
