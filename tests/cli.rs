@@ -2183,3 +2183,38 @@ fn each_steps_idle_split_is_its_share_of_the_runs() {
         assert!((sum[k] - whole[k]).abs() < 1e-6 * whole[0].max(1.0), "{k}: {sum:?} against the whole run's {whole:?}");
     }
 }
+
+/// A job's world size is one rule: declared, else its ranks — an unreadable file counted as
+/// one — and never fewer than its highest rank + 1. Four ranks without `distributedInfo` ranks
+/// or world, the second file cut short: ranks 0, 2 and 3 of a world of 4 (it had said 3); a lone
+/// `rank-3.json`: a world of 4 (it had said 1).
+#[test]
+fn the_world_size_counts_unreadable_ranks_and_the_highest_rank() {
+    let dir = scratch("world-rule");
+    let job = dir.join("job");
+    let o =
+        run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "-q".as_ref(), "--plain".as_ref(), "--steps".as_ref(), "2".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let positional = dir.join("positional");
+    std::fs::create_dir_all(&positional).unwrap();
+    for (i, name) in ["wa", "wb", "wc", "wd"].iter().enumerate() {
+        let text = std::fs::read_to_string(job.join(format!("rank-{i}.json"))).unwrap();
+        let undeclared = text.replacen(&format!("\"rank\": {i}, \"world_size\": 4, "), "", 1);
+        assert_ne!(undeclared, text);
+        let text = if *name == "wb" { undeclared[..200].to_string() } else { undeclared };
+        std::fs::write(positional.join(format!("{name}.json")), text).unwrap();
+        if i == 3 {
+            std::fs::write(dir.join("rank-3.json"), std::fs::read(positional.join("wd.json")).unwrap()).unwrap();
+        }
+    }
+    let header = |path: &std::path::Path, code: i32| {
+        let o = run(&["analyze".as_ref(), path.as_os_str(), "--json".as_ref(), "-".as_ref(), "-q".as_ref()]);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let job = &d["jobs"][0];
+        let ranks: Vec<u64> = job["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+        (ranks, job["world_size"].as_u64().unwrap())
+    };
+    assert_eq!(header(&positional, 2), (vec![0, 2, 3], 4));
+    assert_eq!(header(&dir.join("rank-3.json"), 0), (vec![3], 4));
+}

@@ -654,7 +654,7 @@ pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Cat
             })
             .unzip();
         samples.push(s);
-        collectives.push(JobCollectives::new(c));
+        collectives.push(JobCollectives::new(c, tracecast_ingest::job::unread_ranks(&job.failures)));
     }
     calibrate_summaries(samples.into_iter().zip(&collectives).collect(), catalog, opts)
 }

@@ -134,6 +134,27 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this failure is of a rank of the job that could not be read (or analysed): the
+    /// world size counts it. A duplicate, a file given twice, another run's file, an empty
+    /// directory, a bad pattern or an output error is no rank of the job.
+    pub fn is_unread_rank(&self) -> bool {
+        match self {
+            Error::Io { .. }
+            | Error::Gzip { .. }
+            | Error::Empty { .. }
+            | Error::Json { .. }
+            | Error::Schema { .. }
+            | Error::Sqlite { .. }
+            | Error::NoStepsSelected { .. } => true,
+            Error::DuplicateRank { .. }
+            | Error::SameFile { .. }
+            | Error::OtherRun { .. }
+            | Error::NoTraces { .. }
+            | Error::Pattern { .. }
+            | Error::Write { .. } => false,
+        }
+    }
+
     /// The trace or output file this error is about, when there is one.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {

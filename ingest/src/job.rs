@@ -110,9 +110,13 @@ pub struct Job {
 }
 
 impl Job {
-    /// Number of ranks in the run: the largest `distributedInfo.world_size`, else the ranks read.
+    /// Number of ranks in the run ([`world_size`]).
     pub fn world_size(&self) -> u32 {
-        self.ranks.iter().filter_map(|r| r.trace.declared_world_size()).max().unwrap_or(self.ranks.len() as u32)
+        world_size(
+            self.ranks.iter().filter_map(|r| r.trace.declared_world_size()).max(),
+            count(self.ranks.len()).saturating_add(unread_ranks(&self.failures)),
+            self.ranks.iter().map(|r| r.rank).max(),
+        )
     }
 
     /// Reads the files of one job in parallel. `on_file` is called once per
@@ -284,6 +288,23 @@ impl Job {
         ranks.sort_by_key(|r| r.rank);
         Job { path, ranks, failures: said_once(failures) }
     }
+}
+
+/// The world size of a job, the one rule of every command: the largest `distributedInfo.world_size`
+/// its ranks declare; else its `ranks` (those read and those that could not be, each unreadable
+/// file one), and never fewer than its highest rank + 1 (a lone `rank-3.json` is of a world of 4
+/// at least; a job whose second file is bad had been a world of 3 with a rank 3).
+pub fn world_size(declared: Option<u32>, ranks: u32, highest_rank: Option<u32>) -> u32 {
+    declared.unwrap_or_else(|| ranks.max(highest_rank.map_or(0, |r| r.saturating_add(1))))
+}
+
+/// The ranks of a job that could not be read, among its `failures` ([`Error::is_unread_rank`]).
+pub fn unread_ranks(failures: &[Error]) -> u32 {
+    count(failures.iter().filter(|e| e.is_unread_rank()).count())
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The world size the ranks of one job declare (`distributedInfo.world_size`): the one most of

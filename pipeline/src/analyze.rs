@@ -79,7 +79,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
-                let world = world_of_rank(meta.declared_world_size(), job_ranks);
+                let world = world_of_rank(meta.declared_world_size(), job_ranks, meta.rank);
                 let summary = tracecast_ingest::dataset::cached_summary(f, &analysis::summary_key(&o, world))?;
                 let declared_world = meta.declared_world_size();
                 Some(tracecast_ingest::job::KnownRank { rank: meta.rank, source: meta.source, path: meta.file, declared_world, summary })

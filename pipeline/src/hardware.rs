@@ -41,11 +41,12 @@ pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>
     Ok(Arc::new(pricing))
 }
 
-/// The world size a rank read on its own is analysed in: its `distributedInfo`
-/// world size, else the ranks its job's files hold (`job_ranks`,
-/// [`tracecast_ingest::Job::ranks_in`]), as the job's header counts them.
-pub fn world_of_rank(declared: Option<u32>, job_ranks: u32) -> u32 {
-    declared.unwrap_or(job_ranks)
+/// The world size a rank read on its own is analysed in ([`tracecast_ingest::job::world_size`]):
+/// its `distributedInfo` world size, else the ranks its job's files hold (`job_ranks`,
+/// [`tracecast_ingest::Job::ranks_in`]), as the job's header counts them, and at least its own
+/// `rank` + 1.
+pub fn world_of_rank(declared: Option<u32>, job_ranks: u32, rank: u32) -> u32 {
+    tracecast_ingest::job::world_size(declared, job_ranks, Some(rank))
 }
 
 /// How one rank read on its own is analysed: `base` with the rank's GPUs per
@@ -62,7 +63,7 @@ pub fn rank_analysis(
     tracecast_ingest::analysis::check_step_range(&rank.trace, base.steps, base.drop_last_step)?;
     let mut o = base.clone();
     o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), catalog, given_gpus_per_node));
-    Ok((o, world_of_rank(rank.trace.declared_world_size(), job_ranks)))
+    Ok((o, world_of_rank(rank.trace.declared_world_size(), job_ranks, rank.rank)))
 }
 
 /// The catalog entry of the job's GPU (the first of its ranks' devices the catalog knows).
@@ -168,8 +169,10 @@ mod tests {
 
     #[test]
     fn world_of_a_rank_is_its_declared_size_else_its_jobs_ranks() {
-        assert_eq!(world_of_rank(Some(64), 2), 64);
-        assert_eq!(world_of_rank(None, 2), 2);
+        assert_eq!(world_of_rank(Some(64), 2, 0), 64);
+        assert_eq!(world_of_rank(None, 2, 1), 2);
+        // A rank numbered 3 by its file's name, read alone: a world of 4 at least.
+        assert_eq!(world_of_rank(None, 1, 3), 4);
         // An Nsight Systems export holds a rank per process and GPU: the shared one, two.
         let export = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/nsys/mfu_2gpu_before.sqlite");
         let files = [export, PathBuf::from("a.json")];

@@ -112,9 +112,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
             ((!parts.is_empty()).then_some((path, parts)), failures)
         };
-        for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), _| {
+        for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), failures| {
             let (parts, collectives): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
-            let collectives = JobCollectives::new(collectives);
+            let collectives = JobCollectives::new(collectives, tracecast_ingest::job::unread_ranks(&failures));
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
             let path = path.display().to_string();

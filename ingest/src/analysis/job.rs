@@ -233,6 +233,10 @@ pub struct BadFile {
     pub file: String,
     /// Why, as printed.
     pub error: String,
+    /// Whether it is a rank of the job that could not be read (the world size counts it:
+    /// [`crate::Error::is_unread_rank`]).
+    #[serde(skip)]
+    pub unread_rank: bool,
 }
 
 /// The analysis of one job.
@@ -381,7 +385,11 @@ impl JobAnalysis {
 impl BadFile {
     /// The file and message of a read error.
     pub fn of(e: &crate::Error) -> BadFile {
-        BadFile { file: e.path().map(|p| p.display().to_string()).unwrap_or_default(), error: e.to_string() }
+        BadFile {
+            file: e.path().map(|p| p.display().to_string()).unwrap_or_default(),
+            error: e.to_string(),
+            unread_rank: e.is_unread_rank(),
+        }
     }
 }
 
@@ -471,12 +479,6 @@ pub fn analyze_job(job: &Job, opts: &AnalyzeOptions) -> JobAnalysis {
     let summaries: Vec<RankSummary> = job.ranks.par_iter().map(|rank| summarize_rank(rank, world, opts)).collect();
     let bad_files = job.failures.iter().map(BadFile::of).collect();
     reduce(job.path.display().to_string(), summaries, bad_files, opts)
-}
-
-/// The world size of ranks summarized apart: the largest declared
-/// `distributedInfo.world_size`, else the ranks summarized (as [`Job::world_size`]).
-pub fn world_of(summaries: &[RankSummary]) -> u32 {
-    summaries.iter().filter_map(|s| s.declared_world).max().unwrap_or(summaries.len() as u32)
 }
 
 /// One rank's pass: everything the job needs of it (see [`RankSummary`]);
@@ -685,7 +687,8 @@ pub fn reduce_matched(
     opts: &AnalyzeOptions,
 ) -> (JobAnalysis, JobCollectives) {
     partials.sort_by_key(|p| p.analysis.rank);
-    let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>());
+    let unread = u32::try_from(bad_files.iter().filter(|b| b.unread_rank).count()).unwrap_or(u32::MAX);
+    let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>(), unread);
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
