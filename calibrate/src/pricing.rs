@@ -1152,7 +1152,7 @@ impl Pricing {
         // size (what it measures is the kernels the library falls back to, not a size range).
         if let Some(m) = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users && shape.misaligned()) {
             let from = format!(
-                "the measured ÷ table time of the {} traced GEMMs of the profile's GPU whose rows are not whole 16-byte units, as this one's (their software stack)",
+                "the measured ÷ table time of the {} traced GEMMs {PROFILES_GPU} whose rows are not whole 16-byte units, as this one's (their software stack)",
                 m.samples
             );
             apply(&mut p, m.ratio, m.ln_spread, from);
@@ -1175,7 +1175,7 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
             let from = if c.measured_on_traces() {
-                format!("the measured ÷ table time of {} traced GEMMs of the profile's GPU (their software stack)", c.samples)
+                format!("the measured ÷ table time of {} traced GEMMs {PROFILES_GPU} (their software stack)", c.samples)
             } else if c.rule.is_empty() {
                 format!("a correction of {} measured run(s)", c.samples)
             } else {
@@ -2703,13 +2703,20 @@ impl Pricing {
     }
 
     /// Prices `op` on `gpu`, a GEMM corrected by `profile`'s traces of that
-    /// GPU where it has them; `Err` says why nothing could.
-    pub fn quote(&self, gpu: &Gpu, op: &Operation, profile: Option<&crate::profile::Profile>) -> Result<Quote, String> {
+    /// GPU where it has them — or of GPU `lent_by`, whose profile prices a GPU
+    /// without traces ([`crate::shipped::similar`]); `Err` says why nothing could.
+    pub fn quote(
+        &self,
+        gpu: &Gpu,
+        op: &Operation,
+        profile: Option<&crate::profile::Profile>,
+        lent_by: Option<&str>,
+    ) -> Result<Quote, String> {
         let (operation, price, tflops, fraction_of_peak, busbw_gbps) = match op {
             Operation::Gemm(s) => {
                 let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
                 let correction = profile.and_then(|p| p.table_correction(crate::work::KernelClass::Gemm, Some(s.dtype)));
-                let p = self.gemm_corrected(gpu, s, correction).ok_or_else(|| {
+                let mut p = self.gemm_corrected(gpu, s, correction).ok_or_else(|| {
                     let dtype = s.dtype.as_str();
                     match peak(gpu, s.dtype) {
                         None => format!("{what} on {}: no measured {dtype} table and no {dtype} peak in the catalog to price it", gpu.id),
@@ -2726,6 +2733,12 @@ impl Pricing {
                         ),
                     }
                 })?;
+                // A GPU without traces is priced by a similar traced GPU's profile: whose stack it is, said.
+                if let Some(lender) = lent_by.filter(|_| correction.is_some()) {
+                    p.basis = p
+                        .basis
+                        .replace(PROFILES_GPU, &format!("of {lender}, whose profile prices {} (it has no traces of its own)", gpu.id));
+                }
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p.clone(), Some(tf), peak(gpu, s.dtype).map(|pk| tf * 1e12 / pk), None)
             }
@@ -3084,6 +3097,10 @@ fn rising_through_points(bytes: f64, points: &[(f64, f64)], scaled: &dyn Fn(f64)
     }
     Some(t.max(floor).min(ceiling))
 }
+
+/// Whose traces a GEMM correction measured, in a price's basis: the profile's own GPU (a lent
+/// profile's quote names the lender instead).
+const PROFILES_GPU: &str = "of the profile's GPU";
 
 fn sustained_words(gpu: &Gpu, rows: &[&GemmRow]) -> String {
     let distinct = |of: &dyn Fn(&GemmRow) -> &str| {

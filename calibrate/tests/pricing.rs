@@ -229,7 +229,7 @@ fn point_to_point_is_one_price_for_hw_cost_and_the_pipeline() {
     let h100 = gpu_for(&pricing.catalog, "h100-sxm");
     for (gpus_per_node, across) in [(8, false), (1, true)] {
         let op = Operation::Collective(CollectiveQuery::new(Collective::SendRecv, 16_777_216.0, 2, gpus_per_node));
-        let quoted = pricing.quote(&h100, &op, None).unwrap();
+        let quoted = pricing.quote(&h100, &op, None, None).unwrap();
         let p2p = pricing.point_to_point(&h100, 16_777_216.0, across, None).unwrap();
         assert_eq!(quoted.time_us, p2p.time_us, "across nodes: {across}");
         let bigger = pricing.point_to_point(&h100, 2.0 * 16_777_216.0, across, None).unwrap();

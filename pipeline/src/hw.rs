@@ -243,17 +243,20 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let gpu = catalog.gpu(&c.gpu)?.clone();
             let op = c.operation(&catalog)?;
             let pricing = pricing_with(&catalog, &c.measurements)?;
-            let profile = match &c.profile {
+            let (profile, lent_by) = match &c.profile {
                 Some(p) => {
                     let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &pricing.catalog)?;
                     ensure_profile_of(&model, &gpu.id, p)?;
-                    model.profile
+                    (model.profile, None)
                 }
                 // As projections price the GPU without a profile given: its shipped profile's
-                // correction of the tables (B200 × 0.79), which had been left out here.
-                None => tracecast_calibrate::shipped::for_gpu(&gpu, &pricing.catalog).and_then(|m| m.profile),
+                // correction of the tables (B200 × 0.79), which had been left out here — or, for a
+                // GPU without traces, the most similar traced GPU's, named.
+                None => {
+                    tracecast_calibrate::shipped::for_gpu(&gpu, &pricing.catalog).map_or((None, None), |m| (m.profile, m.fits_of_another))
+                }
             };
-            let quote = pricing.quote(&gpu, &op, profile.as_ref()).map_err(anyhow::Error::msg)?;
+            let quote = pricing.quote(&gpu, &op, profile.as_ref(), lent_by.as_deref()).map_err(anyhow::Error::msg)?;
             write_quote(out, &quote)?;
             if let Some(path) = &c.json {
                 write_json(path, &quote)?;

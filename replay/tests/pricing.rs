@@ -38,8 +38,8 @@ fn hw_cost_project_and_replay_price_a_gemm_alike() {
         });
         let target = DeviceModel::from_profile(&profile, &catalog);
         // hw cost GPU gemm --m --n --k [--profile P]
-        let plain = pricing.quote(&gpu, &Operation::Gemm(shape), None).unwrap().time_us;
-        let quoted = pricing.quote(&gpu, &Operation::Gemm(shape), Some(&profile)).unwrap().time_us;
+        let plain = pricing.quote(&gpu, &Operation::Gemm(shape), None, None).unwrap().time_us;
+        let quoted = pricing.quote(&gpu, &Operation::Gemm(shape), Some(&profile), None).unwrap().time_us;
         assert!((quoted - 1.1 * plain).abs() < 1e-9 * plain, "{gpu_id}: {quoted} vs 1.1 × {plain}");
         // project: the cluster's forward GEMM of that shape.
         let cluster = Cluster::from_catalog(&catalog, gpu_id, 8, dtype, Some(&target)).unwrap();

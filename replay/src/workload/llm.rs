@@ -4608,7 +4608,7 @@ mod tests {
         let gpu = catalog.gpu("h100-sxm").unwrap();
         let quote = |collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu| {
             let op = Operation::Collective(CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu });
-            pricing.quote(gpu, &op, None).unwrap().time_us
+            pricing.quote(gpu, &op, None, None).unwrap().time_us
         };
         let same = |a: f64, b: f64| (a * 1e6 / b - 1.0).abs() < 1e-9;
         for (gpus, per_node) in [(8, 8), (16, 8), (64, 8), (8, 1)] {
