@@ -572,3 +572,22 @@ fn an_fp32_gemm_is_refused_pointing_at_tf32() {
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     assert!(common::stderr(&o).contains("--dtype tf32 prices those"), "{}", common::stderr(&o));
 }
+
+/// A GPU added with `--hw` and never traced is priced with the most similar traced GPU's
+/// profile; the GEMM correction it applies names that GPU (it had said "of the profile's GPU",
+/// a profile the user never gave).
+#[test]
+fn a_gpu_without_traces_names_whose_correction_prices_it() {
+    let dir = common::scratch("hw-cost-lent");
+    let hw = dir.join("mine.toml");
+    std::fs::write(
+        &hw,
+        "[[gpu]]\nid = \"acme-x1\"\nname = \"Acme X1\"\nvendor = \"NVIDIA\"\nsource = \"test\"\nfp32 = 80.0\nbf16 = 1200.0\nfp16 = 1200.0\n\
+         memory_gb = 96.0\nhbm_gbps = 4000.0\nlink_gbps = 450.0\nsms = 140\nclock_mhz = 1900.0\nsms_source = \"test\"\n",
+    )
+    .unwrap();
+    let q = quote(&["acme-x1", "gemm", "--m", "2048", "--n", "2048", "--k", "2048", "--hw", hw.to_str().unwrap()], &dir.join("q.json"));
+    let basis = q["basis"].as_str().unwrap();
+    assert!(basis.contains("traced GEMMs of h100-sxm, whose profile prices acme-x1 (it has no traces of its own)"), "{basis}");
+    assert!(!basis.contains("the profile's GPU"), "{basis}");
+}

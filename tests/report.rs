@@ -685,3 +685,20 @@ fn charts_are_not_written_into_the_traces_folder() {
     assert_eq!(std::fs::read_dir(&job).unwrap().count(), before);
     assert!(!dir.join("r.html").exists());
 }
+
+/// Two jobs asked for, one of which no rank survives (`--steps` selects nothing in it): the page
+/// names it at the top and says that no diff is shown; it had been a one-job page saying nothing.
+#[test]
+fn a_job_that_gives_no_section_is_named_on_the_page() {
+    let dir = scratch("report-unread-job");
+    let samples = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0");
+    let (a, b) = (samples.join("worker0.1623143089861.pt.trace.json.gz"), samples.join("worker0.1623143566756.pt.trace.json.gz"));
+    let out = dir.join("r.html");
+    let o = bin().args(["report", "--quiet", "--each", "--steps", "6-8", "--out"]).arg(&out).arg(&a).arg(&b).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let want = format!("Job {} was given, but none of its ranks could be read or analysed (steps 6..8 select nothing", b.display());
+    assert!(html.contains(&want), "{}", &html[..html.len().min(3000)]);
+    assert!(html.contains("it has steps 16–21): it is not on this page, and no diff is shown."));
+    assert!(!html.contains("<h2>Diff"));
+}

@@ -104,10 +104,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         write_job(out, analysis)?;
         Ok(out.flush()?)
     };
-    let (sections, failed) = report::sections(std::slice::from_ref(&dir), false, &page.read, &plan, &mut show_summary)?;
+    let (sections, unread, failed) = report::sections(std::slice::from_ref(&dir), false, &page.read, &plan, &mut show_summary)?;
     anyhow::ensure!(!sections.is_empty(), "the demo traces could not be read");
     writeln!(out, "\nThe GPU-hours line extrapolates to a 1024-GPU, 24-hour job (--job-gpus 1024 --job-hours 24).")?;
-    report::write(sections, &plan, &args.report)?;
+    report::write(sections, unread, &plan, &args.report)?;
     let shown = std::fs::canonicalize(&args.report).unwrap_or_else(|_| args.report.clone());
     writeln!(out, "Report (charts, tables, replay and a links-×2 what-if): {}", shown.display())?;
     Ok(Outcome::bad_files_if(failed))

@@ -86,8 +86,10 @@ pub(crate) fn sections(
     read: &TraceOptions,
     plan: &Plan<'_>,
     show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
-) -> Result<(Vec<Section>, bool)> {
+) -> Result<(Vec<Section>, Vec<(String, String)>, bool)> {
     let read_opts = read.read_options()?;
+    // Jobs none of whose ranks could be read, with the first reason: the page names them.
+    let unread = std::cell::RefCell::new(Vec::new());
     // The page's window is the replays' too: their step times cover the analysed steps.
     let mut base = ReplayOptions::default();
     (base.classifier, base.window) = (plan.analyze.classifier.clone(), plan.analyze.clone());
@@ -121,6 +123,8 @@ pub(crate) fn sections(
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
         if parts.is_empty() {
+            let why = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
+            unread.borrow_mut().push((path.display().to_string(), why));
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
@@ -128,7 +132,7 @@ pub(crate) fn sections(
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((jobs, failed))
+    Ok((jobs, unread.into_inner(), failed))
 }
 
 /// The job's section from its ranks' parts: what was measured is drawn (and
@@ -212,7 +216,7 @@ fn reduce(
 }
 
 /// Writes the report of the sections (the diff first when there is one) to `out`.
-pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write(sections: Vec<Section>, unread_jobs: Vec<(String, String)>, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
     let diff = match sections.as_slice() {
         [a, b] => Some(diff_sides(&a.diff, &b.diff, 25)),
         _ => None,
@@ -220,6 +224,7 @@ pub(crate) fn write(sections: Vec<Section>, plan: &Plan<'_>, out: &Path) -> Resu
     let report = Report {
         jobs: sections.into_iter().map(|s| s.part).collect(),
         diff: diff.as_ref(),
+        unread_jobs,
         generator: format!("Made by tracecast {} from the traces named above.", env!("CARGO_PKG_VERSION")),
         png_dir: plan.png_dir.clone(),
     };
@@ -244,9 +249,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut analyze = args.window.analyze_options(read)?;
     (analyze.job_gpus, analyze.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;
     let plan = Plan { catalog: &catalog, analyze: &analyze, projection, gpus_per_node: read.gpus_per_node, png_dir: args.png.clone() };
-    let (sections, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &mut |_| Ok(()))?;
+    let (sections, unread, failed) = sections(&args.inputs.paths, args.inputs.each, read, &plan, &mut |_| Ok(()))?;
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
-    let charts = write(sections, &plan, &args.out)?;
+    let charts = write(sections, unread, &plan, &args.out)?;
     if !read.quiet {
         writeln!(out, "wrote {}", args.out.display())?;
         for f in charts {

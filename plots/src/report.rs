@@ -85,6 +85,9 @@ pub struct Report<'a> {
     pub jobs: Vec<JobPart>,
     /// The comparison of the first two jobs, when two were given.
     pub diff: Option<&'a TraceDiff>,
+    /// Jobs given that gave no section (no rank could be read), each with the first reason:
+    /// said at the top, so that a page of one job is never taken for the pair asked for.
+    pub unread_jobs: Vec<(String, String)>,
     /// Line at the foot of the page (tool and version).
     pub generator: String,
     /// Where the diff's charts also go as SVG and PNG files (the jobs' went
@@ -648,6 +651,22 @@ fn render(report: Report<'_>) -> Result<Page, Error> {
         jobs => format!("tracecast report — {} jobs", jobs.len()),
     };
     let _ = write!(page.html, "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>", esc(&title), esc(&title));
+    if !report.unread_jobs.is_empty() {
+        let _ = write!(page.html, "<div class=\"summary\">");
+        // Two jobs given, one unread: the diff asked for is not there either.
+        let no_diff = report.diff.is_none() && report.jobs.len() + report.unread_jobs.len() == 2;
+        for (job, why) in &report.unread_jobs {
+            let _ = write!(
+                page.html,
+                "<p>{}</p>",
+                esc(&format!(
+                    "Job {job} was given, but none of its ranks could be read or analysed ({why}): it is not on this page{}.",
+                    if no_diff { ", and no diff is shown" } else { "" }
+                ))
+            );
+        }
+        let _ = write!(page.html, "</div>");
+    }
     if let Some(d) = report.diff {
         let mut part = Part::new(png_dir);
         diff_section(&mut part, d)?;
