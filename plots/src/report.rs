@@ -428,8 +428,10 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     achieved.map_or("–".into(), |a| format!("{a:.1} {}", if o.counts_flops { "TFLOP/s" } else { "GB/s" })),
                     match of_peak {
                         // Named where it is not the op's own dtype's (FP32 run on TF32 tensor cores).
-                        Some((f, of)) if o.dtype.as_deref().is_some_and(|d| d != of) && of != "hbm" => format!("{:.1} of {of}", 100.0 * f),
-                        Some((f, _)) => format!("{:.1}", 100.0 * f),
+                        Some((f, of)) if o.dtype.as_deref().is_some_and(|d| d != of) && of != "hbm" => {
+                            format!("{:.1} of {of}{}", 100.0 * f, above_peak(f))
+                        }
+                        Some((f, _)) => format!("{:.1}{}", 100.0 * f, above_peak(f)),
                         None => "–".into(),
                     },
                 ]
@@ -440,6 +442,15 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             &["op", "shapes", "dtype", "calls", "time ms", "work per call", "achieved", "% of peak"],
             &rows,
         );
+        if rows.iter().any(|r| r.last().is_some_and(|c| c.ends_with(ABOVE_PEAK))) {
+            let _ = write!(
+                page.html,
+                "<p class=\"meta\">{}</p>",
+                esc(&format!(
+                    "{ABOVE_PEAK} above the GPU's peak, which no kernel reaches: the op did less work than its shapes count (cuDNN's Winograd and FFT convolutions do fewer multiplications than the direct convolution counted), or its kernels' time is not the whole op's."
+                ))
+            );
+        }
     }
     let rows: Vec<Vec<String>> = a
         .kernels_over_ranks()
@@ -642,6 +653,13 @@ td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;pa
 const SCRIPT: &str = include_str!("../assets/report.js");
 
 /// The page, with the chart files written beside it (with `png_dir`).
+/// The mark of an op's rate above the GPU's peak, explained under its table.
+const ABOVE_PEAK: &str = " *";
+
+fn above_peak(fraction: f64) -> &'static str {
+    if fraction > 1.0 { ABOVE_PEAK } else { "" }
+}
+
 fn render(report: Report<'_>) -> Result<Page, Error> {
     let png_dir = report.png_dir.as_deref();
     let mut page = Page::default();
