@@ -492,3 +492,18 @@ fn the_report_page_carries_the_analysis_notes() {
     assert_eq!(html.matches("the export does not record the GPU model").count(), 1, "once, for both ranks");
     assert!(html.contains("<li>ranks 0–1: the export does not record the GPU model"));
 }
+
+/// The two shared exports are captures 42 hours apart: given as one job, `replay` says they look
+/// like unrelated runs, as `analyze` does (it had printed a 42-hour critical path without a word).
+#[test]
+fn replay_of_two_captures_as_one_job_says_they_look_unrelated() {
+    let (a, b) = (export(H100), export(MFU));
+    for cmd in ["analyze", "replay"] {
+        let o = run(&[cmd.as_ref(), a.as_os_str(), b.as_os_str()]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert!(text.contains("ranks of unrelated runs? their GPU windows start 42.3 h apart"), "{cmd}: {text}");
+    }
+    let o = run(&["replay".as_ref(), a.as_os_str()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("unrelated runs"));
+}

@@ -685,6 +685,12 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     let world = collectives.world();
     let alignment = collectives.alignment();
     let mut notes = Vec::new();
+    // Two captures given as one job (Nsight exports declare no world size): said, as `analyze` says it.
+    if let Some(why) = analysis::runs_apart(parts.iter().filter_map(|p| p.window.map(|w| w.start_ns))) {
+        notes.push(format!(
+            "ranks of unrelated runs? {why}: replayed as one job, whose critical path spans the gap (give the files with --each to replay each alone)"
+        ));
+    }
     if let Some(a) = &alignment
         && a.residual_us * 1000.0 > 100_000.0
     {

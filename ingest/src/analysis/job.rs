@@ -645,7 +645,13 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
 fn unrelated_runs(partials: &[RankSummary]) -> Option<String> {
     // Ranks declaring different world sizes never get here: the job leaves out those of
     // another run (`job::JobWorld`).
-    let starts = partials.iter().filter_map(|p| p.window.map(|w| w.start_ns));
+    runs_apart(partials.iter().filter_map(|p| p.window.map(|w| w.start_ns)))
+}
+
+/// Whether ranks whose GPU windows start at `starts` (ns) look like unrelated runs, in words:
+/// more than an hour apart (Nsight exports of two captures, which declare no world size).
+/// The one rule of `analyze`'s note and the replay's.
+pub fn runs_apart(starts: impl Iterator<Item = i64>) -> Option<String> {
     let (lo, hi) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
     const HOUR_NS: i64 = 3_600_000_000_000;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
