@@ -255,6 +255,13 @@ impl TableCorrection {
 }
 
 impl Profile {
+    /// Whether its traces fitted nothing a projection prices by: no kernel class, no link and no
+    /// correction of the tables (a short-kernel time alone, or nothing: a CPU-only trace, a device
+    /// the catalog does not know). Such a profile would only replace a GPU's shipped fits by defaults.
+    pub fn fits_nothing(&self) -> bool {
+        self.kernels.is_empty() && self.links.is_empty() && self.table_corrections.is_empty()
+    }
+
     /// The all-reduce α–β fits of the links in a node and across nodes ([`Profile::link`], the
     /// ones `project` prices with), with the relative half-width of each one's bus-bandwidth 95 % interval: what
     /// prices a tier of a collective before the measured base.

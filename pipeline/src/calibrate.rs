@@ -69,6 +69,21 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
     }
+    // A profile that fits nothing is not written: given to `project --profile` it had replaced the
+    // GPU's shipped fits by defaults. What could not be fitted, and why, is still printed.
+    let (profiles, empty): (Vec<_>, Vec<_>) = profiles.into_iter().partition(|p| !p.fits_nothing());
+    for p in &empty {
+        if !args.inputs.read.quiet {
+            write_profile(out, p)?;
+        }
+        crate::output::stderr_line(format_args!(
+            "error: {}: nothing could be fitted from its traces (no kernel class, link or table correction): no profile written",
+            p.device.catalog_id.as_deref().unwrap_or(if p.device.name.is_empty() { "the unnamed device" } else { &p.device.name })
+        ));
+    }
+    if profiles.is_empty() {
+        return Ok(Outcome::bad_files_if(true));
+    }
     let many = profiles.len() > 1;
     // The profiles (and MAD-Max systems) are staged and put in place only once every chart is
     // written: a --plots folder that cannot be written had left a new profile behind an error.
@@ -118,5 +133,5 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     for why in &systems_left_out {
         crate::output::stderr_line(format_args!("error: {why}"));
     }
-    Ok(Outcome::bad_files_if(failed || !systems_left_out.is_empty()))
+    Ok(Outcome::bad_files_if(failed || !systems_left_out.is_empty() || !empty.is_empty()))
 }
