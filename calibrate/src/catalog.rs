@@ -359,7 +359,10 @@ impl Node {
     }
 }
 
+/// A catalog file: `[[gpu]]` and `[[node]]` entries, nothing else (a `[[gpus]]` typo or keys
+/// outside an entry had loaded as an empty file).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     gpu: Vec<Gpu>,
@@ -417,6 +420,9 @@ impl Catalog {
         // An entry given twice in one file had replaced the first without a word; an empty id
         // was listed as a blank row; a node preset of a GPU no catalog has priced nothing.
         let bad = |message: String| Error::Catalog { path: path.to_path_buf(), message };
+        if file.gpu.is_empty() && file.node.is_empty() {
+            return Err(bad("no [[gpu]] or [[node]] entry: nothing to add to the catalog".into()));
+        }
         let ids = file.gpu.iter().map(|g| ("gpu", g.id.as_str())).chain(file.node.iter().map(|n| ("node", n.id.as_str())));
         let mut seen = std::collections::HashSet::new();
         for (kind, id) in ids {
@@ -683,6 +689,15 @@ mod tests {
             "[[gpu]]\nid = \"mine\"\nname = \"x\"\nsource = \"s\"\nbf61 = 100.0\nmemory_gb = 80.0\nhbm_gbps = 2000.0\nlink_gbps = 400.0\n";
         let e = c.add_toml(typo, Path::new("typo.toml")).unwrap_err().to_string();
         assert!(e.contains("typo.toml") && e.contains("unknown field `bf61`"), "{e}");
+        // A misspelt table, keys outside an entry, or nothing: refused (each had loaded as an empty file).
+        for (text, says) in [
+            ("[[gpus]]\nid = \"mine\"\n", "unknown field `gpus`"),
+            ("id = \"mine\"\n", "unknown field `id`"),
+            ("# only a comment\n", "no [[gpu]] or [[node]] entry"),
+        ] {
+            let e = c.add_toml(text, Path::new("empty.toml")).unwrap_err().to_string();
+            assert!(e.contains("empty.toml") && e.contains(says), "{text}: {e}");
+        }
         // One id twice in a file, an empty id, a node preset of a GPU no catalog has: refused
         // by name (the first had been replaced, the second listed blank, the third priced nothing).
         let gpu = |id: &str| {
