@@ -345,18 +345,18 @@ impl Measurements {
             if gpu.is_empty() {
                 return Err(bad(line, "gpu is empty".into()));
             }
+            // Half a unit of a value's last written digit, relative to it: how far its rounding may move it.
+            let rounding = |n: &str, x: f64| {
+                let v = get(n);
+                let decimals = v.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
+                if v.contains(['e', 'E']) { 0.0 } else { 0.5 * 10f64.powi(-(decimals as i32)) / x }
+            };
             match kind {
                 "gemm" => {
                     // Sizes are whole numbers (`m = 4096.5` had become a shape of its own).
                     let size = |n: &str| whole(n, 2f64.powi(53))?.ok_or_else(|| bad(line, format!("{n} is empty")));
                     let (batch, m, n, k) = (whole("batch", 2f64.powi(53))?.unwrap_or(1.0), size("m")?, size("n")?, size("k")?);
                     let flops = 2.0 * batch * m * n * k;
-                    // Half a unit of a value's last written digit, relative to it: how far its rounding may move it.
-                    let rounding = |n: &str, x: f64| {
-                        let v = get(n);
-                        let decimals = v.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
-                        if v.contains(['e', 'E']) { 0.0 } else { 0.5 * 10f64.powi(-(decimals as i32)) / x }
-                    };
                     let time_us = match (measured("time_us")?, measured("tflops")?) {
                         // Both given, they must say the same: within 2 % and what the rounding of each allows.
                         (Some(t), Some(tf))
@@ -458,6 +458,25 @@ impl Measurements {
                                 gpus.div_ceil(gpus_per_node)
                             ),
                         ));
+                    }
+                    // A bandwidth given beside the time must say the same, within 2 % and what the rounding of
+                    // each allows (a row of 100 µs at 300 GB/s bus bandwidth for 1 MiB over 8 GPUs had loaded).
+                    let bus_factor = collective.bus_factor_in(Some(i64::from(gpus))).filter(|f| *f > 0.0);
+                    if let Some(t) = measured("time_us")? {
+                        for (column, value, factor) in
+                            [("algbw_gbps", num("algbw_gbps")?, Some(1.0)), ("busbw_gbps", num("busbw_gbps")?, bus_factor)]
+                        {
+                            let (Some(v), Some(f)) = (value.filter(|v| *v > 0.0), factor) else { continue };
+                            let implied = f * size_bytes / (v * 1e3);
+                            if (implied / t - 1.0).abs() > 0.02 + rounding(column, v) + rounding("time_us", t) {
+                                return Err(bad(
+                                    line,
+                                    format!(
+                                        "time_us {t} and {column} {v} disagree: {v} GB/s is {implied:.3} µs for {size_bytes} bytes over {gpus} GPUs"
+                                    ),
+                                ));
+                            }
+                        }
                     }
                     // nccl-tests rounds the bandwidths of the smallest sizes to 0.00: only the time must be above 0.
                     let time_us = match (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
@@ -674,11 +693,25 @@ mod tests {
                 "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,8,1048576.5,10\n",
                 "size_bytes = \"1048576.5\" is not a whole number",
             ),
+            // A bandwidth beside the time that says another time (1 MiB over 8 GPUs in 100 µs is
+            // 10.49 GB/s algorithm and 18.35 GB/s bus bandwidth): had loaded, the time taken.
+            (
+                "gpu,collective,gpus,size_bytes,time_us,busbw_gbps\nmy-gpu,all_reduce,8,1048576,100,300\n",
+                "time_us 100 and busbw_gbps 300 disagree",
+            ),
+            (
+                "gpu,collective,gpus,size_bytes,time_us,algbw_gbps\nmy-gpu,all_gather,8,1048576,100,30\n",
+                "time_us 100 and algbw_gbps 30 disagree",
+            ),
         ] {
             let e = m.add_text(table.as_bytes(), "zeros.csv").unwrap_err().to_string();
             assert!(e.contains("zeros.csv") && e.contains("line 2") && e.contains(column), "{e}");
         }
         assert_eq!(m.add_text(b"gpu,dtype,m,n,k,time_us,tflops\nmy-gpu,bf16,1024,1024,1024,,\n", "empty.csv").unwrap(), 0);
+        // nccl-tests' own line agrees within its rounding (1 MiB, 8 GPUs, 100.0 µs: 10.49 / 18.35 GB/s),
+        // and its 0.00 bandwidths of tiny sizes say nothing.
+        let nccl = "gpu,collective,gpus,size_bytes,time_us,algbw_gbps,busbw_gbps\nh100-sxm,all_reduce,8,1048576,100.0,10.49,18.35\nh100-sxm,all_reduce,8,8,20.1,0.00,0.00\n";
+        assert_eq!(m.add_text(nccl.as_bytes(), "nccl.csv").unwrap(), 2);
         let e = m.add_text(b"gpu,dtype,m,n,k\nmy-gpu,bf16,4096,4096,4096\n", "sizes.csv").unwrap_err().to_string();
         assert!(e.contains("sizes.csv") && e.contains("line 1") && e.contains("the header needs time_us or tflops"), "{e}");
     }
