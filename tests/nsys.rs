@@ -213,8 +213,11 @@ fn calibrate_says_why_an_export_without_shapes_cannot_be_fitted() {
     let f = export(MFU);
     let out = dir.join("p.json");
     let o = run(&["calibrate".as_ref(), f.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("no shapes"), "{}", String::from_utf8_lossy(&o.stdout));
+    // Nothing else to fit either: no profile of defaults is written, and that is said.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("h100-sxm: nothing could be fitted from its traces"), "{}", stderr(&o));
+    assert!(!out.exists());
     let o = run(&["analyze".as_ref(), f.as_os_str()]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("--pytorch=autograd-shapes-nvtx"));
 }
