@@ -2106,6 +2106,19 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("--device not applied: the trace records \"Tesla V100-DGXS-32GB\""), "{text}");
     assert!(text.contains("Tesla V100-DGXS-32GB"), "{text}");
+    // A CPU-only rank (gloo) ran on no GPU: none is given to it.
+    let cpu = shared().join("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    let o = run(&[
+        "analyze".as_ref(),
+        cpu.as_os_str(),
+        "--device".as_ref(),
+        "h100-sxm".as_ref(),
+        "--json".as_ref(),
+        "-".as_ref(),
+        "-q".as_ref(),
+    ]);
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(d["jobs"][0]["ranks"][0]["device"].is_null(), "{}", d["jobs"][0]["ranks"][0]["device"]);
 }
 
 /// Two runs profiled over different numbers of steps compare per analysed step: the same

@@ -483,9 +483,6 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
     t.warnings = m.warnings;
     t.ingested_rank = Some((m.rank, m.source));
     // Whatever numbered it (a one-rank export named `rank-3.sqlite` takes its file's number).
-    if let Some(device) = &opts.device {
-        crate::device::name_unrecorded_gpu(&mut t, device);
-    }
 
     let n = df.height();
     let i64s = |c: &str| -> Result<Vec<i64>> { Ok(df.column(c).map_err(pe)?.i64().map_err(pe)?.into_no_null_iter().collect()) };
@@ -550,5 +547,9 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
     }
     t.names = names;
     t.events = events;
+    // `--device`, once its events say whether it ran on a GPU.
+    if let Some(device) = &opts.device {
+        crate::device::name_unrecorded_gpu(&mut t, device);
+    }
     Ok(t)
 }

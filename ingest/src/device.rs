@@ -44,7 +44,8 @@ pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &D
         }
         return;
     }
-    if trace.devices.is_empty() {
+    // A CPU-only rank (gloo) ran on no GPU: the option names none for it.
+    if trace.devices.is_empty() && trace.gpu_activity().next().is_some() {
         trace.devices.push(device.clone());
     }
     for d in &mut trace.devices {

@@ -652,7 +652,6 @@ td[title]{text-decoration:underline dotted #bbb}input.filter{margin:.8rem 0 0;pa
 /// Sorts and filters tables, and draws the explorable timelines.
 const SCRIPT: &str = include_str!("../assets/report.js");
 
-/// The page, with the chart files written beside it (with `png_dir`).
 /// The mark of an op's rate above the GPU's peak, explained under its table.
 const ABOVE_PEAK: &str = " *";
 
@@ -660,6 +659,7 @@ fn above_peak(fraction: f64) -> &'static str {
     if fraction > 1.0 { ABOVE_PEAK } else { "" }
 }
 
+/// The page, with the chart files written beside it (with `png_dir`).
 fn render(report: Report<'_>) -> Result<Page, Error> {
     let png_dir = report.png_dir.as_deref();
     let mut page = Page::default();

@@ -195,16 +195,17 @@ impl Export {
             return Err(self
                 .schema_error(format!("this export ({}) has no {STRINGS} table, which names its kernels and calls", self.version_text())));
         }
-        // Kernels launched but no kernel table: an export stripped or cut short, whose every
-        // figure would read as if no kernel had run.
+        // Kernels launched (one by one or in CUDA graphs) but no kernel table: an export stripped
+        // or cut short, whose every figure would read as if no kernel had run. Host functions
+        // (`cuLaunchHostFunc`) launch none.
         if !self.has(KERNEL) && self.has_column(RUNTIME, "nameId") && self.has_column(STRINGS, "id") && self.has_column(STRINGS, "value") {
             let sql = format!(
-                "SELECT COUNT(*) FROM {RUNTIME} r JOIN {STRINGS} s ON r.nameId = s.id WHERE s.value LIKE '%LaunchKernel%' OR s.value LIKE 'cuLaunch%'"
+                "SELECT COUNT(*) FROM {RUNTIME} r JOIN {STRINGS} s ON r.nameId = s.id WHERE s.value LIKE '%LaunchKernel%' OR s.value LIKE '%LaunchCooperativeKernel%' OR s.value LIKE '%GraphLaunch%'"
             );
             let launches = self.first_text(&format!("SELECT CAST(({sql}) AS TEXT)"))?.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
             if launches > 0 {
                 return Err(self.schema_error(format!(
-                    "this export ({}) has {launches} kernel launch calls in {RUNTIME} but no {KERNEL} table: its kernels are missing (a stripped or partial export; export the report again)",
+                    "this export ({}) has {launches} kernel or graph launch calls in {RUNTIME} but no {KERNEL} table: its kernels are missing (a stripped or partial export; export the report again)",
                     self.version_text()
                 )));
             }
