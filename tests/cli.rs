@@ -1081,7 +1081,7 @@ fn hw_show_prints_the_shipped_calibration() {
 }
 
 #[test]
-fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_rejected() {
+fn devices_the_catalog_lacks_get_no_profile_of_defaults_and_zero_ranks_are_rejected() {
     // Two GPUs the catalog does not know (a GeForce and a Quadro): one profile each, not one overwriting the other.
     let dir = scratch("unknown-devices");
     let out = dir.join("p.json");
@@ -1095,6 +1095,12 @@ fn devices_the_catalog_lacks_get_their_own_profile_files_and_zero_ranks_are_reje
         assert!(stderr(&o).contains(&format!("error: {name}: nothing could be fitted")), "{}", stderr(&o));
     }
     assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().starts_with("p.")));
+    // Beside a GPU whose traces fit: its file is named per device, as with several profiles.
+    let h100 = shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz");
+    let o =
+        run(&["calibrate".as_ref(), "--each".as_ref(), "-q".as_ref(), h100.as_os_str(), a.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(dir.join("p.h100-sxm.json").exists() && !out.exists());
     // 0, and beyond 2^20 ranks (a typo, not a cluster: a billion had been priced).
     for n in ["0", "1000000000"] {
         let o = run(&["replay".as_ref(), a.as_os_str(), "--world-size".as_ref(), n.as_ref()]);

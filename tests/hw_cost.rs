@@ -588,6 +588,9 @@ fn a_gpu_without_traces_names_whose_correction_prices_it() {
     .unwrap();
     let q = quote(&["acme-x1", "gemm", "--m", "2048", "--n", "2048", "--k", "2048", "--hw", hw.to_str().unwrap()], &dir.join("q.json"));
     let basis = q["basis"].as_str().unwrap();
-    assert!(basis.contains("traced GEMMs of h100-sxm, whose profile prices acme-x1 (it has no traces of its own)"), "{basis}");
+    assert!(
+        basis.contains("traced GEMMs (their software stack, on h100-sxm, whose profile prices acme-x1 (it has no traces of its own))"),
+        "{basis}"
+    );
     assert!(!basis.contains("the profile's GPU"), "{basis}");
 }

@@ -843,8 +843,7 @@ impl Pricing {
     /// The user's rows of this GPU, when too few for a table of their own
     /// ([`MIN_TABLE_SHAPES`]), still come first: the shape they measured is
     /// priced at its measured time; other shapes at the rule's price × the
-    /// geometric mean of the rows' measured ÷ priced times (as a collective's
-    /// single measured points scale its curve).
+    /// geometric mean of the rows' measured ÷ priced times.
     pub fn gemm_excluding(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
         let Some(rows) = self.user_gemm_rows(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu)) else {
             return self.gemm_by_rule(gpu, shape, exclude);
@@ -1118,13 +1117,32 @@ impl Pricing {
     /// correction's ratio. The one GEMM price of `hw cost --profile`,
     /// `replay --target` and `project`.
     pub fn gemm_corrected(&self, gpu: &Gpu, shape: &GemmShape, correction: Option<&crate::profile::TableCorrection>) -> Option<Price> {
+        self.gemm_corrected_by(gpu, shape, correction, None)
+    }
+
+    /// [`Pricing::gemm_corrected`] with a correction of GPU `lent_by`'s traces, whose profile
+    /// prices `gpu` (a GPU without traces: [`crate::shipped::similar`]), named in the basis.
+    pub fn gemm_corrected_by(
+        &self,
+        gpu: &Gpu,
+        shape: &GemmShape,
+        correction: Option<&crate::profile::TableCorrection>,
+        lent_by: Option<&str>,
+    ) -> Option<Price> {
+        let correction_of = match lent_by {
+            Some(lender) => format!("the correction of {lender}'s profile, which prices {} (it has no traces of its own)", gpu.id),
+            None => "the profile's correction".to_string(),
+        };
+        let on = match lent_by {
+            Some(lender) => format!("on {lender}, whose profile prices {} (it has no traces of its own)", gpu.id),
+            None => "on the profile's GPU".to_string(),
+        };
         let mut p = self.gemm(gpu, shape)?;
         // The user's measurements of this GPU (a shape, a sweep, a table) are of their stack
         // already: the traces' correction is of the shipped tables.
         let users = self.measured_by_the_user(gpu, shape, &p);
         if let Some(c) = correction.filter(|_| users) {
-            p.basis
-                .push_str(&format!("; the profile's correction (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
+            p.basis.push_str(&format!("; {correction_of} (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
         }
         // The price × a correction's ratio, its spread in the band. A correction measured on the
         // traces' GEMMs (B200's: 109 GEMMs of at most a few GFLOP in one inference trace) never
@@ -1152,7 +1170,7 @@ impl Pricing {
         // size (what it measures is the kernels the library falls back to, not a size range).
         if let Some(m) = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users && shape.misaligned()) {
             let from = format!(
-                "the measured ÷ table time of the {} traced GEMMs {PROFILES_GPU} whose rows are not whole 16-byte units, as this one's (their software stack)",
+                "the measured ÷ table time of the {} traced GEMMs whose rows are not whole 16-byte units, as this one's (their software stack, {on})",
                 m.samples
             );
             apply(&mut p, m.ratio, m.ln_spread, from);
@@ -1165,7 +1183,7 @@ impl Pricing {
         let beyond = correction.and_then(|c| c.max_flops).filter(|&max| shape.flops() > max);
         if let (Some(c), Some(max), false) = (correction, beyond, users) {
             p.basis.push_str(&format!(
-                "; the profile's correction (× {:.3}) left out: its {} traced GEMMs were of at most {:.3} GFLOP, this one of {:.3}",
+                "; {correction_of} (× {:.3}) left out: its {} traced GEMMs were of at most {:.3} GFLOP, this one of {:.3}",
                 c.ratio,
                 c.samples,
                 max / 1e9,
@@ -1175,7 +1193,7 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
             let from = if c.measured_on_traces() {
-                format!("the measured ÷ table time of {} traced GEMMs {PROFILES_GPU} (their software stack)", c.samples)
+                format!("the measured ÷ table time of {} traced GEMMs (their software stack, {on})", c.samples)
             } else if c.rule.is_empty() {
                 format!("a correction of {} measured run(s)", c.samples)
             } else {
@@ -2027,9 +2045,9 @@ impl Pricing {
     /// `gpus_per_node` to a node, costs on `gpu`, from measured curves.
     /// The user's rows of the GPU come first: their curves when they make
     /// one; else the shipped rows' price, at the user's measured time where
-    /// they measured this collective, size and GPU count, and otherwise × the
-    /// geometric mean of their measured ÷ priced times at this GPU count (their
-    /// points of it too few for a curve). `nic_gbps_per_gpu`: the network of the
+    /// they measured this collective, size and GPU count, and otherwise × their
+    /// measured ÷ priced times at this GPU count in log size, rising through
+    /// them (their points of it too few for a curve). `nic_gbps_per_gpu`: the network of the
     /// query's nodes where the user gave it, else the node preset's; a curve
     /// across nodes measured over another network is carried onto it
     /// ([`Pricing::onto_network`]).
@@ -2059,12 +2077,27 @@ impl Pricing {
             // Across nodes, of the query's node layout: 16 GPUs as 4 nodes of 4 are not 2 of 8.
             .filter(|r| !across || r.gpus_per_node == q.gpus_per_node)
             .collect();
-        if let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us)) {
+        // The points as a rising curve, as the user's curves are taken: the faster row of a size
+        // (nccl-tests' in-place and out-of-place times), and no size slower than a larger one
+        // measured (its time waited). Rows that fell with size had made one byte more cost a
+        // third as much.
+        let mut sized: Vec<(f64, f64, &CollectiveRow)> = points.iter().map(|r| (r.size_bytes, r.time_us, *r)).collect();
+        sized.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        sized.dedup_by(|later, first| later.0 == first.0);
+        for i in (0..sized.len().saturating_sub(1)).rev() {
+            sized[i].1 = sized[i].1.min(sized[i + 1].1);
+        }
+        if let Some(&(_, t, r)) = sized.iter().find(|s| s.0 == bytes) {
+            let waited =
+                if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
             return Some(Price {
-                time_us: r.time_us,
+                time_us: t,
                 rule: PriceRule::CollectiveMeasured,
                 extrapolated: false,
-                basis: format!("the user's measurement of this size at {gpus} GPUs, {} to a node ({})", r.gpus_per_node, r.from.source_id),
+                basis: format!(
+                    "the user's measurement of this size at {gpus} GPUs, {} to a node ({}){waited}",
+                    r.gpus_per_node, r.from.source_id
+                ),
                 band: PriceRule::CollectiveMeasured.band(),
             });
         }
@@ -2073,9 +2106,7 @@ impl Pricing {
         // a small message's latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
         // had priced 1 GiB at 2.7× NVLink). A cut-off at 16× had made one byte more cost less
         // than half as much.
-        let mut ratios: Vec<(f64, f64)> =
-            points.iter().filter_map(|r| Some((r.size_bytes.log2(), (r.time_us / price(r.size_bytes)?.time_us).ln()))).collect();
-        ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let ratios: Vec<(f64, f64)> = sized.iter().filter_map(|&(b, t, _)| Some((b.log2(), (t / price(b)?.time_us).ln()))).collect();
         if let Some(ln_f) = ln_ratio_in_log_size(&ratios, bytes.log2(), 4.0) {
             let f = ln_f.exp();
             p.time_us *= f;
@@ -2091,9 +2122,9 @@ impl Pricing {
         // the price rises through the user's points instead (a larger message never takes less).
         if !ratios.is_empty() {
             let scaled = |b: f64| Some(price(b)?.time_us * ln_ratio_in_log_size(&ratios, b.log2(), 4.0).map_or(1.0, f64::exp));
-            let measured: Vec<(f64, f64)> = points.iter().map(|r| (r.size_bytes, r.time_us)).collect();
+            let measured: Vec<(f64, f64)> = sized.iter().map(|&(b, t, _)| (b, t)).collect();
             if let Some(t) = rising_through_points(bytes, &measured, &scaled, 4.0) {
-                if (t / p.time_us - 1.0).abs() > 1e-6 {
+                if (t / p.time_us - 1.0).abs() > 5e-4 {
                     p.basis.push_str(&format!(
                         "; {t:.2} µs where the scaled price was {:.2}: prices rise with size through the user's measured points",
                         p.time_us
@@ -2716,7 +2747,7 @@ impl Pricing {
             Operation::Gemm(s) => {
                 let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
                 let correction = profile.and_then(|p| p.table_correction(crate::work::KernelClass::Gemm, Some(s.dtype)));
-                let mut p = self.gemm_corrected(gpu, s, correction).ok_or_else(|| {
+                let p = self.gemm_corrected_by(gpu, s, correction, lent_by).ok_or_else(|| {
                     let dtype = s.dtype.as_str();
                     match peak(gpu, s.dtype) {
                         None => format!("{what} on {}: no measured {dtype} table and no {dtype} peak in the catalog to price it", gpu.id),
@@ -2733,12 +2764,6 @@ impl Pricing {
                         ),
                     }
                 })?;
-                // A GPU without traces is priced by a similar traced GPU's profile: whose stack it is, said.
-                if let Some(lender) = lent_by.filter(|_| correction.is_some()) {
-                    p.basis = p
-                        .basis
-                        .replace(PROFILES_GPU, &format!("of {lender}, whose profile prices {} (it has no traces of its own)", gpu.id));
-                }
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p.clone(), Some(tf), peak(gpu, s.dtype).map(|pk| tf * 1e12 / pk), None)
             }
@@ -3033,7 +3058,6 @@ fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
     crate::fit::median(&mut rates)
 }
 
-/// Whose sustained rows priced `gpu`, in words ("this GPU held under sustained load (2 row(s) of …)").
 /// The log of a measured ÷ priced ratio at `x` (log2 bytes) from points `(log2 bytes, ln ratio)`
 /// sorted by size: linear between neighbours, and beyond the outermost point its value tapered
 /// linearly to 0 at `reach` octaves away. None where no point is within reach (or none given).
@@ -3073,7 +3097,7 @@ fn rising_through_points(bytes: f64, points: &[(f64, f64)], scaled: &dyn Fn(f64)
     if bytes <= start {
         return Some(scaled(bytes)?.min(ceiling));
     }
-    // Past the fade above the largest point the shipped price alone, which rises by itself.
+    // Past the fade above the largest point the shipped price alone, by its own rule.
     let end = largest * 2f64.powf(reach);
     let last = bytes.min(end);
     const STEPS: f64 = 8.0;
@@ -3098,10 +3122,7 @@ fn rising_through_points(bytes: f64, points: &[(f64, f64)], scaled: &dyn Fn(f64)
     Some(t.max(floor).min(ceiling))
 }
 
-/// Whose traces a GEMM correction measured, in a price's basis: the profile's own GPU (a lent
-/// profile's quote names the lender instead).
-const PROFILES_GPU: &str = "of the profile's GPU";
-
+/// Whose sustained rows priced `gpu`, in words ("this GPU held under sustained load (2 row(s) of …)").
 fn sustained_words(gpu: &Gpu, rows: &[&GemmRow]) -> String {
     let distinct = |of: &dyn Fn(&GemmRow) -> &str| {
         let mut v: Vec<&str> = rows.iter().map(|r| of(r)).collect();

@@ -965,37 +965,52 @@ fn a_users_attention_rows_come_first_even_when_slower() {
 /// A few points of the user's (too few for a curve) scale the shipped price in log size, and a
 /// larger message never costs less than a smaller one: one point at 16 MiB 2.3× the shipped
 /// price had scaled sizes within 16× and none beyond, so 256 MiB + 1 B priced at 706 µs where
-/// 256 MiB took 1 656 µs. Known truth: each point prices its own size at its measured time.
+/// 256 MiB took 1 656 µs; points whose times fell with size (rows of two `algo`s, which make no
+/// curve) or two rows of one size (in and out of place) made one byte more cost a tenth or three
+/// times as much. Known truth: each size measured prices at its fastest row, or a larger size's
+/// time where that was faster (the time waited, as the user's curves take it).
 #[test]
 fn a_few_collective_points_scale_prices_without_a_cliff() {
     let dir = std::env::temp_dir().join(format!("tracecast-few-points-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let h100 = Catalog::builtin().gpu("h100-sxm").unwrap().clone();
-    let cases: [&[(f64, f64)]; 4] = [
-        &[(16_777_216.0, 200.0)], // slower than shipped
-        &[(16_777_216.0, 40.0)],  // faster than shipped
-        &[(1024.0, 60.0)],        // a slow latency alone
-        &[(4_194_304.0, 400.0)],  // far slower, at the knee
+    // (bytes, µs, algo, in_place)
+    let cases: [&[(f64, f64, &str, &str)]; 7] = [
+        &[(16_777_216.0, 200.0, "", "")],                                      // slower than shipped
+        &[(16_777_216.0, 40.0, "", "")],                                       // faster than shipped
+        &[(1024.0, 60.0, "", "")],                                             // a slow latency alone
+        &[(4_194_304.0, 400.0, "", "")],                                       // far slower, at the knee
+        &[(1_048_576.0, 200.0, "ring", ""), (16_777_216.0, 60.0, "tree", "")], // falling with size
+        &[(1_048_576.0, 300.0, "", "0"), (1_048_576.0, 30.0, "", "1")],        // one size twice
+        &[(65_536.0, 15.0, "ring", ""), (1_048_576.0, 300.0, "tree", ""), (4_194_304.0, 50.0, "nvls", "")],
     ];
     for (i, points) in cases.iter().enumerate() {
         let f = dir.join(format!("points{i}.csv"));
-        let rows: String = points.iter().map(|(b, t)| format!("h100-sxm,all_gather,8,{b},{t}\n")).collect();
-        std::fs::write(&f, format!("gpu,collective,gpus,size_bytes,time_us\n{rows}")).unwrap();
+        let rows: String = points.iter().map(|(b, t, algo, ip)| format!("h100-sxm,all_gather,8,{b},{t},{algo},{ip}\n")).collect();
+        std::fs::write(&f, format!("gpu,collective,gpus,size_bytes,time_us,algo,in_place\n{rows}")).unwrap();
         let p = Pricing::new(Catalog::builtin(), Measurements::with_files(&[f]).unwrap());
         let at = |bytes: f64| p.collective(&h100, &CollectiveQuery::new(Collective::AllGather, bytes, 8, 8)).unwrap();
-        for &(b, t) in *points {
-            assert!((at(b).time_us / t - 1.0).abs() < 1e-9, "case {i}: {b} B at {} µs: {}", at(b).time_us, at(b).basis);
+        for &(b, _, _, _) in *points {
+            let want = points.iter().filter(|q| q.0 >= b).map(|q| q.1).fold(f64::INFINITY, f64::min);
+            assert!((at(b).time_us / want - 1.0).abs() < 1e-9, "case {i}: {b} B at {} µs, not {want}: {}", at(b).time_us, at(b).basis);
         }
         // From 1 KiB to 4 GiB in eighths of an octave, and one byte either side of each 16× reach.
         let mut sizes: Vec<f64> = (0..=176).map(|k| 1024.0 * 2f64.powf(k as f64 / 8.0)).collect();
-        for &(b, _) in *points {
+        for &(b, _, _, _) in *points {
             sizes.extend([b / 16.0 - 1.0, b / 16.0, b / 16.0 + 1.0, b * 16.0 - 1.0, b * 16.0, b * 16.0 + 1.0, b - 1.0, b + 1.0]);
         }
         sizes.sort_by(f64::total_cmp);
         let mut last = (0.0, 0.0);
         for &b in &sizes {
             let t = at(b).time_us;
-            assert!(t >= last.1, "case {i}: {b} B at {t:.2} µs, less than {} B at {:.2} µs: {}", last.0, last.1, at(b).basis);
+            // The shipped curve's own rule may dip by its rounding (0.6 % over 16 GPUs; none at 8).
+            assert!(
+                t >= last.1 * (1.0 - 1e-9),
+                "case {i}: {b} B at {t:.2} µs, less than {} B at {:.2} µs: {}",
+                last.0,
+                last.1,
+                at(b).basis
+            );
             last = (b, t);
         }
     }

@@ -71,6 +71,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     // A profile that fits nothing is not written: given to `project --profile` it had replaced the
     // GPU's shipped fits by defaults. What could not be fitted, and why, is still printed.
+    // Several devices name their files per device, whether or not each gets one.
+    let many = profiles.len() > 1;
     let (profiles, empty): (Vec<_>, Vec<_>) = profiles.into_iter().partition(|p| !p.fits_nothing());
     for p in &empty {
         if !args.inputs.read.quiet {
@@ -84,7 +86,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if profiles.is_empty() {
         return Ok(Outcome::bad_files_if(true));
     }
-    let many = profiles.len() > 1;
     // The profiles (and MAD-Max systems) are staged and put in place only once every chart is
     // written: a --plots folder that cannot be written had left a new profile behind an error.
     let mut staged = Vec::new();
