@@ -2239,3 +2239,38 @@ fn the_world_size_counts_unreadable_ranks_and_the_highest_rank() {
     assert_eq!(header(&positional, 2), (vec![0, 2, 3], 4));
     assert_eq!(header(&dir.join("rank-3.json"), 0), (vec![3], 4));
 }
+
+/// Ranks whose clocks disagree by hours but whose collectives match are one run: no "unrelated
+/// runs" note (it had told a job of unsynchronised nodes to split itself with --each). Known
+/// truth: a synthetic job of 2 ranks, rank 1's clock moved 2 h ahead.
+#[test]
+fn skewed_clocks_of_one_run_are_not_unrelated_runs() {
+    let dir = scratch("skewed-clocks");
+    let job = dir.join("job");
+    let o = run(&[
+        "synth".as_ref(),
+        "--out".as_ref(),
+        job.as_os_str(),
+        "-q".as_ref(),
+        "--plain".as_ref(),
+        "--ranks".as_ref(),
+        "2".as_ref(),
+        "--steps".as_ref(),
+        "2".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let path = job.join("rank-1.json");
+    let mut trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for e in trace["traceEvents"].as_array_mut().unwrap() {
+        if let Some(ts) = e["ts"].as_f64() {
+            e["ts"] = serde_json::json!(ts + 2.0 * 3600e6);
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&trace).unwrap()).unwrap();
+    for cmd in ["analyze", "replay"] {
+        let o = run(&[cmd.as_ref(), job.as_os_str()]);
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert!(!text.contains("unrelated runs"), "{cmd}: {text}");
+    }
+}

@@ -642,16 +642,20 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
 /// Why a job's ranks look like files of different runs (`None`: they do not):
 /// GPU windows that start more than an hour apart (the ranks of one run share a
 /// clock to well under that).
-fn unrelated_runs(partials: &[RankSummary]) -> Option<String> {
+fn unrelated_runs(partials: &[RankSummary], alignment: Option<&super::ClockAlignment>) -> Option<String> {
     // Ranks declaring different world sizes never get here: the job leaves out those of
     // another run (`job::JobWorld`).
-    runs_apart(partials.iter().filter_map(|p| p.window.map(|w| w.start_ns)))
+    runs_apart(partials.iter().map(|p| p.window.map(|w| w.start_ns)), alignment)
 }
 
-/// Whether ranks whose GPU windows start at `starts` (ns) look like unrelated runs, in words:
-/// more than an hour apart (Nsight exports of two captures, which declare no world size).
-/// The one rule of `analyze`'s note and the replay's.
-pub fn runs_apart(starts: impl Iterator<Item = i64>) -> Option<String> {
+/// Whether ranks whose GPU windows start at `starts` (ns, in rank order; `None` without GPU
+/// activity) look like unrelated runs, in words: more than an hour apart (Nsight exports of two
+/// captures, which declare no world size) once their clocks are aligned on their matched
+/// collectives (`alignment`, in the same order): ranks whose collectives match are one run,
+/// whatever their clocks said. The one rule of `analyze`'s note and the replay's.
+pub fn runs_apart(starts: impl Iterator<Item = Option<i64>>, alignment: Option<&super::ClockAlignment>) -> Option<String> {
+    let offset = |r: usize| alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
+    let starts = starts.enumerate().filter_map(|(r, s)| s.map(|s| s.saturating_add(offset(r))));
     let (lo, hi) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
     const HOUR_NS: i64 = 3_600_000_000_000;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
@@ -698,7 +702,7 @@ pub fn reduce_matched(
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
-    let unrelated = unrelated_runs(&partials);
+    let unrelated = unrelated_runs(&partials, clock_alignment.as_ref());
     let doubtful = matched.doubtful();
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
