@@ -2169,6 +2169,29 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(d["per_step"].is_null(), "{}", d["per_step"]);
+    // The three-step job without its ProfilerStep annotations against the five-step one: totals
+    // of unrelated windows, said, and no gate passes or fails on them (exit 2).
+    let stepless = dir.join("stepless");
+    std::fs::create_dir_all(&stepless).unwrap();
+    for entry in std::fs::read_dir(&three).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read(&path).unwrap();
+        let text = if path.extension().is_some_and(|e| e == "gz") {
+            let mut s = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&text[..]), &mut s).unwrap();
+            s
+        } else {
+            text
+        };
+        let mut trace: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        trace["traceEvents"].as_array_mut().unwrap().retain(|e| !e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep")));
+        let name = path.file_name().unwrap().to_string_lossy().trim_end_matches(".gz").to_string();
+        std::fs::write(stepless.join(name), serde_json::to_vec(&trace).unwrap()).unwrap();
+    }
+    let o = run(&["diff".as_ref(), stepless.as_os_str(), five.as_os_str(), "--fail-if".as_ref(), "busy>+5%".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: A has no profiler steps (its whole GPU window is analysed) and B has 5"));
+    assert!(stderr(&o).contains("--fail-if: A has no profiler steps"), "{}", stderr(&o));
 }
 
 /// The idle split of each step's window is its share of the whole run's (the step windows

@@ -84,6 +84,9 @@ pub struct TraceDiff {
     /// the step times is per rank and analysed step, so that a run profiled over more steps
     /// does not read as slower (none: per rank, the window's totals).
     pub per_step: Option<[usize; 2]>,
+    /// The profiler steps each run's analysed window holds (A's, B's; 0: a run without steps,
+    /// its whole GPU window analysed).
+    pub steps_analysed: [usize; 2],
 }
 
 /// Below this share of kernel time in kernels both runs ran, a diff says the runs
@@ -92,6 +95,19 @@ pub struct TraceDiff {
 pub const LITTLE_IN_COMMON: f64 = 0.1;
 
 impl TraceDiff {
+    /// Where one run has profiler steps and the other none, in words: their totals cover windows
+    /// of unrelated lengths (a run without steps traced over three of them had read as 67 % less
+    /// busy than the same job over five), so no total compares and no gate on them holds.
+    pub fn windows_unrelated(&self) -> Option<String> {
+        let [a, b] = self.steps_analysed;
+        ((a == 0) != (b == 0)).then(|| {
+            let (none, some, n) = if a == 0 { ("A", "B", b) } else { ("B", "A", a) };
+            format!(
+                "{none} has no profiler steps (its whole GPU window is analysed) and {some} has {n}: their times cover windows of unrelated lengths and do not compare; trace both with steps, or over the same span"
+            )
+        })
+    }
+
     /// What the times and counts are of, for people: `per rank`, or `per rank and step` where
     /// the runs analysed different numbers of steps.
     pub fn per_what(&self) -> &'static str {
@@ -323,6 +339,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         kernels: kernel_deltas,
         kernel_time_shared,
         per_step,
+        steps_analysed: [a.steps.len(), b.steps.len()],
     }
 }
 

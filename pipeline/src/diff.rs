@@ -103,6 +103,9 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     if let Some(note) = d.little_in_common() {
         writeln!(out, "note: {note}")?;
     }
+    if let Some(note) = d.windows_unrelated() {
+        writeln!(out, "note: {note}")?;
+    }
     match d.kernel_classes.first() {
         Some(k) if k.delta_us != 0.0 => writeln!(out, "Moved most: {} ({:+.3} ms {})", k.name, k.delta_us / 1000.0, d.per_what())?,
         _ => writeln!(out, "No kernel class moved.")?,
@@ -171,6 +174,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if let Some(spec) = &args.fail_if {
         let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
+        // Totals of unrelated windows gate nothing: an error, not a pass or a regression.
+        if let Some(why) = d.windows_unrelated() {
+            anyhow::bail!("--fail-if: {why}");
+        }
         let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);
         for f in &failed_gates {
             crate::output::stderr_line(format_args!("regression: {f}"));

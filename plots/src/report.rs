@@ -600,6 +600,9 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         .take(4)
         .map(|r| format!("{} {} → {} ms ({} %)", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_text()))
         .collect();
+    if let Some(note) = d.windows_unrelated() {
+        let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
+    }
     if !words.is_empty() {
         let moved = d.kernel_classes.first().map_or(String::new(), |k| {
             format!(" The kernel class that moved most: {} ({:+.3} ms {}).", k.name, k.delta_us / 1000.0, d.per_what())
