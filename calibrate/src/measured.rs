@@ -201,7 +201,7 @@ impl Measurements {
     pub fn builtin() -> Measurements {
         let mut m = Measurements::default();
         for (table, text) in SHIPPED {
-            // The shipped files are checked by a test; a row that does not parse is skipped there too.
+            // Every shipped row parses (`every_shipped_row_loads`): a refused row would stop its table there.
             let _ = m.add_text(text.as_bytes(), &format!("shipped {table}.csv"));
         }
         m
@@ -459,8 +459,12 @@ impl Measurements {
                             ),
                         ));
                     }
-                    // A bandwidth given beside the time must say the same, within 2 % and what the rounding of
-                    // each allows (a row of 100 µs at 300 GB/s bus bandwidth for 1 MiB over 8 GPUs had loaded).
+                    // A bandwidth given beside the time must say about the same (a row of 100 µs at 300 GB/s
+                    // bus bandwidth for 1 MiB over 8 GPUs had loaded): nccl-tests' line agrees to its
+                    // rounding, a summary that averages per-call rates (TraceLens) differs from its mean time
+                    // by the calls' spread (6.6–7.4 % in the shipped MI300X FSDP rows), while another
+                    // quantity or unit is a factor off (an all-reduce's busbw given as algbw: 2(n−1)/n,
+                    // 1.5× from 4 GPUs). Refused beyond 25 %, between the two.
                     let bus_factor = collective.bus_factor_in(Some(i64::from(gpus))).filter(|f| *f > 0.0);
                     if let Some(t) = measured("time_us")? {
                         for (column, value, factor) in
@@ -468,7 +472,7 @@ impl Measurements {
                         {
                             let (Some(v), Some(f)) = (value.filter(|v| *v > 0.0), factor) else { continue };
                             let implied = f * size_bytes / (v * 1e3);
-                            if (implied / t - 1.0).abs() > 0.02 + rounding(column, v) + rounding("time_us", t) {
+                            if (implied / t - 1.0).abs() > 0.25 + rounding(column, v) + rounding("time_us", t) {
                                 return Err(bad(
                                     line,
                                     format!(
@@ -714,5 +718,18 @@ mod tests {
         assert_eq!(m.add_text(nccl.as_bytes(), "nccl.csv").unwrap(), 2);
         let e = m.add_text(b"gpu,dtype,m,n,k\nmy-gpu,bf16,4096,4096,4096\n", "sizes.csv").unwrap_err().to_string();
         assert!(e.contains("sizes.csv") && e.contains("line 1") && e.contains("the header needs time_us or tflops"), "{e}");
+    }
+
+    /// Every row of every shipped table loads: the base stops a table at its first refused row
+    /// (a check of collective bandwidths against times at 2 % had silently dropped the table's
+    /// last 5 rows, MI300X's FSDP ones, moving its all-gather prices by up to 28 %).
+    #[test]
+    fn every_shipped_row_loads() {
+        for (table, text) in super::SHIPPED {
+            let mut m = Measurements::default();
+            if let Err(e) = m.add_text(text.as_bytes(), table) {
+                panic!("shipped {table}: {e}");
+            }
+        }
     }
 }
