@@ -2229,8 +2229,7 @@ fn each_steps_idle_split_is_its_share_of_the_runs() {
 }
 
 /// A job's world size is one rule: declared, else its ranks — an unreadable file counted as
-/// one unless its name gives a rank read from another file — and never fewer than its highest
-/// rank + 1. Four ranks without `distributedInfo` ranks
+/// one — and never fewer than its highest rank + 1. Four ranks without `distributedInfo` ranks
 /// or world, the second file cut short: ranks 0, 2 and 3 of a world of 4 (it had said 3); a lone
 /// `rank-3.json`: a world of 4 (it had said 1).
 #[test]
@@ -2262,14 +2261,6 @@ fn the_world_size_counts_unreadable_ranks_and_the_highest_rank() {
     };
     assert_eq!(header(&positional, 2), (vec![0, 2, 3], 4));
     assert_eq!(header(&dir.join("rank-3.json"), 0), (vec![3], 4));
-    // A cut-short retry of a rank read from another file adds no rank (it had made a world of 3).
-    let retry = dir.join("retry");
-    std::fs::create_dir_all(&retry).unwrap();
-    for (from, to) in [("wa", "rank-0"), ("wc", "rank-1")] {
-        std::fs::copy(positional.join(format!("{from}.json")), retry.join(format!("{to}.json"))).unwrap();
-    }
-    std::fs::copy(positional.join("wb.json"), retry.join("rank-1-retry.json")).unwrap();
-    assert_eq!(header(&retry, 2), (vec![0, 1], 2));
 }
 
 /// Ranks whose clocks disagree by hours but whose collectives match are one run: no "unrelated

@@ -661,7 +661,7 @@ pub fn calibrate_jobs<'j>(jobs: impl IntoIterator<Item = &'j Job>, catalog: &Cat
             })
             .unzip();
         samples.push(s);
-        collectives.push(JobCollectives::new(c, &tracecast_ingest::job::unread_files(&job.failures)));
+        collectives.push(JobCollectives::new(c, tracecast_ingest::job::unread_ranks(&job.failures)));
     }
     calibrate_summaries(samples.into_iter().zip(&collectives).collect(), catalog, opts)
 }

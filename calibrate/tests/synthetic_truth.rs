@@ -191,7 +191,7 @@ fn calibrating_one_rank_at_a_time_gives_the_same_profile() {
         });
         assert!(failures.is_empty());
         let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
-        let collectives = tracecast_ingest::analysis::JobCollectives::new(collectives, &[]);
+        let collectives = tracecast_ingest::analysis::JobCollectives::new(collectives, 0);
         let apart = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, &collectives)], &catalog, &opts);
         assert_eq!(serde_json::to_string(&apart).unwrap(), serde_json::to_string(&whole).unwrap(), "{}", dir.display());
     }

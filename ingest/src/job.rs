@@ -112,8 +112,11 @@ pub struct Job {
 impl Job {
     /// Number of ranks in the run ([`world_size`]).
     pub fn world_size(&self) -> u32 {
-        let read: Vec<u32> = self.ranks.iter().map(|r| r.rank).collect();
-        world_size(self.ranks.iter().filter_map(|r| r.trace.declared_world_size()).max(), &read, &unread_files(&self.failures))
+        world_size(
+            self.ranks.iter().filter_map(|r| r.trace.declared_world_size()).max(),
+            count(self.ranks.len()).saturating_add(unread_ranks(&self.failures)),
+            self.ranks.iter().map(|r| r.rank).max(),
+        )
     }
 
     /// Reads the files of one job in parallel. `on_file` is called once per
@@ -288,31 +291,16 @@ impl Job {
 }
 
 /// The world size of a job, the one rule of every command: the largest `distributedInfo.world_size`
-/// its ranks declare; else its ranks — those `read`, and the `unread` files, each one rank unless
-/// its name gives a rank read from another file (a retry, a copy) — and never fewer than its
-/// highest rank + 1 (a lone `rank-3.json` is of a world of 4 at least; a job whose second file
-/// is bad had been a world of 3 with a rank 3). An unreadable export of several GPUs counts one.
-pub fn world_size(declared: Option<u32>, read: &[u32], unread: &[PathBuf]) -> u32 {
-    declared.unwrap_or_else(|| {
-        let known: std::collections::HashSet<u32> = read.iter().copied().collect();
-        let mut named = std::collections::HashSet::new();
-        let mut extra = 0u32;
-        for f in unread {
-            match rank_from_file_name(f) {
-                Some(r) if known.contains(&r) => {}
-                Some(r) => extra = extra.saturating_add(u32::from(named.insert(r))),
-                None => extra = extra.saturating_add(1),
-            }
-        }
-        let highest = read.iter().chain(&named).max().map_or(0, |r| r.saturating_add(1));
-        count(read.len()).saturating_add(extra).max(highest)
-    })
+/// its ranks declare; else its `ranks` (those read and those that could not be, each unreadable
+/// file one), and never fewer than its highest rank + 1 (a lone `rank-3.json` is of a world of 4
+/// at least; a job whose second file is bad had been a world of 3 with a rank 3).
+pub fn world_size(declared: Option<u32>, ranks: u32, highest_rank: Option<u32>) -> u32 {
+    declared.unwrap_or_else(|| ranks.max(highest_rank.map_or(0, |r| r.saturating_add(1))))
 }
 
-/// The files among a job's `failures` that are ranks of it that could not be read
-/// ([`Error::is_unread_rank`]).
-pub fn unread_files(failures: &[Error]) -> Vec<PathBuf> {
-    failures.iter().filter(|e| e.is_unread_rank()).filter_map(|e| e.path().map(Path::to_path_buf)).collect()
+/// The ranks of a job that could not be read, among its `failures` ([`Error::is_unread_rank`]).
+pub fn unread_ranks(failures: &[Error]) -> u32 {
+    count(failures.iter().filter(|e| e.is_unread_rank()).count())
 }
 
 fn count(n: usize) -> u32 {
@@ -396,19 +384,11 @@ fn read_file(path: &Path, opts: &ReadOptions, first: u32) -> Result<Vec<RankTrac
 
 impl Job {
     /// How many ranks the files of one job hold: one per trace file (or dataset
-    /// part) — files whose names give the same rank one between them —, an Nsight
-    /// Systems export's one per process and GPU (an export that cannot be read
-    /// counts one: it fails, as a file, when it is read).
+    /// part), an Nsight Systems export's one per process and GPU (an export
+    /// that cannot be read counts one: it fails, as a file, when it is read).
     pub fn ranks_in(files: &[PathBuf]) -> u32 {
-        // Files whose names give one rank (a retry beside the first try) are one rank, as
-        // [`world_size`] counts them.
-        let mut named = std::collections::HashSet::new();
-        let of = |f: &PathBuf| match (crate::nsys::is_export(f), rank_from_file_name(f)) {
-            (true, _) => crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)),
-            (false, Some(r)) => usize::from(named.insert(r)),
-            (false, None) => 1,
-        };
-        files.iter().map(of).map(|n| u32::try_from(n).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
+        let of = |f: &PathBuf| if crate::nsys::is_export(f) { crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)) } else { 1 };
+        files.iter().map(|f| u32::try_from(of(f)).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
     }
 }
 

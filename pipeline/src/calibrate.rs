@@ -60,8 +60,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
         let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
-        let unread = tracecast_ingest::job::unread_files(&failures);
-        ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives, &unread))), failures)
+        let unread = tracecast_ingest::job::unread_ranks(&failures);
+        ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives, unread))), failures)
     };
     let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
     let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();

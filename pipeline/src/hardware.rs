@@ -46,8 +46,7 @@ pub fn pricing_with(catalog: &Catalog, files: &[PathBuf]) -> Result<Arc<Pricing>
 /// [`tracecast_ingest::Job::ranks_in`]), as the job's header counts them, and at least its own
 /// `rank` + 1.
 pub fn world_of_rank(declared: Option<u32>, job_ranks: u32, rank: u32) -> u32 {
-    // Before the job's other files are read: the ranks they hold, and at least this one's number.
-    declared.unwrap_or_else(|| job_ranks.max(rank.saturating_add(1)))
+    tracecast_ingest::job::world_size(declared, job_ranks, Some(rank))
 }
 
 /// How one rank read on its own is analysed: `base` with the rank's GPUs per

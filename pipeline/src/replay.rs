@@ -114,7 +114,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), failures| {
             let (parts, collectives): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
-            let collectives = JobCollectives::new(collectives, &tracecast_ingest::job::unread_files(&failures));
+            let collectives = JobCollectives::new(collectives, tracecast_ingest::job::unread_ranks(&failures));
             let gpu = parts.iter().find_map(|p| p.gpu_id()).and_then(|id| catalog.gpu(id).ok());
             let opts = replay_options_for(gpu, &opts, &catalog, read.gpus_per_node);
             let path = path.display().to_string();

@@ -502,7 +502,7 @@ pub fn job_parts<'c>(job: &Job, opts: &ReplayOptions, catalog: &'c tracecast_cal
             (RankPart::of(&ctx, opts, catalog, None), ctx.into_collectives())
         })
         .unzip();
-    (parts, JobCollectives::new(ranks, &tracecast_ingest::job::unread_files(&job.failures)))
+    (parts, JobCollectives::new(ranks, tracecast_ingest::job::unread_ranks(&job.failures)))
 }
 
 /// Everything the replay needs of one rank, built from its

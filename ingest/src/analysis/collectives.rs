@@ -542,7 +542,7 @@ impl RankCollectives {
 /// (see [`super::JobCollectives::samples`]).
 pub fn collective_samples(job: &crate::job::Job, classifier: &super::Classifier) -> Vec<CollectiveSample> {
     let ranks = job.ranks.iter().map(|r| super::RankContext::new(r, classifier).into_collectives());
-    super::JobCollectives::new(ranks, &crate::job::unread_files(&job.failures)).into_samples()
+    super::JobCollectives::new(ranks, crate::job::unread_ranks(&job.failures)).into_samples()
 }
 
 /// The sample of instance `inst` of rank `rank`, found on `matched` ranks of

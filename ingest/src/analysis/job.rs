@@ -697,8 +697,8 @@ pub fn reduce_matched(
     opts: &AnalyzeOptions,
 ) -> (JobAnalysis, JobCollectives) {
     partials.sort_by_key(|p| p.analysis.rank);
-    let unread: Vec<std::path::PathBuf> = bad_files.iter().filter(|b| b.unread_rank).map(|b| b.file.clone().into()).collect();
-    let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>(), &unread);
+    let unread = u32::try_from(bad_files.iter().filter(|b| b.unread_rank).count()).unwrap_or(u32::MAX);
+    let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>(), unread);
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();

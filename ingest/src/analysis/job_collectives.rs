@@ -57,14 +57,17 @@ pub struct JobCollectives {
 }
 
 impl JobCollectives {
-    /// Matches the collectives of a job's ranks; the `unread` files of the job could not be read
+    /// Matches the collectives of a job's ranks; `unread` ranks of the job could not be read
     /// (the world size counts them: [`crate::job::world_size`]).
-    pub fn new(ranks: impl IntoIterator<Item = RankCollectives>, unread: &[std::path::PathBuf]) -> JobCollectives {
+    pub fn new(ranks: impl IntoIterator<Item = RankCollectives>, unread: u32) -> JobCollectives {
         count(Fact::Matching);
         let mut ranks: Vec<RankCollectives> = ranks.into_iter().collect();
         ranks.sort_by_key(|r| r.rank());
-        let read: Vec<u32> = ranks.iter().map(|r| r.rank()).collect();
-        let world = crate::job::world_size(ranks.iter().filter_map(|r| r.declared_world()).max(), &read, unread);
+        let world = crate::job::world_size(
+            ranks.iter().filter_map(|r| r.declared_world()).max(),
+            u32::try_from(ranks.len()).unwrap_or(u32::MAX).saturating_add(unread),
+            ranks.iter().map(|r| r.rank()).max(),
+        );
         // Group strings numbered job-wide, each distinct string (not each kernel) hashed once per rank.
         let mut string_id: HashMap<Arc<str>, u32> = HashMap::default();
         let mut id_of_key: HashMap<CheapKey, u32> = HashMap::default();
@@ -394,7 +397,7 @@ mod tests {
     fn an_all_reduce_is_never_matched_with_one_of_another_size() {
         // Rank 1's trace lacks the 107 MB all-reduce (a filtered trace): matching by position
         // in the group paired rank 0's 107 MB with rank 1's 105 MB and its 105 MB with nothing.
-        let job = JobCollectives::new([rank(0, &[78, 107, 105, 22]), rank(1, &[78, 105, 22])], &[]);
+        let job = JobCollectives::new([rank(0, &[78, 107, 105, 22]), rank(1, &[78, 105, 22])], 0);
         let samples = job.samples();
         let mut by_instance: HashMap<u32, Vec<Option<u64>>> = HashMap::default();
         for s in samples.iter().filter(|s| s.matched_ranks >= 2) {
@@ -410,7 +413,7 @@ mod tests {
     /// one before on the other rank: they end milliseconds apart, where each lasts 1 µs.
     #[test]
     fn a_matching_whose_instances_do_not_end_together_is_doubted() {
-        let aligned = JobCollectives::new([rank(0, &[8; 6]), rank(1, &[8; 6])], &[]);
+        let aligned = JobCollectives::new([rank(0, &[8; 6]), rank(1, &[8; 6])], 0);
         assert_eq!(aligned.doubtful(), None);
         // Rank 0's all-reduces at k² ms; rank 1's k-th is rank 0's (k+1)-th (a constant
         // shift would be indistinguishable from a clock offset; a training step's are not regular).
@@ -426,7 +429,7 @@ mod tests {
         };
         let first = RankCollectives::new(0, Some(2), at(0, rank(0, &[8; 6]).into_rows()));
         let late = RankCollectives::new(1, Some(2), at(1, rank(1, &[8; 5]).into_rows()));
-        let shifted = JobCollectives::new([first, late], &[]);
+        let shifted = JobCollectives::new([first, late], 0);
         let why = shifted.doubtful().expect("doubted");
         assert!(why.starts_with("the 5 collectives matched across ranks do not end together"), "{why}");
     }
