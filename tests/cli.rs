@@ -2192,6 +2192,25 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: A has no profiler steps (its whole GPU window is analysed) and B has 5"));
     assert!(stderr(&o).contains("--fail-if: A has no profiler steps"), "{}", stderr(&o));
+    // `--window all` on both: whole windows, as asked, compare (the same three steps' work, with
+    // and without their annotations); only the `step` metric does not.
+    let all = |gate: &str| {
+        run(&[
+            "diff".as_ref(),
+            stepless.as_os_str(),
+            three.as_os_str(),
+            "--window".as_ref(),
+            "all".as_ref(),
+            "--fail-if".as_ref(),
+            gate.as_ref(),
+        ])
+    };
+    let o = all("busy>+1%");
+    assert_eq!(o.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: A has no profiler steps: its `step` is its whole GPU window"));
+    let o = all("step>+5%");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fail-if: A has no profiler steps: its `step` is its whole GPU window"), "{}", stderr(&o));
 }
 
 /// The idle split of each step's window is its share of the whole run's (the step windows
@@ -2295,5 +2314,20 @@ fn skewed_clocks_of_one_run_are_not_unrelated_runs() {
         assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
         let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
         assert!(!text.contains("unrelated runs"), "{cmd}: {text}");
+    }
+    // Its collectives moved ±1 ms each, alternately: a match the alignment does not bear out ties
+    // nothing, and the 2 h apart are said again.
+    let mut k = 0;
+    for e in trace["traceEvents"].as_array_mut().unwrap() {
+        if e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl")) {
+            k += 1;
+            e["ts"] = serde_json::json!(e["ts"].as_f64().unwrap() + if k % 2 == 0 { 1000.0 } else { -1000.0 });
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&trace).unwrap()).unwrap();
+    for cmd in ["analyze", "replay"] {
+        let o = run(&[cmd.as_ref(), job.as_os_str()]);
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert!(text.contains("ranks of unrelated runs? their GPU windows start 2.0 h apart"), "{cmd}: {text}");
     }
 }

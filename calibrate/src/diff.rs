@@ -84,9 +84,12 @@ pub struct TraceDiff {
     /// the step times is per rank and analysed step, so that a run profiled over more steps
     /// does not read as slower (none: per rank, the window's totals).
     pub per_step: Option<[usize; 2]>,
-    /// The profiler steps each run's analysed window holds (A's, B's; 0: a run without steps,
-    /// its whole GPU window analysed).
+    /// The profiler steps each run's analysed window holds (A's, B's; 0: its whole GPU window
+    /// analysed — a run without steps, or `--window all`).
     pub steps_analysed: [usize; 2],
+    /// The profiler steps each run lists, whatever its window (the step rows' and the `step`
+    /// metric's; 0: a run without steps, whose `step` is its whole GPU window).
+    pub steps_listed: [usize; 2],
 }
 
 /// Below this share of kernel time in kernels both runs ran, a diff says the runs
@@ -106,6 +109,22 @@ impl TraceDiff {
                 "{none} has no profiler steps (its whole GPU window is analysed) and {some} has {n}: their times cover windows of unrelated lengths and do not compare; trace both with steps, or over the same span"
             )
         })
+    }
+
+    /// Where one run lists profiler steps and the other none, in words: the `step` metric sets
+    /// one's whole GPU window against the other's mean step (whatever `--window`).
+    pub fn step_times_unrelated(&self) -> Option<String> {
+        let [a, b] = self.steps_listed;
+        ((a == 0) != (b == 0)).then(|| {
+            let (none, some) = if a == 0 { ("A", "B") } else { ("B", "A") };
+            format!("{none} has no profiler steps: its `step` is its whole GPU window, {some}'s its mean step, and they do not compare")
+        })
+    }
+
+    /// Why B's `metric` does not compare with A's, where it does not: totals of unrelated windows
+    /// ([`TraceDiff::windows_unrelated`]), or a step time against a whole window.
+    pub fn incomparable(&self, metric: &str) -> Option<String> {
+        self.windows_unrelated().or_else(|| if metric == "step" { self.step_times_unrelated() } else { None })
     }
 
     /// What the times and counts are of, for people: `per rank`, or `per rank and step` where
@@ -237,6 +256,9 @@ pub struct DiffSide {
     kernels: Tally,
     /// The job's time of each step (its slowest rank's window), µs.
     steps: Vec<(i64, f64)>,
+    /// Whether every rank's analysed window is its steps' (`--window steps` on a run with steps),
+    /// not its whole GPU window.
+    by_steps: bool,
 }
 
 impl DiffSide {
@@ -279,6 +301,7 @@ impl DiffSide {
             collectives: per_rank(collectives, j.ranks.len()),
             kernels: per_rank(kernels, j.ranks.len()),
             steps: job_steps.iter().map(|s| (s.step, s.step_us)).collect(),
+            by_steps: !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps),
         }
     }
 }
@@ -312,7 +335,9 @@ pub fn diff_jobs(a: (&ClassTimes, &JobAnalysis), b: (&ClassTimes, &JobAnalysis),
 pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
     // Runs profiled over different numbers of steps compare per step: 5 steps against 3 had
     // read as 67 % more busy time (and failed a `busy` gate) where every step was alike.
-    let per_step = (a.steps.len() != b.steps.len() && !a.steps.is_empty() && !b.steps.is_empty()).then(|| [a.steps.len(), b.steps.len()]);
+    // Windows of steps on both sides (`--window all` compares whole windows, as asked).
+    let steps_analysed = [a, b].map(|s| if s.by_steps { s.steps.len() } else { 0 });
+    let per_step = (steps_analysed[0] != steps_analysed[1] && steps_analysed.iter().all(|&n| n > 0)).then_some(steps_analysed);
     let scaled;
     let (a, b) = match per_step {
         Some([na, nb]) => {
@@ -339,7 +364,8 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         kernels: kernel_deltas,
         kernel_time_shared,
         per_step,
-        steps_analysed: [a.steps.len(), b.steps.len()],
+        steps_analysed,
+        steps_listed: [a.steps.len(), b.steps.len()],
     }
 }
 

@@ -462,9 +462,10 @@ impl Measurements {
                     // A bandwidth given beside the time must say about the same (a row of 100 µs at 300 GB/s
                     // bus bandwidth for 1 MiB over 8 GPUs had loaded): nccl-tests' line agrees to its
                     // rounding, a summary that averages per-call rates (TraceLens) differs from its mean time
-                    // by the calls' spread (6.6–7.4 % in the shipped MI300X FSDP rows), while another
-                    // quantity or unit is a factor off (an all-reduce's busbw given as algbw: 2(n−1)/n,
-                    // 1.5× from 4 GPUs). Refused beyond 25 %, between the two.
+                    // by the calls' spread (6.6–7.4 % in the shipped MI300X FSDP rows), while a wrong unit
+                    // or a contradiction is a factor off, and an all-reduce's busbw given as algbw 2(n−1)/n
+                    // (1.5× from 4 GPUs). Refused beyond 25 %, between the two: an all-gather's busbw given
+                    // as algbw ((n−1)/n, 12.5 % at 8 GPUs) is within it and not caught.
                     let bus_factor = collective.bus_factor_in(Some(i64::from(gpus))).filter(|f| *f > 0.0);
                     if let Some(t) = measured("time_us")? {
                         for (column, value, factor) in

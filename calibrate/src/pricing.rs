@@ -2112,7 +2112,7 @@ impl Pricing {
             p.time_us *= f;
             p.basis.push_str(&format!(
                 "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs in log size (between them interpolated, beyond them tapering to 1 at 16×; too few for a curve of their own)",
-                points.len()
+                sized.len()
             ));
         } else if !points.is_empty() {
             p.basis

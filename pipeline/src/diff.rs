@@ -103,7 +103,7 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     if let Some(note) = d.little_in_common() {
         writeln!(out, "note: {note}")?;
     }
-    if let Some(note) = d.windows_unrelated() {
+    if let Some(note) = d.windows_unrelated().or_else(|| d.step_times_unrelated()) {
         writeln!(out, "note: {note}")?;
     }
     match d.kernel_classes.first() {
@@ -174,8 +174,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if let Some(spec) = &args.fail_if {
         let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
-        // Totals of unrelated windows gate nothing: an error, not a pass or a regression.
-        if let Some(why) = d.windows_unrelated() {
+        // What does not compare gates nothing: an error, not a pass or a regression.
+        if let Some(why) = gates.iter().find_map(|g| d.incomparable(&g.metric)) {
             anyhow::bail!("--fail-if: {why}");
         }
         let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);

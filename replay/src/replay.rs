@@ -686,7 +686,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     let alignment = collectives.alignment();
     let mut notes = Vec::new();
     // Two captures given as one job (Nsight exports declare no world size): said, as `analyze` says it.
-    if let Some(why) = analysis::runs_apart(parts.iter().map(|p| p.window.map(|w| w.start_ns)), alignment) {
+    if let Some(why) = analysis::runs_apart(parts.iter().map(|p| p.window.map(|w| w.start_ns)), collectives.trusted_alignment()) {
         notes.push(format!(
             "ranks of unrelated runs? {why}: replayed as one job, whose critical path spans the gap (give the files with --each to replay each alone)"
         ));

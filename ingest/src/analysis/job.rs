@@ -702,7 +702,7 @@ pub fn reduce_matched(
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
-    let unrelated = unrelated_runs(&partials, clock_alignment.as_ref());
+    let unrelated = unrelated_runs(&partials, matched.trusted_alignment());
     let doubtful = matched.doubtful();
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();

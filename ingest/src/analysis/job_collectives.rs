@@ -213,6 +213,12 @@ impl JobCollectives {
             .as_ref()
     }
 
+    /// The clock alignment where the matched collectives bear it out ([`JobCollectives::doubtful`]
+    /// says nothing): what ties the ranks into one run.
+    pub fn trusted_alignment(&self) -> Option<&ClockAlignment> {
+        self.alignment().filter(|_| self.doubtful().is_none())
+    }
+
     /// Why the matching may pair unrelated kernels, in words, or `None`: the
     /// instances matched across ranks do not end together even after the clock
     /// alignment — its residual exceeds their median transfer — as when the ranks'
