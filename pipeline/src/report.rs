@@ -65,6 +65,9 @@ pub(crate) struct Section {
     diff: DiffSide,
 }
 
+/// Jobs given none of whose ranks could be read or analysed: each one's path and the first reason.
+pub(crate) type UnreadJobs = Vec<(String, String)>;
+
 /// What one rank gives the report, built from its context while its trace is in memory.
 struct RankPart<'c> {
     summary: analysis::RankSummary,
@@ -86,7 +89,7 @@ pub(crate) fn sections(
     read: &TraceOptions,
     plan: &Plan<'_>,
     show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
-) -> Result<(Vec<Section>, Vec<(String, String)>, bool)> {
+) -> Result<(Vec<Section>, UnreadJobs, bool)> {
     let read_opts = read.read_options()?;
     // Jobs none of whose ranks could be read, with the first reason: the page names them.
     let unread = std::cell::RefCell::new(Vec::new());
@@ -216,7 +219,7 @@ fn reduce(
 }
 
 /// Writes the report of the sections (the diff first when there is one) to `out`.
-pub(crate) fn write(sections: Vec<Section>, unread_jobs: Vec<(String, String)>, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write(sections: Vec<Section>, unread_jobs: UnreadJobs, plan: &Plan<'_>, out: &Path) -> Result<Vec<PathBuf>> {
     let diff = match sections.as_slice() {
         [a, b] => Some(diff_sides(&a.diff, &b.diff, 25)),
         _ => None,
