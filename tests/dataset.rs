@@ -411,3 +411,26 @@ fn each_reads_a_dataset_as_one_job() {
     assert_eq!(alone["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(alone["jobs"][0]["ranks"], jobs[1]["ranks"]);
 }
+
+/// A dataset ingested with a rank that could not be read names it whenever it is read, exit 2
+/// (it had read as a whole job, exit 0); ingesting that file again once it reads drops the record.
+#[test]
+fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
+    let dir = scratch("dataset-unread");
+    let job = synthetic_job(&dir, 4);
+    let rank1 = job.join("rank-1.json.gz");
+    let good = std::fs::read(&rank1).unwrap();
+    std::fs::write(&rank1, &good[..200]).unwrap();
+    let ds = dir.join("ds");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), ds.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    std::fs::write(&rank1, &good).unwrap();
+    let o = run(&["ingest".as_ref(), rank1.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -94,11 +94,39 @@ pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
     if is_dataset(dir) {
         return None;
     }
-    const OWN: [&str; 6] = ["manifest.json", "ranks", "events", "steps", "collectives", "summaries"];
+    const OWN: [&str; 7] = ["manifest.json", "ranks", "events", "steps", "collectives", "summaries", UNREAD];
     std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
         let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         !(OWN.contains(&&*name) || name.starts_with('.'))
     })
+}
+
+/// The dataset's record of the rank files `ingest` could not read: `[[file, why], …]`.
+const UNREAD: &str = "unread.json";
+
+/// Records in dataset `dir` the rank files this ingest could not read (`unread`: file as given,
+/// why), replacing what an earlier ingest recorded of them and dropping its record of the files
+/// this one wrote (`written`, as given): reading the dataset then names the ranks it lacks.
+pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]) -> Result<()> {
+    let path = dir.join(UNREAD);
+    let mut list: Vec<(String, String)> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    list.retain(|(f, _)| !written.contains(f) && !unread.iter().any(|(u, _)| u == f));
+    list.extend(unread.iter().cloned());
+    if list.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Write { path, cause: e }),
+            _ => Ok(()),
+        };
+    }
+    let bytes = serde_json::to_vec_pretty(&list).unwrap_or_default();
+    crate::output::write_atomic(&path, &bytes)
+}
+
+/// The rank files dataset `dir`'s ingest could not read, as errors of the job it stands for.
+pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
+    let list: Vec<(String, String)> =
+        std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    list.into_iter().map(|(file, message)| Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message }).collect()
 }
 
 /// The event part files of the dataset `dir`, sorted (one per rank): every

@@ -96,6 +96,17 @@ pub enum Error {
         /// The first file declaring the job's.
         first: PathBuf,
     },
+    /// A rank file that could not be read when its dataset was ingested (`DATASET/unread.json`):
+    /// the dataset is that job less the rank, and says so whenever it is read.
+    #[error("{}: could not be read when the dataset {} was ingested: {message}", path.display(), dataset.display())]
+    UnreadAtIngest {
+        /// The trace file as it was given to `ingest`.
+        path: PathBuf,
+        /// The dataset.
+        dataset: PathBuf,
+        /// Why it could not be read, as printed then.
+        message: String,
+    },
     /// A path given as a job holds no trace files.
     #[error("{}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory", path.display())]
     NoTraces {
@@ -145,6 +156,7 @@ impl Error {
             | Error::Json { .. }
             | Error::Schema { .. }
             | Error::Sqlite { .. }
+            | Error::UnreadAtIngest { .. }
             | Error::NoStepsSelected { .. } => true,
             Error::DuplicateRank { .. }
             | Error::SameFile { .. }
@@ -168,6 +180,7 @@ impl Error {
             | Error::OtherRun { path, .. }
             | Error::SameFile { path, .. }
             | Error::NoStepsSelected { path, .. }
+            | Error::UnreadAtIngest { path, .. }
             | Error::Write { path, .. } => Some(path),
             Error::DuplicateRank { second, .. } => Some(second),
             Error::Pattern { .. } => None,

@@ -96,16 +96,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let summary = analysis::summarize(&ctx, world, &o);
             let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
             let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;
-            Ok((staged, unselected))
+            Ok((staged, unselected, rank.trace.path.display().to_string()))
         };
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
         let (mut ok, mut not_written) = (Vec::new(), 0usize);
         for p in parts {
-            match p.and_then(|(staged, unselected)| Ok((staged.commit()?, unselected))) {
-                Ok((p, unselected)) => {
-                    ok.push(p);
+            match p.and_then(|(staged, unselected, source)| Ok((staged.commit()?, unselected, source))) {
+                Ok((_, unselected, source)) => {
+                    ok.push(source);
                     failures.extend(unselected);
                 }
                 Err(e) => {
@@ -116,10 +116,25 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         }
         (Some((ok, not_written)), failures)
     };
-    let failed = for_each_input(&args.paths, false, &args.read, read, |(parts, not_written), _| {
+    // The rank files written and those that could not be read: the dataset records the latter,
+    // so that reading it names the ranks it lacks (it had read as a whole job, exit 0).
+    let (mut sources, mut unread) = (Vec::new(), Vec::new());
+    let failed = for_each_input(&args.paths, false, &args.read, read, |(parts, not_written), failures| {
         written += parts.len();
         unwritten += not_written;
+        sources.extend(parts);
+        for e in failures.iter().filter(|e| e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. })) {
+            if let Some(p) = e.path() {
+                let file = p.display().to_string();
+                let why = e.to_string();
+                let why = why.strip_prefix(&format!("{file}: ")).unwrap_or(&why).to_string();
+                unread.push((file, why));
+            }
+        }
     })?;
+    if written > 0 {
+        tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
+    }
     made.1 = written > 0;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());

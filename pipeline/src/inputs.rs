@@ -182,6 +182,10 @@ pub fn for_each_listed<T>(
                 Ok(f) => files.extend(f),
                 Err(e) => listing_errors.push(e),
             }
+            // A dataset names the rank files its ingest could not read.
+            if tracecast_ingest::dataset::is_dataset(p) {
+                listing_errors.extend(tracecast_ingest::dataset::unread_at_ingest(p));
+            }
         }
         let (files, repeated) = job::distinct_files(files);
         listing_errors.extend(repeated);
