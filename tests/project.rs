@@ -1255,6 +1255,16 @@ fn madmax_files_and_the_flags_that_would_say_the_same() {
     let o = project(&["--parallel", "tp=8,pp=4,fsdp=64,gbs=2048"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --parallel tp=8,pp=4,fsdp=64,gbs=2048 in place of the plan of"));
+    // `--gpus` alone spreads the task file's plan over them by its data parallelism, the global
+    // batch kept (it had been refused: "tp × cp × pp × dp = 2048 but the cluster has 1024 GPUs").
+    let o = project(&["--gpus", "1024"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("plan tp=1,pp=1,fsdp=1024,mb=1,microbatches=2"), "{text}");
+    assert!(
+        text.contains("dp 2048 → 1024 (tp, cp and pp kept), the global batch of 2048 sequences kept (2 microbatches a replica)"),
+        "{text}"
+    );
 }
 
 /// tracecast's DLRM runs every GPU of the system with one batch: a MAD-Max task of another GPU

@@ -553,11 +553,27 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let (mut plan, task) =
                     llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
+                let mut resized = None;
                 if let Some(spec) = &args.parallel {
                     plan = parse_plan(spec)?;
+                } else if let Some(n) = args.gpus.filter(|&n| n != plan.gpus()) {
+                    // A GPU count without a plan: the task file's plan over it by its data parallelism.
+                    let (on_n, words) = plan.on_gpus(n).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--gpus {n}: the plan of {} (tp={}, cp={}, pp={}, ep={}) does not spread over {n} GPUs by its data parallelism; give --parallel",
+                            files.task.display(),
+                            plan.tp,
+                            plan.cp,
+                            plan.pp,
+                            plan.ep
+                        )
+                    })?;
+                    plan = on_n;
+                    resized = Some(format!("--gpus {n}: the plan of {} spread over them: {words}", files.task.display()));
                 }
                 let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
                 p.notes.extend(replaced_by_flags(args, &s, files));
+                p.notes.extend(resized);
                 (p, timeline)
             }
         }

@@ -1019,6 +1019,35 @@ impl Plan {
         checked_product("tp × cp × pp × dp", &[self.tp, self.cp, self.pp, self.dp])
     }
 
+    /// The plan on `gpus` GPUs by its data-parallel degree alone (tp, cp, pp and the rest kept),
+    /// with the global batch kept where its microbatches divide over the new replicas, and the
+    /// change in words; `None` where the other degrees do not divide `gpus` (or `ep` the new dp).
+    /// What a GPU count given beside a plan of another (MAD-Max's task file) means.
+    pub fn on_gpus(&self, gpus: u32) -> Option<(Plan, String)> {
+        let model_parallel = checked_product("tp × cp × pp", &[self.tp, self.cp, self.pp]).ok()?;
+        if gpus == 0 || gpus % model_parallel != 0 {
+            return None;
+        }
+        let dp = gpus / model_parallel;
+        if dp % self.ep.max(1) != 0 {
+            return None;
+        }
+        let mut plan = Plan { dp, ..self.clone() };
+        let sequences = u64::from(self.dp) * u64::from(self.microbatch) * u64::from(self.microbatches);
+        let per_replica = u64::from(dp) * u64::from(self.microbatch);
+        let batch = if sequences % per_replica == 0 && sequences / per_replica >= 1 {
+            plan.microbatches = u32::try_from(sequences / per_replica).ok()?;
+            format!("the global batch of {sequences} sequences kept ({} microbatches a replica)", plan.microbatches)
+        } else {
+            format!(
+                "{} microbatches a replica kept: the global batch {} sequences (its {sequences} do not divide over {dp} replicas)",
+                plan.microbatches,
+                per_replica * u64::from(plan.microbatches)
+            )
+        };
+        Some((plan, format!("dp {} → {dp} (tp, cp and pp kept), {batch}", self.dp)))
+    }
+
     /// Ranks that hold the same weights: the gradient and ZeRO group (dp × cp;
     /// at most [`Plan::gpus`], so it fits whenever that does).
     pub fn replicas(&self) -> u32 {
