@@ -1025,17 +1025,17 @@ impl Plan {
     /// What a GPU count given beside a plan of another (MAD-Max's task file) means.
     pub fn on_gpus(&self, gpus: u32) -> Option<(Plan, String)> {
         let model_parallel = checked_product("tp × cp × pp", &[self.tp, self.cp, self.pp]).ok()?;
-        if gpus == 0 || gpus % model_parallel != 0 {
+        if gpus == 0 || !gpus.is_multiple_of(model_parallel) {
             return None;
         }
         let dp = gpus / model_parallel;
-        if dp % self.ep.max(1) != 0 {
+        if !dp.is_multiple_of(self.ep.max(1)) {
             return None;
         }
         let mut plan = Plan { dp, ..self.clone() };
         let sequences = u64::from(self.dp) * u64::from(self.microbatch) * u64::from(self.microbatches);
         let per_replica = u64::from(dp) * u64::from(self.microbatch);
-        let batch = if sequences % per_replica == 0 && sequences / per_replica >= 1 {
+        let batch = if sequences.is_multiple_of(per_replica) && sequences / per_replica >= 1 {
             plan.microbatches = u32::try_from(sequences / per_replica).ok()?;
             format!("the global batch of {sequences} sequences kept ({} microbatches a replica)", plan.microbatches)
         } else {
