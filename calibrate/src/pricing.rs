@@ -2107,7 +2107,7 @@ impl Pricing {
         // had priced 1 GiB at 2.7× NVLink). A cut-off at 16× had made one byte more cost less
         // than half as much.
         let ratios: Vec<(f64, f64)> = sized.iter().filter_map(|&(b, t, _)| Some((b.log2(), (t / price(b)?.time_us).ln()))).collect();
-        if let Some(ln_f) = ln_ratio_in_log_size(&ratios, bytes.log2(), 4.0) {
+        if let Some(ln_f) = ln_ratio_in_log_size(&ratios, bytes.log2(), POINT_REACH_OCTAVES) {
             let f = ln_f.exp();
             p.time_us *= f;
             p.basis.push_str(&format!(
@@ -2121,9 +2121,10 @@ impl Pricing {
         // Scaled by a ratio that changes with size, a flat latency could fall as the message grows:
         // the price rises through the user's points instead (a larger message never takes less).
         if !ratios.is_empty() {
-            let scaled = |b: f64| Some(price(b)?.time_us * ln_ratio_in_log_size(&ratios, b.log2(), 4.0).map_or(1.0, f64::exp));
+            let scaled =
+                |b: f64| Some(price(b)?.time_us * ln_ratio_in_log_size(&ratios, b.log2(), POINT_REACH_OCTAVES).map_or(1.0, f64::exp));
             let measured: Vec<(f64, f64)> = sized.iter().map(|&(b, t, _)| (b, t)).collect();
-            if let Some(t) = rising_through_points(bytes, &measured, &scaled, 4.0) {
+            if let Some(t) = rising_through_points(bytes, &measured, &scaled, POINT_REACH_OCTAVES) {
                 if (t / p.time_us - 1.0).abs() > 5e-4 {
                     p.basis.push_str(&format!(
                         "; {t:.2} µs where the scaled price was {:.2}: prices rise with size through the user's measured points",
@@ -3058,15 +3059,15 @@ fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
     crate::fit::median(&mut rates)
 }
 
+/// How far beyond a user's collective points their ratio reaches, octaves (16×): a small
+/// message's latency says nothing of a large one's bandwidth.
+const POINT_REACH_OCTAVES: f64 = 4.0;
+
 /// The log of a measured ÷ priced ratio at `x` (log2 bytes) from points `(log2 bytes, ln ratio)`
-/// sorted by size: linear between neighbours, and beyond the outermost point its value tapered
-/// linearly to 0 at `reach` octaves away. None where no point is within reach (or none given).
-fn ln_ratio_in_log_size(points: &[(f64, f64)], x: f64, reach: f64) -> Option<f64> {
-    // Points of one size: their mean.
-    let mut sizes: Vec<(f64, f64)> = Vec::with_capacity(points.len());
-    for group in points.chunk_by(|a, b| a.0 == b.0) {
-        sizes.push((group[0].0, group.iter().map(|p| p.1).sum::<f64>() / group.len() as f64));
-    }
+/// of distinct sizes, ascending: linear between neighbours, and beyond the outermost point its
+/// value tapered linearly to 0 at `reach` octaves away. None where no point is within reach (or
+/// none given).
+fn ln_ratio_in_log_size(sizes: &[(f64, f64)], x: f64, reach: f64) -> Option<f64> {
     let (first, last) = (*sizes.first()?, *sizes.last()?);
     let taper = |(px, ln): (f64, f64)| ((x - px).abs() < reach).then(|| ln * (1.0 - (x - px).abs() / reach));
     if x <= first.0 {
