@@ -2077,17 +2077,13 @@ impl Pricing {
             // Across nodes, of the query's node layout: 16 GPUs as 4 nodes of 4 are not 2 of 8.
             .filter(|r| !across || r.gpus_per_node == q.gpus_per_node)
             .collect();
-        // The points as a rising curve, as the user's curves are taken: the faster row of a size
-        // (nccl-tests' in-place and out-of-place times), and no size slower than a larger one
-        // measured (its time waited). Rows that fell with size had made one byte more cost a
-        // third as much.
-        let mut sized: Vec<(f64, f64, &CollectiveRow)> = points.iter().map(|r| (r.size_bytes, r.time_us, *r)).collect();
-        sized.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        sized.dedup_by(|later, first| later.0 == first.0);
-        for i in (0..sized.len().saturating_sub(1)).rev() {
-            sized[i].1 = sized[i].1.min(sized[i + 1].1);
-        }
-        if let Some(&(_, t, r)) = sized.iter().find(|s| s.0 == bytes) {
+        // The points as a rising curve, as the user's curves are taken ([`rising_in_size`]): rows
+        // that fell with size had made one byte more cost a third as much.
+        let mut measured: Vec<(f64, f64)> = points.iter().map(|r| (r.size_bytes, r.time_us)).collect();
+        rising_in_size(&mut measured);
+        if let Some(&(_, t)) = measured.iter().find(|s| s.0 == bytes)
+            && let Some(r) = points.iter().filter(|r| r.size_bytes == bytes).min_by(|a, b| a.time_us.total_cmp(&b.time_us))
+        {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
             return Some(Price {
@@ -2106,24 +2102,25 @@ impl Pricing {
         // a small message's latency says nothing of a large one's bandwidth (a 1 KiB point at 10 µs
         // had priced 1 GiB at 2.7× NVLink). A cut-off at 16× had made one byte more cost less
         // than half as much.
-        let ratios: Vec<(f64, f64)> = sized.iter().filter_map(|&(b, t, _)| Some((b.log2(), (t / price(b)?.time_us).ln()))).collect();
+        let ratios: Vec<(f64, f64)> = measured.iter().filter_map(|&(b, t)| Some((b.log2(), (t / price(b)?.time_us).ln()))).collect();
         if let Some(ln_f) = ln_ratio_in_log_size(&ratios, bytes.log2(), POINT_REACH_OCTAVES) {
             let f = ln_f.exp();
             p.time_us *= f;
             p.basis.push_str(&format!(
                 "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs in log size (between them interpolated, beyond them tapering to 1 at 16×; too few for a curve of their own)",
-                sized.len()
+                measured.len()
             ));
         } else if !points.is_empty() {
-            p.basis
-                .push_str(&format!("; the user's {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): not used", points.len()));
+            p.basis.push_str(&format!(
+                "; the user's {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): no ratio of theirs scales it",
+                points.len()
+            ));
         }
         // Scaled by a ratio that changes with size, a flat latency could fall as the message grows:
         // the price rises through the user's points instead (a larger message never takes less).
         if !ratios.is_empty() {
             let scaled =
                 |b: f64| Some(price(b)?.time_us * ln_ratio_in_log_size(&ratios, b.log2(), POINT_REACH_OCTAVES).map_or(1.0, f64::exp));
-            let measured: Vec<(f64, f64)> = sized.iter().map(|&(b, t, _)| (b, t)).collect();
             if let Some(t) = rising_through_points(bytes, &measured, &scaled, POINT_REACH_OCTAVES) {
                 if (t / p.time_us - 1.0).abs() > 5e-4 {
                     p.basis.push_str(&format!(
@@ -3059,6 +3056,20 @@ fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
     crate::fit::median(&mut rates)
 }
 
+/// Measured `(size, time)` points of a collective as a curve that never falls with size, in place:
+/// by size, the faster of two rows of one size (nccl-tests' in-place and out-of-place times), and
+/// a point above a larger one's time taken as that (its time waited: Echo's first 1 KiB at 128
+/// GPUs took 1.2 ms, its 2 KiB 0.1 ms). Sizes and times may be in any increasing scale (log).
+fn rising_in_size(points: &mut Vec<(f64, f64)>) {
+    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    points.dedup_by(|later, first| (later.0 - first.0).abs() < 1e-12);
+    let mut floor = f64::INFINITY;
+    for p in points.iter_mut().rev() {
+        p.1 = p.1.min(floor);
+        floor = p.1;
+    }
+}
+
 /// How far beyond a user's collective points their ratio reaches, octaves (16×): a small
 /// message's latency says nothing of a large one's bandwidth.
 const POINT_REACH_OCTAVES: f64 = 4.0;
@@ -3081,12 +3092,14 @@ fn ln_ratio_in_log_size(sizes: &[(f64, f64)], x: f64, reach: f64) -> Option<f64>
     Some(a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0))
 }
 
-/// The price at `bytes` of a curve that never falls as the message grows, through the user's
+/// The price at `bytes` of a curve that does not fall as the message grows, through the user's
 /// measured `(bytes, µs)` points (exact there) and otherwise from `scaled`, the shipped price
 /// scaled by their ratios. Between two points (or from `reach` octaves below the smallest, where
 /// the scaling has faded out) the running maximum of `scaled` on a grid of eighth octaves,
 /// interpolated log–log between grid points; never below a smaller message measured, nor above a
-/// larger one. None where `scaled` prices nothing.
+/// larger one; past `reach` octaves above the largest point, the shipped price by its own rule
+/// (which may dip by its rounding: 0.6 % over 16 H100s). `points` rise with size
+/// ([`rising_in_size`]). None where `scaled` prices nothing.
 fn rising_through_points(bytes: f64, points: &[(f64, f64)], scaled: &dyn Fn(f64) -> Option<f64>, reach: f64) -> Option<f64> {
     let ceiling = points.iter().filter(|p| p.0 > bytes).map(|p| p.1).fold(f64::INFINITY, f64::min);
     let floor = points.iter().filter(|p| p.0 < bytes).map(|p| p.1).fold(0.0, f64::max);
@@ -3316,15 +3329,7 @@ impl Systems {
                 let Some((_, mut pts)) = by_algo.into_iter().max_by_key(|(algo, p)| (p.len(), algo.is_empty())) else {
                     continue;
                 };
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-                pts.dedup_by(|a, b| (a.0 - b.0).abs() < 1e-12);
-                // A larger message never takes less time: a point above a larger
-                // one's time waited (Echo's first 1 KiB at 128 GPUs: 1.2 ms, 2 KiB 0.1 ms).
-                let mut floor = f64::INFINITY;
-                for p in pts.iter_mut().rev() {
-                    p.1 = p.1.min(floor);
-                    floor = p.1;
-                }
+                rising_in_size(&mut pts);
                 if pts.len() >= 2 {
                     let nodes = rows.iter().find(|r| r.gpus == n).map_or(1, |r| r.nodes);
                     curves.push((n, Curve { points: pts, nodes }));
