@@ -121,6 +121,12 @@ impl TraceDiff {
         })
     }
 
+    /// What of the two runs does not compare, in words: totals of unrelated windows, else the
+    /// `step` metric (the note the terminal and the report print).
+    pub fn unrelated_note(&self) -> Option<String> {
+        self.windows_unrelated().or_else(|| self.step_times_unrelated())
+    }
+
     /// Why B's `metric` does not compare with A's, where it does not: totals of unrelated windows
     /// ([`TraceDiff::windows_unrelated`]), or a step time against a whole window.
     pub fn incomparable(&self, metric: &str) -> Option<String> {

@@ -103,7 +103,7 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     if let Some(note) = d.little_in_common() {
         writeln!(out, "note: {note}")?;
     }
-    if let Some(note) = d.windows_unrelated().or_else(|| d.step_times_unrelated()) {
+    if let Some(note) = d.unrelated_note() {
         writeln!(out, "note: {note}")?;
     }
     match d.kernel_classes.first() {

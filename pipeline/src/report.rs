@@ -92,7 +92,7 @@ pub(crate) fn sections(
 ) -> Result<(Vec<Section>, UnreadJobs, bool)> {
     let read_opts = read.read_options()?;
     // Jobs none of whose ranks could be read, with the first reason: the page names them.
-    let unread = std::cell::RefCell::new(Vec::new());
+    let mut unread = Vec::new();
     // The page's window is the replays' too: their step times cover the analysed steps.
     let mut base = ReplayOptions::default();
     (base.classifier, base.window) = (plan.analyze.classifier.clone(), plan.analyze.clone());
@@ -127,7 +127,7 @@ pub(crate) fn sections(
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
         if parts.is_empty() {
             let why = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
-            unread.borrow_mut().push((path.display().to_string(), why));
+            unread.push((path.display().to_string(), why));
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
@@ -135,7 +135,7 @@ pub(crate) fn sections(
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((jobs, unread.into_inner(), failed))
+    Ok((jobs, unread, failed))
 }
 
 /// The job's section from its ranks' parts: what was measured is drawn (and

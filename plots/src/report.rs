@@ -600,7 +600,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         .take(4)
         .map(|r| format!("{} {} → {} ms ({} %)", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_text()))
         .collect();
-    if let Some(note) = d.windows_unrelated().or_else(|| d.step_times_unrelated()) {
+    if let Some(note) = d.unrelated_note() {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
     }
     if !words.is_empty() {

@@ -106,7 +106,7 @@ impl IdleSplit {
         // When the GPU went idle: the end of the work before (the window's start where none began before it).
         let mut busy_until: Option<i64> = None;
         for (s, e, launch) in acts {
-            if e <= w.start_ns && s < w.start_ns {
+            if e <= w.start_ns {
                 busy_until = Some(busy_until.map_or(e, |b| b.max(e)));
                 continue;
             }
@@ -123,11 +123,7 @@ impl IdleSplit {
             }
         }
         // No work after the window's last: idle to its end is other.
-        if let Some(b) = busy_until.filter(|&b| b < w.end_ns) {
-            other += w.end_ns - b.max(w.start_ns);
-        } else if busy_until.is_none() {
-            other += w.end_ns - w.start_ns;
-        }
+        other += (w.end_ns - busy_until.map_or(w.start_ns, |b| b.max(w.start_ns))).max(0);
         IdleSplit {
             host_wait_us: host as f64 / 1000.0,
             kernel_wait_us: kernel as f64 / 1000.0,
