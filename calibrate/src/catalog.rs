@@ -245,6 +245,12 @@ impl Gpu {
         (self.peak_flops(dtype).is_none() && self.peak_flops(other).is_some()).then_some(other)
     }
 
+    /// The peak its `dtype` work runs at, FLOP/s: its own, else its 16-bit stand-in's
+    /// ([`Gpu::sixteen_bit_stand_in`]: V100's BF16 at its FP16 peak).
+    pub fn peak_flops_or_stand_in(&self, dtype: Dtype) -> Option<f64> {
+        self.peak_flops(dtype).or_else(|| self.peak_flops(self.sixteen_bit_stand_in(dtype)?))
+    }
+
     /// Peak dense throughput for `dtype`, FLOP/s.
     pub fn peak_flops(&self, dtype: Dtype) -> Option<f64> {
         let tflops = match dtype {

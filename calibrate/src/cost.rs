@@ -190,11 +190,7 @@ impl PeakOf {
 /// The dtype's peak, FLOP/s; 16-bit types fall back to each other (a GPU
 /// that lists FP16 but not BF16, V100) and FP32 never takes a tensor-core peak.
 fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
-    gpu.peak_flops(d).or_else(|| match d {
-        Dtype::Bf16 => gpu.peak_flops(Dtype::Fp16),
-        Dtype::Fp16 => gpu.peak_flops(Dtype::Bf16),
-        _ => None,
-    })
+    gpu.peak_flops_or_stand_in(d)
 }
 
 /// A kernel's projected time, its band and the rule that priced it.

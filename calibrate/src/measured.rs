@@ -467,10 +467,9 @@ impl Measurements {
                     // (1.5× from 4 GPUs). Refused beyond 25 %, between the two: an all-gather's busbw given
                     // as algbw ((n−1)/n, 12.5 % at 8 GPUs) is within it and not caught.
                     let bus_factor = collective.bus_factor_in(Some(i64::from(gpus))).filter(|f| *f > 0.0);
-                    if let Some(t) = measured("time_us")? {
-                        for (column, value, factor) in
-                            [("algbw_gbps", num("algbw_gbps")?, Some(1.0)), ("busbw_gbps", num("busbw_gbps")?, bus_factor)]
-                        {
+                    let (time, algbw, busbw) = (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?);
+                    if let Some(t) = time {
+                        for (column, value, factor) in [("algbw_gbps", algbw, Some(1.0)), ("busbw_gbps", busbw, bus_factor)] {
                             let (Some(v), Some(f)) = (value.filter(|v| *v > 0.0), factor) else { continue };
                             let implied = f * size_bytes / (v * 1e3);
                             if (implied / t - 1.0).abs() > 0.25 + rounding(column, v) + rounding("time_us", t) {
@@ -484,13 +483,10 @@ impl Measurements {
                         }
                     }
                     // nccl-tests rounds the bandwidths of the smallest sizes to 0.00: only the time must be above 0.
-                    let time_us = match (measured("time_us")?, num("algbw_gbps")?, num("busbw_gbps")?) {
-                        (Some(t), _, _) => t,
-                        (_, Some(a), _) if a > 0.0 => size_bytes / (a * 1e3),
-                        (_, _, Some(b)) if b > 0.0 => match collective.bus_factor_in(Some(i64::from(gpus))) {
-                            Some(f) if f > 0.0 => f * size_bytes / (b * 1e3),
-                            _ => continue,
-                        },
+                    let time_us = match (time, algbw, busbw, bus_factor) {
+                        (Some(t), _, _, _) => t,
+                        (_, Some(a), _, _) if a > 0.0 => size_bytes / (a * 1e3),
+                        (_, _, Some(b), Some(f)) if b > 0.0 => f * size_bytes / (b * 1e3),
                         _ => continue,
                     };
                     let in_place = match get("in_place") {

@@ -3179,11 +3179,7 @@ fn cap_at_best(time_us: &mut f64, gpu: &Gpu, shape: &GemmShape, best: Option<&(f
 
 /// The dtype's peak, FLOP/s; 16-bit types fall back to each other.
 fn peak(gpu: &Gpu, d: Dtype) -> Option<f64> {
-    gpu.peak_flops(d).or_else(|| match d {
-        Dtype::Bf16 => gpu.peak_flops(Dtype::Fp16),
-        Dtype::Fp16 => gpu.peak_flops(Dtype::Bf16),
-        _ => None,
-    })
+    gpu.peak_flops_or_stand_in(d)
 }
 
 /// The geometric mean of measured ÷ priced time ratios (the positive, finite
