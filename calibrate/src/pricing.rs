@@ -1129,11 +1129,12 @@ impl Pricing {
         correction: Option<&crate::profile::TableCorrection>,
         lent_by: Option<&str>,
     ) -> Option<Price> {
-        let correction_of = match lent_by {
+        // Whose correction, in words: only where a basis says it (every GEMM price passes here).
+        let correction_of = || match lent_by {
             Some(lender) => format!("the correction of {lender}'s profile, which prices {} (it has no traces of its own)", gpu.id),
             None => "the profile's correction".to_string(),
         };
-        let on = match lent_by {
+        let on = || match lent_by {
             Some(lender) => format!("on {lender}, whose profile prices {} (it has no traces of its own)", gpu.id),
             None => "on the profile's GPU".to_string(),
         };
@@ -1142,7 +1143,7 @@ impl Pricing {
         // already: the traces' correction is of the shipped tables.
         let users = self.measured_by_the_user(gpu, shape, &p);
         if let Some(c) = correction.filter(|_| users) {
-            p.basis.push_str(&format!("; {correction_of} (× {:.3}) left out: the user's measurements are of their stack", c.ratio));
+            p.basis.push_str(&format!("; {} (× {:.3}) left out: the user's measurements are of their stack", correction_of(), c.ratio));
         }
         // The price × a correction's ratio, its spread in the band. A correction measured on the
         // traces' GEMMs (B200's: 109 GEMMs of at most a few GFLOP in one inference trace) never
@@ -1170,8 +1171,9 @@ impl Pricing {
         // size (what it measures is the kernels the library falls back to, not a size range).
         if let Some(m) = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users && shape.misaligned()) {
             let from = format!(
-                "the measured ÷ table time of the {} traced GEMMs whose rows are not whole 16-byte units, as this one's (their software stack, {on})",
-                m.samples
+                "the measured ÷ table time of the {} traced GEMMs whose rows are not whole 16-byte units, as this one's (their software stack, {})",
+                m.samples,
+                on()
             );
             apply(&mut p, m.ratio, m.ln_spread, from);
             return Some(p);
@@ -1183,7 +1185,8 @@ impl Pricing {
         let beyond = correction.and_then(|c| c.max_flops).filter(|&max| shape.flops() > max);
         if let (Some(c), Some(max), false) = (correction, beyond, users) {
             p.basis.push_str(&format!(
-                "; {correction_of} (× {:.3}) left out: its {} traced GEMMs were of at most {:.3} GFLOP, this one of {:.3}",
+                "; {} (× {:.3}) left out: its {} traced GEMMs were of at most {:.3} GFLOP, this one of {:.3}",
+                correction_of(),
                 c.ratio,
                 c.samples,
                 max / 1e9,
@@ -1193,7 +1196,7 @@ impl Pricing {
         if let Some(c) = correction.filter(|_| !users && beyond.is_none()) {
             // From traced kernels (the rule that priced them), or fitted elsewhere (`validate --fit`: to runs).
             let from = if c.measured_on_traces() {
-                format!("the measured ÷ table time of {} traced GEMMs (their software stack, {on})", c.samples)
+                format!("the measured ÷ table time of {} traced GEMMs (their software stack, {})", c.samples, on())
             } else if c.rule.is_empty() {
                 format!("a correction of {} measured run(s)", c.samples)
             } else {
