@@ -1002,7 +1002,8 @@ impl Pricing {
         let Some(mut sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude) else { return };
         // Below the 16-bit grid's fewest rows (m0), blended toward FP8 streaming; elsewhere (at or
         // above them, or a 16-bit table of scattered shapes: MI355X's) no dearer than the 16-bit price.
-        let table = self.gemm_table(gpu, Dtype::Bf16);
+        // The 16-bit table left out (leave-one-GPU-out) lends not even its grid.
+        let table = self.gemm_table(gpu, Dtype::Bf16).filter(|t| !exclude.contains(&&*t.gpu));
         let m0 = table.and_then(|t| t.grid.as_ref()?.axes[1].first().map(|x| x.exp2()));
         let m0 = m0.filter(|&m0| shape.m < m0 && m0 > 1.0).unwrap_or(f64::NAN);
         // A 16-bit table of scattered shapes prices fewer rows than it measured by the spec
@@ -3511,6 +3512,19 @@ mod tests {
             assert!(sixteen.basis.contains("16-bit price toward FP8 operands' streaming time"), "{id}: {}", sixteen.basis);
             assert!(at(1.0, Dtype::Fp8).time_us < sixteen.time_us);
         }
+    }
+
+    /// Leave-one-GPU-out withholds a table whole: an FP8 GEMM of few rows held to its 16-bit
+    /// shape had still blended toward streaming below the withheld 16-bit table's fewest rows.
+    #[test]
+    fn a_withheld_16_bit_table_lends_no_grid_to_fp8_of_few_rows() {
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let shape = GemmShape { batch: 1.0, m: 16.0, n: 1024.0, k: 8192.0, dtype: Dtype::Fp8 };
+        let table = p.gemm_table(h100, Dtype::Bf16).expect("hopper's 16-bit table");
+        assert!(p.gemm_excluding(h100, &shape, &[]).unwrap().basis.contains("streaming time below"));
+        let withheld = p.gemm_excluding(h100, &shape, &[&*table.gpu]).unwrap();
+        assert!(!withheld.basis.contains(&*table.gpu) && !withheld.basis.contains("streaming time below"), "{}", withheld.basis);
     }
 
     /// A GPU with no GEMM measured (V100, MI250X) is never priced closer to its peak than
