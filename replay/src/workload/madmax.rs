@@ -332,6 +332,18 @@ impl TaskConfig {
     }
 }
 
+/// The one global batch of a task's parts (name, local batch, levels): each local batch ×
+/// its data-parallel degrees. Parts that disagree are refused, each named with its batch.
+fn global_batch(parts: &[(&str, f64, &[Level])]) -> Result<f64> {
+    let batches: Vec<(&str, f64)> = parts.iter().map(|&(name, local, levels)| (name, local * factors(levels).0)).collect();
+    let first = batches.first().map_or(0.0, |b| b.1);
+    if batches.iter().any(|b| (b.1 - first).abs() > 1e-9) {
+        let each: Vec<String> = batches.iter().map(|(name, b)| format!("{name} {b}")).collect();
+        return Err(Error::Invalid(format!("the parts' global batches differ: {}", each.join(", "))));
+    }
+    Ok(first)
+}
+
 /// Products of the degrees by role: replicas (data parallel) and shards.
 fn factors(levels: &[Level]) -> (f64, f64) {
     let (mut duplicate, mut shard) = (1.0, 1.0);
@@ -487,13 +499,7 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
     )?;
     let (emb_dup, emb_shard) = factors(&emb);
     let (tf_dup, tf_shard) = factors(&tf);
-    let global_batch = task.local_emb_bs * emb_dup;
-    if (global_batch - task.local_transformer_bs * tf_dup).abs() > 1e-9 {
-        return Err(Error::Invalid(format!(
-            "global batch of the embedding ({global_batch}) and of the transformer ({}) differ",
-            task.local_transformer_bs * tf_dup
-        )));
-    }
+    let global_batch = global_batch(&[("embedding", task.local_emb_bs, &emb), ("transformer", task.local_transformer_bs, &tf)])?;
     // A ViT's tokens are its patches, its "vocabulary" one patch of RGB pixels.
     let (seq, entries) = if m.kind == "ViT" {
         if m.patch_dim <= 0.0 {
@@ -728,10 +734,7 @@ fn dlrm(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates: &Rates
     }
     let (_, mlp_shard) = factors(&mlp);
     let (_, emb_shard) = factors(&emb);
-    let (global_batch, emb_batch) = task.global_batches();
-    if (global_batch - emb_batch).abs() > 1e-9 {
-        return Err(Error::Invalid(format!("global batch of the MLPs ({global_batch}) and of the embeddings ({emb_batch}) differ")));
-    }
+    let global_batch = global_batch(&[("MLPs", task.local_mlp_bs, &mlp), ("embeddings", task.local_emb_bs, &emb)])?;
     let layer_params = m.mlp_dim * m.mlp_dim;
     let tp = mlp.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
     let layer_flops = 2.0 * layer_params * task.local_mlp_bs / tp;
@@ -924,10 +927,11 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
     let (mlp_dup, mlp_shard) = factors(&mlp);
     let (emb_dup, emb_shard) = factors(&emb);
     let (tf_dup, tf_shard) = factors(&tf);
-    let global_batch = task.local_mlp_bs * mlp_dup;
-    if (global_batch - task.local_emb_bs * emb_dup).abs() > 1e-9 || (global_batch - task.local_transformer_bs * tf_dup).abs() > 1e-9 {
-        return Err(Error::Invalid("global batches of the MLPs, embeddings and transformer differ".into()));
-    }
+    let global_batch = global_batch(&[
+        ("MLPs", task.local_mlp_bs, &mlp),
+        ("embeddings", task.local_emb_bs, &emb),
+        ("transformer", task.local_transformer_bs, &tf),
+    ])?;
     let bytes = m.bytes_per_nonemb_param;
     let tp_of = |levels: &[Level]| levels.iter().find(|l| l.strategy == "tp").map_or(1.0, |l| f64::from(l.degree));
     // MLPs.
@@ -1155,6 +1159,36 @@ mod tests {
         let e = read_model(&path).unwrap_err().to_string();
         assert!(e.contains("num_bot_mlp_layers 4294967295: more than the 100000 a projection simulates"), "{e}");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Each model's parts must run one global batch; a task whose parts' batches differ is
+    /// refused naming each part's batch (the three models had each written the check).
+    #[test]
+    fn a_task_whose_parts_run_different_global_batches_is_refused_naming_each() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/madmax-configs");
+        for (model, task, system, key, says) in [
+            ("llm/llama2_70b.json", "llm/llm_train.json", "dc_A/dc_A_2048.json", "local_transformer_bs", "transformer"),
+            ("dlrm/dlrm_a.json", "dlrm/dlrm_train.json", "dc_A/dc_A_128.json", "local_mlp_bs", "MLPs"),
+            (
+                "dlrm_transformer/dlrm_a_transformer.json",
+                "dlrm_transformer/dlrm_transformer_train.json",
+                "dc_A/dc_A_128.json",
+                "local_transformer_bs",
+                "transformer",
+            ),
+        ] {
+            let system = read_system(&dir.join("system_cfgs").join(system)).unwrap();
+            let model = read_model(&dir.join("model_cfgs").join(model)).unwrap();
+            let mut task = read_task(&dir.join("task_cfgs").join(task)).unwrap();
+            let (_, one) = task.global_batches();
+            assert!(run(&model, &system, &task).is_ok(), "{key}: {:?}", run(&model, &system, &task).err());
+            match key {
+                "local_transformer_bs" => task.local_transformer_bs *= 2.0,
+                _ => task.local_mlp_bs *= 2.0,
+            }
+            let e = run(&model, &system, &task).err().expect(key).to_string();
+            assert!(e.contains("global batches differ") && e.contains(&format!("{says} {}", 2.0 * one)), "{key}: {e}");
+        }
     }
 
     /// A task whose degrees do not match its strategies was cut to the shorter list
