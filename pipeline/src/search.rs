@@ -227,13 +227,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // What the --with settings could not be priced as, on the best plan (every plan has
         // them): `attention=fa3` on a GPU whose FA3 has no backward measured ran the fastest
         // measured family's prices without a word.
-        if let (Some(best), Some(settings)) = (result.ranked.first(), &args.with) {
-            let keys: Vec<&str> =
-                settings.split(',').map(|kv| kv.split('=').next().unwrap_or("").trim()).filter(|k| !k.is_empty()).collect();
-            for n in best.notes.iter().filter(|n| keys.iter().any(|k| n.starts_with(&format!("{k}=")) || n.starts_with(&format!("{k}:")))) {
-                if n.contains("not applied") || n.contains("instead") || n.contains("priced by η") {
-                    writeln!(out, "note (--with, on the best plan): {n}")?;
-                }
+        if let Some(best) = result.ranked.first() {
+            for n in space.unpriced_settings(best) {
+                writeln!(out, "note (--with, on the best plan): {n}")?;
             }
         }
         if front.iter().any(|p| p.pareto) {

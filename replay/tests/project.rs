@@ -285,3 +285,25 @@ fn a_search_keeps_whole_experts_where_the_stack_runs_them() {
     }
     assert!(SearchSpace::default().with("etp=2", Task::Train).unwrap_err().to_string().contains("etp=2: 1 (whole experts"));
 }
+
+/// `search --with` hears of each setting it asked every plan to keep that a plan did not price
+/// as asked, by key: the notes had been matched by their words ("not applied", "instead").
+#[test]
+fn search_with_settings_hears_of_each_it_stated_that_a_plan_did_not_price() {
+    let model = Transformer::preset("llama2-7b").unwrap();
+    let c = cluster("h100-sxm", 8);
+    // ZeRO-2 shards no weights (prefetch) and reduce-scatters its gradients (bucket); tp=1 (tp_overlap).
+    let plan = Plan::parse("dp=8,zero=2,mb=1,gbs=8,prefetch=2,bucket=25,tp_overlap,attention=fa2").unwrap();
+    let p = project(&model, &c, &plan, Task::Train).unwrap();
+    let keys: Vec<&str> = p.unpriced_keys.iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, ["tp_overlap", "prefetch", "bucket"], "{:?}", p.notes);
+    // Each is in the notes as well, in its place.
+    assert!(p.unpriced_keys.iter().all(|(k, n)| n.starts_with(k) && p.notes.contains(n)));
+    let space = SearchSpace::default().with("bucket=25,attention=fa2", Task::Train).unwrap();
+    let heard: Vec<&str> = space.unpriced_settings(&p).collect();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert!(heard[0].starts_with("bucket=25: not applied"), "{heard:?}");
+    // A plan that prices every stated key has nothing to say.
+    let dp = project(&model, &c, &Plan::parse("dp=8,mb=1,gbs=8,bucket=25").unwrap(), Task::Train).unwrap();
+    assert_eq!(space.unpriced_settings(&dp).count(), 0, "{:?}", dp.unpriced_keys);
+}

@@ -295,6 +295,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
         mfu: None,
         linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
         notes,
+        unpriced_keys: Vec::new(),
     };
     Ok((projection, timeline))
 }

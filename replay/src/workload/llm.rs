@@ -3201,13 +3201,23 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         priced_by.attention_at_gemm_eta = false;
     }
     let mut notes: Vec<String> = priced_by.lines(cluster.gpus, cluster.gpus_per_node).chain(cluster.notes.iter().cloned()).collect();
+    // Stated keys not priced as asked, by key (also in the notes, in their place).
+    let mut unpriced_keys: Vec<(&'static str, String)> = Vec::new();
+    let mut unpriced = |notes: &mut Vec<String>, key: &'static str, text: String| {
+        unpriced_keys.push((key, text.clone()));
+        notes.push(text);
+    };
     if let Some(k) = kernel_unpriced.filter(|_| materialized.is_none()) {
-        notes.push(format!(
-            "attention={k}: no {} measurement of that kernel family on this GPU or another of its vendor{}; the attention core priced {}",
-            if task == Task::Train { "forward-plus-backward" } else { "forward" },
-            if task == Task::Train { " (a forward-only chart does not price a training step's backward)" } else { "" },
-            if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
-        ));
+        unpriced(
+            &mut notes,
+            "attention",
+            format!(
+                "attention={k}: no {} measurement of that kernel family on this GPU or another of its vendor{}; the attention core priced {}",
+                if task == Task::Train { "forward-plus-backward" } else { "forward" },
+                if task == Task::Train { " (a forward-only chart does not price a training step's backward)" } else { "" },
+                if measured_flash.is_some() { "by the fastest measured family instead" } else { "by η" }
+            ),
+        );
     }
     if !decode {
         // The memory-bound rules in words: what each moves, at which bandwidth.
@@ -3261,13 +3271,17 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             2 * tp
         ));
     } else if plan.tp_overlap {
-        notes.push("tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
+        unpriced(&mut notes, "tp_overlap", "tp_overlap: not applied (it needs sp and tp > 1, as Megatron-Bridge requires)".into());
     }
     if plan.vpp > 1 && plan.interleaved_chunks() == 1 && task == Task::Train {
-        notes.push(format!(
-            "vpp={}: not applied — {} microbatches do not divide by pp={} (Megatron's interleaved schedule needs them to and refuses the plan otherwise): priced as plain 1F1B",
-            plan.vpp, plan.microbatches, plan.pp
-        ));
+        unpriced(
+            &mut notes,
+            "vpp",
+            format!(
+                "vpp={}: not applied — {} microbatches do not divide by pp={} (Megatron's interleaved schedule needs them to and refuses the plan otherwise): priced as plain 1F1B",
+                plan.vpp, plan.microbatches, plan.pp
+            ),
+        );
     } else if let Some(n) = (plan.interleaved_chunks() > 1 && task == Task::Train)
         .then(|| unequal_chunks(model.layers, plan.pp, plan.vpp, plan.first_stage_layers, plan.last_stage_layers))
         .flatten()
@@ -3277,40 +3291,50 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             plan.vpp, plan.vpp
         ));
     } else if plan.p2p_overlap && plan.pp > 1 && plan.vpp <= 1 {
-        notes.push(
+        unpriced(
+            &mut notes,
+            "p2p_overlap",
             "p2p_overlap: not applied (Megatron overlaps pipeline transfers only in the interleaved schedule, vpp > 1: its arguments set overlap_p2p_comm off otherwise)"
                 .into(),
         );
     }
     // Keys a plan may state that this plan gives nothing to act on: said, not dropped silently.
     if plan.p2p_overlap && plan.pp <= 1 {
-        notes.push("p2p_overlap: not applied (pp=1: no pipeline transfers to overlap)".into());
+        unpriced(&mut notes, "p2p_overlap", "p2p_overlap: not applied (pp=1: no pipeline transfers to overlap)".into());
     }
     if plan.prefetch != Plan::default().prefetch && !(plan.zero >= 3 && plan.replicas() > 1) {
-        notes.push(format!(
-            "prefetch={}: not applied (FSDP's prefetch depth of sharded weights; this plan shards none: fsdp or zero=3 over more than one GPU does)",
-            plan.prefetch
-        ));
+        unpriced(
+            &mut notes,
+            "prefetch",
+            format!(
+                "prefetch={}: not applied (FSDP's prefetch depth of sharded weights; this plan shards none: fsdp or zero=3 over more than one GPU does)",
+                plan.prefetch
+            ),
+        );
     }
     if let Some(b) = plan.bucket_bytes
         && (plan.zero >= 2 || plan.grad_sync_after || plan.replicas() <= 1 || task != Task::Train)
     {
-        notes.push(format!(
-            "bucket={}: not applied (the gradient bucket of an overlapped all-reduce, DDP or ZeRO-1; this plan {})",
-            b as f64 / (1024.0 * 1024.0),
-            if task != Task::Train {
-                "does not train"
-            } else if plan.replicas() <= 1 {
-                "has no data-parallel replicas"
-            } else if plan.zero >= 2 {
-                "reduce-scatters its gradients"
-            } else {
-                "reduces its gradients after the backward (grad_sync=after)"
-            }
-        ));
+        unpriced(
+            &mut notes,
+            "bucket",
+            format!(
+                "bucket={}: not applied (the gradient bucket of an overlapped all-reduce, DDP or ZeRO-1; this plan {})",
+                b as f64 / (1024.0 * 1024.0),
+                if task != Task::Train {
+                    "does not train"
+                } else if plan.replicas() <= 1 {
+                    "has no data-parallel replicas"
+                } else if plan.zero >= 2 {
+                    "reduce-scatters its gradients"
+                } else {
+                    "reduces its gradients after the backward (grad_sync=after)"
+                }
+            ),
+        );
     }
     if plan.etp.is_some() && model.experts <= 1.0 {
-        notes.push("etp: not applied (a dense model has no experts to split)".into());
+        unpriced(&mut notes, "etp", "etp: not applied (a dense model has no experts to split)".into());
     }
     if plan.zero == 2 && plan.pp > 1 && plan.replicas() > 1 && task == Task::Train {
         notes.push(
@@ -3405,6 +3429,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         mfu: step_mfu,
         linear_format: plan.linear_format(),
         notes,
+        unpriced_keys,
     };
     Ok((projection, last))
 }

@@ -414,6 +414,7 @@ impl MadmaxRun {
             notes: vec![
                 "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
             ],
+            unpriced_keys: Vec::new(),
         }
     }
 }
@@ -497,8 +498,8 @@ fn transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, rates:
         node,
         &["ddp", "fsdp", "tp"],
     )?;
-    let (emb_dup, emb_shard) = factors(&emb);
-    let (tf_dup, tf_shard) = factors(&tf);
+    let (_, emb_shard) = factors(&emb);
+    let (_, tf_shard) = factors(&tf);
     let global_batch = global_batch(&[("embedding", task.local_emb_bs, &emb), ("transformer", task.local_transformer_bs, &tf)])?;
     // A ViT's tokens are its patches, its "vocabulary" one patch of RGB pixels.
     let (seq, entries) = if m.kind == "ViT" {
@@ -924,9 +925,9 @@ fn dlrm_transformer(m: &ModelConfig, system: &SystemConfig, task: &TaskConfig, r
         node,
         &["ddp", "fsdp", "tp"],
     )?;
-    let (mlp_dup, mlp_shard) = factors(&mlp);
-    let (emb_dup, emb_shard) = factors(&emb);
-    let (tf_dup, tf_shard) = factors(&tf);
+    let (_, mlp_shard) = factors(&mlp);
+    let (_, emb_shard) = factors(&emb);
+    let (_, tf_shard) = factors(&tf);
     let global_batch = global_batch(&[
         ("MLPs", task.local_mlp_bs, &mlp),
         ("embeddings", task.local_emb_bs, &emb),

@@ -487,6 +487,10 @@ pub struct Projection {
     pub linear_format: tracecast_calibrate::catalog::Dtype,
     /// Where the numbers come from, and what was assumed.
     pub notes: Vec<String>,
+    /// Plan keys stated and not priced as asked (not applied, or priced by another rule), each
+    /// with its note (also in `notes`): what `search --with` reports of its settings.
+    #[serde(skip)]
+    pub unpriced_keys: Vec<(&'static str, String)>,
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub struct SearchSpace {
     /// attention kernel, gradient buckets, FP8, dropout, overlap options; the degrees,
     /// microbatches and recomputation are the search's.
     pub settings: Plan,
+    /// The keys `settings` stated: what a plan's [`Projection::unpriced_keys`] are held against.
+    pub stated: StatedKeys,
 }
 
 impl Default for SearchSpace {
@@ -33,6 +35,7 @@ impl Default for SearchSpace {
             recompute: true,
             sequence_parallel: true,
             settings: Plan::default(),
+            stated: StatedKeys::default(),
         }
     }
 }
@@ -56,7 +59,15 @@ impl SearchSpace {
         // `etp=1` keeps whole experts on every candidate; another value fails to parse here
         // (the settings' text has tp = 1), since split experts (etp = tp) are each plan's default.
         self.settings = plan;
+        self.stated = stated;
         Ok(self)
+    }
+
+    /// The notes of `plan` on the settings it was asked to keep and did not price as asked
+    /// (not applied, or priced by another rule): what `--with` must hear of.
+    pub fn unpriced_settings<'p>(&self, plan: &'p Projection) -> impl Iterator<Item = &'p str> {
+        let stated = self.stated;
+        plan.unpriced_keys.iter().filter(move |(key, _)| stated.contains(key)).map(|(_, note)| note.as_str())
     }
 }
 
