@@ -407,6 +407,35 @@ fn a_world_size_equal_to_the_jobs_resizes_nothing() {
     assert!(!text.contains("resized collective(s)"), "{text}");
 }
 
+/// A job that fills its node (the demo: 4 H100 ranks, `--gpus-per-node 4`) grown to two nodes is
+/// priced by the pricing layer at both sizes, the 4-GPU group from the GPU's measured 8-GPU node
+/// by the bus factor. It had fallen back to the nominal links' ratio (1.75/1.5 × 450/50 = 10.5×
+/// on every all-reduce, the step 0.13× as fast) and said no price existed.
+#[test]
+fn a_job_filling_its_node_grown_past_it_is_priced_at_both_sizes() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let dir = scratch("world-size-full-node");
+    let out = dir.join("grown.json");
+    let o = run(&[
+        "replay".as_ref(),
+        demo.as_os_str(),
+        "--world-size".as_ref(),
+        "8".as_ref(),
+        "--gpus-per-node".as_ref(),
+        "4".as_ref(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("96 of 96 resized collective(s) scaled by the pricing layer's price at both sizes"), "{text}");
+    assert!(!text.contains("without a price"), "{text}");
+    // Leaving NVLink for 50 GB/s NICs slows the step, by the priced ratio (about 2.8× on the
+    // 64 MiB all-reduces), not by the nominal one.
+    let speedup = json(&out)["jobs"][0]["speedup"].as_f64().unwrap();
+    assert!((0.3..0.9).contains(&speedup), "{speedup}");
+}
+
 #[test]
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.
