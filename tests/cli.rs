@@ -407,6 +407,31 @@ fn a_world_size_equal_to_the_jobs_resizes_nothing() {
     assert!(!text.contains("resized collective(s)"), "{text}");
 }
 
+/// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what
+/// NVIDIA's driver and runtime make it cost. The ratio of the two shipped floors (the tenth
+/// percentile of other workloads' kernels: V100 1.0 µs, A100 3.0) had tripled them, so a faster
+/// GPU ran them slower. Onto another vendor's GPU they still scale by the floors.
+#[test]
+fn kernels_of_no_work_keep_their_time_onto_a_gpu_of_the_same_vendor() {
+    let trace = shared().join("kineto/tb_plugin_test/gpu_metrics_input.json.gz");
+    let dir = scratch("latency-bound-same-vendor");
+    let rule = |target: &str| {
+        let out = dir.join(format!("{target}.json"));
+        let o = run(&["replay".as_ref(), trace.as_os_str(), "--target".as_ref(), target.as_ref(), "--json".as_ref(), out.as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j = json(&out);
+        let rules = j["jobs"][0]["projection"]["rules"].as_array().unwrap().clone();
+        let r = rules.iter().find(|r| r["rule"] == "latency_bound").unwrap_or_else(|| panic!("{rules:?}")).clone();
+        (r["measured_us"].as_f64().unwrap(), r["projected_us"].as_f64().unwrap(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (measured, projected, text) = rule("a100-80gb");
+    assert!(measured > 0.0 && projected == measured, "{measured} → {projected}");
+    assert!(text.contains("a short kernel costs what NVIDIA's driver and runtime make it cost"), "{text}");
+    let (measured, projected, text) = rule("mi300x");
+    assert!(projected > 2.0 * measured, "{measured} → {projected}");
+    assert!(!text.contains("driver and runtime"), "{text}");
+}
+
 /// A job that fills its node (the demo: 4 H100 ranks, `--gpus-per-node 4`) grown to two nodes is
 /// priced by the pricing layer at both sizes, the 4-GPU group from the GPU's measured 8-GPU node
 /// by the bus factor. It had fallen back to the nominal links' ratio (1.75/1.5 × 450/50 = 10.5×

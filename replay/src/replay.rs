@@ -402,7 +402,11 @@ fn project_kernels(
         ));
     }
     let model = CrossDevice { source: &source, target, pricing: Some(pricing) };
-    if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
+    if let (Some(vendor), Some(_)) = (model.one_vendor(), model.latencies()) {
+        notes.push(format!(
+            "latency-bound kernels keep the trace's time: a short kernel costs what {vendor}'s driver and runtime make it cost, on either GPU"
+        ));
+    } else if model.latencies().is_some_and(|(s, t)| s == t) && target.kernel_floor_us.is_none() {
         notes.push("the target's short-kernel time is unknown: latency-bound kernels keep the trace's".into());
     }
     let mut shares: std::collections::BTreeMap<Rule, (usize, f64, f64)> = Default::default();
