@@ -295,6 +295,8 @@ pub(crate) struct ReplayArgs {
     #[command(flatten)]
     pub(crate) inputs: Inputs,
     #[command(flatten)]
+    pub(crate) window: WindowArgs,
+    #[command(flatten)]
     pub(crate) what_if: WhatIfArgs,
     /// Write the replay as JSON.
     #[arg(long, value_name = "F")]
@@ -460,7 +462,7 @@ impl ReplayArgs {
     pub(crate) fn into_options(self) -> replay::Options {
         let mut o = replay::Options::default();
         (o.inputs, o.what_if, o.scenarios) = (self.inputs.inputs(), self.what_if.options(), self.scenarios);
-        (o.json, o.perfetto) = (self.json, self.perfetto);
+        (o.window, o.json, o.perfetto) = (self.window.window_options(None), self.json, self.perfetto);
         o
     }
 }

@@ -407,6 +407,55 @@ fn a_world_size_equal_to_the_jobs_resizes_nothing() {
     assert!(!text.contains("resized collective(s)"), "{text}");
 }
 
+/// `replay` takes `analyze`'s window (`--steps`, `--drop-last-step`, `--window`): its step times
+/// are those of the analysed steps, each the analysis's GPU span of that step. It had no such
+/// options, so a replay could not be held against the analysis of the same steps.
+#[test]
+fn replay_takes_the_analysed_window() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let dir = scratch("replay-window");
+    let (replayed, analysed) = (dir.join("replay.json"), dir.join("analyze.json"));
+    for (cmd, out) in [("replay", &replayed), ("analyze", &analysed)] {
+        let o =
+            run(&[cmd.as_ref(), demo.as_os_str(), "--steps".as_ref(), "2-3".as_ref(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    }
+    let (replayed, analysed) = (json(&replayed), json(&analysed));
+    for r in 0..4 {
+        let steps = replayed["jobs"][0]["ranks"][r]["steps"].as_array().unwrap();
+        let spans = analysed["jobs"][0]["ranks"][r]["steps"].as_array().unwrap();
+        assert_eq!(steps.iter().map(|s| s["step"].as_i64().unwrap()).collect::<Vec<_>>(), [2, 3], "rank {r}");
+        for (s, a) in steps.iter().zip(spans) {
+            assert_eq!(s["step"], a["step"]);
+            let (m, g) = (s["measured_step_us"].as_f64().unwrap(), a["gpu_span_us"].as_f64().unwrap());
+            assert!((m - g).abs() < 1e-3, "rank {r} step {}: {m} vs {g}", s["step"]);
+        }
+    }
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--drop-last-step".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l.trim_start().starts_with("0          2 ")), "{text}");
+}
+
+/// What `analyze` says of a rank, `replay` says too: a trace with no GPU work replays to zeros
+/// (it had printed them as a result, exit 0, without a word), and `--device` on a trace that
+/// records its GPU is not applied (said by `analyze`, silent in `replay`). A launch latency no
+/// launch measured is said to be assumed (it was labelled measured).
+#[test]
+fn replay_says_what_the_analysis_says_of_a_rank() {
+    let cpu_only = shared().join("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    let o = run(&["replay".as_ref(), cpu_only.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: rank 34: no GPU activity (kernels, memcpy, memset) in this trace: nothing to replay"), "{text}");
+    assert!(text.contains("launch latency 5.0 µs (assumed: no launch onto an idle stream to measure)"), "{text}");
+    let a100 = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = run(&["replay".as_ref(), a100.as_os_str(), "--device".as_ref(), "v100".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: rank 3: --device not applied: the trace records \"NVIDIA A100-PG509-200\""), "{text}");
+    assert!(text.contains("launch latency") && text.contains("µs (measured)"), "{text}");
+}
+
 /// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what
 /// NVIDIA's driver and runtime make it cost. The ratio of the two shipped floors (the tenth
 /// percentile of other workloads' kernels: V100 1.0 µs, A100 3.0) had tripled them, so a faster

@@ -13,7 +13,7 @@ use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
-use crate::inputs::{Inputs, for_each_input, for_each_job};
+use crate::inputs::{Inputs, WindowOptions, for_each_input, for_each_job};
 use crate::output::per_device;
 
 /// What a replay changes from the measured run: one definition for `replay`
@@ -81,6 +81,8 @@ pub struct Options {
     pub what_if: WhatIf,
     /// What-ifs replayed side by side, `NAME:K=V,...`, each on top of `what_if` (default: none).
     pub scenarios: Vec<String>,
+    /// The analysed window, as `analyze`'s: the measured and replayed step times cover its steps (default: steps).
+    pub window: WindowOptions,
     /// Write the replay as JSON (default: none).
     pub json: Option<PathBuf>,
     /// Write the replayed timeline as Chrome-trace JSON, gzip when it ends in `.gz` (default: none).
@@ -95,7 +97,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read_opts = read.read_options()?;
     let catalog = catalog_with(&read.hw)?;
     let mut opts = args.what_if.replay_options(&catalog)?;
-    opts.classifier = read.classifier()?;
+    opts.window = args.window.analyze_options(read)?;
+    opts.classifier = opts.window.classifier.clone();
     let opts = opts;
     let scenarios = scenario::parse_scenarios(&args.scenarios)?;
     let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
@@ -217,10 +220,11 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
         let (tm, st) = (&k.graph.timings, &k.graph.starts);
         writeln!(
             out,
-            "Graph of rank {}: queue gap {:.1} µs, launch latency {:.1} µs (measured); GPU starts by stream {}, launch {}, cross-stream {} recorded + {} inferred, unexplained {} ({:.3} ms), anchored {}",
+            "Graph of rank {}: queue gap {:.1} µs, launch latency {:.1} µs ({}); GPU starts by stream {}, launch {}, cross-stream {} recorded + {} inferred, unexplained {} ({:.3} ms), anchored {}",
             k.rank,
             tm.queue_gap_us,
             tm.launch_latency_us,
+            if tm.launch_samples > 0 { "measured" } else { "assumed: no launch onto an idle stream to measure" },
             st.stream,
             st.launch,
             st.cross_stream_recorded,

@@ -551,6 +551,8 @@ pub struct RankPart<'c> {
     samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     /// Whether it was built for a projection (work and samples kept).
     for_target: bool,
+    /// What reading the trace warned of (`--device` not applied, …), said with the replay.
+    warnings: Vec<String>,
 }
 
 impl<'c> RankPart<'c> {
@@ -589,6 +591,7 @@ impl<'c> RankPart<'c> {
             work: Vec::new(),
             samples: None,
             for_target: false,
+            warnings: trace.warnings.clone(),
         };
         part.add_target(ctx, opts, catalog, work, true);
         part
@@ -710,6 +713,16 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             "matched collectives do not end together across ranks (residual {:.0} µs): ranks are replayed without cross-rank joins",
             a.residual_us
         ));
+    }
+    // What `analyze` says of each rank, said here too: a rank with no GPU work replays to zeros.
+    for p in &parts {
+        notes.extend(p.warnings.iter().map(|w| format!("rank {}: {w}", p.rank)));
+        if p.window.is_none() {
+            notes.push(format!(
+                "rank {}: no GPU activity (kernels, memcpy, memset) in this trace: nothing to replay, its times are zero",
+                p.rank
+            ));
+        }
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
     for p in &mut parts {
