@@ -456,6 +456,29 @@ fn replay_says_what_the_analysis_says_of_a_rank() {
     assert!(text.contains("launch latency") && text.contains("µs (measured)"), "{text}");
 }
 
+/// `--target` with `--scale compute=K`: each kernel at the target's price, then K× faster, and
+/// the replay says so (its pricing block's total, before the speed-up, had read as what ran).
+#[test]
+fn a_target_and_a_compute_speed_up_compose_and_say_so() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let dir = scratch("target-and-scale");
+    let out = dir.join("r.json");
+    let args = ["--target", "b200", "--scale", "compute=2", "--json"];
+    let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), demo.as_os_str()];
+    a.extend(args.iter().map(std::ffi::OsStr::new));
+    a.push(out.as_os_str());
+    let o = run(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("note: --target and --scale compute=2: each compute kernel at the target's price, then 2× faster")
+    );
+    let j = json(&out);
+    let priced: f64 = j["jobs"][0]["projection"]["rules"].as_array().unwrap().iter().map(|r| r["projected_us"].as_f64().unwrap()).sum();
+    let ran: f64 = j["jobs"][0]["ranks"].as_array().unwrap().iter().map(|r| r["replayed"]["compute_us"].as_f64().unwrap()).sum();
+    assert!((priced / ran - 2.0).abs() < 1e-3, "{priced} priced, {ran} ran");
+}
+
 /// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what
 /// NVIDIA's driver and runtime make it cost. The ratio of the two shipped floors (the tenth
 /// percentile of other workloads' kernels: V100 1.0 µs, A100 3.0) had tripled them, so a faster

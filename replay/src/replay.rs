@@ -744,6 +744,13 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     }
     let job_gpu = parts.iter().find_map(|p| p.gpu.as_deref()).and_then(|id| catalog.gpu(id).ok());
     let s = opts.scale;
+    // Composed, as --link and --scale link: the target's price, then the speed-up.
+    if projection.is_some() && s.compute != 1.0 {
+        notes.push(format!(
+            "--target and --scale compute={}: each compute kernel at the target's price, then {}× faster (the projected kernel time above is before the speed-up)",
+            s.compute, s.compute
+        ));
+    }
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
             TaskKind::Host | TaskKind::Wait | TaskKind::Join | TaskKind::Gpu(ActivityClass::Comm) => 1.0,
