@@ -479,6 +479,29 @@ fn a_target_and_a_compute_speed_up_compose_and_say_so() {
     assert!((priced / ran - 2.0).abs() < 1e-3, "{priced} priced, {ran} ran");
 }
 
+/// `replay --measurements` that price nothing say so: without `--target` or `--world-size`, and
+/// onto a target where no kernel is priced at its shape (the A100 trace's GEMMs record none the
+/// tables hold). The output had been byte-identical to the run without them.
+#[test]
+fn measurements_a_replay_does_not_use_are_said_unused() {
+    let a100 = shared().join("hta/trace_diff/control/control.json.gz");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h200/gemm.csv");
+    let notes = |trace: &Path, target: Option<&str>| {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), trace.as_os_str(), "--measurements".as_ref(), rows.as_os_str()];
+        if let Some(t) = target {
+            a.extend(["--target", t].map(std::ffi::OsStr::new));
+        }
+        let o = run(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("note: --measurements")).map(str::to_string).collect::<Vec<_>>()
+    };
+    assert!(notes(&a100, None)[0].contains("used by nothing here"));
+    assert!(notes(&a100, Some("h200"))[0].contains("no kernel was priced at its shape"));
+    // The demo's GEMMs are priced at their shapes: the rows are used, nothing to say.
+    assert!(notes(&demo, Some("h200")).is_empty());
+}
+
 /// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what
 /// NVIDIA's driver and runtime make it cost. The ratio of the two shipped floors (the tenth
 /// percentile of other workloads' kernels: V100 1.0 µs, A100 3.0) had tripled them, so a faster

@@ -66,6 +66,12 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Whether it priced the kernel at its shape from the measured tables (what a user's
+    /// GEMM or attention measurements change).
+    pub fn by_shape(self) -> bool {
+        matches!(self, Rule::GemmTargetTable | Rule::GemmTables | Rule::GemmSpecModel | Rule::AttentionTables)
+    }
+
     /// In words.
     pub fn describe(self) -> &'static str {
         match self {

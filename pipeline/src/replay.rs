@@ -142,6 +142,22 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             replays.push(replayed.report);
         })?
     };
+    // The user's measurements price kernels at their shapes onto a target and collectives at a
+    // new world size: where they priced nothing, said (the output had been the same, unexplained).
+    if !args.what_if.measurements.is_empty() {
+        for r in &mut replays {
+            let note = match &r.projection {
+                None if args.what_if.world_size.is_none() => {
+                    "--measurements: read, and used by nothing here: they price kernels onto --target GPU and collectives under --world-size"
+                }
+                Some(p) if !p.rules.iter().any(|s| s.rule.by_shape()) => {
+                    "--measurements: no kernel was priced at its shape (a GEMM or attention whose shape and dtype the trace records), so their GEMM and attention rows changed nothing here"
+                }
+                _ => continue,
+            };
+            r.notes.push(note.to_string());
+        }
+    }
     if let Some(e) = perfetto_error {
         return Err(e);
     }
