@@ -502,6 +502,20 @@ fn measurements_a_replay_does_not_use_are_said_unused() {
     assert!(notes(&demo, Some("h200")).is_empty());
 }
 
+/// `--link` says how many collectives it re-costed and at what α and bus bandwidth (it had said
+/// nothing, while `--world-size` reports its count and rule).
+#[test]
+fn link_says_what_it_re_costed() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--link".as_ref(), "alpha=5,busbw=10,inter-busbw=4".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("note: --link: 96 collective(s) re-costed as α + bus factor × bytes / bus bandwidth, in a node at α 5 µs and 10 GB/s, across nodes at α 5 µs and 4 GB/s"),
+        "{text}"
+    );
+}
+
 /// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what
 /// NVIDIA's driver and runtime make it cost. The ratio of the two shipped floors (the tenth
 /// percentile of other workloads' kernels: V100 1.0 µs, A100 3.0) had tripled them, so a faster

@@ -1026,8 +1026,17 @@ fn recost_communication(
         }
         if relinked == 0 {
             notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
-        } else if unknown > 0 {
-            notes.push(format!("--link: {unknown} collective kernel(s) without a known size or group keep their measured transfer"));
+        } else {
+            let inter = match (link.inter_alpha_us, link.inter_busbw_gbps) {
+                (None, None) => String::new(),
+                (a, b) => format!(", across nodes at α {} µs and {} GB/s", a.unwrap_or(link.alpha_us), b.unwrap_or(link.busbw_gbps)),
+            };
+            notes.push(format!(
+                "--link: {relinked} collective(s) re-costed as α + bus factor × bytes / bus bandwidth, in a node at α {} µs and {} GB/s{inter}{}",
+                link.alpha_us,
+                link.busbw_gbps,
+                if unknown > 0 { format!("; {unknown} without a known size or group keep their measured transfer") } else { String::new() }
+            ));
         }
     }
     let priced_count: usize = priced_by.values().sum();
