@@ -454,6 +454,10 @@ fn replay_says_what_the_analysis_says_of_a_rank() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("note: rank 3: --device not applied: the trace records \"NVIDIA A100-PG509-200\""), "{text}");
     assert!(text.contains("launch latency") && text.contains("µs (measured)"), "{text}");
+    // A step without GPU work: `analyze` lists it at 0, the replay says why it has no row.
+    let mi250 = shared().join("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let o = run(&["replay".as_ref(), mi250.as_os_str()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: rank 0: step(s) 2 ran no GPU work: no step time to replay"));
 }
 
 /// `--target` with `--scale compute=K`: each kernel at the target's price, then K× faster, and

@@ -792,9 +792,15 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         }
         let mut rows = Vec::new();
         let mut analysed_window = None;
+        let mut idle_steps = Vec::new();
         for k in 0..nsteps {
-            let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
             let step = part.steps.get(k).copied().unwrap_or(-1);
+            let (Some(m), Some(p)) = (measured[k], replayed[k]) else {
+                if part.window.is_some() && !part.steps.is_empty() && !part.left_out.contains(&step) {
+                    idle_steps.push(step.to_string());
+                }
+                continue;
+            };
             if part.left_out.contains(&step) {
                 continue;
             }
@@ -823,6 +829,13 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         let window = if part.whole_window { gpu_work().fold(None, |w, (a, b, _)| Some(Window::cover(w, a, b))) } else { analysed_window };
         let sets = RankSets::from_intervals(gpu_work());
         let replayed_breakdown = window.map(|w| Breakdown::from_sets(&sets, w)).unwrap_or_default();
+        if !idle_steps.is_empty() {
+            notes.push(format!(
+                "rank {}: step(s) {} ran no GPU work: no step time to replay (analyze lists them at 0)",
+                part.rank,
+                idle_steps.join(", ")
+            ));
+        }
         measured_sum.add(&part.measured);
         replayed_sum.add(&replayed_breakdown);
         ranks.push(RankReplay {
