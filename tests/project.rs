@@ -1317,3 +1317,20 @@ fn a_dlrm_task_of_another_job_is_refused_not_resized() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("a global batch of 1024 for the embeddings and of 65536 for the MLPs"), "{}", stderr(&o));
 }
+
+/// A MAD-Max DLRM file given to `--model` is pointed to `project --madmax` (`search` cannot run
+/// it): it had been called "not DLRM" and told to use `--assumptions madmax`, which `search`
+/// does not take and which the plain DLRM does not need.
+#[test]
+fn a_dlrm_given_as_model_is_pointed_to_its_madmax_files() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/madmax-configs/model_cfgs");
+    for (cmd, file, flag) in [("project", "dlrm/dlrm_a.json", false), ("search", "dlrm_moe/dlrm_a_moe.json", true)] {
+        let path = dir.join(file);
+        let o = bin().args([cmd, "--model"]).arg(&path).args(["--system", "h100-sxm", "--gpus", "128"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        let e = stderr(&o);
+        assert!(e.contains("--model takes transformers (LLM, LLM_MoE, ViT)") && e.contains("project --madmax MODEL SYSTEM TASK"), "{e}");
+        assert_eq!(e.contains("--assumptions madmax"), flag, "{e}");
+        assert!(!e.contains("not DLRM"), "{e}");
+    }
+}

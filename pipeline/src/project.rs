@@ -147,6 +147,16 @@ pub fn model(spec: &str) -> Result<Transformer> {
     let value: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
     if value.get("type").is_some() {
         let m = madmax::read_model(path)?;
+        // A DLRM runs from its MAD-Max files (its plan is its task's): --model lays out transformers.
+        if m.kind.starts_with("DLRM") {
+            anyhow::bail!(
+                "{}: a {} model; --model takes transformers (LLM, LLM_MoE, ViT): a DLRM runs from its MAD-Max files, `tracecast project --madmax MODEL SYSTEM TASK{}`{}",
+                path.display(),
+                m.kind,
+                if m.kind == "DLRM" { "" } else { " --assumptions madmax" },
+                if m.kind == "DLRM" { "" } else { " (tracecast's own DLRM is the plain one)" }
+            );
+        }
         return Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
     // Any other JSON is a runs file's model; `transformer` names what is missing or unknown.

@@ -935,11 +935,11 @@ impl StatedKeys {
         match named.as_slice() {
             [] => Ok(()),
             [one] => Err(crate::Error::Plan(format!(
-                "{one} is a training setting (batches, gradients, optimizer states, the backward pass); {} takes its batch from --batch",
+                "{one} is a training setting (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of the batch --batch gives",
                 task.as_str()
             ))),
             many => Err(crate::Error::Plan(format!(
-                "{} are training settings (batches, gradients, optimizer states, the backward pass); {} takes its batch from --batch",
+                "{} are training settings (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of the batch --batch gives",
                 many.join(", "),
                 task.as_str()
             ))),
