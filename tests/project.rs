@@ -1334,3 +1334,23 @@ fn a_dlrm_given_as_model_is_pointed_to_its_madmax_files() {
         assert!(!e.contains("not DLRM"), "{e}");
     }
 }
+
+/// MAD-Max's GPT-4 MoE task gives its embedding a global batch of 2048 and its transformer one
+/// of 16384: tracecast's model projects the transformer's and says so (it had dropped the
+/// embedding's without a word); MAD-Max's assumptions refuse the task, naming both.
+#[test]
+fn a_madmax_task_whose_embedding_batch_differs_is_said_or_refused() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/madmax-configs");
+    let files = [
+        dir.join("model_cfgs/llm_moe/gpt4_1.8t.json"),
+        dir.join("system_cfgs/cloud_A/cloud_A_h100.80_2048.json"),
+        dir.join("task_cfgs/llm_moe/llm_moe_train.json"),
+    ];
+    let o = bin().arg("project").arg("--madmax").args(&files).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("the embedding's global batch (2048) is not the transformer's (16384): projected at the transformer's"), "{out}");
+    let o = bin().arg("project").arg("--madmax").args(&files).args(["--assumptions", "madmax"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("embedding 2048, transformer 16384"), "{}", stderr(&o));
+}

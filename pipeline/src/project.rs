@@ -563,6 +563,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let (mut plan, task) =
                     llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
+                // The transformer's batch is the projection's; an embedding batch the task gives
+                // otherwise (MAD-Max's own GPT-4 MoE task: 1 × 2048 against 8 × 2048) is said, not
+                // dropped (MAD-Max's assumptions refuse such a task).
+                let (_, emb_batch) = t.global_batches();
+                let transformer_batch = f64::from(plan.microbatch) * f64::from(plan.dp);
+                let emb_note = (t.local_emb_bs > 0.0 && (emb_batch - transformer_batch).abs() > 1e-9).then(|| {
+                    format!(
+                        "{}: the embedding's global batch ({emb_batch}) is not the transformer's ({transformer_batch}): projected at the transformer's, one batch through the whole model",
+                        files.task.display()
+                    )
+                });
                 let mut resized = None;
                 if let Some(spec) = &args.parallel {
                     plan = parse_plan(spec)?;
@@ -583,6 +594,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
                 p.notes.extend(replaced_by_flags(args, &s, files));
+                p.notes.extend(emb_note);
                 p.notes.extend(resized);
                 (p, timeline)
             }
