@@ -1682,6 +1682,29 @@ fn a_trace_from_a_pipe_reads_as_its_file() {
     assert_eq!(busy(&piped), busy(&direct));
 }
 
+/// An Nsight Systems export from a pipe is said to need its path (SQLite seeks): it had been
+/// called "not a JSON object".
+#[cfg(unix)]
+#[test]
+fn an_export_from_a_pipe_is_said_to_need_its_path() {
+    let dir = scratch("pipe-sqlite");
+    let src = shared().join("nsys/h100_2gpu_1s.sqlite");
+    let fifo = dir.join("x.sqlite");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let (fifo, src) = (fifo.clone(), src.clone());
+        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
+    };
+    let o = run(&["analyze".as_ref(), fifo.as_os_str()]);
+    if !writer.is_finished() {
+        drop(std::fs::File::open(&fifo));
+    }
+    let _ = writer.join();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("an SQLite database (an Nsight Systems export?) from a pipe") && !e.contains("JSON"), "{e}");
+}
+
 /// A profiler step without GPU work (the MI250 trace's last) is listed per rank and left out
 /// of the job's step time (totals, diff, replay); that was said nowhere.
 #[test]

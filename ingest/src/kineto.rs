@@ -397,6 +397,15 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
                 .into(),
         });
     }
+    // SQLite reads a file it can seek: an export piped in (`<(cat x.sqlite)`) had been called not JSON.
+    if got == 4 && &magic == b"SQLi" && !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            message:
+                "an SQLite database (an Nsight Systems export?) from a pipe: SQLite reads only a file it can seek, give the export's path"
+                    .into(),
+        });
+    }
     if got == 4 && &magic == b"PAR1" {
         drop(file);
         return crate::dataset::read_part(path, opts);
