@@ -431,6 +431,14 @@ fn replay_takes_the_analysed_window() {
             assert!((m - g).abs() < 1e-3, "rank {r} step {}: {m} vs {g}", s["step"]);
         }
     }
+    // Steps the traces do not have: refused as `analyze` refuses them (they had replayed to zeros, exit 0).
+    for what_if in [&[][..], &["--what-if", "a:compute=2"][..]] {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), demo.as_os_str(), "--steps".as_ref(), "999".as_ref()];
+        a.extend(what_if.iter().map(std::ffi::OsStr::new));
+        let o = run(&a);
+        assert_eq!(o.status.code(), Some(2), "{what_if:?}");
+        assert!(stderr(&o).contains("steps 999..999 select nothing in") && stderr(&o).contains("it has steps 1–3"), "{}", stderr(&o));
+    }
     let o = run(&["replay".as_ref(), demo.as_os_str(), "--drop-last-step".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);

@@ -220,11 +220,21 @@ pub fn for_each_listed<T>(
 /// Reads the jobs the inputs stand for whole, one at a time (so only one is
 /// held in memory), and hands each to `each_job`; bad files are reported on
 /// stderr (see [`for_each_input`]). Returns whether any file was bad.
-pub fn for_each_job(inputs: &Inputs, mut each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
+pub fn for_each_job(inputs: &Inputs, each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
+    for_each_job_in(inputs, &WindowOptions::default(), each_job)
+}
+
+/// [`for_each_job`] for the analysed `window`: a rank whose trace has none of its `--steps` is
+/// a failure naming the steps it has, as `analyze` says it, not a rank of the job.
+pub fn for_each_job_in(inputs: &Inputs, window: &WindowOptions, mut each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
     let read_opts = inputs.read.read_options()?;
     let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let mut job = tracecast_ingest::Job::read(path, files, &read_opts, on_file);
-        let failures = std::mem::take(&mut job.failures);
+        let mut failures = std::mem::take(&mut job.failures);
+        job.ranks.retain(|r| {
+            let checked = tracecast_ingest::analysis::check_step_range(&r.trace, window.steps, window.drop_last_step);
+            checked.map_err(|e| failures.push(e)).is_ok()
+        });
         ((!job.ranks.is_empty()).then_some(job), failures)
     };
     for_each_input(&inputs.paths, inputs.each, &inputs.read, read, |mut job, failures| {

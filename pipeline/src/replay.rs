@@ -13,7 +13,7 @@ use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
-use crate::inputs::{Inputs, WindowOptions, for_each_input, for_each_job};
+use crate::inputs::{Inputs, WindowOptions, for_each_input, for_each_job_in};
 use crate::output::per_device;
 
 /// What a replay changes from the measured run: one definition for `replay`
@@ -109,10 +109,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // One rank at a time: each trace becomes its part of the graph and is dropped.
         let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
+                // Steps the trace does not have: said as `analyze` says it, not replayed to zeros.
+                tracecast_ingest::analysis::check_step_range(&rank.trace, args.window.steps, args.window.drop_last_step)?;
                 let ctx = RankContext::new(rank, &opts.classifier);
-                (tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives())
+                Ok((tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives()))
             };
-            let (parts, failures) = Job::summarize(files, &read_opts, on_file, &part);
+            let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
             ((!parts.is_empty()).then_some((path, parts)), failures)
         };
         for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), failures| {
@@ -125,7 +127,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         })?
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
-        for_each_job(&args.inputs, |job| {
+        for_each_job_in(&args.inputs, &args.window, |job| {
             let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, read.gpus_per_node);
             // One context per rank for the replay and every what-if.
             let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
