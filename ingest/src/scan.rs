@@ -254,6 +254,10 @@ impl Scanner {
                         if key == b"traceEvents" {
                             match b.get(j) {
                                 None => more_after_events!("unexpected end of file: expected the `traceEvents` array"),
+                                // Two arrays (a trace appended to another) would count every event twice.
+                                Some(b'[') if self.has_trace_events => {
+                                    return Err(err(i, "a second `traceEvents` array in one trace (two traces joined?)"));
+                                }
                                 Some(b'[') => {
                                     self.has_trace_events = true;
                                     state = State::Events;
@@ -390,6 +394,9 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
         assert!(scan_all(b"[1, 2]", 100).is_err());
         assert!(scan_all(br#"{"traceEvents": []} x"#, 100).is_err());
+        // A second array (two traces joined) had counted every event twice.
+        let e = scan_all(br#"{"traceEvents": [{"a": 1}], "traceEvents": [{"a": 1}]}"#, 100).unwrap_err();
+        assert!(format!("{e:?}").contains("a second `traceEvents` array"), "{e:?}");
     }
 
     #[test]
