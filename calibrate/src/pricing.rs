@@ -541,8 +541,26 @@ impl GemmTable {
             return Some((ln_flops - near[0].1, false));
         }
         let (num, den) = near.iter().fold((0.0, 0.0), |(n, d), (d2, rate)| (n + rate / d2, d + 1.0 / d2));
+        // A GEMM runs no slower than a measured one it holds in every dimension, and no faster than
+        // one that holds it (tiles fill as a dimension grows): the weighting alone had priced
+        // 4096×2048×2048 below both 2048³ and 4096³ (H100 FP8: 859 TFLOP/s between 1011 and 1217),
+        // and 1024×256×1024 at 1.6× the rate of 1024³.
+        let rate = |p: &[f64; 4], ln_t: f64| (2.0 * p.iter().map(|v| v.exp2()).product::<f64>()).ln() - ln_t;
+        let (mut floor, mut ceiling) = (f64::NEG_INFINITY, f64::INFINITY);
+        for (p, ln_t) in &self.points {
+            if (0..4).all(|d| p[d] <= x[d] + 1e-9) {
+                floor = floor.max(rate(p, *ln_t));
+            }
+            if (0..4).all(|d| p[d] >= x[d] - 1e-9) {
+                ceiling = ceiling.min(rate(p, *ln_t));
+            }
+        }
+        let mut ln_rate = num / den;
+        if floor <= ceiling {
+            ln_rate = ln_rate.clamp(floor, ceiling);
+        }
         // Farther than a factor 2 in some dimension from every measured shape.
-        Some((ln_flops - num / den, nearest > 1.0 + 1e-9))
+        Some((ln_flops - ln_rate, nearest > 1.0 + 1e-9))
     }
 }
 
@@ -979,12 +997,35 @@ impl Pricing {
             {
                 price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
             }
+            self.fp8_at_least_its_16_bit_share(gpu, shape, exclude, &mut price);
             return Some(price);
         }
         let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
         // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
         self.hold_fp8_to_16_bit(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
         Some(p)
+    }
+
+    /// An FP8 GEMM a table priced at no less than its 16-bit shape's time × the two peaks' ratio: FP8 doubles
+    /// the peak and halves the operands' bytes, and nothing more, whatever bounds the shape.
+    /// A few square FP8 shapes (Azure's nine on H100) had priced 1024×256×1024 at 1.24 µs, 6× the
+    /// rate of the same shape in 16 bits (XLA's Hopper FP8 table: 5.87 µs).
+    fn fp8_at_least_its_16_bit_share(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], p: &mut Price) {
+        if shape.dtype != Dtype::Fp8 {
+            return;
+        }
+        let (Some(eight), Some(sixteen_peak)) = (peak(gpu, Dtype::Fp8), peak(gpu, Dtype::Bf16)) else { return };
+        let Some(sixteen) = self.gemm_by_rule(gpu, &GemmShape { dtype: Dtype::Bf16, ..*shape }, exclude) else { return };
+        let least = sixteen.time_us * (sixteen_peak / eight).min(1.0);
+        if p.time_us < least {
+            p.basis.push_str(&format!(
+                "; at least its 16-bit price × the peaks' {:.2}, {least:.2} µs (FP8 doubles the peak and halves the operands, no more; 16 bits: {:.2} µs, {})",
+                sixteen_peak / eight,
+                sixteen.time_us,
+                sixteen.basis
+            ));
+            p.time_us = least;
+        }
     }
 
     /// An FP8 GEMM the spec model priced, of fewer rows than any FP8 measurement (`below`: its

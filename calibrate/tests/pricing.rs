@@ -1015,3 +1015,33 @@ fn a_few_collective_points_scale_prices_without_a_cliff() {
         }
     }
 }
+
+/// A GEMM off a scattered table runs no slower than a measured shape it holds in every
+/// dimension and no faster than one that holds it; an FP8 GEMM takes at least its 16-bit
+/// shape's time × the peaks' ratio (FP8 doubles the peak and halves the operands, no more).
+/// Azure's nine square FP8 shapes on H100 had priced 4096×2048×2048 at 859 TFLOP/s, below both
+/// 2048³ (1011) and 4096³ (1217), and 1024×256×1024 at 1.24 µs, 6× its 16-bit rate.
+#[test]
+fn fp8_between_its_measured_neighbours_and_at_least_half_its_16_bit_time() {
+    let p = Pricing::builtin();
+    let h100 = gpu_for(&p.catalog, "h100-sxm");
+    let shape = GemmShape { batch: 1.0, m: 4096.0, n: 2048.0, k: 2048.0, dtype: Dtype::Fp8 };
+    let rate = shape.flops() / p.gemm_excluding(&h100, &shape, &[]).unwrap().time_us / 1e6;
+    assert!((1011.3 * (1.0 - 1e-6)..=1216.9 * (1.0 + 1e-6)).contains(&rate), "{rate} TFLOP/s");
+    for id in ["h100-sxm", "h200", "mi300x", "b200", "mi355x"] {
+        let gpu = gpu_for(&p.catalog, id);
+        for (m, n, k) in [(1024.0, 256.0, 1024.0), (2048.0, 256.0, 1024.0), (1024.0, 512.0, 2048.0), (8192.0, 1024.0, 4096.0)] {
+            let at = |dtype| p.gemm_excluding(&gpu, &GemmShape { batch: 1.0, m, n, k, dtype }, &[]).unwrap();
+            let (eight, sixteen) = (at(Dtype::Fp8), at(Dtype::Bf16));
+            let ratio = gpu.peak_flops(Dtype::Bf16).unwrap() / gpu.peak_flops(Dtype::Fp8).unwrap();
+            // The 16-bit price here carries the profile's trace correction (× 0.966 on H100); the bound is on the tables'.
+            assert!(
+                eight.time_us >= sixteen.time_us * ratio * 0.95,
+                "{id} {m}×{n}×{k}: {} against {} ({})",
+                eight.time_us,
+                sixteen.time_us,
+                eight.basis
+            );
+        }
+    }
+}
