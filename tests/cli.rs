@@ -1323,6 +1323,13 @@ fn damaged_files_fail_fast_or_keep_their_complete_events() {
     bytes.resize(bytes.len() + (64 << 20), 0);
     let (o, p) = analyze_bad("nul", "nul.json", &bytes);
     assert_clean_failure(&o, &p, Some("byte 17"));
+    // A value that is not an event mid-file fails there: it had kept the events before it and
+    // dropped the rest, exit 0.
+    let mid = format!(r#"{{"traceEvents": [{ev}, 5, {ev}]}}"#).into_bytes();
+    let at = format!("byte {}", 19 + ev.len());
+    let (o, p) = analyze_bad("mid", "mid.json", &mid);
+    assert_clean_failure(&o, &p, Some(&at));
+    assert!(stderr(&o).contains("expected an event object"), "{}", stderr(&o));
     // Complete events, then a NUL tail or a cut inside the trailing metadata:
     // the events are analysed, and the damage is named.
     let mut tail = format!(r#"{{"traceEvents": [{ev}, {ev}"#).into_bytes();

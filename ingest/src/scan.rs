@@ -307,8 +307,10 @@ impl Scanner {
                         state = State::Events;
                         i += 1;
                     }
-                    // Not JSON any more (a NUL-filled tail, garbage) after complete events.
-                    Some(c) if self.events > 0 && (*c == 0 || (state == State::Events && *c != b'{')) => {
+                    // Not JSON any more after complete events: a NUL-filled tail (a writer killed with
+                    // the file preallocated) keeps them. Other bytes where an event should be are an
+                    // error: a damaged event mid-file had dropped the 99.6 % after it, exit 0.
+                    Some(c) if self.events > 0 && *c == 0 => {
                         self.damaged = Some((i, format!("byte {c:#04x} where an event should be")));
                         self.state = State::Done;
                         return Ok(b.len());
