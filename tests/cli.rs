@@ -1697,6 +1697,25 @@ fn a_trace_from_a_pipe_reads_as_its_file() {
     assert_eq!(busy(&piped), busy(&direct));
 }
 
+/// A link in a job's folder that leads nowhere (dangling, or a loop) is a rank that cannot be
+/// read: named, exit 2, the other ranks analysed. It had been skipped without a word, exit 0.
+#[cfg(unix)]
+#[test]
+fn a_broken_link_among_a_jobs_traces_is_named() {
+    let dir = scratch("broken-link");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    for r in 0..2 {
+        std::fs::copy(demo.join(format!("rank-{r}.json.gz")), dir.join(format!("rank-{r}.json.gz"))).unwrap();
+    }
+    std::os::unix::fs::symlink(dir.join("gone/rank-2.json.gz"), dir.join("rank-2.json.gz")).unwrap();
+    std::os::unix::fs::symlink(dir.join("rank-3.json.gz"), dir.join("rank-3.json.gz")).unwrap();
+    let o = run(&["analyze".as_ref(), dir.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("rank-2.json.gz: No such file") && e.contains("rank-3.json.gz"), "{e}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 rank(s) read"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 /// An Nsight Systems export from a pipe is said to need its path (SQLite seeks): it had been
 /// called "not a JSON object".
 #[cfg(unix)]

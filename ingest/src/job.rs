@@ -445,7 +445,11 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
         let entry = entry.map_err(io)?;
         let p = entry.path();
         let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
-        if !name.starts_with('.') && ((p.is_file() && is_trace_name(&name)) || (p.is_dir() && crate::nsys::is_export(&p))) {
+        // A link that leads nowhere (dangling, or a loop) is a rank that cannot be read: listed,
+        // so that reading it names it, not skipped without a word.
+        let broken_link = entry.file_type().is_ok_and(|t| t.is_symlink()) && std::fs::metadata(&p).is_err();
+        if !name.starts_with('.') && (((p.is_file() || broken_link) && is_trace_name(&name)) || (p.is_dir() && crate::nsys::is_export(&p)))
+        {
             files.push(p);
         }
     }
