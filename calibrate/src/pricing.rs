@@ -2373,10 +2373,14 @@ impl Pricing {
                 });
             }
         }
+        // A twin's curve ([`Pricing::curves`]): said whose, and why it stands for this GPU.
+        let twin = (!gpu.measurement_ids().any(|id| id == &*system.gpu))
+            .then(|| format!("; {}'s curve: the same silicon and link as {}", system.gpu, gpu.id));
         let basis = format!(
-            "{} {}{}{}{}{}{}",
+            "{} {}{}{}{}{}{}{}",
             system.label,
             what,
+            twin.unwrap_or_default(),
             if user { " (the user's measurements)" } else { "" },
             network.map(|(_, note)| format!("; {note}")).unwrap_or_default(),
             mirror_note.map(|s| format!("; {s}")).unwrap_or_default(),
@@ -2923,9 +2927,29 @@ impl std::fmt::Debug for CollectiveIndex {
 impl Pricing {
     /// `gpu`'s curves of `collective` from the user's rows or the shipped ones.
     fn curves(&self, gpu: &Gpu, collective: Collective, user: bool) -> Arc<CollectiveCurves> {
-        let ids: Vec<&str> = gpu.measurement_ids().collect();
-        let key = (ids.join("\n"), collective, user);
         let m = &self.measurements;
+        let ids: Vec<&str> = gpu.measurement_ids().collect();
+        let across = |r: &CollectiveRow, ids: &[&str]| {
+            r.collective == collective && r.nodes > 1 && ids.contains(&&*r.gpu) && m.is_user(&r.from) == user
+        };
+        // No curve across nodes of its own: those of its one twin of the same silicon and link
+        // (A100 80 GB: Echo's A100 40 GB cluster, the same GA100, NVLink 3 and DGX node; the 80 GB
+        // had been priced by a median of other systems' latencies, 122 µs for an 8-byte all-reduce
+        // over 16 GPUs where Echo's measured 34).
+        let twin = if m.collectives.iter().any(|r| across(r, &ids)) {
+            None
+        } else {
+            let mut twins = self.catalog.gpus.iter().filter(|o| {
+                self.same_silicon(gpu, o, Dtype::Bf16)
+                    && o.link_gbps == gpu.link_gbps
+                    && m.collectives.iter().any(|r| across(r, &[o.id.as_str()]))
+            });
+            match (twins.next(), twins.next()) {
+                (Some(t), None) => Some(t.id.as_str()),
+                _ => None,
+            }
+        };
+        let key = (format!("{}\n{}", ids.join("\n"), twin.unwrap_or("")), collective, user);
         // A poisoned lock only means another thread panicked mid-insert: the map is still whole.
         let index = || m.collective_index.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = index().get(&key) {
@@ -2934,7 +2958,8 @@ impl Pricing {
         let rows: Vec<usize> = (0..m.collectives.len())
             .filter(|&i| {
                 let r = &m.collectives[i];
-                r.collective == collective && ids.contains(&&*r.gpu) && m.is_user(&r.from) == user
+                (r.collective == collective && ids.contains(&&*r.gpu) && m.is_user(&r.from) == user)
+                    || twin.is_some_and(|t| across(r, &[t]))
             })
             .collect();
         let of: Vec<&CollectiveRow> = rows.iter().map(|&i| &m.collectives[i]).collect();
