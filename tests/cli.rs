@@ -454,7 +454,7 @@ fn replay_says_what_the_analysis_says_of_a_rank() {
     let cpu_only = shared().join("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
     let o = run(&["replay".as_ref(), cpu_only.as_os_str()]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("note: rank 34: no GPU activity (kernels, memcpy, memset) in this trace: nothing to replay"), "{text}");
+    assert!(text.contains("note: rank 34: no GPU activity (kernels, memcpy, memset) in this trace: all times are zero"), "{text}");
     assert!(text.contains("launch latency 5.0 µs (assumed: no launch onto an idle stream to measure)"), "{text}");
     let a100 = shared().join("hta/trace_diff/control/control.json.gz");
     let o = run(&["replay".as_ref(), a100.as_os_str(), "--device".as_ref(), "v100".as_ref()]);
@@ -462,10 +462,17 @@ fn replay_says_what_the_analysis_says_of_a_rank() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("note: rank 3: --device not applied: the trace records \"NVIDIA A100-PG509-200\""), "{text}");
     assert!(text.contains("launch latency") && text.contains("µs (measured)"), "{text}");
+    // How the window was chosen, as `analyze` says it, once for the ranks it is true of.
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--steps".as_ref(), "3-4".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: ranks 0–3: --steps 3-4: this trace has 1 of the 2 steps named (it has steps 1–3)"), "{text}");
     // A step without GPU work: `analyze` lists it at 0, the replay says why it has no row.
     let mi250 = shared().join("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
     let o = run(&["replay".as_ref(), mi250.as_os_str()]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("note: rank 0: step(s) 2 ran no GPU work: no step time to replay"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("note: rank 0: step(s) 2 ran no GPU work: listed here, not in the job's step time")
+    );
 }
 
 /// `--target` with `--scale compute=K`: each kernel at the target's price, then K× faster, and

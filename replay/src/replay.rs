@@ -110,6 +110,10 @@ pub struct ReplayOptions {
     /// and breakdowns the replay reports. The simulation always runs the whole
     /// trace. Default: `analyze`'s default.
     pub window: analysis::AnalyzeOptions,
+    /// Say with the replay what the analysis says of each rank (its trace's warnings, its
+    /// window, no GPU activity, steps without GPU work). Default: true; a report page says
+    /// them with its analysis.
+    pub rank_notes: bool,
 }
 
 impl Default for ReplayOptions {
@@ -127,6 +131,7 @@ impl Default for ReplayOptions {
             catalog: None,
             pricing: None,
             window: analysis::AnalyzeOptions::default(),
+            rank_notes: true,
         }
     }
 }
@@ -551,8 +556,8 @@ pub struct RankPart<'c> {
     samples: Option<tracecast_calibrate::profile::RankSamples<'c>>,
     /// Whether it was built for a projection (work and samples kept).
     for_target: bool,
-    /// What reading the trace warned of (`--device` not applied, …), said with the replay.
-    warnings: Vec<String>,
+    /// What the analysis says of the rank besides its numbers ([`analysis::measured_breakdown`]).
+    notes: Vec<String>,
 }
 
 impl<'c> RankPart<'c> {
@@ -575,7 +580,7 @@ impl<'c> RankPart<'c> {
             .iter()
             .filter_map(|&(row, t)| if steps.is_empty() { Some((t, 0)) } else { ctx.step_of(row as usize).map(|k| (t, k)) })
             .collect();
-        let (measured, window, analysed, whole_window) = analysis::measured_breakdown(ctx, &opts.window);
+        let (measured, window, analysed, whole_window, notes) = analysis::measured_breakdown(ctx, &opts.window);
         let left_out = steps.iter().map(|s| s.number).filter(|n| !analysed.contains(n)).collect();
         let mut part = RankPart {
             rank: ctx.rank(),
@@ -591,7 +596,7 @@ impl<'c> RankPart<'c> {
             work: Vec::new(),
             samples: None,
             for_target: false,
-            warnings: trace.warnings.clone(),
+            notes,
         };
         part.add_target(ctx, opts, catalog, work, true);
         part
@@ -672,6 +677,7 @@ impl RankPart<'_> {
         copy(&mut self.steps);
         copy(&mut self.step_of_task);
         copy(&mut self.left_out);
+        copy(&mut self.notes);
     }
 
     /// Catalog id of the rank's GPU, when the catalog knows it.
@@ -714,14 +720,10 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             a.residual_us
         ));
     }
-    // What `analyze` says of each rank, said here too: a rank with no GPU work replays to zeros.
-    for p in &parts {
-        notes.extend(p.warnings.iter().map(|w| format!("rank {}: {w}", p.rank)));
-        if p.window.is_none() {
-            notes.push(format!(
-                "rank {}: no GPU activity (kernels, memcpy, memset) in this trace: nothing to replay, its times are zero",
-                p.rank
-            ));
+    // What `analyze` says of each rank, said here too (a rank with no GPU work replays to zeros).
+    if opts.rank_notes {
+        for (n, ranks) in analysis::notes_by_text(parts.iter().map(|p| (p.rank, p.notes.as_slice()))) {
+            notes.push(format!("{}: {n}", analysis::rank_list(&ranks)));
         }
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
@@ -792,15 +794,9 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         }
         let mut rows = Vec::new();
         let mut analysed_window = None;
-        let mut idle_steps = Vec::new();
         for k in 0..nsteps {
             let step = part.steps.get(k).copied().unwrap_or(-1);
-            let (Some(m), Some(p)) = (measured[k], replayed[k]) else {
-                if part.window.is_some() && !part.steps.is_empty() && !part.left_out.contains(&step) {
-                    idle_steps.push(step.to_string());
-                }
-                continue;
-            };
+            let (Some(m), Some(p)) = (measured[k], replayed[k]) else { continue };
             if part.left_out.contains(&step) {
                 continue;
             }
@@ -829,13 +825,6 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         let window = if part.whole_window { gpu_work().fold(None, |w, (a, b, _)| Some(Window::cover(w, a, b))) } else { analysed_window };
         let sets = RankSets::from_intervals(gpu_work());
         let replayed_breakdown = window.map(|w| Breakdown::from_sets(&sets, w)).unwrap_or_default();
-        if !idle_steps.is_empty() {
-            notes.push(format!(
-                "rank {}: step(s) {} ran no GPU work: no step time to replay (analyze lists them at 0)",
-                part.rank,
-                idle_steps.join(", ")
-            ));
-        }
         measured_sum.add(&part.measured);
         replayed_sum.add(&replayed_breakdown);
         ranks.push(RankReplay {

@@ -264,18 +264,7 @@ impl JobAnalysis {
     /// Each distinct note of the job's ranks, with the ranks it was made for (ascending),
     /// in the order the notes first appear: a job of many ranks says a thing once.
     pub fn notes_by_text(&self) -> Vec<(&str, Vec<u32>)> {
-        let mut out: Vec<(&str, Vec<u32>)> = Vec::new();
-        let mut at: std::collections::HashMap<&str, usize> = Default::default();
-        for r in &self.ranks {
-            for n in &r.notes {
-                let k = *at.entry(n.as_str()).or_insert_with(|| {
-                    out.push((n.as_str(), Vec::new()));
-                    out.len() - 1
-                });
-                out[k].1.push(r.rank);
-            }
-        }
-        out
+        notes_by_text(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
     }
 
     /// How one part of the breakdown spreads over the job's ranks (`None` without ranks):
@@ -556,10 +545,42 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
 /// `--steps` and `--drop-last-step` select, whatever the window) and whether
 /// the window is the rank's whole GPU window (`--window all`, or no step's
 /// GPU work to cover).
-pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>, Vec<i64>, bool) {
-    let Selection { steps, mode, window, .. } = select(ctx, opts);
+/// What the analysis says of the rank besides its numbers ([`rank_notes`]) comes last.
+pub fn measured_breakdown(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> (Breakdown, Option<Window>, Vec<i64>, bool, Vec<String>) {
+    let selection = select(ctx, opts);
+    let notes = rank_notes(ctx, &selection);
+    let Selection { steps, mode, window, .. } = selection;
     let numbers = steps.iter().map(|s| s.number).collect();
-    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window, numbers, mode != WindowMode::Steps)
+    (window.map(|w| Breakdown::from_sets(ctx.sets(), w)).unwrap_or_default(), window, numbers, mode != WindowMode::Steps, notes)
+}
+
+/// What the analysis says of a rank besides its numbers, one rule for `analyze` and `replay`:
+/// what reading its trace warned of, how its window was chosen, no GPU activity, several GPUs
+/// in one trace, and the listed steps that ran no GPU work.
+fn rank_notes(ctx: &RankContext<'_>, selection: &Selection) -> Vec<String> {
+    let mut notes: Vec<String> = ctx.trace().warnings.clone();
+    notes.extend(selection.notes.iter().cloned());
+    if selection.all.is_none() {
+        notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
+    }
+    // One process that drove several GPUs wrote one trace: a rank here, its GPUs' times
+    // unioned; communication is hidden only by compute on its own GPU. Said, not split.
+    let devices = &ctx.sets().devices;
+    if devices.len() > 1 {
+        let list: Vec<String> = devices.iter().map(i64::to_string).collect();
+        notes.push(format!(
+            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication exposed while any GPU's runs without its own compute, busy and idle time of their union; one trace per GPU gives per-GPU figures (and per-dimension rows that tell the GPUs apart)",
+            devices.len(),
+            list.join(", ")
+        ));
+    }
+    // A step is listed per rank as annotated; the job's step time counts steps that ran GPU work.
+    let span_us = |s: &Step| s.gpu.map_or(0.0, |g| g.len_ns() as f64 / 1000.0);
+    let empty: Vec<String> = selection.steps.iter().filter(|s| !ran_gpu_work(span_us(s))).map(|s| s.number.to_string()).collect();
+    if !empty.is_empty() && selection.window.is_some() {
+        notes.push(format!("step(s) {} ran no GPU work: listed here, not in the job's step time (totals, diff, replay)", empty.join(", ")));
+    }
+    notes
 }
 
 /// The analysis of one rank from its context (its activity classes are the
@@ -570,23 +591,9 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
     super::facts::count(super::facts::Fact::Analysis);
     let trace = ctx.trace();
     let (links, classes, sets) = (ctx.links(), ctx.classes(), ctx.sets());
-    let Selection { steps, mode, window, all, notes: fallback } = select(ctx, opts);
-    let mut notes: Vec<String> = trace.warnings.clone();
-    notes.extend(fallback);
-    if all.is_none() {
-        notes.push("no GPU activity (kernels, memcpy, memset) in this trace: all times are zero".to_string());
-    }
-    // One process that drove several GPUs wrote one trace: a rank here, its GPUs' times
-    // unioned; communication is hidden only by compute on its own GPU. Said, not split.
-    let devices = &sets.devices;
-    if devices.len() > 1 {
-        let list: Vec<String> = devices.iter().map(i64::to_string).collect();
-        notes.push(format!(
-            "GPU activity on {} devices ({}) in this one trace: analysed as one rank, communication exposed while any GPU's runs without its own compute, busy and idle time of their union; one trace per GPU gives per-GPU figures (and per-dimension rows that tell the GPUs apart)",
-            devices.len(),
-            list.join(", ")
-        ));
-    }
+    let selection = select(ctx, opts);
+    let notes = rank_notes(ctx, &selection);
+    let Selection { steps, mode, window, all, .. } = selection;
     let w = window.unwrap_or(Window { start_ns: 0, end_ns: 0 });
     let breakdown = if window.is_some() { Breakdown::from_sets(sets, w) } else { Breakdown::default() };
     let idle_split = if window.is_some() {
@@ -603,11 +610,6 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
             breakdown: s.gpu.map(|g| Breakdown::from_sets(sets, g)).unwrap_or_default(),
         })
         .collect();
-    // A step is listed per rank as annotated; the job's step time counts steps that ran GPU work.
-    let empty: Vec<String> = step_rows.iter().filter(|s| !ran_gpu_work(s.breakdown.gpu_span_us)).map(|s| s.step.to_string()).collect();
-    if !empty.is_empty() && window.is_some() {
-        notes.push(format!("step(s) {} ran no GPU work: listed here, not in the job's step time (totals, diff, replay)", empty.join(", ")));
-    }
     let all_kernels = if window.is_some() { kernels::kernel_stats(trace, classes, w) } else { Vec::new() };
     let instances = ctx.instances().to_vec();
     let world = i64::from(world);
@@ -660,6 +662,23 @@ pub fn runs_apart(starts: impl Iterator<Item = Option<i64>>, alignment: Option<&
     const HOUR_NS: i64 = 3_600_000_000_000;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
         .then(|| format!("their GPU windows start {:.1} h apart", hi.saturating_sub(lo) as f64 / HOUR_NS as f64))
+}
+
+/// Each distinct note of `ranks` (rank, its notes), with the ranks it was made for, in the order
+/// the notes first appear: a job of many ranks says a thing once.
+pub fn notes_by_text<'a>(ranks: impl Iterator<Item = (u32, &'a [String])>) -> Vec<(&'a str, Vec<u32>)> {
+    let mut out: Vec<(&str, Vec<u32>)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = Default::default();
+    for (rank, notes) in ranks {
+        for n in notes {
+            let k = *at.entry(n.as_str()).or_insert_with(|| {
+                out.push((n.as_str(), Vec::new()));
+                out.len() - 1
+            });
+            out[k].1.push(rank);
+        }
+    }
+    out
 }
 
 /// Ranks in words, runs joined: `rank 3`, `ranks 0, 2`, `ranks 0–1023`; past eight
