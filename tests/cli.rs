@@ -519,6 +519,21 @@ fn measurements_a_replay_does_not_use_are_said_unused() {
     assert!(notes(&a100, Some("h200"))[0].contains("no kernel was priced at its shape"));
     // The demo's GEMMs are priced at their shapes: the rows are used, nothing to say.
     assert!(notes(&demo, Some("h200")).is_empty());
+    // A scenario that resizes the world prices collectives with them; a report without a
+    // target or world size uses them no more than the replay does.
+    let o = run(&[
+        "replay".as_ref(),
+        demo.as_os_str(),
+        "--measurements".as_ref(),
+        rows.as_os_str(),
+        "--what-if".as_ref(),
+        "big:world-size=8".as_ref(),
+    ]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("used by nothing"));
+    let page = scratch("measurements-unused").join("r.html");
+    let o = run(&["report".as_ref(), demo.as_os_str(), "--measurements".as_ref(), rows.as_os_str(), "--out".as_ref(), page.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: --measurements: read, and used by nothing here"));
 }
 
 /// `--link` says how many collectives it re-costed and at what α and bus bandwidth (it had said

@@ -52,6 +52,15 @@ impl WhatIf {
         Ok(o)
     }
 
+    /// Where the user's measurements can price nothing (no `--target` to price kernels onto and
+    /// no `--world-size`, here or in a scenario, to price collectives at), the words that say so.
+    pub fn measurements_unused(&self, scenarios: &[scenario::Scenario]) -> Option<&'static str> {
+        let resized = self.world_size.is_some() || scenarios.iter().any(|s| s.overrides.world_size.is_some());
+        (!self.measurements.is_empty() && self.target.is_none() && !resized).then_some(
+            "--measurements: read, and used by nothing here: they price kernels onto --target GPU and collectives under --world-size",
+        )
+    }
+
     /// Whether anything differs from the measured run.
     pub fn changes_anything(&self, scale: Scale) -> bool {
         scale != Scale::default() || self.world_size.is_some() || self.target.is_some() || self.link.is_some()
@@ -147,11 +156,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // The user's measurements price kernels at their shapes onto a target and collectives at a
     // new world size: where they priced nothing, said (the output had been the same, unexplained).
     if !args.what_if.measurements.is_empty() {
+        let unused = args.what_if.measurements_unused(&scenarios);
         for r in &mut replays {
             let note = match &r.projection {
-                None if args.what_if.world_size.is_none() => {
-                    "--measurements: read, and used by nothing here: they price kernels onto --target GPU and collectives under --world-size"
-                }
+                None => match unused {
+                    Some(words) => words,
+                    None => continue,
+                },
                 Some(p) if !p.rules.iter().any(|s| s.rule.by_shape()) => {
                     "--measurements: no kernel was priced at its shape (a GEMM or attention whose shape and dtype the trace records), so their GEMM and attention rows changed nothing here"
                 }

@@ -257,6 +257,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     anyhow::ensure!(!sections.is_empty(), "no readable trace: nothing to report");
     let charts = write(sections, unread, &plan, &args.out)?;
     if !read.quiet {
+        if let Some(words) = args.what_if.measurements_unused(&[]) {
+            writeln!(out, "note: {words}")?;
+        }
         writeln!(out, "wrote {}", args.out.display())?;
         for f in charts {
             writeln!(out, "wrote {}", f.display())?;
