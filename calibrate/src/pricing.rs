@@ -503,6 +503,12 @@ impl GemmTable {
         (0..3).any(|d| x[d] < self.least(d + 1) - 1e-9)
     }
 
+    /// Whether the table measured `shape` itself.
+    fn measured_at(&self, shape: &GemmShape) -> bool {
+        let x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
+        self.points.iter().any(|(p, _)| (0..4).all(|d| (p[d] - x[d]).abs() < 1e-9))
+    }
+
     /// The least measured value of `axis` (0 batch, 1 m, 2 n, 3 k), log2.
     fn least(&self, axis: usize) -> f64 {
         self.points.iter().map(|p| p.0[axis]).fold(f64::INFINITY, f64::min)
@@ -997,7 +1003,10 @@ impl Pricing {
             {
                 price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
             }
-            self.fp8_at_least_its_16_bit_share(gpu, shape, exclude, &mut price);
+            // A measurement of the shape itself (the user's table's, or a row at it) keeps its word.
+            if !t.user && !t.measured_at(shape) {
+                self.fp8_at_least_its_16_bit_share(gpu, shape, exclude, &mut price);
+            }
             return Some(price);
         }
         let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
@@ -3967,6 +3976,33 @@ mod tests {
         let c = Pricing::new(Catalog::builtin(), copy);
         assert!(!std::ptr::eq(a.gemms(), c.gemms()));
         assert_eq!(a.gemms().tables.len(), c.gemms().tables.len());
+    }
+
+    /// The FP8 bound of a table's price ([`Pricing::fp8_at_least_its_16_bit_share`]) never
+    /// overrides a measurement of the shape itself: the user's FP8 table keeps its word.
+    #[test]
+    fn a_users_fp8_measurement_of_a_shape_keeps_its_word() {
+        let mut m = Measurements::builtin();
+        let rows = [
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+            (1024, 2048, 1024),
+            (2048, 1024, 2048),
+            (4096, 2048, 2048),
+        ];
+        let mut csv = String::from("gpu,dtype,m,n,k,time_us\n");
+        for (m, n, k) in rows {
+            csv.push_str(&format!("h100-sxm,fp8,{m},{n},{k},{}\n", 2.0 * f64::from(m) * f64::from(n) * f64::from(k) / 1.2e12 * 1e6));
+        }
+        csv.push_str("h100-sxm,fp8,1024,256,1024,1.0\n");
+        m.add_text(csv.as_bytes(), "mine.csv").unwrap();
+        m.user_files.push("mine.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let at = p.gemm_excluding(h100, &GemmShape { batch: 1.0, m: 1024.0, n: 256.0, k: 1024.0, dtype: Dtype::Fp8 }, &[]).unwrap();
+        assert_eq!(at.time_us, 1.0, "{}", at.basis);
     }
 
     #[test]
