@@ -148,7 +148,7 @@ pub(crate) struct ReadArgs {
 }
 
 /// The analysed window: one definition for every command that breaks GPU
-/// time down (analyze, ingest, report, diff).
+/// time down (analyze, ingest, report, diff, replay).
 #[derive(clap::Args)]
 pub(crate) struct WindowArgs {
     /// Analysed window.

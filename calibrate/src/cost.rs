@@ -54,7 +54,8 @@ pub enum Rule {
     RooflineCarried,
     /// Roofline ratio of the catalog peaks alone (no fit on either device).
     RooflinePeaks,
-    /// Short kernel without work: the ratio of the devices' short-kernel times.
+    /// Short kernel without work: the ratio of the devices' short-kernel times (1 onto a GPU of
+    /// the same vendor priced by the shipped base: [`CrossDevice::latencies`]).
     LatencyBound,
     /// Kept its measured time: no work model, not short.
     Measured,
@@ -220,18 +221,20 @@ impl CrossDevice<'_> {
     /// percentile of a profile's kernels) orders by the workloads traced, not by
     /// the GPU: NVIDIA's shipped ones run V100 1.0 µs, H100 1.86, B200 2.78, A100
     /// 3.0. Their ratio had tripled V100's kernels of no work on A100.
+    /// A target profile the user gave (`--profile`, fitted on the target's traces) keeps its own.
     pub fn latencies(&self) -> Option<(f64, f64)> {
         let s = self.source.kernel_floor_us.filter(|v| *v > 0.0)?;
-        if self.one_vendor().is_some() {
+        if self.one_vendor().is_some() && self.target.default_for_gpu {
             return Some((s, s));
         }
         Some((s, self.target.kernel_floor_us.filter(|v| *v > 0.0).unwrap_or(s)))
     }
 
-    /// The vendor of both GPUs, where they share one: their short kernels cost the same.
+    /// The vendor of both GPUs, where they share one (and the target is priced by the shipped
+    /// base, not a profile the user gave): their short kernels cost the same.
     pub fn one_vendor(&self) -> Option<String> {
         let vendor = |m: &DeviceModel| m.gpu.as_ref().and_then(Gpu::vendor);
-        vendor(self.source).filter(|v| vendor(self.target).as_ref() == Some(v))
+        vendor(self.source).filter(|v| self.target.default_for_gpu && vendor(self.target).as_ref() == Some(v))
     }
 
     /// The projected time of a compute kernel measured at `measured_us`.
@@ -494,6 +497,33 @@ mod tests {
         assert_eq!(cost.rule, Rule::RooflineCarried);
         assert!(cost.us < measured_us, "{} µs: slower on an H100 than the A100's {measured_us} µs", cost.us);
         assert!(cost.us >= flops / h100_tf32 * 1e6);
+    }
+
+    /// Onto a GPU of the same vendor priced by the shipped base, a kernel of no work keeps its
+    /// time (one driver and runtime); a target profile the user fitted on the target's own
+    /// traces keeps its short-kernel time.
+    #[test]
+    fn short_kernels_keep_their_time_onto_the_same_vendor_unless_the_target_was_calibrated() {
+        let catalog = crate::Catalog::builtin();
+        let floor = |id: &str, us: f64| {
+            let mut m = DeviceModel::from_gpu(catalog.gpu(id).unwrap());
+            m.kernel_floor_us = Some(us);
+            m
+        };
+        let v100 = floor("v100", 1.0);
+        let kernel = KernelWork { class: KernelClass::Elementwise, dtype: None, op_work: None, op: None, op_row: None, share: 1.0 };
+        let mut shipped = floor("a100-80gb", 3.0);
+        shipped.default_for_gpu = true;
+        let cost = CrossDevice { source: &v100, target: &shipped, pricing: None }.kernel(&kernel, 1.8);
+        assert_eq!((cost.rule, cost.us), (Rule::LatencyBound, 1.8));
+        let calibrated = floor("a100-80gb", 3.0);
+        let cost = CrossDevice { source: &v100, target: &calibrated, pricing: None }.kernel(&kernel, 1.8);
+        assert_eq!(cost.rule, Rule::LatencyBound);
+        assert!((cost.us - 5.4).abs() < 1e-9, "{}", cost.us);
+        // Another vendor's GPU: the floors' ratio, shipped or not.
+        let mut mi300x = floor("mi300x", 4.0);
+        mi300x.default_for_gpu = true;
+        assert!((CrossDevice { source: &v100, target: &mi300x, pricing: None }.kernel(&kernel, 1.8).us - 7.2).abs() < 1e-9);
     }
 
     #[test]
