@@ -1350,6 +1350,10 @@ fn a_madmax_task_whose_embedding_batch_differs_is_said_or_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("the embedding's global batch (2048) is not the transformer's (16384): projected at the transformer's"), "{out}");
+    // Spread over other GPUs, the task's plan is not what ran: nothing said of its batches.
+    let o = bin().arg("project").arg("--madmax").args(&files).args(["--gpus", "1024"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("the embedding's global batch"));
     let o = bin().arg("project").arg("--madmax").args(&files).args(["--assumptions", "madmax"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("embedding 2048, transformer 16384"), "{}", stderr(&o));

@@ -563,17 +563,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let (mut plan, task) =
                     llm::Plan::from_madmax(&t, model.seq).map_err(|e| anyhow::anyhow!("{}: {e}", files.task.display()))?;
-                // The transformer's batch is the projection's; an embedding batch the task gives
-                // otherwise (MAD-Max's own GPT-4 MoE task: 1 × 2048 against 8 × 2048) is said, not
-                // dropped (MAD-Max's assumptions refuse such a task).
-                let (_, emb_batch) = t.global_batches();
-                let transformer_batch = f64::from(plan.microbatch) * f64::from(plan.dp);
-                let emb_note = (t.local_emb_bs > 0.0 && (emb_batch - transformer_batch).abs() > 1e-9).then(|| {
-                    format!(
-                        "{}: the embedding's global batch ({emb_batch}) is not the transformer's ({transformer_batch}): projected at the transformer's, one batch through the whole model",
-                        files.task.display()
-                    )
-                });
                 let mut resized = None;
                 if let Some(spec) = &args.parallel {
                     plan = parse_plan(spec)?;
@@ -592,9 +581,20 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     plan = on_n;
                     resized = Some(format!("--gpus {n}: the plan of {} spread over them: {words}", files.task.display()));
                 }
+                let task_plan = args.parallel.is_none() && resized.is_none();
                 let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
                 p.notes.extend(replaced_by_flags(args, &s, files));
-                p.notes.extend(emb_note);
+                // The task's plan projects its transformer's batch; an embedding batch the task
+                // gives otherwise (MAD-Max's own GPT-4 MoE task: 1 × 2048 against 8 × 2048) is said,
+                // not dropped (MAD-Max's assumptions refuse such a task).
+                let (_, emb_batch) = t.global_batches();
+                if task_plan && t.local_emb_bs > 0.0 && (emb_batch - p.global_batch).abs() > 1e-9 {
+                    p.notes.push(format!(
+                        "{}: the embedding's global batch ({emb_batch}) is not the transformer's ({}): projected at the transformer's, one batch through the whole model",
+                        files.task.display(),
+                        p.global_batch
+                    ));
+                }
                 p.notes.extend(resized);
                 (p, timeline)
             }
