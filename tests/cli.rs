@@ -544,10 +544,23 @@ fn link_says_what_it_re_costed() {
     let o = run(&["replay".as_ref(), demo.as_os_str(), "--link".as_ref(), "alpha=5,busbw=10,inter-busbw=4".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
+    // The demo's 4 ranks share a node: nothing of the link across nodes priced them.
     assert!(
-        text.contains("note: --link: 96 collective(s) re-costed as α + bus factor × bytes / bus bandwidth, in a node at α 5 µs and 10 GB/s, across nodes at α 5 µs and 4 GB/s"),
+        text.contains(
+            "note: --link: 96 collective(s) re-costed as α + bus factor × bytes / bus bandwidth, in a node at α 5 µs and 10 GB/s\n"
+        ),
         "{text}"
     );
+    let o = run(&[
+        "replay".as_ref(),
+        demo.as_os_str(),
+        "--link".as_ref(),
+        "alpha=5,busbw=10,inter-busbw=4".as_ref(),
+        "--gpus-per-node".as_ref(),
+        "2".as_ref(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("in a node at α 5 µs and 10 GB/s, across nodes (96) at α 5 µs and 4 GB/s"), "{text}");
 }
 
 /// A V100 trace's kernels of no work onto an A100 keep their time: a short kernel costs what

@@ -53,16 +53,14 @@ impl LinkOverride {
     /// (`None` when the bus factor of the collective is unknown).
     pub fn transfer_us(&self, collective: Collective, bytes: u64, n: i64, gpus_per_node: u32) -> Option<f64> {
         collective.bus_factor(n)?;
-        let inter = n > i64::from(gpus_per_node);
-        let link = if inter {
-            AlphaBeta {
-                alpha_us: self.inter_alpha_us.unwrap_or(self.alpha_us),
-                busbw_gbps: self.inter_busbw_gbps.unwrap_or(self.busbw_gbps),
-            }
-        } else {
-            AlphaBeta { alpha_us: self.alpha_us, busbw_gbps: self.busbw_gbps }
-        };
+        let link =
+            if n > i64::from(gpus_per_node) { self.inter() } else { AlphaBeta { alpha_us: self.alpha_us, busbw_gbps: self.busbw_gbps } };
         link.collective_us(collective, bytes as f64, n)
+    }
+
+    /// The link of groups that span nodes: the inter-node values, else the in-node ones.
+    pub fn inter(&self) -> AlphaBeta {
+        AlphaBeta { alpha_us: self.inter_alpha_us.unwrap_or(self.alpha_us), busbw_gbps: self.inter_busbw_gbps.unwrap_or(self.busbw_gbps) }
     }
 }
 
@@ -1021,17 +1019,19 @@ fn recost_communication(
             notes.push(format!(
                 "--link without inter-alpha/inter-busbw: {spanning} collective(s) over groups spanning nodes (> {} GPUs) were priced at α {} µs and bus bandwidth {} GB/s ({})",
                 opts.gpus_per_node,
-                link.inter_alpha_us.unwrap_or(link.alpha_us),
-                link.inter_busbw_gbps.unwrap_or(link.busbw_gbps),
+                link.inter().alpha_us,
+                link.inter().busbw_gbps,
                 "the in-node values where no inter-node one is given"
             ));
         }
         if relinked == 0 {
             notes.push("--link: no collective has a known message size and group, nothing was re-costed".to_string());
         } else {
-            let inter = match (link.inter_alpha_us, link.inter_busbw_gbps) {
-                (None, None) => String::new(),
-                (a, b) => format!(", across nodes at α {} µs and {} GB/s", a.unwrap_or(link.alpha_us), b.unwrap_or(link.busbw_gbps)),
+            // The link across nodes where a re-costed group spans nodes.
+            let inter = if spanning > 0 {
+                format!(", across nodes ({spanning}) at α {} µs and {} GB/s", link.inter().alpha_us, link.inter().busbw_gbps)
+            } else {
+                String::new()
             };
             notes.push(format!(
                 "--link: {relinked} collective(s) re-costed as α + bus factor × bytes / bus bandwidth, in a node at α {} µs and {} GB/s{inter}{}",

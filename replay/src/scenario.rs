@@ -278,11 +278,7 @@ pub fn describe(opts: &ReplayOptions) -> String {
     if let Some(l) = &opts.link {
         let mut s = format!("links α {} µs, busbw {} GB/s", l.alpha_us, l.busbw_gbps);
         if l.inter_alpha_us.is_some() || l.inter_busbw_gbps.is_some() {
-            s += &format!(
-                " (across nodes α {} µs, busbw {} GB/s)",
-                l.inter_alpha_us.unwrap_or(l.alpha_us),
-                l.inter_busbw_gbps.unwrap_or(l.busbw_gbps)
-            );
+            s += &format!(" (across nodes α {} µs, busbw {} GB/s)", l.inter().alpha_us, l.inter().busbw_gbps);
         }
         parts.push(s);
     }
