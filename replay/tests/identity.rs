@@ -237,10 +237,12 @@ fn link_overrides_at_the_true_parameters_reproduce_the_measured_transfers() {
     // synthetic jitter), and a faster link must lower it.
     let j = job(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo"));
     let comm = |link: Option<LinkOverride>| {
+        let said = usize::from(link.is_some());
         let mut opts = ReplayOptions::default();
         opts.link = link;
         let r = replay_job(&j, &opts);
-        // Only what --link re-costed is said: every collective has its size and group.
+        // Only what --link re-costed is said, once: every collective has its size and group.
+        assert_eq!(r.notes.len(), said, "{:?}", r.notes);
         assert!(r.notes.iter().all(|n| n.starts_with("--link: 96 collective(s) re-costed")), "{:?}", r.notes);
         let comm: f64 = r.ranks.iter().map(|x| x.replayed.comm_us).sum();
         let step: f64 = r.ranks.iter().map(|x| x.replayed_step_us).sum();
