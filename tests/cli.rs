@@ -439,9 +439,14 @@ fn replay_takes_the_analysed_window() {
         assert_eq!(o.status.code(), Some(2), "{what_if:?}");
         assert!(stderr(&o).contains("steps 999..999 select nothing in") && stderr(&o).contains("it has steps 1–3"), "{}", stderr(&o));
     }
+    // Under --window all the breakdowns are of the whole window: the note does not claim them.
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--window".as_ref(), "all".as_ref(), "--drop-last-step".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: the step times and speed-up cover the analysed steps"), "{text}");
     let o = run(&["replay".as_ref(), demo.as_os_str(), "--drop-last-step".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: the step times, speed-up and breakdowns cover the analysed steps"), "{text}");
     assert!(text.lines().any(|l| l.trim_start().starts_with("0          2 ")), "{text}");
 }
 

@@ -839,10 +839,11 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         });
     }
     if parts.iter().any(|p| !p.left_out.is_empty()) {
-        notes.push(
-            "the step times, speed-up and breakdowns cover the analysed steps (--steps, --drop-last-step); the simulation and its critical path run the whole trace"
-                .to_string(),
-        );
+        // Under --window all the breakdowns are of the whole window (the analysis says so).
+        let covered = if parts.iter().all(|p| p.whole_window) { "step times and speed-up" } else { "step times, speed-up and breakdowns" };
+        notes.push(format!(
+            "the {covered} cover the analysed steps (--steps, --drop-last-step); the simulation and its critical path run the whole trace"
+        ));
     }
     let (critical_path, critical) =
         crate::critical::critical_path(&eg, &schedule, if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns });
