@@ -1709,6 +1709,26 @@ fn a_closed_stderr_keeps_the_exit_status() {
     }
 }
 
+/// Runs `analyze` on `src` written into a FIFO named `name` in `dir`, with `extra` arguments after it.
+#[cfg(unix)]
+fn analyze_through_a_pipe(dir: &Path, src: &Path, name: &str, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    let fifo = dir.join(name);
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let (fifo, src) = (fifo.clone(), src.to_path_buf());
+        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
+    };
+    let mut args: Vec<&std::ffi::OsStr> = vec!["analyze".as_ref(), fifo.as_os_str()];
+    args.extend(extra);
+    let o = run(&args);
+    if !writer.is_finished() {
+        // The command never read the pipe: let the writer go before failing.
+        drop(std::fs::File::open(&fifo));
+    }
+    let _ = writer.join();
+    o
+}
+
 /// `analyze <(zcat t.json.gz)`: a trace from a pipe failed with "Illegal seek", and its
 /// first bytes were eaten by the check for an Nsight Systems export. It reads as the file does.
 #[cfg(unix)]
@@ -1716,19 +1736,8 @@ fn a_closed_stderr_keeps_the_exit_status() {
 fn a_trace_from_a_pipe_reads_as_its_file() {
     let dir = scratch("pipe");
     let src = shared().join("hta/trace_diff/control/control.json.gz");
-    let fifo = dir.join("t.json.gz");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let writer = {
-        let (fifo, src) = (fifo.clone(), src.clone());
-        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
-    };
     let (piped, direct) = (dir.join("piped.json"), dir.join("direct.json"));
-    let o = run(&["analyze".as_ref(), fifo.as_os_str(), "-q".as_ref(), "--json".as_ref(), piped.as_os_str()]);
-    if !writer.is_finished() {
-        // The command never read the pipe: let the writer go before failing.
-        drop(std::fs::File::open(&fifo));
-    }
-    let _ = writer.join();
+    let o = analyze_through_a_pipe(&dir, &src, "t.json.gz", &["-q".as_ref(), "--json".as_ref(), piped.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&["analyze".as_ref(), src.as_os_str(), "-q".as_ref(), "--json".as_ref(), direct.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1762,18 +1771,7 @@ fn a_broken_link_among_a_jobs_traces_is_named() {
 #[test]
 fn an_export_from_a_pipe_is_said_to_need_its_path() {
     let dir = scratch("pipe-sqlite");
-    let src = shared().join("nsys/h100_2gpu_1s.sqlite");
-    let fifo = dir.join("x.sqlite");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let writer = {
-        let (fifo, src) = (fifo.clone(), src.clone());
-        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
-    };
-    let o = run(&["analyze".as_ref(), fifo.as_os_str()]);
-    if !writer.is_finished() {
-        drop(std::fs::File::open(&fifo));
-    }
-    let _ = writer.join();
+    let o = analyze_through_a_pipe(&dir, &shared().join("nsys/h100_2gpu_1s.sqlite"), "x.sqlite", &[]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(e.contains("an SQLite database (an Nsight Systems export?) from a pipe") && !e.contains("JSON"), "{e}");
