@@ -322,6 +322,21 @@ impl Precision {
                 }
             }
         };
+        // A text naming several formats ("BF16 + Float8 linears", "fp32 parameters, bf16 autocast")
+        // is read as its narrowest: said, with how to state it otherwise.
+        let t = linear.to_ascii_uppercase();
+        let named =
+            [t.contains("FP4"), t.contains("FP8") || t.contains("FLOAT8"), t.contains("BF16") || t.contains("FP16"), t.contains("FP32")];
+        if let (true, Some(f)) = (named.iter().filter(|n| **n).count() > 1, Format::parse(linear)) {
+            notes.push(format!(
+                "precision {linear:?} names several formats: linear layers priced in {} (the narrowest named; `\"precision\": {{\"linear\": …}}` states one)",
+                match f {
+                    Format::Fp4 => "FP4",
+                    Format::Fp8 => "FP8",
+                    Format::Bf16 => "16 bits",
+                }
+            ));
+        }
         match Format::parse(linear) {
             Some(Format::Fp4) => Err(crate::Error::Unpriced(format!(
                 "linear layers in {linear}: the catalog has no FP4 peak and the measured base no FP4 GEMM, so FP4 is not priced"
@@ -719,11 +734,7 @@ impl RunModel {
             }
             RunModel::Incomplete(v) => {
                 // What serde says of the figures (an unknown key, a wrong type), when it is that.
-                let why = if v.get("preset").is_some() {
-                    serde_json::from_value::<PresetModel>(v.clone()).err()
-                } else {
-                    serde_json::from_value::<ModelSpec>(v.clone()).err()
-                };
+                let why = if v.get("preset").is_some() { serde_error_at::<PresetModel>(v) } else { serde_error_at::<ModelSpec>(v) };
                 // The cause first: a terminal line is cut at 400 characters, and the list of keys is long.
                 Err(crate::Error::Model(format!(
                     "model {}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
@@ -733,6 +744,24 @@ impl RunModel {
             }
         }
     }
+}
+
+/// What serde says of `v` as a `T`, naming the key at fault where it is a value of the wrong type
+/// (`(at "layers") invalid type: string "4", expected usize`: serde's words alone had named none):
+/// the key without which the error goes, or becomes that key's absence.
+fn serde_error_at<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<String> {
+    let e = serde_json::from_value::<T>(v.clone()).err()?.to_string();
+    let wrong_value = e.starts_with("invalid type") || e.starts_with("invalid value");
+    let key = v.as_object().filter(|_| wrong_value).and_then(|o| {
+        o.keys().find(|k| {
+            let mut without = o.clone();
+            without.remove(*k);
+            serde_json::from_value::<T>(serde_json::Value::Object(without))
+                .err()
+                .is_none_or(|e| e.to_string() == format!("missing field `{k}`"))
+        })
+    });
+    Some(key.map_or(e.clone(), |k| format!("(at {k:?}) {e}")))
 }
 
 impl RunSystem {
@@ -1425,6 +1454,37 @@ fn linear_dtype_of(plan: &Plan, stated: Option<Format>, gpu: &tracecast_calibrat
 #[cfg(test)]
 mod tests {
     /// Both shipped runs files parse, every run of theirs with model dimensions.
+    /// A model dimension of the wrong type is named: serde's "invalid type: string \"4\",
+    /// expected usize" had named no key, where a system's or a measurement's did.
+    #[test]
+    fn a_model_dimension_of_the_wrong_type_is_named() {
+        let model = r#"{"layers": 4, "hidden": 4096, "heads": "32", "kv_heads": 8, "ffn": 14336, "vocab": 128256, "seq": 8192, "activation": "swiglu"}"#;
+        let m: RunModel = serde_json::from_str(model).unwrap();
+        let e = m.transformer("x").unwrap_err().to_string();
+        assert!(e.contains("(at \"heads\") invalid type: string \"32\""), "{e}");
+        let m: RunModel = serde_json::from_str(&model.replace("\"32\"", "32").replace("4096", "\"4096\"")).unwrap();
+        assert!(m.transformer("x").unwrap_err().to_string().contains("(at \"hidden\")"));
+    }
+
+    /// A precision text naming several formats is read as its narrowest, and says so: "BF16 then
+    /// FP8" and "fp32 parameters, bf16 autocast" had been priced as FP8 and BF16 without a word.
+    #[test]
+    fn a_precision_naming_several_formats_says_which_it_priced() {
+        let said = |text: &str| {
+            let (f, notes) = Precision::Linear(text.into()).linear().unwrap();
+            (f, notes.join(" "))
+        };
+        let (f, notes) = said("BF16 then FP8");
+        assert!(
+            f == Some(Format::Fp8) && notes.contains("names several formats: linear layers priced in FP8 (the narrowest named"),
+            "{notes}"
+        );
+        let (f, notes) = said("fp32 parameters, bf16 autocast");
+        assert!(f == Some(Format::Bf16) && notes.contains("priced in 16 bits"), "{notes}");
+        let (f, notes) = said("BF16");
+        assert!(f == Some(Format::Bf16) && notes.is_empty(), "{notes}");
+    }
+
     #[test]
     fn the_shipped_runs_parse() {
         let files = super::shipped_runs();
