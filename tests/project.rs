@@ -1358,3 +1358,18 @@ fn a_madmax_task_whose_embedding_batch_differs_is_said_or_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("embedding 2048, transformer 16384"), "{}", stderr(&o));
 }
+
+/// `project --from` keeps the run's power limit on its own GPU, said as `validate` says it, and
+/// names it among what is not carried to another GPU (it had been dropped without a word).
+#[test]
+fn project_from_a_run_says_its_power_limit() {
+    let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/evidence/training-runs.json");
+    let from = format!("{}:tt-llama3.1-8b-8xh100-fsdp8-cp1", runs.display());
+    let o = bin().args(["project", "--from", &from]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: power limit 500 W: not modelled"));
+    let o = bin().args(["project", "--from", &from, "--system", "h200"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("power_w 500 describe its h100-sxm, not h200: not carried") && !out.contains("power limit 500 W"), "{out}");
+}

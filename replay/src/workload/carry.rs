@@ -62,14 +62,16 @@ pub fn target_system(
         None => own.clone(),
     };
     let theirs = run.system.overrides;
-    let (merged, left) = if id == own {
-        (overrides.or(theirs), None)
+    // The run's power limit is its GPU's too: kept on it (said as `validate` says it), left behind on another.
+    let (merged, left, power_w) = if id == own {
+        (overrides.or(theirs), None, run.system.power_w)
     } else {
-        let left: Vec<String> = theirs.given().iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let mut left: Vec<String> = theirs.given().iter().map(|(k, v)| format!("{k} {v}")).collect();
+        left.extend(run.system.power_w.map(|w| format!("power_w {w}")));
         let note = (!left.is_empty()).then(|| format!("the run's {} describe its {own}, not {id}: not carried", left.join(", ")));
-        (overrides, note)
+        (overrides, note, None)
     };
-    let system = RunSystem { gpu: id, gpus: gpus.unwrap_or(run.system.gpus), overrides: merged, power_w: None };
+    let system = RunSystem { gpu: id, gpus: gpus.unwrap_or(run.system.gpus), overrides: merged, power_w };
     Ok(Target { system, note: left })
 }
 
