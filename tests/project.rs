@@ -1373,3 +1373,25 @@ fn project_from_a_run_says_its_power_limit() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("power_w 500 describe its h100-sxm, not h200: not carried") && !out.contains("power limit 500 W"), "{out}");
 }
+
+/// A run carried with a fitted profile (`validate --fit`) adds no stack time ("not carried"):
+/// the MFU note does not then say the framework time is the source run's, carried.
+#[test]
+fn a_fitted_profile_run_does_not_say_its_stack_time_was_carried() {
+    let dir = std::env::temp_dir().join(format!("tracecast-fit-carry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/validation/published-runs.json");
+    let fit = dir.join("fit.json");
+    let o = bin().arg("validate").arg(&runs).arg("--fit").arg(&fit).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let from = format!("{}:mpt-7b-8xa100-80gb", runs.display());
+    let o = bin()
+        .args(["project", "--from", &from, "--system", "h100-sxm", "--parallel", "fsdp=8,mb=6,gbs=48", "--profile"])
+        .arg(dir.join("fit.h100-sxm.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("): not carried, the profile's bf16 GEMM correction"), "{out}");
+    assert!(!out.contains("the framework time is the source run's, carried"), "{out}");
+}

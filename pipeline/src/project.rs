@@ -295,7 +295,9 @@ pub(crate) fn measured_mfu_note(
     let of = format!("the {runs} shipped training run(s) on a GPU of {}'s compute with {format} linear layers", gpu.id);
     note.bound = Some(bound);
     note.text = if note.is_above(mfu) {
-        let why = if carried_from.is_some() { ABOVE_MEASURED_CARRIED } else { ABOVE_MEASURED };
+        // The source run's framework time in the iteration only where it was carried (a fitted
+        // profile holds it in its correction instead: "not carried", said beside).
+        let why = if carried_from.is_some() && p.times.stack_ms > 0.0 { ABOVE_MEASURED_CARRIED } else { ABOVE_MEASURED };
         format!("MFU {:.1} % is above {of} (best {best:.1} %: {cited}): {why}", 100.0 * mfu)
     } else {
         format!("MFU {:.1} % is within {of} (best {best:.1} %: {cited})", 100.0 * mfu)
