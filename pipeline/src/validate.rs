@@ -53,26 +53,33 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
         writeln!(out, "no run projected: nothing to compare")?;
         return Ok(());
     };
+    let projected = v.runs.iter().filter(|r| r.error.is_some()).count();
+    // Runs within 0.05 % of their measurement are on neither side.
+    let on = |runs: usize, faster: usize, slower: usize| {
+        let on = runs.saturating_sub(faster + slower);
+        if on > 0 { format!(", {on} on it") } else { String::new() }
+    };
     writeln!(
         out,
-        "{} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower (tokens/s per GPU)",
-        v.runs.iter().filter(|r| r.error.is_some()).count(),
+        "{projected} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower{} (tokens/s per GPU)",
         100.0 * median,
         100.0 * max,
         v.optimistic,
-        v.pessimistic
+        v.pessimistic,
+        on(projected, v.optimistic, v.pessimistic)
     )?;
     // Which way the model leans on each GPU: one stack's or one generation's miss shows here first.
     for g in &v.by_gpu {
         writeln!(
             out,
-            "  {:<12} {:>4} runs: median |error| {:.1} %, median error {:+.1} %; {} faster, {} slower",
+            "  {:<12} {:>4} runs: median |error| {:.1} %, median error {:+.1} %; {} faster, {} slower{}",
             g.gpu,
             g.runs,
             100.0 * g.median_abs_error,
             100.0 * g.median_error,
             g.optimistic,
-            g.pessimistic
+            g.pessimistic,
+            on(g.runs, g.optimistic, g.pessimistic)
         )?;
     }
     // A measured run ran, so it fit: a plan that does not is missing what made it fit
