@@ -603,7 +603,9 @@ impl RunModel {
     pub fn transformer(&self, id: &str) -> Result<Transformer, crate::Error> {
         match self {
             RunModel::Preset(PresetModel { name, preset, seq }) => {
-                let mut m = Transformer::preset(preset).ok_or_else(|| crate::Error::Model(format!("unknown preset {preset:?}")))?;
+                let mut m = Transformer::preset(preset).ok_or_else(|| {
+                    crate::Error::Model(format!("unknown preset {preset:?} (presets: {})", Transformer::preset_names().join(", ")))
+                })?;
                 // As a model's own `seq`: a sequence of no tokens would project a step without attention.
                 at_least_one(&[("seq", *seq)])?;
                 m.seq = *seq;
@@ -1460,6 +1462,14 @@ fn linear_dtype_of(plan: &Plan, stated: Option<Format>, gpu: &tracecast_calibrat
 #[cfg(test)]
 mod tests {
     /// Both shipped runs files parse, every run of theirs with model dimensions.
+    /// An unknown preset lists the presets there are.
+    #[test]
+    fn an_unknown_preset_lists_the_presets() {
+        let m: RunModel = serde_json::from_str(r#"{"preset": "llama9-8b", "seq": 4096}"#).unwrap();
+        let e = m.transformer("x").unwrap_err().to_string();
+        assert!(e.contains("unknown preset \"llama9-8b\" (presets: ") && e.contains("llama3-8b"), "{e}");
+    }
+
     /// A run projected within 0.05 % of its measurement (a run fitted to itself: +1e-8) is on it,
     /// on neither side: it had counted as projected faster.
     #[test]
