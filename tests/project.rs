@@ -1394,4 +1394,8 @@ fn a_fitted_profile_run_does_not_say_its_stack_time_was_carried() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("): not carried, the profile's bf16 GEMM correction"), "{out}");
     assert!(!out.contains("the framework time is the source run's, carried"), "{out}");
+    // validate --profile says in its text what the profile prices with (it had said it in --json only).
+    let o = bin().arg("validate").arg(&runs).arg("--profile").arg(dir.join("fit.h100-sxm.json")).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("fit.h100-sxm.json prices the 3 run(s) on h100-sxm: bf16 gemm table × 1.1"), "{out}");
 }

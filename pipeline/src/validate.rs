@@ -174,11 +174,30 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if !args.quiet {
         print_validation(out, &v)?;
         // A profile that prices nothing is said, not silently dropped.
+        // And one that prices runs says which, and what it is (its fits and corrections are in each run's notes, --json).
         for (d, path) in devices.iter().zip(&args.profile) {
-            if let Some(g) = &d.gpu
-                && !file.runs.iter().any(|r| catalog.gpu(&r.system.gpu).is_ok_and(|x| x.id == g.id))
-            {
+            let Some(g) = &d.gpu else { continue };
+            let runs = file.runs.iter().filter(|r| catalog.gpu(&r.system.gpu).is_ok_and(|x| x.id == g.id)).count();
+            if runs == 0 {
                 writeln!(out, "note: --profile {} is of {}, which no run uses", path.display(), g.id)?;
+            } else {
+                let corrections: Vec<String> = d
+                    .profile
+                    .iter()
+                    .flat_map(|p| &p.table_corrections)
+                    .map(|c| {
+                        let of = if c.rule.is_empty() { String::from("traced") } else { c.rule.clone() };
+                        format!(
+                            "{} {} table × {:.3} ({of}, {} sample(s))",
+                            c.dtype.map_or("", |d| d.as_str()),
+                            c.class.as_str(),
+                            c.ratio,
+                            c.samples
+                        )
+                    })
+                    .collect();
+                let what = if corrections.is_empty() { "its fitted efficiencies".to_string() } else { corrections.join(", ") };
+                writeln!(out, "note: --profile {} prices the {runs} run(s) on {}: {what}", path.display(), g.id)?;
             }
         }
     }
