@@ -1187,7 +1187,8 @@ mod tests {
                 "local_transformer_bs" => task.local_transformer_bs *= 2.0,
                 _ => task.local_mlp_bs *= 2.0,
             }
-            let e = run(&model, &system, &task).err().expect(key).to_string();
+            let Err(e) = run(&model, &system, &task) else { panic!("{key}: the task ran") };
+            let e = e.to_string();
             assert!(e.contains("global batches differ") && e.contains(&format!("{says} {}", 2.0 * one)), "{key}: {e}");
         }
     }
