@@ -269,18 +269,27 @@ impl Measurements {
         let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();
         let col = |n: &str| headers.iter().position(|h| h.trim() == n);
         let has = |names: &[&str]| names.iter().all(|n| col(n).is_some());
-        let kind = if has(&["gpu", "dtype", "m", "n", "k"]) {
-            "gemm"
-        } else if has(&["gpu", "kernel", "head_dim", "seqlen"]) {
-            "attention"
-        } else if has(&["gpu", "collective", "gpus", "size_bytes"]) {
-            "collectives"
-        } else if has(&["gpu", "metric", "bandwidth_gbps"]) {
-            "memory"
-        } else if has(&["source_id", "gpu", "gpus_per_node", "nic_gbps_per_gpu"]) {
-            "networks"
-        } else {
-            return Err(bad(1, "not a measurements table: the header has neither the GEMM, attention, collectives, memory nor networks columns (see README, Measurements)".into()));
+        let kinds: [(&str, &[&str]); 5] = [
+            ("gemm", &["gpu", "dtype", "m", "n", "k"]),
+            ("attention", &["gpu", "kernel", "head_dim", "seqlen"]),
+            ("collectives", &["gpu", "collective", "gpus", "size_bytes"]),
+            ("memory", &["gpu", "metric", "bandwidth_gbps"]),
+            ("networks", &["source_id", "gpu", "gpus_per_node", "nic_gbps_per_gpu"]),
+        ];
+        let Some(kind) = kinds.iter().find(|(_, cols)| has(cols)).map(|k| k.0) else {
+            // The table it comes nearest to (most of its columns beyond `gpu`), and what it lacks.
+            let present = |cols: &[&str]| cols.iter().filter(|c| **c != "gpu" && col(c).is_some()).count();
+            let nearest = kinds.iter().filter(|(_, cols)| present(cols) > 0).max_by_key(|(_, cols)| present(cols));
+            let lacks = nearest.map_or_else(String::new, |(kind, cols)| {
+                let missing: Vec<&str> = cols.iter().copied().filter(|c| col(c).is_none()).collect();
+                format!("; as a {kind} table it lacks {}", missing.join(", "))
+            });
+            return Err(bad(
+                1,
+                format!(
+                    "not a measurements table: the header has neither the GEMM, attention, collectives, memory nor networks columns{lacks} (see README, Measurements)"
+                ),
+            ));
         };
         // A table whose header has no measured quantity could price nothing: every row would be skipped.
         let any = |names: &[&str]| names.iter().any(|n| col(n).is_some());
@@ -657,7 +666,10 @@ mod tests {
         let e = m.add_text(b"source_id,gpu,gpus_per_node,nic_gbps_per_gpu\nmine,my-gpu,8,0\n", "net.csv").unwrap_err().to_string();
         assert!(e.contains("net.csv") && e.contains("line 2") && e.contains("above 0"), "{e}");
         let e = m.add_text(b"a,b\n1,2\n", "other.csv").unwrap_err().to_string();
-        assert!(e.contains("not a measurements table"), "{e}");
+        assert!(e.contains("not a measurements table") && !e.contains("lacks"), "{e}");
+        // A column short of a table: named (it had said only "not a measurements table").
+        let e = m.add_text(b"gpu,collective,gpus,bytes,time_us\nmy-gpu,all_reduce,8,1024,10\n", "c.csv").unwrap_err().to_string();
+        assert!(e.contains("as a collectives table it lacks size_bytes"), "{e}");
         // A measured 0 (time, rate, GPU count) was dropped without a word; an empty cell still is.
         for (table, column) in [
             ("gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,1024,1024,1024,0\n", "time_us = \"0\""),
