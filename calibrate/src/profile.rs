@@ -252,6 +252,13 @@ impl TableCorrection {
     pub fn measured_on_traces(&self) -> bool {
         self.rule == crate::pricing::PriceRule::GemmTable.as_str() || self.rule == crate::pricing::PriceRule::GemmSpecModel.as_str()
     }
+
+    /// Where a fit to whole runs comes from, in words (`None`: measured on traces).
+    pub fn fitted_to_runs(&self) -> Option<String> {
+        (!self.measured_on_traces()).then(|| {
+            format!("fitted to {} measured run(s) ({})", self.samples, if self.rule.is_empty() { "validate --fit" } else { &self.rule })
+        })
+    }
 }
 
 impl Profile {

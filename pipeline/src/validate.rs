@@ -186,14 +186,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     .iter()
                     .flat_map(|p| &p.table_corrections)
                     .map(|c| {
-                        let of = if c.rule.is_empty() { String::from("traced") } else { c.rule.clone() };
-                        format!(
-                            "{} {} table × {:.3} ({of}, {} sample(s))",
-                            c.dtype.map_or("", |d| d.as_str()),
-                            c.class.as_str(),
-                            c.ratio,
-                            c.samples
-                        )
+                        let of = c.fitted_to_runs().unwrap_or_else(|| format!("the median of {} traced GEMMs", c.samples));
+                        format!("{} {} table × {:.3} ({of})", c.dtype.map_or("", |d| d.as_str()), c.class.as_str(), c.ratio)
                     })
                     .collect();
                 let what = if corrections.is_empty() { "its fitted efficiencies".to_string() } else { corrections.join(", ") };
