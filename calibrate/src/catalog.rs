@@ -290,11 +290,22 @@ impl Gpu {
     /// The vendor, upper-case: `vendor` where given, else the first word of the name
     /// when it is one the catalog's GPUs come from.
     pub fn vendor(&self) -> Option<String> {
+        self.vendor_words().map(str::to_ascii_uppercase)
+    }
+
+    /// Whether `other` comes from the same vendor ([`Gpu::vendor`], without allocating: the cost
+    /// model asks it of every kernel).
+    pub fn same_vendor(&self, other: &Gpu) -> bool {
+        matches!((self.vendor_words(), other.vendor_words()), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
+    }
+
+    /// [`Gpu::vendor`] as written (any case).
+    fn vendor_words(&self) -> Option<&str> {
         if let Some(v) = &self.vendor {
-            return Some(v.trim().to_ascii_uppercase());
+            return Some(v.trim());
         }
-        let first = self.name.split_whitespace().next()?.to_ascii_uppercase();
-        ["NVIDIA", "AMD", "INTEL"].contains(&first.as_str()).then_some(first)
+        let first = self.name.split_whitespace().next()?;
+        ["NVIDIA", "AMD", "INTEL"].iter().any(|k| k.eq_ignore_ascii_case(first)).then_some(first)
     }
 }
 

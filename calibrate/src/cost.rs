@@ -224,7 +224,7 @@ impl CrossDevice<'_> {
     /// A target profile the user gave (`--profile`, fitted on the target's traces) keeps its own.
     pub fn latencies(&self) -> Option<(f64, f64)> {
         let s = self.source.kernel_floor_us.filter(|v| *v > 0.0)?;
-        if self.one_vendor().is_some() && self.target.default_for_gpu {
+        if self.shares_vendor() {
             return Some((s, s));
         }
         Some((s, self.target.kernel_floor_us.filter(|v| *v > 0.0).unwrap_or(s)))
@@ -233,8 +233,12 @@ impl CrossDevice<'_> {
     /// The vendor of both GPUs, where they share one (and the target is priced by the shipped
     /// base, not a profile the user gave): their short kernels cost the same.
     pub fn one_vendor(&self) -> Option<String> {
-        let vendor = |m: &DeviceModel| m.gpu.as_ref().and_then(Gpu::vendor);
-        vendor(self.source).filter(|v| self.target.default_for_gpu && vendor(self.target).as_ref() == Some(v))
+        self.shares_vendor().then(|| self.source.gpu.as_ref().and_then(Gpu::vendor)).flatten()
+    }
+
+    /// [`CrossDevice::one_vendor`] without its name (asked of every kernel).
+    fn shares_vendor(&self) -> bool {
+        self.target.default_for_gpu && matches!((&self.source.gpu, &self.target.gpu), (Some(a), Some(b)) if a.same_vendor(b))
     }
 
     /// The projected time of a compute kernel measured at `measured_us`.

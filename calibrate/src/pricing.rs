@@ -503,10 +503,10 @@ impl GemmTable {
         (0..3).any(|d| x[d] < self.least(d + 1) - 1e-9)
     }
 
-    /// Whether the table measured `shape` itself.
-    fn measured_at(&self, shape: &GemmShape) -> bool {
+    /// The table's measurement of `shape` itself (log₂ coordinates, ln time), if it has one.
+    fn point_at(&self, shape: &GemmShape) -> Option<&([f64; 4], f64)> {
         let x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
-        self.points.iter().any(|(p, _)| (0..4).all(|d| (p[d] - x[d]).abs() < 1e-9))
+        self.points.iter().find(|(p, _)| (0..4).all(|d| (p[d] - x[d]).abs() < 1e-9))
     }
 
     /// The least measured value of `axis` (0 batch, 1 m, 2 n, 3 k), log2.
@@ -879,8 +879,7 @@ impl Pricing {
             k: p.0[3].exp2(),
             dtype: shape.dtype,
         };
-        let x = [shape.batch.max(1.0).log2(), shape.m.max(1.0).log2(), shape.n.max(1.0).log2(), shape.k.max(1.0).log2()];
-        if let Some(p) = rows.points.iter().find(|p| p.0.iter().zip(x).all(|(a, b)| (a - b).abs() < 1e-9)) {
+        if let Some(p) = rows.point_at(shape) {
             let basis = format!(
                 "the user's measurement of this shape on {} ({})",
                 rows.gpu,
@@ -1003,8 +1002,9 @@ impl Pricing {
             {
                 price.basis.push_str(&format!("; at least its operands' traffic once at {:.0} GB/s ({bw_basis})", bw / 1e9));
             }
-            // A measurement of the shape itself (the user's table's, or a row at it) keeps its word.
-            if !t.user && !t.measured_at(shape) {
+            // A measurement of the shape itself (the user's table's, or a row at it) keeps its word;
+            // FP8 first: every table price passes here, and only FP8's scans the rows.
+            if shape.dtype == Dtype::Fp8 && !t.user && t.point_at(shape).is_none() {
                 self.fp8_at_least_its_16_bit_share(gpu, shape, exclude, &mut price);
             }
             return Some(price);
@@ -2383,8 +2383,7 @@ impl Pricing {
             }
         }
         // A twin's curve ([`Pricing::curves`]): said whose, and why it stands for this GPU.
-        let twin = (!gpu.measurement_ids().any(|id| id == &*system.gpu))
-            .then(|| format!("; {}'s curve: the same silicon and link as {}", system.gpu, gpu.id));
+        let twin = of_another(gpu, &system.gpu).then(|| format!("; {}'s curve: the same silicon and link as {}", system.gpu, gpu.id));
         let basis = format!(
             "{} {}{}{}{}{}{}{}",
             system.label,
@@ -3237,7 +3236,12 @@ fn sustained_words(gpu: &Gpu, rows: &[&GemmRow]) -> String {
 
 /// Whether table `t`, which prices `gpu`, is another GPU's (its silicon's twin's).
 fn lent(gpu: &Gpu, t: &GemmTable) -> bool {
-    !gpu.measurement_ids().any(|id| id == &*t.gpu)
+    of_another(gpu, &t.gpu)
+}
+
+/// Whether measurement id `id` is another GPU's than `gpu`'s (a twin's table or curve).
+fn of_another(gpu: &Gpu, id: &str) -> bool {
+    !gpu.measurement_ids().any(|m| m == id)
 }
 
 /// The evidence ids (`measured_as`) GPUs `a` and `b` are both measured as.
