@@ -641,15 +641,6 @@ pub fn summarize(ctx: &RankContext<'_>, world: u32, opts: &AnalyzeOptions) -> Ra
     }
 }
 
-/// Why a job's ranks look like files of different runs (`None`: they do not):
-/// GPU windows that start more than an hour apart (the ranks of one run share a
-/// clock to well under that).
-fn unrelated_runs(partials: &[RankSummary], alignment: Option<&super::ClockAlignment>) -> Option<String> {
-    // Ranks declaring different world sizes never get here: the job leaves out those of
-    // another run (`job::JobWorld`).
-    runs_apart(partials.iter().map(|p| p.window.map(|w| w.start_ns)), alignment)
-}
-
 /// Whether ranks whose GPU windows start at `starts` (ns, in rank order; `None` without GPU
 /// activity) look like unrelated runs, in words: more than an hour apart (Nsight exports of two
 /// captures, which declare no world size) once their clocks are aligned on their matched
@@ -721,8 +712,12 @@ pub fn reduce_matched(
     matched.set_windows(partials.iter().map(|p| p.window).collect());
     let clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
-    let unrelated = unrelated_runs(&partials, matched.trusted_alignment());
+    // Doubtful matching ties no clocks ([`JobCollectives::trusted_alignment`], its test done once here).
     let doubtful = matched.doubtful();
+    // Ranks declaring different world sizes never get here: the job leaves out those of
+    // another run (`job::JobWorld`).
+    let unrelated =
+        runs_apart(partials.iter().map(|p| p.window.map(|w| w.start_ns)), clock_alignment.as_ref().filter(|_| doubtful.is_none()));
     let mut ranks = Vec::with_capacity(partials.len());
     let mut sum = Breakdown::default();
     for (r, p) in partials.into_iter().enumerate() {
