@@ -279,16 +279,29 @@ enum Format {
 
 impl Format {
     /// `BF16`, `FP16` → 16-bit; anything naming FP8 (`FP8-CS`, `MXFP8`, `Float8`) → FP8; FP4 names → FP4.
+    /// The narrowest format `text` names ([`Format::named`]).
     fn parse(text: &str) -> Option<Format> {
+        Self::named(text).0.first().copied()
+    }
+
+    /// The formats `text` names, narrowest first, and whether it names FP32 too (which the
+    /// model prices no linear layer in).
+    fn named(text: &str) -> (Vec<Format>, bool) {
         let t = text.to_ascii_uppercase();
-        if t.contains("FP4") {
-            Some(Format::Fp4)
-        } else if t.contains("FP8") || t.contains("FLOAT8") {
-            Some(Format::Fp8)
-        } else if t.contains("BF16") || t.contains("FP16") {
-            Some(Format::Bf16)
-        } else {
-            None
+        let formats = [
+            (Format::Fp4, t.contains("FP4")),
+            (Format::Fp8, t.contains("FP8") || t.contains("FLOAT8")),
+            (Format::Bf16, t.contains("BF16") || t.contains("FP16")),
+        ];
+        (formats.into_iter().filter_map(|(f, named)| named.then_some(f)).collect(), t.contains("FP32"))
+    }
+
+    /// In words.
+    fn words(self) -> &'static str {
+        match self {
+            Format::Fp4 => "FP4",
+            Format::Fp8 => "FP8",
+            Format::Bf16 => "16 bits",
         }
     }
 }
@@ -324,20 +337,14 @@ impl Precision {
         };
         // A text naming several formats ("BF16 + Float8 linears", "fp32 parameters, bf16 autocast")
         // is read as its narrowest: said, with how to state it otherwise.
-        let t = linear.to_ascii_uppercase();
-        let named =
-            [t.contains("FP4"), t.contains("FP8") || t.contains("FLOAT8"), t.contains("BF16") || t.contains("FP16"), t.contains("FP32")];
-        if let (true, Some(f)) = (named.iter().filter(|n| **n).count() > 1, Format::parse(linear)) {
+        let (formats, fp32) = Format::named(linear);
+        if let Some(f) = formats.first().filter(|_| formats.len() + usize::from(fp32) > 1) {
             notes.push(format!(
                 "precision {linear:?} names several formats: linear layers priced in {} (the narrowest named; `\"precision\": {{\"linear\": …}}` states one)",
-                match f {
-                    Format::Fp4 => "FP4",
-                    Format::Fp8 => "FP8",
-                    Format::Bf16 => "16 bits",
-                }
+                f.words()
             ));
         }
-        match Format::parse(linear) {
+        match formats.first().copied() {
             Some(Format::Fp4) => Err(crate::Error::Unpriced(format!(
                 "linear layers in {linear}: the catalog has no FP4 peak and the measured base no FP4 GEMM, so FP4 is not priced"
             ))),
@@ -1122,11 +1129,11 @@ fn project_run(
     }
 }
 
-/// Errors (projected ÷ measured − 1) summarized: their count, the median and largest |error|,
-/// the median signed error and how many fall on each side.
 /// An error smaller than this (0.05 %, what prints as ±0.0 %) is on the measurement.
 const ON_THE_MEASUREMENT: f64 = 5e-4;
 
+/// Errors (projected ÷ measured − 1) summarized: their count, the median and largest |error|,
+/// the median signed error and how many fall on each side.
 struct ErrorSummary {
     runs: usize,
     median_abs: Option<f64>,
