@@ -109,7 +109,7 @@ const UNREAD: &str = "unread.json";
 /// this one wrote (`written`, as given): reading the dataset then names the ranks it lacks.
 pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]) -> Result<()> {
     let path = dir.join(UNREAD);
-    let mut list: Vec<(String, String)> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let mut list = read_unread(dir);
     list.retain(|(f, _)| !written.contains(f) && !unread.iter().any(|(u, _)| u == f));
     list.extend(unread.iter().cloned());
     if list.is_empty() {
@@ -122,11 +122,17 @@ pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]
     crate::output::write_atomic(&path, &bytes)
 }
 
+/// Dataset `dir`'s record of its unread rank files (file, why); none where it has no record.
+fn read_unread(dir: &Path) -> Vec<(String, String)> {
+    std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
 /// The rank files dataset `dir`'s ingest could not read, as errors of the job it stands for.
 pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
-    let list: Vec<(String, String)> =
-        std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    list.into_iter().map(|(file, message)| Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message }).collect()
+    read_unread(dir)
+        .into_iter()
+        .map(|(file, message)| Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message })
+        .collect()
 }
 
 /// The event part files of the dataset `dir`, sorted (one per rank): every
