@@ -307,6 +307,25 @@ fn validate_compares_published_runs_with_their_projection() {
     let o = common::run(&["validate".as_ref(), twice.as_os_str()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("twice.json: run id \"x\" names more than one run"), "{}", common::stderr(&o));
+    // Runs kept under another top-level list are not read, and that is said, not silent;
+    // `project --from` names the list of a run it will not read.
+    let apart = dir.join("apart.json");
+    std::fs::write(
+        &apart,
+        serde_json::to_vec(&serde_json::json!({"runs": [r], "runs_lora": [{"id": "lora-1"}, {"id": "lora-2"}]})).unwrap(),
+    )
+    .unwrap();
+    let o = common::run(&["validate".as_ref(), apart.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("apart.json: `runs_lora` (2 entries) not read: only the `runs` list is"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let from = format!("{}:lora-2", apart.display());
+    let o = bin().args(["project", "--from", &from]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("run \"lora-2\" is listed under `runs_lora`"), "{}", common::stderr(&o));
 }
 
 #[test]

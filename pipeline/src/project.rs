@@ -427,12 +427,13 @@ fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
         format!("{}{more}", shown.join(", "))
     };
     match id {
-        Some(id) => file
-            .runs
-            .iter()
-            .find(|r| r.id == id)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("--from {spec}: {} has no run {id:?} (it has {})", path.display(), ids())),
+        Some(id) => file.runs.iter().find(|r| r.id == id).cloned().ok_or_else(|| match file.unread_list_of(id) {
+            Some(key) => anyhow::anyhow!(
+                "--from {spec}: run {id:?} is listed under `{key}` of {}, which tracecast does not read (only `runs`)",
+                path.display()
+            ),
+            None => anyhow::anyhow!("--from {spec}: {} has no run {id:?} (it has {})", path.display(), ids()),
+        }),
         None => match file.runs.as_slice() {
             [one] => Ok(one.clone()),
             _ => anyhow::bail!("--from {spec}: name one of its {} runs as {}:ID ({})", file.runs.len(), path.display(), ids()),

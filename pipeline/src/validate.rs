@@ -100,6 +100,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&args.hw)?;
     let file = validate::RunsFile::read(&args.runs)?;
     anyhow::ensure!(!file.runs.is_empty(), "{}: no runs to compare", args.runs.display());
+    if !args.quiet
+        && let Some(words) = file.unread_lists_in_words()
+    {
+        writeln!(out, "note: {}: {words}", args.runs.display())?;
+    }
     let devices = args
         .profile
         .iter()

@@ -20,6 +20,11 @@ pub struct RunsFile {
     pub about: Option<String>,
     /// The runs.
     pub runs: Vec<Run>,
+    /// Lists of other top-level keys, which are not read (a file may keep
+    /// runs the model cannot describe apart, as `training-runs.json` keeps
+    /// MoE and LoRA runs): each key and the ids of its entries.
+    #[serde(skip)]
+    pub unread_lists: Vec<(String, Vec<String>)>,
 }
 
 impl RunsFile {
@@ -52,8 +57,34 @@ impl RunsFile {
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
             return Err(crate::Error::Run(format!("{}: run id {:?} names more than one run", path.display(), w[0])));
         }
-        unknown_keys(text).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
-        Ok(file)
+        let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| crate::Error::Run(format!("{}: {e}", path.display())))?;
+        unknown_keys(&doc).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
+        let unread_lists = doc
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| !matches!(key.as_str(), "about" | "runs"))
+            .filter_map(|(key, value)| {
+                let ids = value.as_array()?.iter().map(|r| r.get("id").and_then(|i| i.as_str()).unwrap_or("?").to_string()).collect();
+                Some((key.clone(), ids))
+            })
+            .collect();
+        Ok(RunsFile { unread_lists, ..file })
+    }
+
+    /// What the file holds beside `runs` that is not read, in words (`None` when nothing):
+    /// validating it, a user should know that runs were left out.
+    pub fn unread_lists_in_words(&self) -> Option<String> {
+        if self.unread_lists.is_empty() {
+            return None;
+        }
+        let lists: Vec<String> = self.unread_lists.iter().map(|(key, ids)| format!("`{key}` ({} entries)", ids.len())).collect();
+        Some(format!("{} not read: only the `runs` list is", lists.join(" and ")))
+    }
+
+    /// The list other than `runs` that holds the run `id`, if one does.
+    pub fn unread_list_of(&self, id: &str) -> Option<&str> {
+        self.unread_lists.iter().find(|(_, ids)| ids.iter().any(|i| i == id)).map(|(key, _)| key.as_str())
     }
 }
 
@@ -194,8 +225,7 @@ const MEASURED_KEYS: [&str; 6] = ["tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", 
 /// An error naming the first key of a run, its `system` or its `measured` that no field
 /// reads: a misspelled `gpus_per_nodes` or `precison` had been ignored without a word
 /// (the projection 3× off). `system` flattens its overrides, which serde cannot check itself.
-fn unknown_keys(text: &[u8]) -> Result<(), String> {
-    let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+fn unknown_keys(doc: &serde_json::Value) -> Result<(), String> {
     for run in doc.get("runs").and_then(|r| r.as_array()).into_iter().flatten() {
         let id = run.get("id").and_then(|i| i.as_str()).unwrap_or("?");
         let check = |obj: Option<&serde_json::Value>, known: &[&str], what: &str| -> Result<(), String> {
@@ -1626,12 +1656,15 @@ mod tests {
             ("system:, \"gpus_per_nodes\": 4", "unknown key \"gpus_per_nodes\" in its system"),
             ("measured:, \"tokens_per_sec_per_gpu\": 2", "unknown key \"tokens_per_sec_per_gpu\" in its measured"),
         ] {
-            let e = super::unknown_keys(run(extra).as_bytes()).unwrap_err();
+            let e = super::unknown_keys(&serde_json::from_str(&run(extra)).unwrap()).unwrap_err();
             assert!(e.contains(says), "{extra}: {e}");
         }
         let known = "system:, \"gpus_per_node\": 4, \"power_w\": 500";
-        assert_eq!(super::unknown_keys(run(known).as_bytes()), Ok(()));
-        assert_eq!(super::unknown_keys(run("run:, \"notes\": \"x\", \"framework\": \"torchtitan\"").as_bytes()), Ok(()));
+        assert_eq!(super::unknown_keys(&serde_json::from_str(&run(known)).unwrap()), Ok(()));
+        assert_eq!(
+            super::unknown_keys(&serde_json::from_str(&run("run:, \"notes\": \"x\", \"framework\": \"torchtitan\"")).unwrap()),
+            Ok(())
+        );
     }
 
     use super::*;
