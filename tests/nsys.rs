@@ -319,6 +319,52 @@ fn analyze_fails(path: &Path, what: &str) -> String {
 }
 
 #[test]
+fn an_unreadable_export_keeps_the_numbers_of_the_ranks_after_it() {
+    // Two real exports of two GPUs each, and a damaged one between them by name: the job's
+    // world counts the damaged export as one rank, and the ranks after it keep the numbers
+    // that count gives, whether the job is summarized rank by rank or read whole.
+    let dir = scratch("nsys-gap");
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    std::os::unix::fs::symlink(export(H100), job.join("a.sqlite")).unwrap();
+    // An export cut short: SQLite's header, then half of it.
+    let bytes = std::fs::read(export(MFU)).unwrap();
+    std::fs::write(job.join("b.sqlite"), &bytes[..bytes.len() / 2]).unwrap();
+    std::os::unix::fs::symlink(export(MFU), job.join("c.sqlite")).unwrap();
+    let out = dir.join("analyze.json");
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("b.sqlite"), "{}", stderr(&o));
+    let doc = json(&out);
+    assert_eq!(doc["jobs"][0]["world_size"], 5, "{}", doc["jobs"][0]["world_size"]);
+    let numbers = |ranks: &serde_json::Value, file: &str| -> Vec<u64> {
+        ranks
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["file"].as_str().unwrap().contains(file))
+            .map(|r| r["rank"].as_u64().unwrap())
+            .collect()
+    };
+    let ranks = &doc["jobs"][0]["ranks"];
+    assert_eq!((numbers(ranks, "a.sqlite"), numbers(ranks, "c.sqlite")), (vec![0, 1], vec![3, 4]), "analyze");
+    // Read whole (the replay writing a Perfetto timeline reads every event of the job).
+    let (out, perfetto) = (dir.join("replay.json"), dir.join("timeline.json"));
+    let o = run(&[
+        "replay".as_ref(),
+        job.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+        "--perfetto".as_ref(),
+        perfetto.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let ranks = &json(&out)["jobs"][0]["ranks"];
+    assert_eq!((numbers(ranks, "a.sqlite"), numbers(ranks, "c.sqlite")), (vec![0, 1], vec![3, 4]), "replay, the job read whole");
+}
+
+#[test]
 fn truncated_and_foreign_files_are_clean_errors() {
     let dir = scratch("nsys-bad");
     let bytes = std::fs::read(export(MFU)).unwrap();

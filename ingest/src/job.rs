@@ -142,14 +142,14 @@ impl Job {
             if !crate::nsys::is_export(f) {
                 continue;
             }
-            let mut read = 0u32;
+            // An export that cannot be read counts one rank, as the job's world counts it ([`Job::ranks_in`]).
+            let count = u32::try_from(traces.len()).unwrap_or(u32::MAX);
             for t in traces.iter_mut().flatten() {
-                read = read.saturating_add(1);
                 if let Some((r, RankSource::Export)) = &mut t.ingested_rank {
                     *r = r.saturating_add(next);
                 }
             }
-            next = next.saturating_add(read);
+            next = next.saturating_add(count);
         }
         Job::from_traces(path, results.into_iter().flatten().collect())
     }
@@ -387,13 +387,22 @@ impl Job {
     /// part), an Nsight Systems export's one per process and GPU (an export
     /// that cannot be read counts one: it fails, as a file, when it is read).
     pub fn ranks_in(files: &[PathBuf]) -> u32 {
-        let of = |f: &PathBuf| if crate::nsys::is_export(f) { crate::nsys::ranks(f).map_or(1, |r| r.len().max(1)) } else { 1 };
-        files.iter().map(|f| u32::try_from(of(f)).unwrap_or(u32::MAX)).fold(0u32, u32::saturating_add)
+        files.iter().map(|f| ranks_of_file(f)).fold(0u32, u32::saturating_add)
     }
 }
 
+/// How many ranks one file of a job holds: one per trace file (or dataset part), an
+/// Nsight Systems export's one per process and GPU, one for an export that cannot be
+/// read (it fails, as a file, when it is read, and the ranks after it keep their numbers).
+fn ranks_of_file(file: &Path) -> u32 {
+    if !crate::nsys::is_export(file) {
+        return 1;
+    }
+    crate::nsys::ranks(file).map_or(1, |r| u32::try_from(r.len().max(1)).unwrap_or(u32::MAX))
+}
+
 /// Where the ranks of each Nsight Systems export among `files` start: after
-/// those of the exports before it (each counted by one query; the last
+/// those of the exports before it (each counted by [`ranks_of_file`]; the last
 /// export is never counted). 0 for other files. Only [`Job::summarize_or`] needs
 /// this before reading (it hands each rank on before the others are read).
 fn export_starts(files: &[PathBuf]) -> Vec<u32> {
@@ -405,9 +414,7 @@ fn export_starts(files: &[PathBuf]) -> Vec<u32> {
             *s = next;
         }
         if k + 1 < exports.len() {
-            // An export that cannot be read fails when it is read; it numbers nothing.
-            let count = files.get(i).and_then(|f| crate::nsys::ranks(f).ok()).map_or(0, |r| r.len());
-            next = next.saturating_add(count as u32);
+            next = next.saturating_add(files.get(i).map_or(0, |f| ranks_of_file(f)));
         }
     }
     starts
