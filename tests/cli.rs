@@ -2393,6 +2393,53 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
+    // Known truth: B's GEMMs run at 0.6 of A's efficiency (about 15 % more compute), and B's
+    // rank 3 was cut short by a killed writer, keeping one of the three steps. Counted as a
+    // whole rank, it had made B read as less busy than A and passed the gate.
+    let dir = scratch("diff-cut-rank");
+    let (a, b, same) = (dir.join("a"), dir.join("b"), dir.join("same"));
+    for (out, efficiency) in [(&a, "0.7"), (&b, "0.6"), (&same, "0.7")] {
+        let o = run(&[
+            "synth".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "-q".as_ref(),
+            "--seed".as_ref(),
+            "3".as_ref(),
+            "--gemm-efficiency".as_ref(),
+            efficiency.as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    for job in [&b, &same] {
+        let gz = job.join("rank-3.json.gz");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut text).unwrap();
+        // After a whole event, a third of the way in: the writer killed mid-run.
+        let cut = text[text.len() / 3..].find("\n{\"ph\"").unwrap() + text.len() / 3;
+        std::fs::remove_file(&gz).unwrap();
+        std::fs::write(job.join("rank-3.json"), &text[..cut]).unwrap();
+    }
+    let gate = ["--fail-if", "compute>+3%,busy>+3%"];
+    let o = bin().args(["diff".as_ref(), a.as_os_str(), b.as_os_str()]).args(gate).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "the slower run fails the gate: {out}{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: compute changed by +1"), "{}", stderr(&o));
+    assert!(out.contains("note: B, rank 3 analysed 1 of the run's 3 steps: times per rank count it as 1/3 of a rank"), "{out}");
+    assert!(out.contains("note: B, rank 3: the file ends after event"), "{out}");
+    // The same run, cut alike: no change per rank.
+    let json = dir.join("d.json");
+    let o =
+        bin().args(["diff".as_ref(), a.as_os_str(), same.as_os_str(), "--json".as_ref(), json.as_os_str()]).args(gate).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for row in d["summary"].as_array().unwrap().iter().filter(|r| ["busy", "compute"].contains(&r["name"].as_str().unwrap())) {
+        assert!(row["change"].as_f64().unwrap().abs() < 0.01, "{row}");
+    }
+}
+
+#[test]
 fn diff_of_runs_over_different_step_counts_is_per_step() {
     let dir = scratch("diff-step-counts");
     let (three, five, again) = (dir.join("three"), dir.join("five"), dir.join("again"));

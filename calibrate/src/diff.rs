@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tracecast_ingest::Job;
-use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, Window};
+use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, Window, rank_list};
 
 use crate::work::kernel_work;
 
@@ -90,6 +90,11 @@ pub struct TraceDiff {
     /// The profiler steps each run lists, whatever its window (the step rows' and the `step`
     /// metric's; 0: a run without steps, whose `step` is its whole GPU window).
     pub steps_listed: [usize; 2],
+    /// Ranks that analysed fewer of their run's steps than it has (a trace cut short), `B, rank 3
+    /// analysed 1 of the run's 3 steps: …`: the times per rank count each as that share of a rank.
+    pub notes: Vec<String>,
+    /// What each run's analysis says of its ranks, grouped by rank (`A, rank 3: the file ends …`).
+    pub rank_notes: Vec<String>,
 }
 
 /// Below this share of kernel time in kernels both runs ran, a diff says the runs
@@ -163,8 +168,8 @@ fn shared_share(a: &Tally, b: &Tally) -> f64 {
 /// (count, µs) per rank.
 type Tally = BTreeMap<String, (f64, f64)>;
 
-fn per_rank(mut t: Tally, ranks: usize) -> Tally {
-    let n = ranks.max(1) as f64;
+fn per_rank(mut t: Tally, ranks: f64) -> Tally {
+    let n = if ranks > 0.0 { ranks } else { 1.0 };
     for v in t.values_mut() {
         *v = (v.0 / n, v.1 / n);
     }
@@ -265,16 +270,52 @@ pub struct DiffSide {
     /// Whether every rank's analysed window is its steps' (`--window steps` on a run with steps),
     /// not its whole GPU window.
     by_steps: bool,
+    /// Ranks short of the run's steps, and what the analysis says of the ranks.
+    notes: Vec<String>,
+    rank_notes: Vec<String>,
+}
+
+/// Ranks (rank, steps analysed) grouped by their count of steps, fewest first.
+fn group_by_steps(ranks: &[(u32, usize)]) -> Vec<(usize, Vec<u32>)> {
+    let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
+    for &(rank, steps) in ranks {
+        match groups.iter_mut().find(|g| g.0 == steps) {
+            Some(g) => g.1.push(rank),
+            None => groups.push((steps, vec![rank])),
+        }
+    }
+    groups.sort_by_key(|g| g.0);
+    groups
 }
 
 impl DiffSide {
     /// The side of a job from its per-class times and its analysis.
     pub fn of(class_times: &ClassTimes, j: &JobAnalysis) -> DiffSide {
-        let n = j.ranks.len().max(1) as f64;
         let t = &j.totals.breakdown;
         // The job's step time, as `analyze` reports it: the slowest rank's window of each
         // step, averaged over the steps; without steps the slowest rank's whole window.
         let job_steps = &j.totals.steps;
+        let by_steps = !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps);
+        // Ranks that analysed fewer of the job's steps (a trace cut short) count as that share
+        // of a rank: one rank of four with one step of three had read as a quarter less busy
+        // time per rank, a slower run as faster (and passed a gate).
+        let rank_notes = j.notes_by_text().into_iter().map(|(n, ranks)| format!("{}: {n}", rank_list(&ranks))).collect();
+        let mut notes = Vec::new();
+        let n = if by_steps && !job_steps.is_empty() {
+            let of_job = job_steps.len();
+            let short: Vec<(u32, usize)> = j.ranks.iter().filter(|r| r.steps.len() < of_job).map(|r| (r.rank, r.steps.len())).collect();
+            for (steps, ranks) in group_by_steps(&short) {
+                notes.push(format!(
+                    "{} analysed {steps} of the run's {of_job} steps: times per rank count {} as {steps}/{of_job} of a rank",
+                    rank_list(&ranks),
+                    if ranks.len() == 1 { "it" } else { "each" }
+                ));
+            }
+            j.ranks.iter().map(|r| r.steps.len().min(of_job) as f64 / of_job as f64).sum::<f64>()
+        } else {
+            j.ranks.len() as f64
+        };
+        let n = if n > 0.0 { n } else { 1.0 };
         let step = if job_steps.is_empty() {
             j.ranks.iter().map(|r| r.breakdown.gpu_span_us).fold(0.0, f64::max)
         } else {
@@ -303,11 +344,13 @@ impl DiffSide {
             path: j.path.clone(),
             ranks: j.ranks.len(),
             summary,
-            kernel_classes: per_rank(class_times.0.clone(), j.ranks.len()),
-            collectives: per_rank(collectives, j.ranks.len()),
-            kernels: per_rank(kernels, j.ranks.len()),
+            kernel_classes: per_rank(class_times.0.clone(), n),
+            collectives: per_rank(collectives, n),
+            kernels: per_rank(kernels, n),
             steps: job_steps.iter().map(|s| (s.step, s.step_us)).collect(),
-            by_steps: !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps),
+            by_steps,
+            notes,
+            rank_notes,
         }
     }
 }
@@ -372,6 +415,8 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         per_step,
         steps_analysed,
         steps_listed: [a.steps.len(), b.steps.len()],
+        notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
+        rank_notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.rank_notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
     }
 }
 

@@ -106,6 +106,9 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     if let Some(note) = d.unrelated_note() {
         writeln!(out, "note: {note}")?;
     }
+    for note in d.notes.iter().chain(&d.rank_notes) {
+        writeln!(out, "note: {note}")?;
+    }
     match d.kernel_classes.first() {
         Some(k) if k.delta_us != 0.0 => writeln!(out, "Moved most: {} ({:+.3} ms {})", k.name, k.delta_us / 1000.0, d.per_what())?,
         _ => writeln!(out, "No kernel class moved.")?,

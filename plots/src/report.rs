@@ -603,6 +603,10 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
     if let Some(note) = d.unrelated_note() {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
     }
+    // What the analyses say of each rank the page says with each job; a rank short of steps changes the diff's times.
+    for note in &d.notes {
+        let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
+    }
     if !words.is_empty() {
         let moved = d.kernel_classes.first().map_or(String::new(), |k| {
             format!(" The kernel class that moved most: {} ({:+.3} ms {}).", k.name, k.delta_us / 1000.0, d.per_what())
