@@ -109,9 +109,16 @@ const UNREAD: &str = "unread.json";
 /// this one wrote (`written`, as given): reading the dataset then names the ranks it lacks.
 pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]) -> Result<()> {
     let path = dir.join(UNREAD);
+    // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
+    // from wherever the ingest ran: a record kept as given was dropped only by the same spelling.
+    let written: Vec<PathBuf> = written.iter().map(|f| where_file_is(f)).collect();
+    let unread: Vec<(String, String)> = unread.iter().map(|(f, why)| (where_file_is(f).display().to_string(), why.clone())).collect();
     let mut list = read_unread(dir);
-    list.retain(|(f, _)| !written.contains(f) && !unread.iter().any(|(u, _)| u == f));
-    list.extend(unread.iter().cloned());
+    list.retain(|(f, _)| {
+        let f = where_file_is(f);
+        !written.contains(&f) && !unread.iter().any(|(u, _)| Path::new(u) == f)
+    });
+    list.extend(unread);
     if list.is_empty() {
         return match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Write { path, cause: e }),
@@ -120,6 +127,12 @@ pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]
     }
     let bytes = serde_json::to_vec_pretty(&list).unwrap_or_default();
     crate::output::write_atomic(&path, &bytes)
+}
+
+/// Where the file named `file` is: its canonical path, else (a file gone) its absolute one.
+fn where_file_is(file: &str) -> PathBuf {
+    let p = Path::new(file);
+    p.canonicalize().or_else(|_| std::path::absolute(p)).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Dataset `dir`'s record of its unread rank files (file, why); none where it has no record.
