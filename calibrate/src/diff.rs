@@ -46,7 +46,8 @@ impl Delta {
 
     /// The count text for people: the number, or `–` where nothing is counted.
     pub fn count_text(count: Option<f64>) -> String {
-        count.map_or("–".into(), |c| format!("{c:.0}"))
+        // Per rank, a count is a fraction where ranks ran different numbers (2.5, not 2).
+        count.map_or("–".into(), |c| if (c - c.round()).abs() < 0.05 { format!("{c:.0}") } else { format!("{c:.1}") })
     }
 
     fn new(name: String, (count_a, time_a_us): (Option<f64>, f64), (count_b, time_b_us): (Option<f64>, f64)) -> Delta {
@@ -160,8 +161,9 @@ impl TraceDiff {
 
 /// Of `a`'s kernel time, the share in kernels `b` also ran (1 with no kernel time).
 fn shared_share(a: &Tally, b: &Tally) -> f64 {
-    let total: f64 = a.values().map(|v| v.1).sum();
-    let shared: f64 = a.iter().filter(|(k, _)| b.contains_key(*k)).map(|(_, v)| v.1).sum();
+    // Folded from +0.0: an empty f64 sum is -0.0, which printed as "-0.0 %" shared.
+    let total = a.values().fold(0.0, |s, v| s + v.1);
+    let shared = a.iter().filter(|(k, _)| b.contains_key(*k)).fold(0.0, |s, (_, v)| s + v.1);
     if total > 0.0 { shared / total } else { 1.0 }
 }
 
@@ -477,12 +479,21 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                     // A negative bound fails a metric that stayed at zero.
                     None => "stayed at 0".into(),
                 };
+                // A change just above its bound is printed with the digits that tell them apart
+                // ("+3.0 % above the +3.0 % allowed" had read as a gate that fails at its bound).
+                let (moved, bound) = match row.change {
+                    Some(c) => {
+                        let digits =
+                            (1..=6).find(|&p| format!("{:+.p$}", 100.0 * c) != format!("{:+.p$}", 100.0 * g.max_change)).unwrap_or(6);
+                        (format!("changed by {:+.digits$} %", 100.0 * c), format!("{:+.digits$}", 100.0 * g.max_change))
+                    }
+                    None => (moved, format!("{:+.1}", 100.0 * g.max_change)),
+                };
                 format!(
-                    "{} {moved} ({:.3} → {:.3} ms), above the {:+.1} % allowed",
+                    "{} {moved} ({:.3} → {:.3} ms), above the {bound} % allowed",
                     g.metric,
                     row.time_a_us / 1000.0,
-                    row.time_b_us / 1000.0,
-                    100.0 * g.max_change
+                    row.time_b_us / 1000.0
                 )
             })
         })
@@ -502,7 +513,37 @@ mod tests {
         let b = tally(&[("gemm", 50.0), ("fp8_cast", 50.0)]);
         assert_eq!([shared_share(&a, &b), shared_share(&b, &a)], [0.6, 0.5]);
         assert_eq!(shared_share(&a, &Tally::new()), 0.0);
+        assert!(shared_share(&a, &Tally::new()).is_sign_positive(), "no kernel in common is 0.0 %, not -0.0 %");
         assert_eq!(shared_share(&Tally::new(), &a), 1.0);
+    }
+
+    #[test]
+    fn a_change_just_above_its_bound_is_printed_apart_from_it_and_counts_keep_their_fraction() {
+        let d = |a_us: f64, b_us: f64| TraceDiff {
+            a: "a".into(),
+            b: "b".into(),
+            ranks: [1, 1],
+            summary: vec![Delta::new("step".into(), (None, a_us), (None, b_us))],
+            kernel_classes: Vec::new(),
+            collectives: Vec::new(),
+            steps: Vec::new(),
+            kernels: Vec::new(),
+            kernel_time_shared: [1.0, 1.0],
+            per_step: None,
+            steps_analysed: [0, 0],
+            steps_listed: [0, 0],
+            notes: Vec::new(),
+            rank_notes: Vec::new(),
+        };
+        let gate = [Gate { metric: "step".into(), max_change: 0.03 }];
+        let failed = failed_gates(&d(100.0, 103.04), &gate);
+        assert_eq!(failed, vec!["step changed by +3.04 % (0.100 → 0.103 ms), above the +3.00 % allowed".to_string()]);
+        assert_eq!(
+            failed_gates(&d(100.0, 110.0), &gate),
+            vec!["step changed by +10.0 % (0.100 → 0.110 ms), above the +3.0 % allowed".to_string()]
+        );
+        assert!(failed_gates(&d(100.0, 103.0), &gate).is_empty());
+        assert_eq!([Delta::count_text(Some(2.5)), Delta::count_text(Some(288.0)), Delta::count_text(None)], ["2.5", "288", "–"]);
     }
 
     #[test]
