@@ -140,6 +140,19 @@ fn gpu_hours_extrapolation() {
     let f = t["exposed_comm_us"].as_f64().unwrap() / t["gpu_span_us"].as_f64().unwrap();
     assert!((t["gpu_hours"]["exposed_comm"].as_f64().unwrap() - f * 80.0).abs() < 1e-9);
     assert!(f > 0.0);
+    // The headline says the JSON's figure to three significant figures (it had rounded a
+    // fraction of an hour to "0" where the per-dimension table said 0.2).
+    let h = t["gpu_hours"]["exposed_comm"].as_f64().unwrap();
+    let digits = if h >= 100.0 {
+        0
+    } else if h >= 10.0 {
+        1
+    } else if h >= 1.0 {
+        2
+    } else {
+        3
+    };
+    assert!(stdout.contains(&format!(": {h:.digits$} GPU-hours of exposed communication")), "{h}: {stdout}");
     // GPUs are counted whole: 1.5 GPUs had been taken.
     let o = run(&["analyze".as_ref(), trace.as_os_str(), "--job-gpus".as_ref(), "1.5".as_ref(), "--job-hours".as_ref(), "10".as_ref()]);
     assert_eq!(o.status.code(), Some(2));

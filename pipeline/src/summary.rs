@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use tracecast_ingest::analysis::JobAnalysis;
+use tracecast_ingest::analysis::{self, JobAnalysis};
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 { 100.0 * part / whole } else { 0.0 }
@@ -74,7 +74,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             .comm_by_dimension
             .iter()
             .map(|d| {
-                let hours = d.exposed_gpu_hours.map_or(String::new(), |h| format!(", {h:.1} GPU-hours"));
+                let hours = d.exposed_gpu_hours.map_or(String::new(), |h| format!(", {} GPU-hours", analysis::gpu_hours_text(h)));
                 format!("{} {:.3} ms (exposed {:.3} ms{hours})", d.dimension.as_str(), d.comm_us / 1000.0, d.exposed_comm_us / 1000.0)
             })
             .collect();
@@ -83,7 +83,8 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     if !a.stragglers.is_empty() {
         writeln!(w, "Slowest ranks (arrived last at collectives matched across ranks; the waiting they caused the others):")?;
         for s in a.stragglers.iter().take(5) {
-            let hours = s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {h:.1} GPU-hours of the job"));
+            let hours =
+                s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {} GPU-hours of the job", analysis::gpu_hours_text(h)));
             writeln!(w, "  rank {:>5}: last {:>5} times, {:>10.3} GPU-ms waited{hours}", s.rank, s.times_last, s.wait_caused_us / 1000.0)?;
         }
     }
@@ -111,8 +112,13 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         if let Some(h) = &t.gpu_hours {
             writeln!(
                 w,
-                "On {} GPUs for {} h ({:.0} GPU-hours): {:.0} GPU-hours of exposed communication, {:.0} of compute, {:.0} idle.",
-                h.job_gpus, h.job_hours, h.total, h.exposed_comm, h.compute, h.idle
+                "On {} GPUs for {} h ({} GPU-hours): {} GPU-hours of exposed communication, {} of compute, {} idle.",
+                h.job_gpus,
+                h.job_hours,
+                analysis::gpu_hours_text(h.total),
+                analysis::gpu_hours_text(h.exposed_comm),
+                analysis::gpu_hours_text(h.compute),
+                analysis::gpu_hours_text(h.idle)
             )?;
         }
         if let Some(idle) = a.idle_split_over_ranks() {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::diff::{Delta, TraceDiff};
 use tracecast_calibrate::work::OpRow;
-use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, CollectiveStats, JobAnalysis, MessageSizeRow};
+use tracecast_ingest::analysis::{ActivityClass, CollectiveSample, CollectiveStats, JobAnalysis, MessageSizeRow, gpu_hours_text};
 use tracecast_replay::JobReplay;
 
 use crate::bars::{Bars, Series};
@@ -146,8 +146,11 @@ fn summary_words(a: &JobAnalysis) -> Vec<String> {
     let mut out = Vec::new();
     let hours = match &t.gpu_hours {
         Some(h) => format!(
-            ": {:.0} GPU-hours on this job ({:.0} GPUs × {:.1} h, of {:.0} GPU-hours in all)",
-            h.exposed_comm, h.job_gpus, h.job_hours, h.total
+            ": {} GPU-hours on this job ({:.0} GPUs × {:.1} h, of {} GPU-hours in all)",
+            gpu_hours_text(h.exposed_comm),
+            h.job_gpus,
+            h.job_hours,
+            gpu_hours_text(h.total)
         ),
         None => format!(
             " ({:.3} GPU-seconds of the {:.3} traced; give --job-gpus and --job-hours for the whole job's GPU-hours)",
@@ -360,7 +363,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     d.dimension.as_str().to_string(),
                     ms(d.comm_us),
                     ms(d.exposed_comm_us),
-                    d.exposed_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
+                    d.exposed_gpu_hours.map_or("–".into(), gpu_hours_text),
                 ]
             })
             .collect();
@@ -380,7 +383,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     s.rank.to_string(),
                     s.times_last.to_string(),
                     ms(s.wait_caused_us),
-                    s.wait_caused_gpu_hours.map_or("–".into(), |h| format!("{h:.1}")),
+                    s.wait_caused_gpu_hours.map_or("–".into(), gpu_hours_text),
                 ]
             })
             .collect();

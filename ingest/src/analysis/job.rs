@@ -125,6 +125,21 @@ pub struct RankSpread {
     pub max_rank: u32,
 }
 
+/// GPU-hours in words, to three significant figures (at least whole hours): one rule
+/// for every table and sentence, so that a headline does not say 0 where a table says 0.2.
+pub fn gpu_hours_text(hours: f64) -> String {
+    let digits = if hours.abs() >= 100.0 {
+        0
+    } else if hours.abs() >= 10.0 {
+        1
+    } else if hours.abs() >= 1.0 {
+        2
+    } else {
+        3
+    };
+    format!("{hours:.digits$}")
+}
+
 /// GPU-hours of the whole job, extrapolated from the traced fractions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct GpuHours {
