@@ -45,6 +45,17 @@ fn output_of(command: &str, input: &Path, flag: &str, out: &Path, extra: &[&str]
     without_paths(json(out))
 }
 
+/// `analyze DATASET -q --json OUT --window all` of a dataset whose ingest left out a file that
+/// lost its rank to another's: exit 2 naming it, as `analyze` of the files, and its JSON.
+fn analyze_naming_the_file_left_out(ds: &Path, left_out: &str, out: &Path) -> serde_json::Value {
+    let o =
+        run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let says = format!("{left_out}: was left out when the dataset {} was ingested: rank 0 is also claimed by", ds.display());
+    assert!(stderr(&o).contains(&says), "{}", stderr(&o));
+    without_paths(json(out))
+}
+
 #[test]
 fn every_shared_trace_analyzes_the_same_from_its_dataset() {
     let dir = scratch("dataset-corpus");
@@ -355,7 +366,7 @@ fn two_files_of_one_rank_never_mix_in_a_dataset() {
     let o = run(&["ingest".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("rank 0 is also claimed by"), "{}", stderr(&o));
-    let doc = output_of("analyze", &ds, "--json", &dir.join("an.json"), &["--window", "all"]);
+    let doc = analyze_naming_the_file_left_out(&ds, &b.canonicalize().unwrap().display().to_string(), &dir.join("an.json"));
     let rank = &doc["jobs"][0]["ranks"][0];
     // Equally strong claims: the first file keeps the rank, as `analyze` of the files does,
     // and the events (busy time) are those of the file the rank's table names.
@@ -388,7 +399,7 @@ fn a_file_that_loses_its_rank_leaves_nothing_in_the_dataset() {
         let part = if table == "summaries" { "rank-000000.json" } else { "rank-000000.parquet" };
         assert_eq!(names, [part], "{table}: the declared rank's part only, no temporary left");
     }
-    let doc = output_of("analyze", &ds, "--json", &dir.join("an.json"), &["--window", "all"]);
+    let doc = analyze_naming_the_file_left_out(&ds, &a.canonicalize().unwrap().display().to_string(), &dir.join("an.json"));
     let ranks = doc["jobs"][0]["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 1, "{ranks:?}");
     assert_eq!(ranks[0]["busy_us"].as_f64(), Some(20.0), "b.json's events: {}", ranks[0]);
@@ -438,4 +449,19 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A file that lost its rank to another's (two captures of rank 0): the traces read with
+    // exit 2 naming it, and so does their dataset, which holds the one rank (the world is 1).
+    let resnet = common::shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0");
+    let (ds, json) = (dir.join("resnet"), dir.join("resnet.json"));
+    let o = run(&["ingest".as_ref(), resnet.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("was left out when the dataset {} was ingested: rank 0 is also claimed by", ds.display())),
+        "{}",
+        stderr(&o)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!((doc["jobs"][0]["world_size"].as_u64(), doc["jobs"][0]["ranks"].as_array().map(Vec::len)), (Some(1), Some(1)));
 }

@@ -101,22 +101,37 @@ pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
     })
 }
 
-/// The dataset's record of the rank files `ingest` could not read: `[[file, why], …]`.
+/// The dataset's record of the files `ingest` could not take in: `[[file, why], …]`, with a
+/// third element, [`NOT_A_RANK`], for a file that is no rank of the job (one that lost its rank
+/// to another file's).
 const UNREAD: &str = "unread.json";
 
-/// Records in dataset `dir` the rank files this ingest could not read (`unread`: file as given,
-/// why), replacing what an earlier ingest recorded of them and dropping its record of the files
-/// this one wrote (`written`, as given): reading the dataset then names the ranks it lacks.
-pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String)]) -> Result<()> {
+/// The mark of a file the record keeps that is no rank of the job (the world does not count it).
+const NOT_A_RANK: &str = "not a rank of the job";
+
+/// Records in dataset `dir` the files this ingest could not take in (`unread`: file as given, why,
+/// whether it is a rank of the job that could not be read), replacing what an earlier ingest
+/// recorded of them and dropping its record of the files this one wrote (`written`, as given):
+/// reading the dataset then names them, as reading the traces does.
+pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String, bool)]) -> Result<()> {
     let path = dir.join(UNREAD);
     // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
     // from wherever the ingest ran: a record kept as given was dropped only by the same spelling.
     let written: Vec<PathBuf> = written.iter().map(|f| where_file_is(f)).collect();
-    let unread: Vec<(String, String)> = unread.iter().map(|(f, why)| (where_file_is(f).display().to_string(), why.clone())).collect();
+    let unread: Vec<Vec<String>> = unread
+        .iter()
+        .map(|(f, why, rank)| {
+            let mut entry = vec![where_file_is(f).display().to_string(), why.clone()];
+            if !rank {
+                entry.push(NOT_A_RANK.to_string());
+            }
+            entry
+        })
+        .collect();
     let mut list = read_unread(dir);
-    list.retain(|(f, _)| {
-        let f = where_file_is(f);
-        !written.contains(&f) && !unread.iter().any(|(u, _)| Path::new(u) == f)
+    list.retain(|entry| {
+        let f = where_file_is(entry.first().map_or("", String::as_str));
+        !written.contains(&f) && !unread.iter().any(|u| Path::new(&u[0]) == f)
     });
     list.extend(unread);
     if list.is_empty() {
@@ -135,16 +150,23 @@ fn where_file_is(file: &str) -> PathBuf {
     p.canonicalize().or_else(|_| std::path::absolute(p)).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Dataset `dir`'s record of its unread rank files (file, why); none where it has no record.
-fn read_unread(dir: &Path) -> Vec<(String, String)> {
-    std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+/// Dataset `dir`'s record of the files it could not take in (file, why[, NOT_A_RANK]); none
+/// where it has no record.
+fn read_unread(dir: &Path) -> Vec<Vec<String>> {
+    let list: Vec<Vec<String>> = std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    list.into_iter().filter(|entry| entry.len() >= 2).collect()
 }
 
-/// The rank files dataset `dir`'s ingest could not read, as errors of the job it stands for.
+/// The files dataset `dir`'s ingest could not take in, as errors of the job it stands for.
 pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
     read_unread(dir)
         .into_iter()
-        .map(|(file, message)| Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message })
+        .map(|mut entry| {
+            let rank = entry.get(2).is_none_or(|mark| mark != NOT_A_RANK);
+            entry.truncate(2);
+            let (message, file) = (entry.pop().unwrap_or_default(), entry.pop().unwrap_or_default());
+            Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message, rank }
+        })
         .collect()
 }
 

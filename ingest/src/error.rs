@@ -96,16 +96,20 @@ pub enum Error {
         /// The first file declaring the job's.
         first: PathBuf,
     },
-    /// A rank file that could not be read when its dataset was ingested (`DATASET/unread.json`):
-    /// the dataset is that job less the rank, and says so whenever it is read.
-    #[error("{}: could not be read when the dataset {} was ingested: {message}", path.display(), dataset.display())]
+    /// A rank file that could not be read when its dataset was ingested (`DATASET/unread.json`),
+    /// or a file left out then as no rank of the job (it lost its rank to another file's): the
+    /// dataset is that job less the file, and says so whenever it is read.
+    #[error("{}: {} when the dataset {} was ingested: {message}", path.display(), if *rank { "could not be read" } else { "was left out" }, dataset.display())]
     UnreadAtIngest {
-        /// The trace file as it was given to `ingest`.
+        /// The trace file, where it was when it was ingested.
         path: PathBuf,
         /// The dataset.
         dataset: PathBuf,
         /// Why it could not be read, as printed then.
         message: String,
+        /// Whether it is a rank of the job (the world counts it), not a file that lost its
+        /// rank to another's.
+        rank: bool,
     },
     /// A path given as a job holds no trace files.
     #[error("{}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory", path.display())]
@@ -156,8 +160,8 @@ impl Error {
             | Error::Json { .. }
             | Error::Schema { .. }
             | Error::Sqlite { .. }
-            | Error::UnreadAtIngest { .. }
             | Error::NoStepsSelected { .. } => true,
+            Error::UnreadAtIngest { rank, .. } => *rank,
             Error::DuplicateRank { .. }
             | Error::SameFile { .. }
             | Error::OtherRun { .. }

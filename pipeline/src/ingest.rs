@@ -123,12 +123,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         written += parts.len();
         unwritten += not_written;
         sources.extend(parts);
-        for e in failures.iter().filter(|e| e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. })) {
+        // And the files that lost their rank to another's: reading the dataset names them, as
+        // reading the traces does (exit 2), not a whole job (exit 0).
+        let kept = |e: &&tracecast_ingest::Error| {
+            (e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. }))
+                || matches!(e, tracecast_ingest::Error::DuplicateRank { .. })
+        };
+        for e in failures.iter().filter(kept) {
             if let Some(p) = e.path() {
                 let file = p.display().to_string();
                 let why = e.to_string();
                 let why = why.strip_prefix(&format!("{file}: ")).unwrap_or(&why).to_string();
-                unread.push((file, why));
+                unread.push((file, why, e.is_unread_rank()));
             }
         }
     })?;
