@@ -2406,6 +2406,53 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() {
+    // AMD's MI250 sample: step 1 ran the GPU work, step 2 none. `--steps 2` had analysed the
+    // whole window (step 1's work) under step 2's name in `analyze` and `diff` (8.912 ms),
+    // where `replay` gave 0.
+    let trace = shared().join("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let dir = scratch("steps-without-work");
+    let (analysed, replayed, diffed) = (dir.join("a.json"), dir.join("r.json"), dir.join("d.json"));
+    let steps = ["--steps", "2"];
+    let o = bin()
+        .args(["analyze".as_ref(), trace.as_os_str(), "-q".as_ref(), "--json".as_ref(), analysed.as_os_str()])
+        .args(steps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rank = &json(&analysed)["jobs"][0]["ranks"][0];
+    assert_eq!(
+        (rank["gpu_span_us"].as_f64(), rank["busy_us"].as_f64(), rank["window"].as_str()),
+        (Some(0.0), Some(0.0), Some("steps")),
+        "{}",
+        rank["notes"]
+    );
+    assert!(rank["notes"].to_string().contains("the step 2 selected ran no GPU work on this rank"), "{}", rank["notes"]);
+    let o = bin()
+        .args(["replay".as_ref(), trace.as_os_str(), "-q".as_ref(), "--json".as_ref(), replayed.as_os_str()])
+        .args(steps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = &json(&replayed)["jobs"][0];
+    assert_eq!(
+        (job["ranks"][0]["gpu_span_us"].as_f64(), job["ranks"][0]["measured_step_us"].as_f64()),
+        (Some(0.0), Some(0.0)),
+        "{}",
+        job["ranks"][0]
+    );
+    assert!(job["measured_job_step_us"].as_f64().unwrap().is_sign_positive(), "{}", job["measured_job_step_us"]);
+    let o = bin()
+        .args(["diff".as_ref(), trace.as_os_str(), trace.as_os_str(), "--json".as_ref(), diffed.as_os_str()])
+        .args(steps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let step = json(&diffed)["summary"].as_array().unwrap().iter().find(|r| r["name"] == "step").unwrap().clone();
+    assert_eq!(step["time_a_us"].as_f64(), Some(0.0), "{step}");
+}
+
+#[test]
 fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
     // Known truth: B's GEMMs run at 0.6 of A's efficiency (about 15 % more compute), and B's
     // rank 3 was cut short by a killed writer, keeping one of the three steps. Counted as a

@@ -90,7 +90,10 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     }
     writeln!(w)?;
     if t.breakdown.gpu_span_us <= 0.0 {
-        writeln!(w, "No GPU activity in this job's traces: nothing to break down.")?;
+        // Steps that ran no GPU work (--steps) are not traces without GPU activity.
+        let steps_chosen = a.ranks.iter().any(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps);
+        let what = if steps_chosen { "in the analysed steps" } else { "in this job's traces" };
+        writeln!(w, "No GPU activity {what}: nothing to break down.")?;
     } else {
         writeln!(
             w,

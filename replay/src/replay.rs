@@ -859,7 +859,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     // the profiler steps, as `analyze` does.
     let job_steps = |us: fn(&StepReplay) -> f64| -> (f64, Vec<JobStep>) {
         let steps = analysis::job_steps(ranks.iter().flat_map(|r| r.steps.iter().map(move |s| (r.rank, s.step, us(s)))));
-        let mean = steps.iter().map(|s| s.step_us).sum::<f64>() / steps.len().max(1) as f64;
+        // Folded from +0.0: an empty f64 sum is -0.0 (a job step time of "-0.0").
+        let mean = steps.iter().fold(0.0, |sum, s| sum + s.step_us) / steps.len().max(1) as f64;
         (mean, steps.into_iter().filter(|s| s.step >= 0).collect())
     };
     let ((measured_step, measured_steps), (replayed_step, replayed_steps)) =

@@ -539,6 +539,17 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
     let all = ctx.window_all();
     let (mode, window) = match (opts.window, steps::steps_window(&steps)) {
         (WindowMode::Steps, Some(w)) => (WindowMode::Steps, Some(w)),
+        // Steps named by --steps that ran no GPU work on this rank: nothing of it is analysed.
+        // The whole window had been analysed in their place (another step's work under the
+        // selected step's name), where `replay` gave them zero.
+        (WindowMode::Steps, None) if opts.steps.is_some() && !steps.is_empty() && all.is_some() => {
+            let numbers: Vec<i64> = steps.iter().map(|s| s.number).collect();
+            notes.push(format!(
+                "--steps: the {} selected ran no GPU work on this rank: nothing of it is analysed (its times are zero)",
+                steps::describe_numbers(&numbers)
+            ));
+            (WindowMode::Steps, None)
+        }
         (WindowMode::Steps, None) => {
             if all.is_some() {
                 notes.push(if steps.is_empty() {
