@@ -951,6 +951,29 @@ fn validate_takes_one_profile_per_gpu() {
 }
 
 #[test]
+fn a_profile_fit_outside_the_physical_bounds_is_said_where_project_leaves_it_out() {
+    // The shipped H100 profile with its GEMM efficiency edited to 7 (700 % of the peak):
+    // `replay --target` said it was not used; `project` had left it out in silence.
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/h100-sxm.json");
+    let mut p: serde_json::Value = serde_json::from_slice(&std::fs::read(shipped).unwrap()).unwrap();
+    let gemms: Vec<&mut serde_json::Value> = p["kernels"].as_array_mut().unwrap().iter_mut().filter(|k| k["class"] == "gemm").collect();
+    assert!(!gemms.is_empty());
+    for k in gemms {
+        k["efficiency"] = serde_json::json!(7.0);
+    }
+    let edited = common::scratch("unphysical-fit").join("h100.json");
+    std::fs::write(&edited, serde_json::to_vec(&p).unwrap()).unwrap();
+    let o = common::bin()
+        .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--profile"])
+        .arg(&edited)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("calibration profile: gemm/") && text.contains("η 7.000") && text.contains("is not used"), "{text}");
+}
+
+#[test]
 fn gpus_that_do_not_fill_whole_nodes_are_said() {
     let o = common::bin()
         .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "16", "--gpus-per-node", "3", "--parallel", "fsdp=16"])

@@ -1639,6 +1639,8 @@ impl Cluster {
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype)));
         let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, (per_node, gpus), links_given, None);
+        // A fit the profile holds but the model cannot use is said, as `replay --target` says it.
+        notes.extend(device.into_iter().flat_map(|d| d.rejected_fits()).map(|why| format!("calibration profile: {why}")));
         if from_profile.is_empty() {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
             notes.push(format!(
