@@ -2406,6 +2406,29 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn analyze_and_replay_json_name_the_same_communication_kernels() {
+    // DESIGN §3: a JSON document names the definition of communication it used; replay's had none.
+    let dir = scratch("comm-kernels-named");
+    let job = dir.join("job");
+    let o = run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "-q".as_ref(), "--ranks".as_ref(), "2".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let named = |command: &str, extra: &[&str]| -> String {
+        let out = dir.join(format!("{command}{}.json", extra.len()));
+        let o = bin()
+            .args([command.as_ref(), job.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{command}: {}", stderr(&o));
+        json(&out)["comm_kernels"].as_str().unwrap_or_else(|| panic!("{command} --json names no comm_kernels")).to_string()
+    };
+    let nccl = ["--comm-kernels", "nccl"];
+    assert_eq!(named("replay", &[]), named("analyze", &[]));
+    assert_eq!(named("replay", &nccl), named("analyze", &nccl));
+    assert_ne!(named("replay", &nccl), named("replay", &[]));
+}
+
+#[test]
 fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() {
     // AMD's MI250 sample: step 1 ran the GPU work, step 2 none. `--steps 2` had analysed the
     // whole window (step 1's work) under step 2's name in `analyze` and `diff` (8.912 ms),

@@ -189,10 +189,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
+            /// Which kernels counted as communication, as `analyze --json` names them.
+            comm_kernels: String,
             jobs: Vec<JobWithScenarios<'a>>,
         }
         let jobs = replays.iter().enumerate().map(|(i, replay)| JobWithScenarios { replay, what_if: what_if(i) });
-        let mut bytes = serde_json::to_vec_pretty(&Doc { jobs: jobs.collect() })?;
+        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels: opts.classifier.definition(), jobs: jobs.collect() })?;
         bytes.push(b'\n');
         staged.push(output::stage(path, &bytes)?);
     }
