@@ -842,7 +842,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // Under --window all the breakdowns are of the whole window (the analysis says so).
         let covered = if parts.iter().all(|p| p.whole_window) { "step times and speed-up" } else { "step times, speed-up and breakdowns" };
         notes.push(format!(
-            "the {covered} cover the analysed steps (--steps, --drop-last-step); the simulation and its critical path run the whole trace"
+            "the {covered} cover the analysed steps (--steps, --drop-last-step); the simulation runs the whole trace, and its critical path from the first analysed step to the trace's last GPU work"
         ));
     }
     let (critical_path, critical) =
