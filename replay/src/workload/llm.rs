@@ -1029,7 +1029,11 @@ impl Plan {
             return None;
         }
         let dp = gpus / model_parallel;
-        if !dp.is_multiple_of(self.ep.max(1)) {
+        // The experts keep their layout, by the plan's own rule: over the data-parallel ranks
+        // (dp × cp), or folded over tp × cp × dp (it had asked dp alone, refusing a cp=2 plan
+        // on its own GPU count).
+        let experts_over = u64::from(dp) * u64::from(self.cp) * if self.folds_experts() { u64::from(self.tp) } else { 1 };
+        if !experts_over.is_multiple_of(u64::from(self.ep.max(1))) {
             return None;
         }
         let mut plan = Plan { dp, ..self.clone() };
@@ -3935,6 +3939,21 @@ fn stage_timeline(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_plan_spread_over_other_gpus_keeps_its_experts_by_the_plans_own_rule() {
+        // cp=2, dp=4, ep=8: the experts over dp × cp = 8 ranks. Over its own 8 GPUs the plan
+        // had been refused (dp 4 alone does not divide by 8).
+        let within = Plan::parse("cp=2,dp=4,ep=8").unwrap();
+        assert_eq!(within.on_gpus(8).map(|(p, _)| (p.dp, p.ep)), Some((4, 8)));
+        assert_eq!(within.on_gpus(16).map(|(p, _)| p.dp), Some(8));
+        assert!(within.on_gpus(4).is_none(), "dp 2 × cp 2 = 4 ranks hold no 8 experts' group");
+        // Folded (tp=4, dp=8, ep=16: 8 does not divide by 16): over tp × cp × dp.
+        let folded = Plan::parse("tp=4,sp,dp=8,ep=16").unwrap();
+        assert!(folded.folds_experts());
+        assert_eq!(folded.on_gpus(48).map(|(p, _)| p.dp), Some(12), "4 × 12 = 48 ranks hold the group of 16");
+        assert!(folded.on_gpus(40).is_none(), "4 × 10 = 40 ranks do not");
+    }
+
     use super::*;
 
     /// A model file with 4 294 967 295 layers aborted the process ("memory allocation of
