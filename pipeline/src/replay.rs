@@ -107,7 +107,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&read.hw)?;
     let mut opts = args.what_if.replay_options(&catalog)?;
     opts.window = args.window.analyze_options(read)?;
-    opts.classifier = opts.window.classifier.clone();
     let opts = opts;
     let scenarios = scenario::parse_scenarios(&args.scenarios)?;
     let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
@@ -120,7 +119,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 // Steps the trace does not have: said as `analyze` says it, not replayed to zeros.
                 tracecast_ingest::analysis::check_step_range(&rank.trace, args.window.steps, args.window.drop_last_step)?;
-                let ctx = RankContext::new(rank, &opts.classifier);
+                let ctx = RankContext::new(rank, &opts.window.classifier);
                 Ok((tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives()))
             };
             let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
@@ -194,7 +193,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             jobs: Vec<JobWithScenarios<'a>>,
         }
         let jobs = replays.iter().enumerate().map(|(i, replay)| JobWithScenarios { replay, what_if: what_if(i) });
-        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels: opts.classifier.definition(), jobs: jobs.collect() })?;
+        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels: opts.window.classifier.definition(), jobs: jobs.collect() })?;
         bytes.push(b'\n');
         staged.push(output::stage(path, &bytes)?);
     }

@@ -96,10 +96,10 @@ pub(crate) fn sections(
     // The page's window is the replays' too: their step times cover the analysed steps.
     // What the analysis says of each rank the page says once, with the analysis.
     let mut base = ReplayOptions::default();
-    (base.classifier, base.window, base.rank_notes) = (plan.analyze.classifier.clone(), plan.analyze.clone(), false);
+    (base.window, base.rank_notes) = (plan.analyze.clone(), false);
     let projection = plan.projection.as_ref().map(|(_, p)| {
         let mut o = p.clone();
-        (o.classifier, o.window, o.rank_notes) = (plan.analyze.classifier.clone(), plan.analyze.clone(), false);
+        (o.window, o.rank_notes) = (plan.analyze.clone(), false);
         o
     });
     let mut copts = tracecast_calibrate::CalibrateOptions::default();

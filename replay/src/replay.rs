@@ -12,7 +12,7 @@ use tracecast_calibrate::work::{KernelWork, kernel_work_of};
 use tracecast_ingest::Job;
 use tracecast_ingest::analysis::CollectiveSample;
 use tracecast_ingest::analysis::{
-    self, ActivityClass, Breakdown, Classifier, CollectiveStats, JobCollectives, JobStep, RankContext, RankSets, Totals, Window,
+    self, ActivityClass, Breakdown, CollectiveStats, JobCollectives, JobStep, RankContext, RankSets, Totals, Window,
 };
 use tracecast_ingest::collective::Collective;
 
@@ -74,8 +74,6 @@ impl Default for Scale {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ReplayOptions {
-    /// Communication classifier.
-    pub classifier: Classifier,
     /// What-if speed-ups. Default: none (identity replay).
     pub scale: Scale,
     /// Data-parallel scale-out: the job's world-size groups become this many
@@ -117,7 +115,6 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
-            classifier: Classifier::default(),
             scale: Scale::default(),
             world_size: None,
             gpus_per_node: 8,
@@ -386,7 +383,7 @@ fn project_kernels(
         Some(s) => s.clone(),
         None => {
             let mut copts = tracecast_calibrate::CalibrateOptions::default();
-            copts.classifier = opts.classifier.clone();
+            copts.classifier = opts.window.classifier.clone();
             let samples: Vec<_> = parts.iter_mut().filter_map(|p| p.samples.take()).collect();
             let profiles = tracecast_calibrate::profile::calibrate_summaries(vec![(samples, collectives)], catalog, &copts);
             DeviceModel::from_own_calibration(profiles.into_iter().next(), catalog)
@@ -513,7 +510,7 @@ pub fn job_parts<'c>(job: &Job, opts: &ReplayOptions, catalog: &'c tracecast_cal
         .ranks
         .par_iter()
         .map(|r| {
-            let ctx = RankContext::new(r, &opts.classifier);
+            let ctx = RankContext::new(r, &opts.window.classifier);
             (RankPart::of(&ctx, opts, catalog, None), ctx.into_collectives())
         })
         .unzip();
@@ -560,7 +557,7 @@ pub struct RankPart<'c> {
 
 impl<'c> RankPart<'c> {
     /// One rank's part from its context (whose classifier should be
-    /// `opts.classifier`). With a target in `opts` it keeps the compute
+    /// `opts.window.classifier`). With a target in `opts` it keeps the compute
     /// kernels' work — `work`, the context's [`kernel_work_of`], computed here
     /// when not given — and, without a source device in `opts`, the rank's
     /// calibration samples, from which the replay calibrates the source.
