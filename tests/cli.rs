@@ -2406,6 +2406,35 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn the_critical_path_starts_with_the_first_analysed_step() {
+    // Three alike steps: from step 3 the path covers a third of what it covers from step 1
+    // (it had started at step 1 whatever --steps chose).
+    let dir = scratch("critical-path-steps");
+    let job = dir.join("job");
+    let o = run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "-q".as_ref(), "--steps".as_ref(), "3".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let path_us = |steps: &str| -> f64 {
+        let out = dir.join(format!("{steps}.json"));
+        let o = bin()
+            .args([
+                "replay".as_ref(),
+                job.as_os_str(),
+                "-q".as_ref(),
+                "--json".as_ref(),
+                out.as_os_str(),
+                "--steps".as_ref(),
+                steps.as_ref(),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)["jobs"][0]["critical_path"]["total_us"].as_f64().unwrap()
+    };
+    let (all, last) = (path_us("1-3"), path_us("3-3"));
+    assert!((last / all - 1.0 / 3.0).abs() < 0.02, "{last} of {all}");
+}
+
+#[test]
 fn analyze_and_replay_json_name_the_same_communication_kernels() {
     // DESIGN §3: a JSON document names the definition of communication it used; replay's had none.
     let dir = scratch("comm-kernels-named");
@@ -2471,8 +2500,11 @@ fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() 
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let step = json(&diffed)["summary"].as_array().unwrap().iter().find(|r| r["name"] == "step").unwrap().clone();
+    let d = json(&diffed);
+    let step = d["summary"].as_array().unwrap().iter().find(|r| r["name"] == "step").unwrap().clone();
     assert_eq!(step["time_a_us"].as_f64(), Some(0.0), "{step}");
+    // Its per-class table counts the analysed (empty) window too, not the whole trace.
+    assert_eq!(d["kernel_classes"].as_array().map(Vec::len), Some(0), "{}", d["kernel_classes"]);
 }
 
 #[test]
@@ -2509,7 +2541,12 @@ fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "the slower run fails the gate: {out}{}", stderr(&o));
     assert!(stderr(&o).contains("regression: compute changed by +1"), "{}", stderr(&o));
-    assert!(out.contains("note: B, rank 3 analysed 1 of the run's 3 steps: times per rank count it as 1/3 of a rank"), "{out}");
+    assert!(
+        out.contains(
+            "note: B, rank 3 analysed 1 step(s) of GPU work where other ranks analysed 3: times per rank count it as 1/3 of a rank"
+        ),
+        "{out}"
+    );
     assert!(out.contains("note: B, rank 3: the file ends after event"), "{out}");
     // The same run, cut alike: no change per rank.
     let json = dir.join("d.json");

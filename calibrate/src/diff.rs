@@ -91,8 +91,9 @@ pub struct TraceDiff {
     /// The profiler steps each run lists, whatever its window (the step rows' and the `step`
     /// metric's; 0: a run without steps, whose `step` is its whole GPU window).
     pub steps_listed: [usize; 2],
-    /// Ranks that analysed fewer of their run's steps than it has (a trace cut short), `B, rank 3
-    /// analysed 1 of the run's 3 steps: …`: the times per rank count each as that share of a rank.
+    /// Ranks that analysed fewer steps of GPU work than the run's other ranks (a trace cut short),
+    /// `B, rank 3 analysed 1 step(s) of GPU work where other ranks analysed 3: …`: the times per
+    /// rank count each as that share of a rank.
     pub notes: Vec<String>,
     /// What each run's analysis says of its ranks, grouped by rank (`A, rank 3: the file ends …`).
     pub rank_notes: Vec<String>,
@@ -298,22 +299,24 @@ impl DiffSide {
         // step, averaged over the steps; without steps the slowest rank's whole window.
         let job_steps = &j.totals.steps;
         let by_steps = !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps);
-        // Ranks that analysed fewer of the job's steps (a trace cut short) count as that share
-        // of a rank: one rank of four with one step of three had read as a quarter less busy
-        // time per rank, a slower run as faster (and passed a gate).
+        // Ranks that analysed fewer steps of GPU work than the others (a trace cut short) count
+        // as that share of a rank: one rank of four with one step of three had read as a
+        // quarter less busy time per rank, a slower run as faster (and passed a gate). Steps
+        // are counted as the job's step time counts them: those that ran GPU work.
         let rank_notes = j.notes_by_text().into_iter().map(|(n, ranks)| format!("{}: {n}", rank_list(&ranks))).collect();
         let mut notes = Vec::new();
-        let n = if by_steps && !job_steps.is_empty() {
-            let of_job = job_steps.len();
-            let short: Vec<(u32, usize)> = j.ranks.iter().filter(|r| r.steps.len() < of_job).map(|r| (r.rank, r.steps.len())).collect();
+        let worked = |r: &tracecast_ingest::analysis::RankAnalysis| r.steps.iter().filter(|s| s.ran_gpu_work()).count();
+        let most = j.ranks.iter().map(worked).max().unwrap_or(0);
+        let n = if by_steps && most > 0 {
+            let short: Vec<(u32, usize)> = j.ranks.iter().map(|r| (r.rank, worked(r))).filter(|&(_, k)| k < most).collect();
             for (steps, ranks) in group_by_steps(&short) {
                 notes.push(format!(
-                    "{} analysed {steps} of the run's {of_job} steps: times per rank count {} as {steps}/{of_job} of a rank",
+                    "{} analysed {steps} step(s) of GPU work where other ranks analysed {most}: times per rank count {} as {steps}/{most} of a rank",
                     rank_list(&ranks),
                     if ranks.len() == 1 { "it" } else { "each" }
                 ));
             }
-            j.ranks.iter().map(|r| r.steps.len().min(of_job) as f64 / of_job as f64).sum::<f64>()
+            j.ranks.iter().map(|r| worked(r) as f64 / most as f64).sum::<f64>()
         } else {
             j.ranks.len() as f64
         };

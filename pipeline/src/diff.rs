@@ -148,7 +148,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let work = kernel_work_of(&ctx);
             let summary = analysis::summarize(&ctx, world, &o);
             // The per-class times of the analysed window (`--window`, `--steps`), as every other table.
-            let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
+            let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, Some(summary.tables_window()));
             Ok((summary, times))
         };
         let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);

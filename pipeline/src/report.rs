@@ -117,8 +117,8 @@ pub(crate) fn sections(
             let summary = analysis::summarize(&ctx, world, &analyze);
             first.offer(&ctx, &work, summary.window());
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
-            let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, summary.window());
-            let ops = op_rows_of_rank(&rank.trace, &work, summary.window());
+            let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, Some(summary.tables_window()));
+            let ops = op_rows_of_rank(&rank.trace, &work, Some(summary.tables_window()));
             let samples = tracecast_calibrate::profile::rank_samples(&ctx, &work, plan.catalog);
             let replay = tracecast_replay::RankPart::of(&ctx, &base, plan.catalog, Some(&work));
             // The projection's source is the page's own calibration (the reduce sets it): no rank keeps a copy of its samples.

@@ -808,7 +808,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         let (m, p) = (mean(|s| s.measured_step_us), mean(|s| s.replayed_step_us));
         // Breakdown of the replayed timeline over the analysed window: its steps, or the
         // rank's whole replayed GPU window as the measured one is.
-        if let Some(w) = replayed.iter().flatten().fold(None, |w, s| Some(Window::cover(w, s.start_ns, s.end_ns))) {
+        // The critical path starts with the first analysed step (not a step --steps leaves out).
+        if let Some(w) = analysed_window {
             steps_from_ns = steps_from_ns.min(w.start_ns);
         }
         let gpu_work = || {

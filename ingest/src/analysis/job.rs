@@ -219,7 +219,7 @@ impl Totals {
 }
 
 /// Whether a step of `gpu_span_us` ran GPU work: only such steps make the job's step time.
-fn ran_gpu_work(gpu_span_us: f64) -> bool {
+pub(crate) fn ran_gpu_work(gpu_span_us: f64) -> bool {
     gpu_span_us > 0.0
 }
 
@@ -464,6 +464,13 @@ impl RankSummary {
     /// The window analysed (`None` without GPU activity).
     pub fn window(&self) -> Option<Window> {
         self.window
+    }
+
+    /// The window the per-class and per-op tables count ([`Window::starts_inside`],
+    /// [`Window::overlap_ns`]): the analysed one, or an empty one where nothing was analysed
+    /// (steps chosen that ran no GPU work) — not the whole trace, which their `None` stands for.
+    pub fn tables_window(&self) -> Window {
+        self.window.unwrap_or(Window { start_ns: 0, end_ns: 0 })
     }
 
     /// The rank's collective instances for matching across ranks (a copy).

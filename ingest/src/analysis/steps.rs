@@ -33,6 +33,13 @@ pub struct StepBreakdown {
     pub breakdown: Breakdown,
 }
 
+impl StepBreakdown {
+    /// Whether the step ran GPU work: only such steps make the job's step time.
+    pub fn ran_gpu_work(&self) -> bool {
+        super::job::ran_gpu_work(self.breakdown.gpu_span_us)
+    }
+}
+
 /// The steps of a trace, in time order. Only CPU `ProfilerStep#` annotations
 /// count (their `gpu_user_annotation` copies are ignored); a repeated number is kept once.
 pub fn find_steps(trace: &RankTrace, links: &Links) -> Vec<Step> {
