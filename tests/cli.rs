@@ -635,6 +635,36 @@ fn a_job_filling_its_node_grown_past_it_is_priced_at_both_sizes() {
     assert!((0.3..0.9).contains(&speedup), "{speedup}");
 }
 
+/// The demo (4 H100 ranks, 8 a node) grown past one node: 9–15 GPUs are priced, as `hw cost`
+/// prices them, by the smallest measured cross-node curve (16 GPUs, an upper bound). They had
+/// fallen to the nominal links and made a step of 12 GPUs 5× slower than one of 16.
+#[test]
+fn a_world_grown_to_part_of_a_second_node_costs_no_more_than_two_nodes() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let dir = scratch("world-size-part-node");
+    let step_ms = |n: &str| -> f64 {
+        let out = dir.join(format!("{n}.json"));
+        let o = run(&[
+            "replay".as_ref(),
+            demo.as_os_str(),
+            "--world-size".as_ref(),
+            n.as_ref(),
+            "-q".as_ref(),
+            "--json".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let job = &json(&out)["jobs"][0];
+        assert!(!job["notes"].to_string().contains("without a price"), "{n}: {}", job["notes"]);
+        job["replayed_job_step_us"].as_f64().unwrap() / 1000.0
+    };
+    let steps: Vec<f64> = ["8", "9", "12", "15", "16", "32"].iter().map(|n| step_ms(n)).collect();
+    for w in steps.windows(2) {
+        assert!(w[1] >= w[0] * 0.99, "a larger world replayed faster: {steps:?}");
+    }
+    assert!(steps[2] <= steps[4] * 1.01, "12 GPUs cost more than 16: {steps:?}");
+}
+
 #[test]
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.

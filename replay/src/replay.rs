@@ -160,13 +160,18 @@ fn priced_scaling(
     opts: &ReplayOptions,
 ) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule)> {
     use tracecast_calibrate::pricing::PriceRule;
-    let in_node_of = |n: u32, per_node: u32| {
+    let price = |n: u32, per_node: u32, below_counts: bool| {
         pricing
             .collective(gpu, &CollectiveQuery::new(collective, bytes, n, per_node))
-            .filter(|p| p.rule != PriceRule::CollectiveBelowCounts && p.time_us > 0.0)
+            .filter(|p| (below_counts || p.rule != PriceRule::CollectiveBelowCounts) && p.time_us > 0.0)
             .map(|p| (p.time_us * 1000.0, p.rule))
     };
-    let at = |n: u32| in_node_of(n, opts.gpus_per_node);
+    // In a node, a count below the measured curves' takes a measured node's price scaled by
+    // the bus factor (below); across nodes, the smallest measured count's curve, the upper
+    // bound `hw cost` prices it at (9–15 H100s, 8 a node, had fallen to the nominal links and
+    // cost 5× what 16 did).
+    let in_node_of = |n: u32, per_node: u32| price(n, per_node, false);
+    let at = |n: u32| price(n, opts.gpus_per_node, n > opts.gpus_per_node);
     let from = u32::try_from(from).ok()?;
     let in_node = |n: u32| {
         let k = |n: u32| collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0);
