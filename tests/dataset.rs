@@ -464,4 +464,17 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     );
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!((doc["jobs"][0]["world_size"].as_u64(), doc["jobs"][0]["ranks"].as_array().map(Vec::len)), (Some(1), Some(1)));
+    // The stray copy deleted and the job ingested again: its record goes (it had stayed, the
+    // dataset failing every read for a file no longer there).
+    let stray = job.join("rank-9.json.gz");
+    std::fs::copy(job.join("rank-0.json.gz"), &stray).unwrap();
+    let ds = dir.join("stray");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
+    std::fs::remove_file(&stray).unwrap();
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

@@ -331,11 +331,11 @@ fn an_unreadable_export_keeps_the_numbers_of_the_ranks_after_it() {
     let bytes = std::fs::read(export(MFU)).unwrap();
     std::fs::write(job.join("b.sqlite"), &bytes[..bytes.len() / 2]).unwrap();
     std::os::unix::fs::symlink(export(MFU), job.join("c.sqlite")).unwrap();
-    let out = dir.join("analyze.json");
-    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    let analysed = dir.join("analyze.json");
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), analysed.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("b.sqlite"), "{}", stderr(&o));
-    let doc = json(&out);
+    let doc = json(&analysed);
     assert_eq!(doc["jobs"][0]["world_size"], 5, "{}", doc["jobs"][0]["world_size"]);
     let numbers = |ranks: &serde_json::Value, file: &str| -> Vec<u64> {
         ranks
@@ -362,6 +362,25 @@ fn an_unreadable_export_keeps_the_numbers_of_the_ranks_after_it() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let ranks = &json(&out)["jobs"][0]["ranks"];
     assert_eq!((numbers(ranks, "a.sqlite"), numbers(ranks, "c.sqlite")), (vec![0, 1], vec![3, 4]), "replay, the job read whole");
+    // An export whose ranks can be listed (its kernel tables read) but whose events cannot:
+    // it counts its two ranks in both ways of reading.
+    std::fs::copy(export(H100), job.join("b.sqlite")).unwrap();
+    Connection::open(job.join("b.sqlite")).unwrap().execute_batch("ALTER TABLE NVTX_EVENTS RENAME COLUMN start TO begin;").unwrap();
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), analysed.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let ranks = &json(&analysed)["jobs"][0]["ranks"];
+    assert_eq!(numbers(ranks, "c.sqlite"), vec![4, 5], "analyze");
+    let o = run(&[
+        "replay".as_ref(),
+        job.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+        "--perfetto".as_ref(),
+        perfetto.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(numbers(&json(&out)["jobs"][0]["ranks"], "c.sqlite"), vec![4, 5], "replay, the job read whole");
 }
 
 #[test]

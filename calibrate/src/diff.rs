@@ -47,7 +47,11 @@ impl Delta {
     /// The count text for people: the number, or `–` where nothing is counted.
     pub fn count_text(count: Option<f64>) -> String {
         // Per rank, a count is a fraction where ranks ran different numbers (2.5, not 2).
-        count.map_or("–".into(), |c| if (c - c.round()).abs() < 0.05 { format!("{c:.0}") } else { format!("{c:.1}") })
+        count.map_or("–".into(), |c| match c {
+            c if c != 0.0 && c.abs() < 1.0 => format!("{c:.2}"),
+            c if (c - c.round()).abs() < 0.05 => format!("{c:.0}"),
+            c => format!("{c:.1}"),
+        })
     }
 
     fn new(name: String, (count_a, time_a_us): (Option<f64>, f64), (count_b, time_b_us): (Option<f64>, f64)) -> Delta {
@@ -547,6 +551,7 @@ mod tests {
         );
         assert!(failed_gates(&d(100.0, 103.0), &gate).is_empty());
         assert_eq!([Delta::count_text(Some(2.5)), Delta::count_text(Some(288.0)), Delta::count_text(None)], ["2.5", "288", "–"]);
+        assert_eq!(Delta::count_text(Some(0.04)), "0.04", "one call on one rank of 25");
     }
 
     #[test]

@@ -131,7 +131,9 @@ pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String, 
     let mut list = read_unread(dir);
     list.retain(|entry| {
         let f = where_file_is(entry.first().map_or("", String::as_str));
-        !written.contains(&f) && !unread.iter().any(|u| Path::new(&u[0]) == f)
+        // A file that lost its rank and is gone (the stray copy deleted) takes nothing from the job.
+        let stray_gone = entry.get(2).is_some_and(|mark| mark == NOT_A_RANK) && !f.exists();
+        !written.contains(&f) && !unread.iter().any(|u| Path::new(&u[0]) == f) && !stray_gone
     });
     list.extend(unread);
     if list.is_empty() {

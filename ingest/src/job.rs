@@ -142,8 +142,8 @@ impl Job {
             if !crate::nsys::is_export(f) {
                 continue;
             }
-            // An export that cannot be read counts one rank, as the job's world counts it ([`Job::ranks_in`]).
-            let count = u32::try_from(traces.len()).unwrap_or(u32::MAX);
+            // An export that cannot be read counts as the job's world counts it ([`ranks_of_file`]).
+            let count = if traces.iter().all(Result::is_err) { ranks_of_file(f) } else { u32::try_from(traces.len()).unwrap_or(u32::MAX) };
             for t in traces.iter_mut().flatten() {
                 if let Some((r, RankSource::Export)) = &mut t.ingested_rank {
                     *r = r.saturating_add(next);
