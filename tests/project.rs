@@ -971,6 +971,19 @@ fn a_profile_fit_outside_the_physical_bounds_is_said_where_project_leaves_it_out
     assert!(o.status.success(), "{}", common::stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("calibration profile: gemm/") && text.contains("η 7.000") && text.contains("is not used"), "{text}");
+    // search and validate say it too.
+    let o = common::bin()
+        .args(["search", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--profile"])
+        .arg(&edited)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: calibration profile: gemm/") && text.contains("η 7.000"), "{text}");
+    let runs = common::shared().join("../validation/published-runs.json");
+    let o = common::bin().arg("validate").arg(&runs).arg("--profile").arg(&edited).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("h100.json: gemm/") && text.contains("η 7.000") && text.contains("is not used"), "{text}");
 }
 
 #[test]

@@ -232,6 +232,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 writeln!(out, "note (--with, on the best plan): {n}")?;
             }
         }
+        // A fit of --profile the model leaves out is said, as project says it.
+        for why in device.iter().flat_map(|d| d.rejected_fits()) {
+            writeln!(out, "note: calibration profile: {why}")?;
+        }
         if front.iter().any(|p| p.pareto) {
             let batch = if space.global_batch > 0 {
                 "--gbs scaled with the GPU count: the same batch per GPU"

@@ -198,6 +198,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 let what = if corrections.is_empty() { "its fitted efficiencies".to_string() } else { corrections.join(", ") };
                 writeln!(out, "note: --profile {} prices the {runs} run(s) on {}: {what}", path.display(), g.id)?;
             }
+            // A fit the model leaves out is said once here (each run's notes in --json say it too).
+            for why in d.rejected_fits() {
+                writeln!(out, "note: --profile {}: {why}", path.display())?;
+            }
         }
     }
     if let Some(path) = &args.json {
