@@ -112,6 +112,16 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     for table in ["Per kernel class, per rank", "Per collective, per rank", "Step time (the slowest rank per step)"] {
         assert!(html.contains(table), "{table}");
     }
+    // The page's diff leads as `diff` does: the share of kernel time both ran, and its note
+    // when that is little.
+    let o = bin().args(["diff".as_ref(), a.as_os_str(), b.as_os_str()]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let shared_line = text.lines().find(|l| l.starts_with("Kernels both ran:")).unwrap();
+    assert!(html.contains(&format!("{shared_line}.")), "{shared_line}");
+    assert_eq!(text.contains("the runs have little in common"), html.contains("the runs have little in common"), "{text}");
+    let other = shared().join("kineto/tb_plugin_samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz");
+    let html = report(&[&a, &other], &["--each"], &dir.join("unrelated.html"));
+    assert!(html.contains("the runs have little in common"), "an A100 transformer job against a ResNet");
 }
 
 /// Cells of the page's table whose caption starts with `caption`, row by row.

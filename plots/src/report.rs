@@ -606,6 +606,16 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
     if let Some(note) = d.unrelated_note() {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
     }
+    // How much the runs share, as `diff` leads with it: two unrelated workloads compare little.
+    let [a, b] = d.kernel_time_shared;
+    let _ = write!(
+        page.html,
+        "<p class=\"meta\">{}</p>",
+        esc(&format!("Kernels both ran: {:.1} % of A's kernel time, {:.1} % of B's.", 100.0 * a, 100.0 * b))
+    );
+    if let Some(note) = d.little_in_common() {
+        let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
+    }
     // What the analyses say of each rank the page says with each job; a rank short of steps changes the diff's times.
     for note in &d.notes {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
@@ -642,7 +652,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
     if !d.steps.is_empty() {
         page.table("Step time (the slowest rank per step)", &head, &delta_rows(&d.steps, 50));
     }
-    page.table("Kernels that moved most, per rank", &head, &delta_rows(&d.kernels, 25));
+    page.table(&format!("Kernels that moved most, {per}"), &head, &delta_rows(&d.kernels, 25));
     page.html.push_str("</section>\n");
     Ok(())
 }
