@@ -2436,6 +2436,22 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn kernels_the_target_has_no_peak_for_are_kept_and_said_so() {
+    // An A100 job's FP32 GEMMs onto Gaudi 2, whose datasheet (and catalog entry) gives BF16
+    // alone: kept at their measured time under a rule that says why, not "no work model".
+    let trace = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = run(&["replay".as_ref(), trace.as_os_str(), "--target".as_ref(), "gaudi2".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text.lines().find(|l| l.contains("has no peak for the op's number format")).unwrap_or_else(|| panic!("{text}"));
+    let kernels: usize = row.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(kernels > 100, "{row}");
+    // Onto a GPU with an FP32 peak the same kernels are priced.
+    let o = run(&["replay".as_ref(), trace.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("has no peak for"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
 fn the_critical_path_starts_with_the_first_analysed_step() {
     // Three alike steps: from step 3 the path covers a third of what it covers from step 1
     // (it had started at step 1 whatever --steps chose).

@@ -59,6 +59,9 @@ pub enum Rule {
     LatencyBound,
     /// Kept its measured time: no work model, not short.
     Measured,
+    /// Kept its measured time: the target has no peak in the catalog for the op's number
+    /// format (a GPU whose datasheet gives BF16 alone, an FP32 op onto it), not short.
+    NoTargetPeak,
     /// Kept its measured time: the GPU it was measured on is not known (the trace records
     /// none the catalog has), so nothing prices it there.
     UnknownSourceGpu,
@@ -89,6 +92,9 @@ impl Rule {
             Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
             Rule::LatencyBound => "latency-bound short kernel, scaled by the GPUs' short-kernel times",
             Rule::Measured => "kept its measured time (no work model)",
+            Rule::NoTargetPeak => {
+                "kept its measured time (the target's catalog entry has no peak for the op's number format: add it with --hw)"
+            }
             Rule::UnknownSourceGpu => "kept its measured time (the GPU it ran on is unknown: name it with --device ID)",
             Rule::MeasuredOnTarget => {
                 "kept its measured time (measured on the target GPU itself; give a profile of another stack with --profile to price it)"
@@ -260,6 +266,8 @@ impl CrossDevice<'_> {
             return cost;
         }
         let (ls, lt) = self.latencies().unwrap_or((0.0, 0.0));
+        // Work the source prices but the target cannot (no peak for its format): kept, and said so.
+        let mut no_target_peak = false;
         if let Some(op) = &k.op
             && (op.flops.is_some() || op.bytes.is_some())
         {
@@ -318,10 +326,14 @@ impl CrossDevice<'_> {
                 let at = |t: f64| lt + excess * (t - lt) / work_s;
                 return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule };
             }
+            no_target_peak = op.flops.is_some() && at_peak > 0.0 && target_at(1.0, 1.0).is_none();
         }
         if ls > 0.0 && measured_us <= SHORT_KERNEL_FLOORS * ls {
             let us = measured_us * lt / ls;
             return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound };
+        }
+        if no_target_peak {
+            return KernelCost { rule: Rule::NoTargetPeak, ..keep };
         }
         keep
     }
