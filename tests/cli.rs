@@ -2353,6 +2353,14 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
     for want in ["Priced from h100-sxm", "onto v100 (", "The rules that priced the kernels on the target", "v100 has no bf16 path:"] {
         assert!(html.contains(want), "{want}");
     }
+    // Each rule in the words replay prints it (a long one had been shortened as a kernel name to its last word).
+    let text = html.replace("&#39;", "'").replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+    let rules: Vec<&str> =
+        v100.lines().filter(|l| l.contains(" kernels ") && l.contains(" → ")).filter_map(|l| l.split(" ms  ").nth(1)).collect();
+    assert!(!rules.is_empty(), "{v100}");
+    for rule in rules {
+        assert!(text.contains(&format!("<td>{}</td>", rule.trim())), "{rule}");
+    }
 }
 
 /// A target without traces of its own (H200, priced by H100's fits) does not take the fitted GPU's

@@ -158,7 +158,19 @@ impl Part {
         Ok(())
     }
 
+    /// A sortable table; a cell of more than 80 characters is taken for a kernel name and
+    /// shortened to the part that tells it apart, the whole on hover.
     pub(crate) fn table(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
+        self.table_of(caption, head, rows, true);
+    }
+
+    /// [`Part::table`] whose cells are words, kept whole (a rule's description shortened as a
+    /// kernel name read as its last word: "stack", "other").
+    pub(crate) fn table_of_words(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>]) {
+        self.table_of(caption, head, rows, false);
+    }
+
+    fn table_of(&mut self, caption: &str, head: &[&str], rows: &[Vec<String>], shorten_names: bool) {
         if rows.len() > 5 {
             let _ = write!(
                 self.html,
@@ -180,7 +192,7 @@ impl Part {
                 } else {
                     ""
                 };
-                if c.chars().count() > 80 {
+                if shorten_names && c.chars().count() > 80 {
                     // Long kernel names: the part that tells them apart, the full name on hover.
                     let short = tracecast_ingest::analysis::short_kernel_name(c, 80);
                     let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(&short));

@@ -563,7 +563,11 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .iter()
                 .map(|r| vec![r.description.to_string(), r.kernels.to_string(), ms(r.measured_us), ms(r.projected_us)])
                 .collect();
-            page.table("The rules that priced the kernels on the target", &["rule", "kernels", "measured ms", "projected ms"], &rows);
+            page.table_of_words(
+                "The rules that priced the kernels on the target",
+                &["rule", "kernels", "measured ms", "projected ms"],
+                &rows,
+            );
         }
         if !p.notes.is_empty() {
             page.html.push_str("<ul class=\"note\">");
