@@ -2350,7 +2350,13 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
     let o = run(&["report".as_ref(), job.as_os_str(), "--out".as_ref(), page.as_os_str(), "--target".as_ref(), "v100".as_ref()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
-    for want in ["Priced from h100-sxm", "onto v100 (", "The rules that priced the kernels on the target", "v100 has no bf16 path:"] {
+    for want in [
+        "Priced from h100-sxm",
+        "onto v100 (",
+        "The rules that priced the kernels on the target",
+        "v100 has no bf16 path:",
+        "By kernel class",
+    ] {
         assert!(html.contains(want), "{want}");
     }
     // Each rule in the words replay prints it (a long one had been shortened as a kernel name to its last word).
@@ -2361,6 +2367,9 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
     for rule in rules {
         assert!(text.contains(&format!("<td>{}</td>", rule.trim())), "{rule}");
     }
+    // And its projected kernel time and band, as replay prints them.
+    let band = v100.lines().find_map(|l| l.trim().strip_prefix("projected kernel time ")).unwrap();
+    assert!(text.contains(&format!("Projected kernel time {band}.")), "{band}");
 }
 
 /// A target without traces of its own (H200, priced by H100's fits) does not take the fitted GPU's

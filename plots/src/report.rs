@@ -568,6 +568,16 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 &["rule", "kernels", "measured ms", "projected ms"],
                 &rows,
             );
+            let rows: Vec<Vec<String>> = pr
+                .classes
+                .iter()
+                .map(|c| vec![c.class.as_str().to_string(), c.kernels.to_string(), ms(c.measured_us), ms(c.projected_us)])
+                .collect();
+            page.table("By kernel class", &["class", "kernels", "measured ms", "projected ms"], &rows);
+            let total: f64 = pr.rules.iter().map(|r| r.projected_us).sum();
+            let [low, high] = pr.projected_band_us;
+            let words = format!("Projected kernel time {} ms (95 % band of the efficiencies: {}–{} ms).", ms(total), ms(low), ms(high));
+            let _ = write!(page.html, "<p>{}</p>", esc(&words));
         }
         if !p.notes.is_empty() {
             page.html.push_str("<ul class=\"note\">");
