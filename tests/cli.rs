@@ -665,6 +665,22 @@ fn a_world_grown_to_part_of_a_second_node_costs_no_more_than_two_nodes() {
     assert!(steps[2] <= steps[4] * 1.01, "12 GPUs cost more than 16: {steps:?}");
 }
 
+/// A job whose traces name no GPU (HTA's sampled ranks) grown by --world-size: the links it is
+/// scaled by are the defaults, and said to be, with how to name the GPU.
+#[test]
+fn a_world_grown_without_a_known_gpu_says_its_links_are_the_defaults() {
+    let job = shared().join("hta/trace_filter");
+    let o = run(&["replay".as_ref(), job.as_os_str(), "--world-size".as_ref(), "1024".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("the trace names no GPU the catalog knows (give it with --device ID)") && text.contains("default link bandwidths"),
+        "{text}"
+    );
+    let o = run(&["replay".as_ref(), job.as_os_str(), "--world-size".as_ref(), "1024".as_ref(), "--device".as_ref(), "a100-80gb".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("names no GPU"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 #[test]
 fn ranks_of_unrelated_runs_are_named_as_such() {
     // Rank 3 of an 8-rank A100 job and rank 1 of a 2-rank V100 job, given as one job.

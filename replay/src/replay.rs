@@ -1070,9 +1070,17 @@ fn recost_communication(
             if to == 1 { "" } else { "s" }
         ));
     }
-    if grown > priced_count {
+    if grown > priced_count && priced.is_none() {
+        // No GPU to price them on: the links are the defaults, said as such (an H100 node's).
         notes.push(format!(
-            "--world-size: {} resized collective(s) without a price at both sizes (no message size, a GPU the catalog does not know, or a size below the measured curves' smallest GPU count) scaled by the bus factor and the link bandwidths ({} GB/s in a node, {} GB/s across nodes)",
+            "--world-size: the trace names no GPU the catalog knows (give it with --device ID): {} resized collective(s) scaled by the bus factor and default link bandwidths, an H100 node's ({} GB/s in a node, {} GB/s across nodes)",
+            grown - priced_count,
+            opts.intra_gbps,
+            opts.inter_gbps
+        ));
+    } else if grown > priced_count {
+        notes.push(format!(
+            "--world-size: {} resized collective(s) without a price at both sizes (no message size, or a size below the measured curves' smallest GPU count) scaled by the bus factor and the link bandwidths ({} GB/s in a node, {} GB/s across nodes)",
             grown - priced_count,
             opts.intra_gbps,
             opts.inter_gbps
