@@ -124,6 +124,20 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     assert!(html.contains("the runs have little in common"), "an A100 transformer job against a ResNet");
 }
 
+/// A trace without GPU activity (HTA's CPU-only sample): the page says there is nothing to chart
+/// instead of drawing empty charts under captions (a speed-up of 1.000×, an error of 0.00 %).
+#[test]
+fn a_job_without_gpu_activity_draws_no_empty_charts() {
+    let dir = scratch("report-cpu-only");
+    let html = report(&[&shared().join("hta/cpu_only")], &[], &dir.join("r.html"));
+    let caps = captions(&html);
+    for empty in ["GPU time by rank", "GPU time per step", "Measured and replayed step time per rank"] {
+        assert!(!caps.iter().any(|c| c.contains(empty)), "an empty chart {empty:?} in {caps:?}");
+    }
+    assert!(html.contains("No chart of GPU time: the analysed window holds no GPU activity."));
+    assert!(html.contains("No chart of step times: no rank has GPU work in the analysed window to replay."));
+}
+
 /// Cells of the page's table whose caption starts with `caption`, row by row.
 fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
     let Some(start) = html.find(&format!("<caption>{caption}")) else { return Vec::new() };
@@ -487,7 +501,12 @@ fn every_shared_trace_gets_a_report() {
     // A chart that cannot be drawn is said so, never silently missing.
     for section in html.split("<h2>Job ").skip(1) {
         let title = &section[..section.find("</h2>").unwrap()];
-        assert!(section.contains("<figcaption>GPU time per step") || section.contains("No per-step chart"), "{title}");
+        assert!(
+            section.contains("<figcaption>GPU time per step")
+                || section.contains("No per-step chart")
+                || section.contains("No chart of GPU time"),
+            "{title}"
+        );
         assert!(section.contains("<figcaption>GPU timeline of") || section.contains("No timeline"), "{title}");
     }
 }

@@ -223,12 +223,16 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     }
 
     page.html.push_str("<h3>Where GPU time goes</h3>");
-    let bars = rank_breakdown(a);
-    page.figure(&bars.title.clone(), &bars, None)?;
-    // What cannot be drawn is said, not left out silently.
-    match step_breakdown(a) {
-        Some(steps) => page.figure(&steps.title.clone(), &steps, None)?,
-        None => page.html.push_str("<p class=\"note\">No per-step chart: the traces have no ProfilerStep annotations (profile with torch.profiler's schedule and prof.step() to get them).</p>"),
+    // What cannot be drawn is said, not left out silently (nor drawn empty under a caption).
+    if a.totals.breakdown.gpu_span_us > 0.0 {
+        let bars = rank_breakdown(a);
+        page.figure(&bars.title.clone(), &bars, None)?;
+        match step_breakdown(a) {
+            Some(steps) => page.figure(&steps.title.clone(), &steps, None)?,
+            None => page.html.push_str("<p class=\"note\">No per-step chart: the traces have no ProfilerStep annotations (profile with torch.profiler's schedule and prof.step() to get them).</p>"),
+        }
+    } else {
+        page.html.push_str("<p class=\"note\">No chart of GPU time: the analysed window holds no GPU activity.</p>");
     }
     match j.timeline {
         Some((k, note)) => page.explorable_timeline(k, note)?,
@@ -526,7 +530,11 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
         stacked: false,
     };
     let worst = r.ranks.iter().map(|k| k.error.abs()).fold(0.0, f64::max);
-    page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
+    if r.ranks.iter().any(|k| k.measured_step_us > 0.0 || k.replayed_step_us > 0.0) {
+        page.figure(&chart.title.clone(), &chart, Some(&format!("Largest per-rank error {:.2} %.", 100.0 * worst)))?;
+    } else {
+        page.html.push_str("<p class=\"note\">No chart of step times: no rank has GPU work in the analysed window to replay.</p>");
+    }
     if let Some((label, p)) = projection {
         let mean = |f: &dyn Fn(&tracecast_replay::replay::RankReplay) -> [f64; 5]| {
             let n = p.ranks.len().max(1) as f64;
