@@ -2719,6 +2719,20 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     let o = all("step>+5%");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--fail-if: A has no profiler steps: its `step` is its whole GPU window"), "{}", stderr(&o));
+    // Beside a gate that does not compare, one that does still says its regression (B, the
+    // stepless copy, against A: the same work, so a negative bound fails).
+    let o = run(&[
+        "diff".as_ref(),
+        three.as_os_str(),
+        stepless.as_os_str(),
+        "--window".as_ref(),
+        "all".as_ref(),
+        "--fail-if".as_ref(),
+        "busy>-1%,step>+5%".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: busy changed by"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fail-if: B has no profiler steps"), "{}", stderr(&o));
 }
 
 /// The idle split of each step's window is its share of the whole run's (the step windows

@@ -177,13 +177,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if let Some(spec) = &args.fail_if {
         let gates = tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
-        // What does not compare gates nothing: an error, not a pass or a regression.
-        if let Some(why) = gates.iter().find_map(|g| d.incomparable(&g.metric)) {
-            anyhow::bail!("--fail-if: {why}");
-        }
-        let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &gates);
+        // What does not compare gates nothing: an error, not a pass or a regression; the
+        // gates that do compare still say their regressions first (they had gone unsaid).
+        let (comparable, incomparable): (Vec<_>, Vec<_>) = gates.into_iter().partition(|g| d.incomparable(&g.metric).is_none());
+        let failed_gates = tracecast_calibrate::diff::failed_gates(&d, &comparable);
         for f in &failed_gates {
             crate::output::stderr_line(format_args!("regression: {f}"));
+        }
+        if let Some(why) = incomparable.iter().find_map(|g| d.incomparable(&g.metric)) {
+            anyhow::bail!("--fail-if: {why}");
         }
         // A run read in part is not compared whole: its bad files (exit 2) outrank a regression (exit 1).
         if !failed_gates.is_empty() && !failed {
