@@ -2490,8 +2490,7 @@ fn the_critical_path_starts_with_the_first_analysed_step() {
     // (it had started at step 1 whatever --steps chose).
     let dir = scratch("critical-path-steps");
     let job = dir.join("job");
-    let o = run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "-q".as_ref(), "--steps".as_ref(), "3".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth(&job, &["--steps", "3"]);
     let path_us = |steps: &str| -> f64 {
         let out = dir.join(format!("{steps}.json"));
         let o = bin()
@@ -2518,8 +2517,7 @@ fn analyze_and_replay_json_name_the_same_communication_kernels() {
     // DESIGN §3: a JSON document names the definition of communication it used; replay's had none.
     let dir = scratch("comm-kernels-named");
     let job = dir.join("job");
-    let o = run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "-q".as_ref(), "--ranks".as_ref(), "2".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth(&job, &["--ranks", "2"]);
     let named = |command: &str, extra: &[&str]| -> String {
         let out = dir.join(format!("{command}{}.json", extra.len()));
         let o = bin()
@@ -2586,6 +2584,12 @@ fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() 
     assert_eq!(d["kernel_classes"].as_array().map(Vec::len), Some(0), "{}", d["kernel_classes"]);
 }
 
+/// `tracecast synth --out OUT -q EXTRA…`, which must succeed.
+fn synth(out: &Path, extra: &[&str]) {
+    let o = bin().args(["synth".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]).args(extra).output().unwrap();
+    assert!(o.status.success(), "synth {extra:?}: {}", stderr(&o));
+}
+
 #[test]
 fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
     // Known truth: B's GEMMs run at 0.6 of A's efficiency (about 15 % more compute), and B's
@@ -2594,17 +2598,7 @@ fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
     let dir = scratch("diff-cut-rank");
     let (a, b, same) = (dir.join("a"), dir.join("b"), dir.join("same"));
     for (out, efficiency) in [(&a, "0.7"), (&b, "0.6"), (&same, "0.7")] {
-        let o = run(&[
-            "synth".as_ref(),
-            "--out".as_ref(),
-            out.as_os_str(),
-            "-q".as_ref(),
-            "--seed".as_ref(),
-            "3".as_ref(),
-            "--gemm-efficiency".as_ref(),
-            efficiency.as_ref(),
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        synth(out, &["--seed", "3", "--gemm-efficiency", efficiency]);
     }
     for job in [&b, &same] {
         let gz = job.join("rank-3.json.gz");

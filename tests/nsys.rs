@@ -331,56 +331,33 @@ fn an_unreadable_export_keeps_the_numbers_of_the_ranks_after_it() {
     let bytes = std::fs::read(export(MFU)).unwrap();
     std::fs::write(job.join("b.sqlite"), &bytes[..bytes.len() / 2]).unwrap();
     std::os::unix::fs::symlink(export(MFU), job.join("c.sqlite")).unwrap();
-    let analysed = dir.join("analyze.json");
-    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), analysed.as_os_str(), "-q".as_ref()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("b.sqlite"), "{}", stderr(&o));
-    let doc = json(&analysed);
-    assert_eq!(doc["jobs"][0]["world_size"], 5, "{}", doc["jobs"][0]["world_size"]);
-    let numbers = |ranks: &serde_json::Value, file: &str| -> Vec<u64> {
-        ranks
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["file"].as_str().unwrap().contains(file))
-            .map(|r| r["rank"].as_u64().unwrap())
-            .collect()
+    let (analysed, replayed, perfetto) = (dir.join("analyze.json"), dir.join("replay.json"), dir.join("timeline.json"));
+    // The numbers of each file's ranks, as `analyze` gives them and as the replay reads the
+    // job whole (writing a Perfetto timeline it reads every event); one bad file: exit 2.
+    let numbers_by = |command: &str, file: &str| -> Vec<u64> {
+        let out = if command == "analyze" { &analysed } else { &replayed };
+        let mut args: Vec<&std::ffi::OsStr> = vec![command.as_ref(), job.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
+        if command == "replay" {
+            args.extend(["--perfetto".as_ref(), perfetto.as_os_str()]);
+        }
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        let doc = json(out);
+        let ranks = doc["jobs"][0]["ranks"].as_array().unwrap().clone();
+        ranks.iter().filter(|r| r["file"].as_str().unwrap().contains(file)).map(|r| r["rank"].as_u64().unwrap()).collect()
     };
-    let ranks = &doc["jobs"][0]["ranks"];
-    assert_eq!((numbers(ranks, "a.sqlite"), numbers(ranks, "c.sqlite")), (vec![0, 1], vec![3, 4]), "analyze");
-    // Read whole (the replay writing a Perfetto timeline reads every event of the job).
-    let (out, perfetto) = (dir.join("replay.json"), dir.join("timeline.json"));
-    let o = run(&[
-        "replay".as_ref(),
-        job.as_os_str(),
-        "--json".as_ref(),
-        out.as_os_str(),
-        "--perfetto".as_ref(),
-        perfetto.as_os_str(),
-        "-q".as_ref(),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let ranks = &json(&out)["jobs"][0]["ranks"];
-    assert_eq!((numbers(ranks, "a.sqlite"), numbers(ranks, "c.sqlite")), (vec![0, 1], vec![3, 4]), "replay, the job read whole");
+    for command in ["analyze", "replay"] {
+        assert_eq!((numbers_by(command, "a.sqlite"), numbers_by(command, "c.sqlite")), (vec![0, 1], vec![3, 4]), "{command}");
+    }
+    assert_eq!(json(&analysed)["jobs"][0]["world_size"], 5, "the damaged export counts one rank");
     // An export whose ranks can be listed (its kernel tables read) but whose events cannot:
     // it counts its two ranks in both ways of reading.
     std::fs::copy(export(H100), job.join("b.sqlite")).unwrap();
     Connection::open(job.join("b.sqlite")).unwrap().execute_batch("ALTER TABLE NVTX_EVENTS RENAME COLUMN start TO begin;").unwrap();
-    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), analysed.as_os_str(), "-q".as_ref()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let ranks = &json(&analysed)["jobs"][0]["ranks"];
-    assert_eq!(numbers(ranks, "c.sqlite"), vec![4, 5], "analyze");
-    let o = run(&[
-        "replay".as_ref(),
-        job.as_os_str(),
-        "--json".as_ref(),
-        out.as_os_str(),
-        "--perfetto".as_ref(),
-        perfetto.as_os_str(),
-        "-q".as_ref(),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert_eq!(numbers(&json(&out)["jobs"][0]["ranks"], "c.sqlite"), vec![4, 5], "replay, the job read whole");
+    for command in ["analyze", "replay"] {
+        assert_eq!(numbers_by(command, "c.sqlite"), vec![4, 5], "{command}");
+    }
+    assert_eq!(json(&analysed)["jobs"][0]["world_size"], 6);
 }
 
 #[test]
