@@ -656,6 +656,8 @@ fn a_world_grown_to_part_of_a_second_node_costs_no_more_than_two_nodes() {
         assert!(o.status.success(), "{}", stderr(&o));
         let job = &json(&out)["jobs"][0];
         assert!(!job["notes"].to_string().contains("without a price"), "{n}: {}", job["notes"]);
+        // Past one node (8 GPUs) the groups cross nodes, and that is said.
+        assert_eq!(job["notes"].to_string().contains("the grown groups span nodes of 8 GPUs"), n.parse::<u32>().unwrap() > 8, "{n}");
         job["replayed_job_step_us"].as_f64().unwrap() / 1000.0
     };
     let steps: Vec<f64> = ["8", "9", "12", "15", "16", "32"].iter().map(|n| step_ms(n)).collect();

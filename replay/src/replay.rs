@@ -1062,6 +1062,17 @@ fn recost_communication(
             }
         ));
     }
+    // A job in one node grown past it: its groups now cross nodes, at the NICs' price.
+    if let Some(to) = opts.world_size
+        && i64::from(to) > i64::from(opts.gpus_per_node)
+        && world <= i64::from(opts.gpus_per_node)
+        && grown > 0
+    {
+        notes.push(format!(
+            "--world-size {to}: the grown groups span nodes of {} GPUs and are priced across them (give --gpus-per-node to keep them in one node)",
+            opts.gpus_per_node
+        ));
+    }
     if let Some(to) = opts.world_size
         && i64::from(to) < world
     {
