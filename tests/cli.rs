@@ -2471,6 +2471,32 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
 /// synthetic job over 3 and over 5 steps (known truth: every step alike) had read as 67 % more
 /// busy time and failed a `busy` gate. Over equal step counts the times stay per rank.
 #[test]
+fn gemms_held_to_the_targets_sustained_rate_are_said_to_be() {
+    // Known truth: B's GEMMs at 0.95 of H100's peak, past the 665.7 TFLOP/s a busy H100 holds.
+    // Projected through B's profile, A's GEMMs stop at that rate: said, where it had been silent
+    // (a faster truth then predicted 14 % slow with no word). At 0.6 nothing is held.
+    let dir = scratch("held-to-sustained");
+    let (a, fast, slow) = (dir.join("a"), dir.join("fast"), dir.join("slow"));
+    synth(&a, &[]);
+    let note = |truth: &Path, efficiency: &str| -> String {
+        synth(truth, &["--gemm-efficiency", efficiency]);
+        let profile = dir.join(format!("{efficiency}.json"));
+        let o = run(&["calibrate".as_ref(), truth.as_os_str(), "-q".as_ref(), "--out".as_ref(), profile.as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o =
+            run(&["replay".as_ref(), a.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = note(&fast, "0.95");
+    assert!(
+        text.contains("GEMM kernel(s)") && text.contains("at a bound of h100-sxm: the rate it sustains under load (665.7 TFLOP/s"),
+        "{text}"
+    );
+    assert!(!note(&slow, "0.6").contains("at a bound of"));
+}
+
+#[test]
 fn kernels_the_target_has_no_peak_for_are_kept_and_said_so() {
     // An A100 job's FP32 GEMMs onto Gaudi 2, whose datasheet (and catalog entry) gives BF16
     // alone: kept at their measured time under a rule that says why, not "no work model".

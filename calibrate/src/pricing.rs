@@ -251,6 +251,9 @@ fn link_spec_band(bytes: f64) -> f64 {
 /// Measured shapes a GEMM table needs to price by shape (a sweep, not a best-shape search).
 pub const MIN_TABLE_SHAPES: usize = 8;
 
+/// How a GEMM price held to the GPU's sustained rate ends its basis ([`Price::at_a_bound`]).
+const HELD_TO_SUSTAINED: &str = ": the tables time a moment, a busy GPU runs at its power limit";
+
 /// A price.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Price {
@@ -265,6 +268,22 @@ pub struct Price {
     /// Relative band of the rule (its measured error).
     pub band: f64,
 }
+
+impl Price {
+    /// Whether a GEMM's price ends at a bound of its GPU, slower than its tables or a correction
+    /// of them say: held to the rate it sustains under load (no correction after it), or capped
+    /// at the fastest it was measured.
+    pub fn at_a_bound(&self) -> bool {
+        let bound = [self.basis.rfind(HELD_TO_SUSTAINED), self.basis.rfind(CAPPED_AT_BEST)].into_iter().flatten().max();
+        bound.is_some_and(|b| self.basis.rfind(SCALED_BY).is_none_or(|s| s < b))
+    }
+}
+
+/// How a GEMM price capped at the fastest its GPU was measured says so ([`Price::at_a_bound`]).
+const CAPPED_AT_BEST: &str = "% of peak, the fastest this GPU was measured";
+
+/// How a correction's ratio is applied to a GEMM price ([`Price::at_a_bound`]).
+const SCALED_BY: &str = "; × ";
 
 /// A GEMM's shape and input type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1207,7 +1226,7 @@ impl Pricing {
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
-            p.basis.push_str(&format!("; × {ratio:.3}, {from}"));
+            p.basis.push_str(&format!("{SCALED_BY}{ratio:.3}, {from}"));
             if ratio < 1.0
                 && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
             {
@@ -1356,11 +1375,7 @@ impl Pricing {
             return;
         }
         p.time_us = floor;
-        p.basis.push_str(&format!(
-            "; held at {:.1} TFLOP/s, the rate {}: the tables time a moment, a busy GPU runs at its power limit",
-            rate / 1e12,
-            sustained_words(gpu, &rows)
-        ));
+        p.basis.push_str(&format!("; held at {:.1} TFLOP/s, the rate {}{HELD_TO_SUSTAINED}", rate / 1e12, sustained_words(gpu, &rows)));
     }
 
     /// The GEMM rate `gpu` holds under sustained load in `dtype`'s class, FLOP/s, and
@@ -3257,7 +3272,7 @@ fn cap_at_best(time_us: &mut f64, gpu: &Gpu, shape: &GemmShape, best: Option<&(f
     let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
     (*time_us < floor).then(|| {
         *time_us = floor;
-        format!("; capped at {:.0} % of peak, the fastest this GPU was measured ({from})", 100.0 * b)
+        format!("; capped at {:.0} {CAPPED_AT_BEST} ({from})", 100.0 * b)
     })
 }
 

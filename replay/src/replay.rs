@@ -426,6 +426,8 @@ fn project_kernels(
     // 16-bit work of a type the target has no path for (V100: FP16, no BF16), priced as the
     // other: counted, and said once (only `hw cost`'s basis had said it).
     let mut other_path: std::collections::BTreeMap<(&'static str, &'static str), usize> = Default::default();
+    // GEMMs held to the target's sustained rate, slower than its tables (or a profile's correction of them) say.
+    let (mut held, mut held_us) = (0usize, 0.0);
     for (t, k) in work {
         if let Some(d) = k.dtype
             && let Some(other) = target.gpu.as_ref().and_then(|g| g.sixteen_bit_stand_in(d))
@@ -434,6 +436,9 @@ fn project_kernels(
         }
         let measured_us = eg.graph.dur_ns[t] as f64 / 1000.0;
         let cost = model.kernel(&k, measured_us);
+        if cost.at_a_bound {
+            (held, held_us) = (held + 1, held_us + cost.us);
+        }
         let e = shares.entry(cost.rule).or_default();
         e.0 += 1;
         e.1 += measured_us;
@@ -445,6 +450,16 @@ fn project_kernels(
         band[0] += cost.low_us;
         band[1] += cost.high_us;
         eg.graph.dur_ns[t] = (cost.us * 1000.0).round() as i64;
+    }
+    if held > 0 {
+        let gpu = target.gpu.as_ref();
+        let rate = gpu.and_then(|g| pricing.sustained_gemm_rate(g, tracecast_calibrate::catalog::Dtype::Bf16));
+        notes.push(format!(
+            "{held} GEMM kernel(s) ({:.3} ms projected) at a bound of {}: the rate it sustains under load{}, or the fastest it was measured at (`hw cost` says which): no table or profile's correction prices them faster",
+            held_us / 1000.0,
+            gpu.map_or("the target", |g| g.id.as_str()),
+            rate.map_or(String::new(), |(r, who)| format!(" ({:.1} TFLOP/s in 16 bits, {who})", r / 1e12))
+        ));
     }
     for ((dtype, other), kernels) in other_path {
         notes.push(format!(
