@@ -329,7 +329,8 @@ impl CrossDevice<'_> {
                 let at = |t: f64| lt + excess * (t - lt) / work_s;
                 return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule, at_a_bound: false };
             }
-            no_target_peak = op.flops.is_some() && at_peak > 0.0 && target_at(1.0, 1.0).is_none();
+            // Only where the work model holds (the measurement could have done the work).
+            no_target_peak = op.flops.is_some() && at_peak > 0.0 && at_peak <= measured_us && target_at(1.0, 1.0).is_none();
         }
         if ls > 0.0 && measured_us <= SHORT_KERNEL_FLOORS * ls {
             let us = measured_us * lt / ls;

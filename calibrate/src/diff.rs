@@ -150,6 +150,12 @@ impl TraceDiff {
         if self.per_step.is_some() { "per rank and step" } else { "per rank" }
     }
 
+    /// How much kernel time the runs share, in words (`diff` and the report's diff lead with it).
+    pub fn shared_words(&self) -> String {
+        let [a, b] = self.kernel_time_shared;
+        format!("Kernels both ran: {:.1} % of A's kernel time, {:.1} % of B's", 100.0 * a, 100.0 * b)
+    }
+
     /// A note when the two runs share little of their kernel time ([`LITTLE_IN_COMMON`]).
     pub fn little_in_common(&self) -> Option<String> {
         let [a, b] = self.kernel_time_shared;

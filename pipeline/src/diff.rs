@@ -94,12 +94,7 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
     }
     let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
     writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
-    writeln!(
-        out,
-        "Kernels both ran: {:.1} % of A's kernel time, {:.1} % of B's",
-        100.0 * d.kernel_time_shared[0],
-        100.0 * d.kernel_time_shared[1]
-    )?;
+    writeln!(out, "{}", d.shared_words())?;
     if let Some(note) = d.little_in_common() {
         writeln!(out, "note: {note}")?;
     }

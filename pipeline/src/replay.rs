@@ -233,7 +233,7 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
             .map(|c| format!("{} {:.3} → {:.3}", c.class.as_str(), c.measured_us / 1000.0, c.projected_us / 1000.0))
             .collect();
         writeln!(out, "  by kernel class (ms): {}", by_class.join(" · "))?;
-        let total: f64 = p.rules.iter().map(|s| s.projected_us).sum();
+        let total = p.projected_us();
         let [low, high] = p.projected_band_us.map(|x| x / 1000.0);
         writeln!(out, "  projected kernel time {:.3} ms (95 % band of the efficiencies: {low:.3}–{high:.3} ms)", total / 1000.0)?;
     }

@@ -582,7 +582,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .map(|c| vec![c.class.as_str().to_string(), c.kernels.to_string(), ms(c.measured_us), ms(c.projected_us)])
                 .collect();
             page.table("By kernel class", &["class", "kernels", "measured ms", "projected ms"], &rows);
-            let total: f64 = pr.rules.iter().map(|r| r.projected_us).sum();
+            let total = pr.projected_us();
             let [low, high] = pr.projected_band_us;
             let words = format!("Projected kernel time {} ms (95 % band of the efficiencies: {}–{} ms).", ms(total), ms(low), ms(high));
             let _ = write!(page.html, "<p>{}</p>", esc(&words));
@@ -629,12 +629,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
     }
     // How much the runs share, as `diff` leads with it: two unrelated workloads compare little.
-    let [a, b] = d.kernel_time_shared;
-    let _ = write!(
-        page.html,
-        "<p class=\"meta\">{}</p>",
-        esc(&format!("Kernels both ran: {:.1} % of A's kernel time, {:.1} % of B's.", 100.0 * a, 100.0 * b))
-    );
+    let _ = write!(page.html, "<p class=\"meta\">{}.</p>", esc(&d.shared_words()));
     if let Some(note) = d.little_in_common() {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
     }

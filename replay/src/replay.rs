@@ -158,7 +158,7 @@ fn priced_scaling(
     from: i64,
     to: u32,
     opts: &ReplayOptions,
-) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule)> {
+) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule, tracecast_calibrate::pricing::PriceRule)> {
     use tracecast_calibrate::pricing::PriceRule;
     let price = |n: u32, per_node: u32, below_counts: bool| {
         pricing
@@ -184,9 +184,9 @@ fn priced_scaling(
         None if n <= opts.gpus_per_node => in_node(n),
         None => None,
     };
-    let (old, _) = priced(from)?;
+    let (old, old_rule) = priced(from)?;
     let (new, rule) = priced(to)?;
-    Some((old, new, rule))
+    Some((old, new, old_rule, rule))
 }
 
 /// How much longer a collective's transfer gets when its group grows from
@@ -339,6 +339,13 @@ pub struct ProjectionReport {
     /// Per kernel class: kernels, their measured and projected time (to set
     /// beside a measured trace of the target, class by class).
     pub classes: Vec<ClassShare>,
+}
+
+impl ProjectionReport {
+    /// The projected time of the compute kernels, µs (every rule's share).
+    pub fn projected_us(&self) -> f64 {
+        self.rules.iter().fold(0.0, |sum, r| sum + r.projected_us)
+    }
 }
 
 /// One kernel class of a projection.
@@ -949,7 +956,7 @@ fn recost_communication(
     let world = i64::from(world);
     let mut new_transfer: FxHashMap<usize, i64> = FxHashMap::default();
     let (mut unknown, mut relinked, mut grown, mut split) = (0usize, 0usize, 0usize, 0usize);
-    let mut priced_by: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let mut priced_by: std::collections::BTreeMap<(&'static str, &'static str), usize> = Default::default();
     let mut spanning = 0usize;
     let (mut waited, mut waited_us) = (0usize, 0.0f64);
     // --world-size at the job's own size resizes nothing (said below).
@@ -987,8 +994,9 @@ fn recost_communication(
                 let to = opts.world_size.unwrap_or(1);
                 match priced.zip(c.bytes).and_then(|((gpu, p), bytes)| priced_scaling(p, gpu, c.collective, bytes as f64, world, to, opts))
                 {
-                    Some((old_ns, new_ns, rule)) => {
-                        *priced_by.entry(rule.as_str()).or_default() += 1;
+                    Some((old_ns, new_ns, old_rule, rule)) => {
+                        // Both sizes' rules where they differ: an upper bound at the job's size is said too.
+                        *priced_by.entry((old_rule.as_str(), rule.as_str())).or_default() += 1;
                         // A transfer far slower than the pricing layer's price at the job's
                         // size (under a quarter of its bus bandwidth) waited for peers: that
                         // part is a wait, kept as measured, and only the priced transfer scales.
@@ -1063,7 +1071,14 @@ fn recost_communication(
     }
     let priced_count: usize = priced_by.values().sum();
     if priced_count > 0 {
-        let rules: Vec<String> = priced_by.iter().map(|(r, n)| format!("{n} by {r}")).collect();
+        let rules: Vec<String> = priced_by
+            .iter()
+            .map(
+                |((old, new), n)| {
+                    if old == new { format!("{n} by {new}") } else { format!("{n} by {old} at the job's size, {new} at the new") }
+                },
+            )
+            .collect();
         notes.push(format!(
             "--world-size: {priced_count} of {grown} resized collective(s) scaled by the pricing layer's price at both sizes ({}){}",
             rules.join(", "),
