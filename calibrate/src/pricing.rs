@@ -251,9 +251,6 @@ fn link_spec_band(bytes: f64) -> f64 {
 /// Measured shapes a GEMM table needs to price by shape (a sweep, not a best-shape search).
 pub const MIN_TABLE_SHAPES: usize = 8;
 
-/// How a GEMM price held to the GPU's sustained rate ends its basis ([`Price::at_a_bound`]).
-const HELD_TO_SUSTAINED: &str = ": the tables time a moment, a busy GPU runs at its power limit";
-
 /// A price.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Price {
@@ -267,23 +264,20 @@ pub struct Price {
     pub basis: String,
     /// Relative band of the rule (its measured error).
     pub band: f64,
+    /// Whether a GEMM's price ends at a bound of its GPU, slower than its tables or a correction
+    /// of them say: held to the rate it sustains under load (no correction after it), or capped
+    /// at the fastest it was measured ([`Price::at_a_bound`]). Set where the bound is applied,
+    /// not read back from the basis, which can quote another price's words.
+    #[serde(skip)]
+    bound: bool,
 }
 
 impl Price {
-    /// Whether a GEMM's price ends at a bound of its GPU, slower than its tables or a correction
-    /// of them say: held to the rate it sustains under load (no correction after it), or capped
-    /// at the fastest it was measured.
+    /// Whether a GEMM's price ends at a bound of its GPU (the sustained rate, the fastest measured).
     pub fn at_a_bound(&self) -> bool {
-        let bound = [self.basis.rfind(HELD_TO_SUSTAINED), self.basis.rfind(CAPPED_AT_BEST)].into_iter().flatten().max();
-        bound.is_some_and(|b| self.basis.rfind(SCALED_BY).is_none_or(|s| s < b))
+        self.bound
     }
 }
-
-/// How a GEMM price capped at the fastest its GPU was measured says so ([`Price::at_a_bound`]).
-const CAPPED_AT_BEST: &str = "% of peak, the fastest this GPU was measured";
-
-/// How a correction's ratio is applied to a GEMM price ([`Price::at_a_bound`]).
-const SCALED_BY: &str = "; × ";
 
 /// A GEMM's shape and input type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -905,6 +899,7 @@ impl Pricing {
                 rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
             );
             return Some(Price {
+                bound: false,
                 time_us: p.1.exp(),
                 rule: PriceRule::GemmMeasuredShape,
                 extrapolated: false,
@@ -1015,7 +1010,7 @@ impl Pricing {
                 ));
             }
             let other_memory = self.measured_on_other_memory(gpu, t);
-            let mut price = Price { time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
+            let mut price = Price { bound: false, time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
             if (extrapolated || other_memory)
                 && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price)
             {
@@ -1226,11 +1221,14 @@ impl Pricing {
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
-            p.basis.push_str(&format!("{SCALED_BY}{ratio:.3}, {from}"));
+            p.basis.push_str(&format!("; × {ratio:.3}, {from}"));
+            // A correction after a hold prices past it; a cap after the correction is a bound again.
+            p.bound = false;
             if ratio < 1.0
                 && let Some(capped) = cap_at_best(&mut p.time_us, gpu, shape, self.best_gemm_fraction(gpu, shape.dtype).as_ref())
             {
                 p.basis.push_str(&capped);
+                p.bound = true;
             }
             if ratio < 1.0 && (p.extrapolated || other_memory) && self.at_least_its_traffic(gpu, shape, p).is_some() {
                 p.basis.push_str("; held at its operands' traffic");
@@ -1375,7 +1373,12 @@ impl Pricing {
             return;
         }
         p.time_us = floor;
-        p.basis.push_str(&format!("; held at {:.1} TFLOP/s, the rate {}{HELD_TO_SUSTAINED}", rate / 1e12, sustained_words(gpu, &rows)));
+        p.basis.push_str(&format!(
+            "; held at {:.1} TFLOP/s, the rate {}: the tables time a moment, a busy GPU runs at its power limit",
+            rate / 1e12,
+            sustained_words(gpu, &rows)
+        ));
+        p.bound = true;
     }
 
     /// The GEMM rate `gpu` holds under sustained load in `dtype`'s class, FLOP/s, and
@@ -1484,7 +1487,9 @@ impl Pricing {
         // (V100's 1024³ FP16 GEMM, scaled from Hopper's 8× the peak, had run at 100 %
         // of its peak, as had a user's new GPU's).
         let typical = if best.is_none() { self.typical_best_fraction(gpu, shape.dtype, exclude) } else { None };
-        let capped = cap_at_best(&mut time_us, gpu, shape, best.as_ref()).or_else(|| {
+        let at_best = cap_at_best(&mut time_us, gpu, shape, best.as_ref());
+        let bound = at_best.is_some();
+        let capped = at_best.or_else(|| {
             let (b, n) = typical?;
             let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
             (time_us < floor).then(|| {
@@ -1503,7 +1508,7 @@ impl Pricing {
             )),
             learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
         ) + capped.as_deref().unwrap_or("");
-        Some(Price { time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
+        Some(Price { bound, time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
     }
 
     /// The best fraction of its `dtype` peak any measured GEMM of `gpu` reached
@@ -1807,6 +1812,7 @@ impl Pricing {
         let median = if n % 2 == 1 { ratios[n / 2].0 } else { (ratios[n / 2 - 1].0 * ratios[n / 2].0).sqrt() };
         let shared = ratios.iter().map(|(r, f)| format!("{f} ×{:.2}", 1.0 / r)).collect::<Vec<_>>().join(", ");
         let price = Price {
+            bound: false,
             time_us: theirs.time_us * median,
             rule: PriceRule::AttentionCarried,
             extrapolated: theirs.extrapolated,
@@ -1915,6 +1921,7 @@ impl Pricing {
             None => (time_us, how),
         };
         let price = Price {
+            bound: false,
             time_us,
             rule: PriceRule::AttentionSpecModel,
             extrapolated: true,
@@ -2107,7 +2114,7 @@ impl Pricing {
             if same_mask { "" } else { ", other mask" },
             sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
         );
-        Some((Price { time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND }, fam))
+        Some((Price { bound: false, time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND }, fam))
     }
 
     /// What `collective` of `bytes` (nccl-tests size) over `gpus` GPUs,
@@ -2156,6 +2163,7 @@ impl Pricing {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
             return Some(Price {
+                bound: false,
                 time_us: t,
                 rule: PriceRule::CollectiveMeasured,
                 extrapolated: false,
@@ -2389,6 +2397,7 @@ impl Pricing {
             };
             if let Some((ring, basis)) = ring.filter(|(t, _)| *t > time_us) {
                 return Some(Price {
+                    bound: false,
                     time_us: ring,
                     rule: PriceRule::CollectiveRing,
                     extrapolated: true,
@@ -2410,7 +2419,7 @@ impl Pricing {
             substitution.map(|s| format!("; {s}")).unwrap_or_default(),
             steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
         );
-        Some(Price { time_us, rule, extrapolated, basis, band: held_band.unwrap_or(rule.band()) })
+        Some(Price { bound: false, time_us, rule, extrapolated, basis, band: held_band.unwrap_or(rule.band()) })
     }
 
     /// A curve measured across nodes carried onto the query's network (the
@@ -2480,6 +2489,7 @@ impl Pricing {
     ) -> Option<Price> {
         if let Some((fit, band)) = fits[usize::from(across_nodes)] {
             return Some(Price {
+                bound: false,
                 time_us: fit.transfer_us(bytes),
                 rule: PriceRule::CollectiveProfileFit,
                 extrapolated: false,
@@ -2560,7 +2570,7 @@ impl Pricing {
             alpha_us
         };
         let time_us = alpha_us + k * bytes / (busbw * 1e3);
-        Some(Price { time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: link_spec_band(bytes) })
+        Some(Price { bound: false, time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: link_spec_band(bytes) })
     }
 }
 
@@ -2760,7 +2770,7 @@ impl Pricing {
                 }
             }
         }
-        Some(Price { time_us, rule: PriceRule::CollectiveProfileFit, extrapolated, basis: parts.join("; "), band })
+        Some(Price { bound: false, time_us, rule: PriceRule::CollectiveProfileFit, extrapolated, basis: parts.join("; "), band })
     }
 
     /// [`Pricing::collective_with_fits`] of an all-to-all of `bytes` per GPU: its share to
@@ -2792,6 +2802,7 @@ impl Pricing {
         }
         let slowest = tiers.iter().map(|t| t.0).fold(0.0, f64::max);
         Some(Price {
+            bound: false,
             time_us: slowest,
             rule: PriceRule::CollectiveProfileFit,
             extrapolated: tiers.iter().any(|t| t.2),
@@ -3272,7 +3283,7 @@ fn cap_at_best(time_us: &mut f64, gpu: &Gpu, shape: &GemmShape, best: Option<&(f
     let floor = shape.flops() / (b * peak(gpu, shape.dtype)?) * 1e6;
     (*time_us < floor).then(|| {
         *time_us = floor;
-        format!("; capped at {:.0} {CAPPED_AT_BEST} ({from})", 100.0 * b)
+        format!("; capped at {:.0} % of peak, the fastest this GPU was measured ({from})", 100.0 * b)
     })
 }
 
