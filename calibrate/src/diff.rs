@@ -313,7 +313,7 @@ impl DiffSide {
         // as that share of a rank: one rank of four with one step of three had read as a
         // quarter less busy time per rank, a slower run as faster (and passed a gate). Steps
         // are counted as the job's step time counts them: those that ran GPU work.
-        let rank_notes = j.notes_by_text().into_iter().map(|(n, ranks)| format!("{}: {n}", rank_list(&ranks))).collect();
+        let rank_notes = j.notes_in_words();
         let mut notes = Vec::new();
         let worked = |r: &tracecast_ingest::analysis::RankAnalysis| r.steps.iter().filter(|s| s.ran_gpu_work()).count();
         let most = j.ranks.iter().map(worked).max().unwrap_or(0);

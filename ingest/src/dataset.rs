@@ -146,10 +146,9 @@ pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String, 
     crate::output::write_atomic(&path, &bytes)
 }
 
-/// Where the file named `file` is: its canonical path, else (a file gone) its absolute one.
+/// Where the file named `file` is, as inputs are known ([`crate::input::file_key`]).
 fn where_file_is(file: &str) -> PathBuf {
-    let p = Path::new(file);
-    p.canonicalize().or_else(|_| std::path::absolute(p)).unwrap_or_else(|_| p.to_path_buf())
+    crate::input::file_key(Path::new(file)).unwrap_or_else(|| file.into())
 }
 
 /// Dataset `dir`'s record of the files it could not take in (file, why[, NOT_A_RANK]); none

@@ -217,15 +217,10 @@ pub fn for_each_listed<T>(
     Ok(failed)
 }
 
-/// Reads the jobs the inputs stand for whole, one at a time (so only one is
-/// held in memory), and hands each to `each_job`; bad files are reported on
-/// stderr (see [`for_each_input`]). Returns whether any file was bad.
-pub fn for_each_job(inputs: &Inputs, each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
-    for_each_job_in(inputs, &WindowOptions::default(), each_job)
-}
-
-/// [`for_each_job`] for the analysed `window`: a rank whose trace has none of its `--steps` is
-/// a failure naming the steps it has, as `analyze` says it, not a rank of the job.
+/// Reads the jobs the inputs stand for whole, one at a time (so only one is held in memory),
+/// and hands each to `each_job`; bad files are reported on stderr (see [`for_each_input`]).
+/// Returns whether any file was bad. A rank whose trace has none of the analysed `window`'s
+/// `--steps` is a failure naming the steps it has, as `analyze` says it, not a rank of the job.
 pub fn for_each_job_in(inputs: &Inputs, window: &WindowOptions, mut each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
     let read_opts = inputs.read.read_options()?;
     let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {

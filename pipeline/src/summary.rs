@@ -206,11 +206,11 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             }
         }
     }
-    let notes = a.notes_by_text();
+    let notes = a.notes_in_words();
     if !notes.is_empty() {
         writeln!(w, "\nNotes:")?;
-        for (n, ranks) in notes {
-            writeln!(w, "  {}: {n}", tracecast_ingest::analysis::rank_list(&ranks))?;
+        for n in notes {
+            writeln!(w, "  {n}")?;
         }
     }
     writeln!(w)?;

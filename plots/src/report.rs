@@ -213,11 +213,11 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
         page.html.push_str("</ul>");
     }
     // What the analysis noted of the ranks (a GPU the trace does not name, shapes it lacks, …), as `analyze` prints it.
-    let notes = a.notes_by_text();
+    let notes = a.notes_in_words();
     if !notes.is_empty() {
         page.html.push_str("<p class=\"note\">Notes:</p><ul class=\"note\">");
-        for (n, ranks) in notes {
-            let _ = write!(page.html, "<li>{}: {}</li>", esc(&tracecast_ingest::analysis::rank_list(&ranks)), esc(n));
+        for n in notes {
+            let _ = write!(page.html, "<li>{}</li>", esc(&n));
         }
         page.html.push_str("</ul>");
     }

@@ -744,9 +744,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     }
     // What `analyze` says of each rank, said here too (a rank with no GPU work replays to zeros).
     if opts.rank_notes {
-        for (n, ranks) in analysis::notes_by_text(parts.iter().map(|p| (p.rank, p.notes.as_slice()))) {
-            notes.push(format!("{}: {n}", analysis::rank_list(&ranks)));
-        }
+        notes.extend(analysis::notes_in_words(parts.iter().map(|p| (p.rank, p.notes.as_slice()))));
     }
     let pieces: Vec<RankPiece> = parts.iter_mut().map(|p| std::mem::take(&mut p.piece)).collect();
     for p in &mut parts {

@@ -282,6 +282,11 @@ impl JobAnalysis {
         notes_by_text(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
     }
 
+    /// [`JobAnalysis::notes_by_text`], one line a note ([`notes_in_words`]).
+    pub fn notes_in_words(&self) -> Vec<String> {
+        notes_in_words(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
+    }
+
     /// How one part of the breakdown spreads over the job's ranks (`None` without ranks):
     /// its two ends with their ranks, and the 10th, 50th and 90th percentiles, each
     /// between the two nearest ranks (the median of an even count is the mean of the middle two).
@@ -686,6 +691,11 @@ pub fn runs_apart(starts: impl Iterator<Item = Option<i64>>, alignment: Option<&
     const HOUR_NS: i64 = 3_600_000_000_000;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
         .then(|| format!("their GPU windows start {:.1} h apart", hi.saturating_sub(lo) as f64 / HOUR_NS as f64))
+}
+
+/// What the analysis says of ranks, one line a note: `ranks 0–3: …` ([`notes_by_text`], [`rank_list`]).
+pub fn notes_in_words<'a>(ranks: impl Iterator<Item = (u32, &'a [String])>) -> Vec<String> {
+    notes_by_text(ranks).into_iter().map(|(n, ranks)| format!("{}: {n}", rank_list(&ranks))).collect()
 }
 
 /// Each distinct note of `ranks` (rank, its notes), with the ranks it was made for, in the order
