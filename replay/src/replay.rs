@@ -160,23 +160,22 @@ fn priced_scaling(
     opts: &ReplayOptions,
 ) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule, tracecast_calibrate::pricing::PriceRule)> {
     use tracecast_calibrate::pricing::PriceRule;
-    let price = |n: u32, per_node: u32, below_counts: bool| {
-        pricing
-            .collective(gpu, &CollectiveQuery::new(collective, bytes, n, per_node))
-            .filter(|p| (below_counts || p.rule != PriceRule::CollectiveBelowCounts) && p.time_us > 0.0)
-            .map(|p| (p.time_us * 1000.0, p.rule))
-    };
     // In a node, a count below the measured curves' takes a measured node's price scaled by
     // the bus factor (below); across nodes, the smallest measured count's curve, the upper
     // bound `hw cost` prices it at (9–15 H100s, 8 a node, had fallen to the nominal links and
     // cost 5× what 16 did).
-    let in_node_of = |n: u32, per_node: u32| price(n, per_node, false);
-    let at = |n: u32| price(n, opts.gpus_per_node, n > opts.gpus_per_node);
+    let price = |n: u32, per_node: u32| {
+        pricing
+            .collective(gpu, &CollectiveQuery::new(collective, bytes, n, per_node))
+            .filter(|p| (n > per_node || p.rule != PriceRule::CollectiveBelowCounts) && p.time_us > 0.0)
+            .map(|p| (p.time_us * 1000.0, p.rule))
+    };
+    let at = |n: u32| price(n, opts.gpus_per_node);
     let from = u32::try_from(from).ok()?;
     let in_node = |n: u32| {
         let k = |n: u32| collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0);
         let (m, (price, rule)) =
-            (n + 1..=LARGEST_NODE.max(opts.gpus_per_node)).find_map(|m| in_node_of(m, m.max(opts.gpus_per_node)).map(|p| (m, p)))?;
+            (n + 1..=LARGEST_NODE.max(opts.gpus_per_node)).find_map(|m| price(m, m.max(opts.gpus_per_node)).map(|p| (m, p)))?;
         Some((price * k(n)? / k(m)?, rule))
     };
     let priced = |n: u32| match at(n) {
@@ -434,7 +433,7 @@ fn project_kernels(
     // other: counted, and said once (only `hw cost`'s basis had said it).
     let mut other_path: std::collections::BTreeMap<(&'static str, &'static str), usize> = Default::default();
     // GEMMs held to the target's sustained rate, slower than its tables (or a profile's correction of them) say.
-    let (mut held, mut held_us) = (0usize, 0.0);
+    let (mut held, mut held_us, mut held_dtypes) = (0usize, 0.0, std::collections::BTreeSet::new());
     for (t, k) in work {
         if let Some(d) = k.dtype
             && let Some(other) = target.gpu.as_ref().and_then(|g| g.sixteen_bit_stand_in(d))
@@ -445,6 +444,7 @@ fn project_kernels(
         let cost = model.kernel(&k, measured_us);
         if cost.at_a_bound {
             (held, held_us) = (held + 1, held_us + cost.us);
+            held_dtypes.insert(k.dtype);
         }
         let e = shares.entry(cost.rule).or_default();
         e.0 += 1;
@@ -460,12 +460,17 @@ fn project_kernels(
     }
     if held > 0 {
         let gpu = target.gpu.as_ref();
-        let rate = gpu.and_then(|g| pricing.sustained_gemm_rate(g, tracecast_calibrate::catalog::Dtype::Bf16));
+        // The sustained rate quoted only where the held kernels are of one number format (its rate).
+        let one_dtype = match held_dtypes.iter().collect::<Vec<_>>().as_slice() {
+            [Some(d)] => Some(*d),
+            _ => None,
+        };
+        let rate = gpu.zip(one_dtype).and_then(|(g, d)| Some((pricing.sustained_gemm_rate(g, d)?, d)));
         notes.push(format!(
             "{held} GEMM kernel(s) ({:.3} ms projected) at a bound of {}: the rate it sustains under load{}, or the fastest it was measured at (`hw cost` says which): no table or profile's correction prices them faster",
             held_us / 1000.0,
             gpu.map_or("the target", |g| g.id.as_str()),
-            rate.map_or(String::new(), |(r, who)| format!(" ({:.1} TFLOP/s in 16 bits, {who})", r / 1e12))
+            rate.map_or(String::new(), |((r, who), d)| format!(" ({:.1} TFLOP/s in {}, {who})", r / 1e12, d.as_str()))
         ));
     }
     for ((dtype, other), kernels) in other_path {
