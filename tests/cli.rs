@@ -2024,6 +2024,29 @@ fn every_command_computes_each_per_rank_fact_once() {
         ),
         (vec!["ingest".into(), d.into(), "--out".into(), out("ds")], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=0")),
     ];
+    // A step range is checked against the steps the rank's one context finds, not a scan of its own.
+    let steps = ["--steps".to_string(), "2-3".to_string()];
+    let ranged: Vec<(Vec<String>, String)> = vec![
+        (vec!["analyze".into(), d.into()], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=1")),
+        (vec!["replay".into(), d.into()], format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1")),
+        (
+            vec!["replay".into(), d.into(), "--perfetto".into(), out("t2.json")],
+            format!("{all4} analysis=0 kernel_work=0 graph=4 matching=1"),
+        ),
+        (
+            vec!["report".into(), d.into(), "--out".into(), out("r2.html"), "--target".into(), "a100-80gb".into()],
+            format!("{all4} analysis=4 kernel_work=4 graph=4 matching=1"),
+        ),
+        (
+            vec!["diff".into(), d.into(), d.into()],
+            "classes=8 links=8 steps=8 sets=8 instances=8 analysis=8 kernel_work=8 graph=0 matching=2".into(),
+        ),
+        (vec!["ingest".into(), d.into(), "--out".into(), out("ds2")], format!("{all4} analysis=4 kernel_work=0 graph=0 matching=0")),
+    ];
+    let cases = cases.into_iter().chain(ranged.into_iter().map(|(mut args, want)| {
+        args.extend(steps.iter().cloned());
+        (args, want)
+    }));
     for (args, want) in cases {
         let o = bin().args(&args).arg("-q").env("TRACECAST_COUNT_FACTS", "1").output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));

@@ -64,8 +64,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         |path, files, on_file| {
             let job_ranks = Job::ranks_in(files);
             let summarize = |rank: &tracecast_ingest::job::Rank| {
-                let (o, world) = rank_analysis(rank, job_ranks, &opts, &catalog, read.gpus_per_node)?;
-                Ok(analysis::summarize_rank(rank, world, &o))
+                let ctx = analysis::RankContext::new(rank, &opts.classifier);
+                let (o, world) = rank_analysis(&ctx, job_ranks, &opts, &catalog, read.gpus_per_node)?;
+                Ok(analysis::summarize(&ctx, world, &o))
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
             let cached = |f: &Path| {

@@ -138,8 +138,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
-            let (o, world) = rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
             let ctx = RankContext::new(rank, &classifier);
+            let (o, world) = rank_analysis(&ctx, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
             let work = kernel_work_of(&ctx);
             let summary = analysis::summarize(&ctx, world, &o);
             // The per-class times of the analysed window (`--window`, `--steps`), as every other table.

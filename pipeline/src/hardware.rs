@@ -11,7 +11,7 @@ use anyhow::Result;
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Gpu};
 use tracecast_calibrate::pricing::Pricing;
-use tracecast_ingest::analysis::AnalyzeOptions;
+use tracecast_ingest::analysis::{AnalyzeOptions, RankContext};
 use tracecast_ingest::device::DeviceProperties;
 use tracecast_ingest::job::Rank;
 use tracecast_replay::ReplayOptions;
@@ -49,21 +49,21 @@ pub fn world_of_rank(declared: Option<u32>, job_ranks: u32, rank: u32) -> u32 {
     tracecast_ingest::job::world_size(declared, job_ranks, Some(rank))
 }
 
-/// How one rank read on its own is analysed: `base` with the rank's GPUs per
-/// node ([`node_gpus_of`]), and the world size it is analysed in
-/// ([`world_of_rank`]; `job_ranks` are its job's). A `--steps` range the rank's
-/// trace does not have is an error naming the steps it has.
+/// How one rank read on its own (its context `ctx`) is analysed: `base` with
+/// the rank's GPUs per node ([`node_gpus_for`]), and the world size it is
+/// analysed in ([`world_of_rank`]; `job_ranks` are its job's). A `--steps`
+/// range the rank's steps do not have is an error naming the steps it has.
 pub fn rank_analysis(
-    rank: &Rank,
+    ctx: &RankContext<'_>,
     job_ranks: u32,
     base: &AnalyzeOptions,
     catalog: &Catalog,
     given_gpus_per_node: Option<u32>,
 ) -> tracecast_ingest::Result<(AnalyzeOptions, u32)> {
-    tracecast_ingest::analysis::check_step_range(&rank.trace, base.steps, base.drop_last_step)?;
+    ctx.check_step_range(base.steps, base.drop_last_step)?;
     let mut o = base.clone();
-    o.gpus_per_node = i64::from(node_gpus_of(std::slice::from_ref(rank), catalog, given_gpus_per_node));
-    Ok((o, world_of_rank(rank.trace.declared_world_size(), job_ranks, rank.rank)))
+    o.gpus_per_node = i64::from(node_gpus_for(&ctx.trace().devices, catalog, given_gpus_per_node));
+    Ok((o, world_of_rank(ctx.trace().declared_world_size(), job_ranks, ctx.rank())))
 }
 
 /// The catalog entry of the job's GPU (the first of its ranks' devices the catalog knows).

@@ -82,17 +82,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             // The summary `analyze` would make of this rank with these options. A `--steps`
             // range the rank does not have is an error, but the dataset holds the rank's
             // trace all the same (as `analyze` of the dataset reads it), without a summary.
-            let (o, world, unselected) = match rank_analysis(rank, job_ranks, &analyze, &catalog, args.read.gpus_per_node) {
+            let ctx = analysis::RankContext::new(rank, &analyze.classifier);
+            let (o, world, unselected) = match rank_analysis(&ctx, job_ranks, &analyze, &catalog, args.read.gpus_per_node) {
                 Ok((o, world)) => (o, world, None),
                 Err(e @ tracecast_ingest::Error::NoStepsSelected { .. }) => {
                     let mut every_step = analyze.clone();
                     every_step.steps = None;
-                    let (o, world) = rank_analysis(rank, job_ranks, &every_step, &catalog, args.read.gpus_per_node)?;
+                    let (o, world) = rank_analysis(&ctx, job_ranks, &every_step, &catalog, args.read.gpus_per_node)?;
                     (o, world, Some(e))
                 }
                 Err(e) => return Err(e),
             };
-            let ctx = analysis::RankContext::new(rank, &o.classifier);
             let summary = analysis::summarize(&ctx, world, &o);
             let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
             let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;

@@ -217,27 +217,6 @@ pub fn for_each_listed<T>(
     Ok(failed)
 }
 
-/// Reads the jobs the inputs stand for whole, one at a time (so only one is held in memory),
-/// and hands each to `each_job`; bad files are reported on stderr (see [`for_each_input`]).
-/// Returns whether any file was bad. A rank whose trace has none of the analysed `window`'s
-/// `--steps` is a failure naming the steps it has, as `analyze` says it, not a rank of the job.
-pub fn for_each_job_in(inputs: &Inputs, window: &WindowOptions, mut each_job: impl FnMut(tracecast_ingest::Job)) -> Result<bool> {
-    let read_opts = inputs.read.read_options()?;
-    let read = |path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
-        let mut job = tracecast_ingest::Job::read(path, files, &read_opts, on_file);
-        let mut failures = std::mem::take(&mut job.failures);
-        job.ranks.retain(|r| {
-            let checked = tracecast_ingest::analysis::check_step_range(&r.trace, window.steps, window.drop_last_step);
-            checked.map_err(|e| failures.push(e)).is_ok()
-        });
-        ((!job.ranks.is_empty()).then_some(job), failures)
-    };
-    for_each_input(&inputs.paths, inputs.each, &inputs.read, read, |mut job, failures| {
-        job.failures = failures;
-        each_job(job)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

@@ -13,7 +13,7 @@ use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
-use crate::inputs::{Inputs, WindowOptions, for_each_input, for_each_job_in};
+use crate::inputs::{Inputs, WindowOptions, for_each_input};
 use crate::output::per_device;
 
 /// What a replay changes from the measured run: one definition for `replay`
@@ -118,8 +118,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 // Steps the trace does not have: said as `analyze` says it, not replayed to zeros.
-                tracecast_ingest::analysis::check_step_range(&rank.trace, args.window.steps, args.window.drop_last_step)?;
                 let ctx = RankContext::new(rank, &opts.window.classifier);
+                ctx.check_step_range(args.window.steps, args.window.drop_last_step)?;
                 Ok((tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives()))
             };
             let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
@@ -134,11 +134,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             replays.push(tracecast_replay::replay_parts_with_collectives(path, parts, collectives, &opts, &catalog).report);
         })?
     } else {
-        // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read.
-        for_each_job_in(&args.inputs, &args.window, |job| {
+        // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read,
+        // one context per rank making its part for the replay and every what-if.
+        let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+            let mut job = Job::read(path, files, &read_opts, on_file);
+            // Steps the trace does not have: said as `analyze` says it, and the rank not replayed.
+            let (parts, collectives) = tracecast_replay::checked_job_parts(&mut job, &opts, &catalog);
+            let failures = std::mem::take(&mut job.failures);
+            ((!job.ranks.is_empty()).then_some((job, parts, collectives)), failures)
+        };
+        for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(job, parts, collectives), _| {
             let opts = replay_options_for(job_gpu(&job.ranks, &catalog), &opts, &catalog, read.gpus_per_node);
-            // One context per rank for the replay and every what-if.
-            let (parts, collectives) = tracecast_replay::job_parts(&job, &opts, &catalog);
             let path = job.path.display().to_string();
             what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
             let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);

@@ -110,9 +110,9 @@ pub(crate) fn sections(
         let first = FirstRanks::default();
         let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
-            let (analyze, world) = rank_analysis(rank, job_ranks, plan.analyze, plan.catalog, plan.gpus_per_node)?;
             // Every product of the rank from one context: each fact computed once.
             let ctx = RankContext::new(rank, &plan.analyze.classifier);
+            let (analyze, world) = rank_analysis(&ctx, job_ranks, plan.analyze, plan.catalog, plan.gpus_per_node)?;
             let work = kernel_work_of(&ctx);
             let summary = analysis::summarize(&ctx, world, &analyze);
             first.offer(&ctx, &work, summary.window());

@@ -538,15 +538,48 @@ pub fn replay(job: &Job, opts: &ReplayOptions) -> Replayed {
 /// per rank) and its collectives matched across them: what several replays
 /// of one job ([`replay_parts`] of copies) share.
 pub fn job_parts<'c>(job: &Job, opts: &ReplayOptions, catalog: &'c tracecast_calibrate::Catalog) -> (Vec<RankPart<'c>>, JobCollectives) {
-    let (parts, ranks): (Vec<RankPart<'c>>, Vec<_>) = job
+    let (parts, ranks): (Vec<RankPart<'c>>, Vec<_>) =
+        job.ranks.par_iter().map(|r| part_and_collectives(RankContext::new(r, &opts.window.classifier), opts, catalog)).unzip();
+    (parts, JobCollectives::new(ranks, tracecast_ingest::job::unread_ranks(&job.failures)))
+}
+
+/// [`job_parts`] of the ranks whose steps hold the options' `--steps` range
+/// ([`RankContext::check_step_range`]): a rank whose steps do not is taken out
+/// of `job`, its error (naming the steps it has) among the job's failures.
+pub fn checked_job_parts<'c>(
+    job: &mut Job,
+    opts: &ReplayOptions,
+    catalog: &'c tracecast_calibrate::Catalog,
+) -> (Vec<RankPart<'c>>, JobCollectives) {
+    let (steps, drop_last) = (opts.window.steps, opts.window.drop_last_step);
+    let built: Vec<tracecast_ingest::Result<_>> = job
         .ranks
         .par_iter()
         .map(|r| {
             let ctx = RankContext::new(r, &opts.window.classifier);
-            (RankPart::of(&ctx, opts, catalog, None), ctx.into_collectives())
+            ctx.check_step_range(steps, drop_last)?;
+            Ok(part_and_collectives(ctx, opts, catalog))
         })
-        .unzip();
+        .collect();
+    let mut kept = built.iter().map(Result::is_ok);
+    job.ranks.retain(|_| kept.next() == Some(true));
+    let (mut parts, mut ranks) = (Vec::with_capacity(built.len()), Vec::with_capacity(built.len()));
+    for b in built {
+        match b {
+            Ok((p, c)) => (parts.push(p), ranks.push(c)).1,
+            Err(e) => job.failures.push(e),
+        }
+    }
     (parts, JobCollectives::new(ranks, tracecast_ingest::job::unread_ranks(&job.failures)))
+}
+
+/// A rank's replay part and its collective instances, from its context.
+fn part_and_collectives<'c>(
+    ctx: RankContext<'_>,
+    opts: &ReplayOptions,
+    catalog: &'c tracecast_calibrate::Catalog,
+) -> (RankPart<'c>, tracecast_ingest::analysis::RankCollectives) {
+    (RankPart::of(&ctx, opts, catalog, None), ctx.into_collectives())
 }
 
 /// Everything the replay needs of one rank, built from its

@@ -108,6 +108,17 @@ impl<'r> RankContext<'r> {
         &self.steps_and_rows().0
     }
 
+    /// Checks that the inclusive step range `range` (`--steps`) selects at
+    /// least one of the rank's steps, after its last is left out when
+    /// `drop_last` (`--drop-last-step`), as the analysis selects them; else an
+    /// error naming the steps the trace has.
+    pub fn check_step_range(&self, range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
+        match range {
+            None => Ok(()),
+            Some(_) => steps::check_step_range(&self.trace.path, self.steps(), range, drop_last),
+        }
+    }
+
     /// The index into [`RankContext::steps`] of the step GPU row `row` was
     /// launched in ([`super::step_of_activity`]); `None` for other rows, work
     /// launched outside every step, and traces without steps.

@@ -46,4 +46,4 @@ pub use job::{
 };
 pub use job_collectives::JobCollectives;
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name};
-pub use steps::{Step, StepBreakdown, check_step_range, describe_numbers, find_steps, partition_windows, step_of_activity, steps_window};
+pub use steps::{Step, StepBreakdown, describe_numbers, find_steps, partition_windows, step_of_activity, steps_window};

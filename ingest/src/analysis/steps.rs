@@ -87,13 +87,14 @@ fn annotations(trace: &RankTrace) -> Vec<Step> {
 }
 
 /// Checks that the inclusive step range `range` (`--steps`) selects at least
-/// one step of `trace`, after its last step is left out when `drop_last`
-/// (`--drop-last-step`), as the analysis selects them. A range that selects
-/// nothing is an error naming the steps the trace has: analysing the whole
-/// trace instead would answer another question than the one asked.
-pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
+/// one of `steps` (a rank's, in time order, of the trace at `path`), after the
+/// last is left out when `drop_last` (`--drop-last-step`), as the analysis
+/// selects them. A range that selects nothing is an error naming the steps
+/// the trace has: analysing the whole trace instead would answer another
+/// question than the one asked. See [`super::RankContext::check_step_range`].
+pub(crate) fn check_step_range(path: &std::path::Path, steps: &[Step], range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
     let Some((first, last)) = range else { return Ok(()) };
-    let mut numbers: Vec<i64> = annotations(trace).iter().map(|s| s.number).collect();
+    let mut numbers: Vec<i64> = steps.iter().map(|s| s.number).collect();
     let dropped = if drop_last && numbers.len() > 1 { numbers.pop() } else { None };
     if numbers.iter().any(|n| (first..=last).contains(n)) {
         return Ok(());
@@ -103,7 +104,7 @@ pub fn check_step_range(trace: &RankTrace, range: Option<(i64, i64)>, drop_last:
     if let Some(n) = dropped {
         has.push_str(&format!(" (and step {n}, its last, which --drop-last-step leaves out)"));
     }
-    Err(crate::Error::NoStepsSelected { path: trace.path.clone(), first, last, has })
+    Err(crate::Error::NoStepsSelected { path: path.to_path_buf(), first, last, has })
 }
 
 /// `steps 1009–1014`, `steps 1, 3–5`, `step 7`, or `no ProfilerStep annotations`, of sorted distinct numbers.
