@@ -4,7 +4,8 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use common::*;
 
@@ -510,7 +511,7 @@ fn project_and_search_read_a_runs_file_model_and_system_overrides() {
         (
             vec!["--model", bad.to_str().unwrap()],
             // The cause first (a terminal line is cut at 400 characters): an unknown key had been cut off.
-            "bad-model.json: model {\"hidden\":4096,\"layers\":32}: missing field `heads`; neither a preset with its seq nor full dimensions",
+            "bad-model.json: model: missing field `heads`; neither a preset with its seq nor full dimensions",
         ),
         (vec!["--model", odd.to_str().unwrap()], "odd-heads.json: heads 32 do not divide"),
         (vec!["--model", "llama2-7b", "--hbm-gbps", "0"], "hbm_gbps 0: must be a positive number"),
@@ -1453,4 +1454,32 @@ fn a_fitted_profile_run_does_not_say_its_stack_time_was_carried() {
     let o = bin().arg("validate").arg(&runs).arg("--profile").arg(dir.join("fit.h100-sxm.json")).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("fit.h100-sxm.json prices the 3 run(s) on h100-sxm: bf16 gemm table × 1.1"), "{out}");
+}
+
+/// A `--model` file of another kind (a profiler trace) is refused by its cause, without its text:
+/// the message had echoed 400 characters of the trace's metadata and cut the cause off.
+#[test]
+fn a_model_file_of_another_kind_is_refused_by_its_cause_not_its_text() {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo/rank-0.json.gz");
+    let dir = scratch("model-of-another-kind");
+    let file = dir.join("rank-0.json");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&trace).unwrap()).read_to_string(&mut text).unwrap();
+    std::fs::write(&file, text).unwrap();
+    for command in ["project", "search"] {
+        let o = run(&[
+            command.as_ref(),
+            "--model".as_ref(),
+            file.as_os_str(),
+            "--system".as_ref(),
+            "h100-sxm".as_ref(),
+            "--gpus".as_ref(),
+            "8".as_ref(),
+        ]);
+        assert!(!o.status.success());
+        let err = stderr(&o);
+        // The cause first (a terminal line is cut at 400 characters), the trace's values nowhere.
+        assert!(err.contains("model: unknown field `deviceProperties`, expected one of `name`"), "{command}: {err}");
+        assert!(!err.contains("H100 80GB") && !err.contains("default_pg"), "{command}: {err}");
+    }
 }

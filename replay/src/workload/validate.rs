@@ -776,8 +776,9 @@ impl RunModel {
                 let why = if v.get("preset").is_some() { serde_error_at::<PresetModel>(v) } else { serde_error_at::<ModelSpec>(v) };
                 // The cause first: a terminal line is cut at 400 characters, and the list of keys is long.
                 Err(crate::Error::Model(format!(
-                    "model {}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
-                    v.get("name").and_then(|n| n.as_str()).map_or_else(|| v.to_string(), |n| format!("{n:?}")),
+                    "model{}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
+                    // Its name, never its text: a file of another kind (a trace) holds metadata not to echo.
+                    v.get("name").and_then(|n| n.as_str()).map_or_else(String::new, |n| format!(" {n:?}")),
                     why.map_or_else(String::new, |e| format!("{e}; "))
                 )))
             }
