@@ -54,11 +54,13 @@ pub enum Error {
         /// The flag (and scenario).
         flag: String,
     },
-    /// A `--what-if` without `NAME:` in front of its settings.
-    #[error("--what-if {spec:?}: missing NAME (write NAME:KEY=VALUE,…, e.g. fast:compute=2)")]
+    /// A `--what-if` without `NAME:` in front of its settings, or without settings after a name.
+    #[error("--what-if {spec:?}: missing {missing} (write NAME:KEY=VALUE,…, e.g. fast:compute=2)")]
     MissingName {
         /// The argument as written.
         spec: String,
+        /// What it lacks: `NAME` or its `:KEY=VALUE` settings.
+        missing: &'static str,
     },
     /// A scenario name that is not one word of letters, digits, `-`, `_`, `.` or `+`.
     #[error("--what-if {name:?}: a scenario name is letters, digits, '-', '_', '.' or '+'")]

@@ -221,10 +221,14 @@ impl FromStr for Scenario {
     type Err = Error;
 
     fn from_str(spec: &str) -> Result<Scenario, Error> {
-        let Some((name, settings)) = spec.split_once(':') else { return Err(Error::MissingName { spec: spec.to_string() }) };
+        let Some((name, settings)) = spec.split_once(':') else {
+            // `compute=2` lacks its name; `fast`, its settings.
+            let missing = if spec.contains('=') { "NAME" } else { "its :KEY=VALUE settings" };
+            return Err(Error::MissingName { spec: spec.to_string(), missing });
+        };
         let name = name.trim();
         if name.is_empty() {
-            return Err(Error::MissingName { spec: spec.to_string() });
+            return Err(Error::MissingName { spec: spec.to_string(), missing: "NAME" });
         }
         if !name.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+')) {
             return Err(Error::BadName { name: name.to_string() });
@@ -471,6 +475,8 @@ mod tests {
         let e = err("compute=2");
         assert!(e.contains("missing NAME") && e.contains("compute=2"), "{e}");
         assert!(err(":compute=2").contains("missing NAME"));
+        // A name alone lacks its settings, not its name.
+        assert!(err("fast").contains("\"fast\": missing its :KEY=VALUE settings"), "{}", err("fast"));
         for (spec, key, value) in [
             ("slow:compute=0", "compute", "0"),
             ("slow:memory=-1", "memory", "-1"),
