@@ -478,3 +478,33 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// A rank that could not be read, mended by ingesting its rank from another file (a fresh copy
+/// elsewhere): the dataset holds the rank, and its record of the unreadable file goes (it had
+/// stayed, every later read exiting 2 for a rank the dataset has).
+#[test]
+fn a_rank_ingested_again_from_another_file_clears_the_record_of_its_unreadable_one() {
+    let dir = scratch("dataset-mended-elsewhere");
+    let job = synthetic_job(&dir, 4);
+    let rank2 = job.join("rank-2.json.gz");
+    let fresh = dir.join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::copy(&rank2, fresh.join("rank-2.json.gz")).unwrap();
+    let good = std::fs::read(&rank2).unwrap();
+    std::fs::write(&rank2, &good[..200]).unwrap();
+    let ds = dir.join("ds");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
+    let o = run(&["ingest".as_ref(), fresh.join("rank-2.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Another rank's file does not clear it: rank 1 written again, rank 2's record stays.
+    std::fs::write(&rank2, &good[..200]).unwrap();
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["ingest".as_ref(), job.join("rank-1.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
+}

@@ -111,13 +111,15 @@ const NOT_A_RANK: &str = "not a rank of the job";
 
 /// Records in dataset `dir` the files this ingest could not take in (`unread`: file as given, why,
 /// whether it is a rank of the job that could not be read), replacing what an earlier ingest
-/// recorded of them and dropping its record of the files this one wrote (`written`, as given):
-/// reading the dataset then names them, as reading the traces does.
-pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String, bool)]) -> Result<()> {
+/// recorded of them and dropping its record of the files this one wrote (`written`: file as
+/// given, its rank) and of unread files whose name gives a rank this one wrote (`rank-2.json`
+/// mended as another file): reading the dataset then names them, as reading the traces does.
+pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, String, bool)]) -> Result<()> {
     let path = dir.join(UNREAD);
+    let written_ranks: std::collections::HashSet<u32> = written.iter().map(|w| w.1).collect();
     // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
     // from wherever the ingest ran: a record kept as given was dropped only by the same spelling.
-    let written: Vec<PathBuf> = written.iter().map(|f| where_file_is(f)).collect();
+    let written: Vec<PathBuf> = written.iter().map(|f| where_file_is(&f.0)).collect();
     let unread: Vec<Vec<String>> = unread
         .iter()
         .map(|(f, why, rank)| {
@@ -132,8 +134,11 @@ pub fn record_unread(dir: &Path, written: &[String], unread: &[(String, String, 
     list.retain(|entry| {
         let f = where_file_is(entry.first().map_or("", String::as_str));
         // A file that lost its rank and is gone (the stray copy deleted) takes nothing from the job.
-        let stray_gone = entry.get(2).is_some_and(|mark| mark == NOT_A_RANK) && !f.exists();
-        !written.contains(&f) && !unread.iter().any(|u| Path::new(&u[0]) == f) && !stray_gone
+        let not_a_rank = entry.get(2).is_some_and(|mark| mark == NOT_A_RANK);
+        let stray_gone = not_a_rank && !f.exists();
+        // A rank the dataset now holds from another file is no longer missing.
+        let rank_written = !not_a_rank && crate::job::rank_from_file_name(&f).is_some_and(|r| written_ranks.contains(&r));
+        !written.contains(&f) && !unread.iter().any(|u| Path::new(&u[0]) == f) && !stray_gone && !rank_written
     });
     list.extend(unread);
     if list.is_empty() {

@@ -96,7 +96,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let summary = analysis::summarize(&ctx, world, &o);
             let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
             let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;
-            Ok((staged, unselected, rank.trace.path.display().to_string()))
+            Ok((staged, unselected, (rank.trace.path.display().to_string(), rank.rank)))
         };
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
