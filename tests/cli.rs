@@ -535,8 +535,16 @@ fn measurements_a_replay_does_not_use_are_said_unused() {
     };
     assert!(notes(&a100, None)[0].contains("used by nothing here"));
     assert!(notes(&a100, Some("h200"))[0].contains("no kernel was priced at its shape"));
-    // The demo's GEMMs are priced at their shapes: the rows are used, nothing to say.
+    // The demo's GEMMs are priced at their shapes: the rows are used, and said (as `project`
+    // says its files were added; the replay had not said it).
     assert!(notes(&demo, Some("h200")).is_empty());
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--measurements".as_ref(), rows.as_os_str(), "--target".as_ref(), "h200".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let said = text.lines().find(|l| l.contains("priced at their shapes by your measurements")).unwrap_or_else(|| panic!("{text}"));
+    // Every GEMM of the demo: 288 a rank (as `diff` counts them), 4 ranks.
+    assert!(said.starts_with("note: 1152 kernel(s)") && said.ends_with("gemm.csv)"), "{said}");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--target".as_ref(), "h200".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("by your measurements"));
     // A scenario that resizes the world prices collectives with them; a report without a
     // target or world size uses them no more than the replay does.
     let o = run(&[

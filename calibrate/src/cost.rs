@@ -220,6 +220,8 @@ pub struct KernelCost {
     /// Whether its price ends at a bound of the target ([`crate::pricing::Price::at_a_bound`]):
     /// the tables, or a profile's correction of them, faster than the GPU runs.
     pub at_a_bound: bool,
+    /// Whether the user's own measurements (`--measurements`) of either GPU priced it.
+    pub by_user: bool,
 }
 
 impl CrossDevice<'_> {
@@ -252,7 +254,14 @@ impl CrossDevice<'_> {
 
     /// The projected time of a compute kernel measured at `measured_us`.
     pub fn kernel(&self, k: &KernelWork, measured_us: f64) -> KernelCost {
-        let keep = KernelCost { us: measured_us, low_us: measured_us, high_us: measured_us, rule: Rule::Measured, at_a_bound: false };
+        let keep = KernelCost {
+            us: measured_us,
+            low_us: measured_us,
+            high_us: measured_us,
+            rule: Rule::Measured,
+            at_a_bound: false,
+            by_user: false,
+        };
         let Some(sg) = self.source.gpu.as_ref() else { return KernelCost { rule: Rule::UnknownSourceGpu, ..keep } };
         let Some(tg) = self.target.gpu.as_ref() else { return keep };
         // The most specific price of a kernel on a GPU is its own measurement there: the
@@ -327,14 +336,14 @@ impl CrossDevice<'_> {
                 let work_s = ts - ls;
                 let excess = (measured_us - ls).max(0.0);
                 let at = |t: f64| lt + excess * (t - lt) / work_s;
-                return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule, at_a_bound: false };
+                return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule, at_a_bound: false, by_user: false };
             }
             // Only where the work model holds (the measurement could have done the work).
             no_target_peak = op.flops.is_some() && at_peak > 0.0 && at_peak <= measured_us && target_at(1.0, 1.0).is_none();
         }
         if ls > 0.0 && measured_us <= SHORT_KERNEL_FLOORS * ls {
             let us = measured_us * lt / ls;
-            return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound, at_a_bound: false };
+            return KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound, at_a_bound: false, by_user: false };
         }
         if no_target_peak {
             return KernelCost { rule: Rule::NoTargetPeak, ..keep };
@@ -368,11 +377,12 @@ impl CrossDevice<'_> {
         // of the target's libraries there is (H100 → MI325X, MI300X's).
         let same_stack = self.target.fits_of_another.is_some() && sg.vendor() == tg.vendor();
         let own = gemm_correction(self.target, shape.dtype).filter(|_| !same_stack);
-        let (us, band, rule, at_a_bound) = match own {
+        let (us, band, rule, at_a_bound, by_user) = match own {
             Some(c) => {
                 let pt = pricing.gemm_corrected(tg, &shape, Some(c))?;
                 let rule = if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel };
-                (k.share * pt.time_us, pt.band, rule, pt.at_a_bound())
+                let by_user = pricing.measured_by_the_user(tg, &shape, &pt);
+                (k.share * pt.time_us, pt.band, rule, pt.at_a_bound(), by_user)
             }
             None => {
                 let (ps, pt) = (pricing.gemm(sg, &shape)?, pricing.gemm(tg, &shape)?);
@@ -380,10 +390,11 @@ impl CrossDevice<'_> {
                 let band = (ps.band.powi(2) + pt.band.powi(2) + spread.powi(2)).sqrt();
                 let both = ps.rule == PriceRule::GemmTable && pt.rule == PriceRule::GemmTable;
                 let rule = if both { Rule::GemmTables } else { Rule::GemmSpecModel };
-                (measured_us * pt.time_us / ps.time_us, band, rule, pt.at_a_bound())
+                let by_user = pricing.measured_by_the_user(sg, &shape, &ps) || pricing.measured_by_the_user(tg, &shape, &pt);
+                (measured_us * pt.time_us / ps.time_us, band, rule, pt.at_a_bound(), by_user)
             }
         };
-        Some(KernelCost { us, low_us: us * (1.0 - band).max(0.0), high_us: us * (1.0 + band), rule, at_a_bound })
+        Some(KernelCost { us, low_us: us * (1.0 - band).max(0.0), high_us: us * (1.0 + band), rule, at_a_bound, by_user })
     }
 }
 
@@ -410,7 +421,7 @@ impl CrossDevice<'_> {
             && ps.time_us <= ls
         {
             let us = measured_us * lt / ls;
-            return Some(KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound, at_a_bound: false });
+            return Some(KernelCost { us, low_us: us, high_us: us, rule: Rule::LatencyBound, at_a_bound: false, by_user: false });
         }
         if !(ps.time_us > 0.0 && pt.time_us > 0.0) {
             return None;
@@ -423,6 +434,7 @@ impl CrossDevice<'_> {
             high_us: us * (1.0 + band),
             rule: Rule::AttentionTables,
             at_a_bound: false,
+            by_user: pricing.has_user_attention(sg, &shape) || pricing.has_user_attention(tg, &shape),
         })
     }
 }

@@ -2037,7 +2037,7 @@ impl Pricing {
 
     /// Whether the user measured attention of `gpu` (its id or a `measured_as` one) in `shape`'s
     /// direction: their rows price it, not a faster family of the same silicon.
-    fn has_user_attention(&self, gpu: &Gpu, shape: &AttentionShape) -> bool {
+    pub fn has_user_attention(&self, gpu: &Gpu, shape: &AttentionShape) -> bool {
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
         self.measurements.attention.iter().any(|r| {
             (r.direction == want || r.direction == Direction::Unstated)

@@ -434,6 +434,8 @@ fn project_kernels(
     let mut other_path: std::collections::BTreeMap<(&'static str, &'static str), usize> = Default::default();
     // GEMMs held to the target's sustained rate, slower than its tables (or a profile's correction of them) say.
     let (mut held, mut held_us, mut held_dtypes) = (0usize, 0.0, std::collections::BTreeSet::new());
+    // Kernels the user's own measurements priced: said, as `project` says its files were added.
+    let (mut by_user, mut by_user_us) = (0usize, 0.0);
     for (t, k) in work {
         if let Some(d) = k.dtype
             && let Some(other) = target.gpu.as_ref().and_then(|g| g.sixteen_bit_stand_in(d))
@@ -445,6 +447,9 @@ fn project_kernels(
         if cost.at_a_bound {
             (held, held_us) = (held + 1, held_us + cost.us);
             held_dtypes.insert(k.dtype);
+        }
+        if cost.by_user {
+            (by_user, by_user_us) = (by_user + 1, by_user_us + cost.us);
         }
         let e = shares.entry(cost.rule).or_default();
         e.0 += 1;
@@ -471,6 +476,13 @@ fn project_kernels(
             held_us / 1000.0,
             gpu.map_or("the target", |g| g.id.as_str()),
             rate.map_or(String::new(), |((r, who), d)| format!(" ({:.1} TFLOP/s in {}, {who})", r / 1e12, d.as_str()))
+        ));
+    }
+    if by_user > 0 {
+        notes.push(format!(
+            "{by_user} kernel(s) ({:.3} ms projected) priced at their shapes by your measurements ({})",
+            by_user_us / 1000.0,
+            pricing.measurements.user_files.join(", ")
         ));
     }
     for ((dtype, other), kernels) in other_path {
