@@ -2914,3 +2914,24 @@ fn skewed_clocks_of_one_run_are_not_unrelated_runs() {
         assert!(text.contains("ranks of unrelated runs? their GPU windows start 2.0 h apart"), "{cmd}: {text}");
     }
 }
+
+/// `analyze` lists the five slowest ranks and says how many more the JSON holds (the list had
+/// been cut without a word: 5 shown, 7 in the JSON), and says that the waits they caused are
+/// lost only where no compute ran beside them (a job whose communication hides under compute
+/// had shown more straggler GPU-hours than all its time outside compute).
+#[test]
+fn analyze_says_how_many_slowest_ranks_it_leaves_out_and_what_their_waits_cost() {
+    let dir = scratch("stragglers-cut");
+    let job = dir.join("job");
+    synth(&job, &["--ranks", "16", "--steps", "3", "--seed", "7"]);
+    let json_path = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), json_path.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = json(&json_path)["jobs"][0]["stragglers"].as_array().unwrap().len();
+    assert!(listed > 5, "{listed} stragglers");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("lost only where no compute ran beside it"), "{text}");
+    let shown = text.lines().filter(|l| l.trim_start().starts_with("rank ") && l.contains("GPU-ms waited")).count();
+    assert_eq!(shown, 5, "{text}");
+    assert!(text.contains(&format!("  … and {} more rank(s) (--json and --csv list every one)", listed - 5)), "{text}");
+}

@@ -81,11 +81,20 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         writeln!(w, "Communication by parallelism dimension (all ranks): {}", parts.join("; "))?;
     }
     if !a.stragglers.is_empty() {
-        writeln!(w, "Slowest ranks (arrived last at collectives matched across ranks; the waiting they caused the others):")?;
-        for s in a.stragglers.iter().take(5) {
+        // The waits are time in the others' collective kernels: lost only where no compute ran
+        // beside them (a job whose communication hides under compute "waits" hours and loses none).
+        writeln!(
+            w,
+            "Slowest ranks (arrived last at collectives matched across ranks; the time the others' collectives waited for them, lost only where no compute ran beside it, as exposed communication counts it):"
+        )?;
+        const SHOWN: usize = 5;
+        for s in a.stragglers.iter().take(SHOWN) {
             let hours =
                 s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {} GPU-hours of the job", analysis::gpu_hours_text(h)));
             writeln!(w, "  rank {:>5}: last {:>5} times, {:>10.3} GPU-ms waited{hours}", s.rank, s.times_last, s.wait_caused_us / 1000.0)?;
+        }
+        if a.stragglers.len() > SHOWN {
+            writeln!(w, "  … and {} more rank(s) (--json and --csv list every one)", a.stragglers.len() - SHOWN)?;
         }
     }
     writeln!(w)?;

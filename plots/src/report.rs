@@ -392,7 +392,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             })
             .collect();
         page.table(
-            "Slowest ranks: last to arrive at matched collectives",
+            "Slowest ranks: last to arrive at matched collectives (the time the others' collectives waited for them, lost only where no compute ran beside it)",
             &["rank", "times last", "wait caused GPU-ms", "GPU-hours of the job"],
             &rows,
         );
