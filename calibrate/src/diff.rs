@@ -309,33 +309,22 @@ impl DiffSide {
         // step, averaged over the steps; without steps the slowest rank's whole window.
         let job_steps = &j.totals.steps;
         let by_steps = !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps);
-        // Ranks that analysed fewer steps of GPU work than the others (a trace cut short) count
-        // as that share of a rank: one rank of four with one step of three had read as a
-        // quarter less busy time per rank, a slower run as faster (and passed a gate). Steps
-        // are counted as the job's step time counts them: those that ran GPU work.
         let rank_notes = j.notes_in_words();
-        let mut notes = Vec::new();
-        let worked = |r: &tracecast_ingest::analysis::RankAnalysis| r.steps.iter().filter(|s| s.ran_gpu_work()).count();
-        let most = j.ranks.iter().map(worked).max().unwrap_or(0);
-        let n = if by_steps && most > 0 {
-            let short: Vec<(u32, usize)> = j.ranks.iter().map(|r| (r.rank, worked(r))).filter(|&(_, k)| k < most).collect();
-            for (steps, ranks) in group_by_steps(&short) {
-                notes.push(format!(
+        // Times per rank of the ranks as the analysis counts them: one cut short, its share of a rank (and said).
+        let count = j.rank_count();
+        let most = count.most_steps;
+        let notes = group_by_steps(&count.short)
+            .into_iter()
+            .map(|(steps, ranks)| {
+                format!(
                     "{} analysed {steps} step(s) of GPU work where other ranks analysed {most}: times per rank count {} as {steps}/{most} of a rank",
                     rank_list(&ranks),
                     if ranks.len() == 1 { "it" } else { "each" }
-                ));
-            }
-            j.ranks.iter().map(|r| worked(r) as f64 / most as f64).sum::<f64>()
-        } else {
-            j.ranks.len() as f64
-        };
-        let n = if n > 0.0 { n } else { 1.0 };
-        let step = if job_steps.is_empty() {
-            j.ranks.iter().map(|r| r.breakdown.gpu_span_us).fold(0.0, f64::max)
-        } else {
-            job_steps.iter().map(|s| s.step_us).sum::<f64>() / job_steps.len() as f64
-        };
+                )
+            })
+            .collect();
+        let n = if count.ranks > 0.0 { count.ranks } else { 1.0 };
+        let step = j.mean_step_us();
         let summary = [
             ("step", step),
             ("exposed", t.exposed_comm_us / n),

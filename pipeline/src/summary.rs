@@ -60,7 +60,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         row(w, "all", "", &t.breakdown)?;
     }
     if a.ranks.len() > 1 && !t.steps.is_empty() {
-        let mean = t.steps.iter().map(|s| s.step_us).sum::<f64>() / t.steps.len() as f64;
+        let mean = a.mean_step_us();
         let slowest = t.steps.iter().max_by(|x, y| x.step_us.total_cmp(&y.step_us)).map(|s| s.slowest_rank).unwrap_or_default();
         writeln!(
             w,

@@ -241,6 +241,17 @@ pub fn job_steps(rank_steps: impl IntoIterator<Item = (u32, i64, f64)>) -> Vec<J
     by_step.into_values().collect()
 }
 
+/// How many ranks a job's times per rank are of ([`JobAnalysis::rank_count`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankCount {
+    /// The ranks, each counted as its share of the most steps of GPU work a rank analysed.
+    pub ranks: f64,
+    /// The most steps of GPU work a rank analysed (0 without steps).
+    pub most_steps: usize,
+    /// The ranks that analysed fewer, with how many: (rank, steps).
+    pub short: Vec<(u32, usize)>,
+}
+
 /// A file of the job that could not be analysed.
 #[derive(Debug, Clone, Serialize)]
 pub struct BadFile {
@@ -285,6 +296,35 @@ impl JobAnalysis {
     /// [`JobAnalysis::notes_by_text`], one line a note ([`notes_in_words`]).
     pub fn notes_in_words(&self) -> Vec<String> {
         notes_in_words(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
+    }
+
+    /// The job's step time, µs: the mean over its steps of the slowest rank's ([`job_steps`]);
+    /// without steps, the slowest rank's analysed window.
+    pub fn mean_step_us(&self) -> f64 {
+        let steps = &self.totals.steps;
+        if steps.is_empty() {
+            return self.ranks.iter().map(|r| r.breakdown.gpu_span_us).fold(0.0, f64::max);
+        }
+        steps.iter().map(|s| s.step_us).sum::<f64>() / steps.len() as f64
+    }
+
+    /// How many ranks the job's times per rank are of ([`RankCount`]): where every rank was
+    /// analysed by steps, a rank that analysed fewer steps of GPU work than the rank with most
+    /// (a trace cut short) counts as that share of a rank, steps counted as the job's step
+    /// time counts them; else each rank counts whole. One rank of four with one step of three,
+    /// counted whole, had read as a quarter less busy time per rank, a slower run as faster.
+    pub fn rank_count(&self) -> RankCount {
+        let by_steps = !self.ranks.is_empty() && self.ranks.iter().all(|r| r.window == WindowMode::Steps);
+        let worked = |r: &RankAnalysis| r.steps.iter().filter(|s| s.ran_gpu_work()).count();
+        let most = self.ranks.iter().map(worked).max().unwrap_or(0);
+        if !(by_steps && most > 0) {
+            return RankCount { ranks: self.ranks.len() as f64, most_steps: most, short: Vec::new() };
+        }
+        RankCount {
+            ranks: self.ranks.iter().map(|r| worked(r) as f64 / most as f64).sum(),
+            most_steps: most,
+            short: self.ranks.iter().map(|r| (r.rank, worked(r))).filter(|&(_, k)| k < most).collect(),
+        }
     }
 
     /// How one part of the breakdown spreads over the job's ranks (`None` without ranks):
