@@ -294,7 +294,8 @@ impl Gpu {
     }
 
     /// Whether `other` comes from the same vendor ([`Gpu::vendor`], without allocating: the cost
-    /// model asks it of every kernel).
+    /// model asks it of every kernel). Two GPUs of no known vendor are not of one: a GPU
+    /// without a `vendor` takes nothing of another's measurements by vendor.
     pub fn same_vendor(&self, other: &Gpu) -> bool {
         matches!((self.vendor_words(), other.vendor_words()), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
     }

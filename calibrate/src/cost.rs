@@ -375,7 +375,7 @@ impl CrossDevice<'_> {
         // stack carries (H100 → H200 had made the same GEMMs 14 % slower on the
         // faster GPU); of another vendor, the lender's correction is the evidence
         // of the target's libraries there is (H100 → MI325X, MI300X's).
-        let same_stack = self.target.fits_of_another.is_some() && sg.vendor() == tg.vendor();
+        let same_stack = self.target.fits_of_another.is_some() && sg.same_vendor(tg);
         let own = gemm_correction(self.target, shape.dtype).filter(|_| !same_stack);
         let (us, band, rule, at_a_bound, by_user) = match own {
             Some(c) => {

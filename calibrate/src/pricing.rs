@@ -1319,7 +1319,7 @@ impl Pricing {
             .catalog
             .gpus
             .iter()
-            .filter(|o| o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.vendor() == gpu.vendor())
+            .filter(|o| o.tdp_w.is_some_and(|t| t > tdp) && o.hbm_gbps >= gpu.hbm_gbps && gpu.same_compute(o) && o.same_vendor(gpu))
             .collect();
         if twins.is_empty() {
             return;
@@ -1694,7 +1694,7 @@ impl Pricing {
 
     /// The catalog's other GPUs of `gpu`'s vendor: whose attention kernels can stand for its.
     fn vendor_peers<'a>(&'a self, gpu: &'a Gpu) -> impl Iterator<Item = &'a Gpu> {
-        self.catalog.gpus.iter().filter(move |g| g.id != gpu.id && g.vendor() == gpu.vendor())
+        self.catalog.gpus.iter().filter(move |g| g.id != gpu.id && g.same_vendor(gpu))
     }
 
     /// A price of this shape measured without extrapolation on another GPU of the same
