@@ -2450,8 +2450,14 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             // TensorRT-LLM's sliding-window caches): the share of the cache decode reads.
             // An encoder (a ViT) attends within one forward pass and keeps no cache.
             let cached = if model.causal { model.window_factor(f64::from(tokens), true) } else { 0.0 };
-            m.kv_cache_gb =
-                model.kv_tensors() * f64::from(batch) * f64::from(tokens) * cached * kv_per_gpu * bytes * layers_per_stage / 1e9;
+            // Under context parallelism (prefill: decode refuses it) each rank keeps the keys and
+            // values of its share of the tokens; the all-gathered ones are transient.
+            m.kv_cache_gb = model.kv_tensors() * f64::from(batch) * f64::from(tokens) / f64::from(plan.cp.max(1))
+                * cached
+                * kv_per_gpu
+                * bytes
+                * layers_per_stage
+                / 1e9;
             // A forward pass keeps nothing for a backward, but a layer's tensors are alive while it
             // runs: the residual and the normed input (d each, whole on every TP rank), beside the
             // larger of attention's Q, K, V and output-projection input and the MLP's up (and gate)
@@ -2583,6 +2589,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         return Err(crate::Error::Model(format!(
             "{} is an encoder (every token attends to every other): it generates no tokens to decode; its inference is --task prefill",
             model.name
+        )));
+    }
+    // Context parallelism splits a sequence's tokens over ranks; a decode step has one new token
+    // a sequence (it had been echoed and not run: twice the GPUs, the same step).
+    if plan.cp > 1 && matches!(task, Task::Decode { .. }) {
+        return Err(crate::Error::Plan(format!(
+            "cp={}: context parallelism splits each sequence's tokens over ranks, and a decode step runs one new token a sequence (a KV cache split over ranks is not modelled): use tp, pp or dp",
+            plan.cp
         )));
     }
     // `dp` below is the group that holds the same weights (gradients, ZeRO): dp × cp;
@@ -3359,7 +3373,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ));
     }
     if cp > 1 {
-        notes.push(format!("cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), gradients over dp × cp = {dp}", cp_kv * 1e3));
+        // A forward pass has no gradients; its ranks keep the cache of their share of the tokens.
+        let after =
+            if task == Task::Train { format!("gradients over dp × cp = {dp}") } else { format!("each keeps the KV cache of its 1/{cp}") };
+        notes.push(format!(
+            "cp={cp}: each rank computes 1/{cp} of every sequence; K and V all-gathered per layer ({:.3} ms), {after}",
+            cp_kv * 1e3
+        ));
     }
     if task == Task::Train {
         // The 16-bit type the GPU runs (V100: FP16, no BF16).
