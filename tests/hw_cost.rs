@@ -594,3 +594,33 @@ fn a_gpu_without_traces_names_whose_correction_prices_it() {
     );
     assert!(!basis.contains("the profile's GPU"), "{basis}");
 }
+
+/// Two GPUs of no known vendor (`--hw` entries named "Foo …" without `vendor`) are not of one:
+/// one's attention measurements do not price the other's (they had, as "of its vendor", where
+/// README says a GPU without a vendor gets none of them).
+#[test]
+fn gpus_of_no_known_vendor_lend_each_other_nothing() {
+    let dir = common::scratch("hw-cost-no-vendor");
+    let entry = |id: &str, name: &str| {
+        format!(
+            "[[gpu]]\nid = \"{id}\"\nname = \"{name}\"\nsource = \"a test\"\nmatch = [\"{name}\"]\nbf16 = 800.0\nfp16 = 800.0\nfp32 = 60.0\nmemory_gb = 96.0\nhbm_gbps = 3000.0\nlink_gbps = 400.0\nsms = 120\nclock_mhz = 1800.0\n"
+        )
+    };
+    let hw = dir.join("hw.toml");
+    std::fs::write(&hw, entry("foo1", "Foo One") + &entry("foo2", "Foo Two")).unwrap();
+    let rows = dir.join("att.csv");
+    std::fs::write(&rows, "gpu,kernel,direction,causal,head_dim,seqlen,batch,heads,tflops\nfoo1,mykernel,fwd,0,128,4096,4,32,50\n")
+        .unwrap();
+    let cost = |gpu: &str| {
+        let args = ["hw", "cost", gpu, "attention", "--batch", "4", "--heads", "32", "--seq", "4096", "--head-dim", "128", "--hw"];
+        let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        all.extend([hw.as_os_str(), "--measurements".as_ref(), rows.as_os_str()]);
+        common::run(&all)
+    };
+    let own = cost("foo1");
+    assert!(own.status.success(), "{}", common::stderr(&own));
+    assert!(String::from_utf8_lossy(&own.stdout).contains("achieved  50.0 TFLOP/s"), "{}", String::from_utf8_lossy(&own.stdout));
+    let other = cost("foo2");
+    assert!(!other.status.success(), "{}", String::from_utf8_lossy(&other.stdout));
+    assert!(common::stderr(&other).contains("no measured attention kernel of this GPU"), "{}", common::stderr(&other));
+}
