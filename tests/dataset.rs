@@ -508,3 +508,43 @@ fn a_rank_ingested_again_from_another_file_clears_the_record_of_its_unreadable_o
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
 }
+
+/// `--device` is an option of the command that reads, not a fact of the traces: a dataset
+/// ingested with it keeps its traces as recorded, so a later `--device` names their GPU as it
+/// would the traces' (a B200 named at ingest had stayed, and calibrated H100 traces as B200 in
+/// silence), and a read without it says nothing of the ingest's option.
+#[test]
+fn a_dataset_keeps_its_traces_gpus_as_recorded_whatever_device_its_ingest_named() {
+    let dir = scratch("dataset-device");
+    // HTA's sampled ranks of a 128-rank job record no GPU.
+    let sampled = common::shared().join("hta/trace_filter");
+    let ds = dir.join("sampled");
+    let o = run(&[
+        "ingest".as_ref(),
+        sampled.as_os_str(),
+        "--device".as_ref(),
+        "b200".as_ref(),
+        "--out".as_ref(),
+        ds.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, extra) in [("h100", &["--device", "h100-sxm"][..]), ("none", &[][..])] {
+        let traces = output_of("analyze", &sampled, "--json", &dir.join(format!("t-{name}.json")), extra);
+        let dataset = output_of("analyze", &ds, "--json", &dir.join(format!("d-{name}.json")), extra);
+        assert_eq!(traces, dataset, "--device {extra:?}");
+    }
+    let doc = json(&dir.join("d-h100.json"));
+    assert!(doc["jobs"][0]["ranks"][0]["device"].as_str().is_some_and(|d| d.contains("H100")), "{}", doc["jobs"][0]["ranks"][0]);
+    // A trace that records its GPU, ingested with --device: read without it, no word of the option.
+    let real = dir.join("real/rank-0.json.gz");
+    copy_of_a_real_trace(&real);
+    let ds = dir.join("real.tcds");
+    let o =
+        run(&["ingest".as_ref(), real.as_os_str(), "--device".as_ref(), "b200".as_ref(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let traces = output_of("analyze", &real, "--json", &dir.join("t-real.json"), &[]);
+    let dataset = output_of("analyze", &ds, "--json", &dir.join("d-real.json"), &[]);
+    assert_eq!(traces, dataset);
+    assert!(!dataset.to_string().contains("--device not applied"));
+}

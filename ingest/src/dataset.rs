@@ -361,19 +361,27 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 
-    // ranks
+    // ranks, as the trace recorded them: what `--device` said of its GPU is the ingest's option,
+    // not the trace's (a later `--device` names it, as it would name the trace's).
+    let recorded_devices: Vec<DeviceProperties> = if t.gpu_given {
+        t.devices.iter().map(|d| DeviceProperties { id: d.id, ..Default::default() }).collect()
+    } else {
+        t.devices.clone()
+    };
+    let recorded_device_name = if t.gpu_given { None } else { t.device_name() };
+    let recorded_warnings: Vec<&String> = t.warnings.iter().filter(|w| !w.starts_with(crate::device::DEVICE_NOT_APPLIED)).collect();
     let mut ranks = DataFrame::new_infer_height(vec![
         col("rank", vec![r]),
         col("rank_source", vec![source_name(rank.source)]),
         col("file", vec![t.path.display().to_string()]),
         col("json_bytes", vec![t.json_bytes]),
         col("events", vec![n as u64]),
-        col("device_name", vec![t.device_name()]),
-        col("devices", vec![json(&t.devices)]),
+        col("device_name", vec![recorded_device_name]),
+        col("devices", vec![json(&recorded_devices)]),
         col("distributed", vec![t.distributed.as_ref().map(json)]),
         col("base_time_ns", vec![t.base_time_ns]),
         col("skipped_events", vec![t.skipped_events]),
-        col("warnings", vec![json(&t.warnings)]),
+        col("warnings", vec![json(&recorded_warnings)]),
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 

@@ -34,11 +34,14 @@ pub fn records_gpu(devices: &[DeviceProperties]) -> bool {
 /// `deviceProperties`, an Nsight Systems export without `TARGET_INFO_GPU`, either read back
 /// from a dataset), every listed device named so. A rank that records its GPU keeps it and
 /// says that the option was not applied.
+/// How the warning of a `--device` a trace's own GPU overrides begins.
+pub(crate) const DEVICE_NOT_APPLIED: &str = "--device not applied: the trace records ";
+
 pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &DeviceProperties) {
     if records_gpu(&trace.devices) {
         let name = trace.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty());
         let what = name.map_or_else(|| "its GPU by its compute units".to_string(), |n| format!("{n:?}"));
-        let warning = format!("--device not applied: the trace records {what}");
+        let warning = format!("{DEVICE_NOT_APPLIED}{what}");
         if !trace.warnings.contains(&warning) {
             trace.warnings.push(warning);
         }
@@ -51,6 +54,7 @@ pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &D
     for d in &mut trace.devices {
         *d = DeviceProperties { id: d.id, ..device.clone() };
     }
+    trace.gpu_given = !trace.devices.is_empty();
     trace.warnings.retain(|w| !w.starts_with(crate::nsys::UNRECORDED_GPU));
 }
 

@@ -230,6 +230,9 @@ pub struct RankTrace {
     pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
     /// The (process, GPU) of an Nsight Systems export this rank is.
     pub(crate) export_rank: Option<crate::nsys::ExportRank>,
+    /// Whether `devices` name the GPU `--device` gave (the trace recorded none): a dataset keeps
+    /// the trace as recorded, so that a later `--device` names it as it would the trace's.
+    pub(crate) gpu_given: bool,
 }
 
 impl RankTrace {
@@ -250,6 +253,7 @@ impl RankTrace {
             warnings: Vec::new(),
             ingested_rank: None,
             export_rank: None,
+            gpu_given: false,
         }
     }
 

@@ -74,8 +74,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     return None;
                 }
                 let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
-                // `--device` names the GPU of a rank that records none: its summary was made without it.
-                if read_opts.device.is_some() && !tracecast_ingest::device::records_gpu(&meta.devices) {
+                // `--device` names the GPU of a rank that records none, or is said not applied to one that
+                // records its own: the summary, made without it, says neither.
+                if read_opts.device.is_some() {
                     return None;
                 }
                 let mut o = opts.clone();

@@ -94,7 +94,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 Err(e) => return Err(e),
             };
             let summary = analysis::summarize(&ctx, world, &o);
-            let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
+            // A summary made under `--device` is of the option, not of the traces the dataset keeps: none cached.
+            let key = (unselected.is_none() && read_opts.device.is_none()).then(|| analysis::summary_key(&o, world));
             let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;
             Ok((staged, unselected, (rank.trace.path.display().to_string(), rank.rank)))
         };
