@@ -548,3 +548,25 @@ fn a_dataset_keeps_its_traces_gpus_as_recorded_whatever_device_its_ingest_named(
     assert_eq!(traces, dataset);
     assert!(!dataset.to_string().contains("--device not applied"));
 }
+
+/// A job of another world size ingested into an existing dataset is refused rank by rank, the
+/// dataset left as it was (it had been mixed in, exit 0, and every later read failed).
+#[test]
+fn a_job_of_another_world_is_not_mixed_into_a_dataset() {
+    let dir = scratch("dataset-other-world");
+    let (twelve, eight) = (dir.join("twelve"), dir.join("eight"));
+    for (out, ranks) in [(&twelve, 12), (&eight, 8)] {
+        let mut spec = tracecast_calibrate::synth::JobSpec::default();
+        (spec.ranks, spec.layers) = (ranks, 2);
+        tracecast_calibrate::synth::write_job(&spec, out).unwrap();
+    }
+    let ds = dir.join("ds");
+    ingest(&[&twelve], &ds);
+    let before = output_of("analyze", &ds, "--json", &dir.join("before.json"), &[]);
+    let o = run(&["ingest".as_ref(), eight.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("declares a world size of 8, where the dataset"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds ranks of a world of 12"), "{}", stderr(&o));
+    let after = output_of("analyze", &ds, "--json", &dir.join("after.json"), &[]);
+    assert_eq!(before, after);
+}

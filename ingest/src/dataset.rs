@@ -548,6 +548,16 @@ fn read_df(path: &Path) -> Result<DataFrame> {
     ParquetReader::new(file).read_parallel(ParallelStrategy::None).finish().map_err(|e| polars_error(path, e))
 }
 
+/// The world size dataset `dir`'s ranks declare, with the source file of the first rank
+/// declaring one (`None`: no dataset, or no rank declares one). A dataset holds one job: its
+/// first parts say its world.
+pub fn declared_world(dir: &Path) -> Option<(u32, PathBuf)> {
+    if !is_dataset(dir) {
+        return None;
+    }
+    part_files(dir).ok()?.iter().take(8).filter_map(|p| rank_meta(p).ok()).find_map(|m| Some((m.declared_world_size()?, m.file.clone())))
+}
+
 /// Reads one rank back from its events part file (`DATASET/events/<part>`)
 /// and the matching `ranks` part: the trace as read from its JSON, with the
 /// rank resolved when it was ingested. `opts.device` names the GPU of an

@@ -80,6 +80,26 @@ pub enum Error {
         /// The name it was read by.
         first: PathBuf,
     },
+    /// A trace ingested into a dataset of another run: it declares another world size than the
+    /// dataset's ranks (mixed in, the dataset had read as one job of unrelated ranks).
+    #[error(
+        "{}: declares a world size of {world}, where the dataset {} holds ranks of a world of {dataset_world} (as {}): a trace of another run, not written (give it a dataset of its own)",
+        path.display(),
+        dataset.display(),
+        first.display()
+    )]
+    OtherRunInDataset {
+        /// The trace not written.
+        path: PathBuf,
+        /// The world size it declares.
+        world: u32,
+        /// The dataset.
+        dataset: PathBuf,
+        /// The world size its ranks declare.
+        dataset_world: u32,
+        /// The source file of the dataset's rank declaring it.
+        first: PathBuf,
+    },
     /// A file of another run among a job's files: it declares another world size.
     #[error(
         "{}: declares a world size of {world}, where this job's files declare {job_world} (as {}): a trace of another run, left out",
@@ -165,6 +185,7 @@ impl Error {
             Error::DuplicateRank { .. }
             | Error::SameFile { .. }
             | Error::OtherRun { .. }
+            | Error::OtherRunInDataset { .. }
             | Error::NoTraces { .. }
             | Error::Pattern { .. }
             | Error::Write { .. } => false,
@@ -182,6 +203,7 @@ impl Error {
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
             | Error::OtherRun { path, .. }
+            | Error::OtherRunInDataset { path, .. }
             | Error::SameFile { path, .. }
             | Error::NoStepsSelected { path, .. }
             | Error::UnreadAtIngest { path, .. }

@@ -75,10 +75,23 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
     // Ranks written, and ranks read but not written (their analysis or their write failed).
     let (mut written, mut unwritten) = (0usize, 0usize);
+    // A trace of another run (another declared world) is not mixed into an existing dataset's job.
+    let dataset_world = tracecast_ingest::dataset::declared_world(dataset);
     // One rank at a time: each trace is written as its part files and dropped.
     let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
         let job_ranks = Job::ranks_in(files);
         let write = |rank: &tracecast_ingest::job::Rank| {
+            if let (Some((dataset_world, first)), Some(world)) = (&dataset_world, rank.trace.declared_world_size())
+                && world != *dataset_world
+            {
+                return Err(tracecast_ingest::Error::OtherRunInDataset {
+                    path: rank.trace.path.clone(),
+                    world,
+                    dataset: dataset.clone(),
+                    dataset_world: *dataset_world,
+                    first: first.clone(),
+                });
+            }
             // The summary `analyze` would make of this rank with these options. A `--steps`
             // range the rank does not have is an error, but the dataset holds the rank's
             // trace all the same (as `analyze` of the dataset reads it), without a summary.
