@@ -570,3 +570,32 @@ fn a_job_of_another_world_is_not_mixed_into_a_dataset() {
     let after = output_of("analyze", &ds, "--json", &dir.join("after.json"), &[]);
     assert_eq!(before, after);
 }
+
+/// What a stopped (killed) ingest leaves: its half-written parts go at the next ingest (those of
+/// a running one stay), and a dataset it left without a rank says so (it had said "no trace
+/// files in this directory").
+#[test]
+fn a_stopped_ingest_leaves_nothing_behind_and_an_empty_dataset_says_so() {
+    let dir = scratch("dataset-stopped");
+    let job = synthetic_job(&dir, 2);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    // PID 4194304 is above Linux's largest (2^22): no process runs with it.
+    let stopped = ds.join("events/.rank-000001.parquet.tmp-4194304-0");
+    let running = ds.join(format!("events/.rank-000001.parquet.tmp-{}-0", std::process::id()));
+    for f in [&stopped, &running] {
+        std::fs::write(f, b"half a part").unwrap();
+    }
+    ingest(&[&job], &ds);
+    assert!(!stopped.exists(), "a stopped ingest's part stayed");
+    assert!(running.exists(), "a running ingest's part went");
+    std::fs::remove_file(&running).unwrap();
+    // The parts gone, the manifest left: a dataset without a rank.
+    for table in ["events", "ranks", "summaries", "steps", "collectives"] {
+        let _ = std::fs::remove_dir_all(ds.join(table));
+    }
+    std::fs::create_dir_all(ds.join("events")).unwrap();
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a dataset that holds no rank"), "{}", stderr(&o));
+}

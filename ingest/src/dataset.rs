@@ -201,9 +201,33 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     if names.is_empty() {
-        return Err(Error::NoTraces { path: dir.to_path_buf() });
+        return Err(Error::EmptyDataset { path: dir.to_path_buf() });
     }
     Ok(names.into_iter().map(|n| events.join(n)).collect())
+}
+
+/// Removes from dataset `dir`'s tables the parts an ingest was staging when it was stopped
+/// (killed): a staged part is named `.NAME.tmp-PID-N`, and no process `PID` runs any more. Those
+/// of a running ingest (several may write one dataset at once) are kept. Linux only (where a
+/// process's liveness is `/proc/PID`); elsewhere nothing is removed.
+pub fn remove_stopped_staging(dir: &Path) {
+    if !cfg!(target_os = "linux") || !is_dataset(dir) {
+        return;
+    }
+    let Ok(tables) = std::fs::read_dir(dir) else { return };
+    for table in tables.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+        let Ok(entries) = std::fs::read_dir(&table) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid =
+                name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).and_then(|(_, rest)| rest.split_once('-')).map(|(pid, _)| pid);
+            if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
@@ -497,11 +521,17 @@ pub struct RankMeta {
 
 /// The `ranks` row of the rank of `events_path`.
 pub fn rank_meta(events_path: &Path) -> Result<RankMeta> {
+    rank_meta_read(events_path, read_df)
+}
+
+/// [`rank_meta`], its `ranks` part read by `read`: the dataset an ingest writes into is not
+/// one of its inputs ([`crate::input`]), which it could not replace.
+fn rank_meta_read(events_path: &Path, read: fn(&Path) -> Result<DataFrame>) -> Result<RankMeta> {
     let bad = |message: String| Error::Schema { path: events_path.to_path_buf(), message };
     let name = events_path.file_name().ok_or_else(|| bad("not a part file".into()))?;
     let dir = events_path.parent().and_then(Path::parent).ok_or_else(|| bad("not inside a dataset".into()))?;
     let ranks_path = dir.join("ranks").join(name);
-    let meta = read_df(&ranks_path)?;
+    let meta = read(&ranks_path)?;
     let me = |e: PolarsError| polars_error(&ranks_path, e);
     let get_str = |c: &str| -> Result<Option<String>> { Ok(meta.column(c).map_err(me)?.str().map_err(me)?.get(0).map(str::to_string)) };
     let decode = |c: &str| -> Result<serde_json::Value> {
@@ -555,7 +585,13 @@ pub fn declared_world(dir: &Path) -> Option<(u32, PathBuf)> {
     if !is_dataset(dir) {
         return None;
     }
-    part_files(dir).ok()?.iter().take(8).filter_map(|p| rank_meta(p).ok()).find_map(|m| Some((m.declared_world_size()?, m.file.clone())))
+    // Read as the output it is, not as an input: the ingest replaces its parts.
+    let unmarked = |path: &Path| -> Result<DataFrame> {
+        let file = std::fs::File::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+        ParquetReader::new(file).read_parallel(ParallelStrategy::None).finish().map_err(|e| polars_error(path, e))
+    };
+    let parts = part_files(dir).ok()?;
+    parts.iter().take(8).filter_map(|p| rank_meta_read(p, unmarked).ok()).find_map(|m| Some((m.declared_world_size()?, m.file.clone())))
 }
 
 /// Reads one rank back from its events part file (`DATASET/events/<part>`)

@@ -131,6 +131,12 @@ pub enum Error {
         /// rank to another's.
         rank: bool,
     },
+    /// A dataset that holds no rank (its ingest wrote none, or was stopped before its first).
+    #[error("{}: a dataset that holds no rank (its ingest wrote none, or was stopped before it wrote one): ingest the traces into it again", path.display())]
+    EmptyDataset {
+        /// The dataset.
+        path: PathBuf,
+    },
     /// A path given as a job holds no trace files.
     #[error("{}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory", path.display())]
     NoTraces {
@@ -187,6 +193,7 @@ impl Error {
             | Error::OtherRun { .. }
             | Error::OtherRunInDataset { .. }
             | Error::NoTraces { .. }
+            | Error::EmptyDataset { .. }
             | Error::Pattern { .. }
             | Error::Write { .. } => false,
         }
@@ -202,6 +209,7 @@ impl Error {
             | Error::Schema { path, .. }
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
+            | Error::EmptyDataset { path }
             | Error::OtherRun { path, .. }
             | Error::OtherRunInDataset { path, .. }
             | Error::SameFile { path, .. }

@@ -75,6 +75,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
     // Ranks written, and ranks read but not written (their analysis or their write failed).
     let (mut written, mut unwritten) = (0usize, 0usize);
+    // What an ingest that was stopped (killed) left half-written goes.
+    tracecast_ingest::dataset::remove_stopped_staging(dataset);
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
     let dataset_world = tracecast_ingest::dataset::declared_world(dataset);
     // One rank at a time: each trace is written as its part files and dropped.
