@@ -2935,3 +2935,24 @@ fn analyze_says_how_many_slowest_ranks_it_leaves_out_and_what_their_waits_cost()
     assert_eq!(shown, 5, "{text}");
     assert!(text.contains(&format!("  … and {} more rank(s) (--json and --csv list every one)", listed - 5)), "{text}");
 }
+
+/// A GPU activity longer than anything runs (a kernel of 11.6 days: a unit or clock error) is
+/// said, not analysed in silence as a rank 100 % busy.
+#[test]
+fn a_gpu_activity_longer_than_an_hour_is_said() {
+    let dir = scratch("implausible-duration");
+    let mut doc: serde_json::Value = serde_json::from_str(&synthetic_trace()).unwrap();
+    let (good, bad) = (dir.join("good.json"), dir.join("bad.json"));
+    std::fs::write(&good, doc.to_string()).unwrap();
+    let kernel = doc["traceEvents"].as_array_mut().unwrap().iter_mut().find(|e| e["cat"] == "kernel").unwrap();
+    kernel["dur"] = serde_json::json!(1e12);
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let said = |trace: &Path| {
+        let o = run(&["analyze".as_ref(), trace.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("longer than an hour")).map(str::to_string)
+    };
+    assert_eq!(said(&good), None);
+    let note = said(&bad).expect("the 11.6-day kernel said");
+    assert!(note.contains("1 GPU activity lasts longer than an hour") && note.contains("277.8 h"), "{note}");
+}

@@ -763,6 +763,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         }
     }
     trace.json_bytes = total;
+    trace.warn_of_implausible_gpu_activity();
     Ok(trace)
 }
 

@@ -235,7 +235,27 @@ pub struct RankTrace {
     pub(crate) gpu_given: bool,
 }
 
+/// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
+/// watchdog ends a collective after 10 minutes by default, and a profiler records seconds to
+/// minutes of a run; a longer activity is a clock or unit error of its writer.
+pub(crate) const LONGEST_GPU_ACTIVITY_NS: i64 = 3_600 * 1_000_000_000;
+
 impl RankTrace {
+    /// Warns of GPU activity that lasts longer than anything runs ([`LONGEST_GPU_ACTIVITY_NS`]):
+    /// it is analysed as recorded (a kernel of 11.6 days had made a rank 100 % busy, without a word).
+    pub(crate) fn warn_of_implausible_gpu_activity(&mut self) {
+        let long: Vec<usize> =
+            self.gpu_activity().filter(|&i| self.events.dur_ns.get(i).is_some_and(|&d| d > LONGEST_GPU_ACTIVITY_NS)).collect();
+        let Some(&longest) = long.iter().max_by_key(|&&i| self.events.dur_ns.get(i).copied().unwrap_or(0)) else { return };
+        let hours = self.events.dur_ns.get(longest).copied().unwrap_or(0) as f64 / 3.6e12;
+        self.warnings.push(format!(
+            "{} GPU activit{} longer than an hour (the longest, {}, {hours:.1} h): nothing runs that long on a GPU (PyTorch's NCCL watchdog ends a collective after 10 minutes), a clock or unit error of the trace's writer? Analysed as recorded",
+            long.len(),
+            if long.len() == 1 { "y lasts" } else { "ies last" },
+            crate::analysis::short_kernel_name(self.name(longest), 60)
+        ));
+    }
+
     pub(crate) fn new(path: PathBuf) -> RankTrace {
         RankTrace {
             path,

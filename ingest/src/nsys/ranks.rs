@@ -395,7 +395,10 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
             }
         }
         None => match &opts.device {
-            Some(d) => t.devices.push(DeviceProperties { id: Some(key.device), ..d.clone() }),
+            Some(d) => {
+                t.devices.push(DeviceProperties { id: Some(key.device), ..d.clone() });
+                t.gpu_given = true;
+            }
             None => {
                 t.devices.push(DeviceProperties { id: Some(key.device), ..Default::default() });
                 let kernels = t.events.kind.iter().zip(&t.events.name).filter(|(k, _)| **k == EventKind::Kernel).map(|(_, &n)| n);
@@ -413,6 +416,7 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
             }
         },
     }
+    t.warn_of_implausible_gpu_activity();
     t
 }
 
