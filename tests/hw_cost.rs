@@ -290,12 +290,16 @@ fn an_attention_family_nothing_prices_is_refused_with_the_families_that_exist() 
 #[test]
 fn sizes_are_whole_numbers_and_a_bad_one_is_named() {
     for (args, says) in [
-        (vec!["h100-sxm", "gemm", "--m", "1.5", "--n", "8", "--k", "8"], "--m 1.5: a whole number from 1 to 2^53"),
-        (vec!["h100-sxm", "gemm", "--m", "NaN", "--n", "8", "--k", "8"], "--m NaN: a whole number"),
-        (vec!["h100-sxm", "gemm", "--m", "18446744073709551615", "--n", "8", "--k", "8"], "a whole number from 1 to 2^53"),
+        (vec!["h100-sxm", "gemm", "--m", "1.5", "--n", "8", "--k", "8"], "'1.5' for '--m <M>': a whole number from 1 to 2^53"),
+        (vec!["h100-sxm", "gemm", "--m", "NaN", "--n", "8", "--k", "8"], "'NaN' for '--m <M>': a whole number"),
+        // Named as typed (it had been echoed rounded, as 18446744073709552000).
+        (
+            vec!["h100-sxm", "gemm", "--m", "18446744073709551615", "--n", "8", "--k", "8"],
+            "'18446744073709551615' for '--m <M>': a whole number from 1 to 2^53",
+        ),
         (vec!["h100-sxm", "gemm", "--n", "8", "--k", "8"], "--m is required"),
-        (vec!["h100-sxm", "attention", "--heads", "1.5", "--seq", "1024", "--head-dim", "128"], "--heads 1.5"),
-        (vec!["h100-sxm", "all_reduce", "--bytes", "0.5", "--gpus", "8"], "--bytes 0.5"),
+        (vec!["h100-sxm", "attention", "--heads", "1.5", "--seq", "1024", "--head-dim", "128"], "'1.5' for '--heads <HEADS>'"),
+        (vec!["h100-sxm", "all_reduce", "--bytes", "0.5", "--gpus", "8"], "'0.5' for '--bytes <BYTES>'"),
         // 2^53 + 1 parses to 2^53: it had been priced as "9007199254740992 bytes".
         (vec!["h100-sxm", "all_reduce", "--bytes", "9007199254740993", "--gpus", "8"], "a whole number from 1 to 2^53 − 1"),
     ] {

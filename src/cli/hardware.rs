@@ -35,28 +35,28 @@ pub(crate) struct CostArgs {
     /// `reduce`, `send_recv` (NCCL and c10d spellings such as `allreduce` are read too).
     pub(crate) op: String,
     /// GEMM rows.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) m: Option<f64>,
     /// GEMM columns.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) n: Option<f64>,
     /// GEMM reduction dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) k: Option<f64>,
     /// Independent GEMMs, or the attention batch [default: 1]
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) batch: Option<f64>,
     /// Input type: bf16, fp16, fp8, tf32, fp32 (attention: bf16 or fp16) [default: bf16]
     #[arg(long)]
     pub(crate) dtype: Option<String>,
     /// Attention heads.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) heads: Option<f64>,
     /// Attention sequence length.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) seq: Option<f64>,
     /// Attention head dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) head_dim: Option<f64>,
     /// Causal attention.
     #[arg(long)]
@@ -68,7 +68,7 @@ pub(crate) struct CostArgs {
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// Collective size, bytes (nccl-tests' size: the full buffer).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_size)]
     pub(crate) bytes: Option<f64>,
     /// GPUs taking part in the collective.
     #[arg(long)]
