@@ -2646,6 +2646,13 @@ fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() 
     assert_eq!(step["time_a_us"].as_f64(), Some(0.0), "{step}");
     // Its per-class table counts the analysed (empty) window too, not the whole trace.
     assert_eq!(d["kernel_classes"].as_array().map(Vec::len), Some(0), "{}", d["kernel_classes"]);
+    // And the report's timeline: no kernels of step 1 drawn under the analysis of step 2.
+    let page = dir.join("r.html");
+    let o =
+        bin().args(["report".as_ref(), trace.as_os_str(), "-q".as_ref(), "--out".as_ref(), page.as_os_str()]).args(steps).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("GPU timeline of step 1") && html.contains("No timeline"), "the timeline of another step drawn");
 }
 
 /// `tracecast synth --out OUT -q EXTRA…`, which must succeed.

@@ -127,6 +127,11 @@ impl RankKernels {
                 bytes: op_work.and_then(|o| o.bytes),
             });
         }
+        // Only what the analysed window holds: nothing where the steps chosen ran no GPU work
+        // (the page had drawn another step's kernels under the analysis of an empty one).
+        if let Some(a) = analysed {
+            spans.retain(|s| a.overlap_ns(s.start_ns, s.end_ns).is_some());
+        }
         let selected = |g: &Option<Window>| match (analysed, g) {
             (Some(a), Some(g)) => a.starts_inside(g.start_ns),
             _ => true,

@@ -115,7 +115,8 @@ pub(crate) fn sections(
             let (analyze, world) = rank_analysis(&ctx, job_ranks, plan.analyze, plan.catalog, plan.gpus_per_node)?;
             let work = kernel_work_of(&ctx);
             let summary = analysis::summarize(&ctx, world, &analyze);
-            first.offer(&ctx, &work, summary.window());
+            // The analysed window, empty where nothing was analysed (not the whole trace `None` stands for).
+            first.offer(&ctx, &work, Some(summary.tables_window()));
             // The per-class times of the analysed window, as the analysis (`--window`, `--steps`).
             let class_times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, Some(summary.tables_window()));
             let ops = op_rows_of_rank(&rank.trace, &work, Some(summary.tables_window()));
