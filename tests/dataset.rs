@@ -583,13 +583,19 @@ fn a_stopped_ingest_leaves_nothing_behind_and_an_empty_dataset_says_so() {
     // PID 4194304 is above Linux's largest (2^22): no process runs with it.
     let stopped = ds.join("events/.rank-000001.parquet.tmp-4194304-0");
     let running = ds.join(format!("events/.rank-000001.parquet.tmp-{}-0", std::process::id()));
-    for f in [&stopped, &running] {
+    // Unwritten for an hour (older than any part takes to write); another host's running ingest:
+    // a PID this one cannot see, written a moment ago.
+    let elsewhere = ds.join("events/.rank-000000.parquet.tmp-4194305-0");
+    for f in [&stopped, &running, &elsewhere] {
         std::fs::write(f, b"half a part").unwrap();
     }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&stopped).unwrap().set_modified(hour_ago).unwrap();
     ingest(&[&job], &ds);
     assert!(!stopped.exists(), "a stopped ingest's part stayed");
-    assert!(running.exists(), "a running ingest's part went");
+    assert!(running.exists() && elsewhere.exists(), "a running ingest's part went");
     std::fs::remove_file(&running).unwrap();
+    std::fs::remove_file(&elsewhere).unwrap();
     // The parts gone, the manifest left: a dataset without a rank.
     for table in ["events", "ranks", "summaries", "steps", "collectives"] {
         let _ = std::fs::remove_dir_all(ds.join(table));

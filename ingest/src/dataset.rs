@@ -207,10 +207,14 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Removes from dataset `dir`'s tables the parts an ingest was staging when it was stopped
-/// (killed): a staged part is named `.NAME.tmp-PID-N`, and no process `PID` runs any more. Those
-/// of a running ingest (several may write one dataset at once) are kept. Linux only (where a
-/// process's liveness is `/proc/PID`); elsewhere nothing is removed.
+/// (killed): a staged part is named `.NAME.tmp-PID-N`, no process `PID` runs here any more, and
+/// nothing has written it for [`STOPPED_STAGING_AGE`]. Those of a running ingest (several may
+/// write one dataset at once, from other hosts too, whose PIDs this one cannot see: a part is
+/// written in one go, then renamed) are kept. Linux only (where a process's liveness is
+/// `/proc/PID`); elsewhere nothing is removed.
 pub fn remove_stopped_staging(dir: &Path) {
+    /// How long a staged part must have gone unwritten to be a stopped ingest's.
+    const STOPPED_STAGING_AGE: std::time::Duration = std::time::Duration::from_secs(600);
     if !cfg!(target_os = "linux") || !is_dataset(dir) {
         return;
     }
@@ -221,8 +225,12 @@ pub fn remove_stopped_staging(dir: &Path) {
             let name = entry.file_name().to_string_lossy().into_owned();
             let pid =
                 name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).and_then(|(_, rest)| rest.split_once('-')).map(|(pid, _)| pid);
+            let idle = || {
+                entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STOPPED_STAGING_AGE)
+            };
             if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
                 && !Path::new("/proc").join(pid).exists()
+                && idle()
             {
                 let _ = std::fs::remove_file(entry.path());
             }
