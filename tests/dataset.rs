@@ -507,6 +507,14 @@ fn a_rank_ingested_again_from_another_file_clears_the_record_of_its_unreadable_o
     let o = run(&["ingest".as_ref(), job.join("rank-1.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
+    // Nor does rank 2 written from a file whose name gives another rank (PyTorch's `host_pid`
+    // names: `node-worker-0_…` declaring rank 2): names that guess ranks do not say whose it is.
+    let hosted = dir.join("hosted/node-worker-0_4242.json.gz");
+    std::fs::create_dir_all(hosted.parent().unwrap()).unwrap();
+    std::fs::copy(fresh.join("rank-2.json.gz"), &hosted).unwrap();
+    let o = run(&["ingest".as_ref(), hosted.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]).status.code(), Some(2));
 }
 
 /// `--device` is an option of the command that reads, not a fact of the traces: a dataset

@@ -112,11 +112,14 @@ const NOT_A_RANK: &str = "not a rank of the job";
 /// Records in dataset `dir` the files this ingest could not take in (`unread`: file as given, why,
 /// whether it is a rank of the job that could not be read), replacing what an earlier ingest
 /// recorded of them and dropping its record of the files this one wrote (`written`: file as
-/// given, its rank) and of unread files whose name gives a rank this one wrote (`rank-2.json`
-/// mended as another file): reading the dataset then names them, as reading the traces does.
+/// given, its rank) and of unread files whose name gives a rank this one wrote from a file
+/// whose name gives that rank too (`rank-2.json` mended as another folder's `rank-2.json`; not
+/// `host-worker-3_…` files, whose names give no rank of theirs): reading the dataset then names
+/// them, as reading the traces does.
 pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, String, bool)]) -> Result<()> {
     let path = dir.join(UNREAD);
-    let written_ranks: std::collections::HashSet<u32> = written.iter().map(|w| w.1).collect();
+    let named = |f: &str| crate::job::rank_from_file_name(Path::new(f));
+    let written_ranks: std::collections::HashSet<u32> = written.iter().filter(|w| named(&w.0) == Some(w.1)).map(|w| w.1).collect();
     // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
     // from wherever the ingest ran: a record kept as given was dropped only by the same spelling.
     let written: Vec<PathBuf> = written.iter().map(|f| where_file_is(&f.0)).collect();
