@@ -552,3 +552,33 @@ fn replay_of_two_captures_as_one_job_says_they_look_unrelated() {
     let o = run(&["replay".as_ref(), a.as_os_str()]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("unrelated runs"));
 }
+
+/// An export that records no GPU model, ingested with `--device`: the dataset keeps it as
+/// recorded, so its ranks read back as the export does, with or without `--device` (the GPU
+/// named at ingest had stayed, and the export's warning had gone).
+#[test]
+fn an_export_ingested_with_device_reads_back_as_the_export() {
+    let dir = scratch("nsys-device");
+    let file = export(MFU);
+    let ds = dir.join("ds");
+    let o =
+        run(&["ingest".as_ref(), file.as_os_str(), "--device".as_ref(), "b200".as_ref(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, extra) in [("none", &[][..]), ("h100", &["--device", "h100-sxm"][..])] {
+        let analysed = |input: &Path, out: &str| {
+            let out = dir.join(out);
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["analyze".as_ref(), input.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()];
+            args.extend(extra.iter().map(std::ffi::OsStr::new));
+            let o = run(&args);
+            assert!(o.status.success(), "{}", stderr(&o));
+            json(&out)["jobs"][0]["ranks"].clone()
+        };
+        let (direct, back) = (analysed(&file, &format!("e-{name}.json")), analysed(&ds, &format!("d-{name}.json")));
+        for (a, b) in direct.as_array().unwrap().iter().zip(back.as_array().unwrap()) {
+            for k in ["rank", "device", "notes", "busy_us"] {
+                assert_eq!(a[k], b[k], "{k} with {extra:?}");
+            }
+        }
+    }
+}

@@ -404,7 +404,8 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
         t.devices.clone()
     };
     let recorded_device_name = if t.gpu_given { None } else { t.device_name() };
-    let recorded_warnings: Vec<&String> = t.warnings.iter().filter(|w| !w.starts_with(crate::device::DEVICE_NOT_APPLIED)).collect();
+    let recorded_warnings: Vec<&String> =
+        t.warnings.iter().filter(|w| !w.starts_with(crate::device::DEVICE_NOT_APPLIED)).chain(&t.warnings_answered_by_device).collect();
     let mut ranks = DataFrame::new_infer_height(vec![
         col("rank", vec![r]),
         col("rank_source", vec![source_name(rank.source)]),

@@ -55,7 +55,10 @@ pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &D
         *d = DeviceProperties { id: d.id, ..device.clone() };
     }
     trace.gpu_given = !trace.devices.is_empty();
-    trace.warnings.retain(|w| !w.starts_with(crate::nsys::UNRECORDED_GPU));
+    // Answered by the option: not said, but kept for a dataset, which keeps the trace as recorded.
+    let (answered, kept) = std::mem::take(&mut trace.warnings).into_iter().partition(|w| w.starts_with(crate::nsys::UNRECORDED_GPU));
+    trace.warnings = kept;
+    trace.warnings_answered_by_device.extend::<Vec<String>>(answered);
 }
 
 #[derive(Deserialize)]

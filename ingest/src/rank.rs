@@ -233,6 +233,9 @@ pub struct RankTrace {
     /// Whether `devices` name the GPU `--device` gave (the trace recorded none): a dataset keeps
     /// the trace as recorded, so that a later `--device` names it as it would the trace's.
     pub(crate) gpu_given: bool,
+    /// The warnings `--device` answered (the export records no GPU model): not said, but
+    /// written into a dataset, which keeps the trace as recorded.
+    pub(crate) warnings_answered_by_device: Vec<String>,
 }
 
 /// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
@@ -274,6 +277,7 @@ impl RankTrace {
             ingested_rank: None,
             export_rank: None,
             gpu_given: false,
+            warnings_answered_by_device: Vec::new(),
         }
     }
 

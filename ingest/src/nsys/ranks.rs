@@ -394,12 +394,9 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
                 crate::device::name_unrecorded_gpu(&mut t, given);
             }
         }
-        None => match &opts.device {
-            Some(d) => {
-                t.devices.push(DeviceProperties { id: Some(key.device), ..d.clone() });
-                t.gpu_given = true;
-            }
-            None => {
+        None => {
+            // As recorded (a dataset keeps it so), then named by `--device` where given.
+            {
                 t.devices.push(DeviceProperties { id: Some(key.device), ..Default::default() });
                 let kernels = t.events.kind.iter().zip(&t.events.name).filter(|(k, _)| **k == EventKind::Kernel).map(|(_, &n)| n);
                 let mut seen: Vec<NameId> = kernels.collect();
@@ -414,7 +411,10 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
                     None => format!("{UNRECORDED_GPU} (no TARGET_INFO_GPU table); give it with --device ID (an id of `tracecast hw list`)"),
                 });
             }
-        },
+            if let Some(d) = &opts.device {
+                crate::device::name_unrecorded_gpu(&mut t, d);
+            }
+        }
     }
     t.warn_of_implausible_gpu_activity();
     t
