@@ -195,12 +195,12 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A size of `hw cost` (elements, heads, bytes): a whole number below 2^53, exact in an f64; a
-/// bad one is named as typed (`18446744073709551615` had been echoed as `18446744073709552000`).
+/// A size of `hw cost` ([`tracecast_pipeline::hw::is_whole_size`]), a bad one named as typed
+/// (`18446744073709551615` had been echoed as `18446744073709552000`).
 pub(crate) fn whole_size(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v < 2f64.powi(53) => Ok(v),
-        _ => Err("a whole number from 1 to 2^53 − 1".to_string()),
+        Ok(v) if tracecast_pipeline::hw::is_whole_size(v) => Ok(v),
+        _ => Err(tracecast_pipeline::hw::WHOLE_SIZE.to_string()),
     }
 }
 

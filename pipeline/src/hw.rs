@@ -111,17 +111,25 @@ impl Default for Cost {
     }
 }
 
+/// What a size of `hw cost` is (elements, heads, bytes): a whole number below 2^53, exact in an
+/// f64 (every number from 2^53 up parses to one at least 2^53, so 2^53 + 1, rounded down, is
+/// refused too).
+pub const WHOLE_SIZE: &str = "a whole number from 1 to 2^53 − 1";
+
+/// Whether `x` is a size of `hw cost` ([`WHOLE_SIZE`]).
+pub fn is_whole_size(x: f64) -> bool {
+    x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < 2f64.powi(53)
+}
+
 impl Cost {
     /// The operation the flags describe; a missing flag is named.
     pub fn operation(&self, catalog: &Catalog) -> Result<Operation> {
         use tracecast_calibrate::catalog::Dtype;
         use tracecast_calibrate::pricing::{AttentionShape, GemmShape};
-        // Sizes count elements, heads, bytes: whole numbers below 2^53, exact in an f64 (every
-        // number from 2^53 up parses to one at least 2^53, so 2^53 + 1, rounded down, is refused too).
         let need = |v: Option<f64>, flag: &str| match v {
             None => Err(anyhow::anyhow!("hw cost {}: --{flag} is required", self.op)),
-            Some(x) if x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < 2f64.powi(53) => Ok(x),
-            Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: a whole number from 1 to 2^53 − 1", self.op)),
+            Some(x) if is_whole_size(x) => Ok(x),
+            Some(x) => Err(anyhow::anyhow!("hw cost {}: --{flag} {x}: {WHOLE_SIZE}", self.op)),
         };
         // The operation is named first (a mistyped one is not taken for a collective); then a flag
         // of another kind of operation is refused, not ignored.
