@@ -226,9 +226,7 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
         writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;
     }
     if let Some(p) = &r.projection {
-        let gpu = |g: &Option<String>| g.clone().unwrap_or_else(|| "an unknown GPU".into());
-        let (source, target) = (gpu(&p.source_gpu), gpu(&p.target_gpu));
-        writeln!(out, "Compute kernels priced from {source} ({}) onto {target} ({}):", p.source_fits, p.target_fits)?;
+        writeln!(out, "Compute kernels priced {}:", p.sides_in_words())?;
         for s in &p.rules {
             let (measured, projected) = (s.measured_us / 1000.0, s.projected_us / 1000.0);
             writeln!(out, "  {:>6} kernels {measured:>12.3} ms → {projected:>12.3} ms  {}", s.kernels, s.description)?;
@@ -239,9 +237,7 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
             .map(|c| format!("{} {:.3} → {:.3}", c.class.as_str(), c.measured_us / 1000.0, c.projected_us / 1000.0))
             .collect();
         writeln!(out, "  by kernel class (ms): {}", by_class.join(" · "))?;
-        let total = p.projected_us();
-        let [low, high] = p.projected_band_us.map(|x| x / 1000.0);
-        writeln!(out, "  projected kernel time {:.3} ms (95 % band of the efficiencies: {low:.3}–{high:.3} ms)", total / 1000.0)?;
+        writeln!(out, "  {}", p.kernel_time_in_words())?;
     }
     let c = &r.critical_path;
     if c.total_us > 0.0 {

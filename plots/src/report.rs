@@ -558,14 +558,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
         // What priced the projection, as `replay --target` prints it: the sides' fits, the rule
         // of each share of the kernels, and the notes (the page had given the speed-up alone).
         if let Some(pr) = &p.projection {
-            let words = format!(
-                "Priced from {} ({}) onto {} ({}).",
-                pr.source_gpu.as_deref().unwrap_or("an unknown GPU"),
-                pr.source_fits,
-                pr.target_gpu.as_deref().unwrap_or("an unknown GPU"),
-                pr.target_fits
-            );
-            let _ = write!(page.html, "<p>{}</p>", esc(&words));
+            let _ = write!(page.html, "<p>Priced {}.</p>", esc(&pr.sides_in_words()));
             let rows: Vec<Vec<String>> = pr
                 .rules
                 .iter()
@@ -582,10 +575,8 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .map(|c| vec![c.class.as_str().to_string(), c.kernels.to_string(), ms(c.measured_us), ms(c.projected_us)])
                 .collect();
             page.table("By kernel class", &["class", "kernels", "measured ms", "projected ms"], &rows);
-            let total = pr.projected_us();
-            let [low, high] = pr.projected_band_us;
-            let words = format!("Projected kernel time {} ms (95 % band of the efficiencies: {}–{} ms).", ms(total), ms(low), ms(high));
-            let _ = write!(page.html, "<p>{}</p>", esc(&words));
+            let words = pr.kernel_time_in_words();
+            let _ = write!(page.html, "<p>{}{}.</p>", words[..1].to_uppercase(), esc(&words[1..]));
         }
         if !p.notes.is_empty() {
             page.html.push_str("<ul class=\"note\">");

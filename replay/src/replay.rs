@@ -345,6 +345,19 @@ impl ProjectionReport {
     pub fn projected_us(&self) -> f64 {
         self.rules.iter().fold(0.0, |sum, r| sum + r.projected_us)
     }
+
+    /// `from h100-sxm (its fits) onto mi300x (its fits)`: what priced each side, as `replay`
+    /// and the report say it.
+    pub fn sides_in_words(&self) -> String {
+        let gpu = |g: &Option<String>| g.as_deref().unwrap_or("an unknown GPU").to_string();
+        format!("from {} ({}) onto {} ({})", gpu(&self.source_gpu), self.source_fits, gpu(&self.target_gpu), self.target_fits)
+    }
+
+    /// `projected kernel time 12.345 ms (95 % band of the efficiencies: 11.000–13.000 ms)`.
+    pub fn kernel_time_in_words(&self) -> String {
+        let [low, high] = self.projected_band_us.map(|x| x / 1000.0);
+        format!("projected kernel time {:.3} ms (95 % band of the efficiencies: {low:.3}–{high:.3} ms)", self.projected_us() / 1000.0)
+    }
 }
 
 /// One kernel class of a projection.
