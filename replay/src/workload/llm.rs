@@ -1029,14 +1029,13 @@ impl Plan {
             return None;
         }
         let dp = gpus / model_parallel;
-        // The experts keep their layout, by the plan's own rule: over the data-parallel ranks
-        // (dp × cp), or folded over tp × cp × dp (it had asked dp alone, refusing a cp=2 plan
-        // on its own GPU count).
-        let experts_over = u64::from(dp) * u64::from(self.cp) * if self.folds_experts() { u64::from(self.tp) } else { 1 };
-        if !experts_over.is_multiple_of(u64::from(self.ep.max(1))) {
+        let mut plan = Plan { dp, ..self.clone() };
+        // The experts spread by the plan's own rule at its new size (over dp × cp, or folded
+        // over tp × cp × dp): it had asked dp alone, refusing a cp=2 plan on its own GPU count,
+        // then the old plan's folding.
+        if !plan.expert_ranks().is_multiple_of(u64::from(self.ep.max(1))) {
             return None;
         }
-        let mut plan = Plan { dp, ..self.clone() };
         let sequences = u64::from(self.dp) * u64::from(self.microbatch) * u64::from(self.microbatches);
         let per_replica = u64::from(dp) * u64::from(self.microbatch);
         let batch = if sequences.is_multiple_of(per_replica) && sequences / per_replica >= 1 {
@@ -1078,8 +1077,13 @@ impl Plan {
     /// Ranks that hold the same experts (expert data parallelism): dp × cp ÷ ep,
     /// folded: tp × cp × dp ÷ ep.
     pub(crate) fn expert_replicas(&self) -> u32 {
-        let ranks = self.replicas().saturating_mul(self.tp / self.expert_tp());
-        (ranks / self.ep.max(1)).max(1)
+        u32::try_from(self.expert_ranks() / u64::from(self.ep.max(1))).unwrap_or(u32::MAX).max(1)
+    }
+
+    /// The ranks the experts spread over: the data-parallel ones (dp × cp), folded over
+    /// tp × cp × dp ([`Plan::folds_experts`]).
+    pub(crate) fn expert_ranks(&self) -> u64 {
+        u64::from(self.replicas()) * u64::from(self.tp / self.expert_tp())
     }
 
     /// Parses `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`.
@@ -3972,6 +3976,13 @@ mod tests {
         assert!(folded.folds_experts());
         assert_eq!(folded.on_gpus(48).map(|(p, _)| p.dp), Some(12), "4 × 12 = 48 ranks hold the group of 16");
         assert!(folded.on_gpus(40).is_none(), "4 × 10 = 40 ranks do not");
+        // Not folded at its own size (tp=2, dp=8, ep=8), folded on fewer GPUs (dp=4: 4 ranks do
+        // not hold 8 experts, tp × dp = 8 do), as the plan's rule folds it there: the old
+        // plan's layout had refused it.
+        let unfolded = Plan::parse("tp=2,sp,dp=8,ep=8").unwrap();
+        assert!(!unfolded.folds_experts());
+        let (smaller, _) = unfolded.on_gpus(8).expect("tp 2 × dp 4 = 8 ranks hold the group of 8");
+        assert!(smaller.folds_experts() && smaller.expert_replicas() == 1, "{smaller:?}");
     }
 
     use super::*;
