@@ -259,6 +259,16 @@ impl TableCorrection {
             format!("fitted to {} measured run(s) ({})", self.samples, if self.rule.is_empty() { "validate --fit" } else { &self.rule })
         })
     }
+
+    /// Where the ratio comes from, in words: the runs it was fitted to, or the traced GEMMs
+    /// whose median it is and the sizes it holds for (`calibrate`'s summary and `validate`).
+    pub fn basis_in_words(&self) -> String {
+        self.fitted_to_runs().unwrap_or_else(|| {
+            let sizes =
+                self.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones: the table alone)", f / 1e9));
+            format!("median of {} {} traced GEMMs{sizes}", if self.misaligned.is_some() { "the other" } else { "all" }, self.samples)
+        })
+    }
 }
 
 impl Profile {

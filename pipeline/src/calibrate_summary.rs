@@ -58,11 +58,7 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
         // What projections multiply the pricing layer's measured tables by (`Pricing::gemm_corrected`).
         writeln!(w, "\nAgainst the measured tables  (measured ÷ table time; ln spread = interquartile range of ln ratio)")?;
         for c in &p.table_corrections {
-            let of = c.fitted_to_runs().unwrap_or_else(|| {
-                let sizes =
-                    c.max_flops.map_or(String::new(), |f| format!(" of at most {:.3} GFLOP (larger ones: the table alone)", f / 1e9));
-                format!("median of {} {} traced GEMMs{sizes}", if c.misaligned.is_some() { "the other" } else { "all" }, c.samples)
-            });
+            let of = c.basis_in_words();
             writeln!(
                 w,
                 "  {:<12} {:<6} × {:.3}  ln spread {:.2}  {of}",

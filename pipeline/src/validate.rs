@@ -191,8 +191,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     .iter()
                     .flat_map(|p| &p.table_corrections)
                     .map(|c| {
-                        let of = c.fitted_to_runs().unwrap_or_else(|| format!("the median of {} traced GEMMs", c.samples));
-                        format!("{} {} table × {:.3} ({of})", c.dtype.map_or("", |d| d.as_str()), c.class.as_str(), c.ratio)
+                        format!(
+                            "{} {} table × {:.3} ({})",
+                            c.dtype.map_or("", |d| d.as_str()),
+                            c.class.as_str(),
+                            c.ratio,
+                            c.basis_in_words()
+                        )
                     })
                     .collect();
                 let what = if corrections.is_empty() { "its fitted efficiencies".to_string() } else { corrections.join(", ") };
