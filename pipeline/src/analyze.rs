@@ -39,6 +39,7 @@ pub struct Options {
 /// summarized as it is read and dropped, so a job of thousands of ranks never
 /// sits in memory whole), and writes what the options ask for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    crate::output::outputs_not_inputs(&[("--json", args.json.as_deref())], &args.inputs.paths)?;
     crate::output::distinct_outputs(&[
         ("--json", args.json.as_deref()),
         ("--csv", args.csv.as_deref()),

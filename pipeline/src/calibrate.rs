@@ -39,6 +39,10 @@ impl Default for Options {
 
 /// Fits the profiles, writes them (and their charts), and summarizes each on the terminal.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
+    crate::output::outputs_not_inputs(
+        &[("--out", Some(&args.out)), ("--madmax-system", args.madmax_system.as_deref())],
+        &args.inputs.paths,
+    )?;
     crate::output::distinct_outputs(&[
         ("--out", Some(&args.out)),
         ("--plots", args.plots.as_deref()),

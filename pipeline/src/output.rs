@@ -61,6 +61,29 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
+/// An error where an output file is one of the trace files `inputs` stand for, said before
+/// anything is read: the write would be refused ([`tracecast_ingest::input`]), but only once the
+/// whole job had been analysed and printed.
+pub fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
+    let files: Vec<PathBuf> = outputs.iter().filter_map(|(_, p)| *p).filter_map(tracecast_ingest::input::file_key).collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    for input in inputs {
+        for trace in tracecast_ingest::job::trace_files(input).unwrap_or_default() {
+            let Some(key) = tracecast_ingest::input::file_key(&trace) else { continue };
+            if let Some((flag, path)) = outputs.iter().find(|(_, p)| p.and_then(tracecast_ingest::input::file_key).as_ref() == Some(&key)) {
+                anyhow::bail!(
+                    "{flag} {}: it is an input of this command ({}); choose another output path",
+                    path.map_or(String::new(), |p| p.display().to_string()),
+                    trace.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// An error where a flag that writes a folder of files is given `-`: standard
 /// output holds one stream, and `-` taken as a folder's name had made `./-` in the
 /// working directory while the command said nothing of it.
