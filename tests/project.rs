@@ -1489,47 +1489,21 @@ fn a_model_file_of_another_kind_is_refused_by_its_cause_not_its_text() {
 /// without a word of gradients.
 #[test]
 fn context_parallel_inference_splits_the_prefill_cache_and_is_refused_for_decode() {
-    let o = run(&[
-        "project",
-        "--model",
-        "llama2-7b",
-        "--system",
-        "h100-sxm",
-        "--gpus",
-        "8",
-        "--task",
-        "decode",
-        "--batch",
-        "8",
-        "--context",
-        "4096",
-        "--parallel",
-        "cp=2,tp=4",
-    ]
-    .map(std::ffi::OsStr::new));
+    let project = |task: &[&str], json: Option<&Path>| {
+        let mut cmd = bin();
+        cmd.args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--batch", "8", "--parallel", "cp=2,tp=4"]);
+        cmd.args(task);
+        if let Some(out) = json {
+            cmd.arg("--json").arg(out);
+        }
+        cmd.output().unwrap()
+    };
+    let o = project(&["--task", "decode", "--context", "4096"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("cp=2: context parallelism splits each sequence's tokens over ranks"), "{}", stderr(&o));
     let dir = scratch("cp-prefill");
     let out = dir.join("p.json");
-    let o = run(&[
-        "project".as_ref(),
-        "--model".as_ref(),
-        "llama2-7b".as_ref(),
-        "--system".as_ref(),
-        "h100-sxm".as_ref(),
-        "--gpus".as_ref(),
-        "8".as_ref(),
-        "--task".as_ref(),
-        "prefill".as_ref(),
-        "--batch".as_ref(),
-        "8".as_ref(),
-        "--prompt".as_ref(),
-        "4096".as_ref(),
-        "--parallel".as_ref(),
-        "cp=2,tp=4".as_ref(),
-        "--json".as_ref(),
-        out.as_os_str(),
-    ]);
+    let o = project(&["--task", "prefill", "--prompt", "4096"], Some(&out));
     assert!(o.status.success(), "{}", stderr(&o));
     // K and V × 32 layers × 32 KV heads × 128 × 4096 tokens × 8 sequences × 2 bytes, over tp=4 and cp=2.
     let want = 2.0 * 32.0 * 32.0 * 128.0 * 4096.0 * 8.0 * 2.0 / 4.0 / 2.0 / 1e9;
