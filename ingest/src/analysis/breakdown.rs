@@ -205,16 +205,19 @@ impl Breakdown {
         Breakdown::from_sets(&RankSets::new(trace, &classes), w)
     }
 
-    /// Adds another breakdown field by field (for totals).
+    /// Adds another breakdown field by field (for totals), each sum held to the whole
+    /// nanosecond its parts are measured in: a sum of µs values had printed as
+    /// `3025638.1459999997` (exact up to 2^53 ns, 104 days of GPU time).
     pub fn add(&mut self, o: &Breakdown) {
-        self.gpu_span_us += o.gpu_span_us;
-        self.busy_us += o.busy_us;
-        self.idle_us += o.idle_us;
-        self.compute_us += o.compute_us;
-        self.comm_us += o.comm_us;
-        self.memory_us += o.memory_us;
-        self.overlap_us += o.overlap_us;
-        self.exposed_comm_us += o.exposed_comm_us;
+        let sum = |a: &mut f64, b: f64| *a = ((*a + b) * 1000.0).round() / 1000.0;
+        sum(&mut self.gpu_span_us, o.gpu_span_us);
+        sum(&mut self.busy_us, o.busy_us);
+        sum(&mut self.idle_us, o.idle_us);
+        sum(&mut self.compute_us, o.compute_us);
+        sum(&mut self.comm_us, o.comm_us);
+        sum(&mut self.memory_us, o.memory_us);
+        sum(&mut self.overlap_us, o.overlap_us);
+        sum(&mut self.exposed_comm_us, o.exposed_comm_us);
     }
 }
 
@@ -232,4 +235,17 @@ fn an_activity_touching_a_window_only_at_its_edge_is_outside_it() {
     // An instant counts in [start, end).
     assert_eq!(w.overlap_ns(100, 100), Some(0));
     assert_eq!(w.overlap_ns(200, 200), None);
+}
+
+#[cfg(test)]
+#[test]
+fn totals_hold_the_whole_nanoseconds_their_parts_are_measured_in() {
+    // Three ranks' spans, measured in ns: their f64 sum in µs had carried float noise.
+    let spans_ns = [1_008_546_049_i64, 1_008_546_049, 1_008_546_048];
+    let mut total = Breakdown::default();
+    for ns in spans_ns {
+        total.add(&Breakdown { gpu_span_us: us(ns), ..Breakdown::default() });
+    }
+    assert_eq!(total.gpu_span_us, us(spans_ns.iter().sum()));
+    assert_eq!(format!("{}", total.gpu_span_us), "3025638.146");
 }
