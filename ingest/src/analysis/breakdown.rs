@@ -179,6 +179,12 @@ fn us(ns: i64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// Adds `us` to `sum`, both times measured in whole nanoseconds, holding the sum to the whole
+/// nanosecond (the one rule of a job's sums of µs: an f64 sum had printed as `3025638.1459999997`).
+pub(crate) fn add_measured_us(sum: &mut f64, us: f64) {
+    *sum = ((*sum + us) * 1000.0).round() / 1000.0;
+}
+
 impl Breakdown {
     /// Measures the unions in `w`.
     pub fn from_sets(sets: &RankSets, w: Window) -> Breakdown {
@@ -209,7 +215,7 @@ impl Breakdown {
     /// nanosecond its parts are measured in: a sum of µs values had printed as
     /// `3025638.1459999997` (exact up to 2^53 ns, 104 days of GPU time).
     pub fn add(&mut self, o: &Breakdown) {
-        let sum = |a: &mut f64, b: f64| *a = ((*a + b) * 1000.0).round() / 1000.0;
+        let sum = add_measured_us;
         sum(&mut self.gpu_span_us, o.gpu_span_us);
         sum(&mut self.busy_us, o.busy_us);
         sum(&mut self.idle_us, o.idle_us);

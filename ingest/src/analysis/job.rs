@@ -349,7 +349,7 @@ impl JobAnalysis {
         for k in self.ranks.iter().flat_map(|r| &r.all_kernels) {
             let e = by.entry(k.name.as_str()).or_insert_with(|| KernelStats { count: 0, total_us: 0.0, max_us: 0.0, ..k.clone() });
             e.count += k.count;
-            e.total_us += k.total_us;
+            super::breakdown::add_measured_us(&mut e.total_us, k.total_us);
             e.max_us = e.max_us.max(k.max_us);
         }
         let mut out: Vec<KernelStats> = by.into_values().collect();
@@ -405,7 +405,7 @@ impl JobAnalysis {
                 (row, 0, 0.0)
             });
             row.count += c.count;
-            row.total_us += c.total_us;
+            super::breakdown::add_measured_us(&mut row.total_us, c.total_us);
             row.sized_count += c.sized_count;
             row.matched += c.matched;
             if let Some(b) = c.bytes {
@@ -829,8 +829,8 @@ pub fn reduce_matched(
     for r in &ranks {
         for d in &r.comm_by_dimension {
             let e = dims.entry(d.dimension).or_default();
-            e.0 += d.comm_us;
-            e.1 += d.exposed_comm_us;
+            super::breakdown::add_measured_us(&mut e.0, d.comm_us);
+            super::breakdown::add_measured_us(&mut e.1, d.exposed_comm_us);
         }
     }
     let comm_by_dimension: Vec<DimensionTotal> = dims

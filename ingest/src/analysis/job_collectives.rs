@@ -270,7 +270,7 @@ impl JobCollectives {
             }
             if let Some(s) = out.get_mut(last) {
                 s.times_last += 1;
-                s.wait_caused_us += waited as f64 / 1000.0;
+                super::breakdown::add_measured_us(&mut s.wait_caused_us, waited as f64 / 1000.0);
             }
         }
         out.retain(|s| s.times_last > 0);
