@@ -2038,6 +2038,10 @@ impl Pricing {
     /// Whether the user measured attention of `gpu` (its id or a `measured_as` one) in `shape`'s
     /// direction: their rows price it, not a faster family of the same silicon.
     pub fn has_user_attention(&self, gpu: &Gpu, shape: &AttentionShape) -> bool {
+        // Asked of every attention kernel a projection prices: no scan without the user's files.
+        if self.measurements.user_files.is_empty() {
+            return false;
+        }
         let want = if shape.backward { Direction::ForwardBackward } else { Direction::Forward };
         self.measurements.attention.iter().any(|r| {
             (r.direction == want || r.direction == Direction::Unstated)
