@@ -584,8 +584,14 @@ impl RankMeta {
     }
 }
 
+/// A part file, read as an input of the command ([`crate::input`]).
 fn read_df(path: &Path) -> Result<DataFrame> {
-    let file = crate::input::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
+    read_df_by(path, crate::input::open)
+}
+
+/// A part file opened by `open`.
+fn read_df_by(path: &Path, open: fn(&Path) -> std::io::Result<std::fs::File>) -> Result<DataFrame> {
+    let file = open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
     // One part per thread already: polars' own threads would only contend.
     ParquetReader::new(file).read_parallel(ParallelStrategy::None).finish().map_err(|e| polars_error(path, e))
 }
@@ -598,10 +604,7 @@ pub fn declared_world(dir: &Path) -> Option<(u32, PathBuf)> {
         return None;
     }
     // Read as the output it is, not as an input: the ingest replaces its parts.
-    let unmarked = |path: &Path| -> Result<DataFrame> {
-        let file = std::fs::File::open(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
-        ParquetReader::new(file).read_parallel(ParallelStrategy::None).finish().map_err(|e| polars_error(path, e))
-    };
+    let unmarked = |path: &Path| read_df_by(path, |p| std::fs::File::open(p));
     let parts = part_files(dir).ok()?;
     parts.iter().take(8).filter_map(|p| rank_meta_read(p, unmarked).ok()).find_map(|m| Some((m.declared_world_size()?, m.file.clone())))
 }
