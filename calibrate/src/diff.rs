@@ -308,10 +308,10 @@ impl DiffSide {
         // The job's step time, as `analyze` reports it: the slowest rank's window of each
         // step, averaged over the steps; without steps the slowest rank's whole window.
         let job_steps = &j.totals.steps;
-        let by_steps = !j.ranks.is_empty() && j.ranks.iter().all(|r| r.window == tracecast_ingest::analysis::WindowMode::Steps);
         let rank_notes = j.notes_in_words();
         // Times per rank of the ranks as the analysis counts them: one cut short, its share of a rank (and said).
         let count = j.rank_count();
+        let by_steps = count.by_steps;
         let most = count.most_steps;
         let notes = group_by_steps(&count.short)
             .into_iter()

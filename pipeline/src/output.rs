@@ -65,17 +65,19 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
 /// anything is read: the write would be refused ([`tracecast_ingest::input`]), but only once the
 /// whole job had been analysed and printed.
 pub fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
-    let files: Vec<PathBuf> = outputs.iter().filter_map(|(_, p)| *p).filter_map(tracecast_ingest::input::file_key).collect();
-    if files.is_empty() {
+    // Each output's key once: (flag, path, where it is).
+    let keyed: Vec<(&str, &Path, PathBuf)> =
+        outputs.iter().filter_map(|(flag, p)| p.and_then(|p| Some((*flag, p, tracecast_ingest::input::file_key(p)?)))).collect();
+    if keyed.is_empty() {
         return Ok(());
     }
     for input in inputs {
         for trace in tracecast_ingest::job::trace_files(input).unwrap_or_default() {
             let Some(key) = tracecast_ingest::input::file_key(&trace) else { continue };
-            if let Some((flag, path)) = outputs.iter().find(|(_, p)| p.and_then(tracecast_ingest::input::file_key).as_ref() == Some(&key)) {
+            if let Some((flag, path, _)) = keyed.iter().find(|k| k.2 == key) {
                 anyhow::bail!(
                     "{flag} {}: it is an input of this command ({}); choose another output path",
-                    path.map_or(String::new(), |p| p.display().to_string()),
+                    path.display(),
                     trace.display()
                 );
             }

@@ -586,15 +586,20 @@ pub fn checked_job_parts<'c>(
             Ok(part_and_collectives(ctx, opts, catalog))
         })
         .collect();
-    let mut kept = built.iter().map(Result::is_ok);
-    job.ranks.retain(|_| kept.next() == Some(true));
+    // The ranks that hold the range stay in the job with their parts; the others leave as failures.
     let (mut parts, mut ranks) = (Vec::with_capacity(built.len()), Vec::with_capacity(built.len()));
-    for b in built {
+    let mut kept = Vec::with_capacity(built.len());
+    for (rank, b) in std::mem::take(&mut job.ranks).into_iter().zip(built) {
         match b {
-            Ok((p, c)) => (parts.push(p), ranks.push(c)).1,
+            Ok((part, collectives)) => {
+                parts.push(part);
+                ranks.push(collectives);
+                kept.push(rank);
+            }
             Err(e) => job.failures.push(e),
         }
     }
+    job.ranks = kept;
     (parts, JobCollectives::new(ranks, tracecast_ingest::job::unread_ranks(&job.failures)))
 }
 

@@ -250,6 +250,8 @@ pub struct RankCount {
     pub most_steps: usize,
     /// The ranks that analysed fewer, with how many: (rank, steps).
     pub short: Vec<(u32, usize)>,
+    /// Whether every rank was analysed by its steps (else each counts whole).
+    pub by_steps: bool,
 }
 
 /// A file of the job that could not be analysed.
@@ -318,12 +320,13 @@ impl JobAnalysis {
         let worked = |r: &RankAnalysis| r.steps.iter().filter(|s| s.ran_gpu_work()).count();
         let most = self.ranks.iter().map(worked).max().unwrap_or(0);
         if !(by_steps && most > 0) {
-            return RankCount { ranks: self.ranks.len() as f64, most_steps: most, short: Vec::new() };
+            return RankCount { ranks: self.ranks.len() as f64, most_steps: most, short: Vec::new(), by_steps };
         }
         RankCount {
             ranks: self.ranks.iter().map(|r| worked(r) as f64 / most as f64).sum(),
             most_steps: most,
             short: self.ranks.iter().map(|r| (r.rank, worked(r))).filter(|&(_, k)| k < most).collect(),
+            by_steps,
         }
     }
 

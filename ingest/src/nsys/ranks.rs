@@ -396,21 +396,19 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
         }
         None => {
             // As recorded (a dataset keeps it so), then named by `--device` where given.
-            {
-                t.devices.push(DeviceProperties { id: Some(key.device), ..Default::default() });
-                let kernels = t.events.kind.iter().zip(&t.events.name).filter(|(k, _)| **k == EventKind::Kernel).map(|(_, &n)| n);
-                let mut seen: Vec<NameId> = kernels.collect();
-                seen.sort_unstable();
-                seen.dedup();
-                let arch = kernel_arch(seen.iter().map(|&n| t.names.get(n)));
-                t.warnings.push(match arch {
-                    Some(a) => format!(
-                        "{UNRECORDED_GPU} (no TARGET_INFO_GPU table); its kernel names show code for sm_{a} \
-                         or newer; give the GPU with --device ID (an id of `tracecast hw list`)"
-                    ),
-                    None => format!("{UNRECORDED_GPU} (no TARGET_INFO_GPU table); give it with --device ID (an id of `tracecast hw list`)"),
-                });
-            }
+            t.devices.push(DeviceProperties { id: Some(key.device), ..Default::default() });
+            let kernels = t.events.kind.iter().zip(&t.events.name).filter(|(k, _)| **k == EventKind::Kernel).map(|(_, &n)| n);
+            let mut seen: Vec<NameId> = kernels.collect();
+            seen.sort_unstable();
+            seen.dedup();
+            let arch = kernel_arch(seen.iter().map(|&n| t.names.get(n)));
+            t.warnings.push(match arch {
+                Some(a) => format!(
+                    "{UNRECORDED_GPU} (no TARGET_INFO_GPU table); its kernel names show code for sm_{a} \
+                     or newer; give the GPU with --device ID (an id of `tracecast hw list`)"
+                ),
+                None => format!("{UNRECORDED_GPU} (no TARGET_INFO_GPU table); give it with --device ID (an id of `tracecast hw list`)"),
+            });
             if let Some(d) = &opts.device {
                 crate::device::name_unrecorded_gpu(&mut t, d);
             }
