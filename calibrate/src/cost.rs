@@ -381,7 +381,7 @@ impl CrossDevice<'_> {
             Some(c) => {
                 let pt = pricing.gemm_corrected(tg, &shape, Some(c))?;
                 let rule = if pt.rule == PriceRule::GemmTable { Rule::GemmTargetTable } else { Rule::GemmSpecModel };
-                let by_user = pricing.measured_by_the_user(tg, &shape, &pt);
+                let by_user = pt.by_the_user();
                 (k.share * pt.time_us, pt.band, rule, pt.at_a_bound(), by_user)
             }
             None => {
@@ -390,7 +390,7 @@ impl CrossDevice<'_> {
                 let band = (ps.band.powi(2) + pt.band.powi(2) + spread.powi(2)).sqrt();
                 let both = ps.rule == PriceRule::GemmTable && pt.rule == PriceRule::GemmTable;
                 let rule = if both { Rule::GemmTables } else { Rule::GemmSpecModel };
-                let by_user = pricing.measured_by_the_user(sg, &shape, &ps) || pricing.measured_by_the_user(tg, &shape, &pt);
+                let by_user = ps.by_the_user() || pt.by_the_user();
                 (measured_us * pt.time_us / ps.time_us, band, rule, pt.at_a_bound(), by_user)
             }
         };

@@ -270,12 +270,27 @@ pub struct Price {
     /// not read back from the basis, which can quote another price's words.
     #[serde(skip)]
     bound: bool,
+    /// Whether the user's measurements of the GPU priced it ([`Price::by_the_user`]), set once
+    /// where a GEMM's price is made ([`Pricing::gemm`]).
+    #[serde(skip)]
+    by_user: bool,
 }
 
 impl Price {
+    /// A price by `rule`, at no bound of its GPU and of no measurement of the user's.
+    fn new(time_us: f64, rule: PriceRule, extrapolated: bool, basis: String, band: f64) -> Price {
+        Price { time_us, rule, extrapolated, basis, band, bound: false, by_user: false }
+    }
+
     /// Whether a GEMM's price ends at a bound of its GPU (the sustained rate, the fastest measured).
     pub fn at_a_bound(&self) -> bool {
         self.bound
+    }
+
+    /// Whether the user's own measurements of the GPU priced this GEMM (a shape, a sweep, a
+    /// table): of their stack already, so no trace correction applies.
+    pub fn by_the_user(&self) -> bool {
+        self.by_user
     }
 }
 
@@ -898,14 +913,7 @@ impl Pricing {
                 rows.gpu,
                 rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
             );
-            return Some(Price {
-                bound: false,
-                time_us: p.1.exp(),
-                rule: PriceRule::GemmMeasuredShape,
-                extrapolated: false,
-                basis,
-                band: PriceRule::GemmMeasuredShape.band(),
-            });
+            return Some(Price::new(p.1.exp(), PriceRule::GemmMeasuredShape, false, basis, PriceRule::GemmMeasuredShape.band()));
         }
         let mut price = self.gemm_by_rule(gpu, shape, exclude)?;
         let ratios = rows.points.iter().filter_map(|p| Some(p.1.exp() / self.gemm_by_rule(gpu, &at(p), exclude)?.time_us));
@@ -1010,7 +1018,7 @@ impl Pricing {
                 ));
             }
             let other_memory = self.measured_on_other_memory(gpu, t);
-            let mut price = Price { bound: false, time_us, rule: PriceRule::GemmTable, extrapolated, basis, band: GEMM_TABLE_BAND };
+            let mut price = Price::new(time_us, PriceRule::GemmTable, extrapolated, basis, GEMM_TABLE_BAND);
             if (extrapolated || other_memory)
                 && let Some((bw, bw_basis)) = self.at_least_its_traffic(gpu, shape, &mut price)
             {
@@ -1169,14 +1177,6 @@ impl Pricing {
         (gpu.hbm_bytes_per_s() * ratio, format!("datasheet × {ratio:.2}, the median measured ratio of {} GPUs", ratios.len()))
     }
 
-    /// Whether the user's own measurements of `gpu` priced `shape` (`price`, from [`Pricing::gemm`]):
-    /// a shape, a sweep, a table — of their stack already, so no trace correction applies.
-    pub fn measured_by_the_user(&self, gpu: &Gpu, shape: &GemmShape, price: &Price) -> bool {
-        price.rule == PriceRule::GemmMeasuredShape
-            || self.user_gemm_rows(gpu, shape.dtype).is_some()
-            || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user)
-    }
-
     /// What `shape` costs on a GPU whose traces measured their software stack
     /// against the tables (`correction`, from its profile): the price × the
     /// correction's ratio. The one GEMM price of `hw cost --profile`,
@@ -1206,7 +1206,7 @@ impl Pricing {
         let mut p = self.gemm(gpu, shape)?;
         // The user's measurements of this GPU (a shape, a sweep, a table) are of their stack
         // already: the traces' correction is of the shipped tables.
-        let users = self.measured_by_the_user(gpu, shape, &p);
+        let users = p.by_the_user();
         if let Some(c) = correction.filter(|_| users) {
             p.basis.push_str(&format!("; {} (× {:.3}) left out: the user's measurements are of their stack", correction_of(), c.ratio));
         }
@@ -1280,6 +1280,9 @@ impl Pricing {
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_before_twins(gpu, shape)?;
         self.hold_to_higher_power_twin(gpu, shape, &mut p);
+        p.by_user = p.rule == PriceRule::GemmMeasuredShape
+            || self.user_gemm_rows(gpu, shape.dtype).is_some()
+            || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
         Some(p)
     }
 
@@ -1508,7 +1511,7 @@ impl Pricing {
             )),
             learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
         ) + capped.as_deref().unwrap_or("");
-        Some(Price { bound, time_us, rule: PriceRule::GemmSpecModel, extrapolated, basis, band: GEMM_SPEC_BAND })
+        Some(Price { bound, ..Price::new(time_us, PriceRule::GemmSpecModel, extrapolated, basis, GEMM_SPEC_BAND) })
     }
 
     /// The best fraction of its `dtype` peak any measured GEMM of `gpu` reached
@@ -1811,12 +1814,11 @@ impl Pricing {
         let n = ratios.len();
         let median = if n % 2 == 1 { ratios[n / 2].0 } else { (ratios[n / 2 - 1].0 * ratios[n / 2].0).sqrt() };
         let shared = ratios.iter().map(|(r, f)| format!("{f} ×{:.2}", 1.0 / r)).collect::<Vec<_>>().join(", ");
-        let price = Price {
-            bound: false,
-            time_us: theirs.time_us * median,
-            rule: PriceRule::AttentionCarried,
-            extrapolated: theirs.extrapolated,
-            basis: format!(
+        let price = Price::new(
+            theirs.time_us * median,
+            PriceRule::AttentionCarried,
+            theirs.extrapolated,
+            format!(
                 "{kernel} not measured on {}: {} × {:.3}, the median time ratio of the families measured on both ({shared} faster on {}{})",
                 gpu.id,
                 theirs.basis,
@@ -1827,8 +1829,8 @@ impl Pricing {
                     a.seq, a.batch, a.heads
                 ))
             ),
-            band: ATTENTION_CARRIED_BAND,
-        };
+            ATTENTION_CARRIED_BAND,
+        );
         Some((price, Arc::from(kernel)))
     }
 
@@ -1920,19 +1922,18 @@ impl Pricing {
             Some((f, words)) => (time_us * f, format!("{how}{words}")),
             None => (time_us, how),
         };
-        let price = Price {
-            bound: false,
+        let price = Price::new(
             time_us,
-            rule: PriceRule::AttentionSpecModel,
-            extrapolated: true,
-            basis: format!(
+            PriceRule::AttentionSpecModel,
+            true,
+            format!(
                 "{} (no attention of this family and shape measured on {}{}), {how}",
                 p.basis,
                 gpu.id,
                 if other_vendor { " or another GPU of its vendor: the closest measured GPU of any vendor" } else { "" }
             ),
-            band: ATTENTION_SPEC_BAND,
-        };
+            ATTENTION_SPEC_BAND,
+        );
         Some((price, fam))
     }
 
@@ -2118,7 +2119,7 @@ impl Pricing {
             if same_mask { "" } else { ", other mask" },
             sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
         );
-        Some((Price { bound: false, time_us, rule: PriceRule::AttentionTable, extrapolated, basis, band: ATTENTION_TABLE_BAND }, fam))
+        Some((Price::new(time_us, PriceRule::AttentionTable, extrapolated, basis, ATTENTION_TABLE_BAND), fam))
     }
 
     /// What `collective` of `bytes` (nccl-tests size) over `gpus` GPUs,
@@ -2166,17 +2167,13 @@ impl Pricing {
         {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
-            return Some(Price {
-                bound: false,
-                time_us: t,
-                rule: PriceRule::CollectiveMeasured,
-                extrapolated: false,
-                basis: format!(
-                    "the user's measurement of this size at {gpus} GPUs, {} to a node ({}){waited}",
-                    r.gpus_per_node, r.from.source_id
-                ),
-                band: PriceRule::CollectiveMeasured.band(),
-            });
+            return Some(Price::new(
+                t,
+                PriceRule::CollectiveMeasured,
+                false,
+                format!("the user's measurement of this size at {gpus} GPUs, {} to a node ({}){waited}", r.gpus_per_node, r.from.source_id),
+                PriceRule::CollectiveMeasured.band(),
+            ));
         }
         // Their measured ÷ priced times scale the price, in log size: between two points their
         // ratios interpolated, beyond the outermost its ratio tapered to 1 at 16× (4 octaves) away —
@@ -2400,14 +2397,7 @@ impl Pricing {
                 })
             };
             if let Some((ring, basis)) = ring.filter(|(t, _)| *t > time_us) {
-                return Some(Price {
-                    bound: false,
-                    time_us: ring,
-                    rule: PriceRule::CollectiveRing,
-                    extrapolated: true,
-                    basis,
-                    band: PriceRule::CollectiveRing.band(),
-                });
+                return Some(Price::new(ring, PriceRule::CollectiveRing, true, basis, PriceRule::CollectiveRing.band()));
             }
         }
         // A twin's curve ([`Pricing::curves`]): said whose, and why it stands for this GPU.
@@ -2423,7 +2413,7 @@ impl Pricing {
             substitution.map(|s| format!("; {s}")).unwrap_or_default(),
             steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
         );
-        Some(Price { bound: false, time_us, rule, extrapolated, basis, band: held_band.unwrap_or(rule.band()) })
+        Some(Price::new(time_us, rule, extrapolated, basis, held_band.unwrap_or(rule.band())))
     }
 
     /// A curve measured across nodes carried onto the query's network (the
@@ -2492,14 +2482,13 @@ impl Pricing {
         fits: [Option<(AlphaBeta, f64)>; 2],
     ) -> Option<Price> {
         if let Some((fit, band)) = fits[usize::from(across_nodes)] {
-            return Some(Price {
-                bound: false,
-                time_us: fit.transfer_us(bytes),
-                rule: PriceRule::CollectiveProfileFit,
-                extrapolated: false,
-                basis: format!("{} {}", if across_nodes { "across nodes" } else { "in a node" }, profile_fit_words(&fit)),
-                band: band.max(COLLECTIVE_CURVE_BAND),
-            });
+            return Some(Price::new(
+                fit.transfer_us(bytes),
+                PriceRule::CollectiveProfileFit,
+                false,
+                format!("{} {}", if across_nodes { "across nodes" } else { "in a node" }, profile_fit_words(&fit)),
+                band.max(COLLECTIVE_CURVE_BAND),
+            ));
         }
         if across_nodes {
             // The user's send/recv curve between two nodes (nccl-tests `sendrecv_perf`) first.
@@ -2574,7 +2563,7 @@ impl Pricing {
             alpha_us
         };
         let time_us = alpha_us + k * bytes / (busbw * 1e3);
-        Some(Price { bound: false, time_us, rule: PriceRule::CollectiveLinkSpec, extrapolated: true, basis, band: link_spec_band(bytes) })
+        Some(Price::new(time_us, PriceRule::CollectiveLinkSpec, true, basis, link_spec_band(bytes)))
     }
 }
 
@@ -2774,7 +2763,7 @@ impl Pricing {
                 }
             }
         }
-        Some(Price { bound: false, time_us, rule: PriceRule::CollectiveProfileFit, extrapolated, basis: parts.join("; "), band })
+        Some(Price::new(time_us, PriceRule::CollectiveProfileFit, extrapolated, parts.join("; "), band))
     }
 
     /// [`Pricing::collective_with_fits`] of an all-to-all of `bytes` per GPU: its share to
@@ -2805,17 +2794,16 @@ impl Pricing {
             tiers.push(tier(self.point_to_point_with_fits(gpu, inter, true, nic_gbps_per_gpu, fits)?, "across nodes"));
         }
         let slowest = tiers.iter().map(|t| t.0).fold(0.0, f64::max);
-        Some(Price {
-            bound: false,
-            time_us: slowest,
-            rule: PriceRule::CollectiveProfileFit,
-            extrapolated: tiers.iter().any(|t| t.2),
-            basis: format!(
+        Some(Price::new(
+            slowest,
+            PriceRule::CollectiveProfileFit,
+            tiers.iter().any(|t| t.2),
+            format!(
                 "the slower of its shares moving at once: {}",
                 tiers.iter().map(|t| format!("{} {:.1} µs", t.3, t.0)).collect::<Vec<_>>().join("; ")
             ),
-            band: tiers.iter().map(|t| t.1).fold(0.0, f64::max),
-        })
+            tiers.iter().map(|t| t.1).fold(0.0, f64::max),
+        ))
     }
 
     /// Prices `op` on `gpu`, a GEMM corrected by `profile`'s traces of that

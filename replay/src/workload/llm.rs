@@ -610,7 +610,7 @@ fn pricing_notes(
     // a correction — its ratio, its traced GEMMs, and whether it applies at the probe's size.
     let priced = pricing.gemm_corrected(gpu, &probe, correction);
     // (The user's own measurements leave every trace correction out.)
-    let users = priced.as_ref().is_some_and(|p| pricing.measured_by_the_user(gpu, &probe, p));
+    let users = priced.as_ref().is_some_and(|p| p.by_the_user());
     let misaligned = correction.and_then(|c| c.misaligned.as_ref()).filter(|_| !users).map_or(String::new(), |m| {
         format!("; GEMMs whose rows are not whole 16-byte units × {:.3} at any size ({} traced)", m.ratio, m.samples)
     });
