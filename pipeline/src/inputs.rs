@@ -116,6 +116,9 @@ pub struct Inputs {
 fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
     let mut jobs = Vec::new();
     let mut files = Vec::new();
+    // The loose files' one job takes the place of its first file: jobs keep the command line's
+    // order (a report of a file and a directory is a diff of the first against the second).
+    let mut files_at = None;
     for p in paths {
         if p.is_dir() && each {
             // A directory of unrelated runs: every trace file under it is its own job.
@@ -126,11 +129,12 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
         } else if p.is_dir() || each {
             jobs.push((p.clone(), vec![p.clone()]));
         } else {
+            files_at.get_or_insert(jobs.len());
             files.push(p.clone());
         }
     }
-    if let Some(first) = files.first() {
-        jobs.push((first.clone(), files));
+    if let (Some(at), Some(first)) = (files_at, files.first()) {
+        jobs.insert(at, (first.clone(), files));
     }
     jobs
 }
@@ -224,5 +228,20 @@ mod tests {
         let e = super::job_size(Some(8.0), Some(1e308)).unwrap_err().to_string();
         assert!(e.contains("--job-gpus 8 × --job-hours 1e308: more GPU-hours than a number holds"), "{e}");
         assert_eq!(super::job_size(Some(1024.0), Some(24.0)).unwrap(), (Some(1024.0), Some(24.0)));
+    }
+
+    #[test]
+    fn jobs_keep_the_command_lines_order_when_files_and_directories_mix() {
+        // A report of a file and a directory had diffed the directory against the file.
+        let dir = std::env::temp_dir();
+        let (file, other) = (std::path::PathBuf::from("before.json.gz"), std::path::PathBuf::from("also.json"));
+        let names = |jobs: Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)>| jobs.into_iter().map(|j| j.0).collect::<Vec<_>>();
+        assert_eq!(names(super::jobs_of(&[file.clone(), dir.clone()], false)), [file.clone(), dir.clone()]);
+        assert_eq!(names(super::jobs_of(&[dir.clone(), file.clone()], false)), [dir.clone(), file.clone()]);
+        // Loose files are one job, where the first of them stands.
+        let jobs = super::jobs_of(&[file.clone(), dir.clone(), other.clone()], false);
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0], (file.clone(), vec![file.clone(), other.clone()]));
+        assert_eq!(jobs[1].0, dir);
     }
 }
