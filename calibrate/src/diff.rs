@@ -44,6 +44,14 @@ impl Delta {
         }
     }
 
+    /// [`Delta::change_text`] in a sentence: a change with its percent sign, or "new".
+    pub fn change_in_words(&self) -> String {
+        match self.change_text() {
+            new if self.change.is_none() && self.time_b_us != 0.0 => new,
+            number => format!("{number} %"),
+        }
+    }
+
     /// The count text for people: the number, or `–` where nothing is counted.
     pub fn count_text(count: Option<f64>) -> String {
         // Per rank, a count is a fraction where ranks ran different numbers (2.5, not 2).
@@ -547,6 +555,13 @@ mod tests {
         assert!(failed_gates(&d(100.0, 103.0), &gate).is_empty());
         assert_eq!([Delta::count_text(Some(2.5)), Delta::count_text(Some(288.0)), Delta::count_text(None)], ["2.5", "288", "–"]);
         assert_eq!(Delta::count_text(Some(0.04)), "0.04", "one call on one rank of 25");
+    }
+
+    #[test]
+    fn a_change_in_a_sentence_has_its_percent_sign_and_what_a_had_none_of_is_new() {
+        // The headline had read "exposed new %" where A exposed nothing.
+        let words = |a_us: f64, b_us: f64| Delta::new("exposed".into(), (None, a_us), (None, b_us)).change_in_words();
+        assert_eq!([words(0.0, 12.7), words(0.0, 0.0), words(100.0, 50.0)], ["new", "0.0 %", "-50.0 %"]);
     }
 
     #[test]

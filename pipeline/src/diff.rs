@@ -92,7 +92,7 @@ pub fn print_diff(out: &mut dyn Write, d: &TraceDiff) -> std::io::Result<()> {
             "Times are per rank; step times are the job's (the slowest rank per step, as analyze reports), steps matched in order."
         )?,
     }
-    let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {} %", r.name, r.change_text())).collect();
+    let headline: Vec<String> = d.summary.iter().take(4).map(|r| format!("{} {}", r.name, r.change_in_words())).collect();
     writeln!(out, "Headline (B against A): {}", headline.join(", "))?;
     writeln!(out, "{}", d.shared_words())?;
     if let Some(note) = d.little_in_common() {

@@ -614,7 +614,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         .summary
         .iter()
         .take(4)
-        .map(|r| format!("{} {} → {} ms ({} %)", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_text()))
+        .map(|r| format!("{} {} → {} ms ({})", r.name, ms(r.time_a_us), ms(r.time_b_us), r.change_in_words()))
         .collect();
     if let Some(note) = d.unrelated_note() {
         let _ = write!(page.html, "<p class=\"meta\">{}</p>", esc(&format!("Note: {note}.")));
