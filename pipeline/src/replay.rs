@@ -221,7 +221,11 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
         writeln!(out, "{:>5} {steps:>10} {measured:>16.3} {replayed:>16.3} {:>7.2}%", k.rank, 100.0 * k.error + 0.0)?;
     }
     if changed {
-        writeln!(out, "Speed-up of the job's step (the slowest rank per step) over the measured run: {:.3}×", r.speedup)?;
+        writeln!(
+            out,
+            "Speed-up of the job's step (the slowest rank per step) over the measured run: {}",
+            tracecast_replay::speedup_in_words(r.speedup)
+        )?;
         let measured: f64 = r.ranks.iter().map(|k| k.measured.busy_us).sum();
         let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();
         writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;

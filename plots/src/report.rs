@@ -511,7 +511,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
         let _ = write!(page.html, "<p>{}</p>", esc(&words));
     }
     let chart = Bars {
-        title: format!("Measured and replayed step time per rank (speed-up {:.3}×)", r.speedup),
+        title: format!("Measured and replayed step time per rank (speed-up {})", tracecast_replay::speedup_in_words(r.speedup)),
         x_label: "rank".into(),
         y_label: "mean step time (ms)".into(),
         categories: r.ranks.iter().map(|k| k.rank.to_string()).collect(),

@@ -37,6 +37,6 @@ pub mod workload;
 pub use error::Error;
 pub use replay::{
     ClassShare, JobReplay, LinkOverride, ProjectionReport, RankPart, ReplayOptions, ReplayTotals, Replayed, RuleShare, Scale,
-    checked_job_parts, job_parts, replay, replay_job, replay_parts, replay_parts_with_collectives,
+    checked_job_parts, job_parts, replay, replay_job, replay_parts, replay_parts_with_collectives, speedup_in_words,
 };
 pub use scenario::{Scenario, ScenarioRow, replay_scenarios, scenario_rows};

@@ -244,6 +244,12 @@ pub struct RankReplay {
     pub graph: RankGraph,
 }
 
+/// A speed-up in words, `1.234×`: three decimals, or two significant digits for a slowdown of
+/// more than a hundredfold (a what-if of seconds-long latencies had read `0.000×`).
+pub fn speedup_in_words(speedup: f64) -> String {
+    if speedup > 0.0 && speedup < 0.01 { format!("{speedup:.1e}×") } else { format!("{speedup:.3}×") }
+}
+
 /// The replay of a job.
 #[derive(Debug, Clone, Serialize)]
 pub struct JobReplay {

@@ -414,9 +414,9 @@ pub fn write_table(out: &mut dyn std::io::Write, rows: &[ScenarioRow]) -> std::i
         let c = &r.critical_path;
         writeln!(
             out,
-            "{:<w$} {:>8.3}× {:>12.3} {:>8.1} {:>6.1} {:>7.1} {:>6.1} {:>7.1} {:>8.1}  {}",
+            "{:<w$} {:>9} {:>12.3} {:>8.1} {:>6.1} {:>7.1} {:>6.1} {:>7.1} {:>8.1}  {}",
             r.name,
-            r.speedup,
+            crate::speedup_in_words(r.speedup),
             r.replayed_step_us / 1000.0,
             c.compute_pct,
             c.comm_pct,
@@ -453,6 +453,13 @@ mod tests {
 
     fn err(spec: &str) -> String {
         spec.parse::<Scenario>().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_slowdown_of_more_than_a_hundredfold_keeps_two_significant_digits() {
+        // alpha=1e6 µs on a synthetic job is a 7 400-fold slowdown; it had read "0.000×".
+        let words = [1.23456, 1.0 / 7400.0, 0.05].map(crate::speedup_in_words);
+        assert_eq!(words, ["1.235×", "1.4e-4×", "0.050×"]);
     }
 
     #[test]
