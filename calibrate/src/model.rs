@@ -99,6 +99,23 @@ impl Profile {
         p.unpriceable().map_or(Ok(p), |message| Err(Error::Profile { path: path.to_path_buf(), message }))
     }
 
+    /// Why this profile's peaks or HBM bandwidth are not those catalog GPU `gpu` has (more than
+    /// 0.1 % apart): a profile of another GPU, or a catalog changed since it was calibrated.
+    /// `None` when they agree.
+    pub fn fitted_against_other(&self, gpu: &Gpu) -> Option<String> {
+        let apart = |a: f64, b: f64| (a - b).abs() > 1e-3 * b.abs();
+        let mut rates: Vec<(String, f64, f64)> = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8]
+            .into_iter()
+            .filter_map(|d| Some((format!("{} peak", d.as_str()), *self.device.peak_tflops.get(d.as_str())?, gpu.peak_flops(d)? / 1e12)))
+            .collect();
+        rates.extend(self.device.hbm_gbps.map(|h| ("HBM bandwidth".to_string(), h, gpu.hbm_gbps)));
+        let (what, theirs, catalog) = rates.into_iter().find(|(_, theirs, catalog)| apart(*theirs, *catalog))?;
+        Some(format!(
+            "it names catalog GPU {} but was fitted against {what} {theirs}, where the catalog has {catalog}: a profile of another GPU, or the catalog changed since; calibrate again",
+            gpu.id
+        ))
+    }
+
     /// Why a value of this profile cannot price anything (an efficiency, bandwidth,
     /// peak or correction of 0 or less, a negative latency: projections printed NaN
     /// and 9·10¹² ms from such a file), naming the entry; `None` when every one can.
@@ -107,8 +124,9 @@ impl Profile {
         let at_least_0 = |x: f64| x.is_finite() && x >= 0.0;
         for (i, k) in self.kernels.iter().enumerate() {
             let what = format!("kernels[{i}] ({})", k.class.as_str());
-            if !positive(k.efficiency) {
-                return Some(format!("{what}: efficiency {}: above 0", k.efficiency));
+            // Calibration refuses a fit above the peak; one edited in had been dropped in silence.
+            if !positive(k.efficiency) || k.efficiency > 1.0 {
+                return Some(format!("{what}: efficiency {}: above 0 and at most 1 (a share of the peak)", k.efficiency));
             }
             if !positive(k.peak) {
                 return Some(format!("{what}: peak {}: above 0", k.peak));
@@ -161,7 +179,15 @@ impl DeviceModel {
 
     /// The model of a profile file written by `tracecast calibrate`.
     pub fn from_profile_file(path: &Path, catalog: &Catalog) -> Result<DeviceModel> {
-        let mut m = DeviceModel::of_profile(Profile::read(path)?, catalog);
+        let p = Profile::read(path)?;
+        // Its efficiencies are shares of the peaks it was fitted against: another GPU's id
+        // written over a profile's had priced an A100 with an H100's calibration, in silence.
+        if let Some(gpu) = p.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok())
+            && let Some(message) = p.fitted_against_other(gpu)
+        {
+            return Err(Error::Profile { path: path.to_path_buf(), message });
+        }
+        let mut m = DeviceModel::of_profile(p, catalog);
         m.source = format!("profile {}", path.display());
         Ok(m)
     }
@@ -309,6 +335,8 @@ mod tests {
             ("/kernels/0/efficiency", -1.0, "kernels[0] (gemm): efficiency -1: above 0"),
             ("/kernels/0/efficiency", 0.0, "efficiency 0: above 0"),
             ("/kernels/0/overhead_us", -2.0, "overhead_us -2: 0 or more"),
+            // Above the peak: an edited profile's fit had been dropped in silence.
+            ("/kernels/0/efficiency", 1.7, "efficiency 1.7: above 0 and at most 1"),
         ] {
             check(&good, pointer, value, says);
         }
@@ -325,5 +353,27 @@ mod tests {
             let e = Profile::from_json(&serde_json::to_vec(&bad).unwrap(), path).unwrap_err().to_string();
             assert!(e.contains("bad.json") && e.contains(says), "{e}");
         }
+    }
+
+    /// A profile's efficiencies are shares of the peaks it was fitted against: one whose GPU id
+    /// was changed to an A100's had priced the A100 with H100 fits. Every shipped profile agrees
+    /// with the catalog it ships with.
+    #[test]
+    fn a_profile_fitted_against_other_peaks_than_its_gpus_is_refused() {
+        let catalog = Catalog::builtin();
+        for id in crate::shipped::ids() {
+            let p = crate::shipped::profile(id).unwrap();
+            assert_eq!(p.fitted_against_other(catalog.gpu(id).unwrap()), None, "{id}");
+        }
+        let path = std::env::temp_dir().join(format!("tracecast-edited-profile-{}.json", std::process::id()));
+        let mut h100 = serde_json::to_value(crate::shipped::profile("h100-sxm").unwrap()).unwrap();
+        *h100.pointer_mut("/device/catalog_id").unwrap() = serde_json::json!("a100-40gb");
+        std::fs::write(&path, serde_json::to_vec(&h100).unwrap()).unwrap();
+        let e = DeviceModel::from_profile_file(&path, &catalog).err().expect("refused").to_string();
+        assert!(e.contains("edited-profile") && e.contains("names catalog GPU a100-40gb but was fitted against fp64 peak 67,"), "{e}");
+        *h100.pointer_mut("/device/catalog_id").unwrap() = serde_json::json!("h100-sxm");
+        std::fs::write(&path, serde_json::to_vec(&h100).unwrap()).unwrap();
+        assert!(DeviceModel::from_profile_file(&path, &catalog).is_ok());
+        std::fs::remove_file(&path).unwrap();
     }
 }
