@@ -60,6 +60,11 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
 /// reads `vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, Array<char*, 3>>`
 /// and the variants stay apart. The full name stays in JSON and tables.
 pub fn short_kernel_name(name: &str, width: usize) -> String {
+    // A copy or a set is no C++ signature: its parenthesis says which kind (the text table had
+    // printed pinned and pageable `Memcpy HtoD (… -> Device)` under one name).
+    if name.starts_with("Memcpy ") || name.starts_with("Memset ") {
+        return cut_to_width(name.trim().to_string(), width);
+    }
     let cleaned = name.trim().replace("(anonymous namespace)::", "");
     let name = cleaned.strip_prefix("void ").unwrap_or(&cleaned);
     // Cut the parameter list: the first '(' outside template brackets that
@@ -131,6 +136,11 @@ pub fn short_kernel_name(name: &str, width: usize) -> String {
     if out.trim().is_empty() {
         out = name.to_string();
     }
+    cut_to_width(out, width)
+}
+
+/// `out` itself when it fits `width` characters, else its start and end.
+fn cut_to_width(out: String, width: usize) -> String {
     let chars: Vec<char> = out.chars().collect();
     if chars.len() <= width {
         return out;
@@ -201,6 +211,10 @@ mod short_name_tests {
             ),
             "indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
         );
+        // Copies of two kinds (an Nsight export's pinned and pageable HtoD) stay apart.
+        let copies =
+            ["Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"].map(|n| short_kernel_name(n, 80));
+        assert_eq!(copies, ["Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"]);
     }
 
     /// A return type before the name, with a comparison inside its template arguments (vLLM's
