@@ -2740,12 +2740,24 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     assert_eq!(d["per_step"], serde_json::json!([3, 5]));
     let gemm = d["kernel_classes"].as_array().unwrap().iter().find(|r| r["name"] == "gemm").unwrap().clone();
     assert_eq!(gemm["count_a"], gemm["count_b"], "{gemm}");
+    // Steps matched in order: B's last two have no partner, said (they had gone unlisted in silence).
+    assert_eq!(d["steps"].as_array().unwrap().len(), 3);
+    let notes = d["notes"].to_string();
+    assert!(notes.contains("B, steps 4–5 (2 of 5): no step of the other run to match, so not listed per step"), "{notes}");
     assert!(gemm["change"].as_f64().unwrap().abs() < 0.01, "{gemm}");
     // The same step count: per rank, as before.
     let o = run(&["diff".as_ref(), three.as_os_str(), again.as_os_str(), "--json".as_ref(), json.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(d["per_step"].is_null(), "{}", d["per_step"]);
+    assert_eq!(d["notes"], serde_json::json!([]));
+    // A rank of B unreadable: the JSON says which and why, not only stderr (exit 2).
+    std::fs::write(again.join("rank-2.json.gz"), b"not a trace").unwrap();
+    let o = run(&["diff".as_ref(), three.as_os_str(), again.as_os_str(), "--json".as_ref(), json.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let notes = d["notes"].to_string();
+    assert!(notes.contains("B, a file left out, the run compared without it: ") && notes.contains("rank-2.json.gz"), "{notes}");
     // The three-step job without its ProfilerStep annotations against the five-step one: totals
     // of unrelated windows, said, and no gate passes or fails on them (exit 2).
     let stepless = dir.join("stepless");

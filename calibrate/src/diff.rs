@@ -330,6 +330,7 @@ impl DiffSide {
                     if ranks.len() == 1 { "it" } else { "each" }
                 )
             })
+            .chain(j.bad_files.iter().map(|f| format!("a file left out, the run compared without it: {}", f.error)))
             .collect();
         let n = if count.ranks > 0.0 { count.ranks } else { 1.0 };
         let step = j.mean_step_us();
@@ -411,6 +412,16 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         a.summary.iter().zip(&b.summary).map(|(&(name, x), &(_, y))| Delta::new(name.to_string(), (None, x), (None, y))).collect();
     let steps =
         a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (None, ta), (None, tb))).collect();
+    // Steps are matched in order: the longer run's last ones have no partner (its step time
+    // still counts them all).
+    let unmatched = [("A", a, b), ("B", b, a)].into_iter().filter(|(_, s, o)| s.steps.len() > o.steps.len()).map(|(side, s, o)| {
+        let listed = &s.steps[o.steps.len()..];
+        let which = match listed {
+            [one] => format!("step {} (1 of {})", one.0, s.steps.len()),
+            _ => format!("steps {}–{} ({} of {})", listed[0].0, listed[listed.len() - 1].0, listed.len(), s.steps.len()),
+        };
+        format!("{side}, {which}: no step of the other run to match, so not listed per step; its step time counts them")
+    });
     let kernel_time_shared = [shared_share(&a.kernels, &b.kernels), shared_share(&b.kernels, &a.kernels)];
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
@@ -427,7 +438,11 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         per_step,
         steps_analysed,
         steps_listed: [a.steps.len(), b.steps.len()],
-        notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
+        notes: [("A", a), ("B", b)]
+            .iter()
+            .flat_map(|(side, s)| s.notes.iter().map(move |n| format!("{side}, {n}")))
+            .chain(unmatched)
+            .collect(),
         rank_notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.rank_notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
     }
 }
