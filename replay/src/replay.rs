@@ -431,6 +431,20 @@ fn project_kernels(
             target.gpu.as_ref().map_or("the target", |g| g.id.as_str())
         ));
     }
+    // A profile of the trace's own GPU calibrated on the trace itself prices no other stack: its
+    // pooled fits differ from the trace's own by their error (a BERT trace replayed with the
+    // profile of it and two other traces had read +42 % GPU time).
+    if source.gpu.is_some() && source.gpu.as_ref().map(|g| &g.id) == target.gpu.as_ref().map(|g| &g.id) {
+        let same = |a: &str, b: &str| a == b || std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x));
+        let traces = target.profile.as_ref().map_or(&[][..], |p| p.traces.as_slice());
+        let own = parts.iter().filter(|p| traces.iter().any(|t| same(t, &p.file))).count();
+        if own > 0 {
+            notes.push(format!(
+                "the target profile was calibrated on {own} of this run's own trace(s) on the same GPU: where it moves a kernel, its fits pooled over {} trace(s) differ from this run's own, not a software stack from this one (without --profile every kernel keeps its measured time)",
+                traces.len()
+            ));
+        }
+    }
     let model = CrossDevice { source: &source, target, pricing: Some(pricing) };
     if let (Some(vendor), Some(_)) = (model.one_vendor(), model.latencies()) {
         notes.push(format!(
