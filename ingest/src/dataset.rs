@@ -398,14 +398,11 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
 
     // ranks, as the trace recorded them: what `--device` said of its GPU is the ingest's option,
     // not the trace's (a later `--device` names it, as it would name the trace's).
-    let recorded_devices: Vec<DeviceProperties> = if t.gpu_given {
-        t.devices.iter().map(|d| DeviceProperties { id: d.id, ..Default::default() }).collect()
-    } else {
-        t.devices.clone()
+    let (recorded_devices, recorded_warnings) = match &t.as_recorded {
+        Some(r) => (&r.devices, &r.warnings),
+        None => (&t.devices, &t.warnings),
     };
-    let recorded_device_name = if t.gpu_given { None } else { t.device_name() };
-    let recorded_warnings: Vec<&String> =
-        t.warnings.iter().filter(|w| !w.starts_with(crate::device::DEVICE_NOT_APPLIED)).chain(&t.warnings_answered_by_device).collect();
+    let recorded_device_name = crate::device::name_of(recorded_devices);
     let mut ranks = DataFrame::new_infer_height(vec![
         col("rank", vec![r]),
         col("rank_source", vec![source_name(rank.source)]),

@@ -27,21 +27,26 @@ pub struct DeviceProperties {
 /// Whether `devices` name the GPU a rank ran on: a device with a name, or with compute units
 /// (ROCm may leave the name empty; the catalog knows such a GPU by them).
 pub fn records_gpu(devices: &[DeviceProperties]) -> bool {
-    devices.iter().any(|d| d.name.as_deref().is_some_and(|n| !n.is_empty()) || d.num_sms.is_some())
+    name_of(devices).is_some() || devices.iter().any(|d| d.num_sms.is_some())
+}
+
+/// The GPU name `devices` record (the first not empty).
+pub fn name_of(devices: &[DeviceProperties]) -> Option<&str> {
+    devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty())
 }
 
 /// `--device` on a rank: the GPU of a rank that records none (a Kineto trace without
 /// `deviceProperties`, an Nsight Systems export without `TARGET_INFO_GPU`, either read back
 /// from a dataset), every listed device named so. A rank that records its GPU keeps it and
 /// says that the option was not applied.
-/// How the warning of a `--device` a trace's own GPU overrides begins.
-pub(crate) const DEVICE_NOT_APPLIED: &str = "--device not applied: the trace records ";
-
 pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &DeviceProperties) {
+    if trace.as_recorded.is_none() {
+        trace.as_recorded = Some(crate::rank::AsRecorded { devices: trace.devices.clone(), warnings: trace.warnings.clone() });
+    }
     if records_gpu(&trace.devices) {
-        let name = trace.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty());
+        let name = name_of(&trace.devices);
         let what = name.map_or_else(|| "its GPU by its compute units".to_string(), |n| format!("{n:?}"));
-        let warning = format!("{DEVICE_NOT_APPLIED}{what}");
+        let warning = format!("--device not applied: the trace records {what}");
         if !trace.warnings.contains(&warning) {
             trace.warnings.push(warning);
         }
@@ -54,11 +59,8 @@ pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &D
     for d in &mut trace.devices {
         *d = DeviceProperties { id: d.id, ..device.clone() };
     }
-    trace.gpu_given = !trace.devices.is_empty();
-    // Answered by the option: not said, but kept for a dataset, which keeps the trace as recorded.
-    let (answered, kept) = std::mem::take(&mut trace.warnings).into_iter().partition(|w| w.starts_with(crate::nsys::UNRECORDED_GPU));
-    trace.warnings = kept;
-    trace.warnings_answered_by_device.extend::<Vec<String>>(answered);
+    // Answered by the option: not said (a dataset keeps them, as recorded).
+    trace.warnings.retain(|w| !w.starts_with(crate::nsys::UNRECORDED_GPU));
 }
 
 #[derive(Deserialize)]

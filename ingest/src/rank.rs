@@ -230,12 +230,17 @@ pub struct RankTrace {
     pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
     /// The (process, GPU) of an Nsight Systems export this rank is.
     pub(crate) export_rank: Option<crate::nsys::ExportRank>,
-    /// Whether `devices` name the GPU `--device` gave (the trace recorded none): a dataset keeps
-    /// the trace as recorded, so that a later `--device` names it as it would the trace's.
-    pub(crate) gpu_given: bool,
-    /// The warnings `--device` answered (the export records no GPU model): not said, but
-    /// written into a dataset, which keeps the trace as recorded.
-    pub(crate) warnings_answered_by_device: Vec<String>,
+    /// The trace's devices and warnings as recorded, before `--device` named its GPU or said it
+    /// was not applied (`None`: no `--device`): a dataset keeps the trace as recorded, so that a
+    /// later `--device` names it as it would the trace's.
+    pub(crate) as_recorded: Option<AsRecorded>,
+}
+
+/// What a trace recorded of its GPU, and its warnings, before `--device` ([`RankTrace::as_recorded`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AsRecorded {
+    pub(crate) devices: Vec<DeviceProperties>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
@@ -276,8 +281,7 @@ impl RankTrace {
             warnings: Vec::new(),
             ingested_rank: None,
             export_rank: None,
-            gpu_given: false,
-            warnings_answered_by_device: Vec::new(),
+            as_recorded: None,
         }
     }
 
@@ -322,7 +326,7 @@ impl RankTrace {
     /// The name of the GPU this rank ran on: the first named device
     /// (`deviceProperties` lists every GPU of the node, or only the visible one).
     pub fn device_name(&self) -> Option<&str> {
-        self.devices.iter().filter_map(|d| d.name.as_deref()).find(|n| !n.is_empty())
+        crate::device::name_of(&self.devices)
     }
 }
 
