@@ -422,13 +422,14 @@ impl Catalog {
         c
     }
 
-    /// Adds (or replaces by id) the entries of a TOML file.
-    pub fn add_file(&mut self, path: &Path) -> Result<()> {
+    /// Adds (or replaces by id) the entries of a TOML file; returns what a user should hear of
+    /// it: an entry that replaced one of the catalog's, a `measured_as` id nothing else names.
+    pub fn add_file(&mut self, path: &Path) -> Result<Vec<String>> {
         let text = tracecast_ingest::input::read_to_string(path).map_err(|cause| Error::Io { path: path.to_path_buf(), cause })?;
         self.add_toml(&text, path)
     }
 
-    fn add_toml(&mut self, text: &str, path: &Path) -> Result<()> {
+    fn add_toml(&mut self, text: &str, path: &Path) -> Result<Vec<String>> {
         let file: File = toml::from_str(text).map_err(|e| Error::Catalog { path: path.to_path_buf(), message: e.to_string() })?;
         // Every number divides or scales a price: one that is not a positive
         // (finite) quantity would project NaN or infinite times.
@@ -451,20 +452,43 @@ impl Catalog {
                 return Err(bad(format!("[[{kind}]] id {id:?} given twice in this file")));
             }
         }
+        // A `measured_as` id no GPU of the catalog is or is measured as names only the user's own
+        // rows: said, since a misspelt `hopper-sm90` had priced the GPU by the spec model in silence.
+        let mut notes = Vec::new();
+        for g in &file.gpu {
+            let named = |id: &str| {
+                self.gpus.iter().chain(&file.gpu).any(|o| {
+                    !std::ptr::eq(o, g) && (o.id.eq_ignore_ascii_case(id) || o.measured_as.iter().any(|m| m.eq_ignore_ascii_case(id)))
+                })
+            };
+            for id in g.measured_as.iter().filter(|id| !named(id)) {
+                notes.push(format!(
+                    "{}: gpu {:?}: measured_as {id:?} is no GPU of the catalog nor measured as one: only rows of your --measurements files with that gpu price it (ids in use: `hw list`, `hw show ID`)",
+                    path.display(),
+                    g.id
+                ));
+            }
+        }
         // Ids are matched as `gpu` and `node` look them up, whatever their case.
         for g in file.gpu {
             match self.gpus.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&g.id)) {
-                Some(x) => *x = g,
+                Some(x) => {
+                    notes.push(format!("{}: gpu {:?} replaces the catalog's entry of that id", path.display(), g.id));
+                    *x = g;
+                }
                 None => self.gpus.push(g),
             }
         }
         for n in file.node {
             match self.nodes.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&n.id)) {
-                Some(x) => *x = n,
+                Some(x) => {
+                    notes.push(format!("{}: node {:?} replaces the catalog's preset of that id", path.display(), n.id));
+                    *x = n;
+                }
                 None => self.nodes.push(n),
             }
         }
-        Ok(())
+        Ok(notes)
     }
 
     /// The GPU with this id.
@@ -694,12 +718,15 @@ mod tests {
     fn user_files_extend_and_override() {
         let mut c = Catalog::builtin();
         let n = c.gpus.len();
-        c.add_toml(
-            "[[gpu]]\nid = \"h100-sxm\"\nname = \"x\"\nsource = \"mine\"\nbf16 = 1.0\nmemory_gb = 1.0\nhbm_gbps = 1.0\nlink_gbps = 1.0\n",
-            Path::new("mine.toml"),
-        )
-        .unwrap();
+        let notes = c
+            .add_toml(
+                "[[gpu]]\nid = \"h100-sxm\"\nname = \"x\"\nsource = \"mine\"\nbf16 = 1.0\nmemory_gb = 1.0\nhbm_gbps = 1.0\nlink_gbps = 1.0\n",
+                Path::new("mine.toml"),
+            )
+            .unwrap();
         assert_eq!(c.gpus.len(), n);
+        // Said, where it had replaced the built-in H100 in silence.
+        assert_eq!(notes, ["mine.toml: gpu \"h100-sxm\" replaces the catalog's entry of that id"]);
         assert_eq!(c.gpu("h100-sxm").unwrap().bf16, Some(1.0));
         assert!(c.add_toml("[[gpu]]\nid = 3\n", Path::new("bad.toml")).is_err());
         // A misspelt key is refused, not ignored (the peak would stay unset).
@@ -727,6 +754,17 @@ mod tests {
         assert!(e.contains("twice.toml") && e.contains("id \"mine\" given twice"), "{e}");
         let e = c.add_toml(&gpu(""), Path::new("blank.toml")).unwrap_err().to_string();
         assert!(e.contains("blank.toml") && e.contains("empty id"), "{e}");
+        // A misspelt `measured_as` id is said (it had priced the copy by the spec model in silence);
+        // an id the catalog's GPUs are measured as, or another GPU of the file, is not.
+        let measured_as = |id: &str, ids: &str| format!("{}measured_as = [{ids}]\n", gpu(id));
+        let notes = c.add_toml(&measured_as("copy", "\"hoper-sm90\""), Path::new("as.toml")).unwrap();
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with("as.toml: gpu \"copy\": measured_as \"hoper-sm90\" is no GPU of the catalog nor measured as one"),
+            "{notes:?}"
+        );
+        let text = format!("{}{}", measured_as("copy2", "\"hopper-sm90\", \"h100-sxm\", \"twin\""), gpu("twin"));
+        assert_eq!(c.add_toml(&text, Path::new("as.toml")).unwrap(), Vec::<String>::new());
         let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
         c.add_toml(node, Path::new("node.toml")).unwrap();
         let e = c.check_node_presets().unwrap_err().to_string();

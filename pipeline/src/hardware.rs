@@ -20,7 +20,9 @@ use tracecast_replay::ReplayOptions;
 pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
     let mut catalog = Catalog::builtin();
     for f in files {
-        catalog.add_file(f)?;
+        for note in catalog.add_file(f)? {
+            crate::output::stderr_line(format_args!("note: {note}"));
+        }
     }
     catalog.check_node_presets()?;
     Ok(catalog)
