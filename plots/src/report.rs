@@ -135,6 +135,12 @@ fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
 }
 
+/// `words` as a sentence begins: its first letter capitalised (by character, not byte).
+fn sentence(words: &str) -> String {
+    let mut chars = words.chars();
+    chars.next().map_or(String::new(), |first| first.to_uppercase().chain(chars).collect())
+}
+
 fn pct(x: f64) -> String {
     format!("{:.1}", 100.0 * x)
 }
@@ -576,7 +582,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .collect();
             page.table("By kernel class", &["class", "kernels", "measured ms", "projected ms"], &rows);
             let words = pr.kernel_time_in_words();
-            let _ = write!(page.html, "<p>{}{}.</p>", words[..1].to_uppercase(), esc(&words[1..]));
+            let _ = write!(page.html, "<p>{}.</p>", esc(&sentence(&words)));
         }
         if !p.notes.is_empty() {
             page.html.push_str("<ul class=\"note\">");
@@ -635,7 +641,7 @@ fn diff_section(page: &mut Part, d: &TraceDiff) -> Result<(), Error> {
         let _ = write!(
             page.html,
             "<div class=\"summary\"><p>{}</p></div>",
-            esc(&format!("{}{}: {}.{moved}", d.per_what()[..1].to_uppercase(), &d.per_what()[1..], words.join("; ")))
+            esc(&format!("{}: {}.{moved}", sentence(d.per_what()), words.join("; ")))
         );
     }
     let chart = Bars {
@@ -735,4 +741,16 @@ pub fn write_report(report: Report<'_>, path: &Path) -> Result<Vec<PathBuf>, Err
     // A page that is not written takes its chart files with it (`Page`'s drop).
     tracecast_ingest::output::write_atomic(path, page.html.as_bytes())?;
     Ok(page.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_sentence_capitalises_its_first_character_not_its_first_byte() {
+        // A byte slice of the first letter had panicked on a phrase opening with a multi-byte one.
+        assert_eq!(
+            [super::sentence("projected kernel time"), super::sentence("énergie"), super::sentence("")],
+            ["Projected kernel time", "Énergie", ""]
+        );
+    }
 }
