@@ -39,13 +39,15 @@ pub struct Options {
 /// summarized as it is read and dropped, so a job of thousands of ranks never
 /// sits in memory whole), and writes what the options ask for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::outputs_not_inputs(&[("--json", args.json.as_deref())], &args.inputs.paths)?;
-    crate::output::distinct_outputs(&[
-        ("--json", args.json.as_deref()),
-        ("--csv", args.csv.as_deref()),
-        ("--parquet", args.parquet.as_deref()),
-        ("--plots", args.plots.as_deref()),
-    ])?;
+    crate::output::distinct_outputs(
+        &[
+            ("--json", args.json.as_deref()),
+            ("--csv", args.csv.as_deref()),
+            ("--parquet", args.parquet.as_deref()),
+            ("--plots", args.plots.as_deref()),
+        ],
+        &args.inputs.paths,
+    )?;
     crate::output::folder_outputs(&[
         ("--csv", args.csv.as_deref()),
         ("--parquet", args.parquet.as_deref()),

@@ -39,15 +39,10 @@ impl Default for Options {
 
 /// Fits the profiles, writes them (and their charts), and summarizes each on the terminal.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::outputs_not_inputs(
-        &[("--out", Some(&args.out)), ("--madmax-system", args.madmax_system.as_deref())],
+    crate::output::distinct_outputs(
+        &[("--out", Some(&args.out)), ("--plots", args.plots.as_deref()), ("--madmax-system", args.madmax_system.as_deref())],
         &args.inputs.paths,
     )?;
-    crate::output::distinct_outputs(&[
-        ("--out", Some(&args.out)),
-        ("--plots", args.plots.as_deref()),
-        ("--madmax-system", args.madmax_system.as_deref()),
-    ])?;
     crate::output::folder_outputs(&[("--plots", args.plots.as_deref())])?;
     let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;

@@ -126,7 +126,7 @@ fn write_diff_json(path: &Path, d: &TraceDiff) -> Result<()> {
 
 /// Compares the two runs, writes what the options ask for and applies the gates.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::outputs_not_inputs(&[("--json", args.json.as_deref())], &[args.a.clone(), args.b.clone()])?;
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref())], &[args.a.clone(), args.b.clone()])?;
     let analyze = args.window.analyze_options(&args.read)?;
     let classifier = analyze.classifier.clone();
     if let Some(spec) = &args.fail_if {

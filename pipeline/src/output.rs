@@ -42,8 +42,9 @@ fn shorten(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
 
 /// An error when two of a command's outputs (flag, path) would land on one
 /// path: the later had silently replaced the earlier (`--json r.json --perfetto r.json` kept only the
-/// timeline). Paths are compared by the file they name, as inputs are.
-pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+/// timeline); or when one is a trace file of its `inputs` ([`outputs_not_inputs`]). Paths are
+/// compared by the file they name, as inputs are.
+pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
     // A device or pipe (`/dev/null`) takes any number of writes; an empty path is refused by its command.
     let device = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
     let given: Vec<(&str, PathBuf)> = outputs
@@ -58,13 +59,13 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
             }
         }
     }
-    Ok(())
+    outputs_not_inputs(outputs, inputs)
 }
 
 /// An error where an output file is one of the trace files `inputs` stand for, said before
 /// anything is read: the write would be refused ([`tracecast_ingest::input`]), but only once the
 /// whole job had been analysed and printed.
-pub fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
+fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
     // Each output's key once: (flag, path, where it is).
     let keyed: Vec<(&str, &Path, PathBuf)> =
         outputs.iter().filter_map(|(flag, p)| p.and_then(|p| Some((*flag, p, tracecast_ingest::input::file_key(p)?)))).collect();
@@ -200,15 +201,17 @@ mod tests {
     fn two_outputs_on_one_path_are_refused() {
         let p = |s: &str| std::path::PathBuf::from(s);
         let (a, b, c) = (p("r.json"), p("./sub/../r.json"), p("out"));
-        let e = super::distinct_outputs(&[("--json", Some(&p("-"))), ("--perfetto", Some(&p("-")))]).unwrap_err().to_string();
+        let e = super::distinct_outputs(&[("--json", Some(&p("-"))), ("--perfetto", Some(&p("-")))], &[]).unwrap_err().to_string();
         assert!(e.contains("both write standard output"), "{e}");
-        let e = super::distinct_outputs(&[("--json", Some(&a)), ("--perfetto", Some(&b))]).unwrap_err().to_string();
+        let e = super::distinct_outputs(&[("--json", Some(&a)), ("--perfetto", Some(&b))], &[]).unwrap_err().to_string();
         assert!(e.contains("--json and --perfetto both write") && e.ends_with("give each its own path"), "{e}");
-        let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--parquet", Some(&p("sub/../out")))]).unwrap_err().to_string();
+        let e = super::distinct_outputs(&[("--csv", Some(&c)), ("--parquet", Some(&p("sub/../out")))], &[]).unwrap_err().to_string();
         assert!(e.starts_with("--csv and --parquet both write"), "{e}");
         // Apart, inside another's directory, or not given: fine.
         let (d, e2) = (p("out.json"), p("out/a.json"));
-        assert!(super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&d)), ("--plots", Some(&e2)), ("--parquet", None)]).is_ok());
+        assert!(
+            super::distinct_outputs(&[("--csv", Some(&c)), ("--json", Some(&d)), ("--plots", Some(&e2)), ("--parquet", None)], &[]).is_ok()
+        );
     }
 
     use super::*;

@@ -488,7 +488,7 @@ fn replaced_by_flags(args: &Options, system: &madmax::SystemConfig, files: &Madm
 
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())])?;
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &[])?;
     use tracecast_replay::workload::{llm, madmax};
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;

@@ -101,8 +101,7 @@ pub struct Options {
 /// Replays every job the inputs stand for and writes the table, the JSON and
 /// the Perfetto timeline the options ask for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())])?;
-    crate::output::outputs_not_inputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &args.inputs.paths)?;
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &args.inputs.paths)?;
     let read = &args.inputs.read;
     let read_opts = read.read_options()?;
     let catalog = catalog_with(&read.hw)?;

@@ -238,8 +238,7 @@ pub(crate) fn write(sections: Vec<Section>, unread_jobs: UnreadJobs, plan: &Plan
 
 /// Writes the page of every job the inputs stand for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--out", Some(&args.out)), ("--png", args.png.as_deref())])?;
-    crate::output::outputs_not_inputs(&[("--out", Some(&args.out))], &args.inputs.paths)?;
+    crate::output::distinct_outputs(&[("--out", Some(&args.out)), ("--png", args.png.as_deref())], &args.inputs.paths)?;
     crate::output::folder_outputs(&[("--png", args.png.as_deref())])?;
     // Charts dropped among the traces would change the folder the job is read from.
     if let Some(dir) = &args.png {
