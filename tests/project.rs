@@ -816,6 +816,38 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A profile `validate --fit` writes with `--hw` is of the catalog it read: the same `--hw` reads
+/// it back (it had been refused, its device the shipped profile's peaks), and a catalog without
+/// that entry refuses it, saying why.
+#[test]
+fn a_profile_fitted_with_a_users_catalog_reads_back_with_that_catalog() {
+    let dir = scratch("fit-with-hw");
+    let mut runs: serde_json::Value = serde_json::from_slice(&std::fs::read(runs_file("validation/published-runs.json")).unwrap()).unwrap();
+    runs["runs"].as_array_mut().unwrap().retain(|r| r["system"]["gpu"] == "h100-sxm");
+    let (runs_path, hw, fit) = (dir.join("h100-runs.json"), dir.join("capped.toml"), dir.join("fit.json"));
+    std::fs::write(&runs_path, runs.to_string()).unwrap();
+    std::fs::write(
+        &hw,
+        "[[gpu]]\nid = \"h100-sxm\"\nname = \"NVIDIA H100 capped\"\nsource = \"a test\"\nbf16 = 800.0\nfp16 = 800.0\nmemory_gb = 80.0\nhbm_gbps = 3000.0\nlink_gbps = 450.0\nsms = 132\n",
+    )
+    .unwrap();
+    let o = bin().args(["validate", "-q"]).arg(&runs_path).arg("--hw").arg(&hw).arg("--fit").arg(&fit).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let project = |with_hw: bool| {
+        let mut c = bin();
+        c.args(["project", "-q", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--profile"]).arg(&fit);
+        if with_hw {
+            c.arg("--hw").arg(&hw);
+        }
+        c.output().unwrap()
+    };
+    let o = project(true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = project(false);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("fitted against bf16 peak 800, where the catalog has 989.4"), "{}", stderr(&o));
+}
+
 /// A target profile fitted to measured runs (`validate --fit`) holds their stack's time in
 /// its GEMM correction: `--from` then carries none of the source run's (it had counted the
 /// stack twice: MPT-7B A100 → H100 at 9 088 tokens/s per GPU where 10 643 were measured), and

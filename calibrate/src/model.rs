@@ -111,7 +111,7 @@ impl Profile {
         rates.extend(self.device.hbm_gbps.map(|h| ("HBM bandwidth".to_string(), h, gpu.hbm_gbps)));
         let (what, theirs, catalog) = rates.into_iter().find(|(_, theirs, catalog)| apart(*theirs, *catalog))?;
         Some(format!(
-            "it names catalog GPU {} but was fitted against {what} {theirs}, where the catalog has {catalog}: a profile of another GPU, or the catalog changed since; calibrate again",
+            "it names catalog GPU {} but was fitted against {what} {theirs}, where the catalog has {catalog}: a profile of another GPU, or of an entry changed since (a --hw file given when it was written and not now, or the reverse); read it with the catalog it was written with, or calibrate again",
             gpu.id
         ))
     }

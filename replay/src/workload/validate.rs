@@ -1385,6 +1385,15 @@ pub fn fit(
             by_dtype.entry(linear_dtype(r, gpu)).or_default().push(r);
         }
         let mut profile = base.clone();
+        // The device of the catalog this command read (a `--hw` entry's peaks, not those the
+        // shipped profile was fitted on): read back with the same catalog it is its GPU's, where
+        // a profile written with `--hw` had been refused by the same `--hw`.
+        let device = tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog).device;
+        profile.device = tracecast_calibrate::profile::DeviceInfo {
+            name: std::mem::take(&mut profile.device.name),
+            matched_by: profile.device.matched_by.take(),
+            ..device
+        };
         let mut fits = Vec::new();
         for (&dtype, group) in &by_dtype {
             let (previous, previous_source) = match from
