@@ -2986,4 +2986,17 @@ fn a_gpu_activity_longer_than_an_hour_is_said() {
     assert_eq!(said(&good), None);
     let note = said(&bad).expect("the 11.6-day kernel said");
     assert!(note.contains("1 GPU activity lasts longer than an hour") && note.contains("277.8 h"), "{note}");
+    // Ingested with --device, the dataset keeps it (the trace as recorded had been taken before it was said).
+    let ds = dir.join("bad.tcds");
+    let o = run(&[
+        "ingest".as_ref(),
+        bad.as_os_str(),
+        "--device".as_ref(),
+        "h100-sxm".as_ref(),
+        "--out".as_ref(),
+        ds.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(said(&ds), Some(note));
 }

@@ -753,9 +753,6 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             _ => {}
         }
     }
-    if let Some(device) = &opts.device {
-        crate::device::name_unrecorded_gpu(&mut trace, device);
-    }
     if let Some(base) = trace.base_time_ns {
         // ts is relative to the base; both are integers, so no precision is lost.
         for t in &mut trace.events.ts_ns {
@@ -764,6 +761,10 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     }
     trace.json_bytes = total;
     trace.warn_of_implausible_gpu_activity();
+    // Last, after every warning of the trace's own: a dataset keeps the trace as recorded.
+    if let Some(device) = &opts.device {
+        crate::device::name_unrecorded_gpu(&mut trace, device);
+    }
     Ok(trace)
 }
 

@@ -387,15 +387,9 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
         ));
     }
     match rows.gpus.of(key.pid, key.device) {
-        Some(d) => {
-            t.devices.push(d);
-            if let Some(given) = &opts.device {
-                // The export's own GPU is kept; the rule says `--device` was not applied.
-                crate::device::name_unrecorded_gpu(&mut t, given);
-            }
-        }
+        Some(d) => t.devices.push(d),
         None => {
-            // As recorded (a dataset keeps it so), then named by `--device` where given.
+            // As recorded (a dataset keeps it so); `--device` names it below.
             t.devices.push(DeviceProperties { id: Some(key.device), ..Default::default() });
             let kernels = t.events.kind.iter().zip(&t.events.name).filter(|(k, _)| **k == EventKind::Kernel).map(|(_, &n)| n);
             let mut seen: Vec<NameId> = kernels.collect();
@@ -409,12 +403,14 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
                 ),
                 None => format!("{UNRECORDED_GPU} (no TARGET_INFO_GPU table); give it with --device ID (an id of `tracecast hw list`)"),
             });
-            if let Some(d) = &opts.device {
-                crate::device::name_unrecorded_gpu(&mut t, d);
-            }
         }
     }
     t.warn_of_implausible_gpu_activity();
+    // Last, after every warning of the export's own: a dataset keeps the trace as recorded. An
+    // export's own GPU is kept, and the rule says `--device` was not applied.
+    if let Some(d) = &opts.device {
+        crate::device::name_unrecorded_gpu(&mut t, d);
+    }
     t
 }
 
