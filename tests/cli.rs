@@ -1560,7 +1560,7 @@ fn a_gemm_efficiency_what_if_through_the_command_line() {
     assert!(((projected - truth) / truth).abs() <= 0.02, "projected {projected} µs, truth {truth} µs");
     // The faster job with the profile of itself prices no other stack: said; the slower one's
     // replay (another run) is not told so.
-    let note = "the target profile was calibrated on 4 of this run's own trace(s) on the same GPU";
+    let note = "the target profile was calibrated on 4 of this run's own trace(s) on the same GPU (4 in all)";
     let text = |job: &Path| {
         let o =
             run(&["replay".as_ref(), job.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()]);

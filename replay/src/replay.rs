@@ -434,14 +434,16 @@ fn project_kernels(
     // A profile of the trace's own GPU calibrated on the trace itself prices no other stack: its
     // pooled fits differ from the trace's own by their error (a BERT trace replayed with the
     // profile of it and two other traces had read +42 % GPU time).
-    if source.gpu.is_some() && source.gpu.as_ref().map(|g| &g.id) == target.gpu.as_ref().map(|g| &g.id) {
-        let same = |a: &str, b: &str| a == b || std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x));
-        let traces = target.profile.as_ref().map_or(&[][..], |p| p.traces.as_slice());
-        let own = parts.iter().filter(|p| traces.iter().any(|t| same(t, &p.file))).count();
+    // Files compared as the same file (a profile names them as calibrate was given them, so one
+    // given relative to another directory is not found); a GPU's default model is not the user's.
+    if !target.default_for_gpu && source.gpu.is_some() && source.gpu.as_ref().map(|g| &g.id) == target.gpu.as_ref().map(|g| &g.id) {
+        let file = |p: &str| std::fs::canonicalize(p).ok();
+        let traces: Vec<_> = target.profile.iter().flat_map(|p| &p.traces).filter_map(|t| file(t)).collect();
+        let own = parts.iter().filter(|p| file(&p.file).is_some_and(|f| traces.contains(&f))).count();
         if own > 0 {
             notes.push(format!(
-                "the target profile was calibrated on {own} of this run's own trace(s) on the same GPU: where it moves a kernel, its fits pooled over {} trace(s) differ from this run's own, not a software stack from this one (without --profile every kernel keeps its measured time)",
-                traces.len()
+                "the target profile was calibrated on {own} of this run's own trace(s) on the same GPU ({} in all): what it moves is the difference between its fits and this run's own calibration, not another software stack (without --profile every kernel keeps its measured time)",
+                target.profile.as_ref().map_or(0, |p| p.traces.len())
             ));
         }
     }
