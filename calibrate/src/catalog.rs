@@ -452,8 +452,9 @@ impl Catalog {
                 return Err(bad(format!("[[{kind}]] id {id:?} given twice in this file")));
             }
         }
-        // A `measured_as` id no GPU of the catalog is or is measured as names only the user's own
-        // rows: said, since a misspelt `hopper-sm90` had priced the GPU by the spec model in silence.
+        // A `measured_as` id no GPU of the catalog is or is measured as, and no shipped measurement
+        // is of, names only the user's own rows: said, since a misspelt `hopper-sm90` had priced
+        // the GPU by the spec model in silence.
         let mut notes = Vec::new();
         for g in &file.gpu {
             let named = |id: &str| {
@@ -461,9 +462,10 @@ impl Catalog {
                     !std::ptr::eq(o, g) && (o.id.eq_ignore_ascii_case(id) || o.measured_as.iter().any(|m| m.eq_ignore_ascii_case(id)))
                 })
             };
-            for id in g.measured_as.iter().filter(|id| !named(id)) {
+            let measured = |id: &str| !crate::measured::Measurements::shared().sources_for(&[id]).is_empty();
+            for id in g.measured_as.iter().filter(|id| !named(id) && !measured(id)) {
                 notes.push(format!(
-                    "{}: gpu {:?}: measured_as {id:?} is no GPU of the catalog nor measured as one: only rows of your --measurements files with that gpu price it (ids in use: `hw list`, `hw show ID`)",
+                    "{}: gpu {:?}: measured_as {id:?} is no GPU of the catalog or its measurements: only rows of your --measurements files with that gpu price it (ids in use: `hw list`, `hw show ID`)",
                     path.display(),
                     g.id
                 ));
@@ -760,10 +762,11 @@ mod tests {
         let notes = c.add_toml(&measured_as("copy", "\"hoper-sm90\""), Path::new("as.toml")).unwrap();
         assert_eq!(notes.len(), 1);
         assert!(
-            notes[0].starts_with("as.toml: gpu \"copy\": measured_as \"hoper-sm90\" is no GPU of the catalog nor measured as one"),
+            notes[0].starts_with("as.toml: gpu \"copy\": measured_as \"hoper-sm90\" is no GPU of the catalog or its measurements"),
             "{notes:?}"
         );
-        let text = format!("{}{}", measured_as("copy2", "\"hopper-sm90\", \"h100-sxm\", \"twin\""), gpu("twin"));
+        // `amd-unstated`: GEMM rows of the shipped base only.
+        let text = format!("{}{}", measured_as("copy2", "\"hopper-sm90\", \"h100-sxm\", \"twin\", \"amd-unstated\""), gpu("twin"));
         assert_eq!(c.add_toml(&text, Path::new("as.toml")).unwrap(), Vec::<String>::new());
         let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
         c.add_toml(node, Path::new("node.toml")).unwrap();
