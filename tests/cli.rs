@@ -2791,6 +2791,8 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     let o = run(&["diff".as_ref(), stepless.as_os_str(), five.as_os_str(), "--fail-if".as_ref(), "busy>+5%".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: A has no profiler steps (its whole GPU window is analysed) and B has 5"));
+    // That says it: no second note of B's steps without a partner.
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("no step of the other run to match"));
     assert!(stderr(&o).contains("--fail-if: A has no profiler steps"), "{}", stderr(&o));
     // `--window all` on both: whole windows, as asked, compare (the same three steps' work, with
     // and without their annotations); only the `step` metric does not.

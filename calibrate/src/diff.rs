@@ -413,15 +413,17 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
     let steps =
         a.steps.iter().zip(&b.steps).map(|(&(ka, ta), &(kb, tb))| Delta::new(format!("{ka} → {kb}"), (None, ta), (None, tb))).collect();
     // Steps are matched in order: the longer run's last ones have no partner (its step time
-    // still counts them all).
-    let unmatched = [("A", a, b), ("B", b, a)].into_iter().filter(|(_, s, o)| s.steps.len() > o.steps.len()).map(|(side, s, o)| {
-        let listed = &s.steps[o.steps.len()..];
-        let which = match listed {
-            [one] => format!("step {} (1 of {})", one.0, s.steps.len()),
-            _ => format!("steps {}–{} ({} of {})", listed[0].0, listed[listed.len() - 1].0, listed.len(), s.steps.len()),
-        };
-        format!("{side}, {which}: no step of the other run to match, so not listed per step; its step time counts them")
-    });
+    // still counts them all). Against a run without steps nothing is matched, and that is said.
+    let unmatched = [("A", a, b), ("B", b, a)].into_iter().filter(|(_, s, o)| s.steps.len() > o.steps.len() && !o.steps.is_empty()).map(
+        |(side, s, o)| {
+            let listed = &s.steps[o.steps.len()..];
+            let which = match listed {
+                [one] => format!("step {} (1 of {})", one.0, s.steps.len()),
+                _ => format!("steps {}–{} ({} of {})", listed[0].0, listed[listed.len() - 1].0, listed.len(), s.steps.len()),
+            };
+            format!("{side}, {which}: no step of the other run to match, so not listed per step; its step time counts them")
+        },
+    );
     let kernel_time_shared = [shared_share(&a.kernels, &b.kernels), shared_share(&b.kernels, &a.kernels)];
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
