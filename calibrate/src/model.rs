@@ -124,9 +124,9 @@ impl Profile {
         let at_least_0 = |x: f64| x.is_finite() && x >= 0.0;
         for (i, k) in self.kernels.iter().enumerate() {
             let what = format!("kernels[{i}] ({})", k.class.as_str());
-            // Calibration refuses a fit above the peak; one edited in had been dropped in silence.
-            if !positive(k.efficiency) || k.efficiency > 1.0 {
-                return Some(format!("{what}: efficiency {}: above 0 and at most 1 (a share of the peak)", k.efficiency));
+            // Above the peak it is said and left out where it would price ([`DeviceModel::rejected_fits`]).
+            if !positive(k.efficiency) {
+                return Some(format!("{what}: efficiency {}: above 0", k.efficiency));
             }
             if !positive(k.peak) {
                 return Some(format!("{what}: peak {}: above 0", k.peak));
@@ -335,8 +335,6 @@ mod tests {
             ("/kernels/0/efficiency", -1.0, "kernels[0] (gemm): efficiency -1: above 0"),
             ("/kernels/0/efficiency", 0.0, "efficiency 0: above 0"),
             ("/kernels/0/overhead_us", -2.0, "overhead_us -2: 0 or more"),
-            // Above the peak: an edited profile's fit had been dropped in silence.
-            ("/kernels/0/efficiency", 1.7, "efficiency 1.7: above 0 and at most 1"),
         ] {
             check(&good, pointer, value, says);
         }
