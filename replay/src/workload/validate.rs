@@ -1108,7 +1108,14 @@ pub(crate) fn projected(
         notes.push(note);
     }
     if let Some(f) = &run.framework {
-        notes.push(format!("framework: {f}"));
+        // A name the model knows no defaults of is said so: a misspelt "torchtittan" had projected
+        // without torchtitan's defaults under the note "framework: torchtittan".
+        notes.push(match Framework::of(run) {
+            Some(_) => format!("framework: {f}"),
+            None => format!(
+                "framework {f:?}: none whose defaults the model knows (torchtitan, NeMo, Megatron-Bridge, llm-foundry's benchmarking): the plan as the run states it"
+            ),
+        });
     }
     if let Some((fw, name, from_source)) = Framework::of(run) {
         let applied = fw.apply_defaults(&mut plan, &stated, &model);
@@ -1704,7 +1711,7 @@ mod tests {
     fn runs_file_fields_are_read_and_what_cannot_be_priced_is_refused() {
         let catalog = Catalog::builtin();
         let file = runs(&format!(
-            r#"{{"runs": [{}, "precision": "BF16", "framework": "torchtitan"}}, {}, "precision": "FP8-CS"}}, {}, "precision": "NVFP4"}}, {}}}, {}, "precision": {{"linear": "BF16", "attention": "FP8"}}, "framework": "torchtitan"}}]}}"#,
+            r#"{{"runs": [{}, "precision": "BF16", "framework": "torchtitan"}}, {}, "precision": "FP8-CS", "framework": "torchtittan"}}, {}, "precision": "NVFP4"}}, {}}}, {}, "precision": {{"linear": "BF16", "attention": "FP8"}}, "framework": "torchtitan"}}]}}"#,
             run("bf16", MODEL, r#", "power_w": 500"#),
             run("fp8", MODEL, ""),
             run("fp4", MODEL, ""),
@@ -1722,6 +1729,8 @@ mod tests {
         // FP8 linears run at the FP8 peak: faster than the same run in 16-bit.
         assert!(by("fp8").predicted_tokens_per_s_per_gpu > by("bf16").predicted_tokens_per_s_per_gpu);
         assert!(notes("fp8").contains("projected with fp8"), "{}", notes("fp8"));
+        // A framework name the model knows no defaults of is said to be one.
+        assert!(notes("fp8").contains("framework \"torchtittan\": none whose defaults the model knows"), "{}", notes("fp8"));
         // FP4 and a model without dimensions are refused, by name, never guessed.
         assert!(by("fp4").predicted_tokens_per_s_per_gpu.is_none());
         assert!(notes("fp4").contains("NVFP4"), "{}", notes("fp4"));
