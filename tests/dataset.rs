@@ -439,6 +439,15 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), ds.display());
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    // Stopped at the bad file (`--strict`), the ranks written are a dataset that says so too (it
+    // had read as a whole job of 3 ranks, exit 0).
+    let strict = dir.join("strict");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), strict.as_os_str(), "-q".as_ref(), "--strict".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), strict.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), strict.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
     std::fs::write(&rank1, &good).unwrap();
     // The file given again by another spelling of its path, from another directory.
     let o = bin()

@@ -73,8 +73,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // printed the same error for each of them).
     tracecast_ingest::output::create_dir(dataset)
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
-    // Ranks written, and ranks read but not written (their analysis or their write failed).
+    // Ranks written, and ranks read but not written (their analysis or their write failed); the
+    // rank files written and those that could not be read: the dataset records the latter, so
+    // that reading it names the ranks it lacks (it had read as a whole job, exit 0). Kept as each
+    // job is read, so that a `--strict` stop records what it wrote too.
     let (mut written, mut unwritten) = (0usize, 0usize);
+    let (mut sources, mut unread) = (Vec::new(), Vec::new());
     // What an ingest that was stopped (killed) left half-written goes.
     tracecast_ingest::dataset::remove_stopped_staging(dataset);
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
@@ -117,28 +121,19 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
-        let (mut ok, mut not_written) = (Vec::new(), 0usize);
         for p in parts {
             match p.and_then(|(staged, unselected, source)| Ok((staged.commit()?, unselected, source))) {
                 Ok((_, unselected, source)) => {
-                    ok.push(source);
+                    written += 1;
+                    sources.push(source);
                     failures.extend(unselected);
                 }
                 Err(e) => {
-                    not_written += 1;
+                    unwritten += 1;
                     failures.push(e);
                 }
             }
         }
-        (Some((ok, not_written)), failures)
-    };
-    // The rank files written and those that could not be read: the dataset records the latter,
-    // so that reading it names the ranks it lacks (it had read as a whole job, exit 0).
-    let (mut sources, mut unread) = (Vec::new(), Vec::new());
-    let failed = for_each_input(&args.paths, false, &args.read, read, |(parts, not_written), failures| {
-        written += parts.len();
-        unwritten += not_written;
-        sources.extend(parts);
         // And the files that lost their rank to another's: reading the dataset names them, as
         // reading the traces does (exit 2), not a whole job (exit 0).
         let kept = |e: &&tracecast_ingest::Error| {
@@ -153,11 +148,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 unread.push((file, why, e.is_unread_rank()));
             }
         }
-    })?;
+        (Some(()), failures)
+    };
+    let failed = for_each_input(&args.paths, false, &args.read, read, |(), _| {});
     if written > 0 {
         tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
     }
     made.1 = written > 0;
+    let failed = failed?;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());
     }
