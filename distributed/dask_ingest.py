@@ -125,7 +125,9 @@ def main(argv=None):
     for r in failed:
         print(f"error: a share of {r['files']} file(s) on {r['host']} exited {r['returncode']}:\n{r['stderr']}", file=sys.stderr)
     hosts = sorted({r["host"] for r in results})
-    print(f"{len(files)} file(s) in {len(parts)} share(s) on {workers} worker(s) ({', '.join(hosts)}) written to {out}")
+    # Not "written" where a share failed: its unreadable files are not in the dataset (it records them).
+    unread = f"; {len(failed)} share(s) had files that could not be read (above), which the dataset records" if failed else ""
+    print(f"{len(files)} file(s) in {len(parts)} share(s) on {workers} worker(s) ({', '.join(hosts)}) ingested into {out}{unread}")
     return 2 if failed else 0
 
 
