@@ -367,7 +367,8 @@ mod tests {
         let mut h100 = serde_json::to_value(crate::shipped::profile("h100-sxm").unwrap()).unwrap();
         *h100.pointer_mut("/device/catalog_id").unwrap() = serde_json::json!("a100-40gb");
         std::fs::write(&path, serde_json::to_vec(&h100).unwrap()).unwrap();
-        let e = DeviceModel::from_profile_file(&path, &catalog).err().expect("refused").to_string();
+        let Err(e) = DeviceModel::from_profile_file(&path, &catalog) else { panic!("an A100 priced with an H100 profile") };
+        let e = e.to_string();
         assert!(e.contains("edited-profile") && e.contains("names catalog GPU a100-40gb but was fitted against fp64 peak 67,"), "{e}");
         *h100.pointer_mut("/device/catalog_id").unwrap() = serde_json::json!("h100-sxm");
         std::fs::write(&path, serde_json::to_vec(&h100).unwrap()).unwrap();
