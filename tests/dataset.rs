@@ -448,6 +448,16 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), strict.display());
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    // A path that is not there, and a dataset's own record read as an input: recorded too.
+    let (gone, again) = (dir.join("gone.json"), dir.join("again"));
+    let o = run(&["ingest".as_ref(), ds.as_os_str(), gone.as_os_str(), "--out".as_ref(), again.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), again.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for file in [&gone, &rank1] {
+        let want = format!("error: {}: could not be read when the dataset {} was ingested: ", file.display(), again.display());
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    }
     std::fs::write(&rank1, &good).unwrap();
     // The file given again by another spelling of its path, from another directory.
     let o = bin()

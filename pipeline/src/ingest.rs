@@ -78,7 +78,27 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // that reading it names the ranks it lacks (it had read as a whole job, exit 0). Kept as each
     // job is read, so that a `--strict` stop records what it wrote too.
     let (mut written, mut unwritten) = (0usize, 0usize);
-    let (mut sources, mut unread) = (Vec::new(), Vec::new());
+    let (mut sources, unread) = (Vec::new(), std::cell::RefCell::new(Vec::new()));
+    // And the files that lost their rank to another's: reading the dataset names them, as
+    // reading the traces does (exit 2), not a whole job (exit 0). Once a file.
+    let record = |failures: &[tracecast_ingest::Error]| {
+        let kept = |e: &&tracecast_ingest::Error| {
+            (e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. }))
+                || matches!(e, tracecast_ingest::Error::DuplicateRank { .. })
+        };
+        let mut unread = unread.borrow_mut();
+        for e in failures.iter().filter(kept) {
+            if let Some(p) = e.path() {
+                let file = p.display().to_string();
+                if unread.iter().any(|(f, _, _)| *f == file) {
+                    continue;
+                }
+                let why = e.to_string();
+                let why = why.strip_prefix(&format!("{file}: ")).unwrap_or(&why).to_string();
+                unread.push((file, why, e.is_unread_rank()));
+            }
+        }
+    };
     // What an ingest that was stopped (killed) left half-written goes.
     tracecast_ingest::dataset::remove_stopped_staging(dataset);
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
@@ -134,25 +154,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
             }
         }
-        // And the files that lost their rank to another's: reading the dataset names them, as
-        // reading the traces does (exit 2), not a whole job (exit 0).
-        let kept = |e: &&tracecast_ingest::Error| {
-            (e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. }))
-                || matches!(e, tracecast_ingest::Error::DuplicateRank { .. })
-        };
-        for e in failures.iter().filter(kept) {
-            if let Some(p) = e.path() {
-                let file = p.display().to_string();
-                let why = e.to_string();
-                let why = why.strip_prefix(&format!("{file}: ")).unwrap_or(&why).to_string();
-                unread.push((file, why, e.is_unread_rank()));
-            }
-        }
+        // Recorded here, so that a `--strict` stop records the file it stopped at.
+        record(&failures);
         (Some(()), failures)
     };
-    let failed = for_each_input(&args.paths, false, &args.read, read, |(), _| {});
+    // And what failed before any file was read (a path that is not there, a dataset's own unread
+    // records), which reaches only the job's end.
+    let failed = for_each_input(&args.paths, false, &args.read, read, |(), failures| record(&failures));
     if written > 0 {
-        tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
+        tracecast_ingest::dataset::record_unread(dataset, &sources, &unread.borrow())?;
     }
     made.1 = written > 0;
     let failed = failed?;
