@@ -116,11 +116,17 @@ fn rows_of_no_gpu_make_no_rank() {
     assert_eq!(ranks.len(), 2, "the export has two GPUs");
     assert_eq!((ranks[0]["rank"].as_u64(), ranks[1]["rank"].as_u64()), (Some(0), Some(1)));
     // Left out, and said.
-    assert!(
-        ranks[0]["notes"].to_string().contains(&format!("{changed} GPU activity row(s) of a negative deviceId")),
-        "{}",
-        ranks[0]["notes"]
-    );
+    let said = format!("{changed} GPU activity row(s) of a negative deviceId");
+    assert!(ranks[0]["notes"].to_string().contains(&said), "{}", ranks[0]["notes"]);
+    // And by a dataset ingested with --device (the export's file-wide warnings had come after the
+    // trace as recorded was taken, and were lost).
+    let (ds, out) = (dir.join("neg.tcds"), dir.join("d.json"));
+    let o =
+        run(&["ingest".as_ref(), f.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(json(&out)["jobs"][0]["ranks"][0]["notes"].to_string().contains(&said), "{}", json(&out)["jobs"][0]["ranks"][0]["notes"]);
 }
 
 #[test]

@@ -303,6 +303,12 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
             t.base_time_ns = rows.utc_offset_ns;
             t.skipped_events = rows.unusable + rows.unclosed_ranges;
             t.warnings.extend(warnings.iter().cloned());
+            // Last, after every warning of the export's own (its rank's and the file's): a dataset
+            // keeps the trace as recorded. An export's own GPU is kept, and the rule says
+            // `--device` was not applied.
+            if let Some(d) = &opts.device {
+                crate::device::name_unrecorded_gpu(&mut t, d);
+            }
             t
         })
         .collect()
@@ -406,11 +412,6 @@ fn build(key: &ExportRank, mut list: Vec<Pending>, rows: &Rows, path: &std::path
         }
     }
     t.warn_of_implausible_gpu_activity();
-    // Last, after every warning of the export's own: a dataset keeps the trace as recorded. An
-    // export's own GPU is kept, and the rule says `--device` was not applied.
-    if let Some(d) = &opts.device {
-        crate::device::name_unrecorded_gpu(&mut t, d);
-    }
     t
 }
 
