@@ -628,3 +628,40 @@ fn gpus_of_no_known_vendor_lend_each_other_nothing() {
     assert!(!other.status.success(), "{}", String::from_utf8_lossy(&other.stdout));
     assert!(common::stderr(&other).contains("no measured attention kernel of this GPU"), "{}", common::stderr(&other));
 }
+
+/// The evidence's points of one GPU count and node layout too few for a curve price the query
+/// there: four p5en nodes of H200 measured an all-reduce of 4 GiB at 364.87 GB/s bus bandwidth
+/// (the link rule had said 24.1 ms), four of a node's eight at 8 GiB at 363.3 (the 8-GPU curve,
+/// NVLS, had said 31.3 ms, called an upper bound). Near them the price is scaled by their ratio.
+#[test]
+fn the_evidences_single_collective_points_price_their_own_count() {
+    let dir = common::scratch("hw-cost-points");
+    let csv = std::fs::read_to_string(common::shared().join("../evidence/collectives.csv")).unwrap();
+    let busbw = |prefix: &str| -> f64 {
+        let row = csv.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in the evidence"));
+        // Fields split outside quotes (the network column holds commas); bus bandwidth is the 13th.
+        let (mut fields, mut field, mut quoted) = (Vec::new(), String::new(), false);
+        for c in row.chars() {
+            match c {
+                '"' => quoted = !quoted,
+                ',' if !quoted => fields.push(std::mem::take(&mut field)),
+                c => field.push(c),
+            }
+        }
+        fields[12].parse().unwrap()
+    };
+    for (prefix, gpus, bytes) in [
+        ("mle-h200-p5en-4node,h200,all_reduce,", 32u32, 4294967296f64),
+        ("mle-h200-nvls-sweep,h200,all_reduce,nccl (version not stated for this sweep),4,", 4, 8589934592.0),
+    ] {
+        let n = f64::from(gpus);
+        let want_us = 2.0 * (n - 1.0) / n * bytes / (busbw(prefix) * 1e9) * 1e6;
+        let q = quote(&["h200", "all_reduce", "--bytes", &format!("{bytes}"), "--gpus", &gpus.to_string()], &dir.join("q.json"));
+        assert!((q["time_us"].as_f64().unwrap() - want_us).abs() < 1e-3 * want_us, "{want_us} µs: {q}");
+        assert_eq!(q["rule"], "collective_measured", "{q}");
+    }
+    // 1 GiB over 4: the 8-GPU curve scaled toward the 4-GPU point, slower than the curve alone.
+    let q = quote(&["h200", "all_reduce", "--bytes", "1073741824", "--gpus", "4"], &dir.join("q.json"));
+    assert!(q["basis"].as_str().unwrap().contains("the measured ÷ priced time of the evidence's 1 point(s) at 4 GPUs"), "{q}");
+    assert!(!q["rule_description"].as_str().unwrap().contains("upper bound"), "{q}");
+}

@@ -71,7 +71,8 @@ pub enum PriceRule {
     /// Beyond the measured GPU counts, an all-gather or reduce-scatter: NCCL's ring, each of
     /// its n − 1 steps priced as the same step at the largest measured count.
     CollectiveRing,
-    /// Below the measured GPU counts: the smallest measured count's curve (an upper bound).
+    /// Below the measured GPU counts: the smallest measured count's curve (no bound: NVLS
+    /// speeds 8 H200s' all-reduce past what 4 measured).
     CollectiveBelowCounts,
     /// No curve of this GPU: α–β from its catalog link (in a node) or NICs
     /// (across nodes), with the share of them and the latency learned across
@@ -130,14 +131,16 @@ impl PriceRule {
             PriceRule::CollectiveRing => {
                 "ring beyond the measured GPU counts: an all-gather's or reduce-scatter's n − 1 steps, each as the same step at the largest measured count"
             }
-            PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve (an upper bound)",
+            PriceRule::CollectiveBelowCounts => "fewer GPUs than measured: the smallest measured count's curve",
             PriceRule::CollectiveLinkSpec => {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
             }
             PriceRule::CollectiveProfileFit => {
                 "the calibration profile's α–β fit of the link tier from the user's traces (a collective's tier in a node, each GPU's share across nodes; a transfer or an all-to-all's share as it moves); a tier it does not fit by the pricing layer"
             }
-            PriceRule::CollectiveMeasured => "the user's measurement of this collective, size, GPU count and node layout",
+            PriceRule::CollectiveMeasured => {
+                "a measurement of this collective, size, GPU count and node layout (the user's, else the evidence's)"
+            }
         }
     }
 
@@ -2150,14 +2153,24 @@ impl Pricing {
         // The user's points of this GPU count and node layout (in a node, or across nodes): a two-node
         // send/recv does not price one inside a node.
         let across = q.across_nodes();
-        let points: Vec<&CollectiveRow> = users
-            .rows
-            .iter()
-            .map(|&i| &m.collectives[i])
-            .filter(|r| r.gpus == gpus && r.time_us > 0.0 && (r.gpus > r.gpus_per_node.max(1)) == across)
-            // Across nodes, of the query's node layout: 16 GPUs as 4 nodes of 4 are not 2 of 8.
-            .filter(|r| !across || r.gpus_per_node == q.gpus_per_node)
-            .collect();
+        let at_this_count = |rows: &[usize]| -> Vec<&CollectiveRow> {
+            rows.iter()
+                .map(|&i| &m.collectives[i])
+                .filter(|r| r.gpus == gpus && r.time_us > 0.0 && (r.gpus > r.gpus_per_node.max(1)) == across)
+                // Across nodes, of the query's node layout: 16 GPUs as 4 nodes of 4 are not 2 of 8.
+                .filter(|r| !across || r.gpus_per_node == q.gpus_per_node)
+                .collect()
+        };
+        let mut points = at_this_count(&users.rows);
+        // Without the user's, the shipped points of this count and layout that no curve at this count
+        // priced (a sweep's one size, another source's count): 4 nodes of H200 measured at 4 GiB had
+        // gone unused for the link rule, 8 GPUs' curve "an upper bound" for 4 that measured slower.
+        let whose = if points.is_empty() && p.rule != PriceRule::CollectiveCurve {
+            points = at_this_count(&self.curves(gpu, collective, false).rows);
+            "the evidence's"
+        } else {
+            "the user's"
+        };
         // The points as a rising curve, as the user's curves are taken ([`rising_in_size`]): rows
         // that fell with size had made one byte more cost a third as much.
         let mut measured: Vec<(f64, f64)> = points.iter().map(|r| (r.size_bytes, r.time_us)).collect();
@@ -2167,11 +2180,12 @@ impl Pricing {
         {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
+            let what = if whose == "the user's" { "the user's measurement" } else { "a measurement" };
             return Some(Price::new(
                 t,
                 PriceRule::CollectiveMeasured,
                 false,
-                format!("the user's measurement of this size at {gpus} GPUs, {} to a node ({}){waited}", r.gpus_per_node, r.from.source_id),
+                format!("{what} of this size at {gpus} GPUs, {} to a node ({}){waited}", r.gpus_per_node, r.from.source_id),
                 PriceRule::CollectiveMeasured.band(),
             ));
         }
@@ -2185,12 +2199,12 @@ impl Pricing {
             let f = ln_f.exp();
             p.time_us *= f;
             p.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ priced time of the user's {} point(s) at {gpus} GPUs in log size (between them interpolated, beyond them tapering to 1 at 16×; too few for a curve of their own)",
+                "; × {f:.3}, the measured ÷ priced time of {whose} {} point(s) at {gpus} GPUs in log size (between them interpolated, beyond them tapering to 1 at 16×; too few for a curve of their own)",
                 measured.len()
             ));
         } else if !points.is_empty() {
             p.basis.push_str(&format!(
-                "; the user's {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): no ratio of theirs scales it",
+                "; {whose} {} point(s) at {gpus} GPUs are of other sizes (over 16× apart): no ratio of theirs scales it",
                 points.len()
             ));
         }
@@ -2202,7 +2216,7 @@ impl Pricing {
             if let Some(t) = rising_through_points(bytes, &measured, &scaled, POINT_REACH_OCTAVES) {
                 if (t / p.time_us - 1.0).abs() > 5e-4 {
                     p.basis.push_str(&format!(
-                        "; {t:.2} µs where the scaled price was {:.2}: prices rise with size through the user's measured points",
+                        "; {t:.2} µs where the scaled price was {:.2}: prices rise with size through {whose} measured points",
                         p.time_us
                     ));
                 }
