@@ -718,6 +718,13 @@ fn charts_are_not_written_into_the_traces_folder() {
     assert!(stderr(&o).contains("that folder is an input"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&job).unwrap().count(), before);
     assert!(!dir.join("r.html").exists());
+    // The same one rule for every command that writes a folder of files (analyze and calibrate had written there).
+    for args in [&["analyze", "-q", "--csv"][..], &["analyze", "-q", "--plots"], &["calibrate", "-q", "--out", "p.json", "--plots"]] {
+        let o = bin().current_dir(&dir).args(args).arg(&job).arg(&job).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("that folder is an input"), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_dir(&job).unwrap().count(), before, "{args:?}");
+    }
 }
 
 /// Two jobs asked for, one of which no rank survives (`--steps` selects nothing in it): the page

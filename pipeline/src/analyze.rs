@@ -48,11 +48,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         ],
         &args.inputs.paths,
     )?;
-    crate::output::folder_outputs(&[
-        ("--csv", args.csv.as_deref()),
-        ("--parquet", args.parquet.as_deref()),
-        ("--plots", args.plots.as_deref()),
-    ])?;
+    crate::output::folder_outputs(
+        &[("--csv", args.csv.as_deref()), ("--parquet", args.parquet.as_deref()), ("--plots", args.plots.as_deref())],
+        &args.inputs.paths,
+    )?;
     let read = &args.inputs.read;
     let mut opts = args.window.analyze_options(read)?;
     (opts.job_gpus, opts.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;

@@ -43,7 +43,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         &[("--out", Some(&args.out)), ("--plots", args.plots.as_deref()), ("--madmax-system", args.madmax_system.as_deref())],
         &args.inputs.paths,
     )?;
-    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())])?;
+    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())], &args.inputs.paths)?;
     let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();

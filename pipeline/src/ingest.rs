@@ -28,7 +28,7 @@ pub struct Options {
 
 /// Writes every readable rank into the dataset, one rank at a time.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::folder_outputs(&[("--out", Some(&args.out))])?;
+    crate::output::folder_outputs(&[("--out", Some(&args.out))], &[])?;
     let read_opts = args.read.read_options()?;
     let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;

@@ -90,9 +90,18 @@ fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
 /// An error where a flag that writes a folder of files is given `-`: standard
 /// output holds one stream, and `-` taken as a folder's name had made `./-` in the
 /// working directory while the command said nothing of it.
-pub fn folder_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+///
+/// Nor one of the command's `inputs`: files dropped among the traces would change the folder the
+/// job is read from (`report --png` refused it; `analyze --csv` and `calibrate --plots` wrote there).
+pub fn folder_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> Result<()> {
     if let Some((flag, _)) = outputs.iter().find(|(_, p)| p.is_some_and(|p| p.as_os_str() == "-")) {
         anyhow::bail!("{flag} writes a folder of files, which standard output (`-`) cannot hold: give a folder");
+    }
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    for (flag, dir) in outputs.iter().filter_map(|(flag, p)| Some((flag, (*p)?))) {
+        if let Some(input) = inputs.iter().find(|p| same(p, dir)) {
+            anyhow::bail!("{flag} {}: that folder is an input ({}); give the files a folder of their own", dir.display(), input.display());
+        }
     }
     Ok(())
 }

@@ -239,14 +239,7 @@ pub(crate) fn write(sections: Vec<Section>, unread_jobs: UnreadJobs, plan: &Plan
 /// Writes the page of every job the inputs stand for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::distinct_outputs(&[("--out", Some(&args.out)), ("--png", args.png.as_deref())], &args.inputs.paths)?;
-    crate::output::folder_outputs(&[("--png", args.png.as_deref())])?;
-    // Charts dropped among the traces would change the folder the job is read from.
-    if let Some(dir) = &args.png {
-        let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
-        if let Some(input) = args.inputs.paths.iter().find(|p| same(p, dir)) {
-            anyhow::bail!("--png {}: that folder is an input ({}); give the charts a folder of their own", dir.display(), input.display());
-        }
-    }
+    crate::output::folder_outputs(&[("--png", args.png.as_deref())], &args.inputs.paths)?;
     let read = &args.inputs.read;
     let catalog = catalog_with(&read.hw)?;
     let projection = args.what_if.replay_options(&catalog)?;

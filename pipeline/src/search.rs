@@ -74,7 +74,7 @@ impl Default for Options {
 /// Searches the plans and writes them (terminal, JSON, the front's chart); [`Outcome::NoPlan`] when none fits.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--plots", args.plots.as_deref())], &[])?;
-    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())])?;
+    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())], &[])?;
     use tracecast_replay::workload::search;
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;

@@ -61,7 +61,7 @@ impl Default for Options {
 
 /// Writes the job's traces and names each file on the terminal.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::folder_outputs(&[("--out", Some(&args.out))])?;
+    crate::output::folder_outputs(&[("--out", Some(&args.out))], &[])?;
     let mut spec = tracecast_calibrate::synth::JobSpec::default();
     spec.ranks = args.ranks;
     spec.steps = args.steps;
