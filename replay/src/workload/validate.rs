@@ -1392,15 +1392,13 @@ pub fn fit(
             by_dtype.entry(linear_dtype(r, gpu)).or_default().push(r);
         }
         let mut profile = base.clone();
-        // The device of the catalog this command read (a `--hw` entry's peaks, not those the
-        // shipped profile was fitted on): read back with the same catalog it is its GPU's, where
-        // a profile written with `--hw` had been refused by the same `--hw`.
+        // The peaks and HBM of the catalog this command read (a `--hw` entry's, not those the
+        // shipped profile was fitted on): read back with the same catalog they are its GPU's, where
+        // a profile written with `--hw` had been refused by the same `--hw`. Its links and node
+        // stay the profile's (a `--profile` of the user's cluster).
         let device = tracecast_calibrate::Profile::of_catalog_gpu(gpu, catalog).device;
-        profile.device = tracecast_calibrate::profile::DeviceInfo {
-            name: std::mem::take(&mut profile.device.name),
-            matched_by: profile.device.matched_by.take(),
-            ..device
-        };
+        (profile.device.catalog_id, profile.device.peak_tflops, profile.device.hbm_gbps) =
+            (device.catalog_id, device.peak_tflops, device.hbm_gbps);
         let mut fits = Vec::new();
         for (&dtype, group) in &by_dtype {
             let (previous, previous_source) = match from
