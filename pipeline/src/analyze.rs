@@ -56,8 +56,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut opts = args.window.analyze_options(read)?;
     (opts.job_gpus, opts.job_hours) = crate::inputs::job_size(args.job_gpus, args.job_hours)?;
     let opts = opts;
-    let read_opts = read.read_options()?;
     let catalog = catalog_with(&read.hw)?;
+    let read_opts = read.read_options(&catalog)?;
     let mut analyses = Vec::new();
     let failed = for_each_input(
         &args.inputs.paths,

@@ -44,8 +44,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         &args.inputs.paths,
     )?;
     crate::output::folder_outputs(&[("--plots", args.plots.as_deref())], &args.inputs.paths)?;
-    let read_opts = args.inputs.read.read_options()?;
     let catalog = catalog_with(&args.inputs.read.hw)?;
+    let read_opts = args.inputs.read.read_options(&catalog)?;
     let mut opts = tracecast_calibrate::CalibrateOptions::default();
     opts.classifier = args.inputs.read.classifier()?;
     opts.gpus_per_node = args.inputs.read.gpus_per_node;

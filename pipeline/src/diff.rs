@@ -133,7 +133,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         tracecast_calibrate::diff::parse_gates(spec).map_err(|e| anyhow::anyhow!("--fail-if: {e}"))?;
     }
     let catalog = catalog_with(&args.read.hw)?;
-    let read_opts = args.read.read_options()?;
+    let read_opts = args.read.read_options(&catalog)?;
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
     let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {

@@ -19,15 +19,9 @@ use tracecast_replay::ReplayOptions;
 /// The built-in hardware catalog with the user's catalog `files` added.
 pub fn catalog_with(files: &[PathBuf]) -> Result<Catalog> {
     let mut catalog = Catalog::builtin();
-    // Said once a command: the catalog is read again where a command needs it twice (`--device`).
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     for f in files {
         for note in catalog.add_file(f)? {
-            let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !said.contains(&note) {
-                crate::output::stderr_line(format_args!("note: {note}"));
-                said.push(note);
-            }
+            crate::output::stderr_line(format_args!("note: {note}"));
         }
     }
     catalog.check_node_presets()?;

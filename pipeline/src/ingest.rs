@@ -29,9 +29,9 @@ pub struct Options {
 /// Writes every readable rank into the dataset, one rank at a time.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::folder_outputs(&[("--out", Some(&args.out))], &[])?;
-    let read_opts = args.read.read_options()?;
-    let analyze = args.window.analyze_options(&args.read)?;
     let catalog = catalog_with(&args.read.hw)?;
+    let read_opts = args.read.read_options(&catalog)?;
+    let analyze = args.window.analyze_options(&args.read)?;
     let dataset = &args.out;
     // A dataset in a folder of the traces it is made from would shadow them: reading the
     // folder reads the dataset, which says nothing when the traces change.

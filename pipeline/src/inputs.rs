@@ -9,7 +9,6 @@ use anyhow::Result;
 use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, CommKernels, WindowMode};
 use tracecast_ingest::{ReadOptions, job};
 
-use crate::hardware::catalog_with;
 
 /// How traces are read and what counts as communication: one definition for
 /// every command that reads traces (analyze, calibrate, ingest, replay, report, diff).
@@ -38,11 +37,11 @@ impl TraceOptions {
         Ok(Classifier::new(self.comm_kernels, &self.comm_pattern)?)
     }
 
-    /// How to read the traces: `device` names the GPU of those that do not record theirs.
-    pub fn read_options(&self) -> Result<ReadOptions> {
+    /// How to read the traces: `device` names the GPU of those that do not record theirs, from
+    /// `catalog` (the command's, `--hw` files and all: read once).
+    pub fn read_options(&self, catalog: &tracecast_calibrate::Catalog) -> Result<ReadOptions> {
         let mut o = ReadOptions::default();
         if let Some(id) = &self.device {
-            let catalog = catalog_with(&self.hw)?;
             let gpu = catalog.gpu(id)?;
             // A name the catalog matches back to this GPU.
             let name = gpu.match_names.first().cloned().unwrap_or_else(|| gpu.name.clone());

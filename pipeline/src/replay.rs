@@ -103,8 +103,8 @@ pub struct Options {
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &args.inputs.paths)?;
     let read = &args.inputs.read;
-    let read_opts = read.read_options()?;
     let catalog = catalog_with(&read.hw)?;
+    let read_opts = read.read_options(&catalog)?;
     let mut opts = args.what_if.replay_options(&catalog)?;
     opts.window = args.window.analyze_options(read)?;
     let opts = opts;

@@ -90,7 +90,7 @@ pub(crate) fn sections(
     plan: &Plan<'_>,
     show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
 ) -> Result<(Vec<Section>, UnreadJobs, bool)> {
-    let read_opts = read.read_options()?;
+    let read_opts = read.read_options(plan.catalog)?;
     // Jobs none of whose ranks could be read, with the first reason: the page names them.
     let mut unread = Vec::new();
     // The page's window is the replays' too: their step times cover the analysed steps.
