@@ -97,9 +97,9 @@ pub fn folder_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
     if let Some((flag, _)) = outputs.iter().find(|(_, p)| p.is_some_and(|p| p.as_os_str() == "-")) {
         anyhow::bail!("{flag} writes a folder of files, which standard output (`-`) cannot hold: give a folder");
     }
-    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
     for (flag, dir) in outputs.iter().filter_map(|(flag, p)| Some((flag, (*p)?))) {
-        if let Some(input) = inputs.iter().find(|p| same(p, dir)) {
+        // Known as inputs and outputs are ([`resolved`]).
+        if let Some(input) = inputs.iter().find(|p| resolved(p) == resolved(dir)) {
             anyhow::bail!("{flag} {}: that folder is an input ({}); give the files a folder of their own", dir.display(), input.display());
         }
     }
