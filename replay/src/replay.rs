@@ -438,7 +438,7 @@ fn project_kernels(
     // given relative to another directory is not found); a GPU's default model is not the user's.
     if !target.default_for_gpu && source.gpu.is_some() && source.gpu.as_ref().map(|g| &g.id) == target.gpu.as_ref().map(|g| &g.id) {
         let file = |p: &str| std::fs::canonicalize(p).ok();
-        let traces: Vec<_> = target.profile.iter().flat_map(|p| &p.traces).filter_map(|t| file(t)).collect();
+        let traces: std::collections::HashSet<_> = target.profile.iter().flat_map(|p| &p.traces).filter_map(|t| file(t)).collect();
         let own = parts.iter().filter(|p| file(&p.file).is_some_and(|f| traces.contains(&f))).count();
         if own > 0 {
             notes.push(format!(
