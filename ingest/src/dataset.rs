@@ -396,25 +396,20 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 
-    // ranks, as the trace recorded them: what `--device` said of its GPU is the ingest's option,
-    // not the trace's (a later `--device` names it, as it would name the trace's).
-    let (recorded_devices, recorded_warnings) = match &t.as_recorded {
-        Some(r) => (&r.devices, &r.warnings),
-        None => (&t.devices, &t.warnings),
-    };
-    let recorded_device_name = crate::device::name_of(recorded_devices);
+    // ranks, as the trace recorded them (ingest reads without `--device`: a later `--device`
+    // names the GPU, as it would name the trace's).
     let mut ranks = DataFrame::new_infer_height(vec![
         col("rank", vec![r]),
         col("rank_source", vec![source_name(rank.source)]),
         col("file", vec![t.path.display().to_string()]),
         col("json_bytes", vec![t.json_bytes]),
         col("events", vec![n as u64]),
-        col("device_name", vec![recorded_device_name]),
-        col("devices", vec![json(&recorded_devices)]),
+        col("device_name", vec![t.device_name()]),
+        col("devices", vec![json(&t.devices)]),
         col("distributed", vec![t.distributed.as_ref().map(json)]),
         col("base_time_ns", vec![t.base_time_ns]),
         col("skipped_events", vec![t.skipped_events]),
-        col("warnings", vec![json(&recorded_warnings)]),
+        col("warnings", vec![json(&t.warnings)]),
     ])
     .map_err(|e| polars_error(&t.path, e))?;
 

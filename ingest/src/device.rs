@@ -40,9 +40,6 @@ pub fn name_of(devices: &[DeviceProperties]) -> Option<&str> {
 /// from a dataset), every listed device named so. A rank that records its GPU keeps it and
 /// says that the option was not applied.
 pub(crate) fn name_unrecorded_gpu(trace: &mut crate::rank::RankTrace, device: &DeviceProperties) {
-    if trace.as_recorded.is_none() {
-        trace.as_recorded = Some(crate::rank::AsRecorded { devices: trace.devices.clone(), warnings: trace.warnings.clone() });
-    }
     if records_gpu(&trace.devices) {
         let name = name_of(&trace.devices);
         let what = name.map_or_else(|| "its GPU by its compute units".to_string(), |n| format!("{n:?}"));

@@ -230,17 +230,6 @@ pub struct RankTrace {
     pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
     /// The (process, GPU) of an Nsight Systems export this rank is.
     pub(crate) export_rank: Option<crate::nsys::ExportRank>,
-    /// The trace's devices and warnings as recorded, before `--device` named its GPU or said it
-    /// was not applied (`None`: no `--device`): a dataset keeps the trace as recorded, so that a
-    /// later `--device` names it as it would the trace's.
-    pub(crate) as_recorded: Option<AsRecorded>,
-}
-
-/// What a trace recorded of its GPU, and its warnings, before `--device` ([`RankTrace::as_recorded`]).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AsRecorded {
-    pub(crate) devices: Vec<DeviceProperties>,
-    pub(crate) warnings: Vec<String>,
 }
 
 /// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
@@ -281,7 +270,6 @@ impl RankTrace {
             warnings: Vec::new(),
             ingested_rank: None,
             export_rank: None,
-            as_recorded: None,
         }
     }
 

@@ -30,7 +30,10 @@ pub struct Options {
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     crate::output::folder_outputs(&[("--out", Some(&args.out))], &[])?;
     let catalog = catalog_with(&args.read.hw)?;
-    let read_opts = args.read.read_options(&catalog)?;
+    // A dataset keeps its traces as recorded: `--device` names their GPU when the dataset is
+    // read, as it does a trace's, so it is checked here and not applied to what is written.
+    let mut read_opts = args.read.read_options(&catalog)?;
+    read_opts.device = None;
     let analyze = args.window.analyze_options(&args.read)?;
     let dataset = &args.out;
     // A dataset in a folder of the traces it is made from would shadow them: reading the
@@ -133,8 +136,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 Err(e) => return Err(e),
             };
             let summary = analysis::summarize(&ctx, world, &o);
-            // A summary made under `--device` is of the option, not of the traces the dataset keeps: none cached.
-            let key = (unselected.is_none() && read_opts.device.is_none()).then(|| analysis::summary_key(&o, world));
+            let key = unselected.is_none().then(|| analysis::summary_key(&o, world));
             let staged = tracecast_ingest::dataset::write_rank(dataset, rank, ctx.steps(), key.as_deref(), &summary)?;
             Ok((staged, unselected, (rank.trace.path.display().to_string(), rank.rank)))
         };
