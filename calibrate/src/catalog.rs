@@ -430,7 +430,12 @@ impl Catalog {
     }
 
     fn add_toml(&mut self, text: &str, path: &Path) -> Result<Vec<String>> {
-        let file: File = toml::from_str(text).map_err(|e| Error::Catalog { path: path.to_path_buf(), message: e.to_string() })?;
+        let mut file: File = toml::from_str(text).map_err(|e| Error::Catalog { path: path.to_path_buf(), message: e.to_string() })?;
+        // Evidence ids are matched as the measurement rows' `gpu` is read: lowercased (a
+        // `measured_as` of "Hopper-SM90" had matched no row, and passed the check below).
+        for g in &mut file.gpu {
+            g.measured_as.iter_mut().for_each(|m| m.make_ascii_lowercase());
+        }
         // Every number divides or scales a price: one that is not a positive
         // (finite) quantity would project NaN or infinite times.
         if let Some(message) = file.gpu.iter().find_map(Gpu::unusable).or_else(|| file.node.iter().find_map(Node::unusable)) {
@@ -768,6 +773,9 @@ mod tests {
         // `amd-unstated`: GEMM rows of the shipped base only.
         let text = format!("{}{}", measured_as("copy2", "\"hopper-sm90\", \"h100-sxm\", \"twin\", \"amd-unstated\""), gpu("twin"));
         assert_eq!(c.add_toml(&text, Path::new("as.toml")).unwrap(), Vec::<String>::new());
+        // Read as the rows' ids are, lowercased: "Hopper-SM90" had matched no row.
+        assert_eq!(c.add_toml(&measured_as("copy3", "\"Hopper-SM90\""), Path::new("as.toml")).unwrap(), Vec::<String>::new());
+        assert_eq!(c.gpu("copy3").unwrap().measured_as, ["hopper-sm90"]);
         let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
         c.add_toml(node, Path::new("node.toml")).unwrap();
         let e = c.check_node_presets().unwrap_err().to_string();
