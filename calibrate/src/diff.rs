@@ -46,10 +46,8 @@ impl Delta {
 
     /// [`Delta::change_text`] in a sentence: a change with its percent sign, or "new".
     pub fn change_in_words(&self) -> String {
-        match self.change_text() {
-            new if self.change.is_none() && self.time_b_us != 0.0 => new,
-            number => format!("{number} %"),
-        }
+        let text = self.change_text();
+        if text == "new" { text } else { format!("{text} %") }
     }
 
     /// The count text for people: the number, or `–` where nothing is counted.

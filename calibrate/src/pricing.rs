@@ -1283,9 +1283,10 @@ impl Pricing {
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_before_twins(gpu, shape)?;
         self.hold_to_higher_power_twin(gpu, shape, &mut p);
+        // Without the user's files (every search), no table lookup.
         p.by_user = p.rule == PriceRule::GemmMeasuredShape
-            || self.user_gemm_rows(gpu, shape.dtype).is_some()
-            || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user);
+            || (!self.measurements.user_files.is_empty()
+                && (self.user_gemm_rows(gpu, shape.dtype).is_some() || self.own_gemm_table(gpu, shape.dtype).is_some_and(|t| t.user)));
         Some(p)
     }
 

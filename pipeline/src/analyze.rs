@@ -72,15 +72,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             };
             // A dataset's rank summarized with these options already: its cached summary, events unread.
             let cached = |f: &Path| {
-                if f.extension().is_none_or(|e| e != "parquet") {
+                // `--device` names the GPU of a rank that records none, or is said not applied to one that
+                // records its own: the summary, made without it, says neither (its part not read for nothing).
+                if f.extension().is_none_or(|e| e != "parquet") || read_opts.device.is_some() {
                     return None;
                 }
                 let meta = tracecast_ingest::dataset::rank_meta(f).ok()?;
-                // `--device` names the GPU of a rank that records none, or is said not applied to one that
-                // records its own: the summary, made without it, says neither.
-                if read_opts.device.is_some() {
-                    return None;
-                }
                 let mut o = opts.clone();
                 o.gpus_per_node = i64::from(node_gpus_for(&meta.devices, &catalog, read.gpus_per_node));
                 let world = world_of_rank(meta.declared_world_size(), job_ranks, meta.rank);

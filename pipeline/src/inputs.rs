@@ -9,7 +9,6 @@ use anyhow::Result;
 use tracecast_ingest::analysis::{AnalyzeOptions, Classifier, CommKernels, WindowMode};
 use tracecast_ingest::{ReadOptions, job};
 
-
 /// How traces are read and what counts as communication: one definition for
 /// every command that reads traces (analyze, calibrate, ingest, replay, report, diff).
 #[derive(Debug, Clone, Default)]

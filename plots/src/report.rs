@@ -549,7 +549,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
         let measured = mean(&|k| segments(&k.measured));
         let projected = mean(&|k| segments(&k.replayed));
         let chart = Bars {
-            title: format!("Measured and projected onto {label}: {:.2}× speed-up of the step", p.speedup),
+            title: format!("Measured and projected onto {label}: {} speed-up of the step", tracecast_replay::speedup_in_words(p.speedup)),
             x_label: "run".into(),
             y_label: "GPU time per rank (ms)".into(),
             categories: vec!["measured".into(), format!("projected: {label}")],

@@ -933,6 +933,9 @@ enum Framework {
 }
 
 impl Framework {
+    /// The frameworks [`Framework::of`] knows, in words.
+    const KNOWN: &str = "torchtitan, NeMo, Megatron-Bridge, llm-foundry's benchmarking";
+
     /// The run's framework: its `framework` field, else the repository its
     /// `source` names; and whether it came from the source.
     fn of(run: &Run) -> Option<(Framework, &'static str, bool)> {
@@ -1107,17 +1110,16 @@ pub(crate) fn projected(
         }
         notes.push(note);
     }
+    let framework = Framework::of(run);
     if let Some(f) = &run.framework {
         // A name the model knows no defaults of is said so: a misspelt "torchtittan" had projected
         // without torchtitan's defaults under the note "framework: torchtittan".
-        notes.push(match Framework::of(run) {
+        notes.push(match framework {
             Some(_) => format!("framework: {f}"),
-            None => format!(
-                "framework {f:?}: none whose defaults the model knows (torchtitan, NeMo, Megatron-Bridge, llm-foundry's benchmarking): the plan as the run states it"
-            ),
+            None => format!("framework {f:?}: none whose defaults the model knows ({}): the plan as the run states it", Framework::KNOWN),
         });
     }
-    if let Some((fw, name, from_source)) = Framework::of(run) {
+    if let Some((fw, name, from_source)) = framework {
         let applied = fw.apply_defaults(&mut plan, &stated, &model);
         if !applied.is_empty() {
             let how = if from_source { " (framework named by the source)" } else { "" };
