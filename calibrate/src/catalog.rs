@@ -57,11 +57,12 @@ impl Dtype {
         })
     }
 
+    /// Every dtype, widest first: the order peaks are listed in.
+    pub const ALL: [Dtype; 7] = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8];
+
     /// The dtype named as [`Dtype::as_str`] writes it (any case).
     pub fn from_name(name: &str) -> Option<Dtype> {
-        [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8]
-            .into_iter()
-            .find(|d| d.as_str().eq_ignore_ascii_case(name.trim()))
+        Dtype::ALL.into_iter().find(|d| d.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
     /// The dtype's class in words, as outputs name it: FP16 and BF16 run on the same tensor

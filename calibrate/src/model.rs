@@ -104,7 +104,7 @@ impl Profile {
     /// `None` when they agree.
     pub fn fitted_against_other(&self, gpu: &Gpu) -> Option<String> {
         let apart = |a: f64, b: f64| (a - b).abs() > 1e-3 * b.abs();
-        let mut rates: Vec<(String, f64, f64)> = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8]
+        let mut rates: Vec<(String, f64, f64)> = Dtype::ALL
             .into_iter()
             .filter_map(|d| Some((format!("{} peak", d.as_str()), *self.device.peak_tflops.get(d.as_str())?, gpu.peak_flops(d)? / 1e12)))
             .collect();

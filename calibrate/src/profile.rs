@@ -301,7 +301,7 @@ impl Profile {
     pub fn of_catalog_gpu(gpu: &Gpu, catalog: &Catalog) -> Profile {
         let node = catalog.node_of(&gpu.id);
         let mut peak_tflops = BTreeMap::new();
-        for d in [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8] {
+        for d in Dtype::ALL {
             if let Some(p) = gpu.peak_flops(d) {
                 peak_tflops.insert(d.as_str().to_string(), p / 1e12);
             }
@@ -745,7 +745,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             }
             let mut peak_tflops = BTreeMap::new();
             if let Some(x) = gpu {
-                for d in [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8] {
+                for d in Dtype::ALL {
                     if let Some(p) = x.peak_flops(d) {
                         peak_tflops.insert(d.as_str().to_string(), p / 1e12);
                     }
