@@ -2132,7 +2132,8 @@ impl Pricing {
     /// one; else the shipped rows' price, at the user's measured time where
     /// they measured this collective, size and GPU count, and otherwise × their
     /// measured ÷ priced times at this GPU count in log size, rising through
-    /// them (their points of it too few for a curve). `nic_gbps_per_gpu`: the network of the
+    /// them (their points of it too few for a curve); without the user's, the evidence's points
+    /// of this count that no curve at it priced, the same way. `nic_gbps_per_gpu`: the network of the
     /// query's nodes where the user gave it, else the node preset's; a curve
     /// across nodes measured over another network is carried onto it
     /// ([`Pricing::onto_network`]).
@@ -2166,12 +2167,11 @@ impl Pricing {
         // Without the user's, the shipped points of this count and layout that no curve at this count
         // priced (a sweep's one size, another source's count): 4 nodes of H200 measured at 4 GiB had
         // gone unused for the link rule, 8 GPUs' curve "an upper bound" for 4 that measured slower.
-        let whose = if points.is_empty() && p.rule != PriceRule::CollectiveCurve {
+        let users_points = !points.is_empty() || p.rule == PriceRule::CollectiveCurve;
+        if !users_points {
             points = at_this_count(&self.curves(gpu, collective, false).rows);
-            "the evidence's"
-        } else {
-            "the user's"
-        };
+        }
+        let whose = if users_points { "the user's" } else { "the evidence's" };
         // The points as a rising curve, as the user's curves are taken ([`rising_in_size`]): rows
         // that fell with size had made one byte more cost a third as much.
         let mut measured: Vec<(f64, f64)> = points.iter().map(|r| (r.size_bytes, r.time_us)).collect();
@@ -2181,7 +2181,7 @@ impl Pricing {
         {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
-            let what = if whose == "the user's" { "the user's measurement" } else { "a measurement" };
+            let what = if users_points { "the user's measurement" } else { "a measurement" };
             return Some(Price::new(
                 t,
                 PriceRule::CollectiveMeasured,

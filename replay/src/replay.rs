@@ -437,7 +437,7 @@ fn project_kernels(
     // Files compared as the same file (a profile names them as calibrate was given them, so one
     // given relative to another directory is not found); a GPU's default model is not the user's.
     if !target.default_for_gpu && source.gpu.is_some() && source.gpu.as_ref().map(|g| &g.id) == target.gpu.as_ref().map(|g| &g.id) {
-        let file = |p: &str| std::fs::canonicalize(p).ok();
+        let file = |p: &str| tracecast_ingest::input::file_key(std::path::Path::new(p));
         let traces: std::collections::HashSet<_> = target.profile.iter().flat_map(|p| &p.traces).filter_map(|t| file(t)).collect();
         let own = parts.iter().filter(|p| file(&p.file).is_some_and(|f| traces.contains(&f))).count();
         if own > 0 {
