@@ -107,7 +107,10 @@ impl RankKernels {
         let (trace, links, classes) = (ctx.trace(), ctx.links(), ctx.classes());
         let ev = &trace.events;
         let mut spans = Vec::new();
-        for i in trace.gpu_activity() {
+        // Only what the analysed window holds: nothing where the steps chosen ran no GPU work
+        // (the page had drawn another step's kernels under the analysis of an empty one).
+        let inside = |i: usize| analysed.is_none_or(|a| a.overlap_ns(ev.ts_ns[i], ev.end_ns(i)).is_some());
+        for i in trace.gpu_activity().filter(|&i| inside(i)) {
             let w = work.get(i).and_then(Option::as_ref);
             let Some(kind) = kind_of(classes.get(i).copied().flatten(), w.map(|w| w.class)) else { continue };
             let op_row = w.and_then(|w| w.op_row).map(|r| r as usize).or_else(|| {
@@ -126,11 +129,6 @@ impl RankKernels {
                 flops: op_work.and_then(|o| o.flops),
                 bytes: op_work.and_then(|o| o.bytes),
             });
-        }
-        // Only what the analysed window holds: nothing where the steps chosen ran no GPU work
-        // (the page had drawn another step's kernels under the analysis of an empty one).
-        if let Some(a) = analysed {
-            spans.retain(|s| a.overlap_ns(s.start_ns, s.end_ns).is_some());
         }
         let selected = |g: &Option<Window>| match (analysed, g) {
             (Some(a), Some(g)) => a.starts_inside(g.start_ns),
