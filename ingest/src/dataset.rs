@@ -226,12 +226,11 @@ pub fn remove_stopped_staging(dir: &Path) {
         let Ok(entries) = std::fs::read_dir(&table) else { continue };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let pid =
-                name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).and_then(|(_, rest)| rest.split_once('-')).map(|(pid, _)| pid);
+            let pid = crate::output::staging_pid(&name);
             let idle = || {
                 entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STOPPED_STAGING_AGE)
             };
-            if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            if let Some(pid) = pid
                 && !Path::new("/proc").join(pid).exists()
                 && idle()
             {

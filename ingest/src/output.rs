@@ -68,6 +68,16 @@ impl Drop for Staged {
     }
 }
 
+/// The hidden name a file of `file_name` is staged under by process `pid` (its `n`th staging).
+fn staging_name(file_name: &str, pid: u32, n: u64) -> String {
+    format!(".{file_name}.tmp-{pid}-{n}")
+}
+
+/// The process that staged a file of this name ([`staging_name`]), when it is one.
+pub(crate) fn staging_pid(name: &str) -> Option<&str> {
+    let (_, rest) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    rest.split_once('-').map(|(pid, _)| pid).filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
 /// Writes what `fill` writes, synced, under a temporary name beside `path`
 /// (its folder made when missing), for [`Staged::commit`] to put in place.
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
@@ -92,7 +102,7 @@ pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io:
     // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{file_name}.tmp-{}-{n}", std::process::id()));
+    let tmp = dir.join(staging_name(&file_name, std::process::id(), n));
     let staged = Staged { tmp, path: path.to_path_buf(), through };
     let mut f = std::fs::File::create(&staged.tmp).map_err(fail)?;
     // On failure `staged` is dropped, which removes the temporary file.
@@ -248,6 +258,12 @@ pub fn parquet_bytes_with(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_staged_files_process_is_read_from_the_name_it_was_staged_under() {
+        assert_eq!(super::staging_pid(&super::staging_name("rank-000003.parquet", 4242, 7)), Some("4242"));
+        assert_eq!([super::staging_pid("rank-000003.parquet"), super::staging_pid(".x.tmp--1")], [None, None]);
+    }
+
     #[test]
     fn replaces_whole_file() {
         let dir = std::env::temp_dir().join(format!("tracecast-out-{}", std::process::id()));
