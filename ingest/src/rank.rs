@@ -235,7 +235,10 @@ pub struct RankTrace {
 /// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
 /// watchdog ends a collective after 10 minutes by default, and a profiler records seconds to
 /// minutes of a run; a longer activity is a clock or unit error of its writer.
-pub(crate) const LONGEST_GPU_ACTIVITY_NS: i64 = 3_600 * 1_000_000_000;
+pub(crate) const LONGEST_GPU_ACTIVITY_NS: i64 = HOUR_NS;
+
+/// An hour, ns.
+pub(crate) const HOUR_NS: i64 = 3_600 * 1_000_000_000;
 
 impl RankTrace {
     /// Warns of GPU activity that lasts longer than anything runs ([`LONGEST_GPU_ACTIVITY_NS`]):

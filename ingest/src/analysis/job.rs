@@ -731,7 +731,7 @@ pub fn runs_apart(starts: impl Iterator<Item = Option<i64>>, alignment: Option<&
     let offset = |r: usize| alignment.and_then(|a| a.offsets_us.get(r)).map_or(0, |o| (o * 1000.0).round() as i64);
     let starts = starts.enumerate().filter_map(|(r, s)| s.map(|s| s.saturating_add(offset(r))));
     let (lo, hi) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
-    const HOUR_NS: i64 = 3_600_000_000_000;
+    use crate::rank::HOUR_NS;
     (hi > lo && hi.saturating_sub(lo) > HOUR_NS)
         .then(|| format!("their GPU windows start {:.1} h apart", hi.saturating_sub(lo) as f64 / HOUR_NS as f64))
 }
