@@ -131,8 +131,8 @@ fn jobs_of(paths: &[PathBuf], each: bool) -> Vec<(PathBuf, Vec<PathBuf>)> {
             files.push(p.clone());
         }
     }
-    if let (Some(at), Some(first)) = (files_at, files.first()) {
-        jobs.insert(at, (first.clone(), files));
+    if let Some(at) = files_at {
+        jobs.insert(at, (files[0].clone(), files));
     }
     jobs
 }

@@ -73,6 +73,11 @@ fn outputs_not_inputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
         return Ok(());
     }
     for input in inputs {
+        // A folder is listed only where an output lies inside it (not each trace of every job).
+        let folder = resolved(input);
+        if input.is_dir() && !keyed.iter().any(|k| k.2.starts_with(&folder)) {
+            continue;
+        }
         for trace in tracecast_ingest::job::trace_files(input).unwrap_or_default() {
             let Some(key) = tracecast_ingest::input::file_key(&trace) else { continue };
             if let Some((flag, path, _)) = keyed.iter().find(|k| k.2 == key) {
