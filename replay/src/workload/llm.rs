@@ -2089,7 +2089,7 @@ const MAX_STEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1e3;
 
 /// Checks that `plan` can run `model` on `cluster` at all.
 fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crate::Error> {
-    let (tp, pp, dp) = (plan.tp, plan.pp, plan.dp);
+    let (tp, pp) = (plan.tp, plan.pp);
     if model.layers > MAX_LAYERS {
         return Err(crate::Error::Model(format!("layers {}: more than the {MAX_LAYERS} a projection simulates", model.layers)));
     }
@@ -2153,9 +2153,12 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     if plan.frozen > 0 && plan.pp > 1 {
         return Err(crate::Error::Plan("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
     }
-    // Expert parallelism within the data-parallel ranks, or folded over tp × cp × dp.
-    let ep_ranks = tp.saturating_mul(plan.cp).saturating_mul(dp);
-    if plan.ep > 1 && (model.experts < 2.0 || !(model.experts as u32).is_multiple_of(plan.ep) || !ep_ranks.is_multiple_of(plan.ep)) {
+    // Expert parallelism within the data-parallel ranks, or folded over tp × cp × dp: the plan's one rule.
+    if plan.ep > 1
+        && (model.experts < 2.0
+            || !(model.experts as u32).is_multiple_of(plan.ep)
+            || !plan.expert_ranks().is_multiple_of(u64::from(plan.ep)))
+    {
         return Err(crate::Error::Plan(format!(
             "ep={} needs a MoE model whose experts divide by it, and dp × cp (or tp × cp × dp, folded) too",
             plan.ep
