@@ -439,15 +439,39 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), ds.display());
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
-    // Stopped at the bad file (`--strict`), the ranks written are a dataset that says so too (it
-    // had read as a whole job of 3 ranks, exit 0).
+    // The outputs name it too, as they name a trace file that could not be read (they had said nothing).
+    let out = dir.join("unread.json");
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let bad = json(&out)["jobs"][0]["bad_files"].clone();
+    assert!(bad.as_array().unwrap().len() == 1 && bad[0]["error"].as_str().unwrap().contains(&want[7..]), "{bad}");
+    // Stopped at the bad file (`--strict`), nothing is written, as no other command's `--strict`
+    // writes (it had written the other 3 ranks, into a new dataset or over an existing one's).
     let strict = dir.join("strict");
     let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), strict.as_os_str(), "-q".as_ref(), "--strict".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let o = run(&["analyze".as_ref(), strict.as_os_str(), "-q".as_ref()]);
+    assert!(!strict.exists(), "--strict left {:?}", std::fs::read_dir(&strict).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>()));
+    let other = dir.join("other");
+    let earlier = synthetic_job(&other, 4);
+    let kept = dir.join("kept");
+    ingest(&[&earlier], &kept);
+    // Every file of the dataset and its bytes.
+    let parts = |ds: &Path| {
+        let mut files = Vec::new();
+        let mut folders = vec![ds.to_path_buf()];
+        while let Some(folder) = folders.pop() {
+            for e in std::fs::read_dir(&folder).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() { folders.push(p) } else { files.push((p.clone(), std::fs::read(&p).unwrap())) }
+            }
+        }
+        files.sort();
+        files
+    };
+    let before = parts(&kept);
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), kept.as_os_str(), "-q".as_ref(), "--strict".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), strict.display());
-    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    assert!(parts(&kept) == before, "--strict changed the existing dataset");
     // A path that is not there, and a dataset's own record read as an input: recorded too.
     let (gone, again) = (dir.join("gone.json"), dir.join("again"));
     let o = run(&["ingest".as_ref(), ds.as_os_str(), gone.as_os_str(), "--out".as_ref(), again.as_os_str(), "-q".as_ref()]);

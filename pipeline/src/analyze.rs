@@ -63,7 +63,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         &args.inputs.paths,
         args.inputs.each,
         read,
-        |path, files, on_file| {
+        |path, files, listed, on_file| {
             let job_ranks = Job::ranks_in(files);
             let summarize = |rank: &tracecast_ingest::job::Rank| {
                 let ctx = analysis::RankContext::new(rank, &opts.classifier);
@@ -86,7 +86,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 Some(tracecast_ingest::job::KnownRank { rank: meta.rank, source: meta.source, path: meta.file, declared_world, summary })
             };
             let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
-            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
             let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
             (job, failures)
         },

@@ -51,7 +51,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     opts.gpus_per_node = args.inputs.read.gpus_per_node;
     // One rank at a time, as `analyze`: each trace is reduced to its samples and dropped.
     let mut jobs = Vec::new();
-    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+    let read = |_path, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
         let summarize = |rank: &tracecast_ingest::job::Rank| {
             let ctx = analysis::RankContext::new(rank, &opts.classifier);
             let work = tracecast_calibrate::work::kernel_work_of(&ctx);
@@ -59,7 +59,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
         let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
-        let unread = tracecast_ingest::job::unread_ranks(&failures);
+        let unread = tracecast_ingest::job::unread_ranks(&failures).saturating_add(tracecast_ingest::job::unread_ranks(listed));
         ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives, unread))), failures)
     };
     let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;

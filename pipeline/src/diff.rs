@@ -136,7 +136,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read_opts = args.read.read_options(&catalog)?;
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
-    let read = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+    let read = |path: PathBuf, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
         let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
             let ctx = RankContext::new(rank, &classifier);
@@ -157,7 +157,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             summaries.push(s);
             times.add(t);
         }
-        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
         (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
     };
     // Both runs in one pass over the inputs: each path is its own job.

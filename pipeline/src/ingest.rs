@@ -59,11 +59,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         );
     }
     // The folders this command makes (the dataset's and its missing parents, deepest first) go
-    // again if it writes nothing into them, whatever ends it (remove_dir removes only empty ones).
+    // again if it writes no rank into them, whatever ends it (remove_dir removes only empty ones):
+    // the manifest and table folders that the first staged rank made in a new dataset go with them.
     struct Made(Vec<PathBuf>, bool);
     impl Drop for Made {
         fn drop(&mut self) {
             if !self.1 {
+                if let Some(dataset) = self.0.first() {
+                    let _ = std::fs::remove_file(dataset.join("manifest.json"));
+                    for folder in std::fs::read_dir(dataset).into_iter().flatten().flatten() {
+                        let _ = std::fs::remove_dir(folder.path());
+                    }
+                }
                 for folder in &self.0 {
                     let _ = std::fs::remove_dir(folder);
                 }
@@ -78,18 +85,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         .map_err(|e| anyhow::anyhow!("{}: cannot make the dataset folder: {e}", dataset.display()))?;
     // Ranks written, and ranks read but not written (their analysis or their write failed); the
     // rank files written and those that could not be read: the dataset records the latter, so
-    // that reading it names the ranks it lacks (it had read as a whole job, exit 0). Kept as each
-    // job is read, so that a `--strict` stop records what it wrote too.
+    // that reading it names the ranks it lacks (it had read as a whole job, exit 0).
     let (mut written, mut unwritten) = (0usize, 0usize);
-    let (mut sources, unread) = (Vec::new(), std::cell::RefCell::new(Vec::new()));
+    let (mut sources, mut unread) = (Vec::new(), Vec::new());
     // And the files that lost their rank to another's: reading the dataset names them, as
     // reading the traces does (exit 2), not a whole job (exit 0). Once a file.
-    let record = |failures: &[tracecast_ingest::Error]| {
+    let record = |unread: &mut Vec<(String, String, bool)>, failures: &[tracecast_ingest::Error]| {
         let kept = |e: &&tracecast_ingest::Error| {
             (e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. }))
                 || matches!(e, tracecast_ingest::Error::DuplicateRank { .. })
         };
-        let mut unread = unread.borrow_mut();
         for e in failures.iter().filter(kept) {
             if let Some(p) = e.path() {
                 let file = p.display().to_string();
@@ -107,7 +112,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
     let dataset_world = tracecast_ingest::dataset::declared_world(dataset);
     // One rank at a time: each trace is written as its part files and dropped.
-    let read = |_path, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+    let read = |_path, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
         let job_ranks = Job::ranks_in(files);
         let write = |rank: &tracecast_ingest::job::Rank| {
             if let (Some((dataset_world, first)), Some(world)) = (&dataset_world, rank.trace.declared_world_size())
@@ -143,12 +148,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
         let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
+        let mut ranks = Vec::with_capacity(parts.len());
         for p in parts {
-            match p.and_then(|(staged, unselected, source)| Ok((staged.commit()?, unselected, source))) {
-                Ok((_, unselected, source)) => {
-                    written += 1;
-                    sources.push(source);
+            match p {
+                Ok((staged, unselected, source)) => {
                     failures.extend(unselected);
+                    ranks.push((staged, source));
                 }
                 Err(e) => {
                     unwritten += 1;
@@ -156,18 +161,34 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
             }
         }
-        // Recorded here, so that a `--strict` stop records the file it stopped at.
-        record(&failures);
-        (Some(()), failures)
+        // And what failed before any file was read (a path that is not there, a dataset's own unread records).
+        record(&mut unread, &failures);
+        record(&mut unread, listed);
+        (Some(ranks), failures)
     };
-    // And what failed before any file was read (a path that is not there, a dataset's own unread
-    // records), which reaches only the job's end.
-    let failed = for_each_input(&args.paths, false, &args.read, read, |(), failures| record(&failures));
+    // Put in place only once every job is read: a `--strict` stop writes nothing (the
+    // staged ranks go), as every other command's does.
+    let mut staged = Vec::new();
+    let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?;
+    let mut commit_failed = false;
+    for (rank, source) in staged {
+        match rank.commit() {
+            Ok(_) => {
+                written += 1;
+                sources.push(source);
+            }
+            Err(e) => {
+                unwritten += 1;
+                commit_failed = true;
+                crate::output::stderr_line(format_args!("error: {e}"));
+            }
+        }
+    }
     if written > 0 {
-        tracecast_ingest::dataset::record_unread(dataset, &sources, &unread.borrow())?;
+        tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
     }
     made.1 = written > 0;
-    let failed = failed?;
+    let failed = failed || commit_failed;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());
     }

@@ -150,15 +150,17 @@ fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar
 }
 
 /// The jobs `paths` stand for, each read by `read` (given the job's path, its
-/// files and a per-file progress callback) and handed to `each_job`; bad files
-/// are reported on stderr and, with `opts.strict`, stop everything. Returns
+/// files, the errors of listing them — paths that are not there, the rank files
+/// a dataset's ingest could not read, which the job's bad files name too — and
+/// a per-file progress callback) and handed to `each_job`; bad files are
+/// reported on stderr and, with `opts.strict`, stop everything. Returns
 /// whether any file was bad. What a job's read freed goes back to the
 /// system before `each_job` runs ([`tracecast_ingest::memory`]).
 pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &TraceOptions,
-    read: impl FnMut(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    read: impl FnMut(PathBuf, &[PathBuf], &[tracecast_ingest::Error], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
     each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     for_each_listed(jobs_of(paths, each), opts, read, each_job)
@@ -169,7 +171,7 @@ pub fn for_each_input<T>(
 pub fn for_each_listed<T>(
     jobs: Vec<(PathBuf, Vec<PathBuf>)>,
     opts: &TraceOptions,
-    mut read: impl FnMut(PathBuf, &[PathBuf], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    mut read: impl FnMut(PathBuf, &[PathBuf], &[tracecast_ingest::Error], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
     mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
@@ -196,7 +198,7 @@ pub fn for_each_listed<T>(
         if last {
             tracecast_ingest::memory::last_rank_pass();
         }
-        let (job, mut failures) = read(path, &files, &|_| bar.inc(1));
+        let (job, mut failures) = read(path, &files, &listing_errors, &|_| bar.inc(1));
         tracecast_ingest::memory::release_freed_memory();
         bar.finish_and_clear();
         failures.extend(listing_errors);

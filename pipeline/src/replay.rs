@@ -115,7 +115,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut staged = Vec::new();
     let failed = if args.perfetto.is_none() && scenarios.is_empty() {
         // One rank at a time: each trace becomes its part of the graph and is dropped.
-        let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let read_job = |path: PathBuf, files: &[PathBuf], _: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 // Steps the trace does not have: said as `analyze` says it, not replayed to zeros.
                 let ctx = RankContext::new(rank, &opts.window.classifier);
@@ -136,7 +136,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read,
         // one context per rank making its part for the replay and every what-if.
-        let read_job = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+        let read_job = |path: PathBuf, files: &[PathBuf], _: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
             let mut job = Job::read(path, files, &read_opts, on_file);
             // Steps the trace does not have: said as `analyze` says it, and the rank not replayed.
             let (parts, collectives) = tracecast_replay::checked_job_parts(&mut job, &opts, &catalog);

@@ -106,7 +106,7 @@ pub(crate) fn sections(
     copts.classifier = plan.analyze.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
     let mut out = Vec::new();
-    let job_of = |path: PathBuf, files: &[PathBuf], on_file: &(dyn Fn(&Path) + Sync)| {
+    let job_of = |path: PathBuf, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
         let first = FirstRanks::default();
         let job_ranks = Job::ranks_in(files);
         let part = |rank: &tracecast_ingest::job::Rank| {
@@ -132,7 +132,7 @@ pub(crate) fn sections(
             unread.push((path.display().to_string(), why));
             return (None, failures);
         }
-        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
         (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, &mut *show_analysis)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
