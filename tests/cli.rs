@@ -2969,6 +2969,29 @@ fn analyze_says_how_many_slowest_ranks_it_leaves_out_and_what_their_waits_cost()
     assert!(text.contains(&format!("  … and {} more rank(s) (--json and --csv list every one)", listed - 5)), "{text}");
 }
 
+/// A GPU activity that starts far from the rest (a `ts` whose sign was lost) is said on its
+/// rank, not analysed in silence as a rank idle for 2.9 billion seconds.
+#[test]
+fn a_gpu_activity_a_day_from_the_rest_is_said() {
+    let dir = scratch("implausible-start");
+    let mut doc: serde_json::Value = serde_json::from_str(&synthetic_trace()).unwrap();
+    let (good, bad) = (dir.join("good.json"), dir.join("bad.json"));
+    std::fs::write(&good, doc.to_string()).unwrap();
+    let kernel = doc["traceEvents"].as_array_mut().unwrap().iter_mut().find(|e| e["cat"] == "kernel").unwrap();
+    let ts = kernel["ts"].as_f64().unwrap();
+    // Two days earlier than the rest: 48 h away from the median start of the trace's other kernels.
+    kernel["ts"] = serde_json::json!(ts - 2.0 * 86_400e6);
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let said = |trace: &Path| {
+        let o = run(&["analyze".as_ref(), trace.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("more than a day from the rest")).map(str::to_string)
+    };
+    assert_eq!(said(&good), None);
+    let note = said(&bad).expect("the kernel two days early said");
+    assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
+}
+
 /// A GPU activity longer than anything runs (a kernel of 11.6 days: a unit or clock error) is
 /// said, not analysed in silence as a rank 100 % busy.
 #[test]

@@ -240,10 +240,17 @@ pub(crate) const LONGEST_GPU_ACTIVITY_NS: i64 = HOUR_NS;
 /// An hour, ns.
 pub(crate) const HOUR_NS: i64 = 3_600 * 1_000_000_000;
 
+/// The farthest a GPU activity is taken to start from the rank's others (their median start)
+/// as recorded, ns: a day. A profiler captures seconds to minutes of a run; an activity a day
+/// away is a clock error or a damaged timestamp of its writer.
+pub(crate) const FARTHEST_GPU_START_NS: i64 = 24 * HOUR_NS;
+
 impl RankTrace {
     /// Warns of GPU activity that lasts longer than anything runs ([`LONGEST_GPU_ACTIVITY_NS`]):
-    /// it is analysed as recorded (a kernel of 11.6 days had made a rank 100 % busy, without a word).
+    /// it is analysed as recorded (a kernel of 11.6 days had made a rank 100 % busy, without a
+    /// word); and of activity that starts too far from the rest ([`Self::warn_of_far_gpu_starts`]).
     pub(crate) fn warn_of_implausible_gpu_activity(&mut self) {
+        self.warn_of_far_gpu_starts();
         let long: Vec<usize> =
             self.gpu_activity().filter(|&i| self.events.dur_ns.get(i).is_some_and(|&d| d > LONGEST_GPU_ACTIVITY_NS)).collect();
         let Some(&longest) = long.iter().max_by_key(|&&i| self.events.dur_ns.get(i).copied().unwrap_or(0)) else { return };
@@ -253,6 +260,29 @@ impl RankTrace {
             long.len(),
             if long.len() == 1 { "y lasts" } else { "ies last" },
             crate::analysis::short_kernel_name(self.name(longest), 60)
+        ));
+    }
+
+    /// Warns of GPU activity that starts farther from the rank's other GPU activity than a
+    /// capture spans ([`FARTHEST_GPU_START_NS`]): analysed as recorded (a kernel whose `ts` had
+    /// lost its sign made its rank 100 % idle over 2.9 billion seconds, and the job 0 % busy,
+    /// with a word only of unrelated runs, on another rank).
+    fn warn_of_far_gpu_starts(&mut self) {
+        let mut starts: Vec<i64> = self.gpu_activity().filter_map(|i| self.events.ts_ns.get(i).copied()).collect();
+        if starts.is_empty() {
+            return;
+        }
+        let middle = starts.len() / 2;
+        let median = *starts.select_nth_unstable(middle).1;
+        let away = |i: usize| self.events.ts_ns.get(i).map_or(0, |&t| t.saturating_sub(median).saturating_abs());
+        let far: Vec<usize> = self.gpu_activity().filter(|&i| away(i) > FARTHEST_GPU_START_NS).collect();
+        let Some(&farthest) = far.iter().max_by_key(|&&i| away(i)) else { return };
+        self.warnings.push(format!(
+            "{} GPU activit{} more than a day from the rest of the rank's (the farthest, {}, {:.1} h away): a profiler captures seconds to minutes, a clock error or a damaged timestamp of the trace's writer? Analysed as recorded",
+            far.len(),
+            if far.len() == 1 { "y starts" } else { "ies start" },
+            crate::analysis::short_kernel_name(self.name(farthest), 60),
+            away(farthest) as f64 / HOUR_NS as f64
         ));
     }
 
