@@ -137,19 +137,12 @@ impl Default for ReplayOptions {
 /// ml-engineering's sweeps: within 1.46× of each other from 1 KiB to 1 GiB).
 pub const WAIT_FACTOR: f64 = 4.0;
 
-/// The most GPUs one node's link joins that a group in a node is priced from (an NVL72 rack's
-/// NVLink domain, the largest in the catalog).
-const LARGEST_NODE: u32 = 72;
-
 /// (price at `from` GPUs, price at `to` GPUs, ns; the rule of the latter) of a
 /// collective on `gpu` from the pricing layer (measured curves, else the GPU's
-/// links); `None` when nothing prices it. A group of `from` GPUs in one node below
-/// the measured counts is priced from the smallest measured count in the node by the
-/// bus factor (the same link moves each rank's share): a 4-GPU job grown to 64 had
-/// fallen back to the nominal links' ratio, 10× slower where the curves say 2.6–3×.
-/// `to` likewise (an 8-GPU job shrunk to 4 in its node had taken the nominal links' ratio).
-/// A group that fills its node looks past the node's size to the GPU's link in a node of the
-/// measured count: a 4-GPU job on nodes of 4 grown to 8 had taken the nominal ratio, 10.5×.
+/// links); `None` when nothing prices it. A group below the measured counts is priced
+/// by the pricing layer's rule for it (the smallest count's curve by the bus factor): a
+/// 4-GPU job grown to 64 had fallen back to the nominal links' ratio, 10× slower where the
+/// curves say 2.6–3×; an 8-GPU job shrunk to 4 in its node likewise.
 fn priced_scaling(
     pricing: &tracecast_calibrate::pricing::Pricing,
     gpu: &tracecast_calibrate::catalog::Gpu,
@@ -159,32 +152,18 @@ fn priced_scaling(
     to: u32,
     opts: &ReplayOptions,
 ) -> Option<(f64, f64, tracecast_calibrate::pricing::PriceRule, tracecast_calibrate::pricing::PriceRule)> {
-    use tracecast_calibrate::pricing::PriceRule;
-    // In a node, a count below the measured curves' takes a measured node's price scaled by
-    // the bus factor (below); across nodes, the smallest measured count's curve, the upper
-    // bound `hw cost` prices it at (9–15 H100s, 8 a node, had fallen to the nominal links and
-    // cost 5× what 16 did).
+    // A count below the measured curves' takes the smallest measured count's price by the bus
+    // factor, in a node and across nodes, as `hw cost` prices it (9–15 H100s, 8 a node, had
+    // fallen to the nominal links and cost 5× what 16 did).
     let price = |n: u32, per_node: u32| {
         pricing
             .collective(gpu, &CollectiveQuery::new(collective, bytes, n, per_node))
-            .filter(|p| (n > per_node || p.rule != PriceRule::CollectiveBelowCounts) && p.time_us > 0.0)
+            .filter(|p| p.time_us > 0.0)
             .map(|p| (p.time_us * 1000.0, p.rule))
     };
-    let at = |n: u32| price(n, opts.gpus_per_node);
     let from = u32::try_from(from).ok()?;
-    let in_node = |n: u32| {
-        let k = |n: u32| collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0);
-        let (m, (price, rule)) =
-            (n + 1..=LARGEST_NODE.max(opts.gpus_per_node)).find_map(|m| price(m, m.max(opts.gpus_per_node)).map(|p| (m, p)))?;
-        Some((price * k(n)? / k(m)?, rule))
-    };
-    let priced = |n: u32| match at(n) {
-        Some(p) => Some(p),
-        None if n <= opts.gpus_per_node => in_node(n),
-        None => None,
-    };
-    let (old, old_rule) = priced(from)?;
-    let (new, rule) = priced(to)?;
+    let (old, old_rule) = price(from, opts.gpus_per_node)?;
+    let (new, rule) = price(to, opts.gpus_per_node)?;
     Some((old, new, old_rule, rule))
 }
 
