@@ -1516,6 +1516,36 @@ fn a_model_file_of_another_kind_is_refused_by_its_cause_not_its_text() {
     }
 }
 
+/// Sequence parallelism in decode is refused (one token a sequence has nothing to split: it had
+/// priced an all-gather and a reduce-scatter of it over tp), and `search` offers no such plan;
+/// experts folded over tp, which need it, are refused for decode in words that do not ask for it.
+#[test]
+fn sequence_parallel_decode_is_refused_and_not_searched() {
+    let project = |plan: &str| {
+        bin()
+            .args(["project", "--model", "mixtral-8x7b", "--system", "h100-sxm", "--gpus", "8", "--task", "decode", "--batch", "16"])
+            .args(["--parallel", plan])
+            .output()
+            .unwrap()
+    };
+    let o = project("tp=8,sp");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a decode step runs one new token a sequence: leave sp out"), "{}", stderr(&o));
+    let o = project("tp=2,dp=4,ep=8");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("give an ep that divides dp × cp = 4") && !stderr(&o).contains("add sp"), "{}", stderr(&o));
+    assert!(project("tp=8").status.success());
+    let o = bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--task", "decode", "--batch", "16"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let plans: Vec<&str> = text.lines().filter(|l| l.contains("microbatches=")).collect();
+    assert!(plans.iter().any(|l| l.contains("tp=8")), "{text}");
+    assert!(plans.iter().all(|l| !l.contains(",sp")), "{text}");
+}
+
 /// Context parallelism in inference: decode refuses it (it had been echoed and not run: twice
 /// the GPUs, the same step and cache), and prefill keeps each rank's share of the KV cache,
 /// without a word of gradients.

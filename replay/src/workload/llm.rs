@@ -2591,6 +2591,26 @@ impl LayerActivations {
 
 /// [`project`] with the simulated timeline of the last microbatch on the first stage.
 pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, task: Task) -> Result<(Projection, Timeline), crate::Error> {
+    // Sequence parallelism splits each sequence's tokens over the tensor-parallel ranks; a
+    // decode step has one (it had priced an all-gather and a reduce-scatter of one token over
+    // 8 ranks, and `search` ranked such plans). Said before the plan's checks, one of which
+    // asks for sp (experts folded over tp).
+    if plan.tp > 1 && matches!(task, Task::Decode { .. }) {
+        if plan.sp {
+            return Err(crate::Error::Plan(format!(
+                "sp: sequence parallelism splits each sequence's tokens over the tp={} ranks, and a decode step runs one new token a sequence: leave sp out (tp alone splits the weights)",
+                plan.tp
+            )));
+        }
+        if plan.folds_experts() {
+            return Err(crate::Error::Plan(format!(
+                "ep={} folds over tp={}, which needs sequence parallelism, and a decode step runs one new token a sequence: give an ep that divides dp × cp = {}",
+                plan.ep,
+                plan.tp,
+                plan.replicas()
+            )));
+        }
+    }
     check(model, cluster, plan)?;
     if !model.causal && matches!(task, Task::Decode { .. }) {
         return Err(crate::Error::Model(format!(

@@ -141,7 +141,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                     (true, true) => &[0, 1, 3],
                 };
                 let mbs: Vec<u32> = if train { space.microbatch_sizes.clone() } else { vec![1] };
-                let sps: &[bool] = if tp > 1 && space.sequence_parallel { &[false, true] } else { &[false] };
+                // Not in decode: a step of one token a sequence has nothing to split.
+                let decode = matches!(task, Task::Decode { .. });
+                let sps: &[bool] = if tp > 1 && space.sequence_parallel && !decode { &[false, true] } else { &[false] };
                 for &ep in &eps {
                     for &zero in zeros {
                         for &mb in &mbs {
