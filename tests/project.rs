@@ -1544,6 +1544,16 @@ fn sequence_parallel_decode_is_refused_and_not_searched() {
     let plans: Vec<&str> = text.lines().filter(|l| l.contains("microbatches=")).collect();
     assert!(plans.iter().any(|l| l.contains("tp=8")), "{text}");
     assert!(plans.iter().all(|l| !l.contains(",sp")), "{text}");
+    // The front says the batch it holds (it had said "one sequence per GPU, as without --gbs"),
+    // and --gbs, a training batch, is refused for inference (it had been ignored, the caption
+    // claiming it scaled).
+    assert!(text.contains("Pareto front (the best plan at each GPU count, 16 sequence(s) a replica, as --batch)"), "{text}");
+    let o = bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--task", "decode", "--gbs", "64"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--gbs is a training step's global batch, not --task decode's"), "{}", stderr(&o));
 }
 
 /// Context parallelism in inference: decode refuses it (it had been echoed and not run: twice

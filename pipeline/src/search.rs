@@ -82,6 +82,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let cluster = cluster(&args.system, args.gpus, &args.system_overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
     let seq = model.seq as u32;
     let task = task(&args.task, &args.inference, seq)?;
+    // Refused, not ignored (the front's caption had claimed it scaled).
+    anyhow::ensure!(
+        args.gbs.is_none() || task == tracecast_replay::workload::llm::Task::Train,
+        "--gbs is a training step's global batch, not --task {}'s: its batch is --batch (sequences a replica serves)",
+        args.task
+    );
     let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
     if let Some(settings) = &args.with {
         space = space.with(settings, task).map_err(|e| anyhow::anyhow!("--with {e}"))?;
@@ -237,10 +243,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "note: calibration profile: {why}")?;
         }
         if front.iter().any(|p| p.pareto) {
-            let batch = if space.global_batch > 0 {
-                "--gbs scaled with the GPU count: the same batch per GPU"
-            } else {
-                "a global batch of one sequence per GPU, as without --gbs"
+            let batch = match task {
+                tracecast_replay::workload::llm::Task::Prefill { batch, .. }
+                | tracecast_replay::workload::llm::Task::Decode { batch, .. } => {
+                    format!("{batch} sequence(s) a replica, as --batch")
+                }
+                _ if space.global_batch > 0 => "--gbs scaled with the GPU count: the same batch per GPU".to_string(),
+                _ => "a global batch of one sequence per GPU, as without --gbs".to_string(),
             };
             writeln!(out, "Pareto front (the best plan at each GPU count, {batch}):")?;
         }
