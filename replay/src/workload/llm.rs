@@ -1221,10 +1221,15 @@ impl Plan {
         // Expert TP as Megatron-Core has it: whole experts, or split as attention is.
         if let Some(etp) = p.etp {
             if etp != 1 && etp != p.tp {
-                return Err(crate::Error::Plan(format!(
-                    "etp={etp}: 1 (whole experts on each GPU, the expert-parallel group folded over TP × CP × DP) or tp={} (each expert split as attention is)",
-                    p.tp
-                )));
+                // With tp=1 the two choices are one: said as one (it had read "1 (…) or tp=1 (…)").
+                return Err(crate::Error::Plan(if p.tp == 1 {
+                    format!("etp={etp}: experts are split over at most the tensor-parallel ranks, and tp=1: etp=1 (or leave it out)")
+                } else {
+                    format!(
+                        "etp={etp}: 1 (whole experts on each GPU, the expert-parallel group folded over TP × CP × DP) or tp={} (each expert split as attention is)",
+                        p.tp
+                    )
+                }));
             }
             if etp == p.tp && p.tp > 1 && p.ep > 1 && !p.replicas().is_multiple_of(p.ep) {
                 return Err(crate::Error::Plan(format!(
@@ -4571,6 +4576,12 @@ mod tests {
         assert_eq!(Plan::parse("tp=2,ep=8,etp=2,dp=32,sp").unwrap().expert_tp(), 2);
         assert!(whole.describe().contains("etp=1"), "{}", whole.describe());
         assert!(Plan::parse("tp=2,ep=8,etp=4,dp=32,sp").unwrap_err().to_string().contains("etp=4: 1 (whole experts"));
+        // With tp=1 the two choices are one, said as one (it had read "1 (…) or tp=1 (…)").
+        let e = Plan::parse("dp=8,ep=8,etp=2").unwrap_err().to_string();
+        assert!(
+            e.contains("etp=2: experts are split over at most the tensor-parallel ranks, and tp=1: etp=1") && !e.contains("or tp=1"),
+            "{e}"
+        );
         assert!(Plan::parse("tp=2,ep=3,etp=2,dp=4,sp").unwrap_err().to_string().contains("ep=3 must divide dp × cp = 4"));
         let m = Transformer::preset("mixtral-8x7b").unwrap();
         let weights = |p: &Plan| stage_memory(&m, p, Task::Train, StageLayers::plain(1), 0.0, 1.0).weights_gb;
