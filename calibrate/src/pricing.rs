@@ -3174,14 +3174,21 @@ fn median_rate(rows: &[&GemmRow]) -> Option<f64> {
 /// by size, the faster of two rows of one size (nccl-tests' in-place and out-of-place times), and
 /// a point above a larger one's time taken as that (its time waited: Echo's first 1 KiB at 128
 /// GPUs took 1.2 ms, its 2 KiB 0.1 ms). Sizes and times may be in any increasing scale (log).
-fn rising_in_size(points: &mut Vec<(f64, f64)>) {
+/// Returns the points it lowered, `(size, time measured)`, ascending.
+fn rising_in_size(points: &mut Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
     points.dedup_by(|later, first| (later.0 - first.0).abs() < 1e-12);
     let mut floor = f64::INFINITY;
+    let mut lowered = Vec::new();
     for p in points.iter_mut().rev() {
+        if p.1 > floor {
+            lowered.push(*p);
+        }
         p.1 = p.1.min(floor);
         floor = p.1;
     }
+    lowered.reverse();
+    lowered
 }
 
 /// How far beyond a user's collective points their ratio reaches, octaves (16×): a small
@@ -3352,6 +3359,9 @@ fn interpolate(pts: &[(f64, f64)], x: f64) -> (f64, bool) {
 struct Curve {
     points: Vec<(f64, f64)>,
     nodes: u32,
+    /// The measured points slower than a larger size, taken at its time ([`rising_in_size`]):
+    /// ln size, ln time measured.
+    lowered: Vec<(f64, f64)>,
 }
 
 /// Messages up to this size are small (the issue's and nccl-tests' latency
@@ -3386,6 +3396,23 @@ impl Curve {
         }
         let (y, _) = interpolate(&self.points, x);
         (y.exp(), false)
+    }
+
+    /// A measured point that [`rising_in_size`] lowered among those `size` is priced from (the
+    /// two around it, or itself): its size and measured time, and the time taken, µs, in words.
+    fn lowered_at(&self, size: f64) -> Option<String> {
+        let x = size.ln();
+        let i = self.points.iter().rposition(|p| p.0 <= x + 1e-9)?;
+        let (lo, hi) = (self.points[i].0, self.points.get(i + 1).map_or(self.points[i].0, |p| p.0));
+        let hi = if (self.points[i].0 - x).abs() < 1e-9 { lo } else { hi };
+        let &(at, measured) = self.lowered.iter().find(|l| l.0 >= lo - 1e-9 && l.0 <= hi + 1e-9)?;
+        let taken = self.points.iter().find(|p| (p.0 - at).abs() < 1e-9).map_or(measured, |p| p.1);
+        Some(format!(
+            "its {} B point measured {:.2} µs, slower than a larger size: taken at {:.2} µs, that size's (more bytes never cost less)",
+            at.exp().round(),
+            measured.exp(),
+            taken.exp()
+        ))
     }
 
     /// The small-message latency: the time at [`LATENCY_BYTES`] ([`Curve::at`]).
@@ -3444,10 +3471,10 @@ impl Systems {
                 let Some((_, mut pts)) = by_algo.into_iter().max_by_key(|(algo, p)| (p.len(), algo.is_empty())) else {
                     continue;
                 };
-                rising_in_size(&mut pts);
+                let lowered = rising_in_size(&mut pts);
                 if pts.len() >= 2 {
                     let nodes = rows.iter().find(|r| r.gpus == n).map_or(1, |r| r.nodes);
-                    curves.push((n, Curve { points: pts, nodes }));
+                    curves.push((n, Curve { points: pts, nodes, lowered }));
                 }
             }
             if !curves.is_empty() {
@@ -3520,7 +3547,9 @@ impl System {
         let priced = |time_us, rule, extrapolated, what| Some(CurvePrice { time_us, rule, extrapolated, what, scale_out: None });
         if let Some((_, c)) = self.curves.iter().find(|c| c.0 == gpus) {
             let (t, ex) = at(gpus, c);
-            return priced(t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs"));
+            // A measurement the curve lowered is said, not substituted in silence.
+            let lowered = c.lowered_at(size).map_or(String::new(), |l| format!("; {l}"));
+            return priced(t, PriceRule::CollectiveCurve, ex, format!("measured at {gpus} GPUs{lowered}"));
         }
         let below = self.curves.iter().filter(|c| c.0 < gpus).max_by_key(|c| c.0);
         let above = self.curves.iter().filter(|c| c.0 > gpus).min_by_key(|c| c.0);
@@ -4072,6 +4101,38 @@ mod tests {
             let small = p.collective(a100, &CollectiveQuery::new(Collective::AllReduce, 1024.0, n, 8)).unwrap();
             assert!(small.time_us >= measured(&n.to_string(), "1024"), "{n} GPUs, 1 KiB: {} µs", small.time_us);
         }
+    }
+
+    /// A measured point slower than a larger size is priced at that size's time (more bytes
+    /// never cost less) and the basis says so with the measurement (it had said only "within the
+    /// measured range"): RCCL's 1 MiB all-reduce over 16 MI300X measured slower than its 2 MiB.
+    #[test]
+    fn a_measured_point_a_curve_lowered_is_said() {
+        let p = Pricing::builtin();
+        let mi300x = p.catalog.gpu("mi300x").unwrap();
+        let rows = |bytes: f64| {
+            p.measurements
+                .collectives
+                .iter()
+                .filter(|r| {
+                    &*r.from.source_id == "hisohara-rccl"
+                        && &*r.gpu == "mi300x"
+                        && r.gpus == 16
+                        && r.size_bytes == bytes
+                        && r.collective == Collective::AllReduce
+                })
+                .map(|r| r.time_us)
+                .fold(f64::MAX, f64::min)
+        };
+        let (one, two) = (rows(1048576.0), rows(2097152.0));
+        assert!(one > two, "the evidence's 1 MiB ({one} µs) is no longer slower than its 2 MiB ({two} µs)");
+        let price = p.collective(mi300x, &CollectiveQuery::new(Collective::AllReduce, 1048576.0, 16, 8)).unwrap();
+        assert_eq!(price.rule, PriceRule::CollectiveCurve, "{}", price.basis);
+        assert!((price.time_us - two).abs() < 1e-6 * two, "{} µs, the 2 MiB point {two}: {}", price.time_us, price.basis);
+        assert!(price.basis.contains(&format!("its 1048576 B point measured {one:.2} µs, slower than a larger size")), "{}", price.basis);
+        // A size priced from points that were not lowered says nothing of it.
+        let big = p.collective(mi300x, &CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 16, 8)).unwrap();
+        assert!(!big.basis.contains("slower than a larger size"), "{}", big.basis);
     }
 
     /// The FP8 bound of a table's price ([`Pricing::fp8_at_least_its_16_bit_share`]) never
