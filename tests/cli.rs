@@ -1274,6 +1274,19 @@ fn replay_writes_a_perfetto_timeline() {
     let mut text = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut text).unwrap();
     assert_perfetto_schema(&serde_json::from_slice(&text).unwrap());
+    // Two jobs: the second's timeline beside the first's, its two extensions kept together
+    // (it had been `both.json.job2.gz`), and each file named on the terminal (it had said nothing).
+    let both = dir.join("both.json.gz");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), control.as_os_str(), "--perfetto".as_ref(), both.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let second = dir.join("both.job2.json.gz");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&second).unwrap()), &mut text).unwrap();
+    assert_perfetto_schema(&serde_json::from_slice(&text).unwrap());
+    let said = String::from_utf8_lossy(&o.stdout);
+    for (file, job) in [(&both, &demo), (&second, &control)] {
+        assert!(said.contains(&format!("wrote {} (the Perfetto timeline of {})", file.display(), job.display())), "{said}");
+    }
 }
 
 #[test]

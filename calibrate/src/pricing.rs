@@ -953,6 +953,21 @@ impl Pricing {
             p.extrapolated = true;
             let least_rows = t.least(1).exp2();
             self.hold_fp8_to_16_bit(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
+            // Never above the table's price of the shape raised to the table's smallest measured
+            // dimensions: a smaller GEMM never costs more than one it fits in (H100 FP8
+            // 1000×256×4096 had cost 9.26 µs by the spec model, 1024×256×4096 5.74 by the table).
+            let least = |d: usize, v: f64| v.max(t.least(d).exp2());
+            let larger = GemmShape { m: least(1, shape.m), n: least(2, shape.n), k: least(3, shape.k), ..*shape };
+            if !t.scattered_below(&larger)
+                && let Some(cap) = self.gemm_by_rule(gpu, &larger, exclude)
+                && cap.time_us < p.time_us
+            {
+                p.time_us = cap.time_us;
+                p.basis.push_str(&format!(
+                    "; held to {:.2} µs, the table's price of {}×{}×{}, the smallest shape it covers that holds it (a smaller GEMM never costs more)",
+                    cap.time_us, larger.m, larger.n, larger.k
+                ));
+            }
             return Some(p);
         }
         if let Some(t) = table
@@ -4100,6 +4115,39 @@ mod tests {
             }
             let small = p.collective(a100, &CollectiveQuery::new(Collective::AllReduce, 1024.0, n, 8)).unwrap();
             assert!(small.time_us >= measured(&n.to_string(), "1024"), "{n} GPUs, 1 KiB: {} µs", small.time_us);
+        }
+    }
+
+    /// A GEMM below a table's shapes (priced by the spec model) never costs more than a larger
+    /// one the table prices: H100 FP8 1000×256×4096 had cost 9.26 µs, 1024×256×4096 5.74.
+    #[test]
+    fn a_gemm_below_a_table_never_costs_more_than_a_larger_one() {
+        let p = Pricing::builtin();
+        let shape = |m: f64, n: f64, k: f64, dtype: Dtype| GemmShape { batch: 1.0, m, n, k, dtype };
+        for (id, dtype) in [("h100-sxm", Dtype::Fp8), ("h100-sxm", Dtype::Bf16), ("a100-80gb", Dtype::Bf16), ("mi300x", Dtype::Bf16)] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            for (m, n, k) in [(1000.0, 256.0, 4096.0), (256.0, 256.0, 256.0), (1024.0, 128.0, 1024.0), (100.0, 4096.0, 4096.0)] {
+                let small = p.gemm(gpu, &shape(m, n, k, dtype)).unwrap();
+                for larger in [
+                    shape(1024.0_f64.max(m), n, k, dtype),
+                    shape(m, 256.0_f64.max(n), k, dtype),
+                    shape(1024.0_f64.max(m), 1024.0_f64.max(n), 1024.0_f64.max(k), dtype),
+                ] {
+                    let big = p.gemm(gpu, &larger).unwrap();
+                    // Within 0.1 %: a complete grid interpolates measured times, not monotone to the last digit.
+                    assert!(
+                        small.time_us <= big.time_us * (1.0 + 1e-3),
+                        "{id} {dtype:?} {m}×{n}×{k}: {} µs ({}) above {}×{}×{}: {} µs ({})",
+                        small.time_us,
+                        small.basis,
+                        larger.m,
+                        larger.n,
+                        larger.k,
+                        big.time_us,
+                        big.basis
+                    );
+                }
+            }
         }
     }
 

@@ -138,11 +138,18 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-/// `profile.json` → `profile.h100-sxm.json`.
+/// `profile.json` → `profile.h100-sxm.json`; a compressed file keeps its two extensions
+/// together (`timeline.json.gz` → `timeline.job2.json.gz`, not `timeline.json.job2.gz`).
 pub fn per_device(path: &Path, id: &str) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
-    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-    path.with_file_name(format!("{stem}.{id}{ext}"))
+    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+    let cut = match name.strip_suffix(".gz") {
+        Some(inner) => inner.rfind('.').filter(|&i| i > 0).or(Some(inner.len())),
+        None => name.rfind('.'),
+    };
+    match cut.filter(|&i| i > 0) {
+        Some(i) => path.with_file_name(format!("{}.{id}{}", &name[..i], &name[i..])),
+        None => path.with_file_name(format!("{name}.{id}")),
+    }
 }
 
 /// The file-name id of a profile's device: its catalog id, else its device
@@ -234,6 +241,10 @@ mod tests {
     fn per_device_puts_the_id_before_the_extension() {
         assert_eq!(per_device(Path::new("out/profile.json"), "h100-sxm"), PathBuf::from("out/profile.h100-sxm.json"));
         assert_eq!(per_device(Path::new("profile"), "mi300x"), PathBuf::from("profile.mi300x"));
+        // Both extensions of a compressed file stay together (a tool that reads the name reads gzip JSON).
+        assert_eq!(per_device(Path::new("t/timeline.json.gz"), "job2"), PathBuf::from("t/timeline.job2.json.gz"));
+        assert_eq!(per_device(Path::new("timeline.gz"), "job2"), PathBuf::from("timeline.job2.gz"));
+        assert_eq!(per_device(Path::new(".hidden"), "job2"), PathBuf::from(".hidden.job2"));
     }
 
     #[test]

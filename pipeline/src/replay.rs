@@ -113,6 +113,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut perfetto_error = None;
     // Every output staged before any is put in place: one that cannot be written leaves the others as they were.
     let mut staged = Vec::new();
+    // The Perfetto timelines: (job, file).
+    let mut timelines: Vec<(String, PathBuf)> = Vec::new();
     let failed = if args.perfetto.is_none() && scenarios.is_empty() {
         // One rank at a time: each trace becomes its part of the graph and is dropped.
         let read_job = |path: PathBuf, files: &[PathBuf], _: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
@@ -149,9 +151,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
             let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
+                // One timeline a job: the first at the name given, the others beside it, each named on the terminal.
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
                 match stage_perfetto(&path, &job, &replayed) {
-                    Ok(s) => staged.push(s),
+                    Ok(s) => {
+                        staged.push(s);
+                        timelines.push((job.path.display().to_string(), path));
+                    }
                     Err(e) => perfetto_error = Some(e),
                 }
             }
@@ -204,6 +210,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         staged.push(output::stage(path, &bytes)?);
     }
     output::commit_all(staged)?;
+    if timelines.len() > 1 && !read.quiet {
+        for (job, file) in &timelines {
+            writeln!(out, "wrote {} (the Perfetto timeline of {job})", file.display())?;
+        }
+    }
     Ok(Outcome::bad_files_if(failed))
 }
 
