@@ -1002,6 +1002,11 @@ fn hw_list_and_show() {
     let o = run(&["hw".as_ref(), "show".as_ref(), "h100-sxm".as_ref()]);
     let show = String::from_utf8_lossy(&o.stdout);
     assert!(show.contains("989.4") && show.contains("source: NVIDIA H100"), "{show}");
+    // A node preset the list names is shown, with its GPU (it had been "unknown hardware").
+    let o = run(&["hw".as_ref(), "show".as_ref(), "dgx-h100".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let show = String::from_utf8_lossy(&o.stdout);
+    assert!(show.starts_with("dgx-h100 — node preset: 8 × h100-sxm, 8 NIC(s) of 50.0 GB/s") && show.contains("989.4"), "{show}");
     let o = run(&["hw".as_ref(), "show".as_ref(), "tpu-v9".as_ref()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown hardware"));

@@ -19,9 +19,9 @@ pub enum Command {
     /// Every GPU and node preset.
     #[default]
     List,
-    /// One GPU (by catalog id) with its sources.
+    /// One GPU (by catalog id) with its sources, or a node preset (`hw list` lists both) and its GPU.
     Show {
-        /// The GPU's catalog id.
+        /// The GPU's or the node preset's catalog id.
         id: String,
     },
     /// The price of one operation.
@@ -246,7 +246,25 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&args.hw)?;
     match &args.command {
         Command::List => write_catalog(out, &catalog)?,
-        Command::Show { id } => write_gpu(out, catalog.gpu(id)?, &catalog)?,
+        // A node preset `hw list` lists is shown too (it had been "unknown hardware").
+        Command::Show { id } => match catalog.gpu(id) {
+            Err(_) if let Ok(node) = catalog.node(id) => {
+                writeln!(
+                    out,
+                    "{} — node preset: {} × {}, {} NIC(s) of {:.1} GB/s ({:.1} GB/s a GPU)",
+                    node.id,
+                    node.gpus,
+                    node.gpu,
+                    node.nics,
+                    node.nic_gbps,
+                    f64::from(node.nics) * node.nic_gbps / f64::from(node.gpus.max(1))
+                )?;
+                writeln!(out, "  source {}", node.source)?;
+                writeln!(out)?;
+                write_gpu(out, catalog.gpu(&node.gpu)?, &catalog)?;
+            }
+            gpu => write_gpu(out, gpu?, &catalog)?,
+        },
         Command::Cost(c) => {
             let gpu = catalog.gpu(&c.gpu)?.clone();
             let op = c.operation(&catalog)?;

@@ -18,9 +18,9 @@ pub(crate) struct HwArgs {
 pub(crate) enum HwCommand {
     /// Every GPU and node preset.
     List,
-    /// One GPU with its sources.
+    /// One GPU with its sources, or a node preset and its GPU.
     Show {
-        /// GPU id, e.g. `h100-sxm`.
+        /// GPU or node id, e.g. `h100-sxm`, `dgx-h100`.
         id: String,
     },
     /// Prices one operation the way projections do: its time, achieved rate, rule and whether it extrapolates.
