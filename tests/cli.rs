@@ -728,11 +728,17 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         // Truths past the trace's clock: steps of 4e12 ms that "ran no GPU work", exit 0.
         ("--busbw-gbps", "1e-300", "all-reduce bus bandwidth (GB/s) 1e-300: from 0.001 to 1000000"),
         ("--alpha-us", "1e308", "all-reduce latency (µs) 1e308: from 0 to 1000000"),
+        // As the user wrote it (it had printed -1e0).
+        ("--alpha-us=-1", "", "all-reduce latency (µs) -1: from 0 to 1000000"),
         // Tokens shape a model's layers: without --model they had been ignored.
         ("--tokens", "100", "--model <NAME|F>"),
     ] {
         let dir = scratch("synth-refused");
-        let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref(), value.as_ref()]);
+        let mut args = vec!["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), flag.as_ref()];
+        if !value.is_empty() {
+            args.push(value.as_ref());
+        }
+        let o = run(&args);
         assert!(!o.status.success(), "{flag} {value}");
         assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
         assert!(std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_none()), "{flag} {value}: nothing written");
@@ -762,7 +768,9 @@ fn synth_replaces_only_its_own_traces() {
     let o = synth("2");
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("rank-2.json.gz: cannot write: the folder holds this trace, which this job would not replace"),
+        stderr(&o).contains(
+            "rank-2.json.gz: cannot write: the folder holds this file, which reads as a trace and which this job would not replace"
+        ),
         "{}",
         stderr(&o)
     );

@@ -133,11 +133,14 @@ impl JobSpec {
         // Bounded so that a step stays within the trace's microsecond clock: --busbw-gbps 1e-300
         // or --alpha-us 1e308 had written traces of 4e12 ms steps that ran no GPU work.
         if !(1e-3..=1e6).contains(&self.allreduce_busbw_gbps) {
-            return Some(format!("all-reduce bus bandwidth (GB/s) {:e}: from 0.001 to 1000000", self.allreduce_busbw_gbps));
+            return Some(format!(
+                "all-reduce bus bandwidth (GB/s) {}: from 0.001 to 1000000",
+                crate::catalog::shown(self.allreduce_busbw_gbps)
+            ));
         }
         let latency = [("all-reduce latency (µs)", self.allreduce_alpha_us), ("kernel fixed cost (µs)", self.kernel_overhead_us)];
         if let Some((name, x)) = latency.iter().find(|(_, x)| !(x.is_finite() && (0.0..=1e6).contains(x))) {
-            return Some(format!("{name} {x:e}: from 0 to 1000000"));
+            return Some(format!("{name} {}: from 0 to 1000000", crate::catalog::shown(*x)));
         }
         if !self.layer_gemms.is_empty() && self.tokens == 0 {
             return Some("tokens 0: a model's layer needs at least 1".into());
@@ -723,7 +726,7 @@ pub fn refuse_to_replace(dir: &Path, names: &[String]) -> Result<(), WriteError>
     for file in files {
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let cause = if !ours.contains(name.as_str()) {
-            "the folder holds this trace, which this job would not replace (a job read from the folder would mix the two): choose another or an empty folder"
+            "the folder holds this file, which reads as a trace and which this job would not replace (a job read from the folder would mix the two): choose another or an empty folder"
         } else if !is_synthetic(&file) {
             "not a trace `tracecast synth` wrote: not overwritten (choose another or an empty folder)"
         } else {
