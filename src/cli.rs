@@ -313,7 +313,7 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz);
-    /// with several jobs, the second and later beside it (F.job2.json, …, each named).
+    /// with several jobs, the later ones beside it (t.json.gz → t.job2.json.gz, …, each named).
     #[arg(long, value_name = "F")]
     pub(crate) perfetto: Option<PathBuf>,
     /// A what-if beside the others in one table of speed-ups (repeatable), `NAME:K=V,...`: `compute`,

@@ -451,6 +451,12 @@ fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), strict.as_os_str(), "-q".as_ref(), "--strict".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!strict.exists(), "--strict left {:?}", std::fs::read_dir(&strict).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>()));
+    // Into a folder made empty beforehand: left empty (a manifest and empty tables had read as a dataset of no rank).
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), empty.as_os_str(), "-q".as_ref(), "--strict".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0, "--strict left files in the empty folder");
     let other = dir.join("other");
     let earlier = synthetic_job(&other, 4);
     let kept = dir.join("kept");

@@ -2289,7 +2289,7 @@ impl Pricing {
             };
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
-        let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(size, gpus, &link_rule)?;
+        let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(curve_of, size, gpus, &link_rule)?;
         // An all-reduce across nodes beyond the measured counts (NCCL's; RCCL tunes its own): the
         // curves measured up to a few nodes are the ring's at large sizes. Beyond them it costs
         // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
@@ -2356,7 +2356,7 @@ impl Pricing {
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
             let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
                 let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(r.size_bytes * k / ar, gpus, &link_rule)?.time_us)
+                Some(r.time_us / system.price(curve_of, r.size_bytes * k / ar, gpus, &link_rule)?.time_us)
             });
             if let Some((f, n)) = geometric_mean(ratios) {
                 time_us *= f;
@@ -3554,9 +3554,10 @@ struct ScaleOut {
 }
 
 impl System {
-    /// The price of `size` bytes over `gpus` from this system's curves; `link_rule`
-    /// (bytes → µs) shapes a curve below its smallest size ([`Curve::at`]).
-    fn price(&self, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> Option<CurvePrice> {
+    /// The price of `size` bytes over `gpus` from this system's curves of `collective`
+    /// (whose bus factor carries them to other counts); `link_rule` (bytes → µs) shapes a
+    /// curve below its smallest size ([`Curve::at`]).
+    fn price(&self, collective: Collective, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> Option<CurvePrice> {
         // Each curve below its smallest size by the link rule at its own count.
         let at = |n: u32, c: &Curve| c.at(size, &|b| link_rule(b, n));
         let priced = |time_us, rule, extrapolated, what| Some(CurvePrice { time_us, rule, extrapolated, what, scale_out: None });
@@ -3575,7 +3576,7 @@ impl System {
             return priced(t, PriceRule::CollectiveCounts, ea || eb, format!("between its curves at {a} and {b} GPUs"));
         }
         if let (Some((a, ca)), None) = (below, above) {
-            let parts = self.scale_out(*a, ca, size, gpus, link_rule);
+            let parts = self.scale_out(collective, *a, ca, size, gpus, link_rule);
             return Some(CurvePrice {
                 time_us: parts.latency_us + parts.bandwidth_us,
                 rule: PriceRule::CollectiveScaleOut,
@@ -3593,7 +3594,8 @@ impl System {
         let (b, cb) = above?;
         let (t, _) = at(*b, cb);
         let latency = cb.latency_us(&|x| link_rule(x, *b));
-        let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
+        // The curve's own collective's factor: a broadcast's or a transfer's is 1 at every count.
+        let k = |n: u32| collective.bus_factor(i64::from(n)).unwrap_or(1.0);
         let t = latency + (t - latency).max(0.0) * k(gpus) / k(*b);
         priced(t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs), by the bus factor"))
     }
@@ -3601,7 +3603,15 @@ impl System {
     /// The scale-out rule for `size` bytes over `gpus`, beyond the largest measured count `a`
     /// (curve `ca`): the latency linear in log₂ nodes over the measured counts, the rest that
     /// of a, by the bus factor.
-    fn scale_out(&self, a: u32, ca: &Curve, size: f64, gpus: u32, link_rule: &dyn Fn(f64, u32) -> Option<f64>) -> ScaleOut {
+    fn scale_out(
+        &self,
+        collective: Collective,
+        a: u32,
+        ca: &Curve,
+        size: f64,
+        gpus: u32,
+        link_rule: &dyn Fn(f64, u32) -> Option<f64>,
+    ) -> ScaleOut {
         let pts: Vec<(f64, f64)> =
             self.curves.iter().map(|(n, c)| (f64::from(c.nodes.max(1)).log2(), c.latency_us(&|b| link_rule(b, *n)))).collect();
         // The link rule at the largest measured count a.
@@ -3616,7 +3626,7 @@ impl System {
             ca.latency_us(&at_a)
         };
         let (t_a, _) = ca.at(size, &at_a);
-        let k = |n: u32| Collective::AllReduce.bus_factor(i64::from(n)).unwrap_or(1.0);
+        let k = |n: u32| collective.bus_factor(i64::from(n)).unwrap_or(1.0);
         ScaleOut { largest: a, latency_us: latency, bandwidth_us: (t_a - ca.latency_us(&at_a)).max(0.0) * k(gpus) / k(a) }
     }
 }
@@ -4149,6 +4159,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Below the measured counts each collective's own bus factor carries its curve: a
+    /// broadcast moves the same bytes a rank whatever the count (factor 1), so a user's 8-GPU
+    /// broadcast curve prices 2 GPUs at its own time (the all-reduce's factor had made it 0.57×).
+    #[test]
+    fn a_broadcast_below_its_counts_keeps_its_bandwidth() {
+        let mut m = Measurements::builtin();
+        let mut csv = String::from("gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\n");
+        for e in 10..=30 {
+            let bytes = f64::from(1u32 << e);
+            csv.push_str(&format!("h100-sxm,broadcast,8,1,8,{bytes},{}\n", 10.0 + bytes / 200e3));
+        }
+        m.add_text(csv.as_bytes(), "bc.csv").unwrap();
+        m.user_files.push("bc.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let at = |n: u32| p.collective(h100, &CollectiveQuery::new(Collective::Broadcast, f64::from(1u32 << 30), n, 8)).unwrap();
+        let (two, eight) = (at(2), at(8));
+        assert_eq!(two.rule, PriceRule::CollectiveBelowCounts, "{}", two.basis);
+        assert!((two.time_us / eight.time_us - 1.0).abs() < 1e-9, "2 GPUs {} µs, 8 GPUs {} µs: {}", two.time_us, eight.time_us, two.basis);
     }
 
     /// A measured point slower than a larger size is priced at that size's time (more bytes

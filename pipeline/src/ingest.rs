@@ -59,26 +59,38 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         );
     }
     // The folders this command makes (the dataset's and its missing parents, deepest first) go
-    // again if it writes no rank into them, whatever ends it (remove_dir removes only empty ones):
-    // the manifest and table folders that the first staged rank made in a new dataset go with them.
-    struct Made(Vec<PathBuf>, bool);
+    // again if it writes no rank into them, whatever ends it (remove_dir removes only empty ones);
+    // and the manifest and empty table folders its staged ranks made in a folder that held no
+    // dataset (new, or made empty beforehand) — unless a rank is there (another ingest's).
+    struct Made {
+        folders: Vec<PathBuf>,
+        dataset: PathBuf,
+        had_manifest: bool,
+        written: bool,
+    }
     impl Drop for Made {
         fn drop(&mut self) {
-            if !self.1 {
-                if let Some(dataset) = self.0.first() {
-                    let _ = std::fs::remove_file(dataset.join("manifest.json"));
-                    for folder in std::fs::read_dir(dataset).into_iter().flatten().flatten() {
-                        let _ = std::fs::remove_dir(folder.path());
-                    }
+            if self.written {
+                return;
+            }
+            let no_rank = std::fs::read_dir(self.dataset.join("ranks")).map_or(true, |mut d| d.next().is_none());
+            if !self.had_manifest && no_rank {
+                let _ = std::fs::remove_file(self.dataset.join("manifest.json"));
+                for folder in std::fs::read_dir(&self.dataset).into_iter().flatten().flatten() {
+                    let _ = std::fs::remove_dir(folder.path());
                 }
-                for folder in &self.0 {
-                    let _ = std::fs::remove_dir(folder);
-                }
+            }
+            for folder in &self.folders {
+                let _ = std::fs::remove_dir(folder);
             }
         }
     }
-    let mut made =
-        Made(dataset.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect(), false);
+    let mut made = Made {
+        folders: dataset.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect(),
+        dataset: dataset.clone(),
+        had_manifest: dataset.join("manifest.json").exists(),
+        written: false,
+    };
     // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
     // printed the same error for each of them).
     tracecast_ingest::output::create_dir(dataset)
@@ -187,7 +199,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if written > 0 {
         tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
     }
-    made.1 = written > 0;
+    made.written = written > 0;
     let failed = failed || commit_failed;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());

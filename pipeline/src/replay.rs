@@ -153,7 +153,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 // One timeline a job: the first at the name given, the others beside it, each named on the terminal.
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
-                match stage_perfetto(&path, &job, &replayed) {
+                // Standard output holds one timeline: a second had gone to a file named `-.job2`.
+                let timeline = if replays.is_empty() || args.perfetto.as_deref() != Some(Path::new("-")) {
+                    stage_perfetto(&path, &job, &replayed)
+                } else {
+                    Err(anyhow::anyhow!(
+                        "--perfetto -: standard output holds one job's timeline, and {} jobs were given: give a file",
+                        replays.len() + 1
+                    ))
+                };
+                match timeline {
                     Ok(s) => {
                         staged.push(s);
                         timelines.push((job.path.display().to_string(), path));

@@ -1223,7 +1223,7 @@ impl Plan {
             if etp != 1 && etp != p.tp {
                 // With tp=1 the two choices are one: said as one (it had read "1 (…) or tp=1 (…)").
                 return Err(crate::Error::Plan(if p.tp == 1 {
-                    format!("etp={etp}: experts are split over at most the tensor-parallel ranks, and tp=1: etp=1 (or leave it out)")
+                    format!("etp={etp}: 1 (whole experts on each GPU): experts are split over at most the tensor-parallel ranks, and tp=1")
                 } else {
                     format!(
                         "etp={etp}: 1 (whole experts on each GPU, the expert-parallel group folded over TP × CP × DP) or tp={} (each expert split as attention is)",
@@ -3463,6 +3463,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         String::new()
     };
     notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
+    // What the MoE model takes of routing, said (a user had found ep=4 and ep=8 priced alike at batch 1).
+    if model.experts > 1.0 {
+        notes.push(format!(
+            "experts: each token routed to {} of {}, spread evenly over the GPUs that hold them (no capacity factor, dropped tokens or load imbalance modelled)",
+            model.top_k, model.experts
+        ));
+    }
     let step_mfu =
         (matches!(task, Task::Train) && times.iteration_ms > 0.0).then(|| mfu(model, cluster, plan, global_batch, times.iteration_ms));
     let projection = Projection {
@@ -4579,7 +4586,8 @@ mod tests {
         // With tp=1 the two choices are one, said as one (it had read "1 (…) or tp=1 (…)").
         let e = Plan::parse("dp=8,ep=8,etp=2").unwrap_err().to_string();
         assert!(
-            e.contains("etp=2: experts are split over at most the tensor-parallel ranks, and tp=1: etp=1") && !e.contains("or tp=1"),
+            e.contains("etp=2: 1 (whole experts on each GPU): experts are split over at most the tensor-parallel ranks, and tp=1")
+                && !e.contains("or tp=1"),
             "{e}"
         );
         assert!(Plan::parse("tp=2,ep=3,etp=2,dp=4,sp").unwrap_err().to_string().contains("ep=3 must divide dp × cp = 4"));
