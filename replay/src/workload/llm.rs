@@ -3463,6 +3463,13 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         String::new()
     };
     notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
+    // The precision inference reads its weights at, said: a checkpoint shipped quantized reads fewer bytes.
+    if matches!(task, Task::Prefill { .. } | Task::Decode { .. }) && !serves_fp8_weights(plan, task) {
+        notes.push(format!(
+            "weights read at {} byte(s) a parameter, the model's training precision: a checkpoint served quantized reads fewer (fp8 in the plan serves FP8 weights; 4-bit, as GPT-OSS's MXFP4 experts ship, is not modelled)",
+            model.bytes
+        ));
+    }
     // What the MoE model takes of routing, said (a user had found ep=4 and ep=8 priced alike at batch 1).
     if model.experts > 1.0 {
         notes.push(format!(
@@ -5279,6 +5286,9 @@ mod tests {
         assert!(gemm(&fp8) < 0.85 * gemm(&bf16), "{} vs {}", gemm(&fp8), gemm(&bf16));
         assert!(fp8.times.iteration_ms < bf16.times.iteration_ms);
         assert!(fp8.notes.iter().any(|n| n.starts_with("fp8:") && n.contains("held and read in FP8")), "{:?}", fp8.notes);
+        // The 16-bit serving says the precision it read the weights at (a checkpoint served in 4 bits reads less).
+        let read_at = |p: &Projection| p.notes.iter().any(|n| n.starts_with("weights read at 2 byte(s) a parameter"));
+        assert!(read_at(&bf16) && !read_at(&fp8), "{:?}", bf16.notes);
         // Training: the FP8 copy beside the 16-bit weights.
         let train = run("tp=8,fp8,mb=1,gbs=1", Task::Train);
         assert!((train.memory.weights_gb / ((2.0 * m.params() + linear) / 8.0 / 1e9) - 1.0).abs() < 1e-9, "{}", train.memory.weights_gb);
