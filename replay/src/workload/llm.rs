@@ -3470,6 +3470,20 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             model.bytes
         ));
     }
+    // A KV cache the tensor-parallel ranks cannot split, said: each rank holds more than 1/tp of it.
+    if matches!(task, Task::Prefill { .. } | Task::Decode { .. }) && model.causal && plan.tp > 1 {
+        let tpf = f64::from(plan.tp);
+        if model.mla.is_some() {
+            notes.push(format!("KV cache: the latent (MLA) cache whole on each of the tp={} ranks (replicated, not split)", plan.tp));
+        } else if model.kv_split(tpf) < tpf {
+            notes.push(format!(
+                "KV cache: {} KV heads over tp={}: each head's cache replicated on {} ranks",
+                model.kv_heads,
+                plan.tp,
+                tpf / model.kv_split(tpf)
+            ));
+        }
+    }
     // What the MoE model takes of routing, said (a user had found ep=4 and ep=8 priced alike at batch 1).
     if model.experts > 1.0 {
         notes.push(format!(
@@ -5292,6 +5306,21 @@ mod tests {
         // Training: the FP8 copy beside the 16-bit weights.
         let train = run("tp=8,fp8,mb=1,gbs=1", Task::Train);
         assert!((train.memory.weights_gb / ((2.0 * m.params() + linear) / 8.0 / 1e9) - 1.0).abs() < 1e-9, "{}", train.memory.weights_gb);
+    }
+
+    /// A KV cache the tensor-parallel ranks cannot split is said: Qwen3-30B-A3B's 4 KV heads
+    /// (config.json) over tp = 8 are each on 2 ranks; DeepSeek-V3's latent cache is whole on each.
+    #[test]
+    fn inference_says_a_kv_cache_replicated_over_tp() {
+        let h100 = Cluster::for_model(&Catalog::builtin(), "h100-sxm", 8, 2.0, None).unwrap();
+        let decode = Task::Decode { batch: 1, context: 1024 };
+        let notes =
+            |model: &str| project(&Transformer::preset(model).unwrap(), &h100, &Plan::parse("tp=8").unwrap(), decode).unwrap().notes;
+        let kv = |notes: &[String]| notes.iter().find(|n| n.starts_with("KV cache:")).cloned();
+        assert_eq!(kv(&notes("qwen3-30b-a3b")).as_deref(), Some("KV cache: 4 KV heads over tp=8: each head's cache replicated on 2 ranks"));
+        assert!(kv(&notes("deepseek-v3")).is_some_and(|n| n.contains("latent (MLA) cache whole on each of the tp=8 ranks")));
+        // Llama-2 7B's 32 KV heads split over 8 ranks: nothing to say.
+        assert_eq!(kv(&notes("llama2-7b")), None);
     }
 
     #[test]
