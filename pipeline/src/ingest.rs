@@ -73,8 +73,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             if self.written {
                 return;
             }
-            let no_rank = std::fs::read_dir(self.dataset.join("ranks")).map_or(true, |mut d| d.next().is_none());
-            if !self.had_manifest && no_rank {
+            // Nothing but the manifest and empty table folders: no other ingest's part, staged or not.
+            let only_empty_tables = std::fs::read_dir(&self.dataset)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .all(|e| e.file_name() == "manifest.json" || std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_none()));
+            if !self.had_manifest && only_empty_tables {
                 let _ = std::fs::remove_file(self.dataset.join("manifest.json"));
                 for folder in std::fs::read_dir(&self.dataset).into_iter().flatten().flatten() {
                     let _ = std::fs::remove_dir(folder.path());
