@@ -71,8 +71,9 @@ pub enum PriceRule {
     /// Beyond the measured GPU counts, an all-gather or reduce-scatter: NCCL's ring, each of
     /// its n − 1 steps priced as the same step at the largest measured count.
     CollectiveRing,
-    /// Below the measured GPU counts: the smallest measured count's curve (no bound: NVLS
-    /// speeds 8 H200s' all-reduce past what 4 measured).
+    /// Below the measured GPU counts: the smallest measured count's curve, its latency kept and
+    /// the rest by the collective's bus factor (no bound: NVLS speeds 8 H200s' all-reduce past
+    /// what 4 measured).
     CollectiveBelowCounts,
     /// No curve of this GPU: α–β from its catalog link (in a node) or NICs
     /// (across nodes), with the share of them and the latency learned across
