@@ -319,6 +319,12 @@ fn invalid_json_is_a_clean_error_with_offset() {
     let bad = br#"{"traceEvents": [{"ph": "X" "ts": 1}]}"#;
     let (o, p) = analyze_bad("invalid", "t.json", bad);
     assert_clean_failure(&o, &p, Some("byte 28"));
+    assert!(!stderr(&o).contains("(decompressed)"), "{}", stderr(&o));
+    // In a gzip file the offset is into the inflated text, said as a damaged stream's is (it had not been).
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut z, bad).unwrap();
+    let (o, p) = analyze_bad("invalid-gz", "t.json.gz", &z.finish().unwrap());
+    assert_clean_failure(&o, &p, Some("byte 28 (decompressed)"));
 }
 
 #[test]

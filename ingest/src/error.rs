@@ -35,12 +35,14 @@ pub enum Error {
         path: PathBuf,
     },
     /// The JSON is invalid, truncated, or has a value of the wrong type.
-    #[error("{}: byte {byte_offset}: {message}", path.display())]
+    #[error("{}: byte {byte_offset}{}: {message}", path.display(), if *decompressed { " (decompressed)" } else { "" })]
     Json {
         /// The trace file.
         path: PathBuf,
         /// Offset into the (decompressed) JSON text.
         byte_offset: u64,
+        /// Whether the file is gzip, so the offset is into its inflated text (said as a damaged gzip stream's is).
+        decompressed: bool,
         /// What was wrong there.
         message: String,
     },

@@ -543,7 +543,8 @@ pub fn release_read_buffers() {
 }
 
 fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: bool) -> Result<RankTrace> {
-    let json_err = |offset: u64, message: String| Error::Json { path: path.to_path_buf(), byte_offset: offset, message };
+    let json_err =
+        |offset: u64, message: String| Error::Json { path: path.to_path_buf(), byte_offset: offset, decompressed: gzip, message };
     let mut scanner = scan::Scanner::new();
     let results: std::sync::Mutex<Vec<(usize, std::result::Result<Chunk, EventError>)>> = std::sync::Mutex::new(Vec::new());
     let mut carry: Vec<u8> = Vec::new();
