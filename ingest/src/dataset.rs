@@ -313,6 +313,8 @@ fn spread<'a, T: 'a>(n: usize, rows: impl IntoIterator<Item = (u32, &'a T)>) -> 
 #[derive(Debug)]
 #[must_use = "a staged rank is removed unless committed"]
 pub struct StagedRank {
+    /// The dataset.
+    dir: PathBuf,
     /// The summary and the derived tables, then the events part: committed in this order.
     parts: Vec<crate::output::Staged>,
 }
@@ -323,11 +325,17 @@ impl StagedRank {
     /// lists it between the renames names it as a rank without its events
     /// part, [`part_files`]). Every part is checked against the command's
     /// inputs before any is renamed, so a refusal leaves the rank as it was.
+    /// The dataset's manifest is written with its first rank, here: a run that
+    /// commits no rank leaves none (nor removes another run's).
     /// Returns the events part's path.
     pub fn commit(self) -> Result<PathBuf> {
         let events = self.parts.last().map(|p| p.path().to_path_buf()).unwrap_or_default();
         for part in &self.parts {
             crate::output::refuse_input(part.path())?;
+        }
+        if !self.dir.join("manifest.json").is_file() {
+            let manifest = serde_json::to_vec_pretty(&Manifest::current()).unwrap_or_default();
+            crate::output::write_atomic(&self.dir.join("manifest.json"), &manifest)?;
         }
         for part in self.parts {
             part.commit()?;
@@ -336,8 +344,8 @@ impl StagedRank {
     }
 }
 
-/// Writes one rank for the dataset `dir` (made when missing, with its
-/// manifest): its part files, staged for [`StagedRank::commit`]. `summary`
+/// Writes one rank for the dataset `dir` (made when missing; its manifest comes
+/// with the first commit): its part files, staged for [`StagedRank::commit`]. `summary`
 /// is the rank's analysis summary, cached under `key`
 /// ([`crate::analysis::summary_key`]; none cached without one), and `steps`
 /// its profiler steps ([`crate::analysis::RankContext::steps`]); the
@@ -350,10 +358,6 @@ impl StagedRank {
 pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, summary: &RankSummary) -> Result<StagedRank> {
     let t = &rank.trace;
     let name = part_name(rank);
-    if !dir.join("manifest.json").is_file() {
-        let manifest = serde_json::to_vec_pretty(&Manifest::current()).unwrap_or_default();
-        crate::output::write_atomic(&dir.join("manifest.json"), &manifest)?;
-    }
     let r = rank.rank;
     let ev = &t.events;
     let n = ev.len();
@@ -453,7 +457,7 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
         parts.push(crate::output::stage(&dir.join(table).join(&name), &bytes)?);
     }
     parts.push(crate::output::stage(&dir.join("events").join(&name), &events_bytes)?);
-    Ok(StagedRank { parts })
+    Ok(StagedRank { dir: dir.to_path_buf(), parts })
 }
 
 /// JSON text of the metadata kept in the `ranks` table.

@@ -59,13 +59,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         );
     }
     // The folders this command makes (the dataset's and its missing parents, deepest first) go
-    // again if it writes no rank into them, whatever ends it (remove_dir removes only empty ones);
-    // and the manifest and empty table folders its staged ranks made in a folder that held no
-    // dataset (new, or made empty beforehand) — unless a rank is there (another ingest's).
+    // again if it writes no rank into them, whatever ends it, with the table folders its staged
+    // ranks made (remove_dir removes only empty ones: another ingest's parts keep theirs; the
+    // manifest comes only with a committed rank).
     struct Made {
         folders: Vec<PathBuf>,
         dataset: PathBuf,
-        had_manifest: bool,
         written: bool,
     }
     impl Drop for Made {
@@ -73,17 +72,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             if self.written {
                 return;
             }
-            // Nothing but the manifest and empty table folders: no other ingest's part, staged or not.
-            let only_empty_tables = std::fs::read_dir(&self.dataset)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .all(|e| e.file_name() == "manifest.json" || std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_none()));
-            if !self.had_manifest && only_empty_tables {
-                let _ = std::fs::remove_file(self.dataset.join("manifest.json"));
-                for folder in std::fs::read_dir(&self.dataset).into_iter().flatten().flatten() {
-                    let _ = std::fs::remove_dir(folder.path());
-                }
+            for table in std::fs::read_dir(&self.dataset).into_iter().flatten().flatten() {
+                let _ = std::fs::remove_dir(table.path());
             }
             for folder in &self.folders {
                 let _ = std::fs::remove_dir(folder);
@@ -93,7 +83,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut made = Made {
         folders: dataset.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect(),
         dataset: dataset.clone(),
-        had_manifest: dataset.join("manifest.json").exists(),
         written: false,
     };
     // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
@@ -178,7 +167,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
             }
         }
-        // And what failed before any file was read (a path that is not there, a dataset's own unread records).
+        // The job's failures, and what failed before any file was read (a path that is not there,
+        // a dataset's own unread records).
         record(&mut unread, &failures);
         record(&mut unread, listed);
         (Some(ranks), failures)
