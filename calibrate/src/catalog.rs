@@ -368,6 +368,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// The NIC bandwidth a GPU of the node has, GB/s: its share of the node's NICs.
+    pub fn nic_gbps_per_gpu(&self) -> f64 {
+        self.nic_gbps * f64::from(self.nics) / f64::from(self.gpus.max(1))
+    }
+
     /// Why the preset's numbers cannot price anything, if they cannot.
     fn unusable(&self) -> Option<String> {
         let message = (self.gpus == 0)
@@ -543,10 +548,7 @@ impl Catalog {
     /// consumer; the second value names what it came from).
     pub fn nic_gbps_per_gpu(&self, gpu_id: &str) -> (f64, String) {
         match self.node_of(gpu_id) {
-            Some(n) => (
-                n.nic_gbps * f64::from(n.nics) / f64::from(n.gpus.max(1)),
-                format!("node preset {}: {} × {} GB/s NICs for {} GPUs", n.id, n.nics, n.nic_gbps, n.gpus),
-            ),
+            Some(n) => (n.nic_gbps_per_gpu(), format!("node preset {}: {} × {} GB/s NICs for {} GPUs", n.id, n.nics, n.nic_gbps, n.gpus)),
             None => (
                 DEFAULT_NIC_GBPS_PER_GPU,
                 format!("no node preset for {gpu_id}: one 400 Gb/s NIC per GPU assumed ({DEFAULT_NIC_GBPS_PER_GPU} GB/s)"),

@@ -8,7 +8,7 @@ use tracecast_ingest::Job;
 use tracecast_ingest::analysis::{Classifier, CollectiveSample, JobCollectives, RankContext};
 use tracecast_ingest::collective::Collective;
 
-use crate::catalog::{Catalog, Dtype, Gpu, MatchKind};
+use crate::catalog::{Catalog, Dtype, Gpu, MatchKind, Node};
 use crate::fit::{lower_envelope, relative_line_nonneg};
 use crate::work::{self, KernelClass, OpShape, WorkSample};
 
@@ -314,7 +314,7 @@ impl Profile {
                 peak_tflops,
                 hbm_gbps: Some(gpu.hbm_gbps),
                 link_gbps: Some(gpu.link_gbps),
-                nic_gbps_per_gpu: node.map(|n| n.nic_gbps * n.nics as f64 / n.gpus.max(1) as f64),
+                nic_gbps_per_gpu: node.map(Node::nic_gbps_per_gpu),
                 gpus_per_node: catalog.gpus_per_node(Some(&gpu.id), None),
             },
             traces: Vec::new(),
@@ -751,7 +751,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
                     }
                 }
             }
-            let nic_per_gpu = node.map(|n| n.nic_gbps * n.nics as f64 / n.gpus.max(1) as f64);
+            let nic_per_gpu = node.map(Node::nic_gbps_per_gpu);
             let device = DeviceInfo {
                 name: g.name.clone(),
                 catalog_id: gpu.map(|x| x.id.clone()),

@@ -149,7 +149,25 @@ pub fn write_catalog(w: &mut dyn Write, c: &Catalog) -> io::Result<()> {
     Ok(())
 }
 
-/// `tracecast hw show ID`.
+/// `tracecast hw show ID` of a node preset: the preset, then its GPU.
+pub fn write_node(w: &mut dyn Write, node: &tracecast_calibrate::catalog::Node, c: &Catalog) -> anyhow::Result<()> {
+    writeln!(
+        w,
+        "{} — node preset: {} × {}, {} NIC(s) of {:.1} GB/s ({:.1} GB/s a GPU)",
+        node.id,
+        node.gpus,
+        node.gpu,
+        node.nics,
+        node.nic_gbps,
+        node.nic_gbps_per_gpu()
+    )?;
+    writeln!(w, "  source {}", node.source)?;
+    writeln!(w)?;
+    write_gpu(w, c.gpu(&node.gpu)?, c)?;
+    Ok(())
+}
+
+/// One GPU of the catalog, as `hw show` prints it.
 pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     writeln!(w, "{} — {}{}", g.id, g.name, g.vendor().map_or(String::new(), |v| format!(" (vendor {v})")))?;
     for (name, v) in

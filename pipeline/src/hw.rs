@@ -9,7 +9,7 @@ use tracecast_calibrate::Catalog;
 use tracecast_calibrate::pricing::{CollectiveQuery, Operation};
 
 use crate::Outcome;
-use crate::calibrate_summary::{write_catalog, write_gpu, write_quote};
+use crate::calibrate_summary::{write_catalog, write_gpu, write_node, write_quote};
 use crate::hardware::{catalog_with, ensure_profile_of, pricing_with};
 use crate::output::write_json;
 
@@ -248,21 +248,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         Command::List => write_catalog(out, &catalog)?,
         // A node preset `hw list` lists is shown too (it had been "unknown hardware").
         Command::Show { id } => match catalog.gpu(id) {
-            Err(_) if let Ok(node) = catalog.node(id) => {
-                writeln!(
-                    out,
-                    "{} — node preset: {} × {}, {} NIC(s) of {:.1} GB/s ({:.1} GB/s a GPU)",
-                    node.id,
-                    node.gpus,
-                    node.gpu,
-                    node.nics,
-                    node.nic_gbps,
-                    f64::from(node.nics) * node.nic_gbps / f64::from(node.gpus.max(1))
-                )?;
-                writeln!(out, "  source {}", node.source)?;
-                writeln!(out)?;
-                write_gpu(out, catalog.gpu(&node.gpu)?, &catalog)?;
-            }
+            Err(_) if let Ok(node) = catalog.node(id) => write_node(out, node, &catalog)?,
             gpu => write_gpu(out, gpu?, &catalog)?,
         },
         Command::Cost(c) => {
