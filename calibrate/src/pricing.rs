@@ -959,6 +959,7 @@ impl Pricing {
             // 1000×256×4096 had cost 9.26 µs by the spec model, 1024×256×4096 5.74 by the table).
             let least = |d: usize, v: f64| v.max(t.least(d).exp2());
             let larger = GemmShape { m: least(1, shape.m), n: least(2, shape.n), k: least(3, shape.k), ..*shape };
+            // (Never below the table, raised to its least: the guard keeps the call from recursing.)
             if !t.scattered_below(&larger)
                 && let Some(cap) = self.gemm_by_rule(gpu, &larger, exclude)
                 && cap.time_us < p.time_us
@@ -3595,9 +3596,7 @@ impl System {
         let (b, cb) = above?;
         let (t, _) = at(*b, cb);
         let latency = cb.latency_us(&|x| link_rule(x, *b));
-        // The curve's own collective's factor: a broadcast's or a transfer's is 1 at every count.
-        let k = |n: u32| collective.bus_factor(i64::from(n)).unwrap_or(1.0);
-        let t = latency + (t - latency).max(0.0) * k(gpus) / k(*b);
+        let t = latency + by_bus_factor(collective, t - latency, *b, gpus);
         priced(t, PriceRule::CollectiveBelowCounts, true, format!("its smallest measured count ({b} GPUs), by the bus factor"))
     }
 
@@ -3627,9 +3626,16 @@ impl System {
             ca.latency_us(&at_a)
         };
         let (t_a, _) = ca.at(size, &at_a);
-        let k = |n: u32| collective.bus_factor(i64::from(n)).unwrap_or(1.0);
-        ScaleOut { largest: a, latency_us: latency, bandwidth_us: (t_a - ca.latency_us(&at_a)).max(0.0) * k(gpus) / k(a) }
+        ScaleOut { largest: a, latency_us: latency, bandwidth_us: by_bus_factor(collective, t_a - ca.latency_us(&at_a), a, gpus) }
     }
+}
+
+/// A collective's time beyond its latency, µs, measured over `from` GPUs, carried to `to`: each
+/// rank moves its bus factor's share (the collective's own: a broadcast's or a transfer's is 1
+/// at every count). The one carry of the below-counts and scale-out rules.
+fn by_bus_factor(collective: Collective, rest_us: f64, from: u32, to: u32) -> f64 {
+    let k = |n: u32| collective.bus_factor(i64::from(n)).unwrap_or(1.0);
+    rest_us.max(0.0) * k(to) / k(from)
 }
 
 #[cfg(test)]

@@ -274,15 +274,19 @@ impl RankTrace {
         }
         let middle = starts.len() / 2;
         let median = *starts.select_nth_unstable(middle).1;
-        let away = |i: usize| self.events.ts_ns.get(i).map_or(0, |&t| t.saturating_sub(median).saturating_abs());
-        let far: Vec<usize> = self.gpu_activity().filter(|&i| away(i) > FARTHEST_GPU_START_NS).collect();
-        let Some(&farthest) = far.iter().max_by_key(|&&i| away(i)) else { return };
+        // (row, how far its start is from the median), of the activity farther than a capture spans.
+        let far: Vec<(usize, i64)> = self
+            .gpu_activity()
+            .filter_map(|i| Some((i, self.events.ts_ns.get(i)?.saturating_sub(median).saturating_abs())))
+            .filter(|&(_, away)| away > FARTHEST_GPU_START_NS)
+            .collect();
+        let Some(&(farthest, away)) = far.iter().max_by_key(|f| f.1) else { return };
         self.warnings.push(format!(
             "{} GPU activit{} more than a day from the rest of the rank's (the farthest, {}, {:.1} h away): a profiler captures seconds to minutes, a clock error or a damaged timestamp of the trace's writer? Analysed as recorded",
             far.len(),
             if far.len() == 1 { "y starts" } else { "ies start" },
             crate::analysis::short_kernel_name(self.name(farthest), 60),
-            away(farthest) as f64 / HOUR_NS as f64
+            away as f64 / HOUR_NS as f64
         ));
     }
 
