@@ -423,6 +423,50 @@ fn each_reads_a_dataset_as_one_job() {
     assert_eq!(alone["jobs"][0]["ranks"], jobs[1]["ranks"]);
 }
 
+/// A dataset's unread rank counts in its world in every replay: traces that declare no world
+/// size are a world of the ranks read and unread (the Perfetto path had replayed a world of 3).
+#[test]
+fn a_dataset_replay_counts_its_unread_rank_with_or_without_a_timeline() {
+    let dir = scratch("dataset-unread-world");
+    let job = synthetic_job(&dir, 4);
+    for r in 0..4 {
+        let path = job.join(format!("rank-{r}.json.gz"));
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()), &mut text).unwrap();
+        let start = text.find("\"distributedInfo\": ").unwrap();
+        let end = start + text[start..].find("]}]}").unwrap() + 4;
+        text.replace_range(start..end, &format!("\"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {r}}}"));
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, text.as_bytes()).unwrap();
+        std::fs::write(&path, z.finish().unwrap()).unwrap();
+    }
+    // The highest rank unread: only the count of unread ranks makes the world 4.
+    let rank3 = job.join("rank-3.json.gz");
+    let bytes = std::fs::read(&rank3).unwrap();
+    std::fs::write(&rank3, &bytes[..200]).unwrap();
+    let ds = dir.join("ds");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (plain, timeline) = (dir.join("plain.json"), dir.join("timeline.json"));
+    let o = run(&["replay".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), plain.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let perfetto = dir.join("p.json");
+    let args = [
+        "replay".as_ref(),
+        ds.as_os_str(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        timeline.as_os_str(),
+        "--perfetto".as_ref(),
+        perfetto.as_os_str(),
+    ];
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for out in [&plain, &timeline] {
+        assert_eq!(json(out)["jobs"][0]["world_size"], 4, "{}", out.display());
+    }
+}
+
 /// A dataset ingested with a rank that could not be read names it whenever it is read, exit 2
 /// (it had read as a whole job, exit 0); ingesting that file again once it reads drops the record.
 #[test]

@@ -63,8 +63,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         &args.inputs.paths,
         args.inputs.each,
         read,
-        |path, files, listed, on_file| {
-            let job_ranks = Job::ranks_in(files);
+        |input| {
+            let job_ranks = Job::ranks_in(&input.files);
             let summarize = |rank: &tracecast_ingest::job::Rank| {
                 let ctx = analysis::RankContext::new(rank, &opts.classifier);
                 let (o, world) = rank_analysis(&ctx, job_ranks, &opts, &catalog, read.gpus_per_node)?;
@@ -85,9 +85,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 let declared_world = meta.declared_world_size();
                 Some(tracecast_ingest::job::KnownRank { rank: meta.rank, source: meta.source, path: meta.file, declared_world, summary })
             };
-            let (summaries, failures) = Job::try_summarize_or(files, &read_opts, on_file, &cached, &summarize);
-            let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
-            let job = (!summaries.is_empty()).then(|| analysis::reduce(path.display().to_string(), summaries, bad, &opts));
+            let (summaries, failures) = input.summarize_or(&read_opts, &cached, &summarize);
+            let bad = failures.iter().map(analysis::BadFile::of).collect();
+            let job = (!summaries.is_empty()).then(|| analysis::reduce(input.path.display().to_string(), summaries, bad, &opts));
             (job, failures)
         },
         |a, _| analyses.push(a),

@@ -2,16 +2,15 @@
 //! fitted from traces into a profile per device.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
-use tracecast_ingest::Job;
 use tracecast_ingest::analysis;
 
 use crate::Outcome;
 use crate::calibrate_summary::write_profile;
 use crate::hardware::catalog_with;
-use crate::inputs::{Inputs, for_each_input};
+use crate::inputs::{Inputs, JobInput, for_each_input};
 use crate::output::{device_file_id, per_device, stage_json};
 
 /// What `calibrate` reads and where it writes the profiles.
@@ -51,15 +50,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     opts.gpus_per_node = args.inputs.read.gpus_per_node;
     // One rank at a time, as `analyze`: each trace is reduced to its samples and dropped.
     let mut jobs = Vec::new();
-    let read = |_path, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
+    let read = |input: &mut JobInput<'_>| {
         let summarize = |rank: &tracecast_ingest::job::Rank| {
             let ctx = analysis::RankContext::new(rank, &opts.classifier);
             let work = tracecast_calibrate::work::kernel_work_of(&ctx);
-            (tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives())
+            Ok((tracecast_calibrate::profile::rank_samples(&ctx, &work, &catalog), ctx.into_collectives()))
         };
-        let (ranks, failures) = Job::summarize(files, &read_opts, on_file, &summarize);
+        let (ranks, failures) = input.summarize(&read_opts, &summarize);
         let (samples, collectives): (Vec<_>, Vec<_>) = ranks.into_iter().unzip();
-        let unread = tracecast_ingest::job::unread_ranks(&failures).saturating_add(tracecast_ingest::job::unread_ranks(listed));
+        let unread = tracecast_ingest::job::unread_ranks(&failures);
         ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives, unread))), failures)
     };
     let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;

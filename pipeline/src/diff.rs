@@ -12,7 +12,7 @@ use tracecast_ingest::analysis::{self, RankContext};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis};
-use crate::inputs::{TraceOptions, WindowOptions, for_each_listed};
+use crate::inputs::{JobInput, TraceOptions, WindowOptions, for_each_listed};
 
 /// The two runs `diff` compares and what it writes.
 #[derive(Debug, Clone)]
@@ -136,8 +136,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let read_opts = args.read.read_options(&catalog)?;
     // One rank at a time, as `analyze`: each trace gives its summary and its kernel-class times.
     let mut runs = Vec::new();
-    let read = |path: PathBuf, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
-        let job_ranks = Job::ranks_in(files);
+    let read = |input: &mut JobInput<'_>| {
+        let job_ranks = Job::ranks_in(&input.files);
         let part = |rank: &tracecast_ingest::job::Rank| {
             let ctx = RankContext::new(rank, &classifier);
             let (o, world) = rank_analysis(&ctx, job_ranks, &analyze, &catalog, args.read.gpus_per_node)?;
@@ -147,7 +147,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let times = ClassTimes::of_rank(&rank.trace, ctx.classes(), &work, Some(summary.tables_window()));
             Ok((summary, times))
         };
-        let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
+        let (parts, failures) = input.summarize(&read_opts, &part);
         if parts.is_empty() {
             return (None, failures);
         }
@@ -157,8 +157,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             summaries.push(s);
             times.add(t);
         }
-        let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
-        (Some((analysis::reduce(path.display().to_string(), summaries, bad, &analyze), times)), failures)
+        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        (Some((analysis::reduce(input.path.display().to_string(), summaries, bad, &analyze), times)), failures)
     };
     // Both runs in one pass over the inputs: each path is its own job.
     let jobs = [&args.a, &args.b].map(|p| (p.clone(), vec![p.clone()])).into();

@@ -10,7 +10,7 @@ use tracecast_ingest::analysis;
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis};
-use crate::inputs::{TraceOptions, WindowOptions, for_each_input};
+use crate::inputs::{JobInput, TraceOptions, WindowOptions, for_each_input};
 
 /// What `ingest` reads and where it writes the dataset.
 #[derive(Debug, Clone, Default)]
@@ -118,8 +118,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
     let dataset_world = tracecast_ingest::dataset::declared_world(dataset);
     // One rank at a time: each trace is written as its part files and dropped.
-    let read = |_path, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
-        let job_ranks = Job::ranks_in(files);
+    let read = |input: &mut JobInput<'_>| {
+        let job_ranks = Job::ranks_in(&input.files);
         let write = |rank: &tracecast_ingest::job::Rank| {
             if let (Some((dataset_world, first)), Some(world)) = (&dataset_world, rank.trace.declared_world_size())
                 && world != *dataset_world
@@ -153,7 +153,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         // Staged: a file that loses its rank to another (a declared rank outranks one taken
         // from a file's name or place) is dropped by the job's reduce, and its parts with it.
-        let (parts, mut failures) = Job::summarize(files, &read_opts, on_file, &write);
+        let (parts, mut failures) = input.summarize(&read_opts, &|rank| Ok(write(rank)));
         let mut ranks = Vec::with_capacity(parts.len());
         for p in parts {
             match p {
@@ -167,10 +167,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
             }
         }
-        // The job's failures, and what failed before any file was read (a path that is not there,
-        // a dataset's own unread records).
+        // The job's failures, what failed before any file was read among them (a path that is
+        // not there, a dataset's own unread records).
         record(&mut unread, &failures);
-        record(&mut unread, listed);
         (Some(ranks), failures)
     };
     // Put in place only once every job is read: a `--strict` stop writes nothing (the

@@ -149,10 +149,54 @@ fn progress_bar(files: usize, bytes: u64, quiet: bool) -> indicatif::ProgressBar
     bar
 }
 
-/// The jobs `paths` stand for, each read by `read` (given the job's path, its
-/// files, the errors of listing them — paths that are not there, the rank files
-/// a dataset's ingest could not read, which the job's bad files name too — and
-/// a per-file progress callback) and handed to `each_job`; bad files are
+/// One job as listed: its name, its trace files, and what listing them found
+/// wrong — paths that are not there, repeated files, the rank files a
+/// dataset's ingest could not read. Its ranks are read through it, so that
+/// those errors join the job's failures in one place: its bad files, its
+/// unread ranks (the world size) and what stderr says, in every command.
+pub struct JobInput<'a> {
+    /// The directory, or the first file when files were given.
+    pub path: PathBuf,
+    /// The job's trace files.
+    pub files: Vec<PathBuf>,
+    listed: Vec<tracecast_ingest::Error>,
+    on_file: &'a (dyn Fn(&Path) + Sync),
+}
+
+impl JobInput<'_> {
+    /// Each rank of the job made into `T` as it is read (and dropped), and the job's
+    /// failures: files not read, ranks `summarize` refused, then the listing's.
+    pub fn summarize<T: Send>(
+        &mut self,
+        opts: &ReadOptions,
+        summarize: &(dyn Fn(&job::Rank) -> tracecast_ingest::Result<T> + Sync),
+    ) -> (Vec<T>, Vec<tracecast_ingest::Error>) {
+        self.summarize_or(opts, &|_| None, summarize)
+    }
+
+    /// [`JobInput::summarize`], where `known` may give a file's rank and `T` without
+    /// reading it (a summary cached in a dataset).
+    pub fn summarize_or<T: Send>(
+        &mut self,
+        opts: &ReadOptions,
+        known: &(dyn Fn(&Path) -> Option<job::KnownRank<T>> + Sync),
+        summarize: &(dyn Fn(&job::Rank) -> tracecast_ingest::Result<T> + Sync),
+    ) -> (Vec<T>, Vec<tracecast_ingest::Error>) {
+        let (out, mut failures) = job::Job::try_summarize_or(&self.files, opts, self.on_file, known, summarize);
+        failures.append(&mut self.listed);
+        (out, failures)
+    }
+
+    /// The whole job read, the listing's errors among its failures.
+    pub fn read(&mut self, opts: &ReadOptions) -> job::Job {
+        let mut job = job::Job::read(self.path.clone(), &self.files, opts, self.on_file);
+        job.failures.append(&mut self.listed);
+        job
+    }
+}
+
+/// The jobs `paths` stand for, each read by `read` (given its [`JobInput`],
+/// through which its ranks are read) and handed to `each_job`; bad files are
 /// reported on stderr and, with `opts.strict`, stop everything. Returns
 /// whether any file was bad. What a job's read freed goes back to the
 /// system before `each_job` runs ([`tracecast_ingest::memory`]).
@@ -160,7 +204,7 @@ pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &TraceOptions,
-    read: impl FnMut(PathBuf, &[PathBuf], &[tracecast_ingest::Error], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    read: impl FnMut(&mut JobInput<'_>) -> (Option<T>, Vec<tracecast_ingest::Error>),
     each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     for_each_listed(jobs_of(paths, each), opts, read, each_job)
@@ -171,7 +215,7 @@ pub fn for_each_input<T>(
 pub fn for_each_listed<T>(
     jobs: Vec<(PathBuf, Vec<PathBuf>)>,
     opts: &TraceOptions,
-    mut read: impl FnMut(PathBuf, &[PathBuf], &[tracecast_ingest::Error], &(dyn Fn(&Path) + Sync)) -> (Option<T>, Vec<tracecast_ingest::Error>),
+    mut read: impl FnMut(&mut JobInput<'_>) -> (Option<T>, Vec<tracecast_ingest::Error>),
     mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
 ) -> Result<bool> {
     let (quiet, strict) = (opts.quiet, opts.strict);
@@ -198,10 +242,13 @@ pub fn for_each_listed<T>(
         if last {
             tracecast_ingest::memory::last_rank_pass();
         }
-        let (job, mut failures) = read(path, &files, &listing_errors, &|_| bar.inc(1));
+        let on_file = |_: &Path| bar.inc(1);
+        let mut input = JobInput { path, files, listed: listing_errors, on_file: &on_file };
+        let (job, mut failures) = read(&mut input);
         tracecast_ingest::memory::release_freed_memory();
         bar.finish_and_clear();
-        failures.extend(listing_errors);
+        // A read that read no rank through its input still has its listing said.
+        failures.append(&mut input.listed);
         for e in &failures {
             crate::output::stderr_line(format_args!("error: {e}"));
             if matches!(e, tracecast_ingest::Error::DuplicateRank { .. } | tracecast_ingest::Error::OtherRun { .. }) {

@@ -13,7 +13,7 @@ use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
-use crate::inputs::{Inputs, WindowOptions, for_each_input};
+use crate::inputs::{Inputs, JobInput, WindowOptions, for_each_input};
 use crate::output::per_device;
 
 /// What a replay changes from the measured run: one definition for `replay`
@@ -117,15 +117,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut timelines: Vec<(String, PathBuf)> = Vec::new();
     let failed = if args.perfetto.is_none() && scenarios.is_empty() {
         // One rank at a time: each trace becomes its part of the graph and is dropped.
-        let read_job = |path: PathBuf, files: &[PathBuf], _: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
+        let read_job = |input: &mut JobInput<'_>| {
             let part = |rank: &tracecast_ingest::job::Rank| {
                 // Steps the trace does not have: said as `analyze` says it, not replayed to zeros.
                 let ctx = RankContext::new(rank, &opts.window.classifier);
                 ctx.check_step_range(args.window.steps, args.window.drop_last_step)?;
                 Ok((tracecast_replay::RankPart::of(&ctx, &opts, &catalog, None), ctx.into_collectives()))
             };
-            let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
-            ((!parts.is_empty()).then_some((path, parts)), failures)
+            let (parts, failures) = input.summarize(&read_opts, &part);
+            ((!parts.is_empty()).then(|| (input.path.clone(), parts)), failures)
         };
         for_each_input(&args.inputs.paths, args.inputs.each, read, read_job, |(path, parts), failures| {
             let (parts, collectives): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
@@ -138,8 +138,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read,
         // one context per rank making its part for the replay and every what-if.
-        let read_job = |path: PathBuf, files: &[PathBuf], _: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
-            let mut job = Job::read(path, files, &read_opts, on_file);
+        let read_job = |input: &mut JobInput<'_>| {
+            // The listing's errors among the job's failures: its unread ranks count in its world.
+            let mut job = input.read(&read_opts);
             // Steps the trace does not have: said as `analyze` says it, and the rank not replayed.
             let (parts, collectives) = tracecast_replay::checked_job_parts(&mut job, &opts, &catalog);
             let failures = std::mem::take(&mut job.failures);

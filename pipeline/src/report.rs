@@ -16,7 +16,7 @@ use tracecast_replay::ReplayOptions;
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, rank_analysis, replay_options_for};
-use crate::inputs::{Inputs, TraceOptions, WindowOptions, for_each_input};
+use crate::inputs::{Inputs, JobInput, TraceOptions, WindowOptions, for_each_input};
 use crate::replay::WhatIf;
 
 /// What `report` reads, what its page shows beyond the measured job, and where it goes.
@@ -106,9 +106,9 @@ pub(crate) fn sections(
     copts.classifier = plan.analyze.classifier.clone();
     copts.gpus_per_node = plan.gpus_per_node;
     let mut out = Vec::new();
-    let job_of = |path: PathBuf, files: &[PathBuf], listed: &[tracecast_ingest::Error], on_file: &(dyn Fn(&Path) + Sync)| {
+    let job_of = |input: &mut JobInput<'_>| {
         let first = FirstRanks::default();
-        let job_ranks = Job::ranks_in(files);
+        let job_ranks = Job::ranks_in(&input.files);
         let part = |rank: &tracecast_ingest::job::Rank| {
             // Every product of the rank from one context: each fact computed once.
             let ctx = RankContext::new(rank, &plan.analyze.classifier);
@@ -126,14 +126,14 @@ pub(crate) fn sections(
             let projection = projection.as_ref().map(|o| replay.retarget(&ctx, o, plan.catalog, Some(&work)));
             Ok(RankPart { summary, samples, replay, projection, ops, class_times })
         };
-        let (parts, failures) = Job::try_summarize_or(files, &read_opts, on_file, &|_| None, &part);
+        let (parts, failures) = input.summarize(&read_opts, &part);
         if parts.is_empty() {
             let why = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
-            unread.push((path.display().to_string(), why));
+            unread.push((input.path.display().to_string(), why));
             return (None, failures);
         }
-        let bad = failures.iter().chain(listed).map(analysis::BadFile::of).collect();
-        (Some(reduce(path, parts, first, bad, plan, &base, projection.as_ref(), &copts, &mut *show_analysis)), failures)
+        let bad = failures.iter().map(analysis::BadFile::of).collect();
+        (Some(reduce(input.path.clone(), parts, first, bad, plan, &base, projection.as_ref(), &copts, &mut *show_analysis)), failures)
     };
     let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
