@@ -731,6 +731,9 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         // Sizes that aborted ("memory allocation of … bytes failed") or grew without bound.
         ("--ranks", "4294967295", "ranks 4294967295: at most 65536"),
         ("--steps", "4294967295", "steps × layers = 4294967295 × 8 per rank: at most 20000"),
+        // Within each limit above, but not the job's: they aborted on a failed allocation.
+        ("--ranks", "65536", "ranks × steps × layers = 65536 × 3 × 8 = 1572864: at most 524288"),
+        ("--steps=2500", "--ranks=64", "ranks × steps × layers = 64 × 2500 × 8 = 1280000: at most 524288"),
         // Truths past the trace's clock: steps of 4e12 ms that "ran no GPU work", exit 0.
         ("--busbw-gbps", "1e-300", "all-reduce bus bandwidth (GB/s) 1e-300: from 0.001 to 1000000"),
         ("--alpha-us", "1e308", "all-reduce latency (µs) 1e308: from 0 to 1000000"),

@@ -95,6 +95,14 @@ pub struct JobSpec {
 pub const MAX_RANKS: u32 = 65_536;
 /// The most steps × layers of one synthetic rank (about 460 MB of JSON).
 pub const MAX_LAYER_STEPS: u64 = 20_000;
+/// The most ranks × steps × layers of one synthetic job: the whole job's trace text is held
+/// in memory until its last step (collectives tie the ranks), about 20 KB a layer and step of
+/// a rank (measured: 256–512 ranks, 8–32 layers), so about 10 GiB here. 4 096 ranks of 3 steps
+/// of 32 layers, or 16 384 of 8 layers, fit; the limits above alone had let 64 ranks × 2 500
+/// steps × 8 layers, or 65 536 ranks, abort on a failed allocation.
+pub const MAX_JOB_LAYER_STEPS: u64 = 1 << 19;
+/// Bytes of memory a layer and step of one rank takes while a job is made ([`MAX_JOB_LAYER_STEPS`]).
+const BYTES_PER_LAYER_STEP: u64 = 20_000;
 
 impl JobSpec {
     /// Why these truths cannot make a job (`None`: they can): counts of at
@@ -116,6 +124,16 @@ impl JobSpec {
             return Some(format!(
                 "steps × layers = {} × {} per rank: at most {MAX_LAYER_STEPS} (about 23 KB of trace each)",
                 self.steps, self.layers
+            ));
+        }
+        let job = per_rank * u64::from(self.ranks);
+        if job > MAX_JOB_LAYER_STEPS {
+            return Some(format!(
+                "ranks × steps × layers = {} × {} × {} = {job}: at most {MAX_JOB_LAYER_STEPS} (the job's traces are made in memory, about {:.0} GB here; fewer ranks, steps or layers)",
+                self.ranks,
+                self.steps,
+                self.layers,
+                (job * BYTES_PER_LAYER_STEP) as f64 / 1e9
             ));
         }
         let fraction = [("GEMM efficiency", self.gemm_efficiency), ("HBM efficiency", self.memory_efficiency)];
