@@ -2538,6 +2538,13 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("--device not applied: the trace records \"Tesla V100-DGXS-32GB\""), "{text}");
     assert!(text.contains("Tesla V100-DGXS-32GB"), "{text}");
+    // `calibrate` says it too, in the profile it writes (it had written the V100's without a word).
+    let o = run(&["calibrate".as_ref(), v100.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "mi300x".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let said = "rank 0: --device not applied: the trace records \"Tesla V100-DGXS-32GB\"";
+    assert!(text.contains(said), "{text}");
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(profile["notes"].as_array().unwrap().iter().any(|n| n == said), "{profile}");
     // A CPU-only rank (gloo) ran on no GPU: none is given to it.
     let cpu = shared().join("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
     let o = run(&[

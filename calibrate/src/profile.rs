@@ -571,6 +571,8 @@ pub struct RankSamples<'c> {
     path: String,
     classes: Vec<ClassSamples>,
     durations: KernelDurations,
+    /// What reading the rank's trace warned of (`--device` not applied, …): the profile says it.
+    warnings: Vec<String>,
 }
 
 /// One rank's samples of one (class, dtype), reduced on the rank's thread to
@@ -662,6 +664,7 @@ pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::Kerne
         path: t.path.display().to_string(),
         classes: ClassSamples::group(work::samples_of(t, kernel_work)),
         durations: KernelDurations::of(t, ctx.classes()),
+        warnings: t.warnings.clone(),
     }
 }
 
@@ -696,6 +699,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         links: LinkSamples,
         world: u32,
         durations: Vec<KernelDurations>,
+        warnings: Vec<(u32, Vec<String>)>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
     for (ranks, collectives) in jobs {
@@ -713,6 +717,7 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
                         links: LinkSamples::default(),
                         world: 1,
                         durations: Vec::new(),
+                        warnings: Vec::new(),
                     });
                     groups.len() - 1
                 }
@@ -723,6 +728,9 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             g.links.add(collectives.rank_samples(r.rank));
             g.world = g.world.max(world);
             g.durations.push(r.durations);
+            if !r.warnings.is_empty() {
+                g.warnings.push((r.rank, r.warnings));
+            }
         }
     }
 
@@ -732,7 +740,9 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
             let gpu = g.gpu.map(|(x, _)| x);
             let node = gpu.and_then(|x| catalog.node_of(&x.id));
             let gpus_per_node = catalog.gpus_per_node(gpu.map(|x| x.id.as_str()), opts.gpus_per_node);
-            let mut notes = Vec::new();
+            // What reading the traces warned of, once for all the ranks it was said of (calibrate had
+            // dropped it: `--device h200` on H100 traces wrote an H100 profile without a word).
+            let mut notes = tracecast_ingest::analysis::notes_in_words(g.warnings.iter().map(|(r, w)| (*r, w.as_slice())));
             // A device the traces do not name is said so, not quoted as `""`.
             let named = if g.name.is_empty() { "the unnamed device".to_string() } else { format!("device {:?}", g.name) };
             if gpu.is_none() {
