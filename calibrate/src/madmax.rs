@@ -148,7 +148,12 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result
     }
     let gpu = profile.device.catalog_id.as_deref().and_then(|id| catalog.gpu(id).ok());
     let node = gpu.and_then(|g| catalog.node_of(&g.id));
-    let gpus_per_node = node.map_or(profile.device.gpus_per_node, |n| n.gpus);
+    // The profile's, the one rule (`--gpus-per-node`, else the node preset's): the preset's had
+    // replaced a given 4 by 8.
+    let gpus_per_node = profile.device.gpus_per_node.max(1);
+    let devices = nodes
+        .checked_mul(gpus_per_node)
+        .ok_or_else(|| format!("{nodes} nodes × {gpus_per_node} GPUs per node: more GPUs than a count holds (it had wrapped round)"))?;
     // MAD-Max applies its one flops_util to f16_flops for 16-bit models (what it
     // projects), so only a 16-bit GEMM fit maps onto it: its η is rescaled from
     // the peak it was fitted against to the f16_flops written. A 32-bit fit is
@@ -224,8 +229,8 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result
         notes.push(format!("ar_perc_intra: {ar_perc_intra:.4}, the intra-node hops of a ring over {gpus_per_node} GPUs per node"));
     }
     let system = SystemConfig {
-        name: format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), nodes * gpus_per_node),
-        num_devices: nodes * gpus_per_node,
+        name: format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), devices),
+        num_devices: devices,
         num_nodes: nodes,
         f64_flops: peak(Dtype::Fp64),
         // MAD-Max's "f32" is the tensor-core rate (TF32) where one exists.
@@ -241,7 +246,9 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result
         num_nvlinks: 1.0,
         bw_per_nvlink: gpu.map_or(0.0, |g| 2.0 * g.link_gbps * 1e9),
         nvlink_util,
-        num_ibroce_ports: f64::from(node.map_or(gpus_per_node, |n| n.nics)),
+        // The preset's NICs per GPU over the node's GPUs.
+        num_ibroce_ports: node
+            .map_or(f64::from(gpus_per_node), |n| f64::from(n.nics) * f64::from(gpus_per_node) / f64::from(n.gpus.max(1))),
         ibroce_bw: node.map_or(0.0, |n| 2.0 * n.nic_gbps * 1e9),
         ibroce_util,
         ar_perc_intra,
@@ -292,5 +299,21 @@ mod tests {
         let s = system_config(&p, &catalog, 1).unwrap();
         assert_eq!(s["mem_bw_util"].as_f64(), Some(0.574), "{s}");
         assert!(s["tracecast_notes"].to_string().contains("reduction kernels' fitted HBM efficiency 0.574"), "{s}");
+    }
+
+    /// A system's size is the profile's GPUs per node (`--gpus-per-node 4` of a DGX H100 had
+    /// written 8), and a count past u32 is refused (2^29 nodes × 8 had written 0 GPUs).
+    #[test]
+    fn the_system_is_the_profiles_gpus_per_node_and_refuses_a_count_past_u32() {
+        let catalog = Catalog::builtin();
+        let mut p = crate::shipped::profile("h100-sxm").unwrap();
+        p.device.gpus_per_node = 4;
+        let s = system_config(&p, &catalog, 2).unwrap();
+        assert_eq!(s["num_devices"].as_u64(), Some(8), "{s}");
+        // DGX H100: 8 NICs for 8 GPUs, so 4 for 4.
+        assert_eq!(s["num_ibroce_ports"].as_f64(), Some(4.0), "{s}");
+        assert!(s["tracecast_notes"].to_string().contains("a ring over 4 GPUs per node"), "{s}");
+        let e = system_config(&p, &catalog, 1 << 30).unwrap_err();
+        assert!(e.contains("1073741824 nodes × 4 GPUs per node: more GPUs than a count holds"), "{e}");
     }
 }
