@@ -1586,3 +1586,26 @@ fn context_parallel_inference_splits_the_prefill_cache_and_is_refused_for_decode
     let note = text.lines().find(|l| l.contains("note: cp=2")).unwrap_or_else(|| panic!("{text}"));
     assert!(!note.contains("gradients") && note.contains("each keeps the KV cache of its 1/2"), "{note}");
 }
+
+/// The note on collectives across nodes names the rule that prices the job's widest ones: at
+/// 4 096 GPUs it had named a measured curve "at this GPU count" (a 2-node probe of 16 GPUs).
+#[test]
+fn the_note_across_nodes_is_of_the_jobs_size() {
+    let project = |gpus: &str| {
+        let o = bin()
+            .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", gpus, "--parallel"])
+            .arg(format!("dp={gpus}"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines().find(|l| l.contains("note: collectives across nodes")).unwrap_or_else(|| panic!("{text}")).to_string()
+    };
+    let wide = project("4096");
+    assert!(wide.contains("scale-out rule") && wide.contains("a 64 MiB all-reduce over all 4096 GPUs of the job"), "{wide}");
+    let two_nodes = project("16");
+    assert!(
+        two_nodes.contains("a measured collective curve at this GPU count") && two_nodes.contains("over all 16 GPUs of the job"),
+        "{two_nodes}"
+    );
+}

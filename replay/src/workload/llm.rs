@@ -682,8 +682,14 @@ fn pricing_notes(
     };
     // A profile that fits one tier prices that tier of a collective across nodes; the
     // pricing layer the other (`Pricing::collective_with_fits`).
+    // Across nodes at the job's size (at 4 096 GPUs a 2-node probe had named the rule of 16 GPUs, a
+    // measured curve, where the job's widest collectives are priced by another), at least two nodes.
+    let across_gpus = gpus.max(2 * gpn);
     let across = match links_given {
-        [false, false] => priced("across nodes", 67108864.0, 2 * gpn, gpn, &format!("a 64 MiB all-reduce over {} GPUs", 2 * gpn)),
+        [false, false] => {
+            let over = if across_gpus == gpus { format!("all {gpus} GPUs of the job") } else { format!("{across_gpus} GPUs") };
+            priced("across nodes", 67108864.0, across_gpus, gpn, &format!("a 64 MiB all-reduce over {over}"))
+        }
         [true, true] => fit("across nodes"),
         [false, true] => "collectives across nodes: the tier across nodes by the profile's α-β fit, the tier in a node as in a node".into(),
         [true, false] => priced(
