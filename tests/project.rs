@@ -1609,3 +1609,17 @@ fn the_note_across_nodes_is_of_the_jobs_size() {
         "{two_nodes}"
     );
 }
+
+/// A search that finds no plan says so on stderr, `-q` or not (it had exited 1 without a word).
+#[test]
+fn a_search_without_a_plan_says_so_on_stderr() {
+    for quiet in [false, true] {
+        let mut args = vec!["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1"];
+        if quiet {
+            args.push("-q");
+        }
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("error: no plan runs on 1 GPUs"), "{args:?}: {}", stderr(&o));
+    }
+}

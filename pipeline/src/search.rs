@@ -166,9 +166,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 result.baseline_name
             )?,
         }
-        if result.ranked.is_empty() {
-            writeln!(out, "No plan runs on {} GPUs (degrees that do not divide, or memory that does not fit).", cluster.gpus)?;
-        }
         // The best plan's model FLOPs utilization against what this GPU was measured to reach.
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task)
             && let Some(mfu) = best.mfu
@@ -292,6 +289,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 writeln!(out, "wrote {}", f.display())?;
             }
         }
+    }
+    if result.ranked.is_empty() {
+        // On stderr, as every command's failure: `-q` had exited 1 without a word.
+        crate::output::stderr_line(format_args!(
+            "error: no plan runs on {} GPUs: each of the {} tried has degrees that do not divide, or does not fit in memory",
+            cluster.gpus, result.rejected
+        ));
     }
     Ok(if result.ranked.is_empty() { Outcome::NoPlan } else { Outcome::Done })
 }
