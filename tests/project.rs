@@ -1623,3 +1623,36 @@ fn a_search_without_a_plan_says_so_on_stderr() {
         assert!(stderr(&o).contains("error: no plan runs on 1 GPUs"), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A correction that stops at a limit says so: a run measured 10× slower fitted 4.000, one at
+/// 2× or 1e9 tokens/s the 0.827 below which H200's GEMMs are held at its sustained rate, each
+/// printed as a fit.
+#[test]
+fn validate_fit_says_a_correction_that_stopped_at_a_limit() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch("validate-fit-limit");
+    let runs = json(&root.join("fixtures/h200/runs.json"));
+    for (factor, says) in [
+        (None, "where a smaller correction moves no run"),
+        (Some(2.0), "where a smaller correction moves no run"),
+        (Some(0.1), "at the fit's limit (0.25× to 4×)"),
+        (Some(1.0), ""),
+    ] {
+        let mut one = runs.clone();
+        let run = &mut one["runs"].as_array_mut().unwrap()[0];
+        let measured = run["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+        run["measured"]["tokens_per_s_per_gpu"] = factor.map_or(1e9, |f| measured * f).into();
+        one["runs"].as_array_mut().unwrap().truncate(1);
+        let (file, fit, out) = (dir.join("runs.json"), dir.join("fit.json"), dir.join("fit-result.json"));
+        std::fs::write(&file, one.to_string()).unwrap();
+        let o = bin().arg("validate").arg(&file).arg("--fit").arg(&fit).arg("--json").arg(&out).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let limit = &json(&out)["gpus"][0]["by_dtype"][0]["limit"];
+        if says.is_empty() {
+            assert!(limit.is_null() && !text.contains("the correction stopped"), "{factor:?}: {text}");
+        } else {
+            assert!(text.contains(&format!("note: the correction stopped {says}")), "{factor:?}: {text}");
+            assert!(limit.as_str().unwrap().contains(says), "{factor:?}: {limit}");
+        }
+    }
+}

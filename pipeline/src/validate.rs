@@ -157,6 +157,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                         d.previous_source,
                         d.runs.len()
                     )?;
+                    if let Some(why) = &d.limit {
+                        writeln!(out, "  {:<12} {:<4}   note: the correction stopped {why}", "", "")?;
+                    }
                 }
             }
             for n in &fit.not_fitted {

@@ -1289,6 +1289,10 @@ pub struct DtypeFit {
     pub previous_gemm_correction: f64,
     /// Where that came from.
     pub previous_source: String,
+    /// Where the correction stopped at a limit rather than at the runs' best fit, why in words:
+    /// the runs are further from the model than GEMM speed explains (`None`: a fit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
 }
 
 /// `validate --fit`: the fitted parameters, the runs with them, and the
@@ -1320,15 +1324,19 @@ pub struct NotFitted {
     pub why: String,
 }
 
+/// The search range of a GEMM table correction: a factor 4 either way.
+const CORRECTION_RANGE: (f64, f64) = (0.25, 4.0);
+
 /// The GEMM table correction that best explains `runs` (least squares of
-/// log(projected / measured)), on `base`.
+/// log(projected / measured)), on `base`, and where it stopped at a limit
+/// instead (why, in words).
 fn fit_gemm_correction(
     runs: &[&Run],
     catalog: &Catalog,
     base: &tracecast_calibrate::Profile,
     dtype: Dtype,
     measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
-) -> Option<f64> {
+) -> Option<(f64, Option<String>)> {
     let cost = |ln_c: f64| -> f64 {
         let mut p = base.clone();
         p.set_gemm_correction(dtype, ln_c.exp(), runs.len(), "");
@@ -1339,7 +1347,8 @@ fn fit_gemm_correction(
         return None;
     }
     // Golden-section search over ln c in [ln ¼, ln 4]: the projection is monotone in c.
-    let (mut lo, mut hi) = (0.25f64.ln(), 4f64.ln());
+    let (mut lo, mut hi) = (CORRECTION_RANGE.0.ln(), CORRECTION_RANGE.1.ln());
+    let range = (lo, hi);
     // A correction that moves no run (their GEMMs are not priced by the tables) is not a fit.
     if (cost(lo) - cost(hi)).abs() <= 1e-12 {
         return None;
@@ -1362,7 +1371,24 @@ fn fit_gemm_correction(
             fb = cost(b);
         }
     }
-    Some(((lo + hi) / 2.0).exp())
+    let ln_c = (lo + hi) / 2.0;
+    // A fit at the range's end, or where a smaller correction moves no run (their GEMMs held at a
+    // bound of the GPU: its sustained rate or its peak), is a limit, not the runs' best fit: said
+    // (a run measured at 2× or 1e9 tokens/s had fitted the same 0.827, a 10× slower one 4.000).
+    let limit = if ln_c - range.0 < 1e-3 || range.1 - ln_c < 1e-3 {
+        Some(format!(
+            "at the fit's limit ({}× to {}×): the runs are further from the model than the speed of their GEMMs explains (check their setup)",
+            CORRECTION_RANGE.0, CORRECTION_RANGE.1
+        ))
+    } else if (cost(ln_c - 0.05) - cost(ln_c)).abs() <= 1e-9 * cost(ln_c).max(1e-12) && cost(ln_c) > 0.01 {
+        Some(
+            "where a smaller correction moves no run (their GEMMs are held at a bound of the GPU: its sustained rate or its peak): the runs are faster than the model allows at any GEMM speed (check their setup)"
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    Some((ln_c.exp(), limit))
 }
 
 /// Fits each GPU's GEMM table correction to the runs on it (see [`Fit`]).
@@ -1411,7 +1437,7 @@ pub fn fit(
                 None => (1.0, "none: the tables as measured".to_string()),
             };
             // Fitted on the profile as fitted so far (the other formats' corrections in place).
-            let Some(correction) = fit_gemm_correction(group, catalog, &profile, dtype, measurements) else {
+            let Some((correction, limit)) = fit_gemm_correction(group, catalog, &profile, dtype, measurements) else {
                 // Said, not skipped: a user's GEMM table of the GPU (their own stack's times) is
                 // what a correction would otherwise rescale.
                 let users = measurements.is_some_and(|m| m.has_user_gemms(gpu, dtype));
@@ -1441,7 +1467,7 @@ pub fn fit(
             for (k, r) in group.iter().enumerate() {
                 let others: Vec<&Run> = group.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, r)| *r).collect();
                 let result = match fit_gemm_correction(&others, catalog, &profile, dtype, measurements) {
-                    Some(c) if !others.is_empty() => {
+                    Some((c, _)) if !others.is_empty() => {
                         let mut p = profile.clone();
                         p.set_gemm_correction(dtype, c, others.len(), tracecast_calibrate::profile::FITTED_TO_RUNS);
                         let mut res = project_run(r, catalog, Some(&DeviceModel::from_profile(&p, catalog)), measurements);
@@ -1472,6 +1498,7 @@ pub fn fit(
                 gemm_correction: correction,
                 previous_gemm_correction: previous,
                 previous_source,
+                limit,
             });
         }
         let Some(first) = fits.first().cloned() else { continue };
