@@ -1110,13 +1110,28 @@ fn recost_communication(
         if rescale && relinked > 0 {
             notes.push(format!("--link and --scale link={}: the --link price of each collective, then {}× faster", s.link, s.link));
         }
-        if spanning > 0 && (link.inter_alpha_us.is_none() || link.inter_busbw_gbps.is_none()) {
+        if spanning == 0 && relinked > 0 && (link.inter_alpha_us.is_some() || link.inter_busbw_gbps.is_some()) {
             notes.push(format!(
-                "--link without inter-alpha/inter-busbw: {spanning} collective(s) over groups spanning nodes (> {} GPUs) were priced at α {} µs and bus bandwidth {} GB/s ({})",
+                "--link: inter-alpha/inter-busbw not applied: no re-costed collective's group spans nodes (> {} GPUs)",
+                opts.gpus_per_node
+            ));
+        }
+        if spanning > 0 && (link.inter_alpha_us.is_none() || link.inter_busbw_gbps.is_none()) {
+            // Each value said as given or taken from the link in a node (`inter-busbw=1` alone had
+            // read as an in-node 1 GB/s, and as not given).
+            let (inter, given) = (link.inter(), |v: Option<f64>| if v.is_some() { "as given" } else { "the in-node value" });
+            let missing = match (link.inter_alpha_us, link.inter_busbw_gbps) {
+                (None, None) => "inter-alpha/inter-busbw",
+                (None, Some(_)) => "inter-alpha",
+                _ => "inter-busbw",
+            };
+            notes.push(format!(
+                "--link without {missing}: {spanning} collective(s) over groups spanning nodes (> {} GPUs) were priced at α {} µs ({}) and bus bandwidth {} GB/s ({})",
                 opts.gpus_per_node,
-                link.inter().alpha_us,
-                link.inter().busbw_gbps,
-                "the in-node values where no inter-node one is given"
+                inter.alpha_us,
+                given(link.inter_alpha_us),
+                inter.busbw_gbps,
+                given(link.inter_busbw_gbps)
             ));
         }
         if relinked == 0 {

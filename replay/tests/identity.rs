@@ -519,7 +519,24 @@ fn link_overrides_and_link_speed_ups_compose_by_the_stated_rule() {
     };
     let (priced, faster) = (run(1.0), run(2.0));
     assert!(faster.notes.iter().any(|n| n.contains("--link and --scale link=2")), "{:?}", faster.notes);
-    assert!(priced.notes.iter().any(|n| n.contains("without inter-alpha/inter-busbw") && n.contains("α 15 µs")), "{:?}", priced.notes);
+    assert!(
+        priced.notes.iter().any(|n| n.contains("without inter-alpha/inter-busbw") && n.contains("α 15 µs (the in-node value)")),
+        "{:?}",
+        priced.notes
+    );
+    // Only the bandwidth across nodes given: the note names the latency alone as taken from the
+    // node (it had said neither was given, and called the given 1 GB/s the in-node value).
+    let mut opts = ReplayOptions::default();
+    opts.world_size = Some(64);
+    opts.link = Some(LinkOverride { alpha_us: 15.0, busbw_gbps: 12.0, inter_busbw_gbps: Some(1.0), ..LinkOverride::default() });
+    let half = replay_job(&j, &opts);
+    let said = "--link without inter-alpha: ";
+    let note = half.notes.iter().find(|n| n.starts_with(said)).unwrap_or_else(|| panic!("{:?}", half.notes));
+    assert!(note.contains("α 15 µs (the in-node value) and bus bandwidth 1 GB/s (as given)"), "{note}");
+    // In one node the value across nodes prices nothing, and says so (it had been dropped unsaid).
+    opts.world_size = None;
+    let one_node = replay_job(&j, &opts);
+    assert!(one_node.notes.iter().any(|n| n.starts_with("--link: inter-alpha/inter-busbw not applied")), "{:?}", one_node.notes);
     // The joined collectives' transfers halve: the replayed communication time falls by
     // close to half (the waits at the joins are the simulation's, not scaled).
     let comm = |r: &tracecast_replay::JobReplay| r.ranks.iter().map(|x| x.replayed.comm_us).sum::<f64>();
