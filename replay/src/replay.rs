@@ -238,6 +238,12 @@ pub struct JobReplay {
     pub world_size: u32,
     /// The speed-ups applied.
     pub scale: Scale,
+    /// The world size the collectives were re-priced at (`--world-size`; absent: the run's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_world_size: Option<u32>,
+    /// The link the collectives were re-priced on (`--link`; absent: as measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkOverride>,
     /// Per rank.
     pub ranks: Vec<RankReplay>,
     /// Sums over ranks of the measured trace and the job's step time, as
@@ -970,6 +976,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         path,
         world_size: world,
         scale: opts.scale,
+        replayed_world_size: opts.world_size,
+        link: opts.link,
         ranks,
         totals,
         speedup: if replayed_step > 0.0 { measured_step / replayed_step } else { 1.0 },

@@ -524,6 +524,12 @@ fn link_overrides_and_link_speed_ups_compose_by_the_stated_rule() {
         "{:?}",
         priced.notes
     );
+    // The JSON says what the replay re-priced (it had said world size 4 and every scale 1).
+    let json = serde_json::to_value(&priced).unwrap();
+    assert_eq!((json["world_size"].as_u64(), json["replayed_world_size"].as_u64()), (Some(4), Some(64)), "{}", json["world_size"]);
+    assert_eq!((json["link"]["alpha_us"].as_f64(), json["link"]["busbw_gbps"].as_f64()), (Some(15.0), Some(12.0)));
+    let identity = serde_json::to_value(replay_job(&j, &ReplayOptions::default())).unwrap();
+    assert!(identity.get("replayed_world_size").is_none() && identity.get("link").is_none(), "{identity}");
     // Only the bandwidth across nodes given: the note names the latency alone as taken from the
     // node (it had said neither was given, and called the given 1 GB/s the in-node value).
     let mut opts = ReplayOptions::default();
