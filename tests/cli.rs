@@ -491,6 +491,12 @@ fn replay_says_what_the_analysis_says_of_a_rank() {
     let o = run(&["replay".as_ref(), demo.as_os_str(), "--steps".as_ref(), "3-4".as_ref()]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("note: ranks 0–3: --steps 3-4: this trace has 1 of the 2 steps named (it has steps 1–3)"), "{text}");
+    // A step of the range that --drop-last-step left out is named so: the note had said the
+    // trace lacked step 3 while listing it.
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--steps".as_ref(), "2-3".as_ref(), "--drop-last-step".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let said = "--steps 2-3: 1 of the 2 steps named analysed (the trace has steps 1–3; --drop-last-step left out step 3)";
+    assert!(text.contains(said), "{text}");
     // A step without GPU work: `analyze` lists it at 0, the replay says why it has no row.
     let mi250 = shared().join("hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
     let o = run(&["replay".as_ref(), mi250.as_os_str()]);

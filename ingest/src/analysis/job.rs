@@ -578,11 +578,24 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
         if !steps.is_empty() && (steps.len() as i64) < named {
             let mut sorted = has.clone();
             sorted.sort_unstable();
-            notes.push(format!(
-                "--steps {lo}-{hi}: this trace has {} of the {named} steps named (it has {})",
-                steps.len(),
-                steps::describe_numbers(&sorted)
-            ));
+            // A step of the range the trace has but --drop-last-step left out is named so (the
+            // note had said the trace lacked it while listing it).
+            let dropped =
+                has.iter().copied().filter(|n| (lo..=hi).contains(n) && !steps.iter().any(|s| s.number == *n)).collect::<Vec<_>>();
+            notes.push(if dropped.is_empty() {
+                format!(
+                    "--steps {lo}-{hi}: this trace has {} of the {named} steps named (it has {})",
+                    steps.len(),
+                    steps::describe_numbers(&sorted)
+                )
+            } else {
+                format!(
+                    "--steps {lo}-{hi}: {} of the {named} steps named analysed (the trace has {}; --drop-last-step left out {})",
+                    steps.len(),
+                    steps::describe_numbers(&sorted),
+                    steps::describe_numbers(&dropped)
+                )
+            });
         }
     }
     if opts.window == WindowMode::All && (opts.steps.is_some() || opts.drop_last_step) {
