@@ -3073,3 +3073,15 @@ fn a_gpu_activity_longer_than_an_hour_is_said() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(said(&ds), Some(note));
 }
+
+/// `replay`'s table says its times are per step, and its GPU busy time that it is summed over the
+/// ranks (`diff` gives that per rank: the two had read as 4× apart).
+#[test]
+fn replay_says_what_its_times_are_of() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--scale".as_ref(), "compute=2".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(" measured ms/step  replayed ms/step"), "{text}");
+    assert!(text.contains("GPU busy time, summed over the 4 ranks: measured"), "{text}");
+}

@@ -233,12 +233,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
 fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::Result<()> {
     writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
     let what = if changed { "change" } else { "error" };
-    writeln!(out, "{:>5} {:>10} {:>16} {:>16} {:>8}", "rank", "steps", "measured ms", "replayed ms", what)?;
+    // Per step (mean over the rank's steps), beside the critical path's whole window below.
+    writeln!(out, "{:>5} {:>10} {:>17} {:>17} {:>8}", "rank", "steps", "measured ms/step", "replayed ms/step", what)?;
     for k in &r.ranks {
         let (measured, replayed) = (k.measured_step_us / 1000.0, k.replayed_step_us / 1000.0);
         // A trace without steps: its whole GPU window.
         let steps = if k.steps.is_empty() { "window".to_string() } else { k.steps.len().to_string() };
-        writeln!(out, "{:>5} {steps:>10} {measured:>16.3} {replayed:>16.3} {:>7.2}%", k.rank, 100.0 * k.error + 0.0)?;
+        writeln!(out, "{:>5} {steps:>10} {measured:>17.3} {replayed:>17.3} {:>7.2}%", k.rank, 100.0 * k.error + 0.0)?;
     }
     if changed {
         writeln!(
@@ -248,7 +249,14 @@ fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::R
         )?;
         let measured: f64 = r.ranks.iter().map(|k| k.measured.busy_us).sum();
         let replayed: f64 = r.ranks.iter().map(|k| k.replayed.busy_us).sum();
-        writeln!(out, "GPU busy time: measured {:.3} ms, replayed {:.3} ms", measured / 1000.0, replayed / 1000.0)?;
+        // Summed over the ranks (`diff` gives it per rank): said, not left to look 4× apart.
+        writeln!(
+            out,
+            "GPU busy time, summed over the {} ranks: measured {:.3} ms, replayed {:.3} ms",
+            r.ranks.len(),
+            measured / 1000.0,
+            replayed / 1000.0
+        )?;
     }
     if let Some(p) = &r.projection {
         writeln!(out, "Compute kernels priced {}:", p.sides_in_words())?;
