@@ -1315,6 +1315,15 @@ fn replay_writes_a_perfetto_timeline() {
     for (file, job) in [(&both, &demo), (&second, &control)] {
         assert!(said.contains(&format!("wrote {} (the Perfetto timeline of {})", file.display(), job.display())), "{said}");
     }
+    // One job with what-ifs: the timeline named, and what it is of (it had been written unsaid).
+    let one = dir.join("one.json.gz");
+    let o =
+        run(&["replay".as_ref(), demo.as_os_str(), "--what-if".as_ref(), "a:compute=2".as_ref(), "--perfetto".as_ref(), one.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    let want =
+        format!("wrote {} (the Perfetto timeline of {}'s replay; the --what-if scenarios are not drawn)", one.display(), demo.display());
+    assert!(said.contains(&want), "{said}");
 }
 
 #[test]

@@ -220,9 +220,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         staged.push(output::stage(path, &bytes)?);
     }
     output::commit_all(staged)?;
-    if timelines.len() > 1 && !read.quiet {
-        for (job, file) in &timelines {
-            writeln!(out, "wrote {} (the Perfetto timeline of {job})", file.display())?;
+    // Each timeline named, one job's too, and with what-ifs what it is of (it had been written unsaid).
+    if !read.quiet {
+        let of = if scenarios.is_empty() { "" } else { "'s replay; the --what-if scenarios are not drawn" };
+        for (job, file) in timelines.iter().filter(|(_, f)| f.as_path() != Path::new("-")) {
+            writeln!(out, "wrote {} (the Perfetto timeline of {job}{of})", file.display())?;
         }
     }
     Ok(Outcome::bad_files_if(failed))
