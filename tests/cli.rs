@@ -467,6 +467,17 @@ fn replay_takes_the_analysed_window() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("note: the step times, speed-up and breakdowns cover the analysed steps"), "{text}");
     assert!(text.lines().any(|l| l.trim_start().starts_with("0          2 ")), "{text}");
+    // The critical path ends with the last analysed step: one step's is about a third of the
+    // three steps' (it had run to the trace's last GPU work, the same whatever --steps said).
+    let path_ms = |args: &[&str]| {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), demo.as_os_str()];
+        a.extend(args.iter().map(std::ffi::OsStr::new));
+        let text = String::from_utf8_lossy(&run(&a).stdout).into_owned();
+        let line = text.lines().find(|l| l.starts_with("Critical path ")).unwrap_or_else(|| panic!("{text}")).to_string();
+        line["Critical path ".len()..].split(' ').next().unwrap().parse::<f64>().unwrap()
+    };
+    let (all, one) = (path_ms(&[]), path_ms(&["--steps", "2"]));
+    assert!((one / all - 1.0 / 3.0).abs() < 0.05, "--steps 2: {one} ms of the whole {all} ms");
 }
 
 /// What `analyze` says of a rank, `replay` says too: a trace with no GPU work replays to zeros

@@ -230,10 +230,10 @@ fn the_window_narrows_every_table_of_the_page() {
         let page = report(&[&control], &["--steps", steps], &dir.join(format!("s{steps}.html")));
         let drawn = title(&page);
         assert!(drawn.as_deref().is_some_and(|d| allowed.contains(&d)), "--steps {steps}: timeline of step {drawn:?}");
-        // The replay's steps are the page's; its simulation and critical path are the whole trace's, and it says so.
+        // The replay's steps and critical path are the page's; its simulation is the whole trace's, and it says so.
         assert!(
             page.contains(
-                "the simulation runs the whole trace, and its critical path from the first analysed step to the trace's last GPU work"
+                "cover the analysed steps (--steps, --drop-last-step), and so does the critical path; the simulation runs the whole trace"
             ),
             "--steps {steps}"
         );

@@ -46,18 +46,21 @@ impl CriticalPath {
     }
 }
 
-/// Follows the binding edges back from the latest GPU end and adds up the
-/// time from `from_ns` on (the start of the replayed steps: host time before
-/// the first step's GPU work bounds nothing the user measures); `i64::MIN`
-/// for the whole path.
-pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64) -> (CriticalPath, Vec<u32>) {
-    let last = eg
-        .origin
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_)))
-        .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
-        .map(|(t, _)| 2 * t as u32 + 1);
+/// Follows the binding edges back from the latest GPU end at or before `to_ns`
+/// (the end of the replayed steps a range selects; `i64::MAX`: the job's last
+/// GPU end) and adds up the time from `from_ns` on (the start of the replayed
+/// steps: host time before the first step's GPU work bounds nothing the user
+/// measures); `i64::MIN` for the whole path.
+pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64, to_ns: i64) -> (CriticalPath, Vec<u32>) {
+    let last_gpu_end = |bound: i64| {
+        eg.origin
+            .iter()
+            .enumerate()
+            .filter(|(t, o)| matches!(o.kind, TaskKind::Gpu(_)) && s.end_ns[*t] <= bound)
+            .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
+            .map(|(t, _)| 2 * t as u32 + 1)
+    };
+    let last = last_gpu_end(to_ns).or_else(|| last_gpu_end(i64::MAX));
     let Some(last) = last else { return (CriticalPath::default(), Vec::new()) };
     let path = s.critical_path(last);
     let mut cp = CriticalPath { events: path.len(), ..Default::default() };

@@ -868,7 +868,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     }
     let mut ranks = Vec::new();
     let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
-    let mut steps_from_ns = i64::MAX;
+    let (mut steps_from_ns, mut steps_to_ns) = (i64::MAX, i64::MIN);
     for (r, part) in parts.iter().enumerate() {
         let base = place.base[r] as usize;
         let nsteps = part.steps.len().max(1);
@@ -911,6 +911,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // The critical path starts with the first analysed step (not a step --steps leaves out).
         if let Some(w) = analysed_window {
             steps_from_ns = steps_from_ns.min(w.start_ns);
+            steps_to_ns = steps_to_ns.max(w.end_ns);
         }
         let gpu_work = || {
             place.tasks(r).filter_map(|t| match eg.origin[t].kind {
@@ -936,15 +937,19 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             graph: eg.ranks.get(r).copied().unwrap_or_default(),
         });
     }
-    if parts.iter().any(|p| !p.left_out.is_empty()) {
+    // A step range ends the critical path with its last step (it had run to the trace's last GPU
+    // work: `--steps 1` of three gave the three steps' path beside one step's time).
+    let selected = parts.iter().any(|p| !p.left_out.is_empty());
+    if selected {
         // Under --window all the breakdowns are of the whole window (the analysis says so).
         let covered = if parts.iter().all(|p| p.whole_window) { "step times and speed-up" } else { "step times, speed-up and breakdowns" };
         notes.push(format!(
-            "the {covered} cover the analysed steps (--steps, --drop-last-step); the simulation runs the whole trace, and its critical path from the first analysed step to the trace's last GPU work"
+            "the {covered} cover the analysed steps (--steps, --drop-last-step), and so does the critical path; the simulation runs the whole trace"
         ));
     }
-    let (critical_path, critical) =
-        crate::critical::critical_path(&eg, &schedule, if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns });
+    let from_ns = if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns };
+    let to_ns = if selected && steps_to_ns != i64::MIN { steps_to_ns } else { i64::MAX };
+    let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule, from_ns, to_ns);
     if critical_path.host_bound() {
         let [.., cpu, launch, _] = critical_path.percent();
         notes.push(format!(
