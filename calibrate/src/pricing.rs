@@ -75,6 +75,9 @@ pub enum PriceRule {
     /// the rest by the collective's bus factor (no bound: NVLS speeds 8 H200s' all-reduce past
     /// what 4 measured).
     CollectiveBelowCounts,
+    /// More GPUs in one node than measured (an NVLink domain larger than the measured
+    /// curves'): the largest count's curve, its latency kept and the rest by the bus factor.
+    CollectiveAboveCounts,
     /// No curve of this GPU: α–β from its catalog link (in a node) or NICs
     /// (across nodes), with the share of them and the latency learned across
     /// the measured GPUs.
@@ -102,6 +105,7 @@ impl PriceRule {
             PriceRule::CollectiveScaleOut => "collective_scale_out",
             PriceRule::CollectiveRing => "collective_ring",
             PriceRule::CollectiveBelowCounts => "collective_below_counts",
+            PriceRule::CollectiveAboveCounts => "collective_above_counts",
             PriceRule::CollectiveLinkSpec => "collective_link_spec",
             PriceRule::CollectiveProfileFit => "collective_profile_fit",
             PriceRule::CollectiveMeasured => "collective_measured",
@@ -135,6 +139,9 @@ impl PriceRule {
             PriceRule::CollectiveBelowCounts => {
                 "fewer GPUs than measured: the smallest measured count's curve, its latency kept and the rest by the bus factor"
             }
+            PriceRule::CollectiveAboveCounts => {
+                "more GPUs in one node than measured: the largest measured count's curve, its latency kept and the rest by the bus factor"
+            }
             PriceRule::CollectiveLinkSpec => {
                 "no measured curve of this GPU and node layout: α–β from its catalog link or NICs, share and latency learned across measured GPUs"
             }
@@ -158,7 +165,10 @@ impl PriceRule {
             PriceRule::AttentionCarried => ATTENTION_CARRIED_BAND,
             PriceRule::AttentionSameSilicon => ATTENTION_TABLE_BAND,
             PriceRule::CollectiveCurve => COLLECTIVE_CURVE_BAND,
-            PriceRule::CollectiveCounts | PriceRule::CollectiveScaleOut | PriceRule::CollectiveBelowCounts => COLLECTIVE_SCALE_OUT_BAND,
+            PriceRule::CollectiveCounts
+            | PriceRule::CollectiveScaleOut
+            | PriceRule::CollectiveBelowCounts
+            | PriceRule::CollectiveAboveCounts => COLLECTIVE_SCALE_OUT_BAND,
             PriceRule::CollectiveRing => COLLECTIVE_RING_BAND,
             // The worse of its two regimes; a price states its size's ([`link_spec_band`]).
             PriceRule::CollectiveLinkSpec => COLLECTIVE_LINK_SPEC_SMALL_BAND,
@@ -2292,6 +2302,11 @@ impl Pricing {
             self.collective_link_spec(gpu, &curves).map(|p| p.time_us)
         };
         let CurvePrice { mut time_us, mut rule, extrapolated, what, scale_out } = system.price(curve_of, size, gpus, &link_rule)?;
+        // In one node no node is added: the scale-out rule's latency stays the largest count's
+        // and only the bus factor carries the rest (it had been named the rule across nodes).
+        if rule == PriceRule::CollectiveScaleOut && !multi {
+            rule = PriceRule::CollectiveAboveCounts;
+        }
         // An all-reduce across nodes beyond the measured counts (NCCL's; RCCL tunes its own): the
         // curves measured up to a few nodes are the ring's at large sizes. Beyond them it costs
         // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
@@ -4370,6 +4385,24 @@ mod tests {
         assert!(theirs.time_us > 1.4 * own.time_us, "{} vs {}", theirs.time_us, own.time_us);
         assert!(theirs.basis.contains("its ring's 48 steps beyond 16 GPUs, 227 µs"), "{}", theirs.basis);
         assert!(theirs.basis.contains("where the curve ran over 50"), "{}", theirs.basis);
+    }
+
+    /// More GPUs in one node than any curve measured (a 16-GPU NVLink domain of H100s, curves
+    /// to 8) carry the 8-GPU curve by the bus factor, its latency kept — named so, not as the
+    /// rule across nodes (whose latency grows with nodes, and NCCL's ring and tree steps).
+    #[test]
+    fn more_gpus_in_one_node_than_measured_is_its_own_rule() {
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let at = |gpus, gpn| p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, 1048576.0, gpus, gpn)).unwrap();
+        let (eight, sixteen) = (at(8, 8), at(16, 16));
+        assert_eq!(eight.rule, PriceRule::CollectiveCurve, "{}", eight.basis);
+        assert_eq!(sixteen.rule, PriceRule::CollectiveAboveCounts, "{}", sixteen.basis);
+        // Latency kept, the rest × 1.875 / 1.75: between the 8-GPU time and that time × the ratio.
+        let ratio = (2.0 * 15.0 / 16.0) / (2.0 * 7.0 / 8.0);
+        assert!(sixteen.time_us > eight.time_us && sixteen.time_us < eight.time_us * ratio, "{} vs {}", sixteen.time_us, eight.time_us);
+        // Across nodes the scale-out rule stays.
+        assert_eq!(at(1024, 8).rule, PriceRule::CollectiveScaleOut);
     }
 
     #[test]
