@@ -933,25 +933,30 @@ enum Framework {
 }
 
 impl Framework {
+    /// Each framework whose defaults the model knows: its name, and what names it in a run's
+    /// `framework` or `source` (every text of one of its sets, in lower case). One table for
+    /// [`Framework::of`] and the words that list them.
+    const NAMED: [(Framework, &'static str, &'static [&'static [&'static str]]); 4] = [
+        (Framework::Torchtitan, "torchtitan", &[&["torchtitan"]]),
+        (Framework::MegatronBridge, "Megatron-Bridge", &[&["megatron-bridge"], &["megatron bridge"]]),
+        (Framework::NeMo, "NeMo", &[&["nemo"]]),
+        (Framework::LlmFoundryBenchmarks, "llm-foundry (benchmark tables)", &[&["llm-foundry", "benchmarking"]]),
+    ];
+
     /// The frameworks [`Framework::of`] knows, in words.
-    const KNOWN: &str = "torchtitan, NeMo, Megatron-Bridge, llm-foundry's benchmarking";
+    fn known() -> String {
+        Framework::NAMED.iter().map(|f| f.1).collect::<Vec<_>>().join(", ")
+    }
 
     /// The run's framework: its `framework` field, else the repository its
     /// `source` names; and whether it came from the source.
     fn of(run: &Run) -> Option<(Framework, &'static str, bool)> {
         let find = |text: &str| {
             let t = text.to_ascii_lowercase();
-            if t.contains("torchtitan") {
-                Some((Framework::Torchtitan, "torchtitan"))
-            } else if t.contains("megatron-bridge") || t.contains("megatron bridge") {
-                Some((Framework::MegatronBridge, "Megatron-Bridge"))
-            } else if t.contains("nemo") {
-                Some((Framework::NeMo, "NeMo"))
-            } else if t.contains("llm-foundry") && t.contains("benchmarking") {
-                Some((Framework::LlmFoundryBenchmarks, "llm-foundry (benchmark tables)"))
-            } else {
-                None
-            }
+            Framework::NAMED
+                .iter()
+                .find(|(_, _, sets)| sets.iter().any(|set| set.iter().all(|s| t.contains(s))))
+                .map(|&(f, name, _)| (f, name))
         };
         match &run.framework {
             Some(f) => find(f).map(|(k, n)| (k, n, false)),
@@ -1116,7 +1121,7 @@ pub(crate) fn projected(
         // without torchtitan's defaults under the note "framework: torchtittan".
         notes.push(match framework {
             Some(_) => format!("framework: {f}"),
-            None => format!("framework {f:?}: none whose defaults the model knows ({}): the plan as the run states it", Framework::KNOWN),
+            None => format!("framework {f:?}: none whose defaults the model knows ({}): the plan as the run states it", Framework::known()),
         });
     }
     if let Some((fw, name, from_source)) = framework {
