@@ -9,7 +9,7 @@ use tracecast_calibrate::Profile;
 
 use crate::chart::{Error, Scatter, write_chart};
 
-fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+pub(crate) fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo) {
         return vec![lo, hi];
     }

@@ -17,7 +17,7 @@ use tracecast_replay::JobReplay;
 use crate::bars::{Bars, Series};
 use crate::breakdown::{SEGMENTS, rank_breakdown, segments, step_breakdown};
 use crate::chart::{Error, Scatter};
-use crate::fits::{kernel_charts, link_charts};
+use crate::fits::kernel_charts;
 use crate::page::{Hole, Page, Part, esc};
 use crate::timeline::StepKernels;
 
@@ -101,7 +101,9 @@ const DISTRIBUTION_FROM: usize = 16;
 /// Bus bandwidth against message size per collective type, with the fitted
 /// α-β curve when the profile has one.
 pub fn collective_charts(samples: &[CollectiveSample], profile: Option<&Profile>) -> Vec<Scatter> {
-    let mut by: BTreeMap<&'static str, Vec<(f64, f64)>> = BTreeMap::new();
+    // Per collective: its points (message size, bus bandwidth) and how many were of each group size.
+    type Points = (Vec<(f64, f64)>, BTreeMap<i64, usize>);
+    let mut by: BTreeMap<&'static str, (tracecast_ingest::collective::Collective, Points)> = BTreeMap::new();
     for c in samples {
         let (Some(bytes), Some(n)) = (c.bytes, c.group_size) else { continue };
         let Some(k) = c.collective.bus_factor(n).filter(|k| *k > 0.0) else { continue };
@@ -109,20 +111,44 @@ pub fn collective_charts(samples: &[CollectiveSample], profile: Option<&Profile>
         if bytes == 0 || t <= 0.0 {
             continue;
         }
-        by.entry(c.collective.as_str()).or_default().push((bytes as f64, k * bytes as f64 / t / 1e3));
+        let (_, (points, sizes)) = by.entry(c.collective.as_str()).or_insert((c.collective, Default::default()));
+        points.push((bytes as f64, k * bytes as f64 / t / 1e3));
+        *sizes.entry(n).or_default() += 1;
     }
-    let fits: Vec<(String, Scatter)> = profile.map(link_charts).unwrap_or_default();
     by.into_iter()
-        .map(|(name, points)| {
-            // The first fit of this collective gives the curve (x there is k·S: close enough per group size).
-            let fit = fits.iter().find(|(stem, _)| stem.starts_with(&format!("link-{name}-")));
+        .map(|(name, (collective, (points, sizes)))| {
+            // The fit of the group size most of the points are of, drawn against message size S:
+            // its time at bus bytes k·S (it had been drawn at k·S on this S axis, 1.5× to the right
+            // for an all-reduce over 4).
+            let common = sizes.iter().max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n))).map(|(n, _)| *n);
+            let fit = profile.and_then(|p| {
+                let of = |l: &&tracecast_calibrate::profile::LinkFit| l.collective == collective;
+                p.links.iter().filter(of).find(|l| l.group_size == common).or_else(|| p.links.iter().find(of))
+            });
+            let curve = fit
+                .and_then(|l| {
+                    let k = collective.bus_factor(l.group_size.or(common)?)?;
+                    let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
+                    let link = tracecast_calibrate::cost::AlphaBeta::of_fit(l);
+                    Some(crate::fits::log_grid(lo, hi, 60).into_iter().map(|s| (s, k * s / link.transfer_us(k * s) / 1e3)).collect())
+                })
+                .unwrap_or_default();
+            let legend = match fit {
+                Some(l) => format!(
+                    "calibrated α-β (α {:.1} µs, B {:.1} GB/s{})",
+                    l.alpha_us,
+                    l.busbw_gbps,
+                    l.group_size.map_or(String::new(), |n| format!(", groups of {n}"))
+                ),
+                None => "calibrated α-β".into(),
+            };
             Scatter {
                 title: format!("{name}: bus bandwidth by message size ({} kernels)", points.len()),
                 x_label: "message size (bytes)".into(),
                 y_label: "bus bandwidth (GB/s)".into(),
-                curve: fit.map(|f| f.1.curve.clone()).unwrap_or_default(),
-                reference: fit.and_then(|f| f.1.reference.clone()),
-                legend: ["measured".into(), "calibrated α-β".into()],
+                curve,
+                reference: fit.and_then(|l| l.nominal_gbps.map(|b| (b, format!("nominal {b:.0} GB/s")))),
+                legend: ["measured".into(), legend],
                 points,
                 log_x: true,
                 log_y: true,
@@ -745,6 +771,59 @@ pub fn write_report(report: Report<'_>, path: &Path) -> Result<Vec<PathBuf>, Err
 
 #[cfg(test)]
 mod tests {
+    /// The calibrated curve is drawn against message size, as the points are: a job whose
+    /// all-reduces over 4 GPUs took exactly α + k·S/B has them on its curve (it had been drawn
+    /// at bus bytes k·S, 1.5× to the right), and the legend gives α and B.
+    #[test]
+    fn the_fitted_curve_passes_through_points_that_obey_it() {
+        use tracecast_ingest::collective::Collective;
+        let (alpha_us, busbw_gbps, k) = (15.0, 12.0, 1.5);
+        let sample = |bytes: u64| tracecast_ingest::analysis::CollectiveSample {
+            rank: 0,
+            collective: Collective::AllReduce,
+            process_group: None,
+            pg_ranks: None,
+            group_size: Some(4),
+            group_size_inferred: false,
+            bytes: Some(bytes),
+            algo: None,
+            proto: None,
+            start_ns: 0,
+            dur_us: alpha_us + k * bytes as f64 / (busbw_gbps * 1e3),
+            transfer_us: None,
+            matched_ranks: 4,
+            row: 0,
+            instance: None,
+        };
+        let samples: Vec<_> = [24_576u64, 1 << 20, 403_000_000].into_iter().map(sample).collect();
+        let mut profile = tracecast_calibrate::shipped::profile("h100-sxm").unwrap();
+        profile.links = vec![tracecast_calibrate::profile::LinkFit {
+            collective: Collective::AllReduce,
+            group_size: Some(4),
+            domain: "intra".into(),
+            algo: None,
+            proto: None,
+            alpha_us,
+            alpha_ci95: [alpha_us; 2],
+            busbw_gbps,
+            busbw_ci95: [busbw_gbps; 2],
+            efficiency: None,
+            nominal_gbps: None,
+            r2: 1.0,
+            samples: 3,
+            fitted_on: "transfer".into(),
+            points: Vec::new(),
+        }];
+        let charts = super::collective_charts(&samples, Some(&profile));
+        let chart = &charts[0];
+        let (first, last) = (chart.curve[0], chart.curve[chart.curve.len() - 1]);
+        for (at, point) in [(first, chart.points[0]), (last, chart.points[2])] {
+            assert!((at.0 / point.0 - 1.0).abs() < 1e-9, "{at:?} {point:?}");
+            assert!((at.1 / point.1 - 1.0).abs() < 1e-9, "curve {at:?} against point {point:?}");
+        }
+        assert!(chart.legend[1].contains("α 15.0 µs, B 12.0 GB/s, groups of 4"), "{}", chart.legend[1]);
+    }
+
     #[test]
     fn a_sentence_capitalises_its_first_character_not_its_first_byte() {
         // A byte slice of the first letter had panicked on a phrase opening with a multi-byte one.
