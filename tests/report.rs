@@ -767,3 +767,17 @@ fn op_rates_above_the_peak_are_marked_and_explained() {
     assert!(marked > 0, "no op above the peak in {table}");
     assert!(html.contains("* above the GPU's peak, which no kernel reaches"));
 }
+
+/// A page with a projection gives the projection's critical path and step time as `replay`
+/// prints them (it had given the measured replay's path alone, beside the projection's speed-up).
+#[test]
+fn a_projection_on_the_page_has_its_own_critical_path() {
+    let dir = scratch("report-projected-path");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = bin().arg("replay").arg(&demo).args(["--scale", "compute=2,link=2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let path = text.lines().find_map(|l| l.strip_prefix("Critical path ")).and_then(|l| l.split(' ').next()).unwrap().to_string();
+    let page = report(&[&demo], &["--scale", "compute=2,link=2"], &dir.join("p.html"));
+    assert!(page.contains(&format!("its critical path {path} ms: compute")), "{path}");
+    assert!(page.contains("The critical path of the replay as measured"));
+}

@@ -512,12 +512,22 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
 fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &JobReplay)>) -> Result<(), Error> {
     page.html.push_str("<h3>Replay</h3>");
     // What bounds the step: the chain of dependencies that ends last.
+    // Where a critical path's time went, in words.
+    let shares = |c: &tracecast_replay::critical::CriticalPath| {
+        let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
+        format!(
+            "{:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency, queue gaps and event waits {launch:.1} %, waits the trace does not explain {unexplained:.1} %",
+            c.total_us / 1000.0
+        )
+    };
     let c = &r.critical_path;
     if c.total_us > 0.0 {
-        let [compute, comm, memory, cpu, launch, unexplained] = c.percent();
+        // Of the run as measured: a projection's own is given with it below (the page had given
+        // this one alone beside a projection's speed-up).
+        let of = if projection.is_some() { " of the replay as measured" } else { "" };
         let words = format!(
-            "The critical path (the chain of dependencies that sets the last GPU end) is {:.3} ms: compute {compute:.1} %, communication {comm:.1} %, memory copies {memory:.1} %, CPU {cpu:.1} %, launch latency, queue gaps and event waits {launch:.1} %, waits the trace does not explain {unexplained:.1} %. Speeding up what is not on it does not shorten the step.",
-            c.total_us / 1000.0
+            "The critical path{of} (the chain of dependencies that sets the last GPU end) is {}. Speeding up what is not on it does not shorten the step.",
+            shares(c)
         );
         let _ = write!(page.html, "<p>{}</p>", esc(&words));
     }
@@ -587,6 +597,13 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
             stacked: true,
         };
         page.figure(&chart.title.clone(), &chart, None)?;
+        let words = format!(
+            "Projected onto {label}: the job's step {} ms (measured {} ms); its critical path {}.",
+            ms(p.replayed_job_step_us),
+            ms(p.measured_job_step_us),
+            shares(&p.critical_path)
+        );
+        let _ = write!(page.html, "<p>{}</p>", esc(&words));
         // What priced the projection, as `replay --target` prints it: the sides' fits, the rule
         // of each share of the kernels, and the notes (the page had given the speed-up alone).
         if let Some(pr) = &p.projection {
