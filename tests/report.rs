@@ -780,4 +780,7 @@ fn a_projection_on_the_page_has_its_own_critical_path() {
     let page = report(&[&demo], &["--scale", "compute=2,link=2"], &dir.join("p.html"));
     assert!(page.contains(&format!("its critical path {path} ms: compute")), "{path}");
     assert!(page.contains("The critical path of the replay as measured"));
+    // The window narrows the tables, not the fits, and the page says so.
+    let narrowed = report(&[&demo], &["--steps", "2"], &dir.join("s.html"));
+    assert!(narrowed.contains("The fits use every kernel of the trace"));
 }

@@ -442,6 +442,10 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
     for (_, c) in &kcharts {
         page.figure(&c.title, c, None)?;
     }
+    if !kcharts.is_empty() {
+        // The page's window narrows its tables, not its fits: said (it had gone unsaid beside tables that follow `--steps`).
+        page.html.push_str("<p class=\"meta\">The fits use every kernel of the trace, as <code>calibrate</code> does: the window (--steps, --drop-last-step, --window) narrows the tables, not the fits, nor the calibrated α-β curves of the collective charts.</p>");
+    }
     let ops = j.ops;
     if !ops.is_empty() {
         let peaks = j.profile.map(|p| &p.device);
@@ -614,7 +618,7 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .map(|r| vec![r.description.to_string(), r.kernels.to_string(), ms(r.measured_us), ms(r.projected_us)])
                 .collect();
             page.table_of_words(
-                "The rules that priced the kernels on the target",
+                "The rules that priced the kernels on the target (every kernel of the trace, all ranks: not narrowed to the window)",
                 &["rule", "kernels", "measured ms", "projected ms"],
                 &rows,
             );
@@ -623,7 +627,11 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
                 .iter()
                 .map(|c| vec![c.class.as_str().to_string(), c.kernels.to_string(), ms(c.measured_us), ms(c.projected_us)])
                 .collect();
-            page.table("By kernel class", &["class", "kernels", "measured ms", "projected ms"], &rows);
+            page.table(
+                "By kernel class (every kernel of the trace, all ranks)",
+                &["class", "kernels", "measured ms", "projected ms"],
+                &rows,
+            );
             let words = pr.kernel_time_in_words();
             let _ = write!(page.html, "<p>{}.</p>", esc(&sentence(&words)));
         }
