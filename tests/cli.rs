@@ -3104,4 +3104,9 @@ fn replay_says_what_its_times_are_of() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains(" measured ms/step  replayed ms/step"), "{text}");
     assert!(text.contains("GPU busy time, summed over the 4 ranks: measured"), "{text}");
+    // A job without steps: each rank's whole window, not "per step".
+    let export = shared().join("nsys/h100_2gpu_1s.sqlite");
+    let o = run(&["replay".as_ref(), export.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("     window ") && text.contains(" measured ms       replayed ms") && !text.contains("ms/step"), "{text}");
 }

@@ -1603,6 +1603,24 @@ fn the_note_across_nodes_is_of_the_jobs_size() {
     };
     let wide = project("4096");
     assert!(wide.contains("scale-out rule") && wide.contains("a 64 MiB all-reduce over all 4096 GPUs of the job"), "{wide}");
+    // With a profile that fits the link in a node only, the tier across nodes is probed at the
+    // job's nodes too (it had been at 2).
+    let dir = scratch("note-across-profile");
+    let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let profile = dir.join("demo.json");
+    let o = bin().arg("calibrate").arg(&demo).arg("--out").arg(&profile).arg("-q").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = bin()
+        .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "4096", "--parallel", "dp=4096", "--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("the tier in a node by the profile's α-β fit")
+            && text.contains("each GPU's 1/8 of a 64 MiB all-reduce over 512 nodes"),
+        "{text}"
+    );
     let two_nodes = project("16");
     assert!(
         two_nodes.contains("a measured collective curve at this GPU count") && two_nodes.contains("over all 16 GPUs of the job"),

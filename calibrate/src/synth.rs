@@ -97,7 +97,7 @@ pub const MAX_RANKS: u32 = 65_536;
 pub const MAX_LAYER_STEPS: u64 = 20_000;
 /// The most ranks × steps × layers of one synthetic job: the whole job's trace text is held
 /// in memory until its last step (collectives tie the ranks), about 20 KB a layer and step of
-/// a rank (measured: 256–512 ranks, 8–32 layers), so about 10 GiB here. 4 096 ranks of 3 steps
+/// a rank (measured: 256–512 ranks, 8–32 layers), so about 10 GB here. 4 096 ranks of 3 steps
 /// of 32 layers, or 16 384 of 8 layers, fit; the limits above alone had let 64 ranks × 2 500
 /// steps × 8 layers, or 65 536 ranks, abort on a failed allocation.
 pub const MAX_JOB_LAYER_STEPS: u64 = 1 << 19;

@@ -235,8 +235,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
 fn write_replay(out: &mut dyn Write, r: &JobReplay, changed: bool) -> std::io::Result<()> {
     writeln!(out, "Job {} — {} rank(s), {} tasks, {} edges", r.path, r.ranks.len(), r.tasks, r.edges)?;
     let what = if changed { "change" } else { "error" };
-    // Per step (mean over the rank's steps), beside the critical path's whole window below.
-    writeln!(out, "{:>5} {:>10} {:>17} {:>17} {:>8}", "rank", "steps", "measured ms/step", "replayed ms/step", what)?;
+    // Per step (mean over the rank's steps), beside the critical path over all of them below; a
+    // rank without steps is its whole window ("window" in the steps column).
+    let per = if r.ranks.iter().all(|k| k.steps.is_empty()) { "" } else { "/step" };
+    let (measured, replayed) = (format!("measured ms{per}"), format!("replayed ms{per}"));
+    writeln!(out, "{:>5} {:>10} {measured:>17} {replayed:>17} {what:>8}", "rank", "steps")?;
     for k in &r.ranks {
         let (measured, replayed) = (k.measured_step_us / 1000.0, k.replayed_step_us / 1000.0);
         // A trace without steps: its whole GPU window.

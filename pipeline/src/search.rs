@@ -292,10 +292,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     if result.ranked.is_empty() {
         // On stderr, as every command's failure: `-q` had exited 1 without a word.
-        crate::output::stderr_line(format_args!(
-            "error: no plan runs on {} GPUs: each of the {} tried has degrees that do not divide, or does not fit in memory",
-            cluster.gpus, result.rejected
-        ));
+        // The count the search kept (plans it never built, such as no context-parallel degree
+        // dividing the sequence, are not among them).
+        let tried = match result.rejected {
+            0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
+            n => format!("the {n} plan(s) it rejected have degrees that do not divide, or do not fit in memory"),
+        };
+        crate::output::stderr_line(format_args!("error: no plan runs on {} GPUs: {tried}", cluster.gpus));
     }
     Ok(if result.ranked.is_empty() { Outcome::NoPlan } else { Outcome::Done })
 }

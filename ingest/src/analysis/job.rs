@@ -564,8 +564,10 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
     // The steps the trace has, before --drop-last-step leaves one out (for the notes).
     let has: Vec<i64> = steps.iter().map(|s| s.number).collect();
     let mut notes = Vec::new();
+    // The step --drop-last-step left out, for the range's note.
+    let mut dropped = None;
     if opts.drop_last_step && steps.len() > 1 {
-        steps.pop();
+        dropped = steps.pop().map(|s| s.number);
     } else if opts.drop_last_step && steps.len() == 1 {
         notes.push("--drop-last-step: the trace has one step, kept (dropping it would leave nothing to analyse)".to_string());
     }
@@ -580,8 +582,7 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
             sorted.sort_unstable();
             // A step of the range the trace has but --drop-last-step left out is named so (the
             // note had said the trace lacked it while listing it).
-            let dropped =
-                has.iter().copied().filter(|n| (lo..=hi).contains(n) && !steps.iter().any(|s| s.number == *n)).collect::<Vec<_>>();
+            let dropped: Vec<i64> = dropped.filter(|n| (lo..=hi).contains(n)).into_iter().collect();
             notes.push(if dropped.is_empty() {
                 format!(
                     "--steps {lo}-{hi}: this trace has {} of the {named} steps named (it has {})",
@@ -768,6 +769,12 @@ pub fn notes_by_text<'a>(ranks: impl Iterator<Item = (u32, &'a [String])>) -> Ve
             out[k].1.push(rank);
         }
     }
+    // A rank number said once, ascending (ranks of several jobs pooled, as a calibration's
+    // ranks of one GPU are, had read `ranks 0, 0`).
+    for (_, ranks) in &mut out {
+        ranks.sort_unstable();
+        ranks.dedup();
+    }
     out
 }
 
@@ -874,4 +881,13 @@ pub fn reduce_matched(
         bad_files,
     };
     (analysis, matched)
+}
+
+#[cfg(test)]
+#[test]
+fn a_note_names_each_rank_once_in_order() {
+    // Ranks of two jobs pooled (a calibration's, per GPU) had read `ranks 0, 0`.
+    let a = ["far start".to_string()];
+    let notes = notes_in_words([(1, &a[..]), (0, &a[..]), (1, &a[..]), (0, &a[..])].into_iter());
+    assert_eq!(notes, ["ranks 0–1: far start"]);
 }

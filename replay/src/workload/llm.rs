@@ -692,13 +692,17 @@ fn pricing_notes(
         }
         [true, true] => fit("across nodes"),
         [false, true] => "collectives across nodes: the tier across nodes by the profile's α-β fit, the tier in a node as in a node".into(),
-        [true, false] => priced(
-            "across nodes: the tier in a node by the profile's α-β fit, the tier across nodes",
-            67108864.0 / f64::from(gpn),
-            2,
-            1,
-            &format!("each GPU's 1/{gpn} of a 64 MiB all-reduce over 2 nodes"),
-        ),
+        // The tier across nodes at the job's nodes, as the other branch probes the job's size.
+        [true, false] => {
+            let nodes = across_gpus.div_ceil(gpn).max(2);
+            priced(
+                "across nodes: the tier in a node by the profile's α-β fit, the tier across nodes",
+                67108864.0 / f64::from(gpn),
+                nodes,
+                1,
+                &format!("each GPU's 1/{gpn} of a 64 MiB all-reduce over {nodes} nodes"),
+            )
+        }
     };
     PricingNotes { gemm: Some(gemm), attention: Some(attention), attention_at_gemm_eta: false, collectives: vec![in_a_node, across] }
 }
