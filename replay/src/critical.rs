@@ -11,7 +11,8 @@ use crate::sim::{NO_EVENT, Schedule};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CriticalPath {
     /// From the start of the replayed steps (the path's first event without
-    /// steps) to the job's last GPU end: at least every step it covers.
+    /// steps) to the job's last GPU end, or the analysed steps' where a range
+    /// selects steps: at least every step it covers.
     pub total_us: f64,
     /// Compute kernels on the path.
     pub compute_us: f64,
@@ -46,21 +47,21 @@ impl CriticalPath {
     }
 }
 
-/// Follows the binding edges back from the latest GPU end at or before `to_ns`
-/// (the end of the replayed steps a range selects; `i64::MAX`: the job's last
-/// GPU end) and adds up the time from `from_ns` on (the start of the replayed
-/// steps: host time before the first step's GPU work bounds nothing the user
-/// measures); `i64::MIN` for the whole path.
-pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64, to_ns: i64) -> (CriticalPath, Vec<u32>) {
-    let last_gpu_end = |bound: i64| {
+/// Follows the binding edges back from the end of `last` (the GPU task of the
+/// analysed steps that ends last, where a range selects steps; `None`: the
+/// job's last GPU end) and adds up the time from `from_ns` on (the start of
+/// the replayed steps: host time before the first step's GPU work bounds
+/// nothing the user measures); `i64::MIN` for the whole path.
+pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64, last: Option<usize>) -> (CriticalPath, Vec<u32>) {
+    let last = last.or_else(|| {
         eg.origin
             .iter()
             .enumerate()
-            .filter(|(t, o)| matches!(o.kind, TaskKind::Gpu(_)) && s.end_ns[*t] <= bound)
+            .filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_)))
             .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
-            .map(|(t, _)| 2 * t as u32 + 1)
-    };
-    let last = last_gpu_end(to_ns).or_else(|| last_gpu_end(i64::MAX));
+            .map(|(t, _)| t)
+    });
+    let last = last.map(|t| 2 * t as u32 + 1);
     let Some(last) = last else { return (CriticalPath::default(), Vec::new()) };
     let path = s.critical_path(last);
     let mut cp = CriticalPath { events: path.len(), ..Default::default() };

@@ -868,7 +868,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     }
     let mut ranks = Vec::new();
     let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
-    let (mut steps_from_ns, mut steps_to_ns) = (i64::MAX, i64::MIN);
+    // The start of the analysed steps, and the GPU task of theirs that ends last (end, task).
+    let (mut steps_from_ns, mut steps_last) = (i64::MAX, None::<(i64, usize)>);
     for (r, part) in parts.iter().enumerate() {
         let base = place.base[r] as usize;
         let nsteps = part.steps.len().max(1);
@@ -880,6 +881,9 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             let (Some(m), Some(p)) = (measured.get_mut(k), replayed.get_mut(k)) else { continue };
             *m = Some(Window::cover(*m, eg.measured_start_ns[t], eg.measured_end_ns[t]));
             *p = Some(Window::cover(*p, schedule.start_ns[t], schedule.end_ns[t]));
+            if part.steps.get(k).is_none_or(|n| !part.left_out.contains(n)) && steps_last.is_none_or(|(end, _)| schedule.end_ns[t] > end) {
+                steps_last = Some((schedule.end_ns[t], t));
+            }
         }
         // The steps partition the window as `analyze`'s do (one rule): a
         // lagging stream's work belongs to the step it overlaps.
@@ -911,7 +915,6 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // The critical path starts with the first analysed step (not a step --steps leaves out).
         if let Some(w) = analysed_window {
             steps_from_ns = steps_from_ns.min(w.start_ns);
-            steps_to_ns = steps_to_ns.max(w.end_ns);
         }
         let gpu_work = || {
             place.tasks(r).filter_map(|t| match eg.origin[t].kind {
@@ -948,8 +951,8 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         ));
     }
     let from_ns = if steps_from_ns == i64::MAX { i64::MIN } else { steps_from_ns };
-    let to_ns = if selected && steps_to_ns != i64::MIN { steps_to_ns } else { i64::MAX };
-    let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule, from_ns, to_ns);
+    let last = steps_last.filter(|_| selected).map(|(_, t)| t);
+    let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule, from_ns, last);
     if critical_path.host_bound() {
         let [.., cpu, launch, _] = critical_path.percent();
         notes.push(format!(
