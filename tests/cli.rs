@@ -2026,6 +2026,14 @@ fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has(
     // The dataset holds the trace all the same, without a summary made for those steps.
     let parts = |table: &str| std::fs::read_dir(ds.join(table)).map_or(0, |d| d.count());
     assert_eq!((parts("events"), parts("summaries")), (1, 0));
+    // And its last line says so beside the count written (it had read as a whole success), and
+    // that a --device given to ingest is not stored.
+    let again = dir.join("ds2");
+    let o = run(&[os("ingest"), t, os("--out"), again.as_os_str(), os("--steps"), os("100"), os("--device"), os("a100-80gb")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("1 rank(s) written to the dataset") && text.contains("(1 of them without a summary cached"), "{text}");
+    assert!(text.contains("note: --device a100-80gb is not stored in the dataset"), "{text}");
     // A range that selects some steps keeps just those.
     let o = run(&[os("analyze"), t, os("-q"), os("--steps"), os("1013-1100"), os("--json"), json_out.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -2035,11 +2043,13 @@ fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has(
     // And says that the trace has only part of the range (it had passed without a word).
     let notes = doc["jobs"][0]["ranks"][0]["notes"].to_string();
     assert!(notes.contains("--steps 1013-1100: this trace has 2 of the 88 steps named (it has steps 1009–1014)"), "{notes}");
-    // The steps it has are named before --drop-last-step leaves its last out.
+    // The steps it has are named before --drop-last-step leaves its last out, and the step it
+    // left out is named (the note had said the trace lacked it).
     let o = run(&[os("analyze"), t, os("-q"), os("--steps"), os("1013-1100"), os("--drop-last-step"), os("--json"), json_out.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let notes = json(&json_out)["jobs"][0]["ranks"][0]["notes"].to_string();
-    assert!(notes.contains("this trace has 1 of the 88 steps named (it has steps 1009–1014)"), "{notes}");
+    let said = "1 of the 88 steps named analysed (the trace has steps 1009–1014; --drop-last-step left out step 1014)";
+    assert!(notes.contains(said), "{notes}");
 }
 
 /// Issue 25: `diff`'s per-class table summed every kernel of the trace whatever `--window`

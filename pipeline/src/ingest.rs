@@ -93,6 +93,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // rank files written and those that could not be read: the dataset records the latter, so
     // that reading it names the ranks it lacks (it had read as a whole job, exit 0).
     let (mut written, mut unwritten) = (0usize, 0usize);
+    // Ranks written without a cached summary: the --steps range selects nothing in them.
+    let mut uncached = 0usize;
     let (mut sources, mut unread) = (Vec::new(), Vec::new());
     // And the files that lost their rank to another's: reading the dataset names them, as
     // reading the traces does (exit 2), not a whole job (exit 0). Once a file.
@@ -158,6 +160,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         for p in parts {
             match p {
                 Ok((staged, unselected, source)) => {
+                    uncached += usize::from(unselected.is_some());
                     failures.extend(unselected);
                     ranks.push((staged, source));
                 }
@@ -202,7 +205,19 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         anyhow::bail!("no trace could be read: nothing was written to {}", dataset.display());
     }
     if !args.read.quiet {
-        writeln!(out, "{written} rank(s) written to the dataset {}", dataset.display())?;
+        // What the errors above did not stop, said with the count (it had read as a whole success).
+        let uncached = match uncached {
+            0 => String::new(),
+            n => format!(" ({n} of them without a summary cached: the --steps range selects nothing in them; their events are kept)"),
+        };
+        writeln!(out, "{written} rank(s) written to the dataset {}{uncached}", dataset.display())?;
+        // A dataset keeps its traces as recorded: the option names their GPU when the dataset is read.
+        if let Some(id) = &args.read.device {
+            writeln!(
+                out,
+                "note: --device {id} is not stored in the dataset (it keeps the traces as recorded): give it when reading the dataset"
+            )?;
+        }
     }
     Ok(Outcome::bad_files_if(failed))
 }
