@@ -1674,3 +1674,18 @@ fn validate_fit_says_a_correction_that_stopped_at_a_limit() {
         }
     }
 }
+
+/// ZeRO-2 over several microbatches says which implementation it prices (a gather in every
+/// microbatch's forward, FSDP's SHARD_GRAD_OP, where DeepSpeed's gathers once a step).
+#[test]
+fn zero_2_says_which_gather_it_prices() {
+    let project = |plan: &str| {
+        let o =
+            bin().args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", plan]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let four = project("dp=8,zero=2,mb=1,microbatches=4");
+    assert!(four.contains("zero=2 as FSDP's SHARD_GRAD_OP: each of the 4 microbatches gathers the weights"), "{four}");
+    assert!(!project("dp=8,zero=2,mb=1,microbatches=1").contains("SHARD_GRAD_OP"));
+}

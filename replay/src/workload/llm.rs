@@ -3398,6 +3398,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     if plan.etp.is_some() && model.experts <= 1.0 {
         unpriced(&mut notes, "etp", "etp: not applied (a dense model has no experts to split)".into());
     }
+    // Which ZeRO-2 is priced, where it matters (several microbatches): said, as the two main
+    // implementations gather a different number of times.
+    if plan.zero == 2 && plan.pp == 1 && plan.microbatches > 1 && plan.replicas() > 1 && task == Task::Train {
+        notes.push(format!(
+            "zero=2 as FSDP's SHARD_GRAD_OP: each of the {} microbatches gathers the weights for its forward and keeps them through its backward, and reduce-scatters its gradients; DeepSpeed's ZeRO-2 keeps whole weights and gathers once a step, after the optimizer (fewer gathers than priced here)",
+            plan.microbatches
+        ));
+    }
     if plan.zero == 2 && plan.pp > 1 && plan.replicas() > 1 && task == Task::Train {
         notes.push(
             "zero=2 under a pipeline: priced as it would run (each microbatch's layer gradients reduce-scattered, the first stage's input embedding once, after its last backward); no mainstream framework runs it: DeepSpeed's pipeline engine refuses ZeRO-2/3, Megatron's distributed optimizer is ZeRO-1"
