@@ -1689,3 +1689,16 @@ fn zero_2_says_which_gather_it_prices() {
     assert!(four.contains("zero=2 as FSDP's SHARD_GRAD_OP: each of the 4 microbatches gathers the weights"), "{four}");
     assert!(!project("dp=8,zero=2,mb=1,microbatches=1").contains("SHARD_GRAD_OP"));
 }
+
+/// A MAD-Max system file's link rates are read as MAD-Max reads them (half, both directions
+/// stated) and the note says the rates that gives: ZionEX's 12 × 50 GB/s × 0.6667 / 2 = 200 GB/s
+/// in a node, 8 × 25 GB/s × 0.56 / 2 ÷ 8 GPUs = 7 GB/s per GPU across nodes.
+#[test]
+fn a_madmax_systems_link_rates_are_said_as_read() {
+    let files =
+        [madmax("model_cfgs/dlrm/dlrm_a.json"), madmax("system_cfgs/zionex/zionex_128.json"), madmax("task_cfgs/dlrm/dlrm_inference.json")];
+    let o = bin().args(["project", "--gpus", "512", "--madmax"]).args(&files).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("200.0 GB/s in a node") && text.contains("7.0 GB/s per GPU across nodes"), "{text}");
+}

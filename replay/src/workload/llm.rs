@@ -1724,6 +1724,10 @@ impl Cluster {
     pub fn from_madmax(s: &SystemConfig, bytes_per_param: f64) -> Result<Cluster, crate::Error> {
         let peak = s.peak_for(bytes_per_param).map_err(crate::Error::System)?;
         let per_node = s.num_devices / s.num_nodes.max(1);
+        // Half the file's rates, as MAD-Max reads them (they state both directions): said with
+        // the rates they give, per GPU (a user reading 25 GB/s NICs had expected 25).
+        let intra_bps = s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util;
+        let inter_bps = s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1));
         Ok(Cluster {
             name: s.name.clone(),
             gpus: s.num_devices,
@@ -1735,18 +1739,18 @@ impl Cluster {
             gemm_overhead_s: DEFAULT_GEMM_OVERHEAD_S,
             attention_efficiency: None,
             memory_efficiency: s.mem_bw_util,
-            intra: Link::from_si(DEFAULT_INTRA_ALPHA_S, s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util),
-            inter: Link::from_si(
-                DEFAULT_INTER_ALPHA_S,
-                s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1)),
-            ),
+            intra: Link::from_si(DEFAULT_INTRA_ALPHA_S, intra_bps),
+            inter: Link::from_si(DEFAULT_INTER_ALPHA_S, inter_bps),
             overlap_slowdown: 0.0,
             fp8_peak_flops: None,
             prices: None,
             priced_by: PricingNotes::default(),
             notes: vec![format!(
-                "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth, α {} / {} µs added, {} µs per GEMM",
+                "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth — half the file's rates × their utilization, as MAD-Max reads them (the file states both directions): {:.1} GB/s in a node (nvlinks × bw_per_nvlink / 2 × nvlink_util), {:.1} GB/s per GPU across nodes (ibroce ports × ibroce_bw / 2 × ibroce_util ÷ {} GPUs a node) — α {} / {} µs added, {} µs per GEMM",
                 s.name,
+                intra_bps / 1e9,
+                inter_bps / 1e9,
+                per_node.max(1),
                 DEFAULT_INTRA_ALPHA_S * 1e6,
                 DEFAULT_INTER_ALPHA_S * 1e6,
                 DEFAULT_GEMM_OVERHEAD_S * 1e6
