@@ -1702,3 +1702,25 @@ fn a_madmax_systems_link_rates_are_said_as_read() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("200.0 GB/s in a node") && text.contains("7.0 GB/s per GPU across nodes"), "{text}");
 }
+
+/// `search` tries microbatches up to 64 sequences: a small model whose best plan runs 32 a
+/// microbatch (ViT-B/16 over 8 A100s, 256 images a step) had been ranked at 16 (its space
+/// stopped there, under "every feasible plan").
+#[test]
+fn search_tries_microbatches_past_16() {
+    let dir = scratch("search-mb");
+    let vit = dir.join("vitb.json");
+    std::fs::write(&vit, r#"{"name":"ViT_B16","type":"ViT","bytes_per_nonemb_param":2,"bytes_per_emb_param":2,"num_transformer_layers":12,"num_transformer_heads":12,"attention_dim":768,"transformer_fc_dim":3072,"image_size":224,"patch_dim":16}"#).unwrap();
+    let out = dir.join("s.json");
+    let o = bin()
+        .arg("search")
+        .arg("--model")
+        .arg(&vit)
+        .args(["--system", "a100-40gb", "--gpus", "8", "--gbs", "256", "-q", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plans = json(&out)["ranked"].as_array().unwrap().iter().map(|p| p["plan"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert!(plans.iter().any(|p| p.contains("mb=32") || p.contains("mb=64")), "{plans:?}");
+}

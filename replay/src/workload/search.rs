@@ -31,7 +31,7 @@ impl Default for SearchSpace {
     fn default() -> Self {
         SearchSpace {
             global_batch: 0,
-            microbatch_sizes: vec![1, 2, 4, 8, 16],
+            microbatch_sizes: vec![1, 2, 4, 8, 16, 32, 64],
             recompute: true,
             sequence_parallel: true,
             settings: Plan::default(),
