@@ -1723,4 +1723,14 @@ fn search_tries_microbatches_past_16() {
     assert!(o.status.success(), "{}", stderr(&o));
     let plans = json(&out)["ranked"].as_array().unwrap().iter().map(|p| p["plan"].as_str().unwrap().to_string()).collect::<Vec<_>>();
     assert!(plans.iter().any(|p| p.contains("mb=32") || p.contains("mb=64")), "{plans:?}");
+    // Its head is said as the model file sets it: 16² × 3 = 768 pixel values a patch, not logits.
+    let o = bin()
+        .arg("project")
+        .arg("--model")
+        .arg(&vit)
+        .args(["--system", "a100-40gb", "--gpus", "8", "--parallel", "dp=8,mb=32"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("the loss unfused on the output head's 768 values a token") && !text.contains("logits cast"), "{text}");
 }

@@ -3302,9 +3302,19 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
                 String::new()
             },
             if train {
+                // An encoder's head (a MAD-Max ViT's: one patch's pixels a token) has no vocabulary:
+                // its outputs said as they are (the note had spoken of logits).
+                let per = loss_bytes_per_logit(bytes, task);
+                let outputs = if model.causal {
+                    format!("logits cast to FP32 ({per:.0} bytes a logit)")
+                } else {
+                    format!(
+                        "the output head's {:.0} values a token cast to FP32 ({per:.0} bytes a value; an encoder's head as its model file sets it: a MAD-Max ViT's predicts one patch's pixels)",
+                        model.vocab
+                    )
+                };
                 format!(
-                    "the loss unfused on logits cast to FP32 ({:.0} bytes a logit); the optimizer step with its mixed-precision casts ({OPTIMIZER_BYTES_PER_PARAMETER:.0} bytes a trained parameter of the GPU's shard)",
-                    loss_bytes_per_logit(bytes, task)
+                    "the loss unfused on {outputs}; the optimizer step with its mixed-precision casts ({OPTIMIZER_BYTES_PER_PARAMETER:.0} bytes a trained parameter of the GPU's shard)"
                 )
             } else {
                 format!("the logits of one token per sequence (the one sampled from; an encoder's class token) written and read in FP32 ({:.0} bytes a logit)", loss_bytes_per_logit(bytes, task))
