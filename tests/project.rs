@@ -1734,3 +1734,23 @@ fn search_tries_microbatches_past_16() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("the loss unfused on the output head's 768 values a token") && !text.contains("logits cast"), "{text}");
 }
+
+/// A DLRM projection says how each op is priced, the interaction's dot products left out among
+/// them (its notes had named the optimizers alone).
+#[test]
+fn a_dlrm_projection_says_how_it_prices_each_op() {
+    let files =
+        [madmax("model_cfgs/dlrm/dlrm_a.json"), madmax("system_cfgs/zionex/zionex_128.json"), madmax("task_cfgs/dlrm/dlrm_train.json")];
+    let o = bin().args(["project", "--madmax"]).args(&files).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for said in [
+        "embedding lookups as 15 rows a table and sample",
+        "exchanged all-to-all",
+        "no dot products counted",
+        "[4097, 94] × [94, 4097]",
+        "GEMM [512, 3994] × [3994, 3994]",
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+}

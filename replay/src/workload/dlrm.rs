@@ -190,7 +190,9 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let gather = if plan.fsdp { cluster.all_gather(layer_bytes, n, g) } else { 0.0 };
     let grad = if plan.fsdp { cluster.reduce_scatter(layer_bytes, n, g) } else { cluster.all_reduce(layer_bytes, n, g) };
     let grad_kind = if plan.fsdp { OpKind::ReduceScatter } else { OpKind::AllReduce };
-    // Feature interaction: pairwise dot products of the pooled features, HBM-bound.
+    // Feature interaction: the pooled features read and the interaction written through HBM, no
+    // dot products counted (a MAD-Max model file names no interaction architecture; a dot
+    // interaction of 4097 features would be a 16.8 M-entry product a sample): said in the note.
     let interaction = b * (model.tables + 1.0) * model.dim * model.dense_bytes * 2.0 / (cluster.memory_efficiency * cluster.hbm_bw);
 
     fn name(what: &'static str, l: usize, pass: &'static str) -> (Key, Label) {
@@ -271,6 +273,19 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let hbm_gb = cluster.hbm_bytes / 1e9;
     let mut notes = cluster.all_notes();
     // Inference keeps weights alone: its note says so, not training's optimizer states.
+    // How each op is priced, as the LLM notes say it (the note had said the optimizers alone).
+    notes.push(format!(
+        "priced: embedding lookups as {pooling:.0} rows a table and sample read from HBM, their backward as the gradient rows read and the updated rows written (twice the lookups' traffic); the pooled features {exchange} forward and their gradients back; the feature interaction as its {t:.0} features of {d:.0} read and written through HBM a sample (no dot products counted: the model file names no interaction architecture; DLRM's dot interaction would add a batched GEMM [{t:.0}, {d:.0}] × [{d:.0}, {t:.0}] a sample); each MLP layer a GEMM [{b:.0}, {w:.0}] × [{w:.0}, {w:.0}] at its shape",
+        pooling = model.pooling,
+        exchange = match plan.sharding {
+            Sharding::TableWise | Sharding::ColumnWise => "exchanged all-to-all",
+            Sharding::RowWise => "reduce-scattered from the row shards",
+            Sharding::DataParallel => "read locally (replicated tables, their gradients all-reduced)",
+        },
+        t = model.tables + 1.0,
+        d = model.dim,
+        w = model.mlp_dim,
+    ));
     notes.push(if train {
         "embedding tables: row-wise Adagrad state (4 bytes per row); MLPs: Adam (8 bytes per parameter) beside the weights and gradients"
             .into()
