@@ -1722,17 +1722,21 @@ fn search_tries_microbatches_past_16() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let plans = json(&out)["ranked"].as_array().unwrap().iter().map(|p| p["plan"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert!(plans.iter().any(|p| p.contains("mb=32") || p.contains("mb=64")), "{plans:?}");
-    // Its head is said as the model file sets it: 16² × 3 = 768 pixel values a patch, not logits.
+    assert!(plans[0].contains("mb=32") || plans[0].contains("mb=64"), "{plans:?}");
+    // Its head is said as the model file sets it: with 14-pixel patches 14² × 3 = 588 pixel values
+    // a patch (not the hidden size, 768), not logits.
+    let text = std::fs::read_to_string(&vit).unwrap().replace("\"patch_dim\":16", "\"patch_dim\":14");
+    let vit14 = dir.join("vit14.json");
+    std::fs::write(&vit14, text).unwrap();
     let o = bin()
         .arg("project")
         .arg("--model")
-        .arg(&vit)
+        .arg(&vit14)
         .args(["--system", "a100-40gb", "--gpus", "8", "--parallel", "dp=8,mb=32"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("the loss unfused on the output head's 768 values a token") && !text.contains("logits cast"), "{text}");
+    assert!(text.contains("the loss unfused on the output head's 588 values a token") && !text.contains("logits cast"), "{text}");
 }
 
 /// A DLRM projection says how each op is priced, the interaction's dot products left out among
@@ -1753,4 +1757,12 @@ fn a_dlrm_projection_says_how_it_prices_each_op() {
     ] {
         assert!(text.contains(said), "{said}: {text}");
     }
+    assert!(text.contains("their backward as the gradient rows read") && text.contains("their gradients back the same way"), "{text}");
+    // Inference prices no backward, and the note says none.
+    let files =
+        [madmax("model_cfgs/dlrm/dlrm_a.json"), madmax("system_cfgs/zionex/zionex_128.json"), madmax("task_cfgs/dlrm/dlrm_inference.json")];
+    let o = bin().args(["project", "--gpus", "512", "--madmax"]).args(&files).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("priced: embedding lookups") && !text.contains("backward") && !text.contains("gradients back"), "{text}");
 }

@@ -74,7 +74,8 @@ fn report_of_the_synthetic_job_has_every_chart() {
     assert!(html.contains("GPU-hours on this job (1024 GPUs"));
     // Tables can be sorted; the replay says what bounds the step.
     assert!(html.contains("class=\"sortable\""));
-    assert!(html.contains("The critical path (the chain of dependencies that sets the last GPU end) is"));
+    // With a projection (link ×2) the measured replay's path is said to be of the run as measured.
+    assert!(html.contains("The critical path of the replay as measured (the chain of dependencies that sets the last GPU end) is"));
 }
 
 /// A job with a file that cannot be read: the page said "1 rank(s) of a world of 128" and

@@ -160,9 +160,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         for p in parts {
             match p {
                 Ok((staged, unselected, source)) => {
-                    uncached += usize::from(unselected.is_some());
+                    // Counted once it is written (below): a rank whose commit fails is not among them.
+                    ranks.push((staged, source, unselected.is_some()));
                     failures.extend(unselected);
-                    ranks.push((staged, source));
                 }
                 Err(e) => {
                     unwritten += 1;
@@ -180,10 +180,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut staged = Vec::new();
     let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?;
     let mut commit_failed = false;
-    for (rank, source) in staged {
+    for (rank, source, no_summary) in staged {
         match rank.commit() {
             Ok(_) => {
                 written += 1;
+                uncached += usize::from(no_summary);
                 sources.push(source);
             }
             Err(e) => {

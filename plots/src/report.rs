@@ -125,12 +125,15 @@ pub fn collective_charts(samples: &[CollectiveSample], profile: Option<&Profile>
                 let of = |l: &&tracecast_calibrate::profile::LinkFit| l.collective == collective;
                 p.links.iter().filter(of).find(|l| l.group_size == common).or_else(|| p.links.iter().find(of))
             });
+            // The link rule's time of each size (`AlphaBeta::collective_us`), as bus bandwidth.
             let curve = fit
                 .and_then(|l| {
-                    let k = collective.bus_factor(l.group_size.or(common)?)?;
+                    let n = l.group_size.or(common)?;
+                    let k = collective.bus_factor(n).filter(|k| *k > 0.0)?;
                     let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
                     let link = tracecast_calibrate::cost::AlphaBeta::of_fit(l);
-                    Some(crate::fits::log_grid(lo, hi, 60).into_iter().map(|s| (s, k * s / link.transfer_us(k * s) / 1e3)).collect())
+                    let at = |s: f64| Some((s, k * s / link.collective_us(collective, s, n).filter(|t| *t > 0.0)? / 1e3));
+                    Some(crate::fits::log_grid(lo, hi, 60).into_iter().filter_map(at).collect())
                 })
                 .unwrap_or_default();
             let legend = match fit {
@@ -601,11 +604,13 @@ fn replay_section(page: &mut Part, r: &JobReplay, projection: Option<(&str, &Job
             stacked: true,
         };
         page.figure(&chart.title.clone(), &chart, None)?;
+        // The job's step, or its window where no rank has steps; the path where there is one.
+        let step = if p.ranks.iter().all(|k| k.steps.is_empty()) { "window" } else { "step" };
+        let path = if p.critical_path.total_us > 0.0 { format!("; its critical path {}", shares(&p.critical_path)) } else { String::new() };
         let words = format!(
-            "Projected onto {label}: the job's step {} ms (measured {} ms); its critical path {}.",
+            "Projected onto {label}: the job's {step} {} ms (measured {} ms){path}.",
             ms(p.replayed_job_step_us),
-            ms(p.measured_job_step_us),
-            shares(&p.critical_path)
+            ms(p.measured_job_step_us)
         );
         let _ = write!(page.html, "<p>{}</p>", esc(&words));
         // What priced the projection, as `replay --target` prints it: the sides' fits, the rule

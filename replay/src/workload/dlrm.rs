@@ -272,20 +272,26 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let memory_gb = memory.total_gb();
     let hbm_gb = cluster.hbm_bytes / 1e9;
     let mut notes = cluster.all_notes();
-    // Inference keeps weights alone: its note says so, not training's optimizer states.
-    // How each op is priced, as the LLM notes say it (the note had said the optimizers alone).
+    // How each op is priced, as the LLM notes say it (the note had said the optimizers alone);
+    // the backward's parts in training only.
+    let update_words =
+        if train { ", their backward as the gradient rows read and the updated rows written (twice the lookups' traffic)" } else { "" };
+    let exchange = match (plan.sharding, train) {
+        (Sharding::TableWise | Sharding::ColumnWise, true) => "exchanged all-to-all forward, their gradients back the same way",
+        (Sharding::TableWise | Sharding::ColumnWise, false) => "exchanged all-to-all",
+        (Sharding::RowWise, true) => "gathered from the row shards (priced as an all-gather of them, forward and backward)",
+        (Sharding::RowWise, false) => "gathered from the row shards (priced as an all-gather of them)",
+        (Sharding::DataParallel, true) => "looked up locally (replicated tables), their gradients all-reduced",
+        (Sharding::DataParallel, false) => "looked up locally (replicated tables)",
+    };
     notes.push(format!(
-        "priced: embedding lookups as {pooling:.0} rows a table and sample read from HBM, their backward as the gradient rows read and the updated rows written (twice the lookups' traffic); the pooled features {exchange} forward and their gradients back; the feature interaction as its {t:.0} features of {d:.0} read and written through HBM a sample (no dot products counted: the model file names no interaction architecture; DLRM's dot interaction would add a batched GEMM [{t:.0}, {d:.0}] × [{d:.0}, {t:.0}] a sample); each MLP layer a GEMM [{b:.0}, {w:.0}] × [{w:.0}, {w:.0}] at its shape",
+        "priced: embedding lookups as {pooling:.0} rows a table and sample read from HBM{update_words}; the pooled features {exchange}; the feature interaction as its {t:.0} features of {d:.0} read and written through HBM a sample (no dot products counted: the model file names no interaction architecture; DLRM's dot interaction would add a batched GEMM [{t:.0}, {d:.0}] × [{d:.0}, {t:.0}] a sample); each MLP layer a GEMM [{b:.0}, {w:.0}] × [{w:.0}, {w:.0}] at its shape",
         pooling = model.pooling,
-        exchange = match plan.sharding {
-            Sharding::TableWise | Sharding::ColumnWise => "exchanged all-to-all",
-            Sharding::RowWise => "reduce-scattered from the row shards",
-            Sharding::DataParallel => "read locally (replicated tables, their gradients all-reduced)",
-        },
         t = model.tables + 1.0,
         d = model.dim,
         w = model.mlp_dim,
     ));
+    // Inference keeps weights alone: its note says so, not training's optimizer states.
     notes.push(if train {
         "embedding tables: row-wise Adagrad state (4 bytes per row); MLPs: Adam (8 bytes per parameter) beside the weights and gradients"
             .into()
