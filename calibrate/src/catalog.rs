@@ -173,7 +173,7 @@ pub struct Gpu {
 /// dash (`a100` → `a100-40gb`, `a100-80gb`, …; `h100` → `h100-sxm`, where the edit distance had offered `h200`), else the one a
 /// slip away (a missing dash, a typo): least edit distance, case-insensitive, at most a third of
 /// its length (at least 1).
-fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+pub fn closest<'a>(asked: &str, known: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
     let lower = asked.to_ascii_lowercase();
     let mut starting: Vec<&str> =
         known.clone().filter(|k| k.to_ascii_lowercase().strip_prefix(&lower).is_some_and(|rest| rest.starts_with('-'))).collect();

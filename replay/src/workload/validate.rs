@@ -356,7 +356,16 @@ impl Precision {
                             notes.push(format!("attention in {f}: priced in 16-bit (no FP8 attention in the model)"))
                         }
                         "attention" => {}
-                        other => notes.push(format!("precision of {other} ({f}) is not modelled")),
+                        // A slip of a class the model prices is refused by name (`lineer` had priced
+                        // the run in BF16 under "not modelled"); another class is noted.
+                        other => match tracecast_calibrate::catalog::closest(other, ["linear", "attention"].into_iter()) {
+                            Some(meant) => {
+                                return Err(crate::Error::Run(format!(
+                                    "precision key {other:?}: did you mean {meant}? (the op classes it prices: linear, attention; others are noted as not modelled)"
+                                )));
+                            }
+                            None => notes.push(format!("precision of {other} ({f}) is not modelled")),
+                        },
                     }
                 }
                 match m.get("linear") {
@@ -1124,6 +1133,20 @@ pub(crate) fn projected(
             None => format!("framework {f:?}: none whose defaults the model knows ({}): the plan as the run states it", Framework::known()),
         });
     }
+    // Without a framework whose defaults the model knows, what the plan leaves unsaid is said at
+    // tracecast's defaults (a run without `recompute` had been priced without it, unsaid).
+    if framework.is_none() && run.task.as_deref().unwrap_or("train") == "train" {
+        let mut unsaid = Vec::new();
+        if !stated.contains("recompute") {
+            unsaid.push("no activation recomputation");
+        }
+        if !stated.contains("grad_sync") {
+            unsaid.push("gradients reduced during the backward, overlapped with it");
+        }
+        if !unsaid.is_empty() {
+            notes.push(format!("what the plan does not state, at tracecast's defaults: {}", unsaid.join("; ")));
+        }
+    }
     if let Some((fw, name, from_source)) = framework {
         let applied = fw.apply_defaults(&mut plan, &stated, &model);
         if !applied.is_empty() {
@@ -1826,6 +1849,28 @@ mod tests {
         assert!(why("prefill-tpot").contains("tpot_ms and context are a decode run's keys"), "{}", why("prefill-tpot"));
         assert!(why("decode-ttft").contains("ttft_ms and prompt are a prefill run's keys"), "{}", why("decode-ttft"));
         assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (1, 9));
+    }
+
+    /// A slip of an op class the model prices is refused by name (`lineer` had priced an FP8 run
+    /// in BF16 under "not modelled"); another class is noted. A run that names no framework the
+    /// model knows says what its plan leaves at tracecast's defaults.
+    #[test]
+    fn a_misspelt_op_class_is_refused_and_unstated_defaults_are_said() {
+        let catalog = Catalog::builtin();
+        let file = runs(&format!(
+            r#"{{"runs": [{}, "precision": {{"lineer": "FP8"}}}}, {}, "precision": {{"optimizer": "FP8"}}}}, {}, "framework": "torchtitan"}}]}}"#,
+            run("slip", MODEL, ""),
+            run("other", MODEL, ""),
+            run("titan", MODEL, "")
+        ));
+        let v = validate(&file, &catalog, &[], None);
+        let notes = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap().notes.join(" | ");
+        assert!(v.runs[0].refused && notes("slip").contains("precision key \"lineer\": did you mean \"linear\"?"), "{}", notes("slip"));
+        assert!(!v.runs[1].refused && notes("other").contains("precision of optimizer (FP8) is not modelled"), "{}", notes("other"));
+        let unsaid =
+            "what the plan does not state, at tracecast's defaults: no activation recomputation; gradients reduced during the backward";
+        assert!(notes("other").contains(unsaid), "{}", notes("other"));
+        assert!(!notes("titan").contains("what the plan does not state"), "{}", notes("titan"));
     }
 
     /// A power limit of no watts is the file's error, refused by name (it had been noted as
