@@ -1640,6 +1640,19 @@ fn a_search_without_a_plan_says_so_on_stderr() {
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(stderr(&o).contains("error: no plan runs on 1 GPUs"), "{args:?}: {}", stderr(&o));
     }
+    // Why, by reason: LLaMA-2 7B's weights, gradients and Adam states (16 bytes a parameter,
+    // 108 GB) fit no 80 GB GPU alone, and the reasons add up to the count (it said "degrees that
+    // do not divide or memory that does not fit" whatever they were).
+    let dir = scratch("search-rejected");
+    let out = dir.join("s.json");
+    let o =
+        bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1", "-q", "--json"]).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let doc = json(&out);
+    let why = &doc["rejected_why"];
+    let sum = ["batch", "memory", "refused"].iter().map(|k| why[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(Some(sum), doc["rejected"].as_u64(), "{why}");
+    assert!(why["memory"].as_u64().unwrap() > 0 && stderr(&o).contains("that do not fit in memory"), "{why}: {}", stderr(&o));
 }
 
 /// A correction that stops at a limit says so: a run measured 10× slower fitted 4.000, one at

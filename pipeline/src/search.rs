@@ -116,12 +116,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if !args.quiet {
         writeln!(
             out,
-            "{} on {} — {}: {} plans simulated, {} rejected (degrees that do not divide or memory that does not fit), {:.2} s",
+            "{} on {} — {}: {} plans simulated, {} rejected ({}), {:.2} s",
             model.name,
             cluster.name,
             task.as_str(),
             result.simulated,
             result.rejected,
+            result.rejected_why.in_words(),
             elapsed
         )?;
         writeln!(
@@ -259,6 +260,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         struct Doc<'a> {
             simulated: usize,
             rejected: usize,
+            /// `rejected` by reason.
+            rejected_why: search::Rejected,
             best: Option<&'a tracecast_replay::workload::Projection>,
             baseline: &'a Option<tracecast_replay::workload::Projection>,
             speedup_over_baseline: Option<f64>,
@@ -273,6 +276,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             &Doc {
                 simulated: result.simulated,
                 rejected: result.rejected,
+                rejected_why: result.rejected_why,
                 best: result.ranked.first(),
                 baseline: &result.baseline,
                 speedup_over_baseline: result.speedup_over_baseline,
@@ -296,7 +300,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // dividing the sequence, are not among them).
         let tried = match result.rejected {
             0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
-            n => format!("the {n} plan(s) it rejected have degrees that do not divide, or do not fit in memory"),
+            n => format!("of the {n} plan(s) it rejected, {}", result.rejected_why.in_words()),
         };
         crate::output::stderr_line(format_args!("error: no plan runs on {} GPUs: {tried}", cluster.gpus));
     }

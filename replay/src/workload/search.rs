@@ -78,6 +78,8 @@ pub struct SearchResult {
     pub simulated: usize,
     /// Plans rejected before simulation (degrees that do not divide, memory that does not fit).
     pub rejected: usize,
+    /// Why they were: `rejected` by reason.
+    pub rejected_why: Rejected,
     /// The feasible plans, best first.
     pub ranked: Vec<Projection>,
     /// What the baseline is: plain FSDP (training) or plain data parallelism (inference).
@@ -91,6 +93,30 @@ pub struct SearchResult {
     pub identical: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+/// The plans a search rejected, by reason (they sum to [`SearchResult::rejected`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Rejected {
+    /// Data-parallel degree × microbatch size does not divide the global batch.
+    pub batch: usize,
+    /// The plan does not fit in the GPU's memory.
+    pub memory: usize,
+    /// The model refuses the plan (heads, layers or experts its degrees do not divide, …).
+    pub refused: usize,
+}
+
+impl Rejected {
+    /// In words, the reasons that count: `600 that do not fit in memory, 716 whose …`.
+    pub fn in_words(&self) -> String {
+        let parts = [
+            (self.memory, "that do not fit in memory"),
+            (self.batch, "whose data-parallel degree × microbatch does not divide the global batch"),
+            (self.refused, "the model refuses (degrees its heads, layers or experts do not divide)"),
+        ];
+        let said: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, why)| format!("{n} {why}")).collect();
+        said.join(", ")
+    }
+}
+
 fn divisors(n: u32) -> Vec<u32> {
     (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
 }
@@ -100,7 +126,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     let gpus = cluster.gpus;
     let gbs = if space.global_batch > 0 { space.global_batch } else { gpus };
     let mut ranked = Vec::new();
-    let (mut simulated, mut rejected) = (0usize, 0usize);
+    let (mut simulated, mut why) = (0usize, Rejected::default());
     let tps: Vec<u32> = divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t)).collect();
     let experts = model.experts as u32;
     let train = task == Task::Train;
@@ -152,7 +178,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                 match dp.checked_mul(mb) {
                                     Some(per) if per > 0 && gbs.is_multiple_of(per) => gbs / per,
                                     _ => {
-                                        rejected += 1;
+                                        why.batch += 1;
                                         continue;
                                     }
                                 }
@@ -187,7 +213,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                         };
                                         // Memory first: a plan that cannot fit is not simulated.
                                         if memory(model, &plan, task).total_gb() * 1e9 > cluster.hbm_bytes {
-                                            rejected += 1;
+                                            why.memory += 1;
                                             continue;
                                         }
                                         match project(model, cluster, &plan, task) {
@@ -197,9 +223,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                             }
                                             Ok(_) => {
                                                 simulated += 1;
-                                                rejected += 1;
+                                                why.memory += 1;
                                             }
-                                            Err(_) => rejected += 1,
+                                            Err(_) => why.refused += 1,
                                         }
                                     }
                                 }
@@ -239,7 +265,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
         _ => None,
     };
-    SearchResult { simulated, rejected, ranked, baseline_name, baseline, speedup_over_baseline, identical }
+    let rejected = why.batch + why.memory + why.refused;
+    SearchResult { simulated, rejected, rejected_why: why, ranked, baseline_name, baseline, speedup_over_baseline, identical }
 }
 
 /// Whether two projections are the same in every number a user ranks by.
