@@ -508,8 +508,10 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                 // ("+3.0 % above the +3.0 % allowed" had read as a gate that fails at its bound).
                 let (moved, bound) = match row.change {
                     Some(c) => {
-                        let digits =
-                            (1..=6).find(|&p| format!("{:+.p$}", 100.0 * c) != format!("{:+.p$}", 100.0 * g.max_change)).unwrap_or(6);
+                        // Told apart by value, not by text: a bound of -0.001 % printed "-0.0" beside a
+                        // change of "+0.0" (the signs of two roundings to zero differed).
+                        let at = |x: f64, p: usize| (100.0 * x * 10f64.powi(p as i32)).round();
+                        let digits = (1..=6).find(|&p| at(c, p) != at(g.max_change, p)).unwrap_or(6);
                         (format!("changed by {:+.digits$} %", 100.0 * c), format!("{:+.digits$}", 100.0 * g.max_change))
                     }
                     None => (moved, format!("{:+.1}", 100.0 * g.max_change)),
@@ -563,6 +565,12 @@ mod tests {
         let gate = [Gate { metric: "step".into(), max_change: 0.03 }];
         let failed = failed_gates(&d(100.0, 103.04), &gate);
         assert_eq!(failed, vec!["step changed by +3.04 % (0.100 → 0.103 ms), above the +3.00 % allowed".to_string()]);
+        // A bound just below zero against no change: the digits that tell them apart, not "+0.0 % above the -0.0 %".
+        let below_zero = [Gate { metric: "step".into(), max_change: -0.00001 }];
+        assert_eq!(
+            failed_gates(&d(100.0, 100.0), &below_zero),
+            vec!["step changed by +0.000 % (0.100 → 0.100 ms), above the -0.001 % allowed".to_string()]
+        );
         assert_eq!(
             failed_gates(&d(100.0, 110.0), &gate),
             vec!["step changed by +10.0 % (0.100 → 0.110 ms), above the +3.0 % allowed".to_string()]
