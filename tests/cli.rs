@@ -1581,6 +1581,20 @@ fn dimension_and_straggler_tables_match_the_json() {
     assert!(line.contains(&format!("{}", rank0["comm_us"].as_f64().unwrap())), "{line} vs {rank0}");
     let stragglers = std::fs::read_to_string(dir.join("stragglers.csv")).unwrap();
     assert_eq!(stragglers.lines().count() - 1, v["jobs"][0]["stragglers"].as_array().unwrap().len());
+    // The job's totals and step times, as the JSON's (the tables had been per rank alone).
+    let cell = |table: &str, row: usize, column: &str| {
+        let text = std::fs::read_to_string(dir.join(format!("{table}.csv"))).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let at = header.iter().position(|h| *h == column).unwrap_or_else(|| panic!("{table}: no {column} in {header:?}"));
+        text.lines().nth(row + 1).unwrap().split(',').nth(at).unwrap().to_string()
+    };
+    let totals = &v["jobs"][0]["totals"];
+    assert_eq!(cell("jobs", 0, "exposed_comm_us").parse::<f64>().unwrap(), totals["exposed_comm_us"].as_f64().unwrap());
+    assert_eq!(cell("jobs", 0, "world_size"), "4");
+    for (k, step) in totals["steps"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(cell("job_steps", k, "step_us").parse::<f64>().unwrap(), step["step_us"].as_f64().unwrap());
+        assert_eq!(cell("job_steps", k, "slowest_rank"), step["slowest_rank"].to_string());
+    }
 }
 
 #[test]
@@ -1745,7 +1759,7 @@ fn parquet_tables_carry_large_strings_that_older_readers_open() {
     let o = run(&["analyze".as_ref(), demo.as_os_str(), "-q".as_ref(), "--parquet".as_ref(), dir.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let mut strings = 0;
-    for t in ["breakdown", "steps", "collectives", "kernels", "dimensions", "stragglers"] {
+    for t in ["jobs", "job_steps", "breakdown", "steps", "collectives", "kernels", "dimensions", "stragglers"] {
         use base64::Engine as _;
         let mut f = std::fs::File::open(dir.join(format!("{t}.parquet"))).unwrap();
         let meta = polars_parquet::read::read_metadata(&mut f).unwrap();

@@ -59,8 +59,8 @@ fn breakdown_values(b: &Breakdown) -> [f64; 8] {
     [b.gpu_span_us, b.busy_us, b.idle_us, b.compute_us, b.comm_us, b.memory_us, b.overlap_us, b.exposed_comm_us]
 }
 
-/// Stages `breakdown`, `steps`, `collectives`, `kernels`, `dimensions` and
-/// `stragglers` tables in `dir`, for the caller to commit once every output
+/// Stages `jobs`, `job_steps`, `breakdown`, `steps`, `collectives`, `kernels`,
+/// `dimensions` and `stragglers` tables in `dir`, for the caller to commit once every output
 /// of its command is staged (one that cannot be written leaves none of them).
 pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<Vec<output::Staged>> {
     tracecast_ingest::output::create_dir(dir)?;
@@ -69,6 +69,40 @@ pub fn stage_tables(jobs: &[JobAnalysis], dir: &Path, format: Format) -> Result<
         staged.push(stage(&mut DataFrame::new_infer_height(columns)?, dir, stem, format)?);
         Ok(())
     };
+
+    // One row per job: its totals as the JSON's `totals` (the per-rank tables alone had left
+    // the job's step time, fractions and GPU-hours to be worked out again).
+    let mut cols = vec![
+        col("job", jobs.iter().map(|j| j.path.as_str()).collect::<Vec<&str>>()),
+        column(jobs, "world_size", |j| j.world_size),
+        column(jobs, "ranks", |j| j.totals.ranks as u64),
+    ];
+    cols.extend(BREAKDOWN.iter().enumerate().map(|(k, name)| column(jobs, name, |j| breakdown_values(&j.totals.breakdown)[k])));
+    cols.extend([
+        column(jobs, "exposed_comm_fraction", |j| j.totals.exposed_comm_fraction),
+        column(jobs, "comm_fraction", |j| j.totals.comm_fraction),
+        column(jobs, "compute_fraction", |j| j.totals.compute_fraction),
+        column(jobs, "idle_fraction", |j| j.totals.idle_fraction),
+        column(jobs, "mean_step_us", |j| j.mean_step_us()),
+        column(jobs, "gpu_hours", |j| j.totals.gpu_hours.as_ref().map(|h| h.total)),
+        column(jobs, "exposed_comm_gpu_hours", |j| j.totals.gpu_hours.as_ref().map(|h| h.exposed_comm)),
+        column(jobs, "compute_gpu_hours", |j| j.totals.gpu_hours.as_ref().map(|h| h.compute)),
+        column(jobs, "idle_gpu_hours", |j| j.totals.gpu_hours.as_ref().map(|h| h.idle)),
+    ]);
+    table("jobs", cols)?;
+
+    // One row per job and step: the job's step time (its slowest rank's).
+    let rows: Vec<_> = jobs.iter().flat_map(|j| j.totals.steps.iter().map(move |s| (j.path.as_str(), s))).collect();
+    table(
+        "job_steps",
+        vec![
+            column(&rows, "job", |x| x.0),
+            column(&rows, "step", |x| x.1.step),
+            column(&rows, "step_us", |x| x.1.step_us),
+            column(&rows, "slowest_rank", |x| x.1.slowest_rank),
+            column(&rows, "ranks", |x| x.1.ranks as u64),
+        ],
+    )?;
 
     // One row per rank.
     let rows = per_rank(jobs, std::slice::from_ref);
