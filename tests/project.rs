@@ -1779,3 +1779,23 @@ fn a_dlrm_projection_says_how_it_prices_each_op() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("priced: embedding lookups") && !text.contains("backward") && !text.contains("gradients back"), "{text}");
 }
+
+/// The node layout a plan is placed on is said where a catalog preset gives it (H100's 8 GPUs a
+/// node and 8 × 50 GB/s NICs had shown only inside the collectives' note), and not beside a
+/// layout the user gives.
+#[test]
+fn a_node_presets_layout_is_said_unless_one_is_given() {
+    let project = |extra: &[&str]| {
+        let o = bin()
+            .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "64", "--parallel", "fsdp=64"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let preset = "note: nodes as the catalog's node preset dgx-h100: 8 GPUs a node, 8 × 50 GB/s NICs";
+    assert!(project(&[]).contains(preset));
+    let given = project(&["--gpus-per-node", "4"]);
+    assert!(!given.contains(preset) && given.contains("4 GPUs per node as given"), "{given}");
+}

@@ -1488,6 +1488,9 @@ impl Transformer {
     }
 }
 
+/// How the note on a catalog system's node preset begins (the layout a plan is placed on).
+const NODE_PRESET_NOTE: &str = "nodes as the catalog's node preset";
+
 /// What a cluster differs in from its catalog entry and node preset: a
 /// runs file's `system` fields, and `project`/`search` flags of the same names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
@@ -1531,6 +1534,8 @@ impl SystemOverrides {
     }
 
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
+    ///
+    /// (The node preset's layout, [`NODE_PRESET_NOTE`], is said unless one is given.)
     pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
@@ -1539,6 +1544,10 @@ impl SystemOverrides {
                 Err(crate::Error::System(format!("{key} {}: must be a positive number", tracecast_calibrate::catalog::shown(v))))
             }
         };
+        // A preset's layout, replaced by what is given: not said beside it.
+        if self.gpus_per_node.is_some() || self.nic_gbps_per_gpu.is_some() {
+            c.notes.retain(|n| !n.starts_with(NODE_PRESET_NOTE));
+        }
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
             c.gpus_per_node = g;
@@ -1619,9 +1628,15 @@ impl Cluster {
         let (mut gemm_efficiency, mut gemm_overhead_s, mut memory_efficiency) =
             (DEFAULT_GEMM_EFFICIENCY, DEFAULT_GEMM_OVERHEAD_S, DEFAULT_MEMORY_EFFICIENCY);
         let (nic, nic_rule) = catalog.nic_gbps_per_gpu(&gpu.id);
-        if node.is_none() {
-            notes.push(nic_rule);
-        }
+        // The node layout the plan is placed on, said where a preset gives it too (H100's 8 GPUs
+        // a node and 50 GB/s of network had shown only inside the collectives' note).
+        notes.push(match node {
+            Some(n) => format!(
+                "{NODE_PRESET_NOTE} {}: {} GPUs a node, {} × {} GB/s NICs (gpus_per_node / nic_gbps_per_gpu state yours)",
+                n.id, n.gpus, n.nics, n.nic_gbps
+            ),
+            None => nic_rule,
+        });
         let mut intra = Link::from_si(DEFAULT_INTRA_ALPHA_S, gpu.link_gbps * 1e9 * DEFAULT_INTRA_LINK_EFFICIENCY);
         let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
