@@ -511,7 +511,8 @@ fn project_and_search_read_a_runs_file_model_and_system_overrides() {
         (
             vec!["--model", bad.to_str().unwrap()],
             // The cause first (a terminal line is cut at 400 characters): an unknown key had been cut off.
-            "bad-model.json: model: missing field `heads`; neither a preset with its seq nor full dimensions",
+            // Every missing key at once (it had named `heads` alone).
+            "bad-model.json: model: missing fields `heads`, `kv_heads`, `ffn`, `vocab`, `seq`, `activation`; neither a preset with its seq nor full dimensions",
         ),
         (vec!["--model", odd.to_str().unwrap()], "odd-heads.json: heads 32 do not divide"),
         (vec!["--model", "llama2-7b", "--hbm-gbps", "0"], "hbm_gbps 0: must be a positive number"),

@@ -783,6 +783,20 @@ impl RunModel {
             RunModel::Incomplete(v) => {
                 // What serde says of the figures (an unknown key, a wrong type), when it is that.
                 let why = if v.get("preset").is_some() { serde_error_at::<PresetModel>(v) } else { serde_error_at::<ModelSpec>(v) };
+                // Every required key it lacks at once (serde names the first: a model of a name and a
+                // seq had been told `layers`, then `hidden`, … one run of the command each).
+                let required: &[&str] = if v.get("preset").is_some() {
+                    &["preset", "seq"]
+                } else {
+                    &["layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation"]
+                };
+                let missing: Vec<String> = required.iter().filter(|k| v.get(**k).is_none()).map(|k| format!("`{k}`")).collect();
+                let why = match why {
+                    Some(e) if e.starts_with("missing field") && missing.len() > 1 => {
+                        Some(format!("missing fields {}", missing.join(", ")))
+                    }
+                    other => other,
+                };
                 // The cause first: a terminal line is cut at 400 characters, and the list of keys is long.
                 Err(crate::Error::Model(format!(
                     "model{}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
@@ -1871,6 +1885,15 @@ mod tests {
             "what the plan does not state, at tracecast's defaults: no activation recomputation; gradients reduced during the backward";
         assert!(notes("other").contains(unsaid), "{}", notes("other"));
         assert!(!notes("titan").contains("what the plan does not state"), "{}", notes("titan"));
+    }
+
+    /// A model missing several dimensions is told all of them at once.
+    #[test]
+    fn a_model_missing_dimensions_is_told_all_of_them() {
+        let catalog = Catalog::builtin();
+        let file = runs(&format!(r#"{{"runs": [{}}}]}}"#, run("m", r#"{"name": "x", "seq": 4096, "layers": 32}"#, "")));
+        let notes = validate(&file, &catalog, &[], None).runs[0].notes.join(" ");
+        assert!(notes.contains("missing fields `hidden`, `heads`, `kv_heads`, `ffn`, `vocab`, `activation`;"), "{notes}");
     }
 
     /// A power limit of no watts is the file's error, refused by name (it had been noted as
