@@ -3134,3 +3134,18 @@ fn replay_says_what_its_times_are_of() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("     window ") && text.contains(" measured ms       replayed ms") && !text.contains("ms/step"), "{text}");
 }
+
+/// A stream holds one job's timeline: `--perfetto -` and a device such as `/dev/null` (as
+/// `/dev/stdout` is) refuse a second job, naming what to give instead (a device had been
+/// written beside, `/dev/null.job2`).
+#[test]
+fn a_perfetto_stream_refuses_a_second_job() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let control = shared().join("hta/trace_diff/control/control.json.gz");
+    for stream in ["-", "/dev/null"] {
+        let o = run(&["replay".as_ref(), demo.as_os_str(), control.as_os_str(), "--perfetto".as_ref(), stream.as_ref(), "-q".as_ref()]);
+        assert!(!o.status.success(), "{stream}");
+        let want = format!("--perfetto {stream}: a stream holds one job's timeline, and 2 jobs were given: give a file");
+        assert!(stderr(&o).contains(&want), "{stream}: {}", stderr(&o));
+    }
+}

@@ -154,12 +154,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 // One timeline a job: the first at the name given, the others beside it, each named on the terminal.
                 let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
-                // Standard output holds one timeline: a second had gone to a file named `-.job2`.
-                let timeline = if replays.is_empty() || args.perfetto.as_deref() != Some(Path::new("-")) {
+                // Standard output, or a device or pipe (`/dev/stdout`), holds one timeline: a second had
+                // gone to a file named `-.job2` (or beside the device).
+                let given = args.perfetto.as_deref().unwrap_or(Path::new("-"));
+                let one_stream = given == Path::new("-") || std::fs::metadata(given).is_ok_and(|m| !m.is_file() && !m.is_dir());
+                let timeline = if replays.is_empty() || !one_stream {
                     stage_perfetto(&path, &job, &replayed)
                 } else {
                     Err(anyhow::anyhow!(
-                        "--perfetto -: standard output holds one job's timeline, and {} jobs were given: give a file",
+                        "--perfetto {}: a stream holds one job's timeline, and {} jobs were given: give a file",
+                        given.display(),
                         replays.len() + 1
                     ))
                 };
