@@ -3149,3 +3149,25 @@ fn a_perfetto_stream_refuses_a_second_job() {
         assert!(stderr(&o).contains(&want), "{stream}: {}", stderr(&o));
     }
 }
+
+/// `analyze --each` names a file that gave no job in its JSON too (it had been on stderr alone:
+/// the JSON listed the one job read and nothing of the other).
+#[test]
+fn analyze_each_names_a_job_it_could_not_read_in_its_json() {
+    let dir = scratch("each-unread");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    std::fs::copy(demo.join("rank-0.json.gz"), dir.join("a.json.gz")).unwrap();
+    let bytes = std::fs::read(demo.join("rank-1.json.gz")).unwrap();
+    std::fs::write(dir.join("b.json.gz"), &bytes[..300]).unwrap();
+    let out = scratch("each-unread-out").join("a.json");
+    let o = run(&["analyze".as_ref(), dir.as_os_str(), "--each".as_ref(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v = json(&out);
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    let unread = v["unread_jobs"].as_array().unwrap();
+    assert_eq!(unread.len(), 1, "{unread:?}");
+    assert!(
+        unread[0]["path"].as_str().unwrap().ends_with("b.json.gz") && unread[0]["error"].as_str().unwrap().contains("gzip"),
+        "{unread:?}"
+    );
+}

@@ -59,6 +59,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&read.hw)?;
     let read_opts = read.read_options(&catalog)?;
     let mut analyses = Vec::new();
+    // Jobs of which no rank could be read (a file of `--each`): named in the JSON too, not on stderr alone.
+    let mut unread_jobs: Vec<UnreadJob> = Vec::new();
     let failed = for_each_input(
         &args.inputs.paths,
         args.inputs.each,
@@ -87,6 +89,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             };
             let (summaries, failures) = input.summarize_or(&read_opts, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
+            if summaries.is_empty() {
+                let error = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
+                unread_jobs.push(UnreadJob { path: input.path.display().to_string(), error });
+            }
             let job = (!summaries.is_empty()).then(|| analysis::reduce(input.path.display().to_string(), summaries, bad, &opts));
             (job, failures)
         },
@@ -103,7 +109,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         crate::output::nothing_written(&[outputs.as_slice(), &[("--plots", args.plots.as_deref())]].concat());
         return Ok(Outcome::bad_files_if(failed));
     }
-    write_files(args, &analyses, &opts.classifier.definition())?;
+    write_files(args, &analyses, &unread_jobs, &opts.classifier.definition())?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
@@ -117,8 +123,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::bad_files_if(failed))
 }
 
+/// A job given of which no rank could be read: its path and the first reason.
+#[derive(Debug, serde::Serialize)]
+struct UnreadJob {
+    path: String,
+    error: String,
+}
+
 /// The JSON document and the tables the options ask for.
-fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> Result<()> {
+fn write_files(args: &Options, analyses: &[JobAnalysis], unread_jobs: &[UnreadJob], comm_kernels: &str) -> Result<()> {
     let mut staged = Vec::new();
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
@@ -126,8 +139,10 @@ fn write_files(args: &Options, analyses: &[JobAnalysis], comm_kernels: &str) -> 
             /// Which kernels counted as communication.
             comm_kernels: &'a str,
             jobs: &'a [JobAnalysis],
+            #[serde(skip_serializing_if = "<[UnreadJob]>::is_empty")]
+            unread_jobs: &'a [UnreadJob],
         }
-        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels, jobs: analyses })?;
+        let mut bytes = serde_json::to_vec_pretty(&Doc { comm_kernels, jobs: analyses, unread_jobs })?;
         bytes.push(b'\n');
         staged.push(output::stage(path, &bytes)?);
     }
