@@ -1800,3 +1800,35 @@ fn a_node_presets_layout_is_said_unless_one_is_given() {
     let given = project(&["--gpus-per-node", "4"]);
     assert!(!given.contains(preset) && given.contains("4 GPUs per node as given"), "{given}");
 }
+
+/// A training projection gives tokens per second per GPU, as runs files state them: samples/s
+/// × the sequence ÷ the GPUs (LLaMA-2 7B: 4 096 tokens a sample), and `project --from` a run on
+/// its own system gives the run's measured rate (the stack's time carried).
+#[test]
+fn a_training_projection_gives_tokens_per_second_per_gpu() {
+    let dir = scratch("tokens-per-gpu");
+    let out = dir.join("p.json");
+    let o = bin()
+        .args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "fsdp=8,gbs=16", "-q", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = json(&out);
+    let want = p["throughput"].as_f64().unwrap() * 4096.0 / 8.0;
+    assert!((p["tokens_per_s_per_gpu"].as_f64().unwrap() / want - 1.0).abs() < 1e-9, "{p}");
+    let runs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/h200/runs.json");
+    let o = bin()
+        .arg("project")
+        .arg("--from")
+        .arg(format!("{}:llama3-8b-4l-seq8192", runs.display()))
+        .args(["--system", "h200"])
+        .output()
+        .unwrap();
+    let measured = json(&runs)["runs"].as_array().unwrap().iter().find(|r| r["id"] == "llama3-8b-4l-seq8192").unwrap()["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!(" · {measured:.1} tokens/s per GPU")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

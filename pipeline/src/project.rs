@@ -345,9 +345,11 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
         writeln!(out, "  Iteration {:.2} ms · one token for each of {} sequences", t.iteration_ms, p.global_batch)?;
     } else {
         let mfu = p.mfu.map(|m| format!(" · MFU {:.1} % of the 16-bit peak", 100.0 * m)).unwrap_or_default();
+        // Tokens per second per GPU, as runs files state them (training).
+        let tokens = p.tokens_per_s_per_gpu.map(|t| format!(" · {t:.1} tokens/s per GPU")).unwrap_or_default();
         writeln!(
             out,
-            "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {}){mfu}",
+            "  Iteration {:.2} ms · throughput {:.2} samples/s (global batch {}){tokens}{mfu}",
             t.iteration_ms, p.throughput, p.global_batch
         )?;
     }

@@ -181,6 +181,7 @@ pub fn carry_run(
     p.times.iteration_ms += stack_ms;
     // The same model FLOPs over the longer step.
     p.mfu = p.mfu.map(|m| m * projected_ms / p.times.iteration_ms);
+    p.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu.map(|t| t * projected_ms / p.times.iteration_ms);
     p.throughput = p.global_batch / (p.times.iteration_ms / 1e3);
     Ok(Carried { projection: p, timeline })
 }

@@ -314,6 +314,7 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
         ttft_ms: None,
         tpot_ms: None,
         mfu: None,
+        tokens_per_s_per_gpu: None,
         linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
         notes,
         unpriced_keys: Vec::new(),

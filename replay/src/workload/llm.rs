@@ -3560,6 +3560,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         ttft_ms,
         tpot_ms,
         mfu: step_mfu,
+        tokens_per_s_per_gpu: matches!(task, Task::Train).then(|| throughput * model.seq / f64::from(cluster.gpus.max(1))),
         linear_format: plan.linear_format(),
         notes,
         unpriced_keys,

@@ -410,6 +410,7 @@ impl MadmaxRun {
             ttft_ms: None,
             tpot_ms: None,
             mfu: None,
+        tokens_per_s_per_gpu: None,
             linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
             notes: vec![
                 "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),

@@ -481,6 +481,10 @@ pub struct Projection {
     /// ([`llm::mfu`]: matmuls and the attention core, no recomputation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mfu: Option<f64>,
+    /// Training: tokens per second per GPU, as a runs file's `measured` states them (what
+    /// `validate` compares; samples/s had to be converted by hand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s_per_gpu: Option<f64>,
     /// The number format its linear layers were priced in ([`llm::Plan::linear_format`]; 16-bit
     /// for MAD-Max's models and DLRMs): what its MFU is held against.
     #[serde(skip)]
