@@ -3171,3 +3171,20 @@ fn analyze_each_names_a_job_it_could_not_read_in_its_json() {
         "{unread:?}"
     );
 }
+
+/// A profile says the rank files its fit could not read (they had been named on stderr alone).
+#[test]
+fn a_profile_names_the_rank_files_it_could_not_read() {
+    let dir = scratch("calibrate-left-out");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    for r in 0..4 {
+        let name = format!("rank-{r}.json.gz");
+        let bytes = std::fs::read(demo.join(&name)).unwrap();
+        std::fs::write(dir.join(&name), if r == 3 { &bytes[..300] } else { &bytes[..] }).unwrap();
+    }
+    let out = scratch("calibrate-left-out-profile").join("p.json");
+    let o = run(&["calibrate".as_ref(), dir.as_os_str(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let notes = json(&out)["notes"].to_string();
+    assert!(notes.contains("not fitted on 1 rank file(s) that could not be read: ") && notes.contains("rank-3.json.gz"), "{notes}");
+}

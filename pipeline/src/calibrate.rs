@@ -61,9 +61,24 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let unread = tracecast_ingest::job::unread_ranks(&failures);
         ((!samples.is_empty()).then(|| (samples, analysis::JobCollectives::new(collectives, unread))), failures)
     };
-    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, _| jobs.push(job))?;
+    // The files no rank of a fit came from, for the profiles to say (they were named on stderr alone).
+    let mut left_out: Vec<String> = Vec::new();
+    let failed = for_each_input(&args.inputs.paths, args.inputs.each, &args.inputs.read, read, |job, failures| {
+        left_out.extend(
+            failures.iter().filter(|e| e.is_unread_rank()).map(|e| e.path().map_or_else(|| e.to_string(), |p| p.display().to_string())),
+        );
+        jobs.push(job);
+    })?;
     let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
-    let profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
+    let mut profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
+    if !left_out.is_empty() {
+        let shown: Vec<&str> = left_out.iter().take(4).map(String::as_str).collect();
+        let more = if left_out.len() > shown.len() { format!(", … ({} in all)", left_out.len()) } else { String::new() };
+        let note = format!("not fitted on {} rank file(s) that could not be read: {}{more}", left_out.len(), shown.join(", "));
+        for p in &mut profiles {
+            p.notes.push(note.clone());
+        }
+    }
     if profiles.is_empty() {
         anyhow::bail!("no trace could be read: nothing to calibrate");
     }
