@@ -10,7 +10,7 @@ use tracecast_ingest::{Job, output};
 
 use crate::Outcome;
 use crate::hardware::{catalog_with, node_gpus_for, rank_analysis, world_of_rank};
-use crate::inputs::{Inputs, WindowOptions, for_each_input};
+use crate::inputs::{Inputs, UnreadJob, WindowOptions, for_each_input};
 use crate::{export, summary};
 
 /// What `analyze` reads and what it writes.
@@ -59,9 +59,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let catalog = catalog_with(&read.hw)?;
     let read_opts = read.read_options(&catalog)?;
     let mut analyses = Vec::new();
-    // Jobs of which no rank could be read (a file of `--each`): named in the JSON too, not on stderr alone.
-    let mut unread_jobs: Vec<UnreadJob> = Vec::new();
-    let failed = for_each_input(
+    let reads = for_each_input(
         &args.inputs.paths,
         args.inputs.each,
         read,
@@ -89,10 +87,6 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             };
             let (summaries, failures) = input.summarize_or(&read_opts, &cached, &summarize);
             let bad = failures.iter().map(analysis::BadFile::of).collect();
-            if summaries.is_empty() {
-                let error = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
-                unread_jobs.push(UnreadJob { path: input.path.display().to_string(), error });
-            }
             let job = (!summaries.is_empty()).then(|| analysis::reduce(input.path.display().to_string(), summaries, bad, &opts));
             (job, failures)
         },
@@ -107,9 +101,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if analyses.is_empty() {
         let outputs = [("--json", args.json.as_deref()), ("--csv", args.csv.as_deref()), ("--parquet", args.parquet.as_deref())];
         crate::output::nothing_written(&[outputs.as_slice(), &[("--plots", args.plots.as_deref())]].concat());
-        return Ok(Outcome::bad_files_if(failed));
+        return Ok(Outcome::bad_files_if(reads.failed));
     }
-    write_files(args, &analyses, &unread_jobs, &opts.classifier.definition())?;
+    // Jobs of which no rank could be read (a file of `--each`): named in the JSON too, not on stderr alone.
+    write_files(args, &analyses, &reads.unread_jobs, &opts.classifier.definition())?;
     if let Some(dir) = &args.plots {
         for (i, a) in analyses.iter().enumerate() {
             let stem = if analyses.len() == 1 { dir.join("breakdown") } else { dir.join(format!("breakdown-{}", i + 1)) };
@@ -120,14 +115,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::bad_files_if(failed))
-}
-
-/// A job given of which no rank could be read: its path and the first reason.
-#[derive(Debug, serde::Serialize)]
-struct UnreadJob {
-    path: String,
-    error: String,
+    Ok(Outcome::bad_files_if(reads.failed))
 }
 
 /// The JSON document and the tables the options ask for.

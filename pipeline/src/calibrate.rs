@@ -68,7 +68,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             failures.iter().filter(|e| e.is_unread_rank()).map(|e| e.path().map_or_else(|| e.to_string(), |p| p.display().to_string())),
         );
         jobs.push(job);
-    })?;
+    })?
+    .failed;
     let (samples, collectives): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
     let mut profiles = tracecast_calibrate::profile::calibrate_summaries(samples.into_iter().zip(&collectives).collect(), &catalog, &opts);
     if !left_out.is_empty() {

@@ -162,7 +162,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     };
     // Both runs in one pass over the inputs: each path is its own job.
     let jobs = [&args.a, &args.b].map(|p| (p.clone(), vec![p.clone()])).into();
-    let failed = for_each_listed(jobs, &args.read, read, |run, _| runs.push(run))?;
+    let failed = for_each_listed(jobs, &args.read, read, |run, _| runs.push(run))?.failed;
     let [(aa, at), (ba, bt)] = runs.as_slice() else { anyhow::bail!("diff needs two readable runs (see the errors above)") };
     let d = tracecast_calibrate::diff::diff_jobs((at, aa), (bt, ba), args.top);
     if !args.read.quiet {

@@ -178,7 +178,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // Put in place only once every job is read: a `--strict` stop writes nothing (the
     // staged ranks go), as every other command's does.
     let mut staged = Vec::new();
-    let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?;
+    let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?.failed;
     let mut commit_failed = false;
     for (rank, source, no_summary) in staged {
         match rank.commit() {

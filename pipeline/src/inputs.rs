@@ -198,16 +198,36 @@ impl JobInput<'_> {
 /// The jobs `paths` stand for, each read by `read` (given its [`JobInput`],
 /// through which its ranks are read) and handed to `each_job`; bad files are
 /// reported on stderr and, with `opts.strict`, stop everything. Returns
-/// whether any file was bad. What a job's read freed goes back to the
-/// system before `each_job` runs ([`tracecast_ingest::memory`]).
+/// whether any file was bad and the jobs that gave none ([`Reads`]). What a
+/// job's read freed goes back to the system before `each_job` runs
+/// ([`tracecast_ingest::memory`]).
 pub fn for_each_input<T>(
     paths: &[PathBuf],
     each: bool,
     opts: &TraceOptions,
     read: impl FnMut(&mut JobInput<'_>) -> (Option<T>, Vec<tracecast_ingest::Error>),
     each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
-) -> Result<bool> {
+) -> Result<Reads> {
     for_each_listed(jobs_of(paths, each), opts, read, each_job)
+}
+
+/// A job given none of whose ranks could be read: its path and the first reason.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UnreadJob {
+    /// The job's directory or first file.
+    pub path: String,
+    /// Why, the first of its errors.
+    pub error: String,
+}
+
+/// What reading a command's jobs came to.
+#[derive(Debug, Default)]
+pub struct Reads {
+    /// Whether any file was bad.
+    pub failed: bool,
+    /// The jobs that gave none (their reader returned nothing), in the order given: a
+    /// command's outputs name them (`analyze`'s JSON, the report's page).
+    pub unread_jobs: Vec<UnreadJob>,
 }
 
 /// [`for_each_input`] over jobs the caller lists (each a name and its paths),
@@ -217,9 +237,9 @@ pub fn for_each_listed<T>(
     opts: &TraceOptions,
     mut read: impl FnMut(&mut JobInput<'_>) -> (Option<T>, Vec<tracecast_ingest::Error>),
     mut each_job: impl FnMut(T, Vec<tracecast_ingest::Error>),
-) -> Result<bool> {
+) -> Result<Reads> {
     let (quiet, strict) = (opts.quiet, opts.strict);
-    let mut failed = false;
+    let mut reads = Reads::default();
     let count = jobs.len();
     for (k, (path, inputs)) in jobs.into_iter().enumerate() {
         let last = k + 1 == count;
@@ -256,16 +276,20 @@ pub fn for_each_listed<T>(
             }
         }
         if !failures.is_empty() {
-            failed = true;
+            reads.failed = true;
             if strict {
                 anyhow::bail!("stopping at the first job with unreadable files, each named above (--strict)");
             }
+        }
+        if job.is_none() {
+            let error = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
+            reads.unread_jobs.push(UnreadJob { path: input.path.display().to_string(), error });
         }
         if let Some(job) = job {
             each_job(job, failures);
         }
     }
-    Ok(failed)
+    Ok(reads)
 }
 
 #[cfg(test)]

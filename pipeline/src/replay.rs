@@ -135,6 +135,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let path = path.display().to_string();
             replays.push(tracecast_replay::replay_parts_with_collectives(path, parts, collectives, &opts, &catalog).report);
         })?
+        .failed
     } else {
         // Perfetto output writes every event of every rank, and what-ifs replay the job once each: the whole job is read,
         // one context per rank making its part for the replay and every what-if.
@@ -177,6 +178,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
             replays.push(replayed.report);
         })?
+        .failed
     };
     // The user's measurements price kernels at their shapes onto a target and collectives at a
     // new world size: where they priced nothing, said (the output had been the same, unexplained).

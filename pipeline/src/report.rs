@@ -91,8 +91,6 @@ pub(crate) fn sections(
     show_analysis: &mut dyn FnMut(&JobAnalysis) -> Result<()>,
 ) -> Result<(Vec<Section>, UnreadJobs, bool)> {
     let read_opts = read.read_options(plan.catalog)?;
-    // Jobs none of whose ranks could be read, with the first reason: the page names them.
-    let mut unread = Vec::new();
     // The page's window is the replays' too: their step times cover the analysed steps.
     // What the analysis says of each rank the page says once, with the analysis.
     let mut base = ReplayOptions::default();
@@ -128,16 +126,16 @@ pub(crate) fn sections(
         };
         let (parts, failures) = input.summarize(&read_opts, &part);
         if parts.is_empty() {
-            let why = failures.first().map_or_else(|| "no trace files".to_string(), ToString::to_string);
-            unread.push((input.path.display().to_string(), why));
             return (None, failures);
         }
         let bad = failures.iter().map(analysis::BadFile::of).collect();
         (Some(reduce(input.path.clone(), parts, first, bad, plan, &base, projection.as_ref(), &copts, &mut *show_analysis)), failures)
     };
-    let failed = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
+    let reads = for_each_input(paths, each, read, job_of, |s, _| out.push(s))?;
     let jobs = out.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((jobs, unread, failed))
+    // Jobs none of whose ranks could be read, with the first reason: the page names them.
+    let unread = reads.unread_jobs.into_iter().map(|u| (u.path, u.error)).collect();
+    Ok((jobs, unread, reads.failed))
 }
 
 /// The job's section from its ranks' parts: what was measured is drawn (and
