@@ -76,6 +76,16 @@ impl SystemConfig {
         Ok(peak)
     }
 
+    /// Bytes/s a GPU sends one way in a node and across nodes, as MAD-Max reads the file: half
+    /// its link rates (they state both directions) × their utilization, the NICs shared by the
+    /// node's GPUs. The one rule of both assumptions.
+    pub fn link_rates_bps(&self) -> (f64, f64) {
+        let per_node = f64::from((self.num_devices / self.num_nodes.max(1)).max(1));
+        let intra = self.num_nvlinks * (self.bw_per_nvlink / 2.0) * self.nvlink_util;
+        let inter = self.num_ibroce_ports * (self.ibroce_bw / 2.0) * self.ibroce_util / per_node;
+        (intra, inter)
+    }
+
     /// Why this system cannot price anything (a utilization of 0 or above 1, no
     /// memory bandwidth, nodes that do not hold the GPUs, a link of no bandwidth
     /// where the system needs it: projections printed NaN and negative times);

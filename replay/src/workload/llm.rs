@@ -1741,8 +1741,7 @@ impl Cluster {
         let per_node = s.num_devices / s.num_nodes.max(1);
         // Half the file's rates, as MAD-Max reads them (they state both directions): said with
         // the rates they give, per GPU (a user reading 25 GB/s NICs had expected 25).
-        let intra_bps = s.num_nvlinks * s.bw_per_nvlink / 2.0 * s.nvlink_util;
-        let inter_bps = s.num_ibroce_ports * s.ibroce_bw / 2.0 * s.ibroce_util / f64::from(per_node.max(1));
+        let (intra_bps, inter_bps) = s.link_rates_bps();
         Ok(Cluster {
             name: s.name.clone(),
             gpus: s.num_devices,

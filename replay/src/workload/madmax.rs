@@ -243,10 +243,8 @@ impl Rates {
         if s.num_nodes == 0 || !s.num_devices.is_multiple_of(s.num_nodes) {
             return Err(Error::Invalid(format!("{}: {} GPUs do not divide into {} nodes", s.name, s.num_devices, s.num_nodes)));
         }
-        let per_node = f64::from(s.num_devices / s.num_nodes);
         // Per GPU and direction: half the bidirectional link rate.
-        let intra = s.num_nvlinks * (s.bw_per_nvlink / 2.0) * s.nvlink_util;
-        let inter = s.num_ibroce_ports * (s.ibroce_bw / 2.0) * s.ibroce_util / per_node;
+        let (intra, inter) = s.link_rates_bps();
         let blend = (1.0 - s.ar_perc_intra) * inter + s.ar_perc_intra * intra;
         let (all_to_all, all_reduce) = if s.num_nodes > 1 {
             (vec![intra, inter], vec![intra, blend])
@@ -410,7 +408,7 @@ impl MadmaxRun {
             ttft_ms: None,
             tpot_ms: None,
             mfu: None,
-        tokens_per_s_per_gpu: None,
+            tokens_per_s_per_gpu: None,
             linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
             notes: vec![
                 "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
