@@ -1875,18 +1875,25 @@ fn a_closed_stderr_keeps_the_exit_status() {
 /// Runs `analyze` on `src` written into a FIFO named `name` in `dir`, with `extra` arguments after it.
 #[cfg(unix)]
 fn analyze_through_a_pipe(dir: &Path, src: &Path, name: &str, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let fifo = dir.join(name);
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Read here, not in the writer: a writer that failed before opening the pipe would leave
+    // the command waiting for one for ever.
+    let bytes = std::fs::read(src).unwrap();
     let writer = {
-        let (fifo, src) = (fifo.clone(), src.to_path_buf());
-        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(&src).unwrap()))
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, bytes))
     };
     let mut args: Vec<&std::ffi::OsStr> = vec!["analyze".as_ref(), fifo.as_os_str()];
     args.extend(extra);
     let o = run(&args);
-    if !writer.is_finished() {
-        // The command never read the pipe: let the writer go before failing.
-        drop(std::fs::File::open(&fifo));
+    // A command that stopped reading (or never opened the pipe) leaves the writer in `open` or
+    // `write`. A reader that does not wait frees the first, its close the second. A reader that
+    // waits for a writer hung CI when the writer was already on its way out.
+    while !writer.is_finished() {
+        drop(std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo));
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let _ = writer.join();
     o
