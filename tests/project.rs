@@ -1145,6 +1145,22 @@ fn the_notes_name_the_rules_and_numbers_of_this_job() {
     let eta: f64 = attention.split("by η ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert_eq!(eta, default_eta, "{attention}");
     assert!(attention.contains("the GEMM η: no attention fit"), "{attention}");
+    // A GPU of H100's design point without traces takes H100's fits; `search` says its best GEMM
+    // was measured there (it had said "measured on this GPU" of a GPU nobody measured).
+    let like_h100 = dir.join("like-h100.toml");
+    std::fs::write(
+        &like_h100,
+        "[[gpu]]\nid = \"my-hopper\"\nname = \"A Hopper of mine\"\nsource = \"test\"\nfp32 = 67.0\nbf16 = 1000.0\nfp16 = 1000.0\nmemory_gb = 80.0\nhbm_gbps = 3350.0\nlink_gbps = 450.0\nsms = 132\nsms_source = \"test\"\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["search", "--model", "llama3-8b", "--system", "my-hopper", "--gpus", "8", "--top", "1", "--hw", like_h100.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("the best GEMM measured on h100-sxm, the traced GPU most like this one: "), "{text}");
+    assert!(!text.contains("measured on this GPU"), "{text}");
     // Decode attention (one query token) is priced by its KV reads or its FLOPs on every GPU:
     // said so, not that nothing was measured (H100's attention kernels are).
     let decode = notes(&["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1", "--task", "decode", "--batch", "1"]);

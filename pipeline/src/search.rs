@@ -181,8 +181,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 let g = gpu?;
                 Some(g.peak_flops(d)? / g.peak_flops(Dtype::Bf16).or_else(|| g.peak_flops(Dtype::Fp16))?)
             };
-            let traced = gpu
-                .and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)))
+            // A GPU without traces of its own takes a similar GPU's fits: its best GEMM was
+            // measured on that one (said so; it had read as measured on this GPU).
+            let model = gpu.and_then(|g| device.clone().or_else(|| tracecast_calibrate::shipped::for_gpu(g, &catalog)));
+            let traced_on = model.as_ref().and_then(|d| d.fits_of_another.clone());
+            let traced = model
                 .and_then(|d| d.best_achieved(tracecast_calibrate::work::KernelClass::Gemm, formats))
                 .and_then(|f| Some(f * of_16_bit(formats[0])?));
             // And the measured performance base's best GEMM of this GPU in that format.
@@ -194,17 +197,21 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
+            let on = match (traced_on, traced) {
+                (Some(other), Some(t)) if published.is_none_or(|p| t >= p) => format!("on {other}, the traced GPU most like this one"),
+                _ => "on this GPU".to_string(),
+            };
             let format = if fp8 { "FP8 GEMM" } else { "GEMM" };
             match measured {
                 Some(m) if mfu > m => writeln!(
                     out,
-                    "note: the best plan implies {:.0} % MFU, more than the best {format} measured on this GPU reached ({:.0} % of the 16-bit peak): its absolute throughput is optimistic (the ranking of plans still holds)",
+                    "note: the best plan implies {:.0} % MFU, more than the best {format} measured {on} reached ({:.0} % of the 16-bit peak): its absolute throughput is optimistic (the ranking of plans still holds)",
                     100.0 * mfu,
                     100.0 * m
                 )?,
                 Some(m) => writeln!(
                     out,
-                    "The best plan implies {:.0} % MFU (the best {format} measured on this GPU: {:.0} % of the 16-bit peak)",
+                    "The best plan implies {:.0} % MFU (the best {format} measured {on}: {:.0} % of the 16-bit peak)",
                     100.0 * mfu,
                     100.0 * m
                 )?,
