@@ -1,7 +1,7 @@
 //! The hardware catalog: GPUs and node presets as TOML data embedded in the
 //! binary (`calibrate/hw/*.toml`), extendable with user files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tracecast_ingest::device::DeviceProperties;
@@ -365,6 +365,9 @@ pub struct Node {
     pub nic_gbps: f64,
     /// Where the numbers come from.
     pub source: String,
+    /// The catalog file it was read from (`None`: the built-in catalog).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 impl Node {
@@ -492,7 +495,8 @@ impl Catalog {
                 None => self.gpus.push(g),
             }
         }
-        for n in file.node {
+        for mut n in file.node {
+            n.file = Some(path.to_path_buf());
             match self.nodes.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&n.id)) {
                 Some(x) => {
                     notes.push(format!("{}: node {:?} replaces the catalog's preset of that id", path.display(), n.id));
@@ -528,10 +532,16 @@ impl Catalog {
     /// An error naming a node preset whose GPU no entry has (it would price nothing): checked
     /// once every file is in, so a preset's file may come before its GPU's.
     pub fn check_node_presets(&self) -> Result<()> {
+        // Named by its file (it had been an unknown id alone, the preset's name quoted in a quote).
         match self.nodes.iter().find(|n| self.gpu(&n.gpu).is_err()) {
-            Some(n) => Err(Error::UnknownHardware {
-                id: format!("{} (the GPU of node preset {:?})", n.gpu, n.id),
-                closest: closest(&n.gpu, self.gpus.iter().map(|g| g.id.as_str())),
+            Some(n) => Err(Error::Catalog {
+                path: n.file.clone().unwrap_or_else(|| PathBuf::from("<built-in>")),
+                message: format!(
+                    "node preset {:?}: its gpu {:?} is in no catalog file{}; `tracecast hw list` shows the known ids",
+                    n.id,
+                    n.gpu,
+                    closest(&n.gpu, self.gpus.iter().map(|g| g.id.as_str())).map_or(String::new(), |c| format!(" (did you mean {c}?)"))
+                ),
             }),
             None => Ok(()),
         }
@@ -782,7 +792,10 @@ mod tests {
         let node = "[[node]]\nid = \"box\"\ngpu = \"nonexist\"\ngpus = 8\nnics = 8\nnic_gbps = 50.0\nsource = \"s\"\n";
         c.add_toml(node, Path::new("node.toml")).unwrap();
         let e = c.check_node_presets().unwrap_err().to_string();
-        assert!(e.contains("nonexist (the GPU of node preset") && e.contains("box"), "{e}");
+        assert_eq!(
+            e,
+            "node.toml: node preset \"box\": its gpu \"nonexist\" is in no catalog file; `tracecast hw list` shows the known ids"
+        );
         // Its GPU in a later file, in another case: found, and the preset prices it.
         c.add_toml(&gpu("NonExist"), Path::new("later.toml")).unwrap();
         assert!(c.check_node_presets().is_ok());
