@@ -220,6 +220,10 @@ fn calibrate_says_why_an_export_without_shapes_cannot_be_fitted() {
     let out = dir.join("p.json");
     let o = run(&["calibrate".as_ref(), f.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("no shapes"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The export records no GPU name: the device is --device's, not read as if the trace named it.
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Device h100-sxm (1 trace file(s); --device names the GPU of those that record none)"), "{text}");
+    assert!(!text.contains("H100 80GB HBM3"), "{text}");
     // Nothing else to fit either: no profile of defaults is written, and that is said.
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("h100-sxm: nothing could be fitted from its traces"), "{}", stderr(&o));

@@ -90,7 +90,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let (profiles, empty): (Vec<_>, Vec<_>) = profiles.into_iter().partition(|p| !p.fits_nothing());
     for p in &empty {
         if !args.inputs.read.quiet {
-            write_profile(out, p)?;
+            write_profile(out, p, args.inputs.read.device.as_deref())?;
         }
         crate::output::stderr_line(format_args!(
             "error: {}: nothing could be fitted from its traces (no kernel class, link or table correction): no profile written",
@@ -138,7 +138,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     tracecast_ingest::output::commit_all(staged)?;
     if !args.inputs.read.quiet {
         for (p, path, charts) in said {
-            write_profile(out, p)?;
+            write_profile(out, p, args.inputs.read.device.as_deref())?;
             writeln!(out, "Profile written to {}", path.display())?;
             if let Some(line) = charts {
                 writeln!(out, "{line}")?;

@@ -10,7 +10,8 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
-pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
+/// `given`: the GPU `--device` named (for the traces that record none).
+pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io::Result<()> {
     let d = &p.device;
     // One entry per rank: an export holds several.
     let mut files: Vec<&String> = p.traces.iter().collect();
@@ -25,6 +26,14 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile) -> io::Result<()> {
         writeln!(
             w,
             "Device not recorded in the traces → not in the catalog ({} trace file(s); give the GPU with --device ID, an id of `tracecast hw list`)",
+            files.len()
+        )?;
+    } else if given.is_some_and(|g| d.catalog_id.as_deref().is_some_and(|id| id.eq_ignore_ascii_case(g))) {
+        // The name may be --device's, not the traces': an export records no GPU name.
+        writeln!(
+            w,
+            "Device {} ({} trace file(s); --device names the GPU of those that record none)",
+            d.catalog_id.as_deref().unwrap_or_default(),
             files.len()
         )?;
     } else {
@@ -267,7 +276,7 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
     match tracecast_calibrate::shipped::profile(&g.id) {
         Some(p) => {
             writeln!(w, "\nShipped calibration profile ({} corpus traces; calibrate/profiles/regenerate.sh):", p.traces.len())?;
-            write_profile(w, &p)
+            write_profile(w, &p, None)
         }
         None => {
             let model = tracecast_calibrate::shipped::target(g, c);
