@@ -265,6 +265,17 @@ impl Measurements {
         if text.iter().all(u8::is_ascii_whitespace) {
             return Err(bad(1, "the file is empty: a measurements table is a header line and rows (README, Measurements)".into()));
         }
+        // nccl-tests' own printout names neither its collective nor its GPU in its rows: said
+        // what to write instead (it had been "not a measurements table" alone).
+        let text_lines = || text.split(|b| *b == b'\n').map(|l| String::from_utf8_lossy(l).trim_start().to_string());
+        if let Some(i) =
+            text_lines().position(|l| l.starts_with("# nThread") || (l.starts_with('#') && l.contains("algbw") && l.contains("busbw")))
+        {
+            return Err(bad(
+                i + 1,
+                "nccl-tests' printout, not a measurements table: write its sizes as rows of `gpu,collective,gpus,size_bytes,time_us` (the collective and GPU it ran, `size` and the out-of-place `time` column; README, Measurements)".into(),
+            ));
+        }
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);
         let headers = reader.headers().map_err(|e| bad(1, e.to_string()))?.clone();
         let col = |n: &str| headers.iter().position(|h| h.trim() == n);
@@ -304,6 +315,7 @@ impl Measurements {
             return Err(bad(1, format!("a {kind} table without a measured quantity: the header needs {}", quantity.join(" or "))));
         }
         let file: Arc<str> = name.into();
+        let unnamed_source: Arc<str> = std::path::Path::new(name).file_name().map_or_else(|| name.into(), |f| f.to_string_lossy().into());
         let mut added = 0;
         // Collectives over one GPU, read and left out (said where nothing else was added).
         let mut single_gpu: Option<usize> = None;
@@ -348,7 +360,9 @@ impl Measurements {
                     x => Ok(x),
                 }
             };
-            let source_id: Arc<str> = if get("source_id").is_empty() { "user".into() } else { get("source_id").into() };
+            // A row without a source is the user's file's own: named by it in every price's basis
+            // (it had read "(user)", whichever of several files priced it).
+            let source_id: Arc<str> = if get("source_id").is_empty() { unnamed_source.clone() } else { get("source_id").into() };
             let from = Provenance { source_id: source_id.clone(), file: file.clone(), line };
             let gpu: Arc<str> = get("gpu").to_ascii_lowercase().into();
             if gpu.is_empty() {
@@ -667,6 +681,13 @@ mod tests {
         assert!(e.contains("net.csv") && e.contains("line 2") && e.contains("above 0"), "{e}");
         let e = m.add_text(b"a,b\n1,2\n", "other.csv").unwrap_err().to_string();
         assert!(e.contains("not a measurements table") && !e.contains("lacks"), "{e}");
+        // nccl-tests' printout, whole or from its column header on: said what to write instead.
+        let printout = "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n#                                                              out-of-place                       in-place\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n           8             2     float     sum      -1    20.44    0.00    0.00      0    20.19    0.00    0.00      0\n";
+        let e = m.add_text(printout.as_bytes(), "nccl.txt").unwrap_err().to_string();
+        assert!(e.starts_with("nccl.txt: line 1: nccl-tests' printout") && e.contains("gpu,collective,gpus,size_bytes,time_us"), "{e}");
+        let from_header: String = printout.lines().skip(3).map(|l| format!("{l}\n")).collect();
+        let e = m.add_text(from_header.as_bytes(), "nccl.txt").unwrap_err().to_string();
+        assert!(e.starts_with("nccl.txt: line 1: nccl-tests' printout"), "{e}");
         // A column short of a table: named (it had said only "not a measurements table").
         let e = m.add_text(b"gpu,collective,gpus,bytes,time_us\nmy-gpu,all_reduce,8,1024,10\n", "c.csv").unwrap_err().to_string();
         assert!(e.contains("as a collectives table it lacks size_bytes"), "{e}");

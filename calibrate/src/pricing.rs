@@ -910,8 +910,9 @@ impl Pricing {
     /// the spec model must not learn from (leave-one-GPU-out validation).
     /// The user's rows of this GPU, when too few for a table of their own
     /// ([`MIN_TABLE_SHAPES`]), still come first: the shape they measured is
-    /// priced at its measured time; other shapes at the rule's price × the
-    /// geometric mean of the rows' measured ÷ priced times.
+    /// priced at its measured time; other shapes at the rule's price × the rows'
+    /// measured ÷ priced times, averaged in log with the inverse square of each
+    /// row's distance in log shape as its weight.
     pub fn gemm_excluding(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
         let Some(rows) = self.user_gemm_rows(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu)) else {
             return self.gemm_by_rule(gpu, shape, exclude);
@@ -932,12 +933,24 @@ impl Pricing {
             return Some(Price::new(p.1.exp(), PriceRule::GemmMeasuredShape, false, basis, PriceRule::GemmMeasuredShape.band()));
         }
         let mut price = self.gemm_by_rule(gpu, shape, exclude)?;
-        let ratios = rows.points.iter().filter_map(|p| Some(p.1.exp() / self.gemm_by_rule(gpu, &at(p), exclude)?.time_us));
-        if let Some((f, n)) = geometric_mean(ratios) {
+        // Each measured shape's ratio, weighted by the inverse square of its distance in log
+        // shape: the nearest shapes say most. One mean over every shape had put a shape between
+        // two measured ones above both their rates when a third, far off, ran faster.
+        let query = [shape.batch, shape.m, shape.n, shape.k].map(f64::log2);
+        let (mut weights, mut weighted, mut n) = (0.0, 0.0, 0);
+        for p in &rows.points {
+            let Some(table) = self.gemm_by_rule(gpu, &at(p), exclude) else { continue };
+            let distance2: f64 = p.0.iter().zip(query).map(|(a, b)| (a - b).powi(2)).sum();
+            let w = 1.0 / distance2.max(1e-12);
+            (weights, weighted, n) = (weights + w, weighted + w * (p.1.exp() / table.time_us).ln(), n + 1);
+        }
+        if n > 0 {
+            let f = (weighted / weights).exp();
             price.time_us *= f;
             price.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ table time (before any hold) of the user's {n} shape(s) of {} (too few for a table of their own)",
-                rows.gpu
+                "; × {f:.3}, the measured ÷ table time (before any hold) of the user's {n} shape(s) of {} ({}), each weighted by the inverse square of its distance in log shape (too few for a table of their own)",
+                rows.gpu,
+                rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
             ));
         }
         Some(price)
@@ -4261,6 +4274,34 @@ mod tests {
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let at = p.gemm_excluding(h100, &GemmShape { batch: 1.0, m: 1024.0, n: 256.0, k: 1024.0, dtype: Dtype::Fp8 }, &[]).unwrap();
         assert_eq!(at.time_us, 1.0, "{}", at.basis);
+    }
+
+    /// A user's few GEMM shapes correct a shape by the nearest of them most: between two measured
+    /// shapes the correction lies between theirs, nearer the nearer's; the file that priced it is named.
+    #[test]
+    fn a_users_few_gemm_shapes_correct_the_shapes_near_them_most() {
+        let shipped = Pricing::new(Catalog::builtin(), Arc::new(Measurements::builtin()));
+        let h100 = shipped.catalog.gpu("h100-sxm").unwrap();
+        let cube = |x: f64| GemmShape { batch: 1.0, m: x, n: x, k: x, dtype: Dtype::Bf16 };
+        let table = |x: f64| shipped.gemm(h100, &cube(x)).unwrap().time_us;
+        // The user's stack: table time at 1024³ and 4096³, twice it at 8192³.
+        let mut csv = String::from("gpu,dtype,m,n,k,time_us\n");
+        for (x, r) in [(1024.0, 1.0), (4096.0, 1.0), (8192.0, 2.0)] {
+            csv.push_str(&format!("h100-sxm,bf16,{x},{x},{x},{:.4}\n", r * table(x)));
+        }
+        let mut m = Measurements::builtin();
+        m.add_text(csv.as_bytes(), "mine.csv").unwrap();
+        m.user_files.push("mine.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let factor = |x: f64| p.gemm(h100, &cube(x)).unwrap().time_us / table(x);
+        assert!((factor(8192.0) - 2.0).abs() < 1e-3, "{}", factor(8192.0));
+        // 7168³ is 0.19 of a doubling from 8192³ per dimension, 0.81 from 4096³: mostly 8192's 2.
+        let near = factor(7168.0);
+        assert!(near > 1.8 && near < 2.0, "{near}");
+        // 5120³ is nearer 4096³: mostly its 1, but more than it.
+        let between = factor(5120.0);
+        assert!(between > 1.0 && between < 1.5, "{between}");
+        assert!(p.gemm(h100, &cube(5120.0)).unwrap().basis.contains("of h100-sxm (mine.csv), each weighted"));
     }
 
     #[test]

@@ -284,11 +284,14 @@ fn a_users_few_measurements_price_their_own_shape_and_scale_the_rest() {
     let shape = |m: f64, n: f64, k: f64| GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
     let own = mine.gemm(&h100, &shape(4096.0, 4096.0, 4096.0)).unwrap();
     assert!((own.time_us / 250.0 - 1.0).abs() < 1e-12 && own.rule == PriceRule::GemmMeasuredShape, "{} µs: {}", own.time_us, own.basis);
-    // Another shape: the shipped table's price × the geometric mean of the two rows' ratios
-    // (the user's rows are of their stack and load: the sustained rate does not hold them).
+    // Another shape: the shipped table's price × the two rows' ratios averaged in log, each
+    // weighted by the inverse square of its distance in log2 shape: 8192×4096×1024 is (1, 0, −2)
+    // doublings from 4096³ (5 squared), (2, 1, −1) from 2048³ (6) (the user's rows are of their
+    // stack and load: the sustained rate does not hold them).
     let table = |s: &GemmShape| shipped.gemm_excluding(&h100, s, &[]).unwrap().time_us;
     let ratio = |s: GemmShape, t: f64| t / table(&s);
-    let f = (ratio(shape(4096.0, 4096.0, 4096.0), 250.0) * ratio(shape(2048.0, 2048.0, 2048.0), 40.0)).sqrt();
+    let (r4096, r2048) = (ratio(shape(4096.0, 4096.0, 4096.0), 250.0), ratio(shape(2048.0, 2048.0, 2048.0), 40.0));
+    let f = ((r4096.ln() / 5.0 + r2048.ln() / 6.0) / (1.0 / 5.0 + 1.0 / 6.0)).exp();
     let other = shape(8192.0, 4096.0, 1024.0);
     let want = table(&other) * f;
     let got = mine.gemm(&h100, &other).unwrap();
