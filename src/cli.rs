@@ -84,7 +84,7 @@ pub(crate) enum WindowArg {
 /// The traces a command reads, as every command takes them.
 #[derive(clap::Args)]
 pub(crate) struct Inputs {
-    /// Trace files (`.json` or gzip) of one job, or directories (one job each).
+    /// Trace files (Kineto `.json` or gzip, Nsight Systems `.sqlite` exports) of one job, or directories (one job each).
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// Treat every file as its own job instead of the ranks of one job (directories: every trace file under them).
@@ -97,7 +97,7 @@ pub(crate) struct Inputs {
 /// `tracecast ingest`.
 #[derive(clap::Args)]
 pub(crate) struct IngestArgs {
-    /// Trace files (`.json` or gzip) of one job, or its directory. Several runs on disjoint files of
+    /// Trace files (Kineto `.json` or gzip, Nsight Systems `.sqlite` exports) of one job, or its directory. Several runs on disjoint files of
     /// one job may write into the same dataset at the same time (ranks from distributedInfo or file names).
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,

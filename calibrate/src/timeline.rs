@@ -228,7 +228,7 @@ pub fn step_kernels(ranks: &[RankKernels]) -> Option<(StepKernels, String)> {
     }
     let what = chosen.map_or("the whole GPU window".to_string(), |n| format!("step {n}"));
     let mut note = format!(
-        "Each lane is one GPU stream of one rank, from that rank's own start of {what}; all {} kernels are in the page (boxes a pixel cannot tell apart are merged until you zoom in).",
+        "Each lane is one GPU stream of one rank, from that rank's own start of {what}; all {} GPU activities (kernels, copies and memsets) are in the page (boxes a pixel cannot tell apart are merged until you zoom in).",
         kernels.len()
     );
     if left_out > 0 {
