@@ -3125,6 +3125,18 @@ fn a_gpu_activity_longer_than_an_hour_is_said() {
     assert_eq!(said(&ds), Some(note));
 }
 
+/// A trace that lost its launches (HTA's sampled `trace_filter`: 578 of rank 0's GPU starts
+/// explained by nothing, 860 ms) had been called host-bound without a word of it.
+#[test]
+fn a_host_bound_verdict_says_when_unexplained_gpu_starts_fill_the_path() {
+    let o = run(&["replay".as_ref(), shared().join("hta/trace_filter").as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let note = text.lines().find(|l| l.contains("the host bounds the step")).unwrap_or_else(|| panic!("{text}"));
+    assert!(note.contains("GPU starts that nothing in the trace explains wait 860.259 ms on one rank"), "{note}");
+    assert!(note.contains("can look host-bound without being so"), "{note}");
+}
+
 /// `replay`'s table says its times are per step, and its GPU busy time that it is summed over the
 /// ranks (`diff` gives that per rank: the two had read as 4× apart).
 #[test]

@@ -955,8 +955,21 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     let (critical_path, critical) = crate::critical::critical_path(&eg, &schedule, from_ns, last);
     if critical_path.host_bound() {
         let [.., cpu, launch, _] = critical_path.percent();
+        // GPU starts nothing explains are held as waits of their measured length, off the host's
+        // path: where they fill much of the path's time (a filtered or sampled trace loses
+        // launches), the verdict rests on what the trace lost, and that is said.
+        let unexplained = eg.ranks.iter().map(|r| r.starts.unexplained_us).fold(0.0, f64::max);
+        let caveat = if unexplained > 0.1 * critical_path.total_us {
+            format!(
+                "; but GPU starts that nothing in the trace explains wait {:.3} ms on one rank ({:.0} % of the path's time): a trace that lost launches (filtered, sampled) can look host-bound without being so",
+                unexplained / 1e3,
+                100.0 * unexplained / critical_path.total_us
+            )
+        } else {
+            String::new()
+        };
         notes.push(format!(
-            "the host bounds the step: {:.0} % of the critical path is CPU time and launch latency, so faster GPU work shortens it little",
+            "the host bounds the step: {:.0} % of the critical path is CPU time and launch latency, so faster GPU work shortens it little{caveat}",
             cpu + launch
         ));
     }
