@@ -33,3 +33,38 @@ fn every_kernel_name_of_the_corpus_shortens_sanely() {
     // Shortening keeps most names apart (the plain 70-character cut merged many).
     assert!(short.len() * 10 >= names.len() * 8, "{} short names for {} kernels", short.len(), names.len());
 }
+
+/// Names shown together stay apart: HTA's `trace_filter` has two
+/// `split_embedding_backward_…` kernels that differ in the middle (`cta_per_row` and
+/// `warp_per_row`), which the 80-character cut removed, so `analyze` and the report listed
+/// one kernel twice. Names that differ only in their parameter lists are numbered.
+#[test]
+fn names_shown_together_are_told_apart() {
+    use tracecast_ingest::analysis::short_kernel_names;
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/hta/trace_filter/sampled_rank-0.json.gz");
+    let job = Job::read(f.clone(), std::slice::from_ref(&f), &ReadOptions::default(), &|_| {});
+    let t = &job.ranks[0].trace;
+    let mut names: Vec<String> =
+        (0..t.events.len()).filter(|&i| t.events.kind[i] == EventKind::Kernel).map(|i| t.name(i).to_string()).collect();
+    names.sort();
+    names.dedup();
+    let kernel = |part: &str| -> &str {
+        names.iter().find(|n| n.contains("split_embedding_backward_codegen_rowwise_adagrad_unweighted") && n.contains(part)).unwrap()
+    };
+    let backward = [kernel("cta_per_row"), kernel("warp_per_row")];
+    // Cut alone, they read alike.
+    assert_eq!(short_kernel_name(backward[0], 80), short_kernel_name(backward[1], 80));
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    let short = short_kernel_names(&all, 80);
+    for (i, a) in short.iter().enumerate() {
+        assert!(a.chars().count() <= 160 + 5, "{a}");
+        for (j, b) in short.iter().enumerate() {
+            assert!(i == j || a != b || all[i] == all[j], "{} and {} both read {a}", all[i], all[j]);
+        }
+    }
+    // Those that did not clash keep the column's width.
+    let alone = short_kernel_names(&all[..1], 80);
+    assert_eq!(alone[0], short_kernel_name(all[0], 80));
+    let overloads = short_kernel_names(&["void f<int>(int)", "void f<int>(float)", "void g()"], 80);
+    assert_eq!(overloads, ["f<int> [1]", "f<int> [2]", "g"]);
+}

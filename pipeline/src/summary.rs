@@ -201,7 +201,9 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         if !r.top_kernels.is_empty() {
             writeln!(w, "\nTop kernels (rank {}):", r.rank)?;
             writeln!(w, "  {:>7} {:>11} {:>6}  {:<8} name", "count", "total ms", "busy%", "class")?;
-            for k in r.top_kernels.iter().take(8) {
+            let shown: Vec<_> = r.top_kernels.iter().take(8).collect();
+            let names = tracecast_ingest::analysis::short_kernel_names(&shown.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), 80);
+            for (k, name) in shown.iter().zip(names) {
                 let class = k.class.as_str();
                 writeln!(
                     w,
@@ -210,7 +212,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
                     k.total_us / 1000.0,
                     pct(k.total_us, r.breakdown.busy_us),
                     class,
-                    tracecast_ingest::analysis::short_kernel_name(&k.name, 80)
+                    name
                 )?;
             }
         }

@@ -184,6 +184,15 @@ impl Part {
             let _ = write!(self.html, "<th>{}</th>", esc(h));
         }
         self.html.push_str("</tr></thead><tbody>");
+        // Long names shortened column by column, so that two of one column stay apart.
+        let long = |c: &String| shorten_names && c.chars().count() > 80;
+        let mut short: std::collections::HashMap<(usize, &str), String> = std::collections::HashMap::new();
+        for col in 0..head.len() {
+            let names: Vec<&str> = rows.iter().filter_map(|r| r.get(col)).filter(|c| long(c)).map(String::as_str).collect();
+            for (n, s) in names.iter().zip(tracecast_ingest::analysis::short_kernel_names(&names, 80)) {
+                short.insert((col, n), s);
+            }
+        }
         for r in rows {
             self.html.push_str("<tr>");
             for (i, c) in r.iter().enumerate() {
@@ -192,10 +201,9 @@ impl Part {
                 } else {
                     ""
                 };
-                if shorten_names && c.chars().count() > 80 {
+                if let Some(short) = short.get(&(i, c.as_str())).filter(|_| long(c)) {
                     // Long kernel names: the part that tells them apart, the full name on hover.
-                    let short = tracecast_ingest::analysis::short_kernel_name(c, 80);
-                    let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(&short));
+                    let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(short));
                 } else {
                     let _ = write!(self.html, "<td{class}>{}</td>", esc(c));
                 }

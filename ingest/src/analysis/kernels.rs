@@ -52,6 +52,35 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
     out
 }
 
+/// [`short_kernel_name`] of each of `names`, shown together (a table's rows): names that
+/// shorten alike though they differ are widened, up to twice `width`, until they are told
+/// apart (the part that differs had been cut out of the middle: two `split_embedding_backward…`
+/// kernels read as one), and what even that cannot tell apart (names that differ only in
+/// their parameter lists) is numbered, `[1]`, `[2]`, in the rows' order.
+pub fn short_kernel_names(names: &[&str], width: usize) -> Vec<String> {
+    let mut out: Vec<String> = names.iter().map(|n| short_kernel_name(n, width)).collect();
+    let alike = |out: &[String]| -> Vec<usize> {
+        (0..out.len()).filter(|&i| (0..out.len()).any(|j| out[j] == out[i] && names[j] != names[i])).collect()
+    };
+    for wider in [width * 5 / 4, width * 3 / 2, width * 2] {
+        let clash = alike(&out);
+        if clash.is_empty() {
+            return out;
+        }
+        for i in clash {
+            out[i] = short_kernel_name(names[i], wider);
+        }
+    }
+    let clash = alike(&out);
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for i in clash {
+        let k = seen.entry(out[i].clone()).or_default();
+        *k += 1;
+        out[i] = format!("{} [{k}]", out[i]);
+    }
+    out
+}
+
 /// A kernel name shortened to its distinguishing part for a terminal column
 /// of `width` characters: the function without its namespaces, return type
 /// and parameter list, and its template arguments with their namespaces and
