@@ -188,6 +188,12 @@ fn report_collectives_over_ranks_agree_with_analyze() {
         }
     }
     let busbw = bytes / us / 1e3 * 2.0 * (n - 1.0) / n;
+    // The wait column says what analyze's wait% says it is of.
+    assert!(stdout.contains("wait% is of the kernels matched across ranks"), "{stdout}");
+    assert!(html.contains("<caption>Collectives over all ranks (wait ms is of the kernels matched across ranks"));
+    // A measured bandwidth below 0.01 GB/s (an all-to-all of 3 KiB) is not shown as 0.00.
+    let sizes = table_rows(&html, "Collectives per message size");
+    assert!(sizes.iter().all(|r| r[6] != "0.00") && sizes.iter().any(|r| r[6].contains('e')), "{sizes:?}");
     let row = page.iter().find(|r| r[0] == "all_reduce").expect("an all_reduce row");
     assert!((row[6].parse::<f64>().unwrap() - busbw).abs() <= 0.05 + 1e-9, "page {} GB/s, by definition {busbw:.2}", row[6]);
     assert_eq!(page.len(), terminal.len(), "{page:?} against {terminal:?}");
@@ -662,9 +668,14 @@ fn the_headline_names_memory_copies_and_the_window() {
     let html = report(&[&export], &[], &dir.join("n.html"));
     assert!(html.contains("memory copies and sets ran 97.0 % of the time"), "headline");
     assert!(html.contains("the analysed window is each rank's whole GPU window"), "window");
+    // Without steps the timeline's button goes back to the whole window, and a job that ran
+    // no collective says so (it had said its collectives lacked sizes).
+    assert!(html.contains("class=\"tl-reset\">whole window</button>") && !html.contains(">whole step<"), "timeline button");
+    assert!(html.contains("<p>This job ran no collective.</p>") && !html.contains("No collective in this job has a known"), "collectives");
     let job = shared().join("hta/trace_filter");
     let html = report(&[&job], &["--steps", "552"], &dir.join("s.html"));
     assert!(html.contains("the analysed window is the profiler step 552"), "window of --steps");
+    assert!(html.contains("class=\"tl-reset\">whole step</button>"), "timeline button of a step");
     let html = report(&[&job], &["--window", "all"], &dir.join("a.html"));
     assert!(html.contains("the analysed window is each rank's whole GPU window"), "--window all");
 }

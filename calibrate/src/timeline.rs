@@ -45,6 +45,8 @@ pub struct StepKernels {
     pub kinds: Vec<(String, (u8, u8, u8))>,
     /// The kernels, by lane then start.
     pub kernels: Vec<KernelSpan>,
+    /// The profiler step drawn (`None`: the whole GPU window of a trace without steps).
+    pub step: Option<i64>,
 }
 
 /// Kinds of the timeline, in legend order.
@@ -239,6 +241,7 @@ pub fn step_kernels(ranks: &[RankKernels]) -> Option<(StepKernels, String)> {
         lanes,
         kinds: KINDS.iter().map(|(l, c)| ((*l).to_string(), *c)).collect(),
         kernels,
+        step: chosen,
     };
     Some((step, note))
 }

@@ -300,11 +300,23 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &S
 /// A log axis over `lo..hi` with plotters' ticks, each once: its last tick of
 /// a decade (1e7 × 10) and the next decade's first (1e8) can differ by a
 /// rounding and were drawn as two "100M" labels.
+/// Where plotters gives fewer than three labels (an axis of one decade had one), the 1-2-5
+/// steps of each decade label it.
 fn log_axis(lo: f64, hi: f64) -> WithKeyPointMethod<LogCoord<f64>> {
     let axis = (lo..hi).log_scale();
     let (bold, light) = (axis.clone(), axis.clone());
-    axis.with_key_point_func(move |n| distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n))))
-        .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
+    axis.with_key_point_func(move |n| {
+        let ticks = distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n)));
+        if ticks.len() >= 3 { ticks } else { one_two_five(lo, hi) }
+    })
+    .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
+}
+
+/// 1, 2 and 5 times each power of ten within `lo..=hi` (a relative 1e-9 of slack at either end).
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    let (from, to) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
+    distinct_ticks((from..=to).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))).filter(within).collect())
 }
 
 /// Ticks in ascending order, one of each value within a relative 1e-9.
@@ -368,6 +380,18 @@ mod tests {
             assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
         }
         assert_eq!(super::log_axis(1e7, 1.5e8).key_points(100usize).iter().filter(|&&v| super::si(v) == "100M").count(), 1);
+    }
+
+    /// An axis of one decade (a collective's bus bandwidth of 0.32 GB/s: 0.1 to 1) had one
+    /// label, "1", at its top: nothing to read a point's value by.
+    #[test]
+    fn a_log_axis_of_one_decade_has_labels_to_read_it_by() {
+        for (lo, hi) in [(0.1, 1.0), (1.0, 10.0), (1e-4, 1e-3), (100.0, 1000.0)] {
+            // The labelled ticks: those of the bold grid (a mesh's 10 labels by default).
+            let ticks = super::log_axis(lo, hi).key_points(plotters::coord::ranged1d::BoldPoints(10));
+            assert!(ticks.len() >= 3, "{lo}..{hi}: {ticks:?}");
+            assert!(ticks.iter().all(|&t| t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)), "{lo}..{hi}: {ticks:?}");
+        }
     }
 
     #[test]

@@ -117,10 +117,12 @@ pub(crate) fn explorable_html(step: &StepKernels) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
-        "<div class=\"timeline\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">whole step</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
+        "<div class=\"timeline\"><div class=\"tl-bar\"><input type=\"search\" class=\"tl-search\" placeholder=\"search kernels, ops, shapes\" aria-label=\"search kernels\"> <span class=\"tl-hits\"></span> <button type=\"button\" class=\"tl-reset\">{reset}</button> <span class=\"tl-help\">wheel: zoom · drag: pan · hover: the kernel</span><div class=\"tl-legend\">{legend}</div></div>\
          <svg class=\"tl-svg\" viewBox=\"0 0 {WIDTH} {}\" role=\"img\" aria-label=\"{}\"></svg><script type=\"application/json\" class=\"tl-data\">{data}</script></div>",
         60 + LANE_PX * step.lanes.len().max(1) as u32,
-        step.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+        step.title.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;"),
+        // A trace without steps is drawn whole: its button had read "whole step".
+        reset = if step.step.is_some() { "whole step" } else { "whole window" },
     );
     html
 }
