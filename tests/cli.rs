@@ -2584,7 +2584,8 @@ fn device_names_the_gpu_of_a_kineto_trace_that_records_none() {
     let o = run(&["calibrate".as_ref(), sampled.as_os_str(), "--out".as_ref(), out.as_os_str(), "--device".as_ref(), "h100-sxm".as_ref()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("→ h100-sxm (1 trace file(s))") && !text.contains("device peak unknown"), "{text}");
+    assert!(text.contains("Device h100-sxm (1 trace file(s); --device names the GPU of those that record none)"), "{text}");
+    assert!(!text.contains("device peak unknown"), "{text}");
     let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(profile["device"]["catalog_id"], "h100-sxm");
     assert!(profile["kernels"].as_array().unwrap().iter().any(|k| k["class"] == "gemm"), "{profile}");
@@ -3133,8 +3134,27 @@ fn a_host_bound_verdict_says_when_unexplained_gpu_starts_fill_the_path() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     let note = text.lines().find(|l| l.contains("the host bounds the step")).unwrap_or_else(|| panic!("{text}"));
-    assert!(note.contains("GPU starts that nothing in the trace explains wait 860.259 ms on one rank"), "{note}");
+    // The whole trace's waits (860.259 ms, as the graph line counts them) within the path's span.
+    assert!(text.contains("unexplained 578 (860.259 ms)"), "{text}");
+    assert!(
+        note.contains("GPU starts that nothing in the trace explains wait 860.259 ms on one rank within the time the path spans"),
+        "{note}"
+    );
     assert!(note.contains("can look host-bound without being so"), "{note}");
+    // One step of two: only the waits within its path's span, never more than that span
+    // (the whole trace's 860 ms had been put at 136 % of it).
+    let o = run(&["replay".as_ref(), shared().join("hta/trace_filter").as_os_str(), "--steps".as_ref(), "551".as_ref()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let note = text.lines().find(|l| l.contains("the host bounds the step")).unwrap_or_else(|| panic!("{text}"));
+    let share: f64 = note
+        .split("path spans (")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(share > 10.0 && share <= 100.0, "{note}");
+    let waited: f64 = note.split("explains wait ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse().ok()).unwrap();
+    assert!(waited < 860.0, "{note}");
 }
 
 /// `replay`'s table says its times are per step, and its GPU busy time that it is summed over the
