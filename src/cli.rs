@@ -281,8 +281,8 @@ pub(crate) struct WhatIfArgs {
     /// communication; to change the GEMMs alone, project through a profile (`--target --profile`).
     #[arg(long, value_name = "K=V,...")]
     pub(crate) scale: Option<String>,
-    /// Link α-β overrides: `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]`; each collective
-    /// with a known size and group then takes α + bus factor × bytes / busbw (nccl-tests convention).
+    /// Link α-β overrides: `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]` (alpha not given: 0 µs); each collective
+    /// with a known size and group then takes α + bus factor × bytes / busbw (nccl-tests convention; `--scale link=K` speeds that up K×).
     #[arg(long, value_name = "K=V,...")]
     pub(crate) link: Option<String>,
     /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and

@@ -273,7 +273,7 @@ impl Measurements {
         {
             return Err(bad(
                 i + 1,
-                "nccl-tests' printout, not a measurements table: write its sizes as rows of `gpu,collective,gpus,size_bytes,time_us` (the collective and GPU it ran, `size` and the out-of-place `time` column; README, Measurements)".into(),
+                "nccl-tests' printout, not a measurements table: write its sizes as rows of `gpu,collective,gpus,size_bytes,time_us` (the collective and GPU it ran, `size` and its out-of-place or in-place `time` column; README, Measurements)".into(),
             ));
         }
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text);

@@ -936,7 +936,8 @@ impl Pricing {
         // Each measured shape's ratio, weighted by the inverse square of its distance in log
         // shape: the nearest shapes say most. One mean over every shape had put a shape between
         // two measured ones above both their rates when a third, far off, ran faster.
-        let query = [shape.batch, shape.m, shape.n, shape.k].map(f64::log2);
+        // As the rows' points are placed (a dimension below 1 at 1: a 0 had priced NaN).
+        let query = [shape.batch, shape.m, shape.n, shape.k].map(|d| d.max(1.0).log2());
         let (mut weights, mut weighted, mut n) = (0.0, 0.0, 0);
         for p in &rows.points {
             let Some(table) = self.gemm_by_rule(gpu, &at(p), exclude) else { continue };
@@ -4302,6 +4303,9 @@ mod tests {
         let between = factor(5120.0);
         assert!(between > 1.0 && between < 1.5, "{between}");
         assert!(p.gemm(h100, &cube(5120.0)).unwrap().basis.contains("of h100-sxm (mine.csv), each weighted"));
+        // A dimension of 0 sits where the rows' points put it, at 1 (it had priced NaN).
+        let empty = p.gemm(h100, &GemmShape { batch: 0.0, ..cube(4096.0) }).unwrap();
+        assert!(empty.time_us.is_finite(), "{}", empty.basis);
     }
 
     #[test]

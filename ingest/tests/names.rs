@@ -65,6 +65,9 @@ fn names_shown_together_are_told_apart() {
     // Those that did not clash keep the column's width.
     let alone = short_kernel_names(&all[..1], 80);
     assert_eq!(alone[0], short_kernel_name(all[0], 80));
-    let overloads = short_kernel_names(&["void f<int>(int)", "void f<int>(float)", "void g()"], 80);
-    assert_eq!(overloads, ["f<int> [1]", "f<int> [2]", "g"]);
+    // Tables print bandwidths below 0.01 GB/s in significant digits, not as 0.00.
+    use tracecast_ingest::analysis::bandwidth_text;
+    assert_eq!([bandwidth_text(1.234e-4), bandwidth_text(13.374), bandwidth_text(0.0)], ["1.23e-4", "13.37", "0.00"]);
+    let overloads = short_kernel_names(&["void f<int>(int)", "void f<int>(float)", "void g()", "void f<int>(int)"], 80);
+    assert_eq!(overloads, ["f<int> [1]", "f<int> [2]", "g", "f<int> [1]"]);
 }

@@ -158,7 +158,7 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             "collective", "process group", "ranks", "count", "total ms", "GB", "algbw GB/s", "busbw GB/s", "wait%"
         )?;
         for c in &coll {
-            let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            let fmt = |v: Option<f64>| v.map_or("-".to_string(), tracecast_ingest::analysis::bandwidth_text);
             writeln!(
                 w,
                 "  {:<15} {:<18} {:>5} {:>7} {:>11.3} {:>10} {:>11} {:>11} {:>7}",

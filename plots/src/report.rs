@@ -164,12 +164,6 @@ fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
 }
 
-/// A bandwidth in GB/s to two decimals, or to three significant digits below 0.01 (a
-/// measured 1e-4 GB/s had read 0.00).
-fn gbps(b: f64) -> String {
-    if b == 0.0 || b >= 0.01 { format!("{b:.2}") } else { format!("{b:.2e}") }
-}
-
 /// `words` as a sentence begins: its first letter capitalised (by character, not byte).
 fn sentence(words: &str) -> String {
     let mut chars = words.chars();
@@ -369,7 +363,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     c.count.to_string(),
                     ms(c.total_us),
                     c.wait_us.map_or("–".into(), ms),
-                    c.busbw_gbps.map_or("–".into(), gbps),
+                    c.busbw_gbps.map_or("–".into(), tracecast_ingest::analysis::bandwidth_text),
                 ]
             })
             .collect();
@@ -398,7 +392,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                     m.count.to_string(),
                     ms(m.time_us),
                     format!("{:.1}", m.time_us / m.count.max(1) as f64),
-                    m.busbw_gbps.map_or("–".into(), gbps),
+                    m.busbw_gbps.map_or("–".into(), tracecast_ingest::analysis::bandwidth_text),
                 ]
             })
             .collect();

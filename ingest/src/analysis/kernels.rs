@@ -52,6 +52,12 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
     out
 }
 
+/// A bandwidth in GB/s as tables print it: two decimals, or three significant digits below
+/// 0.01 (a measured 1e-4 GB/s had read 0.00).
+pub fn bandwidth_text(gbps: f64) -> String {
+    if gbps == 0.0 || gbps.abs() >= 0.01 || !gbps.is_finite() { format!("{gbps:.2}") } else { format!("{gbps:.2e}") }
+}
+
 /// [`short_kernel_name`] of each of `names`, shown together (a table's rows): names that
 /// shorten alike though they differ are widened, up to twice `width`, until they are told
 /// apart (the part that differs had been cut out of the middle: two `split_embedding_backward…`
@@ -71,12 +77,20 @@ pub fn short_kernel_names(names: &[&str], width: usize) -> Vec<String> {
             out[i] = short_kernel_name(names[i], wider);
         }
     }
+    // Numbered by distinct name: one name in two rows keeps one number.
     let clash = alike(&out);
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut numbers: std::collections::HashMap<&str, (String, usize)> = std::collections::HashMap::new();
+    let mut next: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for &i in &clash {
+        if !numbers.contains_key(names[i]) {
+            let k = next.entry(out[i].clone()).or_default();
+            *k += 1;
+            numbers.insert(names[i], (out[i].clone(), *k));
+        }
+    }
     for i in clash {
-        let k = seen.entry(out[i].clone()).or_default();
-        *k += 1;
-        out[i] = format!("{} [{k}]", out[i]);
+        let (short, k) = &numbers[names[i]];
+        out[i] = format!("{short} [{k}]");
     }
     out
 }

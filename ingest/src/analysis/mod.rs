@@ -45,5 +45,5 @@ pub use job::{
     runs_apart, summarize, summarize_rank, summary_key,
 };
 pub use job_collectives::JobCollectives;
-pub use kernels::{KernelStats, kernel_stats, short_kernel_name, short_kernel_names};
+pub use kernels::{KernelStats, bandwidth_text, kernel_stats, short_kernel_name, short_kernel_names};
 pub use steps::{Step, StepBreakdown, describe_numbers, find_steps, partition_windows, step_of_activity, steps_window};
