@@ -296,6 +296,9 @@ pub(crate) struct WhatIfArgs {
     /// shipped profile).
     #[arg(long, value_name = "P.json", requires = "target")]
     pub(crate) profile: Option<PathBuf>,
+    /// Calibration profile of the GPU the traces ran on, for `--target` (default: calibrated on the traces themselves).
+    #[arg(long, value_name = "P.json", requires = "target")]
+    pub(crate) source_profile: Option<PathBuf>,
     /// Your own measurements for the pricing layer (a GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]
     pub(crate) measurements: Vec<PathBuf>,
@@ -465,7 +468,7 @@ impl WhatIfArgs {
     fn options(self) -> replay::WhatIf {
         let mut o = replay::WhatIf::default();
         (o.scale, o.link, o.world_size) = (self.scale, self.link, self.world_size);
-        (o.target, o.profile, o.measurements) = (self.target, self.profile, self.measurements);
+        (o.target, o.profile, o.source_profile, o.measurements) = (self.target, self.profile, self.source_profile, self.measurements);
         o
     }
 }

@@ -31,6 +31,8 @@ pub struct WhatIf {
     pub target: Option<String>,
     /// Calibration profile of the target GPU (default: its shipped profile).
     pub profile: Option<PathBuf>,
+    /// Calibration profile of the GPU the traces ran on (default: calibrated on the traces).
+    pub source_profile: Option<PathBuf>,
     /// The user's measurements for the pricing layer (default: none).
     pub measurements: Vec<PathBuf>,
 }
@@ -47,6 +49,9 @@ impl WhatIf {
             o.link = Some(spec.parse()?);
         }
         o.target = target_model(self.target.as_ref(), self.profile.as_ref(), catalog)?;
+        // The source side's efficiencies fitted like the target's (on other runs of its GPU), so
+        // that both prices come from comparable fits (README's leave-one-out table is priced so).
+        o.source = self.source_profile.as_ref().map(|p| tracecast_calibrate::DeviceModel::from_profile_file(p, catalog)).transpose()?;
         o.pricing = Some(pricing_with(catalog, &self.measurements)?);
         o.world_size = self.world_size;
         Ok(o)

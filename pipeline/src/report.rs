@@ -209,7 +209,8 @@ fn reduce(
         Some(p) => {
             let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
             let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-            o.source = source.or(o.source);
+            // `--source-profile` first: the page's own calibration where none was given.
+            o.source = o.source.or(source);
             (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
         }
     };

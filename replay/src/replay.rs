@@ -394,7 +394,22 @@ fn project_kernels(
     pricing: &tracecast_calibrate::pricing::Pricing,
     notes: &mut Vec<String>,
 ) -> ProjectionReport {
-    let source = match &opts.source {
+    // A source profile of another GPU than the traces': said and not used (the traces' own
+    // calibration prices the source side), as a target profile of another GPU is refused.
+    let traced_gpu = parts.iter().find_map(|p| p.gpu_id().map(str::to_string));
+    let given = opts.source.as_ref().filter(|s| {
+        let of = s.gpu.as_ref().map(|g| g.id.as_str());
+        let same = traced_gpu.is_none() || of == traced_gpu.as_deref();
+        if !same {
+            notes.push(format!(
+                "the source profile is of {}, the traces ran on {}: not used, the traces' own calibration prices their kernels",
+                of.unwrap_or("a GPU the catalog does not know"),
+                traced_gpu.as_deref().unwrap_or_default()
+            ));
+        }
+        same
+    });
+    let source = match given {
         Some(s) => s.clone(),
         None => {
             let mut copts = tracecast_calibrate::CalibrateOptions::default();
@@ -753,7 +768,9 @@ impl<'c> RankPart<'c> {
             .filter(|&&(_, t)| origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
             .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
             .collect();
-        if with_samples && opts.source.is_none() {
+        // A source profile of another GPU is not used: the rank's own samples price it then.
+        let source_fits = opts.source.as_ref().is_some_and(|s| s.gpu.as_ref().map(|g| g.id.as_str()) == self.gpu.as_deref());
+        if with_samples && !source_fits {
             self.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
         }
     }
