@@ -3174,6 +3174,41 @@ fn a_source_profile_prices_the_traces_gpu_as_the_targets_is_priced() {
     let (other, notes) = projected(Some(&h100));
     assert!(notes.contains("the source profile is of h100-sxm, the traces ran on mi300x: not used"), "{notes}");
     assert_eq!(other, own);
+    // A job of both GPUs: the profile fits one rank only, whichever comes first.
+    let out = dir.join("mixed.json");
+    let (a, b) = (held("mi300"), held("h100"));
+    let o = run(&[
+        "replay".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--target".as_ref(),
+        "b200".as_ref(),
+        "--source-profile".as_ref(),
+        mi300.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&out)["jobs"][0]["notes"].to_string();
+    assert!(notes.contains("the source profile is of mi300x, the traces ran on ") && notes.contains(": not used"), "{notes}");
+    // The page's projection the same: the page's own calibration where the profile is not the
+    // job's GPU's (the projection had been the measured run, 1.000×).
+    let page = dir.join("r.html");
+    let o = run(&[
+        "report".as_ref(),
+        held("mi300").as_os_str(),
+        "--target".as_ref(),
+        "h100-sxm".as_ref(),
+        "--source-profile".as_ref(),
+        h100.as_os_str(),
+        "--out".as_ref(),
+        page.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("the source profile is of h100-sxm, the traces ran on mi300x: not used"), "note");
+    assert!(!html.contains("the trace records no GPU the catalog knows"), "the page's projection lost its source GPU");
 }
 
 /// A trace that lost its launches (HTA's sampled `trace_filter`: 578 of rank 0's GPU starts

@@ -51,10 +51,11 @@ pub(crate) struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// Whether the projection's source device is the page's own calibration
-    /// of the job (made once at the reduce; the ranks keep no samples for it).
+    /// Whether the page calibrates the job for the projection's source device (made once at
+    /// the reduce; the ranks keep no samples for it): with a `--source-profile` too, which
+    /// does not apply to a job of another GPU (the projection had been the measured run then).
     fn calibrates_source(&self) -> bool {
-        self.projection.as_ref().is_some_and(|(_, p)| p.target.is_some() && p.source.is_none())
+        self.projection.as_ref().is_some_and(|(_, p)| p.target.is_some())
     }
 }
 
@@ -209,9 +210,18 @@ fn reduce(
         Some(p) => {
             let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
             let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-            // `--source-profile` first: the page's own calibration where none was given.
-            o.source = o.source.or(source);
-            (replay, Some(tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report))
+            // `--source-profile` where it applies to the job (the one rule, said where not), else
+            // the page's own calibration.
+            let not_applied = o
+                .source
+                .as_ref()
+                .and_then(|s| tracecast_replay::replay::source_profile_applies(s, projection_parts.iter().map(|p| p.gpu_id())).err());
+            if o.source.is_none() || not_applied.is_some() {
+                o.source = source;
+            }
+            let mut projection = tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report;
+            projection.notes.extend(not_applied);
+            (replay, Some(projection))
         }
     };
     let label = plan.projection.as_ref().map(|p| p.0.as_str());

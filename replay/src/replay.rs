@@ -379,6 +379,36 @@ pub struct RuleShare {
     pub projected_us: f64,
 }
 
+/// Whether a profile of the GPU the traces ran on (`--source-profile`) applies to ranks of
+/// `rank_gpus` (their catalog ids, `None` where the catalog does not know the GPU): every
+/// rank's GPU known and the profile's, the one rule of `replay` and `report`; else the note
+/// that says why it is not used. A rank of another GPU had been priced by it when it came
+/// after one of the profile's, and a trace of no known GPU had taken the profile's.
+pub fn source_profile_applies<'a>(source: &DeviceModel, rank_gpus: impl IntoIterator<Item = Option<&'a str>>) -> Result<(), String> {
+    let of = source.gpu.as_ref().map(|g| g.id.as_str());
+    let mut ran_on: Vec<&str> = Vec::new();
+    let mut unknown = false;
+    for g in rank_gpus {
+        match g {
+            Some(g) if !ran_on.contains(&g) => ran_on.push(g),
+            Some(_) => {}
+            None => unknown = true,
+        }
+    }
+    if !unknown && !ran_on.is_empty() && ran_on.iter().all(|g| Some(*g) == of) {
+        return Ok(());
+    }
+    let traces = match (ran_on.is_empty(), unknown) {
+        (true, _) => "the traces record no GPU the catalog knows (name it with --device)".to_string(),
+        (false, true) => format!("the traces ran on {} and a GPU the catalog does not know", ran_on.join(", ")),
+        (false, false) => format!("the traces ran on {}", ran_on.join(", ")),
+    };
+    Err(format!(
+        "the source profile is of {}, {traces}: not used, the traces' own calibration prices their kernels",
+        of.unwrap_or("a GPU the catalog does not know")
+    ))
+}
+
 /// Re-prices every compute kernel of `eg` on `target` through the one cost
 /// model; the source device is the trace's own calibration (`opts.source`
 /// when given), fitted from the ranks' samples.
@@ -394,20 +424,14 @@ fn project_kernels(
     pricing: &tracecast_calibrate::pricing::Pricing,
     notes: &mut Vec<String>,
 ) -> ProjectionReport {
-    // A source profile of another GPU than the traces': said and not used (the traces' own
+    // A source profile that is not of the traces' GPU: said and not used (the traces' own
     // calibration prices the source side), as a target profile of another GPU is refused.
-    let traced_gpu = parts.iter().find_map(|p| p.gpu_id().map(str::to_string));
-    let given = opts.source.as_ref().filter(|s| {
-        let of = s.gpu.as_ref().map(|g| g.id.as_str());
-        let same = traced_gpu.is_none() || of == traced_gpu.as_deref();
-        if !same {
-            notes.push(format!(
-                "the source profile is of {}, the traces ran on {}: not used, the traces' own calibration prices their kernels",
-                of.unwrap_or("a GPU the catalog does not know"),
-                traced_gpu.as_deref().unwrap_or_default()
-            ));
+    let given = opts.source.as_ref().filter(|s| match source_profile_applies(s, parts.iter().map(|p| p.gpu_id())) {
+        Ok(()) => true,
+        Err(why) => {
+            notes.push(why);
+            false
         }
-        same
     });
     let source = match given {
         Some(s) => s.clone(),
@@ -737,9 +761,9 @@ impl<'c> RankPart<'c> {
     }
 
     /// What a projection with `opts` needs (nothing without a target): the
-    /// compute kernels' work and, `with_samples` and without a source in
-    /// `opts`, the rank's calibration samples, from which the replay
-    /// calibrates the projection's source.
+    /// compute kernels' work and, `with_samples`, the rank's calibration
+    /// samples, from which the replay calibrates the projection's source
+    /// where no source profile applies.
     fn add_target(
         &mut self,
         ctx: &RankContext<'_>,
@@ -768,9 +792,9 @@ impl<'c> RankPart<'c> {
             .filter(|&&(_, t)| origin[t as usize].kind == TaskKind::Gpu(ActivityClass::Compute))
             .filter_map(|&(row, t)| all.get(row as usize).cloned().flatten().map(|k| (t, k)))
             .collect();
-        // A source profile of another GPU is not used: the rank's own samples price it then.
-        let source_fits = opts.source.as_ref().is_some_and(|s| s.gpu.as_ref().map(|g| g.id.as_str()) == self.gpu.as_deref());
-        if with_samples && !source_fits {
+        // Taken even beside a source profile: one that does not apply to the job (of another
+        // GPU than some rank's) leaves the ranks' own calibration to price it.
+        if with_samples {
             self.samples = Some(tracecast_calibrate::profile::rank_samples(ctx, all, catalog));
         }
     }
