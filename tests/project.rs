@@ -1848,3 +1848,26 @@ fn a_training_projection_gives_tokens_per_second_per_gpu() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// No run is priced with more exposed communication than communication (the timelines' clock
+/// is whole nanoseconds, the priced sums are not: SC21's GPT-1.7B had read 54.813357 exposed of
+/// 54.813354 ms), in `validate`'s JSON as `project`'s.
+#[test]
+fn exposed_communication_never_exceeds_communication() {
+    let dir = scratch("exposed-within-comm");
+    for (name, runs) in [("published", "../shared/validation/published-runs.json"), ("training", "../shared/evidence/training-runs.json")] {
+        let out = dir.join(format!("{name}.json"));
+        let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join(runs);
+        let o = bin().arg("validate").arg(&runs).arg("-q").arg("--json").arg(&out).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc = json(&out);
+        let mut checked = 0;
+        for run in doc["runs"].as_array().unwrap() {
+            let t = &run["times"];
+            let (Some(exposed), Some(comm)) = (t["exposed_comm_ms"].as_f64(), t["comm_ms"].as_f64()) else { continue };
+            assert!(exposed <= comm, "{}: exposed {exposed} ms of {comm} ms", run["id"]);
+            checked += 1;
+        }
+        assert!(checked > 10, "{name}: {checked} runs");
+    }
+}
