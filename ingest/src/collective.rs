@@ -146,7 +146,9 @@ pub fn parse_ranks(s: &str) -> Vec<i64> {
 }
 
 /// What an NCCL/RCCL kernel name says: `ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
-/// `ncclDevKernel_AllGather_RING_LL`, `ncclDevKernel_Generic`. Every part is optional.
+/// `ncclDevKernel_AllGather_RING_LL`, `ncclDevKernel_AllReduce_Sum_bf16_RING_LL` (NCCL 2.19's
+/// order: the reduction and type before the algorithm), `ncclDevKernel_Generic`. Every part is
+/// optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct NcclKernelName {
     /// The operation, when named.
@@ -166,12 +168,12 @@ impl NcclKernelName {
         let op = parts.next().unwrap_or_default();
         let mut parsed = NcclKernelName { collective: Collective::from_name(op), ..Default::default() };
         let rest: Vec<&str> = parts.collect();
+        // The algorithm right after the operation, or after its reduction and type (it had been
+        // looked for first only, and NCCL 2.19's names gave a profile's links no algorithm).
         let mut i = 0;
-        if let Some(first) = rest.first()
-            && matches!(*first, "RING" | "TREE" | "NVLS" | "NVLSTREE" | "COLLNET" | "PAT")
-        {
-            let mut algo = (*first).to_string();
-            i = 1;
+        if let Some(at) = rest.iter().position(|p| matches!(*p, "RING" | "TREE" | "NVLS" | "NVLSTREE" | "COLLNET" | "PAT")) {
+            let mut algo = rest[at].to_string();
+            i = at + 1;
             while let Some(next) = rest.get(i) {
                 if matches!(*next, "DIRECT" | "CHAIN") {
                     algo.push('_');
@@ -297,6 +299,11 @@ mod tests {
         let k = NcclKernelName::parse("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t").unwrap();
         assert_eq!(k.collective, Some(Collective::SendRecv));
         assert_eq!(k.proto.as_deref(), Some("SIMPLE"));
+        // NCCL 2.19's order: reduction and type first.
+        let k = NcclKernelName::parse("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)").unwrap();
+        assert_eq!((k.collective, k.algo.as_deref(), k.proto.as_deref()), (Some(Collective::AllReduce), Some("RING"), Some("LL")));
+        let k = NcclKernelName::parse("ncclDevKernel_ReduceScatter_Sum_f32_RING_SIMPLE").unwrap();
+        assert_eq!((k.algo.as_deref(), k.proto.as_deref()), (Some("RING"), Some("SIMPLE")));
         let k = NcclKernelName::parse("ncclDevKernel_Generic").unwrap();
         assert_eq!(k.collective, Some(Collective::Unknown));
         assert!(NcclKernelName::parse("ampere_sgemm_128x64_tn").is_none());
