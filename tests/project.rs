@@ -1302,10 +1302,10 @@ fn search_says_what_its_with_settings_were_priced_as() {
 fn inference_picks_a_default_plan_that_divides() {
     // Nodes of 12: TP stays inside one (tp=8 would straddle two).
     for (gpus, per_node, plan) in [
-        ("12", "8", "plan tp=4,pp=1,dp=3,"),
-        ("7", "8", "plan tp=1,pp=1,dp=7,"),
-        ("16", "8", "plan tp=8,pp=1,dp=2,"),
-        ("24", "12", "plan tp=4,pp=1,dp=6,"),
+        ("12", "8", "plan tp=4,pp=1,dp=3 ("),
+        ("7", "8", "plan tp=1,pp=1,dp=7 ("),
+        ("16", "8", "plan tp=8,pp=1,dp=2 ("),
+        ("24", "12", "plan tp=4,pp=1,dp=6 ("),
     ] {
         let o = bin()
             .args([
@@ -1558,7 +1558,8 @@ fn sequence_parallel_decode_is_refused_and_not_searched() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let plans: Vec<&str> = text.lines().filter(|l| l.contains("microbatches=")).collect();
+    // The ranked rows (a decode plan states no microbatches: they are training settings).
+    let plans: Vec<&str> = text.lines().filter(|l| l.split_whitespace().next().is_some_and(|t| t.parse::<u32>().is_ok())).collect();
     assert!(plans.iter().any(|l| l.contains("tp=8")), "{text}");
     assert!(plans.iter().all(|l| !l.contains(",sp")), "{text}");
     // The front says the batch it holds (it had said "one sequence per GPU, as without --gbs"),
@@ -1870,4 +1871,29 @@ fn exposed_communication_never_exceeds_communication() {
         }
         assert!(checked > 10, "{name}: {checked} runs");
     }
+}
+
+/// An inference search's plans run as `project` takes them: the best decode plan had read
+/// `tp=1,pp=1,dp=8,mb=1,microbatches=1`, training settings `project --task decode` refuses,
+/// under a `samples/s` column of tokens per second and "0 rejected ()".
+#[test]
+fn an_inference_searchs_best_plan_runs_in_project() {
+    let task = ["--task", "decode", "--batch", "16", "--context", "4096"];
+    let o =
+        bin().args(["search", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--top", "1"]).args(task).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(" tokens/s ") && !text.contains("samples/s") && !text.contains("()"), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap_or_else(|| panic!("{text}"));
+    let plan = row.split_whitespace().nth(1).unwrap();
+    assert!(!plan.contains("mb=") && !plan.contains("microbatches"), "{plan}");
+    let o = bin()
+        .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--parallel", plan])
+        .args(task)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{plan}: {}", stderr(&o));
+    // The same step as the search ranked it.
+    let ms = row.split_whitespace().nth(2).unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("Iteration {ms} ms")), "{}", String::from_utf8_lossy(&o.stdout));
 }

@@ -113,22 +113,25 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let measured = (!args.quiet || args.json.is_some())
         .then(|| result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(&args.system), best, None)))
         .flatten();
+    // What the plans are ranked by: a decode step's throughput is tokens, as `project` says it.
+    let unit = if matches!(task, tracecast_replay::workload::llm::Task::Decode { .. }) { "tokens/s" } else { "samples/s" };
     if !args.quiet {
+        // Nothing rejected: no empty reasons (an inference search had printed "0 rejected ()").
+        let why = if result.rejected > 0 { format!(" ({})", result.rejected_why.in_words()) } else { String::new() };
         writeln!(
             out,
-            "{} on {} — {}: {} plans simulated, {} rejected ({}), {:.2} s",
+            "{} on {} — {}: {} plans simulated, {} rejected{why}, {:.2} s",
             model.name,
             cluster.name,
             task.as_str(),
             result.simulated,
             result.rejected,
-            result.rejected_why.in_words(),
             elapsed
         )?;
         writeln!(
             out,
             "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
-            "rank", "plan", "iteration ms", "samples/s", "exposed", "memory GB", "MFU"
+            "rank", "plan", "iteration ms", unit, "exposed", "memory GB", "MFU"
         )?;
         let mut above = false;
         for (i, p) in result.ranked.iter().take(args.top).enumerate() {
@@ -157,7 +160,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         match (&result.baseline, result.speedup_over_baseline) {
             (Some(b), Some(x)) => writeln!(
                 out,
-                "Baseline {} ({}): {:.2} samples/s; the best plan is {x:.2}× faster",
+                "Baseline {} ({}): {:.2} {unit}; the best plan is {x:.2}× faster",
                 result.baseline_name, b.plan, b.throughput
             )?,
             // Its degrees may not divide the batch (gbs=3 over fsdp=8) as well as not fit: both are said.
@@ -259,7 +262,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "Pareto front (the best plan at each GPU count, {batch}):")?;
         }
         for p in front.iter().filter(|p| p.pareto) {
-            writeln!(out, "  front: {:>6} GPUs {:>14.2} samples/s  {}", p.gpus, p.throughput, p.plan)?;
+            writeln!(out, "  front: {:>6} GPUs {:>14.2} {unit}  {}", p.gpus, p.throughput, p.plan)?;
         }
     }
     if let Some(path) = &args.json {

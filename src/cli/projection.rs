@@ -151,7 +151,7 @@ pub(crate) struct SearchArgs {
     /// Plans to print.
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) top: usize,
-    /// Write the ranked plans, the baseline and the front as JSON.
+    /// Write the ranked plans (ten times --top of them), the baseline and the front as JSON.
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).

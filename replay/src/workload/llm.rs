@@ -1281,6 +1281,18 @@ impl Plan {
         if self.grad_reduce_fp32 { 4.0 } else { bytes }
     }
 
+    /// [`Plan::describe`] as `task` runs it: an inference task's plan without the training
+    /// settings it refuses ([`StatedKeys::training_keys`]; `search --task decode` had printed
+    /// `mb=1,microbatches=1`, which `project --task decode` then refused).
+    pub fn describe_for(&self, task: Task) -> String {
+        let text = self.describe();
+        if task == Task::Train {
+            return text;
+        }
+        let training = StatedKeys::training_keys();
+        text.split(',').filter(|part| !training.contains(&part.split('=').next().unwrap_or(part))).collect::<Vec<_>>().join(",")
+    }
+
     /// `tp=8,pp=4,dp=64,zero=3,mb=1,microbatches=16` (only what differs from 1 / off).
     pub fn describe(&self) -> String {
         let mut parts = vec![format!("tp={}", self.tp), format!("pp={}", self.pp)];
@@ -3550,7 +3562,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             Task::Prefill { .. } if !model.causal => "inference".into(),
             _ => task.as_str().into(),
         },
-        plan: plan.describe(),
+        plan: plan.describe_for(task),
         assumptions: "tracecast",
         times,
         throughput,
