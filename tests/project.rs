@@ -1657,6 +1657,8 @@ fn a_search_without_a_plan_says_so_on_stderr() {
         let o = bin().args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(stderr(&o).contains("error: no plan runs on 1 GPUs"), "{args:?}: {}", stderr(&o));
+        // No empty ranking's header above it.
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("iteration ms"), "{}", String::from_utf8_lossy(&o.stdout));
     }
     // Why, by reason: LLaMA-2 7B's weights, gradients and Adam states (16 bytes a parameter,
     // 108 GB) fit no 80 GB GPU alone, and the reasons add up to the count (it said "degrees that

@@ -128,11 +128,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
-        writeln!(
-            out,
-            "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
-            "rank", "plan", "iteration ms", unit, "exposed", "memory GB", "MFU"
-        )?;
+        // No ranking to head where no plan ran (the error below says why).
+        if !result.ranked.is_empty() {
+            writeln!(
+                out,
+                "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
+                "rank", "plan", "iteration ms", unit, "exposed", "memory GB", "MFU"
+            )?;
+        }
         let mut above = false;
         for (i, p) in result.ranked.iter().take(args.top).enumerate() {
             let mfu = match (p.mfu, &measured) {
