@@ -1899,3 +1899,35 @@ fn an_inference_searchs_best_plan_runs_in_project() {
     let ms = row.split_whitespace().nth(2).unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("Iteration {ms} ms")), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// The plans a ranked plan stands for (the text's "prices identically" groups) are in the
+/// JSON too (they had been in the text alone).
+#[test]
+fn the_plans_that_price_identically_are_in_the_json() {
+    let dir = scratch("search-identical");
+    let out = dir.join("s.json");
+    let o = bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--gbs", "64", "--top", "3", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let doc = json(&out);
+    let mut groups = 0;
+    let lines: Vec<&str> = text.lines().collect();
+    for pair in lines.windows(2) {
+        if let Some(same) = pair[1].trim().strip_prefix("(prices identically: ").and_then(|s| s.strip_suffix(')')) {
+            let plan = pair[0].split_whitespace().nth(1).unwrap();
+            let listed: Vec<&str> = doc["prices_identically"][plan]
+                .as_array()
+                .unwrap_or_else(|| panic!("{plan}: {doc}"))
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            assert_eq!(listed.join("; "), same, "{plan}");
+            groups += 1;
+        }
+    }
+    assert!(groups >= 1, "{text}");
+}

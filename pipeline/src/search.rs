@@ -279,6 +279,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             baseline: &'a Option<tracecast_replay::workload::Projection>,
             speedup_over_baseline: Option<f64>,
             ranked: &'a [tracecast_replay::workload::Projection],
+            /// The plans each ranked plan stands for, which price identically (the text's groups).
+            prices_identically: std::collections::BTreeMap<&'a str, &'a [String]>,
             front: &'a [search::FrontPoint],
             /// What training on a GPU of this compute measured (the shipped runs): the best run, how many.
             best_measured_mfu: Option<&'a tracecast_replay::workload::validate::MfuBound>,
@@ -294,6 +296,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 baseline: &result.baseline,
                 speedup_over_baseline: result.speedup_over_baseline,
                 ranked: top,
+                prices_identically: top
+                    .iter()
+                    .filter_map(|p| result.identical.get(&p.plan).map(|same| (p.plan.as_str(), same.as_slice())))
+                    .collect(),
                 front: &front,
                 best_measured_mfu: measured.as_ref().and_then(|n| n.bound.as_ref()),
             },
