@@ -373,7 +373,7 @@ impl Timeline {
                 }
             }
         }
-        t.exposed_comm_ms = (t.iteration_ms - t.compute_ms).max(0.0).min(t.comm_ms);
+        t.exposed_comm_ms = (t.iteration_ms - t.compute_ms).max(0.0);
         t.overlapped_comm_ms = (t.comm_ms - t.exposed_comm_ms).max(0.0);
         t
     }
