@@ -266,10 +266,12 @@ impl Measurements {
             return Err(bad(1, "the file is empty: a measurements table is a header line and rows (README, Measurements)".into()));
         }
         // nccl-tests' own printout names neither its collective nor its GPU in its rows: said
-        // what to write instead (it had been "not a measurements table" alone).
-        let text_lines = || text.split(|b| *b == b'\n').map(|l| String::from_utf8_lossy(l).trim_start().to_string());
+        // what to write instead (it had been "not a measurements table" alone). Its `#` lines
+        // come first (blank lines aside); a table has none, so nothing past them is looked at.
+        let has = |l: &[u8], word: &[u8]| l.windows(word.len()).any(|w| w == word);
+        let printout = |l: &[u8]| l.starts_with(b"# nThread") || (has(l, b"algbw") && has(l, b"busbw"));
         if let Some(i) =
-            text_lines().position(|l| l.starts_with("# nThread") || (l.starts_with('#') && l.contains("algbw") && l.contains("busbw")))
+            text.split(|b| *b == b'\n').map(<[u8]>::trim_ascii_start).take_while(|l| l.is_empty() || l.starts_with(b"#")).position(printout)
         {
             return Err(bad(
                 i + 1,
