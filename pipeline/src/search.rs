@@ -199,13 +199,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 .zip(cluster.prices.as_ref())
                 .and_then(|(g, p)| p.pricing.best_gemm_fraction(g, formats[0]))
                 .and_then(|(f, _)| Some(f * of_16_bit(formats[0])?));
-            let measured = match (traced, published) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
+            // The larger of the two, and where it was measured.
+            let (measured, traced_wins) = match (traced, published) {
+                (Some(a), Some(b)) => (Some(a.max(b)), a >= b),
+                (a, b) => (a.or(b), a.is_some()),
             };
-            let on = match (traced_on, traced) {
-                (Some(other), Some(t)) if published.is_none_or(|p| t >= p) => format!("on {other}, the traced GPU most like this one"),
-                _ => "on this GPU".to_string(),
+            let on = match traced_on.filter(|_| traced_wins) {
+                Some(other) => format!("on {other}, the traced GPU most like this one"),
+                None => "on this GPU".to_string(),
             };
             let format = if fp8 { "FP8 GEMM" } else { "GEMM" };
             match measured {
