@@ -201,7 +201,7 @@ impl Part {
                 } else {
                     ""
                 };
-                if let Some(short) = short.get(&(i, c.as_str())).filter(|_| long(c)) {
+                if let Some(short) = short.get(&(i, c.as_str())) {
                     // Long kernel names: the part that tells them apart, the full name on hover.
                     let _ = write!(self.html, "<td{class} title=\"{}\">{}</td>", esc(c), esc(short));
                 } else {

@@ -999,7 +999,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // GPU starts nothing explains are held as waits of their measured length, off the host's
         // path: where they fill much of the time the path spans (a filtered or sampled trace
         // loses launches), the verdict rests on what the trace lost, and that is said.
-        let unexplained = unexplained_waits_us(&eg, &schedule, from_ns, &critical).into_iter().fold(0.0, f64::max);
+        let unexplained = most_unexplained_wait_us(&eg, &schedule, from_ns, &critical);
         let caveat = if unexplained > 0.1 * critical_path.total_us {
             format!(
                 "; but GPU starts that nothing in the trace explains wait {:.3} ms on one rank within the time the path spans ({:.0} % of it): a trace that lost launches (filtered, sampled) can look host-bound without being so",
@@ -1291,12 +1291,12 @@ fn recost_communication(
     }
 }
 
-/// Each rank's unexplained-wait tasks' replayed time within the span of the critical
-/// path `path` (from `from_ns`, or its first event, to its last), µs: the graph's count is
-/// of the whole trace, and a step range's path spans less (`--steps 551` had put 860 ms of
-/// waits at 136 % of its path).
-fn unexplained_waits_us(eg: &ExecGraph, s: &Schedule, from_ns: i64, path: &[u32]) -> Vec<f64> {
-    let (Some(&first), Some(&end)) = (path.last(), path.first()) else { return Vec::new() };
+/// The most replayed time any rank's unexplained-wait tasks take within the span of the
+/// critical path `path` (from `from_ns`, or its first event, to its last), µs: the graph's
+/// count is of the whole trace, and a step range's path spans less (`--steps 551` had put
+/// 860 ms of waits at 136 % of its path).
+fn most_unexplained_wait_us(eg: &ExecGraph, s: &Schedule, from_ns: i64, path: &[u32]) -> f64 {
+    let (Some(&first), Some(&end)) = (path.last(), path.first()) else { return 0.0 };
     let (from, to) = (if from_ns == i64::MIN { s.event_ns(first) } else { from_ns }, s.event_ns(end));
     let mut per_rank = vec![0.0; eg.ranks.len()];
     for (t, o) in eg.origin.iter().enumerate() {
@@ -1306,5 +1306,5 @@ fn unexplained_waits_us(eg: &ExecGraph, s: &Schedule, from_ns: i64, path: &[u32]
             *r += (s.end_ns[t].min(to) - s.start_ns[t].max(from)).max(0) as f64 / 1000.0;
         }
     }
-    per_rank
+    per_rank.into_iter().fold(0.0, f64::max)
 }
