@@ -442,6 +442,12 @@ pub(crate) fn align_clocks(ends: &[(usize, usize, i64)], ranks: usize) -> Option
     })
 }
 
+/// A bandwidth in GB/s as tables print it: two decimals, or three significant digits below
+/// 0.01 (a measured 1e-4 GB/s had read 0.00).
+pub fn bandwidth_text(gbps: f64) -> String {
+    if gbps == 0.0 || gbps.abs() >= 0.01 || !gbps.is_finite() { format!("{gbps:.2}") } else { format!("{gbps:.2e}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::align_clocks;

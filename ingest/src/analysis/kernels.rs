@@ -52,12 +52,6 @@ pub fn kernel_stats(trace: &RankTrace, classes: &[Option<ActivityClass>], w: Win
     out
 }
 
-/// A bandwidth in GB/s as tables print it: two decimals, or three significant digits below
-/// 0.01 (a measured 1e-4 GB/s had read 0.00).
-pub fn bandwidth_text(gbps: f64) -> String {
-    if gbps == 0.0 || gbps.abs() >= 0.01 || !gbps.is_finite() { format!("{gbps:.2}") } else { format!("{gbps:.2e}") }
-}
-
 /// [`short_kernel_name`] of each of `names`, shown together (a table's rows): names that
 /// shorten alike though they differ are widened, up to twice `width`, until they are told
 /// apart (the part that differs had been cut out of the middle: two `split_embedding_backward…`

@@ -34,8 +34,8 @@ mod steps;
 pub use breakdown::{Breakdown, RankSets, Window, WindowMode};
 pub use classify::{ActivityClass, Classifier, CommKernels, FAMILIES, Family, family_collective};
 pub use collectives::{
-    ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, collective_samples, message_size_rows,
-    message_size_rows_of,
+    ClockAlignment, CollectiveSample, CollectiveStats, MessageSizeRow, RankCollectives, Straggler, bandwidth_text, collective_samples,
+    message_size_rows, message_size_rows_of,
 };
 pub use context::RankContext;
 pub use idle::{IdleSplit, StreamIdle};
@@ -45,5 +45,5 @@ pub use job::{
     runs_apart, summarize, summarize_rank, summary_key,
 };
 pub use job_collectives::JobCollectives;
-pub use kernels::{KernelStats, bandwidth_text, kernel_stats, short_kernel_name, short_kernel_names};
+pub use kernels::{KernelStats, kernel_stats, short_kernel_name, short_kernel_names};
 pub use steps::{Step, StepBreakdown, describe_numbers, find_steps, partition_windows, step_of_activity, steps_window};
