@@ -785,11 +785,8 @@ impl RunModel {
                 let why = if v.get("preset").is_some() { serde_error_at::<PresetModel>(v) } else { serde_error_at::<ModelSpec>(v) };
                 // Every required key it lacks at once (serde names the first: a model of a name and a
                 // seq had been told `layers`, then `hidden`, … one run of the command each).
-                let required: &[&str] = if v.get("preset").is_some() {
-                    &["preset", "seq"]
-                } else {
-                    &["layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation"]
-                };
+                const FULL: [&str; 8] = ["layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "activation"];
+                let required: &[&str] = if v.get("preset").is_some() { &["preset", "seq"] } else { &FULL };
                 let missing: Vec<String> = required.iter().filter(|k| v.get(**k).is_none()).map(|k| format!("`{k}`")).collect();
                 let why = match why {
                     Some(e) if e.starts_with("missing field") && missing.len() > 1 => {
@@ -799,10 +796,11 @@ impl RunModel {
                 };
                 // The cause first: a terminal line is cut at 400 characters, and the list of keys is long.
                 Err(crate::Error::Model(format!(
-                    "model{}: {}neither a preset with its seq nor full dimensions (layers, hidden, heads, kv_heads, ffn, vocab, seq, activation; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
+                    "model{}: {}neither a preset with its seq nor full dimensions ({}; optionally name, head_dim, tied_embeddings, experts with top_k and shared_experts, sliding_window with windowed_layers, latent attention's q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, dense_layers with dense_ffn; no other keys)",
                     // Its name, never its text: a file of another kind (a trace) holds metadata not to echo.
                     v.get("name").and_then(|n| n.as_str()).map_or_else(String::new, |n| format!(" {n:?}")),
-                    why.map_or_else(String::new, |e| format!("{e}; "))
+                    why.map_or_else(String::new, |e| format!("{e}; ")),
+                    FULL.join(", ")
                 )))
             }
         }
