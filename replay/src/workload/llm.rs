@@ -3240,9 +3240,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     }
     // Exposed communication by the one definition of traces and replays: per microbatch's
     // stage timeline, communication with no compute under it (the bubble holds none).
-    let exposed_first = if train && plan.microbatches > 1 { first_timeline.as_ref().map_or(0.0, Timeline::exposed_comm_ms) } else { 0.0 };
+    let exposed_first = if train && plan.microbatches > 1 { t_first.exposed_comm_ms } else { 0.0 };
     times.exposed_comm_ms =
-        if train { exposed_first * (m - 1.0) + last.exposed_comm_ms() } else { last.exposed_comm_ms() } * reported_share;
+        if train { exposed_first * (m - 1.0) + t_last.exposed_comm_ms } else { t_last.exposed_comm_ms } * reported_share;
     for (kind, ms) in end_grads_ms.into_iter().filter(|x| x.1 > 0.0) {
         *times.by_kind_ms.entry(kind.as_str()).or_default() += ms;
         times.comm_ms += ms;

@@ -17,7 +17,10 @@
 //! - a GEMM of F FLOPs takes F ÷ effective FLOP/s (backward twice forward), an
 //!   embedding lookup of B bytes B ÷ effective HBM, a collective of B bytes
 //!   B ÷ its bandwidth;
-//! - exposed communication = iteration − (GEMM + embedding time).
+//! - exposed communication = iteration − (GEMM + embedding time): on these
+//!   two lanes, where one of them always runs, the communication with no
+//!   compute under it, tracecast's one definition (`tests/madmax.rs` holds it
+//!   to the references).
 
 use std::path::Path;
 

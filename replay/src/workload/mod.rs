@@ -311,8 +311,9 @@ pub struct Timeline {
     pub schedule: Schedule,
 }
 
-/// Times of an iteration, the MAD-Max way: compute is the compute lane's
-/// busy time, exposed communication is what the iteration adds on top of it.
+/// Times of an iteration: compute is the compute lane's busy time, exposed
+/// communication the communication with no compute under it (the one
+/// definition of traces and replays, [`Timeline::exposed_comm_ms`]).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IterationTimes {
     /// Iteration (step) time, ms.
@@ -321,7 +322,7 @@ pub struct IterationTimes {
     pub compute_ms: f64,
     /// Communication lane busy time, ms.
     pub comm_ms: f64,
-    /// Iteration − compute − pipeline bubble (− `stack_ms`), ms.
+    /// Communication with no compute under it (∪comm − ∪comm ∩ ∪compute), ms.
     pub exposed_comm_ms: f64,
     /// Pipeline bubble (stages idle at the start and end of a 1F1B schedule), ms.
     pub bubble_ms: f64,
@@ -373,7 +374,7 @@ impl Timeline {
                 }
             }
         }
-        t.exposed_comm_ms = (t.iteration_ms - t.compute_ms).max(0.0);
+        t.exposed_comm_ms = self.exposed_comm_ms();
         t.overlapped_comm_ms = (t.comm_ms - t.exposed_comm_ms).max(0.0);
         t
     }
@@ -522,5 +523,32 @@ mod tests {
         // Without contention (MAD-Max's two-stream overlap) the communication costs compute nothing.
         let t = build(0.0).times();
         assert!((t.iteration_ms - 12.0).abs() < 1e-6, "{t:?}");
+    }
+
+    #[test]
+    fn exposed_communication_is_the_communication_no_compute_covers_not_the_iteration_left_over() {
+        // A 2 ms GEMM, 1 ms with nothing running, then a 2 ms all-reduce of which the
+        // GEMM covers none: 2 ms exposed (the trace and replay definition), where the
+        // iteration less compute would say 3.
+        let op = |kind: OpKind, lane: u8| Op {
+            name: Label::Text(kind.as_str().into()),
+            kind,
+            dur_s: 2e-3,
+            parts: [(kind, 2e-3), (kind, 0.0), (kind, 0.0)],
+            lane,
+        };
+        let timeline = Timeline {
+            ops: vec![op(OpKind::Gemm, 0), op(OpKind::AllReduce, 1)],
+            schedule: crate::sim::Schedule {
+                start_ns: vec![0, 3_000_000],
+                end_ns: vec![2_000_000, 5_000_000],
+                unscheduled: 0,
+                binding: Vec::new(),
+            },
+        };
+        let t = timeline.times();
+        assert!((t.iteration_ms - 5.0).abs() < 1e-9 && (t.compute_ms - 2.0).abs() < 1e-9, "{t:?}");
+        assert!((t.exposed_comm_ms - 2.0).abs() < 1e-9, "{t:?}");
+        assert!(t.overlapped_comm_ms.abs() < 1e-9, "{t:?}");
     }
 }
