@@ -88,6 +88,8 @@ fn project_presets_inference_perfetto_and_errors() {
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&perfetto).unwrap()), &mut text).unwrap();
     let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(trace["traceEvents"].as_array().unwrap().len() > 80);
+    // A decode step of one stage and one microbatch: the timeline is the iteration, and no note says otherwise.
+    assert!(!stdout.contains("--perfetto draws"), "{stdout}");
     // Bad input: a clear message and a non-zero exit, never a panic.
     for (args, want) in [
         (vec!["project", "--model", "nope-1b", "--system", "h100-sxm", "--gpus", "8"], "neither a preset"),
@@ -103,6 +105,60 @@ fn project_presets_inference_perfetto_and_errors() {
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"));
     }
+}
+
+#[test]
+fn a_training_timeline_says_how_much_of_the_iteration_it_draws_and_tracks_only_lanes_that_ran() {
+    let dir = scratch("project-perfetto-train");
+    let perfetto = dir.join("train.trace.json");
+    let o = bin()
+        .args([
+            "project",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--parallel",
+            "tp=2,pp=2,dp=2,mb=1,gbs=16",
+            "--perfetto",
+        ])
+        .arg(&perfetto)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let trace = json(&perfetto);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let slices: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let end_ms = slices.iter().map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()).fold(0.0, f64::max) / 1e3;
+    let iteration: f64 = stdout.split("Iteration ").nth(1).and_then(|t| t.split(" ms").next()).and_then(|t| t.trim().parse().ok()).unwrap();
+    // Eight microbatches over two stages: one microbatch's lanes are far less than the iteration, and the note gives both.
+    assert!(end_ms < 0.5 * iteration, "{end_ms} of {iteration}");
+    assert!(stdout.contains(&format!("--perfetto draws the lanes the model simulates, one microbatch on one pipeline stage: {end_ms:.2} ms of the {iteration:.2} ms iteration")), "{stdout}");
+    // Memory-bound work inside the blocks is named by kind in the slices' args.
+    let memory_ms: f64 = slices.iter().filter_map(|e| e["args"]["memory_bound_ms"].as_f64()).sum();
+    assert!(memory_ms > 0.0, "memory-bound time in the args");
+    for e in &slices {
+        let parts: f64 = e["args"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
+        assert!((parts - e["dur"].as_f64().unwrap() / 1e3).abs() < 1e-3 * parts.max(1.0), "{e}");
+    }
+    // Tracks only for the lanes that ran: tensor parallelism alone has no data-parallel or pipeline lane.
+    let o = bin()
+        .args(["project", "--model", "llama3-8b", "--system", "h100-sxm", "--gpus", "8", "--parallel", "tp=8", "--perfetto"])
+        .arg(&perfetto)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tracks: Vec<String> = json(&perfetto)["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(tracks, ["compute", "communication"]);
 }
 
 #[test]

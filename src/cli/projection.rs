@@ -108,7 +108,7 @@ pub(crate) struct ProjectArgs {
     /// Write the projection as JSON (DESIGN §6 keys).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
-    /// Write the simulated timeline for ui.perfetto.dev.
+    /// Write the simulated lanes for ui.perfetto.dev (tracecast's transformer model: one microbatch on one pipeline stage, a note says how much of the iteration)
     #[arg(long, value_name = "F")]
     pub(crate) perfetto: Option<PathBuf>,
     /// A measured training run of your stack (a runs file, `validate`'s format; `:ID` names the run, needless when the

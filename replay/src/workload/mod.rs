@@ -398,25 +398,40 @@ impl Timeline {
         (comm.total() - overlap.total()) as f64 / 1e6
     }
 
-    /// Chrome-trace JSON of the lanes (one process, a track per lane), for ui.perfetto.dev.
+    /// When the lanes' last operation ends, ms.
+    pub fn span_ms(&self) -> f64 {
+        self.schedule.end_ns.iter().copied().max().unwrap_or(0) as f64 / 1e6
+    }
+
+    /// Chrome-trace JSON of the lanes (one process, a track per lane that ran
+    /// something), for ui.perfetto.dev. A slice is one operation; where it is
+    /// a block of several kinds (a GEMM and its norm), its args give each
+    /// kind's time in ms, so that the memory-bound work is found by kind.
     pub fn write_perfetto(&self, w: &mut impl std::io::Write, title: &str) -> std::io::Result<()> {
         write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
         let name = serde_json::to_string(title).unwrap_or_else(|_| "\"projection\"".into());
         write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{{\"name\":{name}}}}}")?;
         for (tid, lane) in [(0, "compute"), (1, "communication"), (2, "data-parallel communication"), (3, "pipeline communication")] {
-            write!(w, ",{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}")?;
+            if self.ops.iter().any(|op| op.lane == tid) {
+                write!(w, ",{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}")?;
+            }
         }
         for (i, op) in self.ops.iter().enumerate() {
             let (s, e) = (self.schedule.start_ns[i], self.schedule.end_ns[i]);
             let name = serde_json::to_string(&op.name.to_string()).unwrap_or_default();
             write!(
                 w,
-                ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
+                ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3},\"args\":{{",
                 op.lane,
                 op.kind.as_str(),
                 s as f64 / 1e3,
                 (e - s) as f64 / 1e3
             )?;
+            for (k, (kind, dur_s)) in op.parts.iter().filter(|p| p.1 > 0.0).enumerate() {
+                let comma = if k > 0 { "," } else { "" };
+                write!(w, "{comma}\"{}_ms\":{:.6}", kind.as_str(), dur_s * 1e3)?;
+            }
+            write!(w, "}}}}")?;
         }
         writeln!(w, "]}}")
     }
