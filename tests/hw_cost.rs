@@ -665,3 +665,19 @@ fn the_evidences_single_collective_points_price_their_own_count() {
     assert!(q["basis"].as_str().unwrap().contains("the measured ÷ priced time of the evidence's 1 point(s) at 4 GPUs"), "{q}");
     assert!(!q["rule_description"].as_str().unwrap().contains("upper bound"), "{q}");
 }
+
+#[test]
+fn an_in_node_all_reduce_above_the_nvlink_rate_says_the_switch_reduces() {
+    let dir = common::scratch("hw-cost-nvls");
+    let out = dir.join("q.json");
+    // H200's links: 900 GB/s NVLink 4 in total, 450 per direction (the datasheet the catalog cites).
+    let big = quote(&["h200", "all_reduce", "--bytes", "17179869184", "--gpus", "8"], &out);
+    assert!(big["busbw_gbps"].as_f64().unwrap() > 450.0, "{big}");
+    assert!(
+        big["basis"].as_str().unwrap().contains("above the 450 GB/s NVLink rate: the measured runs reduce in the switch (NVLS)"),
+        "{big}"
+    );
+    let small = quote(&["h200", "all_reduce", "--bytes", "1048576", "--gpus", "8"], &out);
+    assert!(small["busbw_gbps"].as_f64().unwrap() < 450.0, "{small}");
+    assert!(!small["basis"].as_str().unwrap().contains("NVLS"), "{small}");
+}

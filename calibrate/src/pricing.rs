@@ -2958,6 +2958,20 @@ impl Pricing {
                 })?;
                 let k = collective.bus_factor_in(Some(i64::from(*gpus))).unwrap_or(1.0);
                 let busbw = k * bytes / (p.time_us * 1e3);
+                let mut p = p;
+                // Inside a node a ring moves its bus bytes over the GPU's links: a measured curve
+                // above their rate reduces in the switch (NVLS; H200's 480 GB/s over 450 GB/s links).
+                if *gpus <= *gpus_per_node
+                    && !p2p
+                    && gpu.vendor().as_deref() == Some("NVIDIA")
+                    && gpu.link_gbps > 0.0
+                    && busbw > gpu.link_gbps
+                {
+                    p.basis.push_str(&format!(
+                        "; above the {:.0} GB/s NVLink rate: the measured runs reduce in the switch (NVLS), which no link bound limits",
+                        gpu.link_gbps
+                    ));
+                }
                 (what, p, None, None, Some(busbw))
             }
         };
