@@ -136,7 +136,7 @@ fn a_training_timeline_says_how_much_of_the_iteration_it_draws_and_tracks_only_l
     let iteration: f64 = stdout.split("Iteration ").nth(1).and_then(|t| t.split(" ms").next()).and_then(|t| t.trim().parse().ok()).unwrap();
     // Eight microbatches over two stages: one microbatch's lanes are far less than the iteration, and the note gives both.
     assert!(end_ms < 0.5 * iteration, "{end_ms} of {iteration}");
-    assert!(stdout.contains(&format!("--perfetto draws the lanes the model simulates, one microbatch on one pipeline stage: {end_ms:.2} ms of the {iteration:.2} ms iteration")), "{stdout}");
+    assert!(stdout.contains(&format!("--perfetto draws the lanes of one microbatch on one pipeline stage: {end_ms:.2} ms of the {iteration:.2} ms iteration; the model prices the other {:.2} ms (of which the pipeline bubble", iteration - end_ms)), "{stdout}");
     // Memory-bound work inside the blocks is named by kind in the slices' args.
     let memory_ms: f64 = slices.iter().filter_map(|e| e["args"]["memory_bound_ms"].as_f64()).sum();
     assert!(memory_ms > 0.0, "memory-bound time in the args");

@@ -2959,10 +2959,12 @@ impl Pricing {
                 let k = collective.bus_factor_in(Some(i64::from(*gpus))).unwrap_or(1.0);
                 let busbw = k * bytes / (p.time_us * 1e3);
                 let mut p = p;
-                // Inside a node a ring moves its bus bytes over the GPU's links: a measured curve
-                // above their rate reduces in the switch (NVLS; H200's 480 GB/s over 450 GB/s links).
-                if *gpus <= *gpus_per_node
-                    && !p2p
+                // Inside a node a ring moves its bus bytes over the GPU's links: an all-reduce curve
+                // measured at this count above their rate reduces in the switch (NVLS; H200's 480 GB/s
+                // over 450 GB/s links). Not said of a price carried to another count by the bus factor.
+                if *collective == Collective::AllReduce
+                    && p.rule == PriceRule::CollectiveCurve
+                    && *gpus <= *gpus_per_node
                     && gpu.vendor().as_deref() == Some("NVIDIA")
                     && gpu.link_gbps > 0.0
                     && busbw > gpu.link_gbps

@@ -379,16 +379,29 @@ pub fn write_projection(out: &mut dyn Write, p: &Projection) -> std::io::Result<
 }
 
 /// What the `--perfetto` timeline leaves out, when it draws less than the
-/// iteration: the model simulates the lanes of one microbatch on one pipeline
-/// stage and adds the rest to its totals (a timeline of 207 ms beside a
-/// 2 101 ms iteration had been written without a word).
-fn perfetto_note(timeline: &tracecast_replay::workload::Timeline, times: &tracecast_replay::workload::IterationTimes) -> Option<String> {
+/// iteration (a timeline of 207 ms beside a 2 101 ms iteration had been
+/// written without a word): tracecast's transformer model simulates the lanes
+/// of one microbatch on one pipeline stage (`one_microbatch`) and prices the
+/// rest of the step outside them; the note gives the amounts it knows.
+fn perfetto_note(
+    timeline: &tracecast_replay::workload::Timeline,
+    times: &tracecast_replay::workload::IterationTimes,
+    one_microbatch: bool,
+) -> Option<String> {
     let span = timeline.span_ms();
-    // Within the printout's rounding the timeline is the iteration (MAD-Max's and DLRM's lanes).
+    // Within the printout's rounding the timeline is the iteration (DLRM's lanes, a decode step).
     (times.iteration_ms - span > 0.005 + 1e-6 * times.iteration_ms).then(|| {
+        let what = if one_microbatch { "the lanes of one microbatch on one pipeline stage" } else { "the simulated lanes" };
+        let known: Vec<String> = [("the pipeline bubble", times.bubble_ms), ("carried stack time", times.stack_ms)]
+            .iter()
+            .filter(|(_, ms)| *ms >= 0.005)
+            .map(|(name, ms)| format!("{name} {ms:.2} ms"))
+            .collect();
+        let of_which = if known.is_empty() { String::new() } else { format!(" (of which {})", known.join(" and ")) };
         format!(
-            "--perfetto draws the lanes the model simulates, one microbatch on one pipeline stage: {span:.2} ms of the {:.2} ms iteration; what the iteration adds to them (the other microbatches and stages, the pipeline bubble, the optimizer step, carried stack time) is in the totals above",
-            times.iteration_ms
+            "--perfetto draws {what}: {span:.2} ms of the {:.2} ms iteration; the model prices the other {:.2} ms{of_which} outside them (in the totals above, not on the timeline)",
+            times.iteration_ms,
+            times.iteration_ms - span
         )
     })
 }
@@ -516,9 +529,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     );
     // The catalog GPU projected onto, whose measured training runs its MFU is held against.
     let (mut gpu, mut carried_from) = (None, None);
+    // Whether the timeline is tracecast's transformer model's: the lanes of one microbatch on one stage.
+    let mut one_microbatch = false;
     let (mut projection, timeline) = if let Some(from) = &args.from {
         let (p, t, g, run) = carried(from, args, &catalog, device.as_ref())?;
-        (gpu, carried_from) = (Some(g), Some(run));
+        (gpu, carried_from, one_microbatch) = (Some(g), Some(run), true);
         (p, t)
     } else if let Some(files) = &args.madmax {
         args.inference.refuse_with_task_file(&files.task)?;
@@ -603,6 +618,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 }
                 let task_plan = args.parallel.is_none() && resized.is_none();
                 let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
+                one_microbatch = true;
                 p.notes.extend(replaced_by_flags(args, &s, files));
                 // The task's plan projects its transformer's batch; an embedding batch the task
                 // gives otherwise (MAD-Max's own GPT-4 MoE task: 1 × 2048 against 8 × 2048) is said,
@@ -654,6 +670,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
             None => plan,
         };
+        one_microbatch = true;
         // What is wrong with a model read from a file names the file (`layers 4294967295: …`).
         llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match e {
             tracecast_replay::Error::Model(why) if Transformer::preset(m).is_none() => anyhow::anyhow!("--model {m}: {why}"),
@@ -664,7 +681,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         projection.notes.push(note.text);
     }
     if args.perfetto.is_some() {
-        projection.notes.extend(perfetto_note(&timeline, &projection.times));
+        projection.notes.extend(perfetto_note(&timeline, &projection.times, one_microbatch));
     }
     if !args.quiet {
         write_projection(out, &projection)?;
