@@ -199,8 +199,9 @@ fn range(values: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
         return if log { (1.0, 10.0) } else { (0.0, 1.0) };
     }
     if log {
-        // Whole decades, so that every axis has labelled ticks however narrow its data.
-        (10f64.powf((lo / 1.2).log10().floor()), 10f64.powf((hi * 1.2).log10().ceil()))
+        // To the 1-2-5 values around the data, not whole decades (points between 5 and 41 had
+        // sat in a fifth of a 1–100 axis); `log_axis` labels an axis of few bold ticks by 1-2-5.
+        (one_two_five_at_or_below(lo / 1.2), one_two_five_at_or_above(hi * 1.2))
     } else {
         let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
         ((lo - pad).min(0.0_f64.max(lo - pad)), hi + pad)
@@ -306,8 +307,18 @@ fn log_axis(lo: f64, hi: f64) -> WithKeyPointMethod<LogCoord<f64>> {
     let axis = (lo..hi).log_scale();
     let (bold, light) = (axis.clone(), axis.clone());
     axis.with_key_point_func(move |n| {
-        let ticks = distinct_ticks(LogCoord::from(bold.clone()).key_points(BoldPoints(n)));
-        if ticks.len() >= 3 { ticks } else { one_two_five(lo, hi) }
+        let mut ticks = LogCoord::from(bold.clone()).key_points(BoldPoints(n));
+        // Within two decades plotters labels from the first whole decade on: the 1-2-5 values
+        // below it too (an axis of 2–50 had no label under 10).
+        if hi <= 100.0 * lo {
+            ticks.extend(one_two_five(lo, hi));
+        }
+        let ticks = distinct_ticks(ticks);
+        if ticks.len() >= 3 {
+            return ticks;
+        }
+        let ticks = one_two_five(lo, hi);
+        if ticks.len() >= 3 { ticks } else { one_to_nine(lo, hi) }
     })
     .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
 }
@@ -317,6 +328,25 @@ fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
     let (from, to) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
     distinct_ticks((from..=to).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))).filter(within).collect())
+}
+
+/// 1 to 9 times each power of ten within `lo..=hi`: an axis narrower than 1-2-5 labels (500–1000).
+fn one_to_nine(lo: f64, hi: f64) -> Vec<f64> {
+    let (from, to) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
+    distinct_ticks((from..=to).flat_map(|e| (1..10).map(move |m| f64::from(m) * 10f64.powi(e))).filter(within).collect())
+}
+
+/// The largest of 1, 2 and 5 times a power of ten at or below `v` (> 0).
+fn one_two_five_at_or_below(v: f64) -> f64 {
+    let decade = 10f64.powf(v.log10().floor());
+    [5.0, 2.0, 1.0].into_iter().map(|m| m * decade).find(|t| *t <= v * (1.0 + 1e-9)).unwrap_or(decade)
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten at or above `v` (> 0).
+fn one_two_five_at_or_above(v: f64) -> f64 {
+    let decade = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * decade).find(|t| *t >= v * (1.0 - 1e-9)).unwrap_or(10.0 * decade)
 }
 
 /// Ticks in ascending order, one of each value within a relative 1e-9.
@@ -391,6 +421,26 @@ mod tests {
             let ticks = super::log_axis(lo, hi).key_points(plotters::coord::ranged1d::BoldPoints(10));
             assert!(ticks.len() >= 3, "{lo}..{hi}: {ticks:?}");
             assert!(ticks.iter().all(|&t| t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)), "{lo}..{hi}: {ticks:?}");
+        }
+    }
+
+    /// A log axis spans the 1-2-5 values around its data, not whole decades (a Pareto front of
+    /// 5.1–40.8 samples/s had sat in a fifth of a 1–100 axis, GEMMs at ~690 TFLOP/s in a
+    /// 100–10 000 one), and is labelled at least three times inside.
+    #[test]
+    fn a_log_axis_spans_its_data_closely_and_is_labelled() {
+        for (lo, hi, want) in
+            [(5.13, 40.76, (2.0, 50.0)), (8.0, 64.0, (5.0, 100.0)), (650.0, 720.0, (500.0, 1000.0)), (0.3, 0.3, (0.2, 0.5))]
+        {
+            let got = super::range([lo, hi].into_iter(), true);
+            assert!((got.0 - want.0).abs() < 1e-9 * want.0 && (got.1 - want.1).abs() < 1e-9 * want.1, "{lo}..{hi}: {got:?}");
+            let ticks = super::log_axis(got.0, got.1).key_points(plotters::coord::ranged1d::BoldPoints(10));
+            assert!(
+                ticks.len() >= 3 && ticks.iter().all(|&t| t >= got.0 * (1.0 - 1e-9) && t <= got.1 * (1.0 + 1e-9)),
+                "{got:?}: {ticks:?}"
+            );
+            // A label at or below the lowest point (2–50 had none under 10, its point at 5.1).
+            assert!(ticks[0] <= lo, "{got:?}: {ticks:?}");
         }
     }
 

@@ -216,6 +216,16 @@ impl Timeline {
         if lo.is_finite() && hi > lo { (lo, hi) } else { (0.0, 1.0) }
     }
 
+    /// Whether any lane has a span of kind `k`.
+    fn draws_kind(&self, k: usize) -> bool {
+        self.lanes.iter().any(|l| l.spans.iter().any(|s| s.2 == k))
+    }
+
+    /// Kinds with a span somewhere: the legend's entries.
+    fn drawn_kinds(&self) -> usize {
+        (0..self.kinds.len()).filter(|&k| self.draws_kind(k)).count()
+    }
+
     /// Spans drawn, over all lanes.
     pub fn spans(&self) -> usize {
         self.lanes.iter().map(|l| l.spans.len()).sum()
@@ -226,7 +236,7 @@ impl Chart for Timeline {
     fn size(&self) -> (u32, u32) {
         // Tall enough for the legend's rows inside the plot (two lanes had left two of its seven
         // entries below its box, over the time axis' labels).
-        let legend = 140 + LEGEND_ROW_PX * self.kinds.len() as u32;
+        let legend = 140 + LEGEND_ROW_PX * self.drawn_kinds() as u32;
         (WIDTH, (150 + LANE_PX * self.lanes.len().max(1) as u32).max(legend))
     }
 
@@ -274,7 +284,8 @@ impl Chart for Timeline {
                 }
             }
         }
-        for (k, (label, c)) in self.kinds.iter().enumerate() {
+        // The legend names the kinds drawn (it had listed attention and copies on a job of neither).
+        for (k, (label, c)) in self.kinds.iter().enumerate().filter(|&(k, _)| self.draws_kind(k)) {
             let color = RGBColor(c.0, c.1, c.2);
             let boxes = self.lanes.iter().enumerate().flat_map(|(i, lane)| {
                 let row = (n - 1 - i) as f64;
@@ -351,5 +362,16 @@ mod tests {
         let bar_heights: Vec<f64> =
             svg.split("<rect ").skip(2).filter_map(|r| r.split(" height=\"").nth(1)?.split('"').next()?.parse().ok()).collect();
         assert!(bar_heights.iter().any(|h| *h > 20.0), "{bar_heights:?}");
+    }
+
+    /// The legend names the kinds the timeline draws, not every kind it knows (a job of GEMMs
+    /// and collectives had listed attention, convolutions and copies).
+    #[test]
+    fn the_legend_names_only_the_kinds_drawn() {
+        let kinds: Vec<(String, (u8, u8, u8))> = ["gemm", "attention", "nccl"].iter().map(|k| (k.to_string(), (0, 0, 0))).collect();
+        let lane = Lane { label: "rank 0".into(), spans: vec![(0.0, 5.0, 0), (5.0, 9.0, 2)] };
+        let svg = crate::chart::to_svg(&Timeline { title: "t".into(), lanes: vec![lane], kinds }).unwrap();
+        assert!(svg.contains(">\ngemm\n<") && svg.contains(">\nnccl\n<"), "drawn kinds in the legend");
+        assert!(!svg.contains(">\nattention\n<"), "a kind with no span is not in the legend");
     }
 }
