@@ -68,6 +68,10 @@ impl Chart for Bars {
     fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let n = self.categories.len().max(1) as u32;
+        // plotters' segmented axis has at least two segments: one category takes the middle of
+        // three, centred (it had filled the left half beside an empty, unlabelled second slot).
+        let first = u32::from(n == 1);
+        let segments = if n == 1 { 3 } else { n };
         let top = self.top();
         let mut chart = ChartBuilder::on(&root)
             .caption(&self.title, ("sans-serif", 22))
@@ -76,7 +80,7 @@ impl Chart for Bars {
             .margin_right(LEGEND_PX)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .build_cartesian_2d((0u32..n.saturating_sub(1).max(1)).into_segmented(), 0.0..top)
+            .build_cartesian_2d((0u32..segments - 1).into_segmented(), 0.0..top)
             .map_err(|e| e.to_string())?;
         // Many categories: label every k-th so the labels never overlap.
         let every = (self.categories.len() / 24).max(1);
@@ -85,10 +89,10 @@ impl Chart for Bars {
             .disable_x_mesh()
             .x_desc(&self.x_label)
             .y_desc(&self.y_label)
-            .x_labels(self.categories.len().clamp(2, 24))
+            .x_labels((segments as usize).clamp(2, 24))
             .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if (*i as usize).is_multiple_of(every) => {
-                    self.categories.get(*i as usize).cloned().unwrap_or_default()
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i >= first && ((*i - first) as usize).is_multiple_of(every) => {
+                    self.categories.get((*i - first) as usize).cloned().unwrap_or_default()
                 }
                 _ => String::new(),
             })
@@ -98,10 +102,8 @@ impl Chart for Bars {
             .draw()
             .map_err(|e| e.to_string())?;
         let groups = self.series.len().max(1) as u32;
-        // Pixels per category (the plot area is the chart less margins and the
-        // y labels); the segmented axis has at least two segments, so one
-        // category gets half the width, not all of it (its bars had negative widths).
-        let category_px = self.size().0.saturating_sub(130 + LEGEND_PX) / n.max(2);
+        // Pixels per category (the plot area is the chart less margins and the y labels).
+        let category_px = self.size().0.saturating_sub(130 + LEGEND_PX) / segments;
         let gap = (category_px / 10).clamp(1, 12);
         let slot = category_px.saturating_sub(2 * gap) / groups;
         if collecting_tips() {
@@ -112,8 +114,8 @@ impl Chart for Bars {
                     } else {
                         (0.0, (gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot))
                     };
-                    let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32), base));
-                    let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + 1), base + v));
+                    let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + first), base));
+                    let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + first + 1), base + v));
                     let category = self.categories.get(i).map_or(String::new(), |c| format!("{} {c}: ", self.x_label));
                     tip(
                         (x0 + left as i32, y0),
@@ -127,8 +129,8 @@ impl Chart for Bars {
             let color = RGBColor(s.color.0, s.color.1, s.color.2);
             let bars = s.values.iter().enumerate().map(|(i, &v)| {
                 let v = v.max(0.0);
-                let x0 = SegmentValue::Exact(i as u32);
-                let x1 = SegmentValue::Exact(i as u32 + 1);
+                let x0 = SegmentValue::Exact(i as u32 + first);
+                let x1 = SegmentValue::Exact(i as u32 + first + 1);
                 if self.stacked {
                     let base: f64 = self.series[..k].iter().map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0)).sum();
                     let mut bar = Rectangle::new([(x0, base), (x1, base + v)], color.filled());
@@ -153,5 +155,48 @@ impl Chart for Bars {
             root.draw(&Text::new(s.label.as_str(), (x + 20, y - 8), ("sans-serif", 14))).map_err(|e| e.to_string())?;
         }
         root.present().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The x of every bar's left and right edges in an SVG (the compute colour; not the legend's square or a tooltip).
+    fn bar_edges(svg: &str) -> Vec<(f64, f64)> {
+        let attr = |r: &str, name: &str| -> Option<f64> { r.split(&format!(" {name}=\"")).nth(1)?.split('"').next()?.parse().ok() };
+        svg.split("<rect")
+            .skip(1)
+            .filter(|r| r.contains("fill=\"#4C72B0\"") || r.contains("fill=\"#4c72b0\""))
+            .filter(|r| attr(r, "height").is_some_and(|h| h > 20.0) && !r.contains("transparent"))
+            .filter_map(|r| Some((attr(r, "x")?, attr(r, "x")? + attr(r, "width")?)))
+            .collect()
+    }
+
+    /// One category (one rank, one step) draws its bar in the middle of the plot, as one of
+    /// three slots, and labels only it (it had filled the left half beside an empty slot).
+    #[test]
+    fn one_category_is_drawn_in_the_middle() {
+        let chart = |categories: Vec<String>| Bars {
+            title: "t".into(),
+            x_label: "rank".into(),
+            y_label: "ms".into(),
+            series: vec![Series { label: "compute".into(), color: COMPUTE, values: vec![5.0; categories.len()] }],
+            categories,
+            stacked: true,
+        };
+        let svg = crate::chart::to_svg(&chart(vec!["r3".into()])).unwrap();
+        let bars = bar_edges(&svg);
+        assert_eq!(bars.len(), 1, "{svg}");
+        let (w, _) = chart(vec!["r3".into()]).size();
+        let centre = (bars[0].0 + bars[0].1) / 2.0;
+        // The plot runs from the y labels (~96 px) to the legend's column (w − 170 − 16).
+        let (left, right) = (96.0, f64::from(w) - 186.0);
+        assert!((centre - (left + right) / 2.0).abs() < 0.05 * (right - left), "bar {bars:?} in {left}..{right}");
+        assert_eq!(svg.matches(">\nr3\n<").count(), 1, "the category labelled once");
+        // Two categories keep their two halves.
+        let bars = bar_edges(&crate::chart::to_svg(&chart(vec!["0".into(), "1".into()])).unwrap());
+        assert_eq!(bars.len(), 2);
+        assert!(bars[0].1 <= bars[1].0);
     }
 }
