@@ -267,8 +267,8 @@ pub(crate) struct CalibrateArgs {
     /// Also write a MAD-Max system configuration with the fitted utilization factors.
     #[arg(long, value_name = "F")]
     pub(crate) madmax_system: Option<PathBuf>,
-    /// Nodes of the MAD-Max system configuration.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Nodes of the MAD-Max system configuration (with --madmax-system).
+    #[arg(long, default_value_t = 1, requires = "madmax_system", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) nodes: u32,
 }
 

@@ -985,6 +985,16 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
     ]);
     assert!(o.status.success(), "project --madmax of calibrate's system file: {}", stderr(&o));
     assert!(json(&out)["iteration_ms"].as_f64().unwrap() > 0.0);
+    // --nodes sizes the MAD-Max system file: without one it is refused, not ignored.
+    let o = run(&[
+        "calibrate".as_ref(),
+        traces.as_os_str(),
+        "--out".as_ref(),
+        dir.join("p3.json").as_os_str(),
+        "--nodes".as_ref(),
+        "4".as_ref(),
+    ]);
+    assert!(!o.status.success() && stderr(&o).contains("--madmax-system"), "{}", stderr(&o));
 }
 
 /// `--madmax-system` wrote, for a device the catalog lacks, a system of 0 memory bandwidth
@@ -1354,7 +1364,8 @@ fn target_without_a_profile_uses_the_shipped_one_and_a_profile_of_another_gpu_is
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&["replay".as_ref(), h100.as_os_str(), "--target".as_ref(), "mi300x".as_ref(), "--profile".as_ref(), profile.as_os_str()]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("is of h100-sxm, not mi300x"), "{}", stderr(&o));
+    // The flag named, as `project` and `search` name theirs.
+    assert!(stderr(&o).contains("--profile ") && stderr(&o).contains("the profile is of h100-sxm, not mi300x"), "{}", stderr(&o));
     let o = run(&[
         "project".as_ref(),
         "--model".as_ref(),

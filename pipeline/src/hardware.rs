@@ -133,7 +133,7 @@ pub fn ensure_profile_of(model: &DeviceModel, gpu_id: &str, path: &Path) -> Resu
     let of = profile_gpu(model);
     anyhow::ensure!(
         of == Some(gpu_id),
-        "{}: the profile is of {}, not {gpu_id} (calibrate traces measured on {gpu_id} and pass that profile)",
+        "--profile {}: the profile is of {}, not {gpu_id} (calibrate traces measured on {gpu_id} and pass that profile)",
         path.display(),
         of.unwrap_or("a GPU the catalog does not know")
     );

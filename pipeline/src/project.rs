@@ -493,8 +493,8 @@ fn carried(
     let run = source_run(from)?;
     // The target: --system (default: the run's GPU), --gpus (default: the run's), the overrides.
     let target = target_system(&run, args.system.as_deref(), args.gpus, args.system_overrides, catalog)?;
-    if let Some(d) = device {
-        crate::hardware::ensure_profile_of(d, &target.system.gpu, args.profile.as_deref().unwrap_or(Path::new("--profile")))?;
+    if let (Some(d), Some(path)) = (device, args.profile.as_deref()) {
+        crate::hardware::ensure_profile_of(d, &target.system.gpu, path)?;
     }
     let measurements = crate::hardware::measurements_of(&args.measurements, catalog)?;
     let gpu = target.system.gpu.clone();
