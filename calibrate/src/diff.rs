@@ -35,19 +35,21 @@ pub struct Delta {
 }
 
 impl Delta {
-    /// The change in percent for people: `+3.1`, `0.0` when both sides are zero, `new` when only B has it.
+    /// The change in percent for people: `+3.1`, `0.0` when both sides are zero, `new` when only B has it;
+    /// above ten times A, the ratio (`×4563`: a copy of 0.002 ms grown to 9.1 ms had read `+456222.5`).
     pub fn change_text(&self) -> String {
         match self.change {
+            Some(c) if c > 9.0 => format!("×{:.0}", 1.0 + c),
             Some(c) => format!("{:+.1}", 100.0 * c),
             None if self.time_b_us == 0.0 => "0.0".into(),
             None => "new".into(),
         }
     }
 
-    /// [`Delta::change_text`] in a sentence: a change with its percent sign, or "new".
+    /// [`Delta::change_text`] in a sentence: a change with its percent sign, a ratio, or "new".
     pub fn change_in_words(&self) -> String {
         let text = self.change_text();
-        if text == "new" { text } else { format!("{text} %") }
+        if text == "new" || text.starts_with('×') { text } else { format!("{text} %") }
     }
 
     /// The count text for people: the number, or `–` where nothing is counted.
@@ -530,6 +532,27 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A change is a percent up to ten times A, then the ratio: a copy of 0.002 ms grown to
+    /// 9.126 ms had read `+456200.0` in the report's Δ % column.
+    #[test]
+    fn a_change_beyond_tenfold_reads_as_the_ratio() {
+        let delta = |a: f64, b: f64| Delta {
+            name: "memcpy".into(),
+            count_a: None,
+            count_b: None,
+            time_a_us: a,
+            time_b_us: b,
+            delta_us: b - a,
+            change: (a != 0.0).then(|| (b - a) / a),
+        };
+        assert_eq!(delta(2.0, 9126.0).change_text(), "×4563");
+        assert_eq!(delta(2.0, 9126.0).change_in_words(), "×4563");
+        assert_eq!(delta(100.0, 103.1).change_text(), "+3.1");
+        assert_eq!(delta(100.0, 1000.0).change_in_words(), "+900.0 %");
+        assert_eq!(delta(0.0, 5.0).change_text(), "new");
+        assert_eq!(delta(0.0, 0.0).change_text(), "0.0");
+    }
 
     #[test]
     fn the_share_of_kernel_time_both_runs_ran_is_counted_by_name() {
