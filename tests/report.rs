@@ -108,6 +108,9 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
     let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
     let html = report(&[&a, &b], &["--each"], &dir.join("two.html"));
     assert_self_contained(&html);
+    // The title names both runs, in order.
+    let title = html.split("<title>").nth(1).and_then(|t| t.split("</title>").next()).unwrap();
+    assert!(title.contains("control.json.gz · ") && title.ends_with("test.json.gz"), "{title}");
     assert!(html.find("<h2>Diff:").unwrap() < html.find("<h2>Job 1:").unwrap());
     assert!(captions(&html).iter().any(|c| c.contains("Time per rank by kernel class: A against B")));
     for table in ["Per kernel class, per rank", "Per collective, per rank", "Step time (the slowest rank per step)"] {

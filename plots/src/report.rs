@@ -765,6 +765,10 @@ fn render(report: Report<'_>) -> Result<Page, Error> {
     page.html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let title = match report.jobs.as_slice() {
         [one] => format!("tracecast report — {}", one.path),
+        // A few jobs by name (a diff's two had read "2 jobs"), many by count.
+        jobs @ [_, _] | jobs @ [_, _, _] => {
+            format!("tracecast report — {}", jobs.iter().map(|j| j.path.as_str()).collect::<Vec<_>>().join(" · "))
+        }
         jobs => format!("tracecast report — {} jobs", jobs.len()),
     };
     let _ = write!(page.html, "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>", esc(&title), esc(&title));
