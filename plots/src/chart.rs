@@ -311,42 +311,46 @@ fn log_axis(lo: f64, hi: f64) -> WithKeyPointMethod<LogCoord<f64>> {
         // Within two decades plotters labels from the first whole decade on: the 1-2-5 values
         // below it too (an axis of 2–50 had no label under 10).
         if hi <= 100.0 * lo {
-            ticks.extend(one_two_five(lo, hi));
+            ticks.extend(decade_multiples(lo, hi, &ONE_TWO_FIVE));
         }
         let ticks = distinct_ticks(ticks);
         if ticks.len() >= 3 {
             return ticks;
         }
-        let ticks = one_two_five(lo, hi);
-        if ticks.len() >= 3 { ticks } else { one_to_nine(lo, hi) }
+        // Within two decades the 1-2-5 values are among them already.
+        if hi > 100.0 * lo {
+            let ticks = decade_multiples(lo, hi, &ONE_TWO_FIVE);
+            if ticks.len() >= 3 {
+                return ticks;
+            }
+        }
+        decade_multiples(lo, hi, &ONE_TO_NINE)
     })
     .with_light_point_func(move |n| distinct_ticks(LogCoord::from(light.clone()).key_points(LightPoints::new(n, n))))
 }
 
-/// 1, 2 and 5 times each power of ten within `lo..=hi` (a relative 1e-9 of slack at either end).
-fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
-    let (from, to) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
-    let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
-    distinct_ticks((from..=to).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))).filter(within).collect())
-}
+/// The steps of a decade a log axis is labelled by: 1, 2 and 5; where they give too few (an
+/// axis of 500–1000), 1 to 9.
+const ONE_TWO_FIVE: [f64; 3] = [1.0, 2.0, 5.0];
+const ONE_TO_NINE: [f64; 9] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
 
-/// 1 to 9 times each power of ten within `lo..=hi`: an axis narrower than 1-2-5 labels (500–1000).
-fn one_to_nine(lo: f64, hi: f64) -> Vec<f64> {
+/// `steps` times each power of ten within `lo..=hi` (a relative 1e-9 of slack at either end).
+fn decade_multiples(lo: f64, hi: f64, steps: &[f64]) -> Vec<f64> {
     let (from, to) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
-    distinct_ticks((from..=to).flat_map(|e| (1..10).map(move |m| f64::from(m) * 10f64.powi(e))).filter(within).collect())
+    distinct_ticks((from..=to).flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e))).filter(within).collect())
 }
 
 /// The largest of 1, 2 and 5 times a power of ten at or below `v` (> 0).
 fn one_two_five_at_or_below(v: f64) -> f64 {
     let decade = 10f64.powf(v.log10().floor());
-    [5.0, 2.0, 1.0].into_iter().map(|m| m * decade).find(|t| *t <= v * (1.0 + 1e-9)).unwrap_or(decade)
+    ONE_TWO_FIVE.iter().rev().map(|m| m * decade).find(|t| *t <= v * (1.0 + 1e-9)).unwrap_or(decade)
 }
 
 /// The smallest of 1, 2 and 5 times a power of ten at or above `v` (> 0).
 fn one_two_five_at_or_above(v: f64) -> f64 {
     let decade = 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * decade).find(|t| *t >= v * (1.0 - 1e-9)).unwrap_or(10.0 * decade)
+    ONE_TWO_FIVE.iter().map(|m| m * decade).find(|t| *t >= v * (1.0 - 1e-9)).unwrap_or(10.0 * decade)
 }
 
 /// Ticks in ascending order, one of each value within a relative 1e-9.
