@@ -216,14 +216,15 @@ impl Timeline {
         if lo.is_finite() && hi > lo { (lo, hi) } else { (0.0, 1.0) }
     }
 
-    /// Whether any lane has a span of kind `k`.
-    fn draws_kind(&self, k: usize) -> bool {
-        self.lanes.iter().any(|l| l.spans.iter().any(|s| s.2 == k))
-    }
-
-    /// Kinds with a span somewhere: the legend's entries.
-    fn drawn_kinds(&self) -> usize {
-        (0..self.kinds.len()).filter(|&k| self.draws_kind(k)).count()
+    /// Per kind, whether some lane has a span of it (the legend's entries), in one pass over the spans.
+    fn drawn_kinds(&self) -> Vec<bool> {
+        let mut drawn = vec![false; self.kinds.len()];
+        for s in self.lanes.iter().flat_map(|l| &l.spans) {
+            if let Some(d) = drawn.get_mut(s.2) {
+                *d = true;
+            }
+        }
+        drawn
     }
 
     /// Spans drawn, over all lanes.
@@ -236,7 +237,7 @@ impl Chart for Timeline {
     fn size(&self) -> (u32, u32) {
         // Tall enough for the legend's rows inside the plot (two lanes had left two of its seven
         // entries below its box, over the time axis' labels).
-        let legend = 140 + LEGEND_ROW_PX * self.drawn_kinds() as u32;
+        let legend = 140 + LEGEND_ROW_PX * self.drawn_kinds().iter().filter(|d| **d).count() as u32;
         (WIDTH, (150 + LANE_PX * self.lanes.len().max(1) as u32).max(legend))
     }
 
@@ -285,7 +286,8 @@ impl Chart for Timeline {
             }
         }
         // The legend names the kinds drawn (it had listed attention and copies on a job of neither).
-        for (k, (label, c)) in self.kinds.iter().enumerate().filter(|&(k, _)| self.draws_kind(k)) {
+        let drawn = self.drawn_kinds();
+        for (k, (label, c)) in self.kinds.iter().enumerate().filter(|&(k, _)| drawn[k]) {
             let color = RGBColor(c.0, c.1, c.2);
             let boxes = self.lanes.iter().enumerate().flat_map(|(i, lane)| {
                 let row = (n - 1 - i) as f64;
