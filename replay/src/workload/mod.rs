@@ -355,8 +355,7 @@ impl IterationTimes {
 impl Timeline {
     /// Totals of the simulated iteration.
     pub fn times(&self) -> IterationTimes {
-        let end = self.schedule.end_ns.iter().copied().max().unwrap_or(0) as f64 / 1e6;
-        let mut t = IterationTimes { iteration_ms: end, ..Default::default() };
+        let mut t = IterationTimes { iteration_ms: self.span_ms(), ..Default::default() };
         // Summed per kind in an array (a search calls this thousands of times), then named.
         let mut per_kind = [0.0f64; KINDS.len()];
         for op in &self.ops {
