@@ -15,6 +15,9 @@ use tracecast_ingest::analysis::{ActivityClass, Classifier, JobAnalysis, Window,
 
 use crate::work::kernel_work;
 
+/// Beyond this change (B ten times A) [`Delta::change_text`] gives the ratio, not a percent.
+const RATIO_ABOVE: f64 = 9.0;
+
 /// One compared quantity.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Delta {
@@ -39,7 +42,7 @@ impl Delta {
     /// above ten times A, the ratio (`×4563`: a copy of 0.002 ms grown to 9.1 ms had read `+456222.5`).
     pub fn change_text(&self) -> String {
         match self.change {
-            Some(c) if c > 9.0 => format!("×{:.0}", 1.0 + c),
+            Some(c) if c > RATIO_ABOVE => format!("×{:.0}", 1.0 + c),
             Some(c) => format!("{:+.1}", 100.0 * c),
             None if self.time_b_us == 0.0 => "0.0".into(),
             None => "new".into(),
@@ -49,7 +52,12 @@ impl Delta {
     /// [`Delta::change_text`] in a sentence: a change with its percent sign, a ratio, or "new".
     pub fn change_in_words(&self) -> String {
         let text = self.change_text();
-        if text == "new" || text.starts_with('×') { text } else { format!("{text} %") }
+        // A percent where the text is one (not "new", not a ratio).
+        let percent = match self.change {
+            Some(c) => c <= RATIO_ABOVE,
+            None => self.time_b_us == 0.0,
+        };
+        if percent { format!("{text} %") } else { text }
     }
 
     /// The count text for people: the number, or `–` where nothing is counted.
