@@ -294,6 +294,11 @@ impl Gpu {
         self.vendor_words().map(str::to_ascii_uppercase)
     }
 
+    /// Whether the GPU is of vendor `name` ([`Gpu::vendor`] compared without allocating).
+    pub fn is_vendor(&self, name: &str) -> bool {
+        self.vendor_words().is_some_and(|w| w.eq_ignore_ascii_case(name))
+    }
+
     /// Whether `other` comes from the same vendor ([`Gpu::vendor`], without allocating: the cost
     /// model asks it of every kernel). Two GPUs of no known vendor are not of one: a GPU
     /// without a `vendor` takes nothing of another's measurements by vendor.

@@ -2326,7 +2326,7 @@ impl Pricing {
         // what its ring's added steps cost in NCCL's model, or what NCCL's tree gives up in
         // bandwidth (its model's share) where that is less: NCCL's tuner switches to the tree at
         // hundreds of nodes. The cheaper increment, so that the price never falls as bytes grow.
-        let nvidia = gpu.vendor().as_deref() == Some("NVIDIA");
+        let nvidia = gpu.is_vendor("NVIDIA");
         // Latency NCCL's model adds beyond the measured count, µs: added after the curve is carried
         // onto the query's network, which scales bandwidth, not a step's fixed cost.
         let mut steps_added: Option<(f64, String)> = None;
@@ -2965,7 +2965,7 @@ impl Pricing {
                 if *collective == Collective::AllReduce
                     && p.rule == PriceRule::CollectiveCurve
                     && *gpus <= *gpus_per_node
-                    && gpu.vendor().as_deref() == Some("NVIDIA")
+                    && gpu.is_vendor("NVIDIA")
                     && gpu.link_gbps > 0.0
                     && busbw > gpu.link_gbps
                 {
