@@ -402,6 +402,44 @@ fn an_all_reduce_at_1024_gpus_from_measurements_at_32_is_within_what_ran() {
     }
 }
 
+/// The user's measurements across nodes describe their cluster: without `--gpus-per-node`, a
+/// collective is priced at the node size they were taken at (Polaris' 4 A100s a node), on their
+/// curves, and the basis says so; asked at another node size, the basis says their
+/// measurements were not of it. Before, the query took the catalog's 8 a node, priced the
+/// 1 GiB all-reduce over 1024 GPUs by another system's curves at 18.2 ms where 70.7 ms ran,
+/// and the user's file went unused without a word.
+#[test]
+fn a_collective_takes_the_node_size_of_the_users_measurements() {
+    let dir = common::scratch("hw-cost-users-node");
+    let polaris = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris");
+    let ran = std::fs::read_to_string(polaris.join("polaris-1024.csv")).unwrap();
+    let ran: f64 = ran
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f[2] == "all_reduce" && f[4] == "1024" && f[9] == "1073741824")
+        .and_then(|f| f[10].parse().ok())
+        .expect("the 1 GiB all-reduce at 1024 GPUs");
+    let le32 = polaris.join("polaris-le32.csv");
+    let le32 = le32.to_str().unwrap();
+    let q = quote(&["a100-40gb", "all_reduce", "--bytes", "1073741824", "--gpus", "1024", "--measurements", le32], &dir.join("q.json"));
+    let priced = q["time_us"].as_f64().unwrap();
+    assert!((priced / ran - 1.0).abs() <= 0.15, "priced {priced} µs, ran {ran} µs: {q}");
+    assert!(q["operation"].as_str().unwrap().contains("(4 per node)"), "{q}");
+    let basis = q["basis"].as_str().unwrap();
+    assert!(basis.contains("alcf-polaris-nccl (a100-40gb, 4 per node)"), "{q}");
+    assert!(basis.contains("4 GPUs per node, as your measurements (alcf-polaris-nccl) were taken"), "{q}");
+    let args = ["a100-40gb", "all_reduce", "--bytes", "1073741824", "--gpus", "1024", "--gpus-per-node", "8", "--measurements", le32];
+    let q = quote(&args, &dir.join("q8.json"));
+    assert!(q["operation"].as_str().unwrap().contains("(8 per node)"), "{q}");
+    let basis = q["basis"].as_str().unwrap();
+    assert!(basis.contains("your measurements (alcf-polaris-nccl) were taken at 4 GPUs per node, not the 8 asked"), "{q}");
+    // Their own node size asked for: priced as without it, and nothing more said.
+    let args = ["a100-40gb", "all_reduce", "--bytes", "1073741824", "--gpus", "1024", "--gpus-per-node", "4", "--measurements", le32];
+    let q4 = quote(&args, &dir.join("q4.json"));
+    assert_eq!(q4["time_us"].as_f64().unwrap(), priced);
+    assert!(!q4["basis"].as_str().unwrap().contains("your measurements"), "{q4}");
+}
+
 /// An all-gather is a ring (NCCL has no tree for it): over n GPUs each of its n − 1 steps
 /// moves an nth of the data, as the same step over 32 GPUs does for a 32nd of a message n/32×
 /// smaller. From Polaris' 8- and 32-GPU runs, the 1 GiB all-gather over 1024 GPUs (NCCL 2.21.5)

@@ -249,6 +249,25 @@ impl Measurements {
         self.user_files.contains(&from.file)
     }
 
+    /// The node size of the user's own multi-node collective measurements of `gpu` (its id or a
+    /// `measured_as` one), with their sources, where all were taken at one: the GPUs per node of
+    /// the user's cluster. `None` without such rows, or where they disagree.
+    pub fn users_gpus_per_node(&self, gpu: &crate::catalog::Gpu) -> Option<(u32, Vec<Arc<str>>)> {
+        let mut sizes =
+            self.collectives.iter().filter(|r| r.nodes > 1 && self.is_user(&r.from) && gpu.measurement_ids().any(|id| id == &*r.gpu));
+        let first = sizes.next()?;
+        let mut sources = vec![first.from.source_id.clone()];
+        for r in sizes {
+            if r.gpus_per_node != first.gpus_per_node {
+                return None;
+            }
+            if !sources.contains(&r.from.source_id) {
+                sources.push(r.from.source_id.clone());
+            }
+        }
+        Some((first.gpus_per_node, sources))
+    }
+
     /// Whether the user's files hold GEMM rows of `gpu` (its id or a `measured_as` one) in
     /// `dtype`'s class (FP16 with BF16).
     pub fn has_user_gemms(&self, gpu: &crate::catalog::Gpu, dtype: Dtype) -> bool {

@@ -253,8 +253,28 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         },
         Command::Cost(c) => {
             let gpu = catalog.gpu(&c.gpu)?.clone();
-            let op = c.operation(&catalog)?;
+            let mut op = c.operation(&catalog)?;
             let pricing = pricing_with(&catalog, &c.measurements)?;
+            // The user's measurements across nodes describe their cluster: without
+            // --gpus-per-node its node size, not the catalog's (Polaris' 4 A100s a node had been
+            // priced at DGX's 8 by another system's curves, their own left unused in silence).
+            let mut node_note = None;
+            if let Operation::Collective(q) = &mut op
+                && let Some((theirs, sources)) = pricing.measurements.users_gpus_per_node(&gpu)
+            {
+                let sources = sources.join(", ");
+                node_note = Some(match c.gpus_per_node {
+                    None if q.gpus_per_node != theirs => {
+                        q.gpus_per_node = theirs;
+                        format!("{theirs} GPUs per node, as your measurements ({sources}) were taken (--gpus-per-node prices another node size)")
+                    }
+                    Some(given) if given != theirs => {
+                        format!("your measurements ({sources}) were taken at {theirs} GPUs per node, not the {given} asked: they price no curve across nodes here")
+                    }
+                    _ => String::new(),
+                })
+                .filter(|n| !n.is_empty());
+            }
             let (profile, lent_by) = match &c.profile {
                 Some(p) => {
                     let model = tracecast_calibrate::DeviceModel::from_profile_file(p, &pricing.catalog)?;
@@ -268,7 +288,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     tracecast_calibrate::shipped::for_gpu(&gpu, &pricing.catalog).map_or((None, None), |m| (m.profile, m.fits_of_another))
                 }
             };
-            let quote = pricing.quote(&gpu, &op, profile.as_ref(), lent_by.as_deref()).map_err(anyhow::Error::msg)?;
+            let mut quote = pricing.quote(&gpu, &op, profile.as_ref(), lent_by.as_deref()).map_err(anyhow::Error::msg)?;
+            if let Some(note) = node_note {
+                quote.basis = format!("{}; {note}", quote.basis);
+            }
             write_quote(out, &quote)?;
             if let Some(path) = &c.json {
                 write_json(path, &quote)?;
