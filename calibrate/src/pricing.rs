@@ -2385,14 +2385,42 @@ impl Pricing {
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
-            let ratios = own.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.gpus == gpus).filter_map(|r| {
-                let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                Some(r.time_us / system.price(curve_of, r.size_bytes * k / ar, gpus, &link_rule)?.time_us)
-            });
-            if let Some((f, n)) = geometric_mean(ratios) {
-                time_us *= f;
-                substitution =
-                    substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
+            // (the point's size, its time, the curve's time at equal bus bytes, the curve's bus bandwidth there)
+            let points: Vec<(f64, f64, f64, f64)> = own
+                .rows
+                .iter()
+                .map(|&i| &m.collectives[i])
+                .filter(|r| r.gpus == gpus)
+                .filter_map(|r| {
+                    let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
+                    let at = r.size_bytes * k / ar;
+                    let curve = system.price(curve_of, at, gpus, &link_rule)?.time_us;
+                    Some((r.size_bytes, r.time_us, curve, at * ar / curve / 1e3))
+                })
+                .collect();
+            let in_switch = !points.is_empty() && points.iter().all(|p| p.3 > gpu.link_gbps);
+            if let Some((f, n)) = geometric_mean(points.iter().map(|p| p.1 / p.2)) {
+                if f > 1.0 && in_switch && !multi {
+                    // Slower than an all-reduce curve that ran above the wire rate (in-switch
+                    // reduction): what the points measured is the ring's bandwidth, a ceiling, not
+                    // a factor on every size. As a factor, 8 × H200's one all-gather at 16 GiB
+                    // (361 GB/s against the all-reduce's 480) had made every smaller all-gather
+                    // 1.33× slower too, slower than H100's without any point (107 µs against 85 at 16 MiB).
+                    let (line, &(size, t, ..)) =
+                        points.iter().map(|p| (bytes * p.1 / p.0, p)).max_by(|a, b| a.0.total_cmp(&b.0)).expect("points is not empty");
+                    time_us = time_us.max(line * carried);
+                    substitution = substitution.map(|s| {
+                        format!(
+                            "{s}, held to the {} bandwidth it measured itself ({:.1} GB/s bus bandwidth at {size} bytes: the all-reduce's in-switch reduction does not carry over to it)",
+                            collective.as_str(),
+                            size * collective.bus_factor_in(Some(i64::from(gpus))).unwrap_or(1.0) / t / 1e3
+                        )
+                    });
+                } else {
+                    time_us *= f;
+                    substitution =
+                        substitution.map(|s| format!("{s}, × {f:.3} from {n} measured point(s) of the {} itself", collective.as_str()));
+                }
             } else if let Some(spec) = self.collective_link_spec_of(gpu, q, false)
                 && spec.time_us > time_us + steps_added.as_ref().map_or(0.0, |s| s.0)
             {
@@ -4069,6 +4097,39 @@ mod tests {
             assert!((gbps / 361.4 - 1.0).abs() < 0.10, "{c:?}: {gbps} GB/s against the H200's measured 361.4");
             assert_eq!(price.rule, PriceRule::CollectiveLinkSpec, "{}", price.basis);
             assert!(price.basis.contains("in-switch reduction"), "{}", price.basis);
+        }
+    }
+
+    #[test]
+    fn a_ring_collectives_own_point_beside_an_in_switch_all_reduce_is_a_ceiling_not_a_factor() {
+        // 8 × H200: Azure's all-reduce sweep (NVLS) and one all-gather and one reduce-scatter
+        // at 16 GiB (`mle-h200-collectives`, 361.4 and 362.9 GB/s bus bandwidth against the
+        // all-reduce's 480). The points bound the ring's bandwidth; they do not slow every size
+        // by their ratio (1.33×: 16 MiB had cost 107 µs, above H100's 85 without any point).
+        let p = Pricing::builtin();
+        let h200 = p.catalog.gpu("h200").unwrap().clone();
+        let time = |c: Collective, bytes: f64| p.collective(&h200, &CollectiveQuery::new(c, bytes, 8, 8)).unwrap();
+        // At 16 MiB: Azure's all-reduce at equal bus bytes (8 MiB, 181.94 GB/s bus bandwidth).
+        let azure_8mib = 2.0 * 7.0 / 8.0 * 8_388_608.0 / 181.94e3;
+        let big = 17_179_869_184.0;
+        for (c, measured) in [(Collective::AllGather, 361.4), (Collective::ReduceScatter, 362.9)] {
+            let small = time(c, 16_777_216.0);
+            assert!((small.time_us / azure_8mib - 1.0).abs() < 1e-3, "{c:?}: {} µs: {}", small.time_us, small.basis);
+            let at = time(c, big);
+            let busbw = 7.0 / 8.0 * big / at.time_us / 1e3;
+            assert!((busbw / measured - 1.0).abs() < 1e-3, "{c:?}: {busbw} GB/s: {}", at.basis);
+            assert!(at.basis.contains("held to the") && at.basis.contains(&format!("{measured:.1} GB/s bus bandwidth")), "{}", at.basis);
+            // More bytes never cost less, and the H100 (the same switch, no point) is never faster above 1 MiB.
+            let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+            let mut last = 0.0;
+            for e in 16..=34 {
+                let b = f64::from(1u32 << e.min(31)) * f64::from(1u32 << (e - e.min(31)));
+                let t = time(c, b).time_us;
+                assert!(t >= last, "{c:?}: {b} bytes {t} µs after {last}");
+                last = t;
+                let other = p.collective(&h100, &CollectiveQuery::new(c, b, 8, 8)).unwrap().time_us;
+                assert!(e < 21 || t <= other * 1.05, "{c:?} {b} bytes: H200 {t} µs, H100 {other}");
+            }
         }
     }
 
