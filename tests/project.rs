@@ -678,6 +678,92 @@ fn validate_and_project_price_gemms_from_the_users_sweep_first() {
     assert!(!text.contains("GEMMs now by"), "{text}");
 }
 
+/// The user's measurements across nodes describe their cluster: `project`, `search` and
+/// `validate` place the GPUs in nodes of the size those were taken at where the node size is not
+/// given (Polaris' nccl-tests, 4 A100s a node), said in a note, and price the same as with that
+/// size given; given another, a note says the measurements price none of its collectives across
+/// nodes. Before, LLaMA-2 7B over 64 A100-40GB with Polaris' measurements was projected byte
+/// for byte as without them (8 a node, DGX's curves), with a note that they had been added.
+#[test]
+fn the_users_measurements_across_nodes_set_the_node_size_where_none_is_given() {
+    let dir = common::scratch("users-node-size");
+    let polaris = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris/polaris-le32.csv");
+    let project = |extra: &[&str], name: &str| {
+        let out = dir.join(name);
+        let mut args: Vec<&std::ffi::OsStr> = ["project", "--model", "llama2-7b", "--system", "a100-40gb", "--gpus", "64"]
+            .iter()
+            .chain(["--parallel", "fsdp=64,gbs=256", "--json"].iter())
+            .map(|a| a.as_ref())
+            .collect();
+        args.push(out.as_os_str());
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+        let o = common::run(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        (json(&out), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let m = polaris.to_str().unwrap();
+    let (shipped, _) = project(&[], "shipped.json");
+    let (theirs, text) = project(&["--measurements", m], "theirs.json");
+    let (given, given_text) = project(&["--measurements", m, "--gpus-per-node", "4"], "given.json");
+    let (eight, eight_text) = project(&["--measurements", m, "--gpus-per-node", "8"], "eight.json");
+    assert!(text.contains("4 GPUs per node, as your measurements (alcf-polaris-nccl) across nodes were taken"), "{text}");
+    assert!(!text.contains("8 GPUs a node"), "{text}");
+    assert_eq!(theirs["iteration_ms"], given["iteration_ms"], "{text}\n{given_text}");
+    assert!(theirs["iteration_ms"].as_f64().unwrap() > 1.2 * shipped["iteration_ms"].as_f64().unwrap(), "{text}");
+    assert!(!given_text.contains("as your measurements"), "{given_text}");
+    assert_eq!(eight["iteration_ms"], shipped["iteration_ms"], "{eight_text}");
+    assert!(
+        eight_text.contains("your measurements (alcf-polaris-nccl) were taken at 4 GPUs per node, not this system's 8"),
+        "{eight_text}"
+    );
+    // search places its plans in the same nodes: no tensor parallelism beyond 4.
+    let out = dir.join("search.json");
+    let o = common::run(&[
+        "search".as_ref(),
+        "--model".as_ref(),
+        "llama2-7b".as_ref(),
+        "--system".as_ref(),
+        "a100-40gb".as_ref(),
+        "--gpus".as_ref(),
+        "64".as_ref(),
+        "--gbs".as_ref(),
+        "256".as_ref(),
+        "--measurements".as_ref(),
+        polaris.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let ranked = json(&out)["ranked"].as_array().unwrap().clone();
+    assert!(!ranked.is_empty());
+    let tp = |p: &serde_json::Value| -> u32 {
+        let plan = p["plan"].as_str().unwrap();
+        plan.split(',').find_map(|kv| kv.strip_prefix("tp=")).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{plan}"))
+    };
+    assert!(ranked.iter().all(|p| tp(p) <= 4), "{ranked:?}");
+    // validate: a run without gpus_per_node the same as one stating 4.
+    let runs = serde_json::json!({"runs": [
+        {"id": "bare", "model": {"preset": "llama2-7b", "seq": 4096.0}, "system": {"gpu": "a100-40gb", "gpus": 64},
+         "plan": "fsdp=64,mb=1,gbs=256", "measured": {"tokens_per_s_per_gpu": 1000.0}},
+        {"id": "four", "model": {"preset": "llama2-7b", "seq": 4096.0}, "system": {"gpu": "a100-40gb", "gpus": 64, "gpus_per_node": 4},
+         "plan": "fsdp=64,mb=1,gbs=256", "measured": {"tokens_per_s_per_gpu": 1000.0}}]});
+    let file = dir.join("runs.json");
+    std::fs::write(&file, serde_json::to_vec(&runs).unwrap()).unwrap();
+    let out = dir.join("v.json");
+    let o = common::run(&[
+        "validate".as_ref(),
+        file.as_os_str(),
+        "--measurements".as_ref(),
+        polaris.as_os_str(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v = json(&out);
+    let tps = |i: usize| v["runs"][i]["predicted_tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert_eq!(tps(0), tps(1), "{v}");
+}
+
 /// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"
 /// in release builds and panicked (overflow) in debug ones.
 #[test]

@@ -174,11 +174,12 @@ pub(crate) fn cluster(
     device: Option<&tracecast_calibrate::DeviceModel>,
     measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
-    let mut c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    let c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
+    let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))?;
     if let Some(m) = crate::hardware::measurements_of(measurements, catalog)? {
-        c.use_measurements(m);
+        c.use_measurements(m, overrides.gpus_per_node.is_some());
     }
-    overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))
+    Ok(c)
 }
 
 fn cluster_of(

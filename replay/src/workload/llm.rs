@@ -1562,18 +1562,7 @@ impl SystemOverrides {
         }
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
-            c.gpus_per_node = g;
-            c.refresh_pricing_notes();
-            c.notes.push(format!("{g} GPUs per node as given"));
-            // GPUs that do not fill whole nodes: the last node is partial (said, not refused).
-            if c.gpus > g && !c.gpus.is_multiple_of(g) {
-                c.notes.push(format!(
-                    "{} GPUs do not fill nodes of {g}: {} full nodes and one of {}; groups are placed as if every node were full",
-                    c.gpus,
-                    c.gpus / g,
-                    c.gpus % g
-                ));
-            }
+            c.place_in_nodes_of(g, format!("{g} GPUs per node as given"));
         }
         if let Some(nic) = self.nic_gbps_per_gpu {
             let nic = tracecast_calibrate::catalog::nic_gbps_per_gpu_given(nic)
@@ -1791,13 +1780,48 @@ impl Cluster {
     /// Prices GEMMs and in-node collectives from `measurements` (the shipped
     /// base and the user's files) instead of the shipped base alone; a cluster
     /// without measured prices (MAD-Max's assumptions) is left as it is.
-    pub fn use_measurements(&mut self, measurements: std::sync::Arc<tracecast_calibrate::measured::Measurements>) {
-        if let Some(p) = &mut self.prices {
-            let catalog = p.pricing.catalog.clone();
-            p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
-            let files = p.pricing.measurements.user_files.join(", ");
-            self.refresh_pricing_notes();
-            self.notes.push(format!("measurements of {files} added to the shipped base"));
+    ///
+    /// The user's measurements across nodes describe their cluster: unless the node size is
+    /// given (`node_size_given`), the GPUs are placed in nodes of the size they were taken at
+    /// (Polaris' 4 A100s a node had been placed 8 a node, their curves left unused in silence).
+    pub fn use_measurements(&mut self, measurements: std::sync::Arc<tracecast_calibrate::measured::Measurements>, node_size_given: bool) {
+        let Some(p) = &mut self.prices else { return };
+        let catalog = p.pricing.catalog.clone();
+        p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
+        let files = p.pricing.measurements.user_files.join(", ");
+        let theirs = p.pricing.measurements.users_gpus_per_node(&p.gpu).filter(|(g, _)| *g != self.gpus_per_node);
+        self.refresh_pricing_notes();
+        self.notes.push(format!("measurements of {files} added to the shipped base"));
+        if let Some((g, sources)) = theirs {
+            let sources = sources.join(", ");
+            if node_size_given {
+                self.notes.push(format!(
+                    "your measurements ({sources}) were taken at {g} GPUs per node, not this system's {}: they price none of its collectives across nodes",
+                    self.gpus_per_node
+                ));
+            } else {
+                self.notes.retain(|n| !n.starts_with(NODE_PRESET_NOTE));
+                self.place_in_nodes_of(
+                    g,
+                    format!("{g} GPUs per node, as your measurements ({sources}) across nodes were taken (gpus_per_node states another)"),
+                );
+            }
+        }
+    }
+
+    /// The GPUs placed `g` to a node, said by `why`.
+    fn place_in_nodes_of(&mut self, g: u32, why: String) {
+        self.gpus_per_node = g;
+        self.refresh_pricing_notes();
+        self.notes.push(why);
+        // GPUs that do not fill whole nodes: the last node is partial (said, not refused).
+        if self.gpus > g && !self.gpus.is_multiple_of(g) {
+            self.notes.push(format!(
+                "{} GPUs do not fill nodes of {g}: {} full nodes and one of {}; groups are placed as if every node were full",
+                self.gpus,
+                self.gpus / g,
+                self.gpus % g
+            ));
         }
     }
 

@@ -1093,7 +1093,7 @@ pub(crate) fn projected(
     }
     let mut cluster = run.system.cluster(catalog, device)?;
     if let Some(m) = measurements {
-        cluster.use_measurements(m.clone());
+        cluster.use_measurements(m.clone(), run.system.overrides.gpus_per_node.is_some());
     }
     let (mut plan, stated) = Plan::parse_stated(&run.plan)?;
     *measured = run.measured_per_gpu(&model, &plan)?;
