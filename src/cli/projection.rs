@@ -42,7 +42,7 @@ pub(crate) struct PricedWith {
 /// What the system differs in from its catalog entry (the fields of a runs file's `system`).
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct SystemArgs {
-    /// GPUs per node (default: the GPU's node preset in the catalog, else 8).
+    /// GPUs per node (default: that of your --measurements across nodes, else the GPU's node preset, else 8).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) gpus_per_node: Option<u32>,
     /// Network bandwidth per GPU in GB/s (default: the node preset's NICs), e.g. 25 for one 200 Gb/s NIC per GPU.
