@@ -764,6 +764,57 @@ fn the_users_measurements_across_nodes_set_the_node_size_where_none_is_given() {
     assert_eq!(tps(0), tps(1), "{v}");
 }
 
+/// A node preset is a system: its GPU, its GPUs a node and its NICs, as stating them does — a
+/// user's own node from a `--hw` file and a shipped one alike (both had been "unknown hardware"
+/// while `hw list` showed them); `search` takes it too.
+#[test]
+fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
+    let dir = common::scratch("node-preset-system");
+    let hw = dir.join("polaris.toml");
+    std::fs::write(&hw, "[[node]]\nid = \"polaris\"\ngpu = \"a100-40gb\"\ngpus = 4\nnics = 2\nnic_gbps = 25.0\nsource = \"test\"\n")
+        .unwrap();
+    let hw = hw.to_str().unwrap();
+    let project = |system: &[&str], name: &str| {
+        let out = dir.join(name);
+        let mut args: Vec<&str> =
+            vec!["project", "--model", "llama2-7b", "--gpus", "64", "--parallel", "fsdp=64,gbs=256", "--hw", hw, "--system"];
+        args.extend(system);
+        args.extend(["--json", out.to_str().unwrap()]);
+        let o = common::run(&args.iter().map(std::ffi::OsStr::new).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        (json(&out)["iteration_ms"].as_f64().unwrap(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (preset, text) = project(&["polaris"], "preset.json");
+    let (stated, _) = project(&["a100-40gb", "--gpus-per-node", "4", "--nic-gbps-per-gpu", "12.5"], "stated.json");
+    assert_eq!(preset, stated, "{text}");
+    assert!(text.contains("--system polaris: node preset polaris of a100-40gb — 4 GPUs and 2 × 25 GB/s NICs a node"), "{text}");
+    // A shipped preset: DGX A100 is what a100-40gb's GPUs are placed in by default.
+    let (dgx, _) = project(&["dgx-a100-320gb"], "dgx.json");
+    let (bare, _) = project(&["a100-40gb"], "bare.json");
+    assert_eq!(dgx, bare);
+    assert!(preset != bare, "{preset} {bare}");
+    // search places its plans in the preset's nodes: tensor parallelism up to 4, where a100-40gb's 8 reach 8.
+    let largest_tp = |system: &str| {
+        let out = dir.join("search.json");
+        let args = ["search", "--model", "llama2-7b", "--gpus", "64", "--gbs", "256", "--hw", hw, "--system", system, "--json"];
+        let mut args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        args.push(out.as_os_str());
+        let o = common::run(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let ranked = json(&out)["ranked"].as_array().unwrap().clone();
+        ranked
+            .iter()
+            .map(|p| {
+                let plan = p["plan"].as_str().unwrap();
+                plan.split(',').find_map(|kv| kv.strip_prefix("tp=")).and_then(|t| t.parse::<u32>().ok()).unwrap()
+            })
+            .max()
+            .unwrap()
+    };
+    assert_eq!(largest_tp("polaris"), 4);
+    assert_eq!(largest_tp("a100-40gb"), 8);
+}
+
 /// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"
 /// in release builds and panicked (overflow) in debug ones.
 #[test]

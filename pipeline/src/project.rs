@@ -64,7 +64,7 @@ pub struct MadmaxFiles {
 pub struct Options {
     /// A model preset, a model file or a MAD-Max model file (default: none; needed without `madmax`).
     pub model: Option<String>,
-    /// A catalog GPU id (with `gpus`) or a MAD-Max system file (default: none; needed without `madmax`).
+    /// A catalog GPU id or node preset id (with `gpus`) or a MAD-Max system file (default: none; needed without `madmax`).
     pub system: Option<String>,
     /// GPUs of the system (default: none, the system file's).
     pub gpus: Option<u32>,
@@ -174,8 +174,27 @@ pub(crate) fn cluster(
     device: Option<&tracecast_calibrate::DeviceModel>,
     measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
+    // A node preset names its GPU, its GPUs a node and its NICs (a user's own node in a `--hw`
+    // file: `--system polaris` had been "unknown hardware" while `hw list` showed it).
+    let (name, mut preset) = (spec, None);
+    let (spec, overrides) = match catalog.node(spec) {
+        Ok(node) if catalog.gpu(spec).is_err() && !Path::new(spec).exists() => {
+            preset = Some(format!(
+                "--system {spec}: node preset {} of {} — {} GPUs and {} × {} GB/s NICs a node",
+                node.id, node.gpu, node.gpus, node.nics, node.nic_gbps
+            ));
+            let given = SystemOverrides {
+                gpus_per_node: overrides.gpus_per_node.or(Some(node.gpus)),
+                nic_gbps_per_gpu: overrides.nic_gbps_per_gpu.or(Some(node.nic_gbps_per_gpu())),
+                ..*overrides
+            };
+            (node.gpu.as_str(), given)
+        }
+        _ => (spec, *overrides),
+    };
     let c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
-    let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))?;
+    let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {name}: {e}"))?;
+    c.notes.extend(preset);
     if let Some(m) = crate::hardware::measurements_of(measurements, catalog)? {
         c.use_measurements(m, overrides.gpus_per_node.is_some());
     }

@@ -75,7 +75,7 @@ pub(crate) struct ProjectArgs {
     /// file — README; or `preset, seq`) or a MAD-Max model file.
     #[arg(long, value_name = "NAME|F")]
     pub(crate) model: Option<String>,
-    /// System: a catalog GPU id (with --gpus) or a MAD-Max system file.
+    /// System: a catalog GPU id or node preset id (with --gpus) or a MAD-Max system file.
     #[arg(long, value_name = "GPU|F")]
     pub(crate) system: Option<String>,
     /// GPUs of the system.
@@ -127,7 +127,7 @@ pub(crate) struct SearchArgs {
     /// Model: a preset, a model file (the fields of a runs file's `model`) or a MAD-Max model file.
     #[arg(long, value_name = "NAME|F")]
     pub(crate) model: String,
-    /// System: a catalog GPU id or a MAD-Max system file.
+    /// System: a catalog GPU id, a node preset id or a MAD-Max system file.
     #[arg(long, value_name = "GPU|F")]
     pub(crate) system: String,
     /// GPUs.
