@@ -734,6 +734,8 @@ fn the_users_measurements_across_nodes_set_the_node_size_where_none_is_given() {
         out.as_os_str(),
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("note (system): 4 GPUs per node, as your measurements (alcf-polaris-nccl)"), "{said}");
     let ranked = json(&out)["ranked"].as_array().unwrap().clone();
     assert!(!ranked.is_empty());
     let tp = |p: &serde_json::Value| -> u32 {

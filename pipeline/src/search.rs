@@ -254,6 +254,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         for why in device.iter().flat_map(|d| d.rejected_fits()) {
             writeln!(out, "note: calibration profile: {why}")?;
         }
+        // The system every plan is placed on: its nodes, and what the user's measurements changed
+        // (a search had said nothing of either; `project` and the JSON's plans say them).
+        for n in &cluster.notes {
+            writeln!(out, "note (system): {n}")?;
+        }
         if front.iter().any(|p| p.pareto) {
             let batch = match task {
                 tracecast_replay::workload::llm::Task::Prefill { batch, .. }
