@@ -585,6 +585,47 @@ fn measurements_a_replay_does_not_use_are_said_unused() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --measurements: read, and used by nothing here"));
 }
 
+/// `replay --world-size` with the user's measurements across nodes says when they price none of
+/// the grown collectives: taken at another node size than the ranks are placed in (Polaris' 4 a
+/// node against 8), or of another GPU than the job's, on whose network the collectives are priced
+/// (measurements of the `--target` GPU). Placed as they were taken, the replay uses them: the
+/// step changes and nothing is said.
+#[test]
+fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothing() {
+    let dir = scratch("world-size-users-nodes");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    // Polaris' nccl-tests (A100s, 4 a node) as if of the demo's GPU, the H100.
+    let polaris = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris/polaris-le32.csv")).unwrap();
+    let h100 = dir.join("h100.csv");
+    std::fs::write(&h100, polaris.replace(",a100-40gb,", ",h100-sxm,")).unwrap();
+    let a100 = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris/polaris-le32.csv");
+    let replay = |rows: &Path, extra: &[&str]| {
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            "replay".as_ref(),
+            demo.as_os_str(),
+            "--world-size".as_ref(),
+            "1024".as_ref(),
+            "--measurements".as_ref(),
+            rows.as_os_str(),
+        ];
+        a.extend(extra.iter().map(std::ffi::OsStr::new));
+        let o = run(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let eight = replay(&h100, &[]);
+    assert!(
+        eight.contains("note: --measurements: yours of h100-sxm (alcf-polaris-nccl) were taken at 4 GPUs per node, not the 8 this replay places ranks in"),
+        "{eight}"
+    );
+    let four = replay(&h100, &["--gpus-per-node", "4"]);
+    assert!(!four.contains("note: --measurements"), "{four}");
+    let step = |text: &str| text.lines().find(|l| l.starts_with("Speed-up of the job's step")).map(str::to_string).unwrap();
+    assert_ne!(step(&eight), step(&four));
+    let target = replay(&a100, &["--target", "a100-40gb"]);
+    assert!(target.contains("note: --measurements: yours across nodes are not of h100-sxm, the job's GPU"), "{target}");
+}
+
 /// `--link` says how many collectives it re-costed and at what α and bus bandwidth (it had said
 /// nothing, while `--world-size` reports its count and rule).
 #[test]

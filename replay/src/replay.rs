@@ -1244,6 +1244,33 @@ fn recost_communication(
             }
         ));
     }
+    // The user's measurements across nodes of the GPU priced, at another node size than the
+    // ranks are placed in: they price none of the grown collectives across nodes (said; a
+    // replay onto Polaris' 4-a-node measurements had placed 8 a node in silence).
+    if let Some(to) = opts.world_size
+        && i64::from(to) > i64::from(opts.gpus_per_node)
+        && grown > 0
+        && let Some((gpu, pricing)) = priced
+    {
+        let m = &pricing.measurements;
+        let across = |r: &&tracecast_calibrate::measured::CollectiveRow| r.nodes > 1 && m.is_user(&r.from);
+        let of_gpu = |r: &&tracecast_calibrate::measured::CollectiveRow| gpu.measurement_ids().any(|id| id == &*r.gpu);
+        match m.users_gpus_per_node(gpu) {
+            Some((g, sources)) if g != opts.gpus_per_node => notes.push(format!(
+                "--measurements: yours of {} ({}) were taken at {g} GPUs per node, not the {} this replay places ranks in: they price none of its collectives across nodes (--gpus-per-node {g} places them so)",
+                gpu.id,
+                sources.join(", "),
+                opts.gpus_per_node
+            )),
+            None if m.collectives.iter().any(|r| across(&r)) && !m.collectives.iter().any(|r| across(&r) && of_gpu(&r)) => {
+                notes.push(format!(
+                    "--measurements: yours across nodes are not of {}, the job's GPU, on whose network --world-size prices the grown collectives (--target reprices kernels, not the network)",
+                    gpu.id
+                ))
+            }
+            _ => {}
+        }
+    }
     // A job in one node grown past it: its groups now cross nodes, at the NICs' price.
     if let Some(to) = opts.world_size
         && i64::from(to) > i64::from(opts.gpus_per_node)
