@@ -402,6 +402,50 @@ fn an_all_reduce_at_1024_gpus_from_measurements_at_32_is_within_what_ran() {
     }
 }
 
+/// The scale-out rule's band is the error measured that far beyond the counts: over the
+/// all-reduce's sizes at 1024 and 2160 A100s of ALCF Polaris, priced from each setup's 8- and
+/// 32-GPU runs, the median |error| lies within 1.6× of the band the price states either way
+/// (±10 % had been stated where 17–38 % was measured).
+#[test]
+fn the_scale_out_band_is_the_error_measured_that_far_beyond_the_counts() {
+    let dir = common::scratch("hw-cost-scale-out-band");
+    let polaris = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/polaris");
+    let mut checked = 0;
+    for setup in [polaris.clone(), polaris.join("nccl-2.21-setup5"), polaris.join("nccl-2.18-setup5")] {
+        let ran = std::fs::read_to_string(setup.join("polaris-1024.csv")).unwrap();
+        let le32 = setup.join("polaris-le32.csv");
+        for gpus in ["1024", "2160"] {
+            let rows: Vec<(String, f64)> = ran
+                .lines()
+                .map(|l| l.split(',').collect::<Vec<_>>())
+                .filter(|f| f.len() > 10 && f[2] == "all_reduce" && f[4] == gpus)
+                .filter_map(|f| Some((f[9].to_string(), f[10].parse().ok()?)))
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let mut errors = Vec::new();
+            let mut band = None;
+            for (bytes, ran) in &rows {
+                let args = ["a100-40gb", "all_reduce", "--bytes", bytes, "--gpus", gpus, "--gpus-per-node", "4", "--measurements"];
+                let mut all: Vec<&str> = args.to_vec();
+                all.push(le32.to_str().unwrap());
+                let q = quote(&all, &dir.join("q.json"));
+                assert_eq!(q["rule"], "collective_scale_out", "{q}");
+                errors.push((q["time_us"].as_f64().unwrap() / ran - 1.0).abs());
+                band = Some(q["band"].as_f64().unwrap());
+            }
+            errors.sort_by(f64::total_cmp);
+            let median = errors[errors.len() / 2];
+            let band = band.unwrap();
+            println!("{} at {gpus}: median |error| {median:.3}, band {band:.3}", setup.display());
+            assert!(median < 1.6 * band && band < 1.6 * median, "{} at {gpus}: median |error| {median}, band {band}", setup.display());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4);
+}
+
 /// The user's measurements across nodes describe their cluster: without `--gpus-per-node`, a
 /// collective is priced at the node size they were taken at (Polaris' 4 A100s a node), on their
 /// curves, and the basis says so; asked at another node size, the basis says their

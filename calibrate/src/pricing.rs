@@ -207,6 +207,23 @@ pub const COLLECTIVE_CURVE_BAND: f64 = 0.05;
 /// Each sweep's largest GPU count from its smaller ones: median |error| over
 /// all sizes 0.4–6.3 % (`calibrate/tests/pricing.rs`).
 pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
+/// How much the scale-out rule's band widens for each doubling of the GPU count beyond twice
+/// the largest measured one. From ALCF Polaris' public nccl-tests (`fixtures/polaris/`, NCCL
+/// 2.21.5): the all-reduce over 1024 A100s priced from the 8- and 32-GPU runs (32×) is off by a
+/// median |error| over its 29 sizes of 29.8 % (setup 4) and 17.1 % (setup 5), the middle 23.5 %
+/// = 10 % + 4 doublings × 3.4 %. Held out: over 2160 GPUs (67.5×) the band is 27.3 % where the
+/// two setups measured 23.9 % (NCCL 2.21.5) and 37.6 % (2.18); test
+/// `the_scale_out_band_is_the_error_measured_that_far_beyond_the_counts`.
+pub const COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING: f64 = 0.034;
+
+/// The band of a collective priced over `gpus` beyond a largest measured count of `largest`:
+/// [`COLLECTIVE_SCALE_OUT_BAND`] up to twice it (the sweeps' largest counts from their halves),
+/// wider by [`COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING`] for each doubling past that.
+fn scale_out_band(gpus: u32, largest: u32) -> f64 {
+    let reach = f64::from(gpus) / f64::from(largest.max(1));
+    COLLECTIVE_SCALE_OUT_BAND + COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING * (reach / 2.0).log2().max(0.0)
+}
+
 /// The all-gather's ring beyond the measured counts on ALCF Polaris' public nccl-tests (from
 /// the 8- and 32-GPU runs to 512, 1024 and 2160 GPUs, three setups, `tests/hw_cost.rs`): median
 /// |error| 6.8 % over the 82 sizes measured there (setup 4 alone 30 %: its messages of 16 KiB
@@ -2504,7 +2521,12 @@ impl Pricing {
             substitution.map(|s| format!("; {s}")).unwrap_or_default(),
             steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
         );
-        Some(Price::new(time_us, rule, extrapolated, basis, held_band.unwrap_or(rule.band())))
+        // Beyond the largest measured count the band widens with how far the price reaches.
+        let band = held_band.unwrap_or_else(|| match scale_out {
+            Some(s) if matches!(rule, PriceRule::CollectiveScaleOut | PriceRule::CollectiveAboveCounts) => scale_out_band(gpus, s.largest),
+            _ => rule.band(),
+        });
+        Some(Price::new(time_us, rule, extrapolated, basis, band))
     }
 
     /// A curve measured across nodes carried onto the query's network (the
