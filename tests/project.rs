@@ -790,12 +790,14 @@ fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
     let (stated, _) = project(&["a100-40gb", "--gpus-per-node", "4", "--nic-gbps-per-gpu", "12.5"], "stated.json");
     assert_eq!(preset, stated, "{text}");
     assert!(text.contains("--system polaris: node preset polaris of a100-40gb — 4 GPUs and 2 × 25 GB/s NICs a node"), "{text}");
-    // A shipped preset: DGX A100 is what a100-40gb's GPUs are placed in by default.
+    // The user's node is their GPU's (the shipped DGX A100 had stayed a100-40gb's default beside
+    // it); the shipped preset, named, is still itself.
+    let (bare, bare_text) = project(&["a100-40gb"], "bare.json");
+    assert_eq!(bare, preset, "{bare_text}");
+    assert!(bare_text.contains("node preset polaris: 4 GPUs a node, 2 × 25 GB/s NICs"), "{bare_text}");
     let (dgx, _) = project(&["dgx-a100-320gb"], "dgx.json");
-    let (bare, _) = project(&["a100-40gb"], "bare.json");
-    assert_eq!(dgx, bare);
-    assert!(preset != bare, "{preset} {bare}");
-    // search places its plans in the preset's nodes: tensor parallelism up to 4, where a100-40gb's 8 reach 8.
+    assert!(dgx != preset, "{preset} {dgx}");
+    // search places its plans in the preset's nodes: tensor parallelism up to 4, where DGX A100's 8 reach 8.
     let largest_tp = |system: &str| {
         let out = dir.join("search.json");
         let args = ["search", "--model", "llama2-7b", "--gpus", "64", "--gbs", "256", "--hw", hw, "--system", system, "--json"];
@@ -814,7 +816,7 @@ fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
             .unwrap()
     };
     assert_eq!(largest_tp("polaris"), 4);
-    assert_eq!(largest_tp("a100-40gb"), 8);
+    assert_eq!(largest_tp("dgx-a100-320gb"), 8);
 }
 
 /// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"

@@ -433,6 +433,8 @@ impl Catalog {
                 debug_assert!(false, "{e}");
             }
         }
+        // A shipped preset has no file of the user's: theirs are told apart by one ([`Catalog::node_of`]).
+        c.nodes.iter_mut().for_each(|n| n.file = None);
         c
     }
 
@@ -529,9 +531,12 @@ impl Catalog {
             .ok_or_else(|| Error::UnknownHardware { id: id.to_string(), closest: closest(id, self.nodes.iter().map(|n| n.id.as_str())) })
     }
 
-    /// The first node preset built from this GPU.
+    /// The node preset of this GPU: the first a user's `--hw` file gives (their cluster's),
+    /// else the first shipped one (a user's own node of a shipped GPU had been ignored unless
+    /// it took a shipped preset's id).
     pub fn node_of(&self, gpu_id: &str) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.gpu.eq_ignore_ascii_case(gpu_id))
+        let mut of = self.nodes.iter().filter(|n| n.gpu.eq_ignore_ascii_case(gpu_id));
+        of.clone().find(|n| n.file.is_some()).or_else(|| of.next())
     }
 
     /// An error naming a node preset whose GPU no entry has (it would price nothing): checked
