@@ -626,6 +626,27 @@ fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothi
     assert!(target.contains("note: --measurements: yours across nodes are not of h100-sxm, the job's GPU"), "{target}");
 }
 
+/// A projection whose kernel time is mostly without a work model says how much the speed-up
+/// leaves at the source's speed: a V100 trace whose ops record no input shapes projected onto
+/// an H100 at 1.000× with only the rules table's last row to say why. The demo's GEMMs carry
+/// their shapes: nothing said.
+#[test]
+fn a_projection_says_how_much_kernel_time_it_could_not_price() {
+    let v100 = shared().join("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+    let o = run(&["replay".as_ref(), v100.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let note =
+        text.lines().find(|l| l.contains("kept their measured time: their ops have no work model")).unwrap_or_else(|| panic!("{text}"));
+    // The share it states is the rules table's row of kernels kept at their measured time.
+    let row = text.lines().find(|l| l.contains("kept its measured time (no work model)")).unwrap_or_else(|| panic!("{text}"));
+    let kept_ms: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(note.contains(&format!("{kept_ms:.3} of")), "{note}\n{row}");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let o = run(&["replay".as_ref(), demo.as_os_str(), "--target".as_ref(), "h200".as_ref()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("kept their measured time"));
+}
+
 /// `--link` says how many collectives it re-costed and at what α and bus bandwidth (it had said
 /// nothing, while `--world-size` reports its count and rule).
 #[test]

@@ -537,6 +537,21 @@ fn project_kernels(
             rate.map_or(String::new(), |((r, who), d)| format!(" ({:.1} TFLOP/s in {}, {who})", r / 1e12, d.as_str()))
         ));
     }
+    // Much of the kernel time without a work model: the speed-up leaves it at the source's speed
+    // (a V100 trace without input shapes had projected onto an H100 at 1.000×, said only in the
+    // rules table's last row).
+    let kernel_us: f64 = shares.values().map(|s| s.1).sum();
+    if let Some(&(kept, kept_us, _)) = shares.get(&Rule::Measured)
+        && source.gpu.is_some()
+        && kept_us >= KEPT_SHARE_SAID * kernel_us
+    {
+        notes.push(format!(
+            "{kept} kernel(s), {:.3} of {:.3} ms of kernel time ({:.0} %), kept their measured time: their ops have no work model or record no input shapes (torch.profiler's record_shapes=True records them), so the projection leaves that time at the source GPU's speed",
+            kept_us / 1000.0,
+            kernel_us / 1000.0,
+            100.0 * kept_us / kernel_us
+        ));
+    }
     if by_user > 0 {
         notes.push(format!(
             "{by_user} kernel(s) ({:.3} ms projected) priced at their shapes by your measurements ({})",
@@ -572,6 +587,10 @@ fn project_kernels(
             .collect(),
     }
 }
+
+/// The share of a trace's kernel time kept at its measured time (no work model) from which a
+/// projection says so in a note: a quarter, where the speed-up leaves much of the step unmoved.
+const KEPT_SHARE_SAID: f64 = 0.25;
 
 /// A replay with its timeline, for Perfetto output.
 #[derive(Debug, Clone)]
