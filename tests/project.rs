@@ -790,6 +790,10 @@ fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
     let (stated, _) = project(&["a100-40gb", "--gpus-per-node", "4", "--nic-gbps-per-gpu", "12.5"], "stated.json");
     assert_eq!(preset, stated, "{text}");
     assert!(text.contains("--system polaris: node preset polaris of a100-40gb — 4 GPUs and 2 × 25 GB/s NICs a node"), "{text}");
+    // What the preset gives is not said as given, and its GPU's measured training runs hold the MFU
+    // (a preset had read as "names no catalog GPU", its warning of an MFU above them gone).
+    assert!(text.contains("4 GPUs per node as node preset polaris gives") && !text.contains("as given"), "{text}");
+    assert!(text.contains("shipped training run(s) on a GPU of a100-40gb's compute") && !text.contains("names no catalog GPU"), "{text}");
     // The user's node is their GPU's (the shipped DGX A100 had stayed a100-40gb's default beside
     // it); the shipped preset, named, is still itself.
     let (bare, bare_text) = project(&["a100-40gb"], "bare.json");
@@ -805,6 +809,8 @@ fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
         args.push(out.as_os_str());
         let o = common::run(&args);
         assert!(o.status.success(), "{}", common::stderr(&o));
+        let said = String::from_utf8_lossy(&o.stdout);
+        assert!(said.contains("The best MFU measured in training on a GPU of this compute"), "{said}");
         let ranked = json(&out)["ranked"].as_array().unwrap().clone();
         ranked
             .iter()

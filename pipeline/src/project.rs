@@ -164,6 +164,16 @@ pub fn model(spec: &str) -> Result<Transformer> {
     m.transformer(&name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// The node preset `--system` names, where it names one (not a GPU, not a file).
+pub(crate) fn preset_of<'c>(spec: &str, catalog: &'c tracecast_calibrate::Catalog) -> Option<&'c tracecast_calibrate::catalog::Node> {
+    catalog.node(spec).ok().filter(|_| catalog.gpu(spec).is_err() && !Path::new(spec).exists())
+}
+
+/// The GPU `--system` names: a node preset's GPU, else the spec itself (a GPU id or a file).
+pub(crate) fn system_gpu<'a>(spec: &'a str, catalog: &'a tracecast_calibrate::Catalog) -> &'a str {
+    preset_of(spec, catalog).map_or(spec, |n| n.gpu.as_str())
+}
+
 /// A cluster given as a catalog GPU id with a GPU count, or a MAD-Max system file.
 pub(crate) fn cluster(
     spec: &str,
@@ -175,28 +185,25 @@ pub(crate) fn cluster(
     measurements: &[std::path::PathBuf],
 ) -> Result<Cluster> {
     // A node preset names its GPU, its GPUs a node and its NICs (a user's own node in a `--hw`
-    // file: `--system polaris` had been "unknown hardware" while `hw list` showed it).
-    let (name, mut preset) = (spec, None);
-    let (spec, overrides) = match catalog.node(spec) {
-        Ok(node) if catalog.gpu(spec).is_err() && !Path::new(spec).exists() => {
-            preset = Some(format!(
-                "--system {spec}: node preset {} of {} — {} GPUs and {} × {} GB/s NICs a node",
-                node.id, node.gpu, node.gpus, node.nics, node.nic_gbps
-            ));
-            let given = SystemOverrides {
-                gpus_per_node: overrides.gpus_per_node.or(Some(node.gpus)),
-                nic_gbps_per_gpu: overrides.nic_gbps_per_gpu.or(Some(node.nic_gbps_per_gpu())),
-                ..*overrides
-            };
-            (node.gpu.as_str(), given)
-        }
-        _ => (spec, *overrides),
-    };
-    let c = cluster_of(spec, gpus, bytes_per_param, catalog, device)?;
-    let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {name}: {e}"))?;
-    c.notes.extend(preset);
+    // file: `--system polaris` had been "unknown hardware" while `hw list` showed it); what
+    // the user states beside it stands.
+    let preset = preset_of(spec, catalog);
+    let c = cluster_of(system_gpu(spec, catalog), gpus, bytes_per_param, catalog, device)?;
+    let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))?;
+    if let Some(node) = preset {
+        let its = SystemOverrides {
+            gpus_per_node: Some(node.gpus).filter(|_| overrides.gpus_per_node.is_none()),
+            nic_gbps_per_gpu: Some(node.nic_gbps_per_gpu()).filter(|_| overrides.nic_gbps_per_gpu.is_none()),
+            ..Default::default()
+        };
+        c = its.apply_as(c, &format!("as node preset {} gives", node.id)).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))?;
+        c.notes.push(format!(
+            "--system {spec}: node preset {} of {} — {} GPUs and {} × {} GB/s NICs a node",
+            node.id, node.gpu, node.gpus, node.nics, node.nic_gbps
+        ));
+    }
     if let Some(m) = crate::hardware::measurements_of(measurements, catalog)? {
-        c.use_measurements(m, overrides.gpus_per_node.is_some());
+        c.use_measurements(m, overrides.gpus_per_node.is_some() || preset.is_some());
     }
     Ok(c)
 }
@@ -665,7 +672,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         };
         let model = model(m)?;
         let cluster = cluster(sys, args.gpus, &overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
-        gpu = Some(sys.clone());
+        gpu = Some(system_gpu(sys, &catalog).to_string());
         let seq = model.seq as u32;
         let (plan, task) = if Path::new(&args.task).exists() {
             args.inference.refuse_with_task_file(Path::new(&args.task))?;

@@ -1548,7 +1548,13 @@ impl SystemOverrides {
     /// `cluster` with these figures in place of the catalog's, each named in its notes.
     ///
     /// (The node preset's layout, [`NODE_PRESET_NOTE`], is said unless one is given.)
-    pub fn apply(&self, mut c: Cluster) -> Result<Cluster, crate::Error> {
+    pub fn apply(&self, c: Cluster) -> Result<Cluster, crate::Error> {
+        self.apply_as(c, "as given")
+    }
+
+    /// [`SystemOverrides::apply`], each figure's note ending in `said` (where it came from:
+    /// "as given", "as node preset X gives").
+    pub fn apply_as(&self, mut c: Cluster, said: &str) -> Result<Cluster, crate::Error> {
         let positive = |key: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(v)
@@ -1562,13 +1568,13 @@ impl SystemOverrides {
         }
         if let Some(g) = self.gpus_per_node {
             positive("gpus_per_node", f64::from(g))?;
-            c.place_in_nodes_of(g, format!("{g} GPUs per node as given"));
+            c.place_in_nodes_of(g, format!("{g} GPUs per node {said}"));
         }
         if let Some(nic) = self.nic_gbps_per_gpu {
             let nic = tracecast_calibrate::catalog::nic_gbps_per_gpu_given(nic)
                 .map_err(|e| crate::Error::System(format!("nic_gbps_per_gpu {e}")))?;
             c.inter = Link { alpha_us: c.inter.alpha_us, busbw_gbps: nic * DEFAULT_INTER_LINK_EFFICIENCY };
-            c.notes.push(format!("network {nic} GB/s per GPU as given"));
+            c.notes.push(format!("network {nic} GB/s per GPU {said}"));
             if let Some(p) = c.prices.as_mut() {
                 // A profile's fit across nodes is of the network it was traced on:
                 // the given one replaces it (the pricing layer prices over it).
