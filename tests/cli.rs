@@ -585,11 +585,10 @@ fn measurements_a_replay_does_not_use_are_said_unused() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --measurements: read, and used by nothing here"));
 }
 
-/// `replay --world-size` with the user's measurements across nodes says when they price none of
-/// the grown collectives: taken at another node size than the ranks are placed in (Polaris' 4 a
-/// node against 8), or of another GPU than the job's, on whose network the collectives are priced
-/// (measurements of the `--target` GPU). Placed as they were taken, the replay uses them: the
-/// step changes and nothing is said.
+/// `replay --world-size` with the user's measurements across nodes of the job's GPU places the
+/// ranks as they were taken (Polaris' 4 a node), as `project` does, and says so; given another
+/// node size, or with measurements of another GPU than the job's (on whose network the grown
+/// collectives are priced: those of the `--target` GPU), it says they price none of them.
 #[test]
 fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothing() {
     let dir = scratch("world-size-users-nodes");
@@ -613,14 +612,21 @@ fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothi
         assert!(o.status.success(), "{}", stderr(&o));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    let eight = replay(&h100, &[]);
+    // Without --gpus-per-node, the ranks are placed as the measurements were taken, as `project` places them.
+    let theirs = replay(&h100, &[]);
+    assert!(
+        theirs.contains("note: --world-size: ranks placed 4 to a node, as your measurements of h100-sxm (alcf-polaris-nccl)"),
+        "{theirs}"
+    );
+    let four = replay(&h100, &["--gpus-per-node", "4"]);
+    let step = |text: &str| text.lines().find(|l| l.starts_with("Speed-up of the job's step")).map(str::to_string).unwrap();
+    assert_eq!(step(&theirs), step(&four));
+    assert!(!four.contains("note: --measurements"), "{four}");
+    let eight = replay(&h100, &["--gpus-per-node", "8"]);
     assert!(
         eight.contains("note: --measurements: yours of h100-sxm (alcf-polaris-nccl) were taken at 4 GPUs per node, not the 8 this replay places ranks in"),
         "{eight}"
     );
-    let four = replay(&h100, &["--gpus-per-node", "4"]);
-    assert!(!four.contains("note: --measurements"), "{four}");
-    let step = |text: &str| text.lines().find(|l| l.starts_with("Speed-up of the job's step")).map(str::to_string).unwrap();
     assert_ne!(step(&eight), step(&four));
     let target = replay(&a100, &["--target", "a100-40gb"]);
     assert!(target.contains("note: --measurements: yours across nodes are not of h100-sxm, the job's GPU"), "{target}");
@@ -644,7 +650,9 @@ fn a_projection_says_how_much_kernel_time_it_could_not_price() {
     assert!(note.contains(&format!("{kept_ms:.3} of")), "{note}\n{row}");
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
     let o = run(&["replay".as_ref(), demo.as_os_str(), "--target".as_ref(), "h200".as_ref()]);
-    assert!(!String::from_utf8_lossy(&o.stdout).contains("kept their measured time"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Compute kernels priced from") && !text.contains("kept their measured time"), "{text}");
 }
 
 /// `--link` says how many collectives it re-costed and at what α and bus bandwidth (it had said

@@ -95,7 +95,10 @@ pub fn replay_options_for(gpu: Option<&Gpu>, base: &ReplayOptions, catalog: &Cat
         opts.intra_gbps = g.link_gbps;
         opts.inter_gbps = catalog.nic_gbps_per_gpu(&g.id).0;
     }
-    opts.gpus_per_node = catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), gpus_per_node);
+    // The user's measurements across nodes of the job's GPU are of their cluster: their node
+    // size, where none is given, as `project` and `hw cost` take it.
+    let users = base.pricing.as_ref().zip(gpu).and_then(|(p, g)| p.measurements.users_gpus_per_node(g)).map(|(n, _)| n);
+    opts.gpus_per_node = catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), gpus_per_node.or(users));
     // Projection prices the source side with the trace's own calibration
     // (what its kernels achieved), gaps filled from the GPU's shipped profile.
     opts.catalog = Some(catalog.clone());

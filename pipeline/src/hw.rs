@@ -261,6 +261,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let mut node_note = None;
             if let Operation::Collective(q) = &mut op
                 && let Some((theirs, sources)) = pricing.measurements.users_gpus_per_node(&gpu)
+                // In one node at either size, the node size changes nothing: not said.
+                && q.gpus > theirs.min(q.gpus_per_node)
             {
                 let sources = sources.join(", ");
                 node_note = Some(match c.gpus_per_node {

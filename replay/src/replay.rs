@@ -1275,7 +1275,12 @@ fn recost_communication(
         let across = |r: &&tracecast_calibrate::measured::CollectiveRow| r.nodes > 1 && m.is_user(&r.from);
         let of_gpu = |r: &&tracecast_calibrate::measured::CollectiveRow| gpu.measurement_ids().any(|id| id == &*r.gpu);
         match m.users_gpus_per_node(gpu) {
-            Some((g, sources)) if g != opts.gpus_per_node => notes.push(format!(
+            Some((g, sources)) if g == opts.gpus_per_node => notes.push(format!(
+                "--world-size: ranks placed {g} to a node, as your measurements of {} ({}) across nodes were taken",
+                gpu.id,
+                sources.join(", ")
+            )),
+            Some((g, sources)) => notes.push(format!(
                 "--measurements: yours of {} ({}) were taken at {g} GPUs per node, not the {} this replay places ranks in: they price none of its collectives across nodes (--gpus-per-node {g} places them so)",
                 gpu.id,
                 sources.join(", "),
