@@ -129,8 +129,8 @@ pub(crate) struct ReadArgs {
     /// Stop at the first job with unreadable files (each named; a job's files are read together) instead of going on.
     #[arg(long)]
     pub(crate) strict: bool,
-    /// GPUs per node, to tell intra- from inter-node groups and dimensions (default: the GPU's node
-    /// preset in the catalog, else 8).
+    /// GPUs per node, to tell intra- from inter-node groups and dimensions (default: that of replay's
+    /// --measurements across nodes of the GPU, else the GPU's node preset in the catalog, else 8).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) gpus_per_node: Option<u32>,
     /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`): GPUs the traces ran on
