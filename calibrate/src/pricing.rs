@@ -990,7 +990,7 @@ impl Pricing {
         // Below a scattered table's shapes, the spec model (shape behaviour learned
         // from the measured grids) prices it; the table only where nothing else can.
         if let Some(t) = table.filter(|t| t.scattered_below(shape))
-            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude)
+            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude, false)
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
@@ -1034,20 +1034,10 @@ impl Pricing {
             // streams its weights), never under the table's shortest time.
             if let Some(g) = &t.grid
                 && let Some(m0) = g.axes[1].first().map(|lo| lo.exp2())
-                && shape.m < m0
-                && let (bw, bw_basis) = self.hbm_bytes_per_s(gpu)
             {
-                let streamed = |m: f64| GemmShape { m, ..*shape }.bytes() / bw * 1e6;
                 let floor = g.values.iter().copied().fold(f64::INFINITY, f64::min).exp();
-                let f = shape.m.max(1.0).ln() / m0.ln();
-                let blended = (streamed(shape.m).ln() + f * (time_us.ln() - streamed(m0).ln())).exp().max(floor);
-                if blended < time_us {
-                    time_us = blended;
-                    basis.push_str(&format!(
-                        "; {} rows, below the measured {m0}: toward its operands' streaming time at {:.0} GB/s ({bw_basis})",
-                        shape.m,
-                        bw / 1e9
-                    ));
+                if let Some(words) = self.toward_streaming(gpu, shape, m0, floor, &mut time_us) {
+                    basis.push_str(&words);
                 }
             }
             // A table measured on GPUs of a higher peak than this one's (a user's variant
@@ -1095,7 +1085,7 @@ impl Pricing {
             }
             return Some(price);
         }
-        let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
+        let mut p = self.gemm_spec_model(gpu, shape, exclude, shape.dtype != Dtype::Fp8)?;
         // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
         self.hold_fp8_to_16_bit(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
         Some(p)
@@ -1484,7 +1474,29 @@ impl Pricing {
         if users.is_empty() { closest } else { users }
     }
 
-    fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
+    /// Fewer rows than measured (decode's projections, m = the batch): from the smallest
+    /// measured row count `m0` down to one row `time_us` (the price at `m0`'s rows, as the
+    /// tables hold it there) moves, in log m, to the operands' streaming time at the GPU's
+    /// measured HBM bandwidth (a one-row GEMM is a matrix-vector product that streams its
+    /// weights), never under `floor`. The words said, where it lowered the price.
+    fn toward_streaming(&self, gpu: &Gpu, shape: &GemmShape, m0: f64, floor: f64, time_us: &mut f64) -> Option<String> {
+        if shape.m >= m0 {
+            return None;
+        }
+        let (bw, bw_basis) = self.hbm_bytes_per_s(gpu);
+        let streamed = |m: f64| GemmShape { m, ..*shape }.bytes() / bw * 1e6;
+        let f = shape.m.max(1.0).ln() / m0.ln();
+        let blended = (streamed(shape.m).ln() + f * (time_us.ln() - streamed(m0).ln())).exp().max(floor);
+        (blended < *time_us).then(|| {
+            *time_us = blended;
+            format!("; {} rows, below the measured {m0}: toward its operands' streaming time at {:.0} GB/s ({bw_basis})", shape.m, bw / 1e9)
+        })
+    }
+
+    /// `stream_below`: below the grids' fewest rows, toward the operands' streaming time
+    /// ([`Pricing::toward_streaming`]; FP8 has its own hold to its 16-bit shape, and a scattered
+    /// table its cap).
+    fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], stream_below: bool) -> Option<Price> {
         let own = Self::roofline_us(gpu, shape)?;
         let mine = specs(gpu, shape.dtype)?;
         // What the GPU reached at its best measured shape (a max-achievable-matmul
@@ -1493,6 +1505,8 @@ impl Pricing {
         let best = self.best_fraction(gpu.measurement_ids().filter(|id| !exclude.contains(id)), gpu, shape.dtype);
         let (mut sum_w, mut sum_wln, mut extrapolated) = (0.0, 0.0, false);
         let mut learned: Vec<(String, f64, f64)> = Vec::new();
+        // The grids' smallest measured row count and shortest time: below them, as the table rule.
+        let (mut m0, mut floor) = (f64::INFINITY, f64::INFINITY);
         let mut ids: Vec<&Arc<str>> = self.gemms().tables.keys().filter(|(_, d)| *d == table_dtype(shape.dtype)).map(|(g, _)| g).collect();
         ids.sort();
         ids.dedup();
@@ -1538,6 +1552,10 @@ impl Pricing {
                 (Some((b, _)), Some((theirs, _))) => (theirs / *b).ln(),
                 _ => 0.0,
             };
+            if let Some(g) = &t.grid {
+                m0 = m0.min(g.axes[1].first().map_or(f64::INFINITY, |lo| lo.exp2()));
+                floor = floor.min(g.values.iter().copied().fold(f64::INFINITY, f64::min).exp());
+            }
             sum_wln += w * (ln_t + elasticity * (own.ln() - roof.ln() + attained));
             sum_w += w;
             extrapolated |= ex;
@@ -1548,6 +1566,9 @@ impl Pricing {
         }
         let mut time_us = (sum_wln / sum_w).exp();
         let total: f64 = learned.iter().map(|l| l.1).sum();
+        // Below the grids' rows their times stand at the smallest measured (GB200's one-row GEMM
+        // had cost B200's 256-row time, 2.9× its streaming time on the same 8 TB/s of HBM).
+        let streaming = if stream_below && m0.is_finite() { self.toward_streaming(gpu, shape, m0, floor, &mut time_us) } else { None };
         // Never faster than the fastest this GPU was measured at any shape (a
         // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
         // put A100's mid-size GEMMs above its peak. A GPU never measured: never
@@ -1575,7 +1596,8 @@ impl Pricing {
                 100.0 * b
             )),
             learned.iter().map(|(g, w, e)| format!("{g} {:.2}, {e:.2}", w / total)).collect::<Vec<_>>().join("; ")
-        ) + capped.as_deref().unwrap_or("");
+        ) + streaming.as_deref().unwrap_or("")
+            + capped.as_deref().unwrap_or("");
         Some(Price { bound, ..Price::new(time_us, PriceRule::GemmSpecModel, extrapolated, basis, GEMM_SPEC_BAND) })
     }
 
@@ -4184,6 +4206,36 @@ mod tests {
                 last = t;
                 let other = p.collective(&h100, &CollectiveQuery::new(c, b, 8, 8)).unwrap().time_us;
                 assert!(e < 21 || t <= other * 1.05, "{c:?} {b} bytes: H200 {t} µs, H100 {other}");
+            }
+        }
+    }
+
+    /// A GPU priced by the spec model (no table of its own) streams a one-row GEMM's weights at
+    /// its HBM bandwidth, as a GPU with a table does: GB200, B300 and GB300 (8 TB/s, as B200) had
+    /// cost a decode GEMM at B200's 256-row time, 2.9× its streaming time.
+    #[test]
+    fn a_one_row_gemm_streams_its_weights_without_a_table_too() {
+        let p = Pricing::builtin();
+        let row = GemmShape { batch: 1.0, m: 1.0, n: 28672.0, k: 4096.0, dtype: Dtype::Bf16 };
+        for id in ["gb200", "b300", "gb300", "b200"] {
+            let gpu = p.catalog.gpu(id).unwrap();
+            let (bw, _) = p.hbm_bytes_per_s(gpu);
+            let streamed = row.bytes() / bw * 1e6;
+            let price = p.gemm(gpu, &row).unwrap();
+            assert!((price.time_us / streamed - 1.0).abs() < 0.02, "{id}: {} µs, streamed {streamed}: {}", price.time_us, price.basis);
+            // More rows never cost less.
+            let wider = p.gemm(gpu, &GemmShape { m: 64.0, ..row }).unwrap();
+            let full = p.gemm(gpu, &GemmShape { m: 256.0, ..row }).unwrap();
+            assert!(
+                price.time_us <= wider.time_us && wider.time_us <= full.time_us,
+                "{id}: {} {} {}",
+                price.time_us,
+                wider.time_us,
+                full.time_us
+            );
+            if id != "b200" {
+                assert_eq!(price.rule, PriceRule::GemmSpecModel, "{}", price.basis);
+                assert!(price.basis.contains("toward its operands' streaming time"), "{}", price.basis);
             }
         }
     }
