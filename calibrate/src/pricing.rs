@@ -990,7 +990,7 @@ impl Pricing {
         // Below a scattered table's shapes, the spec model (shape behaviour learned
         // from the measured grids) prices it; the table only where nothing else can.
         if let Some(t) = table.filter(|t| t.scattered_below(shape))
-            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude, false)
+            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude, shape.dtype != Dtype::Fp8)
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
@@ -4210,14 +4210,16 @@ mod tests {
         }
     }
 
-    /// A GPU priced by the spec model (no table of its own) streams a one-row GEMM's weights at
-    /// its HBM bandwidth, as a GPU with a table does: GB200, B300 and GB300 (8 TB/s, as B200) had
-    /// cost a decode GEMM at B200's 256-row time, 2.9× its streaming time.
+    /// A GPU priced by the spec model (no table of its own, or below a scattered one's shapes)
+    /// streams a one-row GEMM's weights at its HBM bandwidth, as a GPU with a grid does: GB200,
+    /// B300 and GB300 (8 TB/s, as B200) had cost a decode GEMM at B200's 256-row time, 2.9× its
+    /// streaming time; A100 80GB (below Azure's 8 shapes) at 1.33× it.
     #[test]
     fn a_one_row_gemm_streams_its_weights_without_a_table_too() {
         let p = Pricing::builtin();
         let row = GemmShape { batch: 1.0, m: 1.0, n: 28672.0, k: 4096.0, dtype: Dtype::Bf16 };
-        for id in ["gb200", "b300", "gb300", "b200"] {
+        // (A100 80GB: Azure's 8 large shapes, the spec model below them.)
+        for id in ["gb200", "b300", "gb300", "b200", "a100-80gb"] {
             let gpu = p.catalog.gpu(id).unwrap();
             let (bw, _) = p.hbm_bytes_per_s(gpu);
             let streamed = row.bytes() / bw * 1e6;
