@@ -825,6 +825,23 @@ fn a_node_preset_is_a_system_of_its_gpus_and_nics() {
     assert_eq!(largest_tp("dgx-a100-320gb"), 8);
 }
 
+/// `project --from` carries a run onto a GPU: a node preset as `--system` is refused with the
+/// GPU and nodes to give instead (it had read "unknown hardware" while `hw list` shows it), and
+/// the command it suggests runs.
+#[test]
+fn a_carried_run_names_the_gpu_of_a_node_preset() {
+    let from = format!("{}:llama3-8b-4l-seq8192", Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/h200/runs.json").display());
+    let o = common::run(&["project", "--from", &from, "--system", "dgx-b200"].map(std::ffi::OsStr::new));
+    assert!(!o.status.success());
+    let said = common::stderr(&o);
+    let hint = "--system b200 --gpus-per-node 8 --nic-gbps-per-gpu 50";
+    assert!(said.contains("--system dgx-b200: a node preset") && said.contains(hint), "{said}");
+    let mut args = vec!["project", "--from", &from];
+    args.extend(hint.split(' '));
+    let o = common::run(&args.iter().map(std::ffi::OsStr::new).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", common::stderr(&o));
+}
+
 /// Issue 25: degrees whose product passes u32 were refused as "tp × cp × pp × dp = 0"
 /// in release builds and panicked (overflow) in debug ones.
 #[test]

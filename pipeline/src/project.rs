@@ -519,6 +519,17 @@ fn carried(
     );
     let run = source_run(from)?;
     // The target: --system (default: the run's GPU), --gpus (default: the run's), the overrides.
+    // A node preset names a GPU and its nodes; a run is carried onto a GPU, its nodes stated beside it
+    // (said, where "unknown hardware" had read as if `hw list` did not show the preset).
+    if let Some(node) = args.system.as_deref().and_then(|s| preset_of(s, catalog)) {
+        anyhow::bail!(
+            "--from … --system {}: a node preset; a run is carried onto a GPU — give its GPU and nodes: --system {} --gpus-per-node {} --nic-gbps-per-gpu {}",
+            node.id,
+            node.gpu,
+            node.gpus,
+            node.nic_gbps_per_gpu()
+        );
+    }
     let target = target_system(&run, args.system.as_deref(), args.gpus, args.system_overrides, catalog)?;
     if let (Some(d), Some(path)) = (device, args.profile.as_deref()) {
         crate::hardware::ensure_profile_of(d, &target.system.gpu, path)?;
