@@ -294,6 +294,13 @@ impl Gpu {
         self.vendor_words().map(str::to_ascii_uppercase)
     }
 
+    /// Whether a bus bandwidth measured in a node passes the GPU's link rate, GB/s: a ring cannot,
+    /// so the collective reduced in the switch (NVLS; 8 × H200's all-reduce at 480 GB/s over
+    /// 450 GB/s links).
+    pub fn above_its_links(&self, busbw_gbps: f64) -> bool {
+        self.link_gbps > 0.0 && busbw_gbps > self.link_gbps
+    }
+
     /// Whether the GPU is of vendor `name` ([`Gpu::vendor`] compared without allocating).
     pub fn is_vendor(&self, name: &str) -> bool {
         self.vendor_words().is_some_and(|w| w.eq_ignore_ascii_case(name))

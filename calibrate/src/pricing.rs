@@ -216,12 +216,13 @@ pub const COLLECTIVE_SCALE_OUT_BAND: f64 = 0.10;
 /// `the_scale_out_band_is_the_error_measured_that_far_beyond_the_counts`.
 pub const COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING: f64 = 0.034;
 
-/// The band of a collective priced over `gpus` beyond a largest measured count of `largest`
-/// (or, with the two swapped, below a smallest measured count):
-/// [`COLLECTIVE_SCALE_OUT_BAND`] up to twice it (the sweeps' largest counts from their halves),
-/// wider by [`COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING`] for each doubling past that.
-fn scale_out_band(gpus: u32, largest: u32) -> f64 {
-    let reach = f64::from(gpus) / f64::from(largest.max(1));
+/// The band of a collective priced over `asked` GPUs from a curve measured at `measured`, beyond
+/// the largest measured count or below the smallest: [`COLLECTIVE_SCALE_OUT_BAND`] up to twice
+/// (or half) it (the sweeps' largest counts from their halves), wider by
+/// [`COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING`] for each doubling further.
+fn band_beyond_counts(measured: u32, asked: u32) -> f64 {
+    let (a, b) = (f64::from(measured.max(1)), f64::from(asked.max(1)));
+    let reach = a.max(b) / a.min(b);
     COLLECTIVE_SCALE_OUT_BAND + COLLECTIVE_SCALE_OUT_BAND_PER_DOUBLING * (reach / 2.0).log2().max(0.0)
 }
 
@@ -2425,38 +2426,42 @@ impl Pricing {
         if substitution.is_some() {
             // Single measured points of the collective itself (too few for a
             // curve) scale the all-reduce curve: the geometric mean of their ratios.
-            // (the point's size, its time, the curve's time at equal bus bytes, the curve's bus bandwidth there)
-            let points: Vec<(f64, f64, f64, f64)> = own
+            let k = collective.bus_factor_in(Some(i64::from(gpus)));
+            let points: Vec<OwnPoint> = own
                 .rows
                 .iter()
                 .map(|&i| &m.collectives[i])
                 .filter(|r| r.gpus == gpus)
                 .filter_map(|r| {
-                    let (k, ar) = (collective.bus_factor_in(Some(i64::from(gpus)))?, Collective::AllReduce.bus_factor(i64::from(gpus))?);
-                    let at = r.size_bytes * k / ar;
-                    let curve = system.price(curve_of, at, gpus, &link_rule, nvidia)?.time_us;
-                    Some((r.size_bytes, r.time_us, curve, at * ar / curve / 1e3))
+                    let ar = Collective::AllReduce.bus_factor(i64::from(gpus))?;
+                    let at = r.size_bytes * k? / ar;
+                    let curve_us = system.price(curve_of, at, gpus, &link_rule, nvidia)?.time_us;
+                    Some(OwnPoint { bytes: r.size_bytes, time_us: r.time_us, curve_us, curve_busbw_gbps: at * ar / curve_us / 1e3 })
                 })
                 .collect();
-            let in_switch = !points.is_empty() && points.iter().all(|p| p.3 > gpu.link_gbps);
-            if let Some((f, n)) = geometric_mean(points.iter().map(|p| p.1 / p.2)) {
+            let in_switch = !points.is_empty() && points.iter().all(|p| gpu.above_its_links(p.curve_busbw_gbps));
+            if let Some((f, n)) = geometric_mean(points.iter().map(|p| p.time_us / p.curve_us)) {
                 if f > 1.0 && in_switch && !multi {
                     // Slower than an all-reduce curve that ran above the wire rate (in-switch
                     // reduction): what the points measured is the ring's bandwidth, a ceiling, not
                     // a factor on every size. As a factor, 8 × H200's one all-gather at 16 GiB
                     // (361 GB/s against the all-reduce's 480) had made every smaller all-gather
                     // 1.33× slower too, slower than H100's without any point (107 µs against 85 at 16 MiB).
-                    let (line, &(size, t, ..)) =
-                        points.iter().map(|p| (bytes * p.1 / p.0, p)).max_by(|a, b| a.0.total_cmp(&b.0)).expect("points is not empty");
-                    let held = line * carried > time_us;
-                    time_us = time_us.max(line * carried);
+                    // In one node nothing is carried onto a network: the points' rate as it ran.
+                    let (line, slowest) = points
+                        .iter()
+                        .map(|p| (bytes * p.time_us / p.bytes, p))
+                        .max_by(|a, b| a.0.total_cmp(&b.0))
+                        .expect("points is not empty");
                     // Said where it binds (below the point's size the all-reduce's curve stands as it is).
-                    if held {
+                    if line > time_us {
+                        time_us = line;
                         substitution = substitution.map(|s| {
                             format!(
-                                "{s}, held to the {} bandwidth it measured itself ({:.1} GB/s bus bandwidth at {size} bytes: the all-reduce's in-switch reduction does not carry over to it)",
+                                "{s}, held to the {} bandwidth it measured itself ({:.1} GB/s bus bandwidth at {} bytes: the all-reduce's in-switch reduction does not carry over to it)",
                                 collective.as_str(),
-                                size * collective.bus_factor_in(Some(i64::from(gpus))).unwrap_or(1.0) / t / 1e3
+                                slowest.bytes * k.unwrap_or(1.0) / slowest.time_us / 1e3,
+                                slowest.bytes
                             )
                         });
                     }
@@ -2551,10 +2556,9 @@ impl Pricing {
         // Beyond the largest measured count the band widens with how far the price reaches.
         // Below the smallest, likewise with how far below (Echo's A100 all-reduce over 2 and 4
         // GPUs from its 8: median |error| 14.2 % and 3.9 %, band 13.4 % and 10 %).
-        let smallest = system.curves.iter().map(|c| c.0).min().unwrap_or(gpus);
-        let band = held_band.unwrap_or_else(|| match scale_out {
-            Some(s) if matches!(rule, PriceRule::CollectiveScaleOut | PriceRule::CollectiveAboveCounts) => scale_out_band(gpus, s.largest),
-            _ if rule == PriceRule::CollectiveBelowCounts => scale_out_band(smallest, gpus),
+        let band = held_band.unwrap_or_else(|| match (rule, scale_out) {
+            (PriceRule::CollectiveScaleOut | PriceRule::CollectiveAboveCounts, Some(s)) => band_beyond_counts(s.largest, gpus),
+            (PriceRule::CollectiveBelowCounts, _) => band_beyond_counts(system.curves.iter().map(|c| c.0).min().unwrap_or(gpus), gpus),
             _ => rule.band(),
         });
         Some(Price::new(time_us, rule, extrapolated, basis, band))
@@ -3047,8 +3051,7 @@ impl Pricing {
                     && p.rule == PriceRule::CollectiveCurve
                     && *gpus <= *gpus_per_node
                     && gpu.is_vendor("NVIDIA")
-                    && gpu.link_gbps > 0.0
-                    && busbw > gpu.link_gbps
+                    && gpu.above_its_links(busbw)
                 {
                     p.basis.push_str(&format!(
                         "; above the {:.0} GB/s NVLink rate: the measured runs reduce in the switch (NVLS), which no link bound limits",
@@ -3657,6 +3660,17 @@ impl Systems {
             )
         })
     }
+}
+
+/// A measured point of a collective that has no curve of its own, beside the all-reduce
+/// curve that stands in for it ([`Pricing::collective_of_rows`]).
+struct OwnPoint {
+    /// Its size and measured time, µs.
+    bytes: f64,
+    time_us: f64,
+    /// The standing-in curve's time at equal bus bytes, µs, and its bus bandwidth there, GB/s.
+    curve_us: f64,
+    curve_busbw_gbps: f64,
 }
 
 /// A system's curves' price of one size over one GPU count ([`System::price`]).
