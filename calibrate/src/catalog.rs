@@ -565,7 +565,8 @@ impl Catalog {
     }
 
     /// GPUs per node, the one rule: `given` (a flag, a runs file), else the GPU's
-    /// node preset, else [`DEFAULT_GPUS_PER_NODE`]; never 0.
+    /// node preset, else [`DEFAULT_GPUS_PER_NODE`]; never 0. With the user's measurements,
+    /// their node size comes before the preset ([`crate::pricing::Pricing::gpus_per_node`]).
     pub fn gpus_per_node(&self, gpu_id: Option<&str>, given: Option<u32>) -> u32 {
         given.or_else(|| gpu_id.and_then(|id| self.node_of(id)).map(|n| n.gpus)).unwrap_or(DEFAULT_GPUS_PER_NODE).max(1)
     }

@@ -249,12 +249,19 @@ impl Measurements {
         self.user_files.contains(&from.file)
     }
 
+    /// The user's collective rows measured across nodes, of `gpu` (its id or a `measured_as`
+    /// one) where given.
+    pub fn users_across_nodes<'a>(&'a self, gpu: Option<&'a crate::catalog::Gpu>) -> impl Iterator<Item = &'a CollectiveRow> + 'a {
+        self.collectives
+            .iter()
+            .filter(move |r| r.nodes > 1 && self.is_user(&r.from) && gpu.is_none_or(|g| g.measurement_ids().any(|id| id == &*r.gpu)))
+    }
+
     /// The node size of the user's own multi-node collective measurements of `gpu` (its id or a
     /// `measured_as` one), with their sources, where all were taken at one: the GPUs per node of
     /// the user's cluster. `None` without such rows, or where they disagree.
     pub fn users_gpus_per_node(&self, gpu: &crate::catalog::Gpu) -> Option<(u32, Vec<Arc<str>>)> {
-        let mut sizes =
-            self.collectives.iter().filter(|r| r.nodes > 1 && self.is_user(&r.from) && gpu.measurement_ids().any(|id| id == &*r.gpu));
+        let mut sizes = self.users_across_nodes(Some(gpu));
         let first = sizes.next()?;
         let mut sources = vec![first.from.source_id.clone()];
         for r in sizes {

@@ -1188,6 +1188,14 @@ impl Pricing {
         })
     }
 
+    /// GPUs per node, the one rule: `given`, else the node size of the user's measurements
+    /// across nodes of `gpu` (their cluster's: [`Measurements::users_gpus_per_node`]), else
+    /// [`Catalog::gpus_per_node`] (the GPU's node preset, else 8).
+    pub fn gpus_per_node(&self, gpu: Option<&Gpu>, given: Option<u32>) -> u32 {
+        let users = gpu.and_then(|g| self.measurements.users_gpus_per_node(g)).map(|(n, _)| n);
+        self.catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), given.or(users))
+    }
+
     /// The HBM bandwidth streaming kernels reach on `gpu`, bytes/s: its best
     /// measured streaming rate (BabelStream copy/mul/add/triad), else its
     /// datasheet bandwidth × the median measured ÷ datasheet ratio of the GPUs

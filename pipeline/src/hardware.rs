@@ -95,10 +95,11 @@ pub fn replay_options_for(gpu: Option<&Gpu>, base: &ReplayOptions, catalog: &Cat
         opts.intra_gbps = g.link_gbps;
         opts.inter_gbps = catalog.nic_gbps_per_gpu(&g.id).0;
     }
-    // The user's measurements across nodes of the job's GPU are of their cluster: their node
-    // size, where none is given, as `project` and `hw cost` take it.
-    let users = base.pricing.as_ref().zip(gpu).and_then(|(p, g)| p.measurements.users_gpus_per_node(g)).map(|(n, _)| n);
-    opts.gpus_per_node = catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), gpus_per_node.or(users));
+    // With the user's measurements, their cluster's node size where none is given.
+    opts.gpus_per_node = match &base.pricing {
+        Some(p) => p.gpus_per_node(gpu, gpus_per_node),
+        None => catalog.gpus_per_node(gpu.map(|g| g.id.as_str()), gpus_per_node),
+    };
     // Projection prices the source side with the trace's own calibration
     // (what its kernels achieved), gaps filled from the GPU's shipped profile.
     opts.catalog = Some(catalog.clone());

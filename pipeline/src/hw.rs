@@ -265,17 +265,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 && q.gpus > theirs.min(q.gpus_per_node)
             {
                 let sources = sources.join(", ");
-                node_note = Some(match c.gpus_per_node {
+                node_note = match c.gpus_per_node {
                     None if q.gpus_per_node != theirs => {
                         q.gpus_per_node = theirs;
-                        format!("{theirs} GPUs per node, as your measurements ({sources}) were taken (--gpus-per-node prices another node size)")
+                        Some(format!(
+                            "{theirs} GPUs per node, as your measurements ({sources}) were taken (--gpus-per-node prices another node size)"
+                        ))
                     }
-                    Some(given) if given != theirs => {
-                        format!("your measurements ({sources}) were taken at {theirs} GPUs per node, not the {given} asked: they price no curve across nodes here")
-                    }
-                    _ => String::new(),
-                })
-                .filter(|n| !n.is_empty());
+                    Some(given) if given != theirs => Some(format!(
+                        "your measurements ({sources}) were taken at {theirs} GPUs per node, not the {given} asked: they price no curve across nodes here"
+                    )),
+                    _ => None,
+                };
             }
             let (profile, lent_by) = match &c.profile {
                 Some(p) => {

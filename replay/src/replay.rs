@@ -1272,8 +1272,6 @@ fn recost_communication(
         && let Some((gpu, pricing)) = priced
     {
         let m = &pricing.measurements;
-        let across = |r: &&tracecast_calibrate::measured::CollectiveRow| r.nodes > 1 && m.is_user(&r.from);
-        let of_gpu = |r: &&tracecast_calibrate::measured::CollectiveRow| gpu.measurement_ids().any(|id| id == &*r.gpu);
         match m.users_gpus_per_node(gpu) {
             Some((g, sources)) if g == opts.gpus_per_node => notes.push(format!(
                 "--world-size: ranks placed {g} to a node, as your measurements of {} ({}) across nodes were taken",
@@ -1286,7 +1284,7 @@ fn recost_communication(
                 sources.join(", "),
                 opts.gpus_per_node
             )),
-            None if m.collectives.iter().any(|r| across(&r)) && !m.collectives.iter().any(|r| across(&r) && of_gpu(&r)) => {
+            None if m.users_across_nodes(None).next().is_some() && m.users_across_nodes(Some(gpu)).next().is_none() => {
                 notes.push(format!(
                     "--measurements: yours across nodes are not of {}, the job's GPU, on whose network --world-size prices the grown collectives (--target reprices kernels, not the network)",
                     gpu.id
