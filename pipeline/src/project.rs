@@ -188,7 +188,7 @@ pub(crate) fn cluster(
     // file: `--system polaris` had been "unknown hardware" while `hw list` showed it); what
     // the user states beside it stands.
     let preset = preset_of(spec, catalog);
-    let c = cluster_of(system_gpu(spec, catalog), gpus, bytes_per_param, catalog, device)?;
+    let c = cluster_of(preset.map_or(spec, |n| n.gpu.as_str()), gpus, bytes_per_param, catalog, device)?;
     let mut c = overrides.apply(c).map_err(|e| anyhow::anyhow!("--system {spec}: {e}"))?;
     if let Some(node) = preset {
         let its = SystemOverrides {

@@ -80,6 +80,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let device = device_of(args.profile.as_ref(), &catalog)?;
     let model = model(&args.model)?;
     let cluster = cluster(&args.system, args.gpus, &args.system_overrides, model.bytes, &catalog, device.as_ref(), &args.measurements)?;
+    // The GPU --system names (a node preset's, where it names one).
+    let gpu_id = crate::project::system_gpu(&args.system, &catalog);
     let seq = model.seq as u32;
     let task = task(&args.task, &args.inference, seq)?;
     // Refused, not ignored (the front's caption had claimed it scaled).
@@ -111,11 +113,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let front = if shown { search::front(&model, &cluster, task, &space, &counts) } else { Vec::new() };
     // Training plans' MFU, each held against what training on a GPU of this compute measured.
     let measured = (!args.quiet || args.json.is_some())
-        .then(|| {
-            result.ranked.first().and_then(|best| {
-                crate::project::measured_mfu_note(&catalog, Some(crate::project::system_gpu(&args.system, &catalog)), best, None)
-            })
-        })
+        .then(|| result.ranked.first().and_then(|best| crate::project::measured_mfu_note(&catalog, Some(gpu_id), best, None)))
         .flatten();
     // What the plans are ranked by: a decode step's throughput is tokens, as `project` says it.
     let unit = if matches!(task, tracecast_replay::workload::llm::Task::Decode { .. }) { "tokens/s" } else { "samples/s" };
@@ -181,7 +179,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         if let (Some(best), tracecast_replay::workload::llm::Task::Train) = (result.ranked.first(), task)
             && let Some(mfu) = best.mfu
         {
-            let gpu = catalog.gpu(crate::project::system_gpu(&args.system, &catalog)).ok();
+            let gpu = catalog.gpu(gpu_id).ok();
             use tracecast_calibrate::catalog::Dtype;
             // The best GEMM measured in the plan's linear format, as a fraction of the 16-bit
             // peak the MFU is of (an FP8 GEMM at 80 % of the FP8 peak is 160 % of it).
