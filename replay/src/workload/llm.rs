@@ -1796,21 +1796,28 @@ impl Cluster {
         p.pricing = std::sync::Arc::new(tracecast_calibrate::pricing::Pricing::new(catalog, measurements));
         let files = p.pricing.measurements.user_files.join(", ");
         let theirs = p.pricing.measurements.users_gpus_per_node(&p.gpu).filter(|(g, _)| *g != self.gpus_per_node);
-        self.refresh_pricing_notes();
         self.notes.push(format!("measurements of {files} added to the shipped base"));
-        if let Some((g, sources)) = theirs {
-            let sources = sources.join(", ");
-            if node_size_given {
-                self.notes.push(format!(
-                    "your measurements ({sources}) were taken at {g} GPUs per node, not this system's {}: they price none of its collectives across nodes",
-                    self.gpus_per_node
-                ));
-            } else {
+        match theirs {
+            Some((g, sources)) if !node_size_given => {
                 self.notes.retain(|n| !n.starts_with(NODE_PRESET_NOTE));
+                // (Its notes on what priced the work are rebuilt there, for the new nodes.)
                 self.place_in_nodes_of(
                     g,
-                    format!("{g} GPUs per node, as your measurements ({sources}) across nodes were taken (gpus_per_node states another)"),
+                    format!(
+                        "{g} GPUs per node, as your measurements ({}) across nodes were taken (gpus_per_node states another)",
+                        sources.join(", ")
+                    ),
                 );
+            }
+            other => {
+                self.refresh_pricing_notes();
+                if let Some((g, sources)) = other {
+                    self.notes.push(format!(
+                        "your measurements ({}) were taken at {g} GPUs per node, not this system's {}: they price none of its collectives across nodes",
+                        sources.join(", "),
+                        self.gpus_per_node
+                    ));
+                }
             }
         }
     }
