@@ -991,7 +991,7 @@ impl Pricing {
         // Below a scattered table's shapes, the spec model (shape behaviour learned
         // from the measured grids) prices it; the table only where nothing else can.
         if let Some(t) = table.filter(|t| t.scattered_below(shape))
-            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude, shape.dtype != Dtype::Fp8)
+            && let Some(mut p) = self.gemm_spec_model(gpu, shape, exclude)
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
@@ -1086,7 +1086,7 @@ impl Pricing {
             }
             return Some(price);
         }
-        let mut p = self.gemm_spec_model(gpu, shape, exclude, shape.dtype != Dtype::Fp8)?;
+        let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
         // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
         self.hold_fp8_to_16_bit(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
         Some(p)
@@ -1502,10 +1502,9 @@ impl Pricing {
         })
     }
 
-    /// `stream_below`: below the grids' fewest rows, toward the operands' streaming time
-    /// ([`Pricing::toward_streaming`]; FP8 has its own hold to its 16-bit shape, and a scattered
-    /// table its cap).
-    fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str], stream_below: bool) -> Option<Price> {
+    /// Below the grids' fewest rows a 16-bit price moves toward the operands' streaming time
+    /// ([`Pricing::toward_streaming`]); FP8 has its own hold to its 16-bit shape.
+    fn gemm_spec_model(&self, gpu: &Gpu, shape: &GemmShape, exclude: &[&str]) -> Option<Price> {
         let own = Self::roofline_us(gpu, shape)?;
         let mine = specs(gpu, shape.dtype)?;
         // What the GPU reached at its best measured shape (a max-achievable-matmul
@@ -1577,7 +1576,8 @@ impl Pricing {
         let total: f64 = learned.iter().map(|l| l.1).sum();
         // Below the grids' rows their times stand at the smallest measured (GB200's one-row GEMM
         // had cost B200's 256-row time, 2.9× its streaming time on the same 8 TB/s of HBM).
-        let streaming = if stream_below && m0.is_finite() { self.toward_streaming(gpu, shape, m0, floor, &mut time_us) } else { None };
+        let streaming =
+            if shape.dtype != Dtype::Fp8 && m0.is_finite() { self.toward_streaming(gpu, shape, m0, floor, &mut time_us) } else { None };
         // Never faster than the fastest this GPU was measured at any shape (a
         // max-achievable-matmul search): the learned scaling from a GPU 3× as fast
         // put A100's mid-size GEMMs above its peak. A GPU never measured: never
