@@ -643,8 +643,72 @@ pub struct Pricing {
     pub measurements: Arc<Measurements>,
     link_shares: std::sync::OnceLock<LinkShares>,
     attention_prices: AttentionPrices,
+    gemm_prices: KeptPrices<GemmKey>,
+    collective_prices: KeptPrices<CollectiveKey>,
+    /// A send/recv across nodes by its size and the network given (a pipeline's transfers).
+    transfer_prices: KeptPrices<(u64, Option<u64>)>,
     hbm_rates: HbmRates,
     typical_fractions: TypicalFractions,
+}
+
+/// A GEMM's shape as bits: batch, m, n, k and its input type.
+type GemmKey = ([u64; 4], Dtype);
+
+/// A collective query as bits: which, size, GPUs, GPUs per node, the network given.
+type CollectiveKey = (Collective, u64, u32, u32, Option<u64>);
+
+/// GPUs whose prices a pricing layer keeps, and prices kept per GPU; beyond, it prices afresh.
+const GPUS_KEPT: usize = 16;
+const PRICES_KEPT_PER_GPU: usize = 16384;
+
+/// GEMM or collective prices made so far, per GPU: a search prices the same few shapes for
+/// each of thousands of plans, and making a price writes its basis in words (half of
+/// `search`'s time had been formatting bases nobody read). The whole GPU is compared, not its
+/// id: a variant of a catalog GPU (other HBM) keeps its id and has other prices.
+#[derive(Debug)]
+struct KeptPrices<K>(std::sync::Mutex<Vec<(Gpu, HashMap<K, Option<Price>>)>>);
+
+impl<K> Default for KeptPrices<K> {
+    fn default() -> KeptPrices<K> {
+        KeptPrices(std::sync::Mutex::new(Vec::new()))
+    }
+}
+
+/// A copy of a pricing layer starts with no prices made.
+impl<K> Clone for KeptPrices<K> {
+    fn clone(&self) -> KeptPrices<K> {
+        KeptPrices::default()
+    }
+}
+
+impl<K: std::hash::Hash + Eq> KeptPrices<K> {
+    /// The price kept for `gpu` and `key`, else `price()`, kept while there is room.
+    fn get_or_price(&self, gpu: &Gpu, key: K, price: impl FnOnce() -> Option<Price>) -> Option<Price> {
+        // A poisoned lock only means another thread panicked while pricing: price afresh.
+        if let Ok(kept) = self.0.lock()
+            && let Some(priced) = kept.iter().find(|(g, _)| g == gpu).and_then(|(_, prices)| prices.get(&key))
+        {
+            return priced.clone();
+        }
+        // Priced outside the lock: a price may ask for others (a collective's tiers).
+        let priced = price();
+        if let Ok(mut kept) = self.0.lock() {
+            let at = match kept.iter().position(|(g, _)| g == gpu) {
+                Some(at) => Some(at),
+                None if kept.len() < GPUS_KEPT => {
+                    kept.push((gpu.clone(), HashMap::new()));
+                    Some(kept.len() - 1)
+                }
+                None => None,
+            };
+            if let Some(at) = at
+                && kept[at].1.len() < PRICES_KEPT_PER_GPU
+            {
+                kept[at].1.insert(key, priced.clone());
+            }
+        }
+        priced
+    }
 }
 
 /// [`Pricing::typical_best_fraction`] once worked out per GPU, dtype and left-out
@@ -736,6 +800,9 @@ impl Pricing {
             measurements,
             link_shares: std::sync::OnceLock::new(),
             attention_prices: AttentionPrices::default(),
+            gemm_prices: KeptPrices::default(),
+            collective_prices: KeptPrices::default(),
+            transfer_prices: KeptPrices::default(),
             hbm_rates: HbmRates::default(),
             typical_fractions: TypicalFractions::default(),
         }
@@ -1280,7 +1347,8 @@ impl Pricing {
         // training GEMMs at 1793).
         // A table of other memory (a twin's, or one measured on faster HBM) is another GPU's times:
         // a correction never takes it under this GPU's traffic.
-        let other_memory = self.gemm_table(gpu, shape.dtype).is_some_and(|t| self.measured_on_other_memory(gpu, t));
+        // Looked up only where a correction applies (without a profile, every search's GEMM).
+        let other_memory = || self.gemm_table(gpu, shape.dtype).is_some_and(|t| self.measured_on_other_memory(gpu, t));
         let apply = |p: &mut Price, ratio: f64, ln_spread: f64, from: String| {
             p.time_us *= ratio;
             p.band = (p.band.powi(2) + (ln_spread / 2.0).powi(2)).sqrt();
@@ -1293,7 +1361,7 @@ impl Pricing {
                 p.basis.push_str(&capped);
                 p.bound = true;
             }
-            if ratio < 1.0 && (p.extrapolated || other_memory) && self.at_least_its_traffic(gpu, shape, p).is_some() {
+            if ratio < 1.0 && (p.extrapolated || other_memory()) && self.at_least_its_traffic(gpu, shape, p).is_some() {
                 p.basis.push_str("; held at its operands' traffic");
             }
         };
@@ -1341,6 +1409,13 @@ impl Pricing {
     /// What `shape` costs on `gpu`; never faster than the dtype's peak (XLA's
     /// Hopper FP8 table has values above it).
     pub fn gemm(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
+        let GemmShape { batch, m, n, k, dtype } = *shape;
+        let key = ([batch, m, n, k].map(f64::to_bits), dtype);
+        self.gemm_prices.get_or_price(gpu, key, || self.gemm_afresh(gpu, shape))
+    }
+
+    /// [`Pricing::gemm`], priced afresh.
+    fn gemm_afresh(&self, gpu: &Gpu, shape: &GemmShape) -> Option<Price> {
         let mut p = self.gemm_before_twins(gpu, shape)?;
         self.hold_to_higher_power_twin(gpu, shape, &mut p);
         // Without the user's files (every search), no table lookup.
@@ -2230,6 +2305,14 @@ impl Pricing {
     /// across nodes measured over another network is carried onto it
     /// ([`Pricing::onto_network`]).
     pub fn collective(&self, gpu: &Gpu, q: &CollectiveQuery) -> Option<Price> {
+        // Every field of the query (a field added is a compile error here, not a stale price).
+        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
+        let key = (collective, bytes.to_bits(), gpus, gpus_per_node, nic_gbps_per_gpu.map(f64::to_bits));
+        self.collective_prices.get_or_price(gpu, key, || self.collective_afresh(gpu, q))
+    }
+
+    /// [`Pricing::collective`], priced afresh.
+    fn collective_afresh(&self, gpu: &Gpu, q: &CollectiveQuery) -> Option<Price> {
         let CollectiveQuery { collective, bytes, gpus, .. } = *q;
         if gpus < 2 {
             return None;
@@ -2649,7 +2732,9 @@ impl Pricing {
         if across_nodes {
             // The user's send/recv curve between two nodes (nccl-tests `sendrecv_perf`) first.
             let q = CollectiveQuery::new(Collective::SendRecv, bytes, 2, 1).over_network(nic_gbps_per_gpu);
-            self.collective_of_rows(gpu, &q, true).or_else(|| self.collective_link_spec(gpu, &q))
+            let key = (bytes.to_bits(), nic_gbps_per_gpu.map(f64::to_bits));
+            self.transfer_prices
+                .get_or_price(gpu, key, || self.collective_of_rows(gpu, &q, true).or_else(|| self.collective_link_spec(gpu, &q)))
         } else {
             self.collective(gpu, &CollectiveQuery::new(Collective::SendRecv, bytes, 2, 2))
         }
@@ -3832,6 +3917,36 @@ mod tests {
     }
 
     use super::*;
+
+    /// A pricing layer keeps the GEMM, collective and transfer prices it made (a search prices
+    /// the same shapes for each of thousands of plans): a kept price is the fresh one, and a
+    /// variant of a GPU under its id (a faster link) is priced as itself, never served the
+    /// catalog GPU's kept price.
+    #[test]
+    fn kept_prices_are_the_fresh_prices_of_the_whole_gpu() {
+        let p = Pricing::builtin();
+        let v100 = p.catalog.gpu("v100").unwrap().clone();
+        let q = CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 8, 8);
+        let kept = p.collective(&v100, &q).unwrap();
+        assert_eq!(kept, p.collective(&v100, &q).unwrap());
+        assert_eq!(kept, Pricing::builtin().collective_afresh(&v100, &q).unwrap());
+        let mut wider = v100.clone();
+        wider.link_gbps *= 2.0;
+        let variant = p.collective(&wider, &q).unwrap();
+        assert!(variant.time_us < 0.7 * kept.time_us, "{} against {}", variant.time_us, kept.time_us);
+        assert_eq!(variant, Pricing::builtin().collective(&wider, &q).unwrap());
+        // Across nodes, over the network given: each network its own price.
+        let slow = p.point_to_point(&v100, 67108864.0, true, Some(12.5)).unwrap();
+        let fast = p.point_to_point(&v100, 67108864.0, true, Some(50.0)).unwrap();
+        assert!(fast.time_us < 0.5 * slow.time_us, "{} against {}", fast.time_us, slow.time_us);
+        assert_eq!(slow, Pricing::builtin().point_to_point(&v100, 67108864.0, true, Some(12.5)).unwrap());
+        for (m, n, k) in [(1.0, 8192.0, 8192.0), (4096.0, 4096.0, 4096.0), (8192.0, 28672.0, 8192.0)] {
+            let shape = GemmShape { batch: 1.0, m, n, k, dtype: Dtype::Bf16 };
+            let kept = p.gemm(&v100, &shape).unwrap();
+            assert_eq!(kept, p.gemm(&v100, &shape).unwrap());
+            assert_eq!(kept, Pricing::builtin().gemm_afresh(&v100, &shape).unwrap());
+        }
+    }
 
     /// A decode projection's FP8 GEMM (fewer rows than any FP8 table measured) had been
     /// priced by the spec model at 2.3× the same shape in 16 bits on H100: it streams FP8
