@@ -3162,7 +3162,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         (None, None)
     };
-    let first_timeline = (train && plan.microbatches > 1).then(|| {
+    // Where every microbatch synchronizes as the last does (ZeRO-2/3), the first's timeline is
+    // the last's: not simulated twice (a search simulates thousands of plans).
+    let first_differs = ungathered.is_some() || !sync_every;
+    let first_timeline = (train && plan.microbatches > 1 && first_differs).then(|| {
         stage_timeline(
             ungathered.as_ref().unwrap_or(&costs),
             ungathered_dense.as_ref().map(|d| (d, dense_here)).or(dense),
