@@ -258,15 +258,23 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let table_share = if plan.sharding == Sharding::DataParallel { 1.0 } else { 1.0 / nf };
     let mlp_params = (model.bottom_layers + model.top_layers) as f64 * layer_params;
     let mlp_share = if plan.fsdp { 1.0 / nf } else { 1.0 };
+    // Replicated tables' gradients are all-reduced whole (the price above moves every table's
+    // bytes): the gradient buffer that all-reduce reads is held too.
+    let table_gradients = if train && plan.sharding == Sharding::DataParallel { table_bytes } else { 0.0 };
+    // What each GPU sends in the forward exchange is held until it is sent: row-wise, partial
+    // sums of every table for the whole global batch (the reduce-scatter's input, priced above);
+    // table- or column-wise, its shards' pooled rows for every sample. Training and inference alike.
+    let exchange_buffer = exchanged;
     let memory = Memory {
         weights_gb: (table_bytes * table_share + mlp_params * model.dense_bytes * mlp_share) / 1e9,
-        gradients_gb: if train { mlp_params * model.dense_bytes * mlp_share / 1e9 } else { 0.0 },
+        gradients_gb: if train { (mlp_params * model.dense_bytes * mlp_share + table_gradients) / 1e9 } else { 0.0 },
         optimizer_gb: if train { (model.tables * model.rows * 4.0 * table_share + mlp_params * 8.0 * mlp_share) / 1e9 } else { 0.0 },
-        activations_gb: if train {
-            b * (model.mlp_dim * (model.bottom_layers + model.top_layers) as f64 + model.tables * model.dim) * model.dense_bytes / 1e9
-        } else {
-            0.0
-        },
+        activations_gb: exchange_buffer / 1e9
+            + if train {
+                b * (model.mlp_dim * (model.bottom_layers + model.top_layers) as f64 + model.tables * model.dim) * model.dense_bytes / 1e9
+            } else {
+                0.0
+            },
         kv_cache_gb: 0.0,
     };
     let memory_gb = memory.total_gb();
@@ -298,6 +306,20 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     } else {
         "inference: the tables' and MLPs' weights alone (no gradients, no optimizer states)".into()
     });
+    if exchange_buffer > 0.0 {
+        let what =
+            if plan.sharding == Sharding::RowWise { "partial sums of every table for all" } else { "its shards' pooled rows for all" };
+        notes.push(format!(
+            "memory: the forward exchange's send buffer, {:.2} GB a GPU ({what} {global:.0} samples of the global batch), among the activations",
+            exchange_buffer / 1e9
+        ));
+    }
+    if table_gradients > 0.0 {
+        notes.push(format!(
+            "memory: the replicated tables' whole gradient, {:.2} GB a GPU (the buffer their all-reduce reads), among the gradients",
+            table_gradients / 1e9
+        ));
+    }
     let projection = Projection {
         model: model.name.clone(),
         system: cluster.name.clone(),
@@ -383,5 +405,33 @@ mod tests {
         assert!(inf.times.iteration_ms < tw.times.iteration_ms);
         // Its note is of inference's memory, not training's optimizer states.
         assert!(tw.notes.iter().any(|n| n.contains("Adagrad")) && !inf.notes.iter().any(|n| n.contains("Adagrad")), "{:?}", inf.notes);
+    }
+
+    /// The buffers the priced communication reads are held in memory: row-wise sharding's
+    /// partial sums of every table for the whole global batch (its memory had been table-wise's
+    /// while its reduce-scatter moved 50 GB a GPU on a MAD-Max model), table-wise's pooled rows
+    /// of its tables, and replicated tables' whole gradient for their all-reduce.
+    #[test]
+    fn memory_holds_what_the_exchanges_move() {
+        let c = cluster(64);
+        let run = |s, train| project(&model(), &c, &DlrmPlan { batch_per_gpu: 512, fsdp: false, sharding: s }, train).unwrap().0;
+        // 512 samples × 64 GPUs; 512 tables of 128 × 2-byte columns; the MLPs' 8 layers of 1024 in 4 bytes.
+        let (global, tables, row) = (512.0 * 64.0, 512.0, 128.0 * 2.0);
+        let own = 512.0 * (1024.0 * 8.0 + 512.0 * 128.0) * 4.0;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.max(1.0);
+        let rw = run(Sharding::RowWise, true);
+        assert!(close(rw.memory.activations_gb * 1e9, global * tables * row + own), "{}", rw.memory.activations_gb);
+        let tw = run(Sharding::TableWise, true);
+        assert!(close(tw.memory.activations_gb * 1e9, global * tables / 64.0 * row + own), "{}", tw.memory.activations_gb);
+        // Inference holds the send buffer too, and nothing of training's.
+        let rw_inference = run(Sharding::RowWise, false);
+        assert!(close(rw_inference.memory.activations_gb * 1e9, global * tables * row), "{}", rw_inference.memory.activations_gb);
+        assert!(rw.notes.iter().any(|n| n.contains("partial sums of every table")), "{:?}", rw.notes);
+        // Replicated: every table's gradient, 512 × 10⁶ rows × 256 bytes, beside the MLPs'.
+        let dp = run(Sharding::DataParallel, true);
+        let mlp_gradients = 8.0 * 1024.0 * 1024.0 * 4.0;
+        assert!(close(dp.memory.gradients_gb * 1e9, tables * 1e6 * row + mlp_gradients), "{}", dp.memory.gradients_gb);
+        assert!(close(dp.memory.activations_gb * 1e9, own), "{}", dp.memory.activations_gb);
+        assert!(close(tw.memory.gradients_gb * 1e9, mlp_gradients), "{}", tw.memory.gradients_gb);
     }
 }
