@@ -2151,3 +2151,27 @@ fn the_plans_that_price_identically_are_in_the_json() {
     }
     assert!(groups >= 1, "{text}");
 }
+
+/// A profile calibrated on FP32 traces (an A100 job of the corpus: its GEMM and elementwise fits
+/// are fp32) prices none of a BF16 model's ops: the note had said the profile held no kernel fits
+/// at all; it now names the fits and why they are not used.
+#[test]
+fn a_profile_of_another_number_format_is_said_not_called_empty() {
+    let dir = scratch("fp32-profile");
+    let profile = dir.join("a100.json");
+    let control = shared().join("hta/trace_diff/control/control.json.gz");
+    let o = bin().arg("calibrate").arg(&control).arg("--out").arg(&profile).arg("-q").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fits = json(&profile)["kernels"].as_array().unwrap().iter().map(|k| format!("{}/{}", k["class"], k["dtype"])).collect::<Vec<_>>();
+    assert!(fits.iter().any(|f| f == "\"gemm\"/\"fp32\"") && !fits.iter().any(|f| f.ends_with("\"bf16\"")), "{fits:?}");
+    let o = bin()
+        .args(["project", "--model", "llama2-7b", "--system", "a100-40gb", "--gpus", "8", "--parallel", "tp=8", "--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("no kernel fits of bf16 in the calibration profile"), "{text}");
+    assert!(text.contains("gemm/fp32") && text.contains("do not price the model's bf16 ops"), "{text}");
+    assert!(!text.contains("no kernel fits in the calibration profile"), "{text}");
+}

@@ -1686,16 +1686,32 @@ impl Cluster {
         let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, (per_node, gpus), links_given, None);
         // A fit the profile holds but the model cannot use is said, as `replay --target` says it.
         notes.extend(device.into_iter().flat_map(|d| d.rejected_fits()).map(|why| format!("calibration profile: {why}")));
+        // Fits of the classes above in another number format than the model's price none of its
+        // ops: said, so that a profile of FP32 traces is not read as empty (or as used).
+        let other_formats: Vec<String> = device
+            .and_then(|d| d.profile.as_ref())
+            .into_iter()
+            .flat_map(|p| &p.kernels)
+            .filter(|f| matches!(f.class, KernelClass::Gemm | KernelClass::Attention | KernelClass::Elementwise))
+            .filter(|f| device.and_then(|d| d.kernel_fit(f.class, Some(dtype))).is_none_or(|used| !std::ptr::eq(used, *f)))
+            .map(|f| format!("{}/{}", f.class.as_str(), f.dtype.map_or("unknown", Dtype::as_str)))
+            .collect();
+        let other_formats = if other_formats.is_empty() {
+            String::new()
+        } else {
+            format!(" (its fits of other number formats, {}, do not price the model's {} ops)", other_formats.join(", "), dtype.as_str())
+        };
         if from_profile.is_empty() {
             // Collectives are always the pricing layer's (its notes above): only compute has defaults.
             notes.push(format!(
-                "no kernel fits in the calibration profile{}: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}",
+                "no kernel fits{} in the calibration profile{}{other_formats}: where no measurement prices an op, catalog peaks with default GEMM η {DEFAULT_GEMM_EFFICIENCY}, t0 {} µs, HBM η {DEFAULT_MEMORY_EFFICIENCY}",
+                if other_formats.is_empty() { String::new() } else { format!(" of {}", dtype.as_str()) },
                 if correction.is_some() {  " (its correction of the GEMM table: the GEMM note above)" } else { "" },
                 DEFAULT_GEMM_OVERHEAD_S * 1e6,
             ));
         } else {
             let of = device.map_or("the calibration profile".to_string(), |d| d.source.clone());
-            notes.push(format!("from {of}: {}; the rest catalog defaults", from_profile.join(", ")));
+            notes.push(format!("from {of}: {}; the rest catalog defaults{other_formats}", from_profile.join(", ")));
             priced_by.attention_at_gemm_eta = attention_efficiency.is_none();
         }
         Ok(Cluster {
