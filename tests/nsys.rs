@@ -159,7 +159,7 @@ fn diff_report_and_replay_take_exports() {
     let (a, b) = (export(H100), export(MFU));
     let o = run(&["diff".as_ref(), a.as_os_str(), b.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("send_recv"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("all_to_all"));
     let html = dir.join("report.html");
     let o = run(&["report".as_ref(), b.as_os_str(), "--out".as_ref(), html.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -481,16 +481,16 @@ fn analyze_reads_a_parquetdir_export_as_its_sqlite_export() {
 }
 
 /// `--world-size` grows the groups that span the job; a point-to-point transfer stays
-/// between its two ranks. The 2-GPU export's 33 send/recv pairs were issued in a group
-/// the size of the job's world (2) and were all "resized" to 256 ranks (0.878×).
+/// between its two ranks. The 2-GPU export's transfers had all been read as send/recv pairs
+/// and all "resized" to 256 ranks (0.878×); 64 of its 66 are all-to-alls of the job's world
+/// (PyTorch's ranges name them) and grow, the two sends and receives of their own do not.
 #[test]
 fn world_size_leaves_point_to_point_transfers_alone() {
     let dir = scratch("nsys-world-size");
     let f = export(MFU);
-    let (a, b) = (replay_json(&f, &[], &dir.join("plain.json")), replay_json(&f, &["--world-size", "256"], &dir.join("grown.json")));
-    assert_eq!(a["jobs"][0]["ranks"], b["jobs"][0]["ranks"], "send/recv re-costed for 256 ranks");
+    let b = replay_json(&f, &["--world-size", "256"], &dir.join("grown.json"));
     let notes = b["jobs"][0]["notes"].as_array().unwrap();
-    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("nothing was rescaled")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("64 resized collective(s)")), "{notes:?}");
 }
 
 /// One export and its dataset analyse the same, whole documents but the job's path: the
@@ -591,4 +591,29 @@ fn an_export_ingested_with_device_reads_back_as_the_export() {
             }
         }
     }
+}
+
+/// The export's sequence-parallel all-to-all runs as NCCL sends and receives in one group
+/// (`ncclGroupStart`, `ncclSend`, `ncclRecv`, …, `ncclGroupEnd`) inside PyTorch's
+/// `nccl:all_to_all` and `c10d::alltoall_base_` ranges: an all-to-all, as the Kineto reader
+/// names such kernels from the op that launched them (it had been 66 `send_recv`). 64 of its
+/// 66 groups lie inside those ranges (counted in the export's NVTX_EVENTS); the other two are
+/// sends and receives of their own.
+#[test]
+fn an_all_to_all_of_sends_and_receives_is_named_by_pytorchs_range() {
+    let out = scratch("nsys-all-to-all").join("a.json");
+    let o = run(&["analyze".as_ref(), export(MFU).as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&out);
+    let count = |name: &str| -> u64 {
+        doc["jobs"][0]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["collectives"].as_array().unwrap())
+            .filter(|c| c["collective"] == name)
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!((count("all_to_all"), count("send_recv")), (64, 2));
 }

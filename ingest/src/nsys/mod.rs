@@ -15,6 +15,7 @@
 //! | `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` | `Stream Sync`, `Event Sync`, `Stream Wait Event`, `Context Sync` rows; what an event wait waited on from `CUDA_EVENT` when recorded |
 //! | `NVTX_EVENTS` ranges | PyTorch `emit_nvtx` operators (`aten::mm, seq = …, op_id = N, sizes = …`) as CPU ops named `aten::mm` with `Input Dims` from `sizes` and `Input type` from their kernels' names (`emit_nvtx` records no dtypes); other ranges as user annotations named by their text |
 //! | NVTX `nccl*` ranges | the collective of the NCCL kernel launched inside them (`ncclGroupStart … ncclSend, ncclRecv … ncclGroupEnd` → `send_recv`) |
+//! | PyTorch's `nccl:*` / `c10d::*` ranges | around a group of sends and receives, the collective they run together (`nccl:all_to_all` → `all_to_all`) |
 //! | `TARGET_INFO_GPU` | device properties (name, SMs, memory, compute capability) |
 //! | `TARGET_INFO_SESSION_START_TIME` | times made absolute (UTC ns), as `baseTimeNanoseconds` does for Kineto |
 //!

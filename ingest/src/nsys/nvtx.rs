@@ -77,10 +77,27 @@ fn value_end(value: &str) -> usize {
 /// (`ncclGroupStart`, `ncclCommCount`, `ncclCommInitRank`, …) and other texts.
 pub(crate) fn nccl_collective(text: &str) -> Option<Collective> {
     let op = text.strip_prefix("nccl")?;
-    if op.starts_with("Comm") || op.starts_with("Group") || op.starts_with("Mem") || op.starts_with("Get") {
+    // NCCL's API names go on in capitals (`ncclAllReduce`); `nccl:all_to_all` is PyTorch's
+    // range around the calls ([`torch_collective`]).
+    if !op.starts_with(|c: char| c.is_ascii_uppercase())
+        || op.starts_with("Comm")
+        || op.starts_with("Group")
+        || op.starts_with("Mem")
+        || op.starts_with("Get")
+    {
         return None;
     }
     Collective::from_name(op).filter(|c| !matches!(c, Collective::Unknown | Collective::Barrier))
+}
+
+/// The collective a PyTorch range names: `record_function`'s `nccl:all_to_all` and the
+/// `c10d::alltoall_base_` operator (`emit_nvtx`'s name, its fields parsed off). PyTorch runs
+/// an all-to-all as NCCL sends and receives in one group: only these ranges say what it was.
+pub(crate) fn torch_collective(name: &str) -> Option<Collective> {
+    if !(name.starts_with("nccl:") || name.starts_with("c10d::")) {
+        return None;
+    }
+    Collective::from_name(name).filter(|c| !matches!(c, Collective::Unknown | Collective::Barrier))
 }
 
 /// Whether the text is NCCL's `ncclGroupStart` / `ncclGroupEnd`.
@@ -146,11 +163,31 @@ mod tests {
         assert_eq!(nccl_collective("ncclReduce"), Some(Collective::Reduce));
         assert_eq!(nccl_collective("ncclSend"), Some(Collective::SendRecv));
         assert_eq!(nccl_collective("ncclRecv"), Some(Collective::SendRecv));
-        for none in ["ncclGroupStart", "ncclGroupEnd", "ncclCommCount", "ncclCommInitRank", "ncclMemAlloc", "aten::mm"] {
+        for none in [
+            "ncclGroupStart",
+            "ncclGroupEnd",
+            "ncclCommCount",
+            "ncclCommInitRank",
+            "ncclMemAlloc",
+            "aten::mm",
+            "nccl:all_to_all, op_id = 7",
+        ] {
             assert_eq!(nccl_collective(none), None, "{none}");
         }
         assert_eq!(group_collective([Collective::SendRecv, Collective::SendRecv]), Some(Collective::SendRecv));
         assert_eq!(group_collective([Collective::AllReduce, Collective::SendRecv]), None);
         assert_eq!(group_collective([]), None);
+    }
+
+    #[test]
+    fn pytorch_ranges_name_the_collective_their_nccl_calls_run() {
+        assert_eq!(torch_collective("nccl:all_to_all"), Some(Collective::AllToAll));
+        assert_eq!(torch_collective("c10d::alltoall_base_"), Some(Collective::AllToAll));
+        assert_eq!(torch_collective("nccl:_all_gather_base"), Some(Collective::AllGather));
+        assert_eq!(torch_collective("c10d::allreduce_"), Some(Collective::AllReduce));
+        assert_eq!(torch_collective("nccl:send 0->1"), Some(Collective::SendRecv));
+        for none in ["ncclAllReduce", "aten::all_to_all", "c10d::barrier", "forward", "nccl:unknown_thing"] {
+            assert_eq!(torch_collective(none), None, "{none}");
+        }
     }
 }

@@ -315,12 +315,28 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
 }
 
 /// The collective of the NCCL call around `at`: an operation's own range, or
-/// the one collective of the `ncclGroupStart … ncclGroupEnd` group whose end launched it.
+/// the one collective of the `ncclGroupStart … ncclGroupEnd` group whose end launched it;
+/// where those are sends and receives (or no NCCL call is recorded), the collective of the
+/// innermost PyTorch range around it (`nccl:all_to_all`): an all-to-all runs as sends and
+/// receives, as the Kineto reader's rule has it.
 fn group_of(ranges: &[(i64, i64, Nccl)], at: i64) -> Option<Collective> {
-    let k = ranges.iter().rposition(|&(s, e, _)| s <= at && at <= e)?;
+    let around = |&(s, e, _): &(i64, i64, Nccl)| s <= at && at <= e;
+    let torch = ranges.iter().rev().filter(|r| around(r)).find_map(|&(_, _, n)| match n {
+        Nccl::Torch(c) => Some(c),
+        _ => None,
+    });
+    match (nccl_calls_of(ranges, at), torch) {
+        (Some(Collective::SendRecv) | None, Some(t)) => Some(t),
+        (calls, _) => calls,
+    }
+}
+
+/// [`group_of`] from the NCCL calls' own ranges alone.
+fn nccl_calls_of(ranges: &[(i64, i64, Nccl)], at: i64) -> Option<Collective> {
+    let k = ranges.iter().rposition(|&(s, e, n)| s <= at && at <= e && !matches!(n, Nccl::Torch(_)))?;
     match ranges.get(k)?.2 {
         Nccl::Op(c) => Some(c),
-        Nccl::GroupStart => None,
+        Nccl::GroupStart | Nccl::Torch(_) => None,
         Nccl::GroupEnd => {
             let mut depth = 1;
             let mut ops = Vec::new();
@@ -334,6 +350,7 @@ fn group_of(ranges: &[(i64, i64, Nccl)], at: i64) -> Option<Collective> {
                         }
                     }
                     Nccl::Op(c) => ops.push(c),
+                    Nccl::Torch(_) => {}
                 }
             }
             nvtx::group_collective(ops)
@@ -457,5 +474,17 @@ mod tests {
         // Nested groups: the outer end launches everything inside.
         let nested = [(0, 1, GroupStart), (2, 3, GroupStart), (4, 5, send), (6, 7, GroupEnd), (8, 9, send), (10, 20, GroupEnd)];
         assert_eq!(group_of(&nested, 15), Some(Collective::SendRecv));
+        // PyTorch's all-to-all around a group of sends and receives (the real export's nesting:
+        // `c10d::alltoall_base_` ⊃ `nccl:all_to_all` ⊃ the group) names it; around an
+        // all-reduce's own call it changes nothing; alone, it names the kernel.
+        let a2a = Torch(Collective::AllToAll);
+        let torch = [(0, 100, a2a), (1, 90, a2a), (2, 3, GroupStart), (4, 5, send), (6, 7, send), (8, 20, GroupEnd)];
+        assert_eq!(group_of(&torch, 10), Some(Collective::AllToAll));
+        let around_all_reduce = [(0, 100, a2a), (30, 40, Op(Collective::AllReduce))];
+        assert_eq!(group_of(&around_all_reduce, 35), Some(Collective::AllReduce));
+        assert_eq!(group_of(&around_all_reduce, 50), Some(Collective::AllToAll));
+        // Only around the launch: a range that ended before it names nothing.
+        let before = [(0, 5, a2a), (6, 7, GroupStart), (8, 9, send), (10, 20, GroupEnd)];
+        assert_eq!(group_of(&before, 15), Some(Collective::SendRecv));
     }
 }

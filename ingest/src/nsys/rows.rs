@@ -42,6 +42,9 @@ pub(crate) enum Nccl {
     GroupStart,
     GroupEnd,
     Op(Collective),
+    /// PyTorch's op around the NCCL calls (`nccl:all_to_all`, `c10d::alltoall_base_`): what
+    /// they do together, where the calls are sends and receives.
+    Torch(Collective),
 }
 
 /// A closed NVTX push/pop or start/end range.
@@ -407,7 +410,7 @@ pub(crate) fn read_ranges(db: &tables::Db, plan: &Plan) -> Result<(Vec<Range>, V
         let nccl = match nvtx::group_edge(text) {
             Some(true) => Some(Nccl::GroupStart),
             Some(false) => Some(Nccl::GroupEnd),
-            None => nvtx::nccl_collective(text).map(Nccl::Op),
+            None => nvtx::nccl_collective(text).map(Nccl::Op).or_else(|| nvtx::torch_collective(r.name).map(Nccl::Torch)),
         };
         (r.kind, id, r.op_id, r.sizes.map(Box::from), nccl)
     };
