@@ -297,7 +297,7 @@ impl DeviceModel {
     }
 }
 
-fn physical(f: &KernelFit) -> bool {
+pub(crate) fn physical(f: &KernelFit) -> bool {
     f.efficiency >= PHYSICAL_EFFICIENCY[0] && f.efficiency <= PHYSICAL_EFFICIENCY[1] && f.overhead_us >= 0.0 && f.efficiency.is_finite()
 }
 

@@ -51,6 +51,9 @@ pub enum PriceRule {
     GemmSpecModel,
     /// The user's measurement of this very shape on this GPU.
     GemmMeasuredShape,
+    /// A format no table or spec model prices (FP32 on CUDA cores): the calibration profile's
+    /// fit of the GPU's GEMMs in it, t0 + FLOPs ÷ (η × peak).
+    GemmProfileFit,
     /// The GPU's measured attention kernels, interpolated in sequence length.
     AttentionTable,
     /// Another GPU's measured attention kernels (same vendor where one measured any, closest specs):
@@ -96,6 +99,7 @@ impl PriceRule {
             PriceRule::GemmTable => "gemm_table",
             PriceRule::GemmSpecModel => "gemm_spec_model",
             PriceRule::GemmMeasuredShape => "gemm_measured_shape",
+            PriceRule::GemmProfileFit => "gemm_profile_fit",
             PriceRule::AttentionTable => "attention_table",
             PriceRule::AttentionSpecModel => "attention_spec_model",
             PriceRule::AttentionCarried => "attention_carried",
@@ -118,6 +122,9 @@ impl PriceRule {
             PriceRule::GemmTable => "the GPU's measured GEMM table, interpolated in log shape",
             PriceRule::GemmSpecModel => "the GPU's specs, shape behaviour learned across measured GPUs",
             PriceRule::GemmMeasuredShape => "the user's measurement of this shape on this GPU",
+            PriceRule::GemmProfileFit => {
+                "the calibration profile's fit of this GPU's GEMMs in the format (t0 + FLOPs ÷ (η × peak)), where no measured table or spec model prices it"
+            }
             PriceRule::AttentionTable => "the GPU's measured attention kernels, interpolated in sequence length",
             PriceRule::AttentionSpecModel => {
                 "the closest measured GPU's attention kernels (of its vendor, where one measured any): matmul share scaled by the peaks, exponentials by the SFU rates"
@@ -160,6 +167,8 @@ impl PriceRule {
         match self {
             PriceRule::GemmTable | PriceRule::GemmMeasuredShape => GEMM_TABLE_BAND,
             PriceRule::GemmSpecModel => GEMM_SPEC_BAND,
+            // Nominal: a price states its fit's own RMS residual ([`gemm_by_profile_fit`]).
+            PriceRule::GemmProfileFit => GEMM_SPEC_BAND,
             PriceRule::AttentionTable => ATTENTION_TABLE_BAND,
             PriceRule::AttentionSpecModel => ATTENTION_SPEC_BAND,
             PriceRule::AttentionCarried => ATTENTION_CARRIED_BAND,
@@ -273,6 +282,32 @@ pub const COLLECTIVE_LINK_SPEC_SMALL_BAND: f64 = 0.23;
 /// A profile's α–β fit, in words.
 fn profile_fit_words(fit: &AlphaBeta) -> String {
     format!("the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps)
+}
+
+/// A GEMM of a format no table or spec model prices, by `profile`'s fit of `gpu`'s GEMMs in
+/// that format ([`PriceRule::GemmProfileFit`]): its band the fit's RMS relative residual,
+/// extrapolated outside the FLOPs it was fitted over.
+fn gemm_by_profile_fit(fit: &crate::profile::KernelFit, gpu: &Gpu, s: &GemmShape) -> Price {
+    let flops = s.flops();
+    let [low, high] = fit.work_range;
+    let dtype = s.dtype.as_str();
+    let basis = format!(
+        "the profile's fit of {} traced {dtype} GEMMs on {}: η {:.3} of the {} peak ({:.1} TFLOP/s), t0 {:.1} µs, R² {:.2}, RMS residual {:.0} % (the band); no measured {dtype} table or spec model prices this format",
+        fit.samples,
+        gpu.id,
+        fit.efficiency,
+        fit.peak_of,
+        fit.peak_per_s() / 1e12,
+        fit.overhead_us,
+        fit.r2,
+        fit.residual_spread * 100.0
+    );
+    Price::new(fit.time_us(flops), PriceRule::GemmProfileFit, !(low..=high).contains(&flops), basis, fit.residual_spread)
+}
+
+/// `profile`'s fit of its GPU's GEMMs in `dtype`, where it is within the physical bounds.
+fn profile_gemm_fit(profile: &crate::profile::Profile, dtype: Dtype) -> Option<&crate::profile::KernelFit> {
+    profile.kernels.iter().find(|f| f.class == crate::work::KernelClass::Gemm && f.dtype == Some(dtype) && crate::model::physical(f))
 }
 
 /// The link rule's band for a message of `bytes`: its measured error at ≤ 8 KiB and ≥ 64 MiB,
@@ -3061,7 +3096,12 @@ impl Pricing {
             Operation::Gemm(s) => {
                 let what = format!("gemm {}×{}×{}×{} {}", s.batch, s.m, s.n, s.k, s.dtype.as_str());
                 let correction = profile.and_then(|p| p.table_correction(crate::work::KernelClass::Gemm, Some(s.dtype)));
-                let p = self.gemm_corrected_by(gpu, s, correction, lent_by).ok_or_else(|| {
+                // A format nothing measured (FP32 on CUDA cores) by the user's fit of this GPU's
+                // GEMMs in it, as `project` prices it with that profile (not a lender's: its
+                // efficiency is of another GPU's peak).
+                let fit = profile.filter(|_| lent_by.is_none()).and_then(|p| profile_gemm_fit(p, s.dtype));
+                let by_fit = || fit.map(|f| gemm_by_profile_fit(f, gpu, s));
+                let p = self.gemm_corrected_by(gpu, s, correction, lent_by).or_else(by_fit).ok_or_else(|| {
                     let dtype = s.dtype.as_str();
                     match peak(gpu, s.dtype) {
                         None => format!("{what} on {}: no measured {dtype} table and no {dtype} peak in the catalog to price it", gpu.id),
@@ -3079,7 +3119,13 @@ impl Pricing {
                     }
                 })?;
                 let tf = s.flops() / p.time_us * 1e-6;
-                (what, p.clone(), Some(tf), peak(gpu, s.dtype).map(|pk| tf * 1e12 / pk), None)
+                // A fit's share is of the peak it was fitted against (FP32 GEMMs that ran on TF32
+                // tensor cores: of the TF32 peak, not 262 % of the FP32 one).
+                let peak_of = match fit.filter(|_| p.rule == PriceRule::GemmProfileFit) {
+                    Some(f) => Some(f.peak_per_s()),
+                    None => peak(gpu, s.dtype),
+                };
+                (what, p.clone(), Some(tf), peak_of.map(|pk| tf * 1e12 / pk), None)
             }
             Operation::Attention(s, kernel) => {
                 let what = format!(
