@@ -1115,6 +1115,22 @@ pub(crate) fn projected(
             _ => {}
         }
     }
+    // A throughput whose model FLOPs no peak of the GPU could compute is a typo in the file, not
+    // a measurement: refused by name (1e300 tokens/s had been projected, and fitted, as one).
+    if let Some(prices) = &cluster.prices {
+        let forward_only = if run.task.as_deref().unwrap_or("train") == "train" { 1.0 } else { 1.0 / 3.0 };
+        let flops = *measured * model.model_flops_per_token(plan.frozen as usize) * forward_only;
+        let fastest = Dtype::ALL.into_iter().filter_map(|d| prices.gpu.peak_flops(d)).fold(0.0, f64::max);
+        if fastest > 0.0 && flops > fastest {
+            return Err(crate::Error::Run(format!(
+                "measured {} tokens/s per GPU: {:.3e} model FLOP/s per GPU, above every peak of {} ({:.0} TFLOP/s the fastest): not a throughput it could run",
+                tracecast_calibrate::catalog::shown(*measured),
+                flops,
+                prices.gpu.id,
+                fastest / 1e12
+            )));
+        }
+    }
     if let Some(w) = run.system.power_w {
         if !(w.is_finite() && w > 0.0) {
             return Err(crate::Error::Run(format!("system power_w {w}: must be a positive number of watts")));
@@ -1826,6 +1842,23 @@ mod tests {
             let r = v.runs.iter().find(|r| r.id == id).unwrap();
             assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
+        }
+        assert_eq!(v.optimistic + v.pessimistic, 1);
+    }
+
+    /// A throughput above what any peak of the GPU computes for the model is refused in its row
+    /// (1e300 had been projected, and `--fit` had fitted a correction of 4.0 to it); one under it
+    /// is compared.
+    #[test]
+    fn a_run_measured_above_every_peak_of_its_gpu_is_refused_by_name() {
+        let catalog = Catalog::builtin();
+        let with = |t: &str| run(t, MODEL, "").replace("\"tokens_per_s_per_gpu\": 5000", &format!("\"tokens_per_s_per_gpu\": {t}"));
+        let file = runs(&format!(r#"{{"runs": [{}}}, {}}}, {}}}]}}"#, with("1e300"), with("10000000"), with("5000")));
+        let v = validate(&file, &catalog, &[], None);
+        for id in ["1e300", "10000000"] {
+            let r = v.runs.iter().find(|r| r.id == id).unwrap();
+            assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
+            assert!(r.notes.join(" ").contains("above every peak of h100-sxm"), "{id}: {:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
     }
