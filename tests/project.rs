@@ -427,6 +427,18 @@ fn validate_fit_recovers_a_known_gemm_correction_and_writes_a_profile_every_comm
     assert!(r["leave_one_out"]["max_abs_error"].as_f64().unwrap() < 0.01, "{}", r["leave_one_out"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("Leave one run out") && stdout.contains(&format!("was {was:.3}")), "{stdout}");
+    assert!(!stdout.contains("before trusting it"), "{stdout}");
+    // Fewer runs than a test of the fit needs: written, as asked, and said (a fit to one run had
+    // been written beside an in-sample error of 0.0 %, without a word).
+    for (n, said) in
+        [(1, "from 1 run: the correction reproduces it exactly"), (2, "from 2 runs: leave one run out tests it on 1 other run(s) each")]
+    {
+        let few = dir.join(format!("runs-{n}.json"));
+        std::fs::write(&few, serde_json::to_vec(&serde_json::json!({"runs": runs[..n]})).unwrap()).unwrap();
+        let o = common::run(&["validate".as_ref(), few.as_os_str(), "--fit".as_ref(), dir.join(format!("fit-{n}.json")).as_os_str()]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(said), "{}", String::from_utf8_lossy(&o.stdout));
+    }
     // The written profile: validate --profile reproduces the fitted runs, project and search read it.
     let out = dir.join("again.json");
     let o = common::run(&[

@@ -160,6 +160,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     if let Some(why) = &d.limit {
                         writeln!(out, "  {:<12} {:<4}   note: the correction stopped {why}", "", "")?;
                     }
+                    // One free parameter: one run is reproduced exactly, and two leave one other run each
+                    // to test it on. Written, since it is what the user asked for, but said.
+                    if let Some(few) = few_runs_note(d.runs.len()) {
+                        writeln!(out, "  {:<12} {:<4}   note: {few}", "", "")?;
+                    }
                 }
             }
             for n in &fit.not_fitted {
@@ -233,3 +238,24 @@ fn refused(v: &tracecast_replay::workload::validate::Validation, runs: &Path) ->
     ));
     Outcome::BadFiles
 }
+
+/// What a correction fitted to `runs` runs can be trusted with, where they are too few (under
+/// [`FIT_RUNS_TO_TEST`]): one free parameter reproduces one run exactly, and leave one run out
+/// tests it on a single other run.
+fn few_runs_note(runs: usize) -> Option<String> {
+    match runs {
+        0 => None,
+        1 => Some(
+            "from 1 run: the correction reproduces it exactly and nothing tests it; fit on more runs of this GPU before trusting it".into(),
+        ),
+        n if n < FIT_RUNS_TO_TEST => Some(format!(
+            "from {n} runs: leave one run out tests it on {} other run(s) each; fit on at least {FIT_RUNS_TO_TEST} runs of this GPU before trusting it",
+            n - 1
+        )),
+        _ => None,
+    }
+}
+
+/// Runs of a GPU and format below which a fitted correction is said to be untested: with three,
+/// each run is predicted from a fit to two others, so a spread of the error can show.
+const FIT_RUNS_TO_TEST: usize = 3;
