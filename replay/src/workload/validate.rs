@@ -448,9 +448,10 @@ pub struct ModelSpec {
     pub seq: f64,
     /// `gelu` or `swiglu`.
     pub activation: String,
-    /// Input embedding and output head share their weights.
+    /// Input embedding and output head share their weights (not stated: an output head of its own,
+    /// said in the run's notes).
     #[serde(default)]
-    pub tied_embeddings: bool,
+    pub tied_embeddings: Option<bool>,
     /// Experts of every layer's mixture (default 1: dense).
     #[serde(default)]
     pub experts: Option<f64>,
@@ -771,7 +772,7 @@ impl RunModel {
                     top_k,
                     bytes: 2.0,
                     causal: true,
-                    tied_embeddings: m.tied_embeddings,
+                    tied_embeddings: m.tied_embeddings.unwrap_or(false),
                     window,
                     windowed_layers,
                     shared_experts,
@@ -1098,6 +1099,15 @@ pub(crate) fn projected(
     let (mut plan, stated) = Plan::parse_stated(&run.plan)?;
     *measured = run.measured_per_gpu(&model, &plan)?;
     let mut notes = Vec::new();
+    // A default that moves the parameter count (a vocabulary × hidden matrix), said.
+    if let RunModel::Spec(m) = &run.model
+        && m.tied_embeddings.is_none()
+    {
+        notes.push(format!(
+            "tied_embeddings not stated: the output head has weights of its own ({:.2} B parameters beside the input embedding's; `\"tied_embeddings\": true` shares them)",
+            m.vocab * m.hidden / 1e9
+        ));
+    }
     if let Some(precision) = &run.precision {
         let (linear, more) = precision.linear()?;
         notes.extend(more);
@@ -1844,6 +1854,34 @@ mod tests {
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
+    }
+
+    /// A model that does not say whether its head shares the embedding's weights gets a head of its
+    /// own, and the run says so with the parameters that adds (128 256 × 4096 = 0.53 B); stated,
+    /// nothing is said, and tying removes them.
+    #[test]
+    fn an_unstated_tied_embeddings_is_said_with_what_it_adds() {
+        let catalog = Catalog::builtin();
+        let tied = MODEL.replace("\"activation\"", "\"tied_embeddings\": true, \"activation\"");
+        let untied = MODEL.replace("\"activation\"", "\"tied_embeddings\": false, \"activation\"");
+        let file = runs(&format!(
+            r#"{{"runs": [{}}}, {}}}, {}}}]}}"#,
+            run("unsaid", MODEL, ""),
+            run("tied", &tied, ""),
+            run("untied", &untied, "")
+        ));
+        let v = validate(&file, &catalog, &[], None);
+        let of = |id: &str| v.runs.iter().find(|r| r.id == id).unwrap();
+        assert!(
+            of("unsaid").notes.iter().any(|n| n.contains("tied_embeddings not stated") && n.contains("0.53 B")),
+            "{:?}",
+            of("unsaid").notes
+        );
+        for id in ["tied", "untied"] {
+            assert!(!of(id).notes.iter().any(|n| n.contains("tied_embeddings not stated")), "{id}");
+        }
+        assert_eq!(of("unsaid").predicted_tokens_per_s_per_gpu, of("untied").predicted_tokens_per_s_per_gpu);
+        assert!(of("tied").predicted_tokens_per_s_per_gpu.unwrap() > of("untied").predicted_tokens_per_s_per_gpu.unwrap());
     }
 
     /// A throughput above what any peak of the GPU computes for the model is refused in its row
