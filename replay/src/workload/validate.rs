@@ -48,7 +48,11 @@ impl RunsFile {
         }
         let file: RunsFile = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
             path: path.to_path_buf(),
-            key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
+            key: format!(
+                "{}{}",
+                first_unreadable_run(text).map(|id| format!(" in run {id:?}")).unwrap_or_default(),
+                key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default()
+            ),
             cause,
         })?;
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
@@ -86,6 +90,15 @@ impl RunsFile {
     pub fn unread_list_of(&self, id: &str) -> Option<&str> {
         self.unread_lists.iter().find(|(_, ids)| ids.iter().any(|i| i == id)).map(|(key, _)| key.as_str())
     }
+}
+
+/// The id of the first run of a runs file that does not read as a run (a negative `gpus`, a
+/// string for a number), where the file is JSON and that run has an id: the error names it, not
+/// only its line.
+fn first_unreadable_run(text: &[u8]) -> Option<String> {
+    let doc: serde_json::Value = serde_json::from_slice(text).ok()?;
+    let bad = doc.get("runs")?.as_array()?.iter().find(|r| serde_json::from_value::<Run>((*r).clone()).is_err())?;
+    bad.get("id")?.as_str().map(str::to_string)
 }
 
 /// A training run's measured model FLOPs utilization: its tokens/s per GPU × the model's
@@ -1781,6 +1794,17 @@ mod tests {
 
     fn runs(json: &str) -> RunsFile {
         serde_json::from_str(json).unwrap()
+    }
+
+    /// A run whose numbers do not read (a negative GPU count) fails the file in words that name
+    /// the run, not only a line and column.
+    #[test]
+    fn a_run_that_does_not_read_is_named() {
+        let good = run("good", MODEL, "");
+        let bad = run("negative-gpus", MODEL, "").replace("\"gpus\": 8", "\"gpus\": -8");
+        let text = format!(r#"{{"runs": [{good}}}, {bad}}}]}}"#);
+        let e = RunsFile::parse(text.as_bytes(), Path::new("mine.json")).unwrap_err().to_string();
+        assert!(e.contains("mine.json") && e.contains("in run \"negative-gpus\"") && e.contains("(at \"gpus\")"), "{e}");
     }
 
     /// A bare list of runs is told what a runs file is, not "expected a string at line 1".
