@@ -94,6 +94,33 @@ fn a_kineto_trace_named_sqlite_reads_as_kineto() {
     assert!(stderr(&o).contains("not an SQLite database"), "{}", stderr(&o));
 }
 
+/// An export whose string table lost its rows: its kernels have no names, so its NCCL kernels
+/// read as compute and communication vanished, with exit 0 and no word. Now said on every rank.
+#[test]
+fn kernels_whose_names_are_missing_are_said() {
+    let dir = scratch("nsys-no-strings");
+    let f = dir.join("nostr.sqlite");
+    std::fs::copy(export(MFU), &f).unwrap();
+    let mut perms = std::fs::metadata(&f).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&f, perms).unwrap();
+    let c = Connection::open(&f).unwrap();
+    c.execute("DELETE FROM StringIds", []).unwrap();
+    drop(c);
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for r in json(&out)["jobs"][0]["ranks"].as_array().unwrap() {
+        // Every one of the export's 4010 kernels (1993 + 2017 on its two GPUs).
+        assert!(
+            r["notes"].to_string().contains("4010 kernel(s) name a string the export's StringIds table does not hold"),
+            "{}",
+            r["notes"]
+        );
+    }
+}
+
 /// Kernel rows of device -1 (a damaged or hand-made export) made two phantom ranks and
 /// renumbered the real GPUs 2 and 3; a negative device id names no GPU and no rank.
 #[test]

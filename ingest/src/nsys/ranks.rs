@@ -287,6 +287,14 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
     }
+    // Kernels whose name is not in the string table (a damaged or hand-edited export): kept, but
+    // nothing tells communication from compute among them; said, not left to read as compute.
+    let unnamed = rows.activity.iter().filter(|a| a.kind == EventKind::Kernel && !rows.strings.contains_key(&a.name)).count();
+    if unnamed > 0 {
+        warnings.push(format!(
+            "{unnamed} kernel(s) name a string the export's StringIds table does not hold: kept without a name, so no class (communication, GEMM, …) can be told for them; the export is damaged or incomplete"
+        ));
+    }
     // Rows that name no GPU (`keys`): left out, and said.
     let no_device = rows.activity.iter().filter(|a| !names_a_gpu(a.device)).count();
     if no_device > 0 {
