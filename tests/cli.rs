@@ -362,6 +362,15 @@ fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
     let o = run(&["analyze".as_ref(), one_step.as_os_str(), "--drop-last-step".as_ref()]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("--drop-last-step: the trace has one step, kept"));
+    // No steps at all: said by the option's name too (it had been passed over in silence).
+    let no_steps = shared().join("hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz");
+    let o = run(&["analyze".as_ref(), no_steps.as_os_str(), "--drop-last-step".as_ref()]);
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("--drop-last-step: the trace has no profiler steps"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let control = shared().join("hta/trace_diff/control/control.json.gz");
     let o = run(&["analyze".as_ref(), control.as_os_str(), "--window".as_ref(), "all".as_ref(), "--steps".as_ref(), "1010".as_ref()]);
     assert!(o.status.success());

@@ -570,6 +570,9 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
         dropped = steps.pop().map(|s| s.number);
     } else if opts.drop_last_step && steps.len() == 1 {
         notes.push("--drop-last-step: the trace has one step, kept (dropping it would leave nothing to analyse)".to_string());
+    } else if opts.drop_last_step {
+        // Said by the option's name, as --steps says it (the general note does not name it).
+        notes.push("--drop-last-step: the trace has no profiler steps, nothing to leave out".to_string());
     }
     if let Some((lo, hi)) = opts.steps {
         steps.retain(|s| s.number >= lo && s.number <= hi);
