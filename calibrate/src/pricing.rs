@@ -292,7 +292,7 @@ fn gemm_by_profile_fit(fit: &crate::profile::KernelFit, gpu: &Gpu, s: &GemmShape
     let [low, high] = fit.work_range;
     let dtype = s.dtype.as_str();
     let basis = format!(
-        "the profile's fit of {} traced {dtype} GEMMs on {}: η {:.3} of the {} peak ({:.1} TFLOP/s), t0 {:.1} µs, R² {:.2}, RMS residual {:.0} % (the band); no measured {dtype} table or spec model prices this format",
+        "the profile's fit of {} traced {dtype} GEMMs on {}: η {:.3} of the {} peak ({:.1} TFLOP/s), t0 {:.1} µs, R² {:.2}, RMS residual {:.0} % (the band, at least the spec model's); no measured {dtype} table or spec model prices this format",
         fit.samples,
         gpu.id,
         fit.efficiency,
@@ -302,12 +302,23 @@ fn gemm_by_profile_fit(fit: &crate::profile::KernelFit, gpu: &Gpu, s: &GemmShape
         fit.r2,
         fit.residual_spread * 100.0
     );
-    Price::new(fit.time_us(flops), PriceRule::GemmProfileFit, !(low..=high).contains(&flops), basis, fit.residual_spread)
+    // Never tighter than the spec model's band: an in-sample residual says little of other shapes.
+    Price::new(
+        fit.time_us(flops),
+        PriceRule::GemmProfileFit,
+        !(low..=high).contains(&flops),
+        basis,
+        fit.residual_spread.max(GEMM_SPEC_BAND),
+    )
 }
 
-/// `profile`'s fit of its GPU's GEMMs in `dtype`, where it is within the physical bounds.
+/// `profile`'s fit of its GPU's GEMMs in `dtype` against that format's own peak, where it is within
+/// the physical bounds: FP32 GEMMs fitted against the TF32 peak ran on tensor cores (A100's corpus
+/// traces), which `--dtype tf32` prices; they would price FP32 on CUDA cores 3.4× past its peak.
 fn profile_gemm_fit(profile: &crate::profile::Profile, dtype: Dtype) -> Option<&crate::profile::KernelFit> {
-    profile.kernels.iter().find(|f| f.class == crate::work::KernelClass::Gemm && f.dtype == Some(dtype) && crate::model::physical(f))
+    profile.kernels.iter().find(|f| {
+        f.class == crate::work::KernelClass::Gemm && f.dtype == Some(dtype) && f.peak_of == dtype.as_str() && crate::model::physical(f)
+    })
 }
 
 /// The link rule's band for a message of `bytes`: its measured error at ≤ 8 KiB and ≥ 64 MiB,
