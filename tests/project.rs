@@ -430,9 +430,10 @@ fn validate_fit_recovers_a_known_gemm_correction_and_writes_a_profile_every_comm
     assert!(!stdout.contains("before trusting it"), "{stdout}");
     // Fewer runs than a test of the fit needs: written, as asked, and said (a fit to one run had
     // been written beside an in-sample error of 0.0 %, without a word).
-    for (n, said) in
-        [(1, "from 1 run: the correction reproduces it exactly"), (2, "from 2 runs: leave one run out tests it on 1 other run(s) each")]
-    {
+    for (n, said) in [
+        (1, "from 1 run: the correction reproduces it exactly"),
+        (2, "from 2 runs: leave one run out predicts each from a fit to the 1 other(s)"),
+    ] {
         let few = dir.join(format!("runs-{n}.json"));
         std::fs::write(&few, serde_json::to_vec(&serde_json::json!({"runs": runs[..n]})).unwrap()).unwrap();
         let o = common::run(&["validate".as_ref(), few.as_os_str(), "--fit".as_ref(), dir.join(format!("fit-{n}.json")).as_os_str()]);

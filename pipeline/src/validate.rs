@@ -249,7 +249,7 @@ fn few_runs_note(runs: usize) -> Option<String> {
             "from 1 run: the correction reproduces it exactly and nothing tests it; fit on more runs of this GPU before trusting it".into(),
         ),
         n if n < FIT_RUNS_TO_TEST => Some(format!(
-            "from {n} runs: leave one run out tests it on {} other run(s) each; fit on at least {FIT_RUNS_TO_TEST} runs of this GPU before trusting it",
+            "from {n} runs: leave one run out predicts each from a fit to the {} other(s); fit on at least {FIT_RUNS_TO_TEST} runs of this GPU before trusting it",
             n - 1
         )),
         _ => None,

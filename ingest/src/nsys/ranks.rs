@@ -287,14 +287,6 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
     }
-    // Kernels whose name is not in the string table (a damaged or hand-edited export): kept, but
-    // nothing tells communication from compute among them; said, not left to read as compute.
-    let unnamed = rows.activity.iter().filter(|a| a.kind == EventKind::Kernel && !rows.strings.contains_key(&a.name)).count();
-    if unnamed > 0 {
-        warnings.push(format!(
-            "{unnamed} kernel(s) name a string the export's StringIds table does not hold: kept without a name, so no class (communication, GEMM, …) can be told for them; the export is damaged or incomplete"
-        ));
-    }
     // Rows that name no GPU (`keys`): left out, and said.
     let no_device = rows.activity.iter().filter(|a| !names_a_gpu(a.device)).count();
     if no_device > 0 {
@@ -306,7 +298,16 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
         .zip(pending)
         .enumerate()
         .map(|(i, (key, list))| {
+            // Kernels whose name is not in the string table (a damaged or hand-edited export): kept,
+            // but nothing tells communication from compute among them; said on their rank, not left
+            // to read as compute.
+            let unnamed = list.iter().filter(|p| matches!(p.name, NameRef::String(id) if !rows.strings.contains_key(&id))).count();
             let mut t = build(key, list, &rows, path, opts);
+            if unnamed > 0 {
+                t.warnings.push(format!(
+                    "{unnamed} kernel(s) name a string the export's StringIds table does not hold: kept without a name, so no class (communication, GEMM, …) can be told for them; the export is damaged or incomplete"
+                ));
+            }
             t.json_bytes = file_bytes / n + if i == 0 { file_bytes % n } else { 0 };
             t.base_time_ns = rows.utc_offset_ns;
             t.skipped_events = rows.unusable + rows.unclosed_ranges;

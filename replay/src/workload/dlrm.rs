@@ -262,7 +262,8 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     // bytes): the gradient buffer that all-reduce reads is held too.
     let table_gradients = if train && plan.sharding == Sharding::DataParallel { table_bytes } else { 0.0 };
     // What each GPU sends in the forward exchange is held until it is sent: row-wise, partial
-    // sums of every table for the whole global batch (the reduce-scatter's input, priced above);
+    // sums of every table for the whole global batch (the reduce-scatter's input, priced above at
+    // an all-gather of it, which costs what the reduce-scatter does);
     // table- or column-wise, its shards' pooled rows for every sample. Training and inference alike.
     let exchange_buffer = exchanged;
     let memory = Memory {

@@ -1693,6 +1693,7 @@ impl Cluster {
             .into_iter()
             .flat_map(|p| &p.kernels)
             .filter(|f| matches!(f.class, KernelClass::Gemm | KernelClass::Attention | KernelClass::Elementwise))
+            .filter(|f| f.dtype != Some(dtype))
             .filter(|f| device.and_then(|d| d.kernel_fit(f.class, Some(dtype))).is_none_or(|used| !std::ptr::eq(used, *f)))
             .map(|f| format!("{}/{}", f.class.as_str(), f.dtype.map_or("unknown", Dtype::as_str)))
             .collect();
