@@ -706,3 +706,55 @@ fn a_stopped_ingest_leaves_nothing_behind_and_an_empty_dataset_says_so() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("a dataset that holds no rank"), "{}", stderr(&o));
 }
+
+/// A dataset damaged in part is named for what it lacks: without its `events` folder it had been
+/// read as a folder of traces ("manifest.json: not a Kineto trace"), without its manifest as one
+/// without traces; a rank missing a derived table's part (`steps`, `collectives`: nothing a
+/// command reads, but a query of that table misses it) is said on that rank, not served from the
+/// cache in silence; and a rank ingested again without a summary (a `--steps` it lacks) loses its
+/// earlier summary, which had stayed to be served wherever the new part had the old length.
+#[test]
+fn a_dataset_missing_a_part_says_which_and_a_replaced_rank_keeps_no_old_summary() {
+    let dir = scratch("dataset-missing-parts");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    let copy = |name: &str| {
+        let to = dir.join(name);
+        let o = std::process::Command::new("cp").arg("-r").arg(&ds).arg(&to).output().unwrap();
+        assert!(o.status.success());
+        to
+    };
+    let no_events = copy("no-events");
+    std::fs::remove_dir_all(no_events.join("events")).unwrap();
+    let no_manifest = copy("no-manifest");
+    std::fs::remove_file(no_manifest.join("manifest.json")).unwrap();
+    for (damaged, missing) in [(&no_events, "events folder"), (&no_manifest, "manifest.json")] {
+        let o = run(&["analyze".as_ref(), damaged.as_os_str(), "-q".as_ref()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("a tracecast dataset without its {missing}")), "{}", stderr(&o));
+    }
+    // A derived part gone: the numbers are the dataset's still, and the rank says what is missing.
+    let no_steps = copy("no-steps");
+    std::fs::remove_file(no_steps.join("steps/rank-000001.parquet")).unwrap();
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), no_steps.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ranks = json(&out)["jobs"][0]["ranks"].as_array().unwrap().clone();
+    let said = |r: &serde_json::Value| r["notes"].to_string().contains("steps/rank-000001.parquet: missing from the dataset");
+    assert!(said(&ranks[1]) && !said(&ranks[0]), "{ranks:?}");
+    // Rank 3 ingested again with a step it lacks: written without a summary, the old one removed.
+    let summary = ds.join("summaries/rank-000003.json");
+    assert!(summary.is_file());
+    let o = run(&[
+        "ingest".as_ref(),
+        job.join("rank-3.json.gz").as_os_str(),
+        "--out".as_ref(),
+        ds.as_os_str(),
+        "--steps".as_ref(),
+        "99".as_ref(),
+        "-q".as_ref(),
+    ]);
+    assert!(ds.join("events/rank-000003.parquet").is_file(), "{}", stderr(&o));
+    assert!(!summary.exists(), "the earlier ingest's summary of rank 3 is still there: {}", stderr(&o));
+}

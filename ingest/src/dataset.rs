@@ -86,6 +86,30 @@ pub fn is_dataset(dir: &Path) -> bool {
     dir.join("manifest.json").is_file() && dir.join("events").is_dir()
 }
 
+/// What a folder that is a dataset in part lacks (`None` for a whole dataset or another folder):
+/// a tracecast manifest without the `events` folder, or the `events` and `ranks` tables without
+/// the manifest. Such a folder had been read as a folder of traces ("manifest.json: not a Kineto
+/// trace", or "no trace files"), the missing part unnamed.
+pub fn missing_core(dir: &Path) -> Option<&'static str> {
+    if is_dataset(dir) {
+        return None;
+    }
+    let manifest = dir.join("manifest.json");
+    let ours = manifest.is_file()
+        && std::fs::read(&manifest).is_ok_and(|b| serde_json::from_slice::<Manifest>(&b).is_ok_and(|m| m.format == FORMAT));
+    if ours {
+        return Some("events folder");
+    }
+    (!manifest.exists() && dir.join("events").is_dir() && dir.join("ranks").is_dir()).then_some("manifest.json")
+}
+
+/// The derived tables' parts (`steps`, `collectives`) of the rank of `events_path` that are not
+/// in its dataset: nothing a command reads, but a query of those tables would miss the rank.
+fn missing_derived(events_path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (events_path.parent().and_then(Path::parent), events_path.file_name()) else { return Vec::new() };
+    ["steps", "collectives"].iter().map(|t| dir.join(t).join(name)).filter(|p| !p.is_file()).collect()
+}
+
 /// The first entry of folder `dir` that is not a dataset's own (its manifest, its tables'
 /// folders, a hidden file being written): a folder of other files is not one to write a
 /// dataset into. `None` for a dataset (it takes ranks whatever else its folder holds), a
@@ -317,6 +341,9 @@ pub struct StagedRank {
     dir: PathBuf,
     /// The summary and the derived tables, then the events part: committed in this order.
     parts: Vec<crate::output::Staged>,
+    /// The rank's summary of an earlier ingest, where this one caches none: removed before the
+    /// events part is replaced (it had stayed, served wherever the new part had the old length).
+    stale_summary: Option<PathBuf>,
 }
 
 impl StagedRank {
@@ -336,6 +363,14 @@ impl StagedRank {
         if !self.dir.join("manifest.json").is_file() {
             let manifest = serde_json::to_vec_pretty(&Manifest::current()).unwrap_or_default();
             crate::output::write_atomic(&self.dir.join("manifest.json"), &manifest)?;
+        }
+        if let Some(stale) = &self.stale_summary {
+            match std::fs::remove_file(stale) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(crate::error::Error::Io { path: stale.clone(), cause: e });
+                }
+                _ => {}
+            }
         }
         for part in self.parts {
             part.commit()?;
@@ -443,6 +478,8 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
 
     let events_bytes = crate::output::parquet_bytes_with(&mut events, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
     let mut parts = Vec::new();
+    let summary_path = dir.join("summaries").join(name.replace(".parquet", ".json"));
+    let stale_summary = key.is_none().then(|| summary_path.clone());
     if let Some(key) = key {
         let cached = CachedSummary {
             key: key.to_string(),
@@ -450,14 +487,14 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
             summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
         };
         let text = serde_json::to_string(&cached).unwrap_or_default();
-        parts.push(crate::output::stage(&dir.join("summaries").join(name.replace(".parquet", ".json")), text.as_bytes())?);
+        parts.push(crate::output::stage(&summary_path, text.as_bytes())?);
     }
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
         let bytes = crate::output::parquet_bytes_with(df, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
         parts.push(crate::output::stage(&dir.join(table).join(&name), &bytes)?);
     }
     parts.push(crate::output::stage(&dir.join("events").join(&name), &events_bytes)?);
-    Ok(StagedRank { dir: dir.to_path_buf(), parts })
+    Ok(StagedRank { dir: dir.to_path_buf(), parts, stale_summary })
 }
 
 /// JSON text of the metadata kept in the `ranks` table.
@@ -488,6 +525,10 @@ struct CachedSummary {
 /// The analysis summary cached for the rank of `events_path` when it was made
 /// under `key` ([`crate::analysis::summary_key`]); `None` otherwise.
 pub fn cached_summary(events_path: &Path, key: &str) -> Option<RankSummary> {
+    // A rank missing a derived part is read from its events, whose reading says so.
+    if !missing_derived(events_path).is_empty() {
+        return None;
+    }
     let name = events_path.file_name()?.to_string_lossy().replace(".parquet", ".json");
     let path = events_path.parent()?.parent()?.join("summaries").join(name);
     let text = crate::input::read(&path).ok()?;
@@ -620,6 +661,12 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
     t.devices = m.devices;
     t.distributed = m.distributed;
     t.warnings = m.warnings;
+    for part in missing_derived(events_path) {
+        t.warnings.push(format!(
+            "{}: missing from the dataset (a query of that table misses this rank; no command reads it): ingest the rank again",
+            part.display()
+        ));
+    }
     t.ingested_rank = Some((m.rank, m.source));
     // Whatever numbered it (a one-rank export named `rank-3.sqlite` takes its file's number).
 

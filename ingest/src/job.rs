@@ -447,6 +447,12 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     if crate::dataset::is_dataset(path) {
         return crate::dataset::part_files(path);
     }
+    if let Some(missing) = crate::dataset::missing_core(path) {
+        return Err(Error::Schema {
+            path: path.to_path_buf(),
+            message: format!("a tracecast dataset without its {missing}: damaged or copied in part; ingest the traces into it again"),
+        });
+    }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {
         let entry = entry.map_err(io)?;
