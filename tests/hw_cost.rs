@@ -847,3 +847,36 @@ fn an_fp32_gemm_is_priced_by_the_profiles_fit_where_nothing_measured_prices_it()
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     assert!(common::stderr(&o).contains("--dtype tf32 prices those"), "{}", common::stderr(&o));
 }
+
+/// A user's part that names another catalog GPU's measurements as its own (`measured_as`: a
+/// cut-down H100, 148 of 989 TFLOP/s BF16 on faster HBM, 4000 against 3350 GB/s) runs them at
+/// its own specs: attention at H100's measured rate × the peaks' ratio (it had been H100's rate,
+/// 308 TFLOP/s on a 148 TFLOP/s part), a GEMM at H100's table time × the ratio of the shape's
+/// rooflines (a memory-bound one had been × the peaks' ratio, 6.7× slower than H100 on faster HBM).
+#[test]
+fn a_part_measured_as_a_faster_gpu_runs_its_measurements_at_its_own_specs() {
+    let dir = common::scratch("hw-cost-measured-as");
+    let hw = dir.join("h20.toml");
+    std::fs::write(
+        &hw,
+        "[[gpu]]\nid = \"h20m\"\nname = \"NVIDIA H20 96 GB\"\nsource = \"test\"\nmeasured_as = [\"hopper-sm90\", \"h100-sxm\"]\n\
+         bf16 = 148.0\nfp16 = 148.0\nmemory_gb = 96.0\nhbm_gbps = 4000.0\nlink_gbps = 450.0\n",
+    )
+    .unwrap();
+    let cost = |gpu: &str, op: &[&str], name: &str| {
+        quote(&[&["--hw", hw.to_str().unwrap(), gpu][..], op].concat(), &dir.join(format!("{name}.json")))
+    };
+    let attention = ["attention", "--batch", "16", "--heads", "32", "--seq", "8192", "--head-dim", "128", "--causal"];
+    let (h100, h20) = (cost("h100-sxm", &attention, "a-h100"), cost("h20m", &attention, "a-h20"));
+    let ratio = h20["tflops"].as_f64().unwrap() / h100["tflops"].as_f64().unwrap();
+    assert!((ratio - 148.0 / 989.0).abs() < 0.01 && h20["tflops"].as_f64().unwrap() < 148.0, "{h20}");
+    assert_eq!(h20["extrapolated"], true, "{h20}");
+    // Memory-bound: 16 rows streaming 512 MiB of weights, faster on the faster HBM.
+    let skinny = ["gemm", "--m", "16", "--n", "16384", "--k", "16384"];
+    let (h100, h20) = (cost("h100-sxm", &skinny, "g-h100"), cost("h20m", &skinny, "g-h20"));
+    assert!(h20["time_us"].as_f64().unwrap() < h100["time_us"].as_f64().unwrap(), "{h20} against {h100}");
+    // Compute-bound: never past its own peak.
+    let square = ["gemm", "--m", "8192", "--n", "8192", "--k", "8192"];
+    let h20 = cost("h20m", &square, "s-h20");
+    assert!(h20["fraction_of_peak"].as_f64().unwrap() < 1.0, "{h20}");
+}

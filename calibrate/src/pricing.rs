@@ -1032,6 +1032,20 @@ impl Pricing {
         self.catalog.gpus.iter().find(|g| g.id == id).or_else(|| self.catalog.gpus.iter().find(|g| g.measurement_ids().any(|m| m == id)))
     }
 
+    /// The share of its rows' rates `gpu` runs where they were measured on another catalog GPU
+    /// of a higher 16-bit peak that its `measured_as` names (this GPU's peak ÷ that one's); 1 for
+    /// its own rows, a silicon id's and a GPU of no higher peak.
+    fn slower_than_its_rows(&self, gpu: &Gpu, row_gpu: &str) -> f64 {
+        if row_gpu == gpu.id {
+            return 1.0;
+        }
+        let Some(other) = self.catalog.gpus.iter().find(|g| g.id == row_gpu) else { return 1.0 };
+        match (peak(gpu, Dtype::Bf16), peak(other, Dtype::Bf16)) {
+            (Some(mine), Some(theirs)) if mine < theirs * (1.0 - 1e-9) => mine / theirs,
+            _ => 1.0,
+        }
+    }
+
     /// `shape`'s roofline on `gpu`, µs: max(FLOPs / peak, bytes / HBM bandwidth).
     fn roofline_us(gpu: &Gpu, shape: &GemmShape) -> Option<f64> {
         let peak = peak(gpu, shape.dtype)?;
@@ -1141,6 +1155,31 @@ impl Pricing {
             );
             let mut time_us = ln_t.exp();
             let mut basis = basis;
+            // A table measured on GPUs of a higher peak than this one's (a user's variant
+            // `measured_as` a catalog table at a lower clock): their times × the ratio of the
+            // shape's rooflines on the two GPUs, max(FLOPs ÷ peak, bytes ÷ HBM), outside what was
+            // measured. It had run at 100 % of its own peak; then, as the peaks' ratio, a
+            // memory-bound shape on a part of faster HBM had cost 6.7× the table's.
+            let mut extrapolated = extrapolated;
+            if let Some(other) = self.gpu_of_measurement_id(&t.gpu)
+                && let (Some(theirs), Some(mine)) = (peak(other, shape.dtype), peak(gpu, shape.dtype))
+                && mine < theirs * (1.0 - 1e-9)
+                && let (Some(on_this), Some(on_theirs)) = (Self::roofline_us(gpu, shape), Self::roofline_us(other, shape))
+                && on_theirs > 0.0
+            {
+                let ratio = on_this / on_theirs;
+                time_us *= ratio;
+                extrapolated = true;
+                basis.push_str(&format!(
+                    "; × {ratio:.3}, the shape's roofline on this GPU over the table's {} (peaks {:.0} against {:.0} TFLOP/s, HBM {:.0} against {:.0} GB/s)",
+                    other.id,
+                    mine / 1e12,
+                    theirs / 1e12,
+                    gpu.hbm_gbps,
+                    other.hbm_gbps
+                ));
+            }
+            // (After the table is this GPU's: its streaming time is this GPU's.)
             // Fewer rows than measured (decode's projections, m = the batch): from the
             // smallest measured row count m₀ down to one row the time moves, in log m,
             // from the table's time to the operands' streaming time at the GPU's
@@ -1153,25 +1192,6 @@ impl Pricing {
                 if let Some(words) = self.toward_streaming(gpu, shape, m0, floor, &mut time_us) {
                     basis.push_str(&words);
                 }
-            }
-            // A table measured on GPUs of a higher peak than this one's (a user's variant
-            // `measured_as` a catalog table at a lower clock): their times × the peaks' ratio, as
-            // if every shape were throughput-bound (an upper bound), and outside what was measured.
-            // It had run at 100 % of its own peak, faster than the table's own GPU.
-            let mut extrapolated = extrapolated;
-            if let Some(other) = self.gpu_of_measurement_id(&t.gpu)
-                && let (Some(theirs), Some(mine)) = (peak(other, shape.dtype), peak(gpu, shape.dtype))
-                && mine < theirs * (1.0 - 1e-9)
-            {
-                time_us *= theirs / mine;
-                extrapolated = true;
-                basis.push_str(&format!(
-                    "; × {:.3}, the peak of the table's {} over this GPU's ({:.0} against {:.0} TFLOP/s)",
-                    theirs / mine,
-                    other.id,
-                    theirs / 1e12,
-                    mine / 1e12
-                ));
             }
             // Another GPU's table (the same silicon): its times, at least this GPU's traffic.
             if lent(gpu, t) {
@@ -2299,7 +2319,7 @@ impl Pricing {
                 .iter()
                 .filter(|r| &r.kernel == fam && r.head_dim == hd && (!same_mask || r.causal == shape.causal))
                 .filter(|r| !stated || r.direction == want)
-                .map(|r| (r.seq.ln(), r.tflops.ln(), &r.from.source_id))
+                .map(|r| (r.seq.ln(), (r.tflops * self.slower_than_its_rows(gpu, &r.gpu)).ln(), &r.from.source_id))
                 .collect();
             if pts.is_empty() {
                 continue;
@@ -2317,6 +2337,20 @@ impl Pricing {
         }
         let (tflops, mut extrapolated, fam, sources) = best?;
         let mut time_us = shape.flops() / (tflops * 1e12) * 1e6;
+        // Rows of another catalog GPU of a higher peak, which `measured_as` names (a user's
+        // cut-down part of that silicon): its rates × the two peaks' ratio, said, outside what
+        // was measured. They had been this GPU's own: 308 TFLOP/s on a 148 TFLOP/s part.
+        let slower: Vec<&str> = rows.iter().filter(|r| self.slower_than_its_rows(gpu, &r.gpu) < 1.0).map(|r| &*r.gpu).collect();
+        let slower_words = match slower.first() {
+            Some(id) => {
+                extrapolated = true;
+                format!(
+                    "; rows of {id} × {:.3}, the two 16-bit peaks' ratio (a GPU of its silicon at a lower peak)",
+                    self.slower_than_its_rows(gpu, id)
+                )
+            }
+            None => String::new(),
+        };
         // The measured rates are of grids that fill the GPU (batch × heads of 16–1024 ×
         // sequence tiles); a grid of fewer query tiles (128 rows each, as FlashAttention
         // splits them) than SMs leaves the rest idle: its rate is that share of the
@@ -2331,7 +2365,7 @@ impl Pricing {
         let least = rows.iter().map(|r| r.batch * r.heads).fold(f64::INFINITY, f64::min);
         extrapolated |= shape.batch * shape.heads < least;
         let basis = format!(
-            "{fam} on {} at head dim {hd}{} ({}){occupancy}",
+            "{fam} on {} at head dim {hd}{} ({}){slower_words}{occupancy}",
             gpu.id,
             if same_mask { "" } else { ", other mask" },
             sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
