@@ -1147,19 +1147,37 @@ pub(crate) fn projected(
     // one). Above FP4_OVER_FASTEST × the fastest floating-point peak the catalog holds: FP4, which
     // it lacks, is at most ~3× FP8 (B300 / GB300 datasheets: 15 dense NVFP4 PFLOP/s, 5 FP8).
     // Inference runs' FLOPs depend on their prompt or context, not the model's seq: not checked.
+    // Where the run states its linear layers' format, that format's peak bounds it (no margin:
+    // model FLOPs above the peak they ran at cannot be).
     if run.task.as_deref().unwrap_or("train") == "train"
         && let Some(prices) = &cluster.prices
     {
         let flops = *measured * model.model_flops_per_token(plan.frozen as usize);
+        let stated = match run.precision.as_ref().and_then(|p| p.linear().ok()).and_then(|(f, _)| f) {
+            Some(Format::Bf16) => prices.gpu.peak_flops(Dtype::Bf16).or_else(|| prices.gpu.peak_flops(Dtype::Fp16)).map(|p| (p, "BF16")),
+            Some(Format::Fp8) => prices.gpu.peak_flops(Dtype::Fp8).map(|p| (p, "FP8")),
+            _ => None,
+        };
         let floats = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8];
         let fastest = floats.into_iter().filter_map(|d| prices.gpu.peak_flops(d)).fold(0.0, f64::max);
-        if fastest > 0.0 && flops > FP4_OVER_FASTEST * fastest {
+        let (bound, words) = match stated {
+            Some((peak, format)) => {
+                (peak, format!("above its stated {format} linears' peak on {} ({:.0} TFLOP/s)", prices.gpu.id, peak / 1e12))
+            }
+            None => (
+                FP4_OVER_FASTEST * fastest,
+                format!(
+                    "over {FP4_OVER_FASTEST}× the fastest peak of {} ({:.0} TFLOP/s; FP4 is at most ~3× FP8)",
+                    prices.gpu.id,
+                    fastest / 1e12
+                ),
+            ),
+        };
+        if bound > 0.0 && flops > bound {
             return Err(crate::Error::Run(format!(
-                "measured {} tokens/s per GPU: {:.3e} model FLOP/s per GPU, over {FP4_OVER_FASTEST}× the fastest peak of {} ({:.0} TFLOP/s; FP4 is at most ~3× FP8): not a throughput it could run",
+                "measured {} tokens/s per GPU: {:.3e} model FLOP/s per GPU, {words}: not a throughput it could run",
                 tracecast_calibrate::catalog::shown(*measured),
-                flops,
-                prices.gpu.id,
-                fastest / 1e12
+                flops
             )));
         }
     }
@@ -1924,12 +1942,25 @@ mod tests {
     fn a_run_measured_above_every_peak_of_its_gpu_is_refused_by_name() {
         let catalog = Catalog::builtin();
         let with = |t: &str| run(t, MODEL, "").replace("\"tokens_per_s_per_gpu\": 5000", &format!("\"tokens_per_s_per_gpu\": {t}"));
-        let file = runs(&format!(r#"{{"runs": [{}}}, {}}}, {}}}]}}"#, with("1e300"), with("10000000"), with("5000")));
+        // 8 B parameters, 6 FLOPs each a token, and attention: 100 000 tokens/s is ~5 PFLOP/s, above
+        // H100's 989 TFLOP/s BF16 but under 4× its FP8 peak; refused where the run states BF16.
+        let bf16 = |t: &str| with(t).replace(r#""plan""#, r#""precision": "bf16", "plan""#);
+        let file = runs(&format!(
+            r#"{{"runs": [{}}}, {}}}, {}}}, {}}}]}}"#,
+            with("1e300"),
+            with("10000000"),
+            with("5000"),
+            bf16("100000").replace(r#""id": "100000""#, r#""id": "bf16-100000""#)
+        ));
         let v = validate(&file, &catalog, &[], None);
-        for id in ["1e300", "10000000"] {
+        for (id, said) in [
+            ("1e300", "the fastest peak of h100-sxm"),
+            ("10000000", "the fastest peak of h100-sxm"),
+            ("bf16-100000", "above its stated BF16 linears' peak on h100-sxm"),
+        ] {
             let r = v.runs.iter().find(|r| r.id == id).unwrap();
             assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
-            assert!(r.notes.join(" ").contains("the fastest peak of h100-sxm"), "{id}: {:?}", r.notes);
+            assert!(r.notes.join(" ").contains(said), "{id}: {:?}", r.notes);
         }
         assert_eq!(v.optimistic + v.pessimistic, 1);
     }
