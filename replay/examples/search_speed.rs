@@ -16,22 +16,25 @@ fn main() {
         let m = Transformer::preset(model).unwrap();
         let c = Cluster::from_catalog(&catalog, gpu, gpus, Dtype::Bf16, None).unwrap();
         let space = SearchSpace::default();
-        // Warm up, then time several rounds.
+        // Warm up, then time several rounds, each on its own: on a machine shared with other work
+        // the median round says what a search takes, the total would add the others' bursts.
         let _ = search(&m, &c, Task::Train, &space);
-        let rounds = 5;
-        let started = Instant::now();
-        let mut simulated = 0;
-        let mut best = 0.0;
+        let rounds = 7;
+        let mut rates = Vec::with_capacity(rounds);
+        let (mut simulated, mut best) = (0, 0.0);
         for _ in 0..rounds {
+            let started = Instant::now();
             let r = search(&m, &c, Task::Train, &space);
-            simulated += r.simulated;
+            rates.push(r.simulated as f64 / started.elapsed().as_secs_f64());
+            simulated = r.simulated;
             best = r.ranked.first().map_or(0.0, |p| p.throughput);
         }
-        let secs = started.elapsed().as_secs_f64();
+        rates.sort_by(f64::total_cmp);
         println!(
-            "{model:<14} on {gpus:>5} × {gpu:<10}: {:>6} plans simulated per search, {:>9.0} plans/s, best {best:.1} samples/s",
-            simulated / rounds,
-            simulated as f64 / secs
+            "{model:<14} on {gpus:>5} × {gpu:<10}: {simulated:>6} plans simulated per search, {:>9.0} plans/s (median of {rounds} searches; {:.0}–{:.0}), best {best:.1} samples/s",
+            rates[rounds / 2],
+            rates[0],
+            rates[rounds - 1]
         );
     }
 }
