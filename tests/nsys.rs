@@ -94,17 +94,22 @@ fn a_kineto_trace_named_sqlite_reads_as_kineto() {
     assert!(stderr(&o).contains("not an SQLite database"), "{}", stderr(&o));
 }
 
+/// A copy of the shared export `name` at `to` that a test may change (the shared files are read-only).
+fn writable_copy(name: &str, to: &Path) -> PathBuf {
+    std::fs::copy(export(name), to).unwrap();
+    let mut perms = std::fs::metadata(to).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(to, perms).unwrap();
+    to.to_path_buf()
+}
+
 /// An export whose string table lost its rows: its kernels have no names, so its NCCL kernels
 /// read as compute and communication vanished, with exit 0 and no word. Now said on every rank.
 #[test]
 fn kernels_whose_names_are_missing_are_said() {
     let dir = scratch("nsys-no-strings");
-    let f = dir.join("nostr.sqlite");
-    std::fs::copy(export(MFU), &f).unwrap();
-    let mut perms = std::fs::metadata(&f).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    perms.set_readonly(false);
-    std::fs::set_permissions(&f, perms).unwrap();
+    let f = writable_copy(MFU, &dir.join("nostr.sqlite"));
     let c = Connection::open(&f).unwrap();
     c.execute("DELETE FROM StringIds", []).unwrap();
     drop(c);
@@ -124,12 +129,7 @@ fn kernels_whose_names_are_missing_are_said() {
 #[test]
 fn rows_of_no_gpu_make_no_rank() {
     let dir = scratch("nsys-negative-device");
-    let f = dir.join("neg.sqlite");
-    std::fs::copy(export(MFU), &f).unwrap();
-    let mut perms = std::fs::metadata(&f).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    perms.set_readonly(false);
-    std::fs::set_permissions(&f, perms).unwrap();
+    let f = writable_copy(MFU, &dir.join("neg.sqlite"));
     let c = Connection::open(&f).unwrap();
     let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = -1 WHERE rowid % 10 = 0", []).unwrap();
     assert!(changed > 100, "{changed}");
