@@ -734,6 +734,13 @@ fn a_dataset_missing_a_part_says_which_and_a_replaced_rank_keeps_no_old_summary(
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(&format!("a tracecast dataset without its {missing}")), "{}", stderr(&o));
     }
+    // A folder of traces that happens to hold empty `events` and `ranks` folders is still one.
+    std::fs::create_dir_all(job.join("events")).unwrap();
+    std::fs::create_dir_all(job.join("ranks")).unwrap();
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::remove_dir(job.join("events")).unwrap();
+    std::fs::remove_dir(job.join("ranks")).unwrap();
     // A derived part gone: the numbers are the dataset's still, and the rank says what is missing.
     let no_steps = copy("no-steps");
     std::fs::remove_file(no_steps.join("steps/rank-000001.parquet")).unwrap();

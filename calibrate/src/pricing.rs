@@ -1158,7 +1158,8 @@ impl Pricing {
             // A table measured on GPUs of a higher peak than this one's (a user's variant
             // `measured_as` a catalog table at a lower clock): their times × the ratio of the
             // shape's rooflines on the two GPUs, max(FLOPs ÷ peak, bytes ÷ HBM), outside what was
-            // measured. It had run at 100 % of its own peak; then, as the peaks' ratio, a
+            // measured — the time above the table's shortest (a launch's, which no peak moves)
+            // scaled, not that. It had run at 100 % of its own peak; then, as the peaks' ratio, a
             // memory-bound shape on a part of faster HBM had cost 6.7× the table's.
             let mut extrapolated = extrapolated;
             if let Some(other) = self.gpu_of_measurement_id(&t.gpu)
@@ -1168,7 +1169,8 @@ impl Pricing {
                 && on_theirs > 0.0
             {
                 let ratio = on_this / on_theirs;
-                time_us *= ratio;
+                let shortest = t.points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min).exp().min(time_us);
+                time_us = shortest + (time_us - shortest) * ratio;
                 extrapolated = true;
                 basis.push_str(&format!(
                     "; × {ratio:.3}, the shape's roofline on this GPU over the table's {} (peaks {:.0} against {:.0} TFLOP/s, HBM {:.0} against {:.0} GB/s)",
@@ -2307,6 +2309,7 @@ impl Pricing {
             rows.iter().map(|r| r.head_dim).min_by(|a, b| (a / shape.head_dim).ln().abs().total_cmp(&(b / shape.head_dim).ln().abs()))?;
         let same_mask = rows.iter().any(|r| r.head_dim == hd && r.causal == shape.causal);
         let mut best: Option<Fastest> = None;
+        let mut best_family: Option<Arc<str>> = None;
         let mut families: Vec<&Arc<str>> = rows.iter().map(|r| &r.kernel).collect();
         families.sort();
         families.dedup();
@@ -2333,6 +2336,7 @@ impl Pricing {
             sources.dedup();
             if best.as_ref().is_none_or(|b| tflops > b.0) {
                 best = Some((tflops, ex || hd != shape.head_dim || !same_mask, fam.clone(), sources));
+                best_family = Some(fam.clone());
             }
         }
         let (tflops, mut extrapolated, fam, sources) = best?;
@@ -2340,17 +2344,22 @@ impl Pricing {
         // Rows of another catalog GPU of a higher peak, which `measured_as` names (a user's
         // cut-down part of that silicon): its rates × the two peaks' ratio, said, outside what
         // was measured. They had been this GPU's own: 308 TFLOP/s on a 148 TFLOP/s part.
-        let slower: Vec<&str> = rows.iter().filter(|r| self.slower_than_its_rows(gpu, &r.gpu) < 1.0).map(|r| &*r.gpu).collect();
-        let slower_words = match slower.first() {
-            Some(id) => {
-                extrapolated = true;
-                format!(
-                    "; rows of {id} × {:.3}, the two 16-bit peaks' ratio (a GPU of its silicon at a lower peak)",
-                    self.slower_than_its_rows(gpu, id)
-                )
-            }
-            None => String::new(),
-        };
+        // Said of the family that priced it, each GPU whose rows it scaled once.
+        let mut slower: Vec<(&str, f64)> = rows
+            .iter()
+            .filter(|r| best_family.as_ref() == Some(&r.kernel) && r.head_dim == hd)
+            .map(|r| (&*r.gpu, self.slower_than_its_rows(gpu, &r.gpu)))
+            .filter(|(_, f)| *f < 1.0)
+            .collect();
+        slower.sort_by(|a, b| a.0.cmp(b.0));
+        slower.dedup_by(|a, b| a.0 == b.0);
+        let slower_words: String = slower
+            .iter()
+            .map(|(id, f)| {
+                format!("; rows of {id} × {f:.3}, the two 16-bit peaks' ratio (its `measured_as` names that GPU of a higher peak)")
+            })
+            .collect();
+        extrapolated |= !slower.is_empty();
         // The measured rates are of grids that fill the GPU (batch × heads of 16–1024 ×
         // sequence tiles); a grid of fewer query tiles (128 rows each, as FlashAttention
         // splits them) than SMs leaves the rest idle: its rate is that share of the

@@ -100,7 +100,17 @@ pub fn missing_core(dir: &Path) -> Option<&'static str> {
     if ours {
         return Some("events folder");
     }
-    (!manifest.exists() && dir.join("events").is_dir() && dir.join("ranks").is_dir()).then_some("manifest.json")
+    // Rank parts in both tables (a folder of traces may hold folders of those names; a first
+    // ingest stages its parts under dot names before it writes the manifest).
+    let has_parts = |table: &str| {
+        std::fs::read_dir(dir.join(table)).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with("rank-") && name.ends_with(".parquet")
+            })
+        })
+    };
+    (!manifest.exists() && has_parts("events") && has_parts("ranks")).then_some("manifest.json")
 }
 
 /// The derived tables' parts (`steps`, `collectives`) of the rank of `events_path` that are not

@@ -1154,7 +1154,7 @@ pub(crate) fn projected(
     {
         let flops = *measured * model.model_flops_per_token(plan.frozen as usize);
         let stated = match run.precision.as_ref().and_then(|p| p.linear().ok()).and_then(|(f, _)| f) {
-            Some(Format::Bf16) => prices.gpu.peak_flops(Dtype::Bf16).or_else(|| prices.gpu.peak_flops(Dtype::Fp16)).map(|p| (p, "BF16")),
+            Some(Format::Bf16) => prices.gpu.peak_flops(Dtype::Bf16).or_else(|| prices.gpu.peak_flops(Dtype::Fp16)).map(|p| (p, "16-bit")),
             Some(Format::Fp8) => prices.gpu.peak_flops(Dtype::Fp8).map(|p| (p, "FP8")),
             _ => None,
         };
@@ -1956,7 +1956,7 @@ mod tests {
         for (id, said) in [
             ("1e300", "the fastest peak of h100-sxm"),
             ("10000000", "the fastest peak of h100-sxm"),
-            ("bf16-100000", "above its stated BF16 linears' peak on h100-sxm"),
+            ("bf16-100000", "above its stated 16-bit linears' peak on h100-sxm"),
         ] {
             let r = v.runs.iter().find(|r| r.id == id).unwrap();
             assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
