@@ -734,6 +734,15 @@ fn a_dataset_missing_a_part_says_which_and_a_replaced_rank_keeps_no_old_summary(
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(&format!("a tracecast dataset without its {missing}")), "{}", stderr(&o));
     }
+    // Found under a folder read with --each, it is one job with that error, not its files read as
+    // traces (its manifest and summaries had been).
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    std::fs::rename(&no_events, corpus.join("no-events")).unwrap();
+    let o = run(&["analyze".as_ref(), "--each".as_ref(), corpus.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a tracecast dataset without its events folder"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not a Kineto trace"), "{}", stderr(&o));
     // A folder of traces that happens to hold empty `events` and `ranks` folders is still one.
     std::fs::create_dir_all(job.join("events")).unwrap();
     std::fs::create_dir_all(job.join("ranks")).unwrap();

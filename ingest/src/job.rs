@@ -495,8 +495,10 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
             if name.starts_with('.') {
                 continue;
             }
-            // A `parquetdir` export and a dataset are each one job, not folders of traces.
-            if p.is_dir() && (crate::nsys::is_export(&p) || crate::dataset::is_dataset(&p)) {
+            // A `parquetdir` export and a dataset are each one job, not folders of traces; so is a
+            // dataset damaged in part (read as one, its error names what it lacks: its manifest and
+            // summaries had been read as traces).
+            if p.is_dir() && (crate::nsys::is_export(&p) || crate::dataset::is_dataset(&p) || crate::dataset::missing_core(&p).is_some()) {
                 out.push(p);
             } else if p.is_dir() {
                 walk(&p, seen, out)?;
@@ -506,8 +508,8 @@ pub fn trace_files_under(dir: &Path) -> Result<Vec<PathBuf>> {
         }
         Ok(())
     }
-    // Given a dataset or a `parquetdir` export itself: it is the one job.
-    if crate::nsys::is_export(dir) || crate::dataset::is_dataset(dir) {
+    // Given a dataset (whole or damaged) or a `parquetdir` export itself: it is the one job.
+    if crate::nsys::is_export(dir) || crate::dataset::is_dataset(dir) || crate::dataset::missing_core(dir).is_some() {
         return Ok(vec![dir.to_path_buf()]);
     }
     let mut files = Vec::new();
