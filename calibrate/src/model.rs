@@ -242,11 +242,7 @@ impl DeviceModel {
     /// that ran on TF32 tensor cores: traces record them as FP32, and a calibration fits them
     /// against the TF32 peak.
     pub fn kernel_fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<&KernelFit> {
-        let kernels = &self.profile.as_ref()?.kernels;
-        kernels.iter().find(|f| f.class == class && f.dtype == dtype && physical(f)).or_else(|| {
-            (dtype == Some(Dtype::Tf32)).then_some(())?;
-            kernels.iter().find(|f| f.class == class && f.dtype == Some(Dtype::Fp32) && f.peak_of == Dtype::Tf32.as_str() && physical(f))
-        })
+        self.profile.as_ref()?.kernel_fit(class, dtype)
     }
 
     /// The fitted η and t0 (µs) of a class for `dtype`, when valid.

@@ -312,13 +312,11 @@ fn gemm_by_profile_fit(fit: &crate::profile::KernelFit, gpu: &Gpu, s: &GemmShape
     )
 }
 
-/// `profile`'s fit of its GPU's GEMMs in `dtype` against that format's own peak, where it is within
-/// the physical bounds: FP32 GEMMs fitted against the TF32 peak ran on tensor cores (A100's corpus
-/// traces), which `--dtype tf32` prices; they would price FP32 on CUDA cores 3.4× past its peak.
+/// `profile`'s fit of its GPU's GEMMs in `dtype` ([`crate::profile::Profile::kernel_fit`]) against
+/// that format's own peak: FP32 GEMMs fitted against the TF32 peak ran on tensor cores (A100's
+/// corpus traces), which `--dtype tf32` prices; they would price FP32 on CUDA cores 3.4× past its peak.
 fn profile_gemm_fit(profile: &crate::profile::Profile, dtype: Dtype) -> Option<&crate::profile::KernelFit> {
-    profile.kernels.iter().find(|f| {
-        f.class == crate::work::KernelClass::Gemm && f.dtype == Some(dtype) && f.peak_of == dtype.as_str() && crate::model::physical(f)
-    })
+    profile.kernel_fit(crate::work::KernelClass::Gemm, Some(dtype)).filter(|f| f.peak_of == dtype.as_str())
 }
 
 /// The link rule's band for a message of `bytes`: its measured error at ≤ 8 KiB and ≥ 64 MiB,
@@ -688,7 +686,7 @@ pub struct Pricing {
     /// The measured base (with the GEMM tables derived from it, kept on it).
     pub measurements: Arc<Measurements>,
     link_shares: std::sync::OnceLock<LinkShares>,
-    attention_prices: AttentionPrices,
+    attention_prices: KeptPrices<AttentionKey, Option<AttentionParts>>,
     gemm_prices: KeptPrices<GemmKey>,
     collective_prices: KeptPrices<CollectiveKey>,
     /// A send/recv across nodes by its size and the network given (a pipeline's transfers).
@@ -707,29 +705,30 @@ type CollectiveKey = (Collective, u64, u32, u32, Option<u64>);
 const GPUS_KEPT: usize = 16;
 const PRICES_KEPT_PER_GPU: usize = 16384;
 
-/// GEMM or collective prices made so far, per GPU: a search prices the same few shapes for
-/// each of thousands of plans, and making a price writes its basis in words (half of
-/// `search`'s time had been formatting bases nobody read). The whole GPU is compared, not its
-/// id: a variant of a catalog GPU (other HBM) keeps its id and has other prices.
+/// GEMM, collective or attention prices made so far, per GPU: a search prices the same few
+/// shapes for each of thousands of plans, and making a price writes its basis in words (half of
+/// `search`'s time had been formatting bases nobody read; the carried attention rule reads every
+/// peer GPU's rows for each). The whole GPU is compared, not its id: a variant of a catalog GPU
+/// (other HBM) keeps its id and has other prices.
 #[derive(Debug)]
-struct KeptPrices<K>(std::sync::Mutex<Vec<(Gpu, HashMap<K, Option<Price>>)>>);
+struct KeptPrices<K, V = Option<Price>>(std::sync::Mutex<Vec<(Gpu, HashMap<K, V>)>>);
 
-impl<K> Default for KeptPrices<K> {
-    fn default() -> KeptPrices<K> {
+impl<K, V> Default for KeptPrices<K, V> {
+    fn default() -> KeptPrices<K, V> {
         KeptPrices(std::sync::Mutex::new(Vec::new()))
     }
 }
 
 /// A copy of a pricing layer starts with no prices made.
-impl<K> Clone for KeptPrices<K> {
-    fn clone(&self) -> KeptPrices<K> {
+impl<K, V> Clone for KeptPrices<K, V> {
+    fn clone(&self) -> KeptPrices<K, V> {
         KeptPrices::default()
     }
 }
 
-impl<K: std::hash::Hash + Eq> KeptPrices<K> {
+impl<K: std::hash::Hash + Eq, V: Clone> KeptPrices<K, V> {
     /// The price kept for `gpu` and `key`, else `price()`, kept while there is room.
-    fn get_or_price(&self, gpu: &Gpu, key: K, price: impl FnOnce() -> Option<Price>) -> Option<Price> {
+    fn get_or_price(&self, gpu: &Gpu, key: K, price: impl FnOnce() -> V) -> V {
         // A poisoned lock only means another thread panicked while pricing: price afresh.
         if let Ok(kept) = self.0.lock()
             && let Some(priced) = kept.iter().find(|(g, _)| g == gpu).and_then(|(_, prices)| prices.get(&key))
@@ -780,15 +779,6 @@ impl Clone for HbmRates {
     }
 }
 
-/// Attention prices made so far, by GPU, shape and family: a search prices the same few
-/// shapes for each of thousands of plans, and the carried rule reads every peer GPU's rows
-/// for each (`search --with attention=fa-triton` on H100 took 2.5× the time of FA2). Keyed
-/// by the GPU's id, the shape's bits and the family, then the whole GPU compared (a variant
-/// of a catalog GPU keeps its id); at most [`ATTENTION_PRICES_KEPT`] are kept (a trace's
-/// decode steps each have their own length).
-#[derive(Debug, Default)]
-struct AttentionPrices(std::sync::Mutex<HashMap<AttentionKey, Vec<(Gpu, Option<AttentionParts>)>>>);
-
 /// An attention's price in its parts: the work's own time, the kernel family that
 /// priced it and the GPU's shortest kernel, which the price never goes under.
 #[derive(Debug, Clone, PartialEq)]
@@ -820,22 +810,13 @@ fn floored(mut price: Price, floor: Option<f64>) -> Price {
     price
 }
 
-/// The GPU's id, the shape's numbers as bits, its mask and direction, the family asked for.
-type AttentionKey = (String, [u64; 4], bool, bool, Option<Arc<str>>, bool);
+/// An attention's shape as bits (batch, heads, sequence, head dimension), its mask and
+/// direction, the family asked for and whether the user named it ([`KeptPrices`] per GPU).
+type AttentionKey = ([u64; 4], bool, bool, Option<Arc<str>>, bool);
 
-/// Attention prices a pricing layer keeps; beyond, it prices afresh.
-const ATTENTION_PRICES_KEPT: usize = 4096;
-
-fn attention_key(gpu: &Gpu, s: &AttentionShape, kernel: Option<&str>, named: bool) -> AttentionKey {
-    let bits = [s.batch, s.heads, s.seq, s.head_dim].map(f64::to_bits);
-    (gpu.id.clone(), bits, s.causal, s.backward, kernel.map(Arc::from), named)
-}
-
-/// A copy of a pricing layer starts with no prices made.
-impl Clone for AttentionPrices {
-    fn clone(&self) -> AttentionPrices {
-        AttentionPrices::default()
-    }
+fn attention_key(s: &AttentionShape, kernel: Option<&str>, named: bool) -> AttentionKey {
+    let AttentionShape { batch, heads, seq, head_dim, causal, backward } = *s;
+    ([batch, heads, seq, head_dim].map(f64::to_bits), causal, backward, kernel.map(Arc::from), named)
 }
 
 impl Pricing {
@@ -845,7 +826,7 @@ impl Pricing {
             catalog,
             measurements,
             link_shares: std::sync::OnceLock::new(),
-            attention_prices: AttentionPrices::default(),
+            attention_prices: KeptPrices::default(),
             gemm_prices: KeptPrices::default(),
             collective_prices: KeptPrices::default(),
             transfer_prices: KeptPrices::default(),
@@ -1847,24 +1828,13 @@ impl Pricing {
 
     /// [`Pricing::attention_parts`], a family `named` (by the user, not as the fastest measured).
     fn attention_parts_as(&self, gpu: &Gpu, shape: &AttentionShape, kernel: Option<&str>, named: bool) -> Option<AttentionParts> {
-        let key = attention_key(gpu, shape, kernel, named);
-        // A poisoned lock only means another thread panicked while pricing: price afresh.
-        if let Ok(prices) = self.attention_prices.0.lock()
-            && let Some((_, priced)) = prices.get(&key).and_then(|made| made.iter().find(|(g, _)| g == gpu))
-        {
-            return priced.clone();
-        }
-        let priced = self.attention_unfloored(gpu, shape, kernel, named).map(|(work, family)| AttentionParts {
-            work,
-            family,
-            floor_us: self.shortest_kernel_us(gpu),
-        });
-        if let Ok(mut prices) = self.attention_prices.0.lock()
-            && prices.len() < ATTENTION_PRICES_KEPT
-        {
-            prices.entry(key).or_default().push((gpu.clone(), priced.clone()));
-        }
-        priced
+        self.attention_prices.get_or_price(gpu, attention_key(shape, kernel, named), || {
+            self.attention_unfloored(gpu, shape, kernel, named).map(|(work, family)| AttentionParts {
+                work,
+                family,
+                floor_us: self.shortest_kernel_us(gpu),
+            })
+        })
     }
 
     /// [`Pricing::attention_of_family`], priced afresh, never under the GPU's

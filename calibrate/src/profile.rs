@@ -272,6 +272,19 @@ impl TableCorrection {
 }
 
 impl Profile {
+    /// The valid fit of `class` for exactly `dtype` ([`crate::DeviceModel::kernel_fit`], which
+    /// asks it): one inside the physical bounds; for TF32, the FP32 ops fitted against the TF32
+    /// peak (they ran on its tensor cores).
+    pub fn kernel_fit(&self, class: KernelClass, dtype: Option<Dtype>) -> Option<&KernelFit> {
+        let physical = crate::model::physical;
+        self.kernels.iter().find(|f| f.class == class && f.dtype == dtype && physical(f)).or_else(|| {
+            (dtype == Some(Dtype::Tf32)).then_some(())?;
+            self.kernels
+                .iter()
+                .find(|f| f.class == class && f.dtype == Some(Dtype::Fp32) && f.peak_of == Dtype::Tf32.as_str() && physical(f))
+        })
+    }
+
     /// Whether its traces fitted nothing a projection prices by: no kernel class, no link and no
     /// correction of the tables (a short-kernel time alone, or nothing: a CPU-only trace, a device
     /// the catalog does not know). Such a profile would only replace a GPU's shipped fits by defaults.
