@@ -1158,8 +1158,9 @@ pub(crate) fn projected(
             Some(Format::Fp8) => prices.gpu.peak_flops(Dtype::Fp8).map(|p| (p, "FP8")),
             _ => None,
         };
-        let floats = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8];
-        let fastest = floats.into_iter().filter_map(|d| prices.gpu.peak_flops(d)).fold(0.0, f64::max);
+        // Floating-point peaks only: INT8's are operations, not FLOPs.
+        let floats = Dtype::ALL.into_iter().filter(|d| *d != Dtype::Int8);
+        let fastest = floats.filter_map(|d| prices.gpu.peak_flops(d)).fold(0.0, f64::max);
         let (bound, words) = match stated {
             Some((peak, format)) => {
                 (peak, format!("above its stated {format} linears' peak on {} ({:.0} TFLOP/s)", prices.gpu.id, peak / 1e12))
