@@ -2137,6 +2137,13 @@ fn a_step_range_that_selects_nothing_is_an_error_naming_the_steps_the_trace_has(
     // The dataset holds the trace all the same, without a summary made for those steps.
     let parts = |table: &str| std::fs::read_dir(ds.join(table)).map_or(0, |d| d.count());
     assert_eq!((parts("events"), parts("summaries")), (1, 0));
+    // The dataset's range error names its part, the file given (it had named the trace it was
+    // ingested from, which may be gone).
+    let o = run(&[os("analyze"), ds.as_os_str(), os("-q"), os("--steps"), os("100")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    let part = ds.join("events");
+    assert!(e.contains(&format!("select nothing in {}", part.display())) && e.contains("it has steps 1009–1014"), "{e}");
     // And its last line says so beside the count written (it had read as a whole success), and
     // that a --device given to ingest is not stored.
     let again = dir.join("ds2");

@@ -678,6 +678,7 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
         ));
     }
     t.ingested_rank = Some((m.rank, m.source));
+    t.dataset_part = Some(events_path.to_path_buf());
     // Whatever numbered it (a one-rank export named `rank-3.sqlite` takes its file's number).
 
     let n = df.height();

@@ -230,6 +230,9 @@ pub struct RankTrace {
     pub(crate) ingested_rank: Option<(u32, crate::job::RankSource)>,
     /// The (process, GPU) of an Nsight Systems export this rank is.
     pub(crate) export_rank: Option<crate::nsys::ExportRank>,
+    /// The dataset part this trace was read back from (`DATASET/events/rank-N.parquet`):
+    /// an error about its data names the file the user gave, not one it was ingested from.
+    pub(crate) dataset_part: Option<PathBuf>,
 }
 
 /// The longest a GPU activity is taken to have run as recorded, ns: an hour. PyTorch's NCCL
@@ -290,6 +293,12 @@ impl RankTrace {
         ));
     }
 
+    /// The file the user gave for this rank: the dataset part it was read back from, else
+    /// [`RankTrace::path`].
+    pub fn given_path(&self) -> &std::path::Path {
+        self.dataset_part.as_deref().unwrap_or(&self.path)
+    }
+
     pub(crate) fn new(path: PathBuf) -> RankTrace {
         RankTrace {
             path,
@@ -307,6 +316,7 @@ impl RankTrace {
             warnings: Vec::new(),
             ingested_rank: None,
             export_rank: None,
+            dataset_part: None,
         }
     }
 

@@ -115,7 +115,7 @@ impl<'r> RankContext<'r> {
     pub fn check_step_range(&self, range: Option<(i64, i64)>, drop_last: bool) -> crate::Result<()> {
         match range {
             None => Ok(()),
-            Some(_) => steps::check_step_range(&self.trace.path, self.steps(), range, drop_last),
+            Some(_) => steps::check_step_range(self.trace.given_path(), self.steps(), range, drop_last),
         }
     }
 
