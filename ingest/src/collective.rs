@@ -43,6 +43,14 @@ impl Collective {
         }
     }
 
+    /// Whether a CPU op or range is PyTorch's around a collective: `record_function`'s
+    /// `nccl:all_to_all`, the `c10d::alltoall_base_` operator. The one test both readers ask
+    /// (Kineto's launching ops, Nsight's NVTX ranges): an all-to-all runs as NCCL sends and
+    /// receives, and only this op says what it was.
+    pub fn is_torch_op(name: &str) -> bool {
+        name.starts_with("nccl:") || name.starts_with("c10d::")
+    }
+
     /// Reads a c10d / profiler `Collective name` (`allreduce`, `_allgather_base`,
     /// `reduce_scatter_tensor_coalesced`, `alltoall_base`, `send`, …) or an NCCL
     /// kernel operation (`AllReduce`, `SendRecv`). `None` for bookkeeping (`wait`)

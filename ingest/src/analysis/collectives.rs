@@ -131,7 +131,7 @@ fn from_launching_ops(trace: &RankTrace, links: &Links, row: usize) -> (Option<C
     let Some(&op) = links.launch_op.get(row) else { return (None, None) };
     for r in links.ancestors(op, 4) {
         let name = trace.name(r);
-        if name.starts_with("nccl:") || name.starts_with("c10d::") {
+        if Collective::is_torch_op(name) {
             let bytes = trace.op_shapes_of(r).and_then(|s| s.largest_input_bytes());
             let collective = Collective::from_name(name);
             if collective.is_some() || bytes.is_some() {

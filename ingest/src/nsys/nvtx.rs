@@ -94,7 +94,7 @@ pub(crate) fn nccl_collective(text: &str) -> Option<Collective> {
 /// `c10d::alltoall_base_` operator (`emit_nvtx`'s name, its fields parsed off). PyTorch runs
 /// an all-to-all as NCCL sends and receives in one group: only these ranges say what it was.
 pub(crate) fn torch_collective(name: &str) -> Option<Collective> {
-    if !(name.starts_with("nccl:") || name.starts_with("c10d::")) {
+    if !Collective::is_torch_op(name) {
         return None;
     }
     Collective::from_name(name).filter(|c| !matches!(c, Collective::Unknown | Collective::Barrier))
