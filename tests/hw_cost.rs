@@ -661,7 +661,7 @@ fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
     );
     assert_eq!(across["rule"], "collective_profile_fit");
     let basis = across["basis"].as_str().unwrap();
-    assert!(basis.contains("in a node the profile's fit") && basis.contains("across nodes"), "{basis}");
+    assert!(basis.contains("in a node the profile's all-reduce fit") && basis.contains("across nodes"), "{basis}");
     // A pipeline's transfer in a node, as `project --profile` prices it: α plus the bytes at B.
     let p2p = quote(
         &["h100-sxm", "send_recv", "--bytes", "67108864", "--gpus", "2", "--profile", profile.to_str().unwrap()],
@@ -670,6 +670,23 @@ fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
     assert_eq!(p2p["rule"], "collective_profile_fit");
     let want = alpha + bytes / (busbw * 1e3);
     assert!((p2p["time_us"].as_f64().unwrap() / want - 1.0).abs() < 1e-9, "{} µs, want {want}", p2p["time_us"]);
+    // Inside the sizes and group the fit was fitted on it is measured ground; outside either it
+    // is extrapolated, and the basis says which (every fit's price had said "within the
+    // measured range", 1 kB or 10 GB, 4 ranks or 8).
+    assert_eq!(p["extrapolated"], false, "{p}");
+    let [least, most] = [0, 1].map(|i| fit["bus_bytes_range"][i].as_f64().unwrap());
+    let in_bytes = |b: f64| 1.5 * b; // the all-reduce's bus factor over 4 ranks
+    assert!(in_bytes(bytes) > least && in_bytes(bytes) < most, "{fit}");
+    let profile = profile.to_str().unwrap();
+    for (args, why) in [
+        (["all_reduce", "--bytes", "1000", "--gpus", "4", "--gpus-per-node", "8"], "extrapolated: 1000 bytes, outside the fitted"),
+        (["all_reduce", "--bytes", "67108864", "--gpus", "8", "--gpus-per-node", "8"], "extrapolated: 8 ranks, fitted over 4"),
+        (["all_gather", "--bytes", "1000", "--gpus", "4", "--gpus-per-node", "8"], "extrapolated: 1000 bytes, outside the fitted"),
+    ] {
+        let q = quote(&[&["h100-sxm"][..], &args[..], &["--profile", profile][..]].concat(), &dir.join("x.json"));
+        assert_eq!((q["rule"].as_str(), q["extrapolated"].as_bool()), (Some("collective_profile_fit"), Some(true)), "{args:?}: {q}");
+        assert!(q["basis"].as_str().unwrap().contains(why), "{args:?}: {q}");
+    }
 }
 
 /// A user's measurement across nodes prices a query of its node layout only, by a rule of its

@@ -281,7 +281,59 @@ pub const COLLECTIVE_LINK_SPEC_SMALL_BAND: f64 = 0.23;
 
 /// A profile's α–β fit, in words.
 fn profile_fit_words(fit: &AlphaBeta) -> String {
-    format!("the profile's fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps)
+    format!("the profile's all-reduce fit (α {:.1} µs, B {:.1} GB/s)", fit.alpha_us, fit.busbw_gbps)
+}
+
+/// A calibration profile's α–β fit of one tier of links (in a node, across nodes) as the
+/// pricing layer prices by it: the fit, its relative 95 % band, and what it was fitted over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TierFit {
+    /// The fit.
+    pub fit: AlphaBeta,
+    /// Its relative 95 % band.
+    pub band: f64,
+    /// The all-reduces it was fitted on; `None` where unknown (a profile written before it was
+    /// kept, a link the user gave): then no price by it is said to be extrapolated.
+    pub fitted_over: Option<FittedOver>,
+}
+
+/// The all-reduces a link fit was fitted on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FittedOver {
+    /// The least and most bus bytes (k·S).
+    pub bus_bytes: [f64; 2],
+    /// Ranks in their group, where known.
+    pub ranks: Option<i64>,
+}
+
+impl TierFit {
+    /// A model's link (one the user gave, or a profile's fit its cluster holds): its band 0,
+    /// its range unknown.
+    pub fn given(fit: AlphaBeta) -> TierFit {
+        TierFit { fit, band: 0.0, fitted_over: None }
+    }
+
+    /// Why `bytes` moved at bus factor `k` over `ranks` ranks lie outside what the fit was
+    /// fitted on (other sizes, another group size); `None` inside it or where that is unknown.
+    /// Sizes compare as bus bytes (k·S, what the fit's time grows with), said as this operation's.
+    fn outside(&self, bytes: f64, k: f64, ranks: Option<i64>) -> Option<String> {
+        let over = self.fitted_over?;
+        let [least, most] = over.bus_bytes;
+        let mut why = Vec::new();
+        if bytes * k < least * (1.0 - 1e-9) || bytes * k > most * (1.0 + 1e-9) {
+            why.push(format!(
+                "{bytes:.0} bytes, outside the fitted all-reduces' {:.0}–{:.0} (at this operation's bus factor)",
+                least / k,
+                most / k
+            ));
+        }
+        if let (Some(asked), Some(fitted)) = (ranks, over.ranks)
+            && asked != fitted
+        {
+            why.push(format!("{asked} ranks, fitted over {fitted}"));
+        }
+        (!why.is_empty()).then(|| format!("extrapolated: {}", why.join(", ")))
+    }
 }
 
 /// A GEMM of a format no table or spec model prices, by `profile`'s fit of `gpu`'s GEMMs in
@@ -2777,15 +2829,22 @@ impl Pricing {
         bytes: f64,
         across_nodes: bool,
         nic_gbps_per_gpu: Option<f64>,
-        fits: [Option<(AlphaBeta, f64)>; 2],
+        fits: [Option<TierFit>; 2],
     ) -> Option<Price> {
-        if let Some((fit, band)) = fits[usize::from(across_nodes)] {
+        if let Some(tier) = fits[usize::from(across_nodes)] {
+            // A point-to-point transfer's bus bytes are its bytes; its group is not the fit's.
+            let outside = tier.outside(bytes, 1.0, None);
             return Some(Price::new(
-                fit.transfer_us(bytes),
+                tier.fit.transfer_us(bytes),
                 PriceRule::CollectiveProfileFit,
-                false,
-                format!("{} {}", if across_nodes { "across nodes" } else { "in a node" }, profile_fit_words(&fit)),
-                band.max(COLLECTIVE_CURVE_BAND),
+                outside.is_some(),
+                format!(
+                    "{} {}{}",
+                    if across_nodes { "across nodes" } else { "in a node" },
+                    profile_fit_words(&tier.fit),
+                    outside.map_or(String::new(), |w| format!(" ({w})"))
+                ),
+                tier.band.max(COLLECTIVE_CURVE_BAND),
             ));
         }
         if across_nodes {
@@ -3025,7 +3084,7 @@ impl Pricing {
     /// node drives its own NIC share); a tier without a fit by [`Pricing::collective`]. Without
     /// a fit of a tier the query crosses, [`Pricing::collective`] alone. The one price
     /// `project`, `search` and `hw cost --profile` give.
-    pub fn collective_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<(AlphaBeta, f64)>; 2]) -> Option<Price> {
+    pub fn collective_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<TierFit>; 2]) -> Option<Price> {
         let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
         let g = gpus_per_node.clamp(1, gpus.max(1));
         let nodes = gpus.div_ceil(g);
@@ -3043,11 +3102,18 @@ impl Pricing {
             }
             let name = if tier == 0 { "in a node" } else { "across nodes" };
             match fits[tier] {
-                Some((fit, fit_band)) => {
-                    let t = fit.collective_us(collective, share, i64::from(ranks))?;
-                    parts.push(format!("{name} {} over {ranks} ranks: {t:.1} µs", profile_fit_words(&fit)));
+                Some(tier_fit) => {
+                    let t = tier_fit.fit.collective_us(collective, share, i64::from(ranks))?;
+                    let k = collective.bus_factor_in(Some(i64::from(ranks))).filter(|k| *k > 0.0).unwrap_or(1.0);
+                    let outside = tier_fit.outside(share, k, Some(i64::from(ranks)));
+                    parts.push(format!(
+                        "{name} {} over {ranks} ranks: {t:.1} µs{}",
+                        profile_fit_words(&tier_fit.fit),
+                        outside.as_ref().map_or(String::new(), |w| format!(" ({w})"))
+                    ));
                     time_us += t;
-                    band = band.max(fit_band.max(COLLECTIVE_CURVE_BAND));
+                    band = band.max(tier_fit.band.max(COLLECTIVE_CURVE_BAND));
+                    extrapolated |= outside.is_some();
                 }
                 None => {
                     let tier_query = if tier == 0 {
@@ -3070,7 +3136,7 @@ impl Pricing {
     /// the node's other GPUs and its share to other nodes move at the same time, the slower
     /// bounds it — in a node the g-GPU all-to-all of the node's share (or the fit over its
     /// bytes), across nodes the NIC's point-to-point transfer (or the fit).
-    fn all_to_all_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<(AlphaBeta, f64)>; 2]) -> Option<Price> {
+    fn all_to_all_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<TierFit>; 2]) -> Option<Price> {
         let CollectiveQuery { bytes, gpus, gpus_per_node, nic_gbps_per_gpu, .. } = *q;
         let g = gpus_per_node.clamp(1, gpus.max(1));
         let (nf, gf) = (f64::from(gpus), f64::from(g));

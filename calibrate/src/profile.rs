@@ -156,6 +156,10 @@ pub struct LinkFit {
     pub samples: usize,
     /// `transfer` (min over matched ranks) or `lower_envelope` (one rank).
     pub fitted_on: String,
+    /// The least and most bus bytes (k·S) fitted: a price outside them is extrapolated
+    /// (absent from profiles written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_bytes_range: Option<[f64; 2]>,
     /// (bus bytes k·S, µs) of every point fitted, for plots.
     #[serde(skip)]
     pub points: Vec<(f64, f64)>,
@@ -295,11 +299,16 @@ impl Profile {
     /// The all-reduce α–β fits of the links in a node and across nodes ([`Profile::link`], the
     /// ones `project` prices with), with the relative half-width of each one's bus-bandwidth 95 % interval: what
     /// prices a tier of a collective before the measured base.
-    pub fn all_reduce_fits(&self) -> [Option<(crate::cost::AlphaBeta, f64)>; 2] {
+    pub fn all_reduce_fits(&self) -> [Option<crate::pricing::TierFit>; 2] {
         ["intra", "inter"].map(|domain| {
             let l = self.link(Collective::AllReduce, None, domain)?.fit;
             let band = if l.busbw_gbps > 0.0 { (l.busbw_ci95[1] - l.busbw_ci95[0]).abs() / 2.0 / l.busbw_gbps } else { 0.0 };
-            Some((crate::cost::AlphaBeta { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps }, band))
+            let fitted_over = l.bus_bytes_range.map(|bus_bytes| crate::pricing::FittedOver { bus_bytes, ranks: l.group_size });
+            Some(crate::pricing::TierFit {
+                fit: crate::cost::AlphaBeta { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps },
+                band,
+                fitted_over,
+            })
         })
     }
 
@@ -1152,12 +1161,16 @@ fn link_fits(
             let (x, y) = lower_envelope(&raw.iter().map(|p| p.0).collect::<Vec<_>>(), &raw.iter().map(|p| p.1).collect::<Vec<_>>());
             (x.into_iter().zip(y).collect(), "lower_envelope")
         };
-        if points.len() < 3 {
+        // Sizes, not points: repeats of one size say nothing of how time grows with it.
+        let mut sizes: Vec<f64> = points.iter().map(|p| p.0).collect();
+        sizes.sort_by(f64::total_cmp);
+        sizes.dedup();
+        if sizes.len() < 3 {
             let sized = samples.iter().filter(|s| s.bytes.is_some()).count();
             let reason = if sized == 0 {
                 "no message sizes: the trace has no collective arguments or shapes".to_string()
             } else {
-                format!("{} distinct message sizes (need 3 to separate latency from bandwidth)", points.len())
+                format!("{} distinct message sizes (need 3 to separate latency from bandwidth)", sizes.len())
             };
             unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
             continue;
@@ -1213,6 +1226,7 @@ fn link_fits(
             r2: f.r2,
             samples: points.len(),
             fitted_on: fitted_on.to_string(),
+            bus_bytes_range: Some([sizes[0], sizes[sizes.len() - 1]]),
             points,
         });
     }

@@ -66,6 +66,36 @@ fn one_rank_uses_the_lower_envelope() {
     assert!(l.busbw_gbps >= 150.0 * 0.5, "{}", l.busbw_gbps);
 }
 
+/// Repeats of one message size say nothing of how time grows with size: the link is not fitted,
+/// and the reason counts sizes (24 all-reduces of one size had been fitted at α 0 and 95 GB/s
+/// where the truth was 20 µs and 100, R² 0, with a tight interval).
+#[test]
+fn a_link_of_one_message_size_is_not_fitted() {
+    let spec = JobSpec::default();
+    let one_size = |json: &str| -> String {
+        let mut out = String::with_capacity(json.len());
+        let mut rest = json;
+        while let Some(at) = ["\"In msg nelems\": ", "\"Out msg nelems\": "].iter().filter_map(|k| rest.find(k).map(|i| i + k.len())).min()
+        {
+            out.push_str(&rest[..at]);
+            out.push_str("12582912");
+            rest = rest[at..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        out.push_str(rest);
+        out
+    };
+    let traces = render_job(&spec)
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| kineto::parse_bytes(one_size(&s.json).as_bytes(), &PathBuf::from(format!("rank-{r}.json")), &ReadOptions::default()))
+        .collect();
+    let job = Job::from_traces(PathBuf::from("synthetic"), traces);
+    let p = &calibrate(&[job], &Catalog::builtin(), &CalibrateOptions::default())[0];
+    assert!(p.links.iter().all(|l| l.collective.as_str() != "all_reduce"), "{:?}", p.links);
+    let u = p.unfitted.iter().find(|u| u.what.starts_with("all_reduce/")).expect("the all-reduce link unfitted");
+    assert!(u.reason.starts_with("1 distinct message sizes") && u.samples > 3, "{u:?}");
+}
+
 #[test]
 fn link_fits_without_group_size_args_take_the_group_from_the_job() {
     // Older PyTorch writes NCCL kernels without `Group size` (nor process-group

@@ -855,6 +855,7 @@ mod tests {
             r2: 1.0,
             samples: 3,
             fitted_on: "transfer".into(),
+            bus_bytes_range: None,
             points: Vec::new(),
         }];
         let charts = super::collective_charts(&samples, Some(&profile));

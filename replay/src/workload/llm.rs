@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use tracecast_calibrate::DeviceModel;
 use tracecast_calibrate::catalog::{Catalog, Dtype};
-use tracecast_calibrate::pricing::CollectiveQuery;
+use tracecast_calibrate::pricing::{CollectiveQuery, TierFit};
 use tracecast_calibrate::work::KernelClass;
 use tracecast_ingest::collective::Collective;
 
@@ -1873,9 +1873,9 @@ impl Cluster {
 
     /// The profile's α-β fits of the links in a node and across nodes where they price them (the
     /// cluster's links then hold them; bands are the pricing layer's to state, not the model's).
-    fn link_fits(&self) -> [Option<(Link, f64)>; 2] {
+    fn link_fits(&self) -> [Option<TierFit>; 2] {
         let given = self.prices.as_ref().map_or([false; 2], |p| p.links_given);
-        [given[0].then_some((self.intra, 0.0)), given[1].then_some((self.inter, 0.0))]
+        [given[0].then(|| TierFit::given(self.intra)), given[1].then(|| TierFit::given(self.inter))]
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
