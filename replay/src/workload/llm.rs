@@ -945,11 +945,11 @@ impl StatedKeys {
         match named.as_slice() {
             [] => Ok(()),
             [one] => Err(crate::Error::Plan(format!(
-                "{one} is a training setting (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of the batch --batch gives",
+                "{one} is a training setting (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of its batch (--batch, a run's `batch`)",
                 task.as_str()
             ))),
             many => Err(crate::Error::Plan(format!(
-                "{} are training settings (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of the batch --batch gives",
+                "{} are training settings (batches, gradients, optimizer states, the backward pass); {} runs one forward pass of its batch (--batch, a run's `batch`)",
                 many.join(", "),
                 task.as_str()
             ))),

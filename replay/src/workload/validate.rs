@@ -868,8 +868,12 @@ impl Run {
     /// The run's task and the tokens one sequence of it produces per step
     /// (training: the sequence; prefill: the prompt; decode: one).
     fn task(&self, model: &Transformer) -> Result<(Task, f64), crate::Error> {
-        let batch = self.batch.unwrap_or(1).max(1);
+        let batch = self.batch.unwrap_or(1);
         let seq = model.seq as u32;
+        let zero = [("batch", self.batch), ("prompt", self.prompt), ("context", self.context)]
+            .into_iter()
+            .find(|(_, v)| *v == Some(0))
+            .map(|(k, _)| k);
         match self.task.as_deref().unwrap_or("train") {
             "train" => {
                 // What only inference runs state would be read as nothing: refused, as `project
@@ -898,11 +902,13 @@ impl Run {
             "decode" if self.measured.ttft_ms.is_some() || self.prompt.is_some() => {
                 Err(crate::Error::Run("ttft_ms and prompt are a prefill run's keys, not a decode run's (tpot_ms, context)".into()))
             }
+            // A zero had been run as one (`project --batch 0` is refused).
+            "prefill" | "decode" if zero.is_some() => Err(crate::Error::Run(format!("{} 0: must be at least 1", zero.unwrap_or_default()))),
             "prefill" => {
-                let prompt = self.prompt.unwrap_or(seq).max(1);
+                let prompt = self.prompt.unwrap_or(seq);
                 Ok((Task::Prefill { batch, prompt }, f64::from(prompt)))
             }
-            "decode" => Ok((Task::Decode { batch, context: self.context.unwrap_or(seq).max(1) }, 1.0)),
+            "decode" => Ok((Task::Decode { batch, context: self.context.unwrap_or(seq) }, 1.0)),
             other => Err(crate::Error::Run(format!("task {other:?}: train, prefill or decode"))),
         }
     }
@@ -927,12 +933,13 @@ impl Run {
                 Err(crate::Error::Run(format!("measured tokens_per_s_per_gpu {t}: must be a positive number")))
             };
         }
-        let latency_ms = latency
-            .and_then(|(_, l)| l)
-            .filter(|v| *v > 0.0)
-            .ok_or_else(|| crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into()))?;
+        let latency_ms = match latency {
+            Some((_, Some(l))) if l.is_finite() && l > 0.0 => l,
+            Some((key, Some(l))) => return Err(crate::Error::Run(format!("measured {key} {l}: must be a positive number"))),
+            _ => return Err(crate::Error::Run("measured: tokens_per_s_per_gpu (or ttft_ms for prefill, tpot_ms for decode)".into())),
+        };
         let replica_gpus = f64::from(self.system.gpus.max(1)) / f64::from(plan.dp.max(1));
-        Ok(f64::from(self.batch.unwrap_or(1).max(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
+        Ok(f64::from(self.batch.unwrap_or(1)) * tokens / (latency_ms / 1e3) / replica_gpus)
     }
 }
 
@@ -1114,6 +1121,9 @@ pub(crate) fn projected(
         cluster.use_measurements(m.clone(), run.system.overrides.gpus_per_node.is_some());
     }
     let (mut plan, stated) = Plan::parse_stated(&run.plan)?;
+    // An inference run's plan with a training setting (gbs, zero, recompute) had been projected
+    // without it, as `project --task decode` refuses it.
+    stated.refuse_training_keys(run.task(&model)?.0)?;
     *measured = run.measured_per_gpu(&model, &plan)?;
     let mut notes = Vec::new();
     // A default that moves the parameter count (a vocabulary × hidden matrix), said.
@@ -1977,12 +1987,38 @@ mod tests {
         let no_system = ok.replace("\"ok\"", "\"no-system\"").replace(r#", "system": {"gpu": "h100-sxm", "gpus": 8}"#, "");
         let no_measured = ok.replace("\"ok\"", "\"no-measured\"").replace(r#", "measured": {"tokens_per_s_per_gpu": 5000}"#, "");
         let tpot = ok.replace("\"ok\"", "\"train-tpot\"").replace("5000}", "5000, \"tpot_ms\": 20}");
-        let twice = ok.replace("\"ok\"", "\"decode-twice\"").replace("5000}", "5000, \"tpot_ms\": 20}, \"task\": \"decode\"");
+        let decode = |id: &str, measured: &str, extra: &str| {
+            ok.replace("\"ok\"", &format!("{id:?}"))
+                .replace("fsdp=8,mb=1,gbs=8", "dp=8")
+                .replace("5000}", &format!("{measured}}}, \"task\": \"decode\"{extra}"))
+        };
+        let twice = decode("decode-twice", "5000, \"tpot_ms\": 20", "");
+        // An inference run's training setting, zero batch or negative latency had been projected
+        // (without the setting, as batch 1, or refused as if no latency were given).
+        let decode_gbs = ok.replace("\"ok\"", "\"decode-gbs\"").replace("5000}", "5000}, \"task\": \"decode\"");
+        let decode_batch0 = decode("decode-batch0", "5000", ", \"batch\": 0");
+        let decode_negative = decode("decode-negative", "5000", "").replace("\"tokens_per_s_per_gpu\": 5000", "\"tpot_ms\": -6");
+        let decode_ok = decode("decode-ok", "5000", ", \"batch\": 2");
         let batch = format!("{}, \"batch\": 4", ok.replace("\"ok\"", "\"train-batch\""));
         let no_gpus = ok.replace("\"ok\"", "\"no-gpus\"").replace(", \"gpus\": 8", "");
         let prefill_tpot = ok.replace("\"ok\"", "\"prefill-tpot\"").replace("5000}", "5000, \"tpot_ms\": 20}, \"task\": \"prefill\"");
         let decode_ttft = ok.replace("\"ok\"", "\"decode-ttft\"").replace("5000}", "5000, \"ttft_ms\": 20}, \"task\": \"decode\"");
-        let all = [&no_plan, &no_system, &no_measured, &tpot, &twice, &batch, &no_gpus, &prefill_tpot, &decode_ttft, &ok];
+        let all = [
+            &no_plan,
+            &no_system,
+            &no_measured,
+            &tpot,
+            &twice,
+            &batch,
+            &no_gpus,
+            &prefill_tpot,
+            &decode_ttft,
+            &decode_gbs,
+            &decode_batch0,
+            &decode_negative,
+            &decode_ok,
+            &ok,
+        ];
         assert!([&no_plan, &no_system, &no_measured, &tpot, &twice, &no_gpus, &prefill_tpot, &decode_ttft].iter().all(|r| **r != ok));
         let file = runs(&format!(r#"{{"runs": [{}}}]}}"#, all.map(|r| r.as_str()).join("}, ")));
         let v = validate(&file, &catalog, &[], None);
@@ -1996,7 +2032,10 @@ mod tests {
         assert!(why("no-gpus").contains("system gpus missing or 0"), "{}", why("no-gpus"));
         assert!(why("prefill-tpot").contains("tpot_ms and context are a decode run's keys"), "{}", why("prefill-tpot"));
         assert!(why("decode-ttft").contains("ttft_ms and prompt are a prefill run's keys"), "{}", why("decode-ttft"));
-        assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (1, 9));
+        assert!(why("decode-gbs").contains("are training settings"), "{}", why("decode-gbs"));
+        assert!(why("decode-batch0").contains("batch 0: must be at least 1"), "{}", why("decode-batch0"));
+        assert!(why("decode-negative").contains("measured tpot_ms -6: must be a positive number"), "{}", why("decode-negative"));
+        assert_eq!((v.optimistic + v.pessimistic, v.runs.iter().filter(|r| r.refused).count()), (2, 12));
     }
 
     /// A slip of an op class the model prices is refused by name (`lineer` had priced an FP8 run
