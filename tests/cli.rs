@@ -1232,6 +1232,15 @@ fn replay_what_ifs_side_by_side_in_one_table() {
     let rows: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("What-ifs")).skip(2).take(3).collect();
     assert!(rows[0].starts_with("measured ") && rows[1].starts_with("fast ") && rows[2].starts_with("net "), "{stdout}");
     assert!(rows[1].contains("compute ×2") && rows[2].contains("link ×2"), "{stdout}");
+    assert!(!stdout.contains("nothing was sped up"), "{stdout}");
+    // A speed-up of a class the trace lacks (one GPU, no communication) is said to change
+    // nothing (its row had read 1.000× without a word, beside the --link rows' notes).
+    let one_gpu = shared().join("hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz");
+    let o = run(&["replay", one_gpu.to_str().unwrap(), "--what-if", "net:link=2", "--what-if", "fast:compute=2"].map(std::ffi::OsStr::new));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("note [net]: --scale link=2: no communication kernel in the replayed window, nothing was sped up"), "{stdout}");
+    assert!(!stdout.contains("note [fast]: --scale compute"), "{stdout}");
     let o = run(&[
         "replay".as_ref(),
         demo.as_os_str(),

@@ -908,14 +908,35 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             s.compute, s.compute
         ));
     }
+    // Which kernel classes the window has: a speed-up of a class it lacks changes nothing, said.
+    let (mut has_compute, mut has_memory, mut has_comm) = (false, false, false);
     for (t, o) in eg.origin.iter().enumerate() {
         let factor = match o.kind {
-            TaskKind::Host | TaskKind::Wait | TaskKind::Join | TaskKind::Gpu(ActivityClass::Comm) => 1.0,
-            TaskKind::Gpu(ActivityClass::Compute) => s.compute,
-            TaskKind::Gpu(ActivityClass::Memory) => s.memory,
+            TaskKind::Host | TaskKind::Wait | TaskKind::Join => 1.0,
+            TaskKind::Gpu(ActivityClass::Comm) => {
+                has_comm = true;
+                1.0
+            }
+            TaskKind::Gpu(ActivityClass::Compute) => {
+                has_compute = true;
+                s.compute
+            }
+            TaskKind::Gpu(ActivityClass::Memory) => {
+                has_memory = true;
+                s.memory
+            }
         };
         if factor != 1.0 && factor > 0.0 {
             eg.graph.dur_ns[t] = (eg.graph.dur_ns[t] as f64 / factor).round() as i64;
+        }
+    }
+    for (name, factor, has, kernels) in [
+        ("compute", s.compute, has_compute, "compute kernel"),
+        ("memory", s.memory, has_memory, "memory copy or set"),
+        ("link", s.link, has_comm, "communication kernel"),
+    ] {
+        if factor != 1.0 && !has {
+            notes.push(format!("--scale {name}={factor}: no {kernels} in the replayed window, nothing was sped up"));
         }
     }
     let priced = job_gpu.map(|g| (g, pricing));
