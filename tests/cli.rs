@@ -639,6 +639,19 @@ fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothi
     assert_ne!(step(&eight), step(&four));
     let target = replay(&a100, &["--target", "a100-40gb"]);
     assert!(target.contains("note: --measurements: yours across nodes are not of h100-sxm, the job's GPU"), "{target}");
+    assert!(!target.contains("its collective rows are of"), "{target}");
+    // Rows in a node of another GPU than the job's price none of the resized collectives either
+    // (the step had moved as with no rows at all, without a word).
+    let mi300x = dir.join("mi300x.csv");
+    std::fs::write(&mi300x, "gpu,collective,gpus,size_bytes,time_us\nmi300x,all_reduce,4,1048576,50\n").unwrap();
+    let other = replay(&mi300x, &[]);
+    assert!(
+        other.contains(
+            "note: --measurements: its collective rows are of mi300x, not of the job's GPU h100-sxm: they price none of the resized collectives"
+        ),
+        "{other}"
+    );
+    assert!(!four.contains("its collective rows are of"), "{four}");
 }
 
 /// A projection whose kernel time is mostly without a work model says how much the speed-up

@@ -275,6 +275,22 @@ impl Measurements {
         Some((first.gpus_per_node, sources))
     }
 
+    /// The GPUs of the user's collective rows where none of them is `gpu` (its id or a
+    /// `measured_as` one): rows that price none of its collectives. Empty where some are of
+    /// `gpu`, or the user gave no collective rows.
+    pub fn users_collectives_only_of_other_gpus(&self, gpu: &crate::catalog::Gpu) -> Vec<Arc<str>> {
+        let mut others: Vec<Arc<str>> = Vec::new();
+        for r in self.collectives.iter().filter(|r| self.is_user(&r.from)) {
+            if gpu.measurement_ids().any(|id| id == &*r.gpu) {
+                return Vec::new();
+            }
+            if !others.contains(&r.gpu) {
+                others.push(r.gpu.clone());
+            }
+        }
+        others
+    }
+
     /// Whether the user's files hold GEMM rows of `gpu` (its id or a `measured_as` one) in
     /// `dtype`'s class (FP16 with BF16).
     pub fn has_user_gemms(&self, gpu: &crate::catalog::Gpu, dtype: Dtype) -> bool {

@@ -1354,6 +1354,19 @@ fn recost_communication(
     } else if opts.world_size.is_some() && grown == 0 && relinked == 0 {
         notes.push(format!("--world-size: no collective spans the job's {world} ranks, nothing was rescaled"));
     }
+    // The user's collective rows of another GPU price nothing here (the step had moved as with
+    // no rows at all, without a word).
+    if let (Some(_), Some((gpu, pricing))) = (opts.world_size, priced) {
+        let others = pricing.measurements.users_collectives_only_of_other_gpus(gpu);
+        // Said once: where rows across nodes were, the note above said it of them.
+        if !others.is_empty() && !notes.iter().any(|n| n.starts_with("--measurements: yours across nodes are not of")) {
+            notes.push(format!(
+                "--measurements: its collective rows are of {}, not of the job's GPU {}: they price none of the resized collectives",
+                others.join(", "),
+                gpu.id
+            ));
+        }
+    }
     if split > 0 {
         notes.push(format!(
             "{split} collective kernel(s) not matched across ranks: only their transfer (the fastest of this rank's kernels of the same collective, group and size) was re-costed; their wait for peers is kept as measured"
