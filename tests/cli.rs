@@ -2436,6 +2436,18 @@ fn diff_says_how_much_kernel_time_the_runs_share() {
     let pct: Vec<f64> = line.split(|c: char| !(c.is_ascii_digit() || c == '.')).filter_map(|w| w.parse().ok()).collect();
     assert!(pct.len() == 2 && pct.iter().all(|&p| p > 50.0), "{line}");
     assert!(!text.contains("little in common"), "{text}");
+    // Sharing most kernels, they ran on other GPUs in jobs of other sizes: said (a `--fail-if`
+    // gate had failed at +60 % step without a word of it).
+    assert!(text.contains("note: A ran on NVIDIA A100-PG509-200, B on Tesla V100-SXM2-16GB"), "{text}");
+    assert!(text.contains("note: A is a job of 8 ranks, B of 2"), "{text}");
+    assert!(!text.contains("holds 1 of"), "one rank of each: the usual comparison, {text}");
+    // A job against one of its own ranks: the side holding part of its job is said.
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let rank0 =
+        std::fs::read_dir(&demo).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains("rank")).min().unwrap();
+    let text = shares(&demo, &rank0);
+    assert!(text.contains("note: B holds 1 of its job's 4 ranks"), "{text}");
+    assert!(!text.contains("ran on") && !text.contains("is a job of"), "{text}");
     let h100 = shared().join("tracelens/h100");
     let text = shares(
         &h100.join("gaunernst_bert-small-uncased__1016001.json.gz"),

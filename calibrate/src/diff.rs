@@ -302,6 +302,10 @@ pub struct DiffSide {
     /// Ranks short of the run's steps, and what the analysis says of the ranks.
     notes: Vec<String>,
     rank_notes: Vec<String>,
+    /// The job's world size and its ranks' GPUs (`deviceProperties` names): runs of other
+    /// hardware or jobs compare, and are said to.
+    world_size: u32,
+    gpus: std::collections::BTreeSet<String>,
 }
 
 /// Ranks (rank, steps analysed) grouped by their count of steps, fewest first.
@@ -372,8 +376,32 @@ impl DiffSide {
             by_steps,
             notes,
             rank_notes,
+            world_size: j.world_size,
+            gpus: j.ranks.iter().filter_map(|r| r.device.clone()).collect(),
         }
     }
+}
+
+/// What the two sides' hardware and jobs differ in, in words: GPUs, world sizes, and a side that
+/// holds some of its job's ranks (a CI gate of an A100 job against a V100 one, or a job against
+/// one of its own ranks, had compared without a word).
+fn hardware_notes(a: &DiffSide, b: &DiffSide) -> Vec<String> {
+    let list = |s: &DiffSide| s.gpus.iter().cloned().collect::<Vec<_>>().join(", ");
+    let mut notes = Vec::new();
+    if !a.gpus.is_empty() && !b.gpus.is_empty() && a.gpus != b.gpus {
+        notes.push(format!("A ran on {}, B on {}: a change of GPU beside whatever else changed", list(a), list(b)));
+    }
+    if a.world_size != b.world_size {
+        notes.push(format!("A is a job of {} ranks, B of {}: times per rank of jobs of other sizes", a.world_size, b.world_size));
+    }
+    // Said where the sides hold different numbers of ranks (one rank of each job, the usual
+    // comparison of two traces, goes without it).
+    for (side, s) in [("A", a), ("B", b)].into_iter().filter(|_| a.ranks != b.ranks) {
+        if s.ranks > 0 && (s.ranks as u64) < u64::from(s.world_size) {
+            notes.push(format!("{side} holds {} of its job's {} ranks: its times per rank are of those", s.ranks, s.world_size));
+        }
+    }
+    notes
 }
 
 impl DiffSide {
@@ -433,6 +461,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         },
     );
     let kernel_time_shared = [shared_share(&a.kernels, &b.kernels), shared_share(&b.kernels, &a.kernels)];
+    let hardware = hardware_notes(a, b);
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
     TraceDiff {
@@ -451,6 +480,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
         notes: [("A", a), ("B", b)]
             .iter()
             .flat_map(|(side, s)| s.notes.iter().map(move |n| format!("{side}, {n}")))
+            .chain(hardware)
             .chain(unmatched)
             .collect(),
         rank_notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.rank_notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
