@@ -140,6 +140,9 @@ pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
 /// to another file's).
 const UNREAD: &str = "unread.json";
 
+/// The lock the writers of [`UNREAD`] take in turn (hidden: not a dataset's table or record).
+const UNREAD_LOCK: &str = ".unread.lock";
+
 /// The mark of a file the record keeps that is no rank of the job (the world does not count it).
 const NOT_A_RANK: &str = "not a rank of the job";
 
@@ -152,6 +155,12 @@ const NOT_A_RANK: &str = "not a rank of the job";
 /// them, as reading the traces does.
 pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, String, bool)]) -> Result<()> {
     let path = dir.join(UNREAD);
+    // Ingests writing into one dataset at once (the Dask driver's shares) each read, edit and
+    // write the record: held one at a time, or one's edit is lost (bad ranks unnamed, the record
+    // gone). Released when `_held` drops, or by the system if the process dies.
+    let lock_path = dir.join(UNREAD_LOCK);
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path);
+    let _held = lock.and_then(|f| f.lock().map(|()| f)).map_err(|cause| Error::Write { path: lock_path, cause })?;
     let named = |f: &str| crate::job::rank_from_file_name(Path::new(f));
     let written_ranks: std::collections::HashSet<u32> = written.iter().filter(|w| named(&w.0) == Some(w.1)).map(|w| w.1).collect();
     // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
@@ -749,4 +758,32 @@ pub fn read_part(events_path: &Path, opts: &crate::kineto::ReadOptions) -> Resul
         crate::device::name_unrecorded_gpu(&mut t, device);
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Shares of one ingest (the Dask driver's) record their unread files at once: each one's
+    /// record is kept (without the lock, parallel shares named 2 of 8 bad ranks, or none).
+    #[test]
+    fn ingests_recording_unread_files_at_once_keep_every_record() {
+        let dir = std::env::temp_dir().join(format!("tracecast-unread-{}", std::process::id()));
+        for round in 0..10 {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let shares: Vec<_> = (0..8)
+                .map(|i| {
+                    let dir = dir.clone();
+                    std::thread::spawn(move || {
+                        let file = format!("/nowhere/job/rank-{i}.json");
+                        super::record_unread(&dir, &[], &[(file, "truncated JSON".to_string(), true)]).unwrap();
+                    })
+                })
+                .collect();
+            for s in shares {
+                s.join().unwrap();
+            }
+            assert_eq!(super::read_unread(&dir).len(), 8, "round {round}: {:?}", super::read_unread(&dir));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
