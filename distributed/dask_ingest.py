@@ -23,12 +23,19 @@ go to one share (one `tracecast ingest` run), in the order given.
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".sqlite")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def fail(message):
+    """Ends the driver as `tracecast` ends on bad input: `error: …` on standard error, exit 2."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def is_export(path):
@@ -51,12 +58,12 @@ def trace_files(paths):
                 if not n.startswith(".") and n.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(p, n))
             )
             if not names:
-                raise SystemExit(f"error: {p}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory")
+                fail(f"{p}: no trace files (*.json, *.json.gz, *.gz, *.sqlite) in this directory")
             files.extend(os.path.join(p, n) for n in names)
         elif os.path.isfile(p):
             files.append(p)
         else:
-            raise SystemExit(f"error: {p}: no such file or directory")
+            fail(f"{p}: no such file or directory")
     return [os.path.abspath(f) for f in files]
 
 
@@ -80,7 +87,17 @@ def shares(files, n):
 def ingest_share(tracecast, files, out):
     """Runs on a worker: `tracecast ingest FILES --out OUT -q`; returns what happened."""
     started = time.time()
-    proc = subprocess.run([tracecast, "ingest", *files, "--out", out, "-q"], capture_output=True, text=True)
+    try:
+        proc = subprocess.run([tracecast, "ingest", *files, "--out", out, "-q"], capture_output=True, text=True)
+    except OSError as e:
+        # A binary missing or not executable on this worker: said as the share's error, not a traceback.
+        return {
+            "host": os.uname().nodename,
+            "files": len(files),
+            "returncode": 2,
+            "stderr": f"cannot run {tracecast}: {e.strerror or e}",
+            "seconds": time.time() - started,
+        }
     return {
         "host": os.uname().nodename,
         "files": len(files),
@@ -103,9 +120,21 @@ def main(argv=None):
 
     files = trace_files(args.paths)
     out = os.path.abspath(args.out)
+    # Checked before any share starts: each would have said it alone, and the summary named a
+    # dataset that was never made.
+    if os.path.exists(out) and not os.path.isdir(out):
+        fail(f"--out {out}: is a file, not a dataset directory")
+    local = args.scheduler.startswith("local:")
+    if local:
+        count = args.scheduler.split(":", 1)[1]
+        if not count.isdigit() or int(count) < 1:
+            # A cluster of no workers takes the shares and never runs them.
+            fail(f"--scheduler {args.scheduler}: local:N takes a number of workers of at least 1")
+        if shutil.which(args.tracecast) is None:
+            fail(f"--tracecast {args.tracecast}: no such program (give the path of the tracecast binary)")
     cluster = None
-    if args.scheduler.startswith("local:"):
-        workers = int(args.scheduler.split(":", 1)[1])
+    if local:
+        workers = int(count)
         # One thread per worker: each share is one tracecast process that uses the cores itself.
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)

@@ -81,3 +81,39 @@ fn dask_ingest_puts_a_jobs_nsight_exports_in_one_share() {
     assert_eq!(a["jobs"][0]["ranks"].as_array().unwrap().len(), 4);
     assert_eq!(a, b);
 }
+
+/// What the driver cannot run is said in one line and exit 2 before any share starts: a cluster
+/// of no workers (it hung forever), an output that is a file (each share had said it, and the
+/// summary named a dataset never made), a tracecast that is not there (a Python traceback).
+#[test]
+fn dask_ingest_refuses_what_it_cannot_run_in_one_line() {
+    let Some(python) = python_or_skip() else { return };
+    let dir = scratch("dask-refused");
+    let job = dir.join("job");
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = 2;
+    spec.layers = 2;
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let file = dir.join("file.txt");
+    std::fs::write(&file, "not a dataset").unwrap();
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
+    let (ds, file) = (dir.join("ds").display().to_string(), file.display().to_string());
+    let tracecast = env!("CARGO_BIN_EXE_tracecast");
+    for (args, says) in [
+        (["local:0", tracecast, &ds], "--scheduler local:0: local:N takes a number of workers of at least 1"),
+        (["local:x", tracecast, &ds], "--scheduler local:x: local:N takes"),
+        (["local:1", "/nowhere/tracecast", &ds], "--tracecast /nowhere/tracecast: no such program"),
+        (["local:1", tracecast, &file], "is a file, not a dataset directory"),
+    ] {
+        let o = std::process::Command::new(&python)
+            .arg(&driver)
+            .args(["--scheduler", args[0], "--tracecast", args[1], "--out", args[2]])
+            .arg(&job)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.starts_with("error: ") && e.contains(says) && e.lines().count() == 1, "{args:?}: {e}");
+    }
+    assert!(!dir.join("ds").exists());
+}
