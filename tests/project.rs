@@ -1025,6 +1025,9 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--model", "llama2-7b"], "takes the model from the run");
     refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--task", "decode"], "is not training");
     refused(&["--from", &format!("{}:x", dir.join("absent.json").display())], "absent.json");
+    // A training step reads no inference shape: refused, as without --from (it was ignored).
+    refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--batch", "4"], "--batch applies to --task prefill and decode");
+    refused(&["--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--context", "100"], "--context applies to --task decode");
     // A run's number format is its stack's: an FP8 run does not carry onto a GPU without FP8.
     let o = bin()
         .args(["project", "--system", "a100-80gb", "--from", &format!("{}:nemo24.07-pretrain-gpt3-5b-64xh100", evidence.display())])
@@ -1032,9 +1035,29 @@ fn project_from_carries_nothing_where_the_model_is_slower_and_refuses_what_it_ca
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("trains its linear layers in FP8 (its precision); a100-80gb has no FP8 peak"), "{}", stderr(&o));
-    // A 16-bit run carries onto a GPU of FP16 and no BF16 (V100), as project prices one there.
-    let o = bin().args(["project", "-q", "--system", "v100", "--from", &format!("{p}:mpt-7b-8xa100-80gb")]).output().unwrap();
+    // A 16-bit run carries onto a GPU of FP16 and no BF16 (V100), as project prices one there,
+    // and says so (it had priced FP16 without a word).
+    let v100 = dir.join("v100.json");
+    let o = bin()
+        .args(["project", "-q", "--system", "v100", "--from", &format!("{p}:mpt-7b-8xa100-80gb"), "--json"])
+        .arg(&v100)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&v100)["notes"].to_string();
+    assert!(notes.contains("trains in bf16; v100 has no bf16 path: its linear layers priced in fp16"), "{notes}");
+    // A plan given in place of the run's is said beside the run's.
+    let h100 = dir.join("h100.json");
+    let o = bin()
+        .args(["project", "-q", "--system", "h100-sxm", "--from", &format!("{p}:mpt-7b-8xa100-80gb")])
+        .args(["--parallel", "tp=2,fsdp=4,mb=6,gbs=96", "--json"])
+        .arg(&h100)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&h100)["notes"].to_string();
+    assert!(notes.contains(r#"plan \"tp=2,fsdp=4,mb=6,gbs=96\" given in place of the run's \"fsdp=8,mb=6,gbs=96\""#), "{notes}");
+    assert!(!notes.contains("no bf16 path"), "{notes}");
     // A file of one run needs no id.
     let one = dir.join("one.json");
     let mpt = file_run(&published, "mpt-7b-8xa100-80gb");

@@ -517,6 +517,8 @@ fn carried(
         "--from carries a training run's step; --task {} is not training",
         args.task
     );
+    // A shape flag a training step does not read is refused, as without --from (it was ignored).
+    task(&args.task, &args.inference, 0)?;
     let run = source_run(from)?;
     // The target: --system (default: the run's GPU), --gpus (default: the run's), the overrides.
     // A node preset names a GPU and its nodes; a run is carried onto a GPU, its nodes stated beside it

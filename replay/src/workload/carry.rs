@@ -164,6 +164,24 @@ pub fn carry_run(
         )
     }];
     notes.extend(target.note);
+    // A 16-bit format the target lacks runs as the other (V100: BF16 as FP16), said: the carried
+    // stack is one that switched its format (it had been priced so without a word).
+    if let Ok(gpu) = catalog.gpu(&to.system.gpu)
+        && let Some(other) = gpu.sixteen_bit_stand_in(src_linear)
+    {
+        notes.push(format!(
+            "run {:?} trains in {}; {} has no {} path: its linear layers priced in {} (the carried stack is assumed to switch format)",
+            source.id,
+            src_linear.as_str(),
+            gpu.id,
+            src_linear.as_str(),
+            other.as_str()
+        ));
+    }
+    // A plan given in place of the run's, said with the run's (the header showed the new one alone).
+    if plan.is_some() && to.plan != source.plan {
+        notes.push(format!("plan {:?} given in place of the run's {:?}", to.plan, source.plan));
+    }
     // The time is carried per token; a stack's per-dispatch costs follow the micro-batches instead.
     let microbatch = |text: &str| Plan::parse(text).map(|p| p.microbatch).ok();
     if stack_ms > 0.0
