@@ -3299,11 +3299,19 @@ fn a_source_profile_prices_the_traces_gpu_as_the_targets_is_priced() {
     };
     let want = busy(&measured);
     let error = |got: f64| (got / want - 1.0).abs();
-    let ((own, _), (fitted, _)) = (projected(None), projected(Some(&mi300)));
+    let ((own, own_notes), (fitted, fitted_notes)) = (projected(None), projected(Some(&mi300)));
     assert!(error(fitted) < 0.05 && error(own) > 0.1, "measured {want} µs; own calibration {own}, source profile {fitted}");
+    // The GEMMs the target's table and correction price do not read the source side: said where
+    // a source profile was given (the flag had read as if it moved them).
+    assert!(
+        fitted_notes.contains("--source-profile: ") && fitted_notes.contains("priced at the target's table × its traces' correction"),
+        "{fitted_notes}"
+    );
+    assert!(!own_notes.contains("--source-profile"), "{own_notes}");
     // The H100 profile as the MI300X trace's source: said, and the trace's own calibration kept.
     let (other, notes) = projected(Some(&h100));
     assert!(notes.contains("the source profile is of h100-sxm, the traces ran on mi300x: not used"), "{notes}");
+    assert!(!notes.contains("--source-profile: "), "{notes}");
     assert_eq!(other, own);
     // A job of both GPUs: the profile fits one rank only, whichever comes first.
     let out = dir.join("mixed.json");

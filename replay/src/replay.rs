@@ -344,10 +344,10 @@ impl ProjectionReport {
         format!("from {} ({}) onto {} ({})", gpu(&self.source_gpu), self.source_fits, gpu(&self.target_gpu), self.target_fits)
     }
 
-    /// `projected kernel time 12.345 ms (95 % band of the efficiencies: 11.000–13.000 ms)`.
+    /// `projected kernel time 12.345 ms (95 % band of the rules' prices: 11.000–13.000 ms)`.
     pub fn kernel_time_in_words(&self) -> String {
         let [low, high] = self.projected_band_us.map(|x| x / 1000.0);
-        format!("projected kernel time {:.3} ms (95 % band of the efficiencies: {low:.3}–{high:.3} ms)", self.projected_us() / 1000.0)
+        format!("projected kernel time {:.3} ms (95 % band of the rules' prices: {low:.3}–{high:.3} ms)", self.projected_us() / 1000.0)
     }
 }
 
@@ -550,6 +550,16 @@ fn project_kernels(
             kept_us / 1000.0,
             kernel_us / 1000.0,
             100.0 * kept_us / kernel_us
+        ));
+    }
+    // A given source profile prices no GEMM the target's table and correction price (the source's
+    // time does not enter them): said, or the flag reads as if it had moved them.
+    if given.is_some()
+        && let Some(&(n, _, us)) = shares.get(&Rule::GemmTargetTable)
+    {
+        notes.push(format!(
+            "--source-profile: {n} GEMM kernel(s) ({:.3} ms projected) priced at the target's table × its traces' correction, which the source side does not enter; it prices the other kernels",
+            us / 1000.0
         ));
     }
     if by_user > 0 {
