@@ -1912,7 +1912,7 @@ fn a_search_without_a_plan_says_so_on_stderr() {
         }
         let o = bin().args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-        assert!(stderr(&o).contains("error: no plan runs on 1 GPUs"), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("error: no plan runs on 1 GPU:"), "{args:?}: {}", stderr(&o));
         // No empty ranking's header above it.
         assert!(!String::from_utf8_lossy(&o.stdout).contains("iteration ms"), "{}", String::from_utf8_lossy(&o.stdout));
     }
@@ -2206,4 +2206,34 @@ fn a_profile_of_another_number_format_is_said_not_called_empty() {
     assert!(text.contains("no kernel fits of bf16 in the calibration profile"), "{text}");
     assert!(text.contains("gemm/fp32") && text.contains("do not price the model's bf16 ops"), "{text}");
     assert!(!text.contains("no kernel fits in the calibration profile"), "{text}");
+}
+
+/// A plan of one pipeline stage has no bubble (a rounding residue had printed 9.09e-13 ms of
+/// one), and `--task finetune` on a plan that freezes nothing says why the step is pretraining's
+/// (the header said `pretrain` without a word).
+#[test]
+fn one_stage_has_no_bubble_and_a_finetune_that_freezes_nothing_says_so() {
+    let dir = scratch("no-bubble");
+    let out = dir.join("p.json");
+    let project = |extra: &[&str]| {
+        let o = bin()
+            .args(["project", "-q", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--json"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        json(&out)
+    };
+    for plan in ["fsdp=8", "tp=2,fsdp=4,mb=2", "tp=8"] {
+        let p = project(&["--parallel", plan]);
+        assert_eq!(p["bubble_ms"].as_f64(), Some(0.0), "{plan}: {}", p["bubble_ms"]);
+    }
+    let p = project(&["--parallel", "tp=2,pp=4,fsdp=1,mb=1,gbs=16"]);
+    assert!(p["bubble_ms"].as_f64().unwrap() > 1.0, "{}", p["bubble_ms"]);
+    let said = "--task finetune: the plan freezes no layer";
+    let p = project(&["--task", "finetune"]);
+    assert!(p["task"] == "pretrain" && p["notes"].to_string().contains(said), "{p}");
+    let p = project(&["--task", "finetune", "--parallel", "fsdp=8,frozen=4"]);
+    assert!(p["task"] == "finetune" && !p["notes"].to_string().contains(said), "{p}");
 }

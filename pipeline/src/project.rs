@@ -720,6 +720,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_deref()) {
         projection.notes.push(note.text);
     }
+    // Fine-tuning that freezes nothing is pretraining's step; the header says `pretrain` (said why).
+    if args.task == "finetune" && projection.task != "finetune" {
+        projection.notes.push(
+            "--task finetune: the plan freezes no layer (`frozen=N` freezes the first N), so every layer trains: the step is pretraining's"
+                .into(),
+        );
+    }
     if args.perfetto.is_some() {
         projection.notes.extend(perfetto_note(&timeline, &projection.times, one_microbatch));
     }

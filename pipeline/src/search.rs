@@ -329,7 +329,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
             n => format!("of the {n} plan(s) it rejected, {}", result.rejected_why.in_words()),
         };
-        crate::output::stderr_line(format_args!("error: no plan runs on {} GPUs: {tried}", cluster.gpus));
+        let gpus = if cluster.gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", cluster.gpus) };
+        crate::output::stderr_line(format_args!("error: no plan runs on {gpus}: {tried}"));
     }
     Ok(if result.ranked.is_empty() { Outcome::NoPlan } else { Outcome::Done })
 }
