@@ -652,6 +652,11 @@ fn a_world_size_replay_says_when_the_users_measurements_across_nodes_price_nothi
         "{other}"
     );
     assert!(!four.contains("its collective rows are of"), "{four}");
+    // At the job's own size nothing is resized, and only that is said.
+    let o =
+        run(&["replay".as_ref(), demo.as_os_str(), "--world-size".as_ref(), "4".as_ref(), "--measurements".as_ref(), mi300x.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("is the job's own world size: nothing was resized") && !text.contains("its collective rows are of"), "{text}");
 }
 
 /// A projection whose kernel time is mostly without a work model says how much the speed-up
@@ -1689,6 +1694,24 @@ fn dimension_and_straggler_tables_match_the_json() {
     let dims = std::fs::read_to_string(dir.join("dimensions.csv")).unwrap();
     let rank0 = &v["jobs"][0]["ranks"][0]["comm_by_dimension"][0];
     assert_eq!(rank0["dimension"], "dp");
+    // A group of the world's size whose kernels name neither its description nor its ranks is
+    // the world's, data parallel (it had been `other`).
+    let bare = dir.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    for r in 0..4 {
+        let mut text = String::new();
+        let gz = demo.join(format!("rank-{r}.json.gz"));
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut text).unwrap();
+        let named = r#""Process Group Name": "0", "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1, 2, 3]""#;
+        assert!(text.contains(named));
+        std::fs::write(bare.join(format!("rank-{r}.json")), text.replace(named, r#""Process Group Name": "9""#)).unwrap();
+    }
+    let bare_out = dir.join("bare.json");
+    let o = run(&["analyze".as_ref(), bare.as_os_str(), "-q".as_ref(), "--json".as_ref(), bare_out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bare_dims = json(&bare_out)["jobs"][0]["ranks"][0]["comm_by_dimension"].clone();
+    let names: Vec<&str> = bare_dims.as_array().unwrap().iter().map(|x| x["dimension"].as_str().unwrap()).collect();
+    assert_eq!(names, ["dp"], "{bare_dims}");
     let line = dims.lines().nth(1).unwrap();
     assert!(line.contains(&format!("{}", rank0["comm_us"].as_f64().unwrap())), "{line} vs {rank0}");
     let stragglers = std::fs::read_to_string(dir.join("stragglers.csv")).unwrap();

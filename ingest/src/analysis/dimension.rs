@@ -43,20 +43,38 @@ impl Dimension {
 /// The dimension a process group's name or description says (`tp`,
 /// `tensor_parallel`, `dp_shard`, `pipeline`, `expert`, `cp`, …), as words
 /// of the name (`tp_group`, `mesh_dp`, `default_pg` is the whole world).
+///
+/// Composite names say their dimension by their most specific word: Megatron's
+/// `PIPELINE_MODEL_PARALLEL_GROUP` and `EXPERT_MODEL_PARALLEL_GROUP` are pipeline and
+/// expert groups (`model` alone, its `MODEL_PARALLEL_GROUP`, is tensor parallel's),
+/// `DATA_PARALLEL_GROUP_WITH_CP` and torchtitan's `dp_shard_cp` reduce gradients (data
+/// parallel), and an expert group of data or tensor parallelism (`EXPERT_DATA_PARALLEL_GROUP`)
+/// is that dimension's; its tied embeddings' group (`EMBEDDING_GROUP`, first and last
+/// pipeline stages) is the pipeline's.
 pub fn from_description(desc: &str) -> Option<Dimension> {
     let lower = desc.to_ascii_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let has = |keys: &[&str]| words.iter().any(|w| keys.iter().any(|k| w == k || w.starts_with(k) && k.len() > 3));
-    if has(&["tp", "tensor", "mp", "model"]) {
-        Some(Dimension::Tp)
-    } else if has(&["pp", "pipe", "pipeline"]) {
+    let data = has(&["dp", "data", "fsdp", "ddp", "shard", "replicate", "zero"]);
+    let tensor = has(&["tp", "tensor", "mp"]);
+    if has(&["pp", "pipe", "pipeline", "embedding"]) {
         Some(Dimension::Pp)
     } else if has(&["ep", "expert", "moe"]) {
-        Some(Dimension::Ep)
+        Some(if data {
+            Dimension::Dp
+        } else if tensor {
+            Dimension::Tp
+        } else {
+            Dimension::Ep
+        })
+    } else if data {
+        Some(Dimension::Dp)
+    } else if tensor {
+        Some(Dimension::Tp)
     } else if has(&["cp", "context", "sp", "sequence"]) {
         Some(Dimension::Cp)
-    } else if has(&["dp", "data", "fsdp", "ddp", "shard", "replicate", "zero"]) {
-        Some(Dimension::Dp)
+    } else if has(&["model"]) {
+        Some(Dimension::Tp)
     } else {
         None
     }
@@ -140,7 +158,10 @@ pub(crate) fn comm_by_dimension(instances: &[Instance], sets: &RankSets, w: Wind
             Some(d) => (d, "description"),
             None => {
                 let ranks = inst.pg_ranks.as_deref().map(crate::collective::parse_ranks).unwrap_or_default();
-                let default = crate::collective::is_default_group(inst.process_group.as_deref());
+                // A group of the whole world's size that lists no ranks is the world too (its
+                // kernels' `Group size`; it had been `other`).
+                let default = crate::collective::is_default_group(inst.process_group.as_deref())
+                    || (ranks.is_empty() && inst.group_size == Some(world));
                 match from_ranks(&ranks, world, gpus_per_node) {
                     // A stride or the whole world said data parallel, but data parallelism only
                     // reduces and gathers: an unnamed group's all-to-all (DLRM's embedding
@@ -180,6 +201,26 @@ mod tests {
         assert_eq!(from_description("pipeline_parallel"), Some(Dimension::Pp));
         assert_eq!(from_description("expert_group"), Some(Dimension::Ep));
         assert_eq!(from_description("default_pg"), None);
+        // Megatron-core's `group_desc`s: the specific word first (`model` had made pipeline and
+        // expert groups tensor parallel, and `cp` the gradients' data-parallel group context's).
+        for (desc, dim) in [
+            ("TENSOR_MODEL_PARALLEL_GROUP", Dimension::Tp),
+            ("PIPELINE_MODEL_PARALLEL_GROUP", Dimension::Pp),
+            ("EXPERT_MODEL_PARALLEL_GROUP", Dimension::Ep),
+            ("EXPERT_TENSOR_PARALLEL_GROUP", Dimension::Tp),
+            ("EXPERT_DATA_PARALLEL_GROUP", Dimension::Dp),
+            ("DATA_PARALLEL_GROUP", Dimension::Dp),
+            ("DATA_PARALLEL_GROUP_WITH_CP", Dimension::Dp),
+            ("CONTEXT_PARALLEL_GROUP", Dimension::Cp),
+            ("MODEL_PARALLEL_GROUP", Dimension::Tp),
+            ("EMBEDDING_GROUP", Dimension::Pp),
+            // torchtitan's device-mesh names.
+            ("dp_shard_cp", Dimension::Dp),
+            ("cp", Dimension::Cp),
+            ("tp", Dimension::Tp),
+        ] {
+            assert_eq!(from_description(desc), Some(dim), "{desc}");
+        }
         assert_eq!(from_ranks(&[8, 9, 10, 11], 32, 8), Some(Dimension::Tp));
         assert_eq!(from_ranks(&[1, 5, 9, 13], 16, 4), Some(Dimension::Dp));
         assert_eq!(from_ranks(&[0, 1, 2, 3], 4, 8), Some(Dimension::Dp));
