@@ -902,3 +902,31 @@ fn a_part_measured_as_a_faster_gpu_runs_its_measurements_at_its_own_specs() {
     let h20 = cost("h20m", &square, "s-h20");
     assert!(h20["fraction_of_peak"].as_f64().unwrap() < 1.0, "{h20}");
 }
+
+/// A fit across nodes is of the whole group's all-reduces (16 ranks over 2 nodes): the query is
+/// checked as that whole collective, so the calibrated job's own sizes are inside it (checked as
+/// the 2-node tier, every price across nodes had been called extrapolated).
+#[test]
+fn a_fit_across_nodes_is_checked_against_the_whole_groups_sizes() {
+    use common::{bin, scratch};
+    let dir = scratch("hw-cost-inter-fit-range");
+    let (job, profile) = (dir.join("job"), dir.join("p.json"));
+    // 40 GB/s: below the 50 GB/s of NICs per GPU, so the fit across nodes is kept.
+    assert!(bin().args(["synth", "-q", "--ranks", "16", "--busbw-gbps", "40", "--out"]).arg(&job).status().unwrap().success());
+    assert!(bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).status().unwrap().success());
+    let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    let link = &fit["links"][0];
+    assert_eq!((link["domain"].as_str(), link["group_size"].as_i64()), (Some("inter"), Some(16)), "{link}");
+    let profile = profile.to_str().unwrap();
+    let price = |bytes: &str| {
+        quote(
+            &["h100-sxm", "all_reduce", "--bytes", bytes, "--gpus", "16", "--gpus-per-node", "8", "--profile", profile],
+            &dir.join("q.json"),
+        )
+    };
+    let inside = price("67108864");
+    assert_eq!(inside["extrapolated"], false, "{inside}");
+    assert!(inside["basis"].as_str().unwrap().contains("across nodes the profile's all-reduce fit"), "{inside}");
+    let below = price("1000");
+    assert_eq!(below["extrapolated"], true, "{below}");
+}

@@ -3104,8 +3104,11 @@ impl Pricing {
             match fits[tier] {
                 Some(tier_fit) => {
                     let t = tier_fit.fit.collective_us(collective, share, i64::from(ranks))?;
-                    let k = collective.bus_factor_in(Some(i64::from(ranks))).filter(|k| *k > 0.0).unwrap_or(1.0);
-                    let outside = tier_fit.outside(share, k, Some(i64::from(ranks)));
+                    // A fit across nodes was fitted on the whole group's collectives (16 ranks of
+                    // 2 nodes, k(16)·S): the query is checked as that whole collective.
+                    let (asked_bytes, asked_ranks) = if tier == 0 { (share, ranks) } else { (bytes, gpus) };
+                    let k = collective.bus_factor_in(Some(i64::from(asked_ranks))).filter(|k| *k > 0.0).unwrap_or(1.0);
+                    let outside = tier_fit.outside(asked_bytes, k, Some(i64::from(asked_ranks)));
                     parts.push(format!(
                         "{name} {} over {ranks} ranks: {t:.1} µs{}",
                         profile_fit_words(&tier_fit.fit),
