@@ -1366,7 +1366,7 @@ fn recost_communication(
     }
     // The user's collective rows of another GPU price nothing here (the step had moved as with
     // no rows at all, without a word).
-    if let (Some(_), Some((gpu, pricing))) = (opts.world_size, priced) {
+    if let (Some(_), Some((gpu, pricing)), true) = (opts.world_size, priced, grown > 0) {
         let others = pricing.measurements.users_collectives_only_of_other_gpus(gpu);
         // Said once: where rows across nodes were, the note above said it of them.
         if !others.is_empty() && !notes.iter().any(|n| n.starts_with("--measurements: yours across nodes are not of")) {
