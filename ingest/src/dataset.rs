@@ -143,6 +143,12 @@ const UNREAD: &str = "unread.json";
 /// The lock the writers of [`UNREAD`] take in turn (hidden: not a dataset's table or record).
 const UNREAD_LOCK: &str = ".unread.lock";
 
+/// The errors of a filesystem that keeps no file locks: Linux's ENOLCK, ENOSYS, EOPNOTSUPP.
+#[cfg(target_os = "linux")]
+const NO_FILE_LOCKS: [i32; 3] = [37, 38, 95];
+#[cfg(not(target_os = "linux"))]
+const NO_FILE_LOCKS: [i32; 0] = [];
+
 /// The mark of a file the record keeps that is no rank of the job (the world does not count it).
 const NOT_A_RANK: &str = "not a rank of the job";
 
@@ -160,7 +166,15 @@ pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, S
     // gone). Released when `_held` drops, or by the system if the process dies.
     let lock_path = dir.join(UNREAD_LOCK);
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path);
-    let _held = lock.and_then(|f| f.lock().map(|()| f)).map_err(|cause| Error::Write { path: lock_path, cause })?;
+    let lock = lock.map_err(|cause| Error::Write { path: lock_path.clone(), cause })?;
+    // A filesystem without file locks (Lustre mounted `noflock`, some FUSE and SMB mounts)
+    // writes the record unlocked, as before the lock: the ranks are in the dataset already, and
+    // one writer at a time (`--shares 1`) keeps every record there (README, Datasets).
+    let _held = match lock.lock() {
+        Ok(()) => Some(lock),
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported || e.raw_os_error().is_some_and(|c| NO_FILE_LOCKS.contains(&c)) => None,
+        Err(cause) => return Err(Error::Write { path: lock_path, cause }),
+    };
     let named = |f: &str| crate::job::rank_from_file_name(Path::new(f));
     let written_ranks: std::collections::HashSet<u32> = written.iter().filter(|w| named(&w.0) == Some(w.1)).map(|w| w.1).collect();
     // Files by where they are, however they were spelt (`./job/r.json`, `/abs/job/r.json`) and
