@@ -205,3 +205,40 @@ fn every_shared_configuration_runs_or_is_rejected_with_a_reason() {
     println!("{ran} combinations ran, {rejected} rejected by MAD-Max's rules, {unmodelled} of model types not modelled");
     assert!(ran >= 20, "{ran}");
 }
+
+/// Every model file shipped with MAD-Max reads; a model's value no model has is refused naming
+/// the file and key (a width of 0 had projected a step of 0.00 ms, a sequence of -4096 pure
+/// communication, a head count of -64 the reference's numbers, all without a word).
+#[test]
+fn model_files_read_and_values_no_model_has_are_refused() {
+    use tracecast_replay::workload::madmax::read_model;
+    let c = configs().join("model_cfgs");
+    let mut read = 0;
+    for family in std::fs::read_dir(&c).unwrap() {
+        for file in std::fs::read_dir(family.unwrap().path()).unwrap() {
+            let path = file.unwrap().path();
+            read_model(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            read += 1;
+        }
+    }
+    assert!(read >= 30, "{read} model files");
+    let llama = std::fs::read_to_string(c.join("llm/llama2_70b.json")).unwrap();
+    let dir = std::env::temp_dir().join(format!("tracecast-madmax-values-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (key, value, says) in [
+        ("attention_dim", "0", "attention_dim 0 (or missing)"),
+        ("num_transformer_heads", "-64", "num_transformer_heads -64: must be a whole number, 0 or more"),
+        ("transformer_seq_len", "-4096", "transformer_seq_len -4096"),
+        ("transformer_fc_dim", "21846.5", "transformer_fc_dim 21846.5: must be a whole number"),
+        ("bytes_per_nonemb_param", "0", "bytes_per_nonemb_param 0: must be above 0"),
+    ] {
+        let at = llama.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("{key}"));
+        let (start, end) = (llama[at..].find(':').unwrap() + at + 1, llama[at..].find([',', '\n']).unwrap() + at);
+        let broken = format!("{} {value}{}", &llama[..start], &llama[end..]);
+        let path = dir.join(format!("{key}.json"));
+        std::fs::write(&path, broken).unwrap();
+        let e = read_model(&path).unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()) && e.contains(says), "{key}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -191,7 +191,64 @@ pub fn read_model(path: &Path) -> Result<ModelConfig> {
             message: format!("{key} {n}: more than the {} a projection simulates", super::llm::MAX_LAYERS),
         });
     }
+    model_values_make_sense(&m).map_err(|message| Error::File { path: path.to_path_buf(), message })?;
     Ok(m)
+}
+
+/// Refuses a model's values no model has: a negative or non-finite size, a fractional count, a
+/// transformer without width, heads or sequence (a width of 0 had projected a step of 0.00 ms,
+/// a sequence of -4096 pure communication, both exit 0).
+fn model_values_make_sense(m: &ModelConfig) -> std::result::Result<(), String> {
+    // (key, value, a whole number)
+    let values = [
+        ("bytes_per_nonemb_param", m.bytes_per_nonemb_param, false),
+        ("bytes_per_emb_param", m.bytes_per_emb_param, false),
+        ("entries_per_table", m.entries_per_table, false),
+        ("num_transformer_heads", m.num_transformer_heads, true),
+        ("attention_dim", m.attention_dim, true),
+        ("transformer_fc_dim", m.transformer_fc_dim, true),
+        ("transformer_seq_len", m.transformer_seq_len, true),
+        ("mlp_dim", m.mlp_dim, true),
+        ("num_tables", m.num_tables, true),
+        ("emb_dim", m.emb_dim, true),
+        ("pooling_size", m.pooling_size, false),
+        ("num_experts", m.num_experts, true),
+        ("num_active_experts", m.num_active_experts, true),
+        ("image_size", m.image_size, true),
+        ("patch_dim", m.patch_dim, true),
+    ];
+    for (key, v, whole) in values {
+        if !v.is_finite() || v < 0.0 || (whole && v.fract() != 0.0) {
+            let what = if whole { "a whole number, 0 or more" } else { "a number, 0 or more" };
+            return Err(format!("{key} {v}: must be {what}"));
+        }
+    }
+    for (key, v) in [("bytes_per_nonemb_param", m.bytes_per_nonemb_param), ("bytes_per_emb_param", m.bytes_per_emb_param)] {
+        if v <= 0.0 {
+            return Err(format!("{key} {v}: must be above 0"));
+        }
+    }
+    if m.num_transformer_layers > 0 {
+        let mut needed = vec![
+            ("num_transformer_heads", m.num_transformer_heads),
+            ("attention_dim", m.attention_dim),
+            ("transformer_fc_dim", m.transformer_fc_dim),
+        ];
+        // A ViT's sequence is its patches.
+        if m.kind == "ViT" {
+            needed.extend([("image_size", m.image_size), ("patch_dim", m.patch_dim)]);
+        } else {
+            needed.push(("transformer_seq_len", m.transformer_seq_len));
+        }
+        // (A width its heads do not divide is MAD-Max's own: its gpt4_1.8t has 10 704 over 96.)
+        if let Some((key, _)) = needed.iter().find(|(_, v)| *v == 0.0) {
+            return Err(format!("{key} 0 (or missing): a model of transformer layers needs it above 0"));
+        }
+    }
+    if m.num_active_experts > m.num_experts {
+        return Err(format!("num_active_experts {} is more than num_experts {}", m.num_active_experts, m.num_experts));
+    }
+    Ok(())
 }
 
 /// Reads a task file: each parallelization list with as many degrees as
