@@ -1613,6 +1613,13 @@ fn madmax_files_and_the_flags_that_would_say_the_same() {
     let o = bin().arg("project").arg("--madmax").arg(&misspelt).args(&files[1..]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown field `poolng_size`"), "{}", stderr(&o));
+    // Files that do not go together are named with the error (a DLRM on an LLM's task had
+    // said "mlp_parallel: degrees multiply to 1, …" alone).
+    let dlrm = madmax("model_cfgs/dlrm/dlrm_a.json");
+    let o = bin().args(["project", "--assumptions", "madmax", "--madmax"]).arg(&dlrm).args(&files[1..]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("dlrm_a.json") && e.contains("llm_train.json") && e.contains("degrees multiply to 1"), "{e}");
     let o = project(&["--parallel", "tp=8,pp=4,fsdp=64,gbs=2048"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("note: --parallel tp=8,pp=4,fsdp=64,gbs=2048 in place of the plan of"));

@@ -606,13 +606,16 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         );
         match args.assumptions {
             Assumptions::Madmax => {
-                let run = madmax::run(&m, &s, &t)?;
+                // Its errors are of the three files together (a plan's degrees against the system's GPUs).
+                let run = madmax::run(&m, &s, &t)
+                    .map_err(|e| anyhow::anyhow!("{}, {}, {}: {e}", files.model.display(), files.system.display(), files.task.display()))?;
                 (run.projection(&m, &s, &t), run.timeline)
             }
             Assumptions::Tracecast if m.kind == "DLRM" => {
                 use tracecast_replay::workload::dlrm;
-                let model = dlrm::Dlrm::from_madmax(&m).map_err(anyhow::Error::msg)?;
-                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                let model = dlrm::Dlrm::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files.model.display()))?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", files.system.display()))?;
                 if let Some(n) = args.gpus {
                     cluster.gpus = n;
                 }
@@ -632,7 +635,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
             Assumptions::Tracecast => {
                 let model = llm::Transformer::from_madmax(&m).map_err(|e| anyhow::anyhow!("{}: {e}", files.model.display()))?;
-                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param).map_err(anyhow::Error::msg)?;
+                let mut cluster = llm::Cluster::from_madmax(&s, m.bytes_per_nonemb_param)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", files.system.display()))?;
                 if let Some(n) = args.gpus {
                     cluster.gpus = n;
                 }
