@@ -393,13 +393,13 @@ pub(crate) struct SynthArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// True all-reduce bus bandwidth, GB/s.
-    #[arg(long, default_value_t = 150.0)]
+    #[arg(long, default_value_t = 150.0, conflicts_with = "profile")]
     pub(crate) busbw_gbps: f64,
     /// True all-reduce latency α, µs.
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = 15.0, conflicts_with = "profile")]
     pub(crate) alpha_us: f64,
     /// True GEMM efficiency η.
-    #[arg(long, default_value_t = 0.70)]
+    #[arg(long, default_value_t = 0.70, conflicts_with = "profile")]
     pub(crate) gemm_efficiency: f64,
     /// Write plain JSON instead of gzip.
     #[arg(long)]

@@ -866,6 +866,14 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
         assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
         assert!(std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_none()), "{flag} {value}: nothing written");
     }
+    // A truth given beside --profile, which sets it, is refused (the profile's had won in silence).
+    for flag in ["--busbw-gbps=400", "--alpha-us=30", "--gemm-efficiency=0.9"] {
+        let dir = scratch("synth-profile-conflict");
+        let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/h100-sxm.json");
+        let o = run(&["synth".as_ref(), "--out".as_ref(), dir.as_os_str(), "--profile".as_ref(), profile.as_os_str(), flag.as_ref()]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(stderr(&o).contains("cannot be used with"), "{flag}: {}", stderr(&o));
+    }
 }
 
 /// `synth --out DIR` replaced whatever `rank-N.json.gz` DIR held — someone's real traces —
