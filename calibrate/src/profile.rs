@@ -1137,7 +1137,12 @@ fn link_fits(
         let total_us: f64 = samples.iter().map(|s| s.dur_us).sum();
         let factor = collective.bus_factor_in(group_size);
         let Some(factor) = factor.filter(|f| *f > 0.0) else {
-            unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason: "group size unknown: no bus factor".into() });
+            // A group of one moves nothing between GPUs (its bus factor is 0); it had been said unknown.
+            let reason = match group_size {
+                Some(n) if n <= 1 => format!("a group of {n} rank moves no bytes between GPUs: no link to fit"),
+                _ => "group size unknown: no bus factor".to_string(),
+            };
+            unfitted.push(Unfitted { what, samples: samples.len(), total_us, reason });
             continue;
         };
         // One point per matched instance: its transfer time; without

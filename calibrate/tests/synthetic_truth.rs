@@ -94,6 +94,13 @@ fn a_link_of_one_message_size_is_not_fitted() {
     assert!(p.links.iter().all(|l| l.collective.as_str() != "all_reduce"), "{:?}", p.links);
     let u = p.unfitted.iter().find(|u| u.what.starts_with("all_reduce/")).expect("the all-reduce link unfitted");
     assert!(u.reason.starts_with("1 distinct message sizes") && u.samples > 3, "{u:?}");
+    // A job of one rank: its all-reduces move nothing between GPUs, said so (it had been "group
+    // size unknown" beside `Group size: 1`).
+    let mut one = JobSpec::default();
+    one.ranks = 1;
+    let p = &calibrate(&[tracecast_calibrate::synth::job(&one)], &Catalog::builtin(), &CalibrateOptions::default())[0];
+    let u = p.unfitted.iter().find(|u| u.what.starts_with("all_reduce/1/")).expect("the one-rank link unfitted");
+    assert!(u.reason.starts_with("a group of 1 rank moves no bytes between GPUs"), "{u:?}");
 }
 
 #[test]
