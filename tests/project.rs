@@ -2244,3 +2244,20 @@ fn one_stage_has_no_bubble_and_a_finetune_that_freezes_nothing_says_so() {
     let p = project(&["--task", "finetune", "--parallel", "fsdp=8,frozen=4"]);
     assert!(p["task"] == "finetune" && !p["notes"].to_string().contains(said), "{p}");
 }
+
+/// A plan that fits within a tenth of the GPU's memory says what the count leaves out (a plan
+/// at 94 % of 80 GB read "fits" without a word); one with more room says nothing of it.
+#[test]
+fn a_plan_that_fits_tightly_says_what_the_memory_count_leaves_out() {
+    let notes = |plan: &str| {
+        let o =
+            bin().args(["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--parallel", plan]).output().unwrap();
+        assert!(o.status.success(), "{plan}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let said = "fits as counted, but the CUDA context, NCCL's buffers";
+    let tight = notes("tp=4,fsdp=2,mb=8");
+    assert!(tight.contains("GB of 80 GB: fits") && tight.contains(said), "{tight}");
+    let roomy = notes("tp=2,fsdp=4,mb=5");
+    assert!(roomy.contains(": fits") && !roomy.contains(said), "{roomy}");
+}
