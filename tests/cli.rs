@@ -3482,3 +3482,39 @@ fn a_profile_names_the_rank_files_it_could_not_read() {
     let notes = json(&out)["notes"].to_string();
     assert!(notes.contains("not fitted on 1 rank file(s) that could not be read: ") && notes.contains("rank-3.json.gz"), "{notes}");
 }
+
+/// `synth` prints the truth it made the traces from (it printed their names alone: a user could
+/// not check a straggler or a clock offset against anything), and `analyze` recovers it.
+#[test]
+fn synth_says_its_truth_and_analyze_recovers_it() {
+    let dir = scratch("synth-truth");
+    let job = dir.join("job");
+    let o = run(&["synth".as_ref(), "--out".as_ref(), job.as_os_str(), "--seed".as_ref(), "3".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("truth: GEMM η 0.700") && text.contains("all-reduce α 15 µs, bus bandwidth 150 GB/s"), "{text}");
+    // "  rank R: ±offset µs, loading µs, N time(s), W GPU-ms"
+    let truth: Vec<(f64, u64, f64)> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("rank "))
+        .map(|l| {
+            let fields: Vec<&str> = l.split([':', ',']).map(str::trim).collect();
+            let num = |s: &str| s.split_whitespace().next().unwrap().parse::<f64>().unwrap();
+            (num(fields[1]), num(fields[3]) as u64, num(fields[4]))
+        })
+        .collect();
+    assert_eq!(truth.len(), 4, "{text}");
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), job.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = &json(&out)["jobs"][0];
+    for (rank, (offset_us, times_last, wait_ms)) in truth.iter().enumerate() {
+        // The analysis removes the offset the generator added.
+        let found = -j["clock_alignment"]["offsets_us"][rank].as_f64().unwrap();
+        assert!((found - offset_us).abs() < 0.1, "rank {rank}: offset {found} vs {offset_us}");
+        let s = j["stragglers"].as_array().unwrap().iter().find(|s| s["rank"] == rank as u64);
+        let (last, wait) = s.map_or((0, 0.0), |s| (s["times_last"].as_u64().unwrap(), s["wait_caused_us"].as_f64().unwrap() / 1000.0));
+        assert_eq!(last, *times_last, "rank {rank}");
+        assert!((wait - wait_ms).abs() <= 0.01 * wait_ms + 0.002, "rank {rank}: wait {wait} vs {wait_ms} ms");
+    }
+}

@@ -683,6 +683,27 @@ pub struct WriteError {
 
 /// Writes `rank-N.json(.gz)` files into `dir` (created) and returns their paths.
 pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError> {
+    Ok(write_job_with_truth(spec, dir)?.into_iter().map(|w| w.path).collect())
+}
+
+/// A rank's file [`write_job_with_truth`] wrote, with the truth of that rank it was made from.
+#[derive(Debug, Clone)]
+pub struct WrittenRank {
+    /// The file.
+    pub path: PathBuf,
+    /// The offset added to the rank's clock, µs (rank 0: 0).
+    pub clock_offset_us: f64,
+    /// Host time before each step, µs.
+    pub data_loading_us: f64,
+    /// All-reduces at which the rank arrived last.
+    pub times_last: usize,
+    /// The waiting it caused the other ranks there, GPU-µs.
+    pub wait_caused_us: f64,
+}
+
+/// [`write_job`], returning each rank's truth beside its file: what `synth` tells its user to
+/// check `analyze` against.
+pub fn write_job_with_truth(spec: &JobSpec, dir: &Path) -> Result<Vec<WrittenRank>, WriteError> {
     tracecast_ingest::output::create_dir(dir).map_err(|cause| WriteError { path: dir.to_path_buf(), cause })?;
     refuse_foreign_traces(spec, dir)?;
     let mut written = Vec::new();
@@ -692,8 +713,10 @@ pub fn write_job(spec: &JobSpec, dir: &Path) -> Result<Vec<PathBuf>, WriteError>
         if failed.is_some() {
             return;
         }
+        let (clock_offset_us, data_loading_us, times_last, wait_caused_us) =
+            (synth.clock_offset_us, synth.data_loading_us, synth.times_last, synth.wait_caused_us);
         match write_rank(spec, dir, rank, synth) {
-            Ok(p) => written.push(p),
+            Ok(path) => written.push(WrittenRank { path, clock_offset_us, data_loading_us, times_last, wait_caused_us }),
             Err(e) => failed = Some(e),
         }
         rank += 1;

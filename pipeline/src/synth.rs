@@ -99,10 +99,36 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     if let Some(why) = spec.invalid() {
         anyhow::bail!("synth: {why}");
     }
-    let written = tracecast_calibrate::synth::write_job(&spec, &args.out)?;
+    let written = tracecast_calibrate::synth::write_job_with_truth(&spec, &args.out)?;
     if !args.quiet {
-        for f in written {
-            writeln!(out, "{}", f.display())?;
+        for w in &written {
+            writeln!(out, "{}", w.path.display())?;
+        }
+        // The truth the traces were made from, to check what `analyze` and `calibrate` recover.
+        writeln!(
+            out,
+            "truth: GEMM η {:.3} of {:.0} TFLOP/s plus {:.1} µs a kernel; memory-bound kernels at η {:.3} of {:.0} GB/s; all-reduce α {} µs, bus bandwidth {} GB/s",
+            spec.gemm_efficiency,
+            spec.peak_flops / 1e12,
+            spec.kernel_overhead_us,
+            spec.memory_efficiency,
+            spec.peak_hbm_bytes_per_s / 1e9,
+            spec.allreduce_alpha_us,
+            spec.allreduce_busbw_gbps
+        )?;
+        writeln!(
+            out,
+            "truth per rank: clock offset, host time before each step, all-reduces it arrived last at, the wait it caused the others"
+        )?;
+        for (r, w) in written.iter().enumerate() {
+            writeln!(
+                out,
+                "  rank {r}: {:+.1} µs, {:.1} µs, {} time(s), {:.3} GPU-ms",
+                w.clock_offset_us,
+                w.data_loading_us,
+                w.times_last,
+                w.wait_caused_us / 1000.0
+            )?;
         }
     }
     Ok(Outcome::Done)
