@@ -930,3 +930,16 @@ fn a_fit_across_nodes_is_checked_against_the_whole_groups_sizes() {
     let below = price("1000");
     assert_eq!(below["extrapolated"], true, "{below}");
 }
+
+/// The operation is said with the node the price takes: no more GPUs a node than the query has
+/// (4 GPUs had read "(8 per node)"), and a last node short of the others.
+#[test]
+fn a_collectives_nodes_are_said_as_priced() {
+    let dir = common::scratch("hw-cost-nodes-said");
+    for (gpus, said) in
+        [("4", "over 4 GPUs (4 per node)"), ("12", "over 12 GPUs (8 per node, the last node 4)"), ("16", "over 16 GPUs (8 per node)")]
+    {
+        let q = quote(&["h100-sxm", "all_reduce", "--bytes", "1048576", "--gpus", gpus, "--gpus-per-node", "8"], &dir.join("q.json"));
+        assert!(q["operation"].as_str().unwrap().contains(said), "{gpus}: {q}");
+    }
+}

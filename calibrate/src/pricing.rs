@@ -3257,7 +3257,11 @@ impl Pricing {
             }
             Operation::Collective(q) => {
                 let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = q;
-                let what = format!("{} of {bytes} bytes over {gpus} GPUs ({gpus_per_node} per node)", collective.as_str());
+                // The node as the price takes it: no more GPUs a node than the query has (4 GPUs
+                // had read "(8 per node)"), and a last node short of the others said.
+                let per_node = (*gpus_per_node).clamp(1, (*gpus).max(1));
+                let short = (gpus % per_node != 0).then(|| format!(", the last node {}", gpus % per_node)).unwrap_or_default();
+                let what = format!("{} of {bytes} bytes over {gpus} GPUs ({per_node} per node{short})", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
                 let p2p = *collective == Collective::SendRecv && *gpus == 2;
                 let mut fits = profile.map_or([None, None], |p| p.all_reduce_fits());
