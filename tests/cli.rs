@@ -3518,3 +3518,17 @@ fn synth_says_its_truth_and_analyze_recovers_it() {
         assert!((wait - wait_ms).abs() <= 0.01 * wait_ms + 0.002, "rank {rank}: wait {wait} vs {wait_ms} ms");
     }
 }
+
+/// A job missing some of its world's ranks names them under its header (one missing rank 0 had
+/// read as whole but for the count of ranks read); a whole job says nothing of it.
+#[test]
+fn the_ranks_a_job_lacks_are_named() {
+    let dir = scratch("ranks-not-read");
+    let o = run(&["synth".as_ref(), "-q".as_ref(), "--out".as_ref(), dir.as_os_str(), "--ranks".as_ref(), "3".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let analyze = || String::from_utf8_lossy(&run(&["analyze".as_ref(), dir.as_os_str()]).stdout).into_owned();
+    assert!(!analyze().contains("not read:"));
+    std::fs::remove_file(dir.join("rank-0.json.gz")).unwrap();
+    let text = analyze();
+    assert!(text.contains("not read: rank 0 of the world's 3 (the totals are of the ranks read)"), "{text}");
+}
