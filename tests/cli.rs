@@ -1640,10 +1640,13 @@ fn damaged_files_fail_fast_or_keep_their_complete_events() {
     let meta = format!(r#"{{"traceEvents": [{ev}, {ev}], "deviceProperties": [{{"id": 0, "na"#).into_bytes();
     let neg =
         format!(r#"{{"traceEvents": [{ev}, {{"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 30, "dur": -5}}]}}"#);
+    // A kernel without its type: left out of the GPU's time, and said (it had been in silence).
+    let no_phase = format!(r#"{{"traceEvents": [{ev}, {{"cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 30, "dur": 5}}]}}"#);
     for (name, bytes, note) in [
         ("nul-tail", tail, "where an event should be; the 2 events before it are used"),
         ("cut-meta", meta, "the 2 events before it are used"),
         ("negative", neg.into_bytes(), "1 event(s) had a negative duration; they are kept with duration 0"),
+        ("no-phase", no_phase.into_bytes(), "1 event(s) without `ph` (the event's type): read as other events"),
     ] {
         let dir = scratch(name);
         let path = dir.join("t.json");

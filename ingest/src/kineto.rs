@@ -156,6 +156,8 @@ struct Chunk {
     skipped: u64,
     /// Events whose `dur` was negative (stored with duration 0).
     negative_durations: u64,
+    /// Events without `ph` (their type): stored as other events, never kernels or ops.
+    without_phase: u64,
     /// Top-level values we read: (key, offset, text).
     values: Vec<(&'static str, u64, Vec<u8>)>,
 }
@@ -249,7 +251,10 @@ impl Chunk {
                 raw.into_fields()
             }
         };
-        let ph = raw.ph.as_deref().unwrap_or("");
+        let ph = raw.ph.as_deref().unwrap_or_else(|| {
+            self.without_phase += 1;
+            ""
+        });
         let kind = match ph {
             "M" => {
                 self.skipped += 1;
@@ -659,7 +664,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let mut trace = RankTrace::new(path.to_path_buf());
     trace.events.reserve(chunks.iter().map(|(_, c)| c.as_ref().map_or(0, |c| c.events.len())).sum());
     let mut unknown: Vec<String> = Vec::new();
-    let mut negative = 0u64;
+    let (mut negative, mut without_phase) = (0u64, 0u64);
     let mut values = Vec::new();
     for (_, chunk) in chunks {
         let chunk = chunk.map_err(|e| json_err(e.offset as u64, e.message))?;
@@ -680,6 +685,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         }
         trace.skipped_events += chunk.skipped;
         negative += chunk.negative_durations;
+        without_phase += chunk.without_phase;
         values.extend(chunk.values);
     }
     // Cut off before its first whole event: nothing of the rank was read, and a rank of zeros
@@ -695,6 +701,12 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     }
     if negative > 0 {
         trace.warnings.push(format!("{negative} event(s) had a negative duration; they are kept with duration 0"));
+    }
+    // A kernel without its `ph` had left the GPU's time in silence.
+    if without_phase > 0 {
+        trace
+            .warnings
+            .push(format!("{without_phase} event(s) without `ph` (the event's type): read as other events, not kernels, copies or ops"));
     }
     if scanner.missing_close {
         trace.warnings.push(format!(
