@@ -2261,3 +2261,18 @@ fn a_plan_that_fits_tightly_says_what_the_memory_count_leaves_out() {
     let roomy = notes("tp=2,fsdp=4,mb=5");
     assert!(roomy.contains(": fits") && !roomy.contains(said), "{roomy}");
 }
+
+/// An expert-parallel degree the plan cannot take says which of its conditions failed (one
+/// message for all three had left the user to guess).
+#[test]
+fn an_expert_degree_refused_says_which_condition_failed() {
+    for (model, gpus, plan, says) in [
+        ("llama3-8b", "8", "tp=1,dp=8,ep=2", "ep=2: llama3-8b is not a mixture of experts"),
+        ("mixtral-8x7b", "8", "dp=8,ep=16", "ep=16: mixtral-8x7b's 8 experts do not divide by it"),
+        ("mixtral-8x7b", "6", "dp=6,ep=4", "ep=4: the plan's 6 ranks that hold experts do not divide by it"),
+    ] {
+        let o = bin().args(["project", "--model", model, "--system", "h100-sxm", "--gpus", gpus, "--parallel", plan]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{plan}");
+        assert!(stderr(&o).contains(says), "{plan}: {}", stderr(&o));
+    }
+}

@@ -2257,15 +2257,23 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
         return Err(crate::Error::Plan("frozen layers are modelled without pipeline parallelism (pp=1)".into()));
     }
     // Expert parallelism within the data-parallel ranks, or folded over tp × cp × dp: the plan's one rule.
-    if plan.ep > 1
-        && (model.experts < 2.0
-            || !(model.experts as u32).is_multiple_of(plan.ep)
-            || !plan.expert_ranks().is_multiple_of(u64::from(plan.ep)))
-    {
-        return Err(crate::Error::Plan(format!(
-            "ep={} needs a MoE model whose experts divide by it, and dp × cp (or tp × cp × dp, folded) too",
-            plan.ep
-        )));
+    // Which condition failed is said (one message for all three had left the user to guess).
+    if plan.ep > 1 {
+        let why = if model.experts < 2.0 {
+            Some(format!("{} is not a mixture of experts", model.name))
+        } else if !(model.experts as u32).is_multiple_of(plan.ep) {
+            Some(format!("{}'s {} experts do not divide by it", model.name, model.experts))
+        } else if !plan.expert_ranks().is_multiple_of(u64::from(plan.ep)) {
+            Some(format!("the plan's {} ranks that hold experts do not divide by it", plan.expert_ranks()))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(crate::Error::Plan(format!(
+                "ep={}: {why} (ep needs a MoE model whose experts divide by it, and dp × cp (or tp × cp × dp, folded) too)",
+                plan.ep
+            )));
+        }
     }
     // Folded, each GPU routes its sequence-parallel shard of the tokens to whole experts.
     if plan.folds_experts() && tp > 1 && !plan.sp {
