@@ -3535,3 +3535,22 @@ fn the_ranks_a_job_lacks_are_named() {
     let text = analyze();
     assert!(text.contains("not read: rank 0 of the world's 3 (the totals are of the ranks read)"), "{text}");
 }
+
+/// A clock alignment whose residual exceeds the matched collectives' transfers says so where it
+/// is printed and in its JSON (HTA's sampled ranks: 111 ms RMS under an unqualified "Clocks
+/// aligned", the doubt only among rank 0's notes); an alignment that holds says nothing more.
+#[test]
+fn a_doubtful_clock_alignment_is_said_where_it_is_printed() {
+    let dir = scratch("doubtful-clocks");
+    for (job, doubted) in [(shared().join("hta/trace_filter"), true), (Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo"), false)]
+    {
+        let out = dir.join("a.json");
+        let o = run(&["analyze".as_ref(), job.as_os_str(), "--json".as_ref(), out.as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let line = text.lines().find(|l| l.starts_with("Clocks aligned on")).unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(line.contains("may pair unrelated kernels"), doubted, "{line}");
+        let alignment = &json(&out)["jobs"][0]["clock_alignment"];
+        assert_eq!(alignment["doubtful"].as_str().is_some_and(|d| d.contains("do not end together")), doubted, "{alignment}");
+    }
+}

@@ -159,7 +159,14 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         }
     }
     if let Some(c) = &a.clock_alignment {
-        writeln!(w, "Clocks aligned on {} matched collectives; residual {:.1} µs RMS.", c.instances, c.residual_us)?;
+        // A residual beyond the collectives' transfers is said where the alignment is (it had been
+        // said only among rank 0's notes at the end, under an unqualified headline).
+        let doubt = if c.doubtful.is_some() {
+            ": more than the median transfer, so these offsets, the waits and the slowest ranks may pair unrelated kernels (notes)"
+        } else {
+            "."
+        };
+        writeln!(w, "Clocks aligned on {} matched collectives; residual {:.1} µs RMS{doubt}", c.instances, c.residual_us)?;
     }
 
     // Collectives summed over ranks.

@@ -379,6 +379,11 @@ pub struct ClockAlignment {
     pub residual_us: f64,
     /// Collective instances used.
     pub instances: usize,
+    /// Why the matched collectives may pair unrelated kernels, where they do not end together
+    /// even aligned ([`super::JobCollectives::doubtful`]): these offsets and the stragglers are
+    /// then not to be trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doubtful: Option<String>,
 }
 
 /// Fits offsets o_r minimising Σ (end_rk + o_r − c_k)² by alternating means
@@ -439,6 +444,7 @@ pub(crate) fn align_clocks(ends: &[(usize, usize, i64)], ranks: usize) -> Option
         offsets_us: offset.iter().map(|o| o / 1000.0).collect(),
         residual_us: (sq / rel.len() as f64).sqrt() / 1000.0,
         instances: n_inst,
+        doubtful: None,
     })
 }
 

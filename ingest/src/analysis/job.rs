@@ -819,10 +819,13 @@ pub fn reduce_matched(
     let unread = u32::try_from(bad_files.iter().filter(|b| b.unread_rank).count()).unwrap_or(u32::MAX);
     let mut matched = JobCollectives::new(partials.iter_mut().map(RankSummary::take_collectives).collect::<Vec<_>>(), unread);
     matched.set_windows(partials.iter().map(|p| p.window).collect());
-    let clock_alignment = matched.alignment().cloned();
+    let mut clock_alignment = matched.alignment().cloned();
     let mut stragglers = matched.stragglers();
     // Doubtful matching ties no clocks ([`JobCollectives::trusted_alignment`], its test done once here).
     let doubtful = matched.doubtful();
+    if let Some(c) = &mut clock_alignment {
+        c.doubtful = doubtful.clone();
+    }
     // Ranks declaring different world sizes never get here: the job leaves out those of
     // another run (`job::JobWorld`).
     let unrelated =
