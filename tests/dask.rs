@@ -52,15 +52,21 @@ fn dask_ingest(python: &Path, input: &Path, out: &Path) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A synthetic job of `ranks` ranks and `layers` layers a step, written to `dir/job`.
+fn synthetic_job(dir: &Path, ranks: u32, layers: u32) -> PathBuf {
+    let job = dir.join("job");
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    spec.ranks = ranks;
+    spec.layers = layers;
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    job
+}
+
 #[test]
 fn dask_ingest_on_a_two_worker_local_cluster_equals_the_direct_analysis() {
     let Some(python) = python_or_skip() else { return };
     let dir = scratch("dask");
-    let job = dir.join("job");
-    let mut spec = tracecast_calibrate::synth::JobSpec::default();
-    spec.ranks = 8;
-    spec.layers = 4;
-    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let job = synthetic_job(&dir, 8, 4);
     let ds = dir.join("ds");
     let said = dask_ingest(&python, &job, &ds);
     assert!(said.contains("8 file(s)") && said.contains("on 2 worker(s)"), "{said}");
@@ -89,11 +95,7 @@ fn dask_ingest_puts_a_jobs_nsight_exports_in_one_share() {
 fn dask_ingest_refuses_what_it_cannot_run_in_one_line() {
     let Some(python) = python_or_skip() else { return };
     let dir = scratch("dask-refused");
-    let job = dir.join("job");
-    let mut spec = tracecast_calibrate::synth::JobSpec::default();
-    spec.ranks = 2;
-    spec.layers = 2;
-    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let job = synthetic_job(&dir, 2, 2);
     let file = dir.join("file.txt");
     std::fs::write(&file, "not a dataset").unwrap();
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
