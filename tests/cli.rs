@@ -1659,6 +1659,15 @@ fn damaged_files_fail_fast_or_keep_their_complete_events() {
         let notes = rank["notes"].to_string();
         assert!(notes.contains(note), "{name}: {notes}");
     }
+    // An empty object has neither type nor time: dropped, and not said to be read.
+    let dir = scratch("empty-event");
+    let path = dir.join("t.json");
+    std::fs::write(&path, format!(r#"{{"traceEvents": [{ev}, {{}}]}}"#)).unwrap();
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), path.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&out)["jobs"][0]["ranks"][0]["notes"].to_string();
+    assert!(!notes.contains("without `ph`"), "{notes}");
 }
 
 #[test]
@@ -3512,8 +3521,7 @@ fn synth_says_its_truth_and_analyze_recovers_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     let j = &json(&out)["jobs"][0];
     for (rank, (offset_us, times_last, wait_ms)) in truth.iter().enumerate() {
-        // The analysis removes the offset the generator added.
-        let found = -j["clock_alignment"]["offsets_us"][rank].as_f64().unwrap();
+        let found = j["ranks"][rank]["clock_offset_us"].as_f64().unwrap();
         assert!((found - offset_us).abs() < 0.1, "rank {rank}: offset {found} vs {offset_us}");
         let s = j["stragglers"].as_array().unwrap().iter().find(|s| s["rank"] == rank as u64);
         let (last, wait) = s.map_or((0, 0.0), |s| (s["times_last"].as_u64().unwrap(), s["wait_caused_us"].as_f64().unwrap() / 1000.0));
@@ -3534,6 +3542,17 @@ fn the_ranks_a_job_lacks_are_named() {
     std::fs::remove_file(dir.join("rank-0.json.gz")).unwrap();
     let text = analyze();
     assert!(text.contains("not read: rank 0 of the world's 3 (the totals are of the ranks read)"), "{text}");
+    // By which ranks, not how many: a rank numbered past the world stands in for none of it.
+    let plain = scratch("ranks-not-read-past");
+    let o =
+        run(&["synth".as_ref(), "-q".as_ref(), "--plain".as_ref(), "--out".as_ref(), plain.as_os_str(), "--ranks".as_ref(), "3".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let two = std::fs::read_to_string(plain.join("rank-2.json")).unwrap();
+    assert!(two.contains("\"rank\": 2,"));
+    std::fs::write(plain.join("rank-5.json"), two.replace("\"rank\": 2,", "\"rank\": 5,")).unwrap();
+    std::fs::remove_file(plain.join("rank-2.json")).unwrap();
+    let text = String::from_utf8_lossy(&run(&["analyze".as_ref(), plain.as_os_str()]).stdout).into_owned();
+    assert!(text.contains("3 rank(s) read, world size 3") && text.contains("not read: rank 2 of the world's 3"), "{text}");
 }
 
 /// A clock alignment whose residual exceeds the matched collectives' transfers says so where it

@@ -251,10 +251,7 @@ impl Chunk {
                 raw.into_fields()
             }
         };
-        let ph = raw.ph.as_deref().unwrap_or_else(|| {
-            self.without_phase += 1;
-            ""
-        });
+        let ph = raw.ph.as_deref().unwrap_or("");
         let kind = match ph {
             "M" => {
                 self.skipped += 1;
@@ -292,6 +289,10 @@ impl Chunk {
             return Ok(());
         };
         let ts_ns = time_ns(ts, text, "ts")?.clamp(MIN_TS_NS, MAX_TS_NS);
+        // Counted where it is kept (one without `ts` either, a trailing `{}`, is dropped above).
+        if raw.ph.is_none() {
+            self.without_phase += 1;
+        }
         let dur_ns = match raw.dur {
             Some(d) => {
                 let d = time_ns(d, text, "dur")?;

@@ -118,13 +118,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         )?;
         writeln!(
             out,
-            "truth per rank: clock offset, host time before each step, all-reduces it arrived last at, the wait it caused the others"
+            "truth per rank: the correction its clock needs (what analyze's clock_offset_us finds), host time before each step, all-reduces it arrived last at, the wait it caused the others"
         )?;
         for (r, w) in written.iter().enumerate() {
             writeln!(
                 out,
                 "  rank {r}: {:+.1} µs, {:.1} µs, {} time(s), {:.3} GPU-ms",
-                w.clock_offset_us,
+                // The generator added the offset; the correction takes it away.
+                -w.clock_offset_us + 0.0,
                 w.data_loading_us,
                 w.times_last,
                 w.wait_caused_us / 1000.0
