@@ -1016,6 +1016,8 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("Kernel efficiency") && stdout.contains("all_reduce"), "{stdout}");
+    // The system file is said as the profile is (it had been written without a word).
+    assert!(stdout.contains(&format!("MAD-Max system written to {}", system.display())), "{stdout}");
     let p = json(&profile);
     assert_eq!(p["device"]["catalog_id"], "h100-sxm");
     let gemm = p["kernels"].as_array().unwrap().iter().find(|k| k["class"] == "gemm").unwrap();
@@ -1057,6 +1059,9 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
     assert!(s["tracecast_notes"].to_string().contains("ibroce_util"), "{s}");
     // MAD-Max reads link rates as bidirectional: the file carries twice the per-direction rate.
     assert_eq!(s["bw_per_nvlink"].as_f64(), Some(2.0 * 450e9), "{s}");
+    // Where the hardware figures come from, and the fitted latency the schema cannot hold, said.
+    let notes = s["tracecast_notes"].to_string();
+    assert!(notes.contains("written as both directions") && notes.contains("the fitted all_reduce intra α"), "{notes}");
     assert!(s["ar_perc_intra"].as_f64().is_some_and(|x| x > 0.0 && x < 1.0), "{s}");
     // Round trip: tracecast's own MAD-Max reader takes the file (2048 GPUs, as the LLM task wants).
     let system = dir.join("system-2048.json");

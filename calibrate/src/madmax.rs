@@ -238,6 +238,23 @@ pub fn system_config(profile: &Profile, catalog: &Catalog, nodes: u32) -> Result
     if nodes > 1 {
         notes.push(format!("ar_perc_intra: {ar_perc_intra:.4}, the intra-node hops of a ring over {gpus_per_node} GPUs per node"));
     }
+    // The hardware figures and what MAD-Max's schema cannot hold, said (they had gone unsaid).
+    notes.push(format!(
+        "num_nvlinks, bw_per_nvlink, num_ibroce_ports, ibroce_bw: the catalog's {} and its node preset's NICs, each link rate written as both directions (twice the catalog's per-direction rate), which MAD-Max halves",
+        profile.device.catalog_id.as_deref().unwrap_or("GPU")
+    ));
+    let alphas: Vec<String> = profile
+        .links
+        .iter()
+        .filter(|l| l.efficiency.is_some_and(|e| e <= 1.0))
+        .map(|l| format!("{} {} α {:.1} µs", l.collective.as_str(), l.domain, l.alpha_us))
+        .collect();
+    if !alphas.is_empty() {
+        notes.push(format!(
+            "latency: the fitted {} is not carried (MAD-Max's system files have no latency key; `project --madmax` adds its own per collective)",
+            alphas.join(", ")
+        ));
+    }
     let system = SystemConfig {
         name: format!("tracecast-{}-{}", profile.device.catalog_id.as_deref().unwrap_or("unknown"), devices),
         num_devices: devices,

@@ -107,7 +107,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut said = Vec::new();
     // A MAD-Max system that cannot be priced (a GPU the catalog does not know) is left out and
     // said; the profiles are written (it had refused the whole run).
-    let mut systems_left_out = Vec::new();
+    let (mut systems_left_out, mut systems_written) = (Vec::new(), Vec::new());
     for p in &profiles {
         let id = device_file_id(p);
         let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
@@ -115,7 +115,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         if let Some(f) = &args.madmax_system {
             let f = if many { per_device(f, &id) } else { f.clone() };
             match tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes) {
-                Ok(system) => staged.push(stage_json(&f, &system)?),
+                Ok(system) => {
+                    staged.push(stage_json(&f, &system)?);
+                    systems_written.push(f);
+                }
                 // A file already there is another profile's system: said, so that it is not read
                 // as this profile's.
                 Err(why) => systems_left_out.push(format!(
@@ -143,6 +146,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             if let Some(line) = charts {
                 writeln!(out, "{line}")?;
             }
+        }
+        // The system file said as the profile is (it had been written without a word).
+        for f in &systems_written {
+            writeln!(out, "MAD-Max system written to {}", f.display())?;
         }
     }
     for why in &systems_left_out {
