@@ -40,7 +40,7 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Compare two runs (before / after a change): per kernel class, collective, step and kernel.
     Diff(DiffArgs),
-    /// Write the traces of one job as a Parquet dataset that every command reads (much faster than JSON).
+    /// Write the traces of one job as a Parquet dataset that every command reads (much faster than JSON); every event and step is stored: --window, --steps and --drop-last-step choose the analysis summary cached beside them.
     Ingest(IngestArgs),
     /// Write Kineto traces of a synthetic job with known ground truth.
     Synth(SynthArgs),

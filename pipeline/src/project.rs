@@ -224,7 +224,7 @@ fn cluster_of(
         }
         return Ok(c);
     }
-    let n = gpus.context("--system GPU needs --gpus N (how many)")?;
+    let n = gpus.context("--system needs --gpus N (how many GPUs)")?;
     // A profile must be of the system's GPU; without one, the GPU's shipped profile.
     let gpu = catalog.gpu(spec)?;
     let shipped;
