@@ -828,6 +828,8 @@ fn ranks_of_unrelated_runs_are_named_as_such() {
     let o = run(&["analyze".as_ref(), a.as_os_str(), b.as_os_str()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("declares a world size of 2, where this job's files declare 8"), "{}", stderr(&o));
+    // And says how to read them as two runs (a `report A B` had paged A alone, the diff unsaid).
+    assert!(stderr(&o).contains("--each reads each file as a job of its own; `report --each A B` pages their diff"), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 rank(s) read"));
     // The ranks of one run are not.
     let o = run(&["analyze".as_ref(), shared().join("hta/trace_filter").as_os_str()]);

@@ -491,7 +491,15 @@ impl Catalog {
                 })
             };
             let measured = |id: &str| !crate::measured::Measurements::shared().sources_for(&[id]).is_empty();
-            for id in g.measured_as.iter().filter(|id| !named(id) && !measured(id)) {
+            // Its own id names nothing more than the entry is (it had been said to be no GPU at all).
+            for id in g.measured_as.iter().filter(|id| id.eq_ignore_ascii_case(&g.id)) {
+                notes.push(format!(
+                    "{}: gpu {:?}: measured_as lists its own id: its measurements are its own already, so the line adds nothing",
+                    path.display(),
+                    g.id
+                ));
+            }
+            for id in g.measured_as.iter().filter(|id| !id.eq_ignore_ascii_case(&g.id) && !named(id) && !measured(id)) {
                 notes.push(format!(
                     "{}: gpu {:?}: measured_as {id:?} is no GPU of the catalog or its measurements: only rows of your --measurements files with that gpu price it (ids in use: `hw list`, `hw show ID`)",
                     path.display(),
@@ -795,6 +803,10 @@ mod tests {
         // A misspelt `measured_as` id is said (it had priced the copy by the spec model in silence);
         // an id the catalog's GPUs are measured as, or another GPU of the file, is not.
         let measured_as = |id: &str, ids: &str| format!("{}measured_as = [{ids}]\n", gpu(id));
+        // Its own id is said to add nothing (it had been said to be no GPU of the catalog).
+        let notes = c.add_toml(&measured_as("itself", "\"itself\""), Path::new("self.toml")).unwrap();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("gpu \"itself\": measured_as lists its own id"), "{notes:?}");
         let notes = c.add_toml(&measured_as("copy", "\"hoper-sm90\""), Path::new("as.toml")).unwrap();
         assert_eq!(notes.len(), 1);
         assert!(

@@ -104,7 +104,7 @@ pub enum Error {
     },
     /// A file of another run among a job's files: it declares another world size.
     #[error(
-        "{}: declares a world size of {world}, where this job's files declare {job_world} (as {}): a trace of another run, left out",
+        "{}: declares a world size of {world}, where this job's files declare {job_world} (as {}): a trace of another run, left out (--each reads each file as a job of its own; `report --each A B` pages their diff)",
         path.display(),
         first.display()
     )]
