@@ -104,6 +104,8 @@ fn report_of_a_real_multi_rank_trace_and_of_two_runs() {
         assert!(caps.iter().any(|c| c.contains(want)), "no chart {want:?} in {caps:?}");
     }
     assert!(html.contains("rank 0 · stream") || html.contains("Per rank (ms)"));
+    // The ranks of the world not read, as the terminal names them (the page had said the count alone).
+    assert!(html.contains("Not read: ranks 2–127 of the world's 128 (the totals are of the ranks read)."), "no ranks not read");
     // Two runs: the diff comes first, with its chart and tables.
     let (a, b) = (shared().join("hta/trace_diff/control/control.json.gz"), shared().join("hta/trace_diff/test/test.json.gz"));
     let html = report(&[&a, &b], &["--each"], &dir.join("two.html"));

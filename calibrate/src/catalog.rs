@@ -492,7 +492,7 @@ impl Catalog {
             };
             let measured = |id: &str| !crate::measured::Measurements::shared().sources_for(&[id]).is_empty();
             // Its own id names nothing more than the entry is (it had been said to be no GPU at all).
-            for id in g.measured_as.iter().filter(|id| id.eq_ignore_ascii_case(&g.id)) {
+            if g.measured_as.iter().any(|id| id.eq_ignore_ascii_case(&g.id)) {
                 notes.push(format!(
                     "{}: gpu {:?}: measured_as lists its own id: its measurements are its own already, so the line adds nothing",
                     path.display(),

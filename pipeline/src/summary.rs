@@ -34,18 +34,14 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     writeln!(w, "Job {} — {} rank(s) read, world size {}, window: {window}", a.path, a.ranks.len(), a.world_size)?;
     // The ranks of the world that are not here, named (a job missing rank 0 had read as whole
     // but for the count): the totals are of the ranks read.
-    // By which ranks, not how many: a rank numbered past the world stands in for none of it.
-    if a.world_size <= 1 << 20 {
-        let read: std::collections::HashSet<u32> = a.ranks.iter().map(|r| r.rank).collect();
-        let missing: Vec<u32> = (0..a.world_size).filter(|r| !read.contains(r)).collect();
-        if !missing.is_empty() {
-            writeln!(
-                w,
-                "  not read: {} of the world's {} (the totals are of the ranks read)",
-                tracecast_ingest::analysis::rank_list(&missing),
-                a.world_size
-            )?;
-        }
+    let missing = a.ranks_not_read();
+    if !missing.is_empty() {
+        writeln!(
+            w,
+            "  not read: {} of the world's {} (the totals are of the ranks read)",
+            tracecast_ingest::analysis::rank_list(&missing),
+            a.world_size
+        )?;
     }
     writeln!(
         w,

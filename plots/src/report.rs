@@ -220,6 +220,15 @@ fn summary_words(a: &JobAnalysis) -> Vec<String> {
         steps,
         b.gpu_span_us / 1000.0 / a.ranks.len().max(1) as f64
     ));
+    // As the terminal says it (the page had said the count alone).
+    let missing = a.ranks_not_read();
+    if !missing.is_empty() {
+        out.push(format!(
+            "Not read: {} of the world's {} (the totals are of the ranks read).",
+            tracecast_ingest::analysis::rank_list(&missing),
+            a.world_size
+        ));
+    }
     out
 }
 

@@ -295,6 +295,16 @@ impl JobAnalysis {
         notes_by_text(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
     }
 
+    /// The ranks of the world that are not among those read, by which ranks (a rank numbered past
+    /// the world stands in for none of it); empty for a world past 2^20 ranks, not listed.
+    pub fn ranks_not_read(&self) -> Vec<u32> {
+        if self.world_size > 1 << 20 {
+            return Vec::new();
+        }
+        let read: std::collections::HashSet<u32> = self.ranks.iter().map(|r| r.rank).collect();
+        (0..self.world_size).filter(|r| !read.contains(r)).collect()
+    }
+
     /// [`JobAnalysis::notes_by_text`], one line a note ([`notes_in_words`]).
     pub fn notes_in_words(&self) -> Vec<String> {
         notes_in_words(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
