@@ -511,7 +511,28 @@ impl Catalog {
         for g in file.gpu {
             match self.gpus.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&g.id)) {
                 Some(x) => {
-                    notes.push(format!("{}: gpu {:?} replaces the catalog's entry of that id", path.display(), g.id));
+                    // What was measured still prices it, and what no longer does, said (it had gone
+                    // unsaid beside new specs: the shipped profile's correction applied, the
+                    // replaced entry's `measured_as` tables silently not).
+                    let dropped: Vec<&str> = x
+                        .measured_as
+                        .iter()
+                        .filter(|m| !g.measured_as.iter().any(|n| n.eq_ignore_ascii_case(m)))
+                        .map(String::as_str)
+                        .collect();
+                    notes.push(format!(
+                        "{}: gpu {:?} replaces the catalog's entry of that id; rows measured under that id and its shipped calibration profile still price it{}",
+                        path.display(),
+                        g.id,
+                        if dropped.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", the rows of {} (the replaced entry's measured_as) no longer do: name them in its measured_as to keep them",
+                                dropped.join(", ")
+                            )
+                        }
+                    ));
                     *x = g;
                 }
                 None => self.gpus.push(g),
@@ -772,7 +793,14 @@ mod tests {
             .unwrap();
         assert_eq!(c.gpus.len(), n);
         // Said, where it had replaced the built-in H100 in silence.
-        assert_eq!(notes, ["mine.toml: gpu \"h100-sxm\" replaces the catalog's entry of that id"]);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].starts_with("mine.toml: gpu \"h100-sxm\" replaces the catalog's entry of that id"), "{notes:?}");
+        assert!(
+            notes[0].contains(
+                "its shipped calibration profile still price it, the rows of hopper-sm90 (the replaced entry's measured_as) no longer do"
+            ),
+            "{notes:?}"
+        );
         assert_eq!(c.gpu("h100-sxm").unwrap().bf16, Some(1.0));
         assert!(c.add_toml("[[gpu]]\nid = 3\n", Path::new("bad.toml")).is_err());
         // A misspelt key is refused, not ignored (the peak would stay unset).
