@@ -3041,6 +3041,11 @@ impl CollectiveQuery {
         CollectiveQuery { nic_gbps_per_gpu, ..self }
     }
 
+    /// GPUs a node as the price takes them: at least one, at most the query's GPUs.
+    fn node_size(&self) -> u32 {
+        self.gpus_per_node.clamp(1, self.gpus.max(1))
+    }
+
     /// Whether its GPUs span more than one node.
     fn across_nodes(&self) -> bool {
         self.gpus > self.gpus_per_node.max(1)
@@ -3085,8 +3090,8 @@ impl Pricing {
     /// a fit of a tier the query crosses, [`Pricing::collective`] alone. The one price
     /// `project`, `search` and `hw cost --profile` give.
     pub fn collective_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<TierFit>; 2]) -> Option<Price> {
-        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
-        let g = gpus_per_node.clamp(1, gpus.max(1));
+        let CollectiveQuery { collective, bytes, gpus, nic_gbps_per_gpu, .. } = *q;
+        let g = q.node_size();
         let nodes = gpus.div_ceil(g);
         let crosses = [g > 1, nodes > 1];
         if gpus < 2 || !(0..2).any(|t| crosses[t] && fits[t].is_some()) {
@@ -3140,8 +3145,8 @@ impl Pricing {
     /// bounds it — in a node the g-GPU all-to-all of the node's share (or the fit over its
     /// bytes), across nodes the NIC's point-to-point transfer (or the fit).
     fn all_to_all_with_fits(&self, gpu: &Gpu, q: &CollectiveQuery, fits: [Option<TierFit>; 2]) -> Option<Price> {
-        let CollectiveQuery { bytes, gpus, gpus_per_node, nic_gbps_per_gpu, .. } = *q;
-        let g = gpus_per_node.clamp(1, gpus.max(1));
+        let CollectiveQuery { bytes, gpus, nic_gbps_per_gpu, .. } = *q;
+        let g = q.node_size();
         let (nf, gf) = (f64::from(gpus), f64::from(g));
         let (intra, inter) = ((gf - 1.0) / nf * bytes, (nf - gf) / nf * bytes);
         let mut tiers: Vec<(f64, f64, bool, String)> = Vec::new();
@@ -3259,7 +3264,7 @@ impl Pricing {
                 let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = q;
                 // The node as the price takes it: no more GPUs a node than the query has (4 GPUs
                 // had read "(8 per node)"), and a last node short of the others said.
-                let per_node = (*gpus_per_node).clamp(1, (*gpus).max(1));
+                let per_node = q.node_size();
                 let short = (gpus % per_node != 0).then(|| format!(", the last node {}", gpus % per_node)).unwrap_or_default();
                 let what = format!("{} of {bytes} bytes over {gpus} GPUs ({per_node} per node{short})", collective.as_str());
                 // Two GPUs exchanging one buffer: the point-to-point price (what a pipeline's transfer costs).
