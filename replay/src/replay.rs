@@ -1294,6 +1294,8 @@ fn recost_communication(
             }
         ));
     }
+    // Whether the note on rows across nodes of another GPU was made (the note below would repeat it).
+    let mut across_not_of_gpu = false;
     // The user's measurements across nodes of the GPU priced, at another node size than the
     // ranks are placed in: they price none of the grown collectives across nodes (said; a
     // replay onto Polaris' 4-a-node measurements had placed 8 a node in silence).
@@ -1316,6 +1318,7 @@ fn recost_communication(
                 opts.gpus_per_node
             )),
             None if m.users_across_nodes(None).next().is_some() && m.users_across_nodes(Some(gpu)).next().is_none() => {
+                across_not_of_gpu = true;
                 notes.push(format!(
                     "--measurements: yours across nodes are not of {}, the job's GPU, on whose network --world-size prices the grown collectives (--target reprices kernels, not the network)",
                     gpu.id
@@ -1369,7 +1372,7 @@ fn recost_communication(
     if let (Some(_), Some((gpu, pricing)), true) = (opts.world_size, priced, grown > 0) {
         let others = pricing.measurements.users_collectives_only_of_other_gpus(gpu);
         // Said once: where rows across nodes were, the note above said it of them.
-        if !others.is_empty() && !notes.iter().any(|n| n.starts_with("--measurements: yours across nodes are not of")) {
+        if !others.is_empty() && !across_not_of_gpu {
             notes.push(format!(
                 "--measurements: its collective rows are of {}, not of the job's GPU {}: they price none of the resized collectives",
                 others.join(", "),
