@@ -2599,9 +2599,17 @@ impl Pricing {
                 format!("its ring's {more} step{} beyond {a} GPUs, {extra:.0} µs in NCCL's tuning model", if more == 1 { "" } else { "s" }),
             ));
         }
-        let network = if multi { self.onto_network(gpu, q, system, time_us) } else { None };
+        let network = if multi {
+            // The latency the network does not move: the same rule's price of the smallest message.
+            let latency = system.price(curve_of, LATENCY_BYTES, gpus, &link_rule, nvidia).map_or(0.0, |c| c.time_us).min(time_us);
+            self.onto_network(gpu, q, system, time_us, latency)
+        } else {
+            None
+        };
         let carried = network.as_ref().map_or(1.0, |n| n.0);
-        time_us *= carried;
+        if let Some((_, t, _)) = &network {
+            time_us = *t;
+        }
         // The cheaper of the tree's bandwidth (carried onto the network, as bandwidth is) and the
         // ring's steps (latency, which is not), compared as charged: more bytes never cost less.
         if let Some((a, tree_extra, ring_extra)) = all_reduce_beyond {
@@ -2750,7 +2758,7 @@ impl Pricing {
             what,
             twin.unwrap_or_default(),
             if user { " (the user's measurements)" } else { "" },
-            network.map(|(_, note)| format!("; {note}")).unwrap_or_default(),
+            network.map(|(_, _, note)| format!("; {note}")).unwrap_or_default(),
             mirror_note.map(|s| format!("; {s}")).unwrap_or_default(),
             substitution.map(|s| format!("; {s}")).unwrap_or_default(),
             steps_note.map(|s| format!("; then {s}")).unwrap_or_default()
@@ -2767,15 +2775,19 @@ impl Pricing {
     }
 
     /// A curve measured across nodes carried onto the query's network (the
-    /// given GB/s of NICs per GPU, else the node preset's): × the link rule's
-    /// price over the query's network ÷ its price over the curve's (the
-    /// networks table's, else the node preset's), never faster than the link
-    /// rule over an unbounded network (the in-node links bound it) unless the
-    /// curve itself was (`time_us`: the curve's price). `None` where the
-    /// networks are the same. A faster network never prices slower: A3 Mega's
-    /// 25 GB/s curve had priced H100 at 50 GB/s (its preset) and a given 49
-    /// GB/s by the link rule alone, faster.
-    fn onto_network(&self, gpu: &Gpu, q: &CollectiveQuery, system: &System, time_us: f64) -> Option<(f64, String)> {
+    /// given GB/s of NICs per GPU, else the node preset's): the factor on its
+    /// time beyond its latency (the curve's price of its smallest message at this
+    /// count: a network's speed moves bytes, not a step's fixed cost), the link
+    /// rule's bandwidth time over the query's network ÷ over the curve's (the
+    /// networks table's, else the node preset's). The rule's bus bandwidth is the
+    /// node's NICs' share, never above its in-node links, so no network carries
+    /// it past them. One factor at every size: more bytes never cost less (the
+    /// link rule's whole price, latency and all, had been the factor, and fell
+    /// with size: 32 MiB over 16 H100s priced below 16 MiB, 674 against 679 µs).
+    /// `None` where the networks are the same. A faster network never prices
+    /// slower: A3 Mega's 25 GB/s curve had priced H100 at 50 GB/s (its preset)
+    /// and a given 49 GB/s by the link rule alone, faster.
+    fn onto_network(&self, gpu: &Gpu, q: &CollectiveQuery, system: &System, time_us: f64, latency_us: f64) -> Option<(f64, f64, String)> {
         let (preset, _) = self.catalog.nic_gbps_per_gpu(&gpu.id);
         let query = q.nic_gbps_per_gpu.unwrap_or(preset);
         let (curve, whose) = match system.nic_gbps_per_gpu {
@@ -2785,27 +2797,39 @@ impl Pricing {
         if (query - curve).abs() <= 1e-9 * curve {
             return None;
         }
-        let at = |nic: f64| self.collective_link_spec(gpu, &q.over_network(Some(nic))).map(|p| p.time_us);
-        let f = at(query)? / at(curve)?;
-        let mut note = format!(
-            "× {f:.3} for {query} GB/s of network per GPU where the curve ran over {curve} ({whose}): the link rule's price over the one ÷ over the other"
-        );
-        // However fast the network, a ring across nodes still crosses the node's own
-        // links: never below the link rule's in-node bound (an unbounded network),
-        // nor below the curve itself where it already ran faster than that.
-        let mut f = f;
-        if f < 1.0 {
-            let bound = at(f64::INFINITY)?.min(time_us);
-            if time_us * f < bound {
-                f = bound / time_us;
-                note = format!(
-                    "× {f:.3}, the link rule's bound in a node ({} GB/s of links), which {query} GB/s of network per GPU would pass (the curve ran over {curve}, {whose}; the link rule's price over the one ÷ over the other × {:.3})",
-                    gpu.link_gbps,
-                    at(query)? / at(curve)?
-                );
-            }
+        // The link rule is its latency plus bytes over its bus bandwidth: its bandwidth time
+        // is its price less the price of no bytes, the same latency over either network.
+        // (At one byte for a query of none: the factor is the same at every size.)
+        let bytes = q.bytes.max(1.0);
+        let bandwidth_us = |nic: f64| {
+            let over = CollectiveQuery { bytes, ..q.over_network(Some(nic)) };
+            let none = CollectiveQuery { bytes: 0.0, ..over };
+            Some(self.collective_link_spec(gpu, &over)?.time_us - self.collective_link_spec(gpu, &none)?.time_us)
+        };
+        let (to, from) = (bandwidth_us(query)?, bandwidth_us(curve)?);
+        if !(to > 0.0 && from > 0.0) {
+            return None;
         }
-        Some((f, note))
+        let f = to / from;
+        let carried = latency_us + (time_us - latency_us).max(0.0) * f;
+        let words = format!(
+            "its time beyond its {latency_us:.1} µs latency × {f:.3} for {query} GB/s of network per GPU where the curve ran over {curve} ({whose}): the link rule's bandwidth time over the one ÷ over the other"
+        );
+        // However fast the network, a ring across nodes still crosses the node's own links:
+        // never below the link rule's whole price over an unbounded network (its in-node bound),
+        // nor below the curve itself where it already ran faster than that.
+        let bound = self.collective_link_spec(gpu, &q.over_network(Some(f64::INFINITY)))?.time_us.min(time_us);
+        if carried < bound {
+            return Some((
+                f,
+                bound,
+                format!(
+                    "{:.1} µs, the link rule's bound in a node ({} GB/s of links), which {query} GB/s of network per GPU would pass ({words})",
+                    bound, gpu.link_gbps
+                ),
+            ));
+        }
+        Some((f, carried, words))
     }
 }
 
@@ -4261,6 +4285,42 @@ mod tests {
                 bytes *= 1.07;
             }
         }
+    }
+
+    /// Across nodes, every collective of every catalog GPU costs no less for more bytes, on its
+    /// preset's network and on networks faster and slower than its curves' (a curve carried onto
+    /// a faster network by a factor that falls with size had priced 32 MiB over 16 H100s below
+    /// 16 MiB: 674 against 679 µs).
+    #[test]
+    fn a_collective_across_nodes_costs_no_less_for_more_bytes() {
+        let p = Pricing::builtin();
+        let collectives = [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll];
+        let mut falls = Vec::new();
+        for gpu in &p.catalog.gpus {
+            for collective in collectives {
+                for gpus in [16, 64, 512] {
+                    for nic in [None, Some(12.5), Some(100.0)] {
+                        let mut last: Option<(f64, f64)> = None;
+                        let mut bytes = 4096.0;
+                        while bytes < 1.2e10 {
+                            let q = CollectiveQuery::new(collective, bytes, gpus, 8).over_network(nic);
+                            if let Some(t) = p.collective(gpu, &q).map(|c| c.time_us) {
+                                if let Some((b, l)) = last.filter(|(_, l)| t < *l * (1.0 - 1e-9)) {
+                                    falls.push(format!(
+                                        "{} {} {gpus} GPUs {nic:?}: {bytes:.0} B {t:.2} µs < {b:.0} B {l:.2} µs",
+                                        gpu.id,
+                                        collective.as_str()
+                                    ));
+                                }
+                                last = Some((bytes, t));
+                            }
+                            bytes *= 1.19;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(falls.is_empty(), "{} falls:\n{}", falls.len(), falls.join("\n"));
     }
 
     #[test]
