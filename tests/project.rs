@@ -2276,3 +2276,28 @@ fn an_expert_degree_refused_says_which_condition_failed() {
         assert!(stderr(&o).contains(says), "{plan}: {}", stderr(&o));
     }
 }
+
+/// A pipeline that spans several nodes has stage boundaries between nodes, and the network
+/// prices its transfers (tp = 2, dp = 2, pp = 16 on nodes of 8: four nodes, three boundaries
+/// across them, had been priced at NVLink's rate whatever `--nic-gbps-per-gpu` said); a
+/// pipeline inside one node is untouched by the network.
+#[test]
+fn a_pipeline_across_nodes_pays_the_network_at_its_stage_boundaries() {
+    let dir = scratch("pipeline-across-nodes");
+    let send_recv_ms = |gpus: &str, plan: &str, nic: &str| {
+        let out = dir.join(format!("{gpus}-{nic}.json"));
+        let o = bin()
+            .args(["project", "--model", "llama2-70b", "--system", "h100-sxm", "--gpus", gpus, "--parallel", plan])
+            .args(["--nic-gbps-per-gpu", nic, "--json"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{plan}: {}", stderr(&o));
+        json(&out)["by_kind_ms"]["send_recv"].as_f64().unwrap()
+    };
+    let across = "tp=2,pp=16,dp=2,zero=1,mb=1,gbs=512";
+    let (slow, fast) = (send_recv_ms("64", across, "12.5"), send_recv_ms("64", across, "400"));
+    assert!(slow > 4.0 * fast, "12.5 GB/s {slow} ms, 400 GB/s {fast} ms");
+    let inside = "tp=2,pp=4,dp=1,mb=1,gbs=64";
+    assert_eq!(send_recv_ms("8", inside, "12.5"), send_recv_ms("8", inside, "400"));
+}

@@ -2767,7 +2767,11 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         members_per_node(plan.ep, tp * cp, cluster.gpus_per_node)
     };
-    let pp_crosses = tp * dp >= cluster.gpus_per_node;
+    // A node holds gpus-per-node ÷ (tp × dp) whole stages, PP outermost: some stage boundary
+    // crosses nodes once the pipeline spans more than one node, and that stage's transfer paces
+    // every microbatch (tp = 2, dp = 2, pp = 16 on nodes of 8 had been priced in a node at every
+    // boundary, whatever the network).
+    let pp_crosses = pp > 1 && u64::from(tp) * u64::from(dp) * u64::from(pp) > u64::from(cluster.gpus_per_node);
 
     // Forward FLOPs per microbatch and GPU.
     let attn_proj_flops =
