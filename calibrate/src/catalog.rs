@@ -205,6 +205,14 @@ fn not_positive(what: &str, value: f64) -> Option<String> {
     (!(value.is_finite() && value > 0.0)).then(|| format!("{what} = {value}: must be a positive number"))
 }
 
+/// A number many orders of magnitude from any GPU's, most likely in another unit (TB/s in a
+/// GB/s key, FLOP/s in a TFLOP/s one): refused, since it would price every operation wrong
+/// by as much in silence (`hbm_gbps = 0.864` had priced a 4096³ GEMM at 99 ms, 1 % of peak).
+/// The bounds are far outside every shipped GPU's, so that new hardware passes.
+fn out_of_range(what: &str, value: f64, (lo, hi): (f64, f64), unit: &str) -> Option<String> {
+    (!(lo..=hi).contains(&value)).then(|| format!("{what} = {value}: outside {lo}–{hi} {unit}, far from any GPU's; is it in another unit?"))
+}
+
 impl Gpu {
     /// Why the entry's numbers cannot price anything, if they cannot: a
     /// peak, capacity, bandwidth or clock that is not positive, a negative
@@ -231,8 +239,32 @@ impl Gpu {
             .or_else(|| {
                 (!(self.cache_mb.is_finite() && self.cache_mb >= 0.0)).then(|| format!("cache_mb = {}: must be 0 or more", self.cache_mb))
             })
-            .or_else(|| (self.sms == Some(0)).then(|| "sms = 0: must be at least 1".to_string()))?;
+            .or_else(|| (self.sms == Some(0)).then(|| "sms = 0: must be at least 1".to_string()))
+            .or_else(|| self.out_of_range())?;
         Some(format!("gpu {:?}: {message}", self.id))
+    }
+
+    /// A positive number in another unit than its key's ([`out_of_range`]).
+    fn out_of_range(&self) -> Option<String> {
+        let peaks = [
+            ("fp64", self.fp64),
+            ("fp32", self.fp32),
+            ("tf32", self.tf32),
+            ("bf16", self.bf16),
+            ("fp16", self.fp16),
+            ("fp8", self.fp8),
+            ("int8", self.int8),
+        ];
+        peaks
+            .into_iter()
+            .find_map(|(what, v)| v.and_then(|v| out_of_range(what, v, (0.01, 1e5), "TFLOP/s (dense peaks are in TFLOP/s)")))
+            .or_else(|| out_of_range("memory_gb", self.memory_gb, (0.5, 1e5), "GB"))
+            .or_else(|| out_of_range("hbm_gbps", self.hbm_gbps, (10.0, 1e6), "GB/s"))
+            .or_else(|| out_of_range("link_gbps", self.link_gbps, (0.5, 1e5), "GB/s"))
+            .or_else(|| out_of_range("cache_mb", self.cache_mb, (0.0, 1e5), "MB"))
+            .or_else(|| self.clock_mhz.and_then(|v| out_of_range("clock_mhz", v, (100.0, 1e5), "MHz")))
+            .or_else(|| self.exp_tps.and_then(|v| out_of_range("exp_tps", v, (0.01, 1e4), "× 10¹² exponentials per second")))
+            .or_else(|| self.tdp_w.and_then(|v| out_of_range("tdp_w", v, (10.0, 1e5), "W")))
     }
 
     /// The 16-bit type `dtype`'s work runs as where this GPU has no path for it but has one for
@@ -426,6 +458,9 @@ pub struct Catalog {
     pub gpus: Vec<Gpu>,
     /// Node presets.
     pub nodes: Vec<Node>,
+    /// The file each of the user's GPU entries came from, by lowercased id: what a later
+    /// file's entry of the same id replaces.
+    user_gpus: std::collections::HashMap<String, PathBuf>,
 }
 
 const BUILTIN: [(&str, &str); 2] = [("gpus.toml", include_str!("../hw/gpus.toml")), ("nodes.toml", include_str!("../hw/nodes.toml"))];
@@ -442,6 +477,7 @@ impl Catalog {
         }
         // A shipped preset has no file of the user's: theirs are told apart by one ([`Catalog::node_of`]).
         c.nodes.iter_mut().for_each(|n| n.file = None);
+        c.user_gpus.clear();
         c
     }
 
@@ -509,7 +545,14 @@ impl Catalog {
         }
         // Ids are matched as `gpu` and `node` look them up, whatever their case.
         for g in file.gpu {
+            let earlier = self.user_gpus.insert(g.id.to_ascii_lowercase(), path.to_path_buf());
             match self.gpus.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&g.id)) {
+                // Another of the user's files gave it: that entry is what it replaces (the note
+                // below had spoken of a shipped entry, its measured rows and profile).
+                Some(x) if let Some(earlier) = earlier => {
+                    notes.push(format!("{}: gpu {:?} replaces the entry of that id in {}", path.display(), g.id, earlier.display()));
+                    *x = g;
+                }
                 Some(x) => {
                     // What was measured still prices it, and what no longer does, said (it had gone
                     // unsaid beside new specs: the shipped profile's correction applied, the
@@ -781,13 +824,39 @@ mod tests {
         assert!(unknown.is_empty(), "{}: GPU ids neither in the catalog nor measured_as: {unknown:?}", path.display());
     }
 
+    /// A number in another unit than its key's is refused by file and key (TB/s in `hbm_gbps`
+    /// had priced a 4096³ GEMM at 99 ms, FLOP/s in `bf16` had been shown as 3.6e14 TFLOP/s),
+    /// and a GPU two of the user's files give is said to replace the first file's entry, not a
+    /// shipped one with measured rows and a profile.
+    #[test]
+    fn a_number_in_another_unit_is_refused_and_a_second_file_replaces_the_first() {
+        let gpu = |id: &str, key: &str, value: &str| {
+            let mut keys =
+                vec![("bf16", "362.0"), ("memory_gb", "48.0"), ("hbm_gbps", "864.0"), ("link_gbps", "32.0"), ("clock_mhz", "2520.0")];
+            keys.iter_mut().filter(|k| k.0 == key).for_each(|k| k.1 = value);
+            let body: String = keys.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+            format!("[[gpu]]\nid = \"{id}\"\nname = \"x\"\nsource = \"s\"\n{body}")
+        };
+        let mut c = Catalog::builtin();
+        assert_eq!(c.add_toml(&gpu("l40s", "", ""), Path::new("l40s.toml")).unwrap(), Vec::<String>::new());
+        for (key, value) in [("hbm_gbps", "0.864"), ("bf16", "362050000000000.0"), ("memory_gb", "48000000000.0"), ("clock_mhz", "2.52")] {
+            let e = c.clone().add_toml(&gpu("l40s", key, value), Path::new("unit.toml")).unwrap_err().to_string();
+            assert!(e.contains("unit.toml") && e.contains(&format!("{key} = ")) && e.contains("another unit"), "{key}: {e}");
+        }
+        let notes = c.add_toml(&gpu("l40s", "hbm_gbps", "900.0"), Path::new("l40s-b.toml")).unwrap();
+        assert_eq!(notes, vec!["l40s-b.toml: gpu \"l40s\" replaces the entry of that id in l40s.toml".to_string()]);
+        assert_eq!(c.gpu("l40s").unwrap().hbm_gbps, 900.0);
+        // Every shipped GPU is within the bounds.
+        assert!(Catalog::builtin().gpus.iter().all(|g| g.out_of_range().is_none()));
+    }
+
     #[test]
     fn user_files_extend_and_override() {
         let mut c = Catalog::builtin();
         let n = c.gpus.len();
         let notes = c
             .add_toml(
-                "[[gpu]]\nid = \"h100-sxm\"\nname = \"x\"\nsource = \"mine\"\nbf16 = 1.0\nmemory_gb = 1.0\nhbm_gbps = 1.0\nlink_gbps = 1.0\n",
+                "[[gpu]]\nid = \"h100-sxm\"\nname = \"x\"\nsource = \"mine\"\nbf16 = 1.0\nmemory_gb = 1.0\nhbm_gbps = 100.0\nlink_gbps = 1.0\n",
                 Path::new("mine.toml"),
             )
             .unwrap();
