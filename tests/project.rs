@@ -1902,6 +1902,14 @@ fn the_note_across_nodes_is_of_the_jobs_size() {
             && text.contains("each GPU's 1/8 of a 64 MiB all-reduce over 512 nodes"),
         "{text}"
     );
+    // Each tier's note says what its fit was fitted on, outside which its prices extrapolate
+    // (`hw cost --profile` said so; `project` and `search` had not).
+    let in_a_node = text.lines().find(|l| l.contains("note: collectives in a node")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        in_a_node.contains("by the profile's α-β fit (fitted on all-reduces of ")
+            && in_a_node.contains(" bus bytes over 4 ranks; a collective outside them is extrapolated)"),
+        "{in_a_node}"
+    );
     let two_nodes = project("16");
     assert!(
         two_nodes.contains("a measured collective curve at this GPU count") && two_nodes.contains("over all 16 GPUs of the job"),

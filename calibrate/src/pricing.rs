@@ -306,6 +306,15 @@ pub struct FittedOver {
     pub ranks: Option<i64>,
 }
 
+impl FittedOver {
+    /// What the fit was fitted on, in words (a projection's note on the tier it prices).
+    pub fn words(&self) -> String {
+        let [least, most] = self.bus_bytes;
+        let ranks = self.ranks.map_or(String::new(), |n| format!(" over {n} ranks"));
+        format!("fitted on all-reduces of {least:.0}–{most:.0} bus bytes{ranks}; a collective outside them is extrapolated")
+    }
+}
+
 impl TierFit {
     /// A model's link (one the user gave, or a profile's fit its cluster holds): its band 0,
     /// its range unknown.

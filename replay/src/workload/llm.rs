@@ -539,6 +539,8 @@ pub struct MeasuredPrices {
     /// Whether the in-node and across-node links are a profile's fits: those
     /// price transfers before the measured base.
     pub links_given: [bool; 2],
+    /// What each of those fits was fitted on, where the profile kept it.
+    pub fitted_over: [Option<tracecast_calibrate::pricing::FittedOver>; 2],
     /// The network per GPU where the user gave it (a run's `nic_gbps_per_gpu`):
     /// collectives across nodes are priced over it.
     pub nic_gbps_per_gpu: Option<f64>,
@@ -549,6 +551,7 @@ impl PartialEq for MeasuredPrices {
         self.gpu.id == other.gpu.id
             && self.dtype == other.dtype
             && self.links_given == other.links_given
+            && self.fitted_over == other.fitted_over
             && self.nic_gbps_per_gpu == other.nic_gbps_per_gpu
             && self.profile.as_ref().map(|p| &p.table_corrections) == other.profile.as_ref().map(|p| &p.table_corrections)
     }
@@ -607,6 +610,7 @@ fn pricing_notes(
     correction: Option<&tracecast_calibrate::profile::TableCorrection>,
     (per_node, gpus): (u32, u32),
     links_given: [bool; 2],
+    fitted_over: [Option<tracecast_calibrate::pricing::FittedOver>; 2],
     nic_gbps_per_gpu: Option<f64>,
 ) -> PricingNotes {
     let probe = tracecast_calibrate::pricing::GemmShape { batch: 1.0, m: 8192.0, n: 8192.0, k: 8192.0, dtype };
@@ -678,9 +682,11 @@ fn pricing_notes(
         Some(p) => format!("collectives {tier}: {} ({}; {what})", p.rule.describe(), p.basis),
         None => format!("collectives {tier} by α-β at the defaults (nothing measured nor a link prices this GPU)"),
     };
-    let fit = |tier: &str| format!("collectives {tier} by the profile's α-β fit");
+    // What the fit was fitted on, where the profile kept it: outside it a price extrapolates.
+    let span = |t: usize| fitted_over[t].map_or(String::new(), |f| format!(" ({})", f.words()));
+    let fit = |tier: &str, t: usize| format!("collectives {tier} by the profile's α-β fit{}", span(t));
     let in_a_node = if links_given[0] {
-        fit("in a node")
+        fit("in a node", 0)
     } else {
         priced("in a node", 67108864.0, in_node, in_node, &format!("a 64 MiB all-reduce over {in_node} GPUs"))
     };
@@ -694,13 +700,15 @@ fn pricing_notes(
             let over = if across_gpus == gpus { format!("all {gpus} GPUs of the job") } else { format!("{across_gpus} GPUs") };
             priced("across nodes", 67108864.0, across_gpus, gpn, &format!("a 64 MiB all-reduce over {over}"))
         }
-        [true, true] => fit("across nodes"),
-        [false, true] => "collectives across nodes: the tier across nodes by the profile's α-β fit, the tier in a node as in a node".into(),
+        [true, true] => fit("across nodes", 1),
+        [false, true] => {
+            format!("collectives across nodes: the tier across nodes by the profile's α-β fit{}, the tier in a node as in a node", span(1))
+        }
         // The tier across nodes at the job's nodes, as the other branch probes the job's size.
         [true, false] => {
             let nodes = across_gpus.div_ceil(gpn).max(2);
             priced(
-                "across nodes: the tier in a node by the profile's α-β fit, the tier across nodes",
+                &format!("across nodes: the tier in a node by the profile's α-β fit{}, the tier across nodes", span(0)),
                 67108864.0 / f64::from(gpn),
                 nodes,
                 1,
@@ -1652,6 +1660,7 @@ impl Cluster {
         let mut inter = Link::from_si(DEFAULT_INTER_ALPHA_S, nic * 1e9 * DEFAULT_INTER_LINK_EFFICIENCY);
         let mut from_profile = Vec::new();
         let mut links_given = [false; 2];
+        let mut fitted_over = [None; 2];
         let mut attention_efficiency = None;
         if let Some(dev) = device {
             if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
@@ -1671,6 +1680,8 @@ impl Cluster {
                 if let Some(m) = dev.link(Collective::AllReduce, None, domain) {
                     links_given[k] = true;
                     let l = m.fit;
+                    fitted_over[k] =
+                        l.bus_bytes_range.map(|bus_bytes| tracecast_calibrate::pricing::FittedOver { bus_bytes, ranks: l.group_size });
                     *link = Link { alpha_us: l.alpha_us, busbw_gbps: l.busbw_gbps };
                     let group = l.group_size.map_or("?".into(), |n| n.to_string());
                     from_profile.push(format!(
@@ -1687,7 +1698,7 @@ impl Cluster {
         ));
         let profile = device.and_then(|d| d.profile.clone());
         let correction = profile.as_ref().and_then(|p| p.table_correction(KernelClass::Gemm, Some(dtype)));
-        let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, (per_node, gpus), links_given, None);
+        let mut priced_by = pricing_notes(&pricing, gpu, dtype, correction, (per_node, gpus), links_given, fitted_over, None);
         // A fit the profile holds but the model cannot use is said, as `replay --target` says it.
         notes.extend(device.into_iter().flat_map(|d| d.rejected_fits()).map(|why| format!("calibration profile: {why}")));
         // Fits of the classes above in another number format than the model's price none of its
@@ -1736,7 +1747,7 @@ impl Cluster {
             priced_by,
             notes,
             fp8_peak_flops: gpu.peak_flops(Dtype::Fp8),
-            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given, nic_gbps_per_gpu: None }),
+            prices: Some(MeasuredPrices { pricing, gpu: gpu.clone(), dtype, profile, links_given, fitted_over, nic_gbps_per_gpu: None }),
         })
     }
 
@@ -1865,8 +1876,16 @@ impl Cluster {
         let Some(p) = &self.prices else { return };
         let correction = p.profile.as_ref().and_then(|f| f.table_correction(KernelClass::Gemm, Some(p.dtype)));
         let eta = self.priced_by.attention_at_gemm_eta;
-        self.priced_by =
-            pricing_notes(&p.pricing, &p.gpu, p.dtype, correction, (self.gpus_per_node, self.gpus), p.links_given, p.nic_gbps_per_gpu);
+        self.priced_by = pricing_notes(
+            &p.pricing,
+            &p.gpu,
+            p.dtype,
+            correction,
+            (self.gpus_per_node, self.gpus),
+            p.links_given,
+            p.fitted_over,
+            p.nic_gbps_per_gpu,
+        );
         self.priced_by.attention_at_gemm_eta = eta;
     }
 
@@ -1879,7 +1898,10 @@ impl Cluster {
     /// cluster's links then hold them; bands are the pricing layer's to state, not the model's).
     fn link_fits(&self) -> [Option<TierFit>; 2] {
         let given = self.prices.as_ref().map_or([false; 2], |p| p.links_given);
-        [given[0].then(|| TierFit::given(self.intra)), given[1].then(|| TierFit::given(self.inter))]
+        let over = self.prices.as_ref().map_or([None; 2], |p| p.fitted_over);
+        // What each fit was fitted on goes with it: a price outside that span is said to extrapolate.
+        let fit = |link, t: usize| TierFit { fitted_over: over[t], ..TierFit::given(link) };
+        [given[0].then(|| fit(self.intra, 0)), given[1].then(|| fit(self.inter, 1))]
     }
 
     /// A collective over `n` ranks, `g` of them per node, priced by the
