@@ -378,6 +378,18 @@ fn window_options_that_cannot_apply_are_said_not_silently_dropped() {
     // Neither note where the options apply.
     let o = run(&["analyze".as_ref(), control.as_os_str(), "--steps".as_ref(), "1010".as_ref()]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("--window all:"));
+    // The step --drop-last-step leaves out is named (the analysis had read as the whole
+    // trace's), and a last step outside --steps is said to leave nothing more out (the output
+    // had been byte-identical to --steps alone, without a word).
+    let text = |args: &[&str]| {
+        let o = bin().arg("analyze").arg(&control).args(args).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(text(&["--drop-last-step"]).contains("--drop-last-step: step 1014, the last, left out"));
+    let outside = text(&["--steps", "1010-1012", "--drop-last-step"]);
+    assert!(outside.contains("--drop-last-step: the last step, 1014, is outside --steps 1010-1012: nothing more left out"), "{outside}");
+    assert!(!text(&[]).contains("--drop-last-step"));
 }
 
 /// One process driving two GPUs wrote one trace (pid = the device ordinal): its GPUs' times

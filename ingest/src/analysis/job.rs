@@ -584,6 +584,16 @@ fn select(ctx: &RankContext<'_>, opts: &AnalyzeOptions) -> Selection {
         // Said by the option's name, as --steps says it (the general note does not name it).
         notes.push("--drop-last-step: the trace has no profiler steps, nothing to leave out".to_string());
     }
+    // What --drop-last-step left out, said (the analysis had read as the whole trace's); a last
+    // step outside --steps leaves out nothing the range has, and that is said too.
+    match (dropped, opts.steps) {
+        (Some(n), Some((lo, hi))) if !(lo..=hi).contains(&n) => {
+            notes.push(format!("--drop-last-step: the last step, {n}, is outside --steps {lo}-{hi}: nothing more left out"))
+        }
+        (Some(n), None) => notes.push(format!("--drop-last-step: step {n}, the last, left out")),
+        // Within the range, the range's own note names it.
+        _ => {}
+    }
     if let Some((lo, hi)) = opts.steps {
         steps.retain(|s| s.number >= lo && s.number <= hi);
         // A range this trace has only part of is analysed for that part, and said (`--steps 3-4`

@@ -15,7 +15,7 @@
 /// Bump it with every change to the analysis output — a fixed rule, a new or
 /// renamed field, a different default — so that a dataset ingested before the
 /// change is re-analysed from its events instead of serving stale numbers.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 mod breakdown;
 mod classify;
