@@ -75,9 +75,10 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         let slowest = t.steps.iter().max_by(|x, y| x.step_us.total_cmp(&y.step_us)).map(|s| s.slowest_rank).unwrap_or_default();
         writeln!(
             w,
-            "Job step time (the slowest rank per step): mean {:.3} ms over {} steps; slowest step on rank {slowest}",
+            "Job step time (the slowest rank per step): mean {:.3} ms over {} step{}; slowest step on rank {slowest}",
             mean / 1000.0,
-            t.steps.len()
+            t.steps.len(),
+            if t.steps.len() == 1 { "" } else { "s" }
         )?;
     }
     if a.comm_by_dimension.iter().any(|d| d.comm_us > 0.0) {

@@ -134,8 +134,11 @@ pub fn gpu_hours_text(hours: f64) -> String {
         1
     } else if hours.abs() >= 1.0 {
         2
-    } else {
+    } else if hours == 0.0 || !hours.is_finite() {
         3
+    } else {
+        // Three significant figures below one (a tenth of a GPU-minute had printed as 0.000).
+        (2 - hours.abs().log10().floor() as i32).clamp(3, 9) as usize
     };
     format!("{hours:.digits$}")
 }
@@ -810,6 +813,17 @@ pub fn rank_list(ranks: &[u32]) -> String {
         (_, n) if n > 8 => format!("ranks {}, … ({} ranks)", runs[..8].join(", "), ranks.len()),
         _ => format!("ranks {}", runs.join(", ")),
     }
+}
+
+#[cfg(test)]
+#[test]
+fn gpu_hours_keep_three_significant_figures() {
+    assert_eq!(gpu_hours_text(6.7914), "6.79");
+    assert_eq!(gpu_hours_text(136.28), "136");
+    assert_eq!(gpu_hours_text(0.5), "0.500");
+    // Below a thousandth of an hour it had printed 0.000.
+    assert_eq!(gpu_hours_text(0.000_412_3), "0.000412");
+    assert_eq!(gpu_hours_text(0.0), "0.000");
 }
 
 #[cfg(test)]
