@@ -3049,6 +3049,12 @@ fn diff_of_runs_over_different_step_counts_is_per_step() {
     let notes = d["notes"].to_string();
     assert!(notes.contains("B, steps 4–5 (2 of 5): no step of the other run to match, so not listed per step"), "{notes}");
     assert!(gemm["change"].as_f64().unwrap().abs() < 0.01, "{gemm}");
+    // Whole windows, as --window all asks: the totals of 3 and 5 steps, and said (they had read
+    // as a regression without a word).
+    let o = run(&["diff".as_ref(), three.as_os_str(), five.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("note: --window all compares whole windows, and A's holds 3 steps, B's 5: its times and counts grow"), "{text}");
     // The same step count: per rank, as before.
     let o = run(&["diff".as_ref(), three.as_os_str(), again.as_os_str(), "--json".as_ref(), json.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

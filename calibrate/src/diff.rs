@@ -462,6 +462,17 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
     );
     let kernel_time_shared = [shared_share(&a.kernels, &b.kernels), shared_share(&b.kernels, &a.kernels)];
     let hardware = hardware_notes(a, b);
+    // Whole windows (`--window all`) of runs traced over different numbers of steps: their
+    // totals grow with the steps traced, and that is said (3 steps against 6 of the same job
+    // had read as +100 % busy and failed a `busy` gate without a word).
+    let whole_windows = (steps_analysed == [0, 0] && a.steps.len() != b.steps.len() && !a.steps.is_empty() && !b.steps.is_empty())
+        .then(|| {
+            format!(
+                "--window all compares whole windows, and A's holds {} steps, B's {}: its times and counts grow with the steps traced (the default window compares them per step)",
+                a.steps.len(),
+                b.steps.len()
+            )
+        });
     let mut kernel_deltas = join(&a.kernels, &b.kernels);
     kernel_deltas.truncate(kernels);
     TraceDiff {
@@ -481,6 +492,7 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
             .iter()
             .flat_map(|(side, s)| s.notes.iter().map(move |n| format!("{side}, {n}")))
             .chain(hardware)
+            .chain(whole_windows)
             .chain(unmatched)
             .collect(),
         rank_notes: [("A", a), ("B", b)].iter().flat_map(|(side, s)| s.rank_notes.iter().map(move |n| format!("{side}, {n}"))).collect(),
