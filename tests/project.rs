@@ -326,10 +326,22 @@ fn validate_compares_published_runs_with_their_projection() {
     assert!(text.contains("DOES NOT FIT") && text.contains("1 of them do not fit their GPU's memory"), "{text}");
     // A runs file that is not one: a clear error naming it.
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, b"{\"runs\": [{\"id\": 1}]}").unwrap();
+    std::fs::write(&bad, b"{\"run\": []}").unwrap();
     let o = common::run(&["validate".as_ref(), bad.as_os_str()]);
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("bad.json: not a runs file"), "{}", common::stderr(&o));
+    // A run that does not read is refused in its row, by key; the others are compared (it had
+    // stopped the whole file).
+    std::fs::write(&bad, format!("{{\"runs\": [{{\"id\": 1}}, {}]}}", &run[10..run.len() - 2])).unwrap();
+    let o = common::run(&["validate".as_ref(), bad.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("bad.json: 1 run(s) refused"), "{}", common::stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("not projected: the entry does not read as a run: invalid type: integer `1`, expected a string (at \"id\")")
+            && text.contains("1 run: median |error|"),
+        "{text}"
+    );
     // Nothing to compare is no perfect score: an empty file is refused, and runs that
     // cannot be projected leave the summary empty (null), not 0 %.
     let empty = dir.join("empty.json");

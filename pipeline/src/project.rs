@@ -483,7 +483,7 @@ fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
         let more = if file.runs.len() > shown.len() { format!(", … ({} runs)", file.runs.len()) } else { String::new() };
         format!("{}{more}", shown.join(", "))
     };
-    match id {
+    let run = match id {
         Some(id) => file.runs.iter().find(|r| r.id == id).cloned().ok_or_else(|| match file.unread_list_of(id) {
             Some(key) => anyhow::anyhow!(
                 "--from {spec}: run {id:?} is listed under `{key}` of {}, which tracecast does not read (only `runs`)",
@@ -495,7 +495,12 @@ fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
             [one] => Ok(one.clone()),
             _ => anyhow::bail!("--from {spec}: name one of its {} runs as {}:ID ({})", file.runs.len(), path.display(), ids()),
         },
+    }?;
+    // A run whose entry does not read is refused, as `validate` refuses it in its row.
+    if let Some(why) = &run.unreadable {
+        anyhow::bail!("--from {spec}: run {:?} of {}: {why}", run.id, path.display());
     }
+    Ok(run)
 }
 
 /// `--from RUNS.json:ID`: the measured run projected onto the system, its

@@ -61,7 +61,8 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
     };
     writeln!(
         out,
-        "{projected} runs: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower{} (tokens/s per GPU)",
+        "{projected} {}: median |error| {:.1} %, max {:.1} %; {} projected faster than measured, {} slower{} (tokens/s per GPU)",
+        runs_word(projected),
         100.0 * median,
         100.0 * max,
         v.optimistic,
@@ -72,9 +73,10 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
     for g in &v.by_gpu {
         writeln!(
             out,
-            "  {:<12} {:>4} runs: median |error| {:.1} %, median error {:+.1} %; {} faster, {} slower{}",
+            "  {:<12} {:>4} {}: median |error| {:.1} %, median error {:+.1} %; {} faster, {} slower{}",
             g.gpu,
             g.runs,
+            runs_word(g.runs),
             100.0 * g.median_abs_error,
             100.0 * g.median_error,
             g.optimistic,
@@ -92,6 +94,11 @@ fn print_validation(out: &mut dyn Write, v: &tracecast_replay::workload::validat
         )?;
     }
     Ok(())
+}
+
+/// "run" or "runs" after a count.
+fn runs_word(n: usize) -> &'static str {
+    if n == 1 { "run" } else { "runs" }
 }
 
 /// Projects the runs and compares (or fits, with `fit`), writing the terminal text and files.

@@ -46,23 +46,36 @@ impl RunsFile {
                 path.display()
             )));
         }
-        let file: RunsFile = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
+        // The file's frame first (an object with a `runs` list); then each run on its own, so
+        // that a run that does not read (a string for a number, a misspelt key) is refused in its
+        // row and the others compared: one such run had stopped the command, one mistake a rerun.
+        #[derive(Deserialize)]
+        #[serde(expecting = "a JSON object with a `runs` list (and optionally `about`)")]
+        struct Frame {
+            #[serde(default)]
+            about: Option<String>,
+            runs: Vec<serde_json::Value>,
+        }
+        let frame: Frame = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
             path: path.to_path_buf(),
-            key: format!(
-                "{}{}",
-                first_unreadable_run(text).map(|id| format!(" in run {id:?}")).unwrap_or_default(),
-                key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default()
-            ),
+            key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
             cause,
         })?;
+        let runs: Vec<Run> = frame.runs.iter().enumerate().map(|(i, value)| Run::of_value(value, i)).collect();
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
-        let mut ids: Vec<&str> = file.runs.iter().map(|r| r.id.as_str()).collect();
+        let mut ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
         ids.sort_unstable();
-        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-            return Err(crate::Error::Run(format!("{}: run id {:?} names more than one run", path.display(), w[0])));
+        let mut twice: Vec<&str> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+        twice.dedup();
+        match twice.as_slice() {
+            [] => {}
+            [one] => return Err(crate::Error::Run(format!("{}: run id {one:?} names more than one run", path.display()))),
+            many => {
+                let many: Vec<String> = many.iter().map(|id| format!("{id:?}")).collect();
+                return Err(crate::Error::Run(format!("{}: run ids {} each name more than one run", path.display(), many.join(", "))));
+            }
         }
         let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| crate::Error::Run(format!("{}: {e}", path.display())))?;
-        unknown_keys(&doc).map_err(|why| crate::Error::Run(format!("{}: {why}", path.display())))?;
         let unread_lists = doc
             .as_object()
             .into_iter()
@@ -73,7 +86,7 @@ impl RunsFile {
                 Some((key.clone(), ids))
             })
             .collect();
-        Ok(RunsFile { unread_lists, ..file })
+        Ok(RunsFile { about: frame.about, runs, unread_lists })
     }
 
     /// What the file holds beside `runs` that is not read, in words (`None` when nothing):
@@ -90,15 +103,6 @@ impl RunsFile {
     pub fn unread_list_of(&self, id: &str) -> Option<&str> {
         self.unread_lists.iter().find(|(_, ids)| ids.iter().any(|i| i == id)).map(|(key, _)| key.as_str())
     }
-}
-
-/// The id of the first run of a runs file that does not read as a run (a negative `gpus`, a
-/// string for a number), where the file is JSON and that run has an id: the error names it, not
-/// only its line.
-fn first_unreadable_run(text: &[u8]) -> Option<String> {
-    let doc: serde_json::Value = serde_json::from_slice(text).ok()?;
-    let bad = doc.get("runs")?.as_array()?.iter().find(|r| serde_json::from_value::<Run>((*r).clone()).is_err())?;
-    bad.get("id")?.as_str().map(str::to_string)
 }
 
 /// How far above the fastest floating-point peak the catalog holds a measured training throughput
@@ -242,22 +246,18 @@ const MEASURED_KEYS: [&str; 6] = ["tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", 
 /// An error naming the first key of a run, its `system` or its `measured` that no field
 /// reads: a misspelled `gpus_per_nodes` or `precison` had been ignored without a word
 /// (the projection 3× off). `system` flattens its overrides, which serde cannot check itself.
-fn unknown_keys(doc: &serde_json::Value) -> Result<(), String> {
-    for run in doc.get("runs").and_then(|r| r.as_array()).into_iter().flatten() {
-        let id = run.get("id").and_then(|i| i.as_str()).unwrap_or("?");
-        let check = |obj: Option<&serde_json::Value>, known: &[&str], what: &str| -> Result<(), String> {
-            for key in obj.and_then(|o| o.as_object()).into_iter().flat_map(|o| o.keys()) {
-                if !known.contains(&key.as_str()) {
-                    return Err(format!("run {id:?}: unknown key {key:?} in {what} (known: {})", known.join(", ")));
-                }
+fn unknown_keys(run: &serde_json::Value) -> Result<(), String> {
+    let check = |obj: Option<&serde_json::Value>, known: &[&str], what: &str| -> Result<(), String> {
+        for key in obj.and_then(|o| o.as_object()).into_iter().flat_map(|o| o.keys()) {
+            if !known.contains(&key.as_str()) {
+                return Err(format!("unknown key {key:?} in {what} (known: {})", known.join(", ")));
             }
-            Ok(())
-        };
-        check(Some(run), &RUN_KEYS, "the run")?;
-        check(run.get("system"), &SYSTEM_KEYS, "its system")?;
-        check(run.get("measured"), &MEASURED_KEYS, "its measured")?;
-    }
-    Ok(())
+        }
+        Ok(())
+    };
+    check(Some(run), &RUN_KEYS, "the run")?;
+    check(run.get("system"), &SYSTEM_KEYS, "its system")?;
+    check(run.get("measured"), &MEASURED_KEYS, "its measured")
 }
 
 /// One measured run.
@@ -300,6 +300,44 @@ pub struct Run {
     /// (`{"linear": "FP8", "attention": "BF16"}`). See [`Precision`].
     #[serde(default)]
     pub precision: Option<Precision>,
+    /// Why the run's entry did not read as a run (a string for a number, an unknown key): it is
+    /// refused in its row ([`Run::of_value`]).
+    #[serde(skip)]
+    pub unreadable: Option<String>,
+}
+
+impl Run {
+    /// The `index`-th entry of a runs file's `runs` as a run; one that does not read is a run
+    /// of its id (else `runs[index]`) whose `unreadable` says why, by key.
+    fn of_value(value: &serde_json::Value, index: usize) -> Run {
+        // Read from its own text, so that the error's position names the key it stopped at.
+        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+        let read = serde_json::from_str::<Run>(&text).map_err(|e| {
+            let at = key_before(text.as_bytes(), e.line(), e.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default();
+            format!("{}{at}", e.to_string().split(" at line ").next().unwrap_or_default())
+        });
+        match read.and_then(|run| unknown_keys(value).map(|()| run)) {
+            Ok(run) => run,
+            Err(why) => {
+                let id = value.get("id").and_then(|i| i.as_str()).map_or_else(|| format!("runs[{index}]"), str::to_string);
+                Run {
+                    id,
+                    source: None,
+                    model: RunModel::Incomplete(serde_json::Value::Null),
+                    system: RunSystem::default(),
+                    plan: String::new(),
+                    task: None,
+                    batch: None,
+                    prompt: None,
+                    context: None,
+                    measured: Measured::default(),
+                    framework: None,
+                    precision: None,
+                    unreadable: Some(format!("the entry does not read as a run: {why}")),
+                }
+            }
+        }
+    }
 }
 
 /// A run's number formats: the linear layers' (one string), or per op class.
@@ -1259,6 +1297,9 @@ fn project_run(
     device: Option<&DeviceModel>,
     measurements: Option<&std::sync::Arc<tracecast_calibrate::measured::Measurements>>,
 ) -> RunResult {
+    if let Some(why) = &run.unreadable {
+        return RunResult { refused: true, ..RunResult::not_projected(run, 0.0, format!("not projected: {why}")) };
+    }
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
     match projected(run, catalog, device, measurements, &mut measured) {
         Ok(Projected { projection: p, per_gpu: predicted, .. }) => RunResult {
@@ -1812,20 +1853,19 @@ mod tests {
                 extra.strip_prefix("run:").unwrap_or(""),
             )
         };
+        // The file's one run, checked.
+        let keys = |text: &str| super::unknown_keys(&serde_json::from_str::<serde_json::Value>(text).unwrap()["runs"][0]);
         for (extra, says) in [
-            ("run:, \"precison\": \"FP8\"", "run \"r\": unknown key \"precison\" in the run"),
+            ("run:, \"precison\": \"FP8\"", "unknown key \"precison\" in the run"),
             ("system:, \"gpus_per_nodes\": 4", "unknown key \"gpus_per_nodes\" in its system"),
             ("measured:, \"tokens_per_sec_per_gpu\": 2", "unknown key \"tokens_per_sec_per_gpu\" in its measured"),
         ] {
-            let e = super::unknown_keys(&serde_json::from_str(&run(extra)).unwrap()).unwrap_err();
+            let e = keys(&run(extra)).unwrap_err();
             assert!(e.contains(says), "{extra}: {e}");
         }
         let known = "system:, \"gpus_per_node\": 4, \"power_w\": 500";
-        assert_eq!(super::unknown_keys(&serde_json::from_str(&run(known)).unwrap()), Ok(()));
-        assert_eq!(
-            super::unknown_keys(&serde_json::from_str(&run("run:, \"notes\": \"x\", \"framework\": \"torchtitan\"")).unwrap()),
-            Ok(())
-        );
+        assert_eq!(keys(&run(known)), Ok(()));
+        assert_eq!(keys(&run("run:, \"notes\": \"x\", \"framework\": \"torchtitan\"")), Ok(()));
     }
 
     use super::*;
@@ -1834,15 +1874,28 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
-    /// A run whose numbers do not read (a negative GPU count) fails the file in words that name
-    /// the run, not only a line and column.
+    /// A run whose entry does not read (a negative GPU count, a string for a number, a misspelt
+    /// key) is refused in its row by key, and the others are compared: each such run had stopped
+    /// the whole file, one mistake found per rerun.
     #[test]
-    fn a_run_that_does_not_read_is_named() {
+    fn a_run_that_does_not_read_is_refused_in_its_row() {
         let good = run("good", MODEL, "");
-        let bad = run("negative-gpus", MODEL, "").replace("\"gpus\": 8", "\"gpus\": -8");
-        let text = format!(r#"{{"runs": [{good}}}, {bad}}}]}}"#);
-        let e = RunsFile::parse(text.as_bytes(), Path::new("mine.json")).unwrap_err().to_string();
-        assert!(e.contains("mine.json") && e.contains("in run \"negative-gpus\"") && e.contains("(at \"gpus\")"), "{e}");
+        let negative = run("negative-gpus", MODEL, "").replace("\"gpus\": 8", "\"gpus\": -8");
+        let string = run("string-gpus", MODEL, "").replace("\"gpus\": 8", "\"gpus\": \"8\"");
+        let typo = run("typo", MODEL, "").replace("\"plan\"", "\"framwork\": \"NeMo\", \"plan\"");
+        let text = format!(r#"{{"runs": [{good}}}, {negative}}}, {string}}}, {typo}}}, {{"model": {{}}}}]}}"#);
+        let file = RunsFile::parse(text.as_bytes(), Path::new("mine.json")).unwrap();
+        let why: Vec<(&str, Option<&str>)> = file.runs.iter().map(|r| (r.id.as_str(), r.unreadable.as_deref())).collect();
+        assert_eq!(why[0], ("good", None));
+        assert!(why[1].1.is_some_and(|w| w.contains("invalid value: integer `-8`") && w.ends_with("(at \"gpus\")")), "{why:?}");
+        assert!(why[2].1.is_some_and(|w| w.contains("invalid type: string \"8\"") && w.ends_with("(at \"gpus\")")), "{why:?}");
+        assert!(why[3].1.is_some_and(|w| w.contains("unknown key \"framwork\" in the run")), "{why:?}");
+        assert!(why[4].0 == "runs[4]" && why[4].1.is_some_and(|w| w.contains("missing field `id`")), "{why:?}");
+        let v = validate(&file, &Catalog::builtin(), &[], None);
+        let refused: Vec<&str> = v.runs.iter().filter(|r| r.refused).map(|r| r.id.as_str()).collect();
+        assert_eq!(refused, ["negative-gpus", "string-gpus", "typo", "runs[4]"]);
+        assert!(v.runs[0].error.is_some(), "{:?}", v.runs[0]);
+        assert!(v.runs[2].notes[0].starts_with("not projected: the entry does not read as a run: invalid type"), "{:?}", v.runs[2].notes);
     }
 
     /// A bare list of runs is told what a runs file is, not "expected a string at line 1".
