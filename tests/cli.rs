@@ -1145,6 +1145,22 @@ fn calibrate_writes_no_madmax_system_that_cannot_price() {
     assert!(!profile.exists());
 }
 
+/// A trace of no GPU kernel (CPU ops only) is named as such: alone it had been named only by
+/// its GPU ("h100-sxm: nothing could be fitted"), beside good traces counted as fitted on.
+#[test]
+fn calibrate_names_a_trace_without_gpu_kernels() {
+    let dir = scratch("calibrate-no-kernels");
+    let t = dir.join("cpu-only.json");
+    let device =
+        r#"{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85000000000, "computeMajor": 9, "computeMinor": 0, "numSms": 132}"#;
+    let op = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10}"#;
+    std::fs::write(&t, format!(r#"{{"traceEvents": [{op}], "deviceProperties": [{device}]}}"#)).unwrap();
+    let o = bin().arg("calibrate").arg(&t).arg("--out").arg(dir.join("p.json")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("cpu-only.json: no GPU kernel in the trace: nothing of it is fitted"), "{text}");
+}
+
 #[test]
 fn calibrate_gives_one_profile_per_device() {
     let dir = scratch("calibrate-devices");

@@ -679,6 +679,13 @@ impl ClassSamples {
 /// ([`work::kernel_work_of`] of the same context).
 pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::KernelWork>], catalog: &'c Catalog) -> RankSamples<'c> {
     let t = ctx.trace();
+    let mut warnings = t.warnings.clone();
+    // A trace of no GPU kernel (CPU ops only) fits nothing: said by file, since among good
+    // traces it had been counted as one fitted on, and alone it had been named only by its GPU.
+    use tracecast_ingest::analysis::ActivityClass;
+    if !ctx.classes().iter().any(|c| matches!(c, Some(ActivityClass::Compute | ActivityClass::Comm))) {
+        warnings.push(format!("{}: no GPU kernel in the trace: nothing of it is fitted", t.path.display()));
+    }
     RankSamples {
         rank: ctx.rank(),
         name: t.device_name().unwrap_or("").to_string(),
@@ -686,7 +693,7 @@ pub fn rank_samples<'c>(ctx: &RankContext<'_>, kernel_work: &[Option<work::Kerne
         path: t.path.display().to_string(),
         classes: ClassSamples::group(work::samples_of(t, kernel_work)),
         durations: KernelDurations::of(t, ctx.classes()),
-        warnings: t.warnings.clone(),
+        warnings,
     }
 }
 
