@@ -1145,6 +1145,27 @@ fn calibrate_writes_no_madmax_system_that_cannot_price() {
     assert!(!profile.exists());
 }
 
+/// The traces' order does not change a profile: `--each A B C` and `--each C A B` had
+/// differed in the last digits of the fits (sums in the order given).
+#[test]
+fn calibrate_gives_one_profile_whatever_the_traces_order() {
+    let dir = scratch("calibrate-order");
+    let h100 = shared().join("tracelens/h100");
+    let traces = [
+        "Falconsai_nsfw_image_detection__1016002.json.gz",
+        "facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+        "gaunernst_bert-small-uncased__1016001.json.gz",
+    ]
+    .map(|t| h100.join(t));
+    let profile = |order: [usize; 3], out: &str| {
+        let out = dir.join(out);
+        let o = bin().args(["calibrate", "-q", "--each"]).args(order.map(|i| &traces[i])).arg("--out").arg(&out).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read(out).unwrap()
+    };
+    assert!(profile([0, 1, 2], "abc.json") == profile([2, 0, 1], "cab.json"));
+}
+
 /// A trace of no GPU kernel (CPU ops only) is named as such: alone it had been named only by
 /// its GPU ("h100-sxm: nothing could be fitted"), beside good traces counted as fitted on.
 #[test]

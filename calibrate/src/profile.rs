@@ -731,6 +731,13 @@ pub fn calibrate_summaries(jobs: Vec<(Vec<RankSamples<'_>>, &JobCollectives)>, c
         warnings: Vec<(u32, Vec<String>)>,
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
+    // Jobs by their files, ranks by number: the fits sum in one order whatever order the traces
+    // were given in (`--each A B C` and `--each C A B` had differed in the last digits).
+    let mut jobs = jobs;
+    for (ranks, _) in &mut jobs {
+        ranks.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.path.cmp(&b.path)));
+    }
+    jobs.sort_by(|a, b| a.0.first().map(|r| &r.path).cmp(&b.0.first().map(|r| &r.path)));
     for (ranks, collectives) in jobs {
         let world = collectives.world();
         for r in ranks {
