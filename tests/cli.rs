@@ -1039,6 +1039,10 @@ fn calibrate_writes_profile_plots_and_madmax_system() {
         assert!(!gemm[key].is_null(), "{key}");
     }
     assert!((gemm["efficiency"].as_f64().unwrap() - 0.70).abs() < 0.014);
+    // The work each fit spans is on the terminal as in the JSON (it had been in the JSON alone).
+    let [least, most] = [0, 1].map(|i| gemm["work_range"][i].as_f64().unwrap() / 1e9);
+    let gemm_row = stdout.lines().find(|l| l.trim_start().starts_with("gemm ") && l.contains("TF/s")).unwrap();
+    assert!(gemm_row.ends_with(&format!("{least:.0}–{most:.0} GFLOP")), "{gemm_row} ({least}–{most})");
     let link = &p["links"][0];
     for key in ["collective", "group_size", "domain", "alpha_us", "busbw_gbps", "efficiency", "r2", "samples"] {
         assert!(!link[key].is_null(), "{key}");

@@ -9,6 +9,15 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
+/// A work size in three significant figures (0.00412, 41.2, 41200).
+fn shown(v: f64) -> String {
+    if v >= 100.0 || v == 0.0 || !v.is_finite() {
+        return format!("{v:.0}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.digits$}")
+}
+
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
 /// `given`: the GPU `--device` named (for the traces that record none).
 pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io::Result<()> {
@@ -43,14 +52,21 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io:
         writeln!(w, "\nKernel efficiency  t = t0 + W / (η · peak)")?;
         writeln!(
             w,
-            "  {:<12} {:<6} {:>10} {:>8} {:>17} {:>9} {:>7} {:>7}",
+            "  {:<12} {:<6} {:>10} {:>8} {:>17} {:>9} {:>7} {:>7}  fitted over",
             "class", "dtype", "peak", "η", "η 95 % CI", "t0 µs", "R²", "n"
         )?;
         for k in &p.kernels {
             let unit = if k.unit == "flop" { "TF/s" } else { "GB/s" };
+            // The work the fit spans: outside it its prices extrapolate (it had been in the JSON alone).
+            let [least, most] = k.work_range;
+            let over = if k.unit == "flop" {
+                format!("{}–{} GFLOP", shown(least / 1e9), shown(most / 1e9))
+            } else {
+                format!("{}–{} MB", shown(least / 1e6), shown(most / 1e6))
+            };
             writeln!(
                 w,
-                "  {:<12} {:<6} {:>5.0} {unit} {:>8.3} {:>8.3}–{:<8.3} {:>9.2} {:>7.3} {:>7}",
+                "  {:<12} {:<6} {:>5.0} {unit} {:>8.3} {:>8.3}–{:<8.3} {:>9.2} {:>7.3} {:>7}  {over}",
                 k.class.as_str(),
                 k.dtype.map_or("-", |d| d.as_str()),
                 k.peak,
@@ -61,6 +77,10 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io:
                 k.r2,
                 k.samples
             )?;
+        }
+        // How a fit was constrained (a negative t0 held at 0), said under the table.
+        for k in p.kernels.iter().filter(|k| !k.notes.is_empty()) {
+            writeln!(w, "  {} {}: {}", k.class.as_str(), k.dtype.map_or("-", |d| d.as_str()), k.notes.join("; "))?;
         }
     }
     if !p.table_corrections.is_empty() {
