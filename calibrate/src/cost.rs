@@ -87,8 +87,12 @@ impl Rule {
             Rule::AttentionTables => {
                 "measured time × the ratio of both GPUs' attention prices at the op's shape (their fastest measured kernels, or the vendor's closest GPU's × peaks)"
             }
-            Rule::RooflineFitted => "roofline of the op's FLOPs and bytes, efficiencies fitted on both GPUs (the op's class, else a compute op's GEMM fit)",
-            Rule::RooflineCarried => "roofline of the op's FLOPs and bytes, an efficiency fitted on one GPU carried to the other (the op's class, else a compute op's GEMM fit)",
+            Rule::RooflineFitted => {
+                "roofline of the op's FLOPs and bytes, efficiencies fitted on both GPUs (the op's class, else a compute op's GEMM fit)"
+            }
+            Rule::RooflineCarried => {
+                "roofline of the op's FLOPs and bytes, an efficiency fitted on one GPU carried to the other (the op's class, else a compute op's GEMM fit)"
+            }
             Rule::RooflinePeaks => "roofline of the op's FLOPs and bytes, catalog peaks only",
             Rule::LatencyBound => "latency-bound short kernel, scaled by the GPUs' short-kernel times",
             Rule::Measured => "kept its measured time (no work model)",

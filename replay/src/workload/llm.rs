@@ -1666,7 +1666,9 @@ impl Cluster {
             if let Some((eta, t0)) = dev.efficiency(KernelClass::Gemm, Some(dtype)) {
                 gemm_efficiency = eta;
                 gemm_overhead_s = t0.max(0.0) * 1e-6;
-                from_profile.push(format!("GEMM η {eta:.3}, t0 {t0:.1} µs"));
+                // Only a GEMM no measured table prices takes them: said, since the GEMM note above
+                // names the table that prices the rest (its correction may be left out at their size).
+                from_profile.push(format!("GEMM η {eta:.3}, t0 {t0:.1} µs (for the GEMMs a measured table does not price)"));
             }
             if let Some((eta, _)) = dev.efficiency(KernelClass::Attention, Some(dtype)) {
                 attention_efficiency = Some(eta);
