@@ -447,6 +447,15 @@ fn empty_databases_missing_tables_and_other_schemas_are_named() {
         .unwrap();
     let err = analyze_fails(&stripped, "kernel table dropped");
     assert!(err.contains("2 kernel or graph launch calls") && err.contains("no CUPTI_ACTIVITY_KIND_KERNEL table"), "{err}");
+    // The kernel table kept but emptied: the same loss (it had been analysed as a job 99 % idle).
+    let emptied = dir.join("emptied.sqlite");
+    synthetic(&emptied, "3.25.0", &[(64, 64, 64, 10_000), (64, 64, 64, 10_000)]);
+    Connection::open(&emptied)
+        .unwrap()
+        .execute_batch("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER, end INTEGER); DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;")
+        .unwrap();
+    let err = analyze_fails(&emptied, "kernel table emptied");
+    assert!(err.contains("2 kernel or graph launch calls") && err.contains("an empty CUPTI_ACTIVITY_KIND_KERNEL table"), "{err}");
     let no_gpu = dir.join("no-gpu.sqlite");
     synthetic(&no_gpu, "3.25.0", &[]);
     let err = analyze_fails(&no_gpu, "no kernels");

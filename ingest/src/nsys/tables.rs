@@ -198,15 +198,20 @@ impl Export {
         // Kernels launched (one by one or in CUDA graphs) but no kernel table: an export stripped
         // or cut short, whose every figure would read as if no kernel had run. Host functions
         // (`cuLaunchHostFunc`) launch none.
-        if !self.has(KERNEL) && self.has_column(RUNTIME, "nameId") && self.has_column(STRINGS, "id") && self.has_column(STRINGS, "value") {
+        // A kernel table with no row is the same loss (an export whose kernels were deleted had
+        // been analysed as a job 99 % idle, exit 0).
+        let no_kernels = !self.has(KERNEL)
+            || self.first_text(&format!("SELECT CAST(EXISTS(SELECT 1 FROM {KERNEL}) AS TEXT)"))?.as_deref() == Some("0");
+        if no_kernels && self.has_column(RUNTIME, "nameId") && self.has_column(STRINGS, "id") && self.has_column(STRINGS, "value") {
             let sql = format!(
                 "SELECT COUNT(*) FROM {RUNTIME} r JOIN {STRINGS} s ON r.nameId = s.id WHERE s.value LIKE '%LaunchKernel%' OR s.value LIKE '%LaunchCooperativeKernel%' OR s.value LIKE '%GraphLaunch%'"
             );
             let launches = self.first_text(&format!("SELECT CAST(({sql}) AS TEXT)"))?.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
             if launches > 0 {
                 return Err(self.schema_error(format!(
-                    "this export ({}) has {launches} kernel or graph launch calls in {RUNTIME} but no {KERNEL} table: its kernels are missing (a stripped or partial export; export the report again)",
-                    self.version_text()
+                    "this export ({}) has {launches} kernel or graph launch calls in {RUNTIME} but {} {KERNEL} table: its kernels are missing (a stripped or partial export; export the report again)",
+                    self.version_text(),
+                    if self.has(KERNEL) { "an empty" } else { "no" }
                 )));
             }
         }
