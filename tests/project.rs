@@ -2321,3 +2321,14 @@ fn a_pipeline_across_nodes_pays_the_network_at_its_stage_boundaries() {
     let inside = "tp=2,pp=4,dp=1,mb=1,gbs=64";
     assert_eq!(send_recv_ms("8", inside, "12.5"), send_recv_ms("8", inside, "400"));
 }
+
+/// A `--with` setting no plan can take is named by the refusal it meets, not counted among
+/// degrees that do not divide (`frozen=32` of 32 layers: 822 plans "the model refuses
+/// (degrees its heads, layers or experts do not divide)").
+#[test]
+fn a_search_names_why_the_model_refused_its_plans() {
+    let o = bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "16", "--with", "frozen=32"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(text.contains("the model or the settings refuse (the first: frozen=32 leaves none of the 32 layers to train)"), "{text}");
+}

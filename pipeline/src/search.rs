@@ -119,7 +119,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let unit = if matches!(task, tracecast_replay::workload::llm::Task::Decode { .. }) { "tokens/s" } else { "samples/s" };
     if !args.quiet {
         // Nothing rejected: no empty reasons (an inference search had printed "0 rejected ()").
-        let why = if result.rejected > 0 { format!(" ({})", result.rejected_why.in_words()) } else { String::new() };
+        let why = if result.rejected > 0 {
+            format!(" ({})", result.rejected_why.in_words(result.refused_for_one.as_deref()))
+        } else {
+            String::new()
+        };
         writeln!(
             out,
             "{} on {} — {}: {} plans simulated, {} rejected{why}, {:.2} s",
@@ -327,7 +331,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // dividing the sequence, are not among them).
         let tried = match result.rejected {
             0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
-            n => format!("of the {n} plan(s) it rejected, {}", result.rejected_why.in_words()),
+            n => format!("of the {n} plan(s) it rejected, {}", result.rejected_why.in_words(result.refused_for_one.as_deref())),
         };
         let gpus = if cluster.gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", cluster.gpus) };
         crate::output::stderr_line(format_args!("error: no plan runs on {gpus}: {tried}"));

@@ -91,6 +91,11 @@ pub struct SearchResult {
     pub speedup_over_baseline: Option<f64>,
     /// Plans left out of `ranked` because they price exactly as a ranked one (its plan → them).
     pub identical: std::collections::BTreeMap<String, Vec<String>>,
+    /// Why the first plan the model refused was refused, in its words: a setting of `--with`
+    /// that no plan can take (`frozen=32` of 32 layers, `fp8` on a GPU without an FP8 peak)
+    /// is named by it, not only counted among degrees that do not divide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_for_one: Option<String>,
 }
 
 /// The plans a search rejected, by reason (they sum to [`SearchResult::rejected`]).
@@ -105,14 +110,22 @@ pub struct Rejected {
 }
 
 impl Rejected {
-    /// In words, the reasons that count: `600 that do not fit in memory, 716 whose …`.
-    pub fn in_words(&self) -> String {
+    /// In words, the reasons that count: `600 that do not fit in memory, 716 whose …`;
+    /// `one_refused`: why the first refused plan was ([`SearchResult::refused_for_one`]).
+    pub fn in_words(&self, one_refused: Option<&str>) -> String {
         let parts = [
             (self.memory, "that do not fit in memory"),
             (self.batch, "whose data-parallel degree × microbatch does not divide the global batch"),
-            (self.refused, "the model refuses (degrees its heads, layers or experts do not divide)"),
         ];
-        let said: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, why)| format!("{n} {why}")).collect();
+        let mut said: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, why)| format!("{n} {why}")).collect();
+        if self.refused > 0 {
+            said.push(format!(
+                "{} the model or the settings refuse ({})",
+                self.refused,
+                one_refused
+                    .map_or("degrees its heads, layers or experts do not divide, …".to_string(), |why| format!("the first: {why}"))
+            ));
+        }
         said.join(", ")
     }
 }
@@ -127,6 +140,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     let gbs = if space.global_batch > 0 { space.global_batch } else { gpus };
     let mut ranked = Vec::new();
     let (mut simulated, mut why) = (0usize, Rejected::default());
+    let mut refused_for_one: Option<String> = None;
     let tps: Vec<u32> = divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t)).collect();
     let experts = model.experts as u32;
     let train = task == Task::Train;
@@ -225,7 +239,10 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                                                 simulated += 1;
                                                 why.memory += 1;
                                             }
-                                            Err(_) => why.refused += 1,
+                                            Err(e) => {
+                                                why.refused += 1;
+                                                refused_for_one.get_or_insert_with(|| e.to_string());
+                                            }
                                         }
                                     }
                                 }
@@ -266,7 +283,17 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         _ => None,
     };
     let rejected = why.batch + why.memory + why.refused;
-    SearchResult { simulated, rejected, rejected_why: why, ranked, baseline_name, baseline, speedup_over_baseline, identical }
+    SearchResult {
+        simulated,
+        rejected,
+        rejected_why: why,
+        ranked,
+        baseline_name,
+        baseline,
+        speedup_over_baseline,
+        identical,
+        refused_for_one,
+    }
 }
 
 /// Whether two projections are the same in every number a user ranks by.
