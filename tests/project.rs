@@ -2332,3 +2332,21 @@ fn a_search_names_why_the_model_refused_its_plans() {
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(text.contains("the model or the settings refuse (the first: frozen=32 leaves none of the 32 layers to train)"), "{text}");
 }
+
+/// Of two plans that price alike, the simpler is shown and the other listed under it, whatever
+/// `--with` adds (with `tp_overlap` the plan with `recompute=selective` had been shown, by name).
+#[test]
+fn a_search_shows_the_simpler_of_plans_that_price_alike() {
+    for with in [&[][..], &["--with", "tp_overlap"]] {
+        let o = bin()
+            .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "16", "--top", "1"])
+            .args(with)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let best = text.lines().find(|l| l.trim_start().starts_with("1  ")).unwrap_or_else(|| panic!("{text}"));
+        let alike = text.lines().find(|l| l.contains("(prices identically: ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(!best.contains("recompute=selective") && alike.contains("recompute=selective"), "{with:?}\n{text}");
+    }
+}

@@ -253,9 +253,14 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             }
         }
     }
-    ranked.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.cmp(&b.plan)));
+    // Of equal throughputs the plan of fewer words first, then by name: the simpler of two that
+    // price alike is the one shown, whatever `--with` adds (with `tp_overlap` the plan with
+    // `recompute=selective` had sorted first by name).
+    ranked.sort_by(|a, b| {
+        b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.len().cmp(&b.plan.len())).then_with(|| a.plan.cmp(&b.plan))
+    });
     // Plans that price identically (selective recomputation with flash attention
-    // recomputes nothing; …) are shown once: the first by name, the others listed.
+    // recomputes nothing; …) are shown once: the simplest, the others listed.
     let mut identical: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     let mut kept: Vec<Projection> = Vec::with_capacity(ranked.len());
     for p in ranked {
