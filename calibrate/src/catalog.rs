@@ -218,15 +218,7 @@ impl Gpu {
     /// peak, capacity, bandwidth or clock that is not positive, a negative
     /// cache, no SMs.
     fn unusable(&self) -> Option<String> {
-        let peaks = [
-            ("fp64", self.fp64),
-            ("fp32", self.fp32),
-            ("tf32", self.tf32),
-            ("bf16", self.bf16),
-            ("fp16", self.fp16),
-            ("fp8", self.fp8),
-            ("int8", self.int8),
-        ];
+        let peaks = self.peaks_by_key();
         let message = peaks
             .into_iter()
             .find_map(|(what, v)| v.and_then(|v| not_positive(what, v)))
@@ -244,9 +236,9 @@ impl Gpu {
         Some(format!("gpu {:?}: {message}", self.id))
     }
 
-    /// A positive number in another unit than its key's ([`out_of_range`]).
-    fn out_of_range(&self) -> Option<String> {
-        let peaks = [
+    /// Its peaks, TFLOP/s, by their catalog key.
+    fn peaks_by_key(&self) -> [(&'static str, Option<f64>); 7] {
+        [
             ("fp64", self.fp64),
             ("fp32", self.fp32),
             ("tf32", self.tf32),
@@ -254,7 +246,12 @@ impl Gpu {
             ("fp16", self.fp16),
             ("fp8", self.fp8),
             ("int8", self.int8),
-        ];
+        ]
+    }
+
+    /// A positive number in another unit than its key's ([`out_of_range`]).
+    fn out_of_range(&self) -> Option<String> {
+        let peaks = self.peaks_by_key();
         peaks
             .into_iter()
             .find_map(|(what, v)| v.and_then(|v| out_of_range(what, v, (0.01, 1e5), "TFLOP/s (dense peaks are in TFLOP/s)")))

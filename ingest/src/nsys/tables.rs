@@ -200,8 +200,8 @@ impl Export {
         // (`cuLaunchHostFunc`) launch none.
         // A kernel table with no row is the same loss (an export whose kernels were deleted had
         // been analysed as a job 99 % idle, exit 0).
-        let no_kernels = !self.has(KERNEL)
-            || self.first_text(&format!("SELECT CAST(EXISTS(SELECT 1 FROM {KERNEL}) AS TEXT)"))?.as_deref() == Some("0");
+        let no_kernels =
+            !self.has(KERNEL) || self.first_text(&format!("SELECT CAST(EXISTS(SELECT 1 FROM {KERNEL}) AS TEXT)"))?.as_deref() == Some("0");
         if no_kernels && self.has_column(RUNTIME, "nameId") && self.has_column(STRINGS, "id") && self.has_column(STRINGS, "value") {
             let sql = format!(
                 "SELECT COUNT(*) FROM {RUNTIME} r JOIN {STRINGS} s ON r.nameId = s.id WHERE s.value LIKE '%LaunchKernel%' OR s.value LIKE '%LaunchCooperativeKernel%' OR s.value LIKE '%GraphLaunch%'"
