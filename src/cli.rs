@@ -276,9 +276,9 @@ pub(crate) struct CalibrateArgs {
 /// `report` share.
 #[derive(clap::Args)]
 pub(crate) struct WhatIfArgs {
-    /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast): `compute` every compute
-    /// kernel (GEMMs, attention, elementwise and the rest), `memory` the copies and sets, `link` the
-    /// communication; to change the GEMMs alone, project through a profile (`--target --profile`).
+    /// Speed-ups, e.g. `compute=2,memory=1.5,link=2` (2 = twice as fast): `compute` every compute kernel
+    /// (GEMMs, attention, elementwise and the rest), `memory` copies and sets, `link` communication; the GEMMs
+    /// alone: `--target --profile` with the profile's `table_corrections` gemm `ratio` set (not its η).
     #[arg(long, value_name = "K=V,...")]
     pub(crate) scale: Option<String>,
     /// Link α-β overrides: `alpha=US,busbw=GBPS[,inter-alpha=US,inter-busbw=GBPS]` (alpha not given: 0 µs); each collective
