@@ -3639,3 +3639,40 @@ fn a_doubtful_clock_alignment_is_said_where_it_is_printed() {
         assert_eq!(alignment["doubtful"].as_str().is_some_and(|d| d.contains("do not end together")), doubted, "{alignment}");
     }
 }
+
+/// An output path that is one of the command's inputs (a profile, a runs file) or a folder is
+/// refused before the work: `project`, `search`, `replay` and `validate` had printed their whole
+/// result first, and `analyze` and `diff` had done so for a folder.
+#[test]
+fn outputs_that_cannot_be_written_are_refused_before_the_work() {
+    let dir = scratch("outputs-before-work");
+    let job = dir.join("job");
+    let o = bin().args(["synth", "-q", "--ranks", "2", "--steps", "2", "--out"]).arg(&job).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let profile = dir.join("profile.json");
+    let o = bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = dir.join("runs.json");
+    std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/h200/runs.json"), &runs).unwrap();
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let (p, r, f, j) = (profile.as_os_str(), runs.as_os_str(), folder.as_os_str(), job.as_os_str());
+    let model = ["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"].map(std::ffi::OsStr::new);
+    let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
+        ([&["project".as_ref()][..], &model, &["--profile".as_ref(), p, "--json".as_ref(), p]].concat(), "it is an input of this command"),
+        ([&["search".as_ref()][..], &model, &["--profile".as_ref(), p, "--json".as_ref(), p]].concat(), "it is an input of this command"),
+        (
+            vec!["replay".as_ref(), j, "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), p, "--json".as_ref(), p],
+            "it is an input",
+        ),
+        (vec!["validate".as_ref(), r, "--json".as_ref(), r], "it is an input of this command"),
+        (vec!["analyze".as_ref(), j, "--json".as_ref(), f], "a directory is in its place"),
+        (vec!["diff".as_ref(), j, j, "--json".as_ref(), f], "a directory is in its place"),
+    ];
+    for (args, says) in cases {
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -59,6 +59,14 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -
             }
         }
     }
+    // A flag that writes one file, given a folder that exists: refused before the work (the
+    // write had refused it, but only once the whole result had been printed).
+    if let Some((flag, p)) = outputs
+        .iter()
+        .find_map(|(flag, p)| p.filter(|p| matches!(*flag, "--json" | "--perfetto" | "--fit") && p.is_dir()).map(|p| (flag, p)))
+    {
+        anyhow::bail!("{flag} {}: a directory is in its place; give a file path", p.display());
+    }
     outputs_not_inputs(outputs, inputs)
 }
 

@@ -563,7 +563,10 @@ fn replaced_by_flags(args: &Options, system: &madmax::SystemConfig, files: &Madm
 
 /// Projects the model and writes the projection (terminal, JSON, Perfetto).
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &[])?;
+    // The files it reads are no output of it (said before the projection is printed).
+    let mut inputs: Vec<PathBuf> = args.profile.iter().chain(&args.measurements).chain(&args.hw).cloned().collect();
+    inputs.extend(args.madmax.iter().flat_map(|m| [m.model.clone(), m.system.clone(), m.task.clone()]));
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &inputs)?;
     use tracecast_replay::workload::{llm, madmax};
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;

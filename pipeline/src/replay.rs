@@ -106,7 +106,19 @@ pub struct Options {
 /// Replays every job the inputs stand for and writes the table, the JSON and
 /// the Perfetto timeline the options ask for.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &args.inputs.paths)?;
+    // The traces and the files that price them are no output of it.
+    let w = &args.what_if;
+    let inputs: Vec<PathBuf> = args
+        .inputs
+        .paths
+        .iter()
+        .chain(&w.profile)
+        .chain(&w.source_profile)
+        .chain(&w.measurements)
+        .chain(&args.inputs.read.hw)
+        .cloned()
+        .collect();
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &inputs)?;
     let read = &args.inputs.read;
     let catalog = catalog_with(&read.hw)?;
     let read_opts = read.read_options(&catalog)?;

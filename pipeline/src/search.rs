@@ -73,8 +73,10 @@ impl Default for Options {
 
 /// Searches the plans and writes them (terminal, JSON, the front's chart); [`Outcome::NoPlan`] when none fits.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
-    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--plots", args.plots.as_deref())], &[])?;
-    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())], &[])?;
+    // The files it reads are no output of it (said before the search is printed).
+    let inputs: Vec<PathBuf> = args.profile.iter().chain(&args.measurements).chain(&args.hw).cloned().collect();
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--plots", args.plots.as_deref())], &inputs)?;
+    crate::output::folder_outputs(&[("--plots", args.plots.as_deref())], &inputs)?;
     use tracecast_replay::workload::search;
     let catalog = catalog_with(&args.hw)?;
     let device = device_of(args.profile.as_ref(), &catalog)?;

@@ -104,6 +104,10 @@ fn runs_word(n: usize) -> &'static str {
 /// Projects the runs and compares (or fits, with `fit`), writing the terminal text and files.
 pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     use tracecast_replay::workload::validate;
+    // The files it reads are no output of it (said before the runs are projected and printed).
+    let inputs: Vec<PathBuf> =
+        std::iter::once(&args.runs).chain(&args.profile).chain(&args.hw).chain(&args.measurements).cloned().collect();
+    crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--fit", args.fit.as_deref())], &inputs)?;
     let catalog = catalog_with(&args.hw)?;
     let file = validate::RunsFile::read(&args.runs)?;
     anyhow::ensure!(!file.runs.is_empty(), "{}: no runs to compare", args.runs.display());
