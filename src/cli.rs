@@ -221,7 +221,7 @@ pub(crate) struct AnalyzeArgs {
     pub(crate) window: WindowArgs,
     #[command(flatten)]
     pub(crate) idle: IdleArgs,
-    /// Write the analysis as JSON (DESIGN §6 keys).
+    /// Write the analysis as JSON (DESIGN §6 keys; `-`: standard output, the summary then on stderr).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Write the breakdown, steps, collectives, kernels, dimensions and stragglers tables as CSV into DIR.
@@ -312,7 +312,7 @@ pub(crate) struct ReplayArgs {
     pub(crate) window: WindowArgs,
     #[command(flatten)]
     pub(crate) what_if: WhatIfArgs,
-    /// Write the replay as JSON.
+    /// Write the replay as JSON (`-`: standard output, the summary then on stderr).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Write the replayed timeline as Chrome-trace JSON for ui.perfetto.dev (gzip when F ends in .gz);
@@ -363,7 +363,7 @@ pub(crate) struct DiffArgs {
     pub(crate) read: ReadArgs,
     #[command(flatten)]
     pub(crate) window: WindowArgs,
-    /// Write the comparison as JSON.
+    /// Write the comparison as JSON (`-`: standard output, the summary then on stderr).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Kernels listed in the per-kernel comparison.

@@ -105,7 +105,7 @@ pub(crate) struct ProjectArgs {
     /// Whose assumptions.
     #[arg(long, value_enum, default_value = "tracecast")]
     pub(crate) assumptions: AssumptionsArg,
-    /// Write the projection as JSON (DESIGN §6 keys).
+    /// Write the projection as JSON (DESIGN §6 keys; `-`: standard output, the summary then on stderr).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Write the simulated lanes for ui.perfetto.dev (tracecast's transformer model: one microbatch on one pipeline stage, a note says how much of the iteration)
@@ -151,7 +151,7 @@ pub(crate) struct SearchArgs {
     /// Plans to print.
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) top: usize,
-    /// Write the ranked plans (ten times --top of them), the baseline and the front as JSON.
+    /// Write the ranked plans (ten times --top of them), the baseline and the front as JSON (`-`: standard output).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).
@@ -172,7 +172,7 @@ pub(crate) struct ValidateArgs {
     /// Calibration profile of a GPU of the runs (repeatable; each prices the runs on its GPU).
     #[arg(long, value_name = "P.json")]
     pub(crate) profile: Vec<PathBuf>,
-    /// Write the comparison as JSON.
+    /// Write the comparison as JSON (`-`: standard output, the summary then on stderr).
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Fit the model's free parameter (the GEMM table correction per GPU) to the runs, print the
