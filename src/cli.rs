@@ -131,7 +131,7 @@ pub(crate) struct ReadArgs {
     pub(crate) strict: bool,
     /// GPUs per node, to tell intra- from inter-node groups and dimensions (default: that of replay's
     /// --measurements across nodes of the GPU, else the GPU's node preset in the catalog, else 8).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus_per_node: Option<u32>,
     /// Extra hardware catalog file (TOML, the format of `calibrate/hw/gpus.toml`): GPUs the traces ran on
     /// that the built-in catalog lacks.
@@ -166,7 +166,7 @@ pub(crate) struct WindowArgs {
 #[derive(clap::Args)]
 pub(crate) struct IdleArgs {
     /// Gaps shorter than this many µs between queued GPU work count as kernel wait in the idle split.
-    #[arg(long, value_name = "US", default_value_t = 30.0, value_parser = non_negative)]
+    #[arg(long, value_name = "US", default_value_t = 30.0, value_parser = non_negative, allow_negative_numbers = true)]
     pub(crate) kernel_wait_us: f64,
 }
 
@@ -234,10 +234,10 @@ pub(crate) struct AnalyzeArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
     /// GPUs of the whole job, to extrapolate GPU-hours (with --job-hours).
-    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
+    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive, allow_negative_numbers = true)]
     pub(crate) job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with --job-gpus).
-    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive)]
+    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive, allow_negative_numbers = true)]
     pub(crate) job_hours: Option<f64>,
 }
 
@@ -268,7 +268,7 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, value_name = "F")]
     pub(crate) madmax_system: Option<PathBuf>,
     /// Nodes of the MAD-Max system configuration (with --madmax-system).
-    #[arg(long, default_value_t = 1, requires = "madmax_system", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, requires = "madmax_system", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) nodes: u32,
 }
 
@@ -343,10 +343,10 @@ pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub(crate) what_if: WhatIfArgs,
     /// GPUs of the whole job, to state its GPU-hours (with --job-hours).
-    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive)]
+    #[arg(long, value_name = "G", requires = "job_hours", value_parser = positive, allow_negative_numbers = true)]
     pub(crate) job_gpus: Option<f64>,
     /// Wall-clock hours of the whole job (with --job-gpus).
-    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive)]
+    #[arg(long, value_name = "H", requires = "job_gpus", value_parser = positive, allow_negative_numbers = true)]
     pub(crate) job_hours: Option<f64>,
     /// Also write every chart of the page as SVG and PNG files into DIR.
     #[arg(long, value_name = "DIR")]

@@ -3676,3 +3676,22 @@ fn outputs_that_cannot_be_written_are_refused_before_the_work() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A negative number given without `=` is read as the option's value and refused as one (it
+/// had been "unexpected argument '-1'", telling the user to write `-- -1`).
+#[test]
+fn a_negative_number_is_refused_as_the_options_value() {
+    let os = std::ffi::OsStr::new;
+    let job = shared().join("hta/trace_diff/control/control.json.gz");
+    for (args, says) in [
+        (vec![os("analyze"), job.as_os_str(), os("--kernel-wait-us"), os("-1")], "invalid value '-1' for '--kernel-wait-us <US>'"),
+        (
+            vec![os("project"), os("--model"), os("llama2-7b"), os("--system"), os("h100-sxm"), os("--gpus"), os("-8")],
+            "invalid value '-8' for '--gpus <N>'",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

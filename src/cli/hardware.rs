@@ -74,7 +74,7 @@ pub(crate) struct CostArgs {
     #[arg(long)]
     pub(crate) gpus: Option<u32>,
     /// GPUs per node (default: that of your --measurements across nodes, else the GPU's node preset, else 8).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus_per_node: Option<u32>,
     /// Network per GPU, GB/s, across nodes (default: the GPU's node preset), as `project`'s flag.
     #[arg(long)]

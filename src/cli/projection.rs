@@ -17,13 +17,13 @@ pub(crate) enum AssumptionsArg {
 #[derive(clap::Args)]
 pub(crate) struct InferenceArgs {
     /// Sequences per replica (prefill and decode; default 1). A training step's batch is the plan's `gbs` and `mb`.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) batch: Option<u32>,
     /// Prompt tokens (prefill; default: the model's sequence length).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) prompt: Option<u32>,
     /// Context tokens whose KV cache each decode step reads (default: the model's sequence length).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) context: Option<u32>,
 }
 
@@ -43,7 +43,7 @@ pub(crate) struct PricedWith {
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct SystemArgs {
     /// GPUs per node (default: that of your --measurements across nodes, else the GPU's node preset, else 8).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus_per_node: Option<u32>,
     /// Network bandwidth per GPU in GB/s (default: the node preset's NICs), e.g. 25 for one 200 Gb/s NIC per GPU.
     #[arg(long, value_name = "GB/s")]
@@ -79,7 +79,7 @@ pub(crate) struct ProjectArgs {
     #[arg(long, value_name = "GPU|F")]
     pub(crate) system: Option<String>,
     /// GPUs of the system.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus: Option<u32>,
     #[command(flatten)]
     pub(crate) system_overrides: SystemArgs,
@@ -131,7 +131,7 @@ pub(crate) struct SearchArgs {
     #[arg(long, value_name = "GPU|F")]
     pub(crate) system: String,
     /// GPUs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus: Option<u32>,
     #[command(flatten)]
     pub(crate) system_overrides: SystemArgs,
@@ -141,7 +141,7 @@ pub(crate) struct SearchArgs {
     #[arg(long, default_value = "train")]
     pub(crate) task: String,
     /// Sequences per iteration over the system (training; default: one per GPU).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gbs: Option<u32>,
     #[command(flatten)]
     pub(crate) inference: InferenceArgs,
