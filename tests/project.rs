@@ -2350,3 +2350,26 @@ fn a_search_shows_the_simpler_of_plans_that_price_alike() {
         assert!(!best.contains("recompute=selective") && alike.contains("recompute=selective"), "{with:?}\n{text}");
     }
 }
+
+/// A model under a billion parameters is counted to three figures: ViT-L's had read "0.3 B".
+/// By hand: 24 layers × 12 × 1024² = 302.0 M in the blocks, and the patch (16·16·3 × 1024) and
+/// position embeddings (197 × 1024) add 1.0 M: between 0.302 and 0.310 B.
+#[test]
+fn a_model_under_a_billion_parameters_is_counted_to_three_figures() {
+    let files = [
+        madmax("model_cfgs/vit/vit_l.json"),
+        madmax("system_cfgs/cloud_A/cloud_A_h100.80_128.json"),
+        madmax("task_cfgs/vit/vit_train.json"),
+    ];
+    let o = bin().arg("project").arg("--madmax").args(&files).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let note = text.lines().find(|l| l.contains(" B parameters")).unwrap_or_else(|| panic!("{text}"));
+    let count: f64 = note
+        .split(" B parameters")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(note.contains(&format!("{count:.3} B parameters")) && (0.302..0.310).contains(&count), "{note}");
+}

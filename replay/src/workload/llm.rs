@@ -3630,7 +3630,10 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         String::new()
     };
-    notes.push(format!("{} on {}: {:.1} B parameters{active}, {per_stage}", model.name, cluster.name, model.params() / 1e9));
+    // Under a billion, three figures (ViT-L's 304 M had read "0.3 B").
+    let params = model.params() / 1e9;
+    let params = if params < 1.0 { format!("{params:.3}") } else { format!("{params:.1}") };
+    notes.push(format!("{} on {}: {params} B parameters{active}, {per_stage}", model.name, cluster.name));
     // The precision inference reads its weights at, said: a checkpoint shipped quantized reads fewer bytes.
     if matches!(task, Task::Prefill { .. } | Task::Decode { .. }) && !serves_fp8_weights(plan, task) {
         notes.push(format!(
