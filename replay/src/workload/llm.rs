@@ -3661,6 +3661,14 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
             "experts: each token routed to {} of {}, spread evenly over the GPUs that hold them (no capacity factor, dropped tokens or load imbalance modelled)",
             model.top_k, model.experts
         ));
+        // Split experts send what whole ones would not: said, since `ep` over fewer ranks can
+        // then cost more than over more (Mixtral tp=2,ep=4: 358 ms against 257 at ep=8, whole).
+        let etp = plan.expert_tp();
+        if plan.ep > 1 && etp > 1 {
+            notes.push(format!(
+                "expert all-to-all: experts split over etp={etp} ranks, so each rank dispatches and combines the tokens of its {etp}-rank tensor-parallel group, {etp}× what whole experts (etp=1) move"
+            ));
+        }
     }
     let step_mfu =
         (matches!(task, Task::Train) && times.iteration_ms > 0.0).then(|| mfu(model, cluster, plan, global_batch, times.iteration_ms));
