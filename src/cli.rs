@@ -287,7 +287,7 @@ pub(crate) struct WhatIfArgs {
     pub(crate) link: Option<String>,
     /// Data-parallel scale-out: collectives over the whole job run over N ranks (bus factor and
     /// intra/inter-node bandwidth from the hardware catalog follow); 1 to 2^20.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tracecast_replay::scenario::MAX_WORLD_SIZE)))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tracecast_replay::scenario::MAX_WORLD_SIZE)), allow_negative_numbers = true)]
     pub(crate) world_size: Option<u32>,
     /// Project onto this GPU (catalog id): compute kernels are re-costed from their ops' work.
     #[arg(long, value_name = "GPU")]
@@ -367,7 +367,7 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "F")]
     pub(crate) json: Option<PathBuf>,
     /// Kernels listed in the per-kernel comparison.
-    #[arg(long, default_value_t = 25)]
+    #[arg(long, default_value_t = 25, allow_negative_numbers = true)]
     pub(crate) top: usize,
     /// Exit 1 when B regresses past a bound, for CI: `step>+3%,exposed>+5%` (metrics step, busy,
     /// idle, exposed, comm, compute; bounds in % of A).
@@ -381,25 +381,25 @@ pub(crate) struct SynthArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,
     /// Ranks.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
     pub(crate) ranks: u32,
     /// Training steps per rank.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub(crate) steps: u32,
     /// Transformer-like layers per step.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, allow_negative_numbers = true)]
     pub(crate) layers: u32,
     /// Random seed (noise and rank skew).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub(crate) seed: u64,
     /// True all-reduce bus bandwidth, GB/s.
-    #[arg(long, default_value_t = 150.0, conflicts_with = "profile")]
+    #[arg(long, default_value_t = 150.0, conflicts_with = "profile", allow_negative_numbers = true)]
     pub(crate) busbw_gbps: f64,
     /// True all-reduce latency α, µs.
-    #[arg(long, default_value_t = 15.0, conflicts_with = "profile")]
+    #[arg(long, default_value_t = 15.0, conflicts_with = "profile", allow_negative_numbers = true)]
     pub(crate) alpha_us: f64,
     /// True GEMM efficiency η.
-    #[arg(long, default_value_t = 0.70, conflicts_with = "profile")]
+    #[arg(long, default_value_t = 0.70, conflicts_with = "profile", allow_negative_numbers = true)]
     pub(crate) gemm_efficiency: f64,
     /// Write plain JSON instead of gzip.
     #[arg(long)]
@@ -408,7 +408,7 @@ pub(crate) struct SynthArgs {
     #[arg(long, value_name = "NAME|F")]
     pub(crate) model: Option<String>,
     /// Tokens per step and rank (with --model).
-    #[arg(long, default_value_t = 4096, requires = "model")]
+    #[arg(long, default_value_t = 4096, requires = "model", allow_negative_numbers = true)]
     pub(crate) tokens: u64,
     /// Take the ground truth from this calibration profile: its GEMM η and t0, HBM η, peaks and link α-β.
     #[arg(long, value_name = "P.json")]

@@ -3656,6 +3656,7 @@ fn outputs_that_cannot_be_written_are_refused_before_the_work() {
     std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/h200/runs.json"), &runs).unwrap();
     let folder = dir.join("folder");
     std::fs::create_dir_all(&folder).unwrap();
+    let from = std::ffi::OsString::from(format!("{}:llama3-8b-4l-seq8192", runs.display()));
     let (p, r, f, j) = (profile.as_os_str(), runs.as_os_str(), folder.as_os_str(), job.as_os_str());
     let model = ["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"].map(std::ffi::OsStr::new);
     let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
@@ -3666,6 +3667,10 @@ fn outputs_that_cannot_be_written_are_refused_before_the_work() {
             "it is an input",
         ),
         (vec!["validate".as_ref(), r, "--json".as_ref(), r], "it is an input of this command"),
+        (
+            vec!["project".as_ref(), "--from".as_ref(), &from, "--system".as_ref(), "h100-sxm".as_ref(), "--json".as_ref(), r],
+            "it is an input of this command",
+        ),
         (vec!["analyze".as_ref(), j, "--json".as_ref(), f], "a directory is in its place"),
         (vec!["diff".as_ref(), j, j, "--json".as_ref(), f], "a directory is in its place"),
     ];
@@ -3688,6 +3693,15 @@ fn a_negative_number_is_refused_as_the_options_value() {
         (
             vec![os("project"), os("--model"), os("llama2-7b"), os("--system"), os("h100-sxm"), os("--gpus"), os("-8")],
             "invalid value '-8' for '--gpus <N>'",
+        ),
+        (vec![os("replay"), job.as_os_str(), os("--world-size"), os("-2")], "invalid value '-2' for '--world-size <N>'"),
+        (
+            [
+                &["project", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8"].map(os)[..],
+                &[os("--nic-gbps-per-gpu"), os("-5")],
+            ]
+            .concat(),
+            "nic_gbps_per_gpu -5",
         ),
     ] {
         let o = run(&args);

@@ -463,20 +463,28 @@ pub(crate) fn device_of(
     })
 }
 
+/// `RUNS.json:ID` as its file and id: the file is the shortest prefix before a `:` that names
+/// one (an id may hold colons), else the text up to the last `:` (its error names it).
+fn from_parts(spec: &str) -> (&Path, Option<&str>) {
+    if Path::new(spec).exists() {
+        return (Path::new(spec), None);
+    }
+    let first_file = spec.match_indices(':').map(|(i, _)| i).find(|&i| Path::new(&spec[..i]).is_file());
+    match first_file.or_else(|| spec.rfind(':')) {
+        Some(i) => (Path::new(&spec[..i]), Some(&spec[i + 1..])),
+        None => (Path::new(spec), None),
+    }
+}
+
+/// The runs file of `--from FILE:ID`.
+fn from_file(spec: &str) -> PathBuf {
+    from_parts(spec).0.to_path_buf()
+}
+
 /// The run `RUNS.json:ID` names (`RUNS.json` alone: its one run).
 fn source_run(spec: &str) -> Result<tracecast_replay::workload::validate::Run> {
     use tracecast_replay::workload::validate::RunsFile;
-    // The file is the shortest prefix before a `:` that names one (an id may hold colons),
-    // else the text up to the last `:` (its error names it).
-    let (path, id) = if Path::new(spec).exists() {
-        (Path::new(spec), None)
-    } else {
-        let first_file = spec.match_indices(':').map(|(i, _)| i).find(|&i| Path::new(&spec[..i]).is_file());
-        match first_file.or_else(|| spec.rfind(':')) {
-            Some(i) => (Path::new(&spec[..i]), Some(&spec[i + 1..])),
-            None => (Path::new(spec), None),
-        }
-    };
+    let (path, id) = from_parts(spec);
     let file = RunsFile::read(path)?;
     let ids = || {
         let shown: Vec<&str> = file.runs.iter().take(12).map(|r| r.id.as_str()).collect();
@@ -566,6 +574,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // The files it reads are no output of it (said before the projection is printed).
     let mut inputs: Vec<PathBuf> = args.profile.iter().chain(&args.measurements).chain(&args.hw).cloned().collect();
     inputs.extend(args.madmax.iter().flat_map(|m| [m.model.clone(), m.system.clone(), m.task.clone()]));
+    // `--from FILE:ID`: the file as `source_run` finds it (an id may hold colons).
+    inputs.extend(args.from.as_deref().map(from_file));
     crate::output::distinct_outputs(&[("--json", args.json.as_deref()), ("--perfetto", args.perfetto.as_deref())], &inputs)?;
     use tracecast_replay::workload::{llm, madmax};
     let catalog = catalog_with(&args.hw)?;

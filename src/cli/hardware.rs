@@ -35,28 +35,28 @@ pub(crate) struct CostArgs {
     /// `reduce`, `send_recv` (NCCL and c10d spellings such as `allreduce` are read too).
     pub(crate) op: String,
     /// GEMM rows.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) m: Option<f64>,
     /// GEMM columns.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) n: Option<f64>,
     /// GEMM reduction dimension.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) k: Option<f64>,
     /// Independent GEMMs, or the attention batch [default: 1]
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) batch: Option<f64>,
     /// Input type: bf16, fp16, fp8, tf32, fp32 (attention: bf16 or fp16) [default: bf16]
     #[arg(long)]
     pub(crate) dtype: Option<String>,
     /// Attention heads.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) heads: Option<f64>,
     /// Attention sequence length.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) seq: Option<f64>,
     /// Attention head dimension.
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) head_dim: Option<f64>,
     /// Causal attention.
     #[arg(long)]
@@ -68,16 +68,16 @@ pub(crate) struct CostArgs {
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// Collective size, bytes (nccl-tests' size: the full buffer).
-    #[arg(long, value_parser = super::whole_size)]
+    #[arg(long, value_parser = super::whole_size, allow_negative_numbers = true)]
     pub(crate) bytes: Option<f64>,
     /// GPUs taking part in the collective.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub(crate) gpus: Option<u32>,
     /// GPUs per node (default: that of your --measurements across nodes, else the GPU's node preset, else 8).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus_per_node: Option<u32>,
     /// Network per GPU, GB/s, across nodes (default: the GPU's node preset), as `project`'s flag.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub(crate) nic_gbps_per_gpu: Option<f64>,
     /// Your own measurements (GEMM sweep, nccl-tests, … in the formats README describes; repeatable).
     #[arg(long, value_name = "FILE.csv")]

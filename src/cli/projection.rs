@@ -46,13 +46,13 @@ pub(crate) struct SystemArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub(crate) gpus_per_node: Option<u32>,
     /// Network bandwidth per GPU in GB/s (default: the node preset's NICs), e.g. 25 for one 200 Gb/s NIC per GPU.
-    #[arg(long, value_name = "GB/s")]
+    #[arg(long, value_name = "GB/s", allow_negative_numbers = true)]
     pub(crate) nic_gbps_per_gpu: Option<f64>,
     /// HBM capacity per GPU in GB (a variant of the catalog GPU).
-    #[arg(long, value_name = "GB")]
+    #[arg(long, value_name = "GB", allow_negative_numbers = true)]
     pub(crate) hbm_gb: Option<f64>,
     /// HBM bandwidth per GPU in GB/s (a variant of the catalog GPU).
-    #[arg(long, value_name = "GB/s")]
+    #[arg(long, value_name = "GB/s", allow_negative_numbers = true)]
     pub(crate) hbm_gbps: Option<f64>,
 }
 
@@ -149,7 +149,7 @@ pub(crate) struct SearchArgs {
     #[arg(long, value_name = "P.json")]
     pub(crate) profile: Option<PathBuf>,
     /// Plans to print.
-    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), allow_negative_numbers = true)]
     pub(crate) top: usize,
     /// Write the ranked plans (ten times --top of them), the baseline and the front as JSON (`-`: standard output).
     #[arg(long, value_name = "F")]
