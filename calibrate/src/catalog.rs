@@ -216,7 +216,7 @@ fn out_of_range(what: &str, value: f64, (lo, hi): (f64, f64), unit: &str) -> Opt
 impl Gpu {
     /// Why the entry's numbers cannot price anything, if they cannot: a
     /// peak, capacity, bandwidth or clock that is not positive, a negative
-    /// cache, no SMs.
+    /// cache, no SMs, a number in another unit than its key's ([`Gpu::out_of_range`]).
     fn unusable(&self) -> Option<String> {
         let peaks = self.peaks_by_key();
         let message = peaks
@@ -455,9 +455,9 @@ pub struct Catalog {
     pub gpus: Vec<Gpu>,
     /// Node presets.
     pub nodes: Vec<Node>,
-    /// The file each of the user's GPU entries came from, by lowercased id: what a later
-    /// file's entry of the same id replaces.
-    user_gpus: std::collections::HashMap<String, PathBuf>,
+    /// The file each of the user's GPU entries came from, by lowercased id, and whether it
+    /// replaced a shipped GPU: what a later file's entry of the same id replaces.
+    user_gpus: std::collections::HashMap<String, (PathBuf, bool)>,
 }
 
 const BUILTIN: [(&str, &str); 2] = [("gpus.toml", include_str!("../hw/gpus.toml")), ("nodes.toml", include_str!("../hw/nodes.toml"))];
@@ -542,12 +542,22 @@ impl Catalog {
         }
         // Ids are matched as `gpu` and `node` look them up, whatever their case.
         for g in file.gpu {
-            let earlier = self.user_gpus.insert(g.id.to_ascii_lowercase(), path.to_path_buf());
+            let key = g.id.to_ascii_lowercase();
+            let earlier = self.user_gpus.get(&key).cloned();
+            let shipped = earlier.as_ref().map_or_else(|| self.gpus.iter().any(|x| x.id.eq_ignore_ascii_case(&g.id)), |e| e.1);
+            self.user_gpus.insert(key, (path.to_path_buf(), shipped));
             match self.gpus.iter_mut().find(|x| x.id.eq_ignore_ascii_case(&g.id)) {
                 // Another of the user's files gave it: that entry is what it replaces (the note
-                // below had spoken of a shipped entry, its measured rows and profile).
-                Some(x) if let Some(earlier) = earlier => {
-                    notes.push(format!("{}: gpu {:?} replaces the entry of that id in {}", path.display(), g.id, earlier.display()));
+                // below had spoken of a shipped entry, its measured rows and profile), and where
+                // that one replaced a shipped GPU, its rows and profile still price this one.
+                Some(x) if let Some((earlier, _)) = earlier => {
+                    notes.push(format!(
+                        "{}: gpu {:?} replaces the entry of that id in {}{}",
+                        path.display(),
+                        g.id,
+                        earlier.display(),
+                        if shipped { " (itself the catalog's replaced: rows measured under that id and its shipped calibration profile still price it)" } else { "" }
+                    ));
                     *x = g;
                 }
                 Some(x) => {
@@ -843,6 +853,10 @@ mod tests {
         let notes = c.add_toml(&gpu("l40s", "hbm_gbps", "900.0"), Path::new("l40s-b.toml")).unwrap();
         assert_eq!(notes, vec!["l40s-b.toml: gpu \"l40s\" replaces the entry of that id in l40s.toml".to_string()]);
         assert_eq!(c.gpu("l40s").unwrap().hbm_gbps, 900.0);
+        // A shipped GPU replaced twice: the second note still says what prices it.
+        c.add_toml(&gpu("h100-sxm", "", ""), Path::new("mine.toml")).unwrap();
+        let notes = c.add_toml(&gpu("h100-sxm", "bf16", "900.0"), Path::new("mine-b.toml")).unwrap();
+        assert!(notes[0].contains("replaces the entry of that id in mine.toml (itself the catalog's replaced"), "{notes:?}");
         // Every shipped GPU is within the bounds.
         assert!(Catalog::builtin().gpus.iter().all(|g| g.out_of_range().is_none()));
     }

@@ -9,15 +9,6 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
-/// A work size in three significant figures (0.00412, 41.2, 41200).
-fn shown(v: f64) -> String {
-    if v >= 100.0 || v == 0.0 || !v.is_finite() {
-        return format!("{v:.0}");
-    }
-    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
-    format!("{v:.digits$}")
-}
-
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
 /// `given`: the GPU `--device` named (for the traces that record none).
 pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io::Result<()> {
@@ -59,10 +50,11 @@ pub fn write_profile(w: &mut dyn Write, p: &Profile, given: Option<&str>) -> io:
             let unit = if k.unit == "flop" { "TF/s" } else { "GB/s" };
             // The work the fit spans: outside it its prices extrapolate (it had been in the JSON alone).
             let [least, most] = k.work_range;
+            use tracecast_ingest::analysis::three_figures;
             let over = if k.unit == "flop" {
-                format!("{}–{} GFLOP", shown(least / 1e9), shown(most / 1e9))
+                format!("{}–{} GFLOP", three_figures(least / 1e9), three_figures(most / 1e9))
             } else {
-                format!("{}–{} MB", shown(least / 1e6), shown(most / 1e6))
+                format!("{}–{} MB", three_figures(least / 1e6), three_figures(most / 1e6))
             };
             writeln!(
                 w,

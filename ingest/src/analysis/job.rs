@@ -127,20 +127,23 @@ pub struct RankSpread {
 
 /// GPU-hours in words, to three significant figures (at least whole hours): one rule
 /// for every table and sentence, so that a headline does not say 0 where a table says 0.2.
+/// Below one hour at least three decimals (0.500; a tenth of a GPU-minute had printed 0.000).
 pub fn gpu_hours_text(hours: f64) -> String {
-    let digits = if hours.abs() >= 100.0 {
-        0
-    } else if hours.abs() >= 10.0 {
-        1
-    } else if hours.abs() >= 1.0 {
-        2
-    } else if hours == 0.0 || !hours.is_finite() {
-        3
-    } else {
-        // Three significant figures below one (a tenth of a GPU-minute had printed as 0.000).
-        (2 - hours.abs().log10().floor() as i32).clamp(3, 9) as usize
-    };
+    let digits = if hours.abs() < 1.0 { decimals_for_three_figures(hours).max(3) } else { decimals_for_three_figures(hours) };
     format!("{hours:.digits$}")
+}
+
+/// `v` to three significant figures (0.000412, 0.304, 41.2; from 100 on whole): the one rule of
+/// the small numbers the terminal shows (GPU-hours, parameter counts, a fit's work span).
+pub fn three_figures(v: f64) -> String {
+    let digits = decimals_for_three_figures(v);
+    format!("{v:.digits$}")
+}
+
+/// The decimals that show `v` to three significant figures (none from 100 on, nor for 0).
+fn decimals_for_three_figures(v: f64) -> usize {
+    let v = v.abs();
+    if v == 0.0 || !v.is_finite() || v >= 100.0 { 0 } else { (2 - v.log10().floor() as i32).clamp(0, 12) as usize }
 }
 
 /// GPU-hours of the whole job, extrapolated from the traced fractions.
@@ -824,6 +827,11 @@ fn gpu_hours_keep_three_significant_figures() {
     // Below a thousandth of an hour it had printed 0.000.
     assert_eq!(gpu_hours_text(0.000_412_3), "0.000412");
     assert_eq!(gpu_hours_text(0.0), "0.000");
+    // The rule itself: three figures at any size below 100 (a 12 M model had read 0.012 B).
+    assert_eq!(three_figures(0.012_34), "0.0123");
+    assert_eq!(three_figures(0.304), "0.304");
+    assert_eq!(three_figures(41.23), "41.2");
+    assert_eq!(three_figures(412.3), "412");
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub use idle::{IdleSplit, StreamIdle};
 pub use job::{
     AnalyzeOptions, BadFile, DimensionTotal, GpuHours, JobAnalysis, JobStep, RankAnalysis, RankCount, RankSpread, RankSummary, Totals,
     analyze_job, gpu_hours_text, job_steps, measured_breakdown, notes_by_text, notes_in_words, rank_list, reduce, reduce_matched,
-    runs_apart, summarize, summarize_rank, summary_key,
+    runs_apart, summarize, summarize_rank, summary_key, three_figures,
 };
 pub use job_collectives::JobCollectives;
 pub use kernels::{KernelStats, kernel_stats, short_kernel_name, short_kernel_names};

@@ -3630,9 +3630,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     } else {
         String::new()
     };
-    // Under a billion, three figures (ViT-L's 304 M had read "0.3 B").
+    // Under a billion, three significant figures (ViT-L's 304 M had read "0.3 B").
     let params = model.params() / 1e9;
-    let params = if params < 1.0 { format!("{params:.3}") } else { format!("{params:.1}") };
+    let params = if params < 1.0 { tracecast_ingest::analysis::three_figures(params) } else { format!("{params:.1}") };
     notes.push(format!("{} on {}: {params} B parameters{active}, {per_stage}", model.name, cluster.name));
     // The precision inference reads its weights at, said: a checkpoint shipped quantized reads fewer bytes.
     if matches!(task, Task::Prefill { .. } | Task::Decode { .. }) && !serves_fp8_weights(plan, task) {
@@ -3666,7 +3666,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         let etp = plan.expert_tp();
         if plan.ep > 1 && etp > 1 {
             notes.push(format!(
-                "expert all-to-all: experts split over etp={etp} ranks, so each rank dispatches and combines the tokens of its {etp}-rank tensor-parallel group, {etp}× what whole experts (etp=1) move"
+                "expert all-to-all: experts split over etp={etp} ranks, so each rank dispatches and combines the tokens of its {etp}-rank tensor-parallel group, {etp}× what it moves with each expert whole on one GPU"
             ));
         }
     }

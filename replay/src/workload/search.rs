@@ -256,8 +256,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     // Of equal throughputs the plan of fewer words first, then by name: the simpler of two that
     // price alike is the one shown, whatever `--with` adds (with `tp_overlap` the plan with
     // `recompute=selective` had sorted first by name).
+    let settings = |p: &Projection| p.plan.matches(',').count();
     ranked.sort_by(|a, b| {
-        b.throughput.total_cmp(&a.throughput).then_with(|| a.plan.len().cmp(&b.plan.len())).then_with(|| a.plan.cmp(&b.plan))
+        b.throughput.total_cmp(&a.throughput).then_with(|| settings(a).cmp(&settings(b))).then_with(|| a.plan.cmp(&b.plan))
     });
     // Plans that price identically (selective recomputation with flash attention
     // recomputes nothing; …) are shown once: the simplest, the others listed.

@@ -62,8 +62,10 @@ impl RunsFile {
             cause,
         })?;
         let runs: Vec<Run> = frame.runs.iter().enumerate().map(|(i, value)| Run::of_value(value, i)).collect();
-        // Ids name runs in tables, fits and `project --from FILE:ID`: one run each.
-        let mut ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        // Ids name runs in tables, fits and `project --from FILE:ID`: one run each (of the ids the
+        // entries give: a name made for an entry without one is not the file's).
+        let given = |v: &serde_json::Value| v.get("id").is_some_and(serde_json::Value::is_string);
+        let mut ids: Vec<&str> = runs.iter().zip(&frame.runs).filter(|(_, v)| given(v)).map(|(r, _)| r.id.as_str()).collect();
         ids.sort_unstable();
         let mut twice: Vec<&str> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
         twice.dedup();
@@ -1753,6 +1755,10 @@ mod tests {
         let files = super::shipped_runs();
         // The evidence README counts 129 runs with model dimensions; the published file has 17.
         assert_eq!(files.iter().map(|f| f.runs.len()).collect::<Vec<_>>(), [129, 17]);
+        // Every one reads as a run (one that does not is kept, refused in its row).
+        let unreadable: Vec<(&str, &str)> =
+            files.iter().flat_map(|f| &f.runs).filter_map(|r| Some((r.id.as_str(), r.unreadable.as_deref()?))).collect();
+        assert!(unreadable.is_empty(), "{unreadable:?}");
     }
 
     /// Measured MFU is the run's tokens/s per GPU × the model's FLOPs per token ÷ the 16-bit
@@ -1896,6 +1902,11 @@ mod tests {
         assert_eq!(refused, ["negative-gpus", "string-gpus", "typo", "runs[4]"]);
         assert!(v.runs[0].error.is_some(), "{:?}", v.runs[0]);
         assert!(v.runs[2].notes[0].starts_with("not projected: the entry does not read as a run: invalid type"), "{:?}", v.runs[2].notes);
+        // The name made for an entry without an id is not one of the file's: a run that has it
+        // is no second run of that id.
+        let clash = run("runs[0]", MODEL, "");
+        let file = RunsFile::parse(format!(r#"{{"runs": [{{"model": {{}}}}, {clash}}}]}}"#).as_bytes(), Path::new("clash.json")).unwrap();
+        assert_eq!(file.runs.iter().map(|r| r.unreadable.is_some()).collect::<Vec<_>>(), [true, false]);
     }
 
     /// A bare list of runs is told what a runs file is, not "expected a string at line 1".
