@@ -2389,3 +2389,14 @@ fn split_experts_say_what_their_all_to_all_carries() {
     assert!(split.contains("expert all-to-all: experts split over etp=2 ranks"), "{split}");
     assert!(!notes("tp=2,sp,dp=4,ep=8,gbs=64").contains("expert all-to-all:"));
 }
+
+/// `search --task` names what a search takes: its error had offered a MAD-Max task file, then
+/// refused one (a task file states one plan, which `project` projects).
+#[test]
+fn a_search_says_which_tasks_it_takes() {
+    let task_file = madmax("task_cfgs/llm/llm_train.json");
+    let o =
+        bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--task"]).arg(&task_file).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a search takes train, prefill or decode (a MAD-Max task file states one plan"), "{}", stderr(&o));
+}

@@ -85,6 +85,18 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     // The GPU --system names (a node preset's, where it names one).
     let gpu_id = crate::project::system_gpu(&args.system, &catalog);
     let seq = model.seq as u32;
+    // A MAD-Max task file states one plan, which `project` projects: a search has none to take from
+    // it (its error had offered a task file, then refused one).
+    anyhow::ensure!(
+        matches!(args.task.as_str(), "train" | "pretrain" | "finetune" | "prefill" | "decode"),
+        "--task {}: a search takes train, prefill or decode{}",
+        args.task,
+        if std::path::Path::new(&args.task).is_file() {
+            " (a MAD-Max task file states one plan, which `project --task FILE` projects)"
+        } else {
+            ""
+        }
+    );
     let task = task(&args.task, &args.inference, seq)?;
     // Refused, not ignored (the front's caption had claimed it scaled).
     anyhow::ensure!(
