@@ -2806,20 +2806,14 @@ impl Pricing {
         if (query - curve).abs() <= 1e-9 * curve {
             return None;
         }
-        // The link rule is its latency plus bytes over its bus bandwidth: its bandwidth time
-        // is its price less the price of no bytes, the same latency over either network.
-        // (At one byte for a query of none: the factor is the same at every size.)
-        let bytes = q.bytes.max(1.0);
-        let bandwidth_us = |nic: f64| {
-            let over = CollectiveQuery { bytes, ..q.over_network(Some(nic)) };
-            let none = CollectiveQuery { bytes: 0.0, ..over };
-            Some(self.collective_link_spec(gpu, &over)?.time_us - self.collective_link_spec(gpu, &none)?.time_us)
-        };
-        let (to, from) = (bandwidth_us(query)?, bandwidth_us(curve)?);
-        if !(to > 0.0 && from > 0.0) {
+        // The link rule's time beyond its latency is bytes over its bus bandwidth: the factor is
+        // the ratio of its bus bandwidths over the two networks, whatever the size.
+        let busbw = |nic: f64| self.link_bus(gpu, &q.over_network(Some(nic))).busbw;
+        let (over_curve, over_query) = (busbw(curve), busbw(query));
+        if !(over_curve > 0.0 && over_query > 0.0) {
             return None;
         }
-        let f = to / from;
+        let f = over_curve / over_query;
         let carried = latency_us + (time_us - latency_us).max(0.0) * f;
         let words = format!(
             "its time beyond its {latency_us:.1} µs latency × {f:.3} for {query} GB/s of network per GPU where the curve ran over {curve} ({whose}): the link rule's bandwidth time over the one ÷ over the other"
@@ -2899,44 +2893,61 @@ impl Pricing {
         self.collective_link_spec_of(gpu, q, true)
     }
 
+    /// What the measured all-reduce curves say about links in general ([`LinkShares`]), learned once.
+    fn link_shares(&self) -> &LinkShares {
+        self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog))
+    }
+
+    /// The link rule's bus bandwidth for `q`, GB/s: in a node the catalog link's measured share;
+    /// across nodes a ring's chunk crosses each node boundary once per node, so the share of the
+    /// node's NICs together (`across`: their GB/s), never above the in-node rate. The one number
+    /// the rule's price and the carry of a curve onto another network both take.
+    fn link_bus(&self, gpu: &Gpu, q: &CollectiveQuery) -> LinkBus {
+        let shares = self.link_shares();
+        let intra_busbw = shares.intra_share * gpu.link_gbps;
+        if !q.across_nodes() {
+            return LinkBus { busbw: intra_busbw, across: None };
+        }
+        let CollectiveQuery { collective, gpus, gpus_per_node, nic_gbps_per_gpu, .. } = *q;
+        let nic = nic_gbps_per_gpu.unwrap_or_else(|| self.catalog.nic_gbps_per_gpu(&gpu.id).0);
+        let gpn = gpus_per_node.max(1);
+        let node_nics = if collective == Collective::AllToAll {
+            // An all-to-all sends (n − g)/n of each GPU's data to other nodes through
+            // its own NIC share, against (n − 1)/n bus bytes: no ring shares the NICs.
+            nic * f64::from(gpus - 1) / f64::from(gpus.saturating_sub(gpn).max(1))
+        } else {
+            nic * f64::from(gpn)
+        };
+        LinkBus { busbw: (shares.inter_share * node_nics).min(intra_busbw), across: Some(node_nics) }
+    }
+
     /// [`Pricing::collective_link_spec`], with an all-gather's or reduce-scatter's ring
     /// steps across nodes (`ring`) or without them: the bound an all-reduce curve standing in
     /// for one is held to at its measured counts, where the curve measured the latency.
     fn collective_link_spec_of(&self, gpu: &Gpu, q: &CollectiveQuery, ring: bool) -> Option<Price> {
-        let CollectiveQuery { collective, bytes, gpus, gpus_per_node, nic_gbps_per_gpu } = *q;
+        let CollectiveQuery { collective, bytes, gpus, nic_gbps_per_gpu, .. } = *q;
         let k = collective.bus_factor(i64::from(gpus)).filter(|k| *k > 0.0)?;
-        let shares = self.link_shares.get_or_init(|| LinkShares::learn(&self.measurements, &self.catalog));
-        let multi = q.across_nodes();
-        let intra_busbw = shares.intra_share * gpu.link_gbps;
+        let shares = self.link_shares();
+        let LinkBus { busbw, across } = self.link_bus(gpu, q);
         let mut what = format!(
             "catalog link {} GB/s × {:.2} (median share of {} measured system(s))",
             gpu.link_gbps, shares.intra_share, shares.intra_systems
         );
-        let (busbw, alpha_us, step_us) = if multi {
-            // Across nodes a ring's chunk crosses each node boundary once per
-            // node: the bus bandwidth is a share of the node's NICs together,
-            // never above the in-node rate.
-            let (nic, rule) = match nic_gbps_per_gpu {
-                Some(nic) => (nic, format!("{nic} GB/s of network per GPU, as the system states")),
-                None => self.catalog.nic_gbps_per_gpu(&gpu.id),
-            };
-            let gpn = gpus_per_node.max(1);
-            let node_nics = if collective == Collective::AllToAll {
-                // An all-to-all sends (n − g)/n of each GPU's data to other nodes through
-                // its own NIC share, against (n − 1)/n bus bytes: no ring shares the NICs.
-                nic * f64::from(gpus - 1) / f64::from(gpus.saturating_sub(gpn).max(1))
-            } else {
-                nic * f64::from(gpn)
-            };
-            what = format!(
-                "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
-                shares.inter_share, shares.inter_systems
-            );
-            ((shares.inter_share * node_nics).min(intra_busbw), shares.inter_alpha_us, shares.inter_step_us)
-        } else {
+        let (alpha_us, step_us) = match across {
+            Some(node_nics) => {
+                let rule = match nic_gbps_per_gpu {
+                    Some(nic) => format!("{nic} GB/s of network per GPU, as the system states"),
+                    None => self.catalog.nic_gbps_per_gpu(&gpu.id).1,
+                };
+                what = format!(
+                    "{rule}; the node's {node_nics:.0} GB/s of NICs × {:.2} (median share of {} measured multi-node system(s)), at most the {what}",
+                    shares.inter_share, shares.inter_systems
+                );
+                (shares.inter_alpha_us, shares.inter_step_us)
+            }
             // In a node (one NVLink domain) the steps are short and NVLS serves the larger
             // domains: α alone, as the nodes measured it.
-            (intra_busbw, shares.intra_alpha_us, 0.0)
+            None => (shares.intra_alpha_us, 0.0),
         };
         if !(busbw > 0.0 && alpha_us.is_finite()) {
             return None;
@@ -2967,6 +2978,14 @@ fn ring_mirror(collective: Collective) -> Option<Collective> {
         Collective::ReduceScatter => Some(Collective::AllGather),
         _ => None,
     }
+}
+
+/// The link rule's bus bandwidth for one query ([`Pricing::link_bus`]).
+struct LinkBus {
+    /// GB/s.
+    busbw: f64,
+    /// Across nodes, the node's NICs together, GB/s.
+    across: Option<f64>,
 }
 
 /// What the measured all-reduce curves say about links in general: the share
