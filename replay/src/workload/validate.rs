@@ -55,6 +55,9 @@ impl RunsFile {
             #[serde(default)]
             about: Option<String>,
             runs: Vec<serde_json::Value>,
+            /// The other top-level keys, which are not read.
+            #[serde(flatten)]
+            others: serde_json::Map<String, serde_json::Value>,
         }
         let frame: Frame = serde_json::from_slice(text).map_err(|cause| crate::Error::RunsFile {
             path: path.to_path_buf(),
@@ -77,12 +80,9 @@ impl RunsFile {
                 return Err(crate::Error::Run(format!("{}: run ids {} each name more than one run", path.display(), many.join(", "))));
             }
         }
-        let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| crate::Error::Run(format!("{}: {e}", path.display())))?;
-        let unread_lists = doc
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(key, _)| !matches!(key.as_str(), "about" | "runs"))
+        let unread_lists = frame
+            .others
+            .iter()
             .filter_map(|(key, value)| {
                 let ids = value.as_array()?.iter().map(|r| r.get("id").and_then(|i| i.as_str()).unwrap_or("?").to_string()).collect();
                 Some((key.clone(), ids))
@@ -312,11 +312,17 @@ impl Run {
     /// The `index`-th entry of a runs file's `runs` as a run; one that does not read is a run
     /// of its id (else `runs[index]`) whose `unreadable` says why, by key.
     fn of_value(value: &serde_json::Value, index: usize) -> Run {
-        // Read from its own text, so that the error's position names the key it stopped at.
-        let text = serde_json::to_string_pretty(value).unwrap_or_default();
-        let read = serde_json::from_str::<Run>(&text).map_err(|e| {
-            let at = key_before(text.as_bytes(), e.line(), e.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default();
-            format!("{}{at}", e.to_string().split(" at line ").next().unwrap_or_default())
+        // One that does not read is read again from its own text, so that the error's position
+        // names the key it stopped at.
+        let read = Run::deserialize(value).map_err(|first| {
+            let text = serde_json::to_string_pretty(value).unwrap_or_default();
+            let e = serde_json::from_str::<Run>(&text).err();
+            let at = e
+                .as_ref()
+                .and_then(|e| key_before(text.as_bytes(), e.line(), e.column()))
+                .map(|k| format!(" (at {k:?})"))
+                .unwrap_or_default();
+            format!("{}{at}", e.map_or_else(|| first.to_string(), |e| e.to_string()).split(" at line ").next().unwrap_or_default())
         });
         match read.and_then(|run| unknown_keys(value).map(|()| run)) {
             Ok(run) => run,
