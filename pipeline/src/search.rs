@@ -148,11 +148,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
+        // The plan column as wide as its longest plan: `--with` settings had pushed the
+        // numbers of long plans out of their columns.
+        let wide = result.ranked.iter().take(args.top).map(|p| p.plan.chars().count()).max().unwrap_or(0).max(58);
         // No ranking to head where no plan ran (the error below says why).
         if !result.ranked.is_empty() {
             writeln!(
                 out,
-                "{:>4}  {:<58} {:>13} {:>14} {:>9} {:>10} {:>7}",
+                "{:>4}  {:<wide$} {:>13} {:>14} {:>9} {:>10} {:>7}",
                 "rank", "plan", "iteration ms", unit, "exposed", "memory GB", "MFU"
             )?;
         }
@@ -168,7 +171,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             };
             writeln!(
                 out,
-                "{:>4}  {:<58} {:>13.2} {:>14.2} {:>8.1}% {:>10.1} {mfu:>7}",
+                "{:>4}  {:<wide$} {:>13.2} {:>14.2} {:>8.1}% {:>10.1} {mfu:>7}",
                 i + 1,
                 p.plan,
                 p.times.iteration_ms,
