@@ -40,6 +40,9 @@ pub struct JobSpec {
     pub hidden: u64,
     /// Tokens per step and rank (batch × sequence). Default: 4096.
     pub tokens: u64,
+    /// The GPU the traces name in `deviceProperties` (what `calibrate` and `replay`
+    /// match against the catalog). Default: an H100 SXM.
+    pub device: SynthDevice,
     /// Peak dense bf16 FLOP/s of the GPU. Default: 989e12 (H100 SXM).
     pub peak_flops: f64,
     /// Peak HBM bandwidth, bytes/s. Default: 3.35e12.
@@ -89,6 +92,66 @@ pub struct JobSpec {
     /// backward runs each as a data-gradient and a weight-gradient GEMM.
     /// Default: empty, a GPT-style layer of `hidden` (QKV, output, 4h MLP).
     pub layer_gemms: Vec<(u64, u64, u64)>,
+}
+
+/// The device a synthetic trace states: its name, memory, compute capability and SMs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthDevice {
+    /// `deviceProperties.name`, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// `totalGlobalMem`, bytes.
+    pub memory_bytes: u64,
+    /// `computeMajor`, `computeMinor`, where known.
+    pub compute: Option<(u32, u32)>,
+    /// `numSms`, where known.
+    pub sms: Option<u32>,
+}
+
+impl Default for SynthDevice {
+    fn default() -> Self {
+        SynthDevice { name: "NVIDIA H100 80GB HBM3".into(), memory_bytes: 85_017_755_648, compute: Some((9, 0)), sms: Some(132) }
+    }
+}
+
+impl SynthDevice {
+    /// The device a trace of catalog GPU `gpu` states: a name of the catalog's own `match`
+    /// list (the longest that `catalog` reads back as `gpu`), its memory, SMs (compute units)
+    /// and gfx version where the catalog has them. `None` where no name of `gpu` is read back
+    /// as it (a longer name of another GPU contains it).
+    pub fn of(gpu: &crate::catalog::Gpu, catalog: &crate::Catalog) -> Option<SynthDevice> {
+        let mut names: Vec<&String> = gpu.match_names.iter().collect();
+        names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        let compute = gpu.match_gfx.first().map(|v| (v.trunc() as u32, (10.0 * v.fract()).round() as u32));
+        let sms = gpu.sms.or_else(|| gpu.match_cus.first().and_then(|c| u32::try_from(*c).ok()));
+        names.into_iter().find_map(|name| {
+            let props = tracecast_ingest::device::DeviceProperties {
+                name: Some(name.clone()),
+                num_sms: sms.map(i64::from),
+                compute_major: compute.map(|c| i64::from(c.0)),
+                compute_minor: compute.map(|c| i64::from(c.1)),
+                ..Default::default()
+            };
+            let read_back = catalog.match_device(&props).is_some_and(|(g, _)| g.id == gpu.id);
+            read_back.then(|| SynthDevice { name: name.clone(), memory_bytes: (gpu.memory_gb * 1e9) as u64, compute, sms })
+        })
+    }
+
+    /// The `deviceProperties` entry of a trace.
+    fn json(&self) -> String {
+        let mut s = format!(
+            "{{\"id\": 0, \"name\": {}, \"totalGlobalMem\": {}",
+            serde_json::to_string(&self.name).unwrap_or_else(|_| "\"\"".into()),
+            self.memory_bytes
+        );
+        if let Some((major, minor)) = self.compute {
+            let _ = write!(s, ", \"computeMajor\": {major}, \"computeMinor\": {minor}");
+        }
+        if let Some(n) = self.sms {
+            let _ = write!(s, ", \"numSms\": {n}");
+        }
+        s.push('}');
+        s
+    }
 }
 
 /// The most ranks `synth` writes.
@@ -175,6 +238,7 @@ impl Default for JobSpec {
             layers: 8,
             hidden: 4096,
             tokens: 4096,
+            device: SynthDevice::default(),
             peak_flops: 989e12,
             peak_hbm_bytes_per_s: 3.35e12,
             gemm_efficiency: 0.70,
@@ -621,13 +685,14 @@ pub fn render_job_each(spec: &JobSpec, mut each: impl FnMut(SynthRank)) {
             w.x("user_annotation", &name, CPU_PID, CPU_TID, start, w.cpu_us - start - 1.0, "");
         }
     }
+    let device = spec.device.json();
     for w in ranks {
         let synth = {
             let mut s = String::with_capacity(w.rows.iter().map(|r| r.len() + 3).sum::<usize>() + 1024);
             let _ = write!(
                 s,
-                "{{\"schemaVersion\": 1, \"tracecastSynth\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85017755648, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}], \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {n}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {n}, \"ranks\": [{ranks_list}]}}]}},\n\"traceEvents\": [\n",
-                w.rank
+                "{{\"schemaVersion\": 1, \"tracecastSynth\": 1, \"deviceProperties\": [{}], \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {n}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {n}, \"ranks\": [{ranks_list}]}}]}},\n\"traceEvents\": [\n",
+                device, w.rank
             );
             for (i, row) in w.rows.iter().enumerate() {
                 if i > 0 {

@@ -81,6 +81,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         use tracecast_calibrate::work::KernelClass;
         let catalog = tracecast_calibrate::Catalog::builtin();
         let device = tracecast_calibrate::DeviceModel::from_profile_file(p, &catalog)?;
+        // The traces name the profile's GPU, so that `calibrate` reads them against its peaks
+        // (they had named an H100 whatever the profile, and an A100's η 0.5 came back as 0.158).
+        let gpu = device.gpu.as_ref().with_context(|| {
+            format!("{}: the profile names no catalog GPU (device.catalog_id), so its traces could not name their GPU", p.display())
+        })?;
+        spec.device = tracecast_calibrate::synth::SynthDevice::of(gpu, &catalog)
+            .with_context(|| format!("{}: no trace device name of {} reads back as it", p.display(), gpu.id))?;
         let bf16 = Some(tracecast_calibrate::catalog::Dtype::Bf16);
         let (eta, t0, peak) =
             device.fit(KernelClass::Gemm, bf16).with_context(|| format!("{}: no GEMM fit to take as truth", p.display()))?;
