@@ -349,6 +349,19 @@ mod tests {
         }
     }
 
+    /// A misspelled key of a hand-edited profile is refused by name: `kernel_floor_uss`,
+    /// `ratioo` and `efficiencyy` had been dropped in silence and the profile priced as before.
+    #[test]
+    fn a_profile_with_a_key_it_does_not_have_is_refused_naming_the_key() {
+        let good = serde_json::to_value(crate::shipped::profile("h100-sxm").unwrap()).unwrap();
+        for (pointer, key) in [("", "kernel_floor_uss"), ("/kernels/0", "efficiencyy"), ("/device", "catalog_idd")] {
+            let mut bad = good.clone();
+            bad.pointer_mut(pointer).and_then(|v| v.as_object_mut()).unwrap().insert(key.into(), serde_json::json!(1.0));
+            let e = Profile::from_json(&serde_json::to_vec(&bad).unwrap(), Path::new("bad.json")).unwrap_err().to_string();
+            assert!(e.contains("bad.json") && e.contains(&format!("unknown field `{key}`")), "{e}");
+        }
+    }
+
     /// A profile's efficiencies are shares of the peaks it was fitted against: one whose GPU id
     /// was changed to an A100's had priced the A100 with H100 fits. Every shipped profile agrees
     /// with the catalog it ships with.

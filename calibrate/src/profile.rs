@@ -33,6 +33,7 @@ impl Default for CalibrateOptions {
 
 /// The device a profile describes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeviceInfo {
     /// `deviceProperties.name` as in the traces.
     pub name: String,
@@ -54,6 +55,7 @@ pub struct DeviceInfo {
 
 /// One bin of the efficiency-vs-size curve.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SizeBin {
     /// Smallest work in the bin (FLOPs or bytes).
     pub work_min: f64,
@@ -67,6 +69,7 @@ pub struct SizeBin {
 
 /// A kernel-class fit: t = t0 + W / (η · P).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KernelFit {
     /// Kernel class.
     pub class: KernelClass,
@@ -127,6 +130,7 @@ pub(crate) fn peak_per_s(unit: &str, peak: f64) -> f64 {
 
 /// A link fit: t = α + k · S / B.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LinkFit {
     /// Collective.
     pub collective: Collective,
@@ -167,6 +171,7 @@ pub struct LinkFit {
 
 /// Something the traces could not support a fit for, and why.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Unfitted {
     /// What (`gemm/bf16`, `all_reduce/8/intra`, …).
     pub what: String,
@@ -180,6 +185,7 @@ pub struct Unfitted {
 
 /// The calibration of one device.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Profile {
     /// The device.
     pub device: DeviceInfo,
@@ -213,6 +219,7 @@ pub const FITTED_TO_RUNS: &str = "fitted by validate --fit";
 /// multiplies the table's price by it (a class fit from other workloads
 /// corrects the table; it does not replace it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TableCorrection {
     /// The class (`gemm`).
     pub class: KernelClass,
@@ -241,6 +248,7 @@ pub struct TableCorrection {
 /// misaligned ones (the library runs other kernels for them than for the shapes the tables
 /// measured), or, while a correction is made, either group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TracedRatio {
     /// Median of measured ÷ table-predicted time.
     pub ratio: f64,
