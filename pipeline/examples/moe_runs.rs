@@ -128,7 +128,8 @@ mod tests {
         let gpt_oss = |m: &RunModel| matches!(m, RunModel::Preset(p) if p.preset == "gpt-oss-120b");
         let runs: Vec<_> = file.runs.into_iter().filter(|r| newest(&r.id) && !gpt_oss(&r.model)).collect();
         assert!(runs.len() >= 20, "{} runs", runs.len());
-        let v = validate(&RunsFile { about: None, runs, unread_lists: Vec::new() }, &Catalog::builtin(), &[], None);
+        let v =
+            validate(&RunsFile { about: None, runs, unread_lists: Vec::new(), unread_keys: Vec::new() }, &Catalog::builtin(), &[], None);
         for r in &v.runs {
             let e = r.error.unwrap_or_else(|| panic!("{} not projected: {:?}", r.id, r.notes));
             println!("{:<60} {:+.1} %", r.id, 100.0 * e);

@@ -3605,10 +3605,18 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // The simulated clock counts whole nanoseconds in an i64 (292 years): a step beyond a year
     // comes from an input out of range (a sequence, batch or context of billions, a bandwidth
     // of 1e-300), and its numbers would be clamped, not priced.
-    let longest = [times.iteration_ms, times.compute_ms, times.comm_ms].into_iter().fold(0.0, f64::max);
+    // `f64::max` drops a NaN: a NaN time is looked for on its own (hidden 1e308 had printed
+    // "Iteration NaN ms" with exit 0).
+    let spans = [times.iteration_ms, times.compute_ms, times.comm_ms];
+    if spans.iter().any(|t| t.is_nan()) {
+        return Err(crate::Error::Model(
+            "the step's time is not a number: an input is out of range (a model size, the sequence, batch or context; a bandwidth, peak or profile value given)".into(),
+        ));
+    }
+    let longest = spans.into_iter().fold(0.0, f64::max);
     if !longest.is_finite() || longest > MAX_STEP_MS {
         return Err(crate::Error::Model(format!(
-            "a step of {longest:.3e} ms, more than a year: an input is out of range (the sequence, batch or context; a bandwidth or peak given)"
+            "a step of {longest:.3e} ms, more than a year: an input is out of range (the sequence, batch or context; a bandwidth, peak or profile value given)"
         )));
     }
     let throughput = if times.iteration_ms > 0.0 { global_batch / (times.iteration_ms / 1e3) } else { 0.0 };

@@ -25,6 +25,9 @@ pub struct RunsFile {
     /// MoE and LoRA runs): each key and the ids of its entries.
     #[serde(skip)]
     pub unread_lists: Vec<(String, Vec<String>)>,
+    /// Other top-level keys that hold no list, which are not read either.
+    #[serde(skip)]
+    pub unread_keys: Vec<String>,
 }
 
 impl RunsFile {
@@ -54,7 +57,7 @@ impl RunsFile {
         struct Frame {
             #[serde(default)]
             about: Option<String>,
-            runs: Vec<serde_json::Value>,
+            runs: Vec<Box<serde_json::value::RawValue>>,
             /// The other top-level keys, which are not read.
             #[serde(flatten)]
             others: serde_json::Map<String, serde_json::Value>,
@@ -64,11 +67,29 @@ impl RunsFile {
             key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
             cause,
         })?;
-        let runs: Vec<Run> = frame.runs.iter().enumerate().map(|(i, value)| Run::of_value(value, i)).collect();
+        // Each run's text is looked at for a key given twice, which a JSON object keeps once
+        // (the last): a second `id` had renamed its run in silence.
+        let values: Vec<(serde_json::Value, Option<String>)> = frame
+            .runs
+            .iter()
+            .map(|raw| {
+                let twice = key_given_twice(raw.get());
+                (serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null), twice)
+            })
+            .collect();
+        let runs: Vec<Run> = values
+            .iter()
+            .enumerate()
+            .map(|(i, (value, twice))| match twice {
+                Some(key) => Run::unreadable(value, i, format!("the entry does not read as a run: {key} is given twice")),
+                None => Run::of_value(value, i),
+            })
+            .collect();
+        let frame_runs: Vec<&serde_json::Value> = values.iter().map(|(v, _)| v).collect();
         // Ids name runs in tables, fits and `project --from FILE:ID`: one run each (of the ids the
         // entries give: a name made for an entry without one is not the file's).
         let given = |v: &serde_json::Value| v.get("id").is_some_and(serde_json::Value::is_string);
-        let mut ids: Vec<&str> = runs.iter().zip(&frame.runs).filter(|(_, v)| given(v)).map(|(r, _)| r.id.as_str()).collect();
+        let mut ids: Vec<&str> = runs.iter().zip(&frame_runs).filter(|(_, v)| given(v)).map(|(r, _)| r.id.as_str()).collect();
         ids.sort_unstable();
         let mut twice: Vec<&str> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
         twice.dedup();
@@ -88,16 +109,19 @@ impl RunsFile {
                 Some((key.clone(), ids))
             })
             .collect();
-        Ok(RunsFile { about: frame.about, runs, unread_lists })
+        // A key that holds no list is no runs left out, but a misspelt key (`abuot`) all the same.
+        let unread_keys = frame.others.iter().filter(|(_, v)| !v.is_array()).map(|(k, _)| k.clone()).collect();
+        Ok(RunsFile { about: frame.about, runs, unread_lists, unread_keys })
     }
 
     /// What the file holds beside `runs` that is not read, in words (`None` when nothing):
     /// validating it, a user should know that runs were left out.
     pub fn unread_lists_in_words(&self) -> Option<String> {
-        if self.unread_lists.is_empty() {
+        if self.unread_lists.is_empty() && self.unread_keys.is_empty() {
             return None;
         }
-        let lists: Vec<String> = self.unread_lists.iter().map(|(key, ids)| format!("`{key}` ({} entries)", ids.len())).collect();
+        let mut lists: Vec<String> = self.unread_lists.iter().map(|(key, ids)| format!("`{key}` ({} entries)", ids.len())).collect();
+        lists.extend(self.unread_keys.iter().map(|key| format!("`{key}`")));
         Some(format!("{} not read: only the `runs` list is", lists.join(" and ")))
     }
 
@@ -326,26 +350,82 @@ impl Run {
         });
         match read.and_then(|run| unknown_keys(value).map(|()| run)) {
             Ok(run) => run,
-            Err(why) => {
-                let id = value.get("id").and_then(|i| i.as_str()).map_or_else(|| format!("runs[{index}]"), str::to_string);
-                Run {
-                    id,
-                    source: None,
-                    model: RunModel::Incomplete(serde_json::Value::Null),
-                    system: RunSystem::default(),
-                    plan: String::new(),
-                    task: None,
-                    batch: None,
-                    prompt: None,
-                    context: None,
-                    measured: Measured::default(),
-                    framework: None,
-                    precision: None,
-                    unreadable: Some(format!("the entry does not read as a run: {why}")),
-                }
-            }
+            Err(why) => Run::unreadable(value, index, format!("the entry does not read as a run: {why}")),
         }
     }
+
+    /// The row of an entry that does not read as a run (`value`, the `index`-th), saying `why`.
+    fn unreadable(value: &serde_json::Value, index: usize, why: String) -> Run {
+        let id = value.get("id").and_then(|i| i.as_str()).map_or_else(|| format!("runs[{index}]"), str::to_string);
+        Run {
+            id,
+            source: None,
+            model: RunModel::Incomplete(serde_json::Value::Null),
+            system: RunSystem::default(),
+            plan: String::new(),
+            task: None,
+            batch: None,
+            prompt: None,
+            context: None,
+            measured: Measured::default(),
+            framework: None,
+            precision: None,
+            unreadable: Some(why),
+        }
+    }
+}
+
+/// The first key that an object in `text` (one JSON value) gives twice, in words (`key "id"`);
+/// `None` where none is, or where the text is not JSON (its reading says why).
+fn key_given_twice(text: &str) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+    struct Once;
+    impl<'de> DeserializeSeed<'de> for Once {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(Once)
+        }
+    }
+    impl<'de> Visitor<'de> for Once {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Once)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(A::Error::custom(format!("key {key:?}")));
+                }
+                map.next_value_seed(Once)?;
+            }
+            Ok(())
+        }
+    }
+    let mut d = serde_json::Deserializer::from_str(text);
+    Once.deserialize(&mut d).err().filter(|e| e.is_data()).map(|e| e.to_string().split(" at line ").next().unwrap_or_default().to_string())
 }
 
 /// A run's number formats: the linear layers' (one string), or per op class.
@@ -700,8 +780,18 @@ pub struct GpuSummary {
 /// least one; the first that is not is named: "seq 0: must be a positive number", "heads 32.5:
 /// must be a whole number" (a fractional width had been priced as if a GPU could run it).
 fn at_least_one(sizes: &[(&str, f64)]) -> Result<(), crate::Error> {
-    if let Some((key, v)) = sizes.iter().find(|(_, v)| !(v.is_finite() && *v >= 1.0)) {
-        return Err(crate::Error::Model(format!("{key} {v}: must be a positive number")));
+    let shown = tracecast_calibrate::catalog::shown;
+    if let Some((key, v)) = sizes.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+        return Err(crate::Error::Model(format!("{key} {}: must be a positive number", shown(*v))));
+    }
+    // A fraction of one (a head width of hidden 2.5 over 24 heads) had been called "not positive".
+    if let Some((key, v)) = sizes.iter().find(|(_, v)| *v < 1.0) {
+        return Err(crate::Error::Model(format!("{key} {}: must be at least 1", shown(*v))));
+    }
+    // A size beyond a 32-bit count (hidden 1e308) had squared to infinity and projected NaN
+    // with exit 0; no model has a width, count or sequence of four billion.
+    if let Some((key, v)) = sizes.iter().find(|(_, v)| *v > f64::from(u32::MAX)) {
+        return Err(crate::Error::Model(format!("{key} {}: must be at most {}", shown(*v), u32::MAX)));
     }
     match sizes.iter().find(|(_, v)| v.fract() != 0.0) {
         Some((key, v)) => Err(crate::Error::Model(format!("{key} {v}: must be a whole number"))),
@@ -1310,6 +1400,19 @@ fn project_run(
     }
     let mut measured = run.measured.tokens_per_s_per_gpu.unwrap_or(0.0);
     match projected(run, catalog, device, measurements, &mut measured) {
+        // A measurement so small that no projection divides by it (1e-308 tokens/s had
+        // summarized the file as "median |error| inf %"): the file's error, said in its row.
+        Ok(Projected { per_gpu: predicted, .. }) if measured > 0.0 && !(predicted / measured).is_finite() => RunResult {
+            refused: true,
+            ..RunResult::not_projected(
+                run,
+                measured,
+                format!(
+                    "not projected: measured {} tokens/s per GPU against {predicted:.1} projected: too small to compare (the ratio is not a finite number)",
+                    tracecast_calibrate::catalog::shown(measured)
+                ),
+            )
+        },
         Ok(Projected { projection: p, per_gpu: predicted, .. }) => RunResult {
             id: run.id.clone(),
             gpu: run.system.gpu.clone(),
@@ -1978,14 +2081,19 @@ mod tests {
     fn a_run_measured_at_no_positive_throughput_is_refused_by_name() {
         let catalog = Catalog::builtin();
         let with = |t: &str| run(t, MODEL, "").replace("\"tokens_per_s_per_gpu\": 5000", &format!("\"tokens_per_s_per_gpu\": {t}"));
-        let file = runs(&format!(r#"{{"runs": [{}}}, {}}}, {}}}]}}"#, with("0"), with("-5"), with("5000")));
+        let file = runs(&format!(r#"{{"runs": [{}}}, {}}}, {}}}, {}}}]}}"#, with("0"), with("-5"), with("5000"), with("1e-308")));
         let v = validate(&file, &catalog, &[], None);
         for id in ["0", "-5"] {
             let r = v.runs.iter().find(|r| r.id == id).unwrap();
             assert!(r.predicted_tokens_per_s_per_gpu.is_none(), "{id}");
             assert!(r.notes.join(" ").contains(&format!("measured tokens_per_s_per_gpu {id}: must be a positive number")), "{:?}", r.notes);
         }
+        // Positive but too small to divide by: the file had summarized as "median |error| inf %".
+        let tiny = v.runs.iter().find(|r| r.id == "1e-308").unwrap();
+        assert!(tiny.refused && tiny.error.is_none(), "{tiny:?}");
+        assert!(tiny.notes.join(" ").contains("measured 1e-308 tokens/s per GPU against"), "{:?}", tiny.notes);
         assert_eq!(v.optimistic + v.pessimistic, 1);
+        assert!(v.median_abs_error.is_some_and(f64::is_finite), "{:?}", v.median_abs_error);
     }
 
     /// A model that does not say whether its head shares the embedding's weights gets a head of its
@@ -2192,6 +2300,11 @@ mod tests {
             ("seq=8192.5", "seq 8192.5: must be a whole number"),
             ("ffn=14336.25", "ffn 14336.25: must be a whole number"),
             ("heads=48", "head_dim (hidden / heads) 85.33333333333333: must be a whole number"),
+            // A width of four billion or more had squared to infinity: "Iteration NaN ms", exit 0.
+            ("hidden=1e308", "hidden 1e308: must be at most 4294967295"),
+            ("ffn=4294967296", "ffn 4.294967296e9: must be at most 4294967295"),
+            // A fraction of one is not "not positive".
+            ("hidden=2.5", "head_dim (hidden / heads) 0.078125: must be at least 1"),
         ] {
             let e = model(change).unwrap_err().to_string();
             assert!(e.contains(said), "{change}: {e}");
