@@ -890,6 +890,32 @@ fn synth_refuses_truths_that_cannot_make_a_job() {
     }
 }
 
+/// `synth --profile` of a GPU other than an H100: its traces name the profile's GPU, so that
+/// `calibrate` reads them against its peaks and recovers the profile's GEMM η. They had named
+/// an H100 whatever the profile: MI300X's η 0.321 of 1307 TFLOP/s came back as 0.424 of an
+/// H100's 989 TFLOP/s.
+#[test]
+fn synth_from_a_profile_writes_traces_of_its_gpu() {
+    let dir = scratch("synth-profile-gpu");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/mi300x.json");
+    let (job, fitted) = (dir.join("job"), dir.join("fitted.json"));
+    assert!(
+        run(&["synth".as_ref(), "-q".as_ref(), "--out".as_ref(), job.as_os_str(), "--profile".as_ref(), shipped.as_os_str()])
+            .status
+            .success()
+    );
+    let o = run(&["calibrate".as_ref(), "-q".as_ref(), job.as_os_str(), "--out".as_ref(), fitted.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gemm = |p: &Path| {
+        let doc = json(p);
+        let k = doc["kernels"].as_array().unwrap().iter().find(|k| k["class"] == "gemm" && k["dtype"] == "bf16").cloned().unwrap();
+        (doc["device"]["catalog_id"].as_str().unwrap_or("").to_string(), k["efficiency"].as_f64().unwrap(), k["peak"].as_f64().unwrap())
+    };
+    let ((gpu, truth, peak), (got_gpu, got, got_peak)) = (gemm(&shipped), gemm(&fitted));
+    assert_eq!((gpu.as_str(), got_gpu.as_str()), ("mi300x", "mi300x"));
+    assert!((got / truth - 1.0).abs() < 0.01 && got_peak == peak, "η {got} of {got_peak} against the truth's {truth} of {peak}");
+}
+
 /// `synth --out DIR` replaced whatever `rank-N.json.gz` DIR held — someone's real traces —
 /// and left an earlier, larger job's extra ranks beside its own. It replaces only traces it
 /// wrote itself, of the ranks it writes.

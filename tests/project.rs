@@ -381,16 +381,30 @@ fn validate_compares_published_runs_with_their_projection() {
     let apart = dir.join("apart.json");
     std::fs::write(
         &apart,
-        serde_json::to_vec(&serde_json::json!({"runs": [r], "runs_lora": [{"id": "lora-1"}, {"id": "lora-2"}]})).unwrap(),
+        serde_json::to_vec(&serde_json::json!({"runs": [r], "runs_lora": [{"id": "lora-1"}, {"id": "lora-2"}], "abuot": "x"}))
+            .unwrap(),
     )
     .unwrap();
     let o = common::run(&["validate".as_ref(), apart.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    // A key of no list is said as well (a misspelt `about` had passed in silence).
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("apart.json: `runs_lora` (2 entries) not read: only the `runs` list is"),
+        String::from_utf8_lossy(&o.stdout)
+            .contains("apart.json: `runs_lora` (2 entries) and `abuot` not read: only the `runs` list is"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // A key a run gives twice refuses that run in its row (the last had won in silence); the
+    // other runs are compared.
+    let given_twice = dir.join("given-twice.json");
+    let text = serde_json::to_string(&serde_json::json!({"runs": [r, r]})).unwrap();
+    let at = text.rfind("\"id\":\"x\"").unwrap();
+    let text = format!("{}\"id\":\"y\",\"id\":\"z\"{}", &text[..at], &text[at + "\"id\":\"x\"".len()..]);
+    std::fs::write(&given_twice, text).unwrap();
+    let o = common::run(&["validate".as_ref(), given_twice.as_os_str()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("\nz ") && out.contains("key \"id\" is given twice") && out.contains("\nx "), "{out}{}", common::stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     let from = format!("{}:lora-2", apart.display());
     let o = bin().args(["project", "--from", &from]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
@@ -1337,6 +1351,18 @@ fn search_with_settings_refuses_what_it_chooses() {
         .output()
         .unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(",bucket=40 "), "{}", String::from_utf8_lossy(&o.stdout));
+    // Plans longer than the plan column keep their numbers under the headings: each row's
+    // iteration time ends where the heading "iteration ms" ends.
+    let long = ["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "64", "--top", "5"];
+    let o = common::bin().args(long).args(["--with", "attention=fa2,bucket=76,tp_overlap"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let head = text.lines().find(|l| l.starts_with("rank  plan")).unwrap_or_else(|| panic!("{text}"));
+    let end = head.find("iteration ms").unwrap() + "iteration ms".len();
+    let rows: Vec<&str> = text.lines().filter(|l| l.trim_start().split(' ').next().is_some_and(|r| r.parse::<u32>().is_ok())).collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    for row in rows {
+        assert!(row.len() > end && row.as_bytes()[end] == b' ' && row.as_bytes()[end - 1] != b' ', "{row}\n{head}");
+    }
 }
 
 /// `--hbm-gbps` moves what streams from HBM both ways: an H100 given H200's 4.8 TB/s decodes
