@@ -1338,9 +1338,18 @@ fn a_torchtitan_runs_memory_is_near_what_it_logged() {
 #[test]
 fn search_with_settings_refuses_what_it_chooses() {
     let o =
-        common::bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "tp=2"]).output().unwrap();
+        common::bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "gbs=8"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(common::stderr(&o).contains("--with tp=2: the search chooses tp itself"), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("--with gbs=8: the search chooses gbs itself (the global batch is --gbs)"), "{}", common::stderr(&o));
+    // A degree is pinned, and said above the ranking; the baseline it leaves out is said to be.
+    let o = common::bin()
+        .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "3", "--with", "tp=2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("  only plans with tp=2 (--with)"), "{text}");
+    assert!(text.contains("(tp=1, pp=1): not among the plans --with tp=2 leaves"), "{text}");
+    assert!(text.lines().filter(|l| l.contains("  tp=")).all(|l| l.contains("tp=2,")), "{text}");
     // A family no measurement names is refused before any plan is tried (each would be).
     let typo = ["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "attention=fa-trition"];
     let o = common::bin().args(typo).output().unwrap();

@@ -148,6 +148,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
+        let pinned = space.pinned();
+        if !pinned.is_empty() {
+            writeln!(out, "  only plans with {} (--with)", pinned.join(", "))?;
+        }
         // The plan column as wide as its longest plan: `--with` settings had pushed the
         // numbers of long plans out of their columns.
         let wide = result.ranked.iter().take(args.top).map(|p| p.plan.chars().count()).max().unwrap_or(0).max(58);
@@ -188,6 +192,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 out,
                 "Baseline {} ({}): {:.2} {unit}; the best plan is {x:.2}× faster",
                 result.baseline_name, b.plan, b.throughput
+            )?,
+            _ if space.pins_out_baseline(matches!(task, tracecast_replay::workload::llm::Task::Train)) => writeln!(
+                out,
+                "Baseline {} (tp=1, pp=1): not among the plans --with {} leaves",
+                result.baseline_name,
+                space.pinned().join(",")
             )?,
             // Its degrees may not divide the batch (gbs=3 over fsdp=8) as well as not fit: both are said.
             _ => writeln!(

@@ -263,10 +263,38 @@ fn a_search_keeps_the_stacks_settings_on_every_plan() {
     }
     let best = |r: &tracecast_replay::workload::search::SearchResult| r.ranked[0].throughput;
     assert!(best(&slow) < best(&fast), "{} against {}", best(&slow), best(&fast));
-    for key in ["tp=2", "recompute", "mb=2,attention=fa2"] {
+    // The microbatch count and the stage split stay the search's (the batch is --gbs's).
+    for key in ["gbs=64", "microbatches=4", "first=3", "mb=2,m=8"] {
         let e = space.clone().with(key, Task::Train).unwrap_err().to_string();
         assert!(e.contains("the search chooses"), "{key}: {e}");
     }
+}
+
+/// A degree, microbatch size, sequence parallelism or recomputation `--with` gives is pinned:
+/// every plan keeps it (`pp=1` for a stack without pipelines), and the other keys stay the
+/// search's. Without pins the best LLaMA-2 70B plan on 2048 A100s has a pipeline; with `pp=1`
+/// none does, and the ranked plans are exactly the unpinned search's plans of pp=1.
+#[test]
+fn a_search_keeps_the_degrees_with_pins() {
+    let model = Transformer::preset("llama2-70b").unwrap();
+    let c = cluster("a100-80gb", 512);
+    let space = SearchSpace { global_batch: 512, ..SearchSpace::default() };
+    let free = search(&model, &c, Task::Train, &space);
+    assert!(free.ranked[0].plan.contains(",pp=") && !free.ranked[0].plan.contains(",pp=1,"), "{}", free.ranked[0].plan);
+    let no_pipeline = search(&model, &c, Task::Train, &space.clone().with("pp=1", Task::Train).unwrap());
+    let of_pp1: Vec<&str> = free.ranked.iter().map(|p| p.plan.as_str()).filter(|p| p.contains(",pp=1,")).collect();
+    let pinned: Vec<&str> = no_pipeline.ranked.iter().map(|p| p.plan.as_str()).collect();
+    assert!(!pinned.is_empty() && pinned == of_pp1, "{pinned:?}\n{of_pp1:?}");
+    // Several pins at once: each plan keeps every one.
+    let pins = space.clone().with("tp=4,zero=1,mb=1,recompute=full", Task::Train).unwrap();
+    assert_eq!(pins.pinned(), ["tp=4", "zero=1", "mb=1", "recompute=full"]);
+    let r = search(&model, &c, Task::Train, &pins);
+    assert!(!r.ranked.is_empty());
+    for p in &r.ranked {
+        assert!(p.plan.starts_with("tp=4,") && p.plan.contains(",zero=1,") && p.plan.contains(",mb=1,"), "{}", p.plan);
+        assert!(p.plan.contains(",recompute") && !p.plan.contains("recompute=selective"), "{}", p.plan);
+    }
+    assert!(pins.pins_out_baseline(true) && r.baseline.is_none());
 }
 
 /// `etp=1` is a setting a search keeps (Megatron-Bridge's MoE recipes run whole experts): every

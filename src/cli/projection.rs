@@ -157,7 +157,7 @@ pub(crate) struct SearchArgs {
     /// Draw the Pareto front of throughput against GPU count into DIR (SVG and PNG).
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
-    /// Plan settings every candidate keeps, your stack's: `attention=fa2,bucket=76,tp_overlap` (not the degrees, microbatches or recomputation, which the search chooses).
+    /// Plan settings every candidate keeps, your stack's: `attention=fa2,bucket=76,tp_overlap`; a degree, `mb`, `sp` or `recompute` given is pinned (`pp=1` where your stack has no pipeline), the rest the search chooses.
     #[arg(long, value_name = "SETTINGS")]
     pub(crate) with: Option<String>,
     /// Print nothing on stdout.

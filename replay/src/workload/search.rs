@@ -47,13 +47,19 @@ impl SearchSpace {
     pub fn with(mut self, settings: &str, task: super::llm::Task) -> Result<SearchSpace, crate::Error> {
         let (plan, stated) = Plan::parse_stated(settings)?;
         stated.refuse_training_keys(task).map_err(|e| crate::Error::Plan(format!("{settings:?}: {e}")))?;
-        let chosen: Vec<&str> = StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k)).collect();
+        // A degree, the microbatch size, sequence parallelism or recomputation given is pinned
+        // (`pp=1` where the stack has no pipeline); the microbatch count is `--gbs`'s and the
+        // stage split the search's.
+        let chosen: Vec<&str> =
+            StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k) && !PINNABLE.contains(k)).collect();
         if !chosen.is_empty() {
             return Err(crate::Error::Plan(format!(
-                "{}: the search chooses {} itself; settings are what every plan keeps ({})",
+                "{}: the search chooses {} itself{}; settings are what every plan keeps ({}), or a degree it keeps ({})",
                 settings,
                 chosen.join(", "),
-                StatedKeys::setting_keys().join(", ")
+                if chosen.iter().any(|k| ["gbs", "microbatches", "m"].contains(k)) { " (the global batch is --gbs)" } else { "" },
+                StatedKeys::setting_keys().join(", "),
+                PINNABLE.join(", ")
             )));
         }
         // `etp=1` keeps whole experts on every candidate; another value fails to parse here
@@ -63,6 +69,46 @@ impl SearchSpace {
         Ok(self)
     }
 
+    /// Whether `--with` pinned one of `keys` (its value is the settings').
+    fn pins(&self, keys: &[&str]) -> bool {
+        keys.iter().any(|k| self.stated.contains(k))
+    }
+
+    /// The layout keys `--with` pinned, as it gave them (`tp=8`, `recompute=full`), in the
+    /// order of [`PINNABLE`]; empty where none.
+    pub fn pinned(&self) -> Vec<String> {
+        let s = &self.settings;
+        let recompute = match (s.recompute, s.selective, s.op_sac) {
+            (true, _, _) => "full",
+            (_, true, true) => "op",
+            (_, true, false) => "selective",
+            _ => "none",
+        };
+        let shown = [
+            (&["tp"][..], format!("tp={}", s.tp)),
+            (&["pp"], format!("pp={}", s.pp)),
+            (&["dp", "ddp", "fsdp"], format!("dp={}", s.dp)),
+            (&["zero", "fsdp"], format!("zero={}", s.zero)),
+            (&["ep"], format!("ep={}", s.ep)),
+            (&["cp"], format!("cp={}", s.cp)),
+            (&["mb", "microbatch"], format!("mb={}", s.microbatch)),
+            (&["sp"], format!("sp={}", if s.sp { "on" } else { "off" })),
+            (&["recompute"], format!("recompute={recompute}")),
+            (&["vpp"], format!("vpp={}", s.vpp)),
+        ];
+        shown.into_iter().filter(|(keys, _)| self.pins(keys)).map(|(_, text)| text).collect()
+    }
+
+    /// Whether the pins leave out the baseline's layout (tp = pp = 1 and, for training, ZeRO-3).
+    pub fn pins_out_baseline(&self, train: bool) -> bool {
+        let s = &self.settings;
+        (self.pins(&["tp"]) && s.tp != 1)
+            || (self.pins(&["pp"]) && s.pp != 1)
+            || (train && self.pins(&["zero", "fsdp"]) && s.zero != 3)
+            || (self.pins(&["ep"]) && s.ep != 1)
+            || (self.pins(&["cp"]) && s.cp != 1)
+    }
+
     /// The notes of `plan` on the settings it was asked to keep and did not price as asked
     /// (not applied, or priced by another rule): what `--with` must hear of.
     pub fn unpriced_settings<'p>(&self, plan: &'p Projection) -> impl Iterator<Item = &'p str> {
@@ -70,6 +116,9 @@ impl SearchSpace {
         plan.unpriced_keys.iter().filter(move |(key, _)| stated.contains(key)).map(|(_, note)| note.as_str())
     }
 }
+
+/// The layout keys `--with` may pin: every candidate keeps the value given.
+const PINNABLE: [&str; 13] = ["tp", "pp", "dp", "ddp", "fsdp", "zero", "ep", "cp", "mb", "microbatch", "sp", "recompute", "vpp"];
 
 /// Outcome of a search.
 #[derive(Debug, Clone, Serialize)]
@@ -141,20 +190,32 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     let mut ranked = Vec::new();
     let (mut simulated, mut why) = (0usize, Rejected::default());
     let mut refused_for_one: Option<String> = None;
-    let tps: Vec<u32> = divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t)).collect();
+    let pin = &space.settings;
+    let tps: Vec<u32> = divisors(cluster.gpus_per_node)
+        .into_iter()
+        .filter(|t| gpus.is_multiple_of(*t) && (!space.pins(&["tp"]) || *t == pin.tp))
+        .collect();
     let experts = model.experts as u32;
     let train = task == Task::Train;
     // Recomputation: none, selective (the attention core: free with flash attention), full.
     let rcs: &[(bool, bool)] = if space.recompute && train { &[(false, false), (false, true), (true, false)] } else { &[(false, false)] };
+    let rcs: Vec<(bool, bool)> =
+        rcs.iter().copied().filter(|rc| !space.pins(&["recompute"]) || *rc == (pin.recompute, pin.selective)).collect();
     for &tp in &tps {
         // Every stage count that divides the layers, and uneven splits whose stages hold at
         // least 4 layers: with fewer, one layer more or less unbalances the stages by 25 % or
         // more, and the uneven schedule costs a longer simulation (its transient).
-        let stage_counts =
-            divisors(gpus / tp).into_iter().filter(|p| model.layers.is_multiple_of(*p as usize) || model.layers >= 4 * *p as usize);
+        let stage_counts = divisors(gpus / tp).into_iter().filter(|p| {
+            (model.layers.is_multiple_of(*p as usize) || model.layers >= 4 * *p as usize) && (!space.pins(&["pp"]) || *p == pin.pp)
+        });
         for pp in stage_counts {
             // Context parallelism pays for long sequences only: tried from 16k tokens.
-            let cps: Vec<u32> = if train && model.seq >= 16384.0 {
+            // A pinned degree is tried at any sequence length.
+            let cps: Vec<u32> = if space.pins(&["cp"]) {
+                let c = pin.cp;
+                let fits = (gpus / (tp * pp)).is_multiple_of(c) && (c == 1 || (model.seq as u64).is_multiple_of(2 * u64::from(c)));
+                if fits { vec![c] } else { Vec::new() }
+            } else if train && model.seq >= 16384.0 {
                 divisors(gpus / (tp * pp))
                     .into_iter()
                     .filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c)))
@@ -167,11 +228,16 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             // (Megatron-Core's interleaved schedule needs equal chunks).
             let even = crate::workload::llm::unequal_chunks(model.layers, pp, 2, None, None).is_none();
             let vpps: &[u32] = if pp > 1 && train && model.layers >= 2 * pp as usize && even { &[1, 2] } else { &[1] };
+            let vpps: Vec<u32> = if space.pins(&["vpp"]) { vec![pin.vpp] } else { vpps.to_vec() };
             for &cp in &cps {
                 let dp = gpus / (tp * pp * cp);
+                if space.pins(&["dp", "ddp", "fsdp"]) && dp != pin.dp {
+                    continue;
+                }
                 // Expert parallelism inside the data-parallel ranks, or folded over tp × cp × dp.
                 let eps: Vec<u32> =
                     if experts > 1 { divisors(tp * cp * dp).into_iter().filter(|e| experts.is_multiple_of(*e)).collect() } else { vec![1] };
+                let eps: Vec<u32> = eps.into_iter().filter(|e| !space.pins(&["ep"]) || *e == pin.ep).collect();
                 // ZeRO-2 under a pipeline is a plan no framework runs (DeepSpeed's pipeline engine
                 // refuses ZeRO-2/3, Megatron's distributed optimizer is ZeRO-1; PyTorch's
                 // pipelining shards with FSDP, zero=3 here): not offered.
@@ -180,12 +246,19 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                     (true, false) => &[0, 1, 2, 3],
                     (true, true) => &[0, 1, 3],
                 };
-                let mbs: Vec<u32> = if train { space.microbatch_sizes.clone() } else { vec![1] };
+                let zeros: Vec<u8> = zeros.iter().copied().filter(|z| !space.pins(&["zero", "fsdp"]) || *z == pin.zero).collect();
+                let mbs: Vec<u32> = match (train, space.pins(&["mb", "microbatch"])) {
+                    (true, true) => vec![pin.microbatch],
+                    (true, false) => space.microbatch_sizes.clone(),
+                    (false, _) => vec![1],
+                };
                 // Not in decode: a step of one token a sequence has nothing to split.
                 let decode = matches!(task, Task::Decode { .. });
                 let sps: &[bool] = if tp > 1 && space.sequence_parallel && !decode { &[false, true] } else { &[false] };
+                // Pinned, it holds where there is a TP group to split over.
+                let sps: Vec<bool> = if space.pins(&["sp"]) && tp > 1 { vec![pin.sp] } else { sps.to_vec() };
                 for &ep in &eps {
-                    for &zero in zeros {
+                    for &zero in &zeros {
                         for &mb in &mbs {
                             let microbatches = if train {
                                 // A microbatch size from the space can be any number: dp × mb may not fit.
@@ -199,9 +272,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                             } else {
                                 1
                             };
-                            for &sp in sps {
-                                for &(recompute, selective) in rcs {
-                                    for &vpp in vpps {
+                            for &sp in &sps {
+                                for &(recompute, selective) in &rcs {
+                                    for &vpp in &vpps {
                                         // Interleaving needs the microbatches to divide by the stages
                                         // (else it would be the plain 1F1B plan again, under another name).
                                         if vpp > 1 && !microbatches.is_multiple_of(pp) {
