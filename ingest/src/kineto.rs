@@ -246,7 +246,9 @@ impl Chunk {
             None => {
                 let raw: RawEvent<'_> = serde_json::from_slice(slice).map_err(|e| EventError {
                     offset: span.0 + line_col_offset(slice, e.line(), e.column()),
-                    message: format!("invalid event: {e}"),
+                    // serde's line and column count from the event's start, not the file's: the
+                    // byte offset says where, and they had contradicted it.
+                    message: format!("invalid event: {}", e.to_string().split(" at line ").next().unwrap_or_default()),
                 })?;
                 raw.into_fields()
             }
@@ -839,6 +841,10 @@ mod tests {
         let e = parse(r#"{"traceEvents": [{"ph": "X", "ts": "abc"}]}"#).unwrap_err();
         let msg = e.to_string();
         assert!(msg.starts_with("t.json: byte 35:"), "{msg}");
+        // The byte offset alone says where: serde's line and column, counted from the event's
+        // start, had said "line 1 column 18" beside byte 33.
+        let msg = parse(r#"{"traceEvents":[{"ph":"X","ts":1,,}]}"#).unwrap_err().to_string();
+        assert!(msg.starts_with("t.json: byte 33: invalid event: ") && !msg.contains(" line "), "{msg}");
         let e = parse(r#"{"traceEvents": [{"ph": "X", "ts": 1, "name": 5}]}"#).unwrap_err();
         assert!(matches!(e, Error::Json { .. }), "{e}");
         let e = parse(r#"{"other": []}"#).unwrap_err();
