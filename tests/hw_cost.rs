@@ -768,6 +768,30 @@ fn gpus_of_no_known_vendor_lend_each_other_nothing() {
     let other = cost("foo2");
     assert!(!other.status.success(), "{}", String::from_utf8_lossy(&other.stdout));
     assert!(common::stderr(&other).contains("no measured attention kernel of this GPU"), "{}", common::stderr(&other));
+    // Measured in the other direction only: said so, with the flag that prices it (it had been
+    // "no measured attention kernel" of a family the GPU's own row names).
+    let backward = common::run(&[
+        "hw".as_ref(),
+        "cost".as_ref(),
+        "foo1".as_ref(),
+        "attention".as_ref(),
+        "--batch=4".as_ref(),
+        "--heads=32".as_ref(),
+        "--seq=4096".as_ref(),
+        "--head-dim=128".as_ref(),
+        "--kernel=mykernel".as_ref(),
+        "--backward".as_ref(),
+        "--hw".as_ref(),
+        hw.as_os_str(),
+        "--measurements".as_ref(),
+        rows.as_os_str(),
+    ]);
+    assert!(!backward.status.success());
+    assert!(
+        common::stderr(&backward).contains("family mykernel is measured on this GPU for the forward only (price that without --backward)"),
+        "{}",
+        common::stderr(&backward)
+    );
 }
 
 /// The evidence's points of one GPU count and node layout too few for a curve price the query

@@ -3303,11 +3303,32 @@ impl Pricing {
                     } else {
                         format!("families measured on it: {}", here.join(", "))
                     };
-                    format!(
-                        "{what} on {}: no measured attention kernel of this GPU{} ({known}); a projection prices its attention by an efficiency of the peak instead, and its notes say which",
-                        gpu.id,
-                        kernel.as_ref().map_or(String::new(), |k| format!(" in family {k}"))
-                    )
+                    // A family measured on this GPU in the other direction only (fa-triton on A100:
+                    // forward plus backward) had been said not measured, and priced by the peak.
+                    let ids: Vec<&str> = gpu.measurement_ids().collect();
+                    let directions = |k: &str| {
+                        let rows = self.measurements.attention.iter().filter(|r| &*r.kernel == k && ids.contains(&&*r.gpu));
+                        rows.fold((false, false), |(f, b), r| match r.direction {
+                            crate::measured::Direction::Forward => (true, b),
+                            crate::measured::Direction::ForwardBackward => (f, true),
+                            crate::measured::Direction::Unstated => (f, b),
+                        })
+                    };
+                    match kernel.as_deref().map(|k| (k, directions(k))) {
+                        Some((k, (false, true))) if !s.backward => format!(
+                            "{what} on {}: family {k} is measured on this GPU for the forward plus backward only (price that with --backward); a projection's forward prices by another rule, and its notes say which",
+                            gpu.id
+                        ),
+                        Some((k, (true, false))) if s.backward => format!(
+                            "{what} on {}: family {k} is measured on this GPU for the forward only (price that without --backward); a projection's training step prices by another rule, and its notes say which",
+                            gpu.id
+                        ),
+                        _ => format!(
+                            "{what} on {}: no measured attention kernel of this GPU{} ({known}); a projection prices it by another rule (another family, or an efficiency of the peak), and its notes say which",
+                            gpu.id,
+                            kernel.as_ref().map_or(String::new(), |k| format!(" in family {k}"))
+                        ),
+                    }
                 })?;
                 let tf = s.flops() / p.time_us * 1e-6;
                 (what, p, Some(tf), None, None)

@@ -1338,7 +1338,14 @@ impl Plan {
             parts.push(format!("attention={k}"));
         }
         if let Some(b) = self.bucket_bytes {
-            parts.push(format!("bucket={}", b as f64 / MIB));
+            // The fewest decimals that read back as the same bytes: `bucket=76.3` had come back
+            // as 76.30000019073486 (76.3 MiB rounded to whole bytes).
+            let mib = b as f64 / MIB;
+            let shown = (0..=7usize)
+                .map(|d| format!("{mib:.d$}"))
+                .find(|t| t.parse::<f64>().is_ok_and(|v| ((v * MIB).round() as u64).max(1) == b))
+                .unwrap_or_else(|| mib.to_string());
+            parts.push(format!("bucket={shown}"));
         }
         if self.grad_reduce_fp32 {
             parts.push("grad_reduce=fp32".into());
@@ -5325,6 +5332,10 @@ mod tests {
         assert!(all_reduce("dp=8,mb=1,bucket=1") > all_reduce("dp=8,mb=1"));
         assert!(Plan::parse("bucket=0").unwrap_err().to_string().contains("bucket=0: a gradient bucket in MiB"));
         assert_eq!(Plan::parse(&Plan::parse("bucket=76.3").unwrap().describe()).unwrap(), Plan::parse("bucket=76.3").unwrap());
+        // Shown as given, not as the bytes it rounds to.
+        for given in ["76.3", "25", "0.5", "1000"] {
+            assert!(Plan::parse(&format!("dp=8,bucket={given}")).unwrap().describe().ends_with(&format!(",bucket={given}")), "{given}");
+        }
     }
 
     #[test]
