@@ -231,6 +231,9 @@ fn model_files_read_and_values_no_model_has_are_refused() {
         ("transformer_seq_len", "-4096", "transformer_seq_len -4096"),
         ("transformer_fc_dim", "21846.5", "transformer_fc_dim 21846.5: must be a whole number"),
         ("bytes_per_nonemb_param", "0", "bytes_per_nonemb_param 0: must be above 0"),
+        // Blamed on the system file, and a missing layer count named neither file nor key.
+        ("bytes_per_nonemb_param", "3", "bytes_per_nonemb_param 3: 1, 2, 4 or 8"),
+        ("num_transformer_layers", "0", "num_transformer_layers 0 (or missing): a transformer (LLM) needs at least one layer"),
     ] {
         let at = llama.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("{key}"));
         let (start, end) = (llama[at..].find(':').unwrap() + at + 1, llama[at..].find([',', '\n']).unwrap() + at);

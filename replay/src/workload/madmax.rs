@@ -228,6 +228,19 @@ fn model_values_make_sense(m: &ModelConfig) -> std::result::Result<(), String> {
             return Err(format!("{key} {v}: must be above 0"));
         }
     }
+    // The dense parameters' bytes choose the system file's peak (i8, f16, f32, f64): another
+    // number had been blamed on the system file ("3 bytes per dense parameter: no matching peak").
+    if ![1.0, 2.0, 4.0, 8.0].contains(&m.bytes_per_nonemb_param) {
+        return Err(format!(
+            "bytes_per_nonemb_param {}: 1, 2, 4 or 8 (the bytes of the system file's i8_ops, f16_flops, f32_flops, f64_flops)",
+            m.bytes_per_nonemb_param
+        ));
+    }
+    // A transformer without layers had stopped a projection with "0 layers cannot fill pp=1
+    // stages", naming neither the file nor the key.
+    if matches!(m.kind.as_str(), "LLM" | "LLM_MoE" | "ViT") && m.num_transformer_layers == 0 {
+        return Err(format!("num_transformer_layers 0 (or missing): a transformer ({}) needs at least one layer", m.kind));
+    }
     if m.num_transformer_layers > 0 {
         let mut needed = vec![
             ("num_transformer_heads", m.num_transformer_heads),
