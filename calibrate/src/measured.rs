@@ -26,6 +26,44 @@ use crate::catalog::Dtype;
 use crate::error::{Error, Result};
 use crate::pricing::{CollectiveIndex, GemmIndex};
 
+/// Every column a measurements table reads (any other is ignored, unless it is a slip of one).
+const COLUMNS: [&str; 34] = [
+    "source_id",
+    "gpu",
+    "dtype",
+    "batch",
+    "m",
+    "n",
+    "k",
+    "tflops",
+    "time_us",
+    "notes",
+    "load",
+    "kernel",
+    "direction",
+    "causal",
+    "head_dim",
+    "seqlen",
+    "heads",
+    "collective",
+    "library",
+    "gpus",
+    "nodes",
+    "gpus_per_node",
+    "network",
+    "algo",
+    "size_bytes",
+    "algbw_gbps",
+    "busbw_gbps",
+    "in_place",
+    "metric",
+    "bandwidth_gbps",
+    "value_as_published",
+    "unit_as_published",
+    "tool",
+    "nic_gbps_per_gpu",
+];
+
 /// Where a row comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provenance {
@@ -346,6 +384,17 @@ impl Measurements {
                 ),
             ));
         };
+        // A column no table reads that is a slip of one they read (`batches`, `gpu_per_node`,
+        // `inplace`, `time` for `time_us`) had been ignored, and the rows priced without it
+        // (a batch of 8 read as 1: 8× the price): refused, naming both.
+        for h in headers.iter().map(str::trim).filter(|h| !COLUMNS.contains(h)) {
+            let lower = h.to_ascii_lowercase();
+            let unit_left_off = COLUMNS.iter().find(|c| c.strip_prefix(lower.as_str()).is_some_and(|rest| rest.starts_with('_')));
+            let meant = unit_left_off.map(|c| format!("{c:?}")).or_else(|| crate::catalog::closest(h, COLUMNS.iter().copied()));
+            if let Some(meant) = meant {
+                return Err(bad(1, format!("column {h:?}: no measurements table reads it; did you mean {meant}? (README, Measurements)")));
+            }
+        }
         // A table whose header has no measured quantity could price nothing: every row would be skipped.
         let any = |names: &[&str]| names.iter().any(|n| col(n).is_some());
         let quantity: &[&str] = match kind {
@@ -361,6 +410,7 @@ impl Measurements {
         let file: Arc<str> = name.into();
         let unnamed_source: Arc<str> = std::path::Path::new(name).file_name().map_or_else(|| name.into(), |f| f.to_string_lossy().into());
         let mut added = 0;
+        let first_collective = self.collectives.len();
         // Collectives over one GPU, read and left out (said where nothing else was added).
         let mut single_gpu: Option<usize> = None;
         for (i, record) in reader.records().enumerate() {
@@ -404,6 +454,16 @@ impl Measurements {
                     x => Ok(x),
                 }
             };
+            // A GEMM or collective timed at more than a year is no measurement (1e308 µs had priced
+            // as a 300-digit time, 9.2e18 µs as 0.0 TFLOP/s): the clock a projection simulates
+            // counts whole nanoseconds in 292 years.
+            let longer_than_a_year = |time_us: f64| -> Result<()> {
+                const YEAR_US: f64 = 365.0 * 24.0 * 3600.0 * 1e6;
+                if time_us > YEAR_US {
+                    return Err(bad(line, format!("{} µs: more than a year, not a measurement of one operation", crate::catalog::shown(time_us))));
+                }
+                Ok(())
+            };
             // A row without a source is the user's file's own: named by it in every price's basis
             // (it had read "(user)", whichever of several files priced it).
             let source_id: Arc<str> = if get("source_id").is_empty() { unnamed_source.clone() } else { get("source_id").into() };
@@ -442,6 +502,7 @@ impl Measurements {
                         // A measurement the source left empty (an OOM bar): nothing to price with.
                         _ => continue,
                     };
+                    longer_than_a_year(time_us)?;
                     let Some(dtype) = gemm_dtype(get("dtype"), &source_id) else {
                         return Err(bad(line, format!("dtype {:?} is not one of bf16, fp16, fp8…, fp32, tf32", get("dtype"))));
                     };
@@ -556,6 +617,7 @@ impl Measurements {
                         (_, _, Some(b), Some(f)) if b > 0.0 => f * size_bytes / (b * 1e3),
                         _ => continue,
                     };
+                    longer_than_a_year(time_us)?;
                     let in_place = match get("in_place") {
                         "1" => Some(true),
                         "0" => Some(false),
@@ -596,6 +658,33 @@ impl Measurements {
                 }
             }
             added += 1;
+        }
+        // Two rows of one source that measured the same collective, size, GPUs, layout and
+        // algorithm more than 25 % apart (the tolerance of a time against its bandwidth) cannot
+        // both be right: one had been priced and the other dropped, without a word.
+        let mut seen: std::collections::HashMap<_, &CollectiveRow> = std::collections::HashMap::new();
+        for r in &self.collectives[first_collective..] {
+            let key = (&r.from.source_id, &r.gpu, r.collective, r.gpus, r.nodes, r.gpus_per_node, &r.algo, r.in_place, r.size_bytes.to_bits());
+            match seen.get(&key) {
+                Some(o) if (r.time_us / o.time_us - 1.0).abs() > 0.25 && (o.time_us / r.time_us - 1.0).abs() > 0.25 => {
+                    return Err(bad(
+                        r.from.line,
+                        format!(
+                            "{} µs, where line {} measured the same {} of {} bytes over {} GPUs at {} µs: give one of them (or tell them apart by source_id, algo or in_place)",
+                            r.time_us,
+                            o.from.line,
+                            r.collective.as_str(),
+                            r.size_bytes,
+                            r.gpus,
+                            o.time_us
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(key, r);
+                }
+            }
         }
         if let Some(line) = single_gpu.filter(|_| added == 0) {
             return Err(bad(
@@ -792,6 +881,25 @@ mod tests {
         assert_eq!(m.add_text(nccl.as_bytes(), "nccl.csv").unwrap(), 2);
         let e = m.add_text(b"gpu,dtype,m,n,k\nmy-gpu,bf16,4096,4096,4096\n", "sizes.csv").unwrap_err().to_string();
         assert!(e.contains("sizes.csv") && e.contains("line 1") && e.contains("the header needs time_us or tflops"), "{e}");
+        // A slip of a column it reads had been ignored, and the rows priced without it (a batch
+        // of 8 read as 1); a column of no table and no slip is still ignored.
+        for (header, said) in [
+            ("gpu,dtype,batches,m,n,k,time_us", "column \"batches\": no measurements table reads it; did you mean \"batch\"?"),
+            ("gpu,dtype,m,n,k,time", "column \"time\": no measurements table reads it; did you mean \"time_us\"?"),
+        ] {
+            let e = m.add_text(format!("{header}\nmy-gpu,bf16,8,4096,4096,4096\n").as_bytes(), "slip.csv").unwrap_err().to_string();
+            assert!(e.contains("slip.csv: line 1") && e.contains(said), "{e}");
+        }
+        assert_eq!(m.add_text(b"gpu,dtype,m,n,k,time_us,clock_mhz\nmy-gpu,bf16,1024,1024,1024,10,1980\n", "extra.csv").unwrap(), 1);
+        // Times beyond a year are no measurement (1e308 µs had priced as a 300-digit time).
+        let e = m.add_text(b"gpu,dtype,m,n,k,time_us\nmy-gpu,bf16,1024,1024,1024,1e308\n", "slow.csv").unwrap_err().to_string();
+        assert!(e.contains("slow.csv: line 2: 1e308 µs: more than a year"), "{e}");
+        // One source's two times of the same collective 2× apart: refused naming both lines
+        // (the 400 µs had priced and the 800 µs been dropped in silence); 10 % apart, both kept.
+        let twice = "gpu,collective,gpus,size_bytes,time_us\nmy-gpu,all_reduce,16,16777216,400\nmy-gpu,all_reduce,16,16777216,";
+        let e = m.add_text(format!("{twice}800\n").as_bytes(), "twice.csv").unwrap_err().to_string();
+        assert!(e.contains("twice.csv: line 3: 800 µs, where line 2 measured the same all_reduce"), "{e}");
+        assert_eq!(m.add_text(format!("{twice}440\n").as_bytes(), "close.csv").unwrap(), 2);
     }
 
     /// Every row of every shipped table loads: the base stops a table at its first refused row
