@@ -381,16 +381,14 @@ fn validate_compares_published_runs_with_their_projection() {
     let apart = dir.join("apart.json");
     std::fs::write(
         &apart,
-        serde_json::to_vec(&serde_json::json!({"runs": [r], "runs_lora": [{"id": "lora-1"}, {"id": "lora-2"}], "abuot": "x"}))
-            .unwrap(),
+        serde_json::to_vec(&serde_json::json!({"runs": [r], "runs_lora": [{"id": "lora-1"}, {"id": "lora-2"}], "abuot": "x"})).unwrap(),
     )
     .unwrap();
     let o = common::run(&["validate".as_ref(), apart.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     // A key of no list is said as well (a misspelt `about` had passed in silence).
     assert!(
-        String::from_utf8_lossy(&o.stdout)
-            .contains("apart.json: `runs_lora` (2 entries) and `abuot` not read: only the `runs` list is"),
+        String::from_utf8_lossy(&o.stdout).contains("apart.json: `runs_lora` (2 entries) and `abuot` not read: only the `runs` list is"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -1340,7 +1338,11 @@ fn search_with_settings_refuses_what_it_chooses() {
     let o =
         common::bin().args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "gbs=8"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(common::stderr(&o).contains("--with gbs=8: the search chooses gbs itself (the global batch is --gbs)"), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("--with gbs=8: the search chooses gbs itself (the global batch is --gbs)"),
+        "{}",
+        common::stderr(&o)
+    );
     // A degree is pinned, and said above the ranking; the baseline it leaves out is said to be.
     let o = common::bin()
         .args(["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--top", "3", "--with", "tp=2"])
@@ -1350,6 +1352,21 @@ fn search_with_settings_refuses_what_it_chooses() {
     assert!(o.status.success() && text.contains("  only plans with tp=2 (--with)"), "{text}");
     assert!(text.contains("(tp=1, pp=1): not among the plans --with tp=2 leaves"), "{text}");
     assert!(text.lines().filter(|l| l.contains("  tp=")).all(|l| l.contains("tp=2,")), "{text}");
+    // Ranked by latency: said above the ranking and in the JSON, the shortest step first.
+    let dir = scratch("search-latency");
+    let doc = dir.join("s.json");
+    let o = common::bin()
+        .args(["search", "--model", "llama2-70b", "--system", "h100-sxm", "--gpus", "64", "--task", "decode", "--batch", "16"])
+        .args(["--objective", "latency", "--json"])
+        .arg(&doc)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("  ranked by latency: time per output token, the shortest first"), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    assert_eq!(doc["objective"], "latency");
+    let steps: Vec<f64> = doc["ranked"].as_array().unwrap().iter().map(|p| p["tpot_ms"].as_f64().unwrap()).collect();
+    assert!(steps.len() > 2 && steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
     // A family no measurement names is refused before any plan is tried (each would be).
     let typo = ["search", "--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "8", "--with", "attention=fa-trition"];
     let o = common::bin().args(typo).output().unwrap();

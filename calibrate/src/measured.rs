@@ -460,7 +460,10 @@ impl Measurements {
             let longer_than_a_year = |time_us: f64| -> Result<()> {
                 const YEAR_US: f64 = 365.0 * 24.0 * 3600.0 * 1e6;
                 if time_us > YEAR_US {
-                    return Err(bad(line, format!("{} µs: more than a year, not a measurement of one operation", crate::catalog::shown(time_us))));
+                    return Err(bad(
+                        line,
+                        format!("{} µs: more than a year, not a measurement of one operation", crate::catalog::shown(time_us)),
+                    ));
                 }
                 Ok(())
             };
@@ -664,7 +667,8 @@ impl Measurements {
         // both be right: one had been priced and the other dropped, without a word.
         let mut seen: std::collections::HashMap<_, &CollectiveRow> = std::collections::HashMap::new();
         for r in &self.collectives[first_collective..] {
-            let key = (&r.from.source_id, &r.gpu, r.collective, r.gpus, r.nodes, r.gpus_per_node, &r.algo, r.in_place, r.size_bytes.to_bits());
+            let key =
+                (&r.from.source_id, &r.gpu, r.collective, r.gpus, r.nodes, r.gpus_per_node, &r.algo, r.in_place, r.size_bytes.to_bits());
             match seen.get(&key) {
                 Some(o) if (r.time_us / o.time_us - 1.0).abs() > 0.25 && (o.time_us / r.time_us - 1.0).abs() > 0.25 => {
                     return Err(bad(

@@ -45,6 +45,8 @@ pub struct Options {
     pub hw: Vec<PathBuf>,
     /// Plan settings every candidate keeps, the software stack's (`attention=fa2,bucket=76`; default: none).
     pub with: Option<String>,
+    /// What the plans are ranked by: `throughput` or `latency` (default: throughput).
+    pub objective: String,
     /// Write nothing on the terminal (default: false).
     pub quiet: bool,
 }
@@ -66,6 +68,7 @@ impl Default for Options {
             plots: None,
             hw: Vec::new(),
             with: None,
+            objective: "throughput".into(),
             quiet: false,
         }
     }
@@ -104,7 +107,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         "--gbs is a training step's global batch, not --task {}'s: its batch is --batch (sequences a replica serves)",
         args.task
     );
-    let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), ..Default::default() };
+    let objective = search::Objective::named(&args.objective)
+        .ok_or_else(|| anyhow::anyhow!("--objective {}: throughput or latency", args.objective))?;
+    let mut space = search::SearchSpace { global_batch: args.gbs.unwrap_or(0), objective, ..Default::default() };
     if let Some(settings) = &args.with {
         space = space.with(settings, task).map_err(|e| anyhow::anyhow!("--with {e}"))?;
         cluster.check_attention_kernel(&space.settings).map_err(|e| anyhow::anyhow!("--with {settings}: {e}"))?;
@@ -148,6 +153,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             result.rejected,
             elapsed
         )?;
+        // What the ranking is by, where it is not throughput: the step a serving budget bounds.
+        if objective == search::Objective::Latency {
+            let step = match task {
+                tracecast_replay::workload::llm::Task::Decode { .. } => "time per output token",
+                tracecast_replay::workload::llm::Task::Prefill { .. } => "time to first token",
+                tracecast_replay::workload::llm::Task::Train => "iteration time (at a fixed global batch, the order of throughput)",
+            };
+            writeln!(out, "  ranked by latency: {step}, the shortest first")?;
+        }
         let pinned = space.pinned();
         if !pinned.is_empty() {
             writeln!(out, "  only plans with {} (--with)", pinned.join(", "))?;
@@ -190,8 +204,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         match (&result.baseline, result.speedup_over_baseline) {
             (Some(b), Some(x)) => writeln!(
                 out,
-                "Baseline {} ({}): {:.2} {unit}; the best plan is {x:.2}× faster",
-                result.baseline_name, b.plan, b.throughput
+                "Baseline {} ({}): {:.2} {unit}; the best plan is {x:.2}× faster{}",
+                result.baseline_name,
+                b.plan,
+                b.throughput,
+                if objective == search::Objective::Latency { format!(" a step ({:.2} ms)", b.times.iteration_ms) } else { String::new() }
             )?,
             _ if space.pins_out_baseline(matches!(task, tracecast_replay::workload::llm::Task::Train)) => writeln!(
                 out,
@@ -304,7 +321,14 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "Pareto front (the best plan at each GPU count, {batch}):")?;
         }
         for p in front.iter().filter(|p| p.pareto) {
-            writeln!(out, "  front: {:>6} GPUs {:>14.2} {unit}  {}", p.gpus, p.throughput, p.plan)?;
+            match objective {
+                search::Objective::Throughput => writeln!(out, "  front: {:>6} GPUs {:>14.2} {unit}  {}", p.gpus, p.throughput, p.plan)?,
+                search::Objective::Latency => writeln!(
+                    out,
+                    "  front: {:>6} GPUs {:>10.2} ms a step {:>14.2} {unit}  {}",
+                    p.gpus, p.iteration_ms, p.throughput, p.plan
+                )?,
+            }
         }
     }
     if let Some(path) = &args.json {
@@ -317,6 +341,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             best: Option<&'a tracecast_replay::workload::Projection>,
             baseline: &'a Option<tracecast_replay::workload::Projection>,
             speedup_over_baseline: Option<f64>,
+            /// What `ranked` is ordered by (`throughput`, `latency`).
+            objective: search::Objective,
             ranked: &'a [tracecast_replay::workload::Projection],
             /// The plans each ranked plan stands for, which price identically (the text's groups).
             prices_identically: std::collections::BTreeMap<&'a str, &'a [String]>,
@@ -334,6 +360,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 best: result.ranked.first(),
                 baseline: &result.baseline,
                 speedup_over_baseline: result.speedup_over_baseline,
+                objective,
                 ranked: top,
                 prices_identically: top
                     .iter()

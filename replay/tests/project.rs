@@ -297,6 +297,30 @@ fn a_search_keeps_the_degrees_with_pins() {
     assert!(pins.pins_out_baseline(true) && r.baseline.is_none());
 }
 
+/// Ranked by latency, a decode search puts first the plan of the shortest time per output token,
+/// which is not the plan of the most tokens/s: LLaMA-2 70B serving 16 sequences a replica on 64
+/// H100s reads its weights fastest split over a whole node (tp=8), and serves the most tokens
+/// with more replicas of fewer GPUs. The set of plans is the throughput ranking's, reordered.
+#[test]
+fn a_search_by_latency_ranks_the_shortest_step_first() {
+    let model = Transformer::preset("llama2-70b").unwrap();
+    let c = cluster("h100-sxm", 64);
+    let task = Task::Decode { batch: 16, context: 4096 };
+    let by_throughput = search(&model, &c, task, &SearchSpace::default());
+    let latency = SearchSpace { objective: tracecast_replay::workload::search::Objective::Latency, ..SearchSpace::default() };
+    let by_latency = search(&model, &c, task, &latency);
+    let shortest = by_throughput.ranked.iter().map(|p| p.times.iteration_ms).fold(f64::INFINITY, f64::min);
+    assert_eq!(by_latency.ranked[0].times.iteration_ms, shortest);
+    assert!(by_latency.ranked.windows(2).all(|w| w[0].times.iteration_ms <= w[1].times.iteration_ms));
+    assert!(by_latency.ranked[0].plan.starts_with("tp=8,") && by_latency.ranked[0].plan != by_throughput.ranked[0].plan);
+    let plans = |r: &tracecast_replay::workload::search::SearchResult| {
+        let mut v: Vec<String> = r.ranked.iter().map(|p| p.plan.clone()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(plans(&by_latency), plans(&by_throughput));
+}
+
 /// `etp=1` is a setting a search keeps (Megatron-Bridge's MoE recipes run whole experts): every
 /// ranked Mixtral plan on 64 H100s with tensor and expert parallelism folds its experts (and so
 /// has sequence parallelism, which folding needs), and another `etp` is refused.

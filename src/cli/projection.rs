@@ -163,6 +163,9 @@ pub(crate) struct SearchArgs {
     /// Print nothing on stdout.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+    /// Rank by `throughput` or by `latency`: the step's time (decode: per output token; prefill: to the first token).
+    #[arg(long, value_parser = ["throughput", "latency"], default_value = "throughput")]
+    pub(crate) objective: String,
 }
 
 #[derive(clap::Args)]
@@ -220,7 +223,7 @@ impl SearchArgs {
         (o.model, o.system, o.gpus, o.system_overrides) = (self.model, self.system, self.gpus, self.system_overrides.overrides());
         (o.measurements, o.hw) = (self.priced_with.measurements, self.priced_with.hw);
         (o.task, o.gbs, o.inference, o.profile) = (self.task, self.gbs, self.inference.options(), self.profile);
-        (o.top, o.json, o.plots, o.quiet, o.with) = (self.top, self.json, self.plots, self.quiet, self.with);
+        (o.top, o.json, o.plots, o.quiet, o.with, o.objective) = (self.top, self.json, self.plots, self.quiet, self.with, self.objective);
         o
     }
 }

@@ -25,6 +25,40 @@ pub struct SearchSpace {
     pub settings: Plan,
     /// The keys `settings` stated: what a plan's [`Projection::unpriced_keys`] are held against.
     pub stated: StatedKeys,
+    /// What the plans are ranked by.
+    pub objective: Objective,
+}
+
+/// What a search ranks plans by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Samples (decode: tokens) per second over the cluster, the most first.
+    #[default]
+    Throughput,
+    /// The step's time, the shortest first: time per output token in decode, time to first
+    /// token in prefill (a serving budget); in training, at a fixed global batch, the same
+    /// order as throughput.
+    Latency,
+}
+
+impl Objective {
+    /// The objective named `name` (`throughput`, `latency`).
+    pub fn named(name: &str) -> Option<Objective> {
+        match name {
+            "throughput" => Some(Objective::Throughput),
+            "latency" => Some(Objective::Latency),
+            _ => None,
+        }
+    }
+
+    /// How good `p` is by this objective: the larger the better.
+    fn score(self, p: &Projection) -> f64 {
+        match self {
+            Objective::Throughput => p.throughput,
+            Objective::Latency => -p.times.iteration_ms,
+        }
+    }
 }
 
 impl Default for SearchSpace {
@@ -36,6 +70,7 @@ impl Default for SearchSpace {
             sequence_parallel: true,
             settings: Plan::default(),
             stated: StatedKeys::default(),
+            objective: Objective::Throughput,
         }
     }
 }
@@ -50,8 +85,7 @@ impl SearchSpace {
         // A degree, the microbatch size, sequence parallelism or recomputation given is pinned
         // (`pp=1` where the stack has no pipeline); the microbatch count is `--gbs`'s and the
         // stage split the search's.
-        let chosen: Vec<&str> =
-            StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k) && !PINNABLE.contains(k)).collect();
+        let chosen: Vec<&str> = StatedKeys::layout_keys().iter().copied().filter(|k| stated.contains(k) && !PINNABLE.contains(k)).collect();
         if !chosen.is_empty() {
             return Err(crate::Error::Plan(format!(
                 "{}: the search chooses {} itself{}; settings are what every plan keeps ({}), or a degree it keeps ({})",
@@ -136,7 +170,8 @@ pub struct SearchResult {
     /// The best baseline plan (tp=1, pp=1; ZeRO-3 for training, replicas without
     /// expert parallelism for inference), when one fits.
     pub baseline: Option<Projection>,
-    /// Throughput of the best plan over the baseline's.
+    /// Throughput of the best plan over the baseline's (ranked by latency: the baseline's
+    /// step time over the best plan's).
     pub speedup_over_baseline: Option<f64>,
     /// Plans left out of `ranked` because they price exactly as a ranked one (its plan → them).
     pub identical: std::collections::BTreeMap<String, Vec<String>>,
@@ -191,10 +226,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     let (mut simulated, mut why) = (0usize, Rejected::default());
     let mut refused_for_one: Option<String> = None;
     let pin = &space.settings;
-    let tps: Vec<u32> = divisors(cluster.gpus_per_node)
-        .into_iter()
-        .filter(|t| gpus.is_multiple_of(*t) && (!space.pins(&["tp"]) || *t == pin.tp))
-        .collect();
+    let tps: Vec<u32> =
+        divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t) && (!space.pins(&["tp"]) || *t == pin.tp)).collect();
     let experts = model.experts as u32;
     let train = task == Task::Train;
     // Recomputation: none, selective (the attention core: free with flash attention), full.
@@ -330,15 +363,21 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     // price alike is the one shown, whatever `--with` adds (with `tp_overlap` the plan with
     // `recompute=selective` had sorted first by name).
     let settings = |p: &Projection| p.plan.matches(',').count();
+    let score = |p: &Projection| space.objective.score(p);
+    // By the objective, then (latency) the higher throughput of two equally fast steps.
     ranked.sort_by(|a, b| {
-        b.throughput.total_cmp(&a.throughput).then_with(|| settings(a).cmp(&settings(b))).then_with(|| a.plan.cmp(&b.plan))
+        score(b)
+            .total_cmp(&score(a))
+            .then_with(|| b.throughput.total_cmp(&a.throughput))
+            .then_with(|| settings(a).cmp(&settings(b)))
+            .then_with(|| a.plan.cmp(&b.plan))
     });
     // Plans that price identically (selective recomputation with flash attention
     // recomputes nothing; …) are shown once: the simplest, the others listed.
     let mut identical: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     let mut kept: Vec<Projection> = Vec::with_capacity(ranked.len());
     for p in ranked {
-        match kept.iter().rev().take_while(|k| k.throughput == p.throughput).find(|k| same_price(k, &p)) {
+        match kept.iter().rev().take_while(|k| score(k) == score(&p)).find(|k| same_price(k, &p)) {
             Some(k) => identical.entry(k.plan.clone()).or_default().push(p.plan),
             None => kept.push(p),
         }
@@ -357,8 +396,9 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     } else {
         ("plain data parallelism", ranked.iter().find(|p| p.plan.starts_with("tp=1,pp=1,dp=") && plain(p)).cloned())
     };
-    let speedup_over_baseline = match (ranked.first(), &baseline) {
-        (Some(best), Some(b)) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
+    let speedup_over_baseline = match (ranked.first(), &baseline, space.objective) {
+        (Some(best), Some(b), Objective::Throughput) if b.throughput > 0.0 => Some(best.throughput / b.throughput),
+        (Some(best), Some(b), Objective::Latency) if best.times.iteration_ms > 0.0 => Some(b.times.iteration_ms / best.times.iteration_ms),
         _ => None,
     };
     let rejected = why.batch + why.memory + why.refused;
@@ -387,9 +427,12 @@ pub struct FrontPoint {
     pub gpus: u32,
     /// Best throughput, samples/s.
     pub throughput: f64,
+    /// Its step's time, ms.
+    pub iteration_ms: f64,
     /// Its plan.
     pub plan: String,
-    /// Whether no smaller GPU count reaches this throughput (on the Pareto front).
+    /// Whether no smaller GPU count reaches this throughput (ranked by latency: this step
+    /// time) — on the Pareto front.
     pub pareto: bool,
 }
 
@@ -407,15 +450,25 @@ pub fn front(model: &Transformer, cluster: &Cluster, task: Task, space: &SearchS
                 s.global_batch = (u64::from(s.global_batch) * u64::from(n) / u64::from(cluster.gpus.max(1))).max(1) as u32;
             }
             let r = search(model, &c, task, &s);
-            r.ranked.first().map(|b| FrontPoint { gpus: n, throughput: b.throughput, plan: b.plan.clone(), pareto: false })
+            r.ranked.first().map(|b| FrontPoint {
+                gpus: n,
+                throughput: b.throughput,
+                iteration_ms: b.times.iteration_ms,
+                plan: b.plan.clone(),
+                pareto: false,
+            })
         })
         .collect();
     points.sort_by_key(|p| p.gpus);
-    let mut best = 0.0;
+    let score = |p: &FrontPoint| match space.objective {
+        Objective::Throughput => p.throughput,
+        Objective::Latency => -p.iteration_ms,
+    };
+    let mut best = f64::NEG_INFINITY;
     for p in &mut points {
-        if p.throughput > best {
+        if score(p) > best {
             p.pareto = true;
-            best = p.throughput;
+            best = score(p);
         }
     }
     points
