@@ -186,7 +186,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "\nLeave one run out (each run priced by the correction fitted to the other runs of its GPU and format):")?;
             print_validation(out, &fit.leave_one_out)?;
             for p in &written {
-                writeln!(out, "Profile written to {} (read by project, search and validate --profile)", p.display())?;
+                writeln!(out, "Profile written to {} (read by project, search, validate and hw cost --profile)", p.display())?;
             }
         }
         if let Some(path) = &args.json {
