@@ -89,8 +89,19 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         spec.device = tracecast_calibrate::synth::SynthDevice::of(gpu, &catalog)
             .with_context(|| format!("{}: no trace device name of {} reads back as it", p.display(), gpu.id))?;
         let bf16 = Some(tracecast_calibrate::catalog::Dtype::Bf16);
-        let (eta, t0, peak) =
-            device.fit(KernelClass::Gemm, bf16).with_context(|| format!("{}: no GEMM fit to take as truth", p.display()))?;
+        let (eta, t0, peak) = device.fit(KernelClass::Gemm, bf16).with_context(|| {
+            // The traces' GEMMs are BF16: a fit of another format is no truth of theirs.
+            let others: Vec<&str> = device
+                .profile
+                .iter()
+                .flat_map(|pr| &pr.kernels)
+                .filter(|k| k.class == KernelClass::Gemm)
+                .filter_map(|k| k.dtype.map(tracecast_calibrate::catalog::Dtype::as_str))
+                .collect();
+            let has =
+                if others.is_empty() { "it has no GEMM fit".to_string() } else { format!("its GEMM fits are of {}", others.join(", ")) };
+            format!("{}: no BF16 GEMM fit to take as truth (the synthetic GEMMs are BF16; {has})", p.display())
+        })?;
         spec.gemm_efficiency = eta;
         spec.kernel_overhead_us = t0.max(0.0);
         spec.peak_flops = peak;
