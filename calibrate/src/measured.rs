@@ -64,6 +64,63 @@ const COLUMNS: [&str; 34] = [
     "nic_gbps_per_gpu",
 ];
 
+/// The columns that move a price (a slip of one is refused; of `notes`, `tool`, … it is not).
+const PRICED: [&str; 27] = [
+    "gpu",
+    "dtype",
+    "batch",
+    "m",
+    "n",
+    "k",
+    "tflops",
+    "time_us",
+    "load",
+    "kernel",
+    "direction",
+    "causal",
+    "head_dim",
+    "seqlen",
+    "heads",
+    "collective",
+    "gpus",
+    "nodes",
+    "gpus_per_node",
+    "algo",
+    "size_bytes",
+    "algbw_gbps",
+    "busbw_gbps",
+    "in_place",
+    "metric",
+    "bandwidth_gbps",
+    "nic_gbps_per_gpu",
+];
+
+/// How near column `h` comes to being a slip of column `c`, the nearest first: another case
+/// (`GPU`), a plural or an underscore more or less (`batches`, `gpu_per_node`, `inplace`,
+/// `seq_len`), its unit left off (`time`, `size`), another unit (`time_ms`), a word added
+/// (`batch_size`); `None` where it is none. Names under three letters (`b`, `ms`) are no slips.
+fn slip_of(h: &str, c: &str) -> Option<u8> {
+    let h = h.to_ascii_lowercase();
+    if h.len() < 3 {
+        return None;
+    }
+    // The words without underscores and plural endings.
+    let squash = |x: &str| {
+        x.split('_')
+            .map(|w| w.strip_suffix("es").filter(|s| s.ends_with("ch")).or_else(|| w.strip_suffix('s')).unwrap_or(w).to_string())
+            .collect::<String>()
+    };
+    let stem = |x: &str| x.split('_').next().unwrap_or_default().to_string();
+    let rules = [
+        h == c,
+        squash(&h) == squash(c),
+        c.strip_prefix(h.as_str()).is_some_and(|rest| rest.starts_with('_')),
+        c.contains('_') && h.contains('_') && stem(&h) == stem(c),
+        h.strip_prefix(c).is_some_and(|rest| rest.starts_with('_')),
+    ];
+    rules.iter().position(|r| *r).map(|i| i as u8)
+}
+
 /// Where a row comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provenance {
@@ -387,12 +444,12 @@ impl Measurements {
         // A column no table reads that is a slip of one they read (`batches`, `gpu_per_node`,
         // `inplace`, `time` for `time_us`) had been ignored, and the rows priced without it
         // (a batch of 8 read as 1: 8× the price): refused, naming both.
-        for h in headers.iter().map(str::trim).filter(|h| !COLUMNS.contains(h)) {
-            let lower = h.to_ascii_lowercase();
-            let unit_left_off = COLUMNS.iter().find(|c| c.strip_prefix(lower.as_str()).is_some_and(|rest| rest.starts_with('_')));
-            let meant = unit_left_off.map(|c| format!("{c:?}")).or_else(|| crate::catalog::closest(h, COLUMNS.iter().copied()));
-            if let Some(meant) = meant {
-                return Err(bad(1, format!("column {h:?}: no measurements table reads it; did you mean {meant}? (README, Measurements)")));
+        for h in headers.iter().map(str::trim).filter(|h| !h.is_empty() && !COLUMNS.contains(h)) {
+            if let Some(meant) = PRICED.iter().filter_map(|c| slip_of(h, c).map(|near| (near, c))).min().map(|(_, c)| c) {
+                return Err(bad(
+                    1,
+                    format!("column {h:?}: no measurements table reads it; did you mean {meant:?}? (README, Measurements)"),
+                ));
             }
         }
         // A table whose header has no measured quantity could price nothing: every row would be skipped.
@@ -410,7 +467,11 @@ impl Measurements {
         let file: Arc<str> = name.into();
         let unnamed_source: Arc<str> = std::path::Path::new(name).file_name().map_or_else(|| name.into(), |f| f.to_string_lossy().into());
         let mut added = 0;
-        let first_collective = self.collectives.len();
+        // Two rows of one source that measured the same collective, size, GPUs, layout, network,
+        // library and algorithm more than 25 % apart (the tolerance of a time against its
+        // bandwidth) cannot both be right: one had been priced and the other dropped, without a
+        // word. Each key's first time and line.
+        let mut timed: std::collections::HashMap<String, (f64, usize)> = std::collections::HashMap::new();
         // Collectives over one GPU, read and left out (said where nothing else was added).
         let mut single_gpu: Option<usize> = None;
         for (i, record) in reader.records().enumerate() {
@@ -460,9 +521,11 @@ impl Measurements {
             let longer_than_a_year = |time_us: f64| -> Result<()> {
                 const YEAR_US: f64 = 365.0 * 24.0 * 3600.0 * 1e6;
                 if time_us > YEAR_US {
+                    // Given as a rate, the time is the rate's: said so.
+                    let from = if get("time_us").is_empty() { " (the time its rate gives)" } else { "" };
                     return Err(bad(
                         line,
-                        format!("{} µs: more than a year, not a measurement of one operation", crate::catalog::shown(time_us)),
+                        format!("{} µs{from}: more than a year, not a measurement of one operation", crate::catalog::shown(time_us)),
                     ));
                 }
                 Ok(())
@@ -627,6 +690,28 @@ impl Measurements {
                         "" => None,
                         other => return Err(bad(line, format!("in_place {other:?}: 1 (nccl-tests' in-place column), 0 or empty"))),
                     };
+                    let key = format!(
+                        "{source_id}\u{1f}{gpu}\u{1f}{}\u{1f}{gpus}\u{1f}{nodes}\u{1f}{gpus_per_node}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{in_place:?}\u{1f}{size_bytes}",
+                        collective.as_str(),
+                        get("algo").to_ascii_lowercase(),
+                        get("network"),
+                        get("library")
+                    );
+                    match timed.get(&key) {
+                        Some(&(first, first_line)) if time_us.max(first) / time_us.min(first) > 1.25 => {
+                            return Err(bad(
+                                line,
+                                format!(
+                                    "{time_us} µs, where line {first_line} measured the same {} of {size_bytes} bytes over {gpus} GPUs at {first} µs: give one of them (or tell them apart by source_id, algo, network or library)",
+                                    collective.as_str()
+                                ),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => {
+                            timed.insert(key, (time_us, line));
+                        }
+                    }
                     // One GPU communicates with nobody: no curve (the shipped sweeps' 1-GPU rows).
                     if gpus < 2 {
                         single_gpu.get_or_insert(line);
@@ -661,34 +746,6 @@ impl Measurements {
                 }
             }
             added += 1;
-        }
-        // Two rows of one source that measured the same collective, size, GPUs, layout and
-        // algorithm more than 25 % apart (the tolerance of a time against its bandwidth) cannot
-        // both be right: one had been priced and the other dropped, without a word.
-        let mut seen: std::collections::HashMap<_, &CollectiveRow> = std::collections::HashMap::new();
-        for r in &self.collectives[first_collective..] {
-            let key =
-                (&r.from.source_id, &r.gpu, r.collective, r.gpus, r.nodes, r.gpus_per_node, &r.algo, r.in_place, r.size_bytes.to_bits());
-            match seen.get(&key) {
-                Some(o) if (r.time_us / o.time_us - 1.0).abs() > 0.25 && (o.time_us / r.time_us - 1.0).abs() > 0.25 => {
-                    return Err(bad(
-                        r.from.line,
-                        format!(
-                            "{} µs, where line {} measured the same {} of {} bytes over {} GPUs at {} µs: give one of them (or tell them apart by source_id, algo or in_place)",
-                            r.time_us,
-                            o.from.line,
-                            r.collective.as_str(),
-                            r.size_bytes,
-                            r.gpus,
-                            o.time_us
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    seen.insert(key, r);
-                }
-            }
         }
         if let Some(line) = single_gpu.filter(|_| added == 0) {
             return Err(bad(
@@ -890,6 +947,7 @@ mod tests {
         for (header, said) in [
             ("gpu,dtype,batches,m,n,k,time_us", "column \"batches\": no measurements table reads it; did you mean \"batch\"?"),
             ("gpu,dtype,m,n,k,time", "column \"time\": no measurements table reads it; did you mean \"time_us\"?"),
+            ("gpu,dtype,batch_size,m,n,k,time_us", "column \"batch_size\": no measurements table reads it; did you mean \"batch\"?"),
         ] {
             let e = m.add_text(format!("{header}\nmy-gpu,bf16,8,4096,4096,4096\n").as_bytes(), "slip.csv").unwrap_err().to_string();
             assert!(e.contains("slip.csv: line 1") && e.contains(said), "{e}");
@@ -904,6 +962,17 @@ mod tests {
         let e = m.add_text(format!("{twice}800\n").as_bytes(), "twice.csv").unwrap_err().to_string();
         assert!(e.contains("twice.csv: line 3: 800 µs, where line 2 measured the same all_reduce"), "{e}");
         assert_eq!(m.add_text(format!("{twice}440\n").as_bytes(), "close.csv").unwrap(), 2);
+        // 30 % apart is over the tolerance either way round (it had needed 33 %).
+        assert!(m.add_text(format!("{twice}520\n").as_bytes(), "apart.csv").is_err());
+        // Two networks or libraries of one source are two measurements, not one given twice.
+        let two = "gpu,collective,gpus,size_bytes,time_us,network\nmy-gpu,all_reduce,16,16777216,400,ib\nmy-gpu,all_reduce,16,16777216,800,roce\n";
+        assert_eq!(m.add_text(two.as_bytes(), "fabrics.csv").unwrap(), 2);
+        // An empty header cell (a spreadsheet's trailing comma) and short names of other meaning load.
+        assert_eq!(m.add_text(b"gpu,dtype,m,n,k,time_us,\nmy-gpu,bf16,1024,1024,1024,10,\n", "trailing.csv").unwrap(), 1);
+        assert_eq!(
+            m.add_text(b"gpu,dtype,m,n,k,time_us,b,ms,note,source\nmy-gpu,bf16,1024,1024,1024,10,1,2,x,y\n", "short.csv").unwrap(),
+            1
+        );
     }
 
     /// Every row of every shipped table loads: the base stops a table at its first refused row
