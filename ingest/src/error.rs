@@ -226,3 +226,14 @@ impl Error {
 
 /// Result with the ingest [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A JSON reader's message without the line and column it appends (` at line 1 column 18`):
+/// for text read out of a larger file, they count from the piece, not the file. Cut at the
+/// last one, so that a quoted value holding the words keeps them.
+pub fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((message, _)) if e.line() > 0 => message.to_string(),
+        _ => text,
+    }
+}

@@ -248,7 +248,7 @@ impl Chunk {
                     offset: span.0 + line_col_offset(slice, e.line(), e.column()),
                     // serde's line and column count from the event's start, not the file's: the
                     // byte offset says where, and they had contradicted it.
-                    message: format!("invalid event: {}", e.to_string().split(" at line ").next().unwrap_or_default()),
+                    message: format!("invalid event: {}", crate::error::json_message(&e)),
                 })?;
                 raw.into_fields()
             }

@@ -46,7 +46,7 @@ mod rank;
 mod scan;
 pub mod time;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, json_message};
 pub use event::{EventKind, Events, NameId, Names};
 pub use job::Job;
 pub use kineto::ReadOptions;

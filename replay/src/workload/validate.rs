@@ -346,7 +346,7 @@ impl Run {
                 .and_then(|e| key_before(text.as_bytes(), e.line(), e.column()))
                 .map(|k| format!(" (at {k:?})"))
                 .unwrap_or_default();
-            format!("{}{at}", e.map_or_else(|| first.to_string(), |e| e.to_string()).split(" at line ").next().unwrap_or_default())
+            format!("{}{at}", e.map_or_else(|| first.to_string(), |e| tracecast_ingest::json_message(&e)))
         });
         match read.and_then(|run| unknown_keys(value).map(|()| run)) {
             Ok(run) => run,
@@ -425,7 +425,7 @@ fn key_given_twice(text: &str) -> Option<String> {
         }
     }
     let mut d = serde_json::Deserializer::from_str(text);
-    Once.deserialize(&mut d).err().filter(|e| e.is_data()).map(|e| e.to_string().split(" at line ").next().unwrap_or_default().to_string())
+    Once.deserialize(&mut d).err().filter(|e| e.is_data()).map(|e| tracecast_ingest::json_message(&e))
 }
 
 /// A run's number formats: the linear layers' (one string), or per op class.
@@ -791,7 +791,9 @@ fn at_least_one(sizes: &[(&str, f64)]) -> Result<(), crate::Error> {
     // A size beyond a 32-bit count (hidden 1e308) had squared to infinity and projected NaN
     // with exit 0; no model has a width, count or sequence of four billion.
     if let Some((key, v)) = sizes.iter().find(|(_, v)| *v > f64::from(u32::MAX)) {
-        return Err(crate::Error::Model(format!("{key} {}: must be at most {}", shown(*v), u32::MAX)));
+        // A whole number as written; a huge one (1e308) in exponent form.
+        let given = if *v < 1e16 && v.fract() == 0.0 { format!("{v}") } else { shown(*v) };
+        return Err(crate::Error::Model(format!("{key} {given}: must be at most {}", u32::MAX)));
     }
     match sizes.iter().find(|(_, v)| v.fract() != 0.0) {
         Some((key, v)) => Err(crate::Error::Model(format!("{key} {v}: must be a whole number"))),
@@ -1402,13 +1404,14 @@ fn project_run(
     match projected(run, catalog, device, measurements, &mut measured) {
         // A measurement so small that no projection divides by it (1e-308 tokens/s had
         // summarized the file as "median |error| inf %"): the file's error, said in its row.
-        Ok(Projected { per_gpu: predicted, .. }) if measured > 0.0 && !(predicted / measured).is_finite() => RunResult {
+        // (A million-fold apart is no comparison either: a unit, not the model.)
+        Ok(Projected { per_gpu: predicted, .. }) if measured > 0.0 && !(1e-6..=1e6).contains(&(predicted / measured)) => RunResult {
             refused: true,
             ..RunResult::not_projected(
                 run,
                 measured,
                 format!(
-                    "not projected: measured {} tokens/s per GPU against {predicted:.1} projected: too small to compare (the ratio is not a finite number)",
+                    "not projected: measured {} tokens/s per GPU against {predicted:.1} projected: a million-fold apart or more, no comparison (check its unit)",
                     tracecast_calibrate::catalog::shown(measured)
                 ),
             )
@@ -2302,7 +2305,7 @@ mod tests {
             ("heads=48", "head_dim (hidden / heads) 85.33333333333333: must be a whole number"),
             // A width of four billion or more had squared to infinity: "Iteration NaN ms", exit 0.
             ("hidden=1e308", "hidden 1e308: must be at most 4294967295"),
-            ("ffn=4294967296", "ffn 4.294967296e9: must be at most 4294967295"),
+            ("ffn=4294967296", "ffn 4294967296: must be at most 4294967295"),
             // A fraction of one is not "not positive".
             ("hidden=2.5", "head_dim (hidden / heads) 0.078125: must be at least 1"),
         ] {
