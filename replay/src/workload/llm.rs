@@ -1230,7 +1230,7 @@ impl Plan {
                             v.unwrap_or("")
                         ))
                     })?;
-                    p.bucket_bytes = Some(((mib * MIB).round() as u64).max(1));
+                    p.bucket_bytes = Some(bucket_bytes(mib));
                 }
                 other => {
                     return Err(crate::Error::Plan(format!(
@@ -1343,7 +1343,7 @@ impl Plan {
             let mib = b as f64 / MIB;
             let shown = (0..=7usize)
                 .map(|d| format!("{mib:.d$}"))
-                .find(|t| t.parse::<f64>().is_ok_and(|v| ((v * MIB).round() as u64).max(1) == b))
+                .find(|t| t.parse::<f64>().is_ok_and(|v| v > 0.0 && bucket_bytes(v) == b))
                 .unwrap_or_else(|| mib.to_string());
             parts.push(format!("bucket={shown}"));
         }
@@ -2415,6 +2415,11 @@ pub fn memory(model: &Transformer, plan: &Plan, task: Task) -> Memory {
         }
     }
     best
+}
+
+/// A gradient bucket of `mib` MiB in whole bytes, at least one (`bucket=MiB`, parsed and shown).
+fn bucket_bytes(mib: f64) -> u64 {
+    ((mib * MIB).round() as u64).max(1)
 }
 
 /// PyTorch DDP's default gradient bucket, MiB (`bucket_cap_mb=25`,
@@ -5336,6 +5341,9 @@ mod tests {
         for given in ["76.3", "25", "0.5", "1000"] {
             assert!(Plan::parse(&format!("dp=8,bucket={given}")).unwrap().describe().ends_with(&format!(",bucket={given}")), "{given}");
         }
+        // A bucket under a byte is one byte, shown as a size that reads back (it had been "0").
+        let tiny = Plan::parse("dp=8,bucket=0.0000001").unwrap();
+        assert_eq!(Plan::parse(&tiny.describe()).unwrap(), tiny, "{}", tiny.describe());
     }
 
     #[test]
