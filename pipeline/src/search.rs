@@ -210,7 +210,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 b.throughput,
                 if objective == search::Objective::Latency { format!(" a step ({:.2} ms)", b.times.iteration_ms) } else { String::new() }
             )?,
-            _ if space.pins_out_baseline(matches!(task, tracecast_replay::workload::llm::Task::Train)) => writeln!(
+            _ if space.pins_out_baseline(matches!(task, tracecast_replay::workload::llm::Task::Train), cluster.gpus) => writeln!(
                 out,
                 "Baseline {} (tp=1, pp=1): not among the plans --with {} leaves",
                 result.baseline_name,
@@ -372,7 +372,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         )?;
     }
     if let Some(dir) = &args.plots {
-        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front);
+        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front, objective == search::Objective::Latency);
         for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
             if !args.quiet {
                 writeln!(out, "wrote {}", f.display())?;
@@ -383,7 +383,13 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         // On stderr, as every command's failure: `-q` had exited 1 without a word.
         // The count the search kept (plans it never built, such as no context-parallel degree
         // dividing the sequence, are not among them).
+        let pins = space.pinned();
         let tried = match result.rejected {
+            // Pins a degree of the cluster cannot take (tp=3 on nodes of 8) build no plan.
+            0 if !pins.is_empty() => format!(
+                "no plan of the search space could be built with the pins {} (--with): their degrees do not divide this cluster, model or batch",
+                pins.join(", ")
+            ),
             0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
             n => format!("of the {n} plan(s) it rejected, {}", result.rejected_why.in_words(result.refused_for_one.as_deref())),
         };

@@ -294,7 +294,22 @@ fn a_search_keeps_the_degrees_with_pins() {
         assert!(p.plan.starts_with("tp=4,") && p.plan.contains(",zero=1,") && p.plan.contains(",mb=1,"), "{}", p.plan);
         assert!(p.plan.contains(",recompute") && !p.plan.contains("recompute=selective"), "{}", p.plan);
     }
-    assert!(pins.pins_out_baseline(true) && r.baseline.is_none());
+    assert!(pins.pins_out_baseline(true, 512) && r.baseline.is_none());
+    // A pinned dp other than the GPU count, or vpp, leaves the baseline out too; `ddp` is data
+    // parallelism without ZeRO, and a pinned `sp` is kept at every tensor-parallel degree.
+    for pin in ["dp=128", "fsdp=256", "vpp=2", "ddp=512"] {
+        assert!(space.clone().with(pin, Task::Train).unwrap().pins_out_baseline(true, 512), "{pin}");
+    }
+    assert!(!space.clone().with("fsdp=512", Task::Train).unwrap().pins_out_baseline(true, 512));
+    let ddp = search(&model, &c, Task::Train, &space.clone().with("ddp=16", Task::Train).unwrap());
+    assert!(!ddp.ranked.is_empty(), "no DDP plan of 16 replicas");
+    assert!(
+        ddp.ranked.iter().all(|p| p.plan.contains(",dp=16,") && !p.plan.contains("zero=")),
+        "{:?}",
+        ddp.ranked.first().map(|p| &p.plan)
+    );
+    let sp = search(&model, &c, Task::Train, &space.clone().with("sp", Task::Train).unwrap());
+    assert!(!sp.ranked.is_empty() && sp.ranked.iter().all(|p| p.plan.contains(",sp")), "{:?}", sp.ranked.first().map(|p| &p.plan));
 }
 
 /// Ranked by latency, a decode search puts first the plan of the shortest time per output token,

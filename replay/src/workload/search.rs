@@ -122,7 +122,7 @@ impl SearchSpace {
             (&["tp"][..], format!("tp={}", s.tp)),
             (&["pp"], format!("pp={}", s.pp)),
             (&["dp", "ddp", "fsdp"], format!("dp={}", s.dp)),
-            (&["zero", "fsdp"], format!("zero={}", s.zero)),
+            (&["zero", "fsdp", "ddp"], format!("zero={}", s.zero)),
             (&["ep"], format!("ep={}", s.ep)),
             (&["cp"], format!("cp={}", s.cp)),
             (&["mb", "microbatch"], format!("mb={}", s.microbatch)),
@@ -133,14 +133,17 @@ impl SearchSpace {
         shown.into_iter().filter(|(keys, _)| self.pins(keys)).map(|(_, text)| text).collect()
     }
 
-    /// Whether the pins leave out the baseline's layout (tp = pp = 1 and, for training, ZeRO-3).
-    pub fn pins_out_baseline(&self, train: bool) -> bool {
+    /// Whether the pins leave out the baseline's layout on `gpus` GPUs (tp = pp = cp = ep =
+    /// vpp = 1, data parallelism over all of them and, for training, ZeRO-3).
+    pub fn pins_out_baseline(&self, train: bool, gpus: u32) -> bool {
         let s = &self.settings;
         (self.pins(&["tp"]) && s.tp != 1)
             || (self.pins(&["pp"]) && s.pp != 1)
-            || (train && self.pins(&["zero", "fsdp"]) && s.zero != 3)
+            || (self.pins(&["dp", "ddp", "fsdp"]) && s.dp != gpus)
+            || (train && self.pins(&["zero", "fsdp", "ddp"]) && s.zero != 3)
             || (self.pins(&["ep"]) && s.ep != 1)
             || (self.pins(&["cp"]) && s.cp != 1)
+            || (self.pins(&["vpp"]) && s.vpp != 1)
     }
 
     /// The notes of `plan` on the settings it was asked to keep and did not price as asked
@@ -279,7 +282,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                     (true, false) => &[0, 1, 2, 3],
                     (true, true) => &[0, 1, 3],
                 };
-                let zeros: Vec<u8> = zeros.iter().copied().filter(|z| !space.pins(&["zero", "fsdp"]) || *z == pin.zero).collect();
+                // `ddp` is data parallelism without ZeRO (as `project` reads it), `fsdp` with ZeRO-3.
+                let zeros: Vec<u8> = zeros.iter().copied().filter(|z| !space.pins(&["zero", "fsdp", "ddp"]) || *z == pin.zero).collect();
                 let mbs: Vec<u32> = match (train, space.pins(&["mb", "microbatch"])) {
                     (true, true) => vec![pin.microbatch],
                     (true, false) => space.microbatch_sizes.clone(),
@@ -288,8 +292,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
                 // Not in decode: a step of one token a sequence has nothing to split.
                 let decode = matches!(task, Task::Decode { .. });
                 let sps: &[bool] = if tp > 1 && space.sequence_parallel && !decode { &[false, true] } else { &[false] };
-                // Pinned, it holds where there is a TP group to split over.
-                let sps: Vec<bool> = if space.pins(&["sp"]) && tp > 1 { vec![pin.sp] } else { sps.to_vec() };
+                // Pinned, every plan keeps it (a plan the model refuses with it is refused).
+                let sps: Vec<bool> = if space.pins(&["sp"]) { vec![pin.sp] } else { sps.to_vec() };
                 for &ep in &eps {
                     for &zero in &zeros {
                         for &mb in &mbs {
@@ -464,7 +468,11 @@ pub fn front(model: &Transformer, cluster: &Cluster, task: Task, space: &SearchS
         Objective::Throughput => p.throughput,
         Objective::Latency => -p.iteration_ms,
     };
-    let mut best = f64::NEG_INFINITY;
+    // A plan of no throughput is on no front.
+    let mut best = match space.objective {
+        Objective::Throughput => 0.0,
+        Objective::Latency => f64::NEG_INFINITY,
+    };
     for p in &mut points {
         if score(p) > best {
             p.pareto = true;
