@@ -914,8 +914,8 @@ fn synth_from_a_profile_writes_traces_of_its_gpu() {
     let ((gpu, truth, peak), (got_gpu, got, got_peak)) = (gemm(&shipped), gemm(&fitted));
     assert_eq!((gpu.as_str(), got_gpu.as_str()), ("mi300x", "mi300x"));
     assert!((got / truth - 1.0).abs() < 0.01 && got_peak == peak, "η {got} of {got_peak} against the truth's {truth} of {peak}");
-    // A profile without a BF16 GEMM fit says what it has (it had said "no GEMM fit" of a
-    // profile that has an FP32 one).
+    // A profile without a BF16 GEMM fit says so, and what it has (B200's shipped profile has no
+    // kernel fit; an A100's own calibration had been told "no GEMM fit" of its FP32 one).
     let b200 = Path::new(env!("CARGO_MANIFEST_DIR")).join("calibrate/profiles/b200.json");
     let o = run(&["synth".as_ref(), "-q".as_ref(), "--out".as_ref(), dir.join("b200").as_os_str(), "--profile".as_ref(), b200.as_os_str()]);
     assert!(stderr(&o).contains("no BF16 GEMM fit to take as truth (the synthetic GEMMs are BF16; it has no GEMM fit)"), "{}", stderr(&o));

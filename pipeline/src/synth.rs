@@ -91,15 +91,15 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let bf16 = Some(tracecast_calibrate::catalog::Dtype::Bf16);
         let (eta, t0, peak) = device.fit(KernelClass::Gemm, bf16).with_context(|| {
             // The traces' GEMMs are BF16: a fit of another format is no truth of theirs.
-            let others: Vec<&str> = device
-                .profile
-                .iter()
-                .flat_map(|pr| &pr.kernels)
-                .filter(|k| k.class == KernelClass::Gemm)
-                .filter_map(|k| k.dtype.map(tracecast_calibrate::catalog::Dtype::as_str))
-                .collect();
-            let has =
-                if others.is_empty() { "it has no GEMM fit".to_string() } else { format!("its GEMM fits are of {}", others.join(", ")) };
+            // (A BF16 fit outside the physical bounds is none: said so.)
+            let gemms = device.profile.iter().flat_map(|pr| &pr.kernels).filter(|k| k.class == KernelClass::Gemm);
+            let others: Vec<&str> =
+                gemms.map(|k| k.dtype.map_or("an unknown format", tracecast_calibrate::catalog::Dtype::as_str)).collect();
+            let has = match others.as_slice() {
+                [] => "it has no GEMM fit".to_string(),
+                o if o.contains(&"bf16") => "its BF16 GEMM fit is outside the physical bounds".to_string(),
+                o => format!("its GEMM fits are of {}", o.join(", ")),
+            };
             format!("{}: no BF16 GEMM fit to take as truth (the synthetic GEMMs are BF16; {has})", p.display())
         })?;
         spec.gemm_efficiency = eta;
