@@ -272,6 +272,22 @@ fn truncated_gzip_is_a_clean_error_at_the_decompressed_offset_of_the_cut() {
         assert_clean_failure(&o, &p, Some(&format!("byte {inflated} (decompressed)")));
         assert!(stderr(&o).contains("gzip"));
     }
+    // Corrupt in its middle: the reader drops what it inflated in the call that met the damage,
+    // so the offset said is at most 64 KiB before it, and says so (it had said "byte 0" of
+    // damage 5 MB in, as if exact).
+    let mut corrupt = full.clone();
+    let mid = corrupt.len() / 2;
+    // (0xFF over 4 KiB: an invalid block type, where a few flipped bits decode to other text.)
+    corrupt[mid..mid + 4096].fill(0xFF);
+    let (mut good, mut one) = (0u64, [0u8; 1]);
+    let mut decoder = flate2::read::MultiGzDecoder::new(&corrupt[..]);
+    while let Ok(1) = decoder.read(&mut one) {
+        good += 1;
+    }
+    let (o, p) = analyze_bad("corrupt-gz", "rank-0.json.gz", &corrupt);
+    assert_clean_failure(&o, &p, Some("or within the 64 KiB after it (decompressed)"));
+    let said: u64 = stderr(&o).split("byte ").nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(said <= good && good - said <= 64 << 10, "said {said}, inflated before the damage {good}");
 }
 
 #[test]

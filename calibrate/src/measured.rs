@@ -26,43 +26,8 @@ use crate::catalog::Dtype;
 use crate::error::{Error, Result};
 use crate::pricing::{CollectiveIndex, GemmIndex};
 
-/// Every column a measurements table reads (any other is ignored, unless it is a slip of one).
-const COLUMNS: [&str; 34] = [
-    "source_id",
-    "gpu",
-    "dtype",
-    "batch",
-    "m",
-    "n",
-    "k",
-    "tflops",
-    "time_us",
-    "notes",
-    "load",
-    "kernel",
-    "direction",
-    "causal",
-    "head_dim",
-    "seqlen",
-    "heads",
-    "collective",
-    "library",
-    "gpus",
-    "nodes",
-    "gpus_per_node",
-    "network",
-    "algo",
-    "size_bytes",
-    "algbw_gbps",
-    "busbw_gbps",
-    "in_place",
-    "metric",
-    "bandwidth_gbps",
-    "value_as_published",
-    "unit_as_published",
-    "tool",
-    "nic_gbps_per_gpu",
-];
+/// The columns a measurements table reads that move no price (provenance and remarks).
+const UNPRICED: [&str; 7] = ["source_id", "notes", "library", "network", "value_as_published", "unit_as_published", "tool"];
 
 /// The columns that move a price (a slip of one is refused; of `notes`, `tool`, … it is not).
 const PRICED: [&str; 27] = [
@@ -444,7 +409,7 @@ impl Measurements {
         // A column no table reads that is a slip of one they read (`batches`, `gpu_per_node`,
         // `inplace`, `time` for `time_us`) had been ignored, and the rows priced without it
         // (a batch of 8 read as 1: 8× the price): refused, naming both.
-        for h in headers.iter().map(str::trim).filter(|h| !h.is_empty() && !COLUMNS.contains(h)) {
+        for h in headers.iter().map(str::trim).filter(|h| !h.is_empty() && !PRICED.contains(h) && !UNPRICED.contains(h)) {
             if let Some(meant) = PRICED.iter().filter_map(|c| slip_of(h, c).map(|near| (near, c))).min().map(|(_, c)| c) {
                 return Err(bad(
                     1,

@@ -19,7 +19,7 @@ pub enum Error {
         cause: std::io::Error,
     },
     /// The gzip stream is damaged or ends early.
-    #[error("{}: byte {decompressed_offset} (decompressed): gzip stream is damaged or truncated: {cause}", path.display())]
+    #[error("{}: byte {decompressed_offset}{} (decompressed): gzip stream is damaged or truncated: {cause}", path.display(), damage_after(cause))]
     Gzip {
         /// The trace file.
         path: PathBuf,
@@ -235,5 +235,15 @@ pub fn json_message(e: &serde_json::Error) -> String {
     match text.rsplit_once(" at line ") {
         Some((message, _)) if e.line() > 0 => message.to_string(),
         _ => text,
+    }
+}
+
+/// Where a gzip stream's damage lies past the offset said: a stream cut short breaks exactly
+/// there; a corrupt one within the reader's last call ([`crate::kineto::GZIP_CALL`]).
+fn damage_after(cause: &std::io::Error) -> String {
+    if cause.kind() == std::io::ErrorKind::UnexpectedEof {
+        String::new()
+    } else {
+        format!(" or within the {} KiB after it", crate::kineto::GZIP_CALL >> 10)
     }
 }

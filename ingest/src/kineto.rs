@@ -451,7 +451,10 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 fn read_full_counted(r: &mut impl Read, buf: &mut [u8]) -> std::result::Result<usize, (usize, std::io::Error)> {
     let mut n = 0;
     while n < buf.len() {
-        match r.read(&mut buf[n..]) {
+        // A gzip reader that meets damage drops what it inflated in that call: calls of at most
+        // GZIP_CALL bytes place the damage within that many of the offset said.
+        let end = (n + GZIP_CALL).min(buf.len());
+        match r.read(&mut buf[n..end]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -466,6 +469,10 @@ fn read_full_counted(r: &mut impl Read, buf: &mut [u8]) -> std::result::Result<u
 pub fn parse_bytes(text: &[u8], path: &Path, opts: &ReadOptions) -> Result<RankTrace> {
     parse_stream(text, path, opts, false)
 }
+
+/// The most bytes one read asks of a (gzip) reader: the damage of a corrupt stream is said
+/// within this many bytes after the offset an error gives.
+pub(crate) const GZIP_CALL: usize = 64 << 10;
 
 /// Text is inflated and scanned in blocks of this size; each block's events
 /// are parsed on the thread pool while the next block is inflated.
