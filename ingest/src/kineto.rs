@@ -156,6 +156,8 @@ struct Chunk {
     skipped: u64,
     /// Events whose `dur` was negative (stored with duration 0).
     negative_durations: u64,
+    /// Complete events (`ph` X) without a `dur`, kept 0 long.
+    without_duration: u64,
     /// Events without `ph` (their type): stored as other events, never kernels or ops.
     without_phase: u64,
     /// Top-level values we read: (key, offset, text).
@@ -303,7 +305,13 @@ impl Chunk {
                 }
                 d.clamp(0, MAX_DUR_NS)
             }
-            None => 0,
+            None => {
+                // A complete event is an interval: without its length its time is lost (said).
+                if raw.ph.as_deref() == Some("X") {
+                    self.without_duration += 1;
+                }
+                0
+            }
         };
         let name = raw.name.as_deref().unwrap_or("");
         // 2021 traces record ProfilerStep#N as an `Operator`.
@@ -674,7 +682,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     let mut trace = RankTrace::new(path.to_path_buf());
     trace.events.reserve(chunks.iter().map(|(_, c)| c.as_ref().map_or(0, |c| c.events.len())).sum());
     let mut unknown: Vec<String> = Vec::new();
-    let (mut negative, mut without_phase) = (0u64, 0u64);
+    let (mut negative, mut without_phase, mut without_duration) = (0u64, 0u64, 0u64);
     let mut values = Vec::new();
     for (_, chunk) in chunks {
         let chunk = chunk.map_err(|e| json_err(e.offset as u64, e.message))?;
@@ -695,6 +703,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
         }
         trace.skipped_events += chunk.skipped;
         negative += chunk.negative_durations;
+        without_duration += chunk.without_duration;
         without_phase += chunk.without_phase;
         values.extend(chunk.values);
     }
@@ -711,6 +720,9 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     }
     if negative > 0 {
         trace.warnings.push(format!("{negative} event(s) had a negative duration; they are kept with duration 0"));
+    }
+    if without_duration > 0 {
+        trace.warnings.push(format!("{without_duration} complete event(s) (`ph` X) had no `dur`; they are kept with duration 0"));
     }
     // A kernel without its `ph` had left the GPU's time in silence.
     if without_phase > 0 {
@@ -760,7 +772,13 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
                     if let (Some(r), Some(w)) = (info.rank, info.positive_world_size())
                         && r >= i64::from(w)
                     {
-                        trace.warnings.push(format!("`distributedInfo.rank` {r} at byte {start} is not below its world_size {w}"));
+                        // One of the two is wrong; the world size is the job's (most ranks declare
+                        // it), so the rank is dropped as a rank that is no rank number is: kept, it
+                        // had shown a rank 5 beside "not read: ranks 0–1 of the world's 2".
+                        trace.warnings.push(format!(
+                            "`distributedInfo.rank` {r} at byte {start} is not below its world_size {w} and was ignored: the rank comes from the file name or the file's position"
+                        ));
+                        info.rank = None;
                     }
                     trace.distributed = Some(info);
                 }
@@ -836,11 +854,23 @@ mod tests {
             let t = parse(&format!(r#"{{"distributedInfo": {{{info}}}, "traceEvents": []}}"#)).unwrap();
             assert!(t.warnings.iter().any(|w| w.contains(says)), "{info}: {:?}", t.warnings);
         }
+        // A rank at or past its world size is dropped, as a rank that is no rank number is (kept,
+        // it had stood beside "not read: ranks 0–1 of the world's 2").
+        let t = parse(r#"{"distributedInfo": {"rank": 5, "world_size": 2}, "traceEvents": []}"#).unwrap();
+        assert!(t.warnings.iter().any(|w| w.contains("rank` 5 at byte") && w.contains("world_size 2 and was ignored")), "{:?}", t.warnings);
+        assert_eq!(t.declared_rank(), None);
         // Missing or readable: no note.
         for info in [r#""rank": 1, "world_size": 2"#, r#""backend": "nccl""#, r#""rank": "1", "world_size": "2""#] {
             let t = parse(&format!(r#"{{"distributedInfo": {{{info}}}, "traceEvents": []}}"#)).unwrap();
             assert!(t.warnings.is_empty(), "{info}: {:?}", t.warnings);
         }
+    }
+
+    /// A complete event without its length loses its time: said, as a negative length is.
+    #[test]
+    fn a_complete_event_without_a_duration_is_said() {
+        let t = parse(r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "pid": 0, "tid": 7}, {"ph": "i", "name": "m", "ts": 2, "pid": 0, "tid": 7}]}"#).unwrap();
+        assert_eq!(t.warnings, ["1 complete event(s) (`ph` X) had no `dur`; they are kept with duration 0"]);
     }
 
     #[test]
