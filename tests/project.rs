@@ -2452,3 +2452,23 @@ fn a_search_says_which_tasks_it_takes() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("a search takes train, prefill or decode (a MAD-Max task file states one plan"), "{}", stderr(&o));
 }
+
+/// A MAD-Max task file's plan that the cluster cannot take, projected with tracecast's
+/// assumptions, is refused naming the task and system files and the keys that hold the plan
+/// ("tp × cp × pp × dp = 128 but the cluster has 64 GPUs" had named neither).
+#[test]
+fn a_madmax_task_plan_the_system_cannot_take_names_its_files() {
+    let (m, s, t) = (
+        madmax("model_cfgs/vit/dinov2_b.json"),
+        madmax("system_cfgs/cloud_A/cloud_A_h100.80_64.json"),
+        madmax("task_cfgs/vit/vit_train.json"),
+    );
+    let o = bin().arg("project").arg("--madmax").args([&m, &s, &t]).args(["--assumptions", "tracecast"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = common::stderr(&o);
+    assert!(
+        e.contains("vit_train.json (transformer_parallel, transformer_parallel_degree: ")
+            && e.contains("cloud_A_h100.80_64.json: tp × cp × pp × dp = 128"),
+        "{e}"
+    );
+}

@@ -679,7 +679,17 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     resized = Some(format!("--gpus {n}: the plan of {} spread over them: {words}", files.task.display()));
                 }
                 let task_plan = args.parallel.is_none() && resized.is_none();
-                let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task)?;
+                // The task file's plan refused is the task file's to mend: named with its keys
+                // ("tp × cp × pp × dp = 128 but the cluster has 64 GPUs" had named no file).
+                let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match task_plan {
+                    true => anyhow::anyhow!(
+                        "{} (transformer_parallel, transformer_parallel_degree: {}) on {}: {e}",
+                        files.task.display(),
+                        plan.describe(),
+                        files.system.display()
+                    ),
+                    false => anyhow::anyhow!(e),
+                })?;
                 one_microbatch = true;
                 p.notes.extend(replaced_by_flags(args, &s, files));
                 // The task's plan projects its transformer's batch; an embedding batch the task
