@@ -2467,7 +2467,7 @@ fn a_madmax_task_plan_the_system_cannot_take_names_its_files() {
     assert_eq!(o.status.code(), Some(2));
     let e = common::stderr(&o);
     assert!(
-        e.contains("vit_train.json (transformer_parallel, transformer_parallel_degree: ")
+        e.contains("vit_train.json: its plan (tp=1,pp=1,fsdp=128,mb=16,microbatches=1, from transformer_parallel and its degrees) on ")
             && e.contains("cloud_A_h100.80_64.json: tp × cp × pp × dp = 128"),
         "{e}"
     );

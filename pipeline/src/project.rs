@@ -683,7 +683,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 // ("tp × cp × pp × dp = 128 but the cluster has 64 GPUs" had named no file).
                 let (mut p, timeline) = llm::project_timeline(&model, &cluster, &plan, task).map_err(|e| match task_plan {
                     true => anyhow::anyhow!(
-                        "{} (transformer_parallel, transformer_parallel_degree: {}) on {}: {e}",
+                        "{}: its plan ({}, from transformer_parallel and its degrees) on {}: {e}",
                         files.task.display(),
                         plan.describe(),
                         files.system.display()

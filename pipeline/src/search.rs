@@ -387,7 +387,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let tried = match result.rejected {
             // Pins a degree of the cluster cannot take (tp=3 on nodes of 8) build no plan.
             0 if !pins.is_empty() => format!(
-                "no plan of the search space could be built with the pins {} (--with): their degrees do not divide this cluster, model or batch",
+                "no plan of the search space could be built with the pins {} (--with): no plan of this cluster, model and batch keeps them all",
                 pins.join(", ")
             ),
             0 => "no plan of the search space could be built (its degrees do not divide this model or batch)".to_string(),
