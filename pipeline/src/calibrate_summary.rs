@@ -5,8 +5,9 @@ use std::io::{self, Write};
 use tracecast_calibrate::Profile;
 use tracecast_calibrate::catalog::{Catalog, Gpu};
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+/// A catalog number as its file writes it (`537.6`, `1.25`; they had shown as 538 and 1.2), `-` where absent.
+fn as_written(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
 }
 
 /// Writes one profile: device, kernel fits, link fits, what could not be fitted.
@@ -149,13 +150,13 @@ pub fn write_catalog(w: &mut dyn Write, c: &Catalog) -> io::Result<()> {
     for g in &c.gpus {
         writeln!(
             w,
-            "{:<width$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.0} {:>9.0} {:>9.0}  {}",
+            "{:<width$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}  {}",
             g.id,
-            opt(g.fp64, 1),
-            opt(g.fp32, 1),
-            opt(g.tf32, 1),
-            opt(g.bf16, 1),
-            opt(g.fp8, 1),
+            as_written(g.fp64),
+            as_written(g.fp32),
+            as_written(g.tf32),
+            as_written(g.bf16),
+            as_written(g.fp8),
             g.memory_gb,
             g.hbm_gbps,
             g.link_gbps,
@@ -195,11 +196,11 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
         [("fp64", g.fp64), ("fp32", g.fp32), ("tf32", g.tf32), ("bf16", g.bf16), ("fp16", g.fp16), ("fp8", g.fp8), ("int8", g.int8)]
     {
         if let Some(v) = v {
-            writeln!(w, "  {name:<5} {v:>8.1} TFLOP/s dense")?;
+            writeln!(w, "  {name:<5} {v:>8} TFLOP/s dense")?;
         }
     }
-    writeln!(w, "  HBM   {:.0} GB at {:.0} GB/s", g.memory_gb, g.hbm_gbps)?;
-    writeln!(w, "  link  {:.0} GB/s per direction (intra-node)", g.link_gbps)?;
+    writeln!(w, "  HBM   {} GB at {} GB/s", g.memory_gb, g.hbm_gbps)?;
+    writeln!(w, "  link  {} GB/s per direction (intra-node)", g.link_gbps)?;
     if !g.match_names.is_empty() {
         writeln!(w, "  matches device names containing {:?}", g.match_names)?;
     }
