@@ -145,18 +145,31 @@ def main(argv=None):
         parts = shares(files, args.shares or 4 * workers)
         futures = [client.submit(ingest_share, args.tracecast, share, out, pure=False) for share in parts]
         results = client.gather(futures)
+        # A share that wrote nothing (its files all unreadable) may have ended before any other made
+        # the dataset, and could not record them there: run again once the dataset is made.
+        if os.path.isfile(os.path.join(out, "manifest.json")):
+            again = [i for i, r in enumerate(results) if r["returncode"] != 0 and "nothing was written to" in r["stderr"]]
+            redone = client.gather([client.submit(ingest_share, args.tracecast, parts[i], out, pure=False) for i in again])
+            for i, r in zip(again, redone):
+                results[i] = r
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
+    made = os.path.isfile(os.path.join(out, "manifest.json"))
     failed = [r for r in results if r["returncode"] != 0]
     for r in failed:
         print(f"error: a share of {r['files']} file(s) on {r['host']} exited {r['returncode']}:\n{r['stderr']}", file=sys.stderr)
     hosts = sorted({r["host"] for r in results})
+    where = f"{len(files)} file(s) in {len(parts)} share(s) on {workers} worker(s) ({', '.join(hosts)})"
+    if not made:
+        # No share wrote a rank: there is no dataset to name as ingested.
+        print(f"{where}: nothing was written to {out} (see the errors above)")
+        return 2
     # Not "written" where a share failed: its unreadable files are not in the dataset (it records them).
     unread = f"; {len(failed)} share(s) had files that could not be read (above), which the dataset records" if failed else ""
-    print(f"{len(files)} file(s) in {len(parts)} share(s) on {workers} worker(s) ({', '.join(hosts)}) ingested into {out}{unread}")
+    print(f"{where} ingested into {out}{unread}")
     return 2 if failed else 0
 
 

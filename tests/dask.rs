@@ -119,3 +119,41 @@ fn dask_ingest_refuses_what_it_cannot_run_in_one_line() {
     }
     assert!(!dir.join("ds").exists());
 }
+
+/// A share whose files are all unreadable writes no rank and may end before any other share made
+/// the dataset: its files had gone unrecorded, and the dataset then read as whole (exit 0). The
+/// driver runs such a share again once the dataset is made, and every command that reads the
+/// dataset names the file. A run that makes no dataset says nothing was written.
+#[test]
+fn dask_ingest_records_a_share_of_unreadable_files_alone() {
+    let Some(python) = python_or_skip() else { return };
+    let dir = scratch("dask-unread");
+    let job = synthetic_job(&dir, 4, 2);
+    let bad = job.join("rank-2.json.gz");
+    let bytes = std::fs::read(&bad).unwrap();
+    std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("distributed/dask_ingest.py");
+    let run = |out: &Path, input: &Path| {
+        std::process::Command::new(&python)
+            .arg(&driver)
+            .args(["--scheduler", "local:2", "--shares", "4", "--tracecast", env!("CARGO_BIN_EXE_tracecast"), "--out"])
+            .arg(out)
+            .arg(input)
+            .output()
+            .unwrap()
+    };
+    let ds = dir.join("ds");
+    let o = run(&ds, &job);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = common::run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(read.status.code(), Some(2));
+    assert!(common::stderr(&read).contains("rank-2.json.gz: could not be read when the dataset"), "{}", common::stderr(&read));
+    // Only unreadable files: no dataset, and the summary names none.
+    let only = dir.join("only");
+    std::fs::create_dir_all(&only).unwrap();
+    std::fs::copy(&bad, only.join("rank-0.json.gz")).unwrap();
+    let o = run(&dir.join("none"), &only);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing was written to"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(!dir.join("none").join("manifest.json").exists());
+}

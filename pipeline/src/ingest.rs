@@ -194,7 +194,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             }
         }
     }
-    if written > 0 {
+    // A run that wrote no rank still records its unreadable files in a dataset other runs made
+    // (a Dask share of bad files alone: the dataset had read as whole, exit 0).
+    if written > 0 || (!unread.is_empty() && tracecast_ingest::dataset::is_dataset(dataset)) {
         tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
     }
     made.written = written > 0;
