@@ -499,13 +499,14 @@ pub fn diff_sides(a: &DiffSide, b: &DiffSide, kernels: usize) -> TraceDiff {
     }
 }
 
-/// A `--fail-if` bound: B's `metric` may grow by at most `max_change` (a fraction of A's).
+/// A `--fail-if` bound: B's `metric` may grow by at most `max_change_pct` per cent of A's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
     /// `step`, `busy`, `idle`, `exposed`, `comm` or `compute`.
     pub metric: String,
-    /// Largest allowed (B − A) / A.
-    pub max_change: f64,
+    /// Largest allowed 100 · (B − A) / A, as typed: a bound equal to a change printed in full
+    /// had failed once divided by 100 (84.6271233983638 % became a hair below the change).
+    pub max_change_pct: f64,
 }
 
 /// Parses `step>+3%,exposed>+5%`.
@@ -527,7 +528,7 @@ pub fn parse_gates(spec: &str) -> Result<Vec<Gate>, String> {
             if !v.is_finite() {
                 return Err(format!("{part:?}: {bound:?} is not a finite percentage"));
             }
-            Ok(Gate { metric: metric.to_string(), max_change: v / 100.0 })
+            Ok(Gate { metric: metric.to_string(), max_change_pct: v })
         })
         .collect::<Result<Vec<_>, String>>()?;
     // No bound (`--fail-if ""`, a script's unset variable) would gate nothing while the run passes.
@@ -548,7 +549,7 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                 None if row.time_b_us > 0.0 => f64::INFINITY,
                 None => 0.0,
             };
-            (change > g.max_change).then(|| {
+            (100.0 * change > g.max_change_pct).then(|| {
                 // "new": B has time where A had none, which no percentage bounds.
                 let moved = match row.change {
                     Some(_) => format!("changed by {} %", row.change_text()),
@@ -562,11 +563,11 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                     Some(c) => {
                         // Told apart by value, not by text: a bound of -0.001 % printed "-0.0" beside a
                         // change of "+0.0" (the signs of two roundings to zero differed).
-                        let at = |x: f64, p: usize| (100.0 * x * 10f64.powi(p as i32)).round();
-                        let digits = (1..=6).find(|&p| at(c, p) != at(g.max_change, p)).unwrap_or(6);
-                        (format!("changed by {:+.digits$} %", 100.0 * c), format!("{:+.digits$}", 100.0 * g.max_change))
+                        let at = |pct: f64, p: usize| (pct * 10f64.powi(p as i32)).round();
+                        let digits = (1..=6).find(|&p| at(100.0 * c, p) != at(g.max_change_pct, p)).unwrap_or(6);
+                        (format!("changed by {:+.digits$} %", 100.0 * c), format!("{:+.digits$}", g.max_change_pct))
                     }
-                    None => (moved, format!("{:+.1}", 100.0 * g.max_change)),
+                    None => (moved, format!("{:+.1}", g.max_change_pct)),
                 };
                 format!(
                     "{} {moved} ({:.3} → {:.3} ms), above the {bound} % allowed",
@@ -635,11 +636,11 @@ mod tests {
             notes: Vec::new(),
             rank_notes: Vec::new(),
         };
-        let gate = [Gate { metric: "step".into(), max_change: 0.03 }];
+        let gate = [Gate { metric: "step".into(), max_change_pct: 3.0 }];
         let failed = failed_gates(&d(100.0, 103.04), &gate);
         assert_eq!(failed, vec!["step changed by +3.04 % (0.100 → 0.103 ms), above the +3.00 % allowed".to_string()]);
         // A bound just below zero against no change: the digits that tell them apart, not "+0.0 % above the -0.0 %".
-        let below_zero = [Gate { metric: "step".into(), max_change: -0.00001 }];
+        let below_zero = [Gate { metric: "step".into(), max_change_pct: -0.001 }];
         assert_eq!(
             failed_gates(&d(100.0, 100.0), &below_zero),
             vec!["step changed by +0.000 % (0.100 → 0.100 ms), above the -0.001 % allowed".to_string()]
@@ -649,6 +650,13 @@ mod tests {
             vec!["step changed by +10.0 % (0.100 → 0.110 ms), above the +3.0 % allowed".to_string()]
         );
         assert!(failed_gates(&d(100.0, 103.0), &gate).is_empty());
+        // A bound typed as the change printed in full is not passed: it had failed as "+84.627123 %
+        // above the +84.627123 % allowed", the bound divided by 100 a hair below the change.
+        for (a, b) in [(388.587, 717.437), (1.0, 1.1), (3.0, 7.0)] {
+            let change = 100.0 * (b - a) / a;
+            let typed = parse_gates(&format!("step>{change}%")).unwrap();
+            assert!(failed_gates(&d(a, b), &typed).is_empty(), "{a} → {b}: {change} %");
+        }
         assert_eq!([Delta::count_text(Some(2.5)), Delta::count_text(Some(288.0)), Delta::count_text(None)], ["2.5", "288", "–"]);
         assert_eq!(Delta::count_text(Some(0.04)), "0.04", "one call on one rank of 25");
     }
@@ -663,7 +671,7 @@ mod tests {
     #[test]
     fn gates_parse_and_reject_what_they_cannot_read() {
         let g = parse_gates("step>+3%, exposed>5%").unwrap();
-        assert_eq!(g, vec![Gate { metric: "step".into(), max_change: 0.03 }, Gate { metric: "exposed".into(), max_change: 0.05 }]);
+        assert_eq!(g, vec![Gate { metric: "step".into(), max_change_pct: 3.0 }, Gate { metric: "exposed".into(), max_change_pct: 5.0 }]);
         assert!(parse_gates("latency>+3%").unwrap_err().contains("not a metric"));
         assert!(parse_gates("step+3%").unwrap_err().contains("METRIC>+N%"));
         assert!(parse_gates("step>fast").unwrap_err().contains("not a percentage"));
@@ -676,6 +684,6 @@ mod tests {
             assert!(parse_gates(spec).unwrap_err().contains("no bound given"), "{spec:?}");
         }
         assert!(parse_gates("step>+3%%").unwrap_err().contains("not a percentage"));
-        assert_eq!(parse_gates("step>3").unwrap(), vec![Gate { metric: "step".into(), max_change: 0.03 }]);
+        assert_eq!(parse_gates("step>3").unwrap(), vec![Gate { metric: "step".into(), max_change_pct: 3.0 }]);
     }
 }
