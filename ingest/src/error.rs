@@ -75,7 +75,7 @@ pub enum Error {
     },
     /// A file given again among a job's inputs (twice, or through a link): read once; an error
     /// as DESIGN §2 makes duplicates (its ranks would be claimed twice).
-    #[error("{}: the same file as {} (given twice, or through a link): read once", path.display(), first.display())]
+    #[error("{}: the same file as {} (given twice, through a link, or a byte-identical copy): read once", path.display(), first.display())]
     SameFile {
         /// The repeated name.
         path: PathBuf,

@@ -84,7 +84,56 @@ pub fn distinct_files(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<Error>) {
             None => kept.push(f),
         }
     }
+    // A byte-identical copy under another name is the same capture (an export copied beside
+    // itself had become twice its ranks). Only files of one size are compared, their first
+    // 64 KiB first: ranks of one job differ from their first bytes.
+    let mut by_size: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    for (i, f) in kept.iter().enumerate() {
+        if let Some(m) = std::fs::metadata(f).ok().filter(|m| m.is_file() && m.len() > 0) {
+            by_size.entry(m.len()).or_default().push(i);
+        }
+    }
+    let mut copies: Vec<usize> = Vec::new();
+    for group in by_size.into_values().filter(|g| g.len() > 1) {
+        for (n, &i) in group.iter().enumerate() {
+            if let Some(&first) = group[..n].iter().find(|&&j| !copies.contains(&j) && same_bytes(&kept[j], &kept[i])) {
+                repeated.push(Error::SameFile { first: kept[first].clone(), path: kept[i].clone() });
+                copies.push(i);
+            }
+        }
+    }
+    copies.sort_unstable();
+    for i in copies.into_iter().rev() {
+        kept.remove(i);
+    }
     (kept, repeated)
+}
+
+/// Whether two files of one size hold the same bytes: their first 64 KiB, then the rest.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else { return false };
+    let (mut x, mut y) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let (Ok(n), Ok(m)) = (read_up_to(&mut a, &mut x), read_up_to(&mut b, &mut y)) else { return false };
+        if n != m || x[..n] != y[..m] {
+            return false;
+        }
+        if n == 0 {
+            return true;
+        }
+    }
+
+    fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// One rank of a job.
