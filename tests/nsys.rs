@@ -654,3 +654,20 @@ fn an_all_to_all_of_sends_and_receives_is_named_by_pytorchs_range() {
     };
     assert_eq!((count("all_to_all"), count("send_recv")), (64, 2));
 }
+
+/// An activity before the capture's session began (a negative timestamp, a damaged row)
+/// stretched a rank's span from 300 ms to 60 s without a word; it is said.
+#[test]
+fn an_activity_before_the_session_is_said() {
+    let dir = scratch("nsys-before-session");
+    let f = writable_copy(MFU, &dir.join("early.sqlite"));
+    let c = Connection::open(&f).unwrap();
+    let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -1000000, \"end\" = -500000 WHERE rowid = 1", []).unwrap();
+    assert_eq!(changed, 1);
+    drop(c);
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&out)["jobs"][0]["ranks"].to_string();
+    assert!(notes.contains("1 event(s) start before the capture's session began (a negative timestamp)"), "{notes}");
+}

@@ -141,8 +141,12 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
         by_process.entry(k.global_pid).or_default().push(i);
     }
     let offset = rows.utc_offset_ns.unwrap_or(0);
-    let mut negative = 0u64;
+    let (mut negative, mut before_session) = (0u64, 0u64);
     let mut time = |start: i64, end: i64| -> (i64, i64) {
+        // An export's clock starts at its session (0): a start before it is a damaged row.
+        if start < 0 {
+            before_session += 1;
+        }
         let ts = start.saturating_add(offset).clamp(MIN_TS_NS, MAX_TS_NS);
         let dur = end.saturating_sub(start);
         if dur < 0 {
@@ -283,6 +287,11 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     }
     if rows.unclosed_ranges > 0 {
         warnings.push(format!("{} NVTX range(s) were never closed and were skipped", rows.unclosed_ranges));
+    }
+    if before_session > 0 {
+        warnings.push(format!(
+            "{before_session} event(s) start before the capture's session began (a negative timestamp): kept where they say, which stretches the span"
+        ));
     }
     if negative > 0 {
         warnings.push(format!("{negative} event(s) ended before they started; they are kept with duration 0"));
