@@ -101,7 +101,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let record = |unread: &mut Vec<(String, String, bool)>, failures: &[tracecast_ingest::Error]| {
         let kept = |e: &&tracecast_ingest::Error| {
             (e.is_unread_rank() && !matches!(e, tracecast_ingest::Error::NoStepsSelected { .. }))
-                || matches!(e, tracecast_ingest::Error::DuplicateRank { .. })
+                || matches!(e, tracecast_ingest::Error::DuplicateRank { .. } | tracecast_ingest::Error::SameFile { .. })
         };
         for e in failures.iter().filter(kept) {
             if let Some(p) = e.path() {
