@@ -111,28 +111,17 @@ pub fn distinct_files(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<Error>) {
 
 /// Whether two files of one size hold the same bytes: their first 64 KiB, then the rest.
 fn same_bytes(a: &Path, b: &Path) -> bool {
-    use std::io::Read;
     let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else { return false };
     let (mut x, mut y) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
     loop {
-        let (Ok(n), Ok(m)) = (read_up_to(&mut a, &mut x), read_up_to(&mut b, &mut y)) else { return false };
+        let read = |f: &mut std::fs::File, buf: &mut [u8]| crate::kineto::read_full(f, buf);
+        let (Ok(n), Ok(m)) = (read(&mut a, &mut x), read(&mut b, &mut y)) else { return false };
         if n != m || x[..n] != y[..m] {
             return false;
         }
         if n == 0 {
             return true;
         }
-    }
-
-    fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match f.read(&mut buf[n..])? {
-                0 => break,
-                k => n += k,
-            }
-        }
-        Ok(n)
     }
 }
 

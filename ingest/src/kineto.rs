@@ -459,7 +459,7 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     read_full_counted(r, buf).map_err(|(_, e)| e)
 }
 
