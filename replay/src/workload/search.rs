@@ -52,11 +52,12 @@ impl Objective {
         }
     }
 
-    /// How good `p` is by this objective: the larger the better.
-    fn score(self, p: &Projection) -> f64 {
+    /// How good a plan of `throughput` and step time `iteration_ms` is by this objective: the
+    /// larger the better (a ranked plan and a point of the front alike).
+    fn score(self, throughput: f64, iteration_ms: f64) -> f64 {
         match self {
-            Objective::Throughput => p.throughput,
-            Objective::Latency => -p.times.iteration_ms,
+            Objective::Throughput => throughput,
+            Objective::Latency => -iteration_ms,
         }
     }
 }
@@ -367,7 +368,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
     // price alike is the one shown, whatever `--with` adds (with `tp_overlap` the plan with
     // `recompute=selective` had sorted first by name).
     let settings = |p: &Projection| p.plan.matches(',').count();
-    let score = |p: &Projection| space.objective.score(p);
+    let score = |p: &Projection| space.objective.score(p.throughput, p.times.iteration_ms);
     // By the objective, then (latency) the higher throughput of two equally fast steps.
     ranked.sort_by(|a, b| {
         score(b)
@@ -464,10 +465,7 @@ pub fn front(model: &Transformer, cluster: &Cluster, task: Task, space: &SearchS
         })
         .collect();
     points.sort_by_key(|p| p.gpus);
-    let score = |p: &FrontPoint| match space.objective {
-        Objective::Throughput => p.throughput,
-        Objective::Latency => -p.iteration_ms,
-    };
+    let score = |p: &FrontPoint| space.objective.score(p.throughput, p.iteration_ms);
     // A plan of no throughput is on no front.
     let mut best = match space.objective {
         Objective::Throughput => 0.0,
