@@ -29,6 +29,10 @@ use crate::pricing::{CollectiveIndex, GemmIndex};
 /// The columns a measurements table reads that move no price (provenance and remarks).
 const UNPRICED: [&str; 7] = ["source_id", "notes", "library", "network", "value_as_published", "unit_as_published", "tool"];
 
+/// What makes two collective rows of one file the same measurement: source, GPU, collective,
+/// (GPUs, nodes, GPUs per node), algorithm, in place, size (its bits).
+type CollectiveKey = (Arc<str>, Arc<str>, Collective, (u32, u32, u32), String, Option<bool>, u64);
+
 /// The columns that move a price (a slip of one is refused; of `notes`, `tool`, … it is not).
 const PRICED: [&str; 27] = [
     "gpu",
@@ -438,7 +442,7 @@ impl Measurements {
         // Two rows of one source that timed the same collective, size, GPUs, layout and algorithm
         // more than twice apart cannot both be right (repeated runs differ by far less): one had
         // been priced and the other dropped, without a word. Each key's first time and line.
-        let mut timed: std::collections::HashMap<String, (f64, usize)> = std::collections::HashMap::new();
+        let mut timed: std::collections::HashMap<CollectiveKey, (f64, usize)> = std::collections::HashMap::new();
         // Collectives over one GPU, read and left out (said where nothing else was added).
         let mut single_gpu: Option<usize> = None;
         for (i, record) in reader.records().enumerate() {
@@ -662,10 +666,14 @@ impl Measurements {
                         single_gpu.get_or_insert(line);
                         continue;
                     }
-                    let key = format!(
-                        "{source_id}\u{1f}{gpu}\u{1f}{}\u{1f}{gpus}\u{1f}{nodes}\u{1f}{gpus_per_node}\u{1f}{}\u{1f}{in_place:?}\u{1f}{size_bytes}",
-                        collective.as_str(),
-                        get("algo").to_ascii_lowercase()
+                    let key = (
+                        source_id.clone(),
+                        gpu.clone(),
+                        collective,
+                        (gpus, nodes, gpus_per_node),
+                        get("algo").to_ascii_lowercase(),
+                        in_place,
+                        size_bytes.to_bits(),
                     );
                     match timed.get(&key) {
                         Some(&(first, first_line)) if time_us.max(first) / time_us.min(first) > 2.0 => {
