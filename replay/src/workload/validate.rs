@@ -67,14 +67,15 @@ impl RunsFile {
             key: key_before(text, cause.line(), cause.column()).map(|k| format!(" (at {k:?})")).unwrap_or_default(),
             cause,
         })?;
-        // Each run's text is looked at for a key given twice, which a JSON object keeps once
-        // (the last): a second `id` had renamed its run in silence.
+        // Each run read once into its value, a key it gives twice refused (a value keeps the
+        // last: a second `id` had renamed its run in silence).
         let values: Vec<(serde_json::Value, Option<String>)> = frame
             .runs
             .iter()
-            .map(|raw| {
-                let twice = key_given_twice(raw.get());
-                (serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null), twice)
+            .map(|raw| match value_once(raw.get()) {
+                Ok(value) => (value, None),
+                // (Read again only to name the run whose key is given twice.)
+                Err(twice) => (serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null), Some(twice)),
             })
             .collect();
         let runs: Vec<Run> = values
@@ -375,57 +376,62 @@ impl Run {
     }
 }
 
-/// The first key that an object in `text` (one JSON value) gives twice, in words (`key "id"`);
-/// `None` where none is, or where the text is not JSON (its reading says why).
-fn key_given_twice(text: &str) -> Option<String> {
+/// `text` (one JSON value) read once into a value, refusing a key an object gives twice (a
+/// value keeps the last, silently): the error names it (`key "id"`).
+fn value_once(text: &str) -> Result<serde_json::Value, String> {
     use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+    use serde_json::Value;
     struct Once;
     impl<'de> DeserializeSeed<'de> for Once {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
             d.deserialize_any(Once)
         }
     }
     impl<'de> Visitor<'de> for Once {
-        type Value = ();
+        type Value = Value;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("JSON")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
         }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
         }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
         }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Value::from(v))
         }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
         }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            Ok(())
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            while seq.next_element_seed(Once)?.is_some() {}
-            Ok(())
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut list = Vec::new();
+            while let Some(v) = seq.next_element_seed(Once)? {
+                list.push(v);
+            }
+            Ok(Value::Array(list))
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut seen = std::collections::HashSet::new();
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut object = serde_json::Map::new();
             while let Some(key) = map.next_key::<String>()? {
-                if !seen.insert(key.clone()) {
+                if object.contains_key(&key) {
                     return Err(A::Error::custom(format!("key {key:?}")));
                 }
-                map.next_value_seed(Once)?;
+                let v = map.next_value_seed(Once)?;
+                object.insert(key, v);
             }
-            Ok(())
+            Ok(Value::Object(object))
         }
     }
     let mut d = serde_json::Deserializer::from_str(text);
-    Once.deserialize(&mut d).err().filter(|e| e.is_data()).map(|e| tracecast_ingest::json_message(&e))
+    Once.deserialize(&mut d).map_err(|e| tracecast_ingest::json_message(&e))
 }
 
 /// A run's number formats: the linear layers' (one string), or per op class.
