@@ -3379,6 +3379,28 @@ fn a_gpu_activity_a_day_from_the_rest_is_said() {
     assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
 }
 
+/// A kernel row given twice (same name, stream, start and duration: a writer's duplicate) is
+/// said: it counts twice in per-kernel and per-class times.
+#[test]
+fn a_gpu_activity_recorded_twice_is_said() {
+    let dir = scratch("duplicate-activity");
+    let mut doc: serde_json::Value = serde_json::from_str(&synthetic_trace()).unwrap();
+    let (good, bad) = (dir.join("good.json"), dir.join("bad.json"));
+    std::fs::write(&good, doc.to_string()).unwrap();
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    let kernel = events.iter().find(|e| e["cat"] == "kernel").unwrap().clone();
+    events.push(kernel);
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let said = |trace: &Path| {
+        let o = run(&["analyze".as_ref(), trace.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("recorded twice")).map(str::to_string)
+    };
+    assert_eq!(said(&good), None);
+    let note = said(&bad).expect("the duplicated kernel said");
+    assert!(note.contains("1 GPU activity recorded twice"), "{note}");
+}
+
 /// A GPU activity longer than anything runs (a kernel of 11.6 days: a unit or clock error) is
 /// said, not analysed in silence as a rank 100 % busy.
 #[test]

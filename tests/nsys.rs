@@ -671,3 +671,39 @@ fn an_activity_before_the_session_is_said() {
     let notes = json(&out)["jobs"][0]["ranks"].to_string();
     assert!(notes.contains("1 event(s) start before the capture's session began (a negative timestamp)"), "{notes}");
 }
+
+/// A kernel row given twice (a damaged or merged export) was counted twice in per-kernel and
+/// per-class times without a word; it is said (the corpus' exports have no such row).
+#[test]
+fn a_kernel_row_recorded_twice_is_said() {
+    let dir = scratch("nsys-duplicate-row");
+    let f = writable_copy(MFU, &dir.join("twice.sqlite"));
+    let c = Connection::open(&f).unwrap();
+    let added = c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = 1", []).unwrap();
+    assert_eq!(added, 1);
+    drop(c);
+    let said = |export: &Path| {
+        let out = dir.join("a.json");
+        let o = run(&["analyze".as_ref(), export.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)["jobs"][0]["ranks"].to_string().contains("1 GPU activity recorded twice")
+    };
+    assert!(!said(&export(MFU)));
+    assert!(said(&f));
+}
+
+/// A copy of a negative byte count (a damaged export) was kept without bytes in silence.
+#[test]
+fn a_copy_of_negative_bytes_is_said() {
+    let dir = scratch("nsys-negative-bytes");
+    let f = writable_copy(MFU, &dir.join("neg.sqlite"));
+    let c = Connection::open(&f).unwrap();
+    let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = -4096 WHERE rowid <= 3", []).unwrap();
+    assert_eq!(changed, 3);
+    drop(c);
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let notes = json(&out)["jobs"][0]["ranks"].to_string();
+    assert!(notes.contains("3 memcpy/memset row(s) record a negative byte count"), "{notes}");
+}

@@ -254,6 +254,7 @@ impl RankTrace {
     /// word); and of activity that starts too far from the rest ([`Self::warn_of_far_gpu_starts`]).
     pub(crate) fn warn_of_implausible_gpu_activity(&mut self) {
         self.warn_of_far_gpu_starts();
+        self.warn_of_duplicate_gpu_activity();
         let long: Vec<usize> =
             self.gpu_activity().filter(|&i| self.events.dur_ns.get(i).is_some_and(|&d| d > LONGEST_GPU_ACTIVITY_NS)).collect();
         let Some(&longest) = long.iter().max_by_key(|&&i| self.events.dur_ns.get(i).copied().unwrap_or(0)) else { return };
@@ -290,6 +291,25 @@ impl RankTrace {
             if far.len() == 1 { "y starts" } else { "ies start" },
             crate::analysis::short_kernel_name(self.name(farthest), 60),
             away as f64 / HOUR_NS as f64
+        ));
+    }
+
+    /// Warns of GPU activity recorded twice: the same name on the same stream (pid, tid) with
+    /// the same start and duration. A stream runs one activity at a time, so the second row is
+    /// a duplicate of the trace's writer (none of the corpus' 50 traces has one); analysed as
+    /// recorded, it counts twice in per-kernel and per-class times, not in busy time.
+    fn warn_of_duplicate_gpu_activity(&mut self) {
+        let e = &self.events;
+        let key = |i: usize| Some((e.pid.get(i)?, e.tid.get(i)?, e.ts_ns.get(i)?, e.dur_ns.get(i)?, e.name.get(i)?));
+        let mut rows: Vec<_> = self.gpu_activity().filter_map(|i| Some((key(i)?, i))).collect();
+        rows.sort_unstable();
+        let twice: Vec<usize> = rows.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[1].1).collect();
+        let Some(&first) = twice.iter().min() else { return };
+        self.warnings.push(format!(
+            "{} GPU activit{} recorded twice (the same name, stream, start and duration; the first, {}): a duplicated row of the trace's writer? Analysed as recorded: counted twice in per-kernel and per-class times",
+            twice.len(),
+            if twice.len() == 1 { "y" } else { "ies" },
+            crate::analysis::short_kernel_name(self.name(first), 60)
         ));
     }
 

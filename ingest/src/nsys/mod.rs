@@ -130,7 +130,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Vec<RankTrace>> {
         },
         || rows::read_syncs(&db, &plan),
     );
-    let (activity, labels, unusable_activity) = activity?;
+    let (activity, labels, unusable_activity, negative_bytes) = activity?;
     let (calls, unusable_calls) = calls?;
     let (ranges, range_names, unclosed_ranges) = ranges?;
     let (syncs, records) = syncs?;
@@ -151,6 +151,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Vec<RankTrace>> {
         records,
         unusable: unusable_activity + unusable_calls,
         unclosed_ranges,
+        negative_bytes,
     };
     let traces = ranks::split(all, path, file_bytes, opts);
     if traces.is_empty() {

@@ -285,6 +285,12 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
     if rows.unusable > 0 {
         warnings.push(format!("{} row(s) without a start, end or device were skipped", rows.unusable));
     }
+    if rows.negative_bytes > 0 {
+        warnings.push(format!(
+            "{} memcpy/memset row(s) record a negative byte count (a damaged export): kept without bytes, so no bandwidth is told for them",
+            rows.negative_bytes
+        ));
+    }
     if rows.unclosed_ranges > 0 {
         warnings.push(format!("{} NVTX range(s) were never closed and were skipped", rows.unclosed_ranges));
     }

@@ -107,6 +107,8 @@ pub(crate) struct Rows {
     pub(crate) unusable: u64,
     /// NVTX ranges that were never closed.
     pub(crate) unclosed_ranges: u64,
+    /// Copies and sets whose byte count is negative (kept without bytes).
+    pub(crate) negative_bytes: u64,
 }
 
 /// The GPU models `TARGET_INFO_GPU` records.
@@ -293,13 +295,21 @@ fn mem_kind(plan: &Plan, id: Option<i64>) -> String {
 }
 
 /// Kernels, memcpys and memsets.
-pub(crate) fn read_activity(db: &tables::Db, plan: &Plan) -> Result<(Vec<Activity>, Vec<String>, u64)> {
+/// Returns the activity, the copy and set labels, the rows without a usable start, end or
+/// device, and the copies and sets whose byte count is negative (kept without bytes).
+pub(crate) fn read_activity(db: &tables::Db, plan: &Plan) -> Result<(Vec<Activity>, Vec<String>, u64, u64)> {
     let path = db.path.as_path();
     let conn = db.connect()?;
     let mut out = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     let mut label_ids: FxHashMap<String, i64> = FxHashMap::default();
     let mut unusable = 0u64;
+    let mut negative_bytes = 0u64;
+    let mut bytes_of = |row: &rusqlite::Row<'_>| {
+        let b = int(row, 4)?;
+        negative_bytes += u64::from(b < 0);
+        u64::try_from(b).ok()
+    };
     let mut label = |s: String| -> i64 {
         if let Some(&id) = label_ids.get(&s) {
             return id;
@@ -336,7 +346,7 @@ pub(crate) fn read_activity(db: &tables::Db, plan: &Plan) -> Result<(Vec<Activit
             let name = *names.entry(key).or_insert_with(|| {
                 label(format!("Memcpy {} ({} -> {})", copy_kind(plan, key.0), mem_kind(plan, key.1), mem_kind(plan, key.2)))
             });
-            let bytes = int(row, 4).and_then(|b| u64::try_from(b).ok());
+            let bytes = bytes_of(row);
             match common(row, EventKind::Memcpy, name, bytes, 6) {
                 Some(a) => out.push(a),
                 None => unusable += 1,
@@ -348,14 +358,14 @@ pub(crate) fn read_activity(db: &tables::Db, plan: &Plan) -> Result<(Vec<Activit
         rows(&conn, path, sql, |row| {
             let kind = int(row, 7);
             let name = *names.entry(kind).or_insert_with(|| label(format!("Memset ({})", mem_kind(plan, kind))));
-            let bytes = int(row, 4).and_then(|b| u64::try_from(b).ok());
+            let bytes = bytes_of(row);
             match common(row, EventKind::Memset, name, bytes, 5) {
                 Some(a) => out.push(a),
                 None => unusable += 1,
             }
         })?;
     }
-    Ok((out, labels, unusable))
+    Ok((out, labels, unusable, negative_bytes))
 }
 
 /// Runtime and driver API calls.
