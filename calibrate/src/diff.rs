@@ -549,7 +549,11 @@ pub fn failed_gates(d: &TraceDiff, gates: &[Gate]) -> Vec<String> {
                 None if row.time_b_us > 0.0 => f64::INFINITY,
                 None => 0.0,
             };
-            (100.0 * change > g.max_change_pct).then(|| {
+            // Compared at the message's finest digits (a millionth of a per cent): 200 → 214 µs is
+            // +7 %, but `0.07 * 100.0` is 7.000000000000001, and `comm>+7%` had failed as
+            // "+7.000000 % above the +7.000000 % allowed".
+            let millionths = |pct: f64| (pct * 1e6).round();
+            (millionths(100.0 * change) > millionths(g.max_change_pct)).then(|| {
                 // "new": B has time where A had none, which no percentage bounds.
                 let moved = match row.change {
                     Some(_) => format!("changed by {} %", row.change_text()),
@@ -650,6 +654,13 @@ mod tests {
             vec!["step changed by +10.0 % (0.100 → 0.110 ms), above the +3.0 % allowed".to_string()]
         );
         assert!(failed_gates(&d(100.0, 103.0), &gate).is_empty());
+        // A change at its bound passes: 200 → 214 is +7 %, though 0.07 × 100 is a hair above 7.
+        for (a, b, pct) in [(200.0, 214.0, 7.0), (200.0, 228.0, 14.0), (200.0, 256.0, 28.0), (200.0, 310.0, 55.0)] {
+            let at = [Gate { metric: "step".into(), max_change_pct: pct }];
+            assert!(failed_gates(&d(a, b), &at).is_empty(), "{a} → {b} against +{pct} %");
+            let below = [Gate { metric: "step".into(), max_change_pct: pct - 1e-5 }];
+            assert_eq!(failed_gates(&d(a, b), &below).len(), 1, "{a} → {b} against a bound 0.00001 % below");
+        }
         // A bound typed as the change printed in full is not passed: it had failed as "+84.627123 %
         // above the +84.627123 % allowed", the bound divided by 100 a hair below the change.
         for (a, b) in [(388.587, 717.437), (1.0, 1.1), (3.0, 7.0)] {
