@@ -141,6 +141,8 @@ fn a_job_without_gpu_activity_draws_no_empty_charts() {
         assert!(!caps.iter().any(|c| c.contains(empty)), "an empty chart {empty:?} in {caps:?}");
     }
     assert!(html.contains("No chart of GPU time: the analysed window holds no GPU activity."));
+    assert!(html.contains("No kernel, copy or set ran on a GPU in the analysed window."));
+    assert!(!html.contains("<caption>Kernels with the most time"), "a table of headers alone");
     assert!(html.contains("No chart of step times: no rank has GPU work in the analysed window to replay."));
 }
 

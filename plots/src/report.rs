@@ -529,7 +529,12 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             vec![k.name.clone(), class.into(), k.count.to_string(), ms(k.total_us), format!("{:.1}", k.mean_us), format!("{:.1}", k.max_us)]
         })
         .collect();
-    page.table("Kernels with the most time (all ranks)", &["kernel", "kind", "count", "time ms", "mean µs", "max µs"], &rows);
+    // A table of headers alone reads as a page that failed to fill it.
+    if rows.is_empty() {
+        page.html.push_str("<p>No kernel, copy or set ran on a GPU in the analysed window.</p>");
+    } else {
+        page.table("Kernels with the most time (all ranks)", &["kernel", "kind", "count", "time ms", "mean µs", "max µs"], &rows);
+    }
     Ok(())
 }
 
