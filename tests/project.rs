@@ -2342,6 +2342,13 @@ fn an_expert_degree_refused_says_which_condition_failed() {
         ("llama3-8b", "8", "tp=1,dp=8,ep=2", "ep=2: llama3-8b is not a mixture of experts"),
         ("mixtral-8x7b", "8", "dp=8,ep=16", "ep=16: mixtral-8x7b's 8 experts do not divide by it"),
         ("mixtral-8x7b", "6", "dp=6,ep=4", "ep=4: the plan's 6 ranks that hold experts do not divide by it"),
+        // `ep=8` alone on 8 GPUs (as `--help` had shown it) is one rank: ep adds no GPUs.
+        (
+            "mixtral-8x7b",
+            "8",
+            "ep=8",
+            "= 1 but the cluster has 8 GPUs (ep places the experts over the data-parallel ranks and adds no GPUs",
+        ),
     ] {
         let o = bin().args(["project", "--model", model, "--system", "h100-sxm", "--gpus", gpus, "--parallel", plan]).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{plan}");

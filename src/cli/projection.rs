@@ -90,7 +90,7 @@ pub(crate) struct ProjectArgs {
     pub(crate) task: String,
     #[command(flatten)]
     pub(crate) inference: InferenceArgs,
-    /// Parallelization: `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`, `ep=8`.
+    /// Parallelization: `tp=8,pp=4,fsdp=64`, `tp=8,dp=16,zero=1,mb=2,gbs=1024,sp,recompute`, `dp=8,ep=8` (experts over the data-parallel ranks).
     #[arg(long, value_name = "SPEC")]
     pub(crate) parallel: Option<String>,
     /// Calibration profile of the GPU (`tracecast calibrate`): its efficiencies and link fits.

@@ -2229,7 +2229,10 @@ fn check(model: &Transformer, cluster: &Cluster, plan: &Plan) -> Result<(), crat
     }
     let gpus = plan.checked_gpus()?;
     if gpus != cluster.gpus {
-        return Err(crate::Error::Plan(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs", cluster.gpus)));
+        // `ep=8` alone reads as eight GPUs of experts; it adds none.
+        let ep =
+            if plan.ep > 1 { " (ep places the experts over the data-parallel ranks and adds no GPUs: dp=8,ep=8 on 8 GPUs)" } else { "" };
+        return Err(crate::Error::Plan(format!("tp × cp × pp × dp = {gpus} but the cluster has {} GPUs{ep}", cluster.gpus)));
     }
     if tp > cluster.gpus_per_node {
         return Err(crate::Error::Plan(format!("tp={tp} spans nodes ({} GPUs per node)", cluster.gpus_per_node)));
