@@ -3054,6 +3054,26 @@ fn synth(out: &Path, extra: &[&str]) {
     assert!(o.status.success(), "synth {extra:?}: {}", stderr(&o));
 }
 
+/// A trace whose rank is not below its world size is kept and noted; the job's lines had said
+/// "2 rank(s) read" and "not read: rank 1" beside a table of ranks 0 and 5, without a word of 5.
+#[test]
+fn a_rank_outside_its_world_is_named_beside_the_ranks_not_read() {
+    let dir = scratch("rank-outside-world");
+    let job = dir.join("job");
+    synth(&job, &["--ranks", "2", "--steps", "2", "--layers", "2", "--plain"]);
+    let second = job.join("rank-1.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&second).unwrap()).unwrap();
+    assert_eq!(doc["distributedInfo"]["world_size"], 2);
+    doc["distributedInfo"]["rank"] = serde_json::json!(5);
+    std::fs::write(&second, doc.to_string()).unwrap();
+    let o = run(&["analyze".as_ref(), job.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("not read: rank 1 of the world's 2"), "{text}");
+    assert!(text.contains("read but outside the world of 2: rank 5"), "{text}");
+    assert!(text.contains("`distributedInfo.rank` 5 at byte"), "{text}");
+}
+
 #[test]
 fn a_rank_cut_short_counts_as_its_share_of_the_steps_in_the_diff() {
     // Known truth: B's GEMMs run at 0.6 of A's efficiency (about 15 % more compute), and B's

@@ -43,6 +43,17 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
             a.world_size
         )?;
     }
+    // Ranks read whose number the world does not hold (kept, and noted per rank): the count
+    // above had read as the world's ranks beside "not read" for the ones they stand in for.
+    let outside: Vec<u32> = a.ranks.iter().map(|r| r.rank).filter(|&r| r >= a.world_size).collect();
+    if !outside.is_empty() {
+        writeln!(
+            w,
+            "  read but outside the world of {}: {} (their traces say a rank not below the world size; see Notes)",
+            a.world_size,
+            tracecast_ingest::analysis::rank_list(&outside)
+        )?;
+    }
     writeln!(
         w,
         "{:>5}  {:<24} {:>11} {:>6} {:>8} {:>6} {:>8} {:>8} {:>7} {:>6}",
