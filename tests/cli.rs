@@ -3399,6 +3399,30 @@ fn a_gpu_activity_a_day_from_the_rest_is_said() {
     assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
 }
 
+/// A `deviceProperties` number that is not one (`"numSms": "lots"`, a negative memory) had read as
+/// missing without a word; it is said, naming the key.
+#[test]
+fn an_unreadable_device_property_is_said() {
+    let dir = scratch("device-property");
+    let mut doc: serde_json::Value = serde_json::from_str(&synthetic_trace()).unwrap();
+    let (good, bad) = (dir.join("good.json"), dir.join("bad.json"));
+    doc["deviceProperties"] = serde_json::json!([{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85017755648u64, "computeMajor": 9, "computeMinor": 0, "numSms": 132}]);
+    std::fs::write(&good, doc.to_string()).unwrap();
+    doc["deviceProperties"][0]["numSms"] = serde_json::json!("lots");
+    doc["deviceProperties"][0]["totalGlobalMem"] = serde_json::json!(-1);
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let said = |trace: &Path| {
+        let o = run(&["analyze".as_ref(), trace.as_os_str()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(text.contains("H100"), "the GPU still matched by its name: {text}");
+        text.lines().find(|l| l.contains("not a whole number at or above zero")).map(str::to_string)
+    };
+    assert_eq!(said(&good), None);
+    let note = said(&bad).expect("the unreadable numbers said");
+    assert!(note.contains("`deviceProperties[0]`") && note.contains("`totalGlobalMem`, `numSms` are"), "{note}");
+}
+
 /// A kernel row given twice (same name, stream, start and duration: a writer's duplicate) is
 /// said: it counts twice in per-kernel and per-class times.
 #[test]

@@ -66,14 +66,32 @@ pub(crate) struct RawDeviceProperties<'a> {
     id: Num,
     #[serde(default, borrow)]
     name: OptText<'a>,
+    /// `None` where the key is missing or null; `Some` of what it holds (perhaps no number).
     #[serde(default, rename = "totalGlobalMem")]
-    total_global_mem: Num,
+    total_global_mem: Option<Num>,
     #[serde(default, rename = "computeMajor", alias = "major")]
-    compute_major: Num,
+    compute_major: Option<Num>,
     #[serde(default, rename = "computeMinor", alias = "minor")]
-    compute_minor: Num,
+    compute_minor: Option<Num>,
     #[serde(default, rename = "numSms", alias = "multiProcessorCount")]
-    num_sms: Num,
+    num_sms: Option<Num>,
+}
+
+impl RawDeviceProperties<'_> {
+    /// The keys given but holding no whole number at or above zero (`"eighty"`, `-1`, `1.5`):
+    /// without a word they would read as missing, and the GPU be matched without them.
+    pub(crate) fn unreadable_numbers(&self) -> Vec<&'static str> {
+        [
+            ("totalGlobalMem", self.total_global_mem),
+            ("computeMajor", self.compute_major),
+            ("computeMinor", self.compute_minor),
+            ("numSms", self.num_sms),
+        ]
+        .into_iter()
+        .filter(|(_, v)| v.is_some_and(|n| n.as_i64().is_none_or(|i| i < 0)))
+        .map(|(k, _)| k)
+        .collect()
+    }
 }
 
 impl From<RawDeviceProperties<'_>> for DeviceProperties {
@@ -81,10 +99,10 @@ impl From<RawDeviceProperties<'_>> for DeviceProperties {
         DeviceProperties {
             id: r.id.as_i64(),
             name: r.name.into_string(),
-            total_global_mem: r.total_global_mem.as_i64().and_then(|v| u64::try_from(v).ok()),
-            compute_major: r.compute_major.as_i64(),
-            compute_minor: r.compute_minor.as_i64(),
-            num_sms: r.num_sms.as_i64(),
+            total_global_mem: r.total_global_mem.and_then(Num::as_i64).and_then(|v| u64::try_from(v).ok()),
+            compute_major: r.compute_major.and_then(Num::as_i64).filter(|&v| v >= 0),
+            compute_minor: r.compute_minor.and_then(Num::as_i64).filter(|&v| v >= 0),
+            num_sms: r.num_sms.and_then(Num::as_i64).filter(|&v| v >= 0),
         }
     }
 }

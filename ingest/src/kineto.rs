@@ -751,7 +751,18 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
     for (key, start, value) in values {
         match key {
             "deviceProperties" | "computeProperties" => match serde_json::from_slice::<Vec<RawDeviceProperties<'_>>>(&value) {
-                Ok(list) if trace.devices.is_empty() => trace.devices = list.into_iter().map(DeviceProperties::from).collect(),
+                Ok(list) if trace.devices.is_empty() => {
+                    for (i, d) in list.iter().enumerate() {
+                        let keys = d.unreadable_numbers();
+                        if !keys.is_empty() {
+                            trace.warnings.push(format!(
+                                "`{key}[{i}]` at byte {start}: {} not a whole number at or above zero, read as missing (the GPU is matched by what else it says)",
+                                keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ") + if keys.len() == 1 { " is" } else { " are" }
+                            ));
+                        }
+                    }
+                    trace.devices = list.into_iter().map(DeviceProperties::from).collect()
+                }
                 Ok(_) => {}
                 Err(e) => trace.warnings.push(format!("`{key}` at byte {start} is unreadable and was ignored: {e}")),
             },
