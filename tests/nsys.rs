@@ -707,3 +707,26 @@ fn a_copy_of_negative_bytes_is_said() {
     let notes = json(&out)["jobs"][0]["ranks"].to_string();
     assert!(notes.contains("3 memcpy/memset row(s) record a negative byte count"), "{notes}");
 }
+
+/// Kernels whose start lost its sign (a damaged export) put a rank's tasks on a dependency cycle:
+/// the replay printed a replayed time of −7 443 589 s for it, exit 0. No replayed time is
+/// negative, and the note names the rank.
+#[test]
+fn a_rank_on_a_dependency_cycle_replays_no_negative_time() {
+    let dir = scratch("nsys-cycle");
+    let f = writable_copy(MFU, &dir.join("cycle.sqlite"));
+    let c = Connection::open(&f).unwrap();
+    let changed = c
+        .execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -start, \"end\" = -start + 1000 WHERE rowid % 50 = 0 AND deviceId = 0", [])
+        .unwrap();
+    assert!(changed > 10, "{changed}");
+    drop(c);
+    let doc = replay_json(&f, &[], &dir.join("r.json"));
+    let job = &doc["jobs"][0];
+    for r in job["ranks"].as_array().unwrap() {
+        assert!(r["replayed_step_us"].as_f64().unwrap() >= 0.0, "{r}");
+    }
+    assert!(job["critical_path"]["total_us"].as_f64().unwrap() >= 0.0);
+    let notes = job["notes"].to_string();
+    assert!(notes.contains("sit on a dependency cycle and were not replayed (rank 0: "), "{notes}");
+}

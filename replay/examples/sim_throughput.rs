@@ -59,6 +59,6 @@ fn main() {
         secs,
         events as f64 / secs / 1e6,
         s.end_ns.iter().max().copied().unwrap_or(0) as f64 / 1e6,
-        s.unscheduled
+        s.unscheduled.len()
     );
 }

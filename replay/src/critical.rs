@@ -58,6 +58,8 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64, last: Option<us
             .iter()
             .enumerate()
             .filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_)))
+            // A task on a cycle keeps the partial time of a schedule that never reached it.
+            .filter(|(t, _)| s.unscheduled.binary_search(&(*t as u32)).is_err())
             .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
             .map(|(t, _)| t)
     });

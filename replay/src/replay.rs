@@ -954,9 +954,9 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     drop(matching);
     tracecast_ingest::memory::release_for_replay();
     let schedule = simulate(&eg.graph);
-    if schedule.unscheduled > 0 {
-        notes.push(format!("{} tasks sit on a dependency cycle and were not replayed", schedule.unscheduled));
-    }
+    // Tasks on a cycle (a damaged trace's times) have no replayed times: they cover no window.
+    let scheduled = |t: usize| schedule.unscheduled.is_empty() || schedule.unscheduled.binary_search(&(t as u32)).is_err();
+    let mut on_cycle: Vec<(u32, usize)> = Vec::new();
     let mut ranks = Vec::new();
     let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
     // The start of the analysed steps, and the GPU task of theirs that ends last (end, task).
@@ -967,10 +967,17 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // Window per step (or one window for the whole trace), measured and replayed.
         let mut measured: Vec<Option<Window>> = vec![None; nsteps];
         let mut replayed: Vec<Option<Window>> = vec![None; nsteps];
+        let unscheduled = place.tasks(r).filter(|&t| !scheduled(t)).count();
+        if unscheduled > 0 {
+            on_cycle.push((part.rank, unscheduled));
+        }
         for &(t, k) in &part.step_of_task {
             let (t, k) = (base + t as usize, k as usize);
             let (Some(m), Some(p)) = (measured.get_mut(k), replayed.get_mut(k)) else { continue };
             *m = Some(Window::cover(*m, eg.measured_start_ns[t], eg.measured_end_ns[t]));
+            if !scheduled(t) {
+                continue;
+            }
             *p = Some(Window::cover(*p, schedule.start_ns[t], schedule.end_ns[t]));
             if part.steps.get(k).is_none_or(|n| !part.left_out.contains(n)) && steps_last.is_none_or(|(end, _)| schedule.end_ns[t] > end) {
                 steps_last = Some((schedule.end_ns[t], t));
@@ -1008,7 +1015,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             steps_from_ns = steps_from_ns.min(w.start_ns);
         }
         let gpu_work = || {
-            place.tasks(r).filter_map(|t| match eg.origin[t].kind {
+            place.tasks(r).filter(|&t| scheduled(t)).filter_map(|t| match eg.origin[t].kind {
                 TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
                 TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
             })
@@ -1030,6 +1037,16 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             replayed: replayed_breakdown,
             graph: eg.ranks.get(r).copied().unwrap_or_default(),
         });
+    }
+    if !on_cycle.is_empty() {
+        // A replayed time of −7 443 589 s had been printed for a rank whose cycle's tasks kept the
+        // partial times of a schedule that never reached them.
+        let each: Vec<String> = on_cycle.iter().map(|(rank, n)| format!("rank {rank}: {n}")).collect();
+        notes.push(format!(
+            "{} tasks sit on a dependency cycle and were not replayed ({}): the order the trace records contradicts itself (a damaged timestamp?); those ranks' replayed times cover the tasks that were",
+            schedule.unscheduled.len(),
+            each.join(", ")
+        ));
     }
     // A step range ends the critical path with its last step (it had run to the trace's last GPU
     // work: `--steps 1` of three gave the three steps' path beside one step's time).

@@ -91,8 +91,9 @@ pub struct Schedule {
     pub start_ns: Vec<i64>,
     /// End, ns.
     pub end_ns: Vec<i64>,
-    /// Tasks that could not be scheduled because of a cycle in the constraints.
-    pub unscheduled: usize,
+    /// Tasks that could not be scheduled because of a cycle in the constraints, ascending: their
+    /// times are not a schedule's (inputs on the cycle never arrived) and cover no window.
+    pub unscheduled: Vec<u32>,
     /// For every event (2·task = start, 2·task + 1 = end): the event that set
     /// its time, or [`NO_EVENT`] when its release did — the links of the
     /// critical path.
@@ -104,7 +105,7 @@ pub const NO_EVENT: u32 = u32::MAX;
 
 impl Schedule {
     /// Task starts and ends from the times of events 2·t (start) and 2·t + 1 (end).
-    fn from_events(mut time: Vec<i64>, binding: Vec<u32>, unscheduled: usize) -> Schedule {
+    fn from_events(mut time: Vec<i64>, binding: Vec<u32>, unscheduled: Vec<u32>) -> Schedule {
         let start_ns: Vec<i64> = time.iter().step_by(2).copied().collect();
         // The ends in place of the event times (k ≤ 2k + 1): one list fewer at a time.
         for (k, s) in start_ns.iter().enumerate() {
@@ -207,9 +208,12 @@ pub fn simulate(g: &Graph) -> Schedule {
             }
         }
     }
+    // An event that never fired waits on a cycle: its task is not scheduled (none, mostly).
+    let unscheduled: Vec<u32> =
+        if fired < ev { (0..n).filter(|&t| indeg[2 * t] > 0 || indeg[2 * t + 1] > 0).map(|t| t as u32).collect() } else { Vec::new() };
     // The adjacency is done with before the schedule's lists are made.
     drop((indeg, first, order, ready));
-    Schedule::from_events(time, binding, (ev - fired) / 2)
+    Schedule::from_events(time, binding, unscheduled)
 }
 
 /// [`simulate`] for a graph whose edges all point forward in event order and
@@ -238,7 +242,7 @@ fn sweep(g: &Graph) -> Schedule {
             }
         }
     }
-    Schedule::from_events(time, binding, 0)
+    Schedule::from_events(time, binding, Vec::new())
 }
 
 #[cfg(test)]
@@ -265,7 +269,7 @@ mod tests {
         assert_eq!((s.start_ns[k2 as usize], s.end_ns[k2 as usize]), (105, 155));
         assert_eq!(s.end_ns[a as usize], 290);
         assert_eq!(s.end_ns[b as usize], 290);
-        assert_eq!(s.unscheduled, 0);
+        assert!(s.unscheduled.is_empty());
         // k2 ends last: its end <- its start <- k1's end <- k1's start <- the launch.
         let path = s.critical_path(2 * k2 + 1);
         assert_eq!(path, [2 * k2 + 1, 2 * k2, 2 * k1 + 1, 2 * k1, 2 * host]);
@@ -305,7 +309,7 @@ mod tests {
         let queued = simulate(&shuffled);
         assert_eq!(swept.start_ns, queued.start_ns);
         assert_eq!(swept.end_ns, queued.end_ns);
-        assert_eq!(swept.unscheduled, 0);
+        assert!(swept.unscheduled.is_empty());
     }
 
     #[test]
@@ -315,6 +319,8 @@ mod tests {
         let b = g.task(1, 0);
         g.edge(a, At::End, b, At::Start, 0);
         g.edge(b, At::End, a, At::Start, 0);
-        assert_eq!(simulate(&g).unscheduled, 2);
+        let c = g.task(1, 0);
+        g.edge(c, At::End, a, At::Start, 0);
+        assert_eq!(simulate(&g).unscheduled, vec![a, b]);
     }
 }

@@ -3900,7 +3900,7 @@ fn pipeline_stage_ends_ns(pp: u32, v: u32, m: u32, stages: &[PipelineStage], hop
         last_tasks.push(order.last().copied());
     }
     let schedule = simulate(&g);
-    if schedule.unscheduled > 0 {
+    if !schedule.unscheduled.is_empty() {
         // Not a valid schedule (cannot happen for 1F1B): the closed form for every stage instead.
         let slowest = stages.iter().map(|s| s.fwd_s + s.bwd_s).fold(0.0, f64::max);
         return vec![ns((f64::from(m) + f64::from(pp - 1) / f64::from(v)) * slowest); p];

@@ -556,7 +556,7 @@ mod tests {
             schedule: crate::sim::Schedule {
                 start_ns: vec![0, 3_000_000],
                 end_ns: vec![2_000_000, 5_000_000],
-                unscheduled: 0,
+                unscheduled: Vec::new(),
                 binding: Vec::new(),
             },
         };
