@@ -730,3 +730,20 @@ fn a_rank_on_a_dependency_cycle_replays_no_negative_time() {
     let notes = job["notes"].to_string();
     assert!(notes.contains("sit on a dependency cycle and were not replayed (rank 0: "), "{notes}");
 }
+
+/// An export whose every GPU activity row has a time beyond 64-bit nanoseconds (SQLite stores it
+/// as a REAL) was said to have no GPU activity at all; the error says its rows are unusable.
+#[test]
+fn an_export_of_unusable_times_says_so() {
+    let dir = scratch("nsys-unusable-times");
+    let f = writable_copy(MFU, &dir.join("huge.sqlite"));
+    let c = Connection::open(&f).unwrap();
+    for table in ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
+        c.execute(&format!("UPDATE {table} SET start = start + 1e19, \"end\" = \"end\" + 1e19"), []).unwrap();
+    }
+    drop(c);
+    let o = run(&["analyze".as_ref(), f.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("huge.sqlite") && err.contains("5299 GPU activity row(s) have no usable start, end or device"), "{err}");
+}

@@ -155,12 +155,17 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Vec<RankTrace>> {
     };
     let traces = ranks::split(all, path, file_bytes, opts);
     if traces.is_empty() {
+        // Rows there, none usable (times beyond 64-bit nanoseconds, text): not an export without GPU work.
+        let why = if unusable_activity > 0 {
+            format!(
+                "its {unusable_activity} GPU activity row(s) have no usable start, end or device (NULL, text, or a time beyond 64-bit nanoseconds)"
+            )
+        } else {
+            "it has no GPU activity (kernels, memcpy, memset)".to_string()
+        };
         return Err(Error::Schema {
             path: path.to_path_buf(),
-            message: format!(
-                "this Nsight Systems export ({}) has no GPU activity (kernels, memcpy, memset): no rank to read",
-                x.version_text()
-            ),
+            message: format!("this Nsight Systems export ({}): {why}: no rank to read", x.version_text()),
         });
     }
     Ok(traces)
