@@ -747,3 +747,22 @@ fn an_export_of_unusable_times_says_so() {
     let err = stderr(&o);
     assert!(err.contains("huge.sqlite") && err.contains("5299 GPU activity row(s) have no usable start, end or device"), "{err}");
 }
+
+/// A job of exports one of which is damaged counts it as one rank (how many GPUs it held is not
+/// known); the line of ranks not read says so rather than read as an exact world.
+#[test]
+fn an_unreadable_export_is_said_to_count_as_one_rank() {
+    let dir = scratch("nsys-unread-export");
+    let job = dir.join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    writable_copy(MFU, &job.join("a.sqlite"));
+    let whole = std::fs::read(export(H100)).unwrap();
+    std::fs::write(job.join("b.sqlite"), &whole[..100_000]).unwrap();
+    let o = run(&["analyze".as_ref(), job.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("not read: rank 2 of the world's 3 (the totals are of the ranks read; the unreadable Nsight Systems export is counted as one rank, and may have held more)"),
+        "{text}"
+    );
+}

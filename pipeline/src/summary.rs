@@ -36,9 +36,17 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
     // but for the count): the totals are of the ranks read.
     let missing = a.ranks_not_read();
     if !missing.is_empty() {
+        // An export holds every GPU of its capture: unread, how many is not known.
+        let exports =
+            a.bad_files.iter().filter(|b| b.unread_rank && tracecast_ingest::nsys::is_export(std::path::Path::new(&b.file))).count();
+        let exports = match exports {
+            0 => String::new(),
+            1 => "; the unreadable Nsight Systems export is counted as one rank, and may have held more".to_string(),
+            n => format!("; each of the {n} unreadable Nsight Systems exports is counted as one rank, and may have held more"),
+        };
         writeln!(
             w,
-            "  not read: {} of the world's {} (the totals are of the ranks read)",
+            "  not read: {} of the world's {} (the totals are of the ranks read{exports})",
             tracecast_ingest::analysis::rank_list(&missing),
             a.world_size
         )?;
