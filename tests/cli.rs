@@ -3399,6 +3399,26 @@ fn a_gpu_activity_a_day_from_the_rest_is_said() {
     assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
 }
 
+/// A time beyond what the analyses hold (past 2116: a damaged timestamp or a wrong unit) was
+/// held at that edge in silence; every such event then read as one instant.
+#[test]
+fn a_time_held_at_the_edge_of_the_range_is_said() {
+    let dir = scratch("clamped-time");
+    let mut doc: serde_json::Value = serde_json::from_str(&synthetic_trace()).unwrap();
+    let (good, bad) = (dir.join("good.json"), dir.join("bad.json"));
+    std::fs::write(&good, doc.to_string()).unwrap();
+    // A base of 5e18 ns (2128): every event's time past the edge.
+    doc["baseTimeNanoseconds"] = serde_json::json!(5_000_000_000_000_000_000i64);
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let said = |trace: &Path| {
+        let o = run(&["analyze".as_ref(), trace.as_os_str(), "--window".as_ref(), "all".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("outside the years 1933–2116")).map(str::to_string)
+    };
+    assert_eq!(said(&good), None);
+    assert!(said(&bad).expect("the held time said").contains("event(s) at a time outside the years 1933–2116"));
+}
+
 /// A `deviceProperties` number that is not one (`"numSms": "lots"`, a negative memory) had read as
 /// missing without a word; it is said, naming the key.
 #[test]

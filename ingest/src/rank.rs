@@ -253,6 +253,7 @@ impl RankTrace {
     /// it is analysed as recorded (a kernel of 11.6 days had made a rank 100 % busy, without a
     /// word); and of activity that starts too far from the rest ([`Self::warn_of_far_gpu_starts`]).
     pub(crate) fn warn_of_implausible_gpu_activity(&mut self) {
+        self.warn_of_clamped_times();
         self.warn_of_far_gpu_starts();
         self.warn_of_duplicate_gpu_activity();
         let long: Vec<usize> =
@@ -292,6 +293,19 @@ impl RankTrace {
             crate::analysis::short_kernel_name(self.name(farthest), 60),
             away as f64 / HOUR_NS as f64
         ));
+    }
+
+    /// Warns of events whose time the readers held at the edge of the range no analysis
+    /// overflows in ([`crate::kineto::MAX_TS_NS`], years 1933–2116): a damaged timestamp; held
+    /// there, they all read as one instant (an export shifted past 2116 read as 7.9 ms 100 % busy).
+    fn warn_of_clamped_times(&mut self) {
+        use crate::kineto::{MAX_TS_NS, MIN_TS_NS};
+        let held = self.events.ts_ns.iter().filter(|&&t| t == MAX_TS_NS || t == MIN_TS_NS).count();
+        if held > 0 {
+            self.warnings.push(format!(
+                "{held} event(s) at a time outside the years 1933–2116 (a damaged timestamp, or one in the wrong unit) were held at its edge: they read as one instant, and the analysis of them is not a measurement"
+            ));
+        }
     }
 
     /// Warns of GPU activity recorded twice: the same name on the same stream (pid, tid) with
