@@ -3399,6 +3399,51 @@ fn a_gpu_activity_a_day_from_the_rest_is_said() {
     assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
 }
 
+/// A trace of PyTorch's April 2024 profiler: the NCCL kernel carries no collective arguments,
+/// the `record_param_comms` op around its launch does (TRACE-FORMAT §8). Their size and process
+/// group had been left unknown; they read as they do from the kernel's own arguments.
+#[test]
+fn collective_arguments_of_the_launching_op_size_a_kernel_without_its_own() {
+    let dir = scratch("record-param-comms");
+    let comm_args = serde_json::json!({
+        "Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576, "dtype": "Float",
+        "Group size": 8, "Process Group Name": "0", "Process Group Description": "default_pg",
+        "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]"
+    });
+    let trace = |on_kernel: bool| {
+        let mut events = Vec::new();
+        for (step, t0) in [(5, 0i64), (6, 1000)] {
+            let ts = |d: i64| 1_700_000_000_000_000i64 + t0 + d;
+            let id = 20 + step;
+            events.push(serde_json::json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"), "pid": 100, "tid": 100, "ts": ts(0), "dur": 900}));
+            events.push(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 100, "tid": 100, "ts": ts(28), "dur": 10,
+                "args": if on_kernel { serde_json::json!({"External id": id}) } else { let mut a = comm_args.clone(); a["External id"] = id.into(); a }}));
+            events.push(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100, "ts": ts(30), "dur": 5,
+                "args": {"correlation": id, "External id": id}}));
+            let mut args = if on_kernel { comm_args.clone() } else { serde_json::json!({}) };
+            for (k, v) in [("device", 0), ("stream", 7), ("correlation", id), ("External id", id)] {
+                args[k] = v.into();
+            }
+            events.push(serde_json::json!({"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+                "pid": 0, "tid": 7, "ts": ts(400), "dur": 200, "args": args}));
+        }
+        serde_json::json!({"traceEvents": events, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}})
+    };
+    let collectives = |on_kernel: bool| {
+        let (t, out) = (dir.join(format!("{on_kernel}.json")), dir.join(format!("{on_kernel}.out.json")));
+        std::fs::write(&t, trace(on_kernel).to_string()).unwrap();
+        let o = run(&["analyze".as_ref(), t.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        doc["jobs"][0]["ranks"][0]["collectives"].clone()
+    };
+    let from_op = collectives(false);
+    // Two all-reduces of 1 048 576 FP32 elements each.
+    assert_eq!(from_op[0]["bytes"], 2 * 1048576 * 4, "{from_op}");
+    assert_eq!(from_op[0]["process_group"], "0 (default_pg)", "{from_op}");
+    assert_eq!(from_op, collectives(true));
+}
+
 /// A time beyond what the analyses hold (past 2116: a damaged timestamp or a wrong unit) was
 /// held at that edge in silence; every such event then read as one instant.
 #[test]

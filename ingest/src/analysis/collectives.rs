@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::breakdown::Window;
 use super::classify::ActivityClass;
-use crate::collective::{Collective, NcclKernelName};
+use crate::collective::{Collective, CollectiveArgs, NcclKernelName};
 use crate::link::Links;
 use crate::rank::RankTrace;
 
@@ -142,6 +142,13 @@ fn from_launching_ops(trace: &RankTrace, links: &Links, row: usize) -> (Option<C
     (None, None)
 }
 
+/// The collective arguments of the `record_param_comms` op around a kernel's launch: where the
+/// kernel carries none (PyTorch of April 2024 put them on the CPU op alone), its own.
+fn launching_op_args<'t>(trace: &'t RankTrace, links: &Links, row: usize) -> Option<&'t CollectiveArgs> {
+    let &op = links.launch_op.get(row)?;
+    links.ancestors(op, 4).find_map(|r| trace.collective_args_of(r).filter(|a| !a.is_bookkeeping()))
+}
+
 /// The communication kernels of a rank in time order. The operation comes
 /// from the kernel's collective arguments, else its name, else the CPU op
 /// that launched it; the size from the arguments (`In/Out msg nelems` ×
@@ -156,7 +163,7 @@ pub(crate) fn instances(trace: &RankTrace, classes: &[Option<ActivityClass>], li
     let mut interned: HashMap<String, Arc<str>> = HashMap::default();
     let mut out = Vec::with_capacity(rows.len());
     for i in rows {
-        let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping());
+        let args = trace.collective_args_of(i).filter(|a| !a.is_bookkeeping()).or_else(|| launching_op_args(trace, links, i));
         let from_args = args.and_then(|a| a.collective());
         let parsed = NcclKernelName::parse(trace.name(i));
         let kernel = match &parsed {
