@@ -774,3 +774,31 @@ fn a_dataset_missing_a_part_says_which_and_a_replaced_rank_keeps_no_old_summary(
     assert!(ds.join("events/rank-000003.parquet").is_file(), "{}", stderr(&o));
     assert!(!summary.exists(), "the earlier ingest's summary of rank 3 is still there: {}", stderr(&o));
 }
+
+/// A record of unread files that cannot be read (truncated) had read as no record: the dataset
+/// passed as whole, exit 0, and the next ingest deleted the record. It is named by what reads
+/// the dataset and refuses an ingest into it.
+#[test]
+fn a_damaged_record_of_unread_files_is_named_not_read_as_none() {
+    let dir = scratch("dataset-damaged-record");
+    let job = synthetic_job(&dir, 4);
+    let rank3 = job.join("rank-3.json.gz");
+    let bytes = std::fs::read(&rank3).unwrap();
+    std::fs::write(&rank3, &bytes[..200]).unwrap();
+    let ds = dir.join("ds");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let record = ds.join("unread.json");
+    assert!(std::fs::read_to_string(&record).unwrap().contains("rank-3.json.gz"));
+    std::fs::write(&record, &std::fs::read(&record).unwrap()[..20]).unwrap();
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let said = "unread.json: the dataset's record of the files its ingest could not take in is damaged";
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    assert!(json(&out)["jobs"][0]["bad_files"].to_string().contains(said));
+    let o = run(&["ingest".as_ref(), job.join("rank-1.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    assert!(record.exists(), "the record kept for the user to mend or delete");
+}

@@ -190,7 +190,7 @@ pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, S
             entry
         })
         .collect();
-    let mut list = read_unread(dir);
+    let mut list = read_unread(dir).map_err(|why| Error::DamagedRecord { path: path.clone(), message: damaged_record(&why) })?;
     list.retain(|entry| {
         let f = where_file_is(entry.first().map_or("", String::as_str));
         // A file that lost its rank and is gone (the stray copy deleted) takes nothing from the job.
@@ -218,15 +218,35 @@ fn where_file_is(file: &str) -> PathBuf {
 
 /// Dataset `dir`'s record of the files it could not take in (file, why[, NOT_A_RANK]); none
 /// where it has no record.
-fn read_unread(dir: &Path) -> Vec<Vec<String>> {
-    let list: Vec<Vec<String>> = std::fs::read(dir.join(UNREAD)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    list.into_iter().filter(|entry| entry.len() >= 2).collect()
+/// A record that cannot be read is an error (why, in words): read as none, it had let the
+/// dataset pass as whole and the next ingest delete the record.
+fn read_unread(dir: &Path) -> std::result::Result<Vec<Vec<String>>, String> {
+    let bytes = match std::fs::read(dir.join(UNREAD)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let list: Vec<Vec<String>> = serde_json::from_slice(&bytes).map_err(|e| format!("not a list of [file, why] records ({e})"))?;
+    Ok(list.into_iter().filter(|entry| entry.len() >= 2).collect())
+}
+
+/// What an unreadable record of unread files says, to its reader.
+fn damaged_record(why: &str) -> String {
+    format!(
+        "the dataset's record of the files its ingest could not take in is damaged: {why}; the ranks it named are not known (ingest the job's traces into a new dataset, or delete the record to start it afresh)"
+    )
 }
 
 /// The files dataset `dir`'s ingest could not take in, as errors of the job it stands for.
 pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
-    read_unread(dir)
-        .into_iter()
+    let list = match read_unread(dir) {
+        Ok(list) => list,
+        // Named as a bad file of the job, as a rank it could not read would be; no rank of it.
+        Err(why) => {
+            return vec![Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) }];
+        }
+    };
+    list.into_iter()
         .map(|mut entry| {
             let rank = entry.get(2).is_none_or(|mark| mark != NOT_A_RANK);
             entry.truncate(2);

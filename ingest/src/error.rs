@@ -133,6 +133,15 @@ pub enum Error {
         /// rank to another's.
         rank: bool,
     },
+    /// A dataset's record of the files its ingest could not take in (`DATASET/unread.json`)
+    /// that cannot be read: which ranks it named is not known.
+    #[error("{}: {message}", path.display())]
+    DamagedRecord {
+        /// The record.
+        path: PathBuf,
+        /// Why, in words, and what to do.
+        message: String,
+    },
     /// A dataset that holds no rank (its ingest wrote none, or was stopped before its first).
     #[error("{}: a dataset that holds no rank (its ingest wrote none, or was stopped before it wrote one): ingest the traces into it again", path.display())]
     EmptyDataset {
@@ -196,6 +205,7 @@ impl Error {
             | Error::OtherRunInDataset { .. }
             | Error::NoTraces { .. }
             | Error::EmptyDataset { .. }
+            | Error::DamagedRecord { .. }
             | Error::Pattern { .. }
             | Error::Write { .. } => false,
         }
@@ -212,6 +222,7 @@ impl Error {
             | Error::Sqlite { path, .. }
             | Error::NoTraces { path }
             | Error::EmptyDataset { path }
+            | Error::DamagedRecord { path, .. }
             | Error::OtherRun { path, .. }
             | Error::OtherRunInDataset { path, .. }
             | Error::SameFile { path, .. }
