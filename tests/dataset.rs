@@ -802,3 +802,31 @@ fn a_damaged_record_of_unread_files_is_named_not_read_as_none() {
     assert!(stderr(&o).contains(said), "{}", stderr(&o));
     assert!(record.exists(), "the record kept for the user to mend or delete");
 }
+
+/// An ingest stopped (killed) while it put its ranks in place had left ranks of two ingests
+/// side by side, read as one job, exit 0. Its mark names them to every reader until an ingest
+/// puts them all again.
+#[test]
+fn an_ingest_stopped_while_putting_ranks_in_place_is_said_until_they_are_put_again() {
+    let dir = scratch("dataset-stopped-commit");
+    let job = synthetic_job(&dir, 4);
+    let ds = dir.join("ds");
+    ingest(&[&job], &ds);
+    assert!(
+        !std::fs::read_dir(&ds).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with(".committing-")),
+        "the mark ended"
+    );
+    // The mark of a process that runs no more (above Linux's largest process id).
+    std::fs::write(ds.join(".committing-999999999"), "rank-000001.parquet\nrank-000002.parquet").unwrap();
+    let analyze = || run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), dir.join("a.json").as_os_str()]);
+    let o = analyze();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("an ingest (process 999999999) was stopped while it put ranks 1–2 in place"), "{}", stderr(&o));
+    assert_eq!(json(&dir.join("a.json"))["jobs"][0]["ranks"].as_array().unwrap().len(), 4, "every rank still analysed");
+    // One of its ranks put again: still said; both: no more.
+    ingest(&[&job.join("rank-1.json.gz")], &ds);
+    assert_eq!(analyze().status.code(), Some(2));
+    ingest(&[&job.join("rank-1.json.gz"), &job.join("rank-2.json.gz")], &ds);
+    let o = analyze();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

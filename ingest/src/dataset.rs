@@ -239,21 +239,88 @@ fn damaged_record(why: &str) -> String {
 
 /// The files dataset `dir`'s ingest could not take in, as errors of the job it stands for.
 pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
+    // Named as bad files of the job, as ranks it could not read would be; no rank of it.
+    let stopped = stopped_commits(dir).into_iter().map(|(mark, pid, parts)| {
+        let ranks: Vec<u32> = parts.iter().filter_map(|p| p.strip_prefix("rank-")?.strip_suffix(".parquet")?.parse().ok()).collect();
+        Error::DamagedRecord {
+            path: mark,
+            message: format!(
+                "an ingest (process {pid}) was stopped while it put {} in place: they may hold its files or an earlier ingest's (ingest the job's traces again)",
+                crate::analysis::rank_list(&ranks)
+            ),
+        }
+    });
     let list = match read_unread(dir) {
         Ok(list) => list,
-        // Named as a bad file of the job, as a rank it could not read would be; no rank of it.
         Err(why) => {
-            return vec![Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) }];
+            return std::iter::once(Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) })
+                .chain(stopped)
+                .collect();
         }
     };
-    list.into_iter()
-        .map(|mut entry| {
-            let rank = entry.get(2).is_none_or(|mark| mark != NOT_A_RANK);
-            entry.truncate(2);
-            let (message, file) = (entry.pop().unwrap_or_default(), entry.pop().unwrap_or_default());
-            Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message, rank }
+    let unread = list.into_iter().map(|mut entry| {
+        let rank = entry.get(2).is_none_or(|mark| mark != NOT_A_RANK);
+        entry.truncate(2);
+        let (message, file) = (entry.pop().unwrap_or_default(), entry.pop().unwrap_or_default());
+        Error::UnreadAtIngest { path: file.into(), dataset: dir.to_path_buf(), message, rank }
+    });
+    stopped.chain(unread).collect()
+}
+
+/// The mark an ingest leaves in a dataset while it puts its ranks in place: `.committing-PID`,
+/// the events parts it puts, a name a line. Each part is renamed whole, but a stopped
+/// (killed) ingest leaves some ranks of its files beside others of an earlier ingest's: the
+/// mark outlives it and says so to every reader ([`unread_at_ingest`]).
+const COMMITTING: &str = ".committing-";
+
+/// An ingest's [`COMMITTING`] mark, ended by [`CommitMark::end`] once its ranks are in place.
+#[derive(Debug)]
+pub struct CommitMark {
+    path: PathBuf,
+}
+
+/// Leaves the mark of this ingest putting `parts` (events part names) in place in dataset `dir`.
+pub fn begin_commit(dir: &Path, parts: &[String]) -> Result<CommitMark> {
+    let path = dir.join(format!("{COMMITTING}{}", std::process::id()));
+    crate::output::write_atomic(&path, parts.join("\n").as_bytes())?;
+    Ok(CommitMark { path })
+}
+
+impl CommitMark {
+    /// Ends the mark, every rank put in place (`committed`: their events part names), and the
+    /// marks of stopped ingests whose every part this one has put again.
+    pub fn end(self, dir: &Path, committed: &[String]) {
+        let _ = std::fs::remove_file(&self.path);
+        for (mark, _, parts) in stopped_commits(dir) {
+            if parts.iter().all(|p| committed.contains(p)) {
+                let _ = std::fs::remove_file(mark);
+            }
+        }
+    }
+}
+
+/// The marks of ingests that were stopped while they put ranks in place in dataset `dir`
+/// (mark, process id, events parts): no process of the mark's id runs. Linux only (where a
+/// process's liveness is `/proc/PID`), as [`remove_stopped_staging`].
+fn stopped_commits(dir: &Path) -> Vec<(PathBuf, String, Vec<String>)> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<_> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix(COMMITTING)?.to_string();
+            if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || Path::new("/proc").join(&pid).exists() {
+                return None;
+            }
+            let parts = std::fs::read_to_string(e.path()).unwrap_or_default().lines().map(str::to_string).collect();
+            Some((e.path(), pid, parts))
         })
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
 
 /// The event part files of the dataset `dir`, sorted (one per rank): every
@@ -400,6 +467,11 @@ pub struct StagedRank {
 }
 
 impl StagedRank {
+    /// The name of the events part it puts in place (`rank-000003.parquet`).
+    pub fn events_name(&self) -> Option<String> {
+        Some(self.parts.last()?.path().file_name()?.to_string_lossy().into_owned())
+    }
+
     /// Renames the rank's parts into the dataset, the events part last: its
     /// events are read only once its other tables are in place (a reader that
     /// lists it between the renames names it as a rank without its events

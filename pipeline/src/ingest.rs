@@ -180,6 +180,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut staged = Vec::new();
     let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?.failed;
     let mut commit_failed = false;
+    // Marked while the ranks go in place: a stop between them leaves a dataset of two ingests'
+    // ranks, which the mark then says to every reader.
+    let parts: Vec<String> = staged.iter().filter_map(|(rank, _, _)| rank.events_name()).collect();
+    let mark = if staged.is_empty() { None } else { Some(tracecast_ingest::dataset::begin_commit(dataset, &parts)?) };
     for (rank, source, no_summary) in staged {
         match rank.commit() {
             Ok(_) => {
@@ -193,6 +197,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 crate::output::stderr_line(format_args!("error: {e}"));
             }
         }
+    }
+    // A rank that failed half-way may mix its parts: the mark stays, and says so once this run ends.
+    if let Some(mark) = mark.filter(|_| !commit_failed) {
+        mark.end(dataset, &parts);
     }
     // A run that wrote no rank still records its unreadable files in a dataset other runs made
     // (a Dask share of bad files alone: the dataset had read as whole, exit 0).
