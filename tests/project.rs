@@ -215,6 +215,26 @@ fn search_ranks_plans_and_draws_the_front() {
     }
 }
 
+/// The front's chart names the unit the command prints (decode had been drawn on a samples/s
+/// axis beside a front printed in tokens/s), and a search with no plan writes no chart (an empty
+/// one on invented axes had been written before the error).
+#[test]
+fn the_front_chart_names_its_unit_and_no_plan_draws_none() {
+    let dir = scratch("front-chart");
+    let plots = |name: &str, args: &[&str]| {
+        let d = dir.join(name);
+        let o = bin().args(["search", "-q", "--plots"]).arg(&d).args(args).output().unwrap();
+        (o, d)
+    };
+    let (o, d) = plots("decode", &["--model", "llama2-70b", "--system", "h100-sxm", "--gpus", "64", "--task", "decode", "--batch", "8"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(d.join("pareto.svg")).unwrap();
+    assert!(svg.contains("throughput (tokens/s)") && !svg.contains("samples/s"), "{svg}");
+    let (o, d) = plots("none", &["--model", "llama2-7b", "--system", "h100-sxm", "--gpus", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!d.join("pareto.svg").exists() && !d.join("pareto.png").exists());
+}
+
 #[test]
 fn dlrm_in_tracecast_mode_with_embedding_sharding() {
     let dir = scratch("dlrm");

@@ -371,8 +371,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             },
         )?;
     }
-    if let Some(dir) = &args.plots {
-        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front, objective == search::Objective::Latency);
+    // No plan, no chart: an empty one on invented axes had been written before the error.
+    if let Some(dir) = args.plots.as_ref().filter(|_| !front.is_empty()) {
+        let chart = tracecast_plots::fits::pareto_chart(&model.name, &front, objective == search::Objective::Latency, unit);
         for f in tracecast_plots::write_chart(&chart, &dir.join("pareto"))? {
             if !args.quiet {
                 writeln!(out, "wrote {}", f.display())?;

@@ -100,15 +100,16 @@ pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf
     Ok(files)
 }
 
-/// Throughput of the best plan against GPU count; the line joins the Pareto front.
-pub fn pareto_chart(model: &str, points: &[tracecast_replay::workload::search::FrontPoint], by_latency: bool) -> Scatter {
+/// Throughput of the best plan against GPU count (`unit`: samples/s, tokens/s for decode), or
+/// its step time `by_latency`; the line joins the Pareto front.
+pub fn pareto_chart(model: &str, points: &[tracecast_replay::workload::search::FrontPoint], by_latency: bool, unit: &str) -> Scatter {
     // What the front was chosen by is what the chart shows: a front of step times drawn on a
     // throughput axis had joined points the axis does not order.
     let y = |p: &tracecast_replay::workload::search::FrontPoint| if by_latency { p.iteration_ms } else { p.throughput };
     Scatter {
         title: format!("{model}: best plan per GPU count (Pareto front)"),
         x_label: "GPUs".into(),
-        y_label: if by_latency { "step time (ms)" } else { "throughput (samples/s)" }.into(),
+        y_label: if by_latency { "step time (ms)".to_string() } else { format!("throughput ({unit})") },
         points: points.iter().map(|p| (f64::from(p.gpus), y(p))).collect(),
         curve: points.iter().filter(|p| p.pareto).map(|p| (f64::from(p.gpus), y(p))).collect(),
         log_x: true,
