@@ -180,9 +180,15 @@ pub(crate) fn si(v: f64) -> String {
         (v / 1e6, "M")
     } else if a >= 1e3 {
         (v / 1e3, "k")
-    } else if a > 0.0 && a < 0.01 {
+    } else if a > 0.0 && a < 1e-4 {
         // Small values keep their digits instead of printing as 0.
         return format!("{v:.1e}");
+    } else if a > 0.0 && a < 1.0 {
+        // Three significant digits: ticks every 0.005 ms had read "5.0e-3, 0.01, 0.01, 0.02" (two
+        // decimals each, one in another notation).
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 6) as usize;
+        let s = format!("{v:.decimals$}");
+        return s.trim_end_matches('0').trim_end_matches('.').to_string();
     } else {
         (v, "")
     };
@@ -450,7 +456,11 @@ mod tests {
 
     #[test]
     fn small_values_are_not_zero() {
-        assert_eq!(super::si(0.001), "1.0e-3");
+        assert_eq!(super::si(0.001), "0.001");
+        assert_eq!(super::si(5e-5), "5.0e-5");
+        // A linear axis every 0.005 (a step of 0.05 ms): each label once, in one notation.
+        let labels: Vec<String> = (0..=10).map(|k| super::si(0.005 * f64::from(k))).collect();
+        assert_eq!(labels, ["0", "0.005", "0.01", "0.015", "0.02", "0.025", "0.03", "0.035", "0.04", "0.045", "0.05"]);
         assert_eq!(super::si(0.0), "0");
         assert_eq!(super::si(1500.0), "1.5k");
         assert_eq!(super::si(0.25), "0.25");
