@@ -3399,6 +3399,54 @@ fn a_gpu_activity_a_day_from_the_rest_is_said() {
     assert!(note.contains("1 GPU activity starts more than a day from the rest of the rank's") && note.contains("48.0 h away"), "{note}");
 }
 
+/// An output that another output of the same command also names, by a name the command derives
+/// (`--fit fit.json` writes `fit.a100-80gb.json`; a `--csv` folder's `breakdown.csv`), had been
+/// replaced by it in silence, exit 0; a file per GPU sent to `-` made files named `-.GPU`; two
+/// input jobs of one rank had left one dataset of the later's ranks. Each is refused by name.
+#[test]
+fn one_command_writes_each_output_path_once() {
+    let dir = scratch("outputs-once");
+    let (a, b, ds) = (dir.join("a"), dir.join("b"), dir.join("ds"));
+    synth(&a, &["--ranks", "2", "--steps", "1", "--layers", "1"]);
+    synth(&b, &["--ranks", "2", "--steps", "1", "--layers", "1", "--seed", "5"]);
+    // `--perfetto t.json.gz` of a second job writes `t.job2.json.gz`.
+    let (timeline, json) = (dir.join("t.json.gz"), dir.join("t.job2.json.gz"));
+    let o = run(&[
+        "replay".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--each".as_ref(),
+        "-q".as_ref(),
+        "--perfetto".as_ref(),
+        timeline.as_os_str(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("t.job2.json.gz: cannot write: this command wrote it already"), "{}", stderr(&o));
+    let o = run(&[
+        "analyze".as_ref(),
+        a.as_os_str(),
+        "-q".as_ref(),
+        "--csv".as_ref(),
+        dir.join("csv").as_os_str(),
+        "--json".as_ref(),
+        dir.join("csv/breakdown.csv").as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("breakdown.csv: cannot write: this command wrote it already"), "{}", stderr(&o));
+    let o = run(&["ingest".as_ref(), a.as_os_str(), b.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rank-0.json.gz: rank 0 is also ") && stderr(&o).contains("another input of this ingest"),
+        "{}",
+        stderr(&o)
+    );
+    // The dataset holds the first job's ranks, whole, and says nothing of a stopped ingest.
+    let o = run(&["diff".as_ref(), a.as_os_str(), ds.as_os_str(), "--fail-if".as_ref(), "step>+0%,busy>+0%".as_ref(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// A trace of PyTorch's April 2024 profiler: the NCCL kernel carries no collective arguments,
 /// the `record_param_comms` op around its launch does (TRACE-FORMAT §8). Their size and process
 /// group had been left unknown; they read as they do from the kernel's own arguments.

@@ -49,6 +49,7 @@ impl Staged {
             };
         }
         refuse_input(&self.path)?;
+        claim(&self.path)?;
         std::fs::rename(&self.tmp, &self.path).map_err(fail)?;
         self.tmp = PathBuf::new();
         Ok(())
@@ -199,6 +200,35 @@ fn stdout_file() -> std::io::Result<std::fs::File> {
 /// [`stage_with`] for bytes in memory.
 pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
     stage_with(path, |w| w.write_all(bytes))
+}
+
+/// The files this run of the command line has written, where each is claimed once
+/// ([`claim_each_output_once`]); `None` in a library's use.
+static WRITTEN: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> = std::sync::Mutex::new(None);
+
+/// From now on, an output path this process writes twice is an error ([`claim`]): one command
+/// line's outputs are each a file of their own. Names a command derives (`fit.json` →
+/// `fit.a100-80gb.json`, `t.json.gz` → `t.job2.json.gz`, a folder's `breakdown.csv`) had
+/// replaced another output of the same run in silence.
+pub fn claim_each_output_once() {
+    *WRITTEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Default::default());
+}
+
+/// An error when this run has written `path` already ([`claim_each_output_once`]).
+pub fn claim(path: &Path) -> Result<()> {
+    let mut written = WRITTEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Some(written) = written.as_mut() else { return Ok(()) };
+    let key = crate::input::file_key(path).unwrap_or_else(|| path.to_path_buf());
+    if !written.insert(key) {
+        return Err(Error::Write {
+            path: path.to_path_buf(),
+            cause: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "this command wrote it already, as another of its outputs (a name one flag gives and another derives): give each output its own name",
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// An error when `path` is a file this command read ([`crate::input`]): an

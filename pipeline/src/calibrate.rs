@@ -110,10 +110,10 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let (mut systems_left_out, mut systems_written) = (Vec::new(), Vec::new());
     for p in &profiles {
         let id = device_file_id(p);
-        let path = if many { per_device(&args.out, &id) } else { args.out.clone() };
+        let path = if many { per_device(&args.out, &id)? } else { args.out.clone() };
         staged.push(stage_json(&path, p)?);
         if let Some(f) = &args.madmax_system {
-            let f = if many { per_device(f, &id) } else { f.clone() };
+            let f = if many { per_device(f, &id)? } else { f.clone() };
             match tracecast_calibrate::madmax::system_config(p, &catalog, args.nodes) {
                 Ok(system) => {
                     staged.push(stage_json(&f, &system)?);

@@ -180,6 +180,22 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut staged = Vec::new();
     let failed = for_each_input(&args.paths, false, &args.read, read, |ranks, _| staged.extend(ranks))?.failed;
     let mut commit_failed = false;
+    // Two input jobs holding one rank: a dataset holds one job, and the later had replaced the
+    // earlier's part in silence ("4 rank(s) written" of a dataset of 2).
+    let mut first_of: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut refused = false;
+    staged.retain(|(rank, (file, number), _)| {
+        let Some(part) = rank.events_name() else { return true };
+        if let Some(first) = first_of.get(&part) {
+            crate::output::stderr_line(format_args!(
+                "error: {file}: rank {number} is also {first}'s, another input of this ingest: a dataset holds one job's ranks (ingest each job into its own); not written"
+            ));
+            (unwritten, refused) = (unwritten + 1, true);
+            return false;
+        }
+        first_of.insert(part, file.clone());
+        true
+    });
     // Marked while the ranks go in place: a stop between them leaves a dataset of two ingests'
     // ranks, which the mark then says to every reader.
     let parts: Vec<String> = staged.iter().filter_map(|(rank, _, _)| rank.events_name()).collect();
@@ -208,7 +224,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         tracecast_ingest::dataset::record_unread(dataset, &sources, &unread)?;
     }
     made.written = written > 0;
-    let failed = failed || commit_failed;
+    let failed = failed || commit_failed || refused;
     if written == 0 && unwritten > 0 {
         anyhow::bail!("{unwritten} rank(s) read, none written: nothing was written to {} (see the errors above)", dataset.display());
     }

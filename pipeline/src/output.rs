@@ -148,7 +148,20 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 
 /// `profile.json` → `profile.h100-sxm.json`; a compressed file keeps its two extensions
 /// together (`timeline.json.gz` → `timeline.job2.json.gz`, not `timeline.json.job2.gz`).
-pub fn per_device(path: &Path, id: &str) -> PathBuf {
+/// Standard output and devices hold one stream, not a file per GPU or job: refused (`-` had made
+/// files named `-.a100-80gb` in the working folder, and `/dev/full` ones inside `/dev`).
+pub fn per_device(path: &Path, id: &str) -> Result<PathBuf> {
+    if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        anyhow::bail!(
+            "{}: one file is written per GPU or job here ({id} among them), which a stream or device cannot hold: give a file name",
+            path.display()
+        );
+    }
+    Ok(per_device_name(path, id))
+}
+
+/// [`per_device`] where the path is known to be a file's (a stream refused before).
+pub(crate) fn per_device_name(path: &Path, id: &str) -> PathBuf {
     let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
     let cut = match name.strip_suffix(".gz") {
         Some(inner) => inner.rfind('.').filter(|&i| i > 0).or(Some(inner.len())),
@@ -194,7 +207,10 @@ impl Stdout {
     /// The terminal text of a command given `arguments`: on standard error where
     /// an output is standard output (`--json -`, `--json=-`), which then keeps it
     /// to itself so that `| jq` reads JSON alone. No input is read from `-`.
+    /// Made once per command line, it also makes each output path it writes its own
+    /// ([`tracecast_ingest::output::claim_each_output_once`]).
     pub fn for_arguments(mut arguments: impl Iterator<Item = std::ffi::OsString>) -> Stdout {
+        tracecast_ingest::output::claim_each_output_once();
         let to_stdout = |a: &std::ffi::OsStr| a == "-" || a.to_str().is_some_and(|s| s.starts_with("--") && s.ends_with("=-"));
         if arguments.any(|a| to_stdout(&a)) { Stdout { inner: Box::new(std::io::stderr()), closed: false } } else { Stdout::default() }
     }
@@ -247,12 +263,17 @@ mod tests {
 
     #[test]
     fn per_device_puts_the_id_before_the_extension() {
-        assert_eq!(per_device(Path::new("out/profile.json"), "h100-sxm"), PathBuf::from("out/profile.h100-sxm.json"));
-        assert_eq!(per_device(Path::new("profile"), "mi300x"), PathBuf::from("profile.mi300x"));
+        assert_eq!(per_device_name(Path::new("out/profile.json"), "h100-sxm"), PathBuf::from("out/profile.h100-sxm.json"));
+        // A stream or a device holds no file per GPU (`-` had made `./-.a100-80gb`).
+        for stream in ["-", "/dev/null"] {
+            let e = per_device(Path::new(stream), "a100-80gb").unwrap_err().to_string();
+            assert!(e.contains("one file is written per GPU or job here"), "{e}");
+        }
+        assert_eq!(per_device_name(Path::new("profile"), "mi300x"), PathBuf::from("profile.mi300x"));
         // Both extensions of a compressed file stay together (a tool that reads the name reads gzip JSON).
-        assert_eq!(per_device(Path::new("t/timeline.json.gz"), "job2"), PathBuf::from("t/timeline.job2.json.gz"));
-        assert_eq!(per_device(Path::new("timeline.gz"), "job2"), PathBuf::from("timeline.job2.gz"));
-        assert_eq!(per_device(Path::new(".hidden"), "job2"), PathBuf::from(".hidden.job2"));
+        assert_eq!(per_device_name(Path::new("t/timeline.json.gz"), "job2"), PathBuf::from("t/timeline.job2.json.gz"));
+        assert_eq!(per_device_name(Path::new("timeline.gz"), "job2"), PathBuf::from("timeline.job2.gz"));
+        assert_eq!(per_device_name(Path::new(".hidden"), "job2"), PathBuf::from(".hidden.job2"));
     }
 
     #[test]

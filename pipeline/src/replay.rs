@@ -14,7 +14,7 @@ use tracecast_replay::{JobReplay, ReplayOptions, Replayed, Scale};
 use crate::Outcome;
 use crate::hardware::{catalog_with, job_gpu, pricing_with, replay_options_for, target_model};
 use crate::inputs::{Inputs, JobInput, WindowOptions, for_each_input};
-use crate::output::per_device;
+use crate::output::per_device_name;
 
 /// What a replay changes from the measured run: one definition for `replay`
 /// and the report's projection.
@@ -171,7 +171,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);
             if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
                 // One timeline a job: the first at the name given, the others beside it, each named on the terminal.
-                let path = if replays.is_empty() { path.clone() } else { per_device(path, &format!("job{}", replays.len() + 1)) };
+                let path = if replays.is_empty() { path.clone() } else { per_device_name(path, &format!("job{}", replays.len() + 1)) };
                 // Standard output, or a device or pipe (`/dev/stdout`), holds one timeline: a second had
                 // gone to a file named `-.job2` (or beside the device).
                 let given = args.perfetto.as_deref().unwrap_or(Path::new("-"));

@@ -145,7 +145,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let many = fit.gpus.len() > 1;
         let mut written = Vec::new();
         for g in &fit.gpus {
-            let path = if many { per_device(out_path, &g.gpu) } else { out_path.clone() };
+            let path = if many { per_device(out_path, &g.gpu)? } else { out_path.clone() };
             let mut bytes = serde_json::to_vec_pretty(&g.profile)?;
             bytes.push(b'\n');
             tracecast_ingest::output::write_atomic(&path, &bytes)?;

@@ -389,6 +389,7 @@ pub(crate) fn render(
     // PNG: drawn into a temporary file beside the target, then moved in place.
     let png_path = stem.with_extension("png");
     tracecast_ingest::output::refuse_input(&png_path)?;
+    tracecast_ingest::output::claim(&png_path)?;
     let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // Unique per process and call, as `write_atomic`'s: two runs drawing into one folder never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

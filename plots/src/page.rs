@@ -261,7 +261,7 @@ impl Page {
             while !f.files.is_empty() {
                 let from = f.files.remove(0);
                 let to = from.with_file_name(&stem).with_extension(from.extension().unwrap_or_default());
-                if let Err(e) = tracecast_ingest::output::refuse_input(&to) {
+                if let Err(e) = tracecast_ingest::output::refuse_input(&to).and_then(|()| tracecast_ingest::output::claim(&to)) {
                     let _ = std::fs::remove_file(&from);
                     return Err(e.into());
                 }
