@@ -888,7 +888,7 @@ mod tests {
             for s in shares {
                 s.join().unwrap();
             }
-            assert_eq!(super::read_unread(&dir).len(), 8, "round {round}: {:?}", super::read_unread(&dir));
+            assert_eq!(super::read_unread(&dir).unwrap().len(), 8, "round {round}: {:?}", super::read_unread(&dir));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
