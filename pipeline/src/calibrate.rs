@@ -130,7 +130,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         }
         let charts = match &args.plots {
             Some(dir) => {
-                let dir = if many { dir.join(p.device.catalog_id.as_deref().unwrap_or("unknown")) } else { dir.clone() };
+                // As the profile's file is named: two GPUs the catalog lacks had shared `unknown/`.
+                let dir = if many { dir.join(device_file_id(p)) } else { dir.clone() };
                 let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
                 Some(format!("{} chart file(s) written to {}", files.len(), dir.display()))
             }

@@ -86,7 +86,15 @@ pub fn link_charts(profile: &Profile) -> Vec<(String, Scatter)> {
             reference: l.nominal_gbps.map(|b| (b, format!("nominal {b:.0} GB/s"))),
             legend: ["measured".into(), "fit".into()],
         };
-        out.push((format!("link-{}-{n}-{}", l.collective.as_str(), l.domain), chart));
+        let mut stem = format!("link-{}-{n}-{}", l.collective.as_str(), l.domain);
+        // Fits told apart by NCCL's algorithm and protocol alone (LL for small messages, Simple
+        // for large) had shared one file: the second chart replaced the first.
+        if out.iter().any(|(s, _)| *s == stem) {
+            for part in [&l.algo, &l.proto].into_iter().flatten() {
+                stem = format!("{stem}-{}", part.to_ascii_lowercase());
+            }
+        }
+        out.push((stem, chart));
     }
     out
 }
@@ -94,8 +102,17 @@ pub fn link_charts(profile: &Profile) -> Vec<(String, Scatter)> {
 /// Writes one SVG and one PNG per fit of `profile` into `dir`; returns the files.
 pub fn write_profile_charts(profile: &Profile, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut files = Vec::new();
+    let mut stems: Vec<String> = Vec::new();
     for (stem, chart) in kernel_charts(profile).into_iter().chain(link_charts(profile)) {
-        files.extend(write_chart(&chart, &dir.join(stem))?);
+        // Each chart a file of its own, whatever its fit shares with another's.
+        let (mut unique, mut k) = (stem.clone(), 1);
+        while stems.contains(&unique) {
+            k += 1;
+            unique = format!("{stem}-{k}");
+        }
+        let stem = unique;
+        files.extend(write_chart(&chart, &dir.join(&stem))?);
+        stems.push(stem);
     }
     Ok(files)
 }
@@ -116,5 +133,20 @@ pub fn pareto_chart(model: &str, points: &[tracecast_replay::workload::search::F
         log_y: true,
         reference: None,
         legend: ["best plan at this GPU count".into(), "Pareto front".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two link fits told apart by NCCL's protocol alone (LL, Simple) get charts of their own:
+    /// they had shared one file, the second replacing the first.
+    #[test]
+    fn link_fits_of_two_protocols_get_charts_of_their_own() {
+        let mut profile = tracecast_calibrate::shipped::profile("v100").expect("the shipped V100 profile");
+        let mut ll = profile.links[0].clone();
+        ll.proto = Some("LL".into());
+        profile.links.push(ll);
+        let stems: Vec<String> = super::link_charts(&profile).into_iter().map(|(s, _)| s).collect();
+        assert_eq!(stems, ["link-all_to_all-2-intra", "link-all_to_all-2-intra-ring-ll"]);
     }
 }
