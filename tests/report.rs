@@ -146,6 +146,19 @@ fn a_job_without_gpu_activity_draws_no_empty_charts() {
     assert!(html.contains("No chart of step times: no rank has GPU work in the analysed window to replay."));
 }
 
+/// A job of more streams than the timeline draws says which it draws: its note had counted only
+/// the left-out streams of the few ranks kept past the drawn ones ("32 more" of a job's 96).
+#[test]
+fn the_timeline_says_which_streams_it_draws() {
+    let dir = scratch("report-many-streams");
+    let job = dir.join("job");
+    let o = bin().args(["synth", "-q", "--ranks", "40", "--steps", "1", "--layers", "1", "--out"]).arg(&job).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = report(&[&job], &[], &dir.join("r.html"));
+    assert!(html.contains("Only the first 32 streams are drawn, up to rank 15: the later ones are not."), "the timeline's note");
+    assert!(!html.contains("more streams are not drawn"));
+}
+
 /// Cells of the page's table whose caption starts with `caption`, row by row.
 fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
     let Some(start) = html.find(&format!("<caption>{caption}")) else { return Vec::new() };

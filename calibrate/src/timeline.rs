@@ -180,7 +180,7 @@ pub fn step_kernels(ranks: &[RankKernels]) -> Option<(StepKernels, String)> {
     let mut lanes: Vec<String> = Vec::new();
     let mut kernels: Vec<KernelSpan> = Vec::new();
     let mut chosen = None;
-    let mut left_out = 0usize;
+    let (mut left_out, mut last_drawn) = (0usize, None);
     for r in ranks {
         // Same step number on every rank: the median-length step of the first rank with steps.
         if chosen.is_none() {
@@ -208,6 +208,7 @@ pub fn step_kernels(ranks: &[RankKernels]) -> Option<(StepKernels, String)> {
             }
             spans.sort_by_key(|s| clip(s));
             let lane = lanes.len();
+            last_drawn = Some(r.rank);
             lanes.push(format!("rank {} · stream {stream}", r.rank));
             for s in spans {
                 let (a, b) = clip(s);
@@ -233,8 +234,11 @@ pub fn step_kernels(ranks: &[RankKernels]) -> Option<(StepKernels, String)> {
         "Each lane is one GPU stream of one rank, from that rank's own start of {what}; all {} GPU activities (kernels, copies and memsets) are in the page (boxes a pixel cannot tell apart are merged until you zoom in).",
         kernels.len()
     );
+    // Of the ranks past the drawn ones only the first few were kept ([`FirstRanks`]): how many
+    // streams they hold is not known here (a count of theirs had said 32 of a job's 96).
     if left_out > 0 {
-        let _ = write!(note, " {left_out} more streams are not drawn.");
+        let upto = last_drawn.map_or(String::new(), |r| format!(", up to rank {r}"));
+        let _ = write!(note, " Only the first {MAX_LANES} streams are drawn{upto}: the later ones are not.");
     }
     let step = StepKernels {
         title: format!("GPU timeline of {what}"),
