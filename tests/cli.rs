@@ -3551,11 +3551,11 @@ fn a_gpu_activity_recorded_twice_is_said() {
     let said = |trace: &Path| {
         let o = run(&["analyze".as_ref(), trace.as_os_str(), "--window".as_ref(), "all".as_ref()]);
         assert!(o.status.success(), "{}", stderr(&o));
-        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("recorded twice")).map(str::to_string)
+        String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("repeats another row")).map(str::to_string)
     };
     assert_eq!(said(&good), None);
     let note = said(&bad).expect("the duplicated kernel said");
-    assert!(note.contains("1 GPU activity recorded twice"), "{note}");
+    assert!(note.contains("1 GPU activity repeats another row (the same name, stream, start and duration"), "{note}");
 }
 
 /// A GPU activity longer than anything runs (a kernel of 11.6 days: a unit or clock error) is

@@ -686,7 +686,7 @@ fn a_kernel_row_recorded_twice_is_said() {
         let out = dir.join("a.json");
         let o = run(&["analyze".as_ref(), export.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
         assert!(o.status.success(), "{}", stderr(&o));
-        json(&out)["jobs"][0]["ranks"].to_string().contains("1 GPU activity recorded twice")
+        json(&out)["jobs"][0]["ranks"].to_string().contains("1 GPU activity repeats another row")
     };
     assert!(!said(&export(MFU)));
     assert!(said(&f));
@@ -728,7 +728,7 @@ fn a_rank_on_a_dependency_cycle_replays_no_negative_time() {
     }
     assert!(job["critical_path"]["total_us"].as_f64().unwrap() >= 0.0);
     let notes = job["notes"].to_string();
-    assert!(notes.contains("sit on a dependency cycle and were not replayed (rank 0: "), "{notes}");
+    assert!(notes.contains("sit on a dependency cycle, or wait on one, and were not replayed (rank 0: "), "{notes}");
 }
 
 /// An export whose every GPU activity row has a time beyond 64-bit nanoseconds (SQLite stores it

@@ -1043,7 +1043,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // partial times of a schedule that never reached them.
         let each: Vec<String> = on_cycle.iter().map(|(rank, n)| format!("rank {rank}: {n}")).collect();
         notes.push(format!(
-            "{} tasks sit on a dependency cycle and were not replayed ({}): the order the trace records contradicts itself (a damaged timestamp?); those ranks' replayed times cover the tasks that were",
+            "{} tasks sit on a dependency cycle, or wait on one, and were not replayed ({}): the order the trace records contradicts itself (a damaged timestamp?); those ranks' replayed times cover the tasks that were",
             schedule.unscheduled.len(),
             each.join(", ")
         ));
