@@ -78,6 +78,13 @@ fn every_shared_trace_analyzes_the_same_from_its_dataset() {
     assert!(differ.is_empty(), "analysis differs from the dataset on {differ:?}");
 }
 
+/// A synthetic job of `ranks` ranks of seed `seed` written to `job`.
+fn synth_job_of_seed(job: &Path, ranks: u32, seed: u64) {
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    (spec.ranks, spec.layers, spec.seed) = (ranks, 4, seed);
+    tracecast_calibrate::synth::write_job(&spec, job).unwrap();
+}
+
 fn synthetic_job(dir: &Path, ranks: u32) -> PathBuf {
     let job = dir.join("job");
     let mut spec = tracecast_calibrate::synth::JobSpec::default();
@@ -797,10 +804,16 @@ fn a_damaged_record_of_unread_files_is_named_not_read_as_none() {
     let said = "unread.json: the dataset's record of the files its ingest could not take in is damaged";
     assert!(stderr(&o).contains(said), "{}", stderr(&o));
     assert!(json(&out)["jobs"][0]["bad_files"].to_string().contains(said));
-    let o = run(&["ingest".as_ref(), job.join("rank-1.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    // Refused before it writes: rank 1's part stays the one of the first ingest.
+    let part = ds.join("events/rank-000001.parquet");
+    let before = std::fs::read(&part).unwrap();
+    let changed = dir.join("changed");
+    synth_job_of_seed(&changed, 4, 9);
+    let o = run(&["ingest".as_ref(), changed.join("rank-1.json.gz").as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(said), "{}", stderr(&o));
     assert!(record.exists(), "the record kept for the user to mend or delete");
+    assert!(std::fs::read(&part).unwrap() == before, "rank 1 rewritten");
 }
 
 /// An ingest stopped (killed) while it put its ranks in place had left ranks of two ingests
@@ -816,12 +829,17 @@ fn an_ingest_stopped_while_putting_ranks_in_place_is_said_until_they_are_put_aga
         !std::fs::read_dir(&ds).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with(".committing-")),
         "the mark ended"
     );
-    // The mark of a process that runs no more (above Linux's largest process id).
-    std::fs::write(ds.join(".committing-999999999"), "rank-000001.parquet\nrank-000002.parquet").unwrap();
     let analyze = || run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref(), "--json".as_ref(), dir.join("a.json").as_os_str()]);
+    // The mark of another host's ingest: running while it is recent (its process is not to be
+    // looked up here), stopped once older than a put takes.
+    let mark = ds.join(".committing-another-host-4242");
+    std::fs::write(&mark, "rank-000001.parquet\nrank-000002.parquet").unwrap();
+    assert!(analyze().status.success());
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&mark).unwrap().set_modified(hour_ago).unwrap();
     let o = analyze();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("an ingest (process 999999999) was stopped while it put ranks 1–2 in place"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("an ingest (process 4242) was stopped while it put ranks 1–2 in place"), "{}", stderr(&o));
     assert_eq!(json(&dir.join("a.json"))["jobs"][0]["ranks"].as_array().unwrap().len(), 4, "every rank still analysed");
     // One of its ranks put again: still said; both: no more.
     ingest(&[&job.join("rank-1.json.gz")], &ds);

@@ -230,6 +230,12 @@ fn read_unread(dir: &Path) -> std::result::Result<Vec<Vec<String>>, String> {
     Ok(list.into_iter().filter(|entry| entry.len() >= 2).collect())
 }
 
+/// An error where dataset `dir`'s record of unread files cannot be read: an ingest refuses
+/// it before it writes anything (it had put its ranks in place, then failed on the record).
+pub fn check_unread_record(dir: &Path) -> Result<()> {
+    read_unread(dir).map(drop).map_err(|why| Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) })
+}
+
 /// What an unreadable record of unread files says, to its reader.
 fn damaged_record(why: &str) -> String {
     format!(
@@ -267,8 +273,8 @@ pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
     stopped.chain(unread).collect()
 }
 
-/// The mark an ingest leaves in a dataset while it puts its ranks in place: `.committing-PID`,
-/// the events parts it puts, a name a line. Each part is renamed whole, but a stopped
+/// The mark an ingest leaves in a dataset while it puts its ranks in place:
+/// `.committing-HOST-PID`, the events parts it puts, a name a line. Each part is renamed whole, but a stopped
 /// (killed) ingest leaves some ranks of its files beside others of an earlier ingest's: the
 /// mark outlives it and says so to every reader ([`unread_at_ingest`]).
 const COMMITTING: &str = ".committing-";
@@ -281,7 +287,9 @@ pub struct CommitMark {
 
 /// Leaves the mark of this ingest putting `parts` (events part names) in place in dataset `dir`.
 pub fn begin_commit(dir: &Path, parts: &[String]) -> Result<CommitMark> {
-    let path = dir.join(format!("{COMMITTING}{}", std::process::id()));
+    // The host in its name: shares of one dataset on several hosts (the Dask driver's) may
+    // run under one process id, and a process of another host cannot be looked up here.
+    let path = dir.join(format!("{COMMITTING}{}-{}", this_host(), std::process::id()));
     crate::output::write_atomic(&path, parts.join("\n").as_bytes())?;
     Ok(CommitMark { path })
 }
@@ -299,20 +307,36 @@ impl CommitMark {
     }
 }
 
+/// This host's name as a mark's name holds it (letters, digits and `-`).
+fn this_host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_default();
+    let name: String = name.trim().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    if name.is_empty() { "host".to_string() } else { name }
+}
+
 /// The marks of ingests that were stopped while they put ranks in place in dataset `dir`
-/// (mark, process id, events parts): no process of the mark's id runs. Linux only (where a
-/// process's liveness is `/proc/PID`), as [`remove_stopped_staging`].
+/// (mark, process id, events parts): of this host, no process of the mark's id runs (Linux,
+/// where a process's liveness is `/proc/PID`, as [`remove_stopped_staging`]); of another host
+/// or system, the mark is older than a put takes by far (ten minutes).
 fn stopped_commits(dir: &Path) -> Vec<(PathBuf, String, Vec<String>)> {
-    if !cfg!(target_os = "linux") {
-        return Vec::new();
-    }
+    const LONGEST_PUT: std::time::Duration = std::time::Duration::from_secs(600);
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let host = this_host();
     let mut out: Vec<_> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix(COMMITTING)?.to_string();
-            if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || Path::new("/proc").join(&pid).exists() {
+            let (mark_host, pid) = name.strip_prefix(COMMITTING)?.rsplit_once('-')?;
+            let pid = pid.to_string();
+            if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let stopped = if mark_host == host && cfg!(target_os = "linux") {
+                !Path::new("/proc").join(&pid).exists()
+            } else {
+                e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > LONGEST_PUT)
+            };
+            if !stopped {
                 return None;
             }
             let parts = std::fs::read_to_string(e.path()).unwrap_or_default().lines().map(str::to_string).collect();
@@ -612,13 +636,13 @@ pub fn write_rank(dir: &Path, rank: &Rank, steps: &[Step], key: Option<&str>, su
             summary: serde_json::value::RawValue::from_string(summary.to_cache()).ok(),
         };
         let text = serde_json::to_string(&cached).unwrap_or_default();
-        parts.push(crate::output::stage(&summary_path, text.as_bytes())?);
+        parts.push(crate::output::stage_part(&summary_path, text.as_bytes())?);
     }
     for (table, df) in [("ranks", &mut ranks), ("steps", &mut steps_df), ("collectives", &mut colls_df)] {
         let bytes = crate::output::parquet_bytes_with(df, COMPRESSION, false).map_err(|e| polars_error(&t.path, e))?;
-        parts.push(crate::output::stage(&dir.join(table).join(&name), &bytes)?);
+        parts.push(crate::output::stage_part(&dir.join(table).join(&name), &bytes)?);
     }
-    parts.push(crate::output::stage(&dir.join("events").join(&name), &events_bytes)?);
+    parts.push(crate::output::stage_part(&dir.join("events").join(&name), &events_bytes)?);
     Ok(StagedRank { dir: dir.to_path_buf(), parts, stale_summary })
 }
 

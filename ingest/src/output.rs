@@ -49,7 +49,6 @@ impl Staged {
             };
         }
         refuse_input(&self.path)?;
-        claim(&self.path)?;
         std::fs::rename(&self.tmp, &self.path).map_err(fail)?;
         self.tmp = PathBuf::new();
         Ok(())
@@ -81,12 +80,29 @@ pub(crate) fn staging_pid(name: &str) -> Option<&str> {
 }
 /// Writes what `fill` writes, synced, under a temporary name beside `path`
 /// (its folder made when missing), for [`Staged::commit`] to put in place.
+/// The path is claimed as this command's output ([`claim`]) as it is staged: a second output
+/// of one name is refused before any is put in place.
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
+    stage_claimed(path, fill, true)
+}
+
+/// [`stage`] of a dataset's rank part, not claimed: an ingest refuses two files of one rank by
+/// name before it stages them ([`claim`] would name the part).
+pub fn stage_part(path: &Path, bytes: &[u8]) -> Result<Staged> {
+    stage_claimed(path, |w| w.write_all(bytes), false)
+}
+
+fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>, claimed: bool) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
     let (path, through) = match target_of(path).map_err(fail)? {
         // A link stays; the file it names is replaced.
-        Target::File(resolved) => (resolved, None),
+        Target::File(resolved) => {
+            if claimed {
+                claim(&resolved)?;
+            }
+            (resolved, None)
+        }
         // Staged in the temporary directory and copied at the commit, so that a command's
         // outputs still go all or none.
         Target::Through(f) => (path.to_path_buf(), Some(f)),

@@ -117,6 +117,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     };
     // What an ingest that was stopped (killed) left half-written goes.
     tracecast_ingest::dataset::remove_stopped_staging(dataset);
+    tracecast_ingest::dataset::check_unread_record(dataset)?;
     // A trace of another run (another declared world) is not mixed into an existing dataset's job.
     let dataset_world = tracecast_ingest::dataset::declared_world(dataset);
     // One rank at a time: each trace is written as its part files and dropped.

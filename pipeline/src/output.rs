@@ -148,12 +148,12 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 
 /// `profile.json` → `profile.h100-sxm.json`; a compressed file keeps its two extensions
 /// together (`timeline.json.gz` → `timeline.job2.json.gz`, not `timeline.json.job2.gz`).
-/// Standard output and devices hold one stream, not a file per GPU or job: refused (`-` had made
+/// Standard output, devices and folders are not a file to name others by: refused (`-` had made
 /// files named `-.a100-80gb` in the working folder, and `/dev/full` ones inside `/dev`).
 pub fn per_device(path: &Path, id: &str) -> Result<PathBuf> {
     if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         anyhow::bail!(
-            "{}: one file is written per GPU or job here ({id} among them), which a stream or device cannot hold: give a file name",
+            "{}: one file is written per GPU or job here ({id} among them), which a stream, a device or a folder cannot hold: give a file name",
             path.display()
         );
     }

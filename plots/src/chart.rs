@@ -382,14 +382,15 @@ pub(crate) fn render(
         tracecast_ingest::output::create_dir(dir).map_err(|cause| tracecast_ingest::Error::Write { path: dir.to_path_buf(), cause })?;
     }
     let svg_path = stem.with_extension("svg");
+    let png_path = stem.with_extension("png");
+    // Both names claimed before either is written: a clash leaves neither.
+    tracecast_ingest::output::claim(&png_path)?;
     let mut text = String::new();
     svg(SVGBackend::with_string(&mut text, size).into_drawing_area()).map_err(|message| Error::Draw { path: svg_path.clone(), message })?;
     tracecast_ingest::output::write_atomic(&svg_path, text.as_bytes())?;
 
     // PNG: drawn into a temporary file beside the target, then moved in place.
-    let png_path = stem.with_extension("png");
     tracecast_ingest::output::refuse_input(&png_path)?;
-    tracecast_ingest::output::claim(&png_path)?;
     let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // Unique per process and call, as `write_atomic`'s: two runs drawing into one folder never share one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
