@@ -78,6 +78,20 @@ fn every_shared_trace_analyzes_the_same_from_its_dataset() {
     assert!(differ.is_empty(), "analysis differs from the dataset on {differ:?}");
 }
 
+/// A synthetic job of 4 ranks in `dir/job` whose `rank`'s file is cut to 200 bytes (the whole
+/// file kept as `dir/rank-N.whole`), ingested into `dir/ds` (exit 2): the job and the dataset.
+fn ingested_with_a_rank_cut_short(dir: &Path, rank: u32) -> (PathBuf, PathBuf) {
+    let job = synthetic_job(dir, 4);
+    let file = job.join(format!("rank-{rank}.json.gz"));
+    let whole = std::fs::read(&file).unwrap();
+    std::fs::write(dir.join(format!("rank-{rank}.whole")), &whole).unwrap();
+    std::fs::write(&file, &whole[..200]).unwrap();
+    let ds = dir.join("ds");
+    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    (job, ds)
+}
+
 /// A synthetic job of `ranks` ranks of seed `seed` written to `job`.
 fn synth_job_of_seed(job: &Path, ranks: u32, seed: u64) {
     let mut spec = tracecast_calibrate::synth::JobSpec::default();
@@ -479,13 +493,8 @@ fn a_dataset_replay_counts_its_unread_rank_with_or_without_a_timeline() {
 #[test]
 fn a_dataset_remembers_the_ranks_its_ingest_could_not_read() {
     let dir = scratch("dataset-unread");
-    let job = synthetic_job(&dir, 4);
-    let rank1 = job.join("rank-1.json.gz");
-    let good = std::fs::read(&rank1).unwrap();
-    std::fs::write(&rank1, &good[..200]).unwrap();
-    let ds = dir.join("ds");
-    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (job, ds) = ingested_with_a_rank_cut_short(&dir, 1);
+    let (rank1, good) = (job.join("rank-1.json.gz"), std::fs::read(dir.join("rank-1.whole")).unwrap());
     let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let want = format!("error: {}: could not be read when the dataset {} was ingested: ", rank1.display(), ds.display());
@@ -788,13 +797,7 @@ fn a_dataset_missing_a_part_says_which_and_a_replaced_rank_keeps_no_old_summary(
 #[test]
 fn a_damaged_record_of_unread_files_is_named_not_read_as_none() {
     let dir = scratch("dataset-damaged-record");
-    let job = synthetic_job(&dir, 4);
-    let rank3 = job.join("rank-3.json.gz");
-    let bytes = std::fs::read(&rank3).unwrap();
-    std::fs::write(&rank3, &bytes[..200]).unwrap();
-    let ds = dir.join("ds");
-    let o = run(&["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (_, ds) = ingested_with_a_rank_cut_short(&dir, 3);
     let record = ds.join("unread.json");
     assert!(std::fs::read_to_string(&record).unwrap().contains("rank-3.json.gz"));
     std::fs::write(&record, &std::fs::read(&record).unwrap()[..20]).unwrap();
