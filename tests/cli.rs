@@ -3447,6 +3447,30 @@ fn one_command_writes_each_output_path_once() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A chart folder where a file is found before any output is written: `--json` had replaced
+/// its file before the charts found the folder could not be made.
+#[test]
+fn a_chart_folder_that_is_a_file_is_refused_before_anything_is_written() {
+    let dir = scratch("plots-a-file");
+    let job = dir.join("job");
+    synth(&job, &["--ranks", "2", "--steps", "1", "--layers", "1"]);
+    let (json, file) = (dir.join("a.json"), dir.join("afile"));
+    std::fs::write(&json, "earlier").unwrap();
+    std::fs::write(&file, "a file").unwrap();
+    let o = run(&[
+        "analyze".as_ref(),
+        job.as_os_str(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+        "--plots".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("afile is not a directory"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "earlier");
+}
+
 /// A trace of PyTorch's April 2024 profiler: the NCCL kernel carries no collective arguments,
 /// the `record_param_comms` op around its launch does (TRACE-FORMAT §8). Their size and process
 /// group had been left unknown; they read as they do from the kernel's own arguments.

@@ -111,6 +111,11 @@ pub fn folder_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
         anyhow::bail!("{flag} writes a folder of files, which standard output (`-`) cannot hold: give a folder");
     }
     for (flag, dir) in outputs.iter().filter_map(|(flag, p)| Some((flag, (*p)?))) {
+        // Before any output is written: a file in the folder's place had been found by the charts
+        // only once `--json` had replaced its file.
+        if let Some(file) = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists()).filter(|a| !a.is_dir()) {
+            anyhow::bail!("{flag} {}: cannot write: {} is not a directory", dir.display(), file.display());
+        }
         // Known as inputs and outputs are ([`resolved`]).
         if let Some(input) = inputs.iter().find(|p| resolved(p) == resolved(dir)) {
             anyhow::bail!("{flag} {}: that folder is an input ({}); give the files a folder of their own", dir.display(), input.display());
