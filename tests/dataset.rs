@@ -253,7 +253,7 @@ fn a_dataset_that_cannot_be_written_is_a_write_error_naming_the_file_in_the_way(
     // The folder cannot be made: said once, before any trace is read (it had been said once per
     // rank), naming the file in the way (not "no trace could be read").
     let err = stderr(&o);
-    assert!(err.contains(&format!("{}: cannot make the dataset folder: {} is not a directory", ds.display(), file.display())), "{err}");
+    assert!(err.contains(&format!("{}: cannot make the folder (--out): {} is not a directory", ds.display(), file.display())), "{err}");
     assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
     assert!(!err.contains("no trace could be read"), "{err}");
 }

@@ -114,7 +114,7 @@ pub fn folder_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
         // Before any output is written: a file in the folder's place had been found by the charts
         // only once `--json` had replaced its file.
         if let Some(file) = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists()).filter(|a| !a.is_dir()) {
-            anyhow::bail!("{flag} {}: cannot write: {} is not a directory", dir.display(), file.display());
+            anyhow::bail!("{}: cannot make the folder ({flag}): {} is not a directory", dir.display(), file.display());
         }
         // Known as inputs and outputs are ([`resolved`]).
         if let Some(input) = inputs.iter().find(|p| resolved(p) == resolved(dir)) {
