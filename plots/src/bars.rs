@@ -102,8 +102,10 @@ impl Chart for Bars {
             .draw()
             .map_err(|e| e.to_string())?;
         let groups = self.series.len().max(1) as u32;
-        // Pixels per category (the plot area is the chart less margins and the y labels).
-        let category_px = self.size().0.saturating_sub(130 + LEGEND_PX) / segments;
+        // Pixels per category, as the axis places them (an estimate from the chart's width had
+        // been 8 px wider than the plot's: side-by-side bars overlapped by that much).
+        let at = |i: u32| chart.backend_coord(&(SegmentValue::Exact(i), 0.0)).0;
+        let category_px = u32::try_from(at(first + 1) - at(first)).unwrap_or(0);
         let gap = (category_px / 10).clamp(1, 12);
         let slot = category_px.saturating_sub(2 * gap) / groups;
         if collecting_tips() {
@@ -112,7 +114,7 @@ impl Chart for Bars {
                     let (base, (left, right)) = if self.stacked {
                         (self.series[..k].iter().map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0)).sum(), (gap, gap))
                     } else {
-                        (0.0, (gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot))
+                        (0.0, (gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot + 1))
                     };
                     let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + first), base));
                     let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + first + 1), base + v));
@@ -139,7 +141,8 @@ impl Chart for Bars {
                 } else {
                     // Side by side: series k takes the k-th slot of the category's width.
                     let mut bar = Rectangle::new([(x0, 0.0), (x1, v)], color.filled());
-                    bar.set_margin(0, 0, gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot);
+                    // One pixel short on the right: a rectangle covers both its edge pixels.
+                    bar.set_margin(0, 0, gap + k as u32 * slot, gap + (groups - 1 - k as u32) * slot + 1);
                     bar
                 }
             });
@@ -198,5 +201,39 @@ mod tests {
         let bars = bar_edges(&crate::chart::to_svg(&chart(vec!["0".into(), "1".into()])).unwrap());
         assert_eq!(bars.len(), 2);
         assert!(bars[0].1 <= bars[1].0);
+    }
+
+    /// Series side by side do not overlap (measured and replayed had overlapped by 8 px).
+    #[test]
+    fn side_by_side_bars_do_not_overlap() {
+        for n in [1usize, 4] {
+            let chart = Bars {
+                title: "t".into(),
+                x_label: "rank".into(),
+                y_label: "ms".into(),
+                series: vec![
+                    Series { label: "measured".into(), color: COMPUTE, values: vec![5.0; n] },
+                    Series { label: "replayed".into(), color: (0xDD, 0x84, 0x52), values: vec![5.0; n] },
+                ],
+                categories: (0..n).map(|i| i.to_string()).collect(),
+                stacked: false,
+            };
+            let svg = crate::chart::to_svg(&chart).unwrap();
+            let attr = |r: &str, name: &str| -> Option<f64> { r.split(&format!(" {name}=\"")).nth(1)?.split('"').next()?.parse().ok() };
+            let mut bars: Vec<(f64, f64)> = svg
+                .split("<rect")
+                .skip(1)
+                .filter(|r| {
+                    attr(r, "height").is_some_and(|h| h > 20.0)
+                        && !r.contains("transparent")
+                        && !r.contains("#FFFFFF")
+                        && !r.contains("#ffffff")
+                })
+                .filter_map(|r| Some((attr(r, "x")?, attr(r, "x")? + attr(r, "width")?)))
+                .collect();
+            bars.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(bars.len(), 2 * n, "{svg}");
+            assert!(bars.windows(2).all(|w| w[0].1 <= w[1].0), "{n} categories: {bars:?}");
+        }
     }
 }
