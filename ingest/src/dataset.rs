@@ -307,6 +307,22 @@ impl CommitMark {
     }
 }
 
+/// How long a file an ingest writes (a staged part, a commit mark) must have gone unwritten to
+/// be a stopped ingest's, where its process cannot be looked up: ten minutes, far more than
+/// staging a part or putting a job's ranks in place takes.
+const STOPPED_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Whether no process `pid` runs on this host (Linux: `/proc/PID`; `false` elsewhere, where it
+/// cannot be told).
+fn process_gone(pid: &str) -> bool {
+    cfg!(target_os = "linux") && !Path::new("/proc").join(pid).exists()
+}
+
+/// Whether nothing has written `entry` for [`STOPPED_AGE`].
+fn idle_since_long(entry: &std::fs::DirEntry) -> bool {
+    entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STOPPED_AGE)
+}
+
 /// This host's name as a mark's name holds it (letters, digits and `-`).
 fn this_host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_default();
@@ -317,9 +333,8 @@ fn this_host() -> String {
 /// The marks of ingests that were stopped while they put ranks in place in dataset `dir`
 /// (mark, process id, events parts): of this host, no process of the mark's id runs (Linux,
 /// where a process's liveness is `/proc/PID`, as [`remove_stopped_staging`]); of another host
-/// or system, the mark is older than a put takes by far (ten minutes).
+/// or system, the mark is older than a put takes by far ([`STOPPED_AGE`]).
 fn stopped_commits(dir: &Path) -> Vec<(PathBuf, String, Vec<String>)> {
-    const LONGEST_PUT: std::time::Duration = std::time::Duration::from_secs(600);
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let host = this_host();
     let mut out: Vec<_> = entries
@@ -331,11 +346,7 @@ fn stopped_commits(dir: &Path) -> Vec<(PathBuf, String, Vec<String>)> {
             if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            let stopped = if mark_host == host && cfg!(target_os = "linux") {
-                !Path::new("/proc").join(&pid).exists()
-            } else {
-                e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > LONGEST_PUT)
-            };
+            let stopped = if mark_host == host && cfg!(target_os = "linux") { process_gone(&pid) } else { idle_since_long(&e) };
             if !stopped {
                 return None;
             }
@@ -379,13 +390,11 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Removes from dataset `dir`'s tables the parts an ingest was staging when it was stopped
 /// (killed): a staged part is named `.NAME.tmp-PID-N`, no process `PID` runs here any more, and
-/// nothing has written it for [`STOPPED_STAGING_AGE`]. Those of a running ingest (several may
+/// nothing has written it for [`STOPPED_AGE`]. Those of a running ingest (several may
 /// write one dataset at once, from other hosts too, whose PIDs this one cannot see: a part is
 /// written in one go, then renamed) are kept. Linux only (where a process's liveness is
 /// `/proc/PID`); elsewhere nothing is removed.
 pub fn remove_stopped_staging(dir: &Path) {
-    /// How long a staged part must have gone unwritten to be a stopped ingest's.
-    const STOPPED_STAGING_AGE: std::time::Duration = std::time::Duration::from_secs(600);
     if !cfg!(target_os = "linux") || !is_dataset(dir) {
         return;
     }
@@ -394,14 +403,7 @@ pub fn remove_stopped_staging(dir: &Path) {
         let Ok(entries) = std::fs::read_dir(&table) else { continue };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = crate::output::staging_pid(&name);
-            let idle = || {
-                entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STOPPED_STAGING_AGE)
-            };
-            if let Some(pid) = pid
-                && !Path::new("/proc").join(pid).exists()
-                && idle()
-            {
+            if crate::output::staging_pid(&name).is_some_and(process_gone) && idle_since_long(&entry) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
