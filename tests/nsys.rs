@@ -655,20 +655,30 @@ fn an_all_to_all_of_sends_and_receives_is_named_by_pytorchs_range() {
     assert_eq!((count("all_to_all"), count("send_recv")), (64, 2));
 }
 
+/// A copy of the MFU export at `dir/name` changed by `sql`: the copy and the rows it changed.
+fn mutated_export(dir: &Path, name: &str, sql: &str) -> (PathBuf, usize) {
+    let f = writable_copy(MFU, &dir.join(name));
+    let changed = Connection::open(&f).unwrap().execute(sql, []).unwrap();
+    (f, changed)
+}
+
+/// The notes of `analyze --json` of `export` (which must succeed), its ranks' JSON as text.
+fn rank_notes(export: &Path, dir: &Path) -> String {
+    let out = dir.join("a.json");
+    let o = run(&["analyze".as_ref(), export.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json(&out)["jobs"][0]["ranks"].to_string()
+}
+
 /// An activity before the capture's session began (a negative timestamp, a damaged row)
 /// stretched a rank's span from 300 ms to 60 s without a word; it is said.
 #[test]
 fn an_activity_before_the_session_is_said() {
     let dir = scratch("nsys-before-session");
-    let f = writable_copy(MFU, &dir.join("early.sqlite"));
-    let c = Connection::open(&f).unwrap();
-    let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -1000000, \"end\" = -500000 WHERE rowid = 1", []).unwrap();
+    let sql = "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -1000000, \"end\" = -500000 WHERE rowid = 1";
+    let (f, changed) = mutated_export(&dir, "early.sqlite", sql);
     assert_eq!(changed, 1);
-    drop(c);
-    let out = dir.join("a.json");
-    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let notes = json(&out)["jobs"][0]["ranks"].to_string();
+    let notes = rank_notes(&f, &dir);
     assert!(notes.contains("1 event(s) start before the capture's session began (a negative timestamp)"), "{notes}");
 }
 
@@ -677,17 +687,10 @@ fn an_activity_before_the_session_is_said() {
 #[test]
 fn a_kernel_row_recorded_twice_is_said() {
     let dir = scratch("nsys-duplicate-row");
-    let f = writable_copy(MFU, &dir.join("twice.sqlite"));
-    let c = Connection::open(&f).unwrap();
-    let added = c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = 1", []).unwrap();
+    let sql = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = 1";
+    let (f, added) = mutated_export(&dir, "twice.sqlite", sql);
     assert_eq!(added, 1);
-    drop(c);
-    let said = |export: &Path| {
-        let out = dir.join("a.json");
-        let o = run(&["analyze".as_ref(), export.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        json(&out)["jobs"][0]["ranks"].to_string().contains("1 GPU activity repeats another row")
-    };
+    let said = |export: &Path| rank_notes(export, &dir).contains("1 GPU activity repeats another row");
     assert!(!said(&export(MFU)));
     assert!(said(&f));
 }
@@ -696,15 +699,9 @@ fn a_kernel_row_recorded_twice_is_said() {
 #[test]
 fn a_copy_of_negative_bytes_is_said() {
     let dir = scratch("nsys-negative-bytes");
-    let f = writable_copy(MFU, &dir.join("neg.sqlite"));
-    let c = Connection::open(&f).unwrap();
-    let changed = c.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = -4096 WHERE rowid <= 3", []).unwrap();
+    let (f, changed) = mutated_export(&dir, "neg.sqlite", "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = -4096 WHERE rowid <= 3");
     assert_eq!(changed, 3);
-    drop(c);
-    let out = dir.join("a.json");
-    let o = run(&["analyze".as_ref(), f.as_os_str(), "--json".as_ref(), out.as_os_str(), "-q".as_ref()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let notes = json(&out)["jobs"][0]["ranks"].to_string();
+    let notes = rank_notes(&f, &dir);
     assert!(notes.contains("3 memcpy/memset row(s) record a negative byte count"), "{notes}");
 }
 
@@ -714,13 +711,9 @@ fn a_copy_of_negative_bytes_is_said() {
 #[test]
 fn a_rank_on_a_dependency_cycle_replays_no_negative_time() {
     let dir = scratch("nsys-cycle");
-    let f = writable_copy(MFU, &dir.join("cycle.sqlite"));
-    let c = Connection::open(&f).unwrap();
-    let changed = c
-        .execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -start, \"end\" = -start + 1000 WHERE rowid % 50 = 0 AND deviceId = 0", [])
-        .unwrap();
+    let sql = "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -start, \"end\" = -start + 1000 WHERE rowid % 50 = 0 AND deviceId = 0";
+    let (f, changed) = mutated_export(&dir, "cycle.sqlite", sql);
     assert!(changed > 10, "{changed}");
-    drop(c);
     let doc = replay_json(&f, &[], &dir.join("r.json"));
     let job = &doc["jobs"][0];
     for r in job["ranks"].as_array().unwrap() {
