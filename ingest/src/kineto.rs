@@ -444,7 +444,7 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
         // In reads of at most GZIP_CALL bytes, as the block reader's: the offset an error says.
         let mut chunk = vec![0u8; GZIP_CALL];
         loop {
-            match read_full_counted(&mut decoder, &mut chunk) {
+            match read_full_counted(&mut decoder, &mut chunk, GZIP_CALL) {
                 Ok(0) => break,
                 Ok(n) => out.extend_from_slice(&chunk[..n]),
                 Err((n, source)) => {
@@ -460,16 +460,17 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    read_full_counted(r, buf).map_err(|(_, e)| e)
+    read_full_counted(r, buf, usize::MAX).map_err(|(_, e)| e)
 }
 
-/// [`read_full`], an error coming with the bytes read before it.
-fn read_full_counted(r: &mut impl Read, buf: &mut [u8]) -> std::result::Result<usize, (usize, std::io::Error)> {
+/// [`read_full`] in calls of at most `call` bytes, an error coming with the bytes read before
+/// it. A gzip reader that meets damage drops what it inflated in that call: calls of at most
+/// [`GZIP_CALL`] bytes place the damage within that many of the offset said (a plain file's
+/// reads need no cap: a block in one call).
+fn read_full_counted(r: &mut impl Read, buf: &mut [u8], call: usize) -> std::result::Result<usize, (usize, std::io::Error)> {
     let mut n = 0;
     while n < buf.len() {
-        // A gzip reader that meets damage drops what it inflated in that call: calls of at most
-        // GZIP_CALL bytes place the damage within that many of the offset said.
-        let end = (n + GZIP_CALL).min(buf.len());
+        let end = n.saturating_add(call).min(buf.len());
         match r.read(&mut buf[n..end]) {
             Ok(0) => break,
             Ok(k) => n += k,
@@ -609,7 +610,7 @@ fn parse_stream(mut input: impl Read, path: &Path, opts: &ReadOptions, gzip: boo
             }
             let old = carry.len();
             text[..old].copy_from_slice(&carry);
-            let got = match read_full_counted(&mut input, &mut text[old..old + want]) {
+            let got = match read_full_counted(&mut input, &mut text[old..old + want], if gzip { GZIP_CALL } else { usize::MAX }) {
                 Ok(n) => n,
                 Err((n, source)) => {
                     // The offset of the damage itself: what was inflated before it, this block's part included.
