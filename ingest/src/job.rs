@@ -87,7 +87,8 @@ pub fn distinct_files(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<Error>) {
     // A byte-identical copy under another name is the same capture (an export copied beside
     // itself had become twice its ranks). Only files of one size are compared, their first
     // 64 KiB first: ranks of one job differ from their first bytes.
-    let mut by_size: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    // Ordered by size: the errors (and a dataset's record of them) the same on every run.
+    let mut by_size: std::collections::BTreeMap<u64, Vec<usize>> = std::collections::BTreeMap::new();
     for (i, f) in kept.iter().enumerate() {
         if let Some(m) = std::fs::metadata(f).ok().filter(|m| m.is_file() && m.len() > 0) {
             by_size.entry(m.len()).or_default().push(i);
