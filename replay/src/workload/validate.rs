@@ -82,7 +82,8 @@ impl RunsFile {
             .iter()
             .enumerate()
             .map(|(i, (value, twice))| match twice {
-                Some(key) => Run::unreadable(value, i, format!("the entry does not read as a run: {key} is given twice")),
+                // The repeated key, or what else kept the entry from reading (nesting past serde's limit).
+                Some(why) => Run::unreadable(value, i, format!("the entry does not read as a run: {why}")),
                 None => Run::of_value(value, i),
             })
             .collect();
@@ -422,7 +423,7 @@ fn value_once(text: &str) -> Result<serde_json::Value, String> {
             let mut object = serde_json::Map::new();
             while let Some(key) = map.next_key::<String>()? {
                 if object.contains_key(&key) {
-                    return Err(A::Error::custom(format!("key {key:?}")));
+                    return Err(A::Error::custom(format!("key {key:?} is given twice")));
                 }
                 let v = map.next_value_seed(Once)?;
                 object.insert(key, v);
