@@ -59,7 +59,7 @@ pub fn critical_path(eg: &ExecGraph, s: &Schedule, from_ns: i64, last: Option<us
             .enumerate()
             .filter(|(_, o)| matches!(o.kind, TaskKind::Gpu(_)))
             // A task on a cycle keeps the partial time of a schedule that never reached it.
-            .filter(|(t, _)| s.unscheduled.binary_search(&(*t as u32)).is_err())
+            .filter(|(t, _)| s.is_scheduled(*t))
             .max_by_key(|(t, _)| (s.end_ns[*t], std::cmp::Reverse(*t)))
             .map(|(t, _)| t)
     });

@@ -102,7 +102,7 @@ pub fn write(w: &mut impl Write, job: &Job, eg: &ExecGraph, s: &Schedule, critic
     let mut slices: Vec<Slice> = Vec::new();
     let mut anchors: FxHashMap<(usize, i64, i64), Vec<(i64, i64)>> = FxHashMap::default();
     for (t, o) in eg.origin.iter().enumerate() {
-        if matches!(o.kind, TaskKind::Wait | TaskKind::Join) || s.start_ns[t] == i64::MIN {
+        if matches!(o.kind, TaskKind::Wait | TaskKind::Join) || s.start_ns[t] == i64::MIN || !s.is_scheduled(t) {
             continue;
         }
         let trace = &job.ranks[o.rank as usize].trace;

@@ -955,7 +955,6 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
     tracecast_ingest::memory::release_for_replay();
     let schedule = simulate(&eg.graph);
     // Tasks on a cycle (a damaged trace's times) have no replayed times: they cover no window.
-    let scheduled = |t: usize| schedule.unscheduled.is_empty() || schedule.unscheduled.binary_search(&(t as u32)).is_err();
     let mut on_cycle: Vec<(u32, usize)> = Vec::new();
     let mut ranks = Vec::new();
     let (mut measured_sum, mut replayed_sum) = (Breakdown::default(), Breakdown::default());
@@ -967,7 +966,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // Window per step (or one window for the whole trace), measured and replayed.
         let mut measured: Vec<Option<Window>> = vec![None; nsteps];
         let mut replayed: Vec<Option<Window>> = vec![None; nsteps];
-        let unscheduled = place.tasks(r).filter(|&t| !scheduled(t)).count();
+        let unscheduled = place.tasks(r).filter(|&t| !schedule.is_scheduled(t)).count();
         if unscheduled > 0 {
             on_cycle.push((part.rank, unscheduled));
         }
@@ -975,7 +974,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             let (t, k) = (base + t as usize, k as usize);
             let (Some(m), Some(p)) = (measured.get_mut(k), replayed.get_mut(k)) else { continue };
             *m = Some(Window::cover(*m, eg.measured_start_ns[t], eg.measured_end_ns[t]));
-            if !scheduled(t) {
+            if !schedule.is_scheduled(t) {
                 continue;
             }
             *p = Some(Window::cover(*p, schedule.start_ns[t], schedule.end_ns[t]));
@@ -1015,7 +1014,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
             steps_from_ns = steps_from_ns.min(w.start_ns);
         }
         let gpu_work = || {
-            place.tasks(r).filter(|&t| scheduled(t)).filter_map(|t| match eg.origin[t].kind {
+            place.tasks(r).filter(|&t| schedule.is_scheduled(t)).filter_map(|t| match eg.origin[t].kind {
                 TaskKind::Gpu(c) => Some((schedule.start_ns[t], schedule.end_ns[t], c)),
                 TaskKind::Host | TaskKind::Wait | TaskKind::Join => None,
             })

@@ -116,6 +116,12 @@ impl Schedule {
         Schedule { start_ns, end_ns: time, unscheduled, binding }
     }
 
+    /// Whether task `t` was scheduled (not on a cycle, nor waiting on one): its times are a
+    /// schedule's. Every reader of the times asks here.
+    pub fn is_scheduled(&self, t: usize) -> bool {
+        self.unscheduled.is_empty() || u32::try_from(t).is_ok_and(|t| self.unscheduled.binary_search(&t).is_err())
+    }
+
     /// The chain of events that determined the time of `event`, latest first.
     pub fn critical_path(&self, event: u32) -> Vec<u32> {
         let mut path = vec![event];
