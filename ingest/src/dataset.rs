@@ -190,7 +190,7 @@ pub fn record_unread(dir: &Path, written: &[(String, u32)], unread: &[(String, S
             entry
         })
         .collect();
-    let mut list = read_unread(dir).map_err(|why| Error::DamagedRecord { path: path.clone(), message: damaged_record(&why) })?;
+    let mut list = read_unread(dir).map_err(|why| damaged_record(dir, &why))?;
     list.retain(|entry| {
         let f = where_file_is(entry.first().map_or("", String::as_str));
         // A file that lost its rank and is gone (the stray copy deleted) takes nothing from the job.
@@ -233,14 +233,15 @@ fn read_unread(dir: &Path) -> std::result::Result<Vec<Vec<String>>, String> {
 /// An error where dataset `dir`'s record of unread files cannot be read: an ingest refuses
 /// it before it writes anything (it had put its ranks in place, then failed on the record).
 pub fn check_unread_record(dir: &Path) -> Result<()> {
-    read_unread(dir).map(drop).map_err(|why| Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) })
+    read_unread(dir).map(drop).map_err(|why| damaged_record(dir, &why))
 }
 
-/// What an unreadable record of unread files says, to its reader.
-fn damaged_record(why: &str) -> String {
-    format!(
+/// The error of dataset `dir`'s record of unread files that cannot be read (`why`), to its reader.
+fn damaged_record(dir: &Path, why: &str) -> Error {
+    let message = format!(
         "the dataset's record of the files its ingest could not take in is damaged: {why}; the ranks it named are not known (ingest the job's traces into a new dataset, or delete the record to start it afresh)"
-    )
+    );
+    Error::DamagedRecord { path: dir.join(UNREAD), message }
 }
 
 /// The files dataset `dir`'s ingest could not take in, as errors of the job it stands for.
@@ -252,16 +253,15 @@ pub fn unread_at_ingest(dir: &Path) -> Vec<Error> {
             path: mark,
             message: format!(
                 "an ingest (process {pid}) was stopped while it put {} in place: they may hold its files or an earlier ingest's (ingest the job's traces again)",
-                crate::analysis::rank_list(&ranks)
+                // Parts of ranks numbered by file order are named by a hash, not a rank.
+                if ranks.len() == parts.len() { crate::analysis::rank_list(&ranks) } else { format!("{} rank part(s)", parts.len()) }
             ),
         }
     });
     let list = match read_unread(dir) {
         Ok(list) => list,
         Err(why) => {
-            return std::iter::once(Error::DamagedRecord { path: dir.join(UNREAD), message: damaged_record(&why) })
-                .chain(stopped)
-                .collect();
+            return stopped.chain(std::iter::once(damaged_record(dir, &why))).collect();
         }
     };
     let unread = list.into_iter().map(|mut entry| {
@@ -283,6 +283,8 @@ const COMMITTING: &str = ".committing-";
 #[derive(Debug)]
 pub struct CommitMark {
     path: PathBuf,
+    /// The events parts it puts.
+    parts: Vec<String>,
 }
 
 /// Leaves the mark of this ingest putting `parts` (events part names) in place in dataset `dir`.
@@ -291,16 +293,16 @@ pub fn begin_commit(dir: &Path, parts: &[String]) -> Result<CommitMark> {
     // run under one process id, and a process of another host cannot be looked up here.
     let path = dir.join(format!("{COMMITTING}{}-{}", this_host(), std::process::id()));
     crate::output::write_atomic(&path, parts.join("\n").as_bytes())?;
-    Ok(CommitMark { path })
+    Ok(CommitMark { path, parts: parts.to_vec() })
 }
 
 impl CommitMark {
-    /// Ends the mark, every rank put in place (`committed`: their events part names), and the
-    /// marks of stopped ingests whose every part this one has put again.
-    pub fn end(self, dir: &Path, committed: &[String]) {
+    /// Ends the mark, every rank put in place, and the marks of stopped ingests whose every part
+    /// this one has put again.
+    pub fn end(self, dir: &Path) {
         let _ = std::fs::remove_file(&self.path);
         for (mark, _, parts) in stopped_commits(dir) {
-            if parts.iter().all(|p| committed.contains(p)) {
+            if parts.iter().all(|p| self.parts.contains(p)) {
                 let _ = std::fs::remove_file(mark);
             }
         }

@@ -86,8 +86,8 @@ pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io:
     stage_claimed(path, fill, true)
 }
 
-/// [`stage`] of a dataset's rank part, not claimed: an ingest refuses two files of one rank by
-/// name before it stages them ([`claim`] would name the part).
+/// [`stage`] of a dataset's rank part, not claimed: an ingest refuses two staged files of one
+/// rank by name before it puts any in place ([`claim`] would name the part, not the files).
 pub fn stage_part(path: &Path, bytes: &[u8]) -> Result<Staged> {
     stage_claimed(path, |w| w.write_all(bytes), false)
 }

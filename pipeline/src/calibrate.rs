@@ -131,7 +131,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         let charts = match &args.plots {
             Some(dir) => {
                 // As the profile's file is named: two GPUs the catalog lacks had shared `unknown/`.
-                let dir = if many { dir.join(device_file_id(p)) } else { dir.clone() };
+                let dir = if many { dir.join(&id) } else { dir.clone() };
                 let files = tracecast_plots::fits::write_profile_charts(p, &dir)?;
                 Some(format!("{} chart file(s) written to {}", files.len(), dir.display()))
             }

@@ -217,7 +217,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     // A rank that failed half-way may mix its parts: the mark stays, and says so once this run ends.
     if let Some(mark) = mark.filter(|_| !commit_failed) {
-        mark.end(dataset, &parts);
+        mark.end(dataset);
     }
     // A run that wrote no rank still records its unreadable files in a dataset other runs made
     // (a Dask share of bad files alone: the dataset had read as whole, exit 0).
