@@ -131,9 +131,10 @@ pub struct Gpu {
     pub fp8: Option<f64>,
     /// Peak dense TOPS.
     pub int8: Option<f64>,
-    /// Last-level cache, MB (memory-bound work below twice this may not reach HBM).
+    /// Last-level cache, MB (memory-bound work below twice this may not reach HBM); `None`
+    /// where no source states it, and then no memory-bound op is known to measure HBM.
     #[serde(default)]
-    pub cache_mb: f64,
+    pub cache_mb: Option<f64>,
     /// HBM capacity, GB.
     pub memory_gb: f64,
     /// HBM bandwidth, GB/s.
@@ -228,9 +229,7 @@ impl Gpu {
             .or_else(|| self.clock_mhz.and_then(|v| not_positive("clock_mhz", v)))
             .or_else(|| self.exp_tps.and_then(|v| not_positive("exp_tps", v)))
             .or_else(|| self.tdp_w.and_then(|v| not_positive("tdp_w", v)))
-            .or_else(|| {
-                (!(self.cache_mb.is_finite() && self.cache_mb >= 0.0)).then(|| format!("cache_mb = {}: must be 0 or more", self.cache_mb))
-            })
+            .or_else(|| self.cache_mb.filter(|c| !(c.is_finite() && *c >= 0.0)).map(|c| format!("cache_mb = {c}: must be 0 or more")))
             .or_else(|| (self.sms == Some(0)).then(|| "sms = 0: must be at least 1".to_string()))
             .or_else(|| self.out_of_range())?;
         Some(format!("gpu {:?}: {message}", self.id))
@@ -258,7 +257,7 @@ impl Gpu {
             .or_else(|| out_of_range("memory_gb", self.memory_gb, (0.5, 1e5), "GB"))
             .or_else(|| out_of_range("hbm_gbps", self.hbm_gbps, (10.0, 1e6), "GB/s"))
             .or_else(|| out_of_range("link_gbps", self.link_gbps, (0.5, 1e5), "GB/s"))
-            .or_else(|| out_of_range("cache_mb", self.cache_mb, (0.0, 1e5), "MB"))
+            .or_else(|| self.cache_mb.and_then(|v| out_of_range("cache_mb", v, (0.0, 1e5), "MB")))
             .or_else(|| self.clock_mhz.and_then(|v| out_of_range("clock_mhz", v, (100.0, 1e5), "MHz")))
             .or_else(|| self.exp_tps.and_then(|v| out_of_range("exp_tps", v, (0.01, 1e4), "× 10¹² exponentials per second")))
             .or_else(|| self.tdp_w.and_then(|v| out_of_range("tdp_w", v, (10.0, 1e5), "W")))

@@ -963,8 +963,15 @@ fn kernel_fits(
         let fitted = match (reason, peak_for(gpu, class, dtype)) {
             (Some(r), _) => Err(r),
             (None, None) => Err(if gpu.is_none() { "device peak unknown".into() } else { "the catalog has no peak for this dtype".into() }),
+            // Memory-bound ops measure HBM only above twice the last-level cache: a GPU whose
+            // cache no source states has no such bound (B300's had fitted η 0.013 of HBM from
+            // ops of at most 0.5 MB, and handed it to MAD-Max as the GPU's memory efficiency).
+            (None, Some(_)) if !class.counts_flops() && gpu.is_some_and(|g| g.cache_mb.is_none()) => Err(format!(
+                "the catalog states no last-level cache of {} (cache_mb): whether these ops reached HBM or ran from cache is unknown",
+                gpu.map_or("", |g| g.id.as_str())
+            )),
             (None, Some(peak)) => {
-                let min_work = if class.counts_flops() { 0.0 } else { gpu.map_or(0.0, |x| 2.0 * x.cache_mb * 1e6) };
+                let min_work = if class.counts_flops() { 0.0 } else { gpu.map_or(0.0, |x| 2.0 * x.cache_mb.unwrap_or(0.0) * 1e6) };
                 let fit = kernel_fit(class, dtype, &samples, peak, min_work, opts.min_samples);
                 // FP32 GEMMs faster than the FP32 peak ran on TF32 tensor cores.
                 match (fit, gpu.and_then(|x| x.peak_flops(Dtype::Tf32))) {

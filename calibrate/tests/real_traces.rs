@@ -165,3 +165,18 @@ fn misaligned_gemms_have_a_correction_of_their_own() {
     let (mi300x, mi300x_misaligned) = ratios("mi300");
     assert!(mi300x_misaligned < mi300x, "MI300X's misaligned GEMMs × {mi300x_misaligned}, the others × {mi300x}");
 }
+
+/// A GPU whose last-level cache no source states (B300) gets no memory-bound fit: its ops of at
+/// most 0.5 MB had given reductions η 0.013 of HBM with no word, handed on to MAD-Max as the
+/// GPU's memory efficiency. What was not fitted says why.
+#[test]
+fn no_memory_bound_fit_where_the_catalog_states_no_cache() {
+    let catalog = Catalog::builtin();
+    assert_eq!(catalog.gpu("b300").ok().map(|g| g.cache_mb), Some(None), "the test needs a GPU without a stated cache");
+    let profiles = calibrate(&[job("tracelens/b300_moe_micro")], &catalog, &CalibrateOptions::default());
+    let b300 = profiles.iter().find(|p| p.device.catalog_id.as_deref() == Some("b300")).expect("the trace is of a B300");
+    let memory_bound = |c: KernelClass| !c.counts_flops();
+    assert!(b300.kernels.iter().all(|k| !memory_bound(k.class)), "{:?}", b300.kernels.iter().map(|k| k.class).collect::<Vec<_>>());
+    let said = b300.unfitted.iter().filter(|u| u.reason.contains("states no last-level cache of b300 (cache_mb)")).count();
+    assert!(said >= 1, "{:?}", b300.unfitted);
+}

@@ -211,8 +211,10 @@ pub fn write_gpu(w: &mut dyn Write, g: &Gpu, c: &Catalog) -> io::Result<()> {
         writeln!(w, "  {sms} SMs/CUs{}", g.clock_mhz.map_or(String::new(), |c| format!(", {c:.0} MHz boost")))?;
     }
     // Every number the pricing layer reads of it, each with its source.
-    if g.cache_mb > 0.0 {
-        writeln!(w, "  last-level cache {} MB", g.cache_mb)?;
+    match g.cache_mb {
+        Some(c) if c > 0.0 => writeln!(w, "  last-level cache {c} MB")?,
+        Some(_) => {}
+        None => writeln!(w, "  last-level cache not stated (cache_mb): calibrate fits no memory-bound class of it")?,
     }
     if let Some(e) = g.exp_tps {
         writeln!(w, "  exponentials (SFU) {e} × 10^12 per second")?;
