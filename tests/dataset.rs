@@ -851,3 +851,76 @@ fn an_ingest_stopped_while_putting_ranks_in_place_is_said_until_they_are_put_aga
     let o = analyze();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// The hidden files under `dir`, at any depth.
+fn hidden_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(hidden_files_under(&p));
+        } else if e.file_name().to_string_lossy().starts_with('.') {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// An ingest stopped by Ctrl-C (SIGINT) while it stages its ranks removes what it staged
+/// (it had left a hidden part per rank and table, which no later ingest removed), ends as the
+/// signal ends it, and the folder it leaves says what it is ("no trace files" had sent the
+/// user to look for traces). Another ingest then writes the dataset whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_ingest_stopped_by_ctrl_c_leaves_no_staged_part_and_says_what_it_left() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = scratch("ingest-stopped");
+    let (job, ds) = (dir.join("job"), dir.join("ds"));
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    (spec.ranks, spec.layers) = (64, 16);
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let mut child = bin().args(["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]).spawn().unwrap();
+    // Stopped once its first part is staged, while it stages the others.
+    let staging = || !hidden_files_under(&ds).is_empty();
+    let started = std::time::Instant::now();
+    while !staging() && child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(300) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(staging(), "the ingest staged nothing to stop it in");
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    assert_eq!(hidden_files_under(&ds), Vec::<PathBuf>::new());
+    if !ds.join("manifest.json").exists() {
+        let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("a tracecast dataset whose ingest was stopped before it put any rank in place"), "{}", stderr(&o));
+    }
+    ingest(&[&job], &ds);
+    let out = dir.join("a.json");
+    let from_dataset = output_of("analyze", &ds, "--json", &out, &[]);
+    assert_eq!(from_dataset, output_of("analyze", &job, "--json", &out, &[]));
+}
+
+/// A dataset folder holding only empty table folders (an ingest stopped before its first part
+/// was staged) is named as what it is, not as a folder without traces.
+#[test]
+fn a_folder_of_empty_dataset_tables_is_named_a_stopped_ingest() {
+    let dir = scratch("empty-tables");
+    for table in ["events", "ranks", "steps"] {
+        std::fs::create_dir_all(dir.join("ds").join(table)).unwrap();
+    }
+    let o = run(&["analyze".as_ref(), dir.join("ds").as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("ds: a tracecast dataset whose ingest was stopped before it put any rank in place; ingest the traces into it again"),
+        "{}",
+        stderr(&o)
+    );
+    // A folder of traces that holds other things beside folders of those names is not one.
+    std::fs::write(dir.join("ds/notes.txt"), "x").unwrap();
+    let o = run(&["analyze".as_ref(), dir.join("ds").as_os_str()]);
+    assert!(!stderr(&o).contains("whose ingest was stopped"), "{}", stderr(&o));
+}

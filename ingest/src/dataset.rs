@@ -81,15 +81,20 @@ impl Manifest {
     }
 }
 
+/// A dataset's table folders.
+const TABLES: [&str; 5] = ["ranks", "events", "steps", "collectives", "summaries"];
+
 /// Whether `dir` is a dataset (has a tracecast manifest).
 pub fn is_dataset(dir: &Path) -> bool {
     dir.join("manifest.json").is_file() && dir.join("events").is_dir()
 }
 
-/// What a folder that is a dataset in part lacks (`None` for a whole dataset or another folder):
-/// a tracecast manifest without the `events` folder, or the `events` and `ranks` tables without
-/// the manifest. Such a folder had been read as a folder of traces ("manifest.json: not a Kineto
-/// trace", or "no trace files"), the missing part unnamed.
+/// What a folder that is a dataset in part is (`None` for a whole dataset or another folder), in
+/// words that follow "a tracecast dataset": a tracecast manifest without the `events` folder, the
+/// `events` and `ranks` tables without the manifest, or those tables holding nothing but what an
+/// ingest stopped before its first rank was put in place left (its staged parts, or nothing).
+/// Such a folder had been read as a folder of traces ("manifest.json: not a Kineto trace", or
+/// "no trace files"), the missing part unnamed.
 pub fn missing_core(dir: &Path) -> Option<&'static str> {
     if is_dataset(dir) {
         return None;
@@ -98,19 +103,37 @@ pub fn missing_core(dir: &Path) -> Option<&'static str> {
     let ours = manifest.is_file()
         && std::fs::read(&manifest).is_ok_and(|b| serde_json::from_slice::<Manifest>(&b).is_ok_and(|m| m.format == FORMAT));
     if ours {
-        return Some("events folder");
+        return Some("without its events folder: damaged or copied in part");
+    }
+    if manifest.exists() {
+        return None;
     }
     // Rank parts in both tables (a folder of traces may hold folders of those names; a first
     // ingest stages its parts under dot names before it writes the manifest).
-    let has_parts = |table: &str| {
-        std::fs::read_dir(dir.join(table)).is_ok_and(|entries| {
-            entries.flatten().any(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.starts_with("rank-") && name.ends_with(".parquet")
-            })
-        })
+    let names = |table: &str| -> Option<Vec<String>> {
+        let entries = std::fs::read_dir(dir.join(table)).ok()?;
+        Some(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
     };
-    (!manifest.exists() && has_parts("events") && has_parts("ranks")).then_some("manifest.json")
+    let is_part = |name: &String| name.starts_with("rank-") && name.ends_with(".parquet");
+    if let (Some(events), Some(ranks)) = (names("events"), names("ranks"))
+        && events.iter().any(is_part)
+        && ranks.iter().any(is_part)
+    {
+        return Some("without its manifest.json: damaged or copied in part");
+    }
+    // Nothing here but two or more table folders, holding nothing but staged parts: the
+    // folder an ingest stopped (Ctrl-C) before it put its first rank in place (the `events`
+    // folder is made with the first events part).
+    let mut tables = 0;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let staged_only = |names: Vec<String>| names.iter().all(|n| crate::output::staging_pid(n).is_some());
+        if !(TABLES.contains(&name.as_str()) && entry.path().is_dir() && names(&name).is_some_and(staged_only)) {
+            return None;
+        }
+        tables += 1;
+    }
+    (tables >= 2).then_some("whose ingest was stopped before it put any rank in place")
 }
 
 /// The derived tables' parts (`steps`, `collectives`) of the rank of `events_path` that are not
@@ -128,10 +151,9 @@ pub fn foreign_entry(dir: &Path) -> Option<PathBuf> {
     if is_dataset(dir) {
         return None;
     }
-    const OWN: [&str; 7] = ["manifest.json", "ranks", "events", "steps", "collectives", "summaries", UNREAD];
     std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
         let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        !(OWN.contains(&&*name) || name.starts_with('.'))
+        !(TABLES.contains(&&*name) || ["manifest.json", UNREAD].contains(&&*name) || name.starts_with('.'))
     })
 }
 
@@ -397,7 +419,7 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// written in one go, then renamed) are kept. Linux only (where a process's liveness is
 /// `/proc/PID`); elsewhere nothing is removed.
 pub fn remove_stopped_staging(dir: &Path) {
-    if !cfg!(target_os = "linux") || !is_dataset(dir) {
+    if !cfg!(target_os = "linux") || !(is_dataset(dir) || missing_core(dir).is_some()) {
         return;
     }
     let Ok(tables) = std::fs::read_dir(dir) else { return };

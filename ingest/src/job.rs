@@ -489,7 +489,7 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>> {
     if let Some(missing) = crate::dataset::missing_core(path) {
         return Err(Error::Schema {
             path: path.to_path_buf(),
-            message: format!("a tracecast dataset without its {missing}: damaged or copied in part; ingest the traces into it again"),
+            message: format!("a tracecast dataset {missing}; ingest the traces into it again"),
         });
     }
     let mut files = Vec::new();

@@ -50,6 +50,7 @@ impl Staged {
         }
         refuse_input(&self.path)?;
         std::fs::rename(&self.tmp, &self.path).map_err(fail)?;
+        live_staged().remove(&self.tmp);
         self.tmp = PathBuf::new();
         Ok(())
     }
@@ -64,7 +65,40 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.tmp.as_os_str().is_empty() {
             let _ = std::fs::remove_file(&self.tmp);
+            live_staged().remove(&self.tmp);
         }
+    }
+}
+
+/// This process's staged files not yet put in place or removed: what a stop removes
+/// ([`remove_staged_when_stopped`]).
+static LIVE_STAGED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> = std::sync::LazyLock::new(Default::default);
+
+fn live_staged() -> std::sync::MutexGuard<'static, std::collections::HashSet<PathBuf>> {
+    LIVE_STAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// From now on, a command stopped by SIGINT, SIGTERM or SIGHUP removes the files it was
+/// staging before it ends as the signal ends it: an interrupted `ingest` had left a hidden
+/// part per rank and table (a 256-rank job: up to 1 178 files), and `replay` its half-written
+/// Perfetto timeline, which no later run removed. (SIGKILL cannot be caught: a dataset's next
+/// ingest removes a killed one's parts once they are [`crate::dataset`]'s ten minutes old.)
+pub fn remove_staged_when_stopped() {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                // Held to the end: no thread stages or puts a file in place meanwhile.
+                let live = live_staged();
+                for tmp in live.iter() {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        });
     }
 }
 
@@ -120,6 +154,7 @@ fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(staging_name(&file_name, std::process::id(), n));
+    live_staged().insert(tmp.clone());
     let staged = Staged { tmp, path: path.to_path_buf(), through };
     let mut f = std::fs::File::create(&staged.tmp).map_err(fail)?;
     // On failure `staged` is dropped, which removes the temporary file.

@@ -216,6 +216,7 @@ impl Stdout {
     /// ([`tracecast_ingest::output::claim_each_output_once`]).
     pub fn for_arguments(mut arguments: impl Iterator<Item = std::ffi::OsString>) -> Stdout {
         tracecast_ingest::output::claim_each_output_once();
+        tracecast_ingest::output::remove_staged_when_stopped();
         let to_stdout = |a: &std::ffi::OsStr| a == "-" || a.to_str().is_some_and(|s| s.starts_with("--") && s.ends_with("=-"));
         if arguments.any(|a| to_stdout(&a)) { Stdout { inner: Box::new(std::io::stderr()), closed: false } } else { Stdout::default() }
     }
