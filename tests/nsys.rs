@@ -682,6 +682,23 @@ fn an_activity_before_the_session_is_said() {
     assert!(notes.contains("1 event(s) start before the capture's session began (a negative timestamp)"), "{notes}");
 }
 
+/// Kernels without a correlationId (NULL: a damaged export) were tied to no launch in silence.
+#[test]
+fn kernels_without_a_correlation_id_are_said() {
+    let dir = scratch("nsys-no-correlation");
+    let sql = "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL WHERE rowid <= 3";
+    let (f, changed) = mutated_export(&dir, "uncorrelated.sqlite", sql);
+    assert_eq!(changed, 3);
+    let said = |export: &Path| rank_notes(export, &dir).contains("GPU activity row(s) have no correlationId");
+    assert!(!said(&export(MFU)));
+    // Rows 1 and 3 are of GPU 1, row 2 of GPU 0: each rank says its own.
+    let notes = rank_notes(&f, &dir);
+    assert!(
+        notes.contains("1 GPU activity row(s) have no correlationId") && notes.contains("2 GPU activity row(s) have no correlationId"),
+        "{notes}"
+    );
+}
+
 /// A kernel row given twice (a damaged or merged export) was counted twice in per-kernel and
 /// per-class times without a word; it is said (the corpus' exports have no such row).
 #[test]

@@ -317,7 +317,16 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
             // but nothing tells communication from compute among them; said on their rank, not left
             // to read as compute.
             let unnamed = list.iter().filter(|p| matches!(p.name, NameRef::String(id) if !rows.strings.contains_key(&id))).count();
+            // GPU activity without a correlationId where the export has the runtime calls that
+            // launch it: tied to no launch, so no host thread waits on it or is waited on (silent).
+            let gpu_activity = |k: EventKind| matches!(k, EventKind::Kernel | EventKind::Memcpy | EventKind::Memset);
+            let unlinked = if rows.calls.is_empty() { 0 } else { list.iter().filter(|p| gpu_activity(p.kind) && p.correlation < 0).count() };
             let mut t = build(key, list, &rows, path, opts);
+            if unlinked > 0 {
+                t.warnings.push(format!(
+                    "{unlinked} GPU activity row(s) have no correlationId: no runtime call is known to have launched them, so the replay ties them to no host thread"
+                ));
+            }
             if unnamed > 0 {
                 t.warnings.push(format!(
                     "{unnamed} kernel(s) name a string the export's StringIds table does not hold: kept without a name, so no class (communication, GEMM, …) can be told for them; the export is damaged or incomplete"
