@@ -1178,7 +1178,7 @@ impl Pricing {
             {
                 p.time_us = cap.time_us;
                 p.basis.push_str(&format!(
-                    "; held to {:.2} µs, the table's price of {}×{}×{}, the smallest shape it covers that holds it (a smaller GEMM never costs more)",
+                    "; held to {:.2} µs, the table's price of {}×{}×{}, the smallest shape it covers that holds it (no GEMM costs more than the table's price of one it fits in)",
                     cap.time_us, larger.m, larger.n, larger.k
                 ));
             }
