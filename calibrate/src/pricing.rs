@@ -558,10 +558,17 @@ struct CodeElasticity {
     how: String,
 }
 
-/// How a carried attention price scaled with the peaks, in words.
-fn scaled_by(peaks: f64, code: Option<&CodeElasticity>) -> String {
+/// How a carried attention price scaled with the peaks, in words; `written_for`: the GPU of a
+/// higher peak the fastest measured family (none named) stands for a kernel written for.
+fn scaled_by(peaks: f64, code: Option<&CodeElasticity>, written_for: Option<&str>) -> String {
     match code {
-        None => "the two 16-bit peaks".into(),
+        None => match written_for {
+            // Said: naming the same family (`--kernel fa2`) prices it by what its code gained instead.
+            Some(gpu) => format!(
+                "the two 16-bit peaks (the fastest family measured, standing for a kernel written for {gpu}; a family named is scaled by what its code gained a generation before)"
+            ),
+            None => "the two 16-bit peaks".into(),
+        },
         Some(c) => format!("the two 16-bit peaks' {peaks:.3} to the power {:.2}: {})", c.elasticity, c.how),
     }
 }
@@ -2147,6 +2154,7 @@ impl Pricing {
                 .or_else(|| (p.rule == PriceRule::AttentionCarried).then(|| self.siblings_elasticity(other, shape, &fam)).flatten())
         });
         let scale = code.as_ref().map_or(peaks, |c| peaks.powf(c.elasticity));
+        let written_for = (!named && peaks < 1.0).then_some(gpu.id.as_str());
         // The softmax's exponentials run on the special-function units, whose
         // rate grew slower than the matrix units' (H100 3.9, B200 5, B300 10.7
         // T/s against 989, 2250, 2250 TFLOP/s): the measured time less the
@@ -2178,14 +2186,14 @@ impl Pricing {
                     format!(
                         "{its_time} less its exponentials ({theirs:.1} µs at {their_rate} T/s{}) × {scale:.3}, {}, plus the exponentials at {}'s {my_rate} T/s",
                         if theirs >= full_us { ", more than its time" } else { "" },
-                        scaled_by(peaks, code.as_ref()),
+                        scaled_by(peaks, code.as_ref(), written_for),
                         gpu.id,
                     ),
                 )
             }
             _ => (
                 full_us * scale,
-                format!("× {scale:.3}, {} (no exponential rate of both GPUs in the catalog)", scaled_by(peaks, code.as_ref())),
+                format!("× {scale:.3}, {} (no exponential rate of both GPUs in the catalog)", scaled_by(peaks, code.as_ref(), written_for)),
             ),
         };
         let (time_us, how) = match mine_idle {
@@ -5081,6 +5089,9 @@ mod tests {
         // The fastest family, unnamed, is a kernel written for B200: the whole peak ratio.
         let fastest = p.attention_work(&b200, &shape, None).unwrap();
         assert!(!fastest.basis.contains("to the power"), "{}", fastest.basis);
+        // And says so: the same family named prices otherwise (B200 FA2 fwd+bwd 2934 against 4379 µs).
+        assert!(fastest.basis.contains("the fastest family measured, standing for a kernel written for b200"), "{}", fastest.basis);
+        assert!(!named.basis.contains("standing for a kernel written for"), "{}", named.basis);
         // Down to a GPU of a lower peak the family keeps the peaks' ratio.
         let v100 = p.catalog.gpu("v100").unwrap();
         if let Some(down) = p.attention_work(v100, &shape, Some("oldcode")) {
