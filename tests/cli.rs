@@ -3959,3 +3959,31 @@ fn a_negative_number_is_refused_as_the_options_value() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Kernels that ran in less than the source GPU's short-kernel time were raised to the
+/// target's by the roofline rule: MI300X → MI325X (one silicon, one short-kernel time) priced a
+/// 1.96 µs integer add at 4.64 µs, B200 → GB200 a 2.08 µs one at B200's 2.78 µs, on GPUs no slower.
+#[test]
+fn a_kernel_faster_than_the_short_kernel_time_is_not_raised_to_it_on_another_gpu() {
+    let dir = scratch("latency-carried");
+    for (trace, target) in
+        [("tracelens/inference/vllm_decode_full/graph_execution.json.gz", "mi325x"), ("tracelens/b200/eager_trace.json.gz", "gb200")]
+    {
+        let out = dir.join(format!("{target}.json"));
+        let o = run(&[
+            "replay".as_ref(),
+            shared().join(trace).as_os_str(),
+            "--target".as_ref(),
+            target.as_ref(),
+            "-q".as_ref(),
+            "--json".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc = json(&out);
+        let rules = doc["jobs"][0]["projection"]["rules"].as_array().unwrap().clone();
+        let roofline = rules.iter().find(|r| r["rule"] == "roofline_peaks").unwrap_or_else(|| panic!("{target}: {rules:?}"));
+        let (measured, projected) = (roofline["measured_us"].as_f64().unwrap(), roofline["projected_us"].as_f64().unwrap());
+        assert!(projected <= measured * (1.0 + 1e-9), "{target}: {measured} µs measured, {projected} projected");
+    }
+}

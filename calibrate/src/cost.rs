@@ -339,7 +339,11 @@ impl CrossDevice<'_> {
                 // the two rooflines' work terms.
                 let work_s = ts - ls;
                 let excess = (measured_us - ls).max(0.0);
-                let at = |t: f64| lt + excess * (t - lt) / work_s;
+                // A kernel that ran in less than the source's latency was all latency: it scales
+                // as the latencies do (it had been raised to the target's: MI300X → MI325X, one
+                // short-kernel time, priced a 1.96 µs integer add at 4.64 µs).
+                let latency = if ls > 0.0 { measured_us.min(ls) * lt / ls } else { lt };
+                let at = |t: f64| latency + excess * (t - lt) / work_s;
                 return KernelCost { us: at(tt), low_us: at(fast), high_us: at(slow), rule, at_a_bound: false, by_user: false };
             }
             // Only where the work model holds (the measurement could have done the work).
