@@ -866,13 +866,13 @@ fn hidden_files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// An ingest stopped by Ctrl-C (SIGINT) while it stages its ranks removes what it staged
-/// (it had left a hidden part per rank and table, which no later ingest removed), ends as the
-/// signal ends it, and the folder it leaves says what it is ("no trace files" had sent the
-/// user to look for traces). Another ingest then writes the dataset whole.
+/// An ingest stopped (SIGTERM; Ctrl-C's SIGINT takes the same path, but a test run in the
+/// background of a script inherits it ignored) while it stages its ranks removes what it staged
+/// (it had left a hidden part per rank and table, which no later ingest removed) and the
+/// folders it made, and ends as the signal ends it. Another ingest then writes the dataset whole.
 #[cfg(target_os = "linux")]
 #[test]
-fn an_ingest_stopped_by_ctrl_c_leaves_no_staged_part_and_says_what_it_left() {
+fn an_ingest_stopped_by_a_signal_leaves_no_staged_part_and_no_folder_it_made() {
     use std::os::unix::process::ExitStatusExt as _;
     let dir = scratch("ingest-stopped");
     let (job, ds) = (dir.join("job"), dir.join("ds"));
@@ -887,20 +887,48 @@ fn an_ingest_stopped_by_ctrl_c_leaves_no_staged_part_and_says_what_it_left() {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     assert!(staging(), "the ingest staged nothing to stop it in");
-    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(2), "{status:?}");
+    assert_eq!(status.signal(), Some(15), "{status:?}");
     assert_eq!(hidden_files_under(&ds), Vec::<PathBuf>::new());
-    if !ds.join("manifest.json").exists() {
-        let o = run(&["analyze".as_ref(), ds.as_os_str(), "-q".as_ref()]);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains("a tracecast dataset whose ingest was stopped before it put any rank in place"), "{}", stderr(&o));
-    }
+    // Stopped before it put a rank in place, it leaves no folder it made (as one that fails).
+    assert!(
+        !ds.exists() || ds.join("manifest.json").exists(),
+        "{:?}",
+        std::fs::read_dir(&ds).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
     ingest(&[&job], &ds);
     let out = dir.join("a.json");
     let from_dataset = output_of("analyze", &ds, "--json", &out, &[]);
     assert_eq!(from_dataset, output_of("analyze", &job, "--json", &out, &[]));
+}
+
+/// A command started ignoring SIGHUP (`nohup`) keeps ignoring it: the handler that removes a
+/// stopped command's staged files had made the hang-up end it.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_ingest_started_under_nohup_outlives_a_hang_up() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = scratch("ingest-nohup");
+    let (job, ds) = (dir.join("job"), dir.join("ds"));
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    (spec.ranks, spec.layers) = (64, 16);
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let command = format!("trap '' HUP; exec '{}' ingest '{}' --out '{}' -q", env!("CARGO_BIN_EXE_tracecast"), job.display(), ds.display());
+    let mut child = std::process::Command::new("sh").args(["-c", &command]).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while hidden_files_under(&ds).is_empty()
+        && child.try_wait().unwrap().is_none()
+        && started.elapsed() < std::time::Duration::from_secs(300)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(std::process::Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?} (signal {:?})", status.signal());
+    let out = dir.join("a.json");
+    assert_eq!(output_of("analyze", &ds, "--json", &out, &[]), output_of("analyze", &job, "--json", &out, &[]));
 }
 
 /// A dataset folder holding only empty table folders (an ingest stopped before its first part
@@ -919,6 +947,18 @@ fn a_folder_of_empty_dataset_tables_is_named_a_stopped_ingest() {
         "{}",
         stderr(&o)
     );
+    // A part a live process stages (this test's own) is not said to be of a stopped ingest alone.
+    let live = dir.join(format!("ds/events/.rank-000000.parquet.tmp-{}-0", std::process::id()));
+    std::fs::write(&live, "staging").unwrap();
+    let o = run(&["analyze".as_ref(), dir.join("ds").as_os_str()]);
+    assert!(
+        stderr(&o).contains(
+            "ds: a tracecast dataset that an ingest is still writing, or whose ingest was stopped, before any rank was put in place"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&live).unwrap();
     // A folder of traces that holds other things beside folders of those names is not one.
     std::fs::write(dir.join("ds/notes.txt"), "x").unwrap();
     let o = run(&["analyze".as_ref(), dir.join("ds").as_os_str()]);

@@ -121,19 +121,28 @@ pub fn missing_core(dir: &Path) -> Option<&'static str> {
     {
         return Some("without its manifest.json: damaged or copied in part");
     }
-    // Nothing here but two or more table folders, holding nothing but staged parts: the
-    // folder an ingest stopped (Ctrl-C) before it put its first rank in place (the `events`
-    // folder is made with the first events part).
-    let mut tables = 0;
+    // Nothing here but hidden files (the record's lock) and table folders holding nothing but
+    // staged parts, two folders or one staged part at least: the folder an ingest stopped
+    // (Ctrl-C) before it put its first rank in place (each table's folder is made with its
+    // first part).
+    let (mut tables, mut parts, mut running) = (0, 0, false);
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let staged_only = |names: Vec<String>| names.iter().all(|n| crate::output::staging_pid(n).is_some());
-        if !(TABLES.contains(&name.as_str()) && entry.path().is_dir() && names(&name).is_some_and(staged_only)) {
-            return None;
+        if name.starts_with('.') {
+            continue;
         }
-        tables += 1;
+        let staged = if TABLES.contains(&name.as_str()) && entry.path().is_dir() { names(&name) } else { None };
+        let pids: Option<Vec<&str>> = staged.as_ref().and_then(|names| names.iter().map(|n| crate::output::staging_pid(n)).collect());
+        let Some(pids) = pids else { return None };
+        // A process of this host still staging (an ingest under way, or one of another host).
+        running |= pids.iter().any(|p| !process_gone(p));
+        (tables, parts) = (tables + 1, parts + pids.len());
     }
-    (tables >= 2).then_some("whose ingest was stopped before it put any rank in place")
+    (tables >= 2 || (tables == 1 && parts > 0)).then_some(if running {
+        "that an ingest is still writing, or whose ingest was stopped, before any rank was put in place"
+    } else {
+        "whose ingest was stopped before it put any rank in place"
+    })
 }
 
 /// The derived tables' parts (`steps`, `collectives`) of the rank of `events_path` that are not

@@ -87,13 +87,31 @@ pub fn remove_staged_when_stopped() {
     #[cfg(unix)]
     {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+        // A signal the command was started ignoring stays ignored: `nohup tracecast ingest …`
+        // outlives its terminal, and a script's background command its Ctrl-C.
+        let ignored = |signal: i32| {
+            // SAFETY: a null new action only reads the current one into `old`.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN }
+        };
+        let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| !ignored(s)).collect();
+        let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else { return };
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
-                // Held to the end: no thread stages or puts a file in place meanwhile.
+                // Held to the end: no thread stages a file meanwhile (one put in place meanwhile
+                // is whole; its staged name is gone, and removing it fails harmlessly).
                 let live = live_staged();
                 for tmp in live.iter() {
                     let _ = std::fs::remove_file(tmp);
+                }
+                // Then the folders the command made, where they are left empty.
+                for (folder, subfolders) in made_folders().iter() {
+                    if *subfolders {
+                        for sub in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+                            let _ = std::fs::remove_dir(sub.path());
+                        }
+                    }
+                    let _ = std::fs::remove_dir(folder);
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
                 std::process::exit(128 + signal);
@@ -101,6 +119,40 @@ pub fn remove_staged_when_stopped() {
         });
     }
 }
+
+/// Folders a command made, each with whether its own subfolders are to go too, that a stop
+/// removes where they are empty ([`remove_when_stopped_if_empty`]).
+static MADE_FOLDERS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+
+fn made_folders() -> std::sync::MutexGuard<'static, Vec<(PathBuf, bool)>> {
+    MADE_FOLDERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A stop ([`remove_staged_when_stopped`]) removes `folder` if it is left empty, after its empty
+/// subfolders where `subfolders` (a dataset's tables): an ingest stopped before its first rank
+/// was put in place leaves nothing, as one that fails does. In order: deepest first.
+pub fn remove_when_stopped_if_empty(folder: PathBuf, subfolders: bool) {
+    made_folders().push((folder, subfolders));
+}
+
+/// A hidden name beside `path`, ending in `suffix`, for a file another library writes (a chart's
+/// PNG, whose encoder knows the format by it), removed by a stop as a staged file is
+/// ([`remove_staged_when_stopped`]) until [`forget_staged`] is told it was put in place or removed.
+pub fn staging_path(path: &Path, suffix: &str) -> PathBuf {
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let n = NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!("{}{suffix}", staging_name(&file_name, std::process::id(), n)));
+    live_staged().insert(tmp.clone());
+    tmp
+}
+
+/// A [`staging_path`] put in place or removed.
+pub fn forget_staged(tmp: &Path) {
+    live_staged().remove(tmp);
+}
+
+/// Unique per process and call: threads (and `ingest` runs sharing a dataset) never share a staged name.
+static NEXT_STAGING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The hidden name a file of `file_name` is staged under by process `pid` (its `n`th staging).
 fn staging_name(file_name: &str, pid: u32, n: u64) -> String {
@@ -148,15 +200,21 @@ fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::
         _ => PathBuf::from("."),
     };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let n = NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(staging_name(&file_name, std::process::id(), n));
+    // Its folder and itself made and registered under one hold of the set, which a stop holds
+    // to the end: a stop in between would leave them (a folder made again after the stop had
+    // removed it).
+    let mut live = live_staged();
     // A missing output directory is made, as `--plots DIR` does.
     create_dir(&dir).map_err(fail)?;
-    // Unique per process and call: threads (and `ingest` runs sharing a dataset) never share one.
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(staging_name(&file_name, std::process::id(), n));
-    live_staged().insert(tmp.clone());
+    let created = std::fs::File::create(&tmp);
+    if created.is_ok() {
+        live.insert(tmp.clone());
+    }
+    drop(live);
+    let mut f = created.map_err(fail)?;
     let staged = Staged { tmp, path: path.to_path_buf(), through };
-    let mut f = std::fs::File::create(&staged.tmp).map_err(fail)?;
     // On failure `staged` is dropped, which removes the temporary file.
     fill(&mut f).and_then(|()| f.flush()).and_then(|()| f.sync_all()).map_err(fail)?;
     Ok(staged)

@@ -85,6 +85,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         dataset: dataset.clone(),
         written: false,
     };
+    // And so does a stop (Ctrl-C) before any rank is put in place.
+    tracecast_ingest::output::remove_when_stopped_if_empty(dataset.clone(), true);
+    for folder in made.folders.iter().skip(1) {
+        tracecast_ingest::output::remove_when_stopped_if_empty(folder.clone(), false);
+    }
     // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
     // printed the same error for each of them).
     tracecast_ingest::output::create_dir(dataset)

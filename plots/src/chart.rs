@@ -391,17 +391,18 @@ pub(crate) fn render(
 
     // PNG: drawn into a temporary file beside the target, then moved in place.
     tracecast_ingest::output::refuse_input(&png_path)?;
-    let name = png_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // Unique per process and call, as `write_atomic`'s: two runs drawing into one folder never share one.
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = png_path.with_file_name(format!(".{name}.tmp-{}-{n}.png", std::process::id()));
+    // Staged as `write_atomic`'s files are, and removed as they are when the command is stopped;
+    // `.png` kept last, for the drawing library to know the format.
+    let tmp = tracecast_ingest::output::staging_path(&png_path, ".png");
     let drawn = png(BitMapBackend::new(&tmp, size).into_drawing_area());
     if let Err(message) = drawn {
         let _ = std::fs::remove_file(&tmp);
+        tracecast_ingest::output::forget_staged(&tmp);
         return Err(Error::Draw { path: png_path, message });
     }
-    std::fs::rename(&tmp, &png_path).map_err(|cause| tracecast_ingest::Error::Write { path: png_path.clone(), cause })?;
+    let renamed = std::fs::rename(&tmp, &png_path);
+    tracecast_ingest::output::forget_staged(&tmp);
+    renamed.map_err(|cause| tracecast_ingest::Error::Write { path: png_path.clone(), cause })?;
     Ok(vec![svg_path, png_path])
 }
 
