@@ -1041,6 +1041,16 @@ fn project_from_a_measured_run_carries_the_stacks_time_to_the_next_generation() 
     let own_rate = tokens_per_s_per_gpu(&p, 2048.0, 8.0, p["iteration_ms"].as_f64().unwrap());
     let a100_measured = a100["measured"]["tokens_per_s_per_gpu"].as_f64().unwrap();
     assert!((own_rate / a100_measured - 1.0).abs() < 1e-9, "{own_rate} against {a100_measured}");
+    // And its MFU, above the other runs' best, is said to be the run's own, not an upper estimate
+    // (the note had held the measurement against the others and called it one).
+    let notes = p["notes"].to_string();
+    assert!(
+        notes.contains(
+            "MFU 61.7 % is run mpt-7b-8xa100-80gb's own, measured (nothing of it changed), above the 15 other shipped training run(s)"
+        ),
+        "{notes}"
+    );
+    assert!(!notes.contains("upper estimate"), "{notes}");
 }
 
 #[test]

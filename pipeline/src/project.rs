@@ -293,14 +293,15 @@ impl MeasuredMfuNote {
 }
 
 /// [`MeasuredMfuNote`] of training projection `p` on catalog GPU `gpu` (`None`: a system that
-/// names no catalog GPU), not held against run `carried_from` (the run it was carried from);
-/// `None` for a projection with no MFU (inference).
+/// names no catalog GPU), not held against run `carried_from` (the run it was carried from, and
+/// whether `p` reproduces its measured rate); `None` for a projection with no MFU (inference).
 pub(crate) fn measured_mfu_note(
     catalog: &tracecast_calibrate::Catalog,
     gpu: Option<&str>,
     p: &Projection,
-    carried_from: Option<&str>,
+    carried_from: Option<(&str, bool)>,
 ) -> Option<MeasuredMfuNote> {
+    let (carried_from, reproduced) = (carried_from.map(|c| c.0), carried_from.is_some_and(|c| c.1));
     use tracecast_replay::workload::validate::mfu_bound;
     let mfu = p.mfu?;
     let Some(gpu) = gpu.and_then(|g| catalog.gpu(g).ok()) else {
@@ -319,9 +320,15 @@ pub(crate) fn measured_mfu_note(
     };
     let mut note = MeasuredMfuNote { text: String::new(), bound: None };
     let (runs, format, best, cited) = (bound.runs, bound.format, 100.0 * bound.best.mfu, bound.best.cited());
-    let of = format!("the {runs} shipped training run(s) on a GPU of {}'s compute with {format} linear layers", gpu.id);
+    let other = if carried_from.is_some() { "other " } else { "" };
+    let of = format!("the {runs} {other}shipped training run(s) on a GPU of {}'s compute with {format} linear layers", gpu.id);
     note.bound = Some(bound);
-    note.text = if note.is_above(mfu) {
+    note.text = if reproduced {
+        // The run itself, measured: no estimate to warn of (it had been called an upper one).
+        let run = carried_from.unwrap_or_default();
+        let against = if note.is_above(mfu) { "above" } else { "within" };
+        format!("MFU {:.1} % is run {run}'s own, measured (nothing of it changed), {against} {of} (best {best:.1} %: {cited})", 100.0 * mfu)
+    } else if note.is_above(mfu) {
         // The source run's framework time in the iteration only where it was carried (a fitted
         // profile holds it in its correction instead: "not carried", said beside).
         let why = if carried_from.is_some() && p.times.stack_ms > 0.0 { ABOVE_MEASURED_CARRIED } else { ABOVE_MEASURED };
@@ -518,7 +525,7 @@ fn carried(
     args: &Options,
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
-) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String, String)> {
+) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String, Carried)> {
     use tracecast_replay::workload::carry::{carry_run, target_system};
     anyhow::ensure!(
         args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
@@ -553,7 +560,18 @@ fn carried(
     let gpu = target.system.gpu.clone();
     let c = carry_run(&run, target, args.parallel.as_deref(), catalog, device, measurements.as_ref())
         .map_err(|e| anyhow::anyhow!("--from {from}: {e}"))?;
-    Ok((c.projection, c.timeline, gpu, run.id.clone()))
+    // Nothing of the run changed: its measured rate, reproduced to the printed digits.
+    let reproduced = match (c.projection.tokens_per_s_per_gpu, run.measured.tokens_per_s_per_gpu) {
+        (Some(p), Some(m)) => m > 0.0 && ((p - m) / m).abs() < 5e-7,
+        _ => false,
+    };
+    Ok((c.projection, c.timeline, gpu, Carried { run: run.id.clone(), reproduced }))
+}
+
+/// The run a projection was carried from, and whether it reproduces the run's measured rate.
+struct Carried {
+    run: String,
+    reproduced: bool,
 }
 
 /// What `--gpus` and `--parallel` replaced of the MAD-Max files, in words (a projection of
@@ -586,12 +604,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         "--sharding shards a DLRM's embedding tables: give the MAD-Max DLRM files (--madmax MODEL SYSTEM TASK)"
     );
     // The catalog GPU projected onto, whose measured training runs its MFU is held against.
-    let (mut gpu, mut carried_from) = (None, None);
+    let (mut gpu, mut carried_from, mut reproduced) = (None, None, false);
     // Whether the timeline is tracecast's transformer model's: the lanes of one microbatch on one stage.
     let mut one_microbatch = false;
     let (mut projection, timeline) = if let Some(from) = &args.from {
         let (p, t, g, run) = carried(from, args, &catalog, device.as_ref())?;
-        (gpu, carried_from, one_microbatch) = (Some(g), Some(run), true);
+        (gpu, carried_from, reproduced, one_microbatch) = (Some(g), Some(run.run), run.reproduced, true);
         (p, t)
     } else if let Some(files) = &args.madmax {
         args.inference.refuse_with_task_file(&files.task)?;
@@ -749,7 +767,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             e => e.into(),
         })?
     };
-    if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_deref()) {
+    if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_deref().map(|r| (r, reproduced))) {
         projection.notes.push(note.text);
     }
     // Fine-tuning that freezes nothing is pretraining's step; the header says `pretrain` (said why).
