@@ -2814,6 +2814,21 @@ fn a_projection_says_when_a_16_bit_type_has_no_path_on_the_target() {
     assert!(text.contains(&format!("Projected kernel time {band}.")), "{band}");
 }
 
+/// `replay TRACE --target GPU --json OUT`'s projection.
+fn projection_onto(trace: &Path, target: &str, out: &Path) -> serde_json::Value {
+    let o = run(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--target".as_ref(),
+        target.as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json(out)["jobs"][0]["projection"].clone()
+}
+
 /// A target without traces of its own (H200, priced by H100's fits) does not take the fitted GPU's
 /// GEMM correction, which measured that GPU's corpus stack: an H100 trace's GEMMs projected onto
 /// H200 (the same compute, held at the same rate, faster memory) had come out 14 % slower. They
@@ -2825,17 +2840,7 @@ fn a_target_priced_by_another_gpus_fits_keeps_the_sources_gemm_stack() {
     let out = dir.join("r.json");
     // The projection of the trace onto `target`, and the rules that priced it.
     let projection = |target: &str| {
-        let o = run(&[
-            "replay".as_ref(),
-            h100.as_os_str(),
-            "--target".as_ref(),
-            target.as_ref(),
-            "-q".as_ref(),
-            "--json".as_ref(),
-            out.as_os_str(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let p = json(&out)["jobs"][0]["projection"].clone();
+        let p = projection_onto(&h100, target, &out);
         let rules: Vec<String> = p["rules"].as_array().unwrap().iter().map(|r| r["rule"].as_str().unwrap().to_string()).collect();
         (p, rules)
     };
@@ -3969,19 +3974,8 @@ fn a_kernel_faster_than_the_short_kernel_time_is_not_raised_to_it_on_another_gpu
     for (trace, target) in
         [("tracelens/inference/vllm_decode_full/graph_execution.json.gz", "mi325x"), ("tracelens/b200/eager_trace.json.gz", "gb200")]
     {
-        let out = dir.join(format!("{target}.json"));
-        let o = run(&[
-            "replay".as_ref(),
-            shared().join(trace).as_os_str(),
-            "--target".as_ref(),
-            target.as_ref(),
-            "-q".as_ref(),
-            "--json".as_ref(),
-            out.as_os_str(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let doc = json(&out);
-        let rules = doc["jobs"][0]["projection"]["rules"].as_array().unwrap().clone();
+        let projection = projection_onto(&shared().join(trace), target, &dir.join(format!("{target}.json")));
+        let rules = projection["rules"].as_array().unwrap().clone();
         let roofline = rules.iter().find(|r| r["rule"] == "roofline_peaks").unwrap_or_else(|| panic!("{target}: {rules:?}"));
         let (measured, projected) = (roofline["measured_us"].as_f64().unwrap(), roofline["projected_us"].as_f64().unwrap());
         assert!(projected <= measured * (1.0 + 1e-9), "{target}: {measured} µs measured, {projected} projected");

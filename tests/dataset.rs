@@ -866,6 +866,28 @@ fn hidden_files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A 64-rank job in a scratch folder `name`, and the ingest `start` starts of it into `ds` there,
+/// once it has staged its first part: `(folder, job, ds, the ingest)`.
+#[cfg(target_os = "linux")]
+fn ingest_caught_staging(
+    name: &str,
+    start: impl FnOnce(&Path, &Path) -> std::process::Child,
+) -> (PathBuf, PathBuf, PathBuf, std::process::Child) {
+    let dir = scratch(name);
+    let (job, ds) = (dir.join("job"), dir.join("ds"));
+    let mut spec = tracecast_calibrate::synth::JobSpec::default();
+    (spec.ranks, spec.layers) = (64, 16);
+    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
+    let mut child = start(&job, &ds);
+    let staging = || !hidden_files_under(&ds).is_empty();
+    let started = std::time::Instant::now();
+    while !staging() && child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(300) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(staging(), "the ingest staged nothing to stop it in");
+    (dir, job, ds, child)
+}
+
 /// An ingest stopped (SIGTERM; Ctrl-C's SIGINT takes the same path, but a test run in the
 /// background of a script inherits it ignored) while it stages its ranks removes what it staged
 /// (it had left a hidden part per rank and table, which no later ingest removed) and the
@@ -874,19 +896,9 @@ fn hidden_files_under(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn an_ingest_stopped_by_a_signal_leaves_no_staged_part_and_no_folder_it_made() {
     use std::os::unix::process::ExitStatusExt as _;
-    let dir = scratch("ingest-stopped");
-    let (job, ds) = (dir.join("job"), dir.join("ds"));
-    let mut spec = tracecast_calibrate::synth::JobSpec::default();
-    (spec.ranks, spec.layers) = (64, 16);
-    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
-    let mut child = bin().args(["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]).spawn().unwrap();
-    // Stopped once its first part is staged, while it stages the others.
-    let staging = || !hidden_files_under(&ds).is_empty();
-    let started = std::time::Instant::now();
-    while !staging() && child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(300) {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    assert!(staging(), "the ingest staged nothing to stop it in");
+    let (dir, job, ds, mut child) = ingest_caught_staging("ingest-stopped", |job, ds| {
+        bin().args(["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]).spawn().unwrap()
+    });
     let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
@@ -910,20 +922,11 @@ fn an_ingest_stopped_by_a_signal_leaves_no_staged_part_and_no_folder_it_made() {
 #[test]
 fn an_ingest_started_under_nohup_outlives_a_hang_up() {
     use std::os::unix::process::ExitStatusExt as _;
-    let dir = scratch("ingest-nohup");
-    let (job, ds) = (dir.join("job"), dir.join("ds"));
-    let mut spec = tracecast_calibrate::synth::JobSpec::default();
-    (spec.ranks, spec.layers) = (64, 16);
-    tracecast_calibrate::synth::write_job(&spec, &job).unwrap();
-    let command = format!("trap '' HUP; exec '{}' ingest '{}' --out '{}' -q", env!("CARGO_BIN_EXE_tracecast"), job.display(), ds.display());
-    let mut child = std::process::Command::new("sh").args(["-c", &command]).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while hidden_files_under(&ds).is_empty()
-        && child.try_wait().unwrap().is_none()
-        && started.elapsed() < std::time::Duration::from_secs(300)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    let (dir, job, ds, mut child) = ingest_caught_staging("ingest-nohup", |job, ds| {
+        let command =
+            format!("trap '' HUP; exec '{}' ingest '{}' --out '{}' -q", env!("CARGO_BIN_EXE_tracecast"), job.display(), ds.display());
+        std::process::Command::new("sh").args(["-c", &command]).spawn().unwrap()
+    });
     assert!(std::process::Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap().success());
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?} (signal {:?})", status.signal());
