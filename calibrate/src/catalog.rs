@@ -231,7 +231,8 @@ impl Gpu {
             .or_else(|| self.tdp_w.and_then(|v| not_positive("tdp_w", v)))
             .or_else(|| self.cache_mb.filter(|c| !(c.is_finite() && *c >= 0.0)).map(|c| format!("cache_mb = {c}: must be 0 or more")))
             .or_else(|| (self.sms == Some(0)).then(|| "sms = 0: must be at least 1".to_string()))
-            .or_else(|| self.out_of_range())?;
+            .or_else(|| self.out_of_range())
+            .or_else(|| self.out_of_order())?;
         Some(format!("gpu {:?}: {message}", self.id))
     }
 
@@ -246,6 +247,25 @@ impl Gpu {
             ("fp8", self.fp8),
             ("int8", self.int8),
         ]
+    }
+
+    /// A tensor peak below a wider format's: every GPU with both runs TF32 at most at its 16-bit
+    /// rate and 16 bits at most at its FP8 rate (halving the width at least keeps the rate), so
+    /// such a pair is a number in another unit (`bf16 = 0.9894`, PFLOP/s, had priced an H100-like
+    /// part 68× slower than its FP32 cores, exit 0).
+    fn out_of_order(&self) -> Option<String> {
+        let pairs = [
+            ("tf32", self.tf32, "bf16", self.bf16),
+            ("tf32", self.tf32, "fp16", self.fp16),
+            ("bf16", self.bf16, "fp8", self.fp8),
+            ("fp16", self.fp16, "fp8", self.fp8),
+        ];
+        pairs.into_iter().find_map(|(wide, w, narrow, n)| match (w, n) {
+            (Some(w), Some(n)) if n < w => Some(format!(
+                "{narrow} = {n} is below {wide} = {w}: no GPU's {narrow} tensor rate is below its {wide} one; is one in another unit?"
+            )),
+            _ => None,
+        })
     }
 
     /// A positive number in another unit than its key's ([`out_of_range`]).
@@ -962,6 +982,9 @@ mod tests {
             ("tdp_w = -700.0", "tdp_w = -700"),
             ("tdp_w = nan", "tdp_w = NaN"),
             ("sms = 0", "sms = 0"),
+            // Tensor rates out of order: a number in another unit (bf16 here is 100 TFLOP/s).
+            ("tf32 = 494.7", "bf16 = 100 is below tf32 = 494.7"),
+            ("fp8 = 0.2", "fp8 = 0.2 is below bf16 = 100"),
         ] {
             let mut c = Catalog::builtin();
             let n = c.gpus.len();
