@@ -3981,3 +3981,24 @@ fn a_kernel_faster_than_the_short_kernel_time_is_not_raised_to_it_on_another_gpu
         assert!(projected <= measured * (1.0 + 1e-9), "{target}: {measured} µs measured, {projected} projected");
     }
 }
+
+/// GEMMs priced at the target's table cost the same on every rank: a same-GPU replay with the
+/// job's own profile lost the stragglers' waits (exposed communication 1.0 ms where the job
+/// measured 2.3) without a word. Said where a job of several ranks is priced so.
+#[test]
+fn a_projection_that_prices_gemms_alike_on_every_rank_says_the_stragglers_do_not_carry() {
+    let dir = scratch("stragglers");
+    let (job, profile) = (dir.join("job"), dir.join("p.json"));
+    synth(&job, &["--seed", "7"]);
+    let o = run(&["calibrate".as_ref(), job.as_os_str(), "--out".as_ref(), profile.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let says = "priced at the target's table × its traces' correction cost the same on every rank: the measured differences between ranks (stragglers)";
+    let o = run(&["replay".as_ref(), job.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(says), "{}", String::from_utf8_lossy(&o.stdout));
+    // One rank has no other to differ from.
+    let one = dir.join("job/rank-0.json.gz");
+    let o = run(&["replay".as_ref(), one.as_os_str(), "--target".as_ref(), "h100-sxm".as_ref(), "--profile".as_ref(), profile.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(says), "{}", String::from_utf8_lossy(&o.stdout));
+}

@@ -562,6 +562,17 @@ fn project_kernels(
             us / 1000.0
         ));
     }
+    // Priced at a table of the target, a GEMM of one shape costs the same on every rank: a
+    // straggler's slower GEMMs, and the waits on collectives they caused, do not carry (a
+    // same-GPU replay with the job's own profile had exposed 1.0 ms of communication where the
+    // job measured 2.3, unexplained).
+    if parts.len() > 1
+        && let Some(&(n, _, _)) = shares.get(&Rule::GemmTargetTable)
+    {
+        notes.push(format!(
+            "{n} GEMM kernel(s) priced at the target's table × its traces' correction cost the same on every rank: the measured differences between ranks (stragglers) and the collective waits they caused do not carry"
+        ));
+    }
     if by_user > 0 {
         notes.push(format!(
             "{by_user} kernel(s) ({:.3} ms projected) priced at their shapes by your measurements ({})",
