@@ -816,3 +816,27 @@ fn a_projection_on_the_page_has_its_own_critical_path() {
     let narrowed = report(&[&demo], &["--steps", "2"], &dir.join("s.html"));
     assert!(narrowed.contains("The fits use every kernel of the trace"));
 }
+
+/// The page's projection says what `replay --target` says with the same options: it had carried
+/// `--source-profile` notes nobody gave (its own calibration passed on as if given), and named
+/// an unknown GPU's fits "(none)" where the replay says the trace's own calibration.
+#[test]
+fn the_pages_projection_notes_are_the_replays() {
+    let dir = scratch("report-projection-notes");
+    let cases: [(PathBuf, &str); 2] = [
+        (shared().join("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"), "mi300x"),
+        (shared().join("hta/trace_filter"), "h100-sxm"),
+    ];
+    for (trace, target) in cases {
+        let page = report(&[&trace], &["--target", target], &dir.join("r.html"));
+        let o = bin().args(["replay".as_ref(), trace.as_os_str(), "--target".as_ref(), target.as_ref()]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let replay = String::from_utf8_lossy(&o.stdout).into_owned();
+        for said in ["--source-profile", "the source profile is of"] {
+            assert!(!page.contains(said) && !replay.contains(said), "{target}: {said}");
+        }
+        let priced = |text: &str| text.split("priced from ").nth(1).map(|s| s.split(" onto").next().unwrap_or_default().to_string());
+        let (on_page, in_replay) = (priced(&page.replace("Priced from ", "priced from ")), priced(&replay));
+        assert!(in_replay.is_some() && on_page == in_replay, "{target}: {on_page:?} against {in_replay:?}");
+    }
+}

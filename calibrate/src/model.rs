@@ -201,7 +201,7 @@ impl DeviceModel {
             return DeviceModel {
                 gpu: None,
                 profile: None,
-                source: "none".into(),
+                source: "this trace's own calibration, which fitted nothing".into(),
                 kernel_floor_us: None,
                 default_for_gpu: false,
                 fits_of_another: None,

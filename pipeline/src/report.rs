@@ -210,17 +210,11 @@ fn reduce(
         Some(p) => {
             let replay = tracecast_replay::replay_parts(name.clone(), replay_parts, &collectives, &opts, plan.catalog).report;
             let mut o = replay_options_for(gpu, p, plan.catalog, plan.gpus_per_node);
-            // `--source-profile` where it applies to the job (the one rule, said where not), else
-            // the page's own calibration.
-            let not_applied = o
-                .source
-                .as_ref()
-                .and_then(|s| tracecast_replay::replay::source_profile_applies(s, projection_parts.iter().map(|p| p.gpu_id())).err());
-            if o.source.is_none() || not_applied.is_some() {
-                o.source = source;
-            }
-            let mut projection = tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report;
-            projection.notes.extend(not_applied);
+            // `--source-profile` where it applies to the job (the replay's one rule, said where
+            // not), else the page's own calibration, as the replay would make it: not said as a
+            // profile given (the page had carried `--source-profile` notes nobody asked for).
+            o.own_calibration = source;
+            let projection = tracecast_replay::replay_parts(name, projection_parts, collectives, &o, plan.catalog).report;
             (replay, Some(projection))
         }
     };

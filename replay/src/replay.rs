@@ -93,9 +93,13 @@ pub struct ReplayOptions {
     pub target: Option<DeviceModel>,
     /// Re-cost collectives with these link parameters. Default: none (measured transfers).
     pub link: Option<LinkOverride>,
-    /// The device the trace was measured on, for `target`. Default: none
-    /// (the trace's own calibration).
+    /// The device the trace was measured on, for `target` (the user's `--source-profile`).
+    /// Default: none (the trace's own calibration).
     pub source: Option<DeviceModel>,
+    /// The trace's own calibration, made already by the caller (`report`'s one pass over the
+    /// ranks): what prices the source side where no `source` applies, as the calibration this
+    /// replay would make, said as that, not as a profile the user gave. Default: none (made here).
+    pub own_calibration: Option<DeviceModel>,
     /// The hardware catalog (with the user's `--hw` files). Default: none (built-in).
     pub catalog: Option<tracecast_calibrate::Catalog>,
     /// The pricing layer (measured base) that prices GEMMs by shape for `target`.
@@ -123,6 +127,7 @@ impl Default for ReplayOptions {
             target: None,
             link: None,
             source: None,
+            own_calibration: None,
             catalog: None,
             pricing: None,
             window: analysis::AnalyzeOptions::default(),
@@ -433,9 +438,10 @@ fn project_kernels(
             false
         }
     });
-    let source = match given {
-        Some(s) => s.clone(),
-        None => {
+    let source = match (given, &opts.own_calibration) {
+        (Some(s), _) => s.clone(),
+        (None, Some(own)) => own.clone(),
+        (None, None) => {
             let mut copts = tracecast_calibrate::CalibrateOptions::default();
             copts.classifier = opts.window.classifier.clone();
             let samples: Vec<_> = parts.iter_mut().filter_map(|p| p.samples.take()).collect();
