@@ -29,6 +29,8 @@ fn project_reproduces_madmax_and_models_more_by_default() {
         (String::from_utf8_lossy(&o.stdout).into_owned(), json(&out))
     };
     let (text, m) = run("madmax", "madmax.json");
+    // The file's utilizations that priced it, said (the notes had named them without their values).
+    assert!(text.contains("one utilization factor for compute (flops_util 0.705) and one for HBM (mem_bw_util 0.836)"), "{text}");
     for key in ["iteration_ms", "compute_ms", "comm_ms", "exposed_comm_ms", "throughput", "memory_gb_per_gpu", "fits_memory"] {
         assert!(!m[key].is_null(), "{key} missing");
     }
@@ -37,8 +39,9 @@ fn project_reproduces_madmax_and_models_more_by_default() {
     assert!((m["throughput"].as_f64().unwrap() - 281.48).abs() / 281.48 < 0.01);
     assert!(text.contains("Iteration 7275.72 ms"), "{text}");
     // tracecast's own model of the same files: same GEMM work, plus what MAD-Max leaves out.
-    let (_, t) = run("tracecast", "tracecast.json");
+    let (text, t) = run("tracecast", "tracecast.json");
     assert_eq!(t["assumptions"], "tracecast");
+    assert!(text.contains("its flops_util (0.705) and mem_bw_util (0.836) as η"), "{text}");
     let gemm = |v: &serde_json::Value| v["by_kind_ms"]["gemm"].as_f64().unwrap();
     assert!((gemm(&t) - gemm(&m)).abs() / gemm(&m) < 0.02, "GEMM {} vs {}", gemm(&t), gemm(&m));
     assert!(t["by_kind_ms"]["attention"].as_f64().unwrap() > 0.0);

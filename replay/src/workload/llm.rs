@@ -1808,8 +1808,10 @@ impl Cluster {
             prices: None,
             priced_by: PricingNotes::default(),
             notes: vec![format!(
-                "system {}: its flops_util and mem_bw_util as η, its effective link rates as bus bandwidth — half the file's rates × their utilization, as MAD-Max reads them (the file states both directions): {:.1} GB/s in a node (nvlinks × bw_per_nvlink / 2 × nvlink_util), {:.1} GB/s per GPU across nodes (ibroce ports × ibroce_bw / 2 × ibroce_util ÷ {} GPUs a node) — α {} / {} µs added, {} µs per GEMM",
+                "system {}: its flops_util ({}) and mem_bw_util ({}) as η, its effective link rates as bus bandwidth — half the file's rates × their utilization, as MAD-Max reads them (the file states both directions): {:.1} GB/s in a node (nvlinks × bw_per_nvlink / 2 × nvlink_util), {:.1} GB/s per GPU across nodes (ibroce ports × ibroce_bw / 2 × ibroce_util ÷ {} GPUs a node) — α {} / {} µs added, {} µs per GEMM",
                 s.name,
+                s.flops_util,
+                s.mem_bw_util,
                 intra_bps / 1e9,
                 inter_bps / 1e9,
                 per_node.max(1),

@@ -483,9 +483,11 @@ impl MadmaxRun {
             mfu: None,
             tokens_per_s_per_gpu: None,
             linear_format: tracecast_calibrate::catalog::Dtype::Bf16,
-            notes: vec![
-                "MAD-Max assumptions: one utilization factor for compute and one for HBM, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only".into(),
-            ],
+            // The system file's numbers that priced it, said with the rules.
+            notes: vec![format!(
+                "MAD-Max assumptions: one utilization factor for compute (flops_util {}) and one for HBM (mem_bw_util {}) of {}, collectives as bytes / effective bandwidth without latency, two streams; memory counts model weights only",
+                system.flops_util, system.mem_bw_util, system.name
+            )],
             unpriced_keys: Vec::new(),
         }
     }
