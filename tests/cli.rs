@@ -3053,12 +3053,6 @@ fn steps_chosen_that_ran_no_gpu_work_are_analysed_as_nothing_by_every_command() 
     assert!(!html.contains("GPU timeline of step 1") && html.contains("No timeline"), "the timeline of another step drawn");
 }
 
-/// `tracecast synth --out OUT -q EXTRA…`, which must succeed.
-fn synth(out: &Path, extra: &[&str]) {
-    let o = bin().args(["synth".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]).args(extra).output().unwrap();
-    assert!(o.status.success(), "synth {extra:?}: {}", stderr(&o));
-}
-
 /// A trace whose rank is not below its world size is kept and noted; the job's lines had said
 /// "2 rank(s) read" and "not read: rank 1" beside a table of ranks 0 and 5, without a word of 5.
 #[test]
@@ -3902,8 +3896,7 @@ fn a_doubtful_clock_alignment_is_said_where_it_is_printed() {
 fn outputs_that_cannot_be_written_are_refused_before_the_work() {
     let dir = scratch("outputs-before-work");
     let job = dir.join("job");
-    let o = bin().args(["synth", "-q", "--ranks", "2", "--steps", "2", "--out"]).arg(&job).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth(&job, &["--ranks", "2", "--steps", "2"]);
     let profile = dir.join("profile.json");
     let o = bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

@@ -641,7 +641,7 @@ fn a_profiles_link_fit_prices_hw_cost_as_it_prices_projections() {
     let json = |p: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
     let dir = scratch("hw-cost-link-fit");
     let (job, profile) = (dir.join("job"), dir.join("p.json"));
-    assert!(bin().args(["synth", "-q", "--out"]).arg(&job).status().unwrap().success());
+    common::synth(&job, &[]);
     assert!(bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).status().unwrap().success());
     let fit = &json(&profile)["links"][0];
     let (alpha, busbw) = (fit["alpha_us"].as_f64().unwrap(), fit["busbw_gbps"].as_f64().unwrap());
@@ -936,7 +936,7 @@ fn a_fit_across_nodes_is_checked_against_the_whole_groups_sizes() {
     let dir = scratch("hw-cost-inter-fit-range");
     let (job, profile) = (dir.join("job"), dir.join("p.json"));
     // 40 GB/s: below the 50 GB/s of NICs per GPU, so the fit across nodes is kept.
-    assert!(bin().args(["synth", "-q", "--ranks", "16", "--busbw-gbps", "40", "--out"]).arg(&job).status().unwrap().success());
+    common::synth(&job, &["--ranks", "16", "--busbw-gbps", "40"]);
     assert!(bin().args(["calibrate", "-q"]).arg(&job).arg("--out").arg(&profile).status().unwrap().success());
     let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
     let link = &fit["links"][0];

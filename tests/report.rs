@@ -152,8 +152,7 @@ fn a_job_without_gpu_activity_draws_no_empty_charts() {
 fn the_timeline_says_which_streams_it_draws() {
     let dir = scratch("report-many-streams");
     let job = dir.join("job");
-    let o = bin().args(["synth", "-q", "--ranks", "40", "--steps", "1", "--layers", "1", "--out"]).arg(&job).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth(&job, &["--ranks", "40", "--steps", "1", "--layers", "1"]);
     let html = report(&[&job], &[], &dir.join("r.html"));
     assert!(html.contains("Only the first 32 streams are drawn, up to rank 15: the later ones are not."), "the timeline's note");
     assert!(!html.contains("more streams are not drawn"));
@@ -655,8 +654,7 @@ fn op_and_message_size_tables_are_exact() {
 fn many_ranks_get_a_distribution_instead_of_a_row_each() {
     let dir = scratch("report-many");
     let job = dir.join("job");
-    let o = bin().args(["synth", "-q", "--ranks", "24", "--steps", "2", "--layers", "2", "--out"]).arg(&job).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth(&job, &["--ranks", "24", "--steps", "2", "--layers", "2"]);
     let html = report(&[&job], &[], &dir.join("r.html"));
     assert!(html.contains("Across the 24 ranks (ms)"), "distribution table");
     assert!(!html.contains("<caption>Per rank (ms)</caption>"), "no row per rank");
@@ -743,7 +741,7 @@ fn no_op_runs_above_the_peak_it_ran_on() {
 fn charts_are_not_written_into_the_traces_folder() {
     let dir = scratch("png-into-input");
     let job = dir.join("job");
-    assert!(bin().args(["synth", "-q", "--ranks", "2", "--out"]).arg(&job).status().unwrap().success());
+    synth(&job, &["--ranks", "2"]);
     let before = std::fs::read_dir(&job).unwrap().count();
     let o = bin().args(["report", "-q", "--out"]).arg(dir.join("r.html")).arg("--png").arg(&job).arg(&job).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -25,6 +25,12 @@ pub fn run(args: &[&std::ffi::OsStr]) -> Output {
     bin().args(args).output().unwrap()
 }
 
+/// `tracecast synth --out OUT -q EXTRA…`, which must succeed.
+pub fn synth(out: &Path, extra: &[&str]) {
+    let o = bin().args(["synth".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]).args(extra).output().unwrap();
+    assert!(o.status.success(), "synth {extra:?}: {}", stderr(&o));
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
