@@ -139,9 +139,7 @@ pub fn remove_when_stopped_if_empty(folder: PathBuf, subfolders: bool) {
 /// PNG, whose encoder knows the format by it), removed by a stop as a staged file is
 /// ([`remove_staged_when_stopped`]) until [`forget_staged`] is told it was put in place or removed.
 pub fn staging_path(path: &Path, suffix: &str) -> PathBuf {
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let n = NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!("{}{suffix}", staging_name(&file_name, std::process::id(), n)));
+    let tmp = path.with_file_name(format!("{}{suffix}", next_staging_name(path)));
     live_staged().insert(tmp.clone());
     tmp
 }
@@ -151,8 +149,13 @@ pub fn forget_staged(tmp: &Path) {
     live_staged().remove(tmp);
 }
 
-/// Unique per process and call: threads (and `ingest` runs sharing a dataset) never share a staged name.
-static NEXT_STAGING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// This process's next staged name for a file of `path`'s name ([`staging_name`]): unique per
+/// process and call, so that threads (and `ingest` runs sharing a dataset) never share one.
+fn next_staging_name(path: &Path) -> String {
+    static NEXT_STAGING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    staging_name(&file_name, std::process::id(), NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
 
 /// The hidden name a file of `file_name` is staged under by process `pid` (its `n`th staging).
 fn staging_name(file_name: &str, pid: u32, n: u64) -> String {
@@ -199,9 +202,7 @@ fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let n = NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(staging_name(&file_name, std::process::id(), n));
+    let tmp = dir.join(next_staging_name(path));
     // Its folder and itself made and registered under one hold of the set, which a stop holds
     // to the end: a stop in between would leave them (a folder made again after the stop had
     // removed it).
