@@ -916,6 +916,22 @@ fn an_ingest_stopped_by_a_signal_leaves_no_staged_part_and_no_folder_it_made() {
     assert_eq!(from_dataset, output_of("analyze", &job, "--json", &out, &[]));
 }
 
+/// An ingest stopped in a folder the user made keeps the folder (the stop had removed every
+/// folder left empty, the user's too; the ingest removes only those it made).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_ingest_stopped_in_a_folder_the_user_made_leaves_the_folder() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let (_, _, ds, mut child) = ingest_caught_staging("ingest-stopped-user-folder", |job, ds| {
+        std::fs::create_dir(ds).unwrap();
+        bin().args(["ingest".as_ref(), job.as_os_str(), "--out".as_ref(), ds.as_os_str(), "-q".as_ref()]).spawn().unwrap()
+    });
+    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().signal(), Some(15));
+    assert!(ds.is_dir(), "the user's folder was removed");
+    assert_eq!(hidden_files_under(&ds), Vec::<PathBuf>::new());
+}
+
 /// A command started ignoring SIGHUP (`nohup`) keeps ignoring it: the handler that removes a
 /// stopped command's staged files had made the hang-up end it.
 #[cfg(target_os = "linux")]

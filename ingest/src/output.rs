@@ -105,13 +105,8 @@ pub fn remove_staged_when_stopped() {
                     let _ = std::fs::remove_file(tmp);
                 }
                 // Then the folders the command made, where they are left empty.
-                for (folder, subfolders) in made_folders().iter() {
-                    if *subfolders {
-                        for sub in std::fs::read_dir(folder).into_iter().flatten().flatten() {
-                            let _ = std::fs::remove_dir(sub.path());
-                        }
-                    }
-                    let _ = std::fs::remove_dir(folder);
+                for (folder, made) in made_folders().iter() {
+                    remove_empty_folders(folder, made);
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
                 std::process::exit(128 + signal);
@@ -120,19 +115,30 @@ pub fn remove_staged_when_stopped() {
     }
 }
 
-/// Folders a command made, each with whether its own subfolders are to go too, that a stop
-/// removes where they are empty ([`remove_when_stopped_if_empty`]).
-static MADE_FOLDERS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+/// Folders a command writes into, each with the folders it made to (deepest first), that a stop
+/// empties of empty folders ([`remove_empty_folders`]).
+static MADE_FOLDERS: std::sync::Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = std::sync::Mutex::new(Vec::new());
 
-fn made_folders() -> std::sync::MutexGuard<'static, Vec<(PathBuf, bool)>> {
+fn made_folders() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Vec<PathBuf>)>> {
     MADE_FOLDERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A stop ([`remove_staged_when_stopped`]) removes `folder` if it is left empty, after its empty
-/// subfolders where `subfolders` (a dataset's tables): an ingest stopped before its first rank
-/// was put in place leaves nothing, as one that fails does. In order: deepest first.
-pub fn remove_when_stopped_if_empty(folder: PathBuf, subfolders: bool) {
-    made_folders().push((folder, subfolders));
+/// What a command that wrote nothing into `folder` leaves of it: its empty subfolders (a
+/// dataset's tables) go, then each folder of `made` (those the command made, deepest first) that
+/// is left empty. A folder the user made stays.
+pub fn remove_empty_folders(folder: &Path, made: &[PathBuf]) {
+    for sub in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let _ = std::fs::remove_dir(sub.path());
+    }
+    for folder in made {
+        let _ = std::fs::remove_dir(folder);
+    }
+}
+
+/// A stop ([`remove_staged_when_stopped`]) does [`remove_empty_folders`] of `folder` and `made`:
+/// an ingest stopped before its first rank was put in place leaves nothing, as one that fails does.
+pub fn remove_empty_folders_when_stopped(folder: PathBuf, made: Vec<PathBuf>) {
+    made_folders().push((folder, made));
 }
 
 /// A hidden name beside `path`, ending in `suffix`, for a file another library writes (a chart's

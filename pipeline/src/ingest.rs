@@ -69,14 +69,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     }
     impl Drop for Made {
         fn drop(&mut self) {
-            if self.written {
-                return;
-            }
-            for table in std::fs::read_dir(&self.dataset).into_iter().flatten().flatten() {
-                let _ = std::fs::remove_dir(table.path());
-            }
-            for folder in &self.folders {
-                let _ = std::fs::remove_dir(folder);
+            if !self.written {
+                tracecast_ingest::output::remove_empty_folders(&self.dataset, &self.folders);
             }
         }
     }
@@ -85,11 +79,8 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         dataset: dataset.clone(),
         written: false,
     };
-    // And so does a stop (Ctrl-C) before any rank is put in place.
-    tracecast_ingest::output::remove_when_stopped_if_empty(dataset.clone(), true);
-    for folder in made.folders.iter().skip(1) {
-        tracecast_ingest::output::remove_when_stopped_if_empty(folder.clone(), false);
-    }
+    // And so does a stop (Ctrl-C) before any rank is put in place (a folder the user made stays).
+    tracecast_ingest::output::remove_empty_folders_when_stopped(dataset.clone(), made.folders.clone());
     // A folder that cannot be made fails once, here, not once per rank (`--out /proc/ds` had
     // printed the same error for each of them).
     tracecast_ingest::output::create_dir(dataset)
