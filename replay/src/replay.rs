@@ -389,7 +389,7 @@ pub struct RuleShare {
 /// rank's GPU known and the profile's, the one rule of `replay` and `report`; else the note
 /// that says why it is not used. A rank of another GPU had been priced by it when it came
 /// after one of the profile's, and a trace of no known GPU had taken the profile's.
-pub fn source_profile_applies<'a>(source: &DeviceModel, rank_gpus: impl IntoIterator<Item = Option<&'a str>>) -> Result<(), String> {
+fn source_profile_applies<'a>(source: &DeviceModel, rank_gpus: impl IntoIterator<Item = Option<&'a str>>) -> Result<(), String> {
     let of = source.gpu.as_ref().map(|g| g.id.as_str());
     let mut ran_on: Vec<&str> = Vec::new();
     let mut unknown = false;
@@ -415,8 +415,8 @@ pub fn source_profile_applies<'a>(source: &DeviceModel, rank_gpus: impl IntoIter
 }
 
 /// Re-prices every compute kernel of `eg` on `target` through the one cost
-/// model; the source device is the trace's own calibration (`opts.source`
-/// when given), fitted from the ranks' samples.
+/// model; the source device is `opts.source` where it applies to the ranks, else the trace's
+/// own calibration (`opts.own_calibration`, or fitted here from the ranks' samples).
 #[allow(clippy::too_many_arguments)]
 fn project_kernels(
     parts: &mut [RankPart<'_>],
@@ -983,7 +983,7 @@ pub fn replay_parts<C: std::borrow::Borrow<JobCollectives>>(
         // Window per step (or one window for the whole trace), measured and replayed.
         let mut measured: Vec<Option<Window>> = vec![None; nsteps];
         let mut replayed: Vec<Option<Window>> = vec![None; nsteps];
-        let unscheduled = place.tasks(r).filter(|&t| !schedule.is_scheduled(t)).count();
+        let unscheduled = schedule.unscheduled_in(place.tasks(r));
         if unscheduled > 0 {
             on_cycle.push((part.rank, unscheduled));
         }

@@ -117,9 +117,16 @@ impl Schedule {
     }
 
     /// Whether task `t` was scheduled (not on a cycle, nor waiting on one): its times are a
-    /// schedule's. Every reader of the times asks here.
+    /// schedule's. The readers of a task's times (windows, critical path, timeline) ask here.
     pub fn is_scheduled(&self, t: usize) -> bool {
         self.unscheduled.is_empty() || u32::try_from(t).is_ok_and(|t| self.unscheduled.binary_search(&t).is_err())
+    }
+
+    /// How many of the tasks `tasks` (a rank's range) were not scheduled: two searches of the
+    /// sorted list, not a look-up per task.
+    pub fn unscheduled_in(&self, tasks: std::ops::Range<usize>) -> usize {
+        let at = |t: usize| self.unscheduled.partition_point(|&u| (u as usize) < t);
+        at(tasks.end) - at(tasks.start)
     }
 
     /// The chain of events that determined the time of `event`, latest first.
