@@ -134,7 +134,8 @@ pub fn missing_core(dir: &Path) -> Option<&'static str> {
         let staged = if TABLES.contains(&name.as_str()) && entry.path().is_dir() { names(&name) } else { None };
         let pids: Option<Vec<&str>> = staged.as_ref().and_then(|names| names.iter().map(|n| crate::output::staging_pid(n)).collect());
         let Some(pids) = pids else { return None };
-        // A process of this host still staging (an ingest under way, or one of another host).
+        // A process of this host still staging (an ingest under way). Staged names carry no
+        // host: another host's live ingest reads as stopped here.
         running |= pids.iter().any(|p| !process_gone(p));
         (tables, parts) = (tables + 1, parts + pids.len());
     }

@@ -369,7 +369,7 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
 /// Why `dir` cannot be made when a part of it is a file: `create_dir_all`
 /// says only "File exists" or "Not a directory". `None` when the deepest
 /// part of `dir` that exists is a directory (the cause is something else).
-fn not_a_directory(dir: &Path) -> Option<std::io::Error> {
+pub fn not_a_directory(dir: &Path) -> Option<std::io::Error> {
     let existing = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists())?;
     (!existing.is_dir())
         .then(|| std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("{} is not a directory", existing.display())))

@@ -113,8 +113,8 @@ pub fn folder_outputs(outputs: &[(&str, Option<&Path>)], inputs: &[PathBuf]) -> 
     for (flag, dir) in outputs.iter().filter_map(|(flag, p)| Some((flag, (*p)?))) {
         // Before any output is written: a file in the folder's place had been found by the charts
         // only once `--json` had replaced its file.
-        if let Some(file) = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).find(|a| a.exists()).filter(|a| !a.is_dir()) {
-            anyhow::bail!("{}: cannot make the folder ({flag}): {} is not a directory", dir.display(), file.display());
+        if let Some(why) = tracecast_ingest::output::not_a_directory(dir) {
+            anyhow::bail!("{}: cannot make the folder ({flag}): {why}", dir.display());
         }
         // Known as inputs and outputs are ([`resolved`]).
         if let Some(input) = inputs.iter().find(|p| resolved(p) == resolved(dir)) {

@@ -293,15 +293,15 @@ impl MeasuredMfuNote {
 }
 
 /// [`MeasuredMfuNote`] of training projection `p` on catalog GPU `gpu` (`None`: a system that
-/// names no catalog GPU), not held against run `carried_from` (the run it was carried from, and
-/// whether `p` reproduces its measured rate); `None` for a projection with no MFU (inference).
+/// names no catalog GPU), not held against the run it was carried from (`from`); `None` for a
+/// projection with no MFU (inference).
 pub(crate) fn measured_mfu_note(
     catalog: &tracecast_calibrate::Catalog,
     gpu: Option<&str>,
     p: &Projection,
-    carried_from: Option<(&str, bool)>,
+    from: Option<&CarriedFrom>,
 ) -> Option<MeasuredMfuNote> {
-    let (carried_from, reproduced) = (carried_from.map(|c| c.0), carried_from.is_some_and(|c| c.1));
+    let carried_from = from.map(|f| f.run.as_str());
     use tracecast_replay::workload::validate::mfu_bound;
     let mfu = p.mfu?;
     let Some(gpu) = gpu.and_then(|g| catalog.gpu(g).ok()) else {
@@ -323,9 +323,8 @@ pub(crate) fn measured_mfu_note(
     let other = if carried_from.is_some() { "other " } else { "" };
     let of = format!("the {runs} {other}shipped training run(s) on a GPU of {}'s compute with {format} linear layers", gpu.id);
     note.bound = Some(bound);
-    note.text = if reproduced {
+    note.text = if let Some(CarriedFrom { run, reproduced: true }) = from {
         // The run itself, measured: no estimate to warn of (it had been called an upper one).
-        let run = carried_from.unwrap_or_default();
         let against = if note.is_above(mfu) { "above" } else { "within" };
         format!("MFU {:.1} % is run {run}'s own, measured (nothing of it changed), {against} {of} (best {best:.1} %: {cited})", 100.0 * mfu)
     } else if note.is_above(mfu) {
@@ -525,7 +524,7 @@ fn carried(
     args: &Options,
     catalog: &tracecast_calibrate::Catalog,
     device: Option<&tracecast_calibrate::DeviceModel>,
-) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String, Carried)> {
+) -> Result<(tracecast_replay::workload::Projection, tracecast_replay::workload::Timeline, String, CarriedFrom)> {
     use tracecast_replay::workload::carry::{carry_run, target_system};
     anyhow::ensure!(
         args.madmax.is_none() && args.assumptions == Assumptions::Tracecast,
@@ -565,11 +564,11 @@ fn carried(
         (Some(p), Some(m)) => m > 0.0 && ((p - m) / m).abs() < 5e-7,
         _ => false,
     };
-    Ok((c.projection, c.timeline, gpu, Carried { run: run.id.clone(), reproduced }))
+    Ok((c.projection, c.timeline, gpu, CarriedFrom { run: run.id.clone(), reproduced }))
 }
 
 /// The run a projection was carried from, and whether it reproduces the run's measured rate.
-struct Carried {
+pub(crate) struct CarriedFrom {
     run: String,
     reproduced: bool,
 }
@@ -604,12 +603,12 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
         "--sharding shards a DLRM's embedding tables: give the MAD-Max DLRM files (--madmax MODEL SYSTEM TASK)"
     );
     // The catalog GPU projected onto, whose measured training runs its MFU is held against.
-    let (mut gpu, mut carried_from, mut reproduced) = (None, None, false);
+    let (mut gpu, mut carried_from) = (None, None);
     // Whether the timeline is tracecast's transformer model's: the lanes of one microbatch on one stage.
     let mut one_microbatch = false;
     let (mut projection, timeline) = if let Some(from) = &args.from {
         let (p, t, g, run) = carried(from, args, &catalog, device.as_ref())?;
-        (gpu, carried_from, reproduced, one_microbatch) = (Some(g), Some(run.run), run.reproduced, true);
+        (gpu, carried_from, one_microbatch) = (Some(g), Some(run), true);
         (p, t)
     } else if let Some(files) = &args.madmax {
         args.inference.refuse_with_task_file(&files.task)?;
@@ -767,7 +766,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             e => e.into(),
         })?
     };
-    if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_deref().map(|r| (r, reproduced))) {
+    if let Some(note) = measured_mfu_note(&catalog, gpu.as_deref(), &projection, carried_from.as_ref()) {
         projection.notes.push(note.text);
     }
     // Fine-tuning that freezes nothing is pretraining's step; the header says `pretrain` (said why).
