@@ -59,6 +59,11 @@ impl Staged {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The staged file itself, for a writer that opens it by name ([`stage_for_writer`]).
+    pub fn staged_path(&self) -> &Path {
+        &self.tmp
+    }
 }
 
 impl Drop for Staged {
@@ -141,26 +146,13 @@ pub fn remove_empty_folders_when_stopped(folder: PathBuf, made: Vec<PathBuf>) {
     made_folders().push((folder, made));
 }
 
-/// A hidden name beside `path`, ending in `suffix`, for a file another library writes (a chart's
-/// PNG, whose encoder knows the format by it), removed by a stop as a staged file is
-/// ([`remove_staged_when_stopped`]) until [`forget_staged`] is told it was put in place or removed.
-pub fn staging_path(path: &Path, suffix: &str) -> PathBuf {
-    let tmp = path.with_file_name(format!("{}{suffix}", next_staging_name(path)));
-    live_staged().insert(tmp.clone());
-    tmp
-}
-
-/// A [`staging_path`] put in place or removed.
-pub fn forget_staged(tmp: &Path) {
-    live_staged().remove(tmp);
-}
-
 /// This process's next staged name for a file of `path`'s name ([`staging_name`]): unique per
 /// process and call, so that threads (and `ingest` runs sharing a dataset) never share one.
-fn next_staging_name(path: &Path) -> String {
+fn next_staging_name(path: &Path, suffix: &str) -> String {
     static NEXT_STAGING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    staging_name(&file_name, std::process::id(), NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    let n = NEXT_STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}{suffix}", staging_name(&file_name, std::process::id(), n))
 }
 
 /// The hidden name a file of `file_name` is staged under by process `pid` (its `n`th staging).
@@ -178,16 +170,24 @@ pub(crate) fn staging_pid(name: &str) -> Option<&str> {
 /// The path is claimed as this command's output ([`claim`]) as it is staged: a second output
 /// of one name is refused before any is put in place.
 pub fn stage_with(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<Staged> {
-    stage_claimed(path, fill, true)
+    stage_claimed(path, fill, true, "")
 }
 
 /// [`stage`] of a dataset's rank part, not claimed: an ingest refuses two staged files of one
 /// rank by name before it puts any in place ([`claim`] would name the part, not the files).
 pub fn stage_part(path: &Path, bytes: &[u8]) -> Result<Staged> {
-    stage_claimed(path, |w| w.write_all(bytes), false)
+    stage_claimed(path, |w| w.write_all(bytes), false, "")
 }
 
-fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>, claimed: bool) -> Result<Staged> {
+/// An empty staged file for `path` that a library which opens files by name writes
+/// ([`Staged::staged_path`]; a chart's PNG, whose encoder knows the format by the name's end,
+/// `suffix`), then [`Staged::commit`] puts in place. Not claimed: the caller claims `path` when
+/// it claims its other outputs.
+pub fn stage_for_writer(path: &Path, suffix: &str) -> Result<Staged> {
+    stage_claimed(path, |_| Ok(()), false, suffix)
+}
+
+fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>, claimed: bool, suffix: &str) -> Result<Staged> {
     let fail = |cause| Error::Write { path: path.to_path_buf(), cause };
     refuse_input(path)?;
     let (path, through) = match target_of(path).map_err(fail)? {
@@ -208,7 +208,7 @@ fn stage_claimed(path: &Path, fill: impl FnOnce(&mut std::fs::File) -> std::io::
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let tmp = dir.join(next_staging_name(path));
+    let tmp = dir.join(next_staging_name(path, suffix));
     // Its folder and itself made and registered under one hold of the set, which a stop holds
     // to the end: a stop in between would leave them (a folder made again after the stop had
     // removed it).

@@ -383,26 +383,17 @@ pub(crate) fn render(
     }
     let svg_path = stem.with_extension("svg");
     let png_path = stem.with_extension("png");
-    // Both names claimed before either is written: a clash leaves neither.
+    // Both names claimed, and the PNG staged (an input in its place refused), before either is
+    // written: a clash leaves neither. The PNG is drawn into its staged file (removed if drawing
+    // fails, or when the command is stopped), then put in place.
     tracecast_ingest::output::claim(&png_path)?;
+    let staged = tracecast_ingest::output::stage_for_writer(&png_path, ".png")?;
     let mut text = String::new();
     svg(SVGBackend::with_string(&mut text, size).into_drawing_area()).map_err(|message| Error::Draw { path: svg_path.clone(), message })?;
     tracecast_ingest::output::write_atomic(&svg_path, text.as_bytes())?;
-
-    // PNG: drawn into a temporary file beside the target, then moved in place.
-    tracecast_ingest::output::refuse_input(&png_path)?;
-    // Staged as `write_atomic`'s files are, and removed as they are when the command is stopped;
-    // `.png` kept last, for the drawing library to know the format.
-    let tmp = tracecast_ingest::output::staging_path(&png_path, ".png");
-    let drawn = png(BitMapBackend::new(&tmp, size).into_drawing_area());
-    if let Err(message) = drawn {
-        let _ = std::fs::remove_file(&tmp);
-        tracecast_ingest::output::forget_staged(&tmp);
-        return Err(Error::Draw { path: png_path, message });
-    }
-    let renamed = std::fs::rename(&tmp, &png_path);
-    tracecast_ingest::output::forget_staged(&tmp);
-    renamed.map_err(|cause| tracecast_ingest::Error::Write { path: png_path.clone(), cause })?;
+    png(BitMapBackend::new(staged.staged_path(), size).into_drawing_area())
+        .map_err(|message| Error::Draw { path: png_path.clone(), message })?;
+    staged.commit()?;
     Ok(vec![svg_path, png_path])
 }
 
