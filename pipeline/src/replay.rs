@@ -169,12 +169,11 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             let path = job.path.display().to_string();
             what_ifs.push(tracecast_replay::scenario_rows(&path, &parts, &collectives, &opts, &scenarios, &catalog));
             let replayed = tracecast_replay::replay_parts_with_collectives(path, parts, &collectives, &opts, &catalog);
-            if let (Some(path), None) = (&args.perfetto, &perfetto_error) {
+            if let (Some(given), None) = (&args.perfetto, &perfetto_error) {
                 // One timeline a job: the first at the name given, the others beside it, each named on the terminal.
-                let path = if replays.is_empty() { path.clone() } else { per_device_name(path, &format!("job{}", replays.len() + 1)) };
+                let path = if replays.is_empty() { given.clone() } else { per_device_name(given, &format!("job{}", replays.len() + 1)) };
                 // Standard output, or a device or pipe (`/dev/stdout`), holds one timeline: a second had
                 // gone to a file named `-.job2` (or beside the device).
-                let given = args.perfetto.as_deref().unwrap_or(Path::new("-"));
                 let one_stream = given == Path::new("-") || std::fs::metadata(given).is_ok_and(|m| !m.is_file() && !m.is_dir());
                 let timeline = if replays.is_empty() || !one_stream {
                     stage_perfetto(&path, &job, &replayed)
