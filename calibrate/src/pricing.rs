@@ -1268,12 +1268,45 @@ impl Pricing {
             if shape.dtype == Dtype::Fp8 && !t.user && t.point_at(shape).is_none() {
                 self.fp8_at_least_its_16_bit_share(gpu, shape, exclude, &mut price);
             }
+            price.basis.push_str(&self.set_aside_at(gpu, shape, t, exclude));
             return Some(price);
         }
         let mut p = self.gemm_spec_model(gpu, shape, exclude)?;
         // No FP8 table of this GPU (GH200, B300, …): decode's few rows as below a table's.
         self.hold_fp8_to_16_bit(gpu, shape, exclude, f64::INFINITY, "no FP8 table of this GPU", &mut p);
         Some(p)
+    }
+
+    /// The other measurements of `shape` itself on `gpu` than those of table `chosen`, which
+    /// prices it, as a clause of the basis ("" where there are none). One table prices a GPU's
+    /// GEMMs, so that neighbouring shapes agree; a smaller sweep that timed the very shape
+    /// (ml-engineering's six SwiGLU `bmm`s on an H100 of unstated form factor, 395 TFLOP/s where
+    /// XLA's Hopper table and the sustained hold price 666) had been set aside without a word.
+    fn set_aside_at(&self, gpu: &Gpu, shape: &GemmShape, chosen: &GemmTable, exclude: &[&str]) -> String {
+        let tables = &self.gemms().tables;
+        let words: Vec<String> = gpu
+            .measurement_ids()
+            .filter_map(|id| tables.get(&(Arc::from(id), table_dtype(shape.dtype))))
+            .flatten()
+            .filter(|t| !std::ptr::eq(*t, chosen) && !exclude.contains(&&*t.gpu))
+            .filter_map(|t| {
+                let time_us = t.point_at(shape)?.1.exp();
+                Some(format!(
+                    "{} on {} at {:.2} µs ({:.1} TFLOP/s)",
+                    t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
+                    t.gpu,
+                    time_us,
+                    shape.flops() / time_us / 1e6
+                ))
+            })
+            .collect();
+        if words.is_empty() {
+            return String::new();
+        }
+        format!(
+            "; set aside, measured at this very shape: {} (one table prices a GPU's GEMMs, the one of the most shapes, so that neighbouring shapes agree)",
+            words.join("; ")
+        )
     }
 
     /// An FP8 GEMM a table priced at no less than its 16-bit shape's time × the two peaks' ratio: FP8 doubles
@@ -4398,6 +4431,25 @@ mod tests {
         assert!(big.extrapolated);
         assert!((big.time_us / t(4096.0).max(1e-9) - 1.0).abs() > 0.0);
         assert!((big.time_us - 4.0 * p.gemm(&b200, &bf16(4096.0, 4096.0, 4096.0)).unwrap().time_us).abs() < 1e-6 * big.time_us);
+    }
+
+    /// A shipped measurement of the very shape that the GPU's table overrules is named in the
+    /// basis with its time, not set aside in silence.
+    #[test]
+    fn a_measurement_of_the_shape_that_the_table_overrules_is_named() {
+        let p = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap().clone();
+        // ml-engineering's SwiGLU bmm, d_ff = 10848: 395.62 TFLOP/s (evidence gemm.csv).
+        let shape = GemmShape { batch: 4.0, m: 4096.0, n: 4096.0, k: 10848.0, dtype: Dtype::Fp16 };
+        let price = p.gemm(&h100, &shape).unwrap();
+        assert_eq!(price.rule, PriceRule::GemmTable);
+        let measured_us = shape.flops() / 395.62e12 * 1e6;
+        assert!(price.time_us < 0.8 * measured_us, "the table prices it, not the row: {price:?}");
+        assert!(price.basis.contains("set aside, measured at this very shape: mle-swiglu on h100-sxm"), "{}", price.basis);
+        assert!(price.basis.contains(&format!("{measured_us:.2} µs (395.6 TFLOP/s)")), "{}", price.basis);
+        // A shape nobody else measured says nothing of the kind.
+        let other = GemmShape { k: 10000.0, ..shape };
+        assert!(!p.gemm(&h100, &other).unwrap().basis.contains("set aside"));
     }
 
     /// The table rule's band: each XLA 16-bit table thinned to every other size
