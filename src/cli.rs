@@ -321,7 +321,7 @@ pub(crate) struct ReplayArgs {
     pub(crate) perfetto: Option<PathBuf>,
     /// A what-if beside the others in one table of speed-ups (repeatable), `NAME:K=V,...`: `compute`,
     /// `memory`, `link` (speed-ups, as --scale), `world-size` (as --world-size), `alpha`, `busbw`,
-    /// `inter-alpha`, `inter-busbw` (as --link; α-β keys need busbw). --scale, --link, --world-size and
+    /// `inter-alpha`, `inter-busbw` (as --link; α-β keys need busbw, here or in --link). --scale, --link, --world-size and
     /// --target apply to every scenario and the keys a scenario names replace theirs. Each job is read
     /// whole (as with --perfetto) and replayed once per scenario, after an identity replay ("measured").
     #[arg(long = "what-if", value_name = "NAME:K=V,...", action = clap::ArgAction::Append)]

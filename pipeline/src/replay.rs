@@ -125,7 +125,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
     let mut opts = args.what_if.replay_options(&catalog)?;
     opts.window = args.window.analyze_options(read)?;
     let opts = opts;
-    let scenarios = scenario::parse_scenarios(&args.scenarios)?;
+    let scenarios = scenario::parse_scenarios(&args.scenarios, opts.link.as_ref())?;
     let (mut replays, mut what_ifs) = (Vec::new(), Vec::new());
     let mut perfetto_error = None;
     // Every output staged before any is put in place: one that cannot be written leaves the others as they were.

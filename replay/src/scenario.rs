@@ -98,7 +98,9 @@ pub struct Overrides {
 
 impl Overrides {
     /// Parses `KEY=VALUE,…` taking only `keys`; `flag` names the setting in errors.
-    fn parse(flag: &str, spec: &str, keys: &[Key]) -> Result<Overrides, Error> {
+    /// `busbw_elsewhere`: a `busbw` given elsewhere (a scenario's, in `--link`) stands in for
+    /// one not named here.
+    fn parse(flag: &str, spec: &str, keys: &[Key], busbw_elsewhere: bool) -> Result<Overrides, Error> {
         let mut o = Overrides::default();
         let mut seen: Vec<Key> = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -140,18 +142,25 @@ impl Overrides {
                 Key::InterBusbw => o.inter_busbw_gbps = Some(number(BANDWIDTH)?),
             }
         }
-        let names_link = o.alpha_us.is_some() || o.inter_alpha_us.is_some() || o.inter_busbw_gbps.is_some();
-        if names_link && o.busbw_gbps.is_none() {
+        if o.names_link() && o.busbw_gbps.is_none() && !busbw_elsewhere {
             // Without a bandwidth the α-β model has nothing to cost the bytes with.
             return Err(Error::MissingBusbw { flag: flag.to_string() });
         }
         Ok(o)
     }
 
-    /// The α-β keys named here over `base`'s link override; `None` when none
-    /// is named (a scenario naming any names `busbw`).
+    /// Whether any α-β link key is named.
+    fn names_link(&self) -> bool {
+        self.alpha_us.is_some() || self.busbw_gbps.is_some() || self.inter_alpha_us.is_some() || self.inter_busbw_gbps.is_some()
+    }
+
+    /// The α-β keys named here over `base`'s link override, one by one; `None` when none
+    /// is named, or no `busbw` is named here or in `base`.
     fn link_override(&self, base: Option<LinkOverride>) -> Option<LinkOverride> {
-        let busbw_gbps = self.busbw_gbps?;
+        if !self.names_link() {
+            return None;
+        }
+        let busbw_gbps = self.busbw_gbps.or(base.map(|b| b.busbw_gbps))?;
         let b = base.unwrap_or_default();
         Some(LinkOverride {
             alpha_us: self.alpha_us.unwrap_or(b.alpha_us),
@@ -182,7 +191,7 @@ impl FromStr for Scale {
     fn from_str(spec: &str) -> Result<Scale, Error> {
         // `--scale ""` had replayed the identity as if something were scaled (a scenario
         // naming nothing is a row of the base options, by design; a flag is not).
-        let o = Overrides::parse("--scale", spec, Key::SCALE)?;
+        let o = Overrides::parse("--scale", spec, Key::SCALE, false)?;
         if o == Overrides::default() {
             return Err(Error::NotKeyValue { flag: "--scale".to_string(), part: spec.to_string() });
         }
@@ -196,7 +205,7 @@ impl FromStr for LinkOverride {
     type Err = Error;
 
     fn from_str(spec: &str) -> Result<LinkOverride, Error> {
-        let o = Overrides::parse("--link", spec, Key::LINK)?;
+        let o = Overrides::parse("--link", spec, Key::LINK, false)?;
         o.link_override(None).ok_or_else(|| Error::MissingBusbw { flag: "--link".to_string() })
     }
 }
@@ -207,7 +216,7 @@ impl FromStr for LinkOverride {
 /// Keys: `compute`, `memory`, `link` (speed-ups, as `--scale`; 2 = twice as
 /// fast), `world-size` (ranks, as `--world-size`), `alpha`, `busbw`,
 /// `inter-alpha`, `inter-busbw` (α-β link costs in µs and GB/s, as `--link`;
-/// naming any of them needs `busbw`). A name is letters, digits, `-`, `_`,
+/// naming any of them needs `busbw`, the scenario's or `--link`'s). A name is letters, digits, `-`, `_`,
 /// `.` or `+`; `measured` is the identity row's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scenario {
@@ -236,7 +245,8 @@ impl FromStr for Scenario {
         if name == MEASURED {
             return Err(Error::DuplicateName { name: name.to_string(), reason: "\"measured\" is the identity row's name" });
         }
-        let overrides = Overrides::parse(&format!("--what-if {name}"), settings, Key::ALL)?;
+        // Its `busbw` may come from `--link` ([`parse_scenarios`] checks, knowing the base).
+        let overrides = Overrides::parse(&format!("--what-if {name}"), settings, Key::ALL, true)?;
         Ok(Scenario { name: name.to_string(), overrides })
     }
 }
@@ -247,18 +257,23 @@ impl Scenario {
     /// each setting the scenario names in place of the base's. Per key: a
     /// scenario `compute=2` over `--scale compute=3,memory=2` replays compute
     /// ×2 and memory ×2; its α-β keys replace those of `--link` one by one
-    /// (`busbw` always, since a scenario naming α-β keys names it).
+    /// (`busbw` the scenario's, else `--link`'s).
     pub fn apply(&self, base: &ReplayOptions) -> ReplayOptions {
         self.overrides.apply(base)
     }
 }
 
 /// Parses the `--what-if` arguments of one run: every one a [`Scenario`],
-/// no name twice.
-pub fn parse_scenarios<S: AsRef<str>>(specs: &[S]) -> Result<Vec<Scenario>, Error> {
+/// no name twice; α-β keys without `busbw` only over a `base_link` (`--link`) that has it.
+pub fn parse_scenarios<S: AsRef<str>>(specs: &[S], base_link: Option<&LinkOverride>) -> Result<Vec<Scenario>, Error> {
     let mut scenarios: Vec<Scenario> = Vec::with_capacity(specs.len());
     for spec in specs {
         let s: Scenario = spec.as_ref().parse()?;
+        // `--link busbw=75 --what-if x:alpha=5` keeps --link's bandwidth, as every other key
+        // of the base is kept; it had been refused for lack of a `busbw`.
+        if s.overrides.names_link() && s.overrides.busbw_gbps.is_none() && base_link.is_none() {
+            return Err(Error::MissingBusbw { flag: format!("--what-if {}", s.name) });
+        }
         if scenarios.iter().any(|t| t.name == s.name) {
             return Err(Error::DuplicateName { name: s.name, reason: "two scenarios have this name" });
         }
@@ -503,7 +518,7 @@ mod tests {
             let e = err(spec);
             assert!(e.contains(&format!("{key}=\"{value}\"")) && e.contains(spec.split(':').next().unwrap()), "{spec}: {e}");
         }
-        let e = err("net:alpha=5");
+        let e = parse_scenarios(&["net:alpha=5"], None).unwrap_err().to_string();
         assert!(e.contains("--what-if net") && e.contains("busbw"), "{e}");
         assert!(err("x:compute").contains("\"compute\" is not KEY=VALUE"));
         // A --scale naming nothing had replayed the identity as a what-if.
@@ -512,9 +527,9 @@ mod tests {
         assert!(err("x:compute=2,compute=3").contains("compute is given twice"));
         assert!(err("a=b:compute=2").contains("scenario name"));
         assert!(err("measured:compute=2").contains("identity"));
-        let e = parse_scenarios(&["fast:compute=2", "net:link=2", "fast:memory=2"]).unwrap_err().to_string();
+        let e = parse_scenarios(&["fast:compute=2", "net:link=2", "fast:memory=2"], None).unwrap_err().to_string();
         assert!(e.contains("fast") && e.contains("two scenarios"), "{e}");
-        assert_eq!(parse_scenarios(&["fast:compute=2", "net:link=2"]).unwrap().len(), 2);
+        assert_eq!(parse_scenarios(&["fast:compute=2", "net:link=2"], None).unwrap().len(), 2);
     }
 
     #[test]
@@ -548,6 +563,12 @@ mod tests {
         assert_eq!(
             describe(&o),
             "compute ×2, memory ×2, world size 32, links α 8 µs, busbw 100 GB/s (across nodes α 25 µs, busbw 100 GB/s)"
+        );
+        // α-β keys without `busbw`: --link's bandwidth, with the keys named replacing its own.
+        let s = &parse_scenarios(&["x:alpha=5"], base.link.as_ref()).unwrap()[0];
+        assert_eq!(
+            s.apply(&base).link,
+            Some(LinkOverride { alpha_us: 5.0, busbw_gbps: 40.0, inter_alpha_us: Some(25.0), inter_busbw_gbps: None })
         );
         // Nothing named: the base as it is.
         assert_eq!("y:".parse::<Scenario>().unwrap().apply(&base).scale, base.scale);
