@@ -1023,7 +1023,20 @@ impl Default for Plan {
     }
 }
 
+/// Measured attention kernel families that materialize the score matrix in HBM, as the
+/// evidence names them (`shared/evidence/README.md`: `pytorch-standard`, "materialized
+/// softmax attention", the FlashAttention papers' PyTorch baseline): their time is their
+/// measured rows', their memory that of `attention=materialized`.
+const MATERIALIZING_FAMILIES: &[&str] = &["pytorch-standard"];
+
 impl Plan {
+    /// Whether the attention core holds the b·h·s² scores in HBM: `attention=materialized`,
+    /// or a measured family that materializes them (`attention=pytorch-standard` had been
+    /// priced at its unfused time and counted in memory as flash attention).
+    pub fn scores_in_memory(&self) -> bool {
+        self.materialized_attention || self.attention_kernel.as_deref().is_some_and(|k| MATERIALIZING_FAMILIES.contains(&k))
+    }
+
     /// The number format of the linear layers: FP8 under `fp8`, else the 16-bit one MFU is of.
     pub fn linear_format(&self) -> tracecast_calibrate::catalog::Dtype {
         if self.fp8 { tracecast_calibrate::catalog::Dtype::Fp8 } else { tracecast_calibrate::catalog::Dtype::Bf16 }
@@ -2579,7 +2592,7 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
             // (Korthikanti's 5·a·s/h term without dropout: 2·a·s²·b bytes per layer),
             // unless recomputed (full, or selective: the attention core is what it recomputes).
             // With dropout also its mask and dropped copy: Korthikanti's full 5·a·s²·b.
-            if plan.materialized_attention && !plan.recompute && !plan.selective {
+            if plan.scores_in_memory() && !plan.recompute && !plan.selective {
                 let scores = f64::from(plan.microbatch) * model.heads / tpf * model.seq / f64::from(plan.cp.max(1)) * model.seq;
                 per_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
                 per_dense_layer += if plan.dropout { 5.0 } else { 2.0 } * scores;
@@ -2637,11 +2650,11 @@ fn stage_memory(model: &Transformer, plan: &Plan, task: Task, stage: StageLayers
                 None => (model.q_dim() + model.o_in()) / tpf + 2.0 * model.kv_heads * model.head_dim / model.kv_split(tpf),
             };
             let scores = match task {
-                Task::Prefill { batch, prompt } if plan.materialized_attention => {
+                Task::Prefill { batch, prompt } if plan.scores_in_memory() => {
                     2.0 * f64::from(batch) * model.heads / tpf * f64::from(prompt) / f64::from(plan.cp.max(1)) * f64::from(prompt)
                 }
                 // One query per sequence over its context.
-                Task::Decode { batch, context } if plan.materialized_attention => {
+                Task::Decode { batch, context } if plan.scores_in_memory() => {
                     2.0 * f64::from(batch) * model.heads / tpf * f64::from(context)
                 }
                 _ => 0.0,
@@ -3596,7 +3609,7 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
         notes.push(format!(
             "memory: {half} weights, {} gradients, Adam (12 bytes per parameter), activations as in Korthikanti et al. 2022 with {}",
             if plan.grad_reduce_fp32 { "FP32" } else { half },
-            if !plan.materialized_attention {
+            if !plan.scores_in_memory() {
                 "flash attention"
             } else if plan.recompute || plan.selective {
                 "materialized attention (its scores recomputed, not kept)"
@@ -4625,6 +4638,14 @@ mod tests {
         let decode = acts("tp=1,attention=materialized", Task::Decode { batch: 16, context: 4096 });
         let want = 16.0 * 8192.0 * 2.0 + (2.0 * 16.0 * 32.0 * 4096.0 * 2.0 + 16.0 * 16_384.0 * 2.0_f64).max(16.0 * 33_024.0 * 2.0);
         assert!((decode * 1e9 / want - 1.0).abs() < 1e-12, "{decode}");
+        // The measured family that is materialized softmax attention holds the same scores.
+        let family = acts("tp=1,attention=pytorch-standard", Task::Prefill { batch: 1, prompt: 4096 });
+        assert!((family / scores - 1.0).abs() < 1e-12, "{family} against {scores}");
+        assert!(acts("tp=1,attention=fa2", Task::Prefill { batch: 1, prompt: 4096 }) < 0.5 * scores);
+        // And in training, its softmax output kept for the backward: 2 bytes × 32 heads × 4096² a layer.
+        let train = |spec: &str| memory(&m, &Plan::parse(spec).unwrap(), Task::Train).activations_gb * 1e9;
+        let kept = train("tp=1,mb=1,gbs=1,attention=pytorch-standard") - train("tp=1,mb=1,gbs=1,attention=fa2");
+        assert!((kept / (32.0 * 2.0 * 32.0 * 4096.0 * 4096.0) - 1.0).abs() < 1e-9, "{kept}");
     }
 
     #[test]
