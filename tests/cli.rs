@@ -3373,6 +3373,12 @@ fn analyze_says_how_many_slowest_ranks_it_leaves_out_and_what_their_waits_cost()
     let shown = text.lines().filter(|l| l.trim_start().starts_with("rank ") && l.contains("GPU-ms waited")).count();
     assert_eq!(shown, 5, "{text}");
     assert!(text.contains(&format!("  … and {} more rank(s) (--json and --csv list every one)", listed - 5)), "{text}");
+    // Waits mostly hidden under compute are said to be more than the exposed time they can cost.
+    let job_json = &json(&json_path)["jobs"][0];
+    let waited: f64 = job_json["stragglers"].as_array().unwrap().iter().map(|s| s["wait_caused_us"].as_f64().unwrap()).sum();
+    let exposed = job_json["totals"]["exposed_comm_us"].as_f64().unwrap();
+    assert_eq!(text.contains("more than the job's"), waited > exposed, "{waited} {exposed}: {text}");
+    assert!(waited > exposed, "this job's stragglers wait mostly under compute: {waited} {exposed}");
 }
 
 /// A GPU activity that starts far from the rest (a `ts` whose sign was lost) is said on its

@@ -121,11 +121,19 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         const SHOWN: usize = 5;
         for s in a.stragglers.iter().take(SHOWN) {
             let hours =
-                s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {} GPU-hours of the job", analysis::gpu_hours_text(h)));
+                s.wait_caused_gpu_hours.map_or(String::new(), |h| format!(", {} GPU-hours waited in the job", analysis::gpu_hours_text(h)));
             writeln!(w, "  rank {:>5}: last {:>5} times, {:>10.3} GPU-ms waited{hours}", s.rank, s.times_last, s.wait_caused_us / 1000.0)?;
         }
         if a.stragglers.len() > SHOWN {
             writeln!(w, "  … and {} more rank(s) (--json and --csv list every one)", a.stragglers.len() - SHOWN)?;
+        }
+        if let Some((waited, exposed)) = a.straggler_waits_beyond_exposed() {
+            writeln!(
+                w,
+                "  their waits add up to {:.3} GPU-ms, more than the job's {:.3} ms of exposed communication: most ran under compute, and making every rank arrive on time saves at most the exposed time",
+                waited / 1000.0,
+                exposed / 1000.0
+            )?;
         }
     }
     writeln!(w)?;

@@ -316,6 +316,15 @@ impl JobAnalysis {
         notes_in_words(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
     }
 
+    /// (the stragglers' waits, the job's exposed communication), µs of GPU time, where the
+    /// waits are more: most of them ran under compute, and fixing the stragglers saves at most
+    /// the exposed time (a synthetic job's five stragglers "waited" 5.8× its exposed
+    /// communication, each wait beside its GPU-hours as if lost).
+    pub fn straggler_waits_beyond_exposed(&self) -> Option<(f64, f64)> {
+        let waited: f64 = self.stragglers.iter().map(|s| s.wait_caused_us).sum();
+        (waited > self.totals.breakdown.exposed_comm_us).then_some((waited, self.totals.breakdown.exposed_comm_us))
+    }
+
     /// The job's step time, µs: the mean over its steps of the slowest rank's ([`job_steps`]);
     /// without steps, the slowest rank's analysed window.
     pub fn mean_step_us(&self) -> f64 {
