@@ -2560,7 +2560,50 @@ impl Pricing {
                 p.time_us = t;
             }
         }
+        self.no_faster_than_in_a_node(gpu, q, &mut p);
         Some(p)
+    }
+
+    /// A ring collective across nodes held to the bus bandwidth a measured curve of the GPU
+    /// reaches in one node at the same size: every ring (and tree) across nodes also runs
+    /// through the links in each node, so it moves no byte faster than a node's own ring. A
+    /// user's 8-GPU curve at 10 GB/s had priced 64 of those GPUs from the shipped curves at
+    /// 310 GB/s, and `replay --world-size 64` scaled the job's collectives down 28×.
+    fn no_faster_than_in_a_node(&self, gpu: &Gpu, q: &CollectiveQuery, p: &mut Price) {
+        if !q.across_nodes() || !matches!(q.collective, Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter) {
+            return;
+        }
+        let inside = CollectiveQuery { gpus: q.gpus_per_node, ..*q };
+        let measured = [
+            PriceRule::CollectiveCurve,
+            PriceRule::CollectiveMeasured,
+            PriceRule::CollectiveCounts,
+            PriceRule::CollectiveBelowCounts,
+            PriceRule::CollectiveAboveCounts,
+        ];
+        let (Some(k_in), Some(k_across)) = (q.collective.bus_factor(i64::from(inside.gpus)), q.collective.bus_factor(i64::from(q.gpus)))
+        else {
+            return;
+        };
+        if inside.gpus < 2 || k_in <= 0.0 {
+            return;
+        }
+        let Some(node) = self.collective(gpu, &inside).filter(|n| measured.contains(&n.rule)) else { return };
+        // Bandwidth, not latency: the node's time beyond its latency (its price of 8 bytes). A
+        // node's latency says nothing of the network's (Echo's 16 A100s across two nodes measured
+        // 34.5 µs at 1 KiB, Azure's 8 in one node 41.9).
+        let latency = self.collective(gpu, &CollectiveQuery { bytes: 8.0, ..inside }).map_or(0.0, |l| l.time_us.min(node.time_us));
+        let moving = node.time_us - latency;
+        let floor = moving * k_across / k_in;
+        if floor > p.time_us * (1.0 + 1e-9) && moving > 0.0 {
+            p.basis.push_str(&format!(
+                "; held to {floor:.2} µs, the bus bandwidth a node of {} reaches at this size beyond its {latency:.1} µs latency ({:.1} GB/s: {}): a ring across nodes also runs through the links in each node",
+                inside.gpus,
+                q.bytes * k_in / moving / 1e3,
+                node.basis
+            ));
+            p.time_us = floor;
+        }
     }
 
     /// [`Pricing::collective`] from the user's rows of the GPU alone (`user`)
@@ -4919,6 +4962,39 @@ mod tests {
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let at = p.gemm_excluding(h100, &GemmShape { batch: 1.0, m: 1024.0, n: 256.0, k: 1024.0, dtype: Dtype::Fp8 }, &[]).unwrap();
         assert_eq!(at.time_us, 1.0, "{}", at.basis);
+    }
+
+    /// A user's curve in a node at 10 GB/s of bus bandwidth holds every size across nodes to it:
+    /// the shipped curves across nodes (A3 Mega's, 310 GB/s at 384 MiB over 64) are not faster
+    /// than the node the user measured, and a group in one node keeps the user's curve as it is.
+    #[test]
+    fn a_collective_across_nodes_moves_no_byte_faster_than_a_measured_node() {
+        let mut csv = String::from("gpu,collective,gpus,size_bytes,time_us\n");
+        let sizes = [8u64, 1 << 20, 1 << 24, 1 << 28, 1 << 30];
+        // All-reduce bus bytes 2·7/8 of the size at 10 GB/s, plus 20 µs.
+        let node_us = |b: f64| 20.0 + b * 1.75 / 10e3;
+        for b in sizes {
+            csv.push_str(&format!("h100-sxm,all_reduce,8,{b},{:.3}\n", node_us(b as f64)));
+        }
+        let mut m = Measurements::builtin();
+        m.add_text(csv.as_bytes(), "slow.csv").unwrap();
+        m.user_files.push("slow.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let shipped = Pricing::builtin();
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let bytes = 384.0 * 1024.0 * 1024.0;
+        let q = CollectiveQuery::new(Collective::AllReduce, bytes, 64, 8);
+        let across = p.collective(h100, &q).unwrap();
+        // The node's time beyond its latency (its time at 8 bytes) × the bus factors' ratio,
+        // 2·63/64 ÷ 2·7/8.
+        let want = (node_us(bytes) - node_us(8.0)) * (126.0 / 64.0) / 1.75;
+        assert!((across.time_us / want - 1.0).abs() < 1e-3, "{} µs against {want}: {}", across.time_us, across.basis);
+        assert!(across.basis.contains("a node of 8 reaches at this size beyond its"), "{}", across.basis);
+        assert!(across.basis.contains("latency (10.0 GB/s"), "{}", across.basis);
+        // The shipped curves alone price it over 20× faster; in one node the user's curve stands.
+        assert!(shipped.collective(h100, &q).unwrap().time_us < want / 20.0);
+        let inside = p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, bytes, 8, 8)).unwrap();
+        assert!((inside.time_us / node_us(bytes) - 1.0).abs() < 1e-3, "{}", inside.basis);
     }
 
     /// A user's few GEMM shapes correct a shape by the nearest of them most: between two measured
