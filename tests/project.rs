@@ -2100,6 +2100,38 @@ fn a_madmax_systems_link_rates_are_said_as_read() {
     assert!(text.contains("200.0 GB/s in a node") && text.contains("7.0 GB/s per GPU across nodes"), "{text}");
 }
 
+/// `search` says that it left context parallelism out below 16 384 tokens (a search of "every
+/// feasible plan" of Llama-2 70B at 4096 tokens had left it out unsaid), and a pinned degree is
+/// tried; at 32 768 tokens it is tried without a pin, and not said.
+#[test]
+fn search_says_it_left_context_parallelism_out_of_short_sequences() {
+    let dir = scratch("search-cp");
+    let search = |model: &str, with: Option<&str>, name: &str| {
+        let out = dir.join(name);
+        let mut c = bin();
+        c.args(["search", "--model", model, "--system", "h100-sxm", "--gpus", "8", "--top", "3", "--json"]).arg(&out);
+        if let Some(w) = with {
+            c.args(["--with", w]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let plans: Vec<String> = json(&out)["ranked"].as_array().unwrap().iter().map(|p| p["plan"].as_str().unwrap().to_string()).collect();
+        (String::from_utf8_lossy(&o.stdout).to_string(), json(&out)["not_tried"].as_str().map(str::to_string), plans)
+    };
+    let (text, not_tried, plans) = search("llama2-7b", None, "a.json");
+    assert!(text.contains("note: context parallelism was not tried: the search tries it from 16384 tokens"), "{text}");
+    assert!(not_tried.is_some_and(|n| n.contains("this model's is 4096")));
+    assert!(plans.iter().all(|p| !p.contains("cp=")), "{plans:?}");
+    let (text, not_tried, plans) = search("llama2-7b", Some("cp=2"), "b.json");
+    assert!(!text.contains("context parallelism was not tried") && not_tried.is_none(), "{text}");
+    assert!(plans.iter().all(|p| p.contains("cp=2")), "{plans:?}");
+    let long = dir.join("long.json");
+    std::fs::write(&long, r#"{"preset":"llama2-7b","seq":32768}"#).unwrap();
+    let (text, not_tried, plans) = search(long.to_str().unwrap(), None, "c.json");
+    assert!(!text.contains("context parallelism was not tried") && not_tried.is_none(), "{text}");
+    assert!(!plans.is_empty());
+}
+
 /// `search` tries microbatches up to 64 sequences: a small model whose best plan runs 32 a
 /// microbatch (ViT-B/16 over 8 A100s, 256 images a step) had been ranked at 16 (its space
 /// stopped there, under "every feasible plan").

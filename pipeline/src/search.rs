@@ -300,6 +300,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                 writeln!(out, "note (--with, on the best plan): {n}")?;
             }
         }
+        if let Some(n) = &result.not_tried {
+            writeln!(out, "note: {n}")?;
+        }
         // A fit of --profile the model leaves out is said, as project says it.
         for why in device.iter().flat_map(|d| d.rejected_fits()) {
             writeln!(out, "note: calibration profile: {why}")?;
@@ -349,6 +352,9 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
             front: &'a [search::FrontPoint],
             /// What training on a GPU of this compute measured (the shipped runs): the best run, how many.
             best_measured_mfu: Option<&'a tracecast_replay::workload::validate::MfuBound>,
+            /// A degree the search did not try, and how to try it.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            not_tried: Option<&'a str>,
         }
         let top = &result.ranked[..result.ranked.len().min(args.top.max(1).saturating_mul(10))];
         write_json(
@@ -368,6 +374,7 @@ pub fn run(args: &Options, out: &mut dyn Write) -> Result<Outcome> {
                     .collect(),
                 front: &front,
                 best_measured_mfu: measured.as_ref().and_then(|n| n.bound.as_ref()),
+                not_tried: result.not_tried.as_deref(),
             },
         )?;
     }

@@ -184,7 +184,17 @@ pub struct SearchResult {
     /// is named by it, not only counted among degrees that do not divide.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused_for_one: Option<String>,
+    /// A degree the search did not try, in words, with how to try it: context parallelism
+    /// below [`CP_FROM_TOKENS`] (a search said "every feasible plan" and had left it out unsaid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_tried: Option<String>,
 }
+
+/// Training sequences from which the search tries context parallelism: it splits attention's
+/// s² work, which dominates only at long sequences, and the model prices it optimistically
+/// there already (torchtitan's Llama 3.1 8B on 8 H100s at 32k–256k tokens: +42 % at cp=1 to
+/// +81 % at cp=8, `validate` on the training runs), so shorter sequences are left to a pin.
+pub const CP_FROM_TOKENS: f64 = 16384.0;
 
 /// The plans a search rejected, by reason (they sum to [`SearchResult::rejected`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -246,13 +256,13 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             (model.layers.is_multiple_of(*p as usize) || model.layers >= 4 * *p as usize) && (!space.pins(&["pp"]) || *p == pin.pp)
         });
         for pp in stage_counts {
-            // Context parallelism pays for long sequences only: tried from 16k tokens.
+            // Context parallelism pays for long sequences only: tried from CP_FROM_TOKENS.
             // A pinned degree is tried at any sequence length.
             let cps: Vec<u32> = if space.pins(&["cp"]) {
                 let c = pin.cp;
                 let fits = (gpus / (tp * pp)).is_multiple_of(c) && (c == 1 || (model.seq as u64).is_multiple_of(2 * u64::from(c)));
                 if fits { vec![c] } else { Vec::new() }
-            } else if train && model.seq >= 16384.0 {
+            } else if train && model.seq >= CP_FROM_TOKENS {
                 divisors(gpus / (tp * pp))
                     .into_iter()
                     .filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c)))
@@ -407,6 +417,12 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         _ => None,
     };
     let rejected = why.batch + why.memory + why.refused;
+    let not_tried = (train && model.seq < CP_FROM_TOKENS && !space.pins(&["cp"])).then(|| {
+        format!(
+            "context parallelism was not tried: the search tries it from {CP_FROM_TOKENS} tokens a sequence, and this model's is {} (--with cp=N tries that degree)",
+            model.seq
+        )
+    });
     SearchResult {
         simulated,
         rejected,
@@ -417,6 +433,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         speedup_over_baseline,
         identical,
         refused_for_one,
+        not_tried,
     }
 }
 
