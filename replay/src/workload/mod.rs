@@ -405,7 +405,10 @@ impl Timeline {
     /// Chrome-trace JSON of the lanes (one process, a track per lane that ran
     /// something), for ui.perfetto.dev. A slice is one operation; where it is
     /// a block of several kinds (a GEMM and its norm), its args give each
-    /// kind's time in ms, so that the memory-bound work is found by kind.
+    /// kind's time in ms, its category is `block`, and a slice of each kind's time
+    /// (one after the other: the model does not order them) sits inside it, so that
+    /// the slices' categories add up to the breakdown by kind (a block had taken its
+    /// largest kind's category: FA2's forward in a block counted as GEMM time).
     pub fn write_perfetto(&self, w: &mut impl std::io::Write, title: &str) -> std::io::Result<()> {
         write!(w, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
         let name = serde_json::to_string(title).unwrap_or_else(|_| "\"projection\"".into());
@@ -417,20 +420,41 @@ impl Timeline {
         }
         for (i, op) in self.ops.iter().enumerate() {
             let (s, e) = (self.schedule.start_ns[i], self.schedule.end_ns[i]);
-            let name = serde_json::to_string(&op.name.to_string()).unwrap_or_default();
+            let label = op.name.to_string();
+            let name = serde_json::to_string(&label).unwrap_or_default();
+            let parts: Vec<_> = op.parts.iter().filter(|p| p.1 > 0.0).collect();
+            let block = parts.len() > 1;
             write!(
                 w,
                 ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3},\"args\":{{",
                 op.lane,
-                op.kind.as_str(),
+                if block { "block" } else { op.kind.as_str() },
                 s as f64 / 1e3,
                 (e - s) as f64 / 1e3
             )?;
-            for (k, (kind, dur_s)) in op.parts.iter().filter(|p| p.1 > 0.0).enumerate() {
+            for (k, (kind, dur_s)) in parts.iter().enumerate() {
                 let comma = if k > 0 { "," } else { "" };
                 write!(w, "{comma}\"{}_ms\":{:.6}", kind.as_str(), dur_s * 1e3)?;
             }
             write!(w, "}}}}")?;
+            if block {
+                // Each kind's share of the block's scheduled span, one after the other inside it.
+                let total: f64 = parts.iter().map(|p| p.1).sum();
+                let mut at = s as f64;
+                for (kind, dur_s) in &parts {
+                    let dur = (e - s) as f64 * dur_s / total;
+                    let name = serde_json::to_string(&format!("{label} · {}", kind.as_str())).unwrap_or_default();
+                    write!(
+                        w,
+                        ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
+                        op.lane,
+                        kind.as_str(),
+                        at / 1e3,
+                        dur / 1e3
+                    )?;
+                    at += dur;
+                }
+            }
         }
         writeln!(w, "]}}")
     }
