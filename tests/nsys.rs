@@ -682,6 +682,19 @@ fn an_activity_before_the_session_is_said() {
     assert!(notes.contains("1 event(s) start before the capture's session began (a negative timestamp)"), "{notes}");
 }
 
+/// An export with memory copies but no kernel left (its kernel table emptied, its runtime table
+/// gone, so no launch shows the loss) had read as a job 99 % idle, said nowhere.
+#[test]
+fn an_export_without_kernels_is_said_to_read_as_idle() {
+    let dir = scratch("nsys-no-kernels");
+    let f = writable_copy(MFU, &dir.join("nokernels.sqlite"));
+    Connection::open(&f).unwrap().execute_batch("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME;").unwrap();
+    let notes = rank_notes(&f, &dir);
+    assert!(notes.contains("no kernel ran on this rank's GPU in the export, only memory copies and sets"), "{notes}");
+    // The export as recorded says nothing of the kind.
+    assert!(!rank_notes(&export(MFU), &dir).contains("no kernel ran"));
+}
+
 /// Kernels without a correlationId (NULL: a damaged export) were tied to no launch in silence.
 #[test]
 fn kernels_without_a_correlation_id_are_said() {

@@ -321,11 +321,21 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
             // launch it: tied to no launch, so no host thread waits on it or is waited on (silent).
             let gpu_activity = |k: EventKind| matches!(k, EventKind::Kernel | EventKind::Memcpy | EventKind::Memset);
             let unlinked = if rows.calls.is_empty() { 0 } else { list.iter().filter(|p| gpu_activity(p.kind) && p.correlation < 0).count() };
+            let no_kernels = !list.iter().any(|p| p.kind == EventKind::Kernel) && list.iter().any(|p| gpu_activity(p.kind));
             let mut t = build(key, list, &rows, path, opts);
             if unlinked > 0 {
                 t.warnings.push(format!(
                     "{unlinked} GPU activity row(s) have no correlationId: no runtime call is known to have launched them, so the replay ties them to no host thread"
                 ));
+            }
+            // GPU activity, but not one kernel: an export whose kernel table was emptied, or a
+            // capture without kernels, whose every figure reads as an idle GPU (99 % idle, said
+            // nowhere, where the export had no runtime table to show the launches were lost).
+            if no_kernels {
+                t.warnings.push(
+                    "no kernel ran on this rank's GPU in the export, only memory copies and sets: its GPU time reads as idle (a kernel table emptied or not recorded reads the same; record with `nsys profile -t cuda`)"
+                        .to_string(),
+                );
             }
             if unnamed > 0 {
                 t.warnings.push(format!(
