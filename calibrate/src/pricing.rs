@@ -1152,6 +1152,31 @@ impl Pricing {
         Some(price)
     }
 
+    /// `p`, the spec model's price of `shape` below the user's table `t`, × the table's measured ÷
+    /// spec-model times at its shapes, each weighted by the inverse square of its distance in log
+    /// shape (the nearest say most, as [`Pricing::gemm_excluding`] weighs a user's few rows).
+    fn by_users_ratio(&self, gpu: &Gpu, shape: &GemmShape, t: &GemmTable, exclude: &[&str], p: &mut Price) {
+        let query = [shape.batch, shape.m, shape.n, shape.k].map(|d| d.max(1.0).log2());
+        let (mut weights, mut weighted) = (0.0, 0.0);
+        for (x, ln_t) in &t.points {
+            let at = GemmShape { batch: x[0].exp2(), m: x[1].exp2(), n: x[2].exp2(), k: x[3].exp2(), dtype: shape.dtype };
+            let Some(model) = self.gemm_spec_model(gpu, &at, exclude) else { continue };
+            let distance2: f64 = x.iter().zip(query).map(|(a, b)| (a - b).powi(2)).sum();
+            let w = 1.0 / distance2.max(1e-12);
+            (weights, weighted) = (weights + w, weighted + w * (ln_t.exp() / model.time_us).ln());
+        }
+        if weights > 0.0 {
+            let f = (weighted / weights).exp();
+            p.time_us *= f;
+            p.basis.push_str(&format!(
+                "; × {f:.3}, the measured ÷ spec-model time of the user's {} shapes of {} ({}), each weighted by the inverse square of its distance in log shape",
+                t.points.len(),
+                t.gpu,
+                t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+
     /// The user's GEMM rows of `gpu` and `dtype`'s class when fewer than a table needs.
     fn user_gemm_rows(&self, gpu: &Gpu, dtype: Dtype) -> Option<&GemmTable> {
         let tables = &self.gemms().tables;
@@ -1171,6 +1196,12 @@ impl Pricing {
         {
             p.basis.push_str(&format!("; below the shapes of {}'s {}-shape table", t.gpu, t.points.len()));
             p.extrapolated = true;
+            // A user's table says how their stack runs against the spec model at its shapes: below
+            // them the spec model × that ratio, as a user's few rows correct a price (an eighth
+            // slow row had turned a 2× slower stack's small GEMMs faster than the shipped table).
+            if t.user {
+                self.by_users_ratio(gpu, shape, t, exclude, &mut p);
+            }
             let least_rows = t.least(1).exp2();
             self.hold_fp8_to_16_bit(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
             // Never above the table's price of the shape raised to the table's smallest measured
@@ -1304,7 +1335,7 @@ impl Pricing {
             return String::new();
         }
         format!(
-            "; set aside, measured at this very shape: {} (one table prices a GPU's GEMMs, the one of the most shapes, so that neighbouring shapes agree)",
+            "; set aside, measured at this very shape: {} (one table prices a GPU's GEMMs, the user's, else the one of the most shapes, so that neighbouring shapes agree)",
             words.join("; ")
         )
     }
@@ -1420,12 +1451,16 @@ impl Pricing {
     pub fn hbm_bytes_per_s(&self, gpu: &Gpu) -> (f64, String) {
         let streaming = |r: &&crate::measured::MemoryRow| r.metric.starts_with("stream_") && &*r.metric != "stream_dot";
         let ids: Vec<&str> = gpu.measurement_ids().collect();
-        if let Some(r) = self
-            .measurements
+        let m = &self.measurements;
+        let of_gpu = |r: &&crate::measured::MemoryRow| streaming(r) && ids.contains(&&*r.gpu);
+        // The user's rows first, as their GEMMs and collectives come first: their 1000 GB/s
+        // beside a shipped 2970 had been outbid by the shipped row, in silence.
+        let users = m.memory.iter().filter(of_gpu).any(|r| m.is_user(&r.from));
+        if let Some(r) = m
             .memory
             .iter()
-            .filter(streaming)
-            .filter(|r| ids.contains(&&*r.gpu))
+            .filter(of_gpu)
+            .filter(|r| !users || m.is_user(&r.from))
             .max_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps))
         {
             // A variant of the measured GPU (`--hbm-gbps`): its measured rate × the two datasheet
@@ -2518,13 +2553,20 @@ impl Pricing {
             let waited =
                 if t < r.time_us { format!(": {t:.2} µs, a larger size's, where it measured {:.2}", r.time_us) } else { String::new() };
             let what = if users_points { "the user's measurement" } else { "a measurement" };
-            return Some(Price::new(
+            let mut price = Price::new(
                 t,
                 PriceRule::CollectiveMeasured,
                 false,
                 format!("{what} of this size at {gpus} GPUs, {} to a node ({}){waited}", r.gpus_per_node, r.from.source_id),
                 PriceRule::CollectiveMeasured.band(),
-            ));
+            );
+            // Another system's point is held as its neighbours are (a point skipped by the hold
+            // had priced its own size under the held price of one byte less); the user's own is
+            // their system's, kept.
+            if !users_points {
+                self.no_faster_than_in_a_node(gpu, q, &mut price);
+            }
+            return Some(price);
         }
         // Their measured ÷ priced times scale the price, in log size: between two points their
         // ratios interpolated, beyond the outermost its ratio tapered to 1 at 16× (4 octaves) away —
@@ -2568,12 +2610,22 @@ impl Pricing {
     /// reaches in one node at the same size: every ring (and tree) across nodes also runs
     /// through the links in each node, so it moves no byte faster than a node's own ring. A
     /// user's 8-GPU curve at 10 GB/s had priced 64 of those GPUs from the shipped curves at
-    /// 310 GB/s, and `replay --world-size 64` scaled the job's collectives down 28×.
+    /// 310 GB/s, and `replay --world-size 64` scaled the job's collectives down 28×. The user's
+    /// own measurements describe one system, whose larger rings pay their node's whole time
+    /// (latency too) and no less than their own smaller rings of the same node layout (16 GPUs
+    /// measured at 30 ms had priced 32 at 11.8 from the link rule); shipped curves of a node
+    /// bound the bandwidth alone, their latency being another system's (Echo's 16 A100s across
+    /// two nodes measured 34.5 µs at 1 KiB, Azure's 8 in one node 41.9).
     fn no_faster_than_in_a_node(&self, gpu: &Gpu, q: &CollectiveQuery, p: &mut Price) {
         if !q.across_nodes() || !matches!(q.collective, Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter) {
             return;
         }
-        let inside = CollectiveQuery { gpus: q.gpus_per_node, ..*q };
+        let Some(k_across) = q.collective.bus_factor(i64::from(q.gpus)) else { return };
+        let m = &self.measurements;
+        let users = self.curves(gpu, q.collective, true);
+        let users_rows = || users.rows.iter().map(|&i| &m.collectives[i]).filter(|r| r.time_us > 0.0);
+        // (floor µs, words) of each bound; the highest holds the price.
+        let mut bounds: Vec<(f64, String)> = Vec::new();
         let measured = [
             PriceRule::CollectiveCurve,
             PriceRule::CollectiveMeasured,
@@ -2581,27 +2633,56 @@ impl Pricing {
             PriceRule::CollectiveBelowCounts,
             PriceRule::CollectiveAboveCounts,
         ];
-        let (Some(k_in), Some(k_across)) = (q.collective.bus_factor(i64::from(inside.gpus)), q.collective.bus_factor(i64::from(q.gpus)))
-        else {
-            return;
-        };
-        if inside.gpus < 2 || k_in <= 0.0 {
-            return;
+        let inside = CollectiveQuery { gpus: q.gpus_per_node, ..*q };
+        if let Some(k_in) = q.collective.bus_factor(i64::from(inside.gpus)).filter(|k| *k > 0.0 && inside.gpus >= 2)
+            && let Some(node) = self.collective(gpu, &inside).filter(|n| measured.contains(&n.rule))
+        {
+            let users_node = users_rows().any(|r| r.gpus == inside.gpus && r.gpus <= r.gpus_per_node.max(1));
+            let latency = if users_node {
+                0.0
+            } else {
+                self.collective(gpu, &CollectiveQuery { bytes: 8.0, ..inside }).map_or(0.0, |l| l.time_us.min(node.time_us))
+            };
+            let moving = node.time_us - latency;
+            if moving > 0.0 {
+                let beyond = if users_node { String::new() } else { format!(" beyond its {latency:.1} µs latency") };
+                bounds.push((
+                    moving * k_across / k_in,
+                    format!(
+                        "the bus bandwidth a node of {} reaches at this size{beyond} ({:.1} GB/s: {}): a ring across nodes also runs through the links in each node",
+                        inside.gpus,
+                        q.bytes * k_in / moving / 1e3,
+                        node.basis
+                    ),
+                ));
+            }
         }
-        let Some(node) = self.collective(gpu, &inside).filter(|n| measured.contains(&n.rule)) else { return };
-        // Bandwidth, not latency: the node's time beyond its latency (its price of 8 bytes). A
-        // node's latency says nothing of the network's (Echo's 16 A100s across two nodes measured
-        // 34.5 µs at 1 KiB, Azure's 8 in one node 41.9).
-        let latency = self.collective(gpu, &CollectiveQuery { bytes: 8.0, ..inside }).map_or(0.0, |l| l.time_us.min(node.time_us));
-        let moving = node.time_us - latency;
-        let floor = moving * k_across / k_in;
-        if floor > p.time_us * (1.0 + 1e-9) && moving > 0.0 {
-            p.basis.push_str(&format!(
-                "; held to {floor:.2} µs, the bus bandwidth a node of {} reaches at this size beyond its {latency:.1} µs latency ({:.1} GB/s: {}): a ring across nodes also runs through the links in each node",
-                inside.gpus,
-                q.bytes * k_in / moving / 1e3,
-                node.basis
-            ));
+        // The user's own rings across nodes of this layout at fewer GPUs.
+        let mut counts: Vec<u32> = users_rows()
+            .filter(|r| r.gpus < q.gpus && r.gpus > r.gpus_per_node.max(1) && r.gpus_per_node == q.gpus_per_node)
+            .map(|r| r.gpus)
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        for n in counts {
+            if let Some(k_n) = q.collective.bus_factor(i64::from(n)).filter(|k| *k > 0.0)
+                && let Some(smaller) = self.collective(gpu, &CollectiveQuery { gpus: n, ..*q })
+            {
+                bounds.push((
+                    smaller.time_us * k_across / k_n,
+                    format!(
+                        "the bus bandwidth the user's {n} GPUs, {} to a node, reach at this size ({:.1} GB/s: {}): a larger ring of the same nodes moves no byte faster",
+                        q.gpus_per_node,
+                        q.bytes * k_n / smaller.time_us / 1e3,
+                        smaller.basis
+                    ),
+                ));
+            }
+        }
+        if let Some((floor, words)) = bounds.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))
+            && floor > p.time_us * (1.0 + 1e-9)
+        {
+            p.basis.push_str(&format!("; held to {floor:.2} µs, {words}"));
             p.time_us = floor;
         }
     }
@@ -4964,6 +5045,24 @@ mod tests {
         assert_eq!(at.time_us, 1.0, "{}", at.basis);
     }
 
+    /// A user's streaming rate prices the GPU's HBM where the shipped base measured a faster one.
+    #[test]
+    fn a_users_streaming_rate_comes_before_the_shipped_one() {
+        let shipped = Pricing::builtin();
+        let h100 = shipped.catalog.gpu("h100-sxm").unwrap().clone();
+        assert!(shipped.hbm_bytes_per_s(&h100).0 > 2e12);
+        let mut m = Measurements::builtin();
+        m.add_text(b"gpu,metric,bandwidth_gbps\nh100-sxm,stream_triad,1000\n", "mem.csv").unwrap();
+        m.user_files.push("mem.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let (bw, basis) = p.hbm_bytes_per_s(&h100);
+        assert_eq!(bw, 1000e9, "{basis}");
+        assert!(basis.contains("mem.csv stream_triad"), "{basis}");
+        // A one-row GEMM streams its weights at that rate: slower than with the shipped one.
+        let gemv = GemmShape { batch: 1.0, m: 1.0, n: 8192.0, k: 8192.0, dtype: Dtype::Bf16 };
+        assert!(p.gemm(&h100, &gemv).unwrap().time_us > 2.0 * shipped.gemm(&h100, &gemv).unwrap().time_us);
+    }
+
     /// A user's curve in a node at 10 GB/s of bus bandwidth holds every size across nodes to it:
     /// the shipped curves across nodes (A3 Mega's, 310 GB/s at 384 MiB over 64) are not faster
     /// than the node the user measured, and a group in one node keeps the user's curve as it is.
@@ -4985,16 +5084,64 @@ mod tests {
         let bytes = 384.0 * 1024.0 * 1024.0;
         let q = CollectiveQuery::new(Collective::AllReduce, bytes, 64, 8);
         let across = p.collective(h100, &q).unwrap();
-        // The node's time beyond its latency (its time at 8 bytes) × the bus factors' ratio,
-        // 2·63/64 ÷ 2·7/8.
-        let want = (node_us(bytes) - node_us(8.0)) * (126.0 / 64.0) / 1.75;
+        // The user's node's whole time × the bus factors' ratio, 2·63/64 ÷ 2·7/8.
+        let want = node_us(bytes) * (126.0 / 64.0) / 1.75;
         assert!((across.time_us / want - 1.0).abs() < 1e-3, "{} µs against {want}: {}", across.time_us, across.basis);
-        assert!(across.basis.contains("a node of 8 reaches at this size beyond its"), "{}", across.basis);
-        assert!(across.basis.contains("latency (10.0 GB/s"), "{}", across.basis);
+        assert!(across.basis.contains("a node of 8 reaches at this size (10.0 GB/s"), "{}", across.basis);
         // The shipped curves alone price it over 20× faster; in one node the user's curve stands.
         assert!(shipped.collective(h100, &q).unwrap().time_us < want / 20.0);
         let inside = p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, bytes, 8, 8)).unwrap();
         assert!((inside.time_us / node_us(bytes) - 1.0).abs() < 1e-3, "{}", inside.basis);
+        // Every size and count across nodes: at least the node's time × the bus factors' ratio.
+        for b in [1u64 << 20, 1 << 24, 1 << 26] {
+            for n in [16u32, 32, 512] {
+                let t = p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, b as f64, n, 8)).unwrap().time_us;
+                let k = 2.0 * f64::from(n - 1) / f64::from(n);
+                assert!(t >= node_us(b as f64) * k / 1.75 * (1.0 - 1e-6), "{b} B over {n}: {t} µs");
+            }
+        }
+        // The user's ring of 16 GPUs, 4 to a node, bounds 32 of the same nodes: 30 ms × (2·31/32 ÷ 2·15/16).
+        let mut m = Measurements::builtin();
+        m.add_text(b"gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nh100-sxm,all_reduce,16,4,4,1073741824,30000\n", "x16.csv")
+            .unwrap();
+        m.user_files.push("x16.csv".into());
+        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let h100 = p.catalog.gpu("h100-sxm").unwrap();
+        let wider = p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 32, 4)).unwrap();
+        assert!((wider.time_us / (30000.0 * (62.0 / 32.0) / (30.0 / 16.0)) - 1.0).abs() < 1e-6, "{} µs: {}", wider.time_us, wider.basis);
+        assert!(wider.basis.contains("the user's 16 GPUs, 4 to a node"), "{}", wider.basis);
+    }
+
+    /// Below a user's table of scattered shapes, its measured ÷ spec-model ratio carries: eight
+    /// shapes at 300 TFLOP/s (about half the shipped table's rate) price 256×4096×4096 slower
+    /// than the shipped base, as seven of them do (the eighth had priced it faster).
+    #[test]
+    fn below_a_users_table_its_stack_still_runs_as_measured() {
+        let shipped = Pricing::builtin();
+        let h100 = shipped.catalog.gpu("h100-sxm").unwrap().clone();
+        let shapes = [
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+            (2048, 4096, 4096),
+            (4096, 2048, 4096),
+            (4096, 4096, 2048),
+            (8192, 4096, 4096),
+            (2048, 8192, 8192),
+        ];
+        let small = GemmShape { batch: 1.0, m: 256.0, n: 4096.0, k: 4096.0, dtype: Dtype::Bf16 };
+        for rows in [7, 8] {
+            let mut csv = String::from("gpu,dtype,m,n,k,tflops\n");
+            for (m, n, k) in &shapes[..rows] {
+                csv.push_str(&format!("h100-sxm,bf16,{m},{n},{k},300\n"));
+            }
+            let mut m = Measurements::builtin();
+            m.add_text(csv.as_bytes(), "g.csv").unwrap();
+            m.user_files.push("g.csv".into());
+            let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+            let price = p.gemm(&h100, &small).unwrap();
+            assert!(price.time_us > 1.5 * shipped.gemm(&h100, &small).unwrap().time_us, "{rows} rows: {price:?}");
+        }
     }
 
     /// A user's few GEMM shapes correct a shape by the nearest of them most: between two measured

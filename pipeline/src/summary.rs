@@ -130,9 +130,10 @@ pub fn write_job(w: &mut dyn Write, a: &JobAnalysis) -> io::Result<()> {
         if let Some((waited, exposed)) = a.straggler_waits_beyond_exposed() {
             writeln!(
                 w,
-                "  their waits add up to {:.3} GPU-ms, more than the job's {:.3} ms of exposed communication: most ran under compute, and making every rank arrive on time saves at most the exposed time",
+                "  their waits add up to {:.3} GPU-ms, more than the job's {:.3} GPU-ms of exposed communication: at least {:.0} % of them ran under compute, and making every rank arrive on time saves at most the exposed time",
                 waited / 1000.0,
-                exposed / 1000.0
+                exposed / 1000.0,
+                100.0 * (1.0 - exposed / waited)
             )?;
         }
     }

@@ -446,9 +446,10 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
             .collect();
         let beyond = a.straggler_waits_beyond_exposed().map_or(String::new(), |(waited, exposed)| {
             format!(
-                "; their waits add up to {} GPU-ms, more than the job's {} ms of exposed communication: most ran under compute, and making every rank arrive on time saves at most the exposed time",
+                "; their waits add up to {} GPU-ms, more than the job's {} GPU-ms of exposed communication: at least {:.0} % of them ran under compute, and making every rank arrive on time saves at most the exposed time",
                 ms(waited),
-                ms(exposed)
+                ms(exposed),
+                100.0 * (1.0 - exposed / waited)
             )
         });
         page.table(

@@ -317,8 +317,8 @@ impl JobAnalysis {
     }
 
     /// (the stragglers' waits, the job's exposed communication), µs of GPU time, where the
-    /// waits are more: most of them ran under compute, and fixing the stragglers saves at most
-    /// the exposed time (a synthetic job's five stragglers "waited" 5.8× its exposed
+    /// waits are more: at least 1 − exposed ÷ waits of them ran under compute, and fixing the
+    /// stragglers saves at most the exposed time (a synthetic job's five stragglers "waited" 5.8× its exposed
     /// communication, each wait beside its GPU-hours as if lost).
     pub fn straggler_waits_beyond_exposed(&self) -> Option<(f64, f64)> {
         let waited: f64 = self.stragglers.iter().map(|s| s.wait_caused_us).sum();

@@ -328,9 +328,9 @@ pub(crate) fn split(rows: Rows, path: &std::path::Path, file_bytes: u64, opts: &
                     "{unlinked} GPU activity row(s) have no correlationId: no runtime call is known to have launched them, so the replay ties them to no host thread"
                 ));
             }
-            // GPU activity, but not one kernel: an export whose kernel table was emptied, or a
-            // capture without kernels, whose every figure reads as an idle GPU (99 % idle, said
-            // nowhere, where the export had no runtime table to show the launches were lost).
+            // GPU activity, but not one kernel on the rank: an export whose kernel table was
+            // emptied (99 % idle, said nowhere, where no runtime table showed the launches lost), a
+            // capture without kernels, or a GPU only initialized; its figures read as an idle GPU.
             if no_kernels {
                 t.warnings.push(
                     "no kernel ran on this rank's GPU in the export, only memory copies and sets: its GPU time reads as idle (a kernel table emptied or not recorded reads the same; record with `nsys profile -t cuda`)"

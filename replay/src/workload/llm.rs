@@ -2950,6 +2950,9 @@ pub fn project_timeline(model: &Transformer, cluster: &Cluster, plan: &Plan, tas
     // Materialized: its own backward, plus the forward again under selective recomputation.
     let core_b =
         materialized.map_or(measured_flash.as_ref().map_or(2.5 * core_f, |(_, b, _)| *b), |m| m.1 + if plan.selective { m.0 } else { 0.0 });
+    // A measured family that materializes its scores (pytorch-standard) keeps none under selective
+    // recomputation (`scores_in_memory`): its forward runs again, as a materialized core's does.
+    let core_b = if materialized.is_none() && plan.selective && plan.scores_in_memory() && !decode { core_b + core_f } else { core_b };
     // Decode: the window shortens the cache a windowed layer reads, not the kernel's fixed cost
     // (GPT-OSS's time per token had fallen as its context grew past the window).
     let (attn_core_f, attn_core_b) = if decode {
@@ -5135,6 +5138,25 @@ mod tests {
         assert!(close(acts(&llama, "tp=8,pp=4,vpp=5,sp,mb=1,gbs=16"), 20.0 * 4.6 * per_layer));
         // Fewer microbatches than the warm-up wants: all of them, each chunk once.
         assert!(close(acts(&llama, "tp=8,pp=4,vpp=5,sp,mb=1,gbs=4"), 20.0 * 4.0 * per_layer));
+    }
+
+    #[test]
+    fn selective_recomputation_runs_a_materializing_familys_forward_again() {
+        // pytorch-standard keeps no scores under selective recomputation, so its forward runs
+        // again in the backward: the attention time grows by the forward's, layers × f.
+        let m = Transformer::preset("llama2-7b").unwrap();
+        let catalog = Catalog::builtin();
+        let c = Cluster::from_catalog(&catalog, "h100-sxm", 1, Dtype::Bf16, None).unwrap();
+        let attention = |spec: &str| {
+            let plan = Plan::parse(spec).unwrap();
+            project(&m, &c, &plan, Task::Train).unwrap().times.by_kind_ms["attention"] / 1e3
+        };
+        let flops = 4.0 * m.heads * m.seq * m.seq * m.head_dim * 0.5;
+        let (f, _, _) = c.attention_at(1.0, m.heads, m.seq, m.head_dim, flops, Some("pytorch-standard"), true).unwrap();
+        let added = attention("mb=1,recompute=selective,attention=pytorch-standard") - attention("mb=1,attention=pytorch-standard");
+        assert!((added / (m.layers as f64 * f) - 1.0).abs() < 1e-6, "{added} s against {} × {f} s", m.layers);
+        // A flash family recomputes its scores in its own backward: selective recomputation costs it nothing.
+        assert_eq!(attention("mb=1,recompute=selective,attention=fa2"), attention("mb=1,attention=fa2"));
     }
 
     #[test]

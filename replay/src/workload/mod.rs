@@ -438,21 +438,24 @@ impl Timeline {
             }
             write!(w, "}}}}")?;
             if block {
-                // Each kind's share of the block's scheduled span, one after the other inside it.
+                // Each kind's share of the block's scheduled span, one after the other inside it, at
+                // whole nanoseconds (the last ends where the block does: rounded apart, a child could
+                // end past its parent and break the nesting).
                 let total: f64 = parts.iter().map(|p| p.1).sum();
-                let mut at = s as f64;
-                for (kind, dur_s) in &parts {
-                    let dur = (e - s) as f64 * dur_s / total;
+                let (mut done, mut start) = (0.0, s);
+                for (k, (kind, dur_s)) in parts.iter().enumerate() {
+                    done += dur_s;
+                    let end = if k + 1 == parts.len() { e } else { s + ((e - s) as f64 * done / total).round() as i64 };
                     let name = serde_json::to_string(&format!("{label} · {}", kind.as_str())).unwrap_or_default();
                     write!(
                         w,
                         ",{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"name\":{name},\"cat\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
                         op.lane,
                         kind.as_str(),
-                        at / 1e3,
-                        dur / 1e3
+                        start as f64 / 1e3,
+                        (end - start) as f64 / 1e3
                     )?;
-                    at += dur;
+                    start = end;
                 }
             }
         }
