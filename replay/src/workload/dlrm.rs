@@ -162,9 +162,12 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let global = b * nf;
     let eb = model.emb_bytes;
     let pooled_row = model.dim * eb;
+    // Table-wise, whole tables: the GPU that holds the most, ceil(tables / GPUs), sets the time and
+    // the memory (200 tables over 128 GPUs had been priced at 1.56 tables a GPU where one holds 2).
+    let tables_here = (model.tables / nf).ceil();
     // Lookups (HBM reads) per GPU, and the pooled output each GPU sends in the forward exchange.
     let (lookup_bytes, exchanged) = match plan.sharding {
-        Sharding::TableWise => (global * model.tables / nf * model.pooling * pooled_row, global * model.tables / nf * pooled_row),
+        Sharding::TableWise => (global * tables_here * model.pooling * pooled_row, global * tables_here * pooled_row),
         Sharding::RowWise => (global * model.tables * model.pooling * pooled_row / nf, global * model.tables * pooled_row),
         Sharding::ColumnWise => (global * model.tables * model.pooling * pooled_row / nf, global * model.tables * pooled_row / nf),
         Sharding::DataParallel => (b * model.tables * model.pooling * pooled_row, 0.0),
@@ -255,7 +258,11 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let timeline = lanes.simulate();
     let times: IterationTimes = timeline.times();
     // Memory per GPU: shards of the tables (with a row-wise Adagrad state), the MLPs (Adam), activations.
-    let table_share = if plan.sharding == Sharding::DataParallel { 1.0 } else { 1.0 / nf };
+    let table_share = match plan.sharding {
+        Sharding::DataParallel => 1.0,
+        Sharding::TableWise => tables_here / model.tables,
+        _ => 1.0 / nf,
+    };
     let mlp_params = (model.bottom_layers + model.top_layers) as f64 * layer_params;
     let mlp_share = if plan.fsdp { 1.0 / nf } else { 1.0 };
     // Replicated tables' gradients are all-reduced whole (the price above moves every table's
@@ -266,8 +273,11 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     // an all-gather of it, which costs what the reduce-scatter does);
     // table- or column-wise, its shards' pooled rows for every sample. Training and inference alike.
     let exchange_buffer = exchanged;
+    // Under FSDP the layer being computed and the one gathered ahead are whole beside the shards,
+    // as the LLM and ViT models count them (they had been left out here alone).
+    let gathered = if plan.fsdp { 2.0_f64.min((model.bottom_layers + model.top_layers) as f64) * layer_bytes } else { 0.0 };
     let memory = Memory {
-        weights_gb: (table_bytes * table_share + mlp_params * model.dense_bytes * mlp_share) / 1e9,
+        weights_gb: (table_bytes * table_share + mlp_params * model.dense_bytes * mlp_share + gathered) / 1e9,
         gradients_gb: if train { (mlp_params * model.dense_bytes * mlp_share + table_gradients) / 1e9 } else { 0.0 },
         optimizer_gb: if train { (model.tables * model.rows * 4.0 * table_share + mlp_params * 8.0 * mlp_share) / 1e9 } else { 0.0 },
         activations_gb: exchange_buffer / 1e9
@@ -288,8 +298,12 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     let exchange = match (plan.sharding, train) {
         (Sharding::TableWise | Sharding::ColumnWise, true) => "exchanged all-to-all forward, their gradients back the same way",
         (Sharding::TableWise | Sharding::ColumnWise, false) => "exchanged all-to-all",
-        (Sharding::RowWise, true) => "gathered from the row shards (priced as an all-gather of them, forward and backward)",
-        (Sharding::RowWise, false) => "gathered from the row shards (priced as an all-gather of them)",
+        (Sharding::RowWise, true) => {
+            "reduce-scattered from the row shards' partial sums forward and their gradients all-gathered backward (each priced as an all-gather of them, which costs what the reduce-scatter does)"
+        }
+        (Sharding::RowWise, false) => {
+            "reduce-scattered from the row shards' partial sums (priced as an all-gather of them, which costs what the reduce-scatter does)"
+        }
         (Sharding::DataParallel, true) => "looked up locally (replicated tables), their gradients all-reduced",
         (Sharding::DataParallel, false) => "looked up locally (replicated tables)",
     };
@@ -385,6 +399,26 @@ mod tests {
             dense_bytes: 4.0,
             emb_bytes: 2.0,
         }
+    }
+
+    /// Table-wise, the GPU holding the most whole tables sets time and memory: 96 tables over 64
+    /// GPUs price as 2 a GPU (column-wise splits them evenly: 1.5), and FSDP holds two MLP layers
+    /// whole beside its shards.
+    #[test]
+    fn table_wise_prices_the_gpu_with_the_most_tables() {
+        let c = cluster(64);
+        let m = Dlrm { tables: 96.0, ..model() };
+        let run = |s, fsdp| project(&m, &c, &DlrmPlan { batch_per_gpu: 512, fsdp, sharding: s }, true).unwrap().0;
+        let (tw, cw) = (run(Sharding::TableWise, false), run(Sharding::ColumnWise, false));
+        let table_gb = 1e6 * 128.0 * 2.0 / 1e9;
+        let mlp_gb = 8.0 * 1024.0 * 1024.0 * 4.0 / 1e9;
+        assert!((tw.memory.weights_gb - (2.0 * table_gb + mlp_gb)).abs() < 1e-9, "{}", tw.memory.weights_gb);
+        assert!((cw.memory.weights_gb - (1.5 * table_gb + mlp_gb)).abs() < 1e-9, "{}", cw.memory.weights_gb);
+        let lookups = |p: &Projection| p.times.by_kind_ms["embedding"];
+        assert!((lookups(&tw) / lookups(&cw) - 2.0 / 1.5).abs() < 1e-9, "{} {}", lookups(&tw), lookups(&cw));
+        let fsdp = run(Sharding::TableWise, true);
+        let layer_gb = 1024.0 * 1024.0 * 4.0 / 1e9;
+        assert!((fsdp.memory.weights_gb - (2.0 * table_gb + mlp_gb / 64.0 + 2.0 * layer_gb)).abs() < 1e-9, "{}", fsdp.memory.weights_gb);
     }
 
     #[test]
