@@ -665,6 +665,30 @@ impl Grid {
 }
 
 impl GemmTable {
+    /// Its sources, as the basis names them.
+    fn sources_text(&self) -> String {
+        self.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The table's measured ÷ `priced` times at its shapes, averaged in log with the inverse square
+    /// of each shape's distance from `shape` in log shape as its weight: how a user's stack runs
+    /// against a rule, said most by its nearest shapes (one mean over every shape had put a shape
+    /// between two measured ones above both their rates when a third, far off, ran faster). The
+    /// factor and the shapes it was taken over; `None` where `priced` prices none of them.
+    fn ratio_near(&self, shape: &GemmShape, priced: impl Fn(&GemmShape) -> Option<f64>) -> Option<(f64, usize)> {
+        // As the points are placed (a dimension below 1 at 1: a 0 had priced NaN).
+        let query = [shape.batch, shape.m, shape.n, shape.k].map(|d| d.max(1.0).log2());
+        let (mut weights, mut weighted, mut n) = (0.0, 0.0, 0);
+        for (x, ln_t) in &self.points {
+            let at = GemmShape { batch: x[0].exp2(), m: x[1].exp2(), n: x[2].exp2(), k: x[3].exp2(), dtype: shape.dtype };
+            let Some(time_us) = priced(&at) else { continue };
+            let distance2: f64 = x.iter().zip(query).map(|(a, b)| (a - b).powi(2)).sum();
+            let w = 1.0 / distance2.max(1e-12);
+            (weights, weighted, n) = (weights + w, weighted + w * (ln_t.exp() / time_us).ln(), n + 1);
+        }
+        (n > 0).then(|| ((weighted / weights).exp(), n))
+    }
+
     /// Whether `shape` is smaller in m, n or k than every shape a scattered
     /// table measured: its rates (of larger shapes, whose tiles
     /// are full) would make such a GEMM arbitrarily fast (A100's 8 shapes of
@@ -1112,69 +1136,20 @@ impl Pricing {
         let Some(rows) = self.user_gemm_rows(gpu, shape.dtype).filter(|t| !exclude.contains(&&*t.gpu)) else {
             return self.gemm_by_rule(gpu, shape, exclude);
         };
-        let at = |p: &([f64; 4], f64)| GemmShape {
-            batch: p.0[0].exp2(),
-            m: p.0[1].exp2(),
-            n: p.0[2].exp2(),
-            k: p.0[3].exp2(),
-            dtype: shape.dtype,
-        };
         if let Some(p) = rows.point_at(shape) {
-            let basis = format!(
-                "the user's measurement of this shape on {} ({})",
-                rows.gpu,
-                rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
-            );
+            let basis = format!("the user's measurement of this shape on {} ({})", rows.gpu, rows.sources_text());
             return Some(Price::new(p.1.exp(), PriceRule::GemmMeasuredShape, false, basis, PriceRule::GemmMeasuredShape.band()));
         }
         let mut price = self.gemm_by_rule(gpu, shape, exclude)?;
-        // Each measured shape's ratio, weighted by the inverse square of its distance in log
-        // shape: the nearest shapes say most. One mean over every shape had put a shape between
-        // two measured ones above both their rates when a third, far off, ran faster.
-        // As the rows' points are placed (a dimension below 1 at 1: a 0 had priced NaN).
-        let query = [shape.batch, shape.m, shape.n, shape.k].map(|d| d.max(1.0).log2());
-        let (mut weights, mut weighted, mut n) = (0.0, 0.0, 0);
-        for p in &rows.points {
-            let Some(table) = self.gemm_by_rule(gpu, &at(p), exclude) else { continue };
-            let distance2: f64 = p.0.iter().zip(query).map(|(a, b)| (a - b).powi(2)).sum();
-            let w = 1.0 / distance2.max(1e-12);
-            (weights, weighted, n) = (weights + w, weighted + w * (p.1.exp() / table.time_us).ln(), n + 1);
-        }
-        if n > 0 {
-            let f = (weighted / weights).exp();
+        if let Some((f, n)) = rows.ratio_near(shape, |at| self.gemm_by_rule(gpu, at, exclude).map(|p| p.time_us)) {
             price.time_us *= f;
             price.basis.push_str(&format!(
                 "; × {f:.3}, the measured ÷ table time (before any hold) of the user's {n} shape(s) of {} ({}), each weighted by the inverse square of its distance in log shape (too few for a table of their own)",
                 rows.gpu,
-                rows.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+                rows.sources_text()
             ));
         }
         Some(price)
-    }
-
-    /// `p`, the spec model's price of `shape` below the user's table `t`, × the table's measured ÷
-    /// spec-model times at its shapes, each weighted by the inverse square of its distance in log
-    /// shape (the nearest say most, as [`Pricing::gemm_excluding`] weighs a user's few rows).
-    fn by_users_ratio(&self, gpu: &Gpu, shape: &GemmShape, t: &GemmTable, exclude: &[&str], p: &mut Price) {
-        let query = [shape.batch, shape.m, shape.n, shape.k].map(|d| d.max(1.0).log2());
-        let (mut weights, mut weighted) = (0.0, 0.0);
-        for (x, ln_t) in &t.points {
-            let at = GemmShape { batch: x[0].exp2(), m: x[1].exp2(), n: x[2].exp2(), k: x[3].exp2(), dtype: shape.dtype };
-            let Some(model) = self.gemm_spec_model(gpu, &at, exclude) else { continue };
-            let distance2: f64 = x.iter().zip(query).map(|(a, b)| (a - b).powi(2)).sum();
-            let w = 1.0 / distance2.max(1e-12);
-            (weights, weighted) = (weights + w, weighted + w * (ln_t.exp() / model.time_us).ln());
-        }
-        if weights > 0.0 {
-            let f = (weighted / weights).exp();
-            p.time_us *= f;
-            p.basis.push_str(&format!(
-                "; × {f:.3}, the measured ÷ spec-model time of the user's {} shapes of {} ({}), each weighted by the inverse square of its distance in log shape",
-                t.points.len(),
-                t.gpu,
-                t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
-            ));
-        }
     }
 
     /// The user's GEMM rows of `gpu` and `dtype`'s class when fewer than a table needs.
@@ -1199,8 +1174,15 @@ impl Pricing {
             // A user's table says how their stack runs against the spec model at its shapes: below
             // them the spec model × that ratio, as a user's few rows correct a price (an eighth
             // slow row had turned a 2× slower stack's small GEMMs faster than the shipped table).
-            if t.user {
-                self.by_users_ratio(gpu, shape, t, exclude, &mut p);
+            if t.user
+                && let Some((f, n)) = t.ratio_near(shape, |at| self.gemm_spec_model(gpu, at, exclude).map(|m| m.time_us))
+            {
+                p.time_us *= f;
+                p.basis.push_str(&format!(
+                    "; × {f:.3}, the measured ÷ spec-model time of the user's {n} shapes of {} ({}), each weighted by the inverse square of its distance in log shape",
+                    t.gpu,
+                    t.sources_text()
+                ));
             }
             let least_rows = t.least(1).exp2();
             self.hold_fp8_to_16_bit(gpu, shape, exclude, least_rows, &format!("fewer than {}'s table measured", t.gpu), &mut p);
@@ -1230,7 +1212,7 @@ impl Pricing {
                 shape.dtype.class_words(),
                 t.gpu,
                 t.points.len(),
-                t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
+                t.sources_text(),
                 if t.user { ", the user's" } else { "" }
             );
             let mut time_us = ln_t.exp();
@@ -1322,13 +1304,7 @@ impl Pricing {
             .filter(|t| !std::ptr::eq(*t, chosen) && !exclude.contains(&&*t.gpu))
             .filter_map(|t| {
                 let time_us = t.point_at(shape)?.1.exp();
-                Some(format!(
-                    "{} on {} at {:.2} µs ({:.1} TFLOP/s)",
-                    t.sources.iter().map(|s| &**s).collect::<Vec<_>>().join(", "),
-                    t.gpu,
-                    time_us,
-                    shape.flops() / time_us / 1e6
-                ))
+                Some(format!("{} on {} at {:.2} µs ({:.1} TFLOP/s)", t.sources_text(), t.gpu, time_us, shape.flops() / time_us / 1e6))
             })
             .collect();
         if words.is_empty() {
