@@ -4280,6 +4280,14 @@ mod tests {
 
     use super::*;
 
+    /// The shipped base with the user's measurements `csv` given as file `name`.
+    fn with_users(csv: &str, name: &str) -> Pricing {
+        let mut m = Measurements::builtin();
+        m.add_text(csv.as_bytes(), name).unwrap();
+        m.user_files.push(name.into());
+        Pricing::new(Catalog::builtin(), Arc::new(m))
+    }
+
     /// A pricing layer keeps the GEMM, collective and transfer prices it made (a search prices
     /// the same shapes for each of thousands of plans): a kept price is the fresh one, and a
     /// variant of a GPU under its id (a faster link) is priced as itself, never served the
@@ -4945,15 +4953,12 @@ mod tests {
     /// broadcast curve prices 2 GPUs at its own time (the all-reduce's factor had made it 0.57×).
     #[test]
     fn a_broadcast_below_its_counts_keeps_its_bandwidth() {
-        let mut m = Measurements::builtin();
         let mut csv = String::from("gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\n");
         for e in 10..=30 {
             let bytes = f64::from(1u32 << e);
             csv.push_str(&format!("h100-sxm,broadcast,8,1,8,{bytes},{}\n", 10.0 + bytes / 200e3));
         }
-        m.add_text(csv.as_bytes(), "bc.csv").unwrap();
-        m.user_files.push("bc.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users(&csv, "bc.csv");
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let at = |n: u32| p.collective(h100, &CollectiveQuery::new(Collective::Broadcast, f64::from(1u32 << 30), n, 8)).unwrap();
         let (two, eight) = (at(2), at(8));
@@ -4998,7 +5003,6 @@ mod tests {
     /// overrides a measurement of the shape itself: the user's FP8 table keeps its word.
     #[test]
     fn a_users_fp8_measurement_of_a_shape_keeps_its_word() {
-        let mut m = Measurements::builtin();
         let rows = [
             (1024, 1024, 1024),
             (2048, 2048, 2048),
@@ -5013,9 +5017,7 @@ mod tests {
             csv.push_str(&format!("h100-sxm,fp8,{m},{n},{k},{}\n", 2.0 * f64::from(m) * f64::from(n) * f64::from(k) / 1.2e12 * 1e6));
         }
         csv.push_str("h100-sxm,fp8,1024,256,1024,1.0\n");
-        m.add_text(csv.as_bytes(), "mine.csv").unwrap();
-        m.user_files.push("mine.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users(&csv, "mine.csv");
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let at = p.gemm_excluding(h100, &GemmShape { batch: 1.0, m: 1024.0, n: 256.0, k: 1024.0, dtype: Dtype::Fp8 }, &[]).unwrap();
         assert_eq!(at.time_us, 1.0, "{}", at.basis);
@@ -5027,10 +5029,7 @@ mod tests {
         let shipped = Pricing::builtin();
         let h100 = shipped.catalog.gpu("h100-sxm").unwrap().clone();
         assert!(shipped.hbm_bytes_per_s(&h100).0 > 2e12);
-        let mut m = Measurements::builtin();
-        m.add_text(b"gpu,metric,bandwidth_gbps\nh100-sxm,stream_triad,1000\n", "mem.csv").unwrap();
-        m.user_files.push("mem.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users("gpu,metric,bandwidth_gbps\nh100-sxm,stream_triad,1000\n", "mem.csv");
         let (bw, basis) = p.hbm_bytes_per_s(&h100);
         assert_eq!(bw, 1000e9, "{basis}");
         assert!(basis.contains("mem.csv stream_triad"), "{basis}");
@@ -5051,10 +5050,7 @@ mod tests {
         for b in sizes {
             csv.push_str(&format!("h100-sxm,all_reduce,8,{b},{:.3}\n", node_us(b as f64)));
         }
-        let mut m = Measurements::builtin();
-        m.add_text(csv.as_bytes(), "slow.csv").unwrap();
-        m.user_files.push("slow.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users(&csv, "slow.csv");
         let shipped = Pricing::builtin();
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let bytes = 384.0 * 1024.0 * 1024.0;
@@ -5077,11 +5073,10 @@ mod tests {
             }
         }
         // The user's ring of 16 GPUs, 4 to a node, bounds 32 of the same nodes: 30 ms × (2·31/32 ÷ 2·15/16).
-        let mut m = Measurements::builtin();
-        m.add_text(b"gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nh100-sxm,all_reduce,16,4,4,1073741824,30000\n", "x16.csv")
-            .unwrap();
-        m.user_files.push("x16.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users(
+            "gpu,collective,gpus,nodes,gpus_per_node,size_bytes,time_us\nh100-sxm,all_reduce,16,4,4,1073741824,30000\n",
+            "x16.csv",
+        );
         let h100 = p.catalog.gpu("h100-sxm").unwrap();
         let wider = p.collective(h100, &CollectiveQuery::new(Collective::AllReduce, 1073741824.0, 32, 4)).unwrap();
         assert!((wider.time_us / (30000.0 * (62.0 / 32.0) / (30.0 / 16.0)) - 1.0).abs() < 1e-6, "{} µs: {}", wider.time_us, wider.basis);
@@ -5111,10 +5106,7 @@ mod tests {
             for (m, n, k) in &shapes[..rows] {
                 csv.push_str(&format!("h100-sxm,bf16,{m},{n},{k},300\n"));
             }
-            let mut m = Measurements::builtin();
-            m.add_text(csv.as_bytes(), "g.csv").unwrap();
-            m.user_files.push("g.csv".into());
-            let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+            let p = with_users(&csv, "g.csv");
             let price = p.gemm(&h100, &small).unwrap();
             assert!(price.time_us > 1.5 * shipped.gemm(&h100, &small).unwrap().time_us, "{rows} rows: {price:?}");
         }
@@ -5133,10 +5125,7 @@ mod tests {
         for (x, r) in [(1024.0, 1.0), (4096.0, 1.0), (8192.0, 2.0)] {
             csv.push_str(&format!("h100-sxm,bf16,{x},{x},{x},{:.4}\n", r * table(x)));
         }
-        let mut m = Measurements::builtin();
-        m.add_text(csv.as_bytes(), "mine.csv").unwrap();
-        m.user_files.push("mine.csv".into());
-        let p = Pricing::new(Catalog::builtin(), Arc::new(m));
+        let p = with_users(&csv, "mine.csv");
         let factor = |x: f64| p.gemm(h100, &cube(x)).unwrap().time_us / table(x);
         assert!((factor(8192.0) - 2.0).abs() < 1e-3, "{}", factor(8192.0));
         // 7168³ is 0.19 of a doubling from 8192³ per dimension, 0.81 from 4096³: mostly 8192's 2.
