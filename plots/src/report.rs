@@ -444,14 +444,7 @@ fn measured_section(page: &mut Part, j: &JobReport<'_>) -> Result<(), Error> {
                 ]
             })
             .collect();
-        let beyond = a.straggler_waits_beyond_exposed().map_or(String::new(), |(waited, exposed)| {
-            format!(
-                "; their waits add up to {} GPU-ms, more than the job's {} GPU-ms of exposed communication: at least {:.0} % of them ran under compute, and making every rank arrive on time saves at most the exposed time",
-                ms(waited),
-                ms(exposed),
-                100.0 * (1.0 - exposed / waited)
-            )
-        });
+        let beyond = a.straggler_waits_beyond_exposed().map_or(String::new(), |words| format!("; {words}"));
         page.table(
             &format!("Slowest ranks: last to arrive at matched collectives (the time the others' collectives waited for them, lost only where no compute ran beside it{beyond})"),
             &["rank", "times last", "wait caused GPU-ms", "GPU-hours waited in the job"],

@@ -316,13 +316,22 @@ impl JobAnalysis {
         notes_in_words(self.ranks.iter().map(|r| (r.rank, r.notes.as_slice())))
     }
 
-    /// (the stragglers' waits, the job's exposed communication), µs of GPU time, where the
-    /// waits are more: at least 1 − exposed ÷ waits of them ran under compute, and fixing the
-    /// stragglers saves at most the exposed time (a synthetic job's five stragglers "waited" 5.8× its exposed
-    /// communication, each wait beside its GPU-hours as if lost).
-    pub fn straggler_waits_beyond_exposed(&self) -> Option<(f64, f64)> {
+    /// Where the stragglers' waits (GPU time) add up to more than the job's exposed
+    /// communication, that said in words, as the terminal and the page print it: at least
+    /// 1 − exposed ÷ waits of them ran under compute, and fixing the stragglers saves at most the
+    /// exposed time (a synthetic job's five stragglers "waited" 5.8× its exposed communication,
+    /// each wait beside its GPU-hours as if lost).
+    pub fn straggler_waits_beyond_exposed(&self) -> Option<String> {
         let waited: f64 = self.stragglers.iter().map(|s| s.wait_caused_us).sum();
-        (waited > self.totals.breakdown.exposed_comm_us).then_some((waited, self.totals.breakdown.exposed_comm_us))
+        let exposed = self.totals.breakdown.exposed_comm_us;
+        (waited > exposed).then(|| {
+            format!(
+                "their waits add up to {:.3} GPU-ms, more than the job's {:.3} GPU-ms of exposed communication: at least {:.0} % of them ran under compute, and making every rank arrive on time saves at most the exposed time",
+                waited / 1000.0,
+                exposed / 1000.0,
+                100.0 * (1.0 - exposed / waited)
+            )
+        })
     }
 
     /// The job's step time, µs: the mean over its steps of the slowest rank's ([`job_steps`]);
