@@ -273,9 +273,11 @@ pub fn project(model: &Dlrm, cluster: &Cluster, plan: &DlrmPlan, train: bool) ->
     // an all-gather of it, which costs what the reduce-scatter does);
     // table- or column-wise, its shards' pooled rows for every sample. Training and inference alike.
     let exchange_buffer = exchanged;
-    // Under FSDP the layer being computed and the one gathered ahead are whole beside the shards,
-    // as the LLM and ViT models count them (they had been left out here alone).
-    let gathered = if plan.fsdp { 2.0_f64.min((model.bottom_layers + model.top_layers) as f64) * layer_bytes } else { 0.0 };
+    // Under FSDP the layer being computed and those gathered ahead (the LLM model's default
+    // prefetch, PyTorch FSDP's) are whole beside the shards, as the LLM and ViT models count them
+    // (they had been left out here alone).
+    let whole_layers = f64::from(crate::workload::llm::Plan::default().prefetch + 1).min((model.bottom_layers + model.top_layers) as f64);
+    let gathered = if plan.fsdp { whole_layers * layer_bytes } else { 0.0 };
     let memory = Memory {
         weights_gb: (table_bytes * table_share + mlp_params * model.dense_bytes * mlp_share + gathered) / 1e9,
         gradients_gb: if train { (mlp_params * model.dense_bytes * mlp_share + table_gradients) / 1e9 } else { 0.0 },
