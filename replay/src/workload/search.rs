@@ -244,6 +244,8 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         divisors(cluster.gpus_per_node).into_iter().filter(|t| gpus.is_multiple_of(*t) && (!space.pins(&["tp"]) || *t == pin.tp)).collect();
     let experts = model.experts as u32;
     let train = task == Task::Train;
+    // Context parallelism pays for long sequences only (a pinned degree is tried at any length).
+    let cp_tried = train && model.seq >= CP_FROM_TOKENS;
     // Recomputation: none, selective (the attention core: free with flash attention), full.
     let rcs: &[(bool, bool)] = if space.recompute && train { &[(false, false), (false, true), (true, false)] } else { &[(false, false)] };
     let rcs: Vec<(bool, bool)> =
@@ -256,13 +258,11 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
             (model.layers.is_multiple_of(*p as usize) || model.layers >= 4 * *p as usize) && (!space.pins(&["pp"]) || *p == pin.pp)
         });
         for pp in stage_counts {
-            // Context parallelism pays for long sequences only: tried from CP_FROM_TOKENS.
-            // A pinned degree is tried at any sequence length.
             let cps: Vec<u32> = if space.pins(&["cp"]) {
                 let c = pin.cp;
                 let fits = (gpus / (tp * pp)).is_multiple_of(c) && (c == 1 || (model.seq as u64).is_multiple_of(2 * u64::from(c)));
                 if fits { vec![c] } else { Vec::new() }
-            } else if train && model.seq >= CP_FROM_TOKENS {
+            } else if cp_tried {
                 divisors(gpus / (tp * pp))
                     .into_iter()
                     .filter(|c| [1, 2, 4, 8].contains(c) && (model.seq as u64).is_multiple_of(2 * u64::from(*c)))
@@ -398,7 +398,6 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         }
     }
     let ranked = kept;
-    let train = task == Task::Train;
     let plain = |p: &&Projection| !p.plan.contains("ep=") && !p.plan.contains("cp=");
     let fsdp = |p: &&Projection| p.plan.starts_with("tp=1,pp=1,fsdp=") || (gpus == 1 && p.plan.starts_with("tp=1,pp=1,"));
     // Plain FSDP where one fits; else FSDP with the expert or context parallelism it needs
@@ -417,7 +416,7 @@ pub fn search(model: &Transformer, cluster: &Cluster, task: Task, space: &Search
         _ => None,
     };
     let rejected = why.batch + why.memory + why.refused;
-    let not_tried = (train && model.seq < CP_FROM_TOKENS && !space.pins(&["cp"])).then(|| {
+    let not_tried = (train && !cp_tried && !space.pins(&["cp"])).then(|| {
         format!(
             "context parallelism was not tried: the search tries it from {CP_FROM_TOKENS} tokens a sequence, and this model's is {} (--with cp=N tries that degree)",
             model.seq
